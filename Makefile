@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: MIT
+# Builds the BPF objects, their skeletons, the tcheck-bpf binary, the test
+# programs, and runs tests, lint and benchmarks. `make V=1` shows commands.
+
+OUTPUT := .output
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CC ?= cc
+ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+VMLINUX := vmlinux/$(ARCH)/vmlinux.h
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CFLAGS ?= -g -O2
+WARNINGS := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
+ALL_CFLAGS := $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer \
+	-Iinclude -Iuser -I$(OUTPUT)
+LIBS := -lbpf -lelf -ldw -ljansson -lz -lpthread
+BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
+	-Iinclude -I$(dir $(VMLINUX))
+
+BPF_SOURCES := $(wildcard bpf/*.bpf.c)
+BPF_OBJECTS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SOURCES))
+# Every BPF object is linked into one: one skeleton, one copy of the shared maps.
+SKELETONS := $(OUTPUT)/tracer.skel.h
+USER_SOURCES := $(wildcard user/*.c)
+USER_OBJECTS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SOURCES))
+LIBRARY_OBJECTS := $(filter-out $(OUTPUT)/user/main.o,$(USER_OBJECTS))
+
+UNIT_SOURCES := $(wildcard tests/unit/*.c)
+UNIT_OBJECTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/unit/%.o,$(UNIT_SOURCES))
+TEST_PROGRAM_DIR := $(OUTPUT)/tests
+NCCL_DOUBLE := $(TEST_PROGRAM_DIR)/lib/libnccl.so.2
+NCCL_DOUBLE_SOURCES := $(wildcard tests/nccl_double/*.c)
+WORKLOAD_SOURCES := $(wildcard tests/workloads/*.c)
+WORKLOADS := $(patsubst tests/workloads/%.c,$(TEST_PROGRAM_DIR)/%,$(WORKLOAD_SOURCES))
+TOOL_SOURCES := $(wildcard tools/bench/*.c)
+TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES))
+
+.PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo
+.DELETE_ON_ERROR:
+
+all: tcheck-bpf test-programs
+
+tcheck-bpf: $(USER_OBJECTS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -o $@
+
+$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests/unit $(TEST_PROGRAM_DIR)/lib $(TEST_PROGRAM_DIR)/bench:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard include/tcheck/*.h) $(wildcard bpf/*.h) $(VMLINUX) | $(OUTPUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/tracer.bpf.o: $(BPF_OBJECTS)
+	$(call msg,BPF-LINK,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
+
+$(OUTPUT)/tracer.skel.h: $(OUTPUT)/tracer.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name tracer_bpf > $@
+
+$(OUTPUT)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard include/tcheck/*.h) $(SKELETONS) | $(OUTPUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/tests/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h) $(wildcard user/*.h) | $(OUTPUT)/tests/unit
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -c $< -o $@
+
+$(TEST_PROGRAM_DIR)/unit-tests: $(UNIT_OBJECTS) $(LIBRARY_OBJECTS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -lcunit -o $@
+
+# The NCCL test double: the nccl.h ABI over host memory, built like the real
+# library (a shared object named libnccl.so.2, full DWARF, weak ncclX aliases).
+$(NCCL_DOUBLE): $(NCCL_DOUBLE_SOURCES) $(wildcard tests/nccl_double/*.h) | $(TEST_PROGRAM_DIR)/lib
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libnccl.so.2 -Itests/nccl_double \
+		$(NCCL_DOUBLE_SOURCES) -lpthread -lrt -o $@
+	$(Q)ln -sf libnccl.so.2 $(TEST_PROGRAM_DIR)/lib/libnccl.so
+
+$(TEST_PROGRAM_DIR)/%: tests/workloads/%.c $(NCCL_DOUBLE) $(wildcard tests/workloads/*.h)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/nccl_double -Itests/workloads $< \
+		-L$(TEST_PROGRAM_DIR)/lib -Wl,--as-needed -lnccl -Wl,--no-as-needed \
+		-Wl,-rpath,'$$ORIGIN/lib' -lpthread -ldl -lm -o $@
+
+$(TEST_PROGRAM_DIR)/bench/%: tools/bench/%.c $(NCCL_DOUBLE) | $(TEST_PROGRAM_DIR)/bench
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/nccl_double $< -L$(TEST_PROGRAM_DIR)/lib -lnccl \
+		-Wl,-rpath,'$$ORIGIN/../lib' -lpthread -ldl -lm -o $@
+
+test-programs: $(NCCL_DOUBLE) $(WORKLOADS) $(TOOLS) $(TEST_PROGRAM_DIR)/unit-tests
+
+unit-test: $(TEST_PROGRAM_DIR)/unit-tests
+	$(TEST_PROGRAM_DIR)/unit-tests
+
+e2e-test: all
+	tests/e2e/run-all.sh
+
+# Everything: unit tests, then the end-to-end tests (they load BPF: root).
+test: all
+	$(TEST_PROGRAM_DIR)/unit-tests
+	tests/e2e/run-all.sh
+
+LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*.h user/*.c user/*.h \
+	tests/unit/*.c tests/unit/*.h tests/nccl_double/*.c tests/nccl_double/*.h \
+	tests/workloads/*.c tests/workloads/*.h tools/bench/*.c))
+lint: $(SKELETONS)
+	clang-format --dry-run --Werror $(LINT_SOURCES)
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+		--suppress=missingIncludeSystem --inline-suppr -D__x86_64__ \
+		-Iinclude -Iuser user tests/unit tests/nccl_double tests/workloads
+	clang-tidy --quiet $(filter %.c,$(filter-out bpf/%,$(LINT_SOURCES))) -- $(ALL_CFLAGS) \
+		-Itests/unit -Itests/nccl_double -Itests/workloads
+
+demo: all
+	tools/demo.sh
+
+bench: all
+	tools/bench/run-bench.sh
+
+deps:
+	tools/install-deps.sh
+
+# Regenerates the checked-in vmlinux.h from the running kernel's BTF.
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux_$$(uname -r | cut -d. -f1-2).h
+	ln -sf vmlinux_$$(uname -r | cut -d. -f1-2).h vmlinux/$(ARCH)/vmlinux.h
+
+clean:
+	rm -rf $(OUTPUT) tcheck-bpf

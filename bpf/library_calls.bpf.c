@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * Generic entry/return probes for library API functions (NCCL today).
+ * One program pair serves every function: the attach cookie says which
+ * function it is and what to capture, so adding a function needs no BPF.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "tcheck/probe_abi.h"
+#include "tracer_maps.bpf.h"
+
+#ifndef PT_REGS_PARM6
+/* libbpf before 1.2 names five argument registers; x86-64 passes a sixth. */
+#define PT_REGS_PARM6(regs) ((regs)->r9)
+#endif
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* thread_calls is too large for the BPF stack: start new ones from here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct thread_calls);
+} empty_thread_calls SEC(".maps");
+
+static __always_inline struct thread_calls *thread_calls_of(__u32 tid, bool create)
+{
+	struct thread_calls *calls = bpf_map_lookup_elem(&open_calls, &tid);
+	__u32 zero = 0;
+
+	if (calls || !create)
+		return calls;
+	calls = bpf_map_lookup_elem(&empty_thread_calls, &zero);
+	if (!calls)
+		return NULL;
+	bpf_map_update_elem(&open_calls, &tid, calls, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&open_calls, &tid);
+}
+
+static __always_inline void notify_library_change(__u32 pid, __u32 tid)
+{
+	struct tcheck_process_record *record;
+
+	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+	if (!record) {
+		count(TCHECK_COUNTER_PROCESS_DROPS);
+		return;
+	}
+	record->header.type = TCHECK_RECORD_LIBRARY_CHANGE;
+	record->header.pid = pid;
+	record->header.tid = tid;
+	record->header.reserved = 0;
+	record->header.timestamp_ns = bpf_ktime_get_ns();
+	record->child_pid = 0;
+	record->exit_code = 0;
+	bpf_ringbuf_submit(record, 0);
+}
+
+SEC("uprobe")
+int library_call_entry(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct thread_calls *calls;
+	struct open_call *frame;
+	__u64 stack;
+	__u32 depth;
+
+	if (!is_traced(pid))
+		return 0;
+	if (cookie & TCHECK_COOKIE_LIBRARY_CHANGE) {
+		notify_library_change(pid, tid);
+		return 0;
+	}
+	calls = thread_calls_of(tid, true);
+	if (!calls)
+		return 0;
+	depth = calls->depth;
+	if (depth >= TCHECK_MAX_NESTING) {
+		calls->overflow++;
+		count(TCHECK_COUNTER_NESTING_OVERFLOWS);
+		return 0;
+	}
+	frame = &calls->frames[depth & (TCHECK_MAX_NESTING - 1)];
+	frame->cookie = cookie;
+	frame->entry_ns = bpf_ktime_get_ns();
+	frame->args[0] = PT_REGS_PARM1(ctx);
+	frame->args[1] = PT_REGS_PARM2(ctx);
+	frame->args[2] = PT_REGS_PARM3(ctx);
+	frame->args[3] = PT_REGS_PARM4(ctx);
+	frame->args[4] = PT_REGS_PARM5(ctx);
+	frame->args[5] = PT_REGS_PARM6(ctx);
+	/* At entry [sp] is the return address; stack arguments follow it. */
+	stack = PT_REGS_SP(ctx) + 8;
+	if (bpf_probe_read_user(&frame->args[TCHECK_REGISTER_ARGS],
+				TCHECK_STACK_ARGS * sizeof(__u64), (void *)stack))
+		__builtin_memset(&frame->args[TCHECK_REGISTER_ARGS], 0,
+				 TCHECK_STACK_ARGS * sizeof(__u64));
+	if (cookie & TCHECK_COOKIE_BLOB_FROM_STACK) {
+		if (bpf_probe_read_user(frame->blob, TCHECK_BLOB_BYTES, (void *)stack))
+			frame->cookie &= ~TCHECK_COOKIE_BLOB_FROM_STACK;
+	}
+	calls->depth = depth + 1;
+	return 0;
+}
+
+/* 1 + the index of an argument named by a cookie field, or 0. */
+static __always_inline __u32 cookie_arg(__u64 cookie, int shift)
+{
+	return (cookie >> shift) & 0xf;
+}
+
+static __always_inline void read_out_value(struct tcheck_call_record *record,
+					   const struct open_call *frame)
+{
+	__u32 arg = cookie_arg(frame->cookie, TCHECK_COOKIE_OUT_ARG_SHIFT);
+	void *pointer;
+
+	record->out_value = 0;
+	if (!arg || arg > TCHECK_REGISTER_ARGS)
+		return;
+	pointer = (void *)frame->args[(arg - 1) & 7];
+	if (frame->cookie & TCHECK_COOKIE_OUT_IS_32BIT) {
+		__u32 value = 0;
+
+		if (bpf_probe_read_user(&value, sizeof(value), pointer)) {
+			record->flags |= TCHECK_CALL_OUT_READ_FAILED;
+			return;
+		}
+		record->out_value = value;
+	} else if (bpf_probe_read_user(&record->out_value, sizeof(__u64), pointer)) {
+		record->flags |= TCHECK_CALL_OUT_READ_FAILED;
+		return;
+	}
+	record->flags |= TCHECK_CALL_HAS_OUT_VALUE;
+}
+
+static __always_inline void read_blob(struct tcheck_call_record *record,
+				      const struct open_call *frame)
+{
+	__u32 arg = cookie_arg(frame->cookie, TCHECK_COOKIE_BLOB_ARG_SHIFT);
+
+	if (frame->cookie & TCHECK_COOKIE_BLOB_FROM_STACK) {
+		__builtin_memcpy(record->blob, frame->blob, TCHECK_BLOB_BYTES);
+		record->flags |= TCHECK_CALL_HAS_BLOB;
+		return;
+	}
+	if (!arg || arg > TCHECK_REGISTER_ARGS)
+		return;
+	if (bpf_probe_read_user(record->blob, TCHECK_BLOB_BYTES,
+				(void *)frame->args[(arg - 1) & 7]))
+		record->flags |= TCHECK_CALL_BLOB_READ_FAILED;
+	else
+		record->flags |= TCHECK_CALL_HAS_BLOB;
+}
+
+SEC("uretprobe")
+int library_call_return(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct tcheck_call_record *record;
+	struct thread_calls *calls;
+	struct open_call *frame;
+	__u64 return_value;
+	__u32 depth;
+
+	if (!is_traced(pid))
+		return 0;
+	calls = thread_calls_of(tid, false);
+	if (calls && calls->overflow) {
+		calls->overflow--;
+		return 0;
+	}
+	/* Entered before the entry probe was attached: nothing to pair with. */
+	if (!calls || calls->depth == 0) {
+		count(TCHECK_COUNTER_UNMATCHED_RETURNS);
+		return 0;
+	}
+	depth = (calls->depth - 1) & (TCHECK_MAX_NESTING - 1);
+	calls->depth = depth;
+	frame = &calls->frames[depth];
+	if ((frame->cookie ^ bpf_get_attach_cookie(ctx)) & TCHECK_COOKIE_FUNCTION_MASK) {
+		count(TCHECK_COUNTER_UNMATCHED_RETURNS);
+		return 0;
+	}
+	return_value = PT_REGS_RC(ctx);
+	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+	if (!record) {
+		count(TCHECK_COUNTER_RINGBUF_DROPS);
+		return 0;
+	}
+	record->flags = 0;
+	read_out_value(record, frame);
+	/* ncclCommGetAsyncError is polled constantly: keep only failures. */
+	if ((frame->cookie & TCHECK_COOKIE_ONLY_FAILURES) && (__u32)return_value == 0 &&
+	    record->out_value == 0) {
+		/*
+		 * A discarded record still takes space the reader must step
+		 * over: let the usual wake-up rule apply, or a reader that had
+		 * caught up is never woken again.
+		 */
+		bpf_ringbuf_discard(record, 0);
+		count(TCHECK_COUNTER_FILTERED);
+		return 0;
+	}
+	record->header.type = TCHECK_RECORD_CALL;
+	record->header.pid = pid;
+	record->header.tid = tid;
+	record->header.reserved = 0;
+	record->header.timestamp_ns = frame->entry_ns;
+	record->return_ns = bpf_ktime_get_ns();
+	__builtin_memcpy(record->args, frame->args, sizeof(record->args));
+	record->return_value = return_value;
+	record->function_index = frame->cookie & TCHECK_COOKIE_FUNCTION_MASK;
+	record->depth = depth;
+	record->reserved = 0;
+	read_blob(record, frame);
+	bpf_ringbuf_submit(record, 0);
+	count(TCHECK_COUNTER_CALLS);
+	return 0;
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * Follows the traced processes: children join the traced set at fork
+ * (torchrun and mp.spawn start ranks as children), and the daemon hears
+ * of exec and exit so it can rescan libraries and close the books.
+ * BTF-typed tracepoints: no tracefs and no kprobes needed.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "tcheck/probe_abi.h"
+#include "tracer_maps.bpf.h"
+
+static __always_inline bool is_in_traced_set(__u32 pid)
+{
+	return bpf_map_lookup_elem(&traced_pids, &pid) != NULL;
+}
+
+static __always_inline void notify(__u32 type, __u32 pid, __u32 tid, __u32 child_pid,
+				   __s32 exit_code)
+{
+	struct tcheck_process_record *record;
+
+	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+	if (!record) {
+		count(TCHECK_COUNTER_PROCESS_DROPS);
+		return;
+	}
+	record->header.type = type;
+	record->header.pid = pid;
+	record->header.tid = tid;
+	record->header.reserved = 0;
+	record->header.timestamp_ns = bpf_ktime_get_ns();
+	record->child_pid = child_pid;
+	record->exit_code = exit_code;
+	bpf_ringbuf_submit(record, 0);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 parent_pid = BPF_CORE_READ(parent, tgid);
+	__u32 child_pid = BPF_CORE_READ(child, tgid);
+	__u8 traced = 1;
+
+	/* A new thread shares its parent's tgid: only new processes count. */
+	if (child_pid == parent_pid || !is_in_traced_set(parent_pid))
+		return 0;
+	bpf_map_update_elem(&traced_pids, &child_pid, &traced, BPF_ANY);
+	notify(TCHECK_RECORD_PROCESS_FORK, parent_pid, BPF_CORE_READ(parent, pid), child_pid, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(process_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 pid = BPF_CORE_READ(task, tgid);
+
+	if (is_in_traced_set(pid))
+		notify(TCHECK_RECORD_PROCESS_EXEC, pid, BPF_CORE_READ(task, pid), 0, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(process_exit, struct task_struct *task)
+{
+	__u32 pid = BPF_CORE_READ(task, tgid);
+	__u32 tid = BPF_CORE_READ(task, pid);
+
+	/* The thread's open calls will never return. */
+	bpf_map_delete_elem(&open_calls, &tid);
+	/* Report the process once, when its last thread leaves. */
+	if (BPF_CORE_READ(task, signal, live.counter) != 0 || !is_in_traced_set(pid))
+		return 0;
+	bpf_map_delete_elem(&traced_pids, &pid);
+	notify(TCHECK_RECORD_PROCESS_EXIT, pid, tid, 0, BPF_CORE_READ(task, exit_code));
+	return 0;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * Maps shared by every BPF object of the tracer: the ring buffer, the set
+ * of traced processes, the calls open on each thread and the loss counters. Declared weak so that the
+ * objects linked into one skeleton share one copy of each.
+ */
+#ifndef TCHECK_TRACER_MAPS_BPF_H
+#define TCHECK_TRACER_MAPS_BPF_H
+
+#include "tcheck/probe_abi.h"
+
+/* Set by the daemon: probes fire for every process mapping the library,
+ * so keep only the processes in traced_pids. */
+const volatile bool filter_by_pid __weak = false;
+
+/* Size is set by the daemon before load (--ring-buffer-mb). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps") __weak;
+
+/* Processes being traced; children of traced processes join at fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u8);
+} traced_pids SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TCHECK_COUNTER_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps") __weak;
+
+/* An entered call waiting for its return. */
+struct open_call {
+	__u64 cookie;
+	__u64 entry_ns;
+	__u64 args[TCHECK_CALL_ARGS];
+	__u8 blob[TCHECK_BLOB_BYTES];
+};
+
+/* The calls open on one thread, innermost last. */
+struct thread_calls {
+	__u32 depth;
+	__u32 overflow;	/* entries beyond TCHECK_MAX_NESTING, skipped */
+	struct open_call frames[TCHECK_MAX_NESTING];
+};
+
+/* LRU: a thread killed inside a call must not leak its slot forever. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct thread_calls);
+} open_calls SEC(".maps") __weak;
+
+static __always_inline bool is_traced(__u32 pid)
+{
+	return !filter_by_pid || bpf_map_lookup_elem(&traced_pids, &pid);
+}
+
+static __always_inline void count(enum tcheck_counter counter)
+{
+	__u32 key = counter;
+	__u64 *value = bpf_map_lookup_elem(&counters, &key);
+
+	if (value)
+		*value += 1;
+}
+
+#endif /* TCHECK_TRACER_MAPS_BPF_H */

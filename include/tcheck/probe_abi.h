@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The records and settings the BPF programs and the daemon exchange.
+ * Included by both sides, so it holds only fixed-width plain C types.
+ */
+#ifndef TCHECK_PROBE_ABI_H
+#define TCHECK_PROBE_ABI_H
+
+#ifdef __bpf__
+typedef __u8 tcheck_u8;
+typedef __u32 tcheck_u32;
+typedef __s32 tcheck_s32;
+typedef __u64 tcheck_u64;
+typedef __s64 tcheck_s64;
+#else
+#include <stdint.h>
+typedef uint8_t tcheck_u8;
+typedef uint32_t tcheck_u32;
+typedef int32_t tcheck_s32;
+typedef uint64_t tcheck_u64;
+typedef int64_t tcheck_s64;
+#endif
+
+/* Integer arguments captured per call: six registers plus four stack slots. */
+#define TCHECK_REGISTER_ARGS 6
+#define TCHECK_STACK_ARGS 4
+#define TCHECK_CALL_ARGS (TCHECK_REGISTER_ARGS + TCHECK_STACK_ARGS)
+
+/* Bytes of an opaque blob (an ncclUniqueId, or an array of pointers). */
+#define TCHECK_BLOB_BYTES 128
+
+/* Calls into the library that may be open on one thread at once. */
+#define TCHECK_MAX_NESTING 4
+
+/*
+ * The attach cookie tells the one generic program what to capture for
+ * the function it is attached to, so the BPF side needs no per-function
+ * code. Bits 0-15: function index in the daemon's probe table.
+ */
+#define TCHECK_COOKIE_FUNCTION_MASK 0xffffULL
+/* Bits 16-19: 1 + index of a pointer argument to read at return. */
+#define TCHECK_COOKIE_OUT_ARG_SHIFT 16
+#define TCHECK_COOKIE_OUT_ARG_MASK 0xfULL
+/* Bit 20: the value behind that pointer is 4 bytes (else 8). */
+#define TCHECK_COOKIE_OUT_IS_32BIT (1ULL << 20)
+/* Bit 21: copy the blob from the caller's stack at entry (by-value id). */
+#define TCHECK_COOKIE_BLOB_FROM_STACK (1ULL << 21)
+/* Bits 22-25: 1 + index of a pointer argument whose blob is read at return. */
+#define TCHECK_COOKIE_BLOB_ARG_SHIFT 22
+#define TCHECK_COOKIE_BLOB_ARG_MASK 0xfULL
+/* Bit 26: emit only when the return code or the out value is non-zero. */
+#define TCHECK_COOKIE_ONLY_FAILURES (1ULL << 26)
+/* Bit 27: the probe marks a change of the loaded-library list (r_brk). */
+#define TCHECK_COOKIE_LIBRARY_CHANGE (1ULL << 27)
+
+enum tcheck_record_type {
+	TCHECK_RECORD_CALL = 1,	/* a library call, entry and return paired */
+	TCHECK_RECORD_PROCESS_FORK = 2,	/* a traced process started a child */
+	TCHECK_RECORD_PROCESS_EXEC = 3,	/* a traced process replaced its image */
+	TCHECK_RECORD_PROCESS_EXIT = 4,	/* a traced process ended */
+	TCHECK_RECORD_LIBRARY_CHANGE = 5,	/* a traced process loaded a library */
+};
+
+/* Flags of a call record. */
+#define TCHECK_CALL_HAS_BLOB (1U << 0)
+#define TCHECK_CALL_HAS_OUT_VALUE (1U << 1)
+#define TCHECK_CALL_OUT_READ_FAILED (1U << 2)
+#define TCHECK_CALL_BLOB_READ_FAILED (1U << 3)
+
+/* Header common to every ring-buffer record. */
+struct tcheck_record_header {
+	tcheck_u32 type;	/* enum tcheck_record_type */
+	tcheck_u32 pid;	/* thread group id */
+	tcheck_u32 tid;
+	tcheck_u32 reserved;
+	tcheck_u64 timestamp_ns;	/* CLOCK_MONOTONIC */
+};
+
+/* A paired entry and return of one probed function. */
+struct tcheck_call_record {
+	struct tcheck_record_header header;	/* timestamp = entry time */
+	tcheck_u64 return_ns;
+	tcheck_u64 args[TCHECK_CALL_ARGS];
+	tcheck_s64 return_value;
+	tcheck_u64 out_value;
+	tcheck_u32 function_index;
+	tcheck_u32 depth;	/* calls of the library already open on the thread */
+	tcheck_u32 flags;	/* TCHECK_CALL_* */
+	tcheck_u32 reserved;
+	tcheck_u8 blob[TCHECK_BLOB_BYTES];
+};
+
+/* Fork, exec, exit and library-change notices. */
+struct tcheck_process_record {
+	struct tcheck_record_header header;
+	tcheck_u32 child_pid;	/* fork: the new process */
+	tcheck_s32 exit_code;	/* exit: as wait() would report it */
+};
+
+/* Counters the BPF side keeps, one slot each in a per-CPU array. */
+enum tcheck_counter {
+	TCHECK_COUNTER_CALLS = 0,	/* calls completed and offered */
+	TCHECK_COUNTER_RINGBUF_DROPS,	/* records lost: ring buffer full */
+	TCHECK_COUNTER_UNMATCHED_RETURNS,	/* returns whose entry was not seen */
+	TCHECK_COUNTER_NESTING_OVERFLOWS,	/* calls deeper than TCHECK_MAX_NESTING */
+	TCHECK_COUNTER_FILTERED,	/* calls suppressed by ONLY_FAILURES */
+	TCHECK_COUNTER_PROCESS_DROPS,	/* process notices lost: ring buffer full */
+	TCHECK_COUNTER_COUNT,
+};
+
+#endif /* TCHECK_PROBE_ABI_H */

@@ -1,0 +1,29 @@
+#!/bin/bash
+# Runs every end-to-end test (tests/e2e/test_*.sh) and prints one closing
+# line "N passed, N failed, N skipped". A test exits 0 to pass, 77 to skip.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+passed=0 failed=0 skipped=0 failures=()
+if [ "$(id -u)" -ne 0 ]; then
+	echo "end-to-end tests load BPF programs: run them as root (sudo make test)" >&2
+	exit 1
+fi
+for test in "$here"/test_*.sh; do
+	name=$(basename "$test" .sh)
+	[ -n "${E2E_ONLY:-}" ] && [[ "$name" != *"$E2E_ONLY"* ]] && continue
+	log=$(mktemp)
+	start=$(date +%s.%N)
+	timeout 600 bash "$test" >"$log" 2>&1
+	status=$?
+	seconds=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
+	case $status in
+	0) passed=$((passed + 1)); echo "PASS $name (${seconds}s)" ;;
+	77) skipped=$((skipped + 1)); echo "SKIP $name: $(tail -n 1 "$log")" ;;
+	*) failed=$((failed + 1)); failures+=("$name"); echo "FAIL $name (exit $status, ${seconds}s)"
+	   sed 's/^/    /' "$log" | tail -n 40 ;;
+	esac
+	rm -f "$log"
+done
+echo
+echo "e2e: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,47 @@
+#!/bin/bash
+# Bad input gets a clear sentence and a non-zero exit, never a crash.
+source "$(dirname "$0")/lib.sh"
+expect_error() {
+	local want_status=$1 pattern=$2
+	shift 2
+	set +e
+	"$@" >"$SCRATCH/out" 2>"$SCRATCH/err"
+	local status=$?
+	set -e
+	[ "$status" -eq "$want_status" ] || fail "'$*' exited $status, expected $want_status: $(cat "$SCRATCH/err")"
+	grep -q -- "$pattern" "$SCRATCH/err" || fail "'$*' said '$(cat "$SCRATCH/err")', expected /$pattern/"
+}
+expect_error 1 "no process with pid 999999" "$TCHECK" record -o "$SCRATCH/x.trace" --pid 999999
+expect_error 2 "needs a process id" "$TCHECK" attach --pid abc
+expect_error 2 "nothing to trace" "$TCHECK" record -o "$SCRATCH/x.trace"
+expect_error 2 "needs an output file" "$TCHECK" record --pid 1
+expect_error 2 "unknown command" "$TCHECK" frobnicate
+expect_error 1 "cannot read the NCCL library /nonexistent/libnccl.so.2" \
+	"$TCHECK" record -o "$SCRATCH/x.trace" --nccl-lib /nonexistent/libnccl.so.2 -- true
+expect_error 1 "defines no NCCL function" \
+	"$TCHECK" record -o "$SCRATCH/x.trace" --nccl-lib /bin/true -- true
+# Not root: loading BPF is refused with what to do.
+if id nobody >/dev/null 2>&1; then
+	expect_error 1 "needs root" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$TCHECK" record -o /tmp/never.trace -- true
+fi
+# Damaged traces.
+printf 'not a trace at all' >"$SCRATCH/garbage.trace"
+expect_error 1 "not a tcheck-bpf trace" "$TCHECK" dump "$SCRATCH/garbage.trace"
+expect_error 1 "" "$TCHECK" dump "$SCRATCH/missing.trace"
+"$TCHECK" --quiet record -o "$SCRATCH/good.trace" -- "$WORKLOAD" --ranks 2 --steps 5 \
+	--log-dir "$SCRATCH/log"
+size=$(stat -c %s "$SCRATCH/good.trace")
+cp "$SCRATCH/good.trace" "$SCRATCH/flipped.trace"
+# Flip a byte in the middle of the first chunk's payload.
+printf '\xff' | dd of="$SCRATCH/flipped.trace" bs=1 seek=$((size / 3)) conv=notrunc 2>/dev/null
+set +e
+"$TCHECK" dump "$SCRATCH/flipped.trace" >/dev/null 2>"$SCRATCH/err"
+status=$?
+set -e
+[ "$status" -eq 1 ] || fail "a damaged trace must fail with 1, got $status"
+grep -qi "chunk" "$SCRATCH/err" || fail "the error should name the damaged chunk: $(cat "$SCRATCH/err")"
+head -c $((size - 7)) "$SCRATCH/good.trace" >"$SCRATCH/truncated.trace"
+"$TCHECK" dump "$SCRATCH/truncated.trace" >/dev/null 2>"$SCRATCH/err" ||
+	fail "a truncated trace must read up to its last complete chunk"
+grep -qi "truncat\|cut" "$SCRATCH/err" || fail "a truncated trace must be reported: $(cat "$SCRATCH/err")"

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: MIT
+/* Call reconstruction: argument decoding, groups, communicators, sequence numbers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "call_builder.h"
+#include "nccl_api.h"
+#include "unit.h"
+
+#define MAX_EMITTED 64
+
+struct emitted {
+	struct trace_record records[MAX_EMITTED];
+	int count;
+	int resolve_calls;
+	struct trace_communicator resolve_answer;
+};
+
+static int collect(void *context, const struct trace_record *record)
+{
+	struct emitted *emitted = context;
+
+	if (emitted->count < MAX_EMITTED)
+		emitted->records[emitted->count++] = *record;
+	return 0;
+}
+
+static void answer_resolve(void *context, uint32_t pid, uint64_t handle,
+			   struct trace_communicator *communicator)
+{
+	struct emitted *emitted = context;
+
+	emitted->resolve_calls++;
+	*communicator = emitted->resolve_answer;
+}
+
+static struct tcheck_call_record make_call(const char *name, uint32_t tid, uint64_t entry_ns)
+{
+	struct tcheck_call_record record;
+
+	memset(&record, 0, sizeof(record));
+	record.header.type = TCHECK_RECORD_CALL;
+	record.header.pid = 100;
+	record.header.tid = tid;
+	record.header.timestamp_ns = entry_ns;
+	record.return_ns = entry_ns + 500;
+	record.function_index = (uint32_t)nccl_function_index(nccl_function_by_name(name));
+	return record;
+}
+
+static const struct trace_nccl_call *last_call(const struct emitted *emitted)
+{
+	for (int i = emitted->count - 1; i >= 0; i--)
+		if (emitted->records[i].kind == TRACE_RECORD_NCCL_CALL)
+			return &emitted->records[i].call;
+	return NULL;
+}
+
+static uint8_t id_bytes[TCHECK_BLOB_BYTES];
+
+static void create_world(struct call_builder *builder, uint64_t handle, int rank, int nranks)
+{
+	struct tcheck_call_record init = make_call("ncclCommInitRank", 1, 1000);
+
+	for (int i = 0; i < TCHECK_BLOB_BYTES; i++)
+		id_bytes[i] = (uint8_t)(i * 7 + 200);
+	init.args[0] = 0x7000;	/* comm* */
+	init.args[1] = (uint64_t)nranks;
+	init.args[2] = 0xffffffff00000000ULL | (uint32_t)rank;	/* int in a 64-bit register */
+	memcpy(init.blob, id_bytes, sizeof(id_bytes));
+	init.flags = TCHECK_CALL_HAS_BLOB | TCHECK_CALL_HAS_OUT_VALUE;
+	init.out_value = handle;
+	call_builder_add(builder, &init);
+}
+
+UNIT_TEST(call_builder, decodes_all_reduce_arguments_from_registers_and_stack)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct tcheck_call_record call = make_call("ncclAllReduce", 1, 5000);
+	const struct trace_nccl_call *built;
+
+	create_world(builder, 0xc0de, 2, 4);
+	call.args[0] = 0x1000;	/* sendbuff */
+	call.args[1] = 0x2000;	/* recvbuff */
+	call.args[2] = 4096;	/* count */
+	call.args[3] = 7;	/* ncclFloat32 */
+	call.args[4] = 0;	/* ncclSum */
+	call.args[5] = 0xc0de;	/* comm */
+	call.args[6] = 0x5555;	/* stream: the seventh argument, first stack word */
+	call.return_value = 0;
+	CU_ASSERT_EQUAL(call_builder_add(builder, &call), 0);
+	built = last_call(&emitted);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(built);
+	CU_ASSERT_STRING_EQUAL(built->function, "ncclAllReduce");
+	CU_ASSERT_EQUAL(built->param_count, 7);
+	CU_ASSERT_EQUAL(built->params[2], 4096);
+	CU_ASSERT_EQUAL(built->params[3], 7);
+	CU_ASSERT_EQUAL(built->params[5], 0xc0de);
+	CU_ASSERT_EQUAL(built->params[6], 0x5555);
+	CU_ASSERT_EQUAL(built->duration_ns, 500);
+	CU_ASSERT_EQUAL(built->comm, 0xc0de);
+	CU_ASSERT_EQUAL(built->comm_id, nccl_unique_id_hash(id_bytes, sizeof(id_bytes)));
+	CU_ASSERT_EQUAL(built->rank, 2);
+	CU_ASSERT_EQUAL(built->nranks, 4);
+	CU_ASSERT_EQUAL(built->seq, 0);
+	call_builder_destroy(builder);
+}
+
+UNIT_TEST(call_builder, reduce_root_is_the_sixth_register_and_comm_on_the_stack)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct tcheck_call_record call = make_call("ncclReduce", 1, 5000);
+	const struct trace_nccl_call *built;
+
+	create_world(builder, 0xc0de, 0, 2);
+	call.args[5] = 1;	/* root */
+	call.args[6] = 0xc0de;	/* comm */
+	call.args[7] = 0x77;	/* stream */
+	call_builder_add(builder, &call);
+	built = last_call(&emitted);
+	CU_ASSERT_EQUAL(built->params[5], 1);
+	CU_ASSERT_EQUAL(built->params[6], 0xc0de);
+	CU_ASSERT_EQUAL(built->params[7], 0x77);
+	CU_ASSERT_EQUAL(built->rank, 0);
+	call_builder_destroy(builder);
+}
+
+UNIT_TEST(call_builder, sequence_numbers_count_accepted_top_level_calls_per_communicator)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct tcheck_call_record call;
+
+	create_world(builder, 0xa, 0, 2);
+	create_world(builder, 0xb, 0, 2);
+	for (int i = 0; i < 3; i++) {
+		call = make_call("ncclAllGather", 1, 2000 + (uint64_t)i);
+		call.args[4] = 0xa;
+		call_builder_add(builder, &call);
+		CU_ASSERT_EQUAL(last_call(&emitted)->seq, i);
+	}
+	call = make_call("ncclSend", 1, 3000);
+	call.args[4] = 0xb;
+	call_builder_add(builder, &call);
+	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 0);
+	/* A rejected call was never issued. */
+	call = make_call("ncclSend", 1, 3100);
+	call.args[4] = 0xb;
+	call.return_value = 4;
+	call_builder_add(builder, &call);
+	CU_ASSERT_EQUAL(last_call(&emitted)->seq, -1);
+	/* A call NCCL makes inside another (Bcast -> Broadcast) is not the application's. */
+	call = make_call("ncclBroadcast", 1, 3200);
+	call.args[5] = 0xb;
+	call.depth = 1;
+	call_builder_add(builder, &call);
+	CU_ASSERT_EQUAL(last_call(&emitted)->seq, -1);
+	call = make_call("ncclRecv", 1, 3300);
+	call.args[4] = 0xb;
+	call_builder_add(builder, &call);
+	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 1);
+	call_builder_destroy(builder);
+}
+
+UNIT_TEST(call_builder, group_depth_follows_start_and_end_per_thread)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	const char *sequence[] = { "ncclGroupStart", "ncclGroupStart", "ncclSend",
+				   "ncclGroupEnd",   "ncclRecv",       "ncclGroupEnd" };
+	const uint32_t expected[] = { 0, 1, 2, 1, 1, 0 };
+	struct tcheck_call_record call;
+
+	create_world(builder, 0xa, 0, 2);
+	for (int i = 0; i < 6; i++) {
+		call = make_call(sequence[i], 1, 100 + (uint64_t)i);
+		call.args[4] = 0xa;
+		call_builder_add(builder, &call);
+		CU_ASSERT_EQUAL(last_call(&emitted)->group_depth, expected[i]);
+	}
+	/* Another thread has its own depth. */
+	call = make_call("ncclGroupStart", 2, 200);
+	call_builder_add(builder, &call);
+	CU_ASSERT_EQUAL(last_call(&emitted)->group_depth, 0);
+	call_builder_destroy(builder);
+}
+
+UNIT_TEST(call_builder, split_identity_derives_from_parent_index_and_colour)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_create(collect, answer_resolve, &emitted);
+	struct tcheck_call_record split;
+	uint64_t world_id;
+
+	emitted.resolve_answer.origin = TRACE_COMM_RECOVERED;
+	emitted.resolve_answer.rank = 1;
+	emitted.resolve_answer.nranks = 2;
+	create_world(builder, 0xa, 2, 4);
+	world_id = nccl_unique_id_hash(id_bytes, sizeof(id_bytes));
+	for (int i = 0; i < 2; i++) {
+		split = make_call("ncclCommSplit", 1, 500 + (uint64_t)i);
+		split.args[0] = 0xa;
+		split.args[1] = 1;	/* color */
+		split.args[2] = 2;	/* key */
+		split.flags = TCHECK_CALL_HAS_OUT_VALUE;
+		split.out_value = 0xb0 + (uint64_t)i;
+		call_builder_add(builder, &split);
+		CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, nccl_split_comm_id(world_id, (uint32_t)i, 1));
+		CU_ASSERT_EQUAL(last_call(&emitted)->rank, 1);
+		CU_ASSERT_EQUAL(last_call(&emitted)->nranks, 2);
+	}
+	CU_ASSERT_NOT_EQUAL(nccl_split_comm_id(world_id, 0, 1), nccl_split_comm_id(world_id, 1, 1));
+	CU_ASSERT_NOT_EQUAL(nccl_split_comm_id(world_id, 0, 1), nccl_split_comm_id(world_id, 0, 2));
+	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 3);
+	call_builder_destroy(builder);
+}
+
+UNIT_TEST(call_builder, unknown_handle_is_resolved_once_and_reported)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_create(collect, answer_resolve, &emitted);
+	struct tcheck_call_record call;
+	int communicators = 0;
+
+	emitted.resolve_answer.origin = TRACE_COMM_RECOVERED;
+	emitted.resolve_answer.comm_id = 0x1234;
+	emitted.resolve_answer.rank = 3;
+	emitted.resolve_answer.nranks = 8;
+	for (int i = 0; i < 3; i++) {
+		call = make_call("ncclAllReduce", 1, 100 + (uint64_t)i);
+		call.args[5] = 0xfeed;
+		call_builder_add(builder, &call);
+		CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0x1234);
+		CU_ASSERT_EQUAL(last_call(&emitted)->rank, 3);
+		CU_ASSERT_EQUAL(last_call(&emitted)->seq, i);
+	}
+	CU_ASSERT_EQUAL(emitted.resolve_calls, 1);
+	for (int i = 0; i < emitted.count; i++)
+		if (emitted.records[i].kind == TRACE_RECORD_COMMUNICATOR) {
+			communicators++;
+			CU_ASSERT_EQUAL(emitted.records[i].communicator.origin,
+					TRACE_COMM_RECOVERED);
+			CU_ASSERT_EQUAL(emitted.records[i].communicator.handle, 0xfeed);
+		}
+	CU_ASSERT_EQUAL(communicators, 1);
+	call_builder_destroy(builder);
+}
+
+UNIT_TEST(call_builder, destroyed_handle_reused_gets_a_new_identity)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct tcheck_call_record call;
+
+	create_world(builder, 0xa, 0, 2);
+	call = make_call("ncclCommDestroy", 1, 2000);
+	call.args[0] = 0xa;
+	call_builder_add(builder, &call);
+	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 0);
+	call = make_call("ncclAllReduce", 1, 3000);
+	call.args[5] = 0xa;
+	call_builder_add(builder, &call);
+	/* No resolver: the trace says the identity is unknown rather than guess. */
+	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0);
+	CU_ASSERT(last_call(&emitted)->flags & TRACE_CALL_COMM_UNRESOLVED);
+	call_builder_destroy(builder);
+}
+
+UNIT_TEST(nccl_api, aliases_and_parameter_slots)
+{
+	const struct nccl_function *init = nccl_function_by_name("pncclCommInitRank");
+	int slot = -1;
+
+	CU_ASSERT_PTR_EQUAL(nccl_function_by_name("ncclAllReduce"),
+			    nccl_function_by_name("pncclAllReduce"));
+	CU_ASSERT_PTR_NULL(nccl_function_by_name("ncclNoSuchThing"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(init);
+	/* The by-value id uses no register: rank is the third register. */
+	CU_ASSERT_EQUAL(nccl_param_location(init, 2, &slot), NCCL_SOURCE_STACK_BLOB);
+	CU_ASSERT_EQUAL(nccl_param_location(init, 3, &slot), NCCL_SOURCE_ARG_SLOT);
+	CU_ASSERT_EQUAL(slot, 2);
+	CU_ASSERT(nccl_function_cookie((size_t)nccl_function_index(init)) &
+		  TCHECK_COOKIE_BLOB_FROM_STACK);
+	CU_ASSERT(nccl_function_cookie((size_t)nccl_function_index(
+			  nccl_function_by_name("ncclCommGetAsyncError"))) &
+		  TCHECK_COOKIE_ONLY_FAILURES);
+}
+
+UNIT_TEST(nccl_api, enum_names_match_nccl_h)
+{
+	CU_ASSERT_STRING_EQUAL(nccl_datatype_name(7), "ncclFloat32");
+	CU_ASSERT_STRING_EQUAL(nccl_datatype_name(9), "ncclBfloat16");
+	CU_ASSERT_PTR_NULL(nccl_datatype_name(12));
+	CU_ASSERT_PTR_NULL(nccl_datatype_name(-1));
+	CU_ASSERT_STRING_EQUAL(nccl_redop_name(4), "ncclAvg");
+	CU_ASSERT_STRING_EQUAL(nccl_redop_name(5), "ncclPreMulSum");
+	CU_ASSERT_STRING_EQUAL(nccl_result_name(4), "ncclInvalidArgument");
+	CU_ASSERT_EQUAL(nccl_datatype_size(8), 8);
+}
+
+UNIT_TEST(nccl_api, unique_id_hash_is_djb2a_over_signed_bytes)
+{
+	/* Worked by hand: h = 5381*33 ^ 'a' for one byte; a high byte sign-extends. */
+	const uint8_t one[1] = { 'a' };
+	const uint8_t high[1] = { 0x80 };
+
+	CU_ASSERT_EQUAL(nccl_unique_id_hash(one, 1), (5381ULL * 33) ^ 0x61);
+	CU_ASSERT_EQUAL(nccl_unique_id_hash(high, 1), (5381ULL * 33) ^ 0xffffffffffffff80ULL);
+}

@@ -1,0 +1,1149 @@
+// SPDX-License-Identifier: MIT
+/* Tests of the trace file format: round trips, chunking, and files cut short or damaged. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "trace_format.h"
+#include "trace_reader.h"
+#include "trace_writer.h"
+#include "unit.h"
+
+#define ERROR_SIZE 640
+
+/*
+ * Files for this run live in one directory, removed at exit. Each name
+ * keeps its own path string, so a test may hold several at once.
+ */
+#define MAX_SCRATCH_PATHS 32
+static char scratch_directory[64];
+static char *scratch_paths[MAX_SCRATCH_PATHS];
+
+static void remove_scratch_directory(void)
+{
+	for (int i = 0; i < MAX_SCRATCH_PATHS && scratch_paths[i]; i++) {
+		unlink(scratch_paths[i]);
+		free(scratch_paths[i]);
+	}
+	if (scratch_directory[0])
+		rmdir(scratch_directory);
+}
+
+static const char *scratch_path(const char *name)
+{
+	char path[160];
+	int i;
+
+	if (!scratch_directory[0]) {
+		strcpy(scratch_directory, "/tmp/tcheck-format-test.XXXXXX");
+		if (!mkdtemp(scratch_directory))
+			abort();
+		atexit(remove_scratch_directory);
+	}
+	snprintf(path, sizeof(path), "%s/%s", scratch_directory, name);
+	for (i = 0; i < MAX_SCRATCH_PATHS && scratch_paths[i]; i++)
+		if (strcmp(scratch_paths[i], path) == 0)
+			return scratch_paths[i];
+	if (i == MAX_SCRATCH_PATHS || !(scratch_paths[i] = strdup(path)))
+		abort();
+	return scratch_paths[i];
+}
+
+/* A growable byte buffer for building and cutting files. */
+struct bytes {
+	unsigned char *data;
+	size_t length;
+	size_t capacity;
+};
+
+static unsigned char *bytes_extend(struct bytes *buffer, size_t length)
+{
+	if (buffer->length + length > buffer->capacity) {
+		buffer->capacity = (buffer->length + length) * 2 + 64;
+		buffer->data = realloc(buffer->data, buffer->capacity);
+		if (!buffer->data)
+			abort();
+	}
+	buffer->length += length;
+	return buffer->data + buffer->length - length;
+}
+
+static void bytes_append(struct bytes *buffer, const void *data, size_t length)
+{
+	if (!length)
+		return;
+	memcpy(bytes_extend(buffer, length), data, length);
+}
+
+static void bytes_put_u16(struct bytes *buffer, uint16_t value)
+{
+	trace_format_put_u16(bytes_extend(buffer, 2), value);
+}
+
+static void bytes_put_u32(struct bytes *buffer, uint32_t value)
+{
+	trace_format_put_u32(bytes_extend(buffer, 4), value);
+}
+
+static void bytes_put_u64(struct bytes *buffer, uint64_t value)
+{
+	trace_format_put_u64(bytes_extend(buffer, 8), value);
+}
+
+static void write_file(const char *path, const unsigned char *data, size_t length)
+{
+	FILE *file = fopen(path, "wb");
+
+	CU_ASSERT_FATAL(file != NULL);
+	CU_ASSERT_FATAL(fwrite(data, 1, length, file) == length);
+	fclose(file);
+}
+
+static struct bytes read_whole_file(const char *path)
+{
+	struct bytes content = { 0 };
+	unsigned char block[4096];
+	FILE *file = fopen(path, "rb");
+	size_t got;
+
+	CU_ASSERT_FATAL(file != NULL);
+	while ((got = fread(block, 1, sizeof(block), file)) > 0)
+		bytes_append(&content, block, got);
+	fclose(file);
+	return content;
+}
+
+/* A trace file written from raw bytes, to reach states the writer never produces. */
+static void raw_file_header(struct bytes *file, uint32_t major, uint32_t minor)
+{
+	static const char *const strings[] = { "testhost", "boot-0001", "tcheck-bpf record" };
+	size_t start = file->length;
+	uLong crc;
+
+	bytes_append(file, TRACE_FORMAT_FILE_MAGIC, TRACE_FORMAT_FILE_MAGIC_SIZE);
+	bytes_put_u32(file, major);
+	bytes_put_u32(file, minor);
+	bytes_put_u32(file, 0); /* body length, set below */
+	bytes_put_u32(file, 0); /* checksum, set below */
+	bytes_put_u64(file, 1000);
+	bytes_put_u64(file, 2000);
+	for (int i = 0; i < 3; i++) {
+		bytes_put_u32(file, (uint32_t)strlen(strings[i]));
+		bytes_append(file, strings[i], strlen(strings[i]));
+	}
+	trace_format_put_u32(file->data + start + TRACE_FORMAT_FILE_BODY_LENGTH_AT,
+			     (uint32_t)(file->length - start - TRACE_FORMAT_FILE_FIXED_SIZE));
+	crc = crc32(0L, file->data + start, TRACE_FORMAT_FILE_CRC_AT);
+	crc = crc32(crc, file->data + start + TRACE_FORMAT_FILE_FIXED_SIZE,
+		    (uInt)(file->length - start - TRACE_FORMAT_FILE_FIXED_SIZE));
+	trace_format_put_u32(file->data + start + TRACE_FORMAT_FILE_CRC_AT, (uint32_t)crc);
+}
+
+static void raw_record(struct bytes *payload, unsigned kind, const struct bytes *body)
+{
+	bytes_put_u16(payload, (uint16_t)kind);
+	bytes_put_u16(payload, 0);
+	bytes_put_u32(payload, (uint32_t)body->length);
+	bytes_append(payload, body->data, body->length);
+}
+
+static void raw_string(struct bytes *payload, uint32_t id, const char *text)
+{
+	struct bytes body = { 0 };
+
+	bytes_put_u32(&body, id);
+	bytes_append(&body, text, strlen(text));
+	raw_record(payload, TRACE_FORMAT_KIND_STRING, &body);
+	free(body.data);
+}
+
+/* A call body referring to 'function_id', with 'extra' bytes a newer writer might append. */
+static void raw_call(struct bytes *payload, uint32_t function_id, uint32_t param_count,
+		     size_t extra)
+{
+	struct bytes body = { 0 };
+
+	memset(bytes_extend(&body, TRACE_FORMAT_CALL_FIXED_SIZE + 8 * param_count + extra), 0,
+	       TRACE_FORMAT_CALL_FIXED_SIZE + 8 * param_count + extra);
+	trace_format_put_u64(body.data + TRACE_FORMAT_CALL_ENTRY_NS_AT, 5000);
+	trace_format_put_u32(body.data + TRACE_FORMAT_CALL_PID_AT, 77);
+	trace_format_put_u32(body.data + TRACE_FORMAT_CALL_FUNCTION_AT, function_id);
+	trace_format_put_u32(body.data + TRACE_FORMAT_CALL_PARAM_COUNT_AT, param_count);
+	for (uint32_t i = 0; i < param_count; i++)
+		trace_format_put_u64(body.data + TRACE_FORMAT_CALL_PARAMS_AT + 8 * i, 100 + i);
+	raw_record(payload, TRACE_RECORD_NCCL_CALL, &body);
+	free(body.data);
+}
+
+static void raw_chunk(struct bytes *file, const struct bytes *payload, uint32_t record_count,
+		      uint32_t payload_length, uint32_t flags)
+{
+	unsigned char *header = bytes_extend(file, TRACE_FORMAT_CHUNK_HEADER_SIZE);
+
+	memcpy(header, TRACE_FORMAT_CHUNK_MAGIC, TRACE_FORMAT_CHUNK_MAGIC_SIZE);
+	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_PAYLOAD_LENGTH_AT, payload_length);
+	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_RECORD_COUNT_AT, record_count);
+	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_PAYLOAD_CRC_AT,
+			     (uint32_t)crc32(0L, payload->data, (uInt)payload->length));
+	trace_format_put_u64(header + TRACE_FORMAT_CHUNK_FIRST_NS_AT, 0);
+	trace_format_put_u64(header + TRACE_FORMAT_CHUNK_LAST_NS_AT, 0);
+	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_FLAGS_AT, flags);
+	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_HEADER_CRC_AT,
+			     (uint32_t)crc32(0L, header, TRACE_FORMAT_CHUNK_HEADER_CRC_AT));
+	bytes_append(file, payload->data, payload->length);
+}
+
+static void test_header(struct trace_header *header)
+{
+	memset(header, 0, sizeof(*header));
+	strcpy(header->hostname, "node-17.cluster");
+	strcpy(header->boot_id, "6f1f7c62-3a4e-4f43-9d35-2a1b0c9e8d7f");
+	header->anchor_monotonic_ns = 123456789012345ULL;
+	header->anchor_realtime_ns = 1700000000123456789ULL;
+	strcpy(header->command_line, "tcheck-bpf record -o run.trace -- torchrun train.py");
+}
+
+static const char *const function_names[] = { "ncclAllReduce", "ncclSend", "ncclCommInitRank" };
+
+/* Record 'index' of a deterministic mix of every kind, with values that use every bit. */
+static struct trace_record sample_record(unsigned index)
+{
+	static char command[64], note[64], path[64];
+	struct trace_record record;
+
+	memset(&record, 0, sizeof(record));
+	switch (index % 5) {
+	case 0:
+		record.kind = TRACE_RECORD_NCCL_CALL;
+		record.call = (struct trace_nccl_call){
+			.entry_ns = 1000000000ULL + index * 1000ULL,
+			.duration_ns = 500 + index,
+			.pid = 4000 + index % 3,
+			.tid = 5000 + index,
+			.function = function_names[index % 3],
+			.result = index % 7 == 0 ? -3 : 0,
+			.depth = index % 2,
+			.group_depth = index % 4,
+			.flags = TRACE_CALL_OUT_VALUE_VALID,
+			.param_count = 7,
+			.params = { 0x7f0000001000ULL + index, 0xffffffffffffffffULL, 1024, 7, 0,
+				    0x5555aaaa0000ULL, 0 },
+			.out_value = 0x8000000000000000ULL | index,
+			.unique_id_hash = 0xfedcba9876543210ULL,
+			.comm = 0x5555aaaa0000ULL,
+			.comm_id = 0x123456789abcdef0ULL + index,
+			.rank = (int32_t)(index % 8),
+			.nranks = 8,
+			.seq = index % 3 ? (int64_t)index : -1,
+		};
+		break;
+	case 1:
+		snprintf(command, sizeof(command), "python train.py --step %u", index);
+		record.kind = TRACE_RECORD_PROCESS;
+		record.process = (struct trace_process){
+			.pid = 4000 + index,
+			.parent_pid = index % 2 ? 3999 : 0,
+			.rank = (int32_t)index - 3,
+			.local_rank = -1,
+			.world_size = 8,
+			.exit_code = -1,
+			.start_ns = 999 + index,
+			.end_ns = UINT64_MAX - index,
+			.command = command,
+		};
+		break;
+	case 2:
+		note[0] = '\0';
+		if (index % 4)
+			snprintf(note, sizeof(note), "note %u", index);
+		record.kind = TRACE_RECORD_COMMUNICATOR;
+		record.communicator = (struct trace_communicator){
+			.pid = 4000 + index,
+			.origin = TRACE_COMM_SPLIT,
+			.handle = 0x5555aaaa0000ULL + index,
+			.comm_id = 0xa5a5a5a5a5a5a5a5ULL,
+			.parent_comm_id = 0x5a5a5a5a5a5a5a5aULL,
+			.rank = 2,
+			.nranks = -1,
+			.color = -7,
+			.split_index = index,
+			.nccl_comm_hash = 0x1111222233334444ULL,
+			.seq_base = -5,
+			.seen_ns = 77777 + index,
+			.note = index % 8 == 2 ? NULL : note,
+		};
+		break;
+	case 3:
+		snprintf(path, sizeof(path), "/opt/nccl/lib%u/libnccl.so.2", index % 2);
+		record.kind = TRACE_RECORD_LIBRARY;
+		record.library = (struct trace_library){
+			.pid = index,
+			.functions_attached = 27,
+			.attached_ns = 31337 + index,
+			.path = path,
+			.build_id = index % 2 ? "" : "0123456789abcdef0123456789abcdef01234567",
+		};
+		break;
+	default:
+		record.kind = TRACE_RECORD_STATS;
+		record.stats = (struct trace_stats){
+			.timestamp_ns = 88888 + index,
+			.calls = index,
+			.ringbuf_drops = 1,
+			.unmatched_returns = 2,
+			.nesting_overflows = 3,
+			.filtered = 4,
+			.process_drops = UINT64_MAX,
+		};
+		break;
+	}
+	return record;
+}
+
+static int same_text(const char *written, const char *read)
+{
+	return read && strcmp(written ? written : "", read) == 0;
+}
+
+static int records_equal(const struct trace_record *a, const struct trace_record *b)
+{
+	if (a->kind != b->kind)
+		return 0;
+	switch (a->kind) {
+	case TRACE_RECORD_NCCL_CALL: {
+		const struct trace_nccl_call *x = &a->call, *y = &b->call;
+
+		return x->entry_ns == y->entry_ns && x->duration_ns == y->duration_ns &&
+		       x->pid == y->pid && x->tid == y->tid &&
+		       same_text(x->function, y->function) && x->result == y->result &&
+		       x->depth == y->depth && x->group_depth == y->group_depth &&
+		       x->flags == y->flags && x->param_count == y->param_count &&
+		       memcmp(x->params, y->params, sizeof(x->params[0]) * x->param_count) == 0 &&
+		       x->out_value == y->out_value && x->unique_id_hash == y->unique_id_hash &&
+		       x->comm == y->comm && x->comm_id == y->comm_id && x->rank == y->rank &&
+		       x->nranks == y->nranks && x->seq == y->seq;
+	}
+	case TRACE_RECORD_PROCESS: {
+		const struct trace_process *x = &a->process, *y = &b->process;
+
+		return x->pid == y->pid && x->parent_pid == y->parent_pid && x->rank == y->rank &&
+		       x->local_rank == y->local_rank && x->world_size == y->world_size &&
+		       x->exit_code == y->exit_code && x->start_ns == y->start_ns &&
+		       x->end_ns == y->end_ns && same_text(x->command, y->command);
+	}
+	case TRACE_RECORD_COMMUNICATOR: {
+		const struct trace_communicator *x = &a->communicator, *y = &b->communicator;
+
+		return x->pid == y->pid && x->origin == y->origin && x->handle == y->handle &&
+		       x->comm_id == y->comm_id && x->parent_comm_id == y->parent_comm_id &&
+		       x->rank == y->rank && x->nranks == y->nranks && x->color == y->color &&
+		       x->split_index == y->split_index && x->nccl_comm_hash == y->nccl_comm_hash &&
+		       x->seq_base == y->seq_base && x->seen_ns == y->seen_ns &&
+		       same_text(x->note, y->note);
+	}
+	case TRACE_RECORD_LIBRARY: {
+		const struct trace_library *x = &a->library, *y = &b->library;
+
+		return x->pid == y->pid && x->functions_attached == y->functions_attached &&
+		       x->attached_ns == y->attached_ns && same_text(x->path, y->path) &&
+		       same_text(x->build_id, y->build_id);
+	}
+	case TRACE_RECORD_STATS:
+		return memcmp(&a->stats, &b->stats, sizeof(a->stats)) == 0;
+	}
+	return 0;
+}
+
+/* Writes sample records 0..count-1, flushing after every 'per_chunk' of them. */
+static void write_samples(const char *path, unsigned count, unsigned per_chunk,
+			  uint64_t *chunk_ends, unsigned *chunk_end_count)
+{
+	char error[ERROR_SIZE] = "";
+	struct trace_header header;
+	struct trace_writer *writer;
+	struct trace_writer_stats stats;
+
+	test_header(&header);
+	writer = trace_writer_create(path, &header, error, sizeof(error));
+	CU_ASSERT_FATAL(writer != NULL);
+	CU_ASSERT_EQUAL(trace_writer_set_chunk_limits(writer, per_chunk, 0), 0);
+	if (chunk_end_count)
+		*chunk_end_count = 0;
+	for (unsigned i = 0; i < count; i++) {
+		struct trace_record record = sample_record(i);
+
+		CU_ASSERT_EQUAL_FATAL(trace_writer_add(writer, &record), 0);
+		trace_writer_get_stats(writer, &stats);
+		if (chunk_ends && (i + 1) % per_chunk == 0)
+			chunk_ends[(*chunk_end_count)++] = stats.bytes;
+	}
+	CU_ASSERT_EQUAL(trace_writer_close(writer, error, sizeof(error)), 0);
+}
+
+/* Reads every record; returns how many matched samples 0..n in order, or -1 on a mismatch. */
+static long read_and_compare(struct trace_reader *reader, int *status)
+{
+	struct trace_record record;
+	long matched = 0;
+
+	while ((*status = trace_reader_next(reader, &record)) > 0) {
+		struct trace_record expected = sample_record((unsigned)matched);
+
+		if (!records_equal(&expected, &record))
+			return -1;
+		matched++;
+	}
+	return matched;
+}
+
+UNIT_TEST(trace_format, round_trip_of_every_record_kind)
+{
+	const char *path = scratch_path("round-trip.trace");
+	char error[ERROR_SIZE] = "";
+	const struct trace_reader_stats *stats;
+	const struct trace_header *read_header;
+	struct trace_header header;
+	struct trace_reader *reader;
+	int status;
+
+	write_samples(path, 20, 1000, NULL, NULL);
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	test_header(&header);
+	read_header = trace_reader_header(reader);
+	CU_ASSERT_EQUAL(read_header->format_version, TRACE_FORMAT_VERSION_MAJOR);
+	CU_ASSERT_STRING_EQUAL(read_header->hostname, header.hostname);
+	CU_ASSERT_STRING_EQUAL(read_header->boot_id, header.boot_id);
+	CU_ASSERT_STRING_EQUAL(read_header->command_line, header.command_line);
+	CU_ASSERT_EQUAL(read_header->anchor_monotonic_ns, header.anchor_monotonic_ns);
+	CU_ASSERT_EQUAL(read_header->anchor_realtime_ns, header.anchor_realtime_ns);
+
+	CU_ASSERT_EQUAL(read_and_compare(reader, &status), 20);
+	CU_ASSERT_EQUAL(status, 0);
+	CU_ASSERT_EQUAL(trace_reader_next(reader, &(struct trace_record){ 0 }), 0);
+	CU_ASSERT_PTR_NULL(trace_reader_truncated(reader));
+	CU_ASSERT_PTR_NULL(trace_reader_note(reader));
+	stats = trace_reader_stats(reader);
+	CU_ASSERT_EQUAL(stats->records, 20);
+	for (unsigned kind = TRACE_RECORD_NCCL_CALL; kind <= TRACE_FORMAT_LAST_KNOWN_KIND; kind++)
+		CU_ASSERT_EQUAL(stats->records_by_kind[kind], 4);
+	CU_ASSERT_EQUAL(stats->chunks, 1);
+	CU_ASSERT_EQUAL(stats->unknown_records, 0);
+	CU_ASSERT_FALSE(stats->truncated);
+	trace_reader_close(reader);
+	unlink(path);
+}
+
+UNIT_TEST(trace_format, many_chunks_and_interned_strings)
+{
+	const char *path = scratch_path("many-chunks.trace");
+	char error[ERROR_SIZE] = "";
+	struct trace_writer_stats written;
+	struct trace_header header;
+	struct trace_writer *writer;
+	struct trace_reader *reader;
+	struct trace_record record;
+	unsigned count = 0;
+	int status;
+
+	/* One call per chunk: later chunks must reuse the ids the first ones defined. */
+	test_header(&header);
+	writer = trace_writer_create(path, &header, error, sizeof(error));
+	CU_ASSERT_FATAL(writer != NULL);
+	CU_ASSERT_EQUAL(trace_writer_set_chunk_limits(writer, 1, 0), 0);
+	for (unsigned i = 0; i < 300; i++) {
+		record = sample_record(0);
+		record.call.function = function_names[i % 3];
+		record.call.seq = i;
+		CU_ASSERT_EQUAL_FATAL(trace_writer_add(writer, &record), 0);
+	}
+	trace_writer_get_stats(writer, &written);
+	CU_ASSERT_EQUAL(written.chunks, 300);
+	CU_ASSERT_EQUAL(written.strings, 3);
+	CU_ASSERT_EQUAL(trace_writer_close(writer, error, sizeof(error)), 0);
+
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	while ((status = trace_reader_next(reader, &record)) > 0) {
+		CU_ASSERT_STRING_EQUAL(record.call.function, function_names[count % 3]);
+		CU_ASSERT_EQUAL(record.call.seq, count);
+		count++;
+	}
+	CU_ASSERT_EQUAL(status, 0);
+	CU_ASSERT_EQUAL(count, 300);
+	CU_ASSERT_EQUAL(trace_reader_stats(reader)->chunks, 300);
+	CU_ASSERT_EQUAL(trace_reader_stats(reader)->strings, 3);
+	trace_reader_close(reader);
+
+	/* Mixed kinds, several per chunk, over many chunks. */
+	write_samples(path, 1000, 7, NULL, NULL);
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	CU_ASSERT_EQUAL(read_and_compare(reader, &status), 1000);
+	CU_ASSERT_EQUAL(status, 0);
+	CU_ASSERT_EQUAL(trace_reader_stats(reader)->chunks, (1000 + 6) / 7);
+	trace_reader_close(reader);
+	unlink(path);
+}
+
+UNIT_TEST(trace_format, chunk_byte_limit)
+{
+	const char *path = scratch_path("byte-limit.trace");
+	char error[ERROR_SIZE] = "";
+	struct trace_writer_stats written;
+	struct trace_header header;
+	struct trace_writer *writer;
+	struct trace_reader *reader;
+	int status;
+
+	test_header(&header);
+	writer = trace_writer_create(path, &header, error, sizeof(error));
+	CU_ASSERT_FATAL(writer != NULL);
+	CU_ASSERT_EQUAL(trace_writer_set_chunk_limits(writer, 0, 1024), 0);
+	CU_ASSERT_EQUAL(trace_writer_set_chunk_limits(writer, 0, TRACE_WRITER_MAX_CHUNK_BYTES + 1),
+			-EINVAL);
+	for (unsigned i = 0; i < 200; i++) {
+		struct trace_record record = sample_record(i);
+
+		CU_ASSERT_EQUAL_FATAL(trace_writer_add(writer, &record), 0);
+	}
+	trace_writer_get_stats(writer, &written);
+	/* Each chunk closes at the first record that takes it past 1 KiB. */
+	CU_ASSERT(written.chunks >= 200 * 100 / 2048);
+	CU_ASSERT_EQUAL(trace_writer_close(writer, error, sizeof(error)), 0);
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	CU_ASSERT_EQUAL(read_and_compare(reader, &status), 200);
+	CU_ASSERT_EQUAL(status, 0);
+	CU_ASSERT(trace_reader_stats(reader)->chunks >= written.chunks);
+	trace_reader_close(reader);
+	unlink(path);
+}
+
+UNIT_TEST(trace_format, flushed_chunks_survive_a_writer_that_never_closes)
+{
+	const char *path = scratch_path("killed.trace");
+	char error[ERROR_SIZE] = "";
+	struct trace_writer_stats written;
+	struct trace_header header;
+	struct trace_writer *writer;
+	struct trace_reader *reader;
+	struct stat status_before;
+	int status;
+
+	test_header(&header);
+	writer = trace_writer_create(path, &header, error, sizeof(error));
+	CU_ASSERT_FATAL(writer != NULL);
+	for (unsigned i = 0; i < 10; i++) {
+		struct trace_record record = sample_record(i);
+
+		CU_ASSERT_EQUAL_FATAL(trace_writer_add(writer, &record), 0);
+	}
+	/* Nothing reaches the file before a flush: never half a chunk. */
+	CU_ASSERT_EQUAL(stat(path, &status_before), 0);
+	trace_writer_get_stats(writer, &written);
+	CU_ASSERT_EQUAL((uint64_t)status_before.st_size, written.bytes);
+	CU_ASSERT_EQUAL(trace_writer_flush(writer), 0);
+	CU_ASSERT_EQUAL(trace_writer_flush(writer), 0);
+	trace_writer_get_stats(writer, &written);
+	CU_ASSERT_EQUAL(written.chunks, 1);
+
+	/* Read while the writer is still open, as after a kill -9. */
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	CU_ASSERT_EQUAL(read_and_compare(reader, &status), 10);
+	CU_ASSERT_EQUAL(status, 0);
+	CU_ASSERT_PTR_NULL(trace_reader_truncated(reader));
+	trace_reader_close(reader);
+	CU_ASSERT_EQUAL(trace_writer_close(writer, error, sizeof(error)), 0);
+	unlink(path);
+}
+
+UNIT_TEST(trace_format, cut_at_every_byte_offset)
+{
+	const char *path = scratch_path("three-chunks.trace");
+	const char *cut_path = scratch_path("cut.trace");
+	uint64_t chunk_ends[3];
+	unsigned chunk_end_count;
+	struct bytes whole;
+	size_t header_size;
+
+	write_samples(path, 9, 3, chunk_ends, &chunk_end_count);
+	CU_ASSERT_EQUAL_FATAL(chunk_end_count, 3);
+	whole = read_whole_file(path);
+	CU_ASSERT_EQUAL_FATAL(whole.length, chunk_ends[2]);
+	header_size = TRACE_FORMAT_FILE_FIXED_SIZE +
+		      trace_format_get_u32(whole.data + TRACE_FORMAT_FILE_BODY_LENGTH_AT);
+
+	for (size_t cut = 0; cut <= whole.length; cut++) {
+		char error[ERROR_SIZE] = "";
+		struct trace_reader *reader;
+		long expected = 0, matched;
+		int at_boundary = cut == header_size, status;
+
+		for (unsigned i = 0; i < chunk_end_count; i++) {
+			if (cut >= chunk_ends[i])
+				expected += 3;
+			if (cut == chunk_ends[i])
+				at_boundary = 1;
+		}
+		write_file(cut_path, whole.data, cut);
+		reader = trace_reader_open(cut_path, error, sizeof(error));
+		if (cut < header_size) {
+			CU_ASSERT_PTR_NULL(reader);
+			CU_ASSERT(strstr(error, cut_path) != NULL);
+			trace_reader_close(reader);
+			continue;
+		}
+		CU_ASSERT_FATAL(reader != NULL);
+		matched = read_and_compare(reader, &status);
+		CU_ASSERT_EQUAL(status, 0);
+		CU_ASSERT_EQUAL(matched, expected);
+		CU_ASSERT_EQUAL(trace_reader_truncated(reader) != NULL, !at_boundary);
+		CU_ASSERT_EQUAL(trace_reader_stats(reader)->truncated, !at_boundary);
+		CU_ASSERT_STRING_EQUAL(trace_reader_error(reader), "");
+		if (!at_boundary)
+			CU_ASSERT(strstr(trace_reader_truncated(reader), "before that chunk is "
+									 "complete") != NULL);
+		trace_reader_close(reader);
+	}
+	free(whole.data);
+	unlink(cut_path);
+	unlink(path);
+}
+
+/* Opens 'path' and reads to the end; returns the final status and the records read. */
+static int read_all(const char *path, long *records, char *error, size_t error_size)
+{
+	struct trace_reader *reader = trace_reader_open(path, error, error_size);
+	struct trace_record record;
+	int status;
+
+	*records = 0;
+	if (!reader)
+		return -errno;
+	while ((status = trace_reader_next(reader, &record)) > 0)
+		(*records)++;
+	snprintf(error, error_size, "%s", trace_reader_error(reader));
+	/* The error stays: reading again gives the same answer. */
+	if (status < 0)
+		CU_ASSERT_EQUAL(trace_reader_next(reader, &record), status);
+	trace_reader_close(reader);
+	return status;
+}
+
+UNIT_TEST(trace_format, damaged_middle_chunk_is_named)
+{
+	const char *path = scratch_path("damaged.trace");
+	char error[ERROR_SIZE] = "", expected[64];
+	uint64_t chunk_ends[3];
+	unsigned chunk_end_count;
+	struct bytes whole;
+	long records;
+
+	write_samples(path, 9, 3, chunk_ends, &chunk_end_count);
+	whole = read_whole_file(path);
+
+	/* A byte of chunk 1's payload. */
+	whole.data[chunk_ends[0] + TRACE_FORMAT_CHUNK_HEADER_SIZE + 5] ^= 0x10;
+	write_file(path, whole.data, whole.length);
+	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
+	CU_ASSERT_EQUAL(records, 3);
+	snprintf(expected, sizeof(expected), "chunk 1 at byte offset %llu",
+		 (unsigned long long)chunk_ends[0]);
+	CU_ASSERT(strstr(error, expected) != NULL);
+	CU_ASSERT(strstr(error, "checksum") != NULL);
+	CU_ASSERT(strstr(error, path) != NULL);
+	whole.data[chunk_ends[0] + TRACE_FORMAT_CHUNK_HEADER_SIZE + 5] ^= 0x10;
+
+	/* A byte of chunk 1's header. */
+	whole.data[chunk_ends[0] + TRACE_FORMAT_CHUNK_RECORD_COUNT_AT] ^= 0x01;
+	write_file(path, whole.data, whole.length);
+	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
+	CU_ASSERT_EQUAL(records, 3);
+	CU_ASSERT(strstr(error, expected) != NULL);
+	CU_ASSERT(strstr(error, "damaged header") != NULL);
+	whole.data[chunk_ends[0] + TRACE_FORMAT_CHUNK_RECORD_COUNT_AT] ^= 0x01;
+
+	/* The chunk signature. */
+	whole.data[chunk_ends[1]] = 'X';
+	write_file(path, whole.data, whole.length);
+	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
+	CU_ASSERT_EQUAL(records, 6);
+	CU_ASSERT(strstr(error, "chunk 2") != NULL);
+	CU_ASSERT(strstr(error, "signature") != NULL);
+	whole.data[chunk_ends[1]] = 'C';
+
+	/* The file header. */
+	whole.data[TRACE_FORMAT_FILE_FIXED_SIZE + 20] ^= 0x40;
+	write_file(path, whole.data, whole.length);
+	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
+	CU_ASSERT(strstr(error, "damaged file header") != NULL);
+	free(whole.data);
+	unlink(path);
+}
+
+UNIT_TEST(trace_format, not_a_trace)
+{
+	const char *path = scratch_path("not-a-trace.txt");
+	static const char text[] = "this is a text file, long enough to hold a header\n";
+	char error[ERROR_SIZE] = "", expected[200];
+	long records;
+
+	write_file(path, (const unsigned char *)text, sizeof(text) - 1);
+	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
+	snprintf(expected, sizeof(expected), "%s is not a tcheck-bpf trace", path);
+	CU_ASSERT(strstr(error, expected) != NULL);
+
+	write_file(path, (const unsigned char *)text, 0);
+	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
+	CU_ASSERT(strstr(error, "is empty") != NULL);
+
+	CU_ASSERT_EQUAL(read_all(scratch_path("missing.trace"), &records, error, sizeof(error)),
+			-ENOENT);
+	CU_ASSERT(strstr(error, "missing.trace") != NULL);
+	CU_ASSERT(strstr(error, "No such file") != NULL);
+	unlink(path);
+}
+
+UNIT_TEST(trace_format, newer_major_version_is_refused)
+{
+	const char *path = scratch_path("version-2.trace");
+	char error[ERROR_SIZE] = "";
+	struct bytes file = { 0 };
+	long records;
+
+	raw_file_header(&file, TRACE_FORMAT_VERSION_MAJOR + 1, 0);
+	write_file(path, file.data, file.length);
+	CU_ASSERT_EQUAL(read_all(path, &records, error, sizeof(error)), -EPROTONOSUPPORT);
+	CU_ASSERT(strstr(error, "version 2.0") != NULL);
+	CU_ASSERT(strstr(error, "newer tcheck-bpf") != NULL);
+	free(file.data);
+	unlink(path);
+}
+
+UNIT_TEST(trace_format, newer_minor_version_skips_unknown_kinds)
+{
+	const char *path = scratch_path("minor.trace");
+	char error[ERROR_SIZE] = "";
+	struct bytes file = { 0 }, payload = { 0 }, future = { 0 };
+	struct trace_reader *reader;
+	struct trace_record record;
+
+	raw_file_header(&file, TRACE_FORMAT_VERSION_MAJOR, TRACE_FORMAT_VERSION_MINOR + 3);
+	bytes_append(&future, "python frame", 12);
+	raw_string(&payload, 1, "ncclAllReduce");
+	raw_record(&payload, 99, &future);
+	/* A known kind with fields appended by a newer writer. */
+	raw_call(&payload, 1, 2, 24);
+	raw_record(&payload, 7, &(struct bytes){ 0 });
+	raw_chunk(&file, &payload, 4, (uint32_t)payload.length, 0);
+	write_file(path, file.data, file.length);
+
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	CU_ASSERT_PTR_NOT_NULL(trace_reader_note(reader));
+	CU_ASSERT_EQUAL(trace_reader_next(reader, &record), 1);
+	CU_ASSERT_EQUAL(record.kind, TRACE_RECORD_NCCL_CALL);
+	CU_ASSERT_STRING_EQUAL(record.call.function, "ncclAllReduce");
+	CU_ASSERT_EQUAL(record.call.param_count, 2);
+	CU_ASSERT_EQUAL(record.call.params[1], 101);
+	CU_ASSERT_EQUAL(record.call.pid, 77);
+	CU_ASSERT_EQUAL(trace_reader_next(reader, &record), 0);
+	CU_ASSERT_EQUAL(trace_reader_stats(reader)->unknown_records, 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(trace_reader_note(reader));
+	CU_ASSERT(strstr(trace_reader_note(reader), "2 records") != NULL);
+	CU_ASSERT(strstr(trace_reader_note(reader), "1.3") != NULL);
+	trace_reader_close(reader);
+	free(future.data);
+	free(payload.data);
+	free(file.data);
+	unlink(path);
+}
+
+/* A file header with its checksum made to match, whatever the fields say. */
+static void reseal_file_header(struct bytes *file)
+{
+	uint32_t body_length = trace_format_get_u32(file->data + TRACE_FORMAT_FILE_BODY_LENGTH_AT);
+	size_t covered = body_length < file->length - TRACE_FORMAT_FILE_FIXED_SIZE
+				 ? body_length
+				 : file->length - TRACE_FORMAT_FILE_FIXED_SIZE;
+	uLong crc = crc32(0L, file->data, TRACE_FORMAT_FILE_CRC_AT);
+
+	crc = crc32(crc, file->data + TRACE_FORMAT_FILE_FIXED_SIZE, (uInt)covered);
+	trace_format_put_u32(file->data + TRACE_FORMAT_FILE_CRC_AT, (uint32_t)crc);
+}
+
+UNIT_TEST(trace_format, damaged_file_headers)
+{
+	const char *path = scratch_path("bad-header.trace");
+	char error[ERROR_SIZE] = "";
+	struct bytes file = { 0 };
+	long records;
+
+	raw_file_header(&file, 0, 0);
+	write_file(path, file.data, file.length);
+	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
+	CU_ASSERT(strstr(error, "version 0") != NULL);
+
+	file.length = 0;
+	raw_file_header(&file, TRACE_FORMAT_VERSION_MAJOR, 0);
+	trace_format_put_u32(file.data + TRACE_FORMAT_FILE_BODY_LENGTH_AT, 3);
+	reseal_file_header(&file);
+	write_file(path, file.data, file.length);
+	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
+	CU_ASSERT(strstr(error, "file header of 3 bytes") != NULL);
+
+	/* The host name's length runs past the end of the header body. */
+	file.length = 0;
+	raw_file_header(&file, TRACE_FORMAT_VERSION_MAJOR, 0);
+	trace_format_put_u32(
+		file.data + TRACE_FORMAT_FILE_FIXED_SIZE + TRACE_FORMAT_HEADER_STRINGS_AT, 1000);
+	reseal_file_header(&file);
+	write_file(path, file.data, file.length);
+	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
+	CU_ASSERT(strstr(error, "strings overrun") != NULL);
+
+	/* The body is longer than the file. */
+	file.length = 0;
+	raw_file_header(&file, TRACE_FORMAT_VERSION_MAJOR, 0);
+	file.length -= 5;
+	write_file(path, file.data, file.length);
+	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
+	CU_ASSERT(strstr(error, "ends inside its file header") != NULL);
+
+	CU_ASSERT_EQUAL(read_all("/tmp", &records, error, sizeof(error)), -EISDIR);
+	CU_ASSERT(strstr(error, "is a directory") != NULL);
+	free(file.data);
+	unlink(path);
+}
+
+/* Feeds 'length' bytes of 'data' through a named pipe and reads them as a trace. */
+static int read_through_pipe(const unsigned char *data, size_t length, long *records,
+			     int *truncated, char *error)
+{
+	const char *fifo = scratch_path("trace.fifo");
+	struct trace_reader *reader;
+	struct trace_record record;
+	int status, child_status;
+	pid_t child;
+
+	unlink(fifo);
+	CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+	child = fork();
+	CU_ASSERT_FATAL(child >= 0);
+	if (child == 0) {
+		int fd = open(fifo, O_WRONLY);
+
+		if (fd >= 0 && write(fd, data, length) == (ssize_t)length)
+			_exit(0);
+		_exit(1);
+	}
+	*records = 0;
+	reader = trace_reader_open(fifo, error, ERROR_SIZE);
+	CU_ASSERT_FATAL(reader != NULL);
+	CU_ASSERT_EQUAL(trace_reader_rewind(reader), -ESPIPE);
+	while ((status = trace_reader_next(reader, &record)) > 0)
+		(*records)++;
+	*truncated = trace_reader_truncated(reader) != NULL;
+	trace_reader_close(reader);
+	waitpid(child, &child_status, 0);
+	unlink(fifo);
+	return status;
+}
+
+UNIT_TEST(trace_format, reading_from_a_pipe)
+{
+	const char *path = scratch_path("pipe.trace");
+	char error[ERROR_SIZE] = "";
+	uint64_t chunk_ends[3];
+	unsigned chunk_end_count;
+	struct bytes whole;
+	int truncated;
+	long records;
+
+	write_samples(path, 9, 3, chunk_ends, &chunk_end_count);
+	whole = read_whole_file(path);
+	CU_ASSERT_EQUAL(read_through_pipe(whole.data, whole.length, &records, &truncated, error),
+			0);
+	CU_ASSERT_EQUAL(records, 9);
+	CU_ASSERT_FALSE(truncated);
+	/* Cut inside the last payload: no file size to check first, the read comes up short. */
+	CU_ASSERT_EQUAL(
+		read_through_pipe(whole.data, whole.length - 3, &records, &truncated, error), 0);
+	CU_ASSERT_EQUAL(records, 6);
+	CU_ASSERT_TRUE(truncated);
+	free(whole.data);
+	unlink(path);
+}
+
+/* Writes a one-chunk file around 'payload' and reads it; returns the status. */
+static int read_crafted(const struct bytes *payload, uint32_t record_count, uint32_t flags,
+			long *records, char *error)
+{
+	const char *path = scratch_path("crafted.trace");
+	struct bytes file = { 0 };
+	int status;
+
+	raw_file_header(&file, TRACE_FORMAT_VERSION_MAJOR, TRACE_FORMAT_VERSION_MINOR);
+	raw_chunk(&file, payload, record_count, (uint32_t)payload->length, flags);
+	write_file(path, file.data, file.length);
+	status = read_all(path, records, error, ERROR_SIZE);
+	free(file.data);
+	unlink(path);
+	return status;
+}
+
+UNIT_TEST(trace_format, chunk_claiming_a_huge_payload)
+{
+	const char *path = scratch_path("huge.trace");
+	char error[ERROR_SIZE] = "";
+	struct bytes file = { 0 }, payload = { 0 };
+	long records;
+
+	raw_string(&payload, 1, "ncclSend");
+	raw_file_header(&file, TRACE_FORMAT_VERSION_MAJOR, TRACE_FORMAT_VERSION_MINOR);
+	raw_chunk(&file, &payload, 1, 0xfffffff0U, 0);
+	write_file(path, file.data, file.length);
+	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
+	CU_ASSERT(strstr(error, "chunk 0") != NULL);
+	CU_ASSERT(strstr(error, "4294967280 bytes") != NULL);
+
+	/* Within the limit but past the end of the file: a cut chunk, not an allocation. */
+	free(file.data);
+	file = (struct bytes){ 0 };
+	raw_file_header(&file, TRACE_FORMAT_VERSION_MAJOR, TRACE_FORMAT_VERSION_MINOR);
+	raw_chunk(&file, &payload, 1, TRACE_FORMAT_MAX_CHUNK_PAYLOAD, 0);
+	write_file(path, file.data, file.length);
+	CU_ASSERT_EQUAL(read_all(path, &records, error, sizeof(error)), 0);
+
+	CU_ASSERT(read_crafted(&payload, 1000, 0, &records, error) < 0);
+	CU_ASSERT(strstr(error, "claims 1000 records") != NULL);
+	free(payload.data);
+	free(file.data);
+	unlink(path);
+}
+
+UNIT_TEST(trace_format, malformed_records_are_errors)
+{
+	char error[ERROR_SIZE] = "";
+	struct bytes payload = { 0 };
+	long records;
+
+	/* A string id used but never defined. */
+	raw_string(&payload, 1, "ncclAllReduce");
+	raw_call(&payload, 5, 0, 0);
+	CU_ASSERT(read_crafted(&payload, 2, 0, &records, error) < 0);
+	CU_ASSERT(strstr(error, "string id 5") != NULL);
+	CU_ASSERT(strstr(error, "chunk 0") != NULL);
+	CU_ASSERT(strstr(error, "record 1") != NULL);
+
+	/* A string defined out of order. */
+	payload.length = 0;
+	raw_string(&payload, 2, "ncclAllReduce");
+	CU_ASSERT(read_crafted(&payload, 1, 0, &records, error) < 0);
+	CU_ASSERT(strstr(error, "defines string id 2 where id 1 comes next") != NULL);
+
+	/* More records counted than present, and fewer. */
+	payload.length = 0;
+	raw_string(&payload, 1, "ncclAllReduce");
+	raw_call(&payload, 1, 0, 0);
+	CU_ASSERT(read_crafted(&payload, 3, 0, &records, error) < 0);
+	CU_ASSERT_EQUAL(records, 1);
+	CU_ASSERT(strstr(error, "holds 2 records but its header says 3") != NULL);
+	CU_ASSERT(read_crafted(&payload, 1, 0, &records, error) < 0);
+
+	/* A record longer than what is left of the chunk. */
+	payload.length = 0;
+	raw_string(&payload, 1, "ncclAllReduce");
+	trace_format_put_u32(payload.data + TRACE_FORMAT_RECORD_LENGTH_AT, 5000);
+	CU_ASSERT(read_crafted(&payload, 1, 0, &records, error) < 0);
+	CU_ASSERT(strstr(error, "claims 5000 bytes") != NULL);
+
+	/* A call too short for the parameters it claims. */
+	payload.length = 0;
+	raw_string(&payload, 1, "ncclAllReduce");
+	raw_call(&payload, 1, 3, 0);
+	trace_format_put_u32(payload.data + payload.length - 24 - TRACE_FORMAT_CALL_FIXED_SIZE +
+				     TRACE_FORMAT_CALL_PARAM_COUNT_AT,
+			     4000000000U);
+	CU_ASSERT(read_crafted(&payload, 2, 0, &records, error) < 0);
+	CU_ASSERT(strstr(error, "too short") != NULL);
+
+	/* A known kind shorter than its fixed fields. */
+	payload.length = 0;
+	raw_record(&payload, TRACE_RECORD_STATS, &(struct bytes){ 0 });
+	CU_ASSERT(read_crafted(&payload, 1, 0, &records, error) < 0);
+	CU_ASSERT(strstr(error, "stats record of 0 bytes") != NULL);
+
+	/* Bytes after the last record that do not make a record header. */
+	payload.length = 0;
+	raw_string(&payload, 1, "ncclAllReduce");
+	bytes_put_u32(&payload, 0);
+	CU_ASSERT(read_crafted(&payload, 1, 0, &records, error) < 0);
+	CU_ASSERT(strstr(error, "cut off") != NULL);
+
+	/* A chunk using a feature this version does not have. */
+	payload.length = 0;
+	raw_string(&payload, 1, "ncclAllReduce");
+	CU_ASSERT_EQUAL(read_crafted(&payload, 1, 0x4, &records, error), -EPROTONOSUPPORT);
+	CU_ASSERT(strstr(error, "newer tcheck-bpf") != NULL);
+	free(payload.data);
+}
+
+UNIT_TEST(trace_format, random_records_never_crash_the_reader)
+{
+	char error[ERROR_SIZE];
+	struct bytes payload = { 0 };
+	unsigned seed = 12345;
+	long records;
+
+	/* Valid checksums around random contents reach every check past them. */
+	for (int round = 0; round < 300; round++) {
+		unsigned record_count = 0;
+
+		payload.length = 0;
+		raw_string(&payload, 1, "ncclAllReduce");
+		record_count++;
+		for (int i = 0; i < 1 + round % 6; i++) {
+			struct bytes body = { 0 };
+			unsigned kind = (unsigned)rand_r(&seed) % 7;
+			size_t length = (size_t)rand_r(&seed) % 140;
+
+			for (size_t b = 0; b < length; b++) {
+				unsigned char byte = (unsigned char)rand_r(&seed);
+
+				/* Small string ids and counts reach the decoders more often. */
+				bytes_append(&body, &byte, 1);
+			}
+			if (length >= TRACE_FORMAT_CALL_FIXED_SIZE && rand_r(&seed) % 2) {
+				trace_format_put_u32(body.data + TRACE_FORMAT_CALL_FUNCTION_AT, 1);
+				trace_format_put_u32(body.data + TRACE_FORMAT_CALL_PARAM_COUNT_AT,
+						     (uint32_t)rand_r(&seed) % 12);
+			}
+			raw_record(&payload, kind, &body);
+			record_count++;
+			free(body.data);
+		}
+		if (round % 5 == 0)
+			payload.length -= (size_t)rand_r(&seed) % 9;
+		read_crafted(&payload, record_count, 0, &records, error);
+	}
+	free(payload.data);
+}
+
+UNIT_TEST(trace_format, rewind_reads_the_trace_again)
+{
+	const char *path = scratch_path("rewind.trace");
+	char error[ERROR_SIZE] = "";
+	struct trace_reader *reader;
+	struct trace_record record;
+	const char *first_function;
+	int status;
+
+	write_samples(path, 50, 4, NULL, NULL);
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	CU_ASSERT_EQUAL(trace_reader_next(reader, &record), 1);
+	first_function = record.call.function;
+	CU_ASSERT_EQUAL(read_and_compare(reader, &status), -1);
+	CU_ASSERT_EQUAL(trace_reader_rewind(reader), 0);
+	CU_ASSERT_EQUAL(read_and_compare(reader, &status), 50);
+	CU_ASSERT_EQUAL(status, 0);
+	CU_ASSERT_EQUAL(trace_reader_stats(reader)->records, 50);
+	CU_ASSERT_EQUAL(trace_reader_stats(reader)->chunks, 13);
+	/* Strings from the first pass are still the same memory. */
+	CU_ASSERT_STRING_EQUAL(first_function, "ncclAllReduce");
+	trace_reader_close(reader);
+	unlink(path);
+}
+
+UNIT_TEST(trace_format, writer_errors_are_sentences)
+{
+	char error[ERROR_SIZE] = "";
+	struct trace_header header;
+	struct trace_record record = sample_record(0);
+	struct trace_writer *writer;
+
+	test_header(&header);
+	writer = trace_writer_create("/nonexistent-directory/x.trace", &header, error,
+				     sizeof(error));
+	CU_ASSERT_PTR_NULL(writer);
+	CU_ASSERT_EQUAL(errno, ENOENT);
+	CU_ASSERT(strstr(error, "/nonexistent-directory/x.trace") != NULL);
+	CU_ASSERT(strstr(error, "No such file") != NULL);
+
+	writer = trace_writer_create(scratch_path("invalid.trace"), &header, error, sizeof(error));
+	CU_ASSERT_FATAL(writer != NULL);
+	record.call.param_count = NCCL_MAX_PARAMS + 1;
+	CU_ASSERT_EQUAL(trace_writer_add(writer, &record), -EINVAL);
+	CU_ASSERT(strstr(trace_writer_error(writer), "parameters") != NULL);
+	record.kind = (enum trace_record_kind)42;
+	CU_ASSERT_EQUAL(trace_writer_add(writer, &record), -EINVAL);
+	CU_ASSERT_EQUAL(trace_writer_close(writer, error, sizeof(error)), 0);
+	unlink(scratch_path("invalid.trace"));
+
+	/* A full disk: the writer stops and says why. */
+	writer = trace_writer_create("/dev/full", &header, error, sizeof(error));
+	if (writer)
+		trace_writer_close(writer, error, sizeof(error));
+	else
+		CU_ASSERT(strstr(error, "/dev/full") != NULL);
+}
+
+UNIT_TEST(trace_format, long_strings_are_cut_to_the_limit)
+{
+	const char *path = scratch_path("long-string.trace");
+	char error[ERROR_SIZE] = "";
+	struct trace_header header;
+	struct trace_record record = sample_record(1);
+	struct trace_writer *writer;
+	struct trace_reader *reader;
+	char *command = malloc(TRACE_FORMAT_MAX_STRING + 100);
+
+	if (!command) {
+		CU_FAIL("out of memory");
+		return;
+	}
+	memset(command, 'x', TRACE_FORMAT_MAX_STRING + 99);
+	command[TRACE_FORMAT_MAX_STRING + 99] = '\0';
+	record.process.command = command;
+	test_header(&header);
+	writer = trace_writer_create(path, &header, error, sizeof(error));
+	CU_ASSERT_FATAL(writer != NULL);
+	CU_ASSERT_EQUAL(trace_writer_add(writer, &record), 0);
+	CU_ASSERT_EQUAL(trace_writer_close(writer, error, sizeof(error)), 0);
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	CU_ASSERT_EQUAL(trace_reader_next(reader, &record), 1);
+	CU_ASSERT_EQUAL(strlen(record.process.command), TRACE_FORMAT_MAX_STRING);
+	trace_reader_close(reader);
+	free(command);
+	unlink(path);
+}
+
+UNIT_TEST(trace_format, local_header)
+{
+	char *const arguments[] = { "tcheck-bpf", "record", "-o", "x.trace", NULL };
+	char error[ERROR_SIZE] = "";
+	struct trace_header header;
+
+	CU_ASSERT_EQUAL(trace_header_init_local(&header, 4, arguments, error, sizeof(error)), 0);
+	CU_ASSERT_EQUAL(header.format_version, TRACE_FORMAT_VERSION_MAJOR);
+	CU_ASSERT(header.hostname[0] != '\0');
+	CU_ASSERT_STRING_EQUAL(header.command_line, "tcheck-bpf record -o x.trace");
+	CU_ASSERT(header.anchor_monotonic_ns > 0);
+	/* Later than 2020: the wall clock part is a real date. */
+	CU_ASSERT(header.anchor_realtime_ns > 1577836800ULL * 1000000000ULL);
+	if (access("/proc/sys/kernel/random/boot_id", R_OK) == 0)
+		CU_ASSERT_EQUAL(strlen(header.boot_id), 36);
+
+	CU_ASSERT_EQUAL(trace_header_init_local(&header, 0, NULL, error, sizeof(error)), 0);
+	CU_ASSERT(header.command_line[0] != '\0');
+}

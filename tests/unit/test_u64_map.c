@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+/* The hash map: against a plain array as the reference, through growth and removals. */
+#include <stdlib.h>
+
+#include "u64_map.h"
+#include "unit.h"
+
+#define KEYS 5000
+
+UNIT_TEST(u64_map, agrees_with_a_reference_array_through_removals)
+{
+	static int present[KEYS];
+	static int values[KEYS];
+	struct u64_map map;
+	size_t count = 0;
+	uint64_t key;
+	void *value;
+
+	u64_map_init(&map);
+	srand(7);
+	for (int round = 0; round < 40000; round++) {
+		int k = rand() % KEYS;
+		/* Keys spaced like pointers, so clustering is exercised. */
+		uint64_t map_key = 0x7f0000000000ULL + (uint64_t)k * 64;
+
+		if (rand() % 3 == 0) {
+			void *removed = u64_map_remove(&map, map_key);
+
+			CU_ASSERT_EQUAL(removed != NULL, present[k]);
+			present[k] = 0;
+		} else {
+			CU_ASSERT_EQUAL(u64_map_put(&map, map_key, &values[k]), 0);
+			present[k] = 1;
+		}
+	}
+	for (int k = 0; k < KEYS; k++) {
+		void *found = u64_map_get(&map, 0x7f0000000000ULL + (uint64_t)k * 64);
+
+		CU_ASSERT_EQUAL(found != NULL, present[k]);
+		if (found)
+			CU_ASSERT_PTR_EQUAL(found, &values[k]);
+		count += (size_t)present[k];
+	}
+	CU_ASSERT_EQUAL(map.count, count);
+	{
+		size_t position = 0, seen = 0;
+
+		while (u64_map_next(&map, &position, &key, &value))
+			seen++;
+		CU_ASSERT_EQUAL(seen, count);
+	}
+	u64_map_free(&map);
+}

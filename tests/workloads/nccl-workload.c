@@ -1,0 +1,1260 @@
+// SPDX-License-Identifier: MIT
+/* A training-like NCCL job on the test double: N rank processes, checked results, ground truth. */
+/*
+ * Ranks are laid out as rank = stage * (dp * tp) + dp_index * tp + tp_index. Setup (step -1):
+ * rank 0 calls ncclGetUniqueId and passes the id on in DIR/nccl-unique-id; every rank calls
+ * ncclCommInitRank (world), ncclCommSplit for the tensor-parallel group (when tp > 1, with a
+ * config), the data-parallel group (dp > 1), the pipeline group (pp > 1) and a logging group of
+ * tp_index 0 ranks (the others pass NCCL_SPLIT_NOCOLOR and get NULL), then ncclCommRegister.
+ *
+ * Each step, on one stream: compute; TP ncclAllReduce + ncclAllGather; a group of ncclSend to
+ * the next stage and ncclRecv from the previous; compute; a group sending gradients back; DP
+ * ncclReduceScatter + ncclAllGather and five in-place gradient-bucket ncclAllReduce calls
+ * (float32 sum, float64 avg, int64 max, uint8 min, int32 prod); world ncclAllReduce of the
+ * grad norm (float64) and of metrics (float32 max); the logging-group ncclAllReduce; every
+ * third step from step 0 world ncclBroadcast, ncclBcast, ncclReduce, ncclAlltoAll, ncclGather
+ * and ncclScatter; ncclCommGetAsyncError; then doubleStreamSynchronize and checks of every
+ * result. Teardown (step -1): ncclCommDeregister, ncclCommDestroy of the sub-communicators,
+ * ncclCommFinalize and ncclCommDestroy of the world.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nccl.h"
+#include "nccl_double.h"
+#include "nccl_ground_truth.h"
+
+#define UNIQUE_ID_FILE "nccl-unique-id"
+#define POLL_INTERVAL_NS 10000000L
+/* After a rank fails, the others get this long to fail on their own before being stopped. */
+#define FAILURE_GRACE_SECONDS 3
+/* Exit status of a rank whose results were wrong. */
+#define EXIT_WRONG_RESULT 3
+
+/* Element counts of the buffers each phase moves. */
+#define TP_REDUCE_COUNT 256
+#define TP_GATHER_COUNT 64
+#define PIPELINE_COUNT 512
+#define SHARD_COUNT 128
+#define BUCKET0_COUNT 1000
+#define BUCKET1_COUNT 333
+#define BUCKET2_COUNT 17
+#define BUCKET3_COUNT 31
+#define BUCKET4_COUNT 8
+#define METRICS_COUNT 4
+#define BROADCAST_COUNT 8
+#define BCAST_COUNT 16
+#define REDUCE_COUNT 32
+#define ALL_TO_ALL_COUNT 4
+#define GATHER_COUNT 2
+#define SCATTER_COUNT 3
+/* World collectives beyond the per-step reductions run on every this many steps. */
+#define WORLD_COLLECTIVE_PERIOD 3
+
+/* A fault switch "RANK:STEP"; rank is -1 when it is off. */
+struct rank_step {
+	int rank;
+	int step;
+};
+
+struct options {
+	int ranks;
+	int steps;
+	int tp; /* 0: pick a default that fits 'ranks' */
+	int pp;
+	long compute_us;
+	long step_sleep_ms;
+	const char *log_dir;
+	const char *wait_file;
+	struct rank_step skip;
+	struct rank_step stall;
+	struct rank_step mismatch;
+	int slow_rank;
+	double slow_factor;
+	bool worker;
+};
+
+struct buffers {
+	float tp_send[TP_REDUCE_COUNT], tp_reduced[TP_REDUCE_COUNT];
+	int32_t tp_shard[TP_GATHER_COUNT], *tp_gathered;
+	float activations_out[PIPELINE_COUNT], activations_in[PIPELINE_COUNT];
+	float gradients_out[PIPELINE_COUNT], gradients_in[PIPELINE_COUNT];
+	float *shards_send, shard_reduced[SHARD_COUNT];
+	float shard_params[SHARD_COUNT], *params_gathered;
+	float bucket0[BUCKET0_COUNT + 1];
+	double bucket1[BUCKET1_COUNT];
+	int64_t bucket2[BUCKET2_COUNT];
+	uint8_t bucket3[BUCKET3_COUNT];
+	int32_t bucket4[BUCKET4_COUNT];
+	double grad_norm[2];
+	float metrics[METRICS_COUNT];
+	float loss;
+	int64_t broadcast_send[BROADCAST_COUNT], broadcast_recv[BROADCAST_COUNT];
+	int32_t bcast[BCAST_COUNT];
+	float reduce_send[REDUCE_COUNT], reduce_recv[REDUCE_COUNT];
+	int32_t *all_to_all_send, *all_to_all_recv;
+	int64_t gather_send[GATHER_COUNT], *gather_recv;
+	int32_t *scatter_send, scatter_recv[SCATTER_COUNT];
+};
+
+struct worker {
+	const struct options *options;
+	int rank;
+	int world_size;
+	int tp, pp, dp;
+	int tp_index, dp_index, stage;
+	ncclComm_t world, tp_comm, dp_comm, pp_comm, log_comm;
+	cudaStream_t stream;
+	void *registration;
+	struct ground_truth_log log;
+	struct buffers *data;
+	/* What this step issued, so only that is checked. */
+	bool skipped, mismatched, world_collectives;
+};
+
+static volatile double compute_sink;
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: nccl-workload --log-dir DIR [--ranks N] [--steps S] [--tp T] [--pp P]\n"
+		"                     [--compute-us U] [--step-sleep-ms M] [--skip-collective "
+		"R:K]\n"
+		"                     [--stall R:K] [--slow R:F] [--mismatch-count R:K]\n"
+		"                     [--wait-file PATH]\n"
+		"Runs N rank processes of a training-like job over libnccl.so.2 and writes\n"
+		"DIR/rank-R.jsonl (every NCCL call made, as JSON lines) and DIR/rank-R.progress\n"
+		"(the last finished step). Defaults: N=4 S=10 U=200 M=0; T=2 and P=2 where N "
+		"allows.\n"
+		"  --skip-collective R:K  rank R skips the data-parallel gradient all-reduces of\n"
+		"                         step K (the world grad-norm all-reduce when dp is 1)\n"
+		"  --stall R:K            rank R sleeps for ever at the start of step K\n"
+		"  --slow R:F             rank R computes F times longer\n"
+		"  --mismatch-count R:K   rank R passes count+1 to one gradient all-reduce of step "
+		"K\n"
+		"  --wait-file PATH       ranks wait for PATH to exist before their first NCCL "
+		"call\n"
+		"Example: nccl-workload --ranks 8 --steps 20 --log-dir /tmp/job\n");
+}
+
+static bool parse_int(const char *text, long min, long max, long *value)
+{
+	char *end;
+
+	errno = 0;
+	*value = strtol(text, &end, 10);
+	return errno == 0 && end != text && *end == '\0' && *value >= min && *value <= max;
+}
+
+static bool parse_rank_step(const char *text, struct rank_step *switch_value)
+{
+	const char *colon = strchr(text, ':');
+	char rank_text[32];
+	long rank, step;
+
+	if (!colon || (size_t)(colon - text) >= sizeof(rank_text))
+		return false;
+	memcpy(rank_text, text, (size_t)(colon - text));
+	rank_text[colon - text] = '\0';
+	if (!parse_int(rank_text, 0, INT_MAX, &rank) || !parse_int(colon + 1, 0, INT_MAX, &step))
+		return false;
+	switch_value->rank = (int)rank;
+	switch_value->step = (int)step;
+	return true;
+}
+
+/* "RANK:FACTOR" for --slow. */
+static bool parse_slow(const char *text, struct options *options)
+{
+	const char *colon = strchr(text, ':');
+	char rank_text[32];
+	char *end;
+	long rank;
+
+	if (!colon || (size_t)(colon - text) >= sizeof(rank_text))
+		return false;
+	memcpy(rank_text, text, (size_t)(colon - text));
+	rank_text[colon - text] = '\0';
+	options->slow_factor = strtod(colon + 1, &end);
+	if (!parse_int(rank_text, 0, INT_MAX, &rank) || end == colon + 1 || *end != '\0' ||
+	    !(options->slow_factor > 0))
+		return false;
+	options->slow_rank = (int)rank;
+	return true;
+}
+
+static int parse_options(int argc, char **argv, struct options *options)
+{
+	static const struct option long_options[] = {
+		{ "ranks", required_argument, NULL, 'n' },
+		{ "steps", required_argument, NULL, 's' },
+		{ "log-dir", required_argument, NULL, 'l' },
+		{ "tp", required_argument, NULL, 't' },
+		{ "pp", required_argument, NULL, 'p' },
+		{ "compute-us", required_argument, NULL, 'c' },
+		{ "step-sleep-ms", required_argument, NULL, 'S' },
+		{ "skip-collective", required_argument, NULL, 'k' },
+		{ "stall", required_argument, NULL, 'x' },
+		{ "slow", required_argument, NULL, 'w' },
+		{ "mismatch-count", required_argument, NULL, 'm' },
+		{ "wait-file", required_argument, NULL, 'f' },
+		{ "worker", no_argument, NULL, 'W' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int option;
+	long value;
+
+	*options = (struct options){
+		.ranks = 4,
+		.steps = 10,
+		.compute_us = 200,
+		.skip = { -1, -1 },
+		.stall = { -1, -1 },
+		.mismatch = { -1, -1 },
+		.slow_rank = -1,
+		.slow_factor = 1.0,
+	};
+	while ((option = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
+		bool valid = true;
+
+		switch (option) {
+		case 'n':
+			valid = parse_int(optarg, 1, DOUBLE_MAX_RANKS, &value);
+			options->ranks = (int)value;
+			break;
+		case 's':
+			valid = parse_int(optarg, 0, INT_MAX, &value);
+			options->steps = (int)value;
+			break;
+		case 'l':
+			options->log_dir = optarg;
+			break;
+		case 't':
+			valid = parse_int(optarg, 1, DOUBLE_MAX_RANKS, &value);
+			options->tp = (int)value;
+			break;
+		case 'p':
+			valid = parse_int(optarg, 1, DOUBLE_MAX_RANKS, &value);
+			options->pp = (int)value;
+			break;
+		case 'c':
+			valid = parse_int(optarg, 0, 10000000, &options->compute_us);
+			break;
+		case 'S':
+			valid = parse_int(optarg, 0, 3600000, &options->step_sleep_ms);
+			break;
+		case 'k':
+			valid = parse_rank_step(optarg, &options->skip);
+			break;
+		case 'x':
+			valid = parse_rank_step(optarg, &options->stall);
+			break;
+		case 'w':
+			valid = parse_slow(optarg, options);
+			break;
+		case 'm':
+			valid = parse_rank_step(optarg, &options->mismatch);
+			break;
+		case 'f':
+			options->wait_file = optarg;
+			break;
+		case 'W':
+			options->worker = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+		if (!valid) {
+			fprintf(stderr, "nccl-workload: bad value '%s' for %s\n", optarg,
+				argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (optind != argc || !options->log_dir) {
+		usage(stderr);
+		return -1;
+	}
+	/* Defaults that make the tensor-, pipeline- and data-parallel groups real where N allows.
+	 */
+	if (!options->tp)
+		options->tp = options->ranks % 2 == 0 ? 2 : 1;
+	if (!options->pp)
+		options->pp = options->ranks % (options->tp * 2) == 0 ? 2 : 1;
+	if (options->ranks % (options->tp * options->pp) != 0) {
+		fprintf(stderr, "nccl-workload: --ranks %d is not a multiple of tp %d x pp %d\n",
+			options->ranks, options->tp, options->pp);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the worker: one rank of the job ---- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static void sleep_ns(long nanoseconds)
+{
+	struct timespec pause_for = { .tv_sec = nanoseconds / 1000000000L,
+				      .tv_nsec = nanoseconds % 1000000000L };
+
+	while (nanosleep(&pause_for, &pause_for) < 0 && errno == EINTR)
+		;
+}
+
+/* Burns the CPU like a kernel would occupy the GPU: the rank is busy, not waiting. */
+static void compute(const struct worker *worker)
+{
+	double microseconds = (double)worker->options->compute_us;
+	uint64_t end;
+	double accumulator = 0;
+
+	if (worker->rank == worker->options->slow_rank)
+		microseconds *= worker->options->slow_factor;
+	end = now_ns() + (uint64_t)(microseconds * 1000.0);
+	while (now_ns() < end)
+		for (int i = 0; i < 64; i++)
+			accumulator += sqrt(accumulator + i);
+	compute_sink = accumulator;
+}
+
+static void die(const struct worker *worker, int status, const char *what)
+{
+	/* The log is line buffered: exit() has nothing of it left to lose. */
+	fprintf(stderr, "nccl-workload: rank %d step %d: %s\n", worker->rank, worker->log.step,
+		what);
+	exit(status);
+}
+
+static void check_call(const struct worker *worker, const char *name, ncclResult_t ret)
+{
+	char message[160];
+
+	if (ret == ncclSuccess)
+		return;
+	snprintf(message, sizeof(message), "%s failed: %d (%s)", name, ret,
+		 ncclGetErrorString(ret));
+	die(worker, 1, message);
+}
+
+static void expect(const struct worker *worker, const char *what, size_t index, double got,
+		   double expected)
+{
+	char message[200];
+
+	if (fabs(got - expected) <= 1e-6 * fmax(1.0, fabs(expected)))
+		return;
+	snprintf(message, sizeof(message), "wrong result: %s[%zu] is %.17g, expected %.17g", what,
+		 index, got, expected);
+	die(worker, EXIT_WRONG_RESULT, message);
+}
+
+static int rank_at(const struct worker *worker, int tp_index, int dp_index, int stage)
+{
+	return stage * worker->dp * worker->tp + dp_index * worker->tp + tp_index;
+}
+
+/* The value every rank contributes at position i: small integers, exact in any float type. */
+static double value_of(int rank, int step, size_t i)
+{
+	return (double)(rank + 1) + (double)(i % 7) + (double)(step % 5);
+}
+
+/* ---- logged NCCL calls: each returns through check_call after its ground truth is written ---- */
+
+static void all_reduce(struct worker *worker, ncclComm_t comm, const void *send, void *recv,
+		       size_t count, ncclDataType_t datatype, ncclRedOp_t op)
+{
+	ncclResult_t ret = ncclAllReduce(send, recv, count, datatype, op, comm, worker->stream);
+
+	ground_truth_collective(&worker->log, ret, "ncclAllReduce", send, recv, count, datatype, op,
+				-1, comm, worker->stream);
+	check_call(worker, "ncclAllReduce", ret);
+}
+
+static void all_gather(struct worker *worker, ncclComm_t comm, const void *send, void *recv,
+		       size_t sendcount, ncclDataType_t datatype)
+{
+	ncclResult_t ret = ncclAllGather(send, recv, sendcount, datatype, comm, worker->stream);
+
+	ground_truth_collective(&worker->log, ret, "ncclAllGather", send, recv, sendcount, datatype,
+				-1, -1, comm, worker->stream);
+	check_call(worker, "ncclAllGather", ret);
+}
+
+static void reduce_scatter(struct worker *worker, ncclComm_t comm, const void *send, void *recv,
+			   size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op)
+{
+	ncclResult_t ret =
+		ncclReduceScatter(send, recv, recvcount, datatype, op, comm, worker->stream);
+
+	ground_truth_collective(&worker->log, ret, "ncclReduceScatter", send, recv, recvcount,
+				datatype, op, -1, comm, worker->stream);
+	check_call(worker, "ncclReduceScatter", ret);
+}
+
+static void broadcast(struct worker *worker, ncclComm_t comm, const void *send, void *recv,
+		      size_t count, ncclDataType_t datatype, int root)
+{
+	ncclResult_t ret = ncclBroadcast(send, recv, count, datatype, root, comm, worker->stream);
+
+	ground_truth_collective(&worker->log, ret, "ncclBroadcast", send, recv, count, datatype, -1,
+				root, comm, worker->stream);
+	check_call(worker, "ncclBroadcast", ret);
+}
+
+static void bcast(struct worker *worker, ncclComm_t comm, void *buff, size_t count,
+		  ncclDataType_t datatype, int root)
+{
+	ncclResult_t ret = ncclBcast(buff, count, datatype, root, comm, worker->stream);
+
+	ground_truth_collective(&worker->log, ret, "ncclBcast", buff, NULL, count, datatype, -1,
+				root, comm, worker->stream);
+	check_call(worker, "ncclBcast", ret);
+}
+
+static void reduce(struct worker *worker, ncclComm_t comm, const void *send, void *recv,
+		   size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root)
+{
+	ncclResult_t ret = ncclReduce(send, recv, count, datatype, op, root, comm, worker->stream);
+
+	ground_truth_collective(&worker->log, ret, "ncclReduce", send, recv, count, datatype, op,
+				root, comm, worker->stream);
+	check_call(worker, "ncclReduce", ret);
+}
+
+static void all_to_all(struct worker *worker, ncclComm_t comm, const void *send, void *recv,
+		       size_t count, ncclDataType_t datatype)
+{
+	ncclResult_t ret = ncclAlltoAll(send, recv, count, datatype, comm, worker->stream);
+
+	ground_truth_collective(&worker->log, ret, "ncclAlltoAll", send, recv, count, datatype, -1,
+				-1, comm, worker->stream);
+	check_call(worker, "ncclAlltoAll", ret);
+}
+
+static void gather(struct worker *worker, ncclComm_t comm, const void *send, void *recv,
+		   size_t count, ncclDataType_t datatype, int root)
+{
+	ncclResult_t ret = ncclGather(send, recv, count, datatype, root, comm, worker->stream);
+
+	ground_truth_collective(&worker->log, ret, "ncclGather", send, recv, count, datatype, -1,
+				root, comm, worker->stream);
+	check_call(worker, "ncclGather", ret);
+}
+
+static void scatter(struct worker *worker, ncclComm_t comm, const void *send, void *recv,
+		    size_t count, ncclDataType_t datatype, int root)
+{
+	ncclResult_t ret = ncclScatter(send, recv, count, datatype, root, comm, worker->stream);
+
+	ground_truth_collective(&worker->log, ret, "ncclScatter", send, recv, count, datatype, -1,
+				root, comm, worker->stream);
+	check_call(worker, "ncclScatter", ret);
+}
+
+static void send_to(struct worker *worker, ncclComm_t comm, const void *buffer, size_t count,
+		    int peer)
+{
+	ncclResult_t ret = ncclSend(buffer, count, ncclFloat32, peer, comm, worker->stream);
+
+	ground_truth_p2p(&worker->log, ret, true, buffer, count, ncclFloat32, peer, comm,
+			 worker->stream);
+	check_call(worker, "ncclSend", ret);
+}
+
+static void receive_from(struct worker *worker, ncclComm_t comm, void *buffer, size_t count,
+			 int peer)
+{
+	ncclResult_t ret = ncclRecv(buffer, count, ncclFloat32, peer, comm, worker->stream);
+
+	ground_truth_p2p(&worker->log, ret, false, buffer, count, ncclFloat32, peer, comm,
+			 worker->stream);
+	check_call(worker, "ncclRecv", ret);
+}
+
+static void group_start(struct worker *worker)
+{
+	ncclResult_t ret = ncclGroupStart();
+
+	ground_truth_no_args(&worker->log, "ncclGroupStart", ret);
+	check_call(worker, "ncclGroupStart", ret);
+}
+
+static void group_end(struct worker *worker)
+{
+	ncclResult_t ret = ncclGroupEnd();
+
+	ground_truth_no_args(&worker->log, "ncclGroupEnd", ret);
+	check_call(worker, "ncclGroupEnd", ret);
+}
+
+static uint64_t hash_of(ncclComm_t comm)
+{
+	uint64_t hash = 0;
+
+	if (comm)
+		doubleCommGetHash(comm, &hash);
+	return hash;
+}
+
+static ncclComm_t split(struct worker *worker, int color, int key, ncclConfig_t *config)
+{
+	ncclComm_t created = NULL;
+	ncclResult_t ret = ncclCommSplit(worker->world, color, key, &created, config);
+
+	ground_truth_split(&worker->log, ret, worker->world, color, key, &created, config,
+			   hash_of(created));
+	check_call(worker, "ncclCommSplit", ret);
+	if ((color == NCCL_SPLIT_NOCOLOR) != (created == NULL))
+		die(worker, EXIT_WRONG_RESULT, "ncclCommSplit: NULL comm iff NCCL_SPLIT_NOCOLOR");
+	return created;
+}
+
+static void destroy(struct worker *worker, ncclComm_t comm)
+{
+	ncclResult_t ret;
+
+	if (!comm)
+		return;
+	ret = ncclCommDestroy(comm);
+	ground_truth_comm_only(&worker->log, "ncclCommDestroy", ret, comm);
+	check_call(worker, "ncclCommDestroy", ret);
+}
+
+/* ---- setup ---- */
+
+static void wait_for_file(const char *path)
+{
+	while (access(path, F_OK) != 0)
+		sleep_ns(POLL_INTERVAL_NS);
+}
+
+static void write_file_atomically(const struct worker *worker, const char *path, const void *bytes,
+				  size_t length)
+{
+	char temporary[PATH_MAX];
+	FILE *file;
+
+	snprintf(temporary, sizeof(temporary), "%s.tmp.%d", path, (int)getpid());
+	file = fopen(temporary, "w");
+	if (!file || fwrite(bytes, 1, length, file) != length || fclose(file) != 0 ||
+	    rename(temporary, path) != 0)
+		die(worker, 1, "cannot write a file in the log directory");
+}
+
+/* Rank 0 makes the id and publishes it through a file; the others poll for it. */
+static void exchange_unique_id(struct worker *worker, ncclUniqueId *id)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", worker->options->log_dir, UNIQUE_ID_FILE);
+	if (worker->rank == 0) {
+		ncclResult_t ret = ncclGetUniqueId(id);
+
+		ground_truth_unique_id(&worker->log, ret, id);
+		check_call(worker, "ncclGetUniqueId", ret);
+		write_file_atomically(worker, path, id, sizeof(*id));
+		return;
+	}
+	for (;;) {
+		FILE *file = fopen(path, "r");
+		size_t got = 0;
+
+		if (file) {
+			got = fread(id, 1, sizeof(*id), file);
+			fclose(file);
+		}
+		if (got == sizeof(*id))
+			return;
+		sleep_ns(POLL_INTERVAL_NS);
+	}
+}
+
+static void *allocate(const struct worker *worker, size_t count, size_t size)
+{
+	void *memory = calloc(count, size);
+
+	if (!memory)
+		die(worker, 1, "out of memory");
+	return memory;
+}
+
+static void setup(struct worker *worker)
+{
+	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+	struct buffers *data;
+	ncclUniqueId id;
+	ncclResult_t ret;
+	size_t world = (size_t)worker->world_size;
+
+	data = allocate(worker, 1, sizeof(*data));
+	data->tp_gathered = allocate(worker, (size_t)worker->tp * TP_GATHER_COUNT, sizeof(int32_t));
+	data->shards_send = allocate(worker, (size_t)worker->dp * SHARD_COUNT, sizeof(float));
+	data->params_gathered = allocate(worker, (size_t)worker->dp * SHARD_COUNT, sizeof(float));
+	data->all_to_all_send = allocate(worker, world * ALL_TO_ALL_COUNT, sizeof(int32_t));
+	data->all_to_all_recv = allocate(worker, world * ALL_TO_ALL_COUNT, sizeof(int32_t));
+	data->gather_recv = allocate(worker, world * GATHER_COUNT, sizeof(int64_t));
+	data->scatter_send = allocate(worker, world * SCATTER_COUNT, sizeof(int32_t));
+	worker->data = data;
+	if (doubleStreamCreate(&worker->stream) != ncclSuccess)
+		die(worker, 1, "doubleStreamCreate failed");
+
+	exchange_unique_id(worker, &id);
+	ret = ncclCommInitRank(&worker->world, worker->world_size, id, worker->rank);
+	ground_truth_init_rank(&worker->log, ret, &worker->world, worker->world_size, &id,
+			       worker->rank, false, NULL, hash_of(worker->world));
+	check_call(worker, "ncclCommInitRank", ret);
+
+	/* Every rank makes every split, in the same order: a split is collective over the world. */
+	if (worker->tp > 1)
+		worker->tp_comm = split(worker, worker->stage * worker->dp + worker->dp_index,
+					worker->tp_index, &config);
+	if (worker->dp > 1)
+		worker->dp_comm = split(worker, worker->stage * worker->tp + worker->tp_index,
+					worker->dp_index, NULL);
+	if (worker->pp > 1)
+		worker->pp_comm = split(worker, worker->dp_index * worker->tp + worker->tp_index,
+					worker->stage, NULL);
+	/* A logging group of the first rank of each tensor-parallel group: the rest stay out. */
+	worker->log_comm =
+		split(worker, worker->tp_index == 0 ? 0 : NCCL_SPLIT_NOCOLOR, worker->rank, NULL);
+
+	ret = ncclCommRegister(worker->world, data->bucket0, sizeof(data->bucket0),
+			       &worker->registration);
+	ground_truth_register(&worker->log, ret, worker->world, data->bucket0,
+			      sizeof(data->bucket0), &worker->registration);
+	check_call(worker, "ncclCommRegister", ret);
+}
+
+static void teardown(struct worker *worker)
+{
+	ncclResult_t ret;
+
+	worker->log.step = -1;
+	ret = ncclCommDeregister(worker->world, worker->registration);
+	ground_truth_deregister(&worker->log, ret, worker->world, worker->registration);
+	check_call(worker, "ncclCommDeregister", ret);
+	destroy(worker, worker->log_comm);
+	destroy(worker, worker->pp_comm);
+	destroy(worker, worker->dp_comm);
+	destroy(worker, worker->tp_comm);
+	ret = ncclCommFinalize(worker->world);
+	ground_truth_comm_only(&worker->log, "ncclCommFinalize", ret, worker->world);
+	check_call(worker, "ncclCommFinalize", ret);
+	destroy(worker, worker->world);
+	doubleStreamDestroy(worker->stream);
+}
+
+/* ---- one training step: issue everything, synchronize, then check every result ---- */
+
+static void tensor_parallel(struct worker *worker, int step)
+{
+	struct buffers *data = worker->data;
+
+	for (size_t i = 0; i < TP_REDUCE_COUNT; i++)
+		data->tp_send[i] = (float)value_of(worker->rank, step, i);
+	for (size_t i = 0; i < TP_GATHER_COUNT; i++)
+		data->tp_shard[i] = (int32_t)value_of(worker->rank, step, i);
+	all_reduce(worker, worker->tp_comm, data->tp_send, data->tp_reduced, TP_REDUCE_COUNT,
+		   ncclFloat32, ncclSum);
+	all_gather(worker, worker->tp_comm, data->tp_shard, data->tp_gathered, TP_GATHER_COUNT,
+		   ncclInt32);
+}
+
+static void check_tensor_parallel(const struct worker *worker, int step)
+{
+	const struct buffers *data = worker->data;
+
+	for (size_t i = 0; i < TP_REDUCE_COUNT; i++) {
+		double expected = 0;
+
+		for (int member = 0; member < worker->tp; member++)
+			expected += value_of(
+				rank_at(worker, member, worker->dp_index, worker->stage), step, i);
+		expect(worker, "tensor-parallel all-reduce", i, data->tp_reduced[i], expected);
+	}
+	for (int member = 0; member < worker->tp; member++) {
+		int peer = rank_at(worker, member, worker->dp_index, worker->stage);
+
+		for (size_t i = 0; i < TP_GATHER_COUNT; i++)
+			expect(worker, "tensor-parallel all-gather",
+			       (size_t)member * TP_GATHER_COUNT + i,
+			       data->tp_gathered[(size_t)member * TP_GATHER_COUNT + i],
+			       value_of(peer, step, i));
+	}
+}
+
+/* Activations go down the pipeline, gradients come back: one group per direction. */
+static void pipeline(struct worker *worker, int step, bool forward)
+{
+	struct buffers *data = worker->data;
+	int next = worker->stage + (forward ? 1 : -1);
+	int previous = worker->stage + (forward ? -1 : 1);
+	float *out = forward ? data->activations_out : data->gradients_out;
+	float *in = forward ? data->activations_in : data->gradients_in;
+
+	for (size_t i = 0; i < PIPELINE_COUNT; i++)
+		out[i] = (float)(value_of(worker->rank, step, i) + (forward ? 1000 : 2000));
+	group_start(worker);
+	if (next >= 0 && next < worker->pp)
+		send_to(worker, worker->pp_comm, out, PIPELINE_COUNT, next);
+	if (previous >= 0 && previous < worker->pp)
+		receive_from(worker, worker->pp_comm, in, PIPELINE_COUNT, previous);
+	group_end(worker);
+}
+
+static void check_pipeline(const struct worker *worker, int step)
+{
+	const struct buffers *data = worker->data;
+
+	for (size_t i = 0; i < PIPELINE_COUNT; i++) {
+		if (worker->stage > 0)
+			expect(worker, "pipeline activations", i, data->activations_in[i],
+			       value_of(rank_at(worker, worker->tp_index, worker->dp_index,
+						worker->stage - 1),
+					step, i) +
+				       1000);
+		if (worker->stage < worker->pp - 1)
+			expect(worker, "pipeline gradients", i, data->gradients_in[i],
+			       value_of(rank_at(worker, worker->tp_index, worker->dp_index,
+						worker->stage + 1),
+					step, i) +
+				       2000);
+	}
+}
+
+static void fill_buckets(struct worker *worker, int step)
+{
+	struct buffers *data = worker->data;
+	int rank = worker->rank;
+
+	for (size_t i = 0; i < BUCKET0_COUNT + 1; i++)
+		data->bucket0[i] = (float)value_of(rank, step, i);
+	for (size_t i = 0; i < BUCKET1_COUNT; i++)
+		data->bucket1[i] = value_of(rank, step, i);
+	for (size_t i = 0; i < BUCKET2_COUNT; i++)
+		data->bucket2[i] = (int64_t)rank * 100 + (int64_t)i + step;
+	for (size_t i = 0; i < BUCKET3_COUNT; i++)
+		data->bucket3[i] = (uint8_t)(((size_t)rank + i + (size_t)step) % 200);
+	for (size_t i = 0; i < BUCKET4_COUNT; i++)
+		data->bucket4[i] = (int32_t)(1 + ((size_t)rank + i) % 2);
+}
+
+/* ZeRO-style shard exchange, then gradient buckets reduced in place, as DDP does. */
+static void data_parallel(struct worker *worker, int step)
+{
+	struct buffers *data = worker->data;
+	ncclComm_t comm = worker->dp_comm;
+
+	for (size_t i = 0; i < (size_t)worker->dp * SHARD_COUNT; i++)
+		data->shards_send[i] = (float)value_of(worker->rank, step, i);
+	for (size_t i = 0; i < SHARD_COUNT; i++)
+		data->shard_params[i] = (float)(2 * value_of(worker->rank, step, i));
+	reduce_scatter(worker, comm, data->shards_send, data->shard_reduced, SHARD_COUNT,
+		       ncclFloat32, ncclSum);
+	all_gather(worker, comm, data->shard_params, data->params_gathered, SHARD_COUNT,
+		   ncclFloat32);
+	fill_buckets(worker, step);
+	if (worker->skipped)
+		return;
+	all_reduce(worker, comm, data->bucket0, data->bucket0,
+		   BUCKET0_COUNT + (worker->mismatched ? 1 : 0), ncclFloat32, ncclSum);
+	all_reduce(worker, comm, data->bucket1, data->bucket1, BUCKET1_COUNT, ncclFloat64, ncclAvg);
+	all_reduce(worker, comm, data->bucket2, data->bucket2, BUCKET2_COUNT, ncclInt64, ncclMax);
+	all_reduce(worker, comm, data->bucket3, data->bucket3, BUCKET3_COUNT, ncclUint8, ncclMin);
+	all_reduce(worker, comm, data->bucket4, data->bucket4, BUCKET4_COUNT, ncclInt32, ncclProd);
+}
+
+static void check_data_parallel(const struct worker *worker, int step)
+{
+	const struct buffers *data = worker->data;
+
+	for (size_t i = 0; i < SHARD_COUNT; i++) {
+		double reduced = 0;
+
+		for (int member = 0; member < worker->dp; member++)
+			reduced +=
+				value_of(rank_at(worker, worker->tp_index, member, worker->stage),
+					 step, (size_t)worker->dp_index * SHARD_COUNT + i);
+		expect(worker, "data-parallel reduce-scatter", i, data->shard_reduced[i], reduced);
+	}
+	for (int member = 0; member < worker->dp; member++) {
+		int peer = rank_at(worker, worker->tp_index, member, worker->stage);
+
+		for (size_t i = 0; i < SHARD_COUNT; i++)
+			expect(worker, "data-parallel all-gather", (size_t)member * SHARD_COUNT + i,
+			       data->params_gathered[(size_t)member * SHARD_COUNT + i],
+			       2 * value_of(peer, step, i));
+	}
+	for (size_t i = 0; i < BUCKET0_COUNT; i++) {
+		double sum = 0;
+
+		for (int member = 0; member < worker->dp; member++)
+			sum += value_of(rank_at(worker, worker->tp_index, member, worker->stage),
+					step, i);
+		expect(worker, "bucket 0 (float32 sum)", i, data->bucket0[i], sum);
+		if (i < BUCKET1_COUNT)
+			expect(worker, "bucket 1 (float64 avg)", i, data->bucket1[i],
+			       sum / worker->dp);
+	}
+	for (size_t i = 0; i < BUCKET2_COUNT; i++) {
+		int highest = rank_at(worker, worker->tp_index, worker->dp - 1, worker->stage);
+
+		expect(worker, "bucket 2 (int64 max)", i, (double)data->bucket2[i],
+		       (double)highest * 100 + (double)i + step);
+	}
+	for (size_t i = 0; i < BUCKET3_COUNT; i++) {
+		unsigned lowest = 255;
+		double product = 1;
+
+		for (int member = 0; member < worker->dp; member++) {
+			size_t peer =
+				(size_t)rank_at(worker, worker->tp_index, member, worker->stage);
+			unsigned value = (unsigned)((peer + i + (size_t)step) % 200);
+
+			lowest = value < lowest ? value : lowest;
+			if (i < BUCKET4_COUNT)
+				product *= (double)(1 + (peer + i) % 2);
+		}
+		expect(worker, "bucket 3 (uint8 min)", i, data->bucket3[i], lowest);
+		if (i < BUCKET4_COUNT)
+			expect(worker, "bucket 4 (int32 prod)", i, data->bucket4[i], product);
+	}
+}
+
+/*
+ * The gradient-norm and metrics all-reduces over the world, every step, after the data-parallel
+ * ones and on the same stream: a rank that skipped those blocks here instead of running ahead.
+ */
+static void world_reductions(struct worker *worker, int step)
+{
+	struct buffers *data = worker->data;
+	bool skip_norm = worker->skipped && worker->dp == 1;
+	bool longer_norm = worker->mismatched && worker->dp == 1;
+
+	data->grad_norm[0] = worker->rank + 1 + step;
+	data->grad_norm[1] = 0;
+	for (size_t i = 0; i < METRICS_COUNT; i++)
+		data->metrics[i] = (float)(worker->rank + (int)i);
+	if (!skip_norm)
+		all_reduce(worker, worker->world, data->grad_norm, data->grad_norm,
+			   longer_norm ? 2 : 1, ncclFloat64, ncclSum);
+	all_reduce(worker, worker->world, data->metrics, data->metrics, METRICS_COUNT, ncclFloat32,
+		   ncclMax);
+	if (worker->log_comm) {
+		data->loss = (float)(worker->rank + step);
+		all_reduce(worker, worker->log_comm, &data->loss, &data->loss, 1, ncclFloat32,
+			   ncclSum);
+	}
+}
+
+static void check_world_reductions(const struct worker *worker, int step)
+{
+	const struct buffers *data = worker->data;
+	double world = worker->world_size;
+	double loss = 0;
+
+	expect(worker, "grad-norm all-reduce", 0, data->grad_norm[0],
+	       world * (world + 1) / 2 + world * step);
+	for (size_t i = 0; i < METRICS_COUNT; i++)
+		expect(worker, "metrics all-reduce (float32 max)", i, data->metrics[i],
+		       world - 1 + (double)i);
+	if (!worker->log_comm)
+		return;
+	for (int stage = 0; stage < worker->pp; stage++)
+		for (int member = 0; member < worker->dp; member++)
+			loss += rank_at(worker, 0, member, stage) + step;
+	expect(worker, "logging-group all-reduce", 0, data->loss, loss);
+}
+
+static void world_collectives(struct worker *worker, int step)
+{
+	struct buffers *data = worker->data;
+	int world = worker->world_size;
+	int rank = worker->rank;
+	int broadcast_root = step % world;
+	int bcast_root = (step + 1) % world;
+	int reduce_root = (step + 2) % world;
+
+	for (int i = 0; i < BROADCAST_COUNT; i++)
+		data->broadcast_send[i] = (int64_t)rank * 1000 + i + step;
+	for (int i = 0; i < BCAST_COUNT; i++)
+		data->bcast[i] = rank == bcast_root ? rank * 100 + i + step : -1;
+	for (size_t i = 0; i < REDUCE_COUNT; i++)
+		data->reduce_send[i] = (float)value_of(rank, step, i);
+	for (int peer = 0; peer < world; peer++)
+		for (int i = 0; i < ALL_TO_ALL_COUNT; i++)
+			data->all_to_all_send[peer * ALL_TO_ALL_COUNT + i] =
+				rank * 1000 + peer * 10 + i;
+	for (int i = 0; i < GATHER_COUNT; i++)
+		data->gather_send[i] = (int64_t)rank * 10 + i + step;
+	for (int peer = 0; peer < world; peer++)
+		for (int i = 0; i < SCATTER_COUNT; i++)
+			data->scatter_send[peer * SCATTER_COUNT + i] = peer * 100 + i + step;
+
+	broadcast(worker, worker->world, data->broadcast_send, data->broadcast_recv,
+		  BROADCAST_COUNT, ncclInt64, broadcast_root);
+	bcast(worker, worker->world, data->bcast, BCAST_COUNT, ncclInt32, bcast_root);
+	reduce(worker, worker->world, data->reduce_send, data->reduce_recv, REDUCE_COUNT,
+	       ncclFloat32, ncclSum, reduce_root);
+	all_to_all(worker, worker->world, data->all_to_all_send, data->all_to_all_recv,
+		   ALL_TO_ALL_COUNT, ncclInt32);
+	gather(worker, worker->world, data->gather_send, data->gather_recv, GATHER_COUNT, ncclInt64,
+	       0);
+	scatter(worker, worker->world, data->scatter_send, data->scatter_recv, SCATTER_COUNT,
+		ncclInt32, world - 1);
+}
+
+static void check_world_collectives(const struct worker *worker, int step)
+{
+	const struct buffers *data = worker->data;
+	int world = worker->world_size;
+	int rank = worker->rank;
+	int broadcast_root = step % world;
+	int bcast_root = (step + 1) % world;
+	int reduce_root = (step + 2) % world;
+
+	for (int i = 0; i < BROADCAST_COUNT; i++)
+		expect(worker, "broadcast", (size_t)i, (double)data->broadcast_recv[i],
+		       (double)broadcast_root * 1000 + i + step);
+	for (int i = 0; i < BCAST_COUNT; i++)
+		expect(worker, "bcast", (size_t)i, data->bcast[i], bcast_root * 100 + i + step);
+	for (size_t i = 0; i < REDUCE_COUNT && rank == reduce_root; i++) {
+		double sum = 0;
+
+		for (int peer = 0; peer < world; peer++)
+			sum += value_of(peer, step, i);
+		expect(worker, "reduce", i, data->reduce_recv[i], sum);
+	}
+	for (int peer = 0; peer < world; peer++)
+		for (int i = 0; i < ALL_TO_ALL_COUNT; i++)
+			expect(worker, "all-to-all", (size_t)(peer * ALL_TO_ALL_COUNT + i),
+			       data->all_to_all_recv[peer * ALL_TO_ALL_COUNT + i],
+			       peer * 1000 + rank * 10 + i);
+	for (int peer = 0; peer < world && rank == 0; peer++)
+		for (int i = 0; i < GATHER_COUNT; i++)
+			expect(worker, "gather", (size_t)(peer * GATHER_COUNT + i),
+			       (double)data->gather_recv[peer * GATHER_COUNT + i],
+			       peer * 10 + i + step);
+	for (int i = 0; i < SCATTER_COUNT; i++)
+		expect(worker, "scatter", (size_t)i, data->scatter_recv[i], rank * 100 + i + step);
+}
+
+static void write_progress(const struct worker *worker, int step)
+{
+	char path[PATH_MAX];
+	char text[32];
+	int length;
+
+	snprintf(path, sizeof(path), "%s/rank-%d.progress", worker->options->log_dir, worker->rank);
+	length = snprintf(text, sizeof(text), "%d\n", step);
+	write_file_atomically(worker, path, text, (size_t)length);
+}
+
+static void run_step(struct worker *worker, int step)
+{
+	const struct options *options = worker->options;
+	ncclResult_t async_error = ncclSuccess;
+	ncclResult_t ret;
+
+	worker->log.step = step;
+	worker->skipped = options->skip.rank == worker->rank && options->skip.step == step;
+	worker->mismatched =
+		options->mismatch.rank == worker->rank && options->mismatch.step == step;
+	worker->world_collectives = step % WORLD_COLLECTIVE_PERIOD == 0;
+	if (options->stall.rank == worker->rank && options->stall.step == step) {
+		fprintf(stderr, "nccl-workload: rank %d stalls at step %d\n", worker->rank, step);
+		for (;;)
+			pause();
+	}
+	if (worker->skipped)
+		fprintf(stderr, "nccl-workload: rank %d skips its gradient all-reduce at step %d\n",
+			worker->rank, step);
+
+	compute(worker);
+	if (worker->tp > 1)
+		tensor_parallel(worker, step);
+	if (worker->pp > 1)
+		pipeline(worker, step, true);
+	compute(worker);
+	if (worker->pp > 1)
+		pipeline(worker, step, false);
+	if (worker->dp > 1)
+		data_parallel(worker, step);
+	world_reductions(worker, step);
+	if (worker->world_collectives)
+		world_collectives(worker, step);
+
+	ret = ncclCommGetAsyncError(worker->world, &async_error);
+	ground_truth_async_error(&worker->log, ret, worker->world, &async_error);
+	check_call(worker, "ncclCommGetAsyncError", ret);
+	check_call(worker, "an earlier operation (ncclCommGetAsyncError)", async_error);
+	ret = doubleStreamSynchronize(worker->stream);
+	check_call(worker, "an operation of this step (doubleStreamSynchronize)", ret);
+
+	if (worker->tp > 1)
+		check_tensor_parallel(worker, step);
+	if (worker->pp > 1)
+		check_pipeline(worker, step);
+	if (worker->dp > 1 && !worker->skipped)
+		check_data_parallel(worker, step);
+	if (!worker->skipped)
+		check_world_reductions(worker, step);
+	if (worker->world_collectives)
+		check_world_collectives(worker, step);
+	fflush(worker->log.file);
+	if (options->step_sleep_ms)
+		sleep_ns(options->step_sleep_ms * 1000000L);
+	write_progress(worker, step);
+}
+
+static int env_int(const char *name)
+{
+	const char *text = getenv(name);
+	long value;
+
+	return text && parse_int(text, 0, INT_MAX, &value) ? (int)value : -1;
+}
+
+static int run_worker(const struct options *options)
+{
+	struct worker worker = { .options = options };
+	char path[PATH_MAX];
+
+	worker.rank = env_int("RANK");
+	worker.world_size = env_int("WORLD_SIZE");
+	worker.log.step = -1;
+	if (worker.rank < 0 || worker.world_size != options->ranks || worker.rank >= options->ranks)
+		die(&worker, 2, "RANK and WORLD_SIZE must be set by the launcher");
+	worker.tp = options->tp;
+	worker.pp = options->pp;
+	worker.dp = options->ranks / (options->tp * options->pp);
+	worker.tp_index = worker.rank % worker.tp;
+	worker.dp_index = (worker.rank / worker.tp) % worker.dp;
+	worker.stage = worker.rank / (worker.tp * worker.dp);
+
+	snprintf(path, sizeof(path), "%s/rank-%d.jsonl", options->log_dir, worker.rank);
+	if (ground_truth_open(&worker.log, path) < 0)
+		die(&worker, 2, "cannot create the ground-truth log");
+	if (options->wait_file)
+		wait_for_file(options->wait_file);
+
+	setup(&worker);
+	for (int step = 0; step < options->steps; step++)
+		run_step(&worker, step);
+	teardown(&worker);
+	ground_truth_close(&worker.log);
+	return 0;
+}
+
+/* ---- the launcher: one process per rank, environment as torchrun sets it ---- */
+
+static void remove_stale_outputs(const struct options *options)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", options->log_dir, UNIQUE_ID_FILE);
+	unlink(path);
+	for (int rank = 0; rank < options->ranks; rank++) {
+		snprintf(path, sizeof(path), "%s/rank-%d.progress", options->log_dir, rank);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/rank-%d.jsonl", options->log_dir, rank);
+		unlink(path);
+	}
+}
+
+static int make_directory(const char *path)
+{
+	char partial[PATH_MAX];
+
+	snprintf(partial, sizeof(partial), "%s", path);
+	for (char *slash = strchr(partial + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(partial, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*slash = '/';
+	}
+	return mkdir(partial, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static void set_env_int(const char *name, int value)
+{
+	char text[16];
+
+	snprintf(text, sizeof(text), "%d", value);
+	setenv(name, text, 1);
+}
+
+static pid_t start_rank(const struct options *options, int rank, const char *executable,
+			char **worker_argv, const sigset_t *original_mask)
+{
+	pid_t launcher = getpid();
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	set_env_int("RANK", rank);
+	set_env_int("LOCAL_RANK", rank);
+	set_env_int("WORLD_SIZE", options->ranks);
+	set_env_int("LOCAL_WORLD_SIZE", options->ranks);
+	setenv("MASTER_ADDR", "127.0.0.1", 1);
+	setenv("MASTER_PORT", "29500", 1);
+	/* A rank must not outlive its launcher. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != launcher)
+		_exit(1);
+	sigprocmask(SIG_SETMASK, original_mask, NULL);
+	execv(executable, worker_argv);
+	fprintf(stderr, "nccl-workload: cannot run %s: %s\n", executable, strerror(errno));
+	_exit(127);
+}
+
+static void signal_ranks(const pid_t *pids, int count, int signal_number)
+{
+	for (int rank = 0; rank < count; rank++)
+		if (pids[rank] > 0)
+			kill(pids[rank], signal_number);
+}
+
+/* Reaps exited ranks; returns how many it reaped, and notes any failure. */
+static int reap(pid_t *pids, int count, bool *failed)
+{
+	int reaped = 0;
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (int rank = 0; rank < count; rank++) {
+			if (pids[rank] != pid)
+				continue;
+			pids[rank] = 0;
+			reaped++;
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+				break;
+			if (WIFEXITED(status))
+				fprintf(stderr,
+					"nccl-workload: rank %d failed with exit status %d\n", rank,
+					WEXITSTATUS(status));
+			else
+				fprintf(stderr, "nccl-workload: rank %d was killed by signal %d\n",
+					rank, WTERMSIG(status));
+			if (!*failed)
+				alarm(FAILURE_GRACE_SECONDS);
+			*failed = true;
+		}
+	}
+	return reaped;
+}
+
+static int launch(const struct options *options, int argc, char **argv)
+{
+	char executable[PATH_MAX];
+	char **worker_argv;
+	sigset_t handled, original;
+	pid_t *pids;
+	bool failed = false;
+	int escalation = 0;
+	int running = 0;
+	ssize_t length;
+
+	if (make_directory(options->log_dir) < 0) {
+		fprintf(stderr, "nccl-workload: cannot create %s: %s\n", options->log_dir,
+			strerror(errno));
+		return 2;
+	}
+	remove_stale_outputs(options);
+	length = readlink("/proc/self/exe", executable, sizeof(executable) - 1);
+	if (length < 0) {
+		fprintf(stderr, "nccl-workload: cannot find my own executable: %s\n",
+			strerror(errno));
+		return 2;
+	}
+	executable[length] = '\0';
+	worker_argv = calloc((size_t)argc + 2, sizeof(*worker_argv));
+	pids = calloc((size_t)options->ranks, sizeof(*pids));
+	if (!worker_argv || !pids) {
+		free(worker_argv);
+		free(pids);
+		return 2;
+	}
+	memcpy(worker_argv, argv, (size_t)argc * sizeof(*argv));
+	worker_argv[argc] = "--worker";
+
+	/* Signals are taken synchronously, so none is lost between checks. */
+	sigemptyset(&handled);
+	sigaddset(&handled, SIGCHLD);
+	sigaddset(&handled, SIGTERM);
+	sigaddset(&handled, SIGINT);
+	sigaddset(&handled, SIGALRM);
+	sigprocmask(SIG_BLOCK, &handled, &original);
+
+	for (int rank = 0; rank < options->ranks; rank++) {
+		pids[rank] = start_rank(options, rank, executable, worker_argv, &original);
+		if (pids[rank] < 0) {
+			fprintf(stderr, "nccl-workload: cannot start rank %d: %s\n", rank,
+				strerror(errno));
+			pids[rank] = 0;
+			failed = true;
+			signal_ranks(pids, options->ranks, SIGTERM);
+			break;
+		}
+		running++;
+	}
+	while (running > 0) {
+		int signal_number = sigwaitinfo(&handled, NULL);
+
+		if (signal_number == SIGCHLD) {
+			running -= reap(pids, options->ranks, &failed);
+		} else if (signal_number == SIGTERM || signal_number == SIGINT) {
+			signal_ranks(pids, options->ranks, SIGTERM);
+			failed = true;
+		} else if (signal_number == SIGALRM) {
+			fprintf(stderr, "nccl-workload: stopping the ranks still running after a "
+					"failure\n");
+			signal_ranks(pids, options->ranks, escalation++ ? SIGKILL : SIGTERM);
+			alarm(FAILURE_GRACE_SECONDS);
+		}
+	}
+	alarm(0);
+	free(pids);
+	free(worker_argv);
+	if (failed)
+		return 1;
+	printf("nccl-workload: %d ranks finished %d steps\n", options->ranks, options->steps);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options options;
+
+	if (parse_options(argc, argv, &options) < 0)
+		return 2;
+	if (options.worker)
+		return run_worker(&options);
+	return launch(&options, argc, argv);
+}

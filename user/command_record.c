@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/* `tcheck-bpf record` and `tcheck-bpf attach`: options into a recorder run. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "log.h"
+#include "recorder.h"
+
+#define MAX_PIDS 256
+
+static const char record_help[] =
+	"Usage: tcheck-bpf record -o FILE (--pid PID... | -- COMMAND [ARGS...])\n"
+	"\n"
+	"Records every NCCL call of a command and every process it starts, or of\n"
+	"processes already running, into a trace file. Needs root.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output FILE        trace file to write (required)\n"
+	"  -p, --pid PID            trace a running process (repeatable)\n"
+	"      --nccl-lib PATH      probe this NCCL library (or the library NCCL is\n"
+	"                           linked into) instead of discovering it\n"
+	"      --no-follow          do not trace the children the targets start\n"
+	"  -d, --duration SECONDS   stop after this long (default: when the targets end)\n"
+	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
+	"  -h, --help               this text\n"
+	"\n"
+	"With a command, tcheck-bpf exits with the command's own exit status.\n"
+	"\n"
+	"Examples:\n"
+	"  sudo tcheck-bpf record -o job.trace -- torchrun --nproc-per-node 8 train.py\n"
+	"  sudo tcheck-bpf record -o job.trace --pid 4242 --pid 4243 --duration 60\n"
+	"  sudo tcheck-bpf record -o job.trace --nccl-lib /opt/nccl/lib/libnccl.so.2 -- ./app\n";
+
+static const char attach_help[] =
+	"Usage: tcheck-bpf attach --pid PID... [-o FILE]\n"
+	"\n"
+	"Attaches to running processes and prints, once a second, the NCCL calls\n"
+	"seen (in all and per second), the busiest functions and any losses.\n"
+	"Ctrl-C detaches and leaves the processes running, untouched. Needs root.\n"
+	"\n"
+	"Options:\n"
+	"  -p, --pid PID            process to watch (repeatable; its children too)\n"
+	"  -o, --output FILE        also record a trace file\n"
+	"      --nccl-lib PATH      probe this NCCL library instead of discovering it\n"
+	"      --no-follow          do not trace the children the targets start\n"
+	"  -d, --duration SECONDS   detach after this long\n"
+	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
+	"  -h, --help               this text\n"
+	"\n"
+	"Examples:\n"
+	"  sudo tcheck-bpf attach --pid $(pgrep -f train.py | head -1)\n"
+	"  sudo tcheck-bpf attach --pid 4242 -o live.trace --duration 300\n";
+
+int parse_positive_number(const char *option, const char *text, double *value)
+{
+	char *end;
+
+	errno = 0;
+	*value = strtod(text, &end);
+	if (errno || end == text || *end || *value <= 0) {
+		log_error("%s needs a positive number, not '%s'", option, text);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_pid(const char *text, pid_t *pid)
+{
+	char *end;
+	long value;
+
+	errno = 0;
+	value = strtol(text, &end, 10);
+	if (errno || end == text || *end || value <= 0 || value > 0x3fffffff) {
+		log_error("--pid needs a process id, not '%s'", text);
+		return -1;
+	}
+	*pid = (pid_t)value;
+	return 0;
+}
+
+static int run(int argc, char **argv, int attach)
+{
+	static const struct option long_options[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "nccl-lib", required_argument, NULL, 'L' },
+		{ "no-follow", no_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "ring-buffer-mb", required_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct recorder_options options = { .follow_children = true, .live_status = attach };
+	static pid_t pids[MAX_PIDS];
+	double number;
+	int option;
+
+	options.pids = pids;
+	options.argc = argc;
+	options.argv = argv;
+	optind = 1;
+	/* '+': stop at the first non-option, so COMMAND's own options stay its own. */
+	while ((option = getopt_long(argc, argv, "+o:p:d:h", long_options, NULL)) != -1) {
+		switch (option) {
+		case 'o':
+			options.output_path = optarg;
+			break;
+		case 'p':
+			if (options.pid_count == MAX_PIDS) {
+				log_error("at most %d --pid options", MAX_PIDS);
+				return 2;
+			}
+			if (parse_pid(optarg, &pids[options.pid_count]))
+				return 2;
+			options.pid_count++;
+			break;
+		case 'L':
+			options.nccl_library = optarg;
+			break;
+		case 'F':
+			options.follow_children = false;
+			break;
+		case 'd':
+			if (parse_positive_number("--duration", optarg, &options.duration_seconds))
+				return 2;
+			break;
+		case 'R':
+			if (parse_positive_number("--ring-buffer-mb", optarg, &number))
+				return 2;
+			/* The kernel wants a power of two. */
+			options.ring_buffer_bytes = 4096;
+			while (options.ring_buffer_bytes < (size_t)(number * 1048576.0))
+				options.ring_buffer_bytes *= 2;
+			break;
+		case 'h':
+			fputs(attach ? attach_help : record_help, stdout);
+			return 0;
+		default:
+			fputs(attach ? attach_help : record_help, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		if (attach) {
+			log_error("attach watches running processes: use --pid, or "
+				  "'tcheck-bpf record -o FILE -- %s'",
+				  argv[optind]);
+			return 2;
+		}
+		options.command = argv + optind;
+	}
+	if (!options.command && options.pid_count == 0) {
+		log_error("nothing to trace: give --pid PID or a command after --");
+		return 2;
+	}
+	if (options.command && options.pid_count) {
+		log_error("give either --pid or a command, not both");
+		return 2;
+	}
+	if (!attach && !options.output_path) {
+		log_error("record needs an output file: -o FILE");
+		return 2;
+	}
+	return recorder_run(&options);
+}
+
+int command_record(int argc, char **argv)
+{
+	return run(argc, argv, 0);
+}
+
+int command_attach(int argc, char **argv)
+{
+	return run(argc, argv, 1);
+}

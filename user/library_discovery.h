@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Finds the NCCL code a traced process runs (libnccl itself, or NCCL
+ * linked into another library such as libtorch_cuda.so) and the dynamic
+ * loader that announces later dlopen()s, and attaches probes to each file
+ * once: a uprobe on a file serves every process that maps it.
+ */
+#ifndef TCHECK_LIBRARY_DISCOVERY_H
+#define TCHECK_LIBRARY_DISCOVERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "probe_session.h"
+#include "trace_records.h"
+
+struct library_discovery;
+
+/* Told about every library probed, for the trace. */
+typedef int (*library_attached_fn)(void *context, const struct trace_library *library);
+
+struct library_discovery *library_discovery_create(struct probe_session *session,
+						   library_attached_fn on_attached, void *context);
+void library_discovery_destroy(struct library_discovery *discovery);
+
+/* Probes a library named by the user (--nccl-lib). */
+int library_discovery_add_path(struct library_discovery *discovery, const char *path,
+			       uint32_t pid, char *error, size_t error_size);
+
+/* Scans a process's mappings and probes what is new. Returns libraries added. */
+int library_discovery_scan_process(struct library_discovery *discovery, pid_t pid, char *error,
+				   size_t error_size);
+
+/*
+ * Probes, before a command starts, the libraries its executable will be
+ * loaded with, so that calls made right at start-up are not missed.
+ */
+int library_discovery_scan_command(struct library_discovery *discovery, const char *command,
+				   char *error, size_t error_size);
+
+/* The NCCL library a process maps (its host path), or NULL when none is known. */
+const char *library_discovery_nccl_path(struct library_discovery *discovery, pid_t pid);
+
+/* NCCL libraries probed so far. */
+size_t library_discovery_library_count(const struct library_discovery *discovery);
+
+#endif /* TCHECK_LIBRARY_DISCOVERY_H */

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+/* Loads the tracer's BPF skeleton and manages its attachments. */
+#include "probe_session.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "tracer.skel.h"
+
+struct probe_session {
+	struct tracer_bpf *skeleton;
+	struct ring_buffer *ring_buffer;
+	struct bpf_link **links;
+	size_t link_count;
+	size_t link_capacity;
+	int possible_cpus;
+	probe_record_fn on_record;
+	void *context;
+};
+
+static int print_libbpf(enum libbpf_print_level level, const char *format, va_list args)
+{
+	/* libbpf's own chatter is for -vv; its warnings reach the user as our errors. */
+	if (level == LIBBPF_DEBUG && log_verbosity() < 2)
+		return 0;
+	if (level == LIBBPF_INFO && log_verbosity() < 1)
+		return 0;
+	return vfprintf(stderr, format, args);
+}
+
+static int check_kernel(char *error, size_t error_size)
+{
+	if (geteuid() != 0) {
+		snprintf(error, error_size,
+			 "loading BPF programs needs root (or CAP_BPF, CAP_PERFMON and "
+			 "CAP_SYS_PTRACE): run tcheck-bpf with sudo");
+		return -EPERM;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		snprintf(error, error_size,
+			 "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): tcheck-bpf "
+			 "needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.15 or newer)");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int handle_ring_record(void *context, void *data, size_t size)
+{
+	struct probe_session *session = context;
+
+	return session->on_record(session->context, data, size);
+}
+
+struct probe_session *probe_session_create(const struct probe_session_config *config,
+					   probe_record_fn on_record, void *context, char *error,
+					   size_t error_size)
+{
+	struct probe_session *session;
+	int result;
+
+	if (check_kernel(error, error_size))
+		return NULL;
+	libbpf_set_print(print_libbpf);
+	session = calloc(1, sizeof(*session));
+	if (!session) {
+		snprintf(error, error_size, "out of memory");
+		return NULL;
+	}
+	session->on_record = on_record;
+	session->context = context;
+	session->possible_cpus = libbpf_num_possible_cpus();
+	session->skeleton = tracer_bpf__open();
+	if (!session->skeleton) {
+		snprintf(error, error_size, "cannot open the BPF programs: %s", strerror(errno));
+		goto fail;
+	}
+	session->skeleton->rodata->filter_by_pid = true;
+	if (config->ring_buffer_bytes)
+		bpf_map__set_max_entries(session->skeleton->maps.events,
+					 (uint32_t)config->ring_buffer_bytes);
+	result = tracer_bpf__load(session->skeleton);
+	if (result) {
+		snprintf(error, error_size,
+			 "the kernel refused the BPF programs (%s); run with -vv to see the "
+			 "verifier's log",
+			 strerror(-result));
+		goto fail;
+	}
+	result = tracer_bpf__attach(session->skeleton);
+	if (result) {
+		snprintf(error, error_size,
+			 "cannot attach the process tracepoints (sched_process_fork/exec/exit): %s",
+			 strerror(-result));
+		goto fail;
+	}
+	session->ring_buffer = ring_buffer__new(bpf_map__fd(session->skeleton->maps.events),
+						handle_ring_record, session, NULL);
+	if (!session->ring_buffer) {
+		snprintf(error, error_size, "cannot open the ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	return session;
+fail:
+	probe_session_destroy(session);
+	return NULL;
+}
+
+void probe_session_destroy(struct probe_session *session)
+{
+	if (!session)
+		return;
+	/* Each removal waits for the kernel's uprobe grace period (about 0.1 s). */
+	for (size_t i = 0; i < session->link_count; i++)
+		bpf_link__destroy(session->links[i]);
+	free(session->links);
+	ring_buffer__free(session->ring_buffer);
+	tracer_bpf__destroy(session->skeleton);
+	free(session);
+}
+
+int probe_session_trace_process(struct probe_session *session, uint32_t pid)
+{
+	uint8_t traced = 1;
+
+	if (bpf_map_update_elem(bpf_map__fd(session->skeleton->maps.traced_pids), &pid, &traced,
+				BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static int keep_link(struct probe_session *session, struct bpf_link *link)
+{
+	if (session->link_count == session->link_capacity) {
+		size_t capacity = session->link_capacity ? session->link_capacity * 2 : 64;
+		struct bpf_link **links = realloc(session->links, capacity * sizeof(*links));
+
+		if (!links)
+			return -ENOMEM;
+		session->links = links;
+		session->link_capacity = capacity;
+	}
+	session->links[session->link_count++] = link;
+	return 0;
+}
+
+static int attach_one(struct probe_session *session, struct bpf_program *program, bool retprobe,
+		      const char *path, uint64_t offset, uint64_t cookie, int pid, char *error,
+		      size_t error_size)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, options, .bpf_cookie = cookie, .retprobe = retprobe);
+	struct bpf_link *link;
+	int result;
+
+	link = bpf_program__attach_uprobe_opts(program, pid, path, offset, &options);
+	if (!link) {
+		result = -errno;
+		snprintf(error, error_size, "cannot attach a %s probe to %s at offset 0x%llx: %s",
+			 retprobe ? "return" : "entry", path, (unsigned long long)offset,
+			 strerror(-result));
+		return result;
+	}
+	result = keep_link(session, link);
+	if (result) {
+		bpf_link__destroy(link);
+		snprintf(error, error_size, "out of memory");
+	}
+	return result;
+}
+
+int probe_session_attach_call(struct probe_session *session, const char *path, uint64_t offset,
+			      uint64_t cookie, char *error, size_t error_size)
+{
+	/* pid -1: every process mapping the file; the traced set filters in BPF. */
+	int result = attach_one(session, session->skeleton->progs.library_call_return, true, path,
+				offset, cookie, -1, error, error_size);
+
+	if (result)
+		return result;
+	return attach_one(session, session->skeleton->progs.library_call_entry, false, path, offset,
+			  cookie, -1, error, error_size);
+}
+
+int probe_session_attach_notice(struct probe_session *session, const char *path, uint64_t offset,
+				uint64_t cookie, int pid, char *error, size_t error_size)
+{
+	return attach_one(session, session->skeleton->progs.library_call_entry, false, path, offset,
+			  cookie, pid, error, error_size);
+}
+
+int probe_session_poll(struct probe_session *session, int timeout_ms)
+{
+	int result = ring_buffer__poll(session->ring_buffer, timeout_ms);
+
+	/* A signal (Ctrl-C) interrupting the wait is not an error. */
+	if (result == -EINTR)
+		result = 0;
+	/* Wake-ups are an optimisation: never let a missed one stall the reader. */
+	if (result == 0)
+		result = ring_buffer__consume(session->ring_buffer);
+	return result;
+}
+
+int probe_session_drain(struct probe_session *session)
+{
+	return ring_buffer__consume(session->ring_buffer);
+}
+
+void probe_session_counters(struct probe_session *session, uint64_t *counters)
+{
+	int fd = bpf_map__fd(session->skeleton->maps.counters);
+	uint64_t *per_cpu = calloc((size_t)session->possible_cpus, sizeof(uint64_t));
+
+	for (uint32_t key = 0; key < TCHECK_COUNTER_COUNT; key++) {
+		counters[key] = 0;
+		if (!per_cpu || bpf_map_lookup_elem(fd, &key, per_cpu))
+			continue;
+		for (int cpu = 0; cpu < session->possible_cpus; cpu++)
+			counters[key] += per_cpu[cpu];
+	}
+	free(per_cpu);
+}
+
+size_t probe_session_probe_count(const struct probe_session *session)
+{
+	return session->link_count;
+}

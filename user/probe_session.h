@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loaded BPF programs and their attachments: load once, attach entry
+ * and return probes to library functions, choose the traced processes,
+ * poll the ring buffer, read the loss counters, detach everything.
+ */
+#ifndef TCHECK_PROBE_SESSION_H
+#define TCHECK_PROBE_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcheck/probe_abi.h"
+
+struct probe_session;
+
+/* Called for every ring-buffer record. Non-zero stops the poll. */
+typedef int (*probe_record_fn)(void *context, const void *record, size_t size);
+
+struct probe_session_config {
+	size_t ring_buffer_bytes;	/* a power of two, at least a page */
+};
+
+/*
+ * Loads the programs. Checks what the kernel needs first (root, BTF) so
+ * that the error says what to do.
+ */
+struct probe_session *probe_session_create(const struct probe_session_config *config,
+					   probe_record_fn on_record, void *context, char *error,
+					   size_t error_size);
+void probe_session_destroy(struct probe_session *session);
+
+/* Adds a process to the traced set; its children join it when they fork. */
+int probe_session_trace_process(struct probe_session *session, uint32_t pid);
+
+/*
+ * Attaches the return probe, then the entry probe, at a file offset of a
+ * library, for every process that maps it (the traced set filters). The
+ * return probe goes first so that no entry is left waiting for a return
+ * that is never probed.
+ */
+int probe_session_attach_call(struct probe_session *session, const char *path, uint64_t offset,
+			      uint64_t cookie, char *error, size_t error_size);
+/*
+ * Attaches an entry probe only (a notice, such as the loader's r_brk) in
+ * one process: every process maps the loader, and a breakpoint there must
+ * not reach processes nobody asked to trace.
+ */
+int probe_session_attach_notice(struct probe_session *session, const char *path, uint64_t offset,
+				uint64_t cookie, int pid, char *error, size_t error_size);
+
+/* Polls the ring buffer up to timeout_ms; returns records handled or -errno. */
+int probe_session_poll(struct probe_session *session, int timeout_ms);
+/* Handles everything already in the ring buffer without waiting. */
+int probe_session_drain(struct probe_session *session);
+
+/* Sums the per-CPU loss counters into counters[TCHECK_COUNTER_COUNT]. */
+void probe_session_counters(struct probe_session *session, uint64_t *counters);
+
+/* Number of probes attached (entry and return count separately). */
+size_t probe_session_probe_count(const struct probe_session *session);
+
+#endif /* TCHECK_PROBE_SESSION_H */

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What /proc tells about a process: the files it has mapped (reachable
+ * through /proc/PID/root, so libraries inside containers open correctly),
+ * its command line, the ranks its launcher gave it, and its children.
+ * Functions return 0 or a negative errno and fill error with a sentence.
+ */
+#ifndef TCHECK_PROCESS_MAPS_H
+#define TCHECK_PROCESS_MAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* One line of /proc/PID/maps that maps part of a file. */
+struct mapped_region {
+	uint64_t start;
+	uint64_t end;	     /* exclusive */
+	uint64_t offset;     /* file offset mapped at start */
+	char permissions[5]; /* "r-xp" */
+};
+
+/* A file mapped by a process, with every region it is mapped at. */
+struct mapped_file {
+	char *path;	 /* as the process sees it, "/usr/lib/libnccl.so.2" */
+	char *host_path; /* openable from here: "/proc/PID/root/usr/lib/libnccl.so.2" */
+	dev_t device;	 /* of the file system holding it, as maps reports it */
+	uint64_t inode;
+	uint64_t start;	     /* lowest start of its regions */
+	uint64_t end;	     /* highest end of its regions */
+	uint64_t offset;     /* file offset of the lowest region: start - offset is the load base */
+	char permissions[5]; /* union of its regions' permissions */
+	struct mapped_region *regions; /* in address order */
+	size_t region_count;
+};
+
+struct mapped_file_list {
+	struct mapped_file *files; /* in the order of their first region */
+	size_t count;
+};
+
+/*
+ * Reads /proc/PID/maps into one entry per file, identified by (device,
+ * inode). Deleted files, anonymous memory and [special] regions are left out.
+ */
+int process_maps_read(pid_t pid, struct mapped_file_list *list, char *error, size_t error_size);
+
+/*
+ * The same from the text of a maps file. Host paths go through
+ * /proc/PID/root when pid > 0 and equal the paths otherwise.
+ */
+int process_maps_parse(const char *text, pid_t pid, struct mapped_file_list *list, char *error,
+		       size_t error_size);
+
+void mapped_file_list_free(struct mapped_file_list *list);
+
+/* The file whose path as the process sees it ends with suffix ("/libc.so.6"), or NULL. */
+const struct mapped_file *mapped_file_list_find_suffix(const struct mapped_file_list *list,
+						       const char *suffix);
+
+/*
+ * The file and file offset an address of the process falls in, or NULL
+ * when no file is mapped there.
+ */
+const struct mapped_file *mapped_file_list_find_address(const struct mapped_file_list *list,
+							uint64_t address, uint64_t *file_offset);
+
+/* Facts about a process that identify it in a distributed job. */
+struct process_info {
+	pid_t pid;
+	pid_t parent_pid;
+	char *command;	  /* argv joined by spaces; "[name]" for a process without one */
+	char *executable; /* /proc/PID/exe as the process sees it, "" when unreadable */
+	int rank;	  /* RANK, -1 when absent or not an integer */
+	int local_rank;	  /* LOCAL_RANK, likewise */
+	int world_size;	  /* WORLD_SIZE, likewise */
+	char note[256];	  /* why the environment values are unknown, "" when it was read */
+};
+
+/*
+ * Fails only when the process is gone or cannot be inspected at all; an
+ * unreadable environment leaves -1s and a note instead.
+ */
+int process_info_read(pid_t pid, struct process_info *info, char *error, size_t error_size);
+void process_info_free(struct process_info *info);
+
+/* 0 when the process exists and its /proc entries can be read. */
+int process_check(pid_t pid, char *error, size_t error_size);
+
+/*
+ * The processes whose parent is pid, or with descendants set, the whole
+ * tree below it (a launcher's workers may sit under an intermediate
+ * shell). *pids is allocated, in ascending order; free() it.
+ */
+int process_children(pid_t pid, bool descendants, pid_t **pids, size_t *count, char *error,
+		     size_t error_size);
+
+/* The integer value of name in a NUL-separated environment block, or -1. */
+int environment_integer(const char *block, size_t length, const char *name);
+
+#endif /* TCHECK_PROCESS_MAPS_H */

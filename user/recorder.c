@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: MIT
+/* The record/attach loop: probes, processes, communicators, trace file. */
+#include "recorder.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "call_builder.h"
+#include "library_discovery.h"
+#include "live_status.h"
+#include "log.h"
+#include "nccl_comm_layout.h"
+#include "probe_session.h"
+#include "process_maps.h"
+#include "trace_writer.h"
+#include "u64_map.h"
+
+#define POLL_INTERVAL_MS 100
+#define FLUSH_INTERVAL_NS 200000000ULL
+#define STATUS_INTERVAL_NS 1000000000ULL
+#define RESCAN_INTERVAL_NS 500000000ULL
+#define DEFAULT_RING_BUFFER_BYTES (16u << 20)
+
+struct traced_process {
+	struct trace_process record;
+	char *command;
+	int alive;
+};
+
+struct recorder {
+	const struct recorder_options *options;
+	struct probe_session *session;
+	struct library_discovery *discovery;
+	struct call_builder *builder;
+	struct trace_writer *writer;
+	struct live_status status;
+	struct u64_map processes;	/* pid -> traced_process */
+	unsigned alive_count;
+	pid_t command_pid;
+	int command_status;
+	int command_exited;
+	int failed;
+	uint64_t calls;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void request_stop(int signal_number)
+{
+	(void)signal_number;
+	stop_requested = 1;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
+}
+
+static int write_record(struct recorder *recorder, const struct trace_record *record)
+{
+	if (!recorder->writer || recorder->failed)
+		return 0;
+	if (trace_writer_add(recorder->writer, record)) {
+		/* Keep the target running; stop recording and say why. */
+		log_error("cannot write the trace %s: %s", recorder->options->output_path,
+			  trace_writer_error(recorder->writer));
+		recorder->failed = 1;
+		stop_requested = 1;
+	}
+	return 0;
+}
+
+static int emit_built_record(void *context, const struct trace_record *record)
+{
+	struct recorder *recorder = context;
+
+	if (record->kind == TRACE_RECORD_NCCL_CALL) {
+		recorder->calls++;
+		live_status_count(&recorder->status, record->call.function);
+	}
+	return write_record(recorder, record);
+}
+
+static int emit_library(void *context, const struct trace_library *library)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_LIBRARY };
+
+	record.library = *library;
+	return write_record(context, &record);
+}
+
+/* Reads identity, rank and size of a communicator from the library's memory. */
+static void resolve_communicator(void *context, uint32_t pid, uint64_t handle,
+				 struct trace_communicator *communicator)
+{
+	static char note[512];
+	struct recorder *recorder = context;
+	struct nccl_comm_layout layout;
+	struct nccl_comm_values values;
+	const char *library;
+	char error[400];
+
+	library = library_discovery_nccl_path(recorder->discovery, (pid_t)pid);
+	if (!library) {
+		communicator->origin = TRACE_COMM_UNKNOWN;
+		communicator->note = "no NCCL library with debug information was found in the process";
+		return;
+	}
+	if (nccl_comm_layout_find(library, &layout, error, sizeof(error)) ||
+	    nccl_comm_read((pid_t)pid, handle, &layout, &values, error, sizeof(error))) {
+		snprintf(note, sizeof(note), "%s", error);
+		communicator->origin = TRACE_COMM_UNKNOWN;
+		communicator->note = note;
+		return;
+	}
+	communicator->origin = TRACE_COMM_RECOVERED;
+	if (values.valid & NCCL_COMM_HAS_COMM_HASH) {
+		communicator->comm_id = values.comm_hash;
+		communicator->nccl_comm_hash = values.comm_hash;
+	}
+	communicator->rank = values.rank;
+	communicator->nranks = values.nranks;
+	communicator->seq_base =
+		values.valid & NCCL_COMM_HAS_OP_COUNT ? (int64_t)values.op_count : -1;
+	communicator->note = "";
+}
+
+static void write_process(struct recorder *recorder, const struct traced_process *process)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_PROCESS };
+
+	record.process = process->record;
+	record.process.command = process->command ? process->command : "";
+	write_record(recorder, &record);
+}
+
+/* Reads what /proc says of a process: command, rank, world size. */
+static void refresh_process(struct recorder *recorder, struct traced_process *process)
+{
+	struct process_info info;
+	char error[256];
+
+	if (process_info_read((pid_t)process->record.pid, &info, error, sizeof(error))) {
+		log_debug("%s", error);
+		return;
+	}
+	free(process->command);
+	process->command = strdup(info.command ? info.command : "");
+	process->record.rank = info.rank;
+	process->record.local_rank = info.local_rank;
+	process->record.world_size = info.world_size;
+	process_info_free(&info);
+}
+
+static struct traced_process *add_process(struct recorder *recorder, uint32_t pid,
+					  uint32_t parent_pid)
+{
+	struct traced_process *process = u64_map_get(&recorder->processes, pid);
+	char error[512];
+
+	if (process)
+		return process;
+	process = calloc(1, sizeof(*process));
+	if (!process || u64_map_put(&recorder->processes, pid, process)) {
+		free(process);
+		return NULL;
+	}
+	process->record.pid = pid;
+	process->record.parent_pid = parent_pid;
+	process->record.rank = process->record.local_rank = process->record.world_size = -1;
+	process->record.exit_code = -1;
+	process->record.start_ns = monotonic_ns();
+	process->alive = 1;
+	recorder->alive_count++;
+	if (probe_session_trace_process(recorder->session, pid))
+		log_warning("cannot add process %u to the traced set", pid);
+	refresh_process(recorder, process);
+	if (library_discovery_scan_process(recorder->discovery, (pid_t)pid, error,
+					   sizeof(error)) < 0)
+		log_debug("process %u: %s", pid, error);
+	write_process(recorder, process);
+	return process;
+}
+
+static void end_process(struct recorder *recorder, uint32_t pid, int exit_code)
+{
+	struct traced_process *process = u64_map_get(&recorder->processes, pid);
+
+	if (!process || !process->alive)
+		return;
+	process->alive = 0;
+	recorder->alive_count--;
+	process->record.end_ns = monotonic_ns();
+	process->record.exit_code = exit_code;
+	write_process(recorder, process);
+}
+
+static int handle_probe_record(void *context, const void *data, size_t size)
+{
+	const struct tcheck_record_header *header = data;
+	const struct tcheck_process_record *notice = data;
+	struct recorder *recorder = context;
+	struct traced_process *process;
+	char error[512];
+
+	if (size < sizeof(*header))
+		return 0;
+	switch (header->type) {
+	case TCHECK_RECORD_CALL:
+		if (size < sizeof(struct tcheck_call_record))
+			return 0;
+		if (call_builder_add(recorder->builder, data))
+			log_warning("a call record of process %u could not be decoded",
+				    header->pid);
+		return 0;
+	case TCHECK_RECORD_PROCESS_FORK:
+		if (recorder->options->follow_children)
+			add_process(recorder, notice->child_pid, header->pid);
+		return 0;
+	case TCHECK_RECORD_PROCESS_EXEC:
+		/* A new image: new libraries, new environment, no communicators. */
+		call_builder_forget_process(recorder->builder, header->pid);
+		process = add_process(recorder, header->pid, 0);
+		if (process) {
+			refresh_process(recorder, process);
+			write_process(recorder, process);
+		}
+		/* The new image's libraries need a look too. */
+		__attribute__((fallthrough));
+	case TCHECK_RECORD_LIBRARY_CHANGE:
+		if (library_discovery_scan_process(recorder->discovery, (pid_t)header->pid, error,
+						   sizeof(error)) < 0)
+			log_debug("process %u: %s", header->pid, error);
+		return 0;
+	case TCHECK_RECORD_PROCESS_EXIT:
+		end_process(recorder, header->pid, notice->exit_code);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static void write_stats(struct recorder *recorder, const uint64_t *counters)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_STATS };
+
+	record.stats.timestamp_ns = monotonic_ns();
+	record.stats.calls = counters[TCHECK_COUNTER_CALLS];
+	record.stats.ringbuf_drops = counters[TCHECK_COUNTER_RINGBUF_DROPS];
+	record.stats.unmatched_returns = counters[TCHECK_COUNTER_UNMATCHED_RETURNS];
+	record.stats.nesting_overflows = counters[TCHECK_COUNTER_NESTING_OVERFLOWS];
+	record.stats.filtered = counters[TCHECK_COUNTER_FILTERED];
+	record.stats.process_drops = counters[TCHECK_COUNTER_PROCESS_DROPS];
+	write_record(recorder, &record);
+}
+
+/* Processes can end unseen (the exit notice was dropped): ask the kernel. */
+static void check_liveness(struct recorder *recorder)
+{
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&recorder->processes, &i, &key, &value);) {
+		struct traced_process *process = value;
+
+		if (process->alive && kill((pid_t)process->record.pid, 0) && errno == ESRCH)
+			end_process(recorder, process->record.pid, -1);
+	}
+}
+
+static void rescan_libraries(struct recorder *recorder)
+{
+	char error[512];
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&recorder->processes, &i, &key, &value);) {
+		struct traced_process *process = value;
+
+		if (process->alive)
+			library_discovery_scan_process(recorder->discovery,
+						       (pid_t)process->record.pid, error,
+						       sizeof(error));
+	}
+}
+
+/* Starts the command stopped at a pipe so the probes are in place first. */
+static int start_command(struct recorder *recorder, int *release_fd)
+{
+	char *const *command = recorder->options->command;
+	int gate[2];
+	char go;
+
+	if (pipe(gate)) {
+		log_error("cannot create a pipe to start %s: %s", command[0], strerror(errno));
+		return -1;
+	}
+	recorder->command_pid = fork();
+	if (recorder->command_pid < 0) {
+		log_error("cannot start %s: %s", command[0], strerror(errno));
+		return -1;
+	}
+	if (recorder->command_pid == 0) {
+		close(gate[1]);
+		if (read(gate[0], &go, 1) != 1)
+			_exit(127);
+		close(gate[0]);
+		execvp(command[0], command);
+		fprintf(stderr, "tcheck-bpf: error: cannot run %s: %s\n", command[0],
+			strerror(errno));
+		_exit(127);
+	}
+	close(gate[0]);
+	*release_fd = gate[1];
+	return 0;
+}
+
+static void reap_command(struct recorder *recorder)
+{
+	int status;
+
+	if (recorder->command_pid <= 0 || recorder->command_exited)
+		return;
+	if (waitpid(recorder->command_pid, &status, WNOHANG) == recorder->command_pid) {
+		recorder->command_exited = 1;
+		recorder->command_status = status;
+	}
+}
+
+static int finished(struct recorder *recorder, uint64_t started_ns)
+{
+	const struct recorder_options *options = recorder->options;
+
+	if (stop_requested)
+		return 1;
+	if (options->duration_seconds > 0 &&
+	    (double)(monotonic_ns() - started_ns) / 1e9 >= options->duration_seconds)
+		return 1;
+	if (options->command)
+		return recorder->command_exited && recorder->alive_count == 0;
+	return recorder->alive_count == 0;
+}
+
+static int open_outputs(struct recorder *recorder)
+{
+	const struct recorder_options *options = recorder->options;
+	struct trace_header header;
+	char error[512];
+
+	if (!options->output_path)
+		return 0;
+	if (trace_header_init_local(&header, options->argc, options->argv, error,
+				    sizeof(error))) {
+		log_error("%s", error);
+		return -1;
+	}
+	recorder->writer = trace_writer_create(options->output_path, &header, error,
+					       sizeof(error));
+	if (!recorder->writer) {
+		log_error("%s", error);
+		return -1;
+	}
+	return 0;
+}
+
+static int set_up(struct recorder *recorder, int *release_fd)
+{
+	const struct recorder_options *options = recorder->options;
+	struct probe_session_config config = {
+		.ring_buffer_bytes = options->ring_buffer_bytes ? options->ring_buffer_bytes :
+								    DEFAULT_RING_BUFFER_BYTES,
+	};
+	char error[512];
+
+	for (size_t i = 0; i < options->pid_count; i++)
+		if (process_check(options->pids[i], error, sizeof(error))) {
+			log_error("%s", error);
+			return -1;
+		}
+	recorder->session = probe_session_create(&config, handle_probe_record, recorder, error,
+						 sizeof(error));
+	if (!recorder->session) {
+		log_error("%s", error);
+		return -1;
+	}
+	if (open_outputs(recorder))
+		return -1;
+	recorder->discovery = library_discovery_create(recorder->session, emit_library, recorder);
+	recorder->builder = call_builder_create(emit_built_record, resolve_communicator, recorder);
+	if (!recorder->discovery || !recorder->builder) {
+		log_error("out of memory");
+		return -1;
+	}
+	if (options->nccl_library &&
+	    library_discovery_add_path(recorder->discovery, options->nccl_library, 0, error,
+				       sizeof(error))) {
+		log_error("%s", error);
+		return -1;
+	}
+	if (options->command) {
+		library_discovery_scan_command(recorder->discovery, options->command[0], error,
+					       sizeof(error));
+		if (start_command(recorder, release_fd))
+			return -1;
+		add_process(recorder, (uint32_t)recorder->command_pid, (uint32_t)getpid());
+	}
+	for (size_t i = 0; i < options->pid_count; i++) {
+		add_process(recorder, (uint32_t)options->pids[i], 0);
+		if (options->follow_children) {
+			pid_t *children = NULL;
+			size_t count = 0;
+
+			if (process_children(options->pids[i], true, &children, &count, error,
+					     sizeof(error)) == 0)
+				for (size_t j = 0; j < count; j++)
+					add_process(recorder, (uint32_t)children[j],
+						    (uint32_t)options->pids[i]);
+			free(children);
+		}
+	}
+	if (!options->command && !library_discovery_library_count(recorder->discovery))
+		log_warning("no NCCL library is mapped yet; probes will be attached when one is "
+			    "loaded (or name it with --nccl-lib)");
+	return 0;
+}
+
+static void tear_down(struct recorder *recorder)
+{
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&recorder->processes, &i, &key, &value);) {
+		struct traced_process *process = value;
+
+		free(process->command);
+		free(process);
+	}
+	u64_map_free(&recorder->processes);
+	call_builder_destroy(recorder->builder);
+	library_discovery_destroy(recorder->discovery);
+	probe_session_destroy(recorder->session);
+}
+
+static void report_losses(const uint64_t *counters)
+{
+	uint64_t lost = counters[TCHECK_COUNTER_RINGBUF_DROPS] +
+			counters[TCHECK_COUNTER_NESTING_OVERFLOWS];
+
+	if (lost)
+		log_warning("%llu calls were lost (ring buffer full: %llu, nested too deep: %llu); "
+			    "raise --ring-buffer-mb",
+			    (unsigned long long)lost,
+			    (unsigned long long)counters[TCHECK_COUNTER_RINGBUF_DROPS],
+			    (unsigned long long)counters[TCHECK_COUNTER_NESTING_OVERFLOWS]);
+	if (counters[TCHECK_COUNTER_PROCESS_DROPS])
+		log_warning("%llu process notices were lost",
+			    (unsigned long long)counters[TCHECK_COUNTER_PROCESS_DROPS]);
+}
+
+static void run_loop(struct recorder *recorder)
+{
+	uint64_t started_ns = monotonic_ns(), last_flush = started_ns, last_status = started_ns;
+	uint64_t last_rescan = started_ns, counters[TCHECK_COUNTER_COUNT];
+
+	live_status_init(&recorder->status, started_ns);
+	while (!finished(recorder, started_ns)) {
+		uint64_t now;
+
+		if (probe_session_poll(recorder->session, POLL_INTERVAL_MS) < 0 && !stop_requested)
+			log_warning("reading the ring buffer failed: %s", strerror(errno));
+		reap_command(recorder);
+		now = monotonic_ns();
+		if (now - last_rescan >= RESCAN_INTERVAL_NS) {
+			check_liveness(recorder);
+			rescan_libraries(recorder);
+			last_rescan = now;
+		}
+		if (now - last_flush >= FLUSH_INTERVAL_NS) {
+			probe_session_counters(recorder->session, counters);
+			write_stats(recorder, counters);
+			if (recorder->writer)
+				trace_writer_flush(recorder->writer);
+			last_flush = now;
+		}
+		if (recorder->options->live_status && now - last_status >= STATUS_INTERVAL_NS) {
+			probe_session_counters(recorder->session, counters);
+			live_status_print(&recorder->status, stdout, now, counters,
+					  recorder->alive_count,
+					  (unsigned)call_builder_communicator_count(
+						  recorder->builder));
+			last_status = now;
+		}
+	}
+	/* Everything the kernel already holds belongs in the trace. */
+	probe_session_drain(recorder->session);
+	probe_session_counters(recorder->session, counters);
+	write_stats(recorder, counters);
+	report_losses(counters);
+}
+
+static int command_exit_status(const struct recorder *recorder)
+{
+	if (!recorder->command_exited)
+		return 0;
+	if (WIFEXITED(recorder->command_status))
+		return WEXITSTATUS(recorder->command_status);
+	return 128 + WTERMSIG(recorder->command_status);
+}
+
+int recorder_run(const struct recorder_options *options)
+{
+	struct recorder recorder = { .options = options, .command_pid = -1 };
+	struct sigaction action = { .sa_handler = request_stop };
+	int release_fd = -1, result = 0;
+	char error[512];
+
+	u64_map_init(&recorder.processes);
+	sigaction(SIGINT, &action, NULL);
+	sigaction(SIGTERM, &action, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (set_up(&recorder, &release_fd)) {
+		result = 1;
+		/* Never leave a started command waiting at its gate. */
+		if (recorder.command_pid > 0) {
+			kill(recorder.command_pid, SIGKILL);
+			waitpid(recorder.command_pid, NULL, 0);
+		}
+		goto out;
+	}
+	if (release_fd >= 0) {
+		if (write(release_fd, "g", 1) != 1)
+			log_error("cannot start %s", options->command[0]);
+		close(release_fd);
+		release_fd = -1;
+	}
+	log_notice("tracing %u process%s, %zu NCCL librar%s probed%s", recorder.alive_count,
+		   recorder.alive_count == 1 ? "" : "es",
+		   library_discovery_library_count(recorder.discovery),
+		   library_discovery_library_count(recorder.discovery) == 1 ? "y" : "ies",
+		   options->command || options->duration_seconds > 0 ? "" :
+									 "; Ctrl-C to detach");
+	run_loop(&recorder);
+	if (options->command && !recorder.command_exited) {
+		/* Stopped early by the user: the command keeps running, untouched. */
+		log_notice("detached; %s (pid %d) keeps running", options->command[0],
+			   recorder.command_pid);
+	}
+	result = options->command ? command_exit_status(&recorder) : 0;
+	if (recorder.failed)
+		result = 1;
+	log_notice("%llu NCCL calls recorded%s%s", (unsigned long long)recorder.calls,
+		   options->output_path ? " to " : "",
+		   options->output_path ? options->output_path : "");
+out:
+	if (release_fd >= 0)
+		close(release_fd);
+	if (recorder.writer && trace_writer_close(recorder.writer, error, sizeof(error))) {
+		log_error("%s", error);
+		result = 1;
+	}
+	tear_down(&recorder);
+	return result;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Records the NCCL calls of running processes, or of a command it starts,
+ * into a trace file and/or a live summary. Shared by `record` and `attach`.
+ */
+#ifndef TCHECK_RECORDER_H
+#define TCHECK_RECORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct recorder_options {
+	const pid_t *pids;	/* --pid, repeatable */
+	size_t pid_count;
+	char *const *command;	/* the command after --, NULL-terminated, or NULL */
+	const char *output_path;	/* -o, or NULL for no trace file */
+	const char *nccl_library;	/* --nccl-lib, or NULL to discover */
+	bool follow_children;	/* trace processes the targets start (default) */
+	bool live_status;	/* print a summary line every second */
+	double duration_seconds;	/* stop after this long; 0: when the targets end */
+	size_t ring_buffer_bytes;
+	int argc;	/* the tcheck-bpf command line, for the trace header */
+	char *const *argv;
+};
+
+/*
+ * Runs until the targets exit, the duration passes, or SIGINT/SIGTERM.
+ * Returns the process exit status for tcheck-bpf: with a command, the
+ * command's own status; 1 for errors of tcheck-bpf itself.
+ */
+int recorder_run(const struct recorder_options *options);
+
+#endif /* TCHECK_RECORDER_H */
