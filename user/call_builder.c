@@ -14,7 +14,7 @@
 struct known_communicator {
 	struct trace_communicator info;
 	int64_t next_seq;
-	uint32_t splits_made;	/* this rank's splits of it so far */
+	uint32_t splits_made; /* this rank's splits of it so far */
 };
 
 struct thread_state {
@@ -22,15 +22,15 @@ struct thread_state {
 };
 
 struct process_state {
-	struct u64_map communicators;	/* handle -> known_communicator */
-	struct u64_map threads;	/* tid -> thread_state */
+	struct u64_map communicators; /* handle -> known_communicator */
+	struct u64_map threads;	      /* tid -> thread_state */
 };
 
 struct call_builder {
 	call_builder_emit_fn emit;
 	call_builder_resolve_fn resolve;
 	void *context;
-	struct u64_map processes;	/* pid -> process_state */
+	struct u64_map processes; /* pid -> process_state */
 	size_t communicator_count;
 };
 
@@ -216,9 +216,9 @@ static void decode(const struct nccl_function *function, const struct tcheck_cal
 {
 	memset(call, 0, sizeof(*call));
 	call->entry_ns = record->header.timestamp_ns;
-	call->duration_ns = record->return_ns >= record->header.timestamp_ns ?
-				    record->return_ns - record->header.timestamp_ns :
-				    0;
+	call->duration_ns = record->return_ns >= record->header.timestamp_ns
+				    ? record->return_ns - record->header.timestamp_ns
+				    : 0;
 	call->pid = record->header.pid;
 	call->tid = record->header.tid;
 	call->function = function->name;
@@ -290,9 +290,9 @@ static int handle_init(struct call_builder *builder, struct process_state *proce
 	known->info.origin = TRACE_COMM_CREATED;
 	known->info.nranks = int_param(call, function, "nranks");
 	known->info.rank = function->kind == NCCL_KIND_COMM_INIT &&
-					   nccl_param_find(function, NCCL_PARAM_UNIQUE_ID) < 0 ?
-				   int_param(call, function, "myrank") :
-				   int_param(call, function, "rank");
+					   nccl_param_find(function, NCCL_PARAM_UNIQUE_ID) < 0
+				   ? int_param(call, function, "myrank")
+				   : int_param(call, function, "rank");
 	if (call->flags & TRACE_CALL_UNIQUE_ID_VALID) {
 		known->info.comm_id = call->unique_id_hash;
 		/* Several ids (InitRankScalable): the first one, mixed with their number. */

@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "export_jsonl.h"
@@ -42,7 +43,7 @@ int command_dump(int argc, char **argv)
 	unsigned flags = 0;
 	char error[512];
 	FILE *out = stdout;
-	int option, result;
+	int option, result, closed;
 
 	optind = 1;
 	while ((option = getopt_long(argc, argv, "f:o:h", long_options, NULL)) != -1) {
@@ -91,10 +92,16 @@ int command_dump(int argc, char **argv)
 		log_error("%s", error);
 	else if (trace_reader_truncated(reader))
 		log_warning("%s", trace_reader_truncated(reader));
-	if (out != stdout ? fclose(out) : fflush(out)) {
+	if (trace_reader_note(reader))
+		log_warning("%s", trace_reader_note(reader));
+	closed = out == stdout ? fflush(out) : fclose(out);
+	if (closed) {
 		log_error("cannot write %s: %m", output_path ? output_path : "standard output");
 		result = -1;
 	}
+	/* Half an export looks whole to the next tool: do not leave one behind. */
+	if (result && output_path)
+		unlink(output_path);
 	trace_reader_close(reader);
 	return result ? 1 : 0;
 }

@@ -28,9 +28,9 @@ struct library_discovery {
 	struct probe_session *session;
 	library_attached_fn on_attached;
 	void *context;
-	struct u64_map checked_files;	/* file identity -> checked_file */
-	struct u64_map nccl_paths;	/* pid -> host path of its NCCL library */
-	struct u64_map loader_notices;	/* pid -> its loader's path, once probed */
+	struct u64_map checked_files;  /* file identity -> checked_file */
+	struct u64_map nccl_paths;     /* pid -> host path of its NCCL library */
+	struct u64_map loader_notices; /* pid -> its loader's path, once probed */
 	size_t library_count;
 };
 
@@ -192,8 +192,8 @@ static int check_file(struct library_discovery *discovery, const char *host_path
 	return 1;
 }
 
-int library_discovery_add_path(struct library_discovery *discovery, const char *path,
-			       uint32_t pid, char *error, size_t error_size)
+int library_discovery_add_path(struct library_discovery *discovery, const char *path, uint32_t pid,
+			       char *error, size_t error_size)
 {
 	struct checked_file *checked = NULL;
 	int result;
@@ -249,7 +249,8 @@ int library_discovery_scan_process(struct library_discovery *discovery, pid_t pi
 		    !u64_map_get(&discovery->nccl_paths, (uint64_t)pid)) {
 			char *own_path = strdup(file->host_path);
 
-			if (own_path && u64_map_put(&discovery->nccl_paths, (uint64_t)pid, own_path))
+			if (own_path &&
+			    u64_map_put(&discovery->nccl_paths, (uint64_t)pid, own_path))
 				free(own_path);
 		}
 	}

@@ -25,8 +25,8 @@ struct library_discovery *library_discovery_create(struct probe_session *session
 void library_discovery_destroy(struct library_discovery *discovery);
 
 /* Probes a library named by the user (--nccl-lib). */
-int library_discovery_add_path(struct library_discovery *discovery, const char *path,
-			       uint32_t pid, char *error, size_t error_size);
+int library_discovery_add_path(struct library_discovery *discovery, const char *path, uint32_t pid,
+			       char *error, size_t error_size);
 
 /* Scans a process's mappings and probes what is new. Returns libraries added. */
 int library_discovery_scan_process(struct library_discovery *discovery, pid_t pid, char *error,

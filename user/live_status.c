@@ -2,6 +2,7 @@
 /* Formats the live one-line-per-second summary of `attach`. */
 #include "live_status.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #define SHOWN_FUNCTIONS 5
@@ -24,7 +25,7 @@ void live_status_count(struct live_status *status, const char *function)
 void live_status_print(struct live_status *status, FILE *out, uint64_t now_ns,
 		       const uint64_t *counters, unsigned processes, unsigned communicators)
 {
-	int shown[SHOWN_FUNCTIONS];
+	int shown[SHOWN_FUNCTIONS] = { 0 };
 	int shown_count = 0;
 
 	/* The busiest functions first: a short line that still says the most. */
@@ -37,8 +38,8 @@ void live_status_print(struct live_status *status, FILE *out, uint64_t now_ns,
 			for (int j = 0; j < shown_count; j++)
 				taken |= shown[j] == (int)i;
 			if (!taken && status->calls_by_function[i] &&
-			    (best < 0 || status->calls_by_function[i] >
-						 status->calls_by_function[best]))
+			    (best < 0 ||
+			     status->calls_by_function[i] > status->calls_by_function[best]))
 				best = (int)i;
 		}
 		if (best < 0)
@@ -52,10 +53,9 @@ void live_status_print(struct live_status *status, FILE *out, uint64_t now_ns,
 	for (int i = 0; i < shown_count; i++)
 		fprintf(out, " %s %llu", nccl_function_at((size_t)shown[i])->name + 4,
 			(unsigned long long)status->calls_by_function[shown[i]]);
-	fprintf(out, " | drops %llu\n",
-		(unsigned long long)(counters[TCHECK_COUNTER_RINGBUF_DROPS] +
-				     counters[TCHECK_COUNTER_PROCESS_DROPS] +
-				     counters[TCHECK_COUNTER_NESTING_OVERFLOWS]));
+	fprintf(out, " | drops %" PRIu64 "\n",
+		counters[TCHECK_COUNTER_RINGBUF_DROPS] + counters[TCHECK_COUNTER_PROCESS_DROPS] +
+			counters[TCHECK_COUNTER_NESTING_OVERFLOWS]);
 	fflush(out);
 	status->previous_total = status->total;
 }

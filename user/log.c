@@ -30,15 +30,15 @@ static void emit(const char *prefix, const char *format, va_list args)
 	fputc('\n', stderr);
 }
 
-#define DEFINE_LOG(name, prefix, condition)    \
-	void name(const char *format, ...)     \
-	{                                      \
-		va_list args;                  \
-		if (!(condition))              \
-			return;                \
-		va_start(args, format);        \
-		emit(prefix, format, args);    \
-		va_end(args);                  \
+#define DEFINE_LOG(name, prefix, condition) \
+	void name(const char *format, ...)  \
+	{                                   \
+		va_list args;               \
+		if (!(condition))           \
+			return;             \
+		va_start(args, format);     \
+		emit(prefix, format, args); \
+		va_end(args);               \
 	}
 
 DEFINE_LOG(log_error, "error: ", 1)

@@ -28,12 +28,13 @@ static void usage(FILE *out)
 		     "Commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(out, "\nExamples:\n"
-		     "  sudo tcheck-bpf attach --pid 4242\n"
-		     "  sudo tcheck-bpf record -o job.trace -- torchrun --nproc-per-node 8 train.py\n"
-		     "  tcheck-bpf dump job.trace --format perfetto > job.json\n\n"
-		     "'tcheck-bpf COMMAND --help' describes each command; 'man tcheck-bpf' has the "
-		     "rest.\n");
+	fprintf(out,
+		"\nExamples:\n"
+		"  sudo tcheck-bpf attach --pid 4242\n"
+		"  sudo tcheck-bpf record -o job.trace -- torchrun --nproc-per-node 8 train.py\n"
+		"  tcheck-bpf dump job.trace --format perfetto > job.json\n\n"
+		"'tcheck-bpf COMMAND --help' describes each command; 'man tcheck-bpf' has the "
+		"rest.\n");
 }
 
 int main(int argc, char **argv)

@@ -6,71 +6,112 @@
 
 #include "tcheck/probe_abi.h"
 
-#define P(param_name, param_type) { .name = param_name, .type = NCCL_PARAM_##param_type }
+#define P(param_name, param_type)                                   \
+	{                                                           \
+		.name = param_name, .type = NCCL_PARAM_##param_type \
+	}
 
 /* Parameter names and order follow nccl.h (v2.18 to v2.28). */
 static const struct nccl_function functions[] = {
-	{ "ncclAllReduce", NCCL_KIND_COLLECTIVE, 7,
+	{ "ncclAllReduce",
+	  NCCL_KIND_COLLECTIVE,
+	  7,
 	  { P("sendbuff", POINTER), P("recvbuff", POINTER), P("count", SIZE),
 	    P("datatype", DATATYPE), P("op", REDOP), P("comm", COMM), P("stream", STREAM) } },
-	{ "ncclBroadcast", NCCL_KIND_COLLECTIVE, 7,
+	{ "ncclBroadcast",
+	  NCCL_KIND_COLLECTIVE,
+	  7,
 	  { P("sendbuff", POINTER), P("recvbuff", POINTER), P("count", SIZE),
 	    P("datatype", DATATYPE), P("root", INT), P("comm", COMM), P("stream", STREAM) } },
-	{ "ncclBcast", NCCL_KIND_COLLECTIVE, 6,
+	{ "ncclBcast",
+	  NCCL_KIND_COLLECTIVE,
+	  6,
 	  { P("buff", POINTER), P("count", SIZE), P("datatype", DATATYPE), P("root", INT),
 	    P("comm", COMM), P("stream", STREAM) } },
-	{ "ncclReduce", NCCL_KIND_COLLECTIVE, 8,
+	{ "ncclReduce",
+	  NCCL_KIND_COLLECTIVE,
+	  8,
 	  { P("sendbuff", POINTER), P("recvbuff", POINTER), P("count", SIZE),
 	    P("datatype", DATATYPE), P("op", REDOP), P("root", INT), P("comm", COMM),
 	    P("stream", STREAM) } },
-	{ "ncclAllGather", NCCL_KIND_COLLECTIVE, 6,
+	{ "ncclAllGather",
+	  NCCL_KIND_COLLECTIVE,
+	  6,
 	  { P("sendbuff", POINTER), P("recvbuff", POINTER), P("sendcount", SIZE),
 	    P("datatype", DATATYPE), P("comm", COMM), P("stream", STREAM) } },
-	{ "ncclReduceScatter", NCCL_KIND_COLLECTIVE, 7,
+	{ "ncclReduceScatter",
+	  NCCL_KIND_COLLECTIVE,
+	  7,
 	  { P("sendbuff", POINTER), P("recvbuff", POINTER), P("recvcount", SIZE),
 	    P("datatype", DATATYPE), P("op", REDOP), P("comm", COMM), P("stream", STREAM) } },
-	{ "ncclAlltoAll", NCCL_KIND_COLLECTIVE, 6,
+	{ "ncclAlltoAll",
+	  NCCL_KIND_COLLECTIVE,
+	  6,
 	  { P("sendbuff", POINTER), P("recvbuff", POINTER), P("count", SIZE),
 	    P("datatype", DATATYPE), P("comm", COMM), P("stream", STREAM) } },
-	{ "ncclGather", NCCL_KIND_COLLECTIVE, 7,
+	{ "ncclGather",
+	  NCCL_KIND_COLLECTIVE,
+	  7,
 	  { P("sendbuff", POINTER), P("recvbuff", POINTER), P("count", SIZE),
 	    P("datatype", DATATYPE), P("root", INT), P("comm", COMM), P("stream", STREAM) } },
-	{ "ncclScatter", NCCL_KIND_COLLECTIVE, 7,
+	{ "ncclScatter",
+	  NCCL_KIND_COLLECTIVE,
+	  7,
 	  { P("sendbuff", POINTER), P("recvbuff", POINTER), P("count", SIZE),
 	    P("datatype", DATATYPE), P("root", INT), P("comm", COMM), P("stream", STREAM) } },
-	{ "ncclSend", NCCL_KIND_POINT_TO_POINT, 6,
+	{ "ncclSend",
+	  NCCL_KIND_POINT_TO_POINT,
+	  6,
 	  { P("sendbuff", POINTER), P("count", SIZE), P("datatype", DATATYPE), P("peer", INT),
 	    P("comm", COMM), P("stream", STREAM) } },
-	{ "ncclRecv", NCCL_KIND_POINT_TO_POINT, 6,
+	{ "ncclRecv",
+	  NCCL_KIND_POINT_TO_POINT,
+	  6,
 	  { P("recvbuff", POINTER), P("count", SIZE), P("datatype", DATATYPE), P("peer", INT),
 	    P("comm", COMM), P("stream", STREAM) } },
 	{ "ncclGroupStart", NCCL_KIND_GROUP_START, 0, { { 0 } } },
 	{ "ncclGroupEnd", NCCL_KIND_GROUP_END, 0, { { 0 } } },
 	{ "ncclGetUniqueId", NCCL_KIND_UNIQUE_ID, 1, { P("uniqueId", UNIQUE_ID_OUT) } },
-	{ "ncclCommInitRank", NCCL_KIND_COMM_INIT, 4,
+	{ "ncclCommInitRank",
+	  NCCL_KIND_COMM_INIT,
+	  4,
 	  { P("comm", COMM_OUT), P("nranks", INT), P("commId", UNIQUE_ID), P("rank", INT) } },
-	{ "ncclCommInitRankConfig", NCCL_KIND_COMM_INIT, 5,
+	{ "ncclCommInitRankConfig",
+	  NCCL_KIND_COMM_INIT,
+	  5,
 	  { P("comm", COMM_OUT), P("nranks", INT), P("commId", UNIQUE_ID), P("rank", INT),
 	    P("config", POINTER) } },
-	{ "ncclCommInitRankScalable", NCCL_KIND_COMM_INIT, 6,
+	{ "ncclCommInitRankScalable",
+	  NCCL_KIND_COMM_INIT,
+	  6,
 	  { P("newcomm", COMM_OUT), P("nranks", INT), P("myrank", INT), P("nId", INT),
 	    P("commIds", UNIQUE_ID_ARRAY), P("config", POINTER) } },
-	{ "ncclCommInitAll", NCCL_KIND_COMM_INIT_ALL, 3,
+	{ "ncclCommInitAll",
+	  NCCL_KIND_COMM_INIT_ALL,
+	  3,
 	  { P("comm", POINTER), P("ndev", INT), P("devlist", POINTER) } },
-	{ "ncclCommSplit", NCCL_KIND_COMM_SPLIT, 5,
+	{ "ncclCommSplit",
+	  NCCL_KIND_COMM_SPLIT,
+	  5,
 	  { P("comm", COMM), P("color", INT), P("key", INT), P("newcomm", COMM_OUT),
 	    P("config", POINTER) } },
-	{ "ncclCommShrink", NCCL_KIND_COMM_SPLIT, 6,
+	{ "ncclCommShrink",
+	  NCCL_KIND_COMM_SPLIT,
+	  6,
 	  { P("comm", COMM), P("excludeRanksList", POINTER), P("excludeRanksCount", INT),
 	    P("newcomm", COMM_OUT), P("config", POINTER), P("shrinkFlags", INT) } },
 	{ "ncclCommFinalize", NCCL_KIND_COMM_END, 1, { P("comm", COMM) } },
 	{ "ncclCommDestroy", NCCL_KIND_COMM_END, 1, { P("comm", COMM) } },
 	{ "ncclCommAbort", NCCL_KIND_COMM_END, 1, { P("comm", COMM) } },
 	{ "ncclCommRevoke", NCCL_KIND_COMM_END, 2, { P("comm", COMM), P("revokeFlags", INT) } },
-	{ "ncclCommRegister", NCCL_KIND_REGISTER, 4,
+	{ "ncclCommRegister",
+	  NCCL_KIND_REGISTER,
+	  4,
 	  { P("comm", COMM), P("buff", POINTER), P("size", SIZE), P("handle", POINTER) } },
 	{ "ncclCommDeregister", NCCL_KIND_REGISTER, 2, { P("comm", COMM), P("handle", POINTER) } },
-	{ "ncclCommGetAsyncError", NCCL_KIND_ERROR_QUERY, 2,
+	{ "ncclCommGetAsyncError",
+	  NCCL_KIND_ERROR_QUERY,
+	  2,
 	  { P("comm", COMM), P("asyncError", RESULT_OUT) } },
 };
 
@@ -180,21 +221,19 @@ int nccl_function_is_communication(const struct nccl_function *function)
 }
 
 static const char *const datatype_names[] = {
-	"ncclInt8",    "ncclUint8",   "ncclInt32",    "ncclUint32",
-	"ncclInt64",   "ncclUint64",  "ncclFloat16",  "ncclFloat32",
+	"ncclInt8",    "ncclUint8",    "ncclInt32",	 "ncclUint32",
+	"ncclInt64",   "ncclUint64",   "ncclFloat16",	 "ncclFloat32",
 	"ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2",
 };
 static const size_t datatype_sizes[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
-static const char *const redop_names[] = { "ncclSum", "ncclProd", "ncclMax", "ncclMin",
-					   "ncclAvg" };
+static const char *const redop_names[] = { "ncclSum", "ncclProd", "ncclMax", "ncclMin", "ncclAvg" };
 static const char *const result_names[] = {
-	"ncclSuccess",	      "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
-	"ncclInvalidArgument", "ncclInvalidUsage",	"ncclRemoteError", "ncclInProgress",
+	"ncclSuccess",	       "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+	"ncclInvalidArgument", "ncclInvalidUsage",	 "ncclRemoteError", "ncclInProgress",
 };
 
-#define NAME_AT(table, value)                                                            \
-	((value) >= 0 && (uint64_t)(value) < sizeof(table) / sizeof(table[0]) ? table[value] \
-									       : NULL)
+#define NAME_AT(table, value) \
+	((value) >= 0 && (uint64_t)(value) < sizeof(table) / sizeof(table[0]) ? table[value] : NULL)
 
 const char *nccl_datatype_name(int64_t datatype)
 {
@@ -203,9 +242,9 @@ const char *nccl_datatype_name(int64_t datatype)
 
 size_t nccl_datatype_size(int64_t datatype)
 {
-	return datatype >= 0 && (uint64_t)datatype < sizeof(datatype_sizes) / sizeof(size_t) ?
-		       datatype_sizes[datatype] :
-		       0;
+	return datatype >= 0 && (uint64_t)datatype < sizeof(datatype_sizes) / sizeof(size_t)
+		       ? datatype_sizes[datatype]
+		       : 0;
 }
 
 const char *nccl_redop_name(int64_t op)

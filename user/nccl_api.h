@@ -14,19 +14,19 @@
 #define NCCL_MAX_PARAMS 10
 
 enum nccl_param_type {
-	NCCL_PARAM_POINTER,	/* a buffer or opaque pointer */
-	NCCL_PARAM_SIZE,	/* size_t */
-	NCCL_PARAM_INT,	/* int */
-	NCCL_PARAM_DATATYPE,	/* ncclDataType_t */
-	NCCL_PARAM_REDOP,	/* ncclRedOp_t */
-	NCCL_PARAM_COMM,	/* ncclComm_t */
-	NCCL_PARAM_STREAM,	/* cudaStream_t */
-	NCCL_PARAM_COMM_OUT,	/* ncclComm_t*: a communicator is written there */
-	NCCL_PARAM_UNIQUE_ID,	/* ncclUniqueId by value: 128 bytes on the stack */
-	NCCL_PARAM_UNIQUE_ID_OUT,	/* ncclUniqueId*: written by the call */
-	NCCL_PARAM_UNIQUE_ID_ARRAY,	/* ncclUniqueId*: read by the call */
-	NCCL_PARAM_RESULT_OUT,	/* ncclResult_t*: written by the call */
-	NCCL_PARAM_INT_OUT,	/* int*: written by the call */
+	NCCL_PARAM_POINTER,	    /* a buffer or opaque pointer */
+	NCCL_PARAM_SIZE,	    /* size_t */
+	NCCL_PARAM_INT,		    /* int */
+	NCCL_PARAM_DATATYPE,	    /* ncclDataType_t */
+	NCCL_PARAM_REDOP,	    /* ncclRedOp_t */
+	NCCL_PARAM_COMM,	    /* ncclComm_t */
+	NCCL_PARAM_STREAM,	    /* cudaStream_t */
+	NCCL_PARAM_COMM_OUT,	    /* ncclComm_t*: a communicator is written there */
+	NCCL_PARAM_UNIQUE_ID,	    /* ncclUniqueId by value: 128 bytes on the stack */
+	NCCL_PARAM_UNIQUE_ID_OUT,   /* ncclUniqueId*: written by the call */
+	NCCL_PARAM_UNIQUE_ID_ARRAY, /* ncclUniqueId*: read by the call */
+	NCCL_PARAM_RESULT_OUT,	    /* ncclResult_t*: written by the call */
+	NCCL_PARAM_INT_OUT,	    /* int*: written by the call */
 };
 
 enum nccl_function_kind {
@@ -35,10 +35,10 @@ enum nccl_function_kind {
 	NCCL_KIND_GROUP_START,
 	NCCL_KIND_GROUP_END,
 	NCCL_KIND_UNIQUE_ID,
-	NCCL_KIND_COMM_INIT,	/* creates a communicator from unique id(s) */
-	NCCL_KIND_COMM_INIT_ALL,	/* creates one communicator per device */
-	NCCL_KIND_COMM_SPLIT,	/* creates a communicator from a parent */
-	NCCL_KIND_COMM_END,	/* finalize, destroy, abort, revoke */
+	NCCL_KIND_COMM_INIT,	 /* creates a communicator from unique id(s) */
+	NCCL_KIND_COMM_INIT_ALL, /* creates one communicator per device */
+	NCCL_KIND_COMM_SPLIT,	 /* creates a communicator from a parent */
+	NCCL_KIND_COMM_END,	 /* finalize, destroy, abort, revoke */
 	NCCL_KIND_REGISTER,
 	NCCL_KIND_ERROR_QUERY,
 	NCCL_KIND_QUERY,
@@ -50,7 +50,7 @@ struct nccl_param {
 };
 
 struct nccl_function {
-	const char *name;	/* the public name, "ncclAllReduce" */
+	const char *name; /* the public name, "ncclAllReduce" */
 	enum nccl_function_kind kind;
 	int param_count;
 	struct nccl_param params[NCCL_MAX_PARAMS];
@@ -59,7 +59,7 @@ struct nccl_function {
 /* Where one parameter's raw value lives in a captured call. */
 enum nccl_param_source {
 	NCCL_SOURCE_ARG_SLOT,	/* args[slot]: a register or a stack word */
-	NCCL_SOURCE_STACK_BLOB,	/* the by-value unique id copied at entry */
+	NCCL_SOURCE_STACK_BLOB, /* the by-value unique id copied at entry */
 };
 
 size_t nccl_function_count(void);

@@ -156,7 +156,11 @@ static int attach_one(struct probe_session *session, struct bpf_program *program
 		      const char *path, uint64_t offset, uint64_t cookie, int pid, char *error,
 		      size_t error_size)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, options, .bpf_cookie = cookie, .retprobe = retprobe);
+	struct bpf_uprobe_opts options = {
+		.sz = sizeof(options),
+		.bpf_cookie = cookie,
+		.retprobe = retprobe,
+	};
 	struct bpf_link *link;
 	int result;
 

@@ -18,7 +18,7 @@ struct probe_session;
 typedef int (*probe_record_fn)(void *context, const void *record, size_t size);
 
 struct probe_session_config {
-	size_t ring_buffer_bytes;	/* a power of two, at least a page */
+	size_t ring_buffer_bytes; /* a power of two, at least a page */
 };
 
 /*

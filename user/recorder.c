@@ -40,7 +40,7 @@ struct recorder {
 	struct call_builder *builder;
 	struct trace_writer *writer;
 	struct live_status status;
-	struct u64_map processes;	/* pid -> traced_process */
+	struct u64_map processes; /* pid -> traced_process */
 	unsigned alive_count;
 	pid_t command_pid;
 	int command_status;
@@ -112,7 +112,8 @@ static void resolve_communicator(void *context, uint32_t pid, uint64_t handle,
 	library = library_discovery_nccl_path(recorder->discovery, (pid_t)pid);
 	if (!library) {
 		communicator->origin = TRACE_COMM_UNKNOWN;
-		communicator->note = "no NCCL library with debug information was found in the process";
+		communicator->note =
+			"no NCCL library with debug information was found in the process";
 		return;
 	}
 	if (nccl_comm_layout_find(library, &layout, error, sizeof(error)) ||
@@ -184,8 +185,8 @@ static struct traced_process *add_process(struct recorder *recorder, uint32_t pi
 	if (probe_session_trace_process(recorder->session, pid))
 		log_warning("cannot add process %u to the traced set", pid);
 	refresh_process(recorder, process);
-	if (library_discovery_scan_process(recorder->discovery, (pid_t)pid, error,
-					   sizeof(error)) < 0)
+	if (library_discovery_scan_process(recorder->discovery, (pid_t)pid, error, sizeof(error)) <
+	    0)
 		log_debug("process %u: %s", pid, error);
 	write_process(recorder, process);
 	return process;
@@ -358,13 +359,11 @@ static int open_outputs(struct recorder *recorder)
 
 	if (!options->output_path)
 		return 0;
-	if (trace_header_init_local(&header, options->argc, options->argv, error,
-				    sizeof(error))) {
+	if (trace_header_init_local(&header, options->argc, options->argv, error, sizeof(error))) {
 		log_error("%s", error);
 		return -1;
 	}
-	recorder->writer = trace_writer_create(options->output_path, &header, error,
-					       sizeof(error));
+	recorder->writer = trace_writer_create(options->output_path, &header, error, sizeof(error));
 	if (!recorder->writer) {
 		log_error("%s", error);
 		return -1;
@@ -376,8 +375,8 @@ static int set_up(struct recorder *recorder, int *release_fd)
 {
 	const struct recorder_options *options = recorder->options;
 	struct probe_session_config config = {
-		.ring_buffer_bytes = options->ring_buffer_bytes ? options->ring_buffer_bytes :
-								    DEFAULT_RING_BUFFER_BYTES,
+		.ring_buffer_bytes = options->ring_buffer_bytes ? options->ring_buffer_bytes
+								: DEFAULT_RING_BUFFER_BYTES,
 	};
 	char error[512];
 
@@ -386,8 +385,8 @@ static int set_up(struct recorder *recorder, int *release_fd)
 			log_error("%s", error);
 			return -1;
 		}
-	recorder->session = probe_session_create(&config, handle_probe_record, recorder, error,
-						 sizeof(error));
+	recorder->session =
+		probe_session_create(&config, handle_probe_record, recorder, error, sizeof(error));
 	if (!recorder->session) {
 		log_error("%s", error);
 		return -1;
@@ -452,8 +451,8 @@ static void tear_down(struct recorder *recorder)
 
 static void report_losses(const uint64_t *counters)
 {
-	uint64_t lost = counters[TCHECK_COUNTER_RINGBUF_DROPS] +
-			counters[TCHECK_COUNTER_NESTING_OVERFLOWS];
+	uint64_t lost =
+		counters[TCHECK_COUNTER_RINGBUF_DROPS] + counters[TCHECK_COUNTER_NESTING_OVERFLOWS];
 
 	if (lost)
 		log_warning("%llu calls were lost (ring buffer full: %llu, nested too deep: %llu); "
@@ -493,10 +492,9 @@ static void run_loop(struct recorder *recorder)
 		}
 		if (recorder->options->live_status && now - last_status >= STATUS_INTERVAL_NS) {
 			probe_session_counters(recorder->session, counters);
-			live_status_print(&recorder->status, stdout, now, counters,
-					  recorder->alive_count,
-					  (unsigned)call_builder_communicator_count(
-						  recorder->builder));
+			live_status_print(
+				&recorder->status, stdout, now, counters, recorder->alive_count,
+				(unsigned)call_builder_communicator_count(recorder->builder));
 			last_status = now;
 		}
 	}
@@ -546,8 +544,7 @@ int recorder_run(const struct recorder_options *options)
 		   recorder.alive_count == 1 ? "" : "es",
 		   library_discovery_library_count(recorder.discovery),
 		   library_discovery_library_count(recorder.discovery) == 1 ? "y" : "ies",
-		   options->command || options->duration_seconds > 0 ? "" :
-									 "; Ctrl-C to detach");
+		   options->command || options->duration_seconds > 0 ? "" : "; Ctrl-C to detach");
 	run_loop(&recorder);
 	if (options->command && !recorder.command_exited) {
 		/* Stopped early by the user: the command keeps running, untouched. */

@@ -11,16 +11,16 @@
 #include <sys/types.h>
 
 struct recorder_options {
-	const pid_t *pids;	/* --pid, repeatable */
+	const pid_t *pids; /* --pid, repeatable */
 	size_t pid_count;
-	char *const *command;	/* the command after --, NULL-terminated, or NULL */
-	const char *output_path;	/* -o, or NULL for no trace file */
-	const char *nccl_library;	/* --nccl-lib, or NULL to discover */
-	bool follow_children;	/* trace processes the targets start (default) */
-	bool live_status;	/* print a summary line every second */
-	double duration_seconds;	/* stop after this long; 0: when the targets end */
+	char *const *command;	  /* the command after --, NULL-terminated, or NULL */
+	const char *output_path;  /* -o, or NULL for no trace file */
+	const char *nccl_library; /* --nccl-lib, or NULL to discover */
+	bool follow_children;	  /* trace processes the targets start (default) */
+	bool live_status;	  /* print a summary line every second */
+	double duration_seconds;  /* stop after this long; 0: when the targets end */
 	size_t ring_buffer_bytes;
-	int argc;	/* the tcheck-bpf command line, for the trace header */
+	int argc; /* the tcheck-bpf command line, for the trace header */
 	char *const *argv;
 };
 

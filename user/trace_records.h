@@ -21,77 +21,77 @@ enum trace_record_kind {
 };
 
 /* Flags of a call. */
-#define TRACE_CALL_OUT_VALUE_VALID (1U << 0)	/* out_value was read at return */
-#define TRACE_CALL_UNIQUE_ID_VALID (1U << 1)	/* unique_id_hash was read */
-#define TRACE_CALL_COMM_UNRESOLVED (1U << 2)	/* comm identity could not be found */
+#define TRACE_CALL_OUT_VALUE_VALID (1U << 0) /* out_value was read at return */
+#define TRACE_CALL_UNIQUE_ID_VALID (1U << 1) /* unique_id_hash was read */
+#define TRACE_CALL_COMM_UNRESOLVED (1U << 2) /* comm identity could not be found */
 
 /* One NCCL API call: entry and return paired. */
 struct trace_nccl_call {
-	uint64_t entry_ns;	/* CLOCK_MONOTONIC of the traced host */
+	uint64_t entry_ns; /* CLOCK_MONOTONIC of the traced host */
 	uint64_t duration_ns;
 	uint32_t pid;
 	uint32_t tid;
-	const char *function;	/* public name, "ncclAllReduce" */
-	int32_t result;	/* ncclResult_t */
-	uint32_t depth;	/* NCCL calls already open on the thread (0: from the application) */
-	uint32_t group_depth;	/* ncclGroupStart calls open on the thread */
-	uint32_t flags;	/* TRACE_CALL_* */
+	const char *function; /* public name, "ncclAllReduce" */
+	int32_t result;	      /* ncclResult_t */
+	uint32_t depth;	      /* NCCL calls already open on the thread (0: from the application) */
+	uint32_t group_depth; /* ncclGroupStart calls open on the thread */
+	uint32_t flags;	      /* TRACE_CALL_* */
 	uint32_t param_count;
 	/* Raw values in nccl.h order; a unique id passed by value holds its hash. */
 	uint64_t params[NCCL_MAX_PARAMS];
-	uint64_t out_value;	/* written through an out pointer: new comm, async error */
-	uint64_t unique_id_hash;	/* ncclGetUniqueId and the init calls */
-	uint64_t comm;	/* communicator handle used or created, 0 for none */
-	uint64_t comm_id;	/* identity shared by all ranks of the communicator, 0 unknown */
-	int32_t rank;	/* of this process in comm, -1 unknown */
-	int32_t nranks;	/* -1 unknown */
-	int64_t seq;	/* per-communicator number of this rank's communication calls, -1 none */
+	uint64_t out_value;	 /* written through an out pointer: new comm, async error */
+	uint64_t unique_id_hash; /* ncclGetUniqueId and the init calls */
+	uint64_t comm;		 /* communicator handle used or created, 0 for none */
+	uint64_t comm_id;	 /* identity shared by all ranks of the communicator, 0 unknown */
+	int32_t rank;		 /* of this process in comm, -1 unknown */
+	int32_t nranks;		 /* -1 unknown */
+	int64_t seq; /* per-communicator number of this rank's communication calls, -1 none */
 };
 
 /* A traced process, with the rank its launcher gave it. */
 struct trace_process {
 	uint32_t pid;
-	uint32_t parent_pid;	/* 0 when not traced from its start */
-	int32_t rank;	/* RANK, -1 when not set */
-	int32_t local_rank;	/* LOCAL_RANK, -1 when not set */
-	int32_t world_size;	/* WORLD_SIZE, -1 when not set */
-	int32_t exit_code;	/* as wait() reports it; -1 while running */
-	uint64_t start_ns;	/* first seen */
-	uint64_t end_ns;	/* 0 while running */
-	const char *command;	/* argv joined by spaces */
+	uint32_t parent_pid; /* 0 when not traced from its start */
+	int32_t rank;	     /* RANK, -1 when not set */
+	int32_t local_rank;  /* LOCAL_RANK, -1 when not set */
+	int32_t world_size;  /* WORLD_SIZE, -1 when not set */
+	int32_t exit_code;   /* as wait() reports it; -1 while running */
+	uint64_t start_ns;   /* first seen */
+	uint64_t end_ns;     /* 0 while running */
+	const char *command; /* argv joined by spaces */
 };
 
 enum trace_comm_origin {
-	TRACE_COMM_CREATED = 1,	/* seen being created from a unique id */
-	TRACE_COMM_SPLIT = 2,	/* seen being split or shrunk from a parent */
-	TRACE_COMM_RECOVERED = 3,	/* existed before attach, read from the library's memory */
-	TRACE_COMM_UNKNOWN = 4,	/* existed before attach and could not be read */
+	TRACE_COMM_CREATED = 1,	  /* seen being created from a unique id */
+	TRACE_COMM_SPLIT = 2,	  /* seen being split or shrunk from a parent */
+	TRACE_COMM_RECOVERED = 3, /* existed before attach, read from the library's memory */
+	TRACE_COMM_UNKNOWN = 4,	  /* existed before attach and could not be read */
 };
 
 /* A communicator of one process. */
 struct trace_communicator {
 	uint32_t pid;
-	uint32_t origin;	/* enum trace_comm_origin */
-	uint64_t handle;	/* ncclComm_t value in that process */
-	uint64_t comm_id;	/* identity shared by all its ranks, 0 unknown */
-	uint64_t parent_comm_id;	/* for splits, 0 otherwise */
-	int32_t rank;	/* -1 unknown */
-	int32_t nranks;	/* -1 unknown */
-	int32_t color;	/* for splits */
-	uint32_t split_index;	/* the parent's n-th split on this rank, for splits */
-	uint64_t nccl_comm_hash;	/* NCCL's own commHash when it could be read, else 0 */
-	int64_t seq_base;	/* collectives issued before the first one traced */
+	uint32_t origin;	 /* enum trace_comm_origin */
+	uint64_t handle;	 /* ncclComm_t value in that process */
+	uint64_t comm_id;	 /* identity shared by all its ranks, 0 unknown */
+	uint64_t parent_comm_id; /* for splits, 0 otherwise */
+	int32_t rank;		 /* -1 unknown */
+	int32_t nranks;		 /* -1 unknown */
+	int32_t color;		 /* for splits */
+	uint32_t split_index;	 /* the parent's n-th split on this rank, for splits */
+	uint64_t nccl_comm_hash; /* NCCL's own commHash when it could be read, else 0 */
+	int64_t seq_base;	 /* collectives issued before the first one traced */
 	uint64_t seen_ns;
-	const char *note;	/* why identity is missing, or "" */
+	const char *note; /* why identity is missing, or "" */
 };
 
 /* A library the probes were attached to. */
 struct trace_library {
-	uint32_t pid;	/* the process it was found in, 0 for a path given by the user */
+	uint32_t pid; /* the process it was found in, 0 for a path given by the user */
 	uint32_t functions_attached;
 	uint64_t attached_ns;
 	const char *path;
-	const char *build_id;	/* hex, "" when the file has none */
+	const char *build_id; /* hex, "" when the file has none */
 };
 
 /* Loss counters, cumulative since the recording started. */
@@ -110,9 +110,9 @@ struct trace_header {
 	uint32_t format_version;
 	char hostname[256];
 	char boot_id[64];
-	uint64_t anchor_monotonic_ns;	/* CLOCK_MONOTONIC ... */
-	uint64_t anchor_realtime_ns;	/* ... and CLOCK_REALTIME read at the same moment */
-	char command_line[1024];	/* the tcheck-bpf invocation */
+	uint64_t anchor_monotonic_ns; /* CLOCK_MONOTONIC ... */
+	uint64_t anchor_realtime_ns;  /* ... and CLOCK_REALTIME read at the same moment */
+	char command_line[1024];      /* the tcheck-bpf invocation */
 };
 
 /* A record of any kind, as a reader hands it out. */

@@ -11,8 +11,8 @@
 
 struct u64_map {
 	uint64_t *keys;
-	void **values;	/* NULL marks an empty slot: values must not be NULL */
-	size_t capacity;	/* a power of two, or 0 before the first insert */
+	void **values;	 /* NULL marks an empty slot: values must not be NULL */
+	size_t capacity; /* a power of two, or 0 before the first insert */
 	size_t count;
 };
 

@@ -54,11 +54,11 @@ typedef int64_t tcheck_s64;
 #define TCHECK_COOKIE_LIBRARY_CHANGE (1ULL << 27)
 
 enum tcheck_record_type {
-	TCHECK_RECORD_CALL = 1,	/* a library call, entry and return paired */
-	TCHECK_RECORD_PROCESS_FORK = 2,	/* a traced process started a child */
-	TCHECK_RECORD_PROCESS_EXEC = 3,	/* a traced process replaced its image */
-	TCHECK_RECORD_PROCESS_EXIT = 4,	/* a traced process ended */
-	TCHECK_RECORD_LIBRARY_CHANGE = 5,	/* a traced process loaded a library */
+	TCHECK_RECORD_CALL = 1,		  /* a library call, entry and return paired */
+	TCHECK_RECORD_PROCESS_FORK = 2,	  /* a traced process started a child */
+	TCHECK_RECORD_PROCESS_EXEC = 3,	  /* a traced process replaced its image */
+	TCHECK_RECORD_PROCESS_EXIT = 4,	  /* a traced process ended */
+	TCHECK_RECORD_LIBRARY_CHANGE = 5, /* a traced process loaded a library */
 };
 
 /* Flags of a call record. */
@@ -69,23 +69,23 @@ enum tcheck_record_type {
 
 /* Header common to every ring-buffer record. */
 struct tcheck_record_header {
-	tcheck_u32 type;	/* enum tcheck_record_type */
-	tcheck_u32 pid;	/* thread group id */
+	tcheck_u32 type; /* enum tcheck_record_type */
+	tcheck_u32 pid;	 /* thread group id */
 	tcheck_u32 tid;
 	tcheck_u32 reserved;
-	tcheck_u64 timestamp_ns;	/* CLOCK_MONOTONIC */
+	tcheck_u64 timestamp_ns; /* CLOCK_MONOTONIC */
 };
 
 /* A paired entry and return of one probed function. */
 struct tcheck_call_record {
-	struct tcheck_record_header header;	/* timestamp = entry time */
+	struct tcheck_record_header header; /* timestamp = entry time */
 	tcheck_u64 return_ns;
 	tcheck_u64 args[TCHECK_CALL_ARGS];
 	tcheck_s64 return_value;
 	tcheck_u64 out_value;
 	tcheck_u32 function_index;
-	tcheck_u32 depth;	/* calls of the library already open on the thread */
-	tcheck_u32 flags;	/* TCHECK_CALL_* */
+	tcheck_u32 depth; /* calls of the library already open on the thread */
+	tcheck_u32 flags; /* TCHECK_CALL_* */
 	tcheck_u32 reserved;
 	tcheck_u8 blob[TCHECK_BLOB_BYTES];
 };
@@ -93,18 +93,18 @@ struct tcheck_call_record {
 /* Fork, exec, exit and library-change notices. */
 struct tcheck_process_record {
 	struct tcheck_record_header header;
-	tcheck_u32 child_pid;	/* fork: the new process */
-	tcheck_s32 exit_code;	/* exit: as wait() would report it */
+	tcheck_u32 child_pid; /* fork: the new process */
+	tcheck_s32 exit_code; /* exit: as wait() would report it */
 };
 
 /* Counters the BPF side keeps, one slot each in a per-CPU array. */
 enum tcheck_counter {
-	TCHECK_COUNTER_CALLS = 0,	/* calls completed and offered */
-	TCHECK_COUNTER_RINGBUF_DROPS,	/* records lost: ring buffer full */
-	TCHECK_COUNTER_UNMATCHED_RETURNS,	/* returns whose entry was not seen */
-	TCHECK_COUNTER_NESTING_OVERFLOWS,	/* calls deeper than TCHECK_MAX_NESTING */
-	TCHECK_COUNTER_FILTERED,	/* calls suppressed by ONLY_FAILURES */
-	TCHECK_COUNTER_PROCESS_DROPS,	/* process notices lost: ring buffer full */
+	TCHECK_COUNTER_CALLS = 0,	  /* calls completed and offered */
+	TCHECK_COUNTER_RINGBUF_DROPS,	  /* records lost: ring buffer full */
+	TCHECK_COUNTER_UNMATCHED_RETURNS, /* returns whose entry was not seen */
+	TCHECK_COUNTER_NESTING_OVERFLOWS, /* calls deeper than TCHECK_MAX_NESTING */
+	TCHECK_COUNTER_FILTERED,	  /* calls suppressed by ONLY_FAILURES */
+	TCHECK_COUNTER_PROCESS_DROPS,	  /* process notices lost: ring buffer full */
 	TCHECK_COUNTER_COUNT,
 };
 

@@ -64,9 +64,9 @@ static void create_world(struct call_builder *builder, uint64_t handle, int rank
 
 	for (int i = 0; i < TCHECK_BLOB_BYTES; i++)
 		id_bytes[i] = (uint8_t)(i * 7 + 200);
-	init.args[0] = 0x7000;	/* comm* */
+	init.args[0] = 0x7000; /* comm* */
 	init.args[1] = (uint64_t)nranks;
-	init.args[2] = 0xffffffff00000000ULL | (uint32_t)rank;	/* int in a 64-bit register */
+	init.args[2] = 0xffffffff00000000ULL | (uint32_t)rank; /* int in a 64-bit register */
 	memcpy(init.blob, id_bytes, sizeof(id_bytes));
 	init.flags = TCHECK_CALL_HAS_BLOB | TCHECK_CALL_HAS_OUT_VALUE;
 	init.out_value = handle;
@@ -81,13 +81,13 @@ UNIT_TEST(call_builder, decodes_all_reduce_arguments_from_registers_and_stack)
 	const struct trace_nccl_call *built;
 
 	create_world(builder, 0xc0de, 2, 4);
-	call.args[0] = 0x1000;	/* sendbuff */
-	call.args[1] = 0x2000;	/* recvbuff */
-	call.args[2] = 4096;	/* count */
-	call.args[3] = 7;	/* ncclFloat32 */
-	call.args[4] = 0;	/* ncclSum */
-	call.args[5] = 0xc0de;	/* comm */
-	call.args[6] = 0x5555;	/* stream: the seventh argument, first stack word */
+	call.args[0] = 0x1000; /* sendbuff */
+	call.args[1] = 0x2000; /* recvbuff */
+	call.args[2] = 4096;   /* count */
+	call.args[3] = 7;      /* ncclFloat32 */
+	call.args[4] = 0;      /* ncclSum */
+	call.args[5] = 0xc0de; /* comm */
+	call.args[6] = 0x5555; /* stream: the seventh argument, first stack word */
 	call.return_value = 0;
 	CU_ASSERT_EQUAL(call_builder_add(builder, &call), 0);
 	built = last_call(&emitted);
@@ -115,9 +115,9 @@ UNIT_TEST(call_builder, reduce_root_is_the_sixth_register_and_comm_on_the_stack)
 	const struct trace_nccl_call *built;
 
 	create_world(builder, 0xc0de, 0, 2);
-	call.args[5] = 1;	/* root */
-	call.args[6] = 0xc0de;	/* comm */
-	call.args[7] = 0x77;	/* stream */
+	call.args[5] = 1;      /* root */
+	call.args[6] = 0xc0de; /* comm */
+	call.args[7] = 0x77;   /* stream */
 	call_builder_add(builder, &call);
 	built = last_call(&emitted);
 	CU_ASSERT_EQUAL(built->params[5], 1);
@@ -202,12 +202,13 @@ UNIT_TEST(call_builder, split_identity_derives_from_parent_index_and_colour)
 	for (int i = 0; i < 2; i++) {
 		split = make_call("ncclCommSplit", 1, 500 + (uint64_t)i);
 		split.args[0] = 0xa;
-		split.args[1] = 1;	/* color */
-		split.args[2] = 2;	/* key */
+		split.args[1] = 1; /* color */
+		split.args[2] = 2; /* key */
 		split.flags = TCHECK_CALL_HAS_OUT_VALUE;
 		split.out_value = 0xb0 + (uint64_t)i;
 		call_builder_add(builder, &split);
-		CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, nccl_split_comm_id(world_id, (uint32_t)i, 1));
+		CU_ASSERT_EQUAL(last_call(&emitted)->comm_id,
+				nccl_split_comm_id(world_id, (uint32_t)i, 1));
 		CU_ASSERT_EQUAL(last_call(&emitted)->rank, 1);
 		CU_ASSERT_EQUAL(last_call(&emitted)->nranks, 2);
 	}

@@ -18,15 +18,15 @@ struct unit_test {
 
 void unit_register(struct unit_test *test);
 
-#define UNIT_TEST(suite_name, test_name)                                                  \
-	static void suite_name##_##test_name(void);                                         \
-	static struct unit_test suite_name##_##test_name##_entry = {                        \
-		#suite_name, #test_name, suite_name##_##test_name, 0                        \
-	};                                                                                  \
-	__attribute__((constructor)) static void suite_name##_##test_name##_register(void) \
-	{                                                                                   \
-		unit_register(&suite_name##_##test_name##_entry);                         \
-	}                                                                                   \
+#define UNIT_TEST(suite_name, test_name)                                                       \
+	static void suite_name##_##test_name(void);                                            \
+	static struct unit_test suite_name##_##test_name##_entry = { #suite_name, #test_name,  \
+								     suite_name##_##test_name, \
+								     0 };                      \
+	__attribute__((constructor)) static void suite_name##_##test_name##_register(void)     \
+	{                                                                                      \
+		unit_register(&suite_name##_##test_name##_entry);                              \
+	}                                                                                      \
 	static void suite_name##_##test_name(void)
 
 #endif /* TCHECK_UNIT_H */
