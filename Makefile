@@ -106,8 +106,8 @@ unit-test: $(TEST_PROGRAM_DIR)/unit-tests
 e2e-test: all
 	tests/e2e/run-all.sh
 
-# Everything: unit tests, then the end-to-end tests (they load BPF: root).
-test: all
+# Everything: lint, unit tests, then the end-to-end tests (they load BPF: root).
+test: all lint
 	$(TEST_PROGRAM_DIR)/unit-tests
 	tests/e2e/run-all.sh
 

@@ -204,7 +204,7 @@ static int read_file_header(struct trace_reader *reader)
 				   path);
 	if (memcmp(fixed, TRACE_FORMAT_FILE_MAGIC,
 		   (size_t)got < TRACE_FORMAT_FILE_MAGIC_SIZE ? (size_t)got
-							      : TRACE_FORMAT_FILE_MAGIC_SIZE))
+							      : TRACE_FORMAT_FILE_MAGIC_SIZE) != 0)
 		return reader_fail(reader, -EBADMSG,
 				   "%s is not a tcheck-bpf trace (it does not start with the trace "
 				   "signature); give the file that 'tcheck-bpf record' wrote",
@@ -374,7 +374,7 @@ static int load_chunk(struct trace_reader *reader)
 		return end_truncated(reader, (uint64_t)got);
 
 	if (memcmp(header + TRACE_FORMAT_CHUNK_MAGIC_AT, TRACE_FORMAT_CHUNK_MAGIC,
-		   TRACE_FORMAT_CHUNK_MAGIC_SIZE))
+		   TRACE_FORMAT_CHUNK_MAGIC_SIZE) != 0)
 		return chunk_corrupt(reader, "does not start with the chunk signature");
 	if ((uint32_t)crc32(0L, header, TRACE_FORMAT_CHUNK_HEADER_CRC_AT) !=
 	    trace_format_get_u32(header + TRACE_FORMAT_CHUNK_HEADER_CRC_AT))
