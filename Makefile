@@ -87,6 +87,20 @@ $(NCCL_DOUBLE): $(NCCL_DOUBLE_SOURCES) $(wildcard tests/nccl_double/*.h) | $(TES
 		$(NCCL_DOUBLE_SOURCES) -lpthread -lrt -o $@
 	$(Q)ln -sf libnccl.so.2 $(TEST_PROGRAM_DIR)/lib/libnccl.so
 
+# The same NCCL linked into a library of another name, as conda's PyTorch
+# links NCCL statically into libtorch_cuda.so.
+EMBEDDING_LIBRARY := $(TEST_PROGRAM_DIR)/lib/libtorch_cuda_double.so
+$(EMBEDDING_LIBRARY): $(NCCL_DOUBLE_SOURCES) $(wildcard tests/nccl_double/*.h) | $(TEST_PROGRAM_DIR)/lib
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libtorch_cuda_double.so -Itests/nccl_double \
+		$(NCCL_DOUBLE_SOURCES) -lpthread -lrt -o $@
+
+$(TEST_PROGRAM_DIR)/nccl-workload-embedded: tests/workloads/nccl-workload.c $(EMBEDDING_LIBRARY)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/nccl_double -Itests/workloads $< \
+		-L$(TEST_PROGRAM_DIR)/lib -ltorch_cuda_double -Wl,-rpath,'$$ORIGIN/lib' \
+		-lpthread -ldl -lm -o $@
+
 $(TEST_PROGRAM_DIR)/%: tests/workloads/%.c $(NCCL_DOUBLE) $(wildcard tests/workloads/*.h)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/nccl_double -Itests/workloads $< \
@@ -98,7 +112,8 @@ $(TEST_PROGRAM_DIR)/bench/%: tools/bench/%.c $(NCCL_DOUBLE) | $(TEST_PROGRAM_DIR
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/nccl_double $< -L$(TEST_PROGRAM_DIR)/lib -lnccl \
 		-Wl,-rpath,'$$ORIGIN/../lib' -lpthread -ldl -lm -o $@
 
-test-programs: $(NCCL_DOUBLE) $(WORKLOADS) $(TOOLS) $(TEST_PROGRAM_DIR)/unit-tests
+test-programs: $(NCCL_DOUBLE) $(WORKLOADS) $(TOOLS) $(TEST_PROGRAM_DIR)/unit-tests \
+	$(TEST_PROGRAM_DIR)/nccl-workload-embedded
 
 unit-test: $(TEST_PROGRAM_DIR)/unit-tests
 	$(TEST_PROGRAM_DIR)/unit-tests

@@ -35,6 +35,7 @@ struct nccl_library {
 
 struct options {
 	long delay_ms;
+	long settle_ms;
 	long calls;
 	const char *library;
 	const char *log_path;
@@ -43,10 +44,12 @@ struct options {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: nccl-dlopen [--delay-ms D] [--lib PATH] [--calls K] [--log PATH]\n"
+		"usage: nccl-dlopen [--delay-ms D] [--settle-ms S] [--lib PATH] [--calls K]\n"
+		"                   [--log PATH]\n"
 		"Sleeps D ms (default 500), dlopen()s PATH (default: lib/libnccl.so.2 next to\n"
-		"this program), makes a 1-rank communicator, runs K all-reduces (default 20) and\n"
-		"writes every NCCL call made to PATH as JSON lines when --log is given.\n");
+		"this program), waits S ms (default 0, as a framework's set-up would), makes a\n"
+		"1-rank communicator, runs K all-reduces (default 20) and writes every NCCL\n"
+		"call made to PATH as JSON lines when --log is given.\n");
 }
 
 static int fail(const char *what, const char *detail)
@@ -68,6 +71,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 {
 	static const struct option long_options[] = {
 		{ "delay-ms", required_argument, NULL, 'd' },
+		{ "settle-ms", required_argument, NULL, 's' },
 		{ "lib", required_argument, NULL, 'l' },
 		{ "calls", required_argument, NULL, 'k' },
 		{ "log", required_argument, NULL, 'o' },
@@ -83,6 +87,9 @@ static int parse_options(int argc, char **argv, struct options *options)
 		switch (option) {
 		case 'd':
 			valid = parse_count(optarg, &options->delay_ms);
+			break;
+		case 's':
+			valid = parse_count(optarg, &options->settle_ms);
 			break;
 		case 'k':
 			valid = parse_count(optarg, &options->calls);
@@ -210,10 +217,18 @@ static int run(const struct nccl_library *nccl, const struct options *options,
 	return 0;
 }
 
+static void sleep_ms(long milliseconds)
+{
+	struct timespec delay = { .tv_sec = milliseconds / 1000,
+				  .tv_nsec = milliseconds % 1000 * 1000000L };
+
+	while (nanosleep(&delay, &delay) < 0 && errno == EINTR)
+		;
+}
+
 int main(int argc, char **argv)
 {
 	struct ground_truth_log log = { .file = NULL, .step = -1 };
-	struct timespec delay;
 	struct nccl_library nccl;
 	struct options options;
 	char library[PATH_MAX];
@@ -228,12 +243,10 @@ int main(int argc, char **argv)
 	if (options.log_path && ground_truth_open(&log, options.log_path) < 0)
 		return fail("cannot create the log", strerror(errno));
 
-	delay.tv_sec = options.delay_ms / 1000;
-	delay.tv_nsec = options.delay_ms % 1000 * 1000000L;
-	while (nanosleep(&delay, &delay) < 0 && errno == EINTR)
-		;
+	sleep_ms(options.delay_ms);
 	if (load_library(library, &nccl) != 0)
 		return 1;
+	sleep_ms(options.settle_ms);
 	status = run(&nccl, &options, &log);
 	ground_truth_close(&log);
 	return status;
