@@ -10,22 +10,28 @@ echo "== recording: tcheck-bpf record -o $out/demo.trace -- nccl-workload --rank
 	"$root/.output/tests/nccl-workload" --ranks 4 --steps 20 --log-dir "$out/ground-truth"
 echo
 echo "== calls per function (tcheck-bpf dump $out/demo.trace | jq)"
-"$root/tcheck-bpf" dump "$out/demo.trace" --calls-only >"$out/demo.jsonl"
+"$root/tcheck-bpf" dump "$out/demo.trace" >"$out/demo.jsonl"
 python3 - "$out/demo.jsonl" <<'PY'
 import collections, json, sys
-calls = [json.loads(line) for line in open(sys.argv[1])]
-by_name = collections.Counter(c["name"] for c in calls)
-for name, count in by_name.most_common():
+records = [json.loads(line) for line in open(sys.argv[1])]
+calls = [r for r in records if r["kind"] == "nccl"]
+rank_of = {r["pid"]: r["rank"] for r in records if r["kind"] == "process"}
+for name, count in collections.Counter(c["name"] for c in calls).most_common():
     print(f"  {name:<26} {count}")
-ranks = collections.Counter(c["rank"] for c in calls if c["name"] == "ncclAllReduce")
-print("  all-reduces by rank:", dict(sorted((str(k), v) for k, v in ranks.items())))
+per_rank = collections.Counter(rank_of.get(c["pid"]) for c in calls if c["rank"] is not None)
+print("  calls by RANK:", {k: per_rank[k] for k in sorted(k for k in per_rank if k is not None)})
+comms = {r["comm_id"]: r["nranks"] for r in records if r["kind"] == "communicator"}
+print(f"  communicators: {len(comms)} (sizes {sorted(comms.values())})")
 first = next(c for c in calls if c["name"] == "ncclAllReduce")
-print("  one call:", json.dumps(first)[:300])
+print("  one call:", json.dumps(first))
 PY
+echo
+echo "== checked against the workload's own log of what it called"
+python3 "$root/tests/e2e/compare_ground_truth.py" "$out/demo.jsonl" "$out/ground-truth" --expect-ranks 4
 "$root/tcheck-bpf" dump "$out/demo.trace" --format perfetto -o "$out/demo.perfetto.json"
 echo
 echo "== files"
 echo "  $out/demo.trace            the binary trace"
-echo "  $out/demo.jsonl            JSON Lines, one object per call"
+echo "  $out/demo.jsonl            JSON Lines, one object per record"
 echo "  $out/demo.perfetto.json    open it in https://ui.perfetto.dev"
 echo "  $out/ground-truth/         the workload's own log of every call it made"

@@ -334,6 +334,35 @@ static FILE *list_dependencies(const char *executable, pid_t *child)
 	return fdopen(pipe_fds[0], "r");
 }
 
+/*
+ * NCCL installed system-wide (ldconfig knows it) is probed up front too: a
+ * probe on a file costs nothing until some process maps it, and a command
+ * that dlopen()s it then has no window in which calls go unseen.
+ */
+static int scan_system_libraries(struct library_discovery *discovery, char *error,
+				 size_t error_size)
+{
+	FILE *cache = popen("ldconfig -p 2>/dev/null", "r");
+	char line[PATH_MAX + 128];
+	int added = 0;
+
+	if (!cache)
+		return 0;
+	while (fgets(line, sizeof(line), cache)) {
+		char *path = strstr(line, "=> /");
+		struct checked_file *checked = NULL;
+
+		if (!strstr(line, "libnccl") || !path)
+			continue;
+		path += 3;
+		path[strcspn(path, "\n")] = '\0';
+		if (check_file(discovery, path, 0, &checked, error, error_size) > 0)
+			added++;
+	}
+	pclose(cache);
+	return added;
+}
+
 int library_discovery_scan_command(struct library_discovery *discovery, const char *command,
 				   char *error, size_t error_size)
 {
@@ -342,11 +371,12 @@ int library_discovery_scan_command(struct library_discovery *discovery, const ch
 	FILE *listing;
 	pid_t child;
 
+	added = scan_system_libraries(discovery, error, error_size);
 	if (find_executable(command, executable, sizeof(executable)) || !is_elf(executable))
-		return 0;
+		return added;
 	listing = list_dependencies(executable, &child);
 	if (!listing)
-		return 0;
+		return added;
 	while (fgets(line, sizeof(line), listing)) {
 		char *arrow = strstr(line, "=> /"), *end;
 		struct checked_file *checked = NULL;

@@ -34,7 +34,8 @@ int library_discovery_scan_process(struct library_discovery *discovery, pid_t pi
 
 /*
  * Probes, before a command starts, the libraries its executable will be
- * loaded with, so that calls made right at start-up are not missed.
+ * loaded with and any NCCL the system's library cache lists, so that calls
+ * made right at start-up or right after a dlopen() are not missed.
  */
 int library_discovery_scan_command(struct library_discovery *discovery, const char *command,
 				   char *error, size_t error_size);

@@ -12,10 +12,11 @@ for test in "$here"/test_*.sh; do
 	name=$(basename "$test" .sh)
 	[ -n "${E2E_ONLY:-}" ] && [[ "$name" != *"$E2E_ONLY"* ]] && continue
 	log=$(mktemp)
-	start=$(date +%s.%N)
+	start=$(date +%s%N)
 	timeout 600 bash "$test" >"$log" 2>&1
 	status=$?
-	seconds=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
+	elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+	seconds="$((elapsed_ms / 1000)).$((elapsed_ms % 1000 / 100))"
 	case $status in
 	0) passed=$((passed + 1)); echo "PASS $name (${seconds}s)" ;;
 	77) skipped=$((skipped + 1)); echo "SKIP $name: $(tail -n 1 "$log")" ;;

@@ -24,7 +24,8 @@ for want, got in zip(log, calls):
         if key == "op":
             have = ["ncclSum", "ncclProd", "ncclMax", "ncclMin", "ncclAvg"].index(have)
         assert have == value, (key, want, got)
-libraries = [r for r in trace if r.get("kind") == "library"]
+# Found in the process (pid set) after it loaded it, not named up front.
+libraries = [r for r in trace if r.get("kind") == "library" and ".output/tests/lib" in r["path"]]
 assert len(libraries) == 1 and libraries[0]["pid"] != 0, libraries
 print(f"{len(calls)} calls recorded from a library loaded {libraries[0]['path']}")
 PY
