@@ -40,8 +40,14 @@ NCCL_DOUBLE := $(TEST_PROGRAM_DIR)/lib/libnccl.so.2
 NCCL_DOUBLE_SOURCES := $(wildcard tests/nccl_double/*.c)
 WORKLOAD_SOURCES := $(wildcard tests/workloads/*.c)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(TEST_PROGRAM_DIR)/%,$(WORKLOAD_SOURCES))
-TOOL_SOURCES := $(wildcard tools/bench/*.c)
-TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES))
+# Benchmark tools built by their own rules: an LD_PRELOAD library, and a
+# tool linked against the daemon's objects.
+INTERPOSER := $(TEST_PROGRAM_DIR)/bench/libnccl-interposer.so
+PROBE_FLOOR := $(TEST_PROGRAM_DIR)/bench/probe-floor
+TOOL_SOURCES := $(filter-out tools/bench/nccl-interposer.c tools/bench/probe-floor.c, \
+	$(wildcard tools/bench/*.c))
+TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES)) \
+	$(INTERPOSER) $(PROBE_FLOOR)
 
 .PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo
 .DELETE_ON_ERROR:
@@ -106,6 +112,17 @@ $(TEST_PROGRAM_DIR)/%: tests/workloads/%.c $(NCCL_DOUBLE) $(wildcard tests/workl
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/nccl_double -Itests/workloads $< \
 		-L$(TEST_PROGRAM_DIR)/lib -Wl,--as-needed -lnccl -Wl,--no-as-needed \
 		-Wl,-rpath,'$$ORIGIN/lib' -lpthread -ldl -lm -o $@
+
+# What patching NCCL in-process costs: wraps ncclAllReduce, finds the real one with RTLD_NEXT.
+$(INTERPOSER): tools/bench/nccl-interposer.c | $(TEST_PROGRAM_DIR)/bench
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -Itests/nccl_double $< \
+		-ldl -lpthread -o $@
+
+# The benchmark's floor: attaches the empty uprobe pair of bpf/benchmark_floor.bpf.c.
+$(PROBE_FLOOR): tools/bench/probe-floor.c $(LIBRARY_OBJECTS) | $(TEST_PROGRAM_DIR)/bench
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -o $@
 
 $(TEST_PROGRAM_DIR)/bench/%: tools/bench/%.c $(NCCL_DOUBLE) | $(TEST_PROGRAM_DIR)/bench
 	$(call msg,LINK,$@)

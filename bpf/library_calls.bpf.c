@@ -57,7 +57,8 @@ static __always_inline void notify_library_change(__u32 pid, __u32 tid)
 	record->header.timestamp_ns = bpf_ktime_get_ns();
 	record->child_pid = 0;
 	record->exit_code = 0;
-	bpf_ringbuf_submit(record, 0);
+	/* New libraries need probes at once: wake the reader now. */
+	bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
 }
 
 SEC("uprobe")
@@ -200,12 +201,8 @@ int library_call_return(struct pt_regs *ctx)
 	/* ncclCommGetAsyncError is polled constantly: keep only failures. */
 	if ((frame->cookie & TCHECK_COOKIE_ONLY_FAILURES) && (__u32)return_value == 0 &&
 	    record->out_value == 0) {
-		/*
-		 * A discarded record still takes space the reader must step
-		 * over: let the usual wake-up rule apply, or a reader that had
-		 * caught up is never woken again.
-		 */
-		bpf_ringbuf_discard(record, 0);
+		/* The reader steps over it on its next timed poll. */
+		bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
 		count(TCHECK_COUNTER_FILTERED);
 		return 0;
 	}
@@ -221,7 +218,7 @@ int library_call_return(struct pt_regs *ctx)
 	record->depth = depth;
 	record->reserved = 0;
 	read_blob(record, frame);
-	bpf_ringbuf_submit(record, 0);
+	bpf_ringbuf_submit(record, call_wakeup_flags());
 	count(TCHECK_COUNTER_CALLS);
 	return 0;
 }

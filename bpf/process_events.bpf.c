@@ -35,7 +35,8 @@ static __always_inline void notify(__u32 type, __u32 pid, __u32 tid, __u32 child
 	record->header.timestamp_ns = bpf_ktime_get_ns();
 	record->child_pid = child_pid;
 	record->exit_code = exit_code;
-	bpf_ringbuf_submit(record, 0);
+	/* Rare and needed at once (a new process's libraries, an exit): wake the reader. */
+	bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
 }
 
 SEC("tp_btf/sched_process_fork")

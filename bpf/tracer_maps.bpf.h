@@ -49,13 +49,29 @@ struct thread_calls {
 	struct open_call frames[TCHECK_MAX_NESTING];
 };
 
-/* LRU: a thread killed inside a call must not leak its slot forever. */
+/*
+ * A plain hash: an LRU one costs more on every call. Slots of exiting
+ * threads are deleted by the process_exit tracepoint.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
 	__type(value, struct thread_calls);
 } open_calls SEC(".maps") __weak;
+
+/*
+ * Waking the reader costs more than a probe itself (a wake-up per call
+ * doubled the cost per call): the reader polls on a short timer, and is
+ * woken early only once the buffer is a quarter full.
+ */
+static __always_inline __u64 call_wakeup_flags(void)
+{
+	__u64 waiting = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+
+	return waiting > size / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
 
 static __always_inline bool is_traced(__u32 pid)
 {

@@ -200,6 +200,18 @@ int probe_session_attach_notice(struct probe_session *session, const char *path,
 			  cookie, pid, error, error_size);
 }
 
+int probe_session_attach_floor(struct probe_session *session, const char *path, uint64_t offset,
+			       int pid, char *error, size_t error_size)
+{
+	int result = attach_one(session, session->skeleton->progs.floor_return, true, path, offset,
+				0, pid, error, error_size);
+
+	if (result)
+		return result;
+	return attach_one(session, session->skeleton->progs.floor_entry, false, path, offset, 0,
+			  pid, error, error_size);
+}
+
 int probe_session_poll(struct probe_session *session, int timeout_ms)
 {
 	int result = ring_buffer__poll(session->ring_buffer, timeout_ms);
@@ -207,7 +219,7 @@ int probe_session_poll(struct probe_session *session, int timeout_ms)
 	/* A signal (Ctrl-C) interrupting the wait is not an error. */
 	if (result == -EINTR)
 		result = 0;
-	/* Wake-ups are an optimisation: never let a missed one stall the reader. */
+	/* Calls are submitted without waking the reader (call_wakeup_flags): read them now. */
 	if (result == 0)
 		result = ring_buffer__consume(session->ring_buffer);
 	return result;

@@ -49,6 +49,14 @@ int probe_session_attach_call(struct probe_session *session, const char *path, u
 int probe_session_attach_notice(struct probe_session *session, const char *path, uint64_t offset,
 				uint64_t cookie, int pid, char *error, size_t error_size);
 
+/*
+ * The benchmark's floor: what any uprobe pair costs. Attaches the two
+ * empty programs (return first, then entry) at a file offset of a library,
+ * for one process; they record nothing. Used by tools/bench/probe-floor.
+ */
+int probe_session_attach_floor(struct probe_session *session, const char *path, uint64_t offset,
+			       int pid, char *error, size_t error_size);
+
 /* Polls the ring buffer up to timeout_ms; returns records handled or -errno. */
 int probe_session_poll(struct probe_session *session, int timeout_ms);
 /* Handles everything already in the ring buffer without waiting. */
