@@ -90,22 +90,29 @@ static int attach_nccl(struct library_discovery *discovery, const char *path, ui
 		       char *error, size_t error_size)
 {
 	struct trace_library record = { 0 };
+	uint64_t *offsets = NULL, *cookies = NULL;
 	struct nccl_library *library;
 	int result;
 
 	result = nccl_library_scan(path, &library, error, error_size);
 	if (result)
 		return result;
-	for (size_t i = 0; i < library->symbol_count; i++) {
-		const struct nccl_symbol *symbol = &library->symbols[i];
-
-		result = probe_session_attach_call(
-			discovery->session, path, symbol->file_offset,
-			nccl_function_cookie((size_t)symbol->function_index), error, error_size);
-		if (result)
-			goto out;
-		record.functions_attached++;
+	offsets = calloc(library->symbol_count, sizeof(*offsets));
+	cookies = calloc(library->symbol_count, sizeof(*cookies));
+	if (!offsets || !cookies) {
+		snprintf(error, error_size, "out of memory");
+		result = -ENOMEM;
+		goto out;
 	}
+	for (size_t i = 0; i < library->symbol_count; i++) {
+		offsets[i] = library->symbols[i].file_offset;
+		cookies[i] = nccl_function_cookie((size_t)library->symbols[i].function_index);
+	}
+	result = probe_session_attach_calls(discovery->session, path, offsets, cookies,
+					    library->symbol_count, error, error_size);
+	if (result)
+		goto out;
+	record.functions_attached = (uint32_t)library->symbol_count;
 	discovery->library_count++;
 	log_info("probed %u NCCL functions in %s", record.functions_attached, path);
 	record.pid = pid;
@@ -114,6 +121,8 @@ static int attach_nccl(struct library_discovery *discovery, const char *path, ui
 	record.build_id = library->build_id;
 	result = discovery->on_attached ? discovery->on_attached(discovery->context, &record) : 0;
 out:
+	free(offsets);
+	free(cookies);
 	nccl_library_free(library);
 	return result;
 }

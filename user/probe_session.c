@@ -14,13 +14,12 @@
 
 #include "log.h"
 #include "tracer.skel.h"
+#include "uprobe_links.h"
 
 struct probe_session {
 	struct tracer_bpf *skeleton;
 	struct ring_buffer *ring_buffer;
-	struct bpf_link **links;
-	size_t link_count;
-	size_t link_capacity;
+	struct uprobe_link_list links;
 	int possible_cpus;
 	probe_record_fn on_record;
 	void *context;
@@ -84,6 +83,13 @@ struct probe_session *probe_session_create(const struct probe_session_config *co
 		goto fail;
 	}
 	session->skeleton->rodata->filter_by_pid = true;
+	if (uprobe_link_prepare(session->skeleton->progs.library_call_entry) ||
+	    uprobe_link_prepare(session->skeleton->progs.library_call_return) ||
+	    uprobe_link_prepare(session->skeleton->progs.floor_entry) ||
+	    uprobe_link_prepare(session->skeleton->progs.floor_return)) {
+		snprintf(error, error_size, "cannot prepare the probe programs");
+		goto fail;
+	}
 	if (config->ring_buffer_bytes)
 		bpf_map__set_max_entries(session->skeleton->maps.events,
 					 (uint32_t)config->ring_buffer_bytes);
@@ -118,10 +124,7 @@ void probe_session_destroy(struct probe_session *session)
 {
 	if (!session)
 		return;
-	/* Each removal waits for the kernel's uprobe grace period (about 0.1 s). */
-	for (size_t i = 0; i < session->link_count; i++)
-		bpf_link__destroy(session->links[i]);
-	free(session->links);
+	uprobe_link_list_destroy(&session->links);
 	ring_buffer__free(session->ring_buffer);
 	tracer_bpf__destroy(session->skeleton);
 	free(session);
@@ -137,79 +140,39 @@ int probe_session_trace_process(struct probe_session *session, uint32_t pid)
 	return 0;
 }
 
-static int keep_link(struct probe_session *session, struct bpf_link *link)
-{
-	if (session->link_count == session->link_capacity) {
-		size_t capacity = session->link_capacity ? session->link_capacity * 2 : 64;
-		struct bpf_link **links = realloc(session->links, capacity * sizeof(*links));
-
-		if (!links)
-			return -ENOMEM;
-		session->links = links;
-		session->link_capacity = capacity;
-	}
-	session->links[session->link_count++] = link;
-	return 0;
-}
-
-static int attach_one(struct probe_session *session, struct bpf_program *program, bool retprobe,
-		      const char *path, uint64_t offset, uint64_t cookie, int pid, char *error,
-		      size_t error_size)
-{
-	struct bpf_uprobe_opts options = {
-		.sz = sizeof(options),
-		.bpf_cookie = cookie,
-		.retprobe = retprobe,
-	};
-	struct bpf_link *link;
-	int result;
-
-	link = bpf_program__attach_uprobe_opts(program, pid, path, offset, &options);
-	if (!link) {
-		result = -errno;
-		snprintf(error, error_size, "cannot attach a %s probe to %s at offset 0x%llx: %s",
-			 retprobe ? "return" : "entry", path, (unsigned long long)offset,
-			 strerror(-result));
-		return result;
-	}
-	result = keep_link(session, link);
-	if (result) {
-		bpf_link__destroy(link);
-		snprintf(error, error_size, "out of memory");
-	}
-	return result;
-}
-
-int probe_session_attach_call(struct probe_session *session, const char *path, uint64_t offset,
-			      uint64_t cookie, char *error, size_t error_size)
+int probe_session_attach_calls(struct probe_session *session, const char *path,
+			       const uint64_t *offsets, const uint64_t *cookies, size_t count,
+			       char *error, size_t error_size)
 {
 	/* pid -1: every process mapping the file; the traced set filters in BPF. */
-	int result = attach_one(session, session->skeleton->progs.library_call_return, true, path,
-				offset, cookie, -1, error, error_size);
+	int result =
+		uprobe_link_attach(&session->links, session->skeleton->progs.library_call_return,
+				   true, path, offsets, cookies, count, -1, error, error_size);
 
 	if (result)
 		return result;
-	return attach_one(session, session->skeleton->progs.library_call_entry, false, path, offset,
-			  cookie, -1, error, error_size);
+	return uprobe_link_attach(&session->links, session->skeleton->progs.library_call_entry,
+				  false, path, offsets, cookies, count, -1, error, error_size);
 }
 
 int probe_session_attach_notice(struct probe_session *session, const char *path, uint64_t offset,
 				uint64_t cookie, int pid, char *error, size_t error_size)
 {
-	return attach_one(session, session->skeleton->progs.library_call_entry, false, path, offset,
-			  cookie, pid, error, error_size);
+	return uprobe_link_attach(&session->links, session->skeleton->progs.library_call_entry,
+				  false, path, &offset, &cookie, 1, pid, error, error_size);
 }
 
 int probe_session_attach_floor(struct probe_session *session, const char *path, uint64_t offset,
 			       int pid, char *error, size_t error_size)
 {
-	int result = attach_one(session, session->skeleton->progs.floor_return, true, path, offset,
-				0, pid, error, error_size);
+	uint64_t cookie = 0;
+	int result = uprobe_link_attach(&session->links, session->skeleton->progs.floor_return,
+					true, path, &offset, &cookie, 1, pid, error, error_size);
 
 	if (result)
 		return result;
-	return attach_one(session, session->skeleton->progs.floor_entry, false, path, offset, 0,
-			  pid, error, error_size);
+	return uprobe_link_attach(&session->links, session->skeleton->progs.floor_entry, false,
+				  path, &offset, &cookie, 1, pid, error, error_size);
 }
 
 int probe_session_poll(struct probe_session *session, int timeout_ms)
@@ -247,5 +210,5 @@ void probe_session_counters(struct probe_session *session, uint64_t *counters)
 
 size_t probe_session_probe_count(const struct probe_session *session)
 {
-	return session->link_count;
+	return session->links.probes;
 }

@@ -34,13 +34,14 @@ void probe_session_destroy(struct probe_session *session);
 int probe_session_trace_process(struct probe_session *session, uint32_t pid);
 
 /*
- * Attaches the return probe, then the entry probe, at a file offset of a
- * library, for every process that maps it (the traced set filters). The
- * return probe goes first so that no entry is left waiting for a return
- * that is never probed.
+ * Attaches the return probes, then the entry probes, at file offsets of a
+ * library (each with its cookie), for every process that maps it (the
+ * traced set filters). Return probes go first so that no entry is left
+ * waiting for a return that is never probed.
  */
-int probe_session_attach_call(struct probe_session *session, const char *path, uint64_t offset,
-			      uint64_t cookie, char *error, size_t error_size);
+int probe_session_attach_calls(struct probe_session *session, const char *path,
+			       const uint64_t *offsets, const uint64_t *cookies, size_t count,
+			       char *error, size_t error_size);
 /*
  * Attaches an entry probe only (a notice, such as the loader's r_brk) in
  * one process: every process maps the loader, and a breakpoint there must
