@@ -14,21 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "error_message.h"
 #include "nccl_api.h"
-
-static int fail(char *error, size_t error_size, int err, const char *format, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *error, size_t error_size, int err, const char *format, ...)
-{
-	va_list args;
-
-	va_start(args, format);
-	if (error && error_size)
-		vsnprintf(error, error_size, format, args);
-	va_end(args);
-	return -err;
-}
 
 /*
  * The sentences of failures that depend only on the file's contents, so a
@@ -38,20 +25,22 @@ static int fail_cached(char *error, size_t error_size, int err, const char *path
 {
 	switch (err) {
 	case ENOEXEC:
-		return fail(error, error_size, err, "%s is not an ELF file", path);
+		return error_fail(error, error_size, err, "%s is not an ELF file", path);
 	case ENODATA:
-		return fail(error, error_size, err,
-			    "%s has no symbol table (it was stripped): its NCCL functions cannot "
-			    "be found; use a build that keeps .dynsym or .symtab",
-			    path);
+		return error_fail(
+			error, error_size, err,
+			"%s has no symbol table (it was stripped): its NCCL functions cannot "
+			"be found; use a build that keeps .dynsym or .symtab",
+			path);
 	case ENOMSG:
-		return fail(error, error_size, err,
-			    "%s defines no NCCL API function (it may only call into libnccl); "
-			    "point tcheck-bpf at the library that defines ncclAllReduce",
-			    path);
+		return error_fail(
+			error, error_size, err,
+			"%s defines no NCCL API function (it may only call into libnccl); "
+			"point tcheck-bpf at the library that defines ncclAllReduce",
+			path);
 	default:
-		return fail(error, error_size, err, "cannot read the symbols of %s: %s", path,
-			    strerror(err));
+		return error_fail(error, error_size, err, "cannot read the symbols of %s: %s", path,
+				  strerror(err));
 	}
 }
 
@@ -143,18 +132,20 @@ static int stat_file(const char *path, struct file_identity *identity, char *err
 		int err = errno;
 
 		if (err == ENOENT)
-			return fail(error, error_size, err,
-				    "cannot open %s: no such file; check the path (a library of a "
-				    "process in a container is reached through /proc/PID/root)",
-				    path);
+			return error_fail(
+				error, error_size, err,
+				"cannot open %s: no such file; check the path (a library of a "
+				"process in a container is reached through /proc/PID/root)",
+				path);
 		if (err == EACCES || err == EPERM)
-			return fail(error, error_size, err,
-				    "cannot open %s: permission denied; run tcheck-bpf as root",
-				    path);
-		return fail(error, error_size, err, "cannot open %s: %s", path, strerror(err));
+			return error_fail(
+				error, error_size, err,
+				"cannot open %s: permission denied; run tcheck-bpf as root", path);
+		return error_fail(error, error_size, err, "cannot open %s: %s", path,
+				  strerror(err));
 	}
 	if (!S_ISREG(st.st_mode))
-		return fail(error, error_size, ENOEXEC, "%s is not an ELF file", path);
+		return error_fail(error, error_size, ENOEXEC, "%s is not an ELF file", path);
 	identity->device = st.st_dev;
 	identity->inode = st.st_ino;
 	identity->size = st.st_size;
@@ -172,10 +163,11 @@ static int elf_file_open(const char *path, struct elf_file *file, char *error, s
 	if (file->fd < 0) {
 		err = errno;
 		if (err == EACCES || err == EPERM)
-			return fail(error, error_size, err,
-				    "cannot open %s: permission denied; run tcheck-bpf as root",
-				    path);
-		return fail(error, error_size, err, "cannot open %s: %s", path, strerror(err));
+			return error_fail(
+				error, error_size, err,
+				"cannot open %s: permission denied; run tcheck-bpf as root", path);
+		return error_fail(error, error_size, err, "cannot open %s: %s", path,
+				  strerror(err));
 	}
 	elf_version(EV_CURRENT);
 	/* Mapped, not read: only the pages of the tables we touch are loaded. */
@@ -186,13 +178,13 @@ static int elf_file_open(const char *path, struct elf_file *file, char *error, s
 	}
 	if (elf_getphdrnum(file->elf, &header_count) != 0) {
 		elf_file_close(file);
-		return fail(error, error_size, ENOEXEC, "%s is a damaged ELF file: %s", path,
-			    elf_errmsg(-1));
+		return error_fail(error, error_size, ENOEXEC, "%s is a damaged ELF file: %s", path,
+				  elf_errmsg(-1));
 	}
 	file->loads = calloc(header_count ? header_count : 1, sizeof(*file->loads));
 	if (!file->loads) {
 		elf_file_close(file);
-		return fail(error, error_size, ENOMEM, "out of memory reading %s", path);
+		return error_fail(error, error_size, ENOMEM, "out of memory reading %s", path);
 	}
 	for (size_t i = 0; i < header_count; i++) {
 		GElf_Phdr header;
@@ -473,8 +465,8 @@ static int scan_file(const char *path, struct nccl_library **result, char *error
 	if (!err)
 		err = collect_candidates(&file, file.symtab, &candidates);
 	if (err) {
-		err = fail(error, error_size, ENOMEM, "out of memory reading the symbols of %s",
-			   path);
+		err = error_fail(error, error_size, ENOMEM,
+				 "out of memory reading the symbols of %s", path);
 		goto out;
 	}
 	if (candidates.count)
@@ -482,8 +474,8 @@ static int scan_file(const char *path, struct nccl_library **result, char *error
 		      compare_candidates);
 	library = calloc(1, sizeof(*library));
 	if (!library || merge_candidates(&file, &candidates, library) != 0) {
-		err = fail(error, error_size, ENOMEM, "out of memory reading the symbols of %s",
-			   path);
+		err = error_fail(error, error_size, ENOMEM,
+				 "out of memory reading the symbols of %s", path);
 		goto out;
 	}
 	if (library->symbol_count == 0) {
@@ -559,7 +551,8 @@ int nccl_library_scan(const char *path, struct nccl_library **library, char *err
 		}
 		pthread_mutex_unlock(&cache_lock);
 		if (err == -ENOMEM)
-			return fail(error, error_size, ENOMEM, "out of memory reading %s", path);
+			return error_fail(error, error_size, ENOMEM, "out of memory reading %s",
+					  path);
 		return err ? fail_cached(error, error_size, -err, path) : 0;
 	}
 	err = scan_file(path, &scanned, error, error_size);
@@ -700,26 +693,28 @@ int elf_symbol_find(const char *path, const char *name, struct elf_symbol_locati
 		return err;
 	if (!file.dynsym && !file.symtab) {
 		elf_file_close(&file);
-		return fail(error, error_size, ENODATA,
-			    "%s has no symbol table (it was stripped): %s cannot be found in it",
-			    path, name);
+		return error_fail(
+			error, error_size, ENODATA,
+			"%s has no symbol table (it was stripped): %s cannot be found in it", path,
+			name);
 	}
 	if (!find_in_table(&file, file.dynsym, name, &symbol) &&
 	    !find_in_table(&file, file.symtab, name, &symbol)) {
 		elf_file_close(&file);
-		return fail(error, error_size, ENOENT,
-			    "%s does not define the symbol %s; check that it is the right file "
-			    "and version",
-			    path, name);
+		return error_fail(
+			error, error_size, ENOENT,
+			"%s does not define the symbol %s; check that it is the right file "
+			"and version",
+			path, name);
 	}
 	location->address = symbol.st_value;
 	location->size = symbol.st_size;
 	if (!address_to_file_offset(&file, symbol.st_value, &location->file_offset)) {
 		elf_file_close(&file);
-		return fail(error, error_size, ERANGE,
-			    "the symbol %s of %s at 0x%llx has no bytes in the file (it is "
-			    "zero-initialised data), so it has no file offset",
-			    name, path, (unsigned long long)symbol.st_value);
+		return error_fail(error, error_size, ERANGE,
+				  "the symbol %s of %s at 0x%llx has no bytes in the file (it is "
+				  "zero-initialised data), so it has no file offset",
+				  name, path, (unsigned long long)symbol.st_value);
 	}
 	elf_file_close(&file);
 	return 0;

@@ -8,25 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error_message.h"
 #include "nccl_api.h"
 
 /* Bytes U+FFFD takes in UTF-8: the replacement for each byte that is not valid. */
 #define REPLACEMENT_CHARACTER "\xef\xbf\xbd"
 #define REPLACEMENT_LENGTH 3
-
-static void format_error(char *error, size_t error_size, const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void format_error(char *error, size_t error_size, const char *format, ...)
-{
-	va_list arguments;
-
-	if (!error || !error_size)
-		return;
-	va_start(arguments, format);
-	vsnprintf(error, error_size, format, arguments);
-	va_end(arguments);
-}
 
 /* Adds 'value' (which may be NULL after a failed allocation); returns nonzero on failure. */
 static int put(json_t *object, const char *key, json_t *value)
@@ -439,10 +426,10 @@ static int write_line(FILE *out, json_t *object)
 static int output_failed(int err, char *error, size_t error_size)
 {
 	if (err == -ENOMEM)
-		format_error(error, error_size,
+		error_format(error, error_size,
 			     "out of memory while exporting the trace as JSON Lines");
 	else
-		format_error(error, error_size,
+		error_format(error, error_size,
 			     "could not write the JSON Lines export: %s; check the free space and "
 			     "the output file",
 			     strerror(-err));
@@ -468,7 +455,7 @@ int export_jsonl(struct trace_reader *reader, FILE *out, unsigned flags, char *e
 			return output_failed(err, error, error_size);
 	}
 	if (status < 0) {
-		format_error(error, error_size, "%s", trace_reader_error(reader));
+		error_format(error, error_size, "%s", trace_reader_error(reader));
 		return status;
 	}
 	errno = 0;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error_message.h"
 #include "nccl_api.h"
 
 #define FIRST_MAP_SLOTS 64
@@ -42,20 +43,6 @@ struct perfetto_export {
 	int recorder_named;
 	json_t *libraries;
 };
-
-static void format_error(char *error, size_t error_size, const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void format_error(char *error, size_t error_size, const char *format, ...)
-{
-	va_list arguments;
-
-	if (!error || !error_size)
-		return;
-	va_start(arguments, format);
-	vsnprintf(error, error_size, format, arguments);
-	va_end(arguments);
-}
 
 static size_t slot_of(uint64_t key, size_t slots)
 {
@@ -444,12 +431,12 @@ int export_perfetto(struct trace_reader *reader, FILE *out, unsigned flags, char
 		err = write_document(&export, reader, &reader_failed);
 
 	if (err && reader_failed)
-		format_error(error, error_size, "%s", trace_reader_error(reader));
+		error_format(error, error_size, "%s", trace_reader_error(reader));
 	else if (err == -ENOMEM)
-		format_error(error, error_size,
+		error_format(error, error_size,
 			     "out of memory while exporting the trace for Perfetto");
 	else if (err)
-		format_error(
+		error_format(
 			error, error_size,
 			"could not write the Perfetto export: %s; check the free space and the "
 			"output file",

@@ -16,6 +16,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "error_message.h"
+
 #define COMM_STRUCT_NAME "ncclComm"
 
 enum comm_member_index {
@@ -35,20 +37,6 @@ enum layout_absence {
 
 /* Anonymous structs and unions inside struct ncclComm are followed this deep. */
 #define ANONYMOUS_NESTING_LIMIT 8
-
-static int fail(char *error, size_t error_size, int err, const char *format, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *error, size_t error_size, int err, const char *format, ...)
-{
-	va_list args;
-
-	va_start(args, format);
-	if (error && error_size)
-		vsnprintf(error, error_size, format, args);
-	va_end(args);
-	return -err;
-}
 
 /* The members sought, by their name in NCCL's source and their place in the layout. */
 static const char *const member_names[MEMBER_COUNT] = {
@@ -325,15 +313,17 @@ static int describe_absence(enum layout_absence absence, const char *path, char 
 			    size_t error_size)
 {
 	if (absence == LAYOUT_NO_DWARF)
-		return fail(error, error_size, ENOENT,
-			    "%s has no DWARF debug information: the rank and identity of "
-			    "communicators created before attaching cannot be read; use an NCCL "
-			    "build with debug information",
-			    path);
-	return fail(error, error_size, ENOENT,
-		    "%s has no definition of struct ncclComm in its DWARF: the rank and identity "
-		    "of communicators created before attaching cannot be read",
-		    path);
+		return error_fail(
+			error, error_size, ENOENT,
+			"%s has no DWARF debug information: the rank and identity of "
+			"communicators created before attaching cannot be read; use an NCCL "
+			"build with debug information",
+			path);
+	return error_fail(
+		error, error_size, ENOENT,
+		"%s has no definition of struct ncclComm in its DWARF: the rank and identity "
+		"of communicators created before attaching cannot be read",
+		path);
 }
 
 /* Returns 0 with *absence saying whether a definition was found, or a negative errno. */
@@ -349,10 +339,11 @@ static int find_layout(const char *path, struct nccl_comm_layout *layout,
 	if (fd < 0) {
 		err = errno;
 		if (err == EACCES || err == EPERM)
-			return fail(error, error_size, err,
-				    "cannot open %s: permission denied; run tcheck-bpf as root",
-				    path);
-		return fail(error, error_size, err, "cannot open %s: %s", path, strerror(err));
+			return error_fail(
+				error, error_size, err,
+				"cannot open %s: permission denied; run tcheck-bpf as root", path);
+		return error_fail(error, error_size, err, "cannot open %s: %s", path,
+				  strerror(err));
 	}
 	dwarf = dwarf_begin(fd, DWARF_C_READ);
 	if (!dwarf) {
@@ -422,8 +413,10 @@ int nccl_comm_layout_find(const char *path, struct nccl_comm_layout *layout, cha
 	if (stat(path, &st) != 0) {
 		err = errno;
 		if (err == ENOENT)
-			return fail(error, error_size, err, "cannot open %s: no such file", path);
-		return fail(error, error_size, err, "cannot open %s: %s", path, strerror(err));
+			return error_fail(error, error_size, err, "cannot open %s: no such file",
+					  path);
+		return error_fail(error, error_size, err, "cannot open %s: %s", path,
+				  strerror(err));
 	}
 	/* Held across the search so that ranks asking at once wait for one parse. */
 	pthread_mutex_lock(&layout_cache_lock);
@@ -506,8 +499,9 @@ int nccl_comm_read(pid_t pid, uint64_t comm_pointer, const struct nccl_comm_layo
 	memset(values, 0, sizeof(*values));
 	values->rank = values->nranks = -1;
 	if (comm_pointer == 0)
-		return fail(error, error_size, EFAULT,
-			    "cannot read a communicator of pid %d: the pointer is NULL", (int)pid);
+		return error_fail(error, error_size, EFAULT,
+				  "cannot read a communicator of pid %d: the pointer is NULL",
+				  (int)pid);
 	for (int i = 0; i < MEMBER_COUNT; i++) {
 		const struct nccl_comm_member *member = layout_member_const(layout, i);
 
@@ -523,33 +517,37 @@ int nccl_comm_read(pid_t pid, uint64_t comm_pointer, const struct nccl_comm_layo
 		count++;
 	}
 	if (count == 0)
-		return fail(error, error_size, EINVAL,
-			    "the layout of struct ncclComm has none of commHash, rank, nRanks, "
-			    "opCount: nothing to read");
+		return error_fail(
+			error, error_size, EINVAL,
+			"the layout of struct ncclComm has none of commHash, rank, nRanks, "
+			"opCount: nothing to read");
 	got = process_vm_readv(pid, local, (unsigned long)count, remote, (unsigned long)count, 0);
 	if (got < 0) {
 		int err = errno;
 
 		if (err == ESRCH)
-			return fail(error, error_size, err, "no process with pid %d", (int)pid);
+			return error_fail(error, error_size, err, "no process with pid %d",
+					  (int)pid);
 		if (err == EPERM || err == EACCES)
-			return fail(error, error_size, EPERM,
-				    "cannot read the memory of pid %d: permission denied; run "
-				    "tcheck-bpf as root (or with CAP_SYS_PTRACE)",
-				    (int)pid);
+			return error_fail(
+				error, error_size, EPERM,
+				"cannot read the memory of pid %d: permission denied; run "
+				"tcheck-bpf as root (or with CAP_SYS_PTRACE)",
+				(int)pid);
 		if (err == EFAULT)
-			return fail(error, error_size, err,
-				    "cannot read struct ncclComm at 0x%llx in pid %d: the address "
-				    "is not mapped; the pointer is stale (the communicator was "
-				    "destroyed?)",
-				    (unsigned long long)comm_pointer, (int)pid);
-		return fail(error, error_size, err,
-			    "cannot read struct ncclComm at 0x%llx in pid %d: %s",
-			    (unsigned long long)comm_pointer, (int)pid, strerror(err));
+			return error_fail(
+				error, error_size, err,
+				"cannot read struct ncclComm at 0x%llx in pid %d: the address "
+				"is not mapped; the pointer is stale (the communicator was "
+				"destroyed?)",
+				(unsigned long long)comm_pointer, (int)pid);
+		return error_fail(error, error_size, err,
+				  "cannot read struct ncclComm at 0x%llx in pid %d: %s",
+				  (unsigned long long)comm_pointer, (int)pid, strerror(err));
 	}
 	/* The read stops at the first unmapped page: a partly mapped struct is no struct. */
 	if ((size_t)got != wanted)
-		return fail(
+		return error_fail(
 			error, error_size, EFAULT,
 			"cannot read struct ncclComm at 0x%llx in pid %d: only %zd of %zu bytes "
 			"are mapped; the pointer is stale (the communicator was destroyed?)",

@@ -15,35 +15,24 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "error_message.h"
+
 /* Larger /proc files than this are not a process's environment or command line. */
 #define PROC_FILE_LIMIT (256u << 20)
-
-static int fail(char *error, size_t error_size, int err, const char *format, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *error, size_t error_size, int err, const char *format, ...)
-{
-	va_list args;
-
-	va_start(args, format);
-	if (error && error_size)
-		vsnprintf(error, error_size, format, args);
-	va_end(args);
-	return -err;
-}
 
 /* Turns the errno of opening /proc/PID/<entry> into a sentence. */
 static int fail_proc(char *error, size_t error_size, int err, pid_t pid, const char *entry)
 {
 	if (err == ENOENT || err == ESRCH)
-		return fail(error, error_size, ESRCH, "no process with pid %d", (int)pid);
+		return error_fail(error, error_size, ESRCH, "no process with pid %d", (int)pid);
 	if (err == EACCES || err == EPERM)
-		return fail(error, error_size, err,
-			    "cannot read /proc/%d/%s: permission denied; run tcheck-bpf as root "
-			    "(or with CAP_SYS_PTRACE and CAP_BPF)",
-			    (int)pid, entry);
-	return fail(error, error_size, err, "cannot read /proc/%d/%s: %s", (int)pid, entry,
-		    strerror(err));
+		return error_fail(
+			error, error_size, err,
+			"cannot read /proc/%d/%s: permission denied; run tcheck-bpf as root "
+			"(or with CAP_SYS_PTRACE and CAP_BPF)",
+			(int)pid, entry);
+	return error_fail(error, error_size, err, "cannot read /proc/%d/%s: %s", (int)pid, entry,
+			  strerror(err));
 }
 
 /*
@@ -118,7 +107,7 @@ int process_check(pid_t pid, char *error, size_t error_size)
 	char path[64];
 
 	if (pid <= 0)
-		return fail(error, error_size, ESRCH, "no process with pid %d", (int)pid);
+		return error_fail(error, error_size, ESRCH, "no process with pid %d", (int)pid);
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (access(path, R_OK) != 0)
 		return fail_proc(error, error_size, errno, pid, "stat");
@@ -259,7 +248,7 @@ int process_maps_parse(const char *text, pid_t pid, struct mapped_file_list *lis
 	list->count = 0;
 	copy = strdup(text);
 	if (!copy)
-		return fail(error, error_size, ENOMEM, "out of memory reading a memory map");
+		return error_fail(error, error_size, ENOMEM, "out of memory reading a memory map");
 	for (line = copy; line && *line; line = next) {
 		struct mapped_region region;
 		struct mapped_file *file;
@@ -276,10 +265,11 @@ int process_maps_parse(const char *text, pid_t pid, struct mapped_file_list *lis
 			continue;
 		parsed = parse_maps_line(line, &region, &device, &inode, &path);
 		if (parsed < 0) {
-			err = fail(error, error_size, EINVAL,
-				   "line %d of the memory map of pid %d is not in the maps format: "
-				   "\"%.80s\"",
-				   line_number, (int)pid, line);
+			err = error_fail(
+				error, error_size, EINVAL,
+				"line %d of the memory map of pid %d is not in the maps format: "
+				"\"%.80s\"",
+				line_number, (int)pid, line);
 			break;
 		}
 		if (parsed == 0)
@@ -288,7 +278,8 @@ int process_maps_parse(const char *text, pid_t pid, struct mapped_file_list *lis
 		err = file ? add_region(file, &region)
 			   : add_file(list, path, pid, device, inode, &region);
 		if (err) {
-			err = fail(error, error_size, ENOMEM, "out of memory reading a memory map");
+			err = error_fail(error, error_size, ENOMEM,
+					 "out of memory reading a memory map");
 			break;
 		}
 	}
@@ -307,7 +298,7 @@ int process_maps_read(pid_t pid, struct mapped_file_list *list, char *error, siz
 	list->files = NULL;
 	list->count = 0;
 	if (pid <= 0)
-		return fail(error, error_size, ESRCH, "no process with pid %d", (int)pid);
+		return error_fail(error, error_size, ESRCH, "no process with pid %d", (int)pid);
 	err = read_proc_file(pid, "maps", &text, &length);
 	if (err)
 		return fail_proc(error, error_size, -err, pid, "maps");
@@ -470,8 +461,8 @@ int process_info_read(pid_t pid, struct process_info *info, char *error, size_t 
 	info->executable = read_executable(pid);
 	if (!info->command || !info->executable) {
 		process_info_free(info);
-		return fail(error, error_size, ENOMEM, "out of memory reading process %d",
-			    (int)pid);
+		return error_fail(error, error_size, ENOMEM, "out of memory reading process %d",
+				  (int)pid);
 	}
 	err = read_proc_file(pid, "environ", &environment, &length);
 	if (err) {
@@ -564,14 +555,14 @@ int process_children(pid_t pid, bool descendants, pid_t **pids, size_t *count, c
 		return err;
 	err = list_process_parents(&pairs, &pair_count);
 	if (err)
-		return fail(error, error_size, -err, "cannot list the processes in /proc: %s",
-			    strerror(-err));
+		return error_fail(error, error_size, -err, "cannot list the processes in /proc: %s",
+				  strerror(-err));
 	/* A tree has fewer nodes than there are processes, so this never grows. */
 	result = malloc((pair_count + 1) * sizeof(*result));
 	if (!result) {
 		free(pairs);
-		return fail(error, error_size, ENOMEM, "out of memory listing the children of %d",
-			    (int)pid);
+		return error_fail(error, error_size, ENOMEM,
+				  "out of memory listing the children of %d", (int)pid);
 	}
 	/* Breadth first: result[visited..found) are parents still to expand. */
 	for (pid_t parent = pid;;) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "error_message.h"
 #include "trace_format.h"
 
 #define ERROR_MESSAGE_SIZE 512
@@ -47,20 +48,6 @@ struct trace_writer {
 	int failure; /* sticky negative errno of a failed write */
 	char error[ERROR_MESSAGE_SIZE];
 };
-
-static void format_error(char *error, size_t error_size, const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void format_error(char *error, size_t error_size, const char *format, ...)
-{
-	va_list arguments;
-
-	if (!error || !error_size)
-		return;
-	va_start(arguments, format);
-	vsnprintf(error, error_size, format, arguments);
-	va_end(arguments);
-}
 
 static uint64_t timespec_ns(const struct timespec *time)
 {
@@ -144,7 +131,7 @@ int trace_header_init_local(struct trace_header *header, int argc, char *const a
 	header->format_version = TRACE_FORMAT_VERSION_MAJOR;
 	if (gethostname(header->hostname, sizeof(header->hostname) - 1)) {
 		err = -errno;
-		format_error(error, error_size, "could not read this machine's host name: %s",
+		error_format(error, error_size, "could not read this machine's host name: %s",
 			     strerror(-err));
 		return err;
 	}
@@ -161,7 +148,7 @@ int trace_header_init_local(struct trace_header *header, int argc, char *const a
 
 	err = read_clock_anchor(&header->anchor_monotonic_ns, &header->anchor_realtime_ns);
 	if (err) {
-		format_error(error, error_size,
+		error_format(error, error_size,
 			     "could not read the system clocks for the trace's time anchor: %s",
 			     strerror(-err));
 		return err;
@@ -208,7 +195,7 @@ static int write_all(int fd, const unsigned char *buffer, size_t length)
 static void writer_fail(struct trace_writer *writer, int err, const char *what)
 {
 	writer->failure = err;
-	format_error(writer->error, sizeof(writer->error),
+	error_format(writer->error, sizeof(writer->error),
 		     "%s %s failed: %s; the file keeps only what was written before, so free the "
 		     "space or fix the problem and record again",
 		     what, writer->path, strerror(-err));
@@ -274,7 +261,7 @@ struct trace_writer *trace_writer_create(const char *path, const struct trace_he
 
 	if (!writer || !(writer->path = strdup(path))) {
 		free(writer);
-		format_error(error, error_size, "out of memory creating the trace writer for %s",
+		error_format(error, error_size, "out of memory creating the trace writer for %s",
 			     path);
 		errno = ENOMEM;
 		return NULL;
@@ -291,7 +278,7 @@ struct trace_writer *trace_writer_create(const char *path, const struct trace_he
 		free(writer->strings);
 		free(writer->path);
 		free(writer);
-		format_error(error, error_size, "out of memory creating the trace writer for %s",
+		error_format(error, error_size, "out of memory creating the trace writer for %s",
 			     path);
 		errno = ENOMEM;
 		return NULL;
@@ -301,7 +288,7 @@ struct trace_writer *trace_writer_create(const char *path, const struct trace_he
 	writer->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (writer->fd < 0) {
 		err = -errno;
-		format_error(error, error_size,
+		error_format(error, error_size,
 			     "could not create the trace file %s: %s; check that its directory "
 			     "exists and is writable",
 			     path, strerror(-err));
@@ -309,7 +296,7 @@ struct trace_writer *trace_writer_create(const char *path, const struct trace_he
 	}
 	err = write_file_header(writer, header);
 	if (err) {
-		format_error(error, error_size,
+		error_format(error, error_size,
 			     "could not write the header of the trace file %s: %s", path,
 			     strerror(-err));
 		close(writer->fd);
@@ -330,7 +317,7 @@ int trace_writer_set_chunk_limits(struct trace_writer *writer, uint32_t max_reco
 				  uint32_t max_bytes)
 {
 	if (max_bytes > TRACE_WRITER_MAX_CHUNK_BYTES) {
-		format_error(writer->error, sizeof(writer->error),
+		error_format(writer->error, sizeof(writer->error),
 			     "a chunk of %u bytes is larger than the %u a trace chunk may hold",
 			     max_bytes, TRACE_WRITER_MAX_CHUNK_BYTES);
 		return -EINVAL;
@@ -588,7 +575,7 @@ static uint64_t record_time(const struct trace_record *record)
 
 static int reject_record(struct trace_writer *writer, const char *reason)
 {
-	format_error(
+	error_format(
 		writer->error, sizeof(writer->error),
 		"could not add a record to %s: %s; this is a bug in tcheck-bpf, please report it",
 		writer->path, reason);
@@ -635,7 +622,7 @@ static int add_encoded(struct trace_writer *writer, const struct trace_record *r
 	if (!err)
 		err = reserve_chunk(writer, TRACE_FORMAT_RECORD_HEADER_SIZE + size);
 	if (err) {
-		format_error(writer->error, sizeof(writer->error),
+		error_format(writer->error, sizeof(writer->error),
 			     "could not add a record to %s: %s", writer->path, strerror(-err));
 		return err;
 	}
@@ -740,7 +727,7 @@ int trace_writer_close(struct trace_writer *writer, char *error, size_t error_si
 		writer_fail(writer, err, "closing");
 	}
 	if (err)
-		format_error(error, error_size, "%s", writer->error);
+		error_format(error, error_size, "%s", writer->error);
 
 	for (size_t i = 0; i < writer->string_slots; i++)
 		free(writer->strings[i].bytes);

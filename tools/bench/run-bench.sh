@@ -123,18 +123,24 @@ finish_call_bench() {
 
 # Starts `tcheck-bpf record` on the given pids and waits until it traces. Sets STARTED_PID.
 start_recorder() {
-	local name=$1 pid_options=() pid
+	local name=$1 pid_options=() pid keeper
 	shift
 	for pid in "$@"; do
 		pid_options+=(--pid "$pid")
 	done
+	# record --pid ends when its targets do; an idle extra target keeps it up until
+	# stop_background, so its CPU time and memory can be read after the load.
+	sleep 3600 &
+	keeper=$!
+	BACKGROUND_PIDS+=("$keeper")
+	pid_options+=(--pid "$keeper")
 	"$TCHECK" record -o "$SCRATCH/$name.trace" "${pid_options[@]}" 2>"$SCRATCH/$name.log" &
 	STARTED_PID=$!
 	BACKGROUND_PIDS+=("$STARTED_PID")
 	wait_for_text "$SCRATCH/$name.log" "tracing" "$STARTED_PID"
 }
 
-# SIGINT, then wait: detaching takes about 0.1 s per probe (the uprobe grace period).
+# SIGINT, then wait for the recorder to detach and close its trace.
 stop_background() {
 	kill -INT "$1" 2>/dev/null || true
 	wait "$1" || fail "process $1 failed: $(cat "$2" 2>/dev/null)"
