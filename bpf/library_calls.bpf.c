@@ -141,6 +141,38 @@ static __always_inline void read_out_value(struct tcheck_call_record *record,
 	record->flags |= TCHECK_CALL_HAS_OUT_VALUE;
 }
 
+/* A communicator just created: read who it is before the process can end. */
+static __always_inline void read_created_communicator(struct tcheck_call_record *record,
+						      const struct open_call *frame,
+						      __u32 return_code)
+{
+	__u32 slot = (frame->cookie >> TCHECK_COOKIE_LAYOUT_SHIFT) & TCHECK_COOKIE_LAYOUT_MASK;
+	const struct tcheck_comm_layout *layout;
+	__u64 comm = record->out_value;
+
+	record->comm_hash = 0;
+	record->comm_rank = -1;
+	record->comm_nranks = -1;
+	/* 7 is ncclInProgress: a non-blocking init has filled these already. */
+	if (!slot || !comm || !(record->flags & TCHECK_CALL_HAS_OUT_VALUE) ||
+	    (frame->cookie & TCHECK_COOKIE_OUT_IS_32BIT) || (return_code != 0 && return_code != 7))
+		return;
+	slot -= 1;
+	layout = bpf_map_lookup_elem(&comm_layouts, &slot);
+	if (!layout)
+		return;
+	if (layout->comm_hash_offset >= 0 &&
+	    !bpf_probe_read_user(&record->comm_hash, sizeof(record->comm_hash),
+				 (void *)(comm + layout->comm_hash_offset)))
+		record->flags |= TCHECK_CALL_HAS_COMM_HASH;
+	if (layout->rank_offset >= 0 && layout->nranks_offset >= 0 &&
+	    !bpf_probe_read_user(&record->comm_rank, sizeof(record->comm_rank),
+				 (void *)(comm + layout->rank_offset)) &&
+	    !bpf_probe_read_user(&record->comm_nranks, sizeof(record->comm_nranks),
+				 (void *)(comm + layout->nranks_offset)))
+		record->flags |= TCHECK_CALL_HAS_COMM_RANK;
+}
+
 static __always_inline void read_blob(struct tcheck_call_record *record,
 				      const struct open_call *frame)
 {
@@ -217,6 +249,7 @@ int library_call_return(struct pt_regs *ctx)
 	record->function_index = frame->cookie & TCHECK_COOKIE_FUNCTION_MASK;
 	record->depth = depth;
 	record->reserved = 0;
+	read_created_communicator(record, frame, (__u32)return_value);
 	read_blob(record, frame);
 	bpf_ringbuf_submit(record, call_wakeup_flags());
 	count(TCHECK_COUNTER_CALLS);

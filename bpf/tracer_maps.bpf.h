@@ -60,6 +60,14 @@ struct {
 	__type(value, struct thread_calls);
 } open_calls SEC(".maps") __weak;
 
+/* Per library, where struct ncclComm keeps identity (filled by the daemon from DWARF). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TCHECK_MAX_COMM_LAYOUTS);
+	__type(key, __u32);
+	__type(value, struct tcheck_comm_layout);
+} comm_layouts SEC(".maps") __weak;
+
 /*
  * Waking the reader costs more than a probe itself (a wake-up per call
  * doubled the cost per call): the reader polls on a short timer, and is

@@ -227,7 +227,8 @@ static void decode(const struct nccl_function *function, const struct tcheck_cal
 	call->rank = -1;
 	call->nranks = -1;
 	call->seq = -1;
-	if (record->flags & TCHECK_CALL_HAS_BLOB) {
+	/* ncclCommInitAll's blob is the array of communicators it wrote, not an id. */
+	if ((record->flags & TCHECK_CALL_HAS_BLOB) && function->kind != NCCL_KIND_COMM_INIT_ALL) {
 		call->unique_id_hash = nccl_unique_id_hash(record->blob, TCHECK_BLOB_BYTES);
 		call->flags |= TRACE_CALL_UNIQUE_ID_VALID;
 	}
@@ -275,8 +276,21 @@ static int created_handle(const struct trace_nccl_call *call, uint64_t *handle)
 	return 1;
 }
 
+/* What the probe read from a communicator as it was created. */
+static void take_created_fields(struct known_communicator *known,
+				const struct tcheck_call_record *record)
+{
+	if (record->flags & TCHECK_CALL_HAS_COMM_HASH)
+		known->info.nccl_comm_hash = record->comm_hash;
+	if (record->flags & TCHECK_CALL_HAS_COMM_RANK) {
+		known->info.rank = record->comm_rank;
+		known->info.nranks = record->comm_nranks;
+	}
+}
+
 static int handle_init(struct call_builder *builder, struct process_state *process,
-		       const struct nccl_function *function, struct trace_nccl_call *call)
+		       const struct nccl_function *function, struct trace_nccl_call *call,
+		       const struct tcheck_call_record *record)
 {
 	struct known_communicator *known;
 	uint64_t handle;
@@ -302,13 +316,55 @@ static int handle_init(struct call_builder *builder, struct process_state *proce
 	} else {
 		known->info.note = "the unique id could not be read at creation";
 	}
+	take_created_fields(known, record);
 	describe_call_communicator(call, known);
 	call->comm = handle;
 	return emit_communicator(builder, known);
 }
 
+/*
+ * ncclCommInitAll makes one communicator whose ranks all live in this
+ * process: handle i is rank i. Its identity only has to be shared within
+ * the process, so it derives from the handles themselves.
+ */
+static int handle_init_all(struct call_builder *builder, struct process_state *process,
+			   const struct nccl_function *function, struct trace_nccl_call *call,
+			   const struct tcheck_call_record *record)
+{
+	int32_t device_count = int_param(call, function, "ndev");
+	size_t kept = TCHECK_BLOB_BYTES / sizeof(uint64_t);
+	uint64_t handles[TCHECK_BLOB_BYTES / sizeof(uint64_t)];
+	uint64_t comm_id;
+
+	if (call->result != 0 || !(record->flags & TCHECK_CALL_HAS_BLOB) || device_count <= 0)
+		return 0;
+	if ((size_t)device_count < kept)
+		kept = (size_t)device_count;
+	memcpy(handles, record->blob, sizeof(handles));
+	comm_id = nccl_unique_id_hash((const uint8_t *)handles, kept * sizeof(uint64_t));
+	for (size_t i = 0; i < kept; i++) {
+		struct known_communicator *known;
+		int error;
+
+		if (!handles[i])
+			continue;
+		known = add_communicator(builder, process, call->pid, handles[i], call->entry_ns);
+		if (!known)
+			return -ENOMEM;
+		known->info.origin = TRACE_COMM_CREATED;
+		known->info.comm_id = comm_id;
+		known->info.rank = (int32_t)i;
+		known->info.nranks = device_count;
+		error = emit_communicator(builder, known);
+		if (error)
+			return error;
+	}
+	return 0;
+}
+
 static int handle_split(struct call_builder *builder, struct process_state *process,
-			const struct nccl_function *function, struct trace_nccl_call *call)
+			const struct nccl_function *function, struct trace_nccl_call *call,
+			const struct tcheck_call_record *record)
 {
 	uint64_t parent_handle = call->params[nccl_param_find(function, NCCL_PARAM_COMM)];
 	struct known_communicator *parent = u64_map_get(&process->communicators, parent_handle);
@@ -322,7 +378,15 @@ static int handle_split(struct call_builder *builder, struct process_state *proc
 					      call->entry_ns);
 	if (!parent)
 		return -ENOMEM;
-	/* Every rank of the parent takes part in each split, so indices agree. */
+	/*
+	 * Every rank of the parent takes part in each split, so indices agree;
+	 * a call the library refused before starting the split does not count.
+	 */
+	if (call->result != 0 && call->result != NCCL_IN_PROGRESS) {
+		call->comm = parent_handle;
+		describe_call_communicator(call, parent);
+		return 0;
+	}
 	split_index = parent->splits_made++;
 	if (function->kind == NCCL_KIND_COMM_SPLIT && strcmp(function->name, "ncclCommSplit") == 0)
 		color = int_param(call, function, "color");
@@ -341,8 +405,12 @@ static int handle_split(struct call_builder *builder, struct process_state *proc
 		known->info.comm_id = nccl_split_comm_id(parent->info.comm_id, split_index, color);
 	else
 		known->info.note = "the parent communicator's identity is unknown";
-	/* Rank and size in the child depend on every rank's colour: ask the library. */
-	if (builder->resolve) {
+	/*
+	 * Rank and size in the child depend on every rank's colour: the probe
+	 * read them from the library as the call returned, or ask it now.
+	 */
+	take_created_fields(known, record);
+	if (!(record->flags & TCHECK_CALL_HAS_COMM_RANK) && builder->resolve) {
 		struct trace_communicator from_library = known->info;
 
 		builder->resolve(builder->context, call->pid, handle, &from_library);
@@ -408,13 +476,13 @@ int call_builder_add(struct call_builder *builder, const struct tcheck_call_reco
 	update_group_depth(thread, function, &call);
 	switch (function->kind) {
 	case NCCL_KIND_COMM_INIT:
-		error = handle_init(builder, process, function, &call);
+		error = handle_init(builder, process, function, &call, record);
 		break;
 	case NCCL_KIND_COMM_SPLIT:
-		error = handle_split(builder, process, function, &call);
+		error = handle_split(builder, process, function, &call, record);
 		break;
 	case NCCL_KIND_COMM_INIT_ALL:
-		/* One process owns every rank: identities are local, not cross-host. */
+		error = handle_init_all(builder, process, function, &call, record);
 		break;
 	default:
 		error = handle_communication(builder, process, function, &call);

@@ -15,6 +15,7 @@
 
 #include "elf_symbols.h"
 #include "log.h"
+#include "nccl_comm_layout.h"
 #include "process_maps.h"
 #include "u64_map.h"
 
@@ -32,6 +33,7 @@ struct library_discovery {
 	struct u64_map nccl_paths;     /* pid -> host path of its NCCL library */
 	struct u64_map loader_notices; /* pid -> its loader's path, once probed */
 	size_t library_count;
+	uint32_t comm_layouts_used; /* slots of the probes' comm_layouts map */
 };
 
 struct library_discovery *library_discovery_create(struct probe_session *session,
@@ -86,9 +88,37 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
 }
 
+/*
+ * Gives the probes the library's struct ncclComm layout (from its DWARF),
+ * so they read each new communicator's identity at once. Returns the
+ * cookie bits naming the slot, or 0 when the library has no such layout.
+ */
+static uint64_t share_comm_layout(struct library_discovery *discovery, const char *path)
+{
+	struct tcheck_comm_layout shared = { .reserved = 0 };
+	struct nccl_comm_layout layout;
+	char error[256];
+	uint32_t slot;
+
+	if (discovery->comm_layouts_used >= TCHECK_MAX_COMM_LAYOUTS ||
+	    nccl_comm_layout_find(path, &layout, error, sizeof(error)) < 0) {
+		log_debug("communicators of %s are read later: no layout", path);
+		return 0;
+	}
+	shared.comm_hash_offset = (int32_t)layout.comm_hash.offset;
+	shared.rank_offset = (int32_t)layout.rank.offset;
+	shared.nranks_offset = (int32_t)layout.nranks.offset;
+	slot = discovery->comm_layouts_used;
+	if (probe_session_set_comm_layout(discovery->session, slot, &shared))
+		return 0;
+	discovery->comm_layouts_used++;
+	return (uint64_t)(slot + 1) << TCHECK_COOKIE_LAYOUT_SHIFT;
+}
+
 static int attach_nccl(struct library_discovery *discovery, const char *path, uint32_t pid,
 		       char *error, size_t error_size)
 {
+	uint64_t layout_bits;
 	struct trace_library record = { 0 };
 	uint64_t *offsets = NULL, *cookies = NULL;
 	struct nccl_library *library;
@@ -104,9 +134,11 @@ static int attach_nccl(struct library_discovery *discovery, const char *path, ui
 		result = -ENOMEM;
 		goto out;
 	}
+	layout_bits = share_comm_layout(discovery, path);
 	for (size_t i = 0; i < library->symbol_count; i++) {
 		offsets[i] = library->symbols[i].file_offset;
-		cookies[i] = nccl_function_cookie((size_t)library->symbols[i].function_index);
+		cookies[i] = nccl_function_cookie((size_t)library->symbols[i].function_index) |
+			     layout_bits;
 	}
 	result = probe_session_attach_calls(discovery->session, path, offsets, cookies,
 					    library->symbol_count, error, error_size);

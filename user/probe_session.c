@@ -175,6 +175,15 @@ int probe_session_attach_floor(struct probe_session *session, const char *path, 
 				  path, &offset, &cookie, 1, pid, error, error_size);
 }
 
+int probe_session_set_comm_layout(struct probe_session *session, uint32_t slot,
+				  const struct tcheck_comm_layout *layout)
+{
+	if (bpf_map_update_elem(bpf_map__fd(session->skeleton->maps.comm_layouts), &slot, layout,
+				BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 int probe_session_poll(struct probe_session *session, int timeout_ms)
 {
 	int result = ring_buffer__poll(session->ring_buffer, timeout_ms);

@@ -58,6 +58,13 @@ int probe_session_attach_notice(struct probe_session *session, const char *path,
 int probe_session_attach_floor(struct probe_session *session, const char *path, uint64_t offset,
 			       int pid, char *error, size_t error_size);
 
+/*
+ * Tells the probes where a library's struct ncclComm keeps its identity;
+ * slot is the one given in the cookie's TCHECK_COOKIE_LAYOUT bits, less one.
+ */
+int probe_session_set_comm_layout(struct probe_session *session, uint32_t slot,
+				  const struct tcheck_comm_layout *layout);
+
 /* Polls the ring buffer up to timeout_ms; returns records handled or -errno. */
 int probe_session_poll(struct probe_session *session, int timeout_ms);
 /* Handles everything already in the ring buffer without waiting. */

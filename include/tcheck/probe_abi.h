@@ -52,6 +52,22 @@ typedef int64_t tcheck_s64;
 #define TCHECK_COOKIE_ONLY_FAILURES (1ULL << 26)
 /* Bit 27: the probe marks a change of the loaded-library list (r_brk). */
 #define TCHECK_COOKIE_LIBRARY_CHANGE (1ULL << 27)
+/*
+ * Bits 28-31: 1 + the slot in comm_layouts describing the library's
+ * struct ncclComm, so a communicator written through the out pointer is
+ * read at once (rank, size, commHash), while its process still exists.
+ */
+#define TCHECK_COOKIE_LAYOUT_SHIFT 28
+#define TCHECK_COOKIE_LAYOUT_MASK 0xfULL
+#define TCHECK_MAX_COMM_LAYOUTS 15
+
+/* Where a library keeps a communicator's identity; -1 for a member it lacks. */
+struct tcheck_comm_layout {
+	tcheck_s32 comm_hash_offset;
+	tcheck_s32 rank_offset;
+	tcheck_s32 nranks_offset;
+	tcheck_s32 reserved;
+};
 
 enum tcheck_record_type {
 	TCHECK_RECORD_CALL = 1,		  /* a library call, entry and return paired */
@@ -66,6 +82,8 @@ enum tcheck_record_type {
 #define TCHECK_CALL_HAS_OUT_VALUE (1U << 1)
 #define TCHECK_CALL_OUT_READ_FAILED (1U << 2)
 #define TCHECK_CALL_BLOB_READ_FAILED (1U << 3)
+#define TCHECK_CALL_HAS_COMM_HASH (1U << 4) /* comm_hash read from the new communicator */
+#define TCHECK_CALL_HAS_COMM_RANK (1U << 5) /* comm_rank and comm_nranks read likewise */
 
 /* Header common to every ring-buffer record. */
 struct tcheck_record_header {
@@ -87,6 +105,9 @@ struct tcheck_call_record {
 	tcheck_u32 depth; /* calls of the library already open on the thread */
 	tcheck_u32 flags; /* TCHECK_CALL_* */
 	tcheck_u32 reserved;
+	tcheck_u64 comm_hash; /* of the communicator created, when flagged */
+	tcheck_s32 comm_rank;
+	tcheck_s32 comm_nranks;
 	tcheck_u8 blob[TCHECK_BLOB_BYTES];
 };
 

@@ -218,6 +218,67 @@ UNIT_TEST(call_builder, split_identity_derives_from_parent_index_and_colour)
 	call_builder_destroy(builder);
 }
 
+UNIT_TEST(call_builder, refused_split_does_not_advance_the_split_index)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct tcheck_call_record split;
+	uint64_t world_id;
+
+	create_world(builder, 0xa, 0, 2);
+	world_id = nccl_unique_id_hash(id_bytes, sizeof(id_bytes));
+	/* Refused before it started (a bad colour): the peers never saw it. */
+	split = make_call("ncclCommSplit", 1, 500);
+	split.args[0] = 0xa;
+	split.args[1] = (uint64_t)-7;
+	split.return_value = 4;
+	call_builder_add(builder, &split);
+	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, world_id);
+	split = make_call("ncclCommSplit", 1, 600);
+	split.args[0] = 0xa;
+	split.args[1] = 3;
+	split.flags = TCHECK_CALL_HAS_OUT_VALUE;
+	split.out_value = 0xb0;
+	call_builder_add(builder, &split);
+	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, nccl_split_comm_id(world_id, 0, 3));
+	call_builder_destroy(builder);
+}
+
+UNIT_TEST(call_builder, init_all_makes_one_communicator_of_local_ranks)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct tcheck_call_record call = make_call("ncclCommInitAll", 1, 100);
+	const uint64_t handles[3] = { 0xa0, 0xb0, 0xc0 };
+	uint64_t first_id = 0;
+	int seen = 0;
+
+	call.args[1] = 3; /* ndev */
+	call.flags = TCHECK_CALL_HAS_BLOB;
+	memcpy(call.blob, handles, sizeof(handles));
+	call_builder_add(builder, &call);
+	CU_ASSERT_FALSE(last_call(&emitted)->flags & TRACE_CALL_UNIQUE_ID_VALID);
+	for (int i = 0; i < emitted.count; i++) {
+		const struct trace_communicator *comm = &emitted.records[i].communicator;
+
+		if (emitted.records[i].kind != TRACE_RECORD_COMMUNICATOR)
+			continue;
+		first_id = first_id ? first_id : comm->comm_id;
+		CU_ASSERT_EQUAL(comm->comm_id, first_id);
+		CU_ASSERT_EQUAL(comm->handle, handles[comm->rank]);
+		CU_ASSERT_EQUAL(comm->nranks, 3);
+		seen++;
+	}
+	CU_ASSERT_EQUAL(seen, 3);
+	CU_ASSERT_NOT_EQUAL(first_id, 0);
+	call = make_call("ncclAllReduce", 1, 200);
+	call.args[5] = 0xb0;
+	call_builder_add(builder, &call);
+	CU_ASSERT_EQUAL(last_call(&emitted)->rank, 1);
+	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, first_id);
+	call_builder_destroy(builder);
+}
+
 UNIT_TEST(call_builder, unknown_handle_is_resolved_once_and_reported)
 {
 	struct emitted emitted = { 0 };

@@ -14,8 +14,8 @@
  *    one that fails), ncclCommInitRankScalable (nId 1, and nId 0 that fails), ncclCommInitRank
  *    with nranks 0, ncclCommInitAll (ndev 2 in this one process, and ndev 0 that fails);
  *  - splits of the world: all ranks reversed by key, with a config; a colour for all but the
- *    last rank, which passes NCCL_SPLIT_NOCOLOR; a colour of -7 that fails; ncclCommShrink
- *    excluding nobody; a split kept for the revoke;
+ *    last rank, which passes NCCL_SPLIT_NOCOLOR; a colour of -7 that fails (on rank 0 only
+ *    with --lone-refused-split); ncclCommShrink excluding nobody; a split kept for the revoke;
  *  - collectives: twelve ncclAllReduce (one per datatype, ops cycling), ncclBroadcast,
  *    ncclBcast, ncclReduce, ncclAllGather, ncclReduceScatter, ncclAlltoAll, ncclGather,
  *    ncclScatter, grouped ncclSend/ncclRecv around a ring, a grouped all-reduce over the two
@@ -28,9 +28,9 @@
  *  - fault handling on the kept split: ncclCommRevoke with bad flags, then for real; a
  *    collective and a split on it fail with ncclInvalidUsage; ranks but the last shrink it
  *    (NCCL_SHRINK_ABORT) leaving the last rank out, which instead tries to exclude itself;
- *  - teardown: ncclCommAbort of the revoked communicator and of NULL, ncclCommFinalize and
- *    ncclCommDestroy (and both of NULL). No communicator is freed before teardown, so no
- *    handle is ever reused within one run.
+ *  - after --linger-ms, teardown: ncclCommAbort of the revoked communicator and of NULL,
+ *    ncclCommFinalize and ncclCommDestroy (and both of NULL).
+ * No communicator is freed before teardown, so no handle is reused within one run.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -105,6 +105,8 @@
 struct options {
 	int ranks;
 	const char *log_dir;
+	long linger_ms;
+	bool lone_refused_split;
 	bool worker;
 };
 
@@ -134,11 +136,16 @@ struct expectation {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: " PROGRAM " --log-dir DIR [--ranks N]\n"
+		"usage: " PROGRAM " --log-dir DIR [--ranks N] [--linger-ms M] "
+		"[--lone-refused-split]\n"
 		"Runs N rank processes (default 2, at least 2) over libnccl.so.2 that each call\n"
 		"every NCCL function tcheck-bpf probes, with distinct arguments, and writes\n"
 		"DIR/rank-R.jsonl: every NCCL call made, as JSON lines. Exits 0 when every call\n"
 		"returned and computed what the NCCL test double documents.\n"
+		"  --linger-ms M          ranks wait M ms before teardown, their communicators\n"
+		"                         alive (the tour itself lasts a few milliseconds)\n"
+		"  --lone-refused-split   only rank 0 makes the split the library refuses, so\n"
+		"                         the ranks' counts of calls to ncclCommSplit differ\n"
 		"Example: " PROGRAM " --ranks 4 --log-dir /tmp/tour\n");
 }
 
@@ -156,6 +163,8 @@ static int parse_options(int argc, char **argv, struct options *options)
 	static const struct option long_options[] = {
 		{ "ranks", required_argument, NULL, 'n' },
 		{ "log-dir", required_argument, NULL, 'l' },
+		{ "linger-ms", required_argument, NULL, 'g' },
+		{ "lone-refused-split", no_argument, NULL, 'r' },
 		{ "worker", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -176,6 +185,16 @@ static int parse_options(int argc, char **argv, struct options *options)
 			break;
 		case 'l':
 			options->log_dir = optarg;
+			break;
+		case 'g':
+			if (!parse_int(optarg, 0, 3600000, &options->linger_ms)) {
+				fprintf(stderr, PROGRAM ": bad value '%s' for --linger-ms\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'r':
+			options->lone_refused_split = true;
 			break;
 		case 'W':
 			options->worker = true;
@@ -742,8 +761,12 @@ static void split_world(struct tour *tour)
 	tour->colored =
 		split(tour, tour->world, tour->rank == last ? NCCL_SPLIT_NOCOLOR : SOME_COLOR,
 		      tour->rank, NULL, ncclSuccess);
-	/* Refused before the split starts: no rank waits for the others. */
-	split(tour, tour->world, INVALID_COLOR, tour->rank, NULL, ncclInvalidArgument);
+	/*
+	 * Refused before the split starts: no rank waits for the others, and the library does not
+	 * count it among the parent's splits, so a rank may make it alone.
+	 */
+	if (tour->rank == 0 || !tour->options->lone_refused_split)
+		split(tour, tour->world, INVALID_COLOR, tour->rank, NULL, ncclInvalidArgument);
 	/* Nobody left out: every rank takes part and the child has them all. */
 	tour->shrunk = shrink(tour, tour->world, &nobody, 0, NCCL_SHRINK_DEFAULT, ncclSuccess);
 	tour->doomed = split(tour, tour->world, DOOMED_COLOR, tour->rank, NULL, ncclSuccess);
@@ -1150,6 +1173,8 @@ static int run_rank(const struct options *options)
 	async_error_query(&tour, tour.world, true, ncclSuccess, ncclSuccess);
 	poll_from_another_thread(&tour);
 	revoke_and_recover(&tour);
+	if (options->linger_ms)
+		sleep_ns(options->linger_ms * 1000000L);
 	teardown(&tour);
 	ground_truth_close(&tour.log);
 	return 0;
