@@ -20,6 +20,8 @@ DATATYPES = ["ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32", "ncclInt64", "n
              "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3",
              "ncclFloat8e5m2"]
 OPS = ["ncclSum", "ncclProd", "ncclMax", "ncclMin", "ncclAvg"]
+RESULTS = ["ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+           "ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress"]
 COMMUNICATION = {"ncclAllReduce", "ncclBroadcast", "ncclBcast", "ncclReduce", "ncclAllGather",
                  "ncclReduceScatter", "ncclAlltoAll", "ncclGather", "ncclScatter", "ncclSend",
                  "ncclRecv"}
@@ -34,6 +36,8 @@ def as_number(value):
             return DATATYPES.index(value)
         if value in OPS:
             return OPS.index(value)
+        if value in RESULTS:
+            return RESULTS.index(value)
         if value.startswith("0x"):
             return int(value, 16)
     return value
@@ -73,6 +77,12 @@ def compare_call(expected, actual, problems, where):
         problems.append(f"{where} {expected['name']}: tid {expected['tid']} != {actual['tid']}")
     for key, value in expected["args"].items():
         if key in NOT_ARGUMENTS:
+            continue
+        # The error a poll reports is read back at return: compare the value, not the address.
+        if expected["name"] == "ncclCommGetAsyncError" and key == "asyncError":
+            if "async_error" in expected and as_number(actual["args"].get(key)) != expected["async_error"]:
+                problems.append(f"{where} ncclCommGetAsyncError: error {expected['async_error']} "
+                                f"in the log, {actual['args'].get(key)} in the trace")
             continue
         # The id a call writes is read at its return; the argument is its address.
         if expected["name"] == "ncclGetUniqueId" and key == "uniqueId":
@@ -164,6 +174,9 @@ def main():
                     problems.append(f"{where} {expected['name']}: seq {got['seq']}, "
                                     f"expected {seq[comm]}")
                 seq[comm] += 1
+            # A destroyed handle may come back from the allocator as a new communicator.
+            if expected["name"] in ("ncclCommDestroy", "ncclCommAbort") and expected["ret"] == 0:
+                seq.pop(expected["args"].get("comm"), None)
             compared += 1
     for pid, extra in traced.items():
         problems.append(f"pid {pid}: {len(extra)} calls in the trace from a process not in the log")
