@@ -22,7 +22,7 @@ static const char dump_help[] =
 	"Options:\n"
 	"  -f, --format FORMAT   jsonl (default) or perfetto\n"
 	"  -o, --output FILE     write there instead of standard output\n"
-	"      --calls-only      JSON Lines: only the NCCL call objects\n"
+	"      --calls-only      only the call objects (NCCL and Python)\n"
 	"  -h, --help            this text\n"
 	"\n"
 	"Examples:\n"

@@ -24,6 +24,10 @@ static const char record_help[] =
 	"      --nccl-lib PATH      probe this NCCL library (or the library NCCL is\n"
 	"                           linked into) instead of discovering it\n"
 	"      --no-follow          do not trace the children the targets start\n"
+	"      --python             also trace Python calls entered from C (CPython\n"
+	"                           3.10-3.13: module calls, hooks, autograd functions)\n"
+	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
+	"                           (repeatable; default: torch training APIs)\n"
 	"  -d, --duration SECONDS   stop after this long (default: when the targets end)\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"  -h, --help               this text\n"
@@ -47,6 +51,8 @@ static const char attach_help[] =
 	"  -o, --output FILE        also record a trace file\n"
 	"      --nccl-lib PATH      probe this NCCL library instead of discovering it\n"
 	"      --no-follow          do not trace the children the targets start\n"
+	"      --python             also trace Python calls entered from C\n"
+	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
 	"  -d, --duration SECONDS   detach after this long\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"  -h, --help               this text\n"
@@ -92,11 +98,15 @@ static int run(int argc, char **argv, int attach)
 		{ "no-follow", no_argument, NULL, 'F' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "ring-buffer-mb", required_argument, NULL, 'R' },
+		{ "python", no_argument, NULL, 'Y' },
+		{ "python-filter", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct recorder_options options = { .follow_children = true, .live_status = attach };
 	static pid_t pids[MAX_PIDS];
+	static const char *python_prefixes[MAX_PIDS + 1];
+	size_t python_prefix_count = 0;
 	double number;
 	int option;
 
@@ -124,6 +134,18 @@ static int run(int argc, char **argv, int attach)
 			break;
 		case 'F':
 			options.follow_children = false;
+			break;
+		case 'Y':
+			options.python = true;
+			break;
+		case 'P':
+			if (python_prefix_count == MAX_PIDS) {
+				log_error("at most %d --python-filter options", MAX_PIDS);
+				return 2;
+			}
+			python_prefixes[python_prefix_count++] = optarg;
+			options.python = true;
+			options.python_prefixes = python_prefixes;
 			break;
 		case 'd':
 			if (parse_positive_number("--duration", optarg, &options.duration_seconds))

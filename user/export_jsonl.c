@@ -339,6 +339,32 @@ static json_t *stats_object(const struct trace_stats *stats)
 	return object;
 }
 
+static json_t *python_call_object(const struct trace_python_call *call)
+{
+	int torch_scope = (call->flags & TRACE_PYTHON_TORCH_SCOPE) != 0;
+	json_t *object = json_object();
+	int failed = !object;
+
+	if (failed)
+		return NULL;
+	failed |= put(object, "kind", json_string(torch_scope ? "torch_scope" : "py"));
+	failed |= put(object, "name", export_json_text(call->qualified_name));
+	failed |= put(object, "file", export_json_text(call->file));
+	failed |= put(object, "line", export_json_known_or_null(call->first_line));
+	failed |= put(object, "pid", json_integer(call->pid));
+	failed |= put(object, "tid", json_integer(call->tid));
+	failed |= put(object, "ts_ns", export_json_unsigned(call->entry_ns));
+	failed |= put(object, "dur_ns", export_json_unsigned(call->duration_ns));
+	failed |= put(object, "depth", json_integer(call->depth));
+	failed |= put(object, "raised", json_boolean(call->flags & TRACE_PYTHON_RAISED));
+	failed |= put(object, "step", export_json_known_or_null(call->step));
+	if (failed) {
+		json_decref(object);
+		return NULL;
+	}
+	return object;
+}
+
 json_t *export_json_record(const struct trace_record *record)
 {
 	switch (record->kind) {
@@ -352,6 +378,8 @@ json_t *export_json_record(const struct trace_record *record)
 		return library_object(&record->library);
 	case TRACE_RECORD_STATS:
 		return stats_object(&record->stats);
+	case TRACE_RECORD_PYTHON_CALL:
+		return python_call_object(&record->python_call);
 	}
 	return NULL;
 }
@@ -448,7 +476,9 @@ int export_jsonl(struct trace_reader *reader, FILE *out, unsigned flags, char *e
 			return output_failed(err, error, error_size);
 	}
 	while ((status = trace_reader_next(reader, &record)) > 0) {
-		if ((flags & EXPORT_CALLS_ONLY) && record.kind != TRACE_RECORD_NCCL_CALL)
+		/* Calls of both kinds: NCCL's and Python's. */
+		if ((flags & EXPORT_CALLS_ONLY) && record.kind != TRACE_RECORD_NCCL_CALL &&
+		    record.kind != TRACE_RECORD_PYTHON_CALL)
 			continue;
 		err = write_line(out, export_json_record(&record));
 		if (err)

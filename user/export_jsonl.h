@@ -26,7 +26,7 @@
 #include "trace_reader.h"
 #include "trace_records.h"
 
-/* Export only NCCL calls: no header, process, communicator, library or stats objects. */
+/* Only calls (NCCL and Python): no header, process, communicator, library or stats objects. */
 #define EXPORT_CALLS_ONLY (1U << 0)
 
 /*

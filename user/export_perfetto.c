@@ -244,6 +244,34 @@ static int emit_call(struct perfetto_export *export, const struct trace_nccl_cal
 		    precision);
 }
 
+/* A Python function or torch scope, on the same process and thread track as NCCL calls. */
+static int emit_python_call(struct perfetto_export *export, const struct trace_python_call *call)
+{
+	int torch_scope = (call->flags & TRACE_PYTHON_TORCH_SCOPE) != 0;
+	int precision = microsecond_digits(call->entry_ns);
+	int64_t track;
+	int err;
+
+	if (microsecond_digits(call->duration_ns) > precision)
+		precision = microsecond_digits(call->duration_ns);
+	err = track_of(export, call->pid, &track);
+	if (!err)
+		err = name_thread(export, track, call->pid, call->tid);
+	if (err)
+		return err;
+	return emit(export,
+		    json_pack("{s:o, s:s, s:s, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:b, s:o}}", "name",
+			      export_json_text(call->qualified_name), "cat",
+			      torch_scope ? "torch_scope" : "python", "ph", "X", "ts",
+			      (double)call->entry_ns / 1000.0, "dur",
+			      (double)call->duration_ns / 1000.0, "pid", (json_int_t)track, "tid",
+			      (json_int_t)call->tid, "args", "file", export_json_text(call->file),
+			      "line", export_json_known_or_null(call->first_line), "raised",
+			      (call->flags & TRACE_PYTHON_RAISED) != 0, "step",
+			      export_json_known_or_null(call->step)),
+		    precision);
+}
+
 /* A marker on a process's track, e.g. a communicator appearing or the process exiting. */
 static int emit_instant(struct perfetto_export *export, uint32_t pid, uint64_t timestamp_ns,
 			const char *name, const char *category, json_t *args)
@@ -343,6 +371,8 @@ static int export_record(struct perfetto_export *export, const struct trace_reco
 		return list_library(export, record);
 	case TRACE_RECORD_STATS:
 		return export->flags & EXPORT_CALLS_ONLY ? 0 : emit_stats(export, &record->stats);
+	case TRACE_RECORD_PYTHON_CALL:
+		return emit_python_call(export, &record->python_call);
 	}
 	return 0;
 }

@@ -83,8 +83,13 @@ struct probe_session *probe_session_create(const struct probe_session_config *co
 		goto fail;
 	}
 	session->skeleton->rodata->filter_by_pid = true;
+	/* Programs not asked for are not loaded: nothing runs that was not wanted. */
+	bpf_program__set_autoload(session->skeleton->progs.python_frame_entry, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.python_frame_return, config->python);
 	if (uprobe_link_prepare(session->skeleton->progs.library_call_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.library_call_return) ||
+	    uprobe_link_prepare(session->skeleton->progs.python_frame_entry) ||
+	    uprobe_link_prepare(session->skeleton->progs.python_frame_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_return)) {
 		snprintf(error, error_size, "cannot prepare the probe programs");
@@ -173,6 +178,40 @@ int probe_session_attach_floor(struct probe_session *session, const char *path, 
 		return result;
 	return uprobe_link_attach(&session->links, session->skeleton->progs.floor_entry, false,
 				  path, &offset, &cookie, 1, pid, error, error_size);
+}
+
+int probe_session_attach_python(struct probe_session *session, const char *path, uint64_t offset,
+				char *error, size_t error_size)
+{
+	uint64_t cookie = 0;
+	int result =
+		uprobe_link_attach(&session->links, session->skeleton->progs.python_frame_return,
+				   true, path, &offset, &cookie, 1, -1, error, error_size);
+
+	if (result)
+		return result;
+	return uprobe_link_attach(&session->links, session->skeleton->progs.python_frame_entry,
+				  false, path, &offset, &cookie, 1, -1, error, error_size);
+}
+
+int probe_session_set_python_process(struct probe_session *session, uint32_t pid,
+				     const struct tcheck_python_process *process)
+{
+	if (bpf_map_update_elem(bpf_map__fd(session->skeleton->maps.python_processes), &pid,
+				process, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int probe_session_set_code_verdict(struct probe_session *session, uint32_t pid, uint64_t code,
+				   uint8_t verdict)
+{
+	struct tcheck_code_key key = { .pid = pid, .reserved = 0, .code = code };
+
+	if (bpf_map_update_elem(bpf_map__fd(session->skeleton->maps.code_verdicts), &key, &verdict,
+				BPF_ANY))
+		return -errno;
+	return 0;
 }
 
 int probe_session_set_comm_layout(struct probe_session *session, uint32_t slot,

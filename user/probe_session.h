@@ -7,6 +7,7 @@
 #ifndef TCHECK_PROBE_SESSION_H
 #define TCHECK_PROBE_SESSION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,7 @@ typedef int (*probe_record_fn)(void *context, const void *record, size_t size);
 
 struct probe_session_config {
 	size_t ring_buffer_bytes; /* a power of two, at least a page */
+	bool python;		  /* load the Python frame probes too */
 };
 
 /*
@@ -64,6 +66,16 @@ int probe_session_attach_floor(struct probe_session *session, const char *path, 
  */
 int probe_session_set_comm_layout(struct probe_session *session, uint32_t slot,
 				  const struct tcheck_comm_layout *layout);
+
+/* Python: the evaluator's probe pair, at a file offset, in every process mapping it. */
+int probe_session_attach_python(struct probe_session *session, const char *path, uint64_t offset,
+				char *error, size_t error_size);
+/* Tells the Python probes where a process's frames keep their code object. */
+int probe_session_set_python_process(struct probe_session *session, uint32_t pid,
+				     const struct tcheck_python_process *process);
+/* Records the daemon's verdict on a code object (enum tcheck_code_verdict). */
+int probe_session_set_code_verdict(struct probe_session *session, uint32_t pid, uint64_t code,
+				   uint8_t verdict);
 
 /* Polls the ring buffer up to timeout_ms; returns records handled or -errno. */
 int probe_session_poll(struct probe_session *session, int timeout_ms);

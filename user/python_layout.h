@@ -64,19 +64,19 @@ struct python_thread_local {
 /* The file of a process that holds the interpreter, and what it is. */
 struct python_runtime {
 	pid_t pid;
-	char path[PATH_MAX];	  /* as the process sees it */
-	char host_path[PATH_MAX]; /* openable from here, through /proc/PID/root */
-	uint64_t load_bias;	  /* runtime address = ELF virtual address + load_bias */
-	uint64_t eval_frame_file_offset;    /* where a uprobe on _PyEval_EvalFrameDefault attaches */
+	char path[PATH_MAX];		 /* as the process sees it */
+	char host_path[PATH_MAX];	 /* openable from here, through /proc/PID/root */
+	uint64_t load_bias;		 /* runtime address = ELF virtual address + load_bias */
+	uint64_t eval_frame_file_offset; /* where a uprobe on _PyEval_EvalFrameDefault attaches */
 	uint64_t runtime_state_file_offset; /* of _PyRuntime's initial bytes; 0 when in .bss */
 	bool x86_64;			    /* the only machine the layouts are known for */
 	int major;
 	int minor;
-	int micro; /* -1 when the file does not say */
-	uint32_t hex_version;	   /* Py_Version: 0x030B07F0 is 3.11.7 final; 0 when absent */
+	int micro;	      /* -1 when the file does not say */
+	uint32_t hex_version; /* Py_Version: 0x030B07F0 is 3.11.7 final; 0 when absent */
 	enum python_version_source version_source;
-	char version[32];	   /* "3.11.7", "3.13.0rc2", "3.10" */
-	char abi_flags[8];	   /* from the file name: "t" free-threaded, "d" debug build */
+	char version[32];  /* "3.11.7", "3.13.0rc2", "3.10" */
+	char abi_flags[8]; /* from the file name: "t" free-threaded, "d" debug build */
 	struct python_addresses addresses;
 	struct python_thread_local thread_local; /* 3.12 and later */
 };
@@ -116,7 +116,7 @@ struct python_layout {
 	uint64_t thread_state_current_address; /* 3.10, 3.11: &_PyRuntime.gilstate.tstate_current */
 
 	/* Every thread state, whether it holds the GIL or not. */
-	int runtime_interpreters_head;	/* _PyRuntimeState.interpreters.head */
+	int runtime_interpreters_head;	  /* _PyRuntimeState.interpreters.head */
 	int runtime_thread_state_current; /* _PyRuntimeState.gilstate.tstate_current */
 	int interpreter_next;
 	int interpreter_threads_head;
@@ -132,8 +132,8 @@ struct python_layout {
 
 	int frame_code; /* f_code, or f_executable in 3.13 (a code object or None) */
 	int frame_previous;
-	int frame_localsplus; /* the arguments come first */
-	int frame_owner;      /* one byte; absent in 3.10 */
+	int frame_localsplus;	 /* the arguments come first */
+	int frame_owner;	 /* one byte; absent in 3.10 */
 	int frame_owner_c_stack; /* owner of the shim frames 3.12+ push per C entry; skip them */
 
 	int code_argument_count; /* co_argcount: positional parameters, self included */
@@ -150,13 +150,13 @@ struct python_layout {
 	int tuple_size;
 	int tuple_items;
 	int unicode_length;
-	int unicode_state; /* 32 bits: kind in bits 2-4, compact bit 5, ascii bit 6 */
+	int unicode_state;	  /* 32 bits: kind in bits 2-4, compact bit 5, ascii bit 6 */
 	int unicode_ascii_data;	  /* compact ASCII characters: sizeof(PyASCIIObject) */
 	int unicode_compact_data; /* other compact strings: sizeof(PyCompactUnicodeObject) */
 	int float_value;
-	int long_size;	 /* ob_size (3.10, 3.11: sign is the sign) or lv_tag (3.12+) */
+	int long_size;	  /* ob_size (3.10, 3.11: sign is the sign) or lv_tag (3.12+) */
 	bool long_tagged; /* lv_tag: digits = tag >> 3, sign = tag & 3 (0 +, 1 zero, 2 -) */
-	int long_digits; /* 32-bit digits of long_digit_bits bits each */
+	int long_digits;  /* 32-bit digits of long_digit_bits bits each */
 	int long_digit_bits;
 
 	struct python_addresses addresses;
@@ -196,8 +196,8 @@ int python_memory_read(pid_t pid, uint64_t address, void *buffer, size_t size, c
  * Reads a str object of pid as UTF-8 into text. -EINVAL when it is not a
  * str, -ENAMETOOLONG when it does not fit.
  */
-int python_string_read(pid_t pid, const struct python_layout *layout, uint64_t address,
-		       char *text, size_t size, char *error, size_t error_size);
+int python_string_read(pid_t pid, const struct python_layout *layout, uint64_t address, char *text,
+		       size_t size, char *error, size_t error_size);
 
 #define PYTHON_ARGUMENTS_MAX 16
 
@@ -207,11 +207,11 @@ struct python_code {
 	char name[256];
 	char filename[PATH_MAX];
 	int first_line;
-	int argument_count;	    /* co_argcount, self included */
+	int argument_count; /* co_argcount, self included */
 	int positional_only_count;
 	int keyword_only_count;
 	int flags;
-	int parameter_count; /* every named parameter, *args and **kwargs included */
+	int parameter_count;	 /* every named parameter, *args and **kwargs included */
 	int argument_name_count; /* names read: min(parameter_count, PYTHON_ARGUMENTS_MAX) */
 	char argument_names[PYTHON_ARGUMENTS_MAX][64];
 };

@@ -18,6 +18,7 @@
 #include "nccl_comm_layout.h"
 #include "probe_session.h"
 #include "process_maps.h"
+#include "python_tracer.h"
 #include "trace_writer.h"
 #include "u64_map.h"
 
@@ -38,6 +39,7 @@ struct recorder {
 	struct probe_session *session;
 	struct library_discovery *discovery;
 	struct call_builder *builder;
+	struct python_tracer *python; /* NULL unless --python */
 	struct trace_writer *writer;
 	struct live_status status;
 	struct u64_map processes; /* pid -> traced_process */
@@ -162,6 +164,16 @@ static void refresh_process(struct recorder *recorder, struct traced_process *pr
 	process_info_free(&info);
 }
 
+/* A process that runs a CPython the tracer cannot follow is said so, once. */
+static void follow_python(struct recorder *recorder, uint32_t pid)
+{
+	char error[512];
+
+	if (recorder->python &&
+	    python_tracer_add_process(recorder->python, (pid_t)pid, error, sizeof(error)) < 0)
+		log_warning("process %u: %s", pid, error);
+}
+
 static struct traced_process *add_process(struct recorder *recorder, uint32_t pid,
 					  uint32_t parent_pid)
 {
@@ -188,6 +200,7 @@ static struct traced_process *add_process(struct recorder *recorder, uint32_t pi
 	if (library_discovery_scan_process(recorder->discovery, (pid_t)pid, error, sizeof(error)) <
 	    0)
 		log_debug("process %u: %s", pid, error);
+	follow_python(recorder, pid);
 	write_process(recorder, process);
 	return process;
 }
@@ -230,6 +243,8 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 	case TCHECK_RECORD_PROCESS_EXEC:
 		/* A new image: new libraries, new environment, no communicators. */
 		call_builder_forget_process(recorder->builder, header->pid);
+		if (recorder->python)
+			python_tracer_forget_process(recorder->python, (pid_t)header->pid);
 		process = add_process(recorder, header->pid, 0);
 		if (process) {
 			refresh_process(recorder, process);
@@ -241,9 +256,15 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 		if (library_discovery_scan_process(recorder->discovery, (pid_t)header->pid, error,
 						   sizeof(error)) < 0)
 			log_debug("process %u: %s", header->pid, error);
+		/* libpython is mapped by the loader after exec: look again now. */
+		follow_python(recorder, header->pid);
 		return 0;
 	case TCHECK_RECORD_PROCESS_EXIT:
 		end_process(recorder, header->pid, notice->exit_code);
+		return 0;
+	case TCHECK_RECORD_PYTHON_CALL:
+		if (recorder->python && size >= sizeof(struct tcheck_python_record))
+			python_tracer_handle(recorder->python, data);
 		return 0;
 	default:
 		return 0;
@@ -287,10 +308,11 @@ static void rescan_libraries(struct recorder *recorder)
 	for (size_t i = 0; u64_map_next(&recorder->processes, &i, &key, &value);) {
 		struct traced_process *process = value;
 
-		if (process->alive)
-			library_discovery_scan_process(recorder->discovery,
-						       (pid_t)process->record.pid, error,
-						       sizeof(error));
+		if (!process->alive)
+			continue;
+		library_discovery_scan_process(recorder->discovery, (pid_t)process->record.pid,
+					       error, sizeof(error));
+		follow_python(recorder, process->record.pid);
 	}
 }
 
@@ -377,6 +399,7 @@ static int set_up(struct recorder *recorder, int *release_fd)
 	struct probe_session_config config = {
 		.ring_buffer_bytes = options->ring_buffer_bytes ? options->ring_buffer_bytes
 								: DEFAULT_RING_BUFFER_BYTES,
+		.python = options->python,
 	};
 	char error[512];
 
@@ -395,7 +418,10 @@ static int set_up(struct recorder *recorder, int *release_fd)
 		return -1;
 	recorder->discovery = library_discovery_create(recorder->session, emit_library, recorder);
 	recorder->builder = call_builder_create(emit_built_record, resolve_communicator, recorder);
-	if (!recorder->discovery || !recorder->builder) {
+	if (options->python)
+		recorder->python = python_tracer_create(recorder->session, options->python_prefixes,
+							emit_built_record, recorder);
+	if (!recorder->discovery || !recorder->builder || (options->python && !recorder->python)) {
 		log_error("out of memory");
 		return -1;
 	}
@@ -445,6 +471,7 @@ static void tear_down(struct recorder *recorder)
 	}
 	u64_map_free(&recorder->processes);
 	call_builder_destroy(recorder->builder);
+	python_tracer_destroy(recorder->python);
 	library_discovery_destroy(recorder->discovery);
 	probe_session_destroy(recorder->session);
 }

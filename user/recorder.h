@@ -20,7 +20,9 @@ struct recorder_options {
 	bool live_status;	  /* print a summary line every second */
 	double duration_seconds;  /* stop after this long; 0: when the targets end */
 	size_t ring_buffer_bytes;
-	int argc; /* the tcheck-bpf command line, for the trace header */
+	bool python;			    /* also trace Python calls entered from C */
+	const char *const *python_prefixes; /* NULL-ended selection; NULL: the defaults */
+	int argc;			    /* the tcheck-bpf command line, for the trace header */
 	char *const *argv;
 };
 

@@ -21,7 +21,8 @@
  * kinds, which older readers skip, so they open newer minors with a note.
  */
 #define TRACE_FORMAT_VERSION_MAJOR 1
-#define TRACE_FORMAT_VERSION_MINOR 0
+/* 1.1 added Python call records (kind 6), which 1.0 readers skip. */
+#define TRACE_FORMAT_VERSION_MINOR 1
 
 /* File header: a fixed part, then a body whose length the fixed part gives. */
 #define TRACE_FORMAT_FILE_MAGIC "TCHKTRC\n"
@@ -73,11 +74,11 @@ enum trace_format_record_header {
 };
 
 /*
- * Record kinds 1 to 5 are those of enum trace_record_kind. A string
+ * Record kinds 1 to 6 are those of enum trace_record_kind. A string
  * definition gives the bytes of an interned string id.
  */
 #define TRACE_FORMAT_KIND_STRING 32U
-#define TRACE_FORMAT_LAST_KNOWN_KIND TRACE_RECORD_STATS
+#define TRACE_FORMAT_LAST_KNOWN_KIND TRACE_RECORD_PYTHON_CALL
 
 /* String definition body: the id, then the bytes (no terminating NUL). */
 enum trace_format_string_body {
@@ -162,6 +163,21 @@ enum trace_format_stats_body {
 	TRACE_FORMAT_STATS_FILTERED_AT = 40,	      /* u64 */
 	TRACE_FORMAT_STATS_PROCESS_DROPS_AT = 48,     /* u64 */
 	TRACE_FORMAT_STATS_SIZE = 56,
+};
+
+/* Python call body (format 1.1): a traced Python function or a torch scope. */
+enum trace_format_python_call_body {
+	TRACE_FORMAT_PYTHON_ENTRY_NS_AT = 0,	    /* u64 */
+	TRACE_FORMAT_PYTHON_DURATION_NS_AT = 8,	    /* u64 */
+	TRACE_FORMAT_PYTHON_PID_AT = 16,	    /* u32 */
+	TRACE_FORMAT_PYTHON_TID_AT = 20,	    /* u32 */
+	TRACE_FORMAT_PYTHON_DEPTH_AT = 24,	    /* u32 */
+	TRACE_FORMAT_PYTHON_FLAGS_AT = 28,	    /* u32, TRACE_PYTHON_* */
+	TRACE_FORMAT_PYTHON_FIRST_LINE_AT = 32,	    /* s32, -1 for a scope */
+	TRACE_FORMAT_PYTHON_STEP_AT = 36,	    /* s32, -1 unknown */
+	TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT = 40, /* u32 string id */
+	TRACE_FORMAT_PYTHON_FILE_AT = 44,	    /* u32 string id */
+	TRACE_FORMAT_PYTHON_SIZE = 48,
 };
 
 static inline void trace_format_put_u16(unsigned char *at, uint16_t value)

@@ -111,6 +111,8 @@ const char *trace_record_kind_name(unsigned kind)
 		return "library";
 	case TRACE_RECORD_STATS:
 		return "stats";
+	case TRACE_RECORD_PYTHON_CALL:
+		return "python_call";
 	case TRACE_FORMAT_KIND_STRING:
 		return "string";
 	}
@@ -648,6 +650,27 @@ static void decode_stats(const unsigned char *body, struct trace_stats *stats)
 	stats->process_drops = trace_format_get_u64(body + TRACE_FORMAT_STATS_PROCESS_DROPS_AT);
 }
 
+static int decode_python_call(struct trace_reader *reader, const unsigned char *body,
+			      size_t record_at, struct trace_python_call *call)
+{
+	call->qualified_name =
+		lookup_string(reader, body + TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT, record_at);
+	if (!call->qualified_name)
+		return reader->failure;
+	call->file = lookup_string(reader, body + TRACE_FORMAT_PYTHON_FILE_AT, record_at);
+	if (!call->file)
+		return reader->failure;
+	call->entry_ns = trace_format_get_u64(body + TRACE_FORMAT_PYTHON_ENTRY_NS_AT);
+	call->duration_ns = trace_format_get_u64(body + TRACE_FORMAT_PYTHON_DURATION_NS_AT);
+	call->pid = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_PID_AT);
+	call->tid = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_TID_AT);
+	call->depth = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_DEPTH_AT);
+	call->flags = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_FLAGS_AT);
+	call->first_line = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_FIRST_LINE_AT);
+	call->step = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_STEP_AT);
+	return 0;
+}
+
 /* The smallest body of each known kind: newer writers may append, never remove. */
 static uint32_t minimum_body(unsigned kind)
 {
@@ -662,6 +685,8 @@ static uint32_t minimum_body(unsigned kind)
 		return TRACE_FORMAT_LIBRARY_SIZE;
 	case TRACE_RECORD_STATS:
 		return TRACE_FORMAT_STATS_SIZE;
+	case TRACE_RECORD_PYTHON_CALL:
+		return TRACE_FORMAT_PYTHON_SIZE;
 	}
 	return 0;
 }
@@ -684,6 +709,8 @@ static int decode_record(struct trace_reader *reader, unsigned kind, const unsig
 	case TRACE_RECORD_STATS:
 		decode_stats(body, &out->stats);
 		return 0;
+	case TRACE_RECORD_PYTHON_CALL:
+		return decode_python_call(reader, body, record_at, &out->python_call);
 	}
 	return -EINVAL;
 }

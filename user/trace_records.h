@@ -18,6 +18,7 @@ enum trace_record_kind {
 	TRACE_RECORD_COMMUNICATOR = 3,
 	TRACE_RECORD_LIBRARY = 4,
 	TRACE_RECORD_STATS = 5,
+	TRACE_RECORD_PYTHON_CALL = 6,
 };
 
 /* Flags of a call. */
@@ -46,6 +47,24 @@ struct trace_nccl_call {
 	int32_t rank;		 /* of this process in comm, -1 unknown */
 	int32_t nranks;		 /* -1 unknown */
 	int64_t seq; /* per-communicator number of this rank's communication calls, -1 none */
+};
+
+/* Flags of a Python call. */
+#define TRACE_PYTHON_RAISED (1U << 0)	   /* left by an exception */
+#define TRACE_PYTHON_TORCH_SCOPE (1U << 1) /* a torch record_function scope, not a frame */
+
+/* One Python call entered from C (or a torch scope): entry and exit paired. */
+struct trace_python_call {
+	uint64_t entry_ns; /* CLOCK_MONOTONIC of the traced host */
+	uint64_t duration_ns;
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t depth;		    /* traced Python calls already open on the thread */
+	uint32_t flags;		    /* TRACE_PYTHON_* */
+	int32_t first_line;	    /* of the function, -1 for a scope */
+	int32_t step;		    /* training step (meta variable), -1 unknown */
+	const char *qualified_name; /* "torch.optim.sgd.SGD.step", or the scope's name */
+	const char *file;	    /* "" for a scope */
 };
 
 /* A traced process, with the rank its launcher gave it. */
@@ -124,6 +143,7 @@ struct trace_record {
 		struct trace_communicator communicator;
 		struct trace_library library;
 		struct trace_stats stats;
+		struct trace_python_call python_call;
 	};
 };
 

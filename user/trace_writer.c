@@ -555,6 +555,21 @@ static void encode_stats(unsigned char *body, const struct trace_stats *stats)
 	trace_format_put_u64(body + TRACE_FORMAT_STATS_PROCESS_DROPS_AT, stats->process_drops);
 }
 
+static void encode_python_call(unsigned char *body, const struct trace_python_call *call,
+			       const uint32_t string_ids[2])
+{
+	trace_format_put_u64(body + TRACE_FORMAT_PYTHON_ENTRY_NS_AT, call->entry_ns);
+	trace_format_put_u64(body + TRACE_FORMAT_PYTHON_DURATION_NS_AT, call->duration_ns);
+	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_PID_AT, call->pid);
+	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_TID_AT, call->tid);
+	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_DEPTH_AT, call->depth);
+	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_FLAGS_AT, call->flags);
+	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_FIRST_LINE_AT, (uint32_t)call->first_line);
+	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_STEP_AT, (uint32_t)call->step);
+	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT, string_ids[0]);
+	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_FILE_AT, string_ids[1]);
+}
+
 /* The time a record is filed under in its chunk header, 0 when it has none. */
 static uint64_t record_time(const struct trace_record *record)
 {
@@ -569,6 +584,8 @@ static uint64_t record_time(const struct trace_record *record)
 		return record->library.attached_ns;
 	case TRACE_RECORD_STATS:
 		return record->stats.timestamp_ns;
+	case TRACE_RECORD_PYTHON_CALL:
+		return record->python_call.entry_ns;
 	}
 	return 0;
 }
@@ -616,6 +633,14 @@ static int add_encoded(struct trace_writer *writer, const struct trace_record *r
 		err = 0;
 		size = TRACE_FORMAT_STATS_SIZE;
 		break;
+	case TRACE_RECORD_PYTHON_CALL: {
+		const char *const texts[2] = { record->python_call.qualified_name,
+					       record->python_call.file };
+
+		err = intern_strings(writer, texts, ids, 2);
+		size = TRACE_FORMAT_PYTHON_SIZE;
+		break;
+	}
 	default:
 		return reject_record(writer, "the record is of an unknown kind");
 	}
@@ -643,6 +668,9 @@ static int add_encoded(struct trace_writer *writer, const struct trace_record *r
 		break;
 	case TRACE_RECORD_STATS:
 		encode_stats(body, &record->stats);
+		break;
+	case TRACE_RECORD_PYTHON_CALL:
+		encode_python_call(body, &record->python_call, ids);
 		break;
 	}
 	return 0;

@@ -75,6 +75,7 @@ enum tcheck_record_type {
 	TCHECK_RECORD_PROCESS_EXEC = 3,	  /* a traced process replaced its image */
 	TCHECK_RECORD_PROCESS_EXIT = 4,	  /* a traced process ended */
 	TCHECK_RECORD_LIBRARY_CHANGE = 5, /* a traced process loaded a library */
+	TCHECK_RECORD_PYTHON_CALL = 6,	  /* a Python frame evaluated from C, paired */
 };
 
 /* Flags of a call record. */
@@ -118,6 +119,36 @@ struct tcheck_process_record {
 	tcheck_s32 exit_code; /* exit: as wait() would report it */
 };
 
+/* Where the frame passed to the evaluator keeps its code object, per process. */
+struct tcheck_python_process {
+	tcheck_s32 frame_code_offset;
+	tcheck_s32 reserved;
+};
+
+/* What the daemon decided about a code object; absent means not decided yet. */
+enum tcheck_code_verdict {
+	TCHECK_CODE_SELECTED = 1,
+	TCHECK_CODE_IGNORED = 2,
+};
+
+struct tcheck_code_key {
+	tcheck_u32 pid;
+	tcheck_u32 reserved;
+	tcheck_u64 code; /* address of the code object */
+};
+
+/* Flags of a Python call record. */
+#define TCHECK_PYTHON_RAISED (1U << 0) /* the evaluator returned NULL */
+
+/* A Python frame evaluated from C: entry and return paired. */
+struct tcheck_python_record {
+	struct tcheck_record_header header; /* timestamp = entry time */
+	tcheck_u64 return_ns;
+	tcheck_u64 code;
+	tcheck_u32 depth; /* traced frames already open on the thread */
+	tcheck_u32 flags; /* TCHECK_PYTHON_* */
+};
+
 /* Counters the BPF side keeps, one slot each in a per-CPU array. */
 enum tcheck_counter {
 	TCHECK_COUNTER_CALLS = 0,	  /* calls completed and offered */
@@ -126,6 +157,8 @@ enum tcheck_counter {
 	TCHECK_COUNTER_NESTING_OVERFLOWS, /* calls deeper than TCHECK_MAX_NESTING */
 	TCHECK_COUNTER_FILTERED,	  /* calls suppressed by ONLY_FAILURES */
 	TCHECK_COUNTER_PROCESS_DROPS,	  /* process notices lost: ring buffer full */
+	TCHECK_COUNTER_PYTHON_CALLS,	  /* Python calls offered */
+	TCHECK_COUNTER_PYTHON_DROPS, /* Python calls lost: ring buffer full or nested too deep */
 	TCHECK_COUNTER_COUNT,
 };
 

@@ -70,10 +70,13 @@ enum sample {
 	SAMPLE_COMMUNICATOR,
 	SAMPLE_LIBRARY,
 	SAMPLE_STATS,
+	SAMPLE_PYTHON_CALL,
+	SAMPLE_TORCH_SCOPE,
 	SAMPLE_COUNT,
 };
 
 #define SAMPLE_CALLS 8
+#define SAMPLE_PYTHON_CALLS 2
 
 static struct trace_record make_call(const char *function, uint32_t pid, uint32_t tid,
 				     uint64_t entry_ns, uint64_t duration_ns)
@@ -210,6 +213,33 @@ static void sample_records(struct trace_record records[SAMPLE_COUNT])
 			   .filtered = 4,
 			   .process_drops = 5 },
 	};
+	/* A Python function around the ncclAllReduce, on its thread, left by an exception. */
+	records[SAMPLE_PYTHON_CALL] = (struct trace_record){
+		.kind = TRACE_RECORD_PYTHON_CALL,
+		.python_call = { .entry_ns = 123456789012000ULL,
+				 .duration_ns = 5000,
+				 .pid = 1000,
+				 .tid = 1001,
+				 .depth = 2,
+				 .flags = TRACE_PYTHON_RAISED,
+				 .first_line = 120,
+				 .step = -1,
+				 .qualified_name = "torch.distributed.all_reduce",
+				 .file = "/usr/lib/python3/torch/distributed/c10d.py" },
+	};
+	records[SAMPLE_TORCH_SCOPE] = (struct trace_record){
+		.kind = TRACE_RECORD_PYTHON_CALL,
+		.python_call = { .entry_ns = 150000,
+				 .duration_ns = 600000,
+				 .pid = 1000,
+				 .tid = 1000,
+				 .depth = 0,
+				 .flags = TRACE_PYTHON_TORCH_SCOPE,
+				 .first_line = -1,
+				 .step = 5,
+				 .qualified_name = "ProfilerStep#5",
+				 .file = "" },
+	};
 }
 
 static void write_sample_trace(const char *path, unsigned per_chunk)
@@ -296,6 +326,19 @@ static int has_integer(const json_t *object, const char *key, json_int_t value)
 static int has_null(const json_t *object, const char *key)
 {
 	return json_is_null(json_object_get(object, key));
+}
+
+static int has_boolean(const json_t *object, const char *key, int value)
+{
+	const json_t *member = json_object_get(object, key);
+
+	return json_is_boolean(member) && json_is_true(member) == !!value;
+}
+
+static int is_call_kind(const json_t *object)
+{
+	return has_string(object, "kind", "nccl") || has_string(object, "kind", "py") ||
+	       has_string(object, "kind", "torch_scope");
 }
 
 UNIT_TEST(exports, jsonl_calls)
@@ -461,13 +504,65 @@ UNIT_TEST(exports, jsonl_other_records)
 	free_objects(lines, count);
 	free(text);
 
-	/* Calls only: no header, nothing but calls. */
+	/* Calls only: no header, nothing but calls, NCCL's and Python's. */
 	text = export_text(export_jsonl, path, EXPORT_CALLS_ONLY, &status, error, NULL);
 	CU_ASSERT_EQUAL(status, 0);
 	count = parse_lines(text, lines, SAMPLE_COUNT + 2);
-	CU_ASSERT_EQUAL(count, SAMPLE_CALLS);
+	CU_ASSERT_EQUAL(count, SAMPLE_CALLS + SAMPLE_PYTHON_CALLS);
 	for (size_t i = 0; i < count; i++)
-		CU_ASSERT(has_string(lines[i], "kind", "nccl"));
+		CU_ASSERT(is_call_kind(lines[i]));
+	CU_ASSERT(has_string(lines[count - 2], "kind", "py"));
+	CU_ASSERT(has_string(lines[count - 1], "kind", "torch_scope"));
+	free_objects(lines, count);
+	free(text);
+	unlink(path);
+}
+
+UNIT_TEST(exports, jsonl_python_calls)
+{
+	const char *path = scratch_path("python.trace");
+	char error[ERROR_SIZE] = "";
+	json_t *lines[SAMPLE_COUNT + 2];
+	const json_t *line;
+	size_t count;
+	int status;
+	char *text;
+
+	write_sample_trace(path, 2);
+	text = export_text(export_jsonl, path, 0, &status, error, NULL);
+	CU_ASSERT_EQUAL(status, 0);
+	count = parse_lines(text, lines, SAMPLE_COUNT + 2);
+	CU_ASSERT_EQUAL_FATAL(count, SAMPLE_COUNT + 1);
+
+	/* A Python function: exactly these fields, a line, no step, raised. */
+	line = lines[1 + SAMPLE_PYTHON_CALL];
+	CU_ASSERT_EQUAL(json_object_size(line), 11);
+	CU_ASSERT(has_string(line, "kind", "py"));
+	CU_ASSERT(has_string(line, "name", "torch.distributed.all_reduce"));
+	CU_ASSERT(has_string(line, "file", "/usr/lib/python3/torch/distributed/c10d.py"));
+	CU_ASSERT(has_integer(line, "line", 120));
+	CU_ASSERT(has_integer(line, "pid", 1000));
+	CU_ASSERT(has_integer(line, "tid", 1001));
+	CU_ASSERT(has_integer(line, "ts_ns", 123456789012000LL));
+	CU_ASSERT(has_integer(line, "dur_ns", 5000));
+	CU_ASSERT(has_integer(line, "depth", 2));
+	CU_ASSERT(has_boolean(line, "raised", 1));
+	CU_ASSERT(has_null(line, "step"));
+
+	/* A torch scope: its own kind, no line, a step, not raised. */
+	line = lines[1 + SAMPLE_TORCH_SCOPE];
+	CU_ASSERT_EQUAL(json_object_size(line), 11);
+	CU_ASSERT(has_string(line, "kind", "torch_scope"));
+	CU_ASSERT(has_string(line, "name", "ProfilerStep#5"));
+	CU_ASSERT(has_string(line, "file", ""));
+	CU_ASSERT(has_null(line, "line"));
+	CU_ASSERT(has_integer(line, "pid", 1000));
+	CU_ASSERT(has_integer(line, "tid", 1000));
+	CU_ASSERT(has_integer(line, "ts_ns", 150000));
+	CU_ASSERT(has_integer(line, "dur_ns", 600000));
+	CU_ASSERT(has_integer(line, "depth", 0));
+	CU_ASSERT(has_boolean(line, "raised", 0));
+	CU_ASSERT(has_integer(line, "step", 5));
 	free_objects(lines, count);
 	free(text);
 	unlink(path);
@@ -537,7 +632,7 @@ UNIT_TEST(exports, perfetto_document)
 	CU_ASSERT_EQUAL(json_array_size(json_object_get(metadata, "libraries")), 1);
 	events = json_object_get(document, "traceEvents");
 	CU_ASSERT_FATAL(json_is_array(events));
-	CU_ASSERT_EQUAL(count_phase(events, "X"), SAMPLE_CALLS);
+	CU_ASSERT_EQUAL(count_phase(events, "X"), SAMPLE_CALLS + SAMPLE_PYTHON_CALLS);
 
 	/* The rank from the process record that came after the calls numbers the track. */
 	event = find_event(events, "X", "ncclAllReduce", 3);
@@ -597,6 +692,33 @@ UNIT_TEST(exports, perfetto_document)
 	event = find_event(events, "C", "tcheck-bpf losses", -1);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(event);
 	CU_ASSERT(has_integer(json_object_get(event, "args"), "ringbuf_drops", 1));
+
+	/* Python calls: slices on the rank's track and the thread of the NCCL calls. */
+	event = find_event(events, "X", "torch.distributed.all_reduce", 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(event);
+	CU_ASSERT(has_string(event, "cat", "python"));
+	CU_ASSERT(has_integer(event, "tid", 1001));
+	CU_ASSERT(distance_from_zero(number_of(event, "ts") * 1000.0 - 123456789012000.0) < 0.5);
+	CU_ASSERT(distance_from_zero(number_of(event, "dur") - 5.0) < 1e-9);
+	args = json_object_get(event, "args");
+	CU_ASSERT_EQUAL(json_object_size(args), 4);
+	CU_ASSERT(has_string(args, "file", "/usr/lib/python3/torch/distributed/c10d.py"));
+	CU_ASSERT(has_integer(args, "line", 120));
+	CU_ASSERT(has_boolean(args, "raised", 1));
+	CU_ASSERT(has_null(args, "step"));
+	event = find_event(events, "X", "ProfilerStep#5", 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(event);
+	CU_ASSERT(has_string(event, "cat", "torch_scope"));
+	CU_ASSERT(has_integer(event, "tid", 1000));
+	CU_ASSERT(distance_from_zero(number_of(event, "ts") - 150.0) < 1e-9);
+	CU_ASSERT(distance_from_zero(number_of(event, "dur") - 600.0) < 1e-9);
+	args = json_object_get(event, "args");
+	CU_ASSERT(has_string(args, "file", ""));
+	CU_ASSERT(has_null(args, "line"));
+	CU_ASSERT(has_boolean(args, "raised", 0));
+	CU_ASSERT(has_integer(args, "step", 5));
+	/* Nowhere else: no track of their own. */
+	CU_ASSERT_PTR_NULL(find_event(events, "M", "process_name", 1000));
 	json_decref(document);
 	free(text);
 
@@ -606,7 +728,8 @@ UNIT_TEST(exports, perfetto_document)
 	document = json_loads(text, 0, &parse_error);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(document);
 	events = json_object_get(document, "traceEvents");
-	CU_ASSERT_EQUAL(count_phase(events, "X"), SAMPLE_CALLS);
+	CU_ASSERT_EQUAL(count_phase(events, "X"), SAMPLE_CALLS + SAMPLE_PYTHON_CALLS);
+	CU_ASSERT_PTR_NOT_NULL(find_event(events, "X", "ProfilerStep#5", 3));
 	CU_ASSERT_EQUAL(count_phase(events, "X") + count_phase(events, "M"),
 			json_array_size(events));
 	json_decref(document);
@@ -649,6 +772,9 @@ UNIT_TEST(exports, perfetto_from_a_pipe_reads_once)
 	/* Read once, the rank came too late to number the track: the pid does. */
 	CU_ASSERT_PTR_NOT_NULL(
 		find_event(json_object_get(document, "traceEvents"), "X", "ncclAllReduce", 1000));
+	/* The Python calls follow the NCCL calls of their process onto that track. */
+	CU_ASSERT_PTR_NOT_NULL(find_event(json_object_get(document, "traceEvents"), "X",
+					  "torch.distributed.all_reduce", 1000));
 	json_decref(document);
 	free(text);
 	unlink(fifo);

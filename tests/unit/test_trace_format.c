@@ -210,6 +210,31 @@ static void test_header(struct trace_header *header)
 }
 
 static const char *const function_names[] = { "ncclAllReduce", "ncclSend", "ncclCommInitRank" };
+static const char *const python_names[] = { "torch.optim.sgd.SGD.step", "train.Trainer.run_step",
+					    "torch.nn.modules.module.Module._call_impl" };
+
+/* The kinds sample_record() cycles through. */
+#define SAMPLE_KINDS 6
+
+/* A Python call or torch scope for sample 'index', its shape chosen by 'variant'. */
+static struct trace_python_call sample_python_call(unsigned index, unsigned variant)
+{
+	int torch_scope = variant & 2;
+
+	return (struct trace_python_call){
+		.entry_ns = 2000000000ULL + index * 1000ULL,
+		.duration_ns = 700 + index,
+		.pid = 4000 + index % 3,
+		.tid = 5000 + index,
+		.depth = index % 5,
+		.flags = (variant & 1 ? TRACE_PYTHON_RAISED : 0) |
+			 (torch_scope ? TRACE_PYTHON_TORCH_SCOPE : 0),
+		.first_line = torch_scope ? -1 : (int32_t)(10 + index),
+		.step = variant == 1 ? -1 : (int32_t)index,
+		.qualified_name = torch_scope ? "ProfilerStep#7" : python_names[index % 3],
+		.file = torch_scope ? (variant & 1 ? NULL : "") : "/opt/app/train.py",
+	};
+}
 
 /* Record 'index' of a deterministic mix of every kind, with values that use every bit. */
 static struct trace_record sample_record(unsigned index)
@@ -218,7 +243,7 @@ static struct trace_record sample_record(unsigned index)
 	struct trace_record record;
 
 	memset(&record, 0, sizeof(record));
-	switch (index % 5) {
+	switch (index % SAMPLE_KINDS) {
 	case 0:
 		record.kind = TRACE_RECORD_NCCL_CALL;
 		record.call = (struct trace_nccl_call){
@@ -290,6 +315,10 @@ static struct trace_record sample_record(unsigned index)
 			.build_id = index % 2 ? "" : "0123456789abcdef0123456789abcdef01234567",
 		};
 		break;
+	case 5:
+		record.kind = TRACE_RECORD_PYTHON_CALL;
+		record.python_call = sample_python_call(index, index / SAMPLE_KINDS % 4);
+		break;
 	default:
 		record.kind = TRACE_RECORD_STATS;
 		record.stats = (struct trace_stats){
@@ -356,6 +385,15 @@ static int records_equal(const struct trace_record *a, const struct trace_record
 	}
 	case TRACE_RECORD_STATS:
 		return memcmp(&a->stats, &b->stats, sizeof(a->stats)) == 0;
+	case TRACE_RECORD_PYTHON_CALL: {
+		const struct trace_python_call *x = &a->python_call, *y = &b->python_call;
+
+		return x->entry_ns == y->entry_ns && x->duration_ns == y->duration_ns &&
+		       x->pid == y->pid && x->tid == y->tid && x->depth == y->depth &&
+		       x->flags == y->flags && x->first_line == y->first_line &&
+		       x->step == y->step && same_text(x->qualified_name, y->qualified_name) &&
+		       same_text(x->file, y->file);
+	}
 	}
 	return 0;
 }
@@ -412,7 +450,7 @@ UNIT_TEST(trace_format, round_trip_of_every_record_kind)
 	struct trace_reader *reader;
 	int status;
 
-	write_samples(path, 20, 1000, NULL, NULL);
+	write_samples(path, 4 * SAMPLE_KINDS, 1000, NULL, NULL);
 	reader = trace_reader_open(path, error, sizeof(error));
 	CU_ASSERT_FATAL(reader != NULL);
 	test_header(&header);
@@ -424,13 +462,13 @@ UNIT_TEST(trace_format, round_trip_of_every_record_kind)
 	CU_ASSERT_EQUAL(read_header->anchor_monotonic_ns, header.anchor_monotonic_ns);
 	CU_ASSERT_EQUAL(read_header->anchor_realtime_ns, header.anchor_realtime_ns);
 
-	CU_ASSERT_EQUAL(read_and_compare(reader, &status), 20);
+	CU_ASSERT_EQUAL(read_and_compare(reader, &status), 4 * SAMPLE_KINDS);
 	CU_ASSERT_EQUAL(status, 0);
 	CU_ASSERT_EQUAL(trace_reader_next(reader, &(struct trace_record){ 0 }), 0);
 	CU_ASSERT_PTR_NULL(trace_reader_truncated(reader));
 	CU_ASSERT_PTR_NULL(trace_reader_note(reader));
 	stats = trace_reader_stats(reader);
-	CU_ASSERT_EQUAL(stats->records, 20);
+	CU_ASSERT_EQUAL(stats->records, 4 * SAMPLE_KINDS);
 	for (unsigned kind = TRACE_RECORD_NCCL_CALL; kind <= TRACE_FORMAT_LAST_KNOWN_KIND; kind++)
 		CU_ASSERT_EQUAL(stats->records_by_kind[kind], 4);
 	CU_ASSERT_EQUAL(stats->chunks, 1);
@@ -574,7 +612,8 @@ UNIT_TEST(trace_format, cut_at_every_byte_offset)
 	struct bytes whole;
 	size_t header_size;
 
-	write_samples(path, 9, 3, chunk_ends, &chunk_end_count);
+	/* Two chunks hold a Python call (samples 5 and 11), one of them a raised one. */
+	write_samples(path, 12, 4, chunk_ends, &chunk_end_count);
 	CU_ASSERT_EQUAL_FATAL(chunk_end_count, 3);
 	whole = read_whole_file(path);
 	CU_ASSERT_EQUAL_FATAL(whole.length, chunk_ends[2]);
@@ -589,7 +628,7 @@ UNIT_TEST(trace_format, cut_at_every_byte_offset)
 
 		for (unsigned i = 0; i < chunk_end_count; i++) {
 			if (cut >= chunk_ends[i])
-				expected += 3;
+				expected += 4;
 			if (cut == chunk_ends[i])
 				at_boundary = 1;
 		}
@@ -735,6 +774,7 @@ UNIT_TEST(trace_format, newer_minor_version_skips_unknown_kinds)
 	struct bytes file = { 0 }, payload = { 0 }, future = { 0 };
 	struct trace_reader *reader;
 	struct trace_record record;
+	char expected_version[32];
 
 	raw_file_header(&file, TRACE_FORMAT_VERSION_MAJOR, TRACE_FORMAT_VERSION_MINOR + 3);
 	bytes_append(&future, "python frame", 12);
@@ -759,7 +799,9 @@ UNIT_TEST(trace_format, newer_minor_version_skips_unknown_kinds)
 	CU_ASSERT_EQUAL(trace_reader_stats(reader)->unknown_records, 2);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(trace_reader_note(reader));
 	CU_ASSERT(strstr(trace_reader_note(reader), "2 records") != NULL);
-	CU_ASSERT(strstr(trace_reader_note(reader), "1.3") != NULL);
+	snprintf(expected_version, sizeof(expected_version), "%d.%d", TRACE_FORMAT_VERSION_MAJOR,
+		 TRACE_FORMAT_VERSION_MINOR + 3);
+	CU_ASSERT(strstr(trace_reader_note(reader), expected_version) != NULL);
 	trace_reader_close(reader);
 	free(future.data);
 	free(payload.data);
@@ -1013,7 +1055,8 @@ UNIT_TEST(trace_format, random_records_never_crash_the_reader)
 		record_count++;
 		for (int i = 0; i < 1 + round % 6; i++) {
 			struct bytes body = { 0 };
-			unsigned kind = (unsigned)rand_r(&seed) % 7;
+			unsigned kind =
+				(unsigned)rand_r(&seed) % (TRACE_FORMAT_LAST_KNOWN_KIND + 2);
 			size_t length = (size_t)rand_r(&seed) % 140;
 
 			for (size_t b = 0; b < length; b++) {
@@ -1022,7 +1065,13 @@ UNIT_TEST(trace_format, random_records_never_crash_the_reader)
 				/* Small string ids and counts reach the decoders more often. */
 				bytes_append(&body, &byte, 1);
 			}
-			if (length >= TRACE_FORMAT_CALL_FIXED_SIZE && rand_r(&seed) % 2) {
+			if (kind == TRACE_RECORD_PYTHON_CALL &&
+			    length >= TRACE_FORMAT_PYTHON_SIZE && rand_r(&seed) % 2) {
+				trace_format_put_u32(
+					body.data + TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT, 1);
+				trace_format_put_u32(body.data + TRACE_FORMAT_PYTHON_FILE_AT,
+						     (uint32_t)rand_r(&seed) % 3);
+			} else if (length >= TRACE_FORMAT_CALL_FIXED_SIZE && rand_r(&seed) % 2) {
 				trace_format_put_u32(body.data + TRACE_FORMAT_CALL_FUNCTION_AT, 1);
 				trace_format_put_u32(body.data + TRACE_FORMAT_CALL_PARAM_COUNT_AT,
 						     (uint32_t)rand_r(&seed) % 12);
@@ -1146,4 +1195,294 @@ UNIT_TEST(trace_format, local_header)
 
 	CU_ASSERT_EQUAL(trace_header_init_local(&header, 0, NULL, error, sizeof(error)), 0);
 	CU_ASSERT(header.command_line[0] != '\0');
+}
+
+/* A Python call body as raw bytes, referring to the given string ids. */
+static void raw_python_call(struct bytes *payload, uint32_t name_id, uint32_t file_id,
+			    size_t length)
+{
+	struct bytes body = { 0 };
+
+	memset(bytes_extend(&body, length), 0, length);
+	if (length >= TRACE_FORMAT_PYTHON_SIZE) {
+		trace_format_put_u64(body.data + TRACE_FORMAT_PYTHON_ENTRY_NS_AT, 9000);
+		trace_format_put_u32(body.data + TRACE_FORMAT_PYTHON_PID_AT, 88);
+		trace_format_put_u32(body.data + TRACE_FORMAT_PYTHON_FIRST_LINE_AT, 42);
+		trace_format_put_u32(body.data + TRACE_FORMAT_PYTHON_STEP_AT, UINT32_MAX);
+		trace_format_put_u32(body.data + TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT, name_id);
+		trace_format_put_u32(body.data + TRACE_FORMAT_PYTHON_FILE_AT, file_id);
+	}
+	raw_record(payload, TRACE_RECORD_PYTHON_CALL, &body);
+	free(body.data);
+}
+
+UNIT_TEST(trace_format, python_calls_round_trip_with_every_field)
+{
+	const char *path = scratch_path("python.trace");
+	static const struct trace_python_call extremes[] = {
+		{ .entry_ns = UINT64_MAX,
+		  .duration_ns = UINT64_MAX - 1,
+		  .pid = UINT32_MAX,
+		  .tid = UINT32_MAX - 1,
+		  .depth = UINT32_MAX,
+		  .flags = TRACE_PYTHON_RAISED | TRACE_PYTHON_TORCH_SCOPE | 0x80000000U,
+		  .first_line = INT32_MIN,
+		  .step = INT32_MAX,
+		  .qualified_name = "nn.Module.\xff\xfe",
+		  .file = "/srv/models/\xe2\x82\xac.py" },
+		{ .entry_ns = 1,
+		  .duration_ns = 0,
+		  .pid = 1,
+		  .tid = 1,
+		  .depth = 0,
+		  .flags = 0,
+		  .first_line = 0,
+		  .step = 0,
+		  .qualified_name = NULL,
+		  .file = NULL },
+		{ .entry_ns = 3000,
+		  .duration_ns = 40,
+		  .pid = 7,
+		  .tid = 8,
+		  .depth = 2,
+		  .flags = TRACE_PYTHON_TORCH_SCOPE,
+		  .first_line = -1,
+		  .step = -1,
+		  .qualified_name = "ProfilerStep#7",
+		  .file = "" },
+	};
+	const unsigned extreme_count = sizeof(extremes) / sizeof(extremes[0]);
+	char error[ERROR_SIZE] = "";
+	const struct trace_reader_stats *stats;
+	struct trace_writer_stats written;
+	struct trace_header header;
+	struct trace_writer *writer;
+	struct trace_reader *reader;
+	struct trace_record record;
+	unsigned total = 0, python_count = 0;
+	int status;
+
+	/*
+	 * Every field at its extremes, then Python calls and the other kinds
+	 * interleaved two to a chunk: the names and files defined in the first
+	 * chunks are reused by id in the later ones.
+	 */
+	test_header(&header);
+	writer = trace_writer_create(path, &header, error, sizeof(error));
+	CU_ASSERT_FATAL(writer != NULL);
+	CU_ASSERT_EQUAL(trace_writer_set_chunk_limits(writer, 2, 0), 0);
+	for (unsigned i = 0; i < extreme_count; i++) {
+		record = (struct trace_record){ .kind = TRACE_RECORD_PYTHON_CALL };
+		record.python_call = extremes[i];
+		CU_ASSERT_EQUAL_FATAL(trace_writer_add(writer, &record), 0);
+	}
+	for (unsigned i = 0; i < 60; i++) {
+		if (i % 2) {
+			record = (struct trace_record){ .kind = TRACE_RECORD_PYTHON_CALL };
+			record.python_call = sample_python_call(i, i / 2 % 4);
+		} else {
+			record = sample_record(i / 2);
+		}
+		CU_ASSERT_EQUAL_FATAL(trace_writer_add(writer, &record), 0);
+	}
+	trace_writer_get_stats(writer, &written);
+	CU_ASSERT_EQUAL(written.chunks, (extreme_count + 60) / 2);
+	CU_ASSERT_EQUAL(trace_writer_close(writer, error, sizeof(error)), 0);
+
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	CU_ASSERT_PTR_NULL(trace_reader_note(reader));
+	while ((status = trace_reader_next(reader, &record)) > 0) {
+		struct trace_record expected = { .kind = TRACE_RECORD_PYTHON_CALL };
+		unsigned later = total - extreme_count;
+
+		if (total < extreme_count)
+			expected.python_call = extremes[total];
+		else if (later % 2)
+			expected.python_call = sample_python_call(later, later / 2 % 4);
+		else
+			expected = sample_record(later / 2);
+		CU_ASSERT(records_equal(&expected, &record));
+		if (record.kind == TRACE_RECORD_PYTHON_CALL)
+			python_count++;
+		total++;
+	}
+	CU_ASSERT_EQUAL(status, 0);
+	CU_ASSERT_EQUAL(total, extreme_count + 60);
+	stats = trace_reader_stats(reader);
+	CU_ASSERT_EQUAL(stats->records_by_kind[TRACE_RECORD_PYTHON_CALL], python_count);
+	/* The 30 interleaved samples 0..29 hold five Python calls of their own. */
+	CU_ASSERT_EQUAL(python_count, extreme_count + 30 + 5);
+	CU_ASSERT_EQUAL(stats->unknown_records, 0);
+	trace_reader_close(reader);
+
+	/* The chunk of the first two records is filed under the Python calls' entry times. */
+	{
+		struct bytes whole = read_whole_file(path);
+		size_t chunk = TRACE_FORMAT_FILE_FIXED_SIZE +
+			       trace_format_get_u32(whole.data + TRACE_FORMAT_FILE_BODY_LENGTH_AT);
+
+		CU_ASSERT_EQUAL(
+			trace_format_get_u64(whole.data + chunk + TRACE_FORMAT_CHUNK_FIRST_NS_AT),
+			1);
+		CU_ASSERT_EQUAL(
+			trace_format_get_u64(whole.data + chunk + TRACE_FORMAT_CHUNK_LAST_NS_AT),
+			UINT64_MAX);
+		free(whole.data);
+	}
+	unlink(path);
+}
+
+/*
+ * Rewrites every record of kind 'from' as kind 'to' and reseals the
+ * checksums: how a file looks to a reader that does not know 'from'.
+ */
+static unsigned relabel_kind(struct bytes *file, unsigned from, unsigned to)
+{
+	size_t chunk = TRACE_FORMAT_FILE_FIXED_SIZE +
+		       trace_format_get_u32(file->data + TRACE_FORMAT_FILE_BODY_LENGTH_AT);
+	unsigned relabelled = 0;
+
+	while (chunk + TRACE_FORMAT_CHUNK_HEADER_SIZE <= file->length) {
+		unsigned char *header = file->data + chunk;
+		unsigned char *payload = header + TRACE_FORMAT_CHUNK_HEADER_SIZE;
+		uint32_t payload_length =
+			trace_format_get_u32(header + TRACE_FORMAT_CHUNK_PAYLOAD_LENGTH_AT);
+		size_t position = 0;
+
+		while (position + TRACE_FORMAT_RECORD_HEADER_SIZE <= payload_length) {
+			unsigned char *record = payload + position;
+
+			if (trace_format_get_u16(record + TRACE_FORMAT_RECORD_KIND_AT) == from) {
+				trace_format_put_u16(record + TRACE_FORMAT_RECORD_KIND_AT,
+						     (uint16_t)to);
+				relabelled++;
+			}
+			position += TRACE_FORMAT_RECORD_HEADER_SIZE +
+				    trace_format_get_u32(record + TRACE_FORMAT_RECORD_LENGTH_AT);
+		}
+		trace_format_put_u32(header + TRACE_FORMAT_CHUNK_PAYLOAD_CRC_AT,
+				     (uint32_t)crc32(0L, payload, payload_length));
+		trace_format_put_u32(header + TRACE_FORMAT_CHUNK_HEADER_CRC_AT,
+				     (uint32_t)crc32(0L, header, TRACE_FORMAT_CHUNK_HEADER_CRC_AT));
+		chunk += TRACE_FORMAT_CHUNK_HEADER_SIZE + payload_length;
+	}
+	return relabelled;
+}
+
+UNIT_TEST(trace_format, a_reader_without_python_calls_skips_them)
+{
+	const char *path = scratch_path("python-unknown.trace");
+	unsigned unknown_kind = TRACE_FORMAT_LAST_KNOWN_KIND + 1, relabelled;
+	char error[ERROR_SIZE] = "";
+	struct trace_reader *reader;
+	struct trace_record record;
+	struct bytes whole;
+	unsigned sample = 0;
+	int status;
+
+	/*
+	 * A reader of format 1.0 sees a Python call as this one sees a kind
+	 * past the last it knows: give the Python calls such a kind.
+	 */
+	write_samples(path, 10 * SAMPLE_KINDS, 4, NULL, NULL);
+	whole = read_whole_file(path);
+	relabelled = relabel_kind(&whole, TRACE_RECORD_PYTHON_CALL, unknown_kind);
+	CU_ASSERT_EQUAL(relabelled, 10);
+	write_file(path, whole.data, whole.length);
+
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	while ((status = trace_reader_next(reader, &record)) > 0) {
+		struct trace_record expected;
+
+		if (sample % SAMPLE_KINDS == 5)
+			sample++;
+		expected = sample_record(sample++);
+		CU_ASSERT(records_equal(&expected, &record));
+	}
+	CU_ASSERT_EQUAL(status, 0);
+	CU_ASSERT_EQUAL(trace_reader_stats(reader)->records, 10 * (SAMPLE_KINDS - 1));
+	CU_ASSERT_EQUAL(trace_reader_stats(reader)->unknown_records, 10);
+	CU_ASSERT_EQUAL(trace_reader_stats(reader)->records_by_kind[TRACE_RECORD_PYTHON_CALL], 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(trace_reader_note(reader));
+	CU_ASSERT(strstr(trace_reader_note(reader), "10 records") != NULL);
+	CU_ASSERT(strstr(trace_reader_note(reader), "newer tcheck-bpf") != NULL);
+	trace_reader_close(reader);
+	free(whole.data);
+	unlink(path);
+}
+
+UNIT_TEST(trace_format, malformed_python_calls_are_errors)
+{
+	char error[ERROR_SIZE] = "", expected[120];
+	struct bytes payload = { 0 };
+	long records;
+
+	/* Shorter than its fixed fields. */
+	raw_string(&payload, 1, "train.step");
+	raw_python_call(&payload, 1, 0, TRACE_FORMAT_PYTHON_SIZE - 1);
+	CU_ASSERT(read_crafted(&payload, 2, 0, &records, error) < 0);
+	snprintf(expected, sizeof(expected), "python_call record of %d bytes, shorter than the %d",
+		 TRACE_FORMAT_PYTHON_SIZE - 1, TRACE_FORMAT_PYTHON_SIZE);
+	CU_ASSERT(strstr(error, expected) != NULL);
+	CU_ASSERT(strstr(error, "record 1") != NULL);
+
+	/* A file name id that was never defined. */
+	payload.length = 0;
+	raw_string(&payload, 1, "train.step");
+	raw_python_call(&payload, 1, 9, TRACE_FORMAT_PYTHON_SIZE);
+	CU_ASSERT(read_crafted(&payload, 2, 0, &records, error) < 0);
+	CU_ASSERT_EQUAL(records, 0);
+	CU_ASSERT(strstr(error, "string id 9") != NULL);
+
+	/* A qualified name id that was never defined. */
+	payload.length = 0;
+	raw_python_call(&payload, 3, 0, TRACE_FORMAT_PYTHON_SIZE);
+	CU_ASSERT(read_crafted(&payload, 1, 0, &records, error) < 0);
+	CU_ASSERT(strstr(error, "string id 3") != NULL);
+
+	/* Fields a newer writer appends are skipped; the known ones still read. */
+	payload.length = 0;
+	raw_string(&payload, 1, "train.step");
+	raw_string(&payload, 2, "/app/train.py");
+	raw_python_call(&payload, 1, 2, TRACE_FORMAT_PYTHON_SIZE + 20);
+	CU_ASSERT_EQUAL(read_crafted(&payload, 3, 0, &records, error), 0);
+	CU_ASSERT_EQUAL(records, 1);
+	free(payload.data);
+}
+
+UNIT_TEST(trace_format, python_call_fields_from_raw_bytes)
+{
+	const char *path = scratch_path("python-raw.trace");
+	char error[ERROR_SIZE] = "";
+	struct bytes file = { 0 }, payload = { 0 };
+	struct trace_reader *reader;
+	struct trace_record record;
+
+	/* Bytes laid out by hand from the format's table, not by the writer. */
+	raw_string(&payload, 1, "train.step");
+	raw_string(&payload, 2, "/app/train.py");
+	raw_python_call(&payload, 1, 2, TRACE_FORMAT_PYTHON_SIZE);
+	raw_file_header(&file, TRACE_FORMAT_VERSION_MAJOR, TRACE_FORMAT_VERSION_MINOR);
+	raw_chunk(&file, &payload, 3, (uint32_t)payload.length, 0);
+	write_file(path, file.data, file.length);
+
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	CU_ASSERT_EQUAL_FATAL(trace_reader_next(reader, &record), 1);
+	CU_ASSERT_EQUAL(record.kind, TRACE_RECORD_PYTHON_CALL);
+	CU_ASSERT_EQUAL(record.python_call.entry_ns, 9000);
+	CU_ASSERT_EQUAL(record.python_call.duration_ns, 0);
+	CU_ASSERT_EQUAL(record.python_call.pid, 88);
+	CU_ASSERT_EQUAL(record.python_call.first_line, 42);
+	CU_ASSERT_EQUAL(record.python_call.step, -1);
+	CU_ASSERT_STRING_EQUAL(record.python_call.qualified_name, "train.step");
+	CU_ASSERT_STRING_EQUAL(record.python_call.file, "/app/train.py");
+	CU_ASSERT_STRING_EQUAL(trace_record_kind_name(TRACE_RECORD_PYTHON_CALL), "python_call");
+	CU_ASSERT_EQUAL(trace_reader_next(reader, &record), 0);
+	trace_reader_close(reader);
+	free(payload.data);
+	free(file.data);
+	unlink(path);
 }

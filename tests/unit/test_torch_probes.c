@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: MIT
+/* Tests of finding record_function scope and ATen operator probe sites in libtorch_cpu.so. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "torch_probes.h"
+#include "unit.h"
+
+/* Debian's python3-torch 1.13 (libtorch1.13): the package's library, the one Python loads. */
+#define DEBIAN_TORCH "/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0"
+#define DEBIAN_PYTHON "/usr/bin/python3"
+#define COMPARED_BYTES 24
+
+static const char *const checked_ops[] = { "add_", "zero_", "mul_", "_foreach_add_",
+					   "add_.Tensor" };
+#define CHECKED_OP_COUNT (sizeof(checked_ops) / sizeof(checked_ops[0]))
+
+UNIT_TEST(torch_probes, version_text_is_parsed)
+{
+	struct torch_version version;
+
+	CU_ASSERT_EQUAL_FATAL(torch_version_parse("1.13.0a0", &version), 0);
+	CU_ASSERT_EQUAL(version.major, 1);
+	CU_ASSERT_EQUAL(version.minor, 13);
+	CU_ASSERT_EQUAL(version.patch, 0);
+	CU_ASSERT_STRING_EQUAL(version.text, "1.13.0a0");
+	CU_ASSERT_EQUAL_FATAL(torch_version_parse("2.3.1+cu121", &version), 0);
+	CU_ASSERT_EQUAL(version.major, 2);
+	CU_ASSERT_EQUAL(version.minor, 3);
+	CU_ASSERT_EQUAL(version.patch, 1);
+	CU_ASSERT_EQUAL_FATAL(torch_version_parse("2.10", &version), 0);
+	CU_ASSERT_EQUAL(version.minor, 10);
+	CU_ASSERT_EQUAL(version.patch, -1);
+	CU_ASSERT_EQUAL(torch_version_parse("abc", &version), -EINVAL);
+	CU_ASSERT_EQUAL(torch_version_parse("1.", &version), -EINVAL);
+	CU_ASSERT_EQUAL(torch_version_parse("", &version), -EINVAL);
+}
+
+UNIT_TEST(torch_probes, operator_requests_match_overloads)
+{
+	const char *in_place = "_ZN2at4_ops11add__Tensor4callERNS_6TensorERKS2_RKN3c106ScalarE";
+	const char *functional = "_ZN2at4_ops10add_Tensor4callERKNS_6TensorES4_RKN3c106ScalarE";
+	const char *zero = "_ZN2at4_ops5zero_4callERNS_6TensorE";
+	char name[64] = "";
+
+	CU_ASSERT(torch_op_symbol_matches(in_place, "add_", name, sizeof(name)));
+	CU_ASSERT_STRING_EQUAL(name, "add__Tensor");
+	CU_ASSERT(torch_op_symbol_matches(in_place, "add_.Tensor", NULL, 0));
+	CU_ASSERT_FALSE(torch_op_symbol_matches(in_place, "add", NULL, 0));
+	CU_ASSERT_FALSE(torch_op_symbol_matches(in_place, "add_.Scalar", NULL, 0));
+	CU_ASSERT_FALSE(torch_op_symbol_matches(in_place, "add_.default", NULL, 0));
+	CU_ASSERT(torch_op_symbol_matches(functional, "add", name, sizeof(name)));
+	CU_ASSERT_STRING_EQUAL(name, "add_Tensor");
+	CU_ASSERT(torch_op_symbol_matches(functional, "add.Tensor", NULL, 0));
+	CU_ASSERT_FALSE(torch_op_symbol_matches(functional, "add_", NULL, 0));
+	CU_ASSERT(torch_op_symbol_matches(zero, "zero_", NULL, 0));
+	CU_ASSERT(torch_op_symbol_matches(zero, "zero_.default", NULL, 0));
+	CU_ASSERT_FALSE(torch_op_symbol_matches(zero, "zero", NULL, 0));
+	CU_ASSERT_FALSE(torch_op_symbol_matches(
+		"_ZN2at4_ops5zero_10redispatchEN3c1014DispatchKeySetERNS_6TensorE", "zero_", NULL,
+		0));
+	CU_ASSERT_FALSE(torch_op_symbol_matches(
+		"_ZN2at4_ops15multiply_Tensor4callERKNS_6TensorES4_", "mul", NULL, 0));
+	CU_ASSERT_FALSE(torch_op_symbol_matches("_ZN2at4_ops99zero_4callE", "zero_", NULL, 0));
+	CU_ASSERT_FALSE(torch_op_symbol_matches("_ZN2at4_ops5zero_4callE", "", NULL, 0));
+}
+
+/* A made-up code segment at address 0x1000: the function under test and what it calls. */
+struct fake_segment {
+	uint8_t bytes[0x400];
+};
+
+static int read_fake_segment(void *context, uint64_t address, uint8_t bytes[16])
+{
+	struct fake_segment *segment = context;
+
+	if (address < 0x1000 || address + 16 > 0x1000 + sizeof(segment->bytes))
+		return -ERANGE;
+	memcpy(bytes, segment->bytes + (address - 0x1000), 16);
+	return 0;
+}
+
+/* Writes "call target" at code offset at, for a function that starts at 0x1000 + start. */
+static void put_call(struct fake_segment *segment, size_t at, uint64_t target)
+{
+	int32_t displacement = (int32_t)(target - (0x1000 + at + 5));
+
+	segment->bytes[at] = 0xe8;
+	memcpy(segment->bytes + at + 1, &displacement, sizeof(displacement));
+}
+
+UNIT_TEST(torch_probes, internal_call_is_told_from_plt_calls)
+{
+	static const uint8_t plt[] = { 0xff, 0x25, 0x10, 0x20, 0x00, 0x00 };
+	static const uint8_t plt_ibt[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0xf2, 0xff, 0x25, 0x00 };
+	static const uint8_t helper[] = { 0x41, 0x56, 0x41, 0x55 }; /* push r14; push r13 */
+	static const uint8_t other[] = { 0x55, 0x48, 0x89, 0xe5 };  /* push rbp; mov rsp, rbp */
+	struct fake_segment segment;
+	const uint8_t *function = segment.bytes + 0x200;
+	uint64_t target = 0;
+
+	memset(segment.bytes, 0x90, sizeof(segment.bytes));
+	memcpy(segment.bytes + 0x000, plt, sizeof(plt));
+	memcpy(segment.bytes + 0x010, plt_ibt, sizeof(plt_ibt));
+	memcpy(segment.bytes + 0x100, helper, sizeof(helper));
+	memcpy(segment.bytes + 0x180, other, sizeof(other));
+	/* The function at 0x1200: two PLT calls, a call to itself, and one to the helper. */
+	put_call(&segment, 0x204, 0x1000);
+	put_call(&segment, 0x210, 0x1010);
+	put_call(&segment, 0x220, 0x1200);
+	put_call(&segment, 0x230, 0x1100);
+	segment.bytes[0x240] = 0xc3;
+	CU_ASSERT_EQUAL(torch_find_internal_call(function, 0x50, 0x1200, read_fake_segment,
+						 &segment, &target),
+			0);
+	CU_ASSERT_EQUAL(target, 0x1100);
+	/* A second internal callee makes the answer ambiguous. */
+	put_call(&segment, 0x238, 0x1180);
+	CU_ASSERT_EQUAL(torch_find_internal_call(function, 0x50, 0x1200, read_fake_segment,
+						 &segment, &target),
+			-EMLINK);
+	/* Only PLT calls: none. */
+	CU_ASSERT_EQUAL(torch_find_internal_call(function, 0x18, 0x1200, read_fake_segment,
+						 &segment, &target),
+			-ENOENT);
+}
+
+static char fixture_directory[64];
+
+static void remove_fixtures(void)
+{
+	char command[128];
+
+	snprintf(command, sizeof(command), "rm -rf '%s'", fixture_directory);
+	if (system(command) != 0)
+		fprintf(stderr, "could not remove the test fixtures in %s\n", fixture_directory);
+}
+
+static bool write_file(const char *path, const char *text)
+{
+	FILE *file = fopen(path, "w");
+
+	if (!file)
+		return false;
+	fputs(text, file);
+	return fclose(file) == 0;
+}
+
+/*
+ * Package layouts without a real library: a pip-like torch/lib with
+ * version.py, a distribution-like versioned file reached through links,
+ * a library that says nothing of its version, and unknown versions.
+ */
+static bool fixtures_ready(void)
+{
+	static int state = -1;
+	char command[1024];
+
+	if (state >= 0)
+		return state == 1;
+	state = 0;
+	snprintf(fixture_directory, sizeof(fixture_directory), "/tmp/tcheck-torch-XXXXXX");
+	if (!mkdtemp(fixture_directory))
+		return false;
+	atexit(remove_fixtures);
+	snprintf(command, sizeof(command),
+		 "cd %s && mkdir -p pip/torch/lib dist/lib other plain newer/torch/lib "
+		 "older/torch/lib && touch pip/torch/lib/libtorch_cpu.so "
+		 "dist/lib/libtorch_cpu.so.1.13.1 plain/libtorch_cpu.so "
+		 "newer/torch/lib/libtorch_cpu.so older/torch/lib/libtorch_cpu.so && "
+		 "ln -s libtorch_cpu.so.1.13.1 dist/lib/libtorch_cpu.so && "
+		 "ln -s ../dist/lib/libtorch_cpu.so other/libtorch_cpu.so",
+		 fixture_directory);
+	if (system(command) != 0)
+		return false;
+	const struct {
+		const char *name;
+		const char *text;
+	} files[] = {
+		{ "pip/torch/version.py", "from typing import Optional\n__all__ = ['__version__']\n"
+					  "__version__ = '2.4.0+cpu'\ndebug = False\n" },
+		{ "newer/torch/version.py", "__version__ = \"3.0.0\"\n" },
+		{ "older/torch/version.py", "__version__ = '1.12.1'\n" },
+	};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(command, sizeof(command), "%s/%s", fixture_directory, files[i].name);
+		if (!write_file(command, files[i].text))
+			return false;
+	}
+	state = 1;
+	return true;
+}
+
+static void fixture_path(char *path, size_t size, const char *name)
+{
+	snprintf(path, size, "%s/%s", fixture_directory, name);
+}
+
+UNIT_TEST(torch_probes, version_comes_from_package_or_file_name)
+{
+	struct torch_version version;
+	char path[256], error[512] = "";
+
+	CU_ASSERT_FATAL(fixtures_ready());
+	fixture_path(path, sizeof(path), "pip/torch/lib/libtorch_cpu.so");
+	CU_ASSERT_EQUAL_FATAL(torch_version_detect(path, &version, error, sizeof(error)), 0);
+	CU_ASSERT_STRING_EQUAL(version.text, "2.4.0+cpu");
+	CU_ASSERT_EQUAL(version.major, 2);
+	CU_ASSERT_EQUAL(version.minor, 4);
+	CU_ASSERT_PTR_NOT_NULL(strstr(version.source, "pip/torch/version.py"));
+	/* Two links: other/ -> dist/lib/libtorch_cpu.so -> libtorch_cpu.so.1.13.1 */
+	fixture_path(path, sizeof(path), "other/libtorch_cpu.so");
+	CU_ASSERT_EQUAL_FATAL(torch_version_detect(path, &version, error, sizeof(error)), 0);
+	CU_ASSERT_EQUAL(version.major, 1);
+	CU_ASSERT_EQUAL(version.minor, 13);
+	CU_ASSERT_EQUAL(version.patch, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(version.source, "libtorch_cpu.so.1.13.1"));
+	fixture_path(path, sizeof(path), "plain/libtorch_cpu.so");
+	CU_ASSERT_EQUAL(torch_version_detect(path, &version, error, sizeof(error)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, "cannot tell which torch version"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, path));
+}
+
+UNIT_TEST(torch_probes, unknown_versions_are_refused)
+{
+	const char *const versions[][2] = { { "newer/torch/lib/libtorch_cpu.so", "3.0.0" },
+					    { "older/torch/lib/libtorch_cpu.so", "1.12.1" } };
+	struct torch_probes *probes = (struct torch_probes *)1;
+	char path[256], error[512];
+
+	CU_ASSERT_FATAL(fixtures_ready());
+	for (size_t i = 0; i < 2; i++) {
+		error[0] = '\0';
+		fixture_path(path, sizeof(path), versions[i][0]);
+		CU_ASSERT_EQUAL(torch_probes_resolve(path, torch_default_ops,
+						     torch_default_op_count, &probes, error,
+						     sizeof(error)),
+				-ENOTSUP);
+		CU_ASSERT_PTR_NULL(probes);
+		CU_ASSERT_PTR_NOT_NULL(strstr(error, versions[i][1]));
+		CU_ASSERT_PTR_NOT_NULL(strstr(error, "is not a version whose record_function"));
+	}
+	/* A known version whose file is no library says so. */
+	fixture_path(path, sizeof(path), "pip/torch/lib/libtorch_cpu.so");
+	CU_ASSERT(torch_probes_resolve(path, NULL, 0, &probes, error, sizeof(error)) < 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, path));
+}
+
+static bool debian_torch_present(void)
+{
+	return access(DEBIAN_TORCH, R_OK) == 0;
+}
+
+/* The bytes a uprobe at file_offset would patch, as the file has them. */
+static bool file_bytes(const char *path, uint64_t file_offset, uint8_t bytes[COMPARED_BYTES])
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got;
+
+	if (fd < 0)
+		return false;
+	got = pread(fd, bytes, COMPARED_BYTES, (off_t)file_offset);
+	close(fd);
+	return got == COMPARED_BYTES;
+}
+
+/*
+ * The independent check of an exported site: the dynamic loader's address
+ * for the name (dlsym) holds the bytes at the computed file offset, and it
+ * lies at the computed address from the load base.
+ */
+static bool exported_site_matches(void *handle, const struct torch_probe_site *site)
+{
+	uint8_t from_file[COMPARED_BYTES];
+	const void *loaded;
+	Dl_info info;
+
+	if (!site->symbol || !site->exported)
+		return false;
+	loaded = dlsym(handle, site->symbol);
+	if (!loaded || !dladdr(loaded, &info) ||
+	    !file_bytes(DEBIAN_TORCH, site->file_offset, from_file))
+		return false;
+	return (uintptr_t)loaded - (uintptr_t)info.dli_fbase == site->address &&
+	       memcmp(loaded, from_file, COMPARED_BYTES) == 0;
+}
+
+/*
+ * The internal enter function, found apart from the resolver: objdump's
+ * disassembly of the exported enter function, whose one direct call that
+ * does not go through the PLT is to it. 0 when objdump is missing.
+ */
+static uint64_t objdump_internal_callee(uint64_t address, uint64_t size)
+{
+	char command[1024], line[1024];
+	uint64_t found = 0;
+	size_t count = 0;
+	FILE *output;
+
+	snprintf(command, sizeof(command),
+		 "objdump -d --no-show-raw-insn --start-address=0x%llx --stop-address=0x%llx "
+		 "'%s' 2>/dev/null",
+		 (unsigned long long)address, (unsigned long long)(address + size), DEBIAN_TORCH);
+	output = popen(command, "r");
+	if (!output)
+		return 0;
+	while (fgets(line, sizeof(line), output)) {
+		unsigned long long target;
+		char *call = strstr(line, "\tcall ");
+
+		if (!call || strstr(line, "@plt>") || strstr(line, "*"))
+			continue;
+		if (sscanf(call + strlen("\tcall "), "%llx", &target) == 1) {
+			found = target;
+			count++;
+		}
+	}
+	pclose(output);
+	return count == 1 ? found : 0;
+}
+
+/* Every defined exported at::_ops::...::call nm lists for a request, counted independently. */
+static size_t nm_operator_count(const char *request)
+{
+	char line[2048], name[1900], type;
+	unsigned long long address;
+	size_t count = 0;
+	FILE *output;
+
+	output = popen("nm -D --defined-only '" DEBIAN_TORCH "' 2>/dev/null", "r");
+	if (!output)
+		return 0;
+	while (fgets(line, sizeof(line), output))
+		if (sscanf(line, "%llx %c %1899s", &address, &type, name) == 3 &&
+		    (type == 'T' || type == 'W') && torch_op_symbol_matches(name, request, NULL, 0))
+			count++;
+	pclose(output);
+	return count;
+}
+
+UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
+{
+	struct torch_probes *probes = NULL;
+	char error[1024] = "";
+	uint8_t from_file[COMPARED_BYTES];
+	uint64_t enter_new_address = 0, enter_new_size = 0;
+	void *handle;
+
+	if (!debian_torch_present()) {
+		CU_PASS("no Debian python3-torch at " DEBIAN_TORCH ": skipped");
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(torch_probes_resolve(DEBIAN_TORCH, checked_ops, CHECKED_OP_COUNT,
+						   &probes, error, sizeof(error)),
+			      0);
+	CU_ASSERT_EQUAL(probes->version.major, 1);
+	CU_ASSERT_EQUAL(probes->version.minor, 13);
+	CU_ASSERT_EQUAL(probes->scopes.method, TORCH_SCOPE_SHARED_ENTER);
+	CU_ASSERT(probes->scopes.verified);
+	CU_ASSERT_EQUAL(probes->scopes.string_abi, TORCH_STRING_CXX11);
+	CU_ASSERT_EQUAL(probes->scopes.name_register, TORCH_REGISTER_RDI);
+	CU_ASSERT_EQUAL(probes->scopes.key_register, TORCH_REGISTER_RDX);
+	CU_ASSERT_EQUAL(probes->scopes.exit_register, TORCH_REGISTER_RDI);
+	CU_ASSERT_FALSE(probes->scopes.enter.exported);
+	CU_ASSERT_EQUAL(probes->scopes.key.file_offset, probes->scopes.enter.file_offset);
+	CU_ASSERT_STRING_EQUAL(probes->scopes.exit.symbol, "_ZN2at14RecordFunction3endEv");
+	CU_ASSERT_PTR_NOT_NULL(probes->backward.symbol);
+	CU_ASSERT_PTR_NOT_NULL(strstr(probes->scopes.enter.reading, "data pointer at +0"));
+	/* add_ and mul_ have .Tensor and .Scalar; zero_ one; _foreach_add_ three; one exact. */
+	CU_ASSERT_EQUAL(probes->op_count, 2 + 1 + 2 + 3 + 1);
+	for (size_t r = 0; r < CHECKED_OP_COUNT; r++) {
+		size_t ours = 0;
+
+		for (size_t i = 0; i < probes->op_count; i++)
+			ours += strcmp(probes->ops[i].request, checked_ops[r]) == 0;
+		CU_ASSERT_EQUAL(ours, nm_operator_count(checked_ops[r]));
+	}
+
+	handle = dlopen(DEBIAN_TORCH, RTLD_LAZY | RTLD_LOCAL);
+	if (!handle) {
+		CU_PASS("dlopen of Debian's libtorch_cpu.so failed: sites not compared with loaded "
+			"bytes");
+		torch_probes_free(probes);
+		return;
+	}
+	CU_ASSERT(exported_site_matches(handle, &probes->scopes.exit));
+	CU_ASSERT(exported_site_matches(handle, &probes->backward));
+	for (size_t i = 0; i < probes->op_count; i++)
+		CU_ASSERT(exported_site_matches(handle, &probes->ops[i].site));
+
+	/* The internal enter site: the loaded copy holds its bytes at its address... */
+	{
+		const char *enter_new = "_ZN5torch8autograd8profiler25record_function_enter_"
+					"newERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcE"
+					"EERKN3c108optionalIS7_EE";
+		void *loaded = dlsym(handle, enter_new);
+		Dl_info info;
+		ElfW(Sym) *symbol = NULL;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(loaded);
+		CU_ASSERT_FATAL(dladdr1(loaded, &info, (void **)&symbol, RTLD_DL_SYMENT) != 0);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(symbol);
+		enter_new_address = (uintptr_t)loaded - (uintptr_t)info.dli_fbase;
+		enter_new_size = symbol->st_size;
+		CU_ASSERT(file_bytes(DEBIAN_TORCH, probes->scopes.enter.file_offset, from_file));
+		CU_ASSERT_EQUAL(
+			memcmp((const uint8_t *)info.dli_fbase + probes->scopes.enter.address,
+			       from_file, COMPARED_BYTES),
+			0);
+	}
+	/* ...and objdump, reading the exported function apart from us, sees the same call. */
+	{
+		uint64_t callee = objdump_internal_callee(enter_new_address, enter_new_size);
+
+		if (callee == 0) {
+			CU_PASS("objdump found no single internal call: the enter site was checked "
+				"against the loaded bytes only");
+		} else {
+			CU_ASSERT_EQUAL(callee, probes->scopes.enter.address);
+		}
+	}
+	torch_probes_free(probes);
+}
+
+/* Starts Debian's Python with torch imported; returns its pid, or -1. */
+static pid_t start_torch_python(int *release)
+{
+	int ready[2], hold[2];
+	char byte;
+	pid_t child;
+
+	if (pipe(ready) != 0)
+		return -1;
+	if (pipe(hold) != 0) {
+		close(ready[0]);
+		close(ready[1]);
+		return -1;
+	}
+	child = fork();
+	if (child == 0) {
+		dup2(hold[0], 0);
+		dup2(ready[1], 1);
+		close(ready[0]);
+		close(hold[1]);
+		execl(DEBIAN_PYTHON, DEBIAN_PYTHON, "-c",
+		      "import sys, "
+		      "torch\nsys.stdout.write('r')\nsys.stdout.flush()\nsys.stdin.read()",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	if (child < 0 || read(ready[0], &byte, 1) != 1) {
+		close(ready[0]);
+		close(hold[1]);
+		if (child > 0)
+			waitpid(child, NULL, 0);
+		return -1;
+	}
+	close(ready[0]);
+	*release = hold[1];
+	return child;
+}
+
+UNIT_TEST(torch_probes, live_python_process_maps_the_same_sites)
+{
+	struct torch_probes *from_process = NULL, *from_file = NULL;
+	char error[1024] = "";
+	int release = -1, status;
+	pid_t child;
+
+	if (!debian_torch_present() || access(DEBIAN_PYTHON, X_OK) != 0) {
+		CU_PASS("no Debian python3-torch: skipped");
+		return;
+	}
+	child = start_torch_python(&release);
+	if (child < 0) {
+		CU_PASS("Debian's python3 could not import torch: skipped");
+		return;
+	}
+	CU_ASSERT_EQUAL(torch_probes_resolve_process(child, torch_default_ops,
+						     torch_default_op_count, &from_process, error,
+						     sizeof(error)),
+			0);
+	CU_ASSERT_EQUAL(torch_probes_resolve(DEBIAN_TORCH, torch_default_ops,
+					     torch_default_op_count, &from_file, error,
+					     sizeof(error)),
+			0);
+	if (from_process && from_file) {
+		CU_ASSERT_STRING_EQUAL(from_process->library_path, DEBIAN_TORCH);
+		CU_ASSERT_PTR_NOT_NULL(strstr(from_process->host_path, "/root" DEBIAN_TORCH));
+		CU_ASSERT_EQUAL(from_process->version.minor, 13);
+		CU_ASSERT_EQUAL(from_process->scopes.enter.file_offset,
+				from_file->scopes.enter.file_offset);
+		CU_ASSERT_EQUAL(from_process->scopes.exit.file_offset,
+				from_file->scopes.exit.file_offset);
+		CU_ASSERT_EQUAL_FATAL(from_process->op_count, from_file->op_count);
+		for (size_t i = 0; i < from_file->op_count; i++)
+			CU_ASSERT_EQUAL(from_process->ops[i].site.file_offset,
+					from_file->ops[i].site.file_offset);
+	}
+	torch_probes_free(from_process);
+	torch_probes_free(from_file);
+	close(release);
+	CU_ASSERT_EQUAL(waitpid(child, &status, 0), child);
+}
+
+UNIT_TEST(torch_probes, process_without_torch_is_told_apart)
+{
+	struct torch_probes *probes = NULL;
+	char error[512] = "";
+	pid_t child = fork();
+
+	/* A fresh program: this process may have mapped libtorch_cpu.so for another test. */
+	if (child == 0) {
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	CU_ASSERT_FATAL(child > 0);
+	for (int tries = 0; tries < 200; tries++) {
+		char path[64], target[64] = "";
+
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)child);
+		if (readlink(path, target, sizeof(target) - 1) > 0 && strstr(target, "sleep"))
+			break;
+		usleep(10000);
+	}
+	CU_ASSERT_EQUAL(torch_probes_resolve_process(child, NULL, 0, &probes, error, sizeof(error)),
+			-ENOENT);
+	CU_ASSERT_PTR_NULL(probes);
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, "has not mapped libtorch_cpu.so"));
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}

@@ -1,0 +1,325 @@
+#!/usr/bin/python3
+"""Multi-process CPU DistributedDataParallel training that logs its API calls.
+
+The distributed counterpart of train_cpu.py: the same model wrapped in
+torch.nn.parallel.DistributedDataParallel, gloo backend, on 127.0.0.1, with
+--world-size ranks (default 2) started by one command. Each rank writes
+LOG_DIR/rank-R.jsonl in train_cpu.py's format, including the torch.distributed
+calls it makes (init_process_group, barrier, all_gather, destroy_process_group)
+and the DDP forward. After training, the ranks all_gather a checksum of their
+parameters: if they differ, the run fails. Format and options: README.md.
+
+Launchers (--launcher):
+  exec   (default) each rank is a fresh interpreter started with
+         subprocess.Popen([sys.executable, this file, "--worker", ...]) and
+         RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in its initial
+         environment (visible in /proc/PID/environ), as torchrun does;
+  spawn  torch.multiprocessing.spawn; each rank sets RANK etc. in os.environ
+         first thing, but its initial environment is the launcher's;
+  fork   multiprocessing "fork" processes, same caveat.
+
+    /usr/bin/python3 tests/workloads/python/train_ddp.py --steps 10 --log-dir /tmp/ddp
+"""
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+
+import training_common  # noqa: E402
+
+MASTER_ADDR = "127.0.0.1"
+EXIT_PARAMETERS_DIFFER = 4
+DDP_FORWARD_SCOPE = "DistributedDataParallel.forward"
+
+
+def parse_arguments(argv):
+    parser = argparse.ArgumentParser(
+        description="Train a 3-layer MLP with DistributedDataParallel (gloo, CPU) on several "
+                    "local ranks; each rank logs every torch API call it makes.",
+        epilog="example: %(prog)s --world-size 2 --steps 10 --log-dir /tmp/ddp")
+    training_common.add_training_options(parser)
+    parser.add_argument("--world-size", type=training_common.positive_int, default=2,
+                        help="number of ranks (default 2)")
+    parser.add_argument("--launcher", choices=("exec", "spawn", "fork"), default="exec",
+                        help="how ranks are started (default exec)")
+    parser.add_argument("--log-dir", default=None, metavar="DIR",
+                        help="write DIR/rank-R.jsonl per rank and DIR/launcher.json")
+    parser.add_argument("--progress", default=None, metavar="PATH",
+                        help="file rewritten with the last finished step; '{rank}' in PATH is "
+                             "replaced by the rank, otherwise only rank 0 writes it")
+    parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="the launcher stops the ranks after SECONDS (default 120)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def free_port():
+    """A TCP port that was free a moment ago (bound to port 0, then closed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((MASTER_ADDR, 0))
+        return probe.getsockname()[1]
+
+
+def rank_environment(rank, world_size, port):
+    return {
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "WORLD_SIZE": str(world_size),
+        "MASTER_ADDR": MASTER_ADDR,
+        "MASTER_PORT": str(port),
+    }
+
+
+def worker_argv(args):
+    """The options a rank needs, as a command line for --launcher exec."""
+    argv = ["--worker", "--steps", str(args.steps), "--optimizer", args.optimizer,
+            "--lr", repr(args.lr), "--batch-size", str(args.batch_size), "--seed", str(args.seed),
+            "--eval-every", str(args.eval_every), "--step-sleep-ms", repr(args.step_sleep_ms),
+            "--wait-timeout", repr(args.wait_timeout), "--world-size", str(args.world_size)]
+    if args.clip is not None:
+        argv += ["--clip", repr(args.clip)]
+    for option, value in (("--wait-file", args.wait_file), ("--log-dir", args.log_dir),
+                          ("--progress", args.progress)):
+        if value:
+            argv += [option, value]
+    if args.no_module_hooks:
+        argv.append("--no-module-hooks")
+    return argv
+
+
+def progress_path_for(template, rank):
+    if not template:
+        return None
+    if "{rank}" in template:
+        return template.replace("{rank}", str(rank))
+    return template if rank == 0 else None
+
+
+def run_rank(args):
+    """One rank's whole run; RANK, WORLD_SIZE etc. are in os.environ. Returns the exit status."""
+    rank = int(os.environ["RANK"])
+    world_size = int(os.environ["WORLD_SIZE"])
+    progress_path = progress_path_for(args.progress, rank)
+    log_path = os.path.join(args.log_dir, "rank-{}.jsonl".format(rank)) if args.log_dir else None
+
+    training_common.write_progress(progress_path, -1)
+    if not training_common.wait_for_file(args.wait_file, args.wait_timeout):
+        print("train_ddp rank {}: {} did not appear within {} s".format(
+            rank, args.wait_file, args.wait_timeout), file=sys.stderr)
+        return 3
+
+    call_log = training_common.CallLog(log_path, rank=rank, world_size=world_size)
+    try:
+        return train_rank(args, call_log, rank, world_size, progress_path)
+    finally:
+        call_log.close()
+
+
+def train_rank(args, call_log, rank, world_size, progress_path):
+    record = call_log.begin('torch.distributed.init_process_group("gloo")', dist.init_process_group)
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    call_log.end(record)
+
+    # Same model seed on every rank, a different data seed per rank.
+    model, inputs, targets = training_common.set_up_model_and_data(
+        call_log, args, data_seed=args.seed + 1000 * (rank + 1))
+
+    record = call_log.begin("DistributedDataParallel(model)", DistributedDataParallel.__init__)
+    model = DistributedDataParallel(model)
+    call_log.end(record)
+    if not args.no_module_hooks:
+        training_common.register_module_hooks(model, call_log)
+    optimizer, parameters = training_common.build_optimizer(call_log, args, model)
+
+    record = call_log.begin("torch.distributed.barrier()", dist.barrier)
+    dist.barrier()
+    call_log.end(record)
+    call_log.flush()
+
+    final_loss = training_common.train(call_log, args, model, optimizer, parameters, inputs, targets,
+                                       progress_path, forward_scope=DDP_FORWARD_SCOPE)
+
+    checksum = training_common.parameter_checksum(model)
+    gathered = [torch.zeros_like(checksum) for _ in range(world_size)]
+    record = call_log.begin("torch.distributed.all_gather(gathered, checksum)", dist.all_gather)
+    dist.all_gather(gathered, checksum)
+    call_log.end(record)
+    all_checksums = [values.tolist() for values in gathered]
+    identical = all(values == all_checksums[0] for values in all_checksums)
+
+    record = call_log.begin("torch.distributed.barrier()", dist.barrier)
+    dist.barrier()
+    call_log.end(record)
+
+    record = call_log.begin("torch.distributed.destroy_process_group()", dist.destroy_process_group)
+    dist.destroy_process_group()
+    call_log.end(record)
+
+    call_log.write_summary(args.steps, final_loss=final_loss, parameter_checksum=checksum.tolist(),
+                           all_checksums=all_checksums, parameters_identical=identical,
+                           optimizer=type(optimizer).__qualname__)
+    if not identical:
+        print("train_ddp rank {}: parameters differ between ranks: {}".format(rank, all_checksums),
+              file=sys.stderr)
+        return EXIT_PARAMETERS_DIFFER
+    print("train_ddp rank {}: {} steps, final loss {:.6f}, parameters identical on {} ranks "
+          "(checksum {})".format(rank, args.steps, final_loss if final_loss is not None else float("nan"),
+                                 world_size, checksum.tolist()))
+    return 0
+
+
+def spawned_rank(local_rank, args):
+    """Entry point of a rank started by torch.multiprocessing.spawn or fork."""
+    os.environ.update(rank_environment(local_rank, args.world_size, int(os.environ["MASTER_PORT"])))
+    status = run_rank(args)
+    if status:
+        sys.exit(status)
+
+
+def write_launcher_file(args, port, pids):
+    if not args.log_dir:
+        return
+    description = {
+        "launcher": args.launcher,
+        "launcher_pid": os.getpid(),
+        "world_size": args.world_size,
+        "master_addr": MASTER_ADDR,
+        "master_port": port,
+        "ranks": [{"rank": rank, "pid": pid} for rank, pid in enumerate(pids)],
+    }
+    temporary = os.path.join(args.log_dir, "launcher.json.tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(description, handle, indent=1)
+        handle.write("\n")
+    os.replace(temporary, os.path.join(args.log_dir, "launcher.json"))
+
+
+def exit_status(status):
+    """A process status as a shell exit status (killed by signal N: 128 + N)."""
+    return 128 - status if status < 0 else status
+
+
+def wait_for_processes(processes, poll_status, stop, timeout_s):
+    """Wait for all ranks; stop the others as soon as one fails.
+
+    Returns 0, or the exit status of the first rank that failed (1 on timeout).
+    """
+    deadline = time.monotonic() + timeout_s
+    statuses = [None] * len(processes)
+    while any(status is None for status in statuses):
+        for index, process in enumerate(processes):
+            if statuses[index] is None:
+                statuses[index] = poll_status(process)
+        failed = [(rank, status) for rank, status in enumerate(statuses) if status not in (None, 0)]
+        timed_out = time.monotonic() > deadline
+        if failed or timed_out:
+            if failed:
+                for rank, status in failed:
+                    print("train_ddp: rank {} exited with status {}".format(rank, exit_status(status)),
+                          file=sys.stderr)
+            else:
+                print("train_ddp: ranks still running after {} s, stopping them".format(timeout_s),
+                      file=sys.stderr)
+            for index, process in enumerate(processes):
+                if statuses[index] is None:
+                    stop(process)
+            for index, process in enumerate(processes):
+                if statuses[index] is None:
+                    statuses[index] = poll_status(process, wait=True)
+            return exit_status(failed[0][1]) if failed else 1
+        time.sleep(0.02)
+    return 0
+
+
+def launch_exec(args, port):
+    processes = []
+    for rank in range(args.world_size):
+        environment = dict(os.environ)
+        environment.update(rank_environment(rank, args.world_size, port))
+        command = [sys.executable, os.path.abspath(__file__)] + worker_argv(args)
+        processes.append(subprocess.Popen(command, env=environment))
+    write_launcher_file(args, port, [process.pid for process in processes])
+
+    def poll_status(process, wait=False):
+        return process.wait() if wait else process.poll()
+
+    return wait_for_processes(processes, poll_status, lambda process: process.terminate(), args.timeout)
+
+
+def launch_spawn(args, port):
+    context = torch.multiprocessing.spawn(spawned_rank, args=(args,), nprocs=args.world_size,
+                                          join=False)
+    write_launcher_file(args, port, [process.pid for process in context.processes])
+    deadline = time.monotonic() + args.timeout
+    try:
+        while not context.join(timeout=0.5):
+            if time.monotonic() > deadline:
+                print("train_ddp: ranks still running after {} s, stopping them".format(args.timeout),
+                      file=sys.stderr)
+                for process in context.processes:
+                    if process.is_alive():
+                        process.terminate()
+                return 1
+    except torch.multiprocessing.ProcessExitedException as error:
+        print("train_ddp: {}".format(error), file=sys.stderr)
+        return exit_status(error.exit_code) or 1
+    except torch.multiprocessing.ProcessRaisedException as error:
+        print("train_ddp: {}".format(error), file=sys.stderr)
+        return 1
+    return 0
+
+
+def launch_fork(args, port):
+    context = torch.multiprocessing.get_context("fork")
+    processes = [context.Process(target=spawned_rank, args=(rank, args)) for rank in range(args.world_size)]
+    for process in processes:
+        process.start()
+    write_launcher_file(args, port, [process.pid for process in processes])
+
+    def poll_status(process, wait=False):
+        process.join(None if wait else 0)
+        return process.exitcode
+
+    return wait_for_processes(processes, poll_status, lambda process: process.terminate(), args.timeout)
+
+
+def main(argv=None):
+    args = parse_arguments(sys.argv[1:] if argv is None else argv)
+    if args.steps < 0:
+        print("train_ddp: --steps must not be negative", file=sys.stderr)
+        return 2
+    if args.worker:
+        return run_rank(args)
+
+    if args.log_dir:
+        os.makedirs(args.log_dir, exist_ok=True)
+    # Gloo finds its own address from the host name unless told; keep it on loopback.
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    port = free_port()
+    started = time.monotonic()
+    if args.launcher == "exec":
+        status = launch_exec(args, port)
+    else:
+        os.environ["MASTER_ADDR"] = MASTER_ADDR
+        os.environ["MASTER_PORT"] = str(port)
+        os.environ["WORLD_SIZE"] = str(args.world_size)
+        launch = launch_spawn if args.launcher == "spawn" else launch_fork
+        status = launch(args, port)
+    print("train_ddp: {} ranks ({} launcher) finished with status {} in {:.1f} s".format(
+        args.world_size, args.launcher, status, time.monotonic() - started))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

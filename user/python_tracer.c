@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+/* Python calls: probes on each CPython, code objects named once, selection applied. */
+#include "python_tracer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "error_message.h"
+#include "log.h"
+#include "python_layout.h"
+#include "u64_map.h"
+
+/* Training APIs worth following when the user names none. */
+static const char *const default_prefixes[] = {
+	"torch.optim.",
+	"torch.nn.modules.module.Module._call_impl",
+	"torch.nn.modules.module.Module.train",
+	"torch.nn.modules.module.Module.eval",
+	"torch.autograd.backward",
+	"torch.autograd.function.",
+	"torch.nn.utils.clip_grad",
+	"torch.distributed.",
+	"torch.nn.parallel.distributed.",
+	"torch.utils.data.dataloader.",
+	NULL,
+};
+
+/* A code object, named. */
+struct named_code {
+	char *qualified_name;
+	char *file;
+	int first_line;
+	int selected;
+};
+
+struct python_process {
+	struct python_layout layout;
+	struct u64_map codes; /* code address -> named_code */
+};
+
+struct python_tracer {
+	struct probe_session *session;
+	const char *const *prefixes;
+	python_tracer_emit_fn emit;
+	void *context;
+	struct u64_map processes;    /* pid -> python_process */
+	struct u64_map probed_files; /* file identity -> non-NULL once probed */
+	struct u64_map refused; /* pid -> non-NULL: runs a Python we cannot follow (said once) */
+};
+
+struct python_tracer *python_tracer_create(struct probe_session *session,
+					   const char *const *prefixes, python_tracer_emit_fn emit,
+					   void *context)
+{
+	struct python_tracer *tracer = calloc(1, sizeof(*tracer));
+
+	if (!tracer)
+		return NULL;
+	tracer->session = session;
+	tracer->prefixes = prefixes && prefixes[0] ? prefixes : default_prefixes;
+	tracer->emit = emit;
+	tracer->context = context;
+	u64_map_init(&tracer->processes);
+	u64_map_init(&tracer->probed_files);
+	u64_map_init(&tracer->refused);
+	return tracer;
+}
+
+static void free_process(struct python_process *process)
+{
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&process->codes, &i, &key, &value);) {
+		struct named_code *code = value;
+
+		free(code->qualified_name);
+		free(code->file);
+		free(code);
+	}
+	u64_map_free(&process->codes);
+	free(process);
+}
+
+void python_tracer_destroy(struct python_tracer *tracer)
+{
+	uint64_t key;
+	void *value;
+
+	if (!tracer)
+		return;
+	for (size_t i = 0; u64_map_next(&tracer->processes, &i, &key, &value);)
+		free_process(value);
+	u64_map_free(&tracer->processes);
+	u64_map_free(&tracer->probed_files);
+	u64_map_free(&tracer->refused);
+	free(tracer);
+}
+
+void python_module_of_file(const char *file, char *module, size_t size)
+{
+	const char *start = NULL, *marker;
+	static const char *const roots[] = { "site-packages/", "dist-packages/" };
+	size_t length;
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		marker = strstr(file, roots[i]);
+		if (marker)
+			start = marker + strlen(roots[i]);
+	}
+	/* Outside an installed package: the script's own name stands for its module. */
+	if (!start) {
+		marker = strrchr(file, '/');
+		start = marker ? marker + 1 : file;
+	}
+	snprintf(module, size, "%s", start);
+	length = strlen(module);
+	if (length > 3 && strcmp(module + length - 3, ".py") == 0)
+		module[length - 3] = '\0';
+	for (char *c = module; *c; c++)
+		if (*c == '/')
+			*c = '.';
+	length = strlen(module);
+	if (length > 9 && strcmp(module + length - 9, ".__init__") == 0)
+		module[length - 9] = '\0';
+}
+
+int python_name_selected(const char *qualified_name, const char *const *prefixes)
+{
+	for (size_t i = 0; prefixes[i]; i++)
+		if (strncmp(qualified_name, prefixes[i], strlen(prefixes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid)
+{
+	struct python_process *process = u64_map_remove(&tracer->processes, (uint64_t)pid);
+
+	u64_map_remove(&tracer->refused, (uint64_t)pid);
+	if (process)
+		free_process(process);
+}
+
+int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *error,
+			      size_t error_size)
+{
+	struct tcheck_python_process shared = { .reserved = 0 };
+	struct python_process *process;
+	struct python_runtime runtime;
+	struct stat status;
+	uint64_t identity;
+	int result;
+
+	if (u64_map_get(&tracer->processes, (uint64_t)pid))
+		return 1;
+	if (u64_map_get(&tracer->refused, (uint64_t)pid))
+		return 0;
+	result = python_runtime_find(pid, &runtime, error, error_size);
+	if (result == -ENOENT)
+		return 0;
+	if (result) {
+		u64_map_put(&tracer->refused, (uint64_t)pid, tracer);
+		return result;
+	}
+	process = calloc(1, sizeof(*process));
+	if (!process)
+		return error_fail(error, error_size, ENOMEM, "out of memory");
+	u64_map_init(&process->codes);
+	result = python_layout_for(&runtime, &process->layout, error, error_size);
+	if (result < 0 || u64_map_put(&tracer->processes, (uint64_t)pid, process)) {
+		free_process(process);
+		u64_map_put(&tracer->refused, (uint64_t)pid, tracer);
+		return result < 0 ? result : error_fail(error, error_size, ENOMEM, "out of memory");
+	}
+	shared.frame_code_offset = process->layout.frame_code;
+	result = probe_session_set_python_process(tracer->session, (uint32_t)pid, &shared);
+	if (result)
+		return error_fail(error, error_size, -result,
+				  "cannot register process %d's Python: %s", pid,
+				  strerror(-result));
+	if (stat(runtime.host_path, &status))
+		return error_fail(error, error_size, ENOENT,
+				  "cannot open %s, the Python of process %d", runtime.host_path,
+				  pid);
+	identity = (uint64_t)status.st_ino * 0x100000001b3ULL ^ (uint64_t)status.st_dev;
+	if (u64_map_get(&tracer->probed_files, identity))
+		return 1;
+	result = probe_session_attach_python(tracer->session, runtime.host_path,
+					     runtime.eval_frame_file_offset, error, error_size);
+	if (result)
+		return result;
+	u64_map_put(&tracer->probed_files, identity, tracer);
+	log_info("probed Python %s's frame evaluator in %s", runtime.version, runtime.path);
+	return 1;
+}
+
+/* Names a code object once, decides on it, and tells the probes. */
+static struct named_code *name_code(struct python_tracer *tracer, struct python_process *process,
+				    uint32_t pid, uint64_t address)
+{
+	struct named_code *named = u64_map_get(&process->codes, address);
+	char module[512], error[256];
+	struct python_code code;
+	size_t length;
+
+	if (named)
+		return named;
+	if (python_code_read((pid_t)pid, &process->layout, address, &code, error, sizeof(error))) {
+		log_debug("process %u: code object at 0x%llx: %s", pid, (unsigned long long)address,
+			  error);
+		return NULL;
+	}
+	named = calloc(1, sizeof(*named));
+	if (!named)
+		return NULL;
+	python_module_of_file(code.filename, module, sizeof(module));
+	length = strlen(module) + strlen(code.qualified_name) + 2;
+	named->qualified_name = malloc(length);
+	named->file = strdup(code.filename);
+	if (!named->qualified_name || !named->file ||
+	    u64_map_put(&process->codes, address, named)) {
+		free(named->qualified_name);
+		free(named->file);
+		free(named);
+		return NULL;
+	}
+	snprintf(named->qualified_name, length, "%s.%s", module, code.qualified_name);
+	named->first_line = code.first_line;
+	named->selected = python_name_selected(named->qualified_name, tracer->prefixes);
+	probe_session_set_code_verdict(tracer->session, pid, address,
+				       named->selected ? TCHECK_CODE_SELECTED
+						       : TCHECK_CODE_IGNORED);
+	return named;
+}
+
+int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL };
+	struct named_code *named;
+
+	if (!process)
+		return 0;
+	named = name_code(tracer, process, record->header.pid, record->code);
+	if (!named || !named->selected)
+		return 0;
+	out.python_call.entry_ns = record->header.timestamp_ns;
+	out.python_call.duration_ns = record->return_ns > record->header.timestamp_ns
+					      ? record->return_ns - record->header.timestamp_ns
+					      : 0;
+	out.python_call.pid = record->header.pid;
+	out.python_call.tid = record->header.tid;
+	out.python_call.depth = record->depth;
+	out.python_call.flags = record->flags & TCHECK_PYTHON_RAISED ? TRACE_PYTHON_RAISED : 0;
+	out.python_call.first_line = named->first_line;
+	out.python_call.step = -1;
+	out.python_call.qualified_name = named->qualified_name;
+	out.python_call.file = named->file;
+	return tracer->emit(tracer->context, &out);
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Python calls of traced processes: finds each process's CPython, probes
+ * its frame evaluator, names the code objects the probes report (once per
+ * object, read from the process's memory), applies the selection, and
+ * hands the calls on as trace records.
+ */
+#ifndef TCHECK_PYTHON_TRACER_H
+#define TCHECK_PYTHON_TRACER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "probe_session.h"
+#include "trace_records.h"
+
+struct python_tracer;
+
+typedef int (*python_tracer_emit_fn)(void *context, const struct trace_record *record);
+
+/*
+ * prefixes: qualified-name prefixes to keep ("torch.optim."), NULL-ended;
+ * NULL or empty keeps the default training APIs.
+ */
+struct python_tracer *python_tracer_create(struct probe_session *session,
+					   const char *const *prefixes, python_tracer_emit_fn emit,
+					   void *context);
+void python_tracer_destroy(struct python_tracer *tracer);
+
+/*
+ * Starts tracing a process's Python. Returns 1 when it runs a supported
+ * CPython, 0 when it runs none, negative (error filled) when it runs one
+ * the tracer cannot follow (its version is named in the sentence).
+ */
+int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *error,
+			      size_t error_size);
+
+/* Forgets a process (it exited, or exec'ed another program). */
+void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid);
+
+/* Handles one TCHECK_RECORD_PYTHON_CALL record. */
+int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record);
+
+/* The module path a source file belongs to: ".../site-packages/torch/optim/sgd.py" ->
+ * torch.optim.sgd. */
+void python_module_of_file(const char *file, char *module, size_t size);
+
+/* Whether a qualified name starts with one of the prefixes. */
+int python_name_selected(const char *qualified_name, const char *const *prefixes);
+
+#endif /* TCHECK_PYTHON_TRACER_H */
