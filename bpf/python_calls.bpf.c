@@ -19,6 +19,7 @@
 
 struct python_frame {
 	__u64 code;
+	__u64 name; /* the code object's name object: see tcheck_code_key */
 	__u64 entry_ns;
 	__u64 stack; /* the stack pointer at entry: pairs the return with its call */
 };
@@ -74,9 +75,9 @@ static __always_inline struct python_stack *python_stack_of(__u32 tid, bool crea
 }
 
 /* The daemon's verdict on a code object, 0 while it has none. */
-static __always_inline __u8 verdict_of(__u32 pid, __u64 code)
+static __always_inline __u8 verdict_of(__u32 pid, __u64 code, __u64 name)
 {
-	struct tcheck_code_key key = { .pid = pid, .reserved = 0, .code = code };
+	struct tcheck_code_key key = { .pid = pid, .reserved = 0, .code = code, .name = name };
 	__u8 *verdict = bpf_map_lookup_elem(&code_verdicts, &key);
 
 	return verdict ? *verdict : 0;
@@ -108,7 +109,7 @@ int python_frame_entry(struct pt_regs *ctx)
 	struct tcheck_python_process *process;
 	struct python_stack *stack;
 	struct python_frame *frame;
-	__u64 code = 0, stack_pointer = PT_REGS_SP(ctx);
+	__u64 code = 0, name = 0, stack_pointer = PT_REGS_SP(ctx);
 	__u32 depth;
 
 	if (!is_traced(pid))
@@ -118,7 +119,9 @@ int python_frame_entry(struct pt_regs *ctx)
 		return 0;
 	if (bpf_probe_read_user(&code, sizeof(code),
 				(void *)(PT_REGS_PARM2(ctx) + process->frame_code_offset)) ||
-	    !code || verdict_of(pid, code) == TCHECK_CODE_IGNORED)
+	    !code ||
+	    bpf_probe_read_user(&name, sizeof(name), (void *)(code + process->code_name_offset)) ||
+	    verdict_of(pid, code, name) == TCHECK_CODE_IGNORED)
 		return 0;
 	stack = python_stack_of(tid, true);
 	if (!stack)
@@ -133,6 +136,7 @@ int python_frame_entry(struct pt_regs *ctx)
 	asm volatile("" : "+r"(depth));
 	frame = &stack->frames[depth & (PYTHON_MAX_DEPTH - 1)];
 	frame->code = code;
+	frame->name = name;
 	frame->entry_ns = bpf_ktime_get_ns();
 	frame->stack = stack_pointer;
 	stack->depth = depth + 1;
@@ -167,7 +171,7 @@ int python_frame_return(struct pt_regs *ctx)
 	if (frame->stack != entry_stack)
 		return 0;
 	stack->depth = depth - 1;
-	verdict = verdict_of(pid, frame->code);
+	verdict = verdict_of(pid, frame->code, frame->name);
 	if (verdict == TCHECK_CODE_IGNORED)
 		return 0;
 	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
@@ -182,6 +186,7 @@ int python_frame_return(struct pt_regs *ctx)
 	record->header.timestamp_ns = frame->entry_ns;
 	record->return_ns = bpf_ktime_get_ns();
 	record->code = frame->code;
+	record->code_name = frame->name;
 	record->depth = depth - 1;
 	record->flags = PT_REGS_RC(ctx) ? 0 : TCHECK_PYTHON_RAISED;
 	/*

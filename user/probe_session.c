@@ -204,9 +204,9 @@ int probe_session_set_python_process(struct probe_session *session, uint32_t pid
 }
 
 int probe_session_set_code_verdict(struct probe_session *session, uint32_t pid, uint64_t code,
-				   uint8_t verdict)
+				   uint64_t code_name, uint8_t verdict)
 {
-	struct tcheck_code_key key = { .pid = pid, .reserved = 0, .code = code };
+	struct tcheck_code_key key = { .pid = pid, .reserved = 0, .code = code, .name = code_name };
 
 	if (bpf_map_update_elem(bpf_map__fd(session->skeleton->maps.code_verdicts), &key, &verdict,
 				BPF_ANY))

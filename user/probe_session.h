@@ -75,7 +75,7 @@ int probe_session_set_python_process(struct probe_session *session, uint32_t pid
 				     const struct tcheck_python_process *process);
 /* Records the daemon's verdict on a code object (enum tcheck_code_verdict). */
 int probe_session_set_code_verdict(struct probe_session *session, uint32_t pid, uint64_t code,
-				   uint8_t verdict);
+				   uint64_t code_name, uint8_t verdict);
 
 /* Polls the ring buffer up to timeout_ms; returns records handled or -errno. */
 int probe_session_poll(struct probe_session *session, int timeout_ms);

@@ -30,6 +30,7 @@ static const char *const default_prefixes[] = {
 
 /* A code object, named. */
 struct named_code {
+	uint64_t name_object; /* its name object's address: a reused code address has another */
 	char *qualified_name;
 	char *file;
 	int first_line;
@@ -69,18 +70,20 @@ struct python_tracer *python_tracer_create(struct probe_session *session,
 	return tracer;
 }
 
+static void free_named_code(struct named_code *named)
+{
+	free(named->qualified_name);
+	free(named->file);
+	free(named);
+}
+
 static void free_process(struct python_process *process)
 {
 	uint64_t key;
 	void *value;
 
-	for (size_t i = 0; u64_map_next(&process->codes, &i, &key, &value);) {
-		struct named_code *code = value;
-
-		free(code->qualified_name);
-		free(code->file);
-		free(code);
-	}
+	for (size_t i = 0; u64_map_next(&process->codes, &i, &key, &value);)
+		free_named_code(value);
 	u64_map_free(&process->codes);
 	free(process);
 }
@@ -148,7 +151,7 @@ void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid)
 int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *error,
 			      size_t error_size)
 {
-	struct tcheck_python_process shared = { .reserved = 0 };
+	struct tcheck_python_process shared = { .frame_code_offset = 0 };
 	struct python_process *process;
 	struct python_runtime runtime;
 	struct stat status;
@@ -177,6 +180,9 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 		return result < 0 ? result : error_fail(error, error_size, ENOMEM, "out of memory");
 	}
 	shared.frame_code_offset = process->layout.frame_code;
+	shared.code_name_offset = process->layout.code_qualified_name >= 0
+					  ? process->layout.code_qualified_name
+					  : process->layout.code_name;
 	result = probe_session_set_python_process(tracer->session, (uint32_t)pid, &shared);
 	if (result)
 		return error_fail(error, error_size, -result,
@@ -200,15 +206,18 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 
 /* Names a code object once, decides on it, and tells the probes. */
 static struct named_code *name_code(struct python_tracer *tracer, struct python_process *process,
-				    uint32_t pid, uint64_t address)
+				    uint32_t pid, uint64_t address, uint64_t name_object)
 {
 	struct named_code *named = u64_map_get(&process->codes, address);
 	char module[512], error[256];
 	struct python_code code;
 	size_t length;
 
-	if (named)
+	if (named && named->name_object == name_object)
 		return named;
+	/* The address was freed and reused by another code object: name it anew. */
+	if (named)
+		free_named_code(u64_map_remove(&process->codes, address));
 	if (python_code_read((pid_t)pid, &process->layout, address, &code, error, sizeof(error))) {
 		log_debug("process %u: code object at 0x%llx: %s", pid, (unsigned long long)address,
 			  error);
@@ -217,21 +226,20 @@ static struct named_code *name_code(struct python_tracer *tracer, struct python_
 	named = calloc(1, sizeof(*named));
 	if (!named)
 		return NULL;
+	named->name_object = name_object;
 	python_module_of_file(code.filename, module, sizeof(module));
 	length = strlen(module) + strlen(code.qualified_name) + 2;
 	named->qualified_name = malloc(length);
 	named->file = strdup(code.filename);
 	if (!named->qualified_name || !named->file ||
 	    u64_map_put(&process->codes, address, named)) {
-		free(named->qualified_name);
-		free(named->file);
-		free(named);
+		free_named_code(named);
 		return NULL;
 	}
 	snprintf(named->qualified_name, length, "%s.%s", module, code.qualified_name);
 	named->first_line = code.first_line;
 	named->selected = python_name_selected(named->qualified_name, tracer->prefixes);
-	probe_session_set_code_verdict(tracer->session, pid, address,
+	probe_session_set_code_verdict(tracer->session, pid, address, name_object,
 				       named->selected ? TCHECK_CODE_SELECTED
 						       : TCHECK_CODE_IGNORED);
 	return named;
@@ -245,7 +253,7 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 
 	if (!process)
 		return 0;
-	named = name_code(tracer, process, record->header.pid, record->code);
+	named = name_code(tracer, process, record->header.pid, record->code, record->code_name);
 	if (!named || !named->selected)
 		return 0;
 	out.python_call.entry_ns = record->header.timestamp_ns;

@@ -122,7 +122,8 @@ struct tcheck_process_record {
 /* Where the frame passed to the evaluator keeps its code object, per process. */
 struct tcheck_python_process {
 	tcheck_s32 frame_code_offset;
-	tcheck_s32 reserved;
+	/* co_qualname (co_name on 3.10): with the code address, tells reused addresses apart */
+	tcheck_s32 code_name_offset;
 };
 
 /* What the daemon decided about a code object; absent means not decided yet. */
@@ -131,10 +132,16 @@ enum tcheck_code_verdict {
 	TCHECK_CODE_IGNORED = 2,
 };
 
+/*
+ * A code object, as the probes know it. Its address alone is not enough:
+ * a freed code object's address is reused by the next, so the address of
+ * its name object is part of the key.
+ */
 struct tcheck_code_key {
 	tcheck_u32 pid;
 	tcheck_u32 reserved;
 	tcheck_u64 code; /* address of the code object */
+	tcheck_u64 name; /* address of its name object */
 };
 
 /* Flags of a Python call record. */
@@ -145,8 +152,9 @@ struct tcheck_python_record {
 	struct tcheck_record_header header; /* timestamp = entry time */
 	tcheck_u64 return_ns;
 	tcheck_u64 code;
-	tcheck_u32 depth; /* traced frames already open on the thread */
-	tcheck_u32 flags; /* TCHECK_PYTHON_* */
+	tcheck_u64 code_name; /* address of its name object (see tcheck_code_key) */
+	tcheck_u32 depth;     /* traced frames already open on the thread */
+	tcheck_u32 flags;     /* TCHECK_PYTHON_* */
 };
 
 /* Counters the BPF side keeps, one slot each in a per-CPU array. */

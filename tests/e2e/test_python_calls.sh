@@ -1,0 +1,49 @@
+#!/bin/bash
+# Python calls entered from C, on every CPython installed here (3.10-3.13):
+# the trace holds, per function, exactly the calls the workload logged
+# itself making from C (on 3.10, which enters the evaluator for every
+# call, all its calls), with exceptions marked; 3.9 is refused clearly.
+source "$(dirname "$0")/lib.sh"
+WORKLOAD_PY="$ROOT/tests/workloads/python/pure_python.py"
+checked=0
+for python in /usr/bin/python3.11 /root/.pyenv/versions/3.1[0-3]*/bin/python3; do
+	[ -x "$python" ] || continue
+	log="$SCRATCH/$(echo "$python" | tr / _).jsonl"
+	"$TCHECK" --quiet record -o "$SCRATCH/py.trace" --python-filter pure_python. -- \
+		"$python" "$WORKLOAD_PY" --iterations 20 --log "$log" >/dev/null ||
+		fail "record of $python failed"
+	"$TCHECK" dump "$SCRATCH/py.trace" --calls-only >"$SCRATCH/py.jsonl"
+	python3 - "$SCRATCH/py.jsonl" "$log" "$python" <<'PY' || fail "Python calls differ on $python"
+import collections, json, sys
+trace = [json.loads(l) for l in open(sys.argv[1])]
+log = [json.loads(l) for l in open(sys.argv[2])]
+calls = [r for r in log if r.get("kind") == "call"]
+version = tuple(int(x) for x in calls[0]["python"].split(".")[:2])
+# A function is known by its first line (3.10 has no co_qualname, so bare
+# names like __init__ would collide); names are checked where 3.11+ has them.
+seen_from_c = [c for c in calls if version < (3, 11) or c["entered_from"] == "c"]
+want = collections.Counter((c["line"], c["raised"]) for c in seen_from_c)
+traced = [t for t in trace if t["kind"] == "py" and t["name"] != "pure_python.<module>"]
+got = collections.Counter((t["line"], t["raised"]) for t in traced)
+logged_name = {c["line"]: c["qualname"] for c in calls}
+for t in traced:
+    if t["line"] in logged_name and version >= (3, 11):
+        assert t["name"] == "pure_python." + logged_name[t["line"]], (t["name"], logged_name[t["line"]])
+missing = want - got
+# Functions the workload logs as entered from C are counted exactly; others it
+# does not log (class bodies, its own recorder) or enters from Python may appear.
+from_c_names = {n for (n, _) in want}
+extra = {k: v for k, v in (got - want).items() if k[0] in from_c_names}
+assert not missing and not extra, f"{sys.argv[3]}: missing {dict(missing)}, extra {extra}"
+assert any(raised for (_, raised) in got), "no raised call recorded"
+print(f"{sys.argv[3]} ({calls[0]['python']}): {sum(got.values())} calls match")
+PY
+	checked=$((checked + 1))
+done
+[ "$checked" -gt 0 ] || skip "no CPython 3.10-3.13 installed"
+old=$(ls -d /root/.pyenv/versions/3.9*/bin/python3 2>/dev/null | head -n 1)
+if [ -n "$old" ]; then
+	"$TCHECK" --quiet record -o "$SCRATCH/old.trace" --python -- "$old" -c 'import time; time.sleep(0.3)' \
+		2>"$SCRATCH/old.err" >/dev/null || true
+	grep -q "is not supported" "$SCRATCH/old.err" || fail "Python 3.9 should be refused: $(cat "$SCRATCH/old.err")"
+fi
