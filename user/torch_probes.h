@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where uprobes see PyTorch from outside the process: the C++ functions
+ * that open and close torch.autograd.profiler.record_function scopes
+ * (Optimizer.step and Optimizer.zero_grad run inside one), the start of a
+ * backward pass, and the entry points of chosen ATen operators, as file
+ * offsets in libtorch_cpu.so, with the registers that carry the scope name
+ * and the key that pairs an exit with its enter. Which functions those are
+ * depends on the torch version (docs/torch-scopes.md). Functions return 0
+ * or a negative errno and fill error with a sentence.
+ */
+#ifndef TCHECK_TORCH_PROBES_H
+#define TCHECK_TORCH_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* The torch release a libtorch_cpu.so belongs to. */
+struct torch_version {
+	int major;
+	int minor;
+	int patch;	   /* -1 when the text has none */
+	char text[64];	   /* as found: "1.13.0a0", "2.3.1+cu121", "1.13.0" */
+	char source[4096]; /* where it was read, as a phrase for messages */
+};
+
+/* How the scope name and the pairing key reach the probes. */
+enum torch_scope_method {
+	/*
+	 * torch 1.13: Python calls _record_function_enter, whose C++ code is
+	 * not exported. It and the exported record_function_enter_new both
+	 * call one internal function (name, args, at::RecordFunction &),
+	 * found through the direct call in the exported one: that enter site
+	 * carries the name and the key.
+	 */
+	TORCH_SCOPE_SHARED_ENTER,
+	/*
+	 * torch 2.x: Python calls _record_function_enter_new, exported. Its
+	 * entry carries the name; the key is the object the next
+	 * at::RecordFunction constructor on the same thread builds.
+	 */
+	TORCH_SCOPE_ENTER_THEN_CONSTRUCTOR,
+};
+
+/* The std::string layout the library was built with, read from its mangled names. */
+enum torch_string_abi {
+	TORCH_STRING_CXX11, /* data pointer at +0, length at +8 */
+	TORCH_STRING_COW,   /* _GLIBCXX_USE_CXX11_ABI=0: a pointer, length 24 bytes before */
+};
+
+enum torch_register {
+	TORCH_REGISTER_NONE,
+	TORCH_REGISTER_RDI,
+	TORCH_REGISTER_RSI,
+	TORCH_REGISTER_RDX,
+};
+
+/* One place a uprobe attaches. */
+struct torch_probe_site {
+	char *symbol;	      /* mangled name (C++ name when not exported); NULL: not found */
+	bool exported;	      /* false: an internal function found through a call to it */
+	uint64_t address;     /* virtual address in the file */
+	uint64_t file_offset; /* what a uprobe attaches at */
+	char *reading;	      /* what its registers carry, as a sentence */
+};
+
+struct torch_scope_probes {
+	enum torch_scope_method method;
+	enum torch_string_abi string_abi;
+	bool verified; /* watched on a live process of this version; false: read from the sources */
+	struct torch_probe_site enter;
+	struct torch_probe_site key; /* where the key is read: the enter site itself in 1.13 */
+	struct torch_probe_site exit;
+	enum torch_register name_register; /* at enter: the const std::string * of the name */
+	enum torch_register args_register; /* at enter: the optional args string */
+	enum torch_register key_register;  /* at the key site: the at::RecordFunction * */
+	enum torch_register exit_register; /* at exit: the at::RecordFunction * it ends */
+};
+
+/* The entry point of one ATen operator overload: at::_ops::NAME::call. */
+struct torch_op_probe {
+	char *request;	     /* as asked: "add_" or "add_.Tensor" */
+	char *operator_name; /* the at::_ops struct: "add__Tensor" */
+	struct torch_probe_site site;
+};
+
+struct torch_probes {
+	char *library_path; /* as the process sees it, or as given */
+	char *host_path;    /* openable from here */
+	struct torch_version version;
+	struct torch_scope_probes scopes;
+	struct torch_probe_site backward; /* Engine::execute; symbol NULL when absent */
+	struct torch_op_probe *ops;	  /* every overload of every request, in request order */
+	size_t op_count;
+};
+
+/* The operators a training step's checks start from: the updates and the zeroing. */
+extern const char *const torch_default_ops[];
+extern const size_t torch_default_op_count;
+
+/*
+ * Resolves everything for the libtorch_cpu.so at library_path and the
+ * operators named in ops ("add_" for every overload, "add_.Tensor" for
+ * one, "zero_.default" for the overload without a name). Refuses torch
+ * versions whose scope functions are not known, and fails with -ENOENT
+ * naming the first operator the library lacks. Free with torch_probes_free.
+ */
+int torch_probes_resolve(const char *library_path, const char *const *ops, size_t op_count,
+			 struct torch_probes **probes, char *error, size_t error_size);
+
+/* The same for the libtorch_cpu.so a running process has mapped. */
+int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_count,
+				 struct torch_probes **probes, char *error, size_t error_size);
+
+void torch_probes_free(struct torch_probes *probes);
+
+/* Writes the probe sites and how to read them, one line each. */
+void torch_probes_print(const struct torch_probes *probes, FILE *out);
+
+/*
+ * The torch version of a libtorch_cpu.so: from torch/version.py when the
+ * library sits in a torch package's lib/ directory (pip and conda), else
+ * from its versioned file name, symbolic links followed
+ * (libtorch_cpu.so.1.13.0 in Debian and Ubuntu). -ENOENT when neither
+ * tells it.
+ */
+int torch_version_detect(const char *library_path, struct torch_version *version, char *error,
+			 size_t error_size);
+
+/*
+ * Parses "2.3.1+cu121" or "1.13.0a0" (source is left empty); -EINVAL when
+ * it does not start with MAJOR.MINOR.
+ */
+int torch_version_parse(const char *text, struct torch_version *version);
+
+/*
+ * Whether a mangled name is at::_ops::NAME::call for the request;
+ * operator_name receives NAME. A request without an overload matches the
+ * struct NAME and every NAME_OVERLOAD whose overload does not start with
+ * '_' (so "add" does not take the in-place "add__Tensor").
+ */
+bool torch_op_symbol_matches(const char *symbol, const char *request, char *operator_name,
+			     size_t operator_name_size);
+
+/*
+ * The one direct call in code to a function that is not a PLT stub, as a
+ * virtual address: code holds the bytes of a function at address, and
+ * read_target reads 16 bytes at a virtual address of the same file.
+ * -ENOENT when there is none, -EMLINK when there are several.
+ */
+int torch_find_internal_call(const uint8_t *code, size_t size, uint64_t address,
+			     int (*read_target)(void *context, uint64_t address, uint8_t bytes[16]),
+			     void *context, uint64_t *target);
+
+const char *torch_register_name(enum torch_register which);
+
+#endif /* TCHECK_TORCH_PROBES_H */
