@@ -86,10 +86,14 @@ struct probe_session *probe_session_create(const struct probe_session_config *co
 	/* Programs not asked for are not loaded: nothing runs that was not wanted. */
 	bpf_program__set_autoload(session->skeleton->progs.python_frame_entry, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.python_frame_return, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.torch_scope_enter, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.torch_scope_exit, config->python);
 	if (uprobe_link_prepare(session->skeleton->progs.library_call_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.library_call_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_frame_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_frame_return) ||
+	    uprobe_link_prepare(session->skeleton->progs.torch_scope_enter) ||
+	    uprobe_link_prepare(session->skeleton->progs.torch_scope_exit) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_return)) {
 		snprintf(error, error_size, "cannot prepare the probe programs");
@@ -192,6 +196,22 @@ int probe_session_attach_python(struct probe_session *session, const char *path,
 		return result;
 	return uprobe_link_attach(&session->links, session->skeleton->progs.python_frame_entry,
 				  false, path, &offset, &cookie, 1, -1, error, error_size);
+}
+
+int probe_session_attach_torch_scopes(struct probe_session *session, const char *path,
+				      uint64_t enter_offset, uint64_t enter_cookie,
+				      uint64_t exit_offset, char *error, size_t error_size)
+{
+	uint64_t exit_cookie = 0;
+	int result = uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_exit,
+					false, path, &exit_offset, &exit_cookie, 1, -1, error,
+					error_size);
+
+	if (result)
+		return result;
+	return uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_enter,
+				  false, path, &enter_offset, &enter_cookie, 1, -1, error,
+				  error_size);
 }
 
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,

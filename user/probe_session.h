@@ -70,6 +70,13 @@ int probe_session_set_comm_layout(struct probe_session *session, uint32_t slot,
 /* Python: the evaluator's probe pair, at a file offset, in every process mapping it. */
 int probe_session_attach_python(struct probe_session *session, const char *path, uint64_t offset,
 				char *error, size_t error_size);
+/*
+ * torch scopes: the probe where a scope opens (cookie: which registers hold
+ * the name and the key, TCHECK_TORCH_*) and the one where it ends.
+ */
+int probe_session_attach_torch_scopes(struct probe_session *session, const char *path,
+				      uint64_t enter_offset, uint64_t enter_cookie,
+				      uint64_t exit_offset, char *error, size_t error_size);
 /* Tells the Python probes where a process's frames keep their code object. */
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,
 				     const struct tcheck_python_process *process);

@@ -3,6 +3,7 @@
 #include "python_tracer.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "error_message.h"
 #include "log.h"
 #include "python_layout.h"
+#include "torch_probes.h"
 #include "u64_map.h"
 
 /* Training APIs worth following when the user names none. */
@@ -38,6 +40,8 @@ struct named_code {
 };
 
 struct python_process {
+	bool torch_looked_up; /* libtorch_cpu was found (and probed, or refused) */
+	int32_t step;	      /* Optimizer.step scopes ended so far: the training step */
 	struct python_layout layout;
 	struct u64_map codes; /* code address -> named_code */
 };
@@ -50,6 +54,7 @@ struct python_tracer {
 	struct u64_map processes;    /* pid -> python_process */
 	struct u64_map probed_files; /* file identity -> non-NULL once probed */
 	struct u64_map refused; /* pid -> non-NULL: runs a Python we cannot follow (said once) */
+	struct u64_map scope_names; /* hash of a scope name -> the name, kept for the records */
 };
 
 struct python_tracer *python_tracer_create(struct probe_session *session,
@@ -67,6 +72,7 @@ struct python_tracer *python_tracer_create(struct probe_session *session,
 	u64_map_init(&tracer->processes);
 	u64_map_init(&tracer->probed_files);
 	u64_map_init(&tracer->refused);
+	u64_map_init(&tracer->scope_names);
 	return tracer;
 }
 
@@ -100,6 +106,9 @@ void python_tracer_destroy(struct python_tracer *tracer)
 	u64_map_free(&tracer->processes);
 	u64_map_free(&tracer->probed_files);
 	u64_map_free(&tracer->refused);
+	for (size_t i = 0; u64_map_next(&tracer->scope_names, &i, &key, &value);)
+		free(value);
+	u64_map_free(&tracer->scope_names);
 	free(tracer);
 }
 
@@ -148,6 +157,61 @@ void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid)
 		free_process(process);
 }
 
+static uint64_t torch_register_bits(enum torch_register which)
+{
+	return which == TORCH_REGISTER_RDI   ? 1
+	       : which == TORCH_REGISTER_RSI ? 2
+	       : which == TORCH_REGISTER_RDX ? 3
+					     : 0;
+}
+
+/*
+ * Probes torch's scope entry and end in a process that has libtorch_cpu,
+ * once per library file. Only the verified layout (torch 1.13: the name
+ * and the key at one entry site, C++11 strings) is probed.
+ */
+static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_process *process)
+{
+	const struct torch_scope_probes *scopes;
+	struct torch_probes *probes = NULL;
+	char error[512];
+	struct stat status;
+	uint64_t identity, cookie;
+
+	if (process->torch_looked_up)
+		return;
+	/* torch is imported after start: this is asked again as libraries load. */
+	if (torch_probes_resolve_process(pid, NULL, 0, &probes, error, sizeof(error))) {
+		log_debug("process %d: no torch scopes yet: %s", pid, error);
+		return;
+	}
+	process->torch_looked_up = true;
+	scopes = &probes->scopes;
+	if (scopes->method != TORCH_SCOPE_SHARED_ENTER ||
+	    scopes->string_abi != TORCH_STRING_CXX11 || !scopes->enter.file_offset ||
+	    !scopes->exit.file_offset || stat(probes->host_path, &status)) {
+		log_warning("process %d: torch %d.%d scopes are not followed yet (only 1.13's are)",
+			    pid, probes->version.major, probes->version.minor);
+		goto out;
+	}
+	identity = (uint64_t)status.st_ino * 0x100000001b3ULL ^ (uint64_t)status.st_dev;
+	if (u64_map_get(&tracer->probed_files, identity))
+		goto out;
+	cookie = torch_register_bits(scopes->name_register) << TCHECK_TORCH_NAME_REGISTER_SHIFT |
+		 torch_register_bits(scopes->key_register) << TCHECK_TORCH_KEY_REGISTER_SHIFT;
+	if (probe_session_attach_torch_scopes(tracer->session, probes->host_path,
+					      scopes->enter.file_offset, cookie,
+					      scopes->exit.file_offset, error, sizeof(error))) {
+		log_warning("process %d: %s", pid, error);
+		goto out;
+	}
+	u64_map_put(&tracer->probed_files, identity, tracer);
+	log_info("probed torch %d.%d's record_function scopes in %s", probes->version.major,
+		 probes->version.minor, probes->library_path);
+out:
+	torch_probes_free(probes);
+}
+
 int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *error,
 			      size_t error_size)
 {
@@ -158,8 +222,11 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 	uint64_t identity;
 	int result;
 
-	if (u64_map_get(&tracer->processes, (uint64_t)pid))
+	process = u64_map_get(&tracer->processes, (uint64_t)pid);
+	if (process) {
+		follow_torch(tracer, pid, process);
 		return 1;
+	}
 	if (u64_map_get(&tracer->refused, (uint64_t)pid))
 		return 0;
 	result = python_runtime_find(pid, &runtime, error, error_size);
@@ -192,6 +259,7 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 		return error_fail(error, error_size, ENOENT,
 				  "cannot open %s, the Python of process %d", runtime.host_path,
 				  pid);
+	follow_torch(tracer, pid, process);
 	identity = (uint64_t)status.st_ino * 0x100000001b3ULL ^ (uint64_t)status.st_dev;
 	if (u64_map_get(&tracer->probed_files, identity))
 		return 1;
@@ -265,8 +333,60 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 	out.python_call.depth = record->depth;
 	out.python_call.flags = record->flags & TCHECK_PYTHON_RAISED ? TRACE_PYTHON_RAISED : 0;
 	out.python_call.first_line = named->first_line;
-	out.python_call.step = -1;
+	out.python_call.step = process->step;
 	out.python_call.qualified_name = named->qualified_name;
 	out.python_call.file = named->file;
 	return tracer->emit(tracer->context, &out);
+}
+
+/* Scope names are few: each is kept once for the records that carry it. */
+static const char *kept_scope_name(struct python_tracer *tracer, const char *name)
+{
+	uint64_t hash = 1469598103934665603ULL;
+	char *kept;
+
+	for (const char *c = name; *c; c++)
+		hash = (hash ^ (uint8_t)*c) * 1099511628211ULL;
+	kept = u64_map_get(&tracer->scope_names, hash);
+	if (kept && strcmp(kept, name) == 0)
+		return kept;
+	kept = strdup(name);
+	if (!kept || u64_map_put(&tracer->scope_names, hash, kept)) {
+		free(kept);
+		return NULL;
+	}
+	return kept;
+}
+
+int python_tracer_handle_scope(struct python_tracer *tracer,
+			       const struct tcheck_torch_scope_record *record)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL };
+	char name[TCHECK_TORCH_SCOPE_NAME_BYTES + 1];
+	int result;
+
+	if (!process)
+		return 0;
+	memcpy(name, record->name, TCHECK_TORCH_SCOPE_NAME_BYTES);
+	name[TCHECK_TORCH_SCOPE_NAME_BYTES] = '\0';
+	out.python_call.qualified_name = kept_scope_name(tracer, name);
+	if (!out.python_call.qualified_name)
+		return -ENOMEM;
+	out.python_call.entry_ns = record->header.timestamp_ns;
+	out.python_call.duration_ns = record->return_ns > record->header.timestamp_ns
+					      ? record->return_ns - record->header.timestamp_ns
+					      : 0;
+	out.python_call.pid = record->header.pid;
+	out.python_call.tid = record->header.tid;
+	out.python_call.depth = record->depth;
+	out.python_call.flags = TRACE_PYTHON_TORCH_SCOPE;
+	out.python_call.first_line = -1;
+	out.python_call.step = process->step;
+	out.python_call.file = "";
+	result = tracer->emit(tracer->context, &out);
+	/* The step marker: an optimizer's step ends a training step. */
+	if (strncmp(name, "Optimizer.step#", 15) == 0)
+		process->step++;
+	return result;
 }

@@ -41,6 +41,10 @@ void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid);
 /* Handles one TCHECK_RECORD_PYTHON_CALL record. */
 int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record);
 
+/* Handles one TCHECK_RECORD_TORCH_SCOPE record; Optimizer.step scopes advance the step. */
+int python_tracer_handle_scope(struct python_tracer *tracer,
+			       const struct tcheck_torch_scope_record *record);
+
 /* The module path a source file belongs to: ".../site-packages/torch/optim/sgd.py" ->
  * torch.optim.sgd. */
 void python_module_of_file(const char *file, char *module, size_t size);

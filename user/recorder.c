@@ -266,6 +266,10 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 		if (recorder->python && size >= sizeof(struct tcheck_python_record))
 			python_tracer_handle(recorder->python, data);
 		return 0;
+	case TCHECK_RECORD_TORCH_SCOPE:
+		if (recorder->python && size >= sizeof(struct tcheck_torch_scope_record))
+			python_tracer_handle_scope(recorder->python, data);
+		return 0;
 	default:
 		return 0;
 	}

@@ -76,6 +76,7 @@ enum tcheck_record_type {
 	TCHECK_RECORD_PROCESS_EXIT = 4,	  /* a traced process ended */
 	TCHECK_RECORD_LIBRARY_CHANGE = 5, /* a traced process loaded a library */
 	TCHECK_RECORD_PYTHON_CALL = 6,	  /* a Python frame evaluated from C, paired */
+	TCHECK_RECORD_TORCH_SCOPE = 7,	  /* a torch record_function scope, paired */
 };
 
 /* Flags of a call record. */
@@ -155,6 +156,21 @@ struct tcheck_python_record {
 	tcheck_u64 code_name; /* address of its name object (see tcheck_code_key) */
 	tcheck_u32 depth;     /* traced frames already open on the thread */
 	tcheck_u32 flags;     /* TCHECK_PYTHON_* */
+};
+
+/* Torch scopes: the cookie says which argument register holds what (1 rdi, 2 rsi, 3 rdx). */
+#define TCHECK_TORCH_NAME_REGISTER_SHIFT 0
+#define TCHECK_TORCH_KEY_REGISTER_SHIFT 2
+#define TCHECK_TORCH_REGISTER_MASK 0x3ULL
+#define TCHECK_TORCH_SCOPE_NAME_BYTES 64
+
+/* A torch record_function scope (Optimizer.step#SGD.step): entry and end paired. */
+struct tcheck_torch_scope_record {
+	struct tcheck_record_header header; /* timestamp = entry time */
+	tcheck_u64 return_ns;
+	tcheck_u32 depth; /* scopes already open on the thread */
+	tcheck_u32 reserved;
+	char name[TCHECK_TORCH_SCOPE_NAME_BYTES]; /* NUL-terminated, cut to fit */
 };
 
 /* Counters the BPF side keeps, one slot each in a per-CPU array. */
