@@ -165,6 +165,8 @@ demo: all
 
 bench: all
 	tools/bench/run-bench.sh
+	tools/bench/python-overhead.sh > $(OUTPUT)/python-overhead.md
+	python3 tools/bench/replace-section.py BENCHMARKS.md python-overhead $(OUTPUT)/python-overhead.md
 
 deps:
 	tools/install-deps.sh
