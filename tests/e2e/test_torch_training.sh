@@ -3,38 +3,49 @@
 # log says it ran, the trace holds the optimizer's zero_grad and step scopes
 # (seen through torch's record_function, though they never leave Python),
 # one Module call per module invocation the script's hooks counted, and the
-# step number, advanced by Optimizer.step, agrees with the script's.
+# step number, advanced by Optimizer.step, agrees with the script's. Then the
+# same per rank for 2-rank DistributedDataParallel over gloo.
 source "$(dirname "$0")/lib.sh"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || skip "Debian's python3-torch is not installed"
 "$TCHECK" --quiet record -o "$SCRATCH/train.trace" --python -- /usr/bin/python3 \
 	"$ROOT/tests/workloads/python/train_cpu.py" --steps 8 --log "$SCRATCH/train.jsonl" \
 	>/dev/null || fail "record failed"
 "$TCHECK" dump "$SCRATCH/train.trace" --calls-only >"$SCRATCH/calls.jsonl"
-python3 - "$SCRATCH/calls.jsonl" "$SCRATCH/train.jsonl" <<'PY' || fail "the trace differs from the script's log"
+check() {
+	python3 - "$@" <<'PY' || fail "the trace differs from the script's log"
 import collections, json, sys
-trace = [json.loads(l) for l in open(sys.argv[1])]
-log = [json.loads(l) for l in open(sys.argv[2])]
-steps = sorted({r["step"] for r in log if r.get("kind") == "api" and r.get("stage") == "train"})
-assert steps, "the script logged no training step"
-for step in steps:
-    want_scopes = collections.Counter(r["scope"] for r in log
-                                      if r.get("kind") == "api" and r.get("step") == step and r.get("scope"))
-    got_scopes = collections.Counter(t["name"] for t in trace
-                                     if t["kind"] == "torch_scope" and t["step"] == step)
-    assert want_scopes == got_scopes, (step, dict(want_scopes), dict(got_scopes))
-    want_modules = sum(1 for r in log if r.get("kind") == "module" and r.get("step") == step
-                       and r.get("phase") == "enter")
-    got_modules = sum(1 for t in trace if t["kind"] == "py" and t["step"] == step
-                      and t["name"] == "torch.nn.modules.module.Module._call_impl")
-    assert want_modules == got_modules, (step, want_modules, got_modules)
-# Module calls nest inside the model's call: deeper ones lie within an outer one.
-calls = sorted((t for t in trace if t["name"] == "torch.nn.modules.module.Module._call_impl"),
-               key=lambda t: t["ts_ns"])
-outer = [t for t in calls if t["depth"] == min(c["depth"] for c in calls)]
-for inner in calls:
-    if inner in outer:
-        continue
-    assert any(o["ts_ns"] <= inner["ts_ns"] and inner["ts_ns"] + inner["dur_ns"] <= o["ts_ns"] + o["dur_ns"]
-               for o in outer if o["tid"] == inner["tid"]), inner
-print(f"{len(steps)} steps: scopes, module calls and step numbers match the script's log")
+trace_all = [json.loads(l) for l in open(sys.argv[1])]
+for log_path in sys.argv[2:]:
+    log = [json.loads(l) for l in open(log_path)]
+    pid = next(r["pid"] for r in log if "pid" in r)
+    trace = [t for t in trace_all if t["pid"] == pid]
+    steps = sorted({r["step"] for r in log if r.get("kind") == "api" and r.get("stage") == "train"})
+    assert steps, "the script logged no training step"
+    for step in steps:
+        want_scopes = collections.Counter(r["scope"] for r in log
+                                          if r.get("kind") == "api" and r.get("step") == step and r.get("scope"))
+        got_scopes = collections.Counter(t["name"] for t in trace
+                                         if t["kind"] == "torch_scope" and t["step"] == step)
+        assert want_scopes == got_scopes, (log_path, step, dict(want_scopes), dict(got_scopes))
+        want_modules = sum(1 for r in log if r.get("kind") == "module" and r.get("step") == step
+                           and r.get("phase") == "enter")
+        got_modules = sum(1 for t in trace if t["kind"] == "py" and t["step"] == step
+                          and t["name"] == "torch.nn.modules.module.Module._call_impl")
+        assert want_modules == got_modules, (log_path, step, want_modules, got_modules)
+    # Module calls nest inside the model's call: deeper ones lie within an outer one.
+    calls = [t for t in trace if t["name"] == "torch.nn.modules.module.Module._call_impl"]
+    outer = [t for t in calls if t["depth"] == min(c["depth"] for c in calls)]
+    for inner in calls:
+        if inner in outer:
+            continue
+        assert any(o["ts_ns"] <= inner["ts_ns"] and inner["ts_ns"] + inner["dur_ns"] <= o["ts_ns"] + o["dur_ns"]
+                   for o in outer if o["tid"] == inner["tid"]), inner
+    print(f"{log_path}: {len(steps)} steps: scopes, module calls and steps match")
 PY
+}
+check "$SCRATCH/calls.jsonl" "$SCRATCH/train.jsonl"
+"$TCHECK" --quiet record -o "$SCRATCH/ddp.trace" --python -- /usr/bin/python3 \
+	"$ROOT/tests/workloads/python/train_ddp.py" --world-size 2 --steps 5 \
+	--log-dir "$SCRATCH/ddp" >/dev/null || fail "record of the DDP job failed"
+"$TCHECK" dump "$SCRATCH/ddp.trace" --calls-only >"$SCRATCH/ddp.jsonl"
+check "$SCRATCH/ddp.jsonl" "$SCRATCH/ddp/rank-0.jsonl" "$SCRATCH/ddp/rank-1.jsonl"
