@@ -43,19 +43,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "nccl.h"
 #include "nccl_double.h"
 #include "nccl_ground_truth.h"
+#include "rank_launcher.h"
 
 #define PROGRAM "nccl-api-tour"
 #define UNIQUE_ID_FILE_FORMAT "%s/unique-ids-%d"
-#define POLL_INTERVAL_NS 10000000L
 /* Ids each rank makes: for the world, the configured communicator and the scalable one. */
 #define IDS_PER_RANK 3
 /* A blocked double operation gives up after this long, so a broken tour fails, not hangs. */
@@ -149,15 +146,6 @@ static void usage(FILE *out)
 		"Example: " PROGRAM " --ranks 4 --log-dir /tmp/tour\n");
 }
 
-static bool parse_int(const char *text, long min, long max, long *value)
-{
-	char *end;
-
-	errno = 0;
-	*value = strtol(text, &end, 10);
-	return errno == 0 && end != text && *end == '\0' && *value >= min && *value <= max;
-}
-
 static int parse_options(int argc, char **argv, struct options *options)
 {
 	static const struct option long_options[] = {
@@ -215,15 +203,6 @@ static int parse_options(int argc, char **argv, struct options *options)
 }
 
 /* ---- one rank ---- */
-
-static void sleep_ns(long nanoseconds)
-{
-	struct timespec pause_for = { .tv_sec = nanoseconds / 1000000000L,
-				      .tv_nsec = nanoseconds % 1000000000L };
-
-	while (nanosleep(&pause_for, &pause_for) < 0 && errno == EINTR)
-		;
-}
 
 static void die(const struct tour *tour, int status, const char *what)
 {
@@ -641,22 +620,6 @@ static void async_error_query(struct tour *tour, ncclComm_t comm, bool with_resu
 
 /* ---- ids and communicators ---- */
 
-static void write_file_atomically(const struct tour *tour, const char *path, const void *bytes,
-				  size_t length)
-{
-	char temporary[PATH_MAX];
-	int path_length;
-	FILE *file;
-
-	path_length = snprintf(temporary, sizeof(temporary), "%s.tmp", path);
-	if (path_length < 0 || (size_t)path_length >= sizeof(temporary))
-		die(tour, 2, "the log directory's path is too long");
-	file = fopen(temporary, "w");
-	if (!file || fwrite(bytes, 1, length, file) != length || fclose(file) != 0 ||
-	    rename(temporary, path) != 0)
-		die(tour, 2, "cannot write the unique ids to the log directory");
-}
-
 /* Every rank makes its ids and publishes them; a communicator uses one rank's id. */
 static void make_unique_ids(struct tour *tour)
 {
@@ -672,7 +635,10 @@ static void make_unique_ids(struct tour *tour)
 	log_failed_unique_id(tour, ret);
 	expect_result(tour, "ncclGetUniqueId(NULL)", ret, ncclInvalidArgument);
 	snprintf(path, sizeof(path), UNIQUE_ID_FILE_FORMAT, tour->options->log_dir, tour->rank);
-	write_file_atomically(tour, path, tour->own_ids, sizeof(tour->own_ids));
+	if (write_file_atomically(path, tour->own_ids, sizeof(tour->own_ids)) < 0)
+		die(tour, 2,
+		    errno == ENAMETOOLONG ? "the log directory's path is too long"
+					  : "cannot write the unique ids to the log directory");
 }
 
 static void published_id(const struct tour *tour, int rank, int which, ncclUniqueId *id)
@@ -681,18 +647,7 @@ static void published_id(const struct tour *tour, int rank, int which, ncclUniqu
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), UNIQUE_ID_FILE_FORMAT, tour->options->log_dir, rank);
-	for (;;) {
-		FILE *file = fopen(path, "r");
-		size_t got = 0;
-
-		if (file) {
-			got = fread(ids, 1, sizeof(ids), file);
-			fclose(file);
-		}
-		if (got == sizeof(ids))
-			break;
-		sleep_ns(POLL_INTERVAL_NS);
-	}
+	read_published_file(path, ids, sizeof(ids));
 	*id = ids[which];
 }
 
@@ -1137,14 +1092,6 @@ static void teardown(struct tour *tour)
 	tour->allocation_count = 0;
 }
 
-static int env_int(const char *name)
-{
-	const char *text = getenv(name);
-	long value;
-
-	return text && parse_int(text, 0, INT_MAX, &value) ? (int)value : -1;
-}
-
 static int run_rank(const struct options *options)
 {
 	struct tour tour = { .options = options };
@@ -1194,158 +1141,22 @@ static void remove_stale_outputs(const struct options *options)
 	}
 }
 
-static int make_directory(const char *path)
-{
-	char partial[PATH_MAX];
-
-	snprintf(partial, sizeof(partial), "%s", path);
-	for (char *slash = strchr(partial + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		if (mkdir(partial, 0755) < 0 && errno != EEXIST)
-			return -1;
-		*slash = '/';
-	}
-	return mkdir(partial, 0755) < 0 && errno != EEXIST ? -1 : 0;
-}
-
-static void set_env_int(const char *name, int value)
-{
-	char text[16];
-
-	snprintf(text, sizeof(text), "%d", value);
-	setenv(name, text, 1);
-}
-
-static pid_t start_rank(const struct options *options, int rank, const char *executable,
-			char **rank_argv, const sigset_t *original_mask)
-{
-	pid_t launcher = getpid();
-	pid_t pid = fork();
-
-	if (pid != 0)
-		return pid;
-	set_env_int("RANK", rank);
-	set_env_int("LOCAL_RANK", rank);
-	set_env_int("WORLD_SIZE", options->ranks);
-	set_env_int("LOCAL_WORLD_SIZE", options->ranks);
-	/* A rank must not outlive its launcher. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != launcher)
-		_exit(1);
-	sigprocmask(SIG_SETMASK, original_mask, NULL);
-	execv(executable, rank_argv);
-	fprintf(stderr, PROGRAM ": cannot run %s: %s\n", executable, strerror(errno));
-	_exit(127);
-}
-
-static void signal_ranks(const pid_t *pids, int count, int signal_number)
-{
-	for (int rank = 0; rank < count; rank++)
-		if (pids[rank] > 0)
-			kill(pids[rank], signal_number);
-}
-
-/* Reaps the ranks that ended; returns how many, and notes any that failed. */
-static int reap(pid_t *pids, int count, bool *failed)
-{
-	int reaped = 0;
-	int status;
-	pid_t pid;
-
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (int rank = 0; rank < count; rank++) {
-			if (pids[rank] != pid)
-				continue;
-			pids[rank] = 0;
-			reaped++;
-			if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-				break;
-			if (WIFEXITED(status))
-				fprintf(stderr, PROGRAM ": rank %d failed with exit status %d\n",
-					rank, WEXITSTATUS(status));
-			else
-				fprintf(stderr, PROGRAM ": rank %d was killed by signal %d\n", rank,
-					WTERMSIG(status));
-			if (!*failed)
-				alarm(FAILURE_GRACE_SECONDS);
-			*failed = true;
-		}
-	}
-	return reaped;
-}
-
 static int launch(const struct options *options, int argc, char **argv)
 {
-	char executable[PATH_MAX];
-	sigset_t handled, original;
-	char **rank_argv;
-	pid_t *pids;
-	bool failed = false;
-	int running = 0;
-	ssize_t length;
+	const struct rank_launcher launcher = {
+		.program = PROGRAM,
+		.ranks = options->ranks,
+		.grace_seconds = FAILURE_GRACE_SECONDS,
+	};
+	int status;
 
-	if (make_directory(options->log_dir) < 0) {
-		fprintf(stderr, PROGRAM ": cannot create %s: %s\n", options->log_dir,
-			strerror(errno));
+	if (make_log_directory(PROGRAM, options->log_dir) < 0)
 		return 2;
-	}
 	remove_stale_outputs(options);
-	length = readlink("/proc/self/exe", executable, sizeof(executable) - 1);
-	if (length < 0) {
-		fprintf(stderr, PROGRAM ": cannot find my own executable: %s\n", strerror(errno));
-		return 2;
-	}
-	executable[length] = '\0';
-	rank_argv = calloc((size_t)argc + 2, sizeof(*rank_argv));
-	pids = calloc((size_t)options->ranks, sizeof(*pids));
-	if (!rank_argv || !pids) {
-		free(rank_argv);
-		free(pids);
-		return 2;
-	}
-	memcpy(rank_argv, argv, (size_t)argc * sizeof(*argv));
-	rank_argv[argc] = "--worker";
 	setenv(DOUBLE_TIMEOUT_ENV, DEFAULT_DOUBLE_TIMEOUT_MS, 0);
-
-	/* Signals are taken synchronously, so none is lost between checks. */
-	sigemptyset(&handled);
-	sigaddset(&handled, SIGCHLD);
-	sigaddset(&handled, SIGTERM);
-	sigaddset(&handled, SIGINT);
-	sigaddset(&handled, SIGALRM);
-	sigprocmask(SIG_BLOCK, &handled, &original);
-
-	for (int rank = 0; rank < options->ranks; rank++) {
-		pids[rank] = start_rank(options, rank, executable, rank_argv, &original);
-		if (pids[rank] < 0) {
-			fprintf(stderr, PROGRAM ": cannot start rank %d: %s\n", rank,
-				strerror(errno));
-			pids[rank] = 0;
-			failed = true;
-			signal_ranks(pids, options->ranks, SIGTERM);
-			break;
-		}
-		running++;
-	}
-	while (running > 0) {
-		int signal_number = sigwaitinfo(&handled, NULL);
-
-		if (signal_number == SIGCHLD) {
-			running -= reap(pids, options->ranks, &failed);
-		} else if (signal_number == SIGTERM || signal_number == SIGINT) {
-			signal_ranks(pids, options->ranks, SIGTERM);
-			failed = true;
-		} else if (signal_number == SIGALRM) {
-			fprintf(stderr, PROGRAM ": killing the ranks still running after a "
-						"failure\n");
-			signal_ranks(pids, options->ranks, SIGKILL);
-		}
-	}
-	alarm(0);
-	free(pids);
-	free(rank_argv);
-	if (failed)
-		return 1;
+	status = launch_ranks(&launcher, argc, argv);
+	if (status != 0)
+		return status;
 	printf(PROGRAM ": %d ranks called every probed NCCL function\n", options->ranks);
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include "nccl.h"
 #include "nccl_double.h"
 #include "nccl_ground_truth.h"
+#include "rank_launcher.h"
 
 #define ELEMENT_COUNT 1024
 
@@ -58,15 +59,6 @@ static int fail(const char *what, const char *detail)
 	return 1;
 }
 
-static int parse_count(const char *text, long *value)
-{
-	char *end;
-
-	errno = 0;
-	*value = strtol(text, &end, 10);
-	return errno == 0 && end != text && *end == '\0' && *value >= 0 && *value <= INT_MAX;
-}
-
 static int parse_options(int argc, char **argv, struct options *options)
 {
 	static const struct option long_options[] = {
@@ -86,13 +78,13 @@ static int parse_options(int argc, char **argv, struct options *options)
 
 		switch (option) {
 		case 'd':
-			valid = parse_count(optarg, &options->delay_ms);
+			valid = parse_int(optarg, 0, INT_MAX, &options->delay_ms);
 			break;
 		case 's':
-			valid = parse_count(optarg, &options->settle_ms);
+			valid = parse_int(optarg, 0, INT_MAX, &options->settle_ms);
 			break;
 		case 'k':
-			valid = parse_count(optarg, &options->calls);
+			valid = parse_int(optarg, 0, INT_MAX, &options->calls);
 			break;
 		case 'l':
 			options->library = optarg;
@@ -124,11 +116,9 @@ static int parse_options(int argc, char **argv, struct options *options)
 static int default_library(char *path, size_t size)
 {
 	char executable[PATH_MAX];
-	ssize_t length = readlink("/proc/self/exe", executable, sizeof(executable) - 1);
 
-	if (length < 0)
+	if (own_executable(executable, sizeof(executable)) < 0)
 		return -1;
-	executable[length] = '\0';
 	snprintf(path, size, "%s/lib/libnccl.so.2", dirname(executable));
 	return 0;
 }
@@ -217,15 +207,6 @@ static int run(const struct nccl_library *nccl, const struct options *options,
 	return 0;
 }
 
-static void sleep_ms(long milliseconds)
-{
-	struct timespec delay = { .tv_sec = milliseconds / 1000,
-				  .tv_nsec = milliseconds % 1000 * 1000000L };
-
-	while (nanosleep(&delay, &delay) < 0 && errno == EINTR)
-		;
-}
-
 int main(int argc, char **argv)
 {
 	struct ground_truth_log log = { .file = NULL, .step = -1 };
@@ -243,10 +224,10 @@ int main(int argc, char **argv)
 	if (options.log_path && ground_truth_open(&log, options.log_path) < 0)
 		return fail("cannot create the log", strerror(errno));
 
-	sleep_ms(options.delay_ms);
+	sleep_ns(options.delay_ms * 1000000L);
 	if (load_library(library, &nccl) != 0)
 		return 1;
-	sleep_ms(options.settle_ms);
+	sleep_ns(options.settle_ms * 1000000L);
 	status = run(&nccl, &options, &log);
 	ground_truth_close(&log);
 	return status;

@@ -21,24 +21,20 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "nccl.h"
 #include "nccl_double.h"
 #include "nccl_ground_truth.h"
+#include "rank_launcher.h"
 
 #define UNIQUE_ID_FILE "nccl-unique-id"
-#define POLL_INTERVAL_NS 10000000L
 /* After a rank fails, the others get this long to fail on their own before being stopped. */
 #define FAILURE_GRACE_SECONDS 3
 /* Exit status of a rank whose results were wrong. */
@@ -148,15 +144,6 @@ static void usage(FILE *out)
 		"  --wait-file PATH       ranks wait for PATH to exist before their first NCCL "
 		"call\n"
 		"Example: nccl-workload --ranks 8 --steps 20 --log-dir /tmp/job\n");
-}
-
-static bool parse_int(const char *text, long min, long max, long *value)
-{
-	char *end;
-
-	errno = 0;
-	*value = strtol(text, &end, 10);
-	return errno == 0 && end != text && *end == '\0' && *value >= min && *value <= max;
 }
 
 static bool parse_rank_step(const char *text, struct rank_step *switch_value)
@@ -314,15 +301,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
-static void sleep_ns(long nanoseconds)
-{
-	struct timespec pause_for = { .tv_sec = nanoseconds / 1000000000L,
-				      .tv_nsec = nanoseconds % 1000000000L };
-
-	while (nanosleep(&pause_for, &pause_for) < 0 && errno == EINTR)
-		;
 }
 
 /* Burns the CPU like a kernel would occupy the GPU: the rank is busy, not waiting. */
@@ -553,19 +531,6 @@ static void wait_for_file(const char *path)
 		sleep_ns(POLL_INTERVAL_NS);
 }
 
-static void write_file_atomically(const struct worker *worker, const char *path, const void *bytes,
-				  size_t length)
-{
-	char temporary[PATH_MAX];
-	FILE *file;
-
-	snprintf(temporary, sizeof(temporary), "%s.tmp.%d", path, (int)getpid());
-	file = fopen(temporary, "w");
-	if (!file || fwrite(bytes, 1, length, file) != length || fclose(file) != 0 ||
-	    rename(temporary, path) != 0)
-		die(worker, 1, "cannot write a file in the log directory");
-}
-
 /* Rank 0 makes the id and publishes it through a file; the others poll for it. */
 static void exchange_unique_id(struct worker *worker, ncclUniqueId *id)
 {
@@ -577,21 +542,11 @@ static void exchange_unique_id(struct worker *worker, ncclUniqueId *id)
 
 		ground_truth_unique_id(&worker->log, ret, id);
 		check_call(worker, "ncclGetUniqueId", ret);
-		write_file_atomically(worker, path, id, sizeof(*id));
+		if (write_file_atomically(path, id, sizeof(*id)) < 0)
+			die(worker, 1, "cannot write a file in the log directory");
 		return;
 	}
-	for (;;) {
-		FILE *file = fopen(path, "r");
-		size_t got = 0;
-
-		if (file) {
-			got = fread(id, 1, sizeof(*id), file);
-			fclose(file);
-		}
-		if (got == sizeof(*id))
-			return;
-		sleep_ns(POLL_INTERVAL_NS);
-	}
+	read_published_file(path, id, sizeof(*id));
 }
 
 static void *allocate(const struct worker *worker, size_t count, size_t size)
@@ -972,7 +927,8 @@ static void write_progress(const struct worker *worker, int step)
 
 	snprintf(path, sizeof(path), "%s/rank-%d.progress", worker->options->log_dir, worker->rank);
 	length = snprintf(text, sizeof(text), "%d\n", step);
-	write_file_atomically(worker, path, text, (size_t)length);
+	if (write_file_atomically(path, text, (size_t)length) < 0)
+		die(worker, 1, "cannot write a file in the log directory");
 }
 
 static void run_step(struct worker *worker, int step)
@@ -1032,14 +988,6 @@ static void run_step(struct worker *worker, int step)
 	write_progress(worker, step);
 }
 
-static int env_int(const char *name)
-{
-	const char *text = getenv(name);
-	long value;
-
-	return text && parse_int(text, 0, INT_MAX, &value) ? (int)value : -1;
-}
-
 static int run_worker(const struct options *options)
 {
 	struct worker worker = { .options = options };
@@ -1087,163 +1035,23 @@ static void remove_stale_outputs(const struct options *options)
 	}
 }
 
-static int make_directory(const char *path)
-{
-	char partial[PATH_MAX];
-
-	snprintf(partial, sizeof(partial), "%s", path);
-	for (char *slash = strchr(partial + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		if (mkdir(partial, 0755) < 0 && errno != EEXIST)
-			return -1;
-		*slash = '/';
-	}
-	return mkdir(partial, 0755) < 0 && errno != EEXIST ? -1 : 0;
-}
-
-static void set_env_int(const char *name, int value)
-{
-	char text[16];
-
-	snprintf(text, sizeof(text), "%d", value);
-	setenv(name, text, 1);
-}
-
-static pid_t start_rank(const struct options *options, int rank, const char *executable,
-			char **worker_argv, const sigset_t *original_mask)
-{
-	pid_t launcher = getpid();
-	pid_t pid = fork();
-
-	if (pid != 0)
-		return pid;
-	set_env_int("RANK", rank);
-	set_env_int("LOCAL_RANK", rank);
-	set_env_int("WORLD_SIZE", options->ranks);
-	set_env_int("LOCAL_WORLD_SIZE", options->ranks);
-	setenv("MASTER_ADDR", "127.0.0.1", 1);
-	setenv("MASTER_PORT", "29500", 1);
-	/* A rank must not outlive its launcher. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != launcher)
-		_exit(1);
-	sigprocmask(SIG_SETMASK, original_mask, NULL);
-	execv(executable, worker_argv);
-	fprintf(stderr, "nccl-workload: cannot run %s: %s\n", executable, strerror(errno));
-	_exit(127);
-}
-
-static void signal_ranks(const pid_t *pids, int count, int signal_number)
-{
-	for (int rank = 0; rank < count; rank++)
-		if (pids[rank] > 0)
-			kill(pids[rank], signal_number);
-}
-
-/* Reaps exited ranks; returns how many it reaped, and notes any failure. */
-static int reap(pid_t *pids, int count, bool *failed)
-{
-	int reaped = 0;
-	int status;
-	pid_t pid;
-
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (int rank = 0; rank < count; rank++) {
-			if (pids[rank] != pid)
-				continue;
-			pids[rank] = 0;
-			reaped++;
-			if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-				break;
-			if (WIFEXITED(status))
-				fprintf(stderr,
-					"nccl-workload: rank %d failed with exit status %d\n", rank,
-					WEXITSTATUS(status));
-			else
-				fprintf(stderr, "nccl-workload: rank %d was killed by signal %d\n",
-					rank, WTERMSIG(status));
-			if (!*failed)
-				alarm(FAILURE_GRACE_SECONDS);
-			*failed = true;
-		}
-	}
-	return reaped;
-}
-
 static int launch(const struct options *options, int argc, char **argv)
 {
-	char executable[PATH_MAX];
-	char **worker_argv;
-	sigset_t handled, original;
-	pid_t *pids;
-	bool failed = false;
-	int escalation = 0;
-	int running = 0;
-	ssize_t length;
+	const struct rank_launcher launcher = {
+		.program = "nccl-workload",
+		.ranks = options->ranks,
+		.grace_seconds = FAILURE_GRACE_SECONDS,
+		.master_env = true,
+		.escalate = true,
+	};
+	int status;
 
-	if (make_directory(options->log_dir) < 0) {
-		fprintf(stderr, "nccl-workload: cannot create %s: %s\n", options->log_dir,
-			strerror(errno));
+	if (make_log_directory(launcher.program, options->log_dir) < 0)
 		return 2;
-	}
 	remove_stale_outputs(options);
-	length = readlink("/proc/self/exe", executable, sizeof(executable) - 1);
-	if (length < 0) {
-		fprintf(stderr, "nccl-workload: cannot find my own executable: %s\n",
-			strerror(errno));
-		return 2;
-	}
-	executable[length] = '\0';
-	worker_argv = calloc((size_t)argc + 2, sizeof(*worker_argv));
-	pids = calloc((size_t)options->ranks, sizeof(*pids));
-	if (!worker_argv || !pids) {
-		free(worker_argv);
-		free(pids);
-		return 2;
-	}
-	memcpy(worker_argv, argv, (size_t)argc * sizeof(*argv));
-	worker_argv[argc] = "--worker";
-
-	/* Signals are taken synchronously, so none is lost between checks. */
-	sigemptyset(&handled);
-	sigaddset(&handled, SIGCHLD);
-	sigaddset(&handled, SIGTERM);
-	sigaddset(&handled, SIGINT);
-	sigaddset(&handled, SIGALRM);
-	sigprocmask(SIG_BLOCK, &handled, &original);
-
-	for (int rank = 0; rank < options->ranks; rank++) {
-		pids[rank] = start_rank(options, rank, executable, worker_argv, &original);
-		if (pids[rank] < 0) {
-			fprintf(stderr, "nccl-workload: cannot start rank %d: %s\n", rank,
-				strerror(errno));
-			pids[rank] = 0;
-			failed = true;
-			signal_ranks(pids, options->ranks, SIGTERM);
-			break;
-		}
-		running++;
-	}
-	while (running > 0) {
-		int signal_number = sigwaitinfo(&handled, NULL);
-
-		if (signal_number == SIGCHLD) {
-			running -= reap(pids, options->ranks, &failed);
-		} else if (signal_number == SIGTERM || signal_number == SIGINT) {
-			signal_ranks(pids, options->ranks, SIGTERM);
-			failed = true;
-		} else if (signal_number == SIGALRM) {
-			fprintf(stderr, "nccl-workload: stopping the ranks still running after a "
-					"failure\n");
-			signal_ranks(pids, options->ranks, escalation++ ? SIGKILL : SIGTERM);
-			alarm(FAILURE_GRACE_SECONDS);
-		}
-	}
-	alarm(0);
-	free(pids);
-	free(worker_argv);
-	if (failed)
-		return 1;
+	status = launch_ranks(&launcher, argc, argv);
+	if (status != 0)
+		return status;
 	printf("nccl-workload: %d ranks finished %d steps\n", options->ranks, options->steps);
 	return 0;
 }
