@@ -98,7 +98,8 @@ int library_call_entry(struct pt_regs *ctx)
 	frame->args[5] = PT_REGS_PARM6(ctx);
 	/* At entry [sp] is the return address; stack arguments follow it. */
 	stack = PT_REGS_SP(ctx) + 8;
-	if (bpf_probe_read_user(&frame->args[TCHECK_REGISTER_ARGS],
+	if (!(cookie & TCHECK_COOKIE_STACK_ARGS) ||
+	    bpf_probe_read_user(&frame->args[TCHECK_REGISTER_ARGS],
 				TCHECK_STACK_ARGS * sizeof(__u64), (void *)stack))
 		__builtin_memset(&frame->args[TCHECK_REGISTER_ARGS], 0,
 				 TCHECK_STACK_ARGS * sizeof(__u64));

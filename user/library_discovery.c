@@ -8,15 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "elf_symbols.h"
 #include "log.h"
 #include "nccl_comm_layout.h"
 #include "process_maps.h"
+#include "system_clock.h"
 #include "u64_map.h"
 
 /* Whether a file was looked at, and what it held. */
@@ -73,19 +72,6 @@ void library_discovery_destroy(struct library_discovery *discovery)
 		free(value);
 	u64_map_free(&discovery->loader_notices);
 	free(discovery);
-}
-
-static uint64_t file_identity(dev_t device, uint64_t inode)
-{
-	return inode * 0x100000001b3ULL ^ (uint64_t)device;
-}
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
 }
 
 /*
@@ -201,13 +187,11 @@ static int check_file(struct library_discovery *discovery, const char *host_path
 		      struct checked_file **checked, char *error, size_t error_size)
 {
 	struct checked_file *file;
-	struct stat status;
 	uint64_t identity;
 	int result;
 
-	if (stat(host_path, &status))
+	if (file_identity(host_path, &identity))
 		return 0;
-	identity = file_identity(status.st_dev, status.st_ino);
 	*checked = u64_map_get(&discovery->checked_files, identity);
 	if (*checked)
 		return 0;

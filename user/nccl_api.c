@@ -204,6 +204,14 @@ uint64_t nccl_function_cookie(size_t index)
 			  TCHECK_COOKIE_OUT_IS_32BIT | TCHECK_COOKIE_ONLY_FAILURES;
 	if (nccl_param_find(function, NCCL_PARAM_UNIQUE_ID) >= 0)
 		cookie |= TCHECK_COOKIE_BLOB_FROM_STACK;
+	/* Most calls fit in registers: the probe reads the stack only for the others. */
+	for (int i = 0; i < function->param_count; i++) {
+		int slot = -1;
+
+		if (nccl_param_location(function, i, &slot) == NCCL_SOURCE_ARG_SLOT &&
+		    slot >= TCHECK_REGISTER_ARGS)
+			cookie |= TCHECK_COOKIE_STACK_ARGS;
+	}
 	param = nccl_param_find(function, NCCL_PARAM_UNIQUE_ID_OUT);
 	if (param < 0)
 		param = nccl_param_find(function, NCCL_PARAM_UNIQUE_ID_ARRAY);

@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "error_message.h"
 #include "log.h"
 #include "python_layout.h"
+#include "system_clock.h"
 #include "torch_probes.h"
 #include "u64_map.h"
 
@@ -175,7 +175,6 @@ static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_
 	const struct torch_scope_probes *scopes;
 	struct torch_probes *probes = NULL;
 	char error[512];
-	struct stat status;
 	uint64_t identity, cookie;
 
 	if (process->torch_looked_up)
@@ -189,12 +188,11 @@ static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_
 	scopes = &probes->scopes;
 	if (scopes->method != TORCH_SCOPE_SHARED_ENTER ||
 	    scopes->string_abi != TORCH_STRING_CXX11 || !scopes->enter.file_offset ||
-	    !scopes->exit.file_offset || stat(probes->host_path, &status)) {
+	    !scopes->exit.file_offset || file_identity(probes->host_path, &identity)) {
 		log_warning("process %d: torch %d.%d scopes are not followed yet (only 1.13's are)",
 			    pid, probes->version.major, probes->version.minor);
 		goto out;
 	}
-	identity = (uint64_t)status.st_ino * 0x100000001b3ULL ^ (uint64_t)status.st_dev;
 	if (u64_map_get(&tracer->probed_files, identity))
 		goto out;
 	cookie = torch_register_bits(scopes->name_register) << TCHECK_TORCH_NAME_REGISTER_SHIFT |
@@ -218,7 +216,6 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 	struct tcheck_python_process shared = { .frame_code_offset = 0 };
 	struct python_process *process;
 	struct python_runtime runtime;
-	struct stat status;
 	uint64_t identity;
 	int result;
 
@@ -255,12 +252,11 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 		return error_fail(error, error_size, -result,
 				  "cannot register process %d's Python: %s", pid,
 				  strerror(-result));
-	if (stat(runtime.host_path, &status))
+	if (file_identity(runtime.host_path, &identity))
 		return error_fail(error, error_size, ENOENT,
 				  "cannot open %s, the Python of process %d", runtime.host_path,
 				  pid);
 	follow_torch(tracer, pid, process);
-	identity = (uint64_t)status.st_ino * 0x100000001b3ULL ^ (uint64_t)status.st_dev;
 	if (u64_map_get(&tracer->probed_files, identity))
 		return 1;
 	result = probe_session_attach_python(tracer->session, runtime.host_path,

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "call_builder.h"
@@ -19,6 +18,7 @@
 #include "probe_session.h"
 #include "process_maps.h"
 #include "python_tracer.h"
+#include "system_clock.h"
 #include "trace_writer.h"
 #include "u64_map.h"
 
@@ -59,14 +59,6 @@ static void request_stop(int signal_number)
 	stop_requested = 1;
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
-}
-
 static int write_record(struct recorder *recorder, const struct trace_record *record)
 {
 	if (!recorder->writer || recorder->failed)
@@ -87,7 +79,9 @@ static int emit_built_record(void *context, const struct trace_record *record)
 
 	if (record->kind == TRACE_RECORD_NCCL_CALL) {
 		recorder->calls++;
-		live_status_count(&recorder->status, record->call.function);
+		/* Counting by name looks the function up: only for the live line. */
+		if (recorder->options->live_status)
+			live_status_count(&recorder->status, record->call.function);
 	}
 	return write_record(recorder, record);
 }

@@ -60,6 +60,8 @@ typedef int64_t tcheck_s64;
 #define TCHECK_COOKIE_LAYOUT_SHIFT 28
 #define TCHECK_COOKIE_LAYOUT_MASK 0xfULL
 #define TCHECK_MAX_COMM_LAYOUTS 15
+/* Bit 32: the function takes arguments on the stack (more than six): read them. */
+#define TCHECK_COOKIE_STACK_ARGS (1ULL << 32)
 
 /* Where a library keeps a communicator's identity; -1 for a member it lacks. */
 struct tcheck_comm_layout {

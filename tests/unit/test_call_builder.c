@@ -350,6 +350,24 @@ UNIT_TEST(nccl_api, aliases_and_parameter_slots)
 		  TCHECK_COOKIE_ONLY_FAILURES);
 }
 
+static int reads_stack(const char *name)
+{
+	uint64_t cookie =
+		nccl_function_cookie((size_t)nccl_function_index(nccl_function_by_name(name)));
+
+	return (cookie & TCHECK_COOKIE_STACK_ARGS) != 0;
+}
+
+UNIT_TEST(nccl_api, stack_is_read_only_for_functions_with_stack_arguments)
+{
+	/* Seven and eight arguments: the last ones are on the stack. */
+	CU_ASSERT(reads_stack("ncclAllReduce"));
+	CU_ASSERT(reads_stack("ncclReduce"));
+	/* Six, and four with a by-value id that is copied separately. */
+	CU_ASSERT_FALSE(reads_stack("ncclSend"));
+	CU_ASSERT_FALSE(reads_stack("ncclCommInitRank"));
+}
+
 UNIT_TEST(nccl_api, enum_names_match_nccl_h)
 {
 	CU_ASSERT_STRING_EQUAL(nccl_datatype_name(7), "ncclFloat32");
