@@ -227,6 +227,7 @@ static void decode(const struct nccl_function *function, const struct tcheck_cal
 	call->rank = -1;
 	call->nranks = -1;
 	call->seq = -1;
+	call->step = -1;
 	/* ncclCommInitAll's blob is the array of communicators it wrote, not an id. */
 	if ((record->flags & TCHECK_CALL_HAS_BLOB) && function->kind != NCCL_KIND_COMM_INIT_ALL) {
 		call->unique_id_hash = nccl_unique_id_hash(record->blob, TCHECK_BLOB_BYTES);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +194,65 @@ json_t *export_json_call_args(const struct trace_nccl_call *call)
 	return args;
 }
 
+json_t *export_json_stage(uint32_t stage)
+{
+	switch (stage) {
+	case TRACE_STAGE_TRAIN:
+		return json_string("train");
+	case TRACE_STAGE_EVAL:
+		return json_string("eval");
+	}
+	return json_null();
+}
+
+json_t *export_json_python_stack(const struct trace_python_stack *stack)
+{
+	json_t *frames = json_array();
+
+	if (!frames)
+		return NULL;
+	for (uint32_t i = 0; i < stack->depth; i++) {
+		if (json_array_append_new(frames, export_json_text(stack->frames[i]))) {
+			json_decref(frames);
+			return NULL;
+		}
+	}
+	return frames;
+}
+
+static json_t *argument_value(const struct trace_python_arg *arg)
+{
+	switch (arg->type) {
+	case TRACE_VALUE_BOOL:
+		return json_boolean(arg->integer);
+	case TRACE_VALUE_INT:
+		return json_integer(arg->integer);
+	case TRACE_VALUE_FLOAT:
+		/* JSON has no NaN or infinity: those are written as strings. */
+		if (isfinite(arg->real))
+			return json_real(arg->real);
+		return json_string(isnan(arg->real) ? "nan" : arg->real > 0 ? "inf" : "-inf");
+	case TRACE_VALUE_STR:
+		return export_json_text(arg->text);
+	}
+	return json_null();
+}
+
+json_t *export_json_python_args(const struct trace_python_call *call)
+{
+	json_t *args = json_object();
+
+	if (!args)
+		return NULL;
+	for (uint32_t i = 0; i < call->arg_count; i++) {
+		if (put(args, call->args[i].name, argument_value(&call->args[i]))) {
+			json_decref(args);
+			return NULL;
+		}
+	}
+	return args;
+}
+
 static json_t *call_object(const struct trace_nccl_call *call)
 {
 	const char *result_name = nccl_result_name(call->result);
@@ -221,6 +281,9 @@ static json_t *call_object(const struct trace_nccl_call *call)
 		      call->flags & TRACE_CALL_UNIQUE_ID_VALID ? hexadecimal(call->unique_id_hash)
 							       : json_null());
 	failed |= put(object, "flags", json_integer(call->flags));
+	failed |= put(object, "step", export_json_known_or_null(call->step));
+	failed |= put(object, "stage", export_json_stage(call->stage));
+	failed |= put(object, "py_stack", export_json_python_stack(&call->py_stack));
 	if (failed) {
 		json_decref(object);
 		return NULL;
@@ -341,13 +404,15 @@ static json_t *stats_object(const struct trace_stats *stats)
 
 static json_t *python_call_object(const struct trace_python_call *call)
 {
-	int torch_scope = (call->flags & TRACE_PYTHON_TORCH_SCOPE) != 0;
+	const char *kind = call->flags & TRACE_PYTHON_TORCH_SCOPE ? "torch_scope"
+			   : call->flags & TRACE_PYTHON_TORCH_OP  ? "torch_op"
+								  : "py";
 	json_t *object = json_object();
 	int failed = !object;
 
 	if (failed)
 		return NULL;
-	failed |= put(object, "kind", json_string(torch_scope ? "torch_scope" : "py"));
+	failed |= put(object, "kind", json_string(kind));
 	failed |= put(object, "name", export_json_text(call->qualified_name));
 	failed |= put(object, "file", export_json_text(call->file));
 	failed |= put(object, "line", export_json_known_or_null(call->first_line));
@@ -358,6 +423,11 @@ static json_t *python_call_object(const struct trace_python_call *call)
 	failed |= put(object, "depth", json_integer(call->depth));
 	failed |= put(object, "raised", json_boolean(call->flags & TRACE_PYTHON_RAISED));
 	failed |= put(object, "step", export_json_known_or_null(call->step));
+	failed |= put(object, "stage", export_json_stage(call->stage));
+	failed |= put(object, "rank", export_json_known_or_null(call->rank));
+	failed |= put(object, "world_size", export_json_known_or_null(call->world_size));
+	failed |= put(object, "args", export_json_python_args(call));
+	failed |= put(object, "py_stack", export_json_python_stack(&call->py_stack));
 	if (failed) {
 		json_decref(object);
 		return NULL;

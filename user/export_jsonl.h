@@ -61,5 +61,11 @@ json_t *export_json_unsigned(uint64_t value);
 json_t *export_json_identity(uint64_t identity);
 json_t *export_json_known_or_null(int64_t value);
 json_t *export_json_text(const char *text);
+/* "train", "eval", or null for an unknown stage. */
+json_t *export_json_stage(uint32_t stage);
+/* The frames of a Python stack, innermost first, as an array of names. */
+json_t *export_json_python_stack(const struct trace_python_stack *stack);
+/* A Python call's primitive arguments as an object: parameter name to value. */
+json_t *export_json_python_args(const struct trace_python_call *call);
 
 #endif /* TCHECK_EXPORT_JSONL_H */

@@ -312,7 +312,8 @@ static struct named_code *name_code(struct python_tracer *tracer, struct python_
 int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record)
 {
 	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
-	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL };
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
+				    .python_call = { .rank = -1, .world_size = -1 } };
 	struct named_code *named;
 
 	if (!process)
@@ -358,7 +359,8 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 			       const struct tcheck_torch_scope_record *record)
 {
 	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
-	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL };
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
+				    .python_call = { .rank = -1, .world_size = -1 } };
 	char name[TCHECK_TORCH_SCOPE_NAME_BYTES + 1];
 	int result;
 

@@ -21,8 +21,11 @@
  * kinds, which older readers skip, so they open newer minors with a note.
  */
 #define TRACE_FORMAT_VERSION_MAJOR 1
-/* 1.1 added Python call records (kind 6), which 1.0 readers skip. */
-#define TRACE_FORMAT_VERSION_MINOR 1
+/*
+ * 1.1 added Python call records (kind 6), which 1.0 readers skip.
+ * 1.2 appended the Python context to NCCL and Python call bodies.
+ */
+#define TRACE_FORMAT_VERSION_MINOR 2
 
 /* File header: a fixed part, then a body whose length the fixed part gives. */
 #define TRACE_FORMAT_FILE_MAGIC "TCHKTRC\n"
@@ -115,6 +118,17 @@ enum trace_format_call_body {
 	TRACE_FORMAT_CALL_FIXED_SIZE = 96,
 };
 
+/* Appended to an NCCL call body after its parameters (format 1.2). */
+enum trace_format_call_context {
+	TRACE_FORMAT_CALL_STEP_AT = 0,	/* s32, -1 unknown */
+	TRACE_FORMAT_CALL_STAGE_AT = 4, /* u32, enum trace_stage */
+	TRACE_FORMAT_CALL_STACK_AT = 8, /* a Python stack, see below */
+	TRACE_FORMAT_CALL_CONTEXT_FIXED_SIZE = 8,
+};
+
+/* A Python stack: a u32 count n, then n u32 string ids, innermost first. */
+#define TRACE_FORMAT_STACK_FRAME_SIZE 4U
+
 enum trace_format_process_body {
 	TRACE_FORMAT_PROCESS_PID_AT = 0,	 /* u32 */
 	TRACE_FORMAT_PROCESS_PARENT_PID_AT = 4,	 /* u32 */
@@ -178,6 +192,20 @@ enum trace_format_python_call_body {
 	TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT = 40, /* u32 string id */
 	TRACE_FORMAT_PYTHON_FILE_AT = 44,	    /* u32 string id */
 	TRACE_FORMAT_PYTHON_SIZE = 48,
+	/* Format 1.2 appends: */
+	TRACE_FORMAT_PYTHON_STAGE_AT = 48,	/* u32, enum trace_stage */
+	TRACE_FORMAT_PYTHON_RANK_AT = 52,	/* s32, -1 unknown */
+	TRACE_FORMAT_PYTHON_WORLD_SIZE_AT = 56, /* s32, -1 unknown */
+	TRACE_FORMAT_PYTHON_STACK_AT = 60,	/* a Python stack, then the arguments */
+	TRACE_FORMAT_PYTHON_CONTEXT_SIZE = 60,
+};
+
+/* Arguments: a u32 count n, then n of these. */
+enum trace_format_python_argument {
+	TRACE_FORMAT_ARGUMENT_NAME_AT = 0,  /* u32 string id */
+	TRACE_FORMAT_ARGUMENT_TYPE_AT = 4,  /* u32, enum trace_value_type */
+	TRACE_FORMAT_ARGUMENT_VALUE_AT = 8, /* u64: int or bool, float bits, or str id */
+	TRACE_FORMAT_ARGUMENT_SIZE = 16,
 };
 
 static inline void trace_format_put_u16(unsigned char *at, uint16_t value)

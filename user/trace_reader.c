@@ -539,10 +539,40 @@ static const char *lookup_string(struct trace_reader *reader, const unsigned cha
 	return NULL;
 }
 
+/*
+ * Reads a Python stack at 'at' of a body of 'length' bytes; frames past
+ * TRACE_PY_STACK_MAX are skipped. Returns the offset after it, or -1 with
+ * the error set.
+ */
+static ssize_t decode_stack(struct trace_reader *reader, const unsigned char *body, uint32_t length,
+			    size_t at, size_t record_at, struct trace_python_stack *stack)
+{
+	uint32_t depth;
+
+	if ((uint64_t)at + 4 > length) {
+		record_corrupt(reader, record_at, "is cut inside its Python stack");
+		return -1;
+	}
+	depth = trace_format_get_u32(body + at);
+	if ((uint64_t)at + 4 + (uint64_t)TRACE_FORMAT_STACK_FRAME_SIZE * depth > length) {
+		record_corrupt(reader, record_at, "is too short for its Python stack");
+		return -1;
+	}
+	stack->depth = depth < TRACE_PY_STACK_MAX ? depth : TRACE_PY_STACK_MAX;
+	for (uint32_t i = 0; i < stack->depth; i++) {
+		stack->frames[i] = lookup_string(
+			reader, body + at + 4 + TRACE_FORMAT_STACK_FRAME_SIZE * i, record_at);
+		if (!stack->frames[i])
+			return -1;
+	}
+	return (ssize_t)(at + 4 + (size_t)TRACE_FORMAT_STACK_FRAME_SIZE * depth);
+}
+
 static int decode_call(struct trace_reader *reader, const unsigned char *body, uint32_t length,
 		       size_t record_at, struct trace_nccl_call *call)
 {
 	uint32_t param_count = trace_format_get_u32(body + TRACE_FORMAT_CALL_PARAM_COUNT_AT);
+	size_t context_at;
 	char problem[120];
 
 	if ((uint64_t)length < TRACE_FORMAT_CALL_FIXED_SIZE + 8 * (uint64_t)param_count) {
@@ -573,7 +603,20 @@ static int decode_call(struct trace_reader *reader, const unsigned char *body, u
 	call->param_count = param_count < NCCL_MAX_PARAMS ? param_count : NCCL_MAX_PARAMS;
 	for (uint32_t i = 0; i < call->param_count; i++)
 		call->params[i] = trace_format_get_u64(body + TRACE_FORMAT_CALL_PARAMS_AT + 8 * i);
-	return 0;
+
+	/* Format 1.2 appends the Python context; a 1.1 call ends at its parameters. */
+	call->step = -1;
+	context_at = TRACE_FORMAT_CALL_PARAMS_AT + 8 * (size_t)param_count;
+	if (length <= context_at)
+		return 0;
+	if (length < context_at + TRACE_FORMAT_CALL_CONTEXT_FIXED_SIZE)
+		return record_corrupt(reader, record_at, "is a call with a cut Python context");
+	call->step = (int32_t)trace_format_get_u32(body + context_at + TRACE_FORMAT_CALL_STEP_AT);
+	call->stage = trace_format_get_u32(body + context_at + TRACE_FORMAT_CALL_STAGE_AT);
+	return decode_stack(reader, body, length, context_at + TRACE_FORMAT_CALL_STACK_AT,
+			    record_at, &call->py_stack) < 0
+		       ? reader->failure
+		       : 0;
 }
 
 static int decode_process(struct trace_reader *reader, const unsigned char *body, size_t record_at,
@@ -650,8 +693,73 @@ static void decode_stats(const unsigned char *body, struct trace_stats *stats)
 	stats->process_drops = trace_format_get_u64(body + TRACE_FORMAT_STATS_PROCESS_DROPS_AT);
 }
 
+/* One argument of a Python call; returns 0, or the failure with the error set. */
+static int decode_argument(struct trace_reader *reader, const unsigned char *at, size_t record_at,
+			   struct trace_python_arg *arg)
+{
+	uint64_t value = trace_format_get_u64(at + TRACE_FORMAT_ARGUMENT_VALUE_AT);
+
+	arg->name = lookup_string(reader, at + TRACE_FORMAT_ARGUMENT_NAME_AT, record_at);
+	if (!arg->name)
+		return reader->failure;
+	arg->type = trace_format_get_u32(at + TRACE_FORMAT_ARGUMENT_TYPE_AT);
+	arg->text = "";
+	switch (arg->type) {
+	case TRACE_VALUE_STR:
+		arg->text = lookup_string(reader, at + TRACE_FORMAT_ARGUMENT_VALUE_AT, record_at);
+		if (!arg->text)
+			return reader->failure;
+		break;
+	case TRACE_VALUE_FLOAT:
+		memcpy(&arg->real, &value, sizeof(arg->real));
+		break;
+	case TRACE_VALUE_INT:
+	case TRACE_VALUE_BOOL:
+		arg->integer = (int64_t)value;
+		break;
+	case TRACE_VALUE_NONE:
+		break;
+	default:
+		return record_corrupt(reader, record_at, "has an argument of an unknown type");
+	}
+	return 0;
+}
+
+/* The Python context format 1.2 appends: stage, rank, world size, stack, arguments. */
+static int decode_python_context(struct trace_reader *reader, const unsigned char *body,
+				 uint32_t length, size_t record_at, struct trace_python_call *call)
+{
+	uint32_t arg_count;
+	ssize_t at;
+
+	if (length < TRACE_FORMAT_PYTHON_CONTEXT_SIZE)
+		return record_corrupt(reader, record_at, "is a Python call with a cut context");
+	call->stage = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_STAGE_AT);
+	call->rank = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_RANK_AT);
+	call->world_size = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_WORLD_SIZE_AT);
+	at = decode_stack(reader, body, length, TRACE_FORMAT_PYTHON_STACK_AT, record_at,
+			  &call->py_stack);
+	if (at < 0)
+		return reader->failure;
+	if ((uint64_t)at + 4 > length)
+		return record_corrupt(reader, record_at, "is cut before its arguments");
+	arg_count = trace_format_get_u32(body + at);
+	at += 4;
+	if ((uint64_t)at + (uint64_t)TRACE_FORMAT_ARGUMENT_SIZE * arg_count > length)
+		return record_corrupt(reader, record_at, "is too short for its arguments");
+	call->arg_count = arg_count < TRACE_PY_ARGS_MAX ? arg_count : TRACE_PY_ARGS_MAX;
+	for (uint32_t i = 0; i < call->arg_count; i++) {
+		int err = decode_argument(reader, body + at + TRACE_FORMAT_ARGUMENT_SIZE * i,
+					  record_at, &call->args[i]);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int decode_python_call(struct trace_reader *reader, const unsigned char *body,
-			      size_t record_at, struct trace_python_call *call)
+			      uint32_t length, size_t record_at, struct trace_python_call *call)
 {
 	call->qualified_name =
 		lookup_string(reader, body + TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT, record_at);
@@ -668,7 +776,11 @@ static int decode_python_call(struct trace_reader *reader, const unsigned char *
 	call->flags = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_FLAGS_AT);
 	call->first_line = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_FIRST_LINE_AT);
 	call->step = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_STEP_AT);
-	return 0;
+	call->rank = -1;
+	call->world_size = -1;
+	if (length <= TRACE_FORMAT_PYTHON_SIZE)
+		return 0; /* format 1.1 */
+	return decode_python_context(reader, body, length, record_at, call);
 }
 
 /* The smallest body of each known kind: newer writers may append, never remove. */
@@ -710,7 +822,7 @@ static int decode_record(struct trace_reader *reader, unsigned kind, const unsig
 		decode_stats(body, &out->stats);
 		return 0;
 	case TRACE_RECORD_PYTHON_CALL:
-		return decode_python_call(reader, body, record_at, &out->python_call);
+		return decode_python_call(reader, body, length, record_at, &out->python_call);
 	}
 	return -EINVAL;
 }

@@ -21,6 +21,24 @@ enum trace_record_kind {
 	TRACE_RECORD_PYTHON_CALL = 6,
 };
 
+/* How many of the innermost Python frames an event keeps. */
+#define TRACE_PY_STACK_MAX 8
+/* How many arguments of a Python call are kept. */
+#define TRACE_PY_ARGS_MAX 8
+
+/* Innermost Python frames at an event, innermost first: qualified names. */
+struct trace_python_stack {
+	uint32_t depth;
+	const char *frames[TRACE_PY_STACK_MAX];
+};
+
+/* Training stage (meta variable), from Module.train() and Module.eval(). */
+enum trace_stage {
+	TRACE_STAGE_UNKNOWN = 0,
+	TRACE_STAGE_TRAIN = 1,
+	TRACE_STAGE_EVAL = 2,
+};
+
 /* Flags of a call. */
 #define TRACE_CALL_OUT_VALUE_VALID (1U << 0) /* out_value was read at return */
 #define TRACE_CALL_UNIQUE_ID_VALID (1U << 1) /* unique_id_hash was read */
@@ -47,11 +65,34 @@ struct trace_nccl_call {
 	int32_t rank;		 /* of this process in comm, -1 unknown */
 	int32_t nranks;		 /* -1 unknown */
 	int64_t seq; /* per-communicator number of this rank's communication calls, -1 none */
+	/* Since format 1.2: the Python side of the process when the call was made. */
+	int32_t step;	/* training step (meta variable), -1 unknown */
+	uint32_t stage; /* enum trace_stage */
+	struct trace_python_stack py_stack;
 };
 
 /* Flags of a Python call. */
 #define TRACE_PYTHON_RAISED (1U << 0)	   /* left by an exception */
 #define TRACE_PYTHON_TORCH_SCOPE (1U << 1) /* a torch record_function scope, not a frame */
+#define TRACE_PYTHON_TORCH_OP (1U << 2)	   /* a torch C++ operator (at::_ops), not a frame */
+
+/* Types of a primitive argument value. */
+enum trace_value_type {
+	TRACE_VALUE_NONE = 1,
+	TRACE_VALUE_BOOL = 2,
+	TRACE_VALUE_INT = 3,
+	TRACE_VALUE_FLOAT = 4,
+	TRACE_VALUE_STR = 5,
+};
+
+/* A primitive argument of a Python call, at entry. */
+struct trace_python_arg {
+	const char *name; /* parameter name */
+	uint32_t type;	  /* enum trace_value_type */
+	int64_t integer;  /* BOOL (0 or 1), INT */
+	double real;	  /* FLOAT */
+	const char *text; /* STR, possibly cut */
+};
 
 /* One Python call entered from C (or a torch scope): entry and exit paired. */
 struct trace_python_call {
@@ -65,6 +106,13 @@ struct trace_python_call {
 	int32_t step;		    /* training step (meta variable), -1 unknown */
 	const char *qualified_name; /* "torch.optim.sgd.SGD.step", or the scope's name */
 	const char *file;	    /* "" for a scope */
+	/* Since format 1.2. */
+	uint32_t stage;			    /* enum trace_stage */
+	int32_t rank;			    /* of the process (RANK), -1 unknown */
+	int32_t world_size;		    /* WORLD_SIZE, -1 unknown */
+	struct trace_python_stack py_stack; /* the callers, innermost first */
+	uint32_t arg_count;
+	struct trace_python_arg args[TRACE_PY_ARGS_MAX];
 };
 
 /* A traced process, with the rank its launcher gave it. */

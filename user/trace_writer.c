@@ -469,9 +469,71 @@ static int intern_strings(struct trace_writer *writer, const char *const texts[]
 	return 0;
 }
 
-static void encode_call(unsigned char *body, const struct trace_nccl_call *call,
-			uint32_t function_id)
+/* A Python stack: its depth, then the string ids of its frames. Returns the bytes written. */
+static size_t encode_stack(unsigned char *at, uint32_t depth, const uint32_t frame_ids[])
 {
+	trace_format_put_u32(at, depth);
+	for (uint32_t i = 0; i < depth; i++)
+		trace_format_put_u32(at + 4 + TRACE_FORMAT_STACK_FRAME_SIZE * i, frame_ids[i]);
+	return 4 + TRACE_FORMAT_STACK_FRAME_SIZE * (size_t)depth;
+}
+
+static size_t stack_size(uint32_t depth)
+{
+	return 4 + TRACE_FORMAT_STACK_FRAME_SIZE * (size_t)depth;
+}
+
+/*
+ * The strings of a record, in the order its encoder takes their ids:
+ * NCCL call: function, stack frames. Python call: name, file, stack
+ * frames, then for each argument its name and, for a str, its value.
+ */
+#define MAX_RECORD_STRINGS (3 + TRACE_PY_STACK_MAX + 2 * TRACE_PY_ARGS_MAX)
+
+static int collect_strings(const struct trace_record *record, const char *texts[])
+{
+	const struct trace_python_call *python = &record->python_call;
+	int count = 0;
+
+	switch (record->kind) {
+	case TRACE_RECORD_NCCL_CALL:
+		texts[count++] = record->call.function;
+		for (uint32_t i = 0; i < record->call.py_stack.depth; i++)
+			texts[count++] = record->call.py_stack.frames[i];
+		break;
+	case TRACE_RECORD_PROCESS:
+		texts[count++] = record->process.command;
+		break;
+	case TRACE_RECORD_COMMUNICATOR:
+		texts[count++] = record->communicator.note;
+		break;
+	case TRACE_RECORD_LIBRARY:
+		texts[count++] = record->library.path;
+		texts[count++] = record->library.build_id;
+		break;
+	case TRACE_RECORD_STATS:
+		break;
+	case TRACE_RECORD_PYTHON_CALL:
+		texts[count++] = python->qualified_name;
+		texts[count++] = python->file;
+		for (uint32_t i = 0; i < python->py_stack.depth; i++)
+			texts[count++] = python->py_stack.frames[i];
+		for (uint32_t i = 0; i < python->arg_count; i++) {
+			texts[count++] = python->args[i].name;
+			if (python->args[i].type == TRACE_VALUE_STR)
+				texts[count++] = python->args[i].text;
+		}
+		break;
+	}
+	return count;
+}
+
+static void encode_call(unsigned char *body, const struct trace_nccl_call *call,
+			const uint32_t string_ids[])
+{
+	uint32_t function_id = string_ids[0];
+	unsigned char *context;
+
 	trace_format_put_u64(body + TRACE_FORMAT_CALL_ENTRY_NS_AT, call->entry_ns);
 	trace_format_put_u64(body + TRACE_FORMAT_CALL_DURATION_NS_AT, call->duration_ns);
 	trace_format_put_u32(body + TRACE_FORMAT_CALL_PID_AT, call->pid);
@@ -491,6 +553,11 @@ static void encode_call(unsigned char *body, const struct trace_nccl_call *call,
 	trace_format_put_u64(body + TRACE_FORMAT_CALL_SEQ_AT, (uint64_t)call->seq);
 	for (uint32_t i = 0; i < call->param_count; i++)
 		trace_format_put_u64(body + TRACE_FORMAT_CALL_PARAMS_AT + 8 * i, call->params[i]);
+
+	context = body + TRACE_FORMAT_CALL_PARAMS_AT + 8 * (size_t)call->param_count;
+	trace_format_put_u32(context + TRACE_FORMAT_CALL_STEP_AT, (uint32_t)call->step);
+	trace_format_put_u32(context + TRACE_FORMAT_CALL_STAGE_AT, call->stage);
+	encode_stack(context + TRACE_FORMAT_CALL_STACK_AT, call->py_stack.depth, string_ids + 1);
 }
 
 static void encode_process(unsigned char *body, const struct trace_process *process,
@@ -556,8 +623,11 @@ static void encode_stats(unsigned char *body, const struct trace_stats *stats)
 }
 
 static void encode_python_call(unsigned char *body, const struct trace_python_call *call,
-			       const uint32_t string_ids[2])
+			       const uint32_t string_ids[])
 {
+	const uint32_t *next_id;
+	unsigned char *at;
+
 	trace_format_put_u64(body + TRACE_FORMAT_PYTHON_ENTRY_NS_AT, call->entry_ns);
 	trace_format_put_u64(body + TRACE_FORMAT_PYTHON_DURATION_NS_AT, call->duration_ns);
 	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_PID_AT, call->pid);
@@ -568,6 +638,34 @@ static void encode_python_call(unsigned char *body, const struct trace_python_ca
 	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_STEP_AT, (uint32_t)call->step);
 	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT, string_ids[0]);
 	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_FILE_AT, string_ids[1]);
+	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_STAGE_AT, call->stage);
+	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_RANK_AT, (uint32_t)call->rank);
+	trace_format_put_u32(body + TRACE_FORMAT_PYTHON_WORLD_SIZE_AT, (uint32_t)call->world_size);
+	at = body + TRACE_FORMAT_PYTHON_STACK_AT;
+	at += encode_stack(at, call->py_stack.depth, string_ids + 2);
+	next_id = string_ids + 2 + call->py_stack.depth;
+	trace_format_put_u32(at, call->arg_count);
+	at += 4;
+	for (uint32_t i = 0; i < call->arg_count; i++, at += TRACE_FORMAT_ARGUMENT_SIZE) {
+		const struct trace_python_arg *arg = &call->args[i];
+		uint64_t value = 0;
+
+		trace_format_put_u32(at + TRACE_FORMAT_ARGUMENT_NAME_AT, *next_id++);
+		trace_format_put_u32(at + TRACE_FORMAT_ARGUMENT_TYPE_AT, arg->type);
+		if (arg->type == TRACE_VALUE_STR)
+			value = *next_id++;
+		else if (arg->type == TRACE_VALUE_FLOAT)
+			memcpy(&value, &arg->real, sizeof(value));
+		else if (arg->type == TRACE_VALUE_INT || arg->type == TRACE_VALUE_BOOL)
+			value = (uint64_t)arg->integer;
+		trace_format_put_u64(at + TRACE_FORMAT_ARGUMENT_VALUE_AT, value);
+	}
+}
+
+static size_t python_call_size(const struct trace_python_call *call)
+{
+	return TRACE_FORMAT_PYTHON_STACK_AT + stack_size(call->py_stack.depth) + 4 +
+	       TRACE_FORMAT_ARGUMENT_SIZE * (size_t)call->arg_count;
 }
 
 /* The time a record is filed under in its chunk header, 0 when it has none. */
@@ -601,7 +699,8 @@ static int reject_record(struct trace_writer *writer, const char *reason)
 
 static int add_encoded(struct trace_writer *writer, const struct trace_record *record)
 {
-	uint32_t ids[2] = { 0, 0 };
+	const char *texts[MAX_RECORD_STRINGS];
+	uint32_t ids[MAX_RECORD_STRINGS] = { 0 };
 	unsigned char *body;
 	size_t size;
 	int err;
@@ -611,39 +710,35 @@ static int add_encoded(struct trace_writer *writer, const struct trace_record *r
 		if (record->call.param_count > NCCL_MAX_PARAMS)
 			return reject_record(writer,
 					     "a call has more parameters than NCCL_MAX_PARAMS");
-		err = intern_string(writer, record->call.function, &ids[0]);
-		size = TRACE_FORMAT_CALL_FIXED_SIZE + 8 * (size_t)record->call.param_count;
+		if (record->call.py_stack.depth > TRACE_PY_STACK_MAX)
+			return reject_record(writer, "a call has a Python stack too deep");
+		size = TRACE_FORMAT_CALL_FIXED_SIZE + 8 * (size_t)record->call.param_count +
+		       TRACE_FORMAT_CALL_CONTEXT_FIXED_SIZE +
+		       stack_size(record->call.py_stack.depth);
 		break;
 	case TRACE_RECORD_PROCESS:
-		err = intern_string(writer, record->process.command, &ids[0]);
 		size = TRACE_FORMAT_PROCESS_SIZE;
 		break;
 	case TRACE_RECORD_COMMUNICATOR:
-		err = intern_string(writer, record->communicator.note, &ids[0]);
 		size = TRACE_FORMAT_COMMUNICATOR_SIZE;
 		break;
-	case TRACE_RECORD_LIBRARY: {
-		const char *const texts[2] = { record->library.path, record->library.build_id };
-
-		err = intern_strings(writer, texts, ids, 2);
+	case TRACE_RECORD_LIBRARY:
 		size = TRACE_FORMAT_LIBRARY_SIZE;
 		break;
-	}
 	case TRACE_RECORD_STATS:
-		err = 0;
 		size = TRACE_FORMAT_STATS_SIZE;
 		break;
-	case TRACE_RECORD_PYTHON_CALL: {
-		const char *const texts[2] = { record->python_call.qualified_name,
-					       record->python_call.file };
-
-		err = intern_strings(writer, texts, ids, 2);
-		size = TRACE_FORMAT_PYTHON_SIZE;
+	case TRACE_RECORD_PYTHON_CALL:
+		if (record->python_call.py_stack.depth > TRACE_PY_STACK_MAX ||
+		    record->python_call.arg_count > TRACE_PY_ARGS_MAX)
+			return reject_record(writer,
+					     "a Python call has too many frames or arguments");
+		size = python_call_size(&record->python_call);
 		break;
-	}
 	default:
 		return reject_record(writer, "the record is of an unknown kind");
 	}
+	err = intern_strings(writer, texts, ids, collect_strings(record, texts));
 	if (!err)
 		err = reserve_chunk(writer, TRACE_FORMAT_RECORD_HEADER_SIZE + size);
 	if (err) {
@@ -655,7 +750,7 @@ static int add_encoded(struct trace_writer *writer, const struct trace_record *r
 	body = append_record(writer, record->kind, size);
 	switch (record->kind) {
 	case TRACE_RECORD_NCCL_CALL:
-		encode_call(body, &record->call, ids[0]);
+		encode_call(body, &record->call, ids);
 		break;
 	case TRACE_RECORD_PROCESS:
 		encode_process(body, &record->process, ids[0]);

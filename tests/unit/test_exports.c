@@ -225,7 +225,27 @@ static void sample_records(struct trace_record records[SAMPLE_COUNT])
 				 .first_line = 120,
 				 .step = -1,
 				 .qualified_name = "torch.distributed.all_reduce",
-				 .file = "/usr/lib/python3/torch/distributed/c10d.py" },
+				 .file = "/usr/lib/python3/torch/distributed/c10d.py",
+				 .stage = TRACE_STAGE_EVAL,
+				 .rank = 3,
+				 .world_size = 4,
+				 .py_stack = { .depth = 2,
+					       .frames = { "__main__.Trainer.sync",
+							   "__main__.main" } },
+				 .arg_count = 5,
+				 .args = { { .name = "async_op",
+					     .type = TRACE_VALUE_BOOL,
+					     .integer = 1 },
+					   { .name = "group", .type = TRACE_VALUE_NONE },
+					   { .name = "scale",
+					     .type = TRACE_VALUE_FLOAT,
+					     .real = 0.5 },
+					   { .name = "bucket",
+					     .type = TRACE_VALUE_INT,
+					     .integer = -7 },
+					   { .name = "op",
+					     .type = TRACE_VALUE_STR,
+					     .text = "sum" } } },
 	};
 	records[SAMPLE_TORCH_SCOPE] = (struct trace_record){
 		.kind = TRACE_RECORD_PYTHON_CALL,
@@ -523,7 +543,7 @@ UNIT_TEST(exports, jsonl_python_calls)
 	const char *path = scratch_path("python.trace");
 	char error[ERROR_SIZE] = "";
 	json_t *lines[SAMPLE_COUNT + 2];
-	const json_t *line;
+	const json_t *line, *stack, *args;
 	size_t count;
 	int status;
 	char *text;
@@ -536,7 +556,7 @@ UNIT_TEST(exports, jsonl_python_calls)
 
 	/* A Python function: exactly these fields, a line, no step, raised. */
 	line = lines[1 + SAMPLE_PYTHON_CALL];
-	CU_ASSERT_EQUAL(json_object_size(line), 11);
+	CU_ASSERT_EQUAL(json_object_size(line), 16);
 	CU_ASSERT(has_string(line, "kind", "py"));
 	CU_ASSERT(has_string(line, "name", "torch.distributed.all_reduce"));
 	CU_ASSERT(has_string(line, "file", "/usr/lib/python3/torch/distributed/c10d.py"));
@@ -548,10 +568,25 @@ UNIT_TEST(exports, jsonl_python_calls)
 	CU_ASSERT(has_integer(line, "depth", 2));
 	CU_ASSERT(has_boolean(line, "raised", 1));
 	CU_ASSERT(has_null(line, "step"));
+	CU_ASSERT(has_string(line, "stage", "eval"));
+	CU_ASSERT(has_integer(line, "rank", 3));
+	CU_ASSERT(has_integer(line, "world_size", 4));
+	stack = json_object_get(line, "py_stack");
+	CU_ASSERT_FATAL(json_is_array(stack) && json_array_size(stack) == 2);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(stack, 0)),
+			       "__main__.Trainer.sync");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(stack, 1)), "__main__.main");
+	args = json_object_get(line, "args");
+	CU_ASSERT_EQUAL_FATAL(json_object_size(args), 5);
+	CU_ASSERT(has_boolean(args, "async_op", 1));
+	CU_ASSERT(has_null(args, "group"));
+	CU_ASSERT(json_real_value(json_object_get(args, "scale")) == 0.5);
+	CU_ASSERT(has_integer(args, "bucket", -7));
+	CU_ASSERT(has_string(args, "op", "sum"));
 
 	/* A torch scope: its own kind, no line, a step, not raised. */
 	line = lines[1 + SAMPLE_TORCH_SCOPE];
-	CU_ASSERT_EQUAL(json_object_size(line), 11);
+	CU_ASSERT_EQUAL(json_object_size(line), 16);
 	CU_ASSERT(has_string(line, "kind", "torch_scope"));
 	CU_ASSERT(has_string(line, "name", "ProfilerStep#5"));
 	CU_ASSERT(has_string(line, "file", ""));
@@ -563,6 +598,9 @@ UNIT_TEST(exports, jsonl_python_calls)
 	CU_ASSERT(has_integer(line, "depth", 0));
 	CU_ASSERT(has_boolean(line, "raised", 0));
 	CU_ASSERT(has_integer(line, "step", 5));
+	CU_ASSERT(has_null(line, "stage"));
+	CU_ASSERT_EQUAL(json_array_size(json_object_get(line, "py_stack")), 0);
+	CU_ASSERT_EQUAL(json_object_size(json_object_get(line, "args")), 0);
 	free_objects(lines, count);
 	free(text);
 	unlink(path);

@@ -233,6 +233,23 @@ static struct trace_python_call sample_python_call(unsigned index, unsigned vari
 		.step = variant == 1 ? -1 : (int32_t)index,
 		.qualified_name = torch_scope ? "ProfilerStep#7" : python_names[index % 3],
 		.file = torch_scope ? (variant & 1 ? NULL : "") : "/opt/app/train.py",
+		.stage = index % 3,
+		.rank = variant == 3 ? -1 : (int32_t)(index % 8),
+		.world_size = variant == 3 ? -1 : 8,
+		.py_stack = { .depth = index % (TRACE_PY_STACK_MAX + 1),
+			      .frames = { python_names[0], python_names[1], python_names[2],
+					  "__main__.main", "__main__.<module>", "a.b", "c.d",
+					  "e.f" } },
+		.arg_count = torch_scope ? 0 : 5,
+		.args = { { .name = "lr", .type = TRACE_VALUE_FLOAT, .real = 0.25 / (index + 1) },
+			  { .name = "momentum",
+			    .type = TRACE_VALUE_INT,
+			    .integer = -(int64_t)index * 1000003 },
+			  { .name = "nesterov", .type = TRACE_VALUE_BOOL, .integer = index & 1 },
+			  { .name = "foreach", .type = TRACE_VALUE_NONE },
+			  { .name = "mode",
+			    .type = TRACE_VALUE_STR,
+			    .text = index & 1 ? "max" : "" } },
 	};
 }
 
@@ -266,6 +283,11 @@ static struct trace_record sample_record(unsigned index)
 			.rank = (int32_t)(index % 8),
 			.nranks = 8,
 			.seq = index % 3 ? (int64_t)index : -1,
+			.step = index % 5 ? (int32_t)index / 6 : -1,
+			.stage = TRACE_STAGE_TRAIN,
+			.py_stack = { .depth = index % 3,
+				      .frames = { "torch.distributed.all_reduce",
+						  "__main__.train" } },
 		};
 		break;
 	case 1:
@@ -340,6 +362,36 @@ static int same_text(const char *written, const char *read)
 	return read && strcmp(written ? written : "", read) == 0;
 }
 
+static int same_stack(const struct trace_python_stack *x, const struct trace_python_stack *y)
+{
+	if (x->depth != y->depth)
+		return 0;
+	for (uint32_t i = 0; i < x->depth; i++)
+		if (!same_text(x->frames[i], y->frames[i]))
+			return 0;
+	return 1;
+}
+
+static int same_args(const struct trace_python_call *x, const struct trace_python_call *y)
+{
+	if (x->arg_count != y->arg_count)
+		return 0;
+	for (uint32_t i = 0; i < x->arg_count; i++) {
+		const struct trace_python_arg *a = &x->args[i], *b = &y->args[i];
+
+		if (!same_text(a->name, b->name) || a->type != b->type)
+			return 0;
+		if ((a->type == TRACE_VALUE_INT || a->type == TRACE_VALUE_BOOL) &&
+		    a->integer != b->integer)
+			return 0;
+		if (a->type == TRACE_VALUE_FLOAT && memcmp(&a->real, &b->real, sizeof(a->real)))
+			return 0;
+		if (a->type == TRACE_VALUE_STR && !same_text(a->text, b->text))
+			return 0;
+	}
+	return 1;
+}
+
 static int records_equal(const struct trace_record *a, const struct trace_record *b)
 {
 	if (a->kind != b->kind)
@@ -356,7 +408,8 @@ static int records_equal(const struct trace_record *a, const struct trace_record
 		       memcmp(x->params, y->params, sizeof(x->params[0]) * x->param_count) == 0 &&
 		       x->out_value == y->out_value && x->unique_id_hash == y->unique_id_hash &&
 		       x->comm == y->comm && x->comm_id == y->comm_id && x->rank == y->rank &&
-		       x->nranks == y->nranks && x->seq == y->seq;
+		       x->nranks == y->nranks && x->seq == y->seq && x->step == y->step &&
+		       x->stage == y->stage && same_stack(&x->py_stack, &y->py_stack);
 	}
 	case TRACE_RECORD_PROCESS: {
 		const struct trace_process *x = &a->process, *y = &b->process;
@@ -392,7 +445,9 @@ static int records_equal(const struct trace_record *a, const struct trace_record
 		       x->pid == y->pid && x->tid == y->tid && x->depth == y->depth &&
 		       x->flags == y->flags && x->first_line == y->first_line &&
 		       x->step == y->step && same_text(x->qualified_name, y->qualified_name) &&
-		       same_text(x->file, y->file);
+		       same_text(x->file, y->file) && x->stage == y->stage && x->rank == y->rank &&
+		       x->world_size == y->world_size && same_stack(&x->py_stack, &y->py_stack) &&
+		       same_args(x, y);
 	}
 	}
 	return 0;
@@ -1442,14 +1497,115 @@ UNIT_TEST(trace_format, malformed_python_calls_are_errors)
 	CU_ASSERT(read_crafted(&payload, 1, 0, &records, error) < 0);
 	CU_ASSERT(strstr(error, "string id 3") != NULL);
 
-	/* Fields a newer writer appends are skipped; the known ones still read. */
+	/* Fields a newer writer appends after the 1.2 context are skipped. */
 	payload.length = 0;
 	raw_string(&payload, 1, "train.step");
 	raw_string(&payload, 2, "/app/train.py");
-	raw_python_call(&payload, 1, 2, TRACE_FORMAT_PYTHON_SIZE + 20);
+	raw_python_call(&payload, 1, 2, TRACE_FORMAT_PYTHON_CONTEXT_SIZE + 4 + 4 + 20);
 	CU_ASSERT_EQUAL(read_crafted(&payload, 3, 0, &records, error), 0);
 	CU_ASSERT_EQUAL(records, 1);
+
+	/* A context cut before its stack. */
+	payload.length = 0;
+	raw_string(&payload, 1, "train.step");
+	raw_python_call(&payload, 1, 0, TRACE_FORMAT_PYTHON_SIZE + 4);
+	CU_ASSERT(read_crafted(&payload, 2, 0, &records, error) < 0);
+	CU_ASSERT(strstr(error, "cut context") != NULL);
 	free(payload.data);
+}
+
+/* A 1.2 Python call body: the 1.1 fields, then the context, laid out by hand. */
+static void raw_python_call_with_context(struct bytes *payload, uint32_t stack_depth,
+					 uint32_t argument_type)
+{
+	struct bytes body = { 0 };
+	unsigned char *at;
+	double lr = 0.125;
+	uint64_t lr_bits;
+
+	memcpy(&lr_bits, &lr, sizeof(lr_bits));
+	memset(bytes_extend(&body, TRACE_FORMAT_PYTHON_SIZE), 0, TRACE_FORMAT_PYTHON_SIZE);
+	trace_format_put_u32(body.data + TRACE_FORMAT_PYTHON_STEP_AT, 5);
+	trace_format_put_u32(body.data + TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT, 1);
+	at = bytes_extend(&body, 12 + 4 + 4 * 2 + 4 + 16 * 3);
+	trace_format_put_u32(at, TRACE_STAGE_EVAL);
+	trace_format_put_u32(at + 4, 3);	    /* rank */
+	trace_format_put_u32(at + 8, 4);	    /* world size */
+	trace_format_put_u32(at + 12, stack_depth); /* two frames */
+	trace_format_put_u32(at + 16, 2);
+	trace_format_put_u32(at + 20, 1);
+	trace_format_put_u32(at + 24, 3); /* three arguments */
+	trace_format_put_u32(at + 28, 3); /* "lr" */
+	trace_format_put_u32(at + 32, argument_type);
+	trace_format_put_u64(at + 36, lr_bits);
+	trace_format_put_u32(at + 44, 4); /* "closure", None */
+	trace_format_put_u32(at + 48, TRACE_VALUE_NONE);
+	trace_format_put_u32(at + 60, 2); /* "__main__.train", a str naming string 2 */
+	trace_format_put_u32(at + 64, TRACE_VALUE_STR);
+	trace_format_put_u64(at + 68, 2);
+	raw_record(payload, TRACE_RECORD_PYTHON_CALL, &body);
+	free(body.data);
+}
+
+UNIT_TEST(trace_format, python_call_context_from_raw_bytes)
+{
+	const char *path = scratch_path("python-context.trace");
+	char error[ERROR_SIZE] = "";
+	struct bytes file = { 0 }, payload = { 0 };
+	struct trace_reader *reader;
+	struct trace_record record;
+	const struct trace_python_call *call = &record.python_call;
+	long records;
+
+	raw_string(&payload, 1, "torch.optim.sgd.SGD.step");
+	raw_string(&payload, 2, "__main__.train");
+	raw_string(&payload, 3, "lr");
+	raw_string(&payload, 4, "closure");
+	raw_python_call_with_context(&payload, 2, TRACE_VALUE_FLOAT);
+	raw_file_header(&file, TRACE_FORMAT_VERSION_MAJOR, TRACE_FORMAT_VERSION_MINOR);
+	raw_chunk(&file, &payload, 5, (uint32_t)payload.length, 0);
+	write_file(path, file.data, file.length);
+
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	CU_ASSERT_EQUAL_FATAL(trace_reader_next(reader, &record), 1);
+	CU_ASSERT_EQUAL(call->step, 5);
+	CU_ASSERT_EQUAL(call->stage, TRACE_STAGE_EVAL);
+	CU_ASSERT_EQUAL(call->rank, 3);
+	CU_ASSERT_EQUAL(call->world_size, 4);
+	CU_ASSERT_EQUAL_FATAL(call->py_stack.depth, 2);
+	CU_ASSERT_STRING_EQUAL(call->py_stack.frames[0], "__main__.train");
+	CU_ASSERT_STRING_EQUAL(call->py_stack.frames[1], "torch.optim.sgd.SGD.step");
+	CU_ASSERT_EQUAL_FATAL(call->arg_count, 3);
+	CU_ASSERT_STRING_EQUAL(call->args[0].name, "lr");
+	CU_ASSERT_EQUAL(call->args[0].type, TRACE_VALUE_FLOAT);
+	CU_ASSERT_DOUBLE_EQUAL(call->args[0].real, 0.125, 0);
+	CU_ASSERT_STRING_EQUAL(call->args[1].name, "closure");
+	CU_ASSERT_EQUAL(call->args[1].type, TRACE_VALUE_NONE);
+	CU_ASSERT_STRING_EQUAL(call->args[2].name, "__main__.train");
+	CU_ASSERT_STRING_EQUAL(call->args[2].text, "__main__.train");
+	trace_reader_close(reader);
+
+	/* A stack deeper than the body holds, and an argument of no known type. */
+	payload.length = 0;
+	raw_string(&payload, 1, "torch.optim.sgd.SGD.step");
+	raw_string(&payload, 2, "__main__.train");
+	raw_string(&payload, 3, "lr");
+	raw_string(&payload, 4, "closure");
+	raw_python_call_with_context(&payload, 1000, TRACE_VALUE_FLOAT);
+	CU_ASSERT(read_crafted(&payload, 5, 0, &records, error) < 0);
+	CU_ASSERT(strstr(error, "too short for its Python stack") != NULL);
+	payload.length = 0;
+	raw_string(&payload, 1, "torch.optim.sgd.SGD.step");
+	raw_string(&payload, 2, "__main__.train");
+	raw_string(&payload, 3, "lr");
+	raw_string(&payload, 4, "closure");
+	raw_python_call_with_context(&payload, 2, 77);
+	CU_ASSERT(read_crafted(&payload, 5, 0, &records, error) < 0);
+	CU_ASSERT(strstr(error, "unknown type") != NULL);
+	free(payload.data);
+	free(file.data);
+	unlink(path);
 }
 
 UNIT_TEST(trace_format, python_call_fields_from_raw_bytes)
@@ -1477,6 +1633,11 @@ UNIT_TEST(trace_format, python_call_fields_from_raw_bytes)
 	CU_ASSERT_EQUAL(record.python_call.pid, 88);
 	CU_ASSERT_EQUAL(record.python_call.first_line, 42);
 	CU_ASSERT_EQUAL(record.python_call.step, -1);
+	/* A 1.1 body: no context, so rank and world size are unknown. */
+	CU_ASSERT_EQUAL(record.python_call.rank, -1);
+	CU_ASSERT_EQUAL(record.python_call.world_size, -1);
+	CU_ASSERT_EQUAL(record.python_call.stage, TRACE_STAGE_UNKNOWN);
+	CU_ASSERT_EQUAL(record.python_call.arg_count, 0);
 	CU_ASSERT_STRING_EQUAL(record.python_call.qualified_name, "train.step");
 	CU_ASSERT_STRING_EQUAL(record.python_call.file, "/app/train.py");
 	CU_ASSERT_STRING_EQUAL(trace_record_kind_name(TRACE_RECORD_PYTHON_CALL), "python_call");
