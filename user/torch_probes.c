@@ -506,6 +506,40 @@ static int read_code(void *context, uint64_t address, uint8_t bytes[16])
 	return pread(reader->fd, bytes, 16, (off_t)offset) == 16 ? 0 : -EIO;
 }
 
+size_t torch_probe_skip_leading_compare(const char *path, uint64_t file_offset)
+{
+	unsigned char code[8];
+	ssize_t got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	got = pread(fd, code, sizeof(code), (off_t)file_offset);
+	close(fd);
+	return got == (ssize_t)sizeof(code) ? torch_leading_compare_length(code, sizeof(code)) : 0;
+}
+
+size_t torch_leading_compare_length(const unsigned char *code, size_t length)
+{
+	size_t compare;
+
+	/* cmpb $imm8, disp8(%reg): 80 /7 with mod 01 and no SIB (r/m 4). */
+	if (length >= 4 && code[0] == 0x80 && (code[1] & 0xf8) == 0x78 && (code[1] & 7) != 4)
+		compare = 4;
+	/* cmpb $imm8, disp32(%reg): mod 10. */
+	else if (length >= 7 && code[0] == 0x80 && (code[1] & 0xf8) == 0xb8 && (code[1] & 7) != 4)
+		compare = 7;
+	else
+		return 0;
+	/* Then je/jne rel8 (74, 75) or rel32 (0f 84, 0f 85): the kernel emulates those. */
+	if (length >= compare + 2 && (code[compare] == 0x74 || code[compare] == 0x75))
+		return compare;
+	if (length >= compare + 6 && code[compare] == 0x0f &&
+	    (code[compare + 1] == 0x84 || code[compare + 1] == 0x85))
+		return compare;
+	return 0;
+}
+
 static int set_site(struct torch_probe_site *site, const char *symbol, bool exported,
 		    const struct elf_symbol_location *location)
 {
@@ -712,8 +746,14 @@ static int resolve_scopes(struct torch_probes *probes, char *error, size_t error
 		return err == -ENOMEM ? error_fail(error, error_size, ENOMEM, "out of memory")
 				      : err;
 	err = elf_symbol_find(probes->host_path, RECORD_FUNCTION_END, &location, error, error_size);
-	if (!err)
+	if (!err) {
+		size_t skip =
+			torch_probe_skip_leading_compare(probes->host_path, location.file_offset);
+
+		location.file_offset += skip;
+		location.address += skip;
 		err = set_site(&scopes->exit, RECORD_FUNCTION_END, true, &location);
+	}
 	if (!err)
 		err = set_reading(
 			&scopes->exit,

@@ -41,14 +41,14 @@ MAX_WRAPPER_DEPTH = 8
 class ThreeLayerMLP(nn.Module):
     """A 3-layer perceptron: Linear, ReLU, Linear, ReLU, Linear."""
 
-    def __init__(self):
+    def __init__(self, hidden=HIDDEN_FEATURES):
         super().__init__()
         self.layers = nn.Sequential(
-            nn.Linear(INPUT_FEATURES, HIDDEN_FEATURES),
+            nn.Linear(INPUT_FEATURES, hidden),
             nn.ReLU(),
-            nn.Linear(HIDDEN_FEATURES, HIDDEN_FEATURES),
+            nn.Linear(hidden, hidden),
             nn.ReLU(),
-            nn.Linear(HIDDEN_FEATURES, OUTPUT_FEATURES),
+            nn.Linear(hidden, OUTPUT_FEATURES),
         )
 
     def forward(self, features):
@@ -274,6 +274,9 @@ def add_training_options(parser):
                         help="optimizer (default sgd, with momentum 0.9)")
     parser.add_argument("--lr", type=float, default=0.05, help="learning rate (default 0.05)")
     parser.add_argument("--batch-size", type=int, default=8, help="samples per step (default 8)")
+    parser.add_argument("--hidden", type=int, default=HIDDEN_FEATURES,
+                        help=f"width of the hidden layers (default {HIDDEN_FEATURES}; "
+                        "the benchmark uses a larger model)")
     parser.add_argument("--seed", type=int, default=1234, help="random seed (default 1234)")
     parser.add_argument("--clip", type=float, default=None, metavar="MAX_NORM",
                         help="call torch.nn.utils.clip_grad_norm_(params, MAX_NORM) each step")
@@ -339,7 +342,7 @@ def set_up_model_and_data(call_log, args, data_seed):
     call_log.end(record)
 
     record = call_log.begin("ThreeLayerMLP()", ThreeLayerMLP.__init__)
-    model = ThreeLayerMLP()
+    model = ThreeLayerMLP(args.hidden)
     call_log.end(record)
 
     record = call_log.begin("torch.manual_seed(data_seed)", torch.manual_seed)
