@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Structural checks of the deployment files in tools/deploy, offline.
+
+Usage: check_manifests.py RENDERED_KUSTOMIZATION_YAML
+
+The rendered kustomization (kubectl kustomize's output, or the plain files
+joined when kubectl is missing) must hold the agent's objects with the
+least privileges the docs claim; the sidecar example must claim no more;
+every added capability needs a comment saying why; the metrics port must
+agree everywhere. Prints one line per problem and exits 1 if there is any.
+"""
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "tools" / "deploy"
+ALLOWED_CAPABILITIES = {"BPF", "PERFMON", "SYS_PTRACE"}
+ALLOWED_HOST_PATHS = {"/var/log/pods": True, "/var/log/tcheck-bpf": False}  # path: read-only
+problems = []
+
+
+def problem(text):
+    problems.append(text)
+
+
+def objects_of(text):
+    return [o for o in yaml.safe_load_all(text) if o]
+
+
+def check_container(where, container):
+    context = container.get("securityContext", {})
+    if context.get("privileged", False):
+        problem(f"{where}: runs privileged")
+    if context.get("allowPrivilegeEscalation", True):
+        problem(f"{where}: allows privilege escalation")
+    if not context.get("readOnlyRootFilesystem", False):
+        problem(f"{where}: root filesystem is writable")
+    if context.get("seccompProfile", {}).get("type") != "RuntimeDefault":
+        problem(f"{where}: no RuntimeDefault seccomp profile")
+    capabilities = context.get("capabilities", {})
+    if capabilities.get("drop") != ["ALL"]:
+        problem(f"{where}: does not drop ALL capabilities first")
+    added = set(capabilities.get("add", []))
+    if added - ALLOWED_CAPABILITIES:
+        problem(f"{where}: adds capabilities beyond {sorted(ALLOWED_CAPABILITIES)}: "
+                f"{sorted(added - ALLOWED_CAPABILITIES)}")
+    if not added:
+        problem(f"{where}: adds no capability: it could not load BPF")
+
+
+def check_commented_capabilities(path):
+    """Every '- CAP' line under 'add:' has a comment line right above it."""
+    lines = path.read_text().splitlines()
+    in_add = False
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped == "add:":
+            in_add, indent = True, len(line) - len(line.lstrip())
+            continue
+        if in_add:
+            if stripped and not stripped.startswith("#") and not stripped.startswith("- "):
+                in_add = False
+                continue
+            if stripped.startswith("- "):
+                above = lines[number - 1].strip()
+                if not above.startswith("#"):
+                    problem(f"{path.name}:{number + 1}: capability {stripped[2:]} has no "
+                            "comment saying why")
+
+
+def listen_port():
+    for line in (DEPLOY / "agent.conf").read_text().splitlines():
+        match = re.match(r"\s*listen\s*=\s*\S+:(\d+)\s*$", line)
+        if match:
+            return int(match.group(1))
+    problem("agent.conf: no listen = HOST:PORT line")
+    return None
+
+
+def check_agent(objects):
+    kinds = {}
+    for o in objects:
+        kinds.setdefault(o["kind"], []).append(o)
+    for kind in ("Namespace", "ConfigMap", "DaemonSet", "Service"):
+        if kind not in kinds:
+            problem(f"kustomization renders no {kind}")
+    if problems:
+        return
+    port = listen_port()
+    daemonset = kinds["DaemonSet"][0]
+    spec = daemonset["spec"]["template"]["spec"]
+    metadata = daemonset["spec"]["template"]["metadata"]
+    if spec.get("hostPID") is not True:
+        problem("DaemonSet: hostPID is not true: it would see no training process")
+    if spec.get("hostNetwork"):
+        problem("DaemonSet: uses the host network, which it does not need")
+    if spec.get("automountServiceAccountToken") is not False:
+        problem("DaemonSet: mounts a service account token it does not need")
+    if daemonset["spec"]["selector"]["matchLabels"].items() - metadata["labels"].items():
+        problem("DaemonSet: its selector does not match its pod labels")
+    containers = spec["containers"]
+    if len(containers) != 1:
+        problem("DaemonSet: expected one container")
+    container = containers[0]
+    check_container("DaemonSet agent", container)
+    ports = {p["name"]: p["containerPort"] for p in container.get("ports", [])}
+    if ports.get("metrics") != port:
+        problem(f"DaemonSet: metrics port {ports.get('metrics')} is not agent.conf's {port}")
+    if str(port) != metadata.get("annotations", {}).get("prometheus.io/port"):
+        problem("DaemonSet: prometheus.io/port annotation disagrees with the metrics port")
+    mounts = {m["name"]: m for m in container.get("volumeMounts", [])}
+    for volume in spec.get("volumes", []):
+        host = volume.get("hostPath")
+        if not host:
+            continue
+        path = host["path"]
+        if path not in ALLOWED_HOST_PATHS:
+            problem(f"DaemonSet: host path {path} is not one the docs name")
+            continue
+        mount = mounts.get(volume["name"])
+        if not mount:
+            problem(f"DaemonSet: host path {path} is never mounted")
+        elif ALLOWED_HOST_PATHS[path] and not mount.get("readOnly"):
+            problem(f"DaemonSet: host path {path} must be mounted read-only")
+    namespace = kinds["Namespace"][0]["metadata"]["name"]
+    for o in objects:
+        if o["kind"] != "Namespace" and o["metadata"].get("namespace") != namespace:
+            problem(f"{o['kind']} {o['metadata']['name']}: not in namespace {namespace}")
+    service = kinds["Service"][0]
+    if service["spec"]["selector"].items() - metadata["labels"].items():
+        problem("Service: its selector does not match the agent pods")
+    if service["spec"].get("clusterIP") != "None":
+        problem("Service: not headless; Prometheus must scrape every agent")
+    target = service["spec"]["ports"][0]["targetPort"]
+    if target not in ports:
+        problem(f"Service: targetPort {target} is no port of the agent")
+    monitor = objects_of((DEPLOY / "servicemonitor.yaml").read_text())[0]
+    wanted = monitor["spec"]["selector"]["matchLabels"]
+    if wanted.items() - service["metadata"].get("labels", {}).items():
+        problem("ServiceMonitor: selects labels the Service does not have")
+    if monitor["spec"]["endpoints"][0]["port"] != service["spec"]["ports"][0]["name"]:
+        problem("ServiceMonitor: scrapes a port the Service does not name")
+
+
+def check_sidecar():
+    pod = objects_of((DEPLOY / "sidecar" / "training-pod.yaml").read_text())[0]
+    if pod["spec"].get("shareProcessNamespace") is not True:
+        problem("sidecar: shareProcessNamespace is not true: it would see no trainer")
+    if pod["spec"].get("hostPID"):
+        problem("sidecar: uses hostPID, which a sidecar must not need")
+    agents = [c for c in pod["spec"]["containers"] if c["name"] == "tcheck-bpf"]
+    if len(agents) != 1:
+        problem("sidecar: no tcheck-bpf container")
+    else:
+        check_container("sidecar tcheck-bpf", agents[0])
+
+
+def check_rule_metrics():
+    """Metric names used by the rules follow the conventions: one prefix, base units."""
+    rules = yaml.safe_load((DEPLOY / "prometheus" / "rules.yaml").read_text())
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            for name in re.findall(r"\b(tcheck_[a-z_]+)\b", rule["expr"]):
+                if name.endswith(("_ms", "_milliseconds", "_us")):
+                    problem(f"rules: {name} is not in base units (seconds)")
+                if "increase(" + name in rule["expr"] and not name.endswith("_total"):
+                    problem(f"rules: counter {name} lacks the _total suffix")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    check_agent(objects_of(Path(sys.argv[1]).read_text()))
+    check_sidecar()
+    check_rule_metrics()
+    for path in (DEPLOY / "daemonset.yaml", DEPLOY / "sidecar" / "training-pod.yaml"):
+        check_commented_capabilities(path)
+    for text in problems:
+        print(text)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

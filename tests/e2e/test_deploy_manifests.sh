@@ -1,0 +1,41 @@
+#!/bin/bash
+# The deployment files in tools/deploy, checked offline: yamllint, kubectl
+# kustomize where kubectl is present, promtool on the alert rules, and the
+# structural checks of tests/deploy/check_manifests.py (least privileges,
+# ports and selectors that agree). A broken copy must be caught too.
+source "$(dirname "$0")/lib.sh"
+deploy="$ROOT/tools/deploy"
+command -v yamllint >/dev/null || skip "yamllint is not installed (make deps)"
+python3 -c 'import yaml' 2>/dev/null || skip "python3-yaml is not installed (make deps)"
+
+yamllint -d '{extends: default, rules: {line-length: {max: 120}, document-start: disable}}' \
+	"$deploy" || fail "yamllint found problems in tools/deploy"
+
+render() { # DIR OUT
+	if command -v kubectl >/dev/null; then
+		kubectl kustomize "$1" >"$2" || fail "kubectl kustomize cannot render $1"
+	else
+		for file in namespace daemonset service; do
+			cat "$1/$file.yaml"
+			echo "---"
+		done >"$2"
+		printf 'kind: ConfigMap\napiVersion: v1\nmetadata: {name: c}\n' >>"$2"
+	fi
+}
+render "$deploy" "$SCRATCH/rendered.yaml"
+python3 "$ROOT/tests/deploy/check_manifests.py" "$SCRATCH/rendered.yaml" ||
+	fail "the deployment files do not pass the structural checks"
+
+if command -v promtool >/dev/null; then
+	promtool check rules "$deploy/prometheus/rules.yaml" || fail "promtool rejects the rules"
+fi
+
+# The checks must fail on a DaemonSet that asks for more than it needs.
+cp -r "$deploy" "$SCRATCH/broken"
+sed -i 's/^\(\s*\)- SYS_PTRACE$/\1- SYS_PTRACE\n\1- SYS_ADMIN/' "$SCRATCH/broken/daemonset.yaml"
+render "$SCRATCH/broken" "$SCRATCH/broken.yaml"
+if python3 "$ROOT/tests/deploy/check_manifests.py" "$SCRATCH/broken.yaml" >"$SCRATCH/out" 2>&1; then
+	fail "a DaemonSet adding SYS_ADMIN passed the checks"
+fi
+grep -q "SYS_ADMIN" "$SCRATCH/out" || fail "the problem report does not name SYS_ADMIN"
+echo "deployment files: checked"
