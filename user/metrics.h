@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A registry of Prometheus metrics (counters and gauges with labels) and
+ * their text exposition (format 0.0.4). Updates and rendering may come
+ * from different threads: the registry locks itself. Series of a process
+ * that ended can be removed by a label value, so label sets stay bounded.
+ * Functions return 0 or a negative errno.
+ */
+#ifndef TCHECK_METRICS_H
+#define TCHECK_METRICS_H
+
+#include <stddef.h>
+
+enum metrics_type {
+	METRICS_COUNTER,
+	METRICS_GAUGE,
+};
+
+/* At most this many labels per metric. */
+#define METRICS_MAX_LABELS 8
+
+struct metrics_registry;
+struct metrics_family;
+
+struct metrics_registry *metrics_registry_new(void);
+void metrics_registry_free(struct metrics_registry *registry);
+
+/*
+ * Declares a metric: name ([a-zA-Z_:][a-zA-Z0-9_:]*, a counter's ending in
+ * _total), its help text, and its label names. Declaring the same name
+ * again returns the same family if type and labels agree, else NULL with
+ * errno EINVAL; NULL with errno EINVAL for a malformed name too.
+ */
+struct metrics_family *metrics_declare(struct metrics_registry *registry, const char *name,
+				       const char *help, enum metrics_type type,
+				       const char *const label_names[], size_t label_count);
+
+/* Sets a series (the label values in declaration order) to value. */
+int metrics_set(struct metrics_family *family, const char *const label_values[], double value);
+/* Adds delta to a series, creating it at 0; a counter refuses a negative delta (-EINVAL). */
+int metrics_add(struct metrics_family *family, const char *const label_values[], double delta);
+/* The value of a series, 0 when it does not exist (for tests and reports). */
+double metrics_get(struct metrics_family *family, const char *const label_values[]);
+
+/* Removes every series, of every family, whose label 'label_name' equals 'value'. */
+size_t metrics_remove_series(struct metrics_registry *registry, const char *label_name,
+			     const char *value);
+
+/* The text exposition of every family, malloc'ed and NUL-ended; NULL when out of memory. */
+char *metrics_render(struct metrics_registry *registry, size_t *length);
+
+#endif /* TCHECK_METRICS_H */
