@@ -292,6 +292,12 @@ const char *library_discovery_nccl_path(struct library_discovery *discovery, pid
 	return u64_map_get(&discovery->nccl_paths, (uint64_t)pid);
 }
 
+void library_discovery_forget_process(struct library_discovery *discovery, pid_t pid)
+{
+	free(u64_map_remove(&discovery->loader_notices, (uint64_t)pid));
+	probe_session_detach_process(discovery->session, pid);
+}
+
 size_t library_discovery_library_count(const struct library_discovery *discovery)
 {
 	return discovery->library_count;

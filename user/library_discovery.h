@@ -46,4 +46,7 @@ const char *library_discovery_nccl_path(struct library_discovery *discovery, pid
 /* NCCL libraries probed so far. */
 size_t library_discovery_library_count(const struct library_discovery *discovery);
 
+/* A process ended: its own probe (the loader's library-change notice) goes. */
+void library_discovery_forget_process(struct library_discovery *discovery, pid_t pid);
+
 #endif /* TCHECK_LIBRARY_DISCOVERY_H */

@@ -19,6 +19,7 @@ static const struct command commands[] = {
 	{ "record", command_record, "record NCCL calls of a command or of running processes" },
 	{ "attach", command_attach, "watch a running process live (and optionally record it)" },
 	{ "dump", command_dump, "export a trace as JSON Lines or Perfetto/Chrome trace JSON" },
+	{ "agent", command_agent, "node agent: find training processes, serve Prometheus metrics" },
 };
 
 static void usage(FILE *out)

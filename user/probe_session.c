@@ -171,6 +171,11 @@ int probe_session_attach_notice(struct probe_session *session, const char *path,
 				  false, path, &offset, &cookie, 1, pid, error, error_size);
 }
 
+size_t probe_session_detach_process(struct probe_session *session, int pid)
+{
+	return uprobe_link_detach_process(&session->links, pid);
+}
+
 int probe_session_attach_floor(struct probe_session *session, const char *path, uint64_t offset,
 			       int pid, char *error, size_t error_size)
 {

@@ -57,6 +57,9 @@ int probe_session_attach_notice(struct probe_session *session, const char *path,
  * empty programs (return first, then entry) at a file offset of a library,
  * for one process; they record nothing. Used by tools/bench/probe-floor.
  */
+/* Detaches the probes attached for one process (its loader notice); returns how many links. */
+size_t probe_session_detach_process(struct probe_session *session, int pid);
+
 int probe_session_attach_floor(struct probe_session *session, const char *path, uint64_t offset,
 			       int pid, char *error, size_t error_size);
 

@@ -61,6 +61,10 @@ static void request_stop(int signal_number)
 
 static int write_record(struct recorder *recorder, const struct trace_record *record)
 {
+	const struct recorder_observer *observer = recorder->options->observer;
+
+	if (observer && observer->record)
+		observer->record(observer->context, record);
 	if (!recorder->writer || recorder->failed)
 		return 0;
 	if (trace_writer_add(recorder->writer, record)) {
@@ -209,6 +213,7 @@ static void end_process(struct recorder *recorder, uint32_t pid, int exit_code)
 	recorder->alive_count--;
 	process->record.end_ns = monotonic_ns();
 	process->record.exit_code = exit_code;
+	library_discovery_forget_process(recorder->discovery, (pid_t)pid);
 	write_process(recorder, process);
 }
 
@@ -314,6 +319,33 @@ static void rescan_libraries(struct recorder *recorder)
 	}
 }
 
+/* Processes the observer found since the last look (the agent's discovery). */
+static void add_discovered(struct recorder *recorder)
+{
+	const struct recorder_observer *observer = recorder->options->observer;
+	pid_t found[256];
+	size_t count;
+
+	if (!observer || !observer->discover)
+		return;
+	count = observer->discover(observer->context, found, sizeof(found) / sizeof(found[0]));
+	for (size_t i = 0; i < count; i++) {
+		struct traced_process *process = u64_map_get(&recorder->processes, found[i]);
+
+		if (process && process->alive)
+			continue;
+		if (process) { /* the pid was reused by a new process */
+			u64_map_remove(&recorder->processes, found[i]);
+			call_builder_forget_process(recorder->builder, (uint32_t)found[i]);
+			if (recorder->python)
+				python_tracer_forget_process(recorder->python, found[i]);
+			free(process->command);
+			free(process);
+		}
+		add_process(recorder, (uint32_t)found[i], 0);
+	}
+}
+
 /* Starts the command stopped at a pipe so the probes are in place first. */
 static int start_command(struct recorder *recorder, int *release_fd)
 {
@@ -366,6 +398,8 @@ static int finished(struct recorder *recorder, uint64_t started_ns)
 	if (options->duration_seconds > 0 &&
 	    (double)(monotonic_ns() - started_ns) / 1e9 >= options->duration_seconds)
 		return 1;
+	if (options->until_stopped)
+		return 0;
 	if (options->command)
 		return recorder->command_exited && recorder->alive_count == 0;
 	return recorder->alive_count == 0;
@@ -505,6 +539,7 @@ static void run_loop(struct recorder *recorder)
 		now = monotonic_ns();
 		if (now - last_rescan >= RESCAN_INTERVAL_NS) {
 			check_liveness(recorder);
+			add_discovered(recorder);
 			rescan_libraries(recorder);
 			last_rescan = now;
 		}

@@ -10,6 +10,20 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+struct trace_record;
+
+/* What else follows a recording as it happens: the agent's metrics, live checks. */
+struct recorder_observer {
+	void *context;
+	/* Every record, as it is (or would be) written to the trace: calls, processes, stats. */
+	void (*record)(void *context, const struct trace_record *record);
+	/*
+	 * Twice a second: processes to start tracing (at most capacity, into
+	 * pids); ones already traced are skipped. NULL: none.
+	 */
+	size_t (*discover)(void *context, pid_t *pids, size_t capacity);
+};
+
 struct recorder_options {
 	const pid_t *pids; /* --pid, repeatable */
 	size_t pid_count;
@@ -20,9 +34,11 @@ struct recorder_options {
 	bool live_status;	  /* print a summary line every second */
 	double duration_seconds;  /* stop after this long; 0: when the targets end */
 	size_t ring_buffer_bytes;
-	bool python;			    /* also trace Python calls entered from C */
-	const char *const *python_prefixes; /* NULL-ended selection; NULL: the defaults */
-	int argc;			    /* the tcheck-bpf command line, for the trace header */
+	bool python;				  /* also trace Python calls entered from C */
+	const char *const *python_prefixes;	  /* NULL-ended selection; NULL: the defaults */
+	const struct recorder_observer *observer; /* NULL: none */
+	bool until_stopped; /* run on when no target is left (the agent): until a signal */
+	int argc;	    /* the tcheck-bpf command line, for the trace header */
 	char *const *argv;
 };
 

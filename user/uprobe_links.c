@@ -58,7 +58,8 @@ int uprobe_link_prepare(struct bpf_program *program)
 		program, (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
 }
 
-static int keep(struct uprobe_link_list *list, struct bpf_link *link, int fd)
+static int keep(struct uprobe_link_list *list, struct bpf_link *link, int fd, int pid,
+		size_t probes)
 {
 	if (list->count == list->capacity) {
 		size_t capacity = list->capacity ? list->capacity * 2 : 32;
@@ -71,6 +72,8 @@ static int keep(struct uprobe_link_list *list, struct bpf_link *link, int fd)
 	}
 	list->links[list->count].link = link;
 	list->links[list->count].fd = fd;
+	list->links[list->count].pid = pid > 0 ? pid : -1;
+	list->links[list->count].probes = probes;
 	list->count++;
 	return 0;
 }
@@ -98,7 +101,7 @@ static int attach_multi(struct uprobe_link_list *list, struct bpf_program *progr
 			 retprobe ? "return" : "entry", path, strerror(-result));
 		return result;
 	}
-	result = keep(list, NULL, fd);
+	result = keep(list, NULL, fd, pid, count);
 	if (result) {
 		close(fd);
 		snprintf(error, error_size, "out of memory");
@@ -130,7 +133,7 @@ static int attach_each(struct uprobe_link_list *list, struct bpf_program *progra
 				 (unsigned long long)offsets[i], strerror(-result));
 			return result;
 		}
-		result = keep(list, link, -1);
+		result = keep(list, link, -1, pid, 1);
 		if (result) {
 			bpf_link__destroy(link);
 			snprintf(error, error_size, "out of memory");
@@ -154,14 +157,37 @@ int uprobe_link_attach(struct uprobe_link_list *list, struct bpf_program *progra
 			   error_size);
 }
 
+static void detach(struct uprobe_link *link)
+{
+	if (link->link)
+		bpf_link__destroy(link->link);
+	else
+		close(link->fd);
+}
+
+size_t uprobe_link_detach_process(struct uprobe_link_list *list, int pid)
+{
+	size_t kept = 0, detached = 0;
+
+	if (pid <= 0)
+		return 0;
+	for (size_t i = 0; i < list->count; i++) {
+		if (list->links[i].pid == pid) {
+			detach(&list->links[i]);
+			list->probes -= list->links[i].probes;
+			detached++;
+		} else {
+			list->links[kept++] = list->links[i];
+		}
+	}
+	list->count = kept;
+	return detached;
+}
+
 void uprobe_link_list_destroy(struct uprobe_link_list *list)
 {
-	for (size_t i = 0; i < list->count; i++) {
-		if (list->links[i].link)
-			bpf_link__destroy(list->links[i].link);
-		else
-			close(list->links[i].fd);
-	}
+	for (size_t i = 0; i < list->count; i++)
+		detach(&list->links[i]);
 	free(list->links);
 	memset(list, 0, sizeof(*list));
 }

@@ -19,7 +19,9 @@ struct bpf_program;
 /* One attachment: a libbpf link, or the file descriptor of a multi link. */
 struct uprobe_link {
 	struct bpf_link *link;
-	int fd; /* -1 for a libbpf link */
+	int fd;	       /* -1 for a libbpf link */
+	int pid;       /* the one process it probes, -1 for every process */
+	size_t probes; /* offsets it holds */
 };
 
 struct uprobe_link_list {
@@ -47,6 +49,9 @@ int uprobe_link_prepare(struct bpf_program *program);
 int uprobe_link_attach(struct uprobe_link_list *list, struct bpf_program *program, bool retprobe,
 		       const char *path, const uint64_t *offsets, const uint64_t *cookies,
 		       size_t count, int pid, char *error, size_t error_size);
+
+/* Detaches the links made for process pid only; returns how many. */
+size_t uprobe_link_detach_process(struct uprobe_link_list *list, int pid);
 
 /* Detaches everything and frees the list. */
 void uprobe_link_list_destroy(struct uprobe_link_list *list);

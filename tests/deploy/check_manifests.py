@@ -18,7 +18,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "tools" / "deploy"
 ALLOWED_CAPABILITIES = {"BPF", "PERFMON", "SYS_PTRACE"}
-ALLOWED_HOST_PATHS = {"/var/log/pods": True, "/var/log/tcheck-bpf": False}  # path: read-only
+ALLOWED_HOST_PATHS = {"/var/log/containers": True, "/var/log/tcheck-bpf": False}  # path: read-only
 problems = []
 
 

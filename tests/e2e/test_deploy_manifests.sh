@@ -26,6 +26,15 @@ render "$deploy" "$SCRATCH/rendered.yaml"
 python3 "$ROOT/tests/deploy/check_manifests.py" "$SCRATCH/rendered.yaml" ||
 	fail "the deployment files do not pass the structural checks"
 
+# The shipped agent configuration is one the agent accepts.
+"$TCHECK" agent --config "$deploy/agent.conf" --help >/dev/null ||
+	fail "tcheck-bpf agent refuses tools/deploy/agent.conf"
+printf 'listen = 127.0.0.1:1\nhang-factr = 2\n' >"$SCRATCH/bad.conf"
+if "$TCHECK" agent --config "$SCRATCH/bad.conf" --help >"$SCRATCH/bad.out" 2>&1; then
+	fail "a config file with an unknown key was accepted"
+fi
+grep -q "bad.conf:2: 'hang-factr'" "$SCRATCH/bad.out" || fail "the error does not name the line: $(cat "$SCRATCH/bad.out")"
+
 if command -v promtool >/dev/null; then
 	promtool check rules "$deploy/prometheus/rules.yaml" || fail "promtool rejects the rules"
 fi

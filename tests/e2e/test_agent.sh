@@ -1,0 +1,101 @@
+#!/bin/bash
+# The node agent finds a job's rank processes by itself, attaches before
+# their first NCCL call, and serves Prometheus metrics that agree with the
+# ranks' own logs (calls per function, communicator sequence numbers); it
+# follows them out when they end and a second job does not grow its probes
+# or file descriptors (no leak per process).
+source "$(dirname "$0")/lib.sh"
+command -v curl >/dev/null || skip "curl is not installed"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+events="$SCRATCH/events.jsonl"
+# --select keeps the agent to this test's processes on a shared machine.
+"$TCHECK" agent --listen "127.0.0.1:$port" --events "$events" --select "$SCRATCH/job" \
+	--retention 120 --duration 120 >"$SCRATCH/agent.log" 2>&1 &
+agent=$!
+BACKGROUND_PIDS+=("$agent")
+for _ in $(seq 100); do
+	curl -sf "http://127.0.0.1:$port/metrics" >/dev/null && break
+	sleep 0.1
+done
+curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^tcheck_attached_processes 0$' ||
+	fail "the agent does not serve metrics on port $port: $(cat "$SCRATCH/agent.log")"
+
+# A job whose ranks wait at a gate until the agent has attached to all three processes.
+run_job() { # NAME
+	local dir="$SCRATCH/job-$1"
+	mkdir -p "$dir"
+	LD_LIBRARY_PATH="$TEST_BIN/lib" "$WORKLOAD" --ranks 2 --steps 12 \
+		--log-dir "$dir" --wait-file "$dir/go" >"$dir/out" 2>&1 &
+	local job=$!
+	BACKGROUND_PIDS+=("$job")
+	for _ in $(seq 200); do
+		[ "$(grep -c "\"event\":\"attached\".*job-$1" "$events" 2>/dev/null)" -ge 3 ] && break
+		sleep 0.1
+	done
+	[ "$(grep -c "\"event\":\"attached\".*job-$1" "$events")" -ge 3 ] ||
+		fail "the agent did not find job $1's processes: $(cat "$events")"
+	touch "$dir/go"
+	wait "$job" || fail "job $1 failed: $(cat "$dir/out")"
+	for _ in $(seq 100); do
+		[ "$(grep -c "\"event\":\"ended\".*job-$1" "$events")" -ge 3 ] && break
+		sleep 0.1
+	done
+	[ "$(grep -c "\"event\":\"ended\".*job-$1" "$events")" -ge 3 ] ||
+		fail "the agent did not see job $1 end: $(cat "$events")"
+}
+
+run_job first
+curl -sf "http://127.0.0.1:$port/metrics" >"$SCRATCH/first.prom"
+descriptors_after_first=$(ls "/proc/$agent/fd" | wc -l)
+python3 - "$SCRATCH/first.prom" "$SCRATCH/job-first" "$events" <<'PY' || fail "metrics disagree with the ranks' logs"
+import collections, json, re, sys
+prom, job, events = sys.argv[1:4]
+communication = {"ncclAllReduce", "ncclBroadcast", "ncclBcast", "ncclReduce", "ncclAllGather",
+                 "ncclReduceScatter", "ncclSend", "ncclRecv", "ncclAlltoAll", "ncclGather",
+                 "ncclScatter"}
+pids = {}
+for line in open(events):
+    event = json.loads(line)
+    if "job-first" in event["command"] and event["rank"] is not None:
+        pids[str(event["pid"])] = event["rank"]
+assert len(pids) == 2, pids
+calls, sequences = collections.Counter(), collections.defaultdict(int)
+for line in open(prom):
+    m = re.match(r'(tcheck_\w+)\{(.*)\} (\S+)$', line.strip())
+    if not m:
+        continue
+    labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+    if labels.get("pid") not in pids:
+        continue
+    rank = pids[labels["pid"]]
+    assert labels["rank"] == str(rank), (labels, rank)
+    if m.group(1) == "tcheck_nccl_calls_total":
+        calls[rank, labels["function"]] += int(float(m.group(3)))
+    if m.group(1) == "tcheck_collective_sequence":
+        sequences[rank] += int(float(m.group(3))) + 1
+for rank in (0, 1):
+    logged = collections.Counter()
+    accepted = 0
+    for line in open(f"{job}/rank-{rank}.jsonl"):
+        call = json.loads(line)
+        # The workload marks the calls the probes keep out by design (healthy
+        # ncclCommGetAsyncError polls).
+        if call.get("tracer_filtered"):
+            continue
+        logged[rank, call["name"]] += 1
+        accepted += call["name"] in communication and call["ret"] == 0
+    mine = {k: v for k, v in calls.items() if k[0] == rank}
+    assert mine == dict(logged), f"rank {rank}: metrics {mine} != log {dict(logged)}"
+    assert sequences[rank] == accepted, f"rank {rank}: sequences {sequences[rank]} != {accepted}"
+print("metrics agree with", sum(calls.values()), "logged calls")
+PY
+grep -q '^tcheck_attached_processes 0$' "$SCRATCH/first.prom" ||
+	fail "processes still counted as attached after they ended"
+
+run_job second
+descriptors_after_second=$(ls "/proc/$agent/fd" | wc -l)
+[ "$descriptors_after_second" -le "$descriptors_after_first" ] ||
+	fail "the agent holds $descriptors_after_second descriptors after a second job, $descriptors_after_first after the first: probes leak"
+kill -TERM "$agent"
+wait "$agent" || fail "the agent did not stop cleanly on SIGTERM: $(cat "$SCRATCH/agent.log")"
+echo "agent: two jobs followed, metrics match the logs"

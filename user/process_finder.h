@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Finds training processes on the node: those that map an NCCL library
+ * (libnccl*, or libtorch_cuda* which may carry NCCL inside) or, when asked,
+ * torch's CPU library (Python processes running torch). A selector narrows
+ * it to processes whose command line contains a text.
+ */
+#ifndef TCHECK_PROCESS_FINDER_H
+#define TCHECK_PROCESS_FINDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct process_finder_options {
+	bool torch_without_nccl;      /* also processes mapping libtorch_cpu (CPU training) */
+	const char *command_contains; /* NULL: any command line */
+	const char *proc_root;	      /* "/proc" unless testing */
+};
+
+/* Whether the text of a /proc/PID/maps marks a training process. */
+bool process_finder_maps_match(const char *maps_text, bool torch_without_nccl);
+
+/* The matching processes other than this one, at most capacity, in /proc order. */
+size_t process_finder_scan(const struct process_finder_options *options, pid_t *pids,
+			   size_t capacity);
+
+#endif /* TCHECK_PROCESS_FINDER_H */
