@@ -145,6 +145,9 @@ static void observe_process(struct agent_metrics *metrics, const struct trace_pr
 		metrics->attached++;
 	if (process->end_ns && !labels->ended_ns) {
 		labels->ended_ns = process->end_ns;
+		/* An ended rank waits for nothing: only running ranks localise a stall. */
+		metrics_family_remove_series(metrics->sequence, "pid", labels->pid);
+		metrics_family_remove_series(metrics->progress, "pid", labels->pid);
 		if (known && metrics->attached)
 			metrics->attached--;
 	}

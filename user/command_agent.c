@@ -40,6 +40,8 @@ static const char agent_help[] =
 	"                            0.0.0.0:9477 to let Prometheus reach it)\n"
 	"      --events FILE         append process events as JSON Lines (- for stdout)\n"
 	"      --select TEXT         only processes whose command line contains TEXT\n"
+	"      --ranks FIRST-LAST    only processes whose RANK lies in this range (one\n"
+	"                            agent per group of ranks sharing a host)\n"
 	"      --torch               also processes running torch without NCCL (CPU)\n"
 	"      --python              also trace their Python calls (implies --torch)\n"
 	"      --retention SECONDS   keep an ended process's series this long (default 300)\n"
@@ -59,6 +61,7 @@ struct agent_settings {
 	char *events_path;
 	char *select;
 	char *containers_dir;
+	int first_rank, last_rank; /* last_rank -1: every process */
 	bool torch;
 	bool python;
 	double retention_seconds;
@@ -83,6 +86,7 @@ enum agent_option {
 	OPTION_RETENTION,
 	OPTION_CONTAINERS_DIR,
 	OPTION_RING_BUFFER_MB,
+	OPTION_RANKS,
 	OPTION_DURATION = 'd',
 	OPTION_HELP = 'h',
 };
@@ -97,6 +101,7 @@ static const struct option long_options[] = {
 	{ "retention", required_argument, NULL, OPTION_RETENTION },
 	{ "containers-dir", required_argument, NULL, OPTION_CONTAINERS_DIR },
 	{ "ring-buffer-mb", required_argument, NULL, OPTION_RING_BUFFER_MB },
+	{ "ranks", required_argument, NULL, OPTION_RANKS },
 	{ "duration", required_argument, NULL, OPTION_DURATION },
 	{ "help", no_argument, NULL, OPTION_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -112,6 +117,26 @@ static int replace_text(char **slot, const char *value)
 	}
 	free(*slot);
 	*slot = copy;
+	return 0;
+}
+
+/* "FIRST-LAST" or a single rank. */
+static int parse_ranks(struct agent_settings *settings, const char *value)
+{
+	char *end;
+	long first, last;
+
+	errno = 0;
+	first = strtol(value, &end, 10);
+	last = first;
+	if (*end == '-')
+		last = strtol(end + 1, &end, 10);
+	if (errno || *end || first < 0 || last < first || last > 1000000) {
+		log_error("--ranks needs FIRST-LAST (e.g. 0-7) or one rank, not '%s'", value);
+		return -1;
+	}
+	settings->first_rank = (int)first;
+	settings->last_rank = (int)last;
 	return 0;
 }
 
@@ -134,6 +159,8 @@ static int apply_option(struct agent_settings *settings, int option, const char 
 		return replace_text(&settings->select, value);
 	case OPTION_CONTAINERS_DIR:
 		return replace_text(&settings->containers_dir, value);
+	case OPTION_RANKS:
+		return parse_ranks(settings, value);
 	case OPTION_TORCH:
 		settings->torch = true_text(value);
 		return 0;
@@ -276,6 +303,8 @@ static size_t discover(void *context, pid_t *pids, size_t capacity)
 	struct process_finder_options options = {
 		.torch_without_nccl = agent->settings->torch || agent->settings->python,
 		.command_contains = agent->settings->select,
+		.first_rank = agent->settings->first_rank,
+		.last_rank = agent->settings->last_rank,
 	};
 	uint64_t now = monotonic_ns();
 
@@ -310,7 +339,8 @@ static void free_settings(struct agent_settings *settings)
 
 int command_agent(int argc, char **argv)
 {
-	struct agent_settings settings = { .retention_seconds = DEFAULT_RETENTION_SECONDS };
+	struct agent_settings settings = { .retention_seconds = DEFAULT_RETENTION_SECONDS,
+					   .last_rank = -1 };
 	struct agent agent = { .settings = &settings };
 	struct recorder_observer observer = { .context = &agent,
 					      .record = observe_record,

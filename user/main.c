@@ -20,6 +20,7 @@ static const struct command commands[] = {
 	{ "attach", command_attach, "watch a running process live (and optionally record it)" },
 	{ "dump", command_dump, "export a trace as JSON Lines or Perfetto/Chrome trace JSON" },
 	{ "agent", command_agent, "node agent: find training processes, serve Prometheus metrics" },
+	{ "analyze", command_analyze, "localise a stalled job over all nodes from Prometheus" },
 };
 
 static void usage(FILE *out)

@@ -269,32 +269,48 @@ double metrics_get(struct metrics_family *family, const char *const label_values
 	return value;
 }
 
+/* Removes a family's series whose label_name is value; the registry is locked. */
+static size_t remove_from_family(struct metrics_family *family, const char *label_name,
+				 const char *value)
+{
+	size_t label = 0, kept = 0, removed = 0;
+
+	while (label < family->label_count && strcmp(family->label_names[label], label_name) != 0)
+		label++;
+	if (label == family->label_count)
+		return 0;
+	for (size_t i = 0; i < family->series_count; i++) {
+		if (strcmp(family->series[i].label_values[label], value) == 0) {
+			free_series(&family->series[i], family->label_count);
+			removed++;
+		} else {
+			family->series[kept++] = family->series[i];
+		}
+	}
+	family->series_count = kept;
+	return removed;
+}
+
 size_t metrics_remove_series(struct metrics_registry *registry, const char *label_name,
 			     const char *value)
 {
 	size_t removed = 0;
 
 	pthread_mutex_lock(&registry->lock);
-	for (size_t f = 0; f < registry->family_count; f++) {
-		struct metrics_family *family = registry->families[f];
-		size_t label = 0, kept = 0;
-
-		while (label < family->label_count &&
-		       strcmp(family->label_names[label], label_name) != 0)
-			label++;
-		if (label == family->label_count)
-			continue;
-		for (size_t i = 0; i < family->series_count; i++) {
-			if (strcmp(family->series[i].label_values[label], value) == 0) {
-				free_series(&family->series[i], family->label_count);
-				removed++;
-			} else {
-				family->series[kept++] = family->series[i];
-			}
-		}
-		family->series_count = kept;
-	}
+	for (size_t f = 0; f < registry->family_count; f++)
+		removed += remove_from_family(registry->families[f], label_name, value);
 	pthread_mutex_unlock(&registry->lock);
+	return removed;
+}
+
+size_t metrics_family_remove_series(struct metrics_family *family, const char *label_name,
+				    const char *value)
+{
+	size_t removed;
+
+	pthread_mutex_lock(&family->registry->lock);
+	removed = remove_from_family(family, label_name, value);
+	pthread_mutex_unlock(&family->registry->lock);
 	return removed;
 }
 

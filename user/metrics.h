@@ -46,6 +46,10 @@ double metrics_get(struct metrics_family *family, const char *const label_values
 size_t metrics_remove_series(struct metrics_registry *registry, const char *label_name,
 			     const char *value);
 
+/* The same, in one family only. */
+size_t metrics_family_remove_series(struct metrics_family *family, const char *label_name,
+				    const char *value);
+
 /* The text exposition of every family, malloc'ed and NUL-ended; NULL when out of memory. */
 char *metrics_render(struct metrics_registry *registry, size_t *length);
 

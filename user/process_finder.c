@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "process_maps.h"
+
 /* A maps file is read up to this much: the libraries come early enough in it. */
 #define MAPS_READ_LIMIT (4U << 20)
 
@@ -98,6 +100,22 @@ static bool command_matches(const char *proc_root, pid_t pid, const char *wanted
 	return found;
 }
 
+/* With a rank range, the process's RANK (from its environment) must lie in it. */
+static bool rank_matches(const struct process_finder_options *options, pid_t pid)
+{
+	struct process_info info;
+	char error[256];
+	bool inside;
+
+	if (options->last_rank < 0)
+		return true;
+	if (process_info_read(pid, &info, error, sizeof(error)))
+		return false;
+	inside = info.rank >= options->first_rank && info.rank <= options->last_rank;
+	process_info_free(&info);
+	return inside;
+}
+
 size_t process_finder_scan(const struct process_finder_options *options, pid_t *pids,
 			   size_t capacity)
 {
@@ -119,7 +137,8 @@ size_t process_finder_scan(const struct process_finder_options *options, pid_t *
 		snprintf(path, sizeof(path), "%s/%ld/maps", proc_root, pid);
 		maps = read_text(path, MAPS_READ_LIMIT);
 		if (maps && process_finder_maps_match(maps, options->torch_without_nccl) &&
-		    command_matches(proc_root, (pid_t)pid, options->command_contains))
+		    command_matches(proc_root, (pid_t)pid, options->command_contains) &&
+		    rank_matches(options, (pid_t)pid))
 			pids[count++] = (pid_t)pid;
 		free(maps);
 	}
