@@ -150,6 +150,10 @@ static bool true_text(const char *value)
 static int apply_option(struct agent_settings *settings, int option, const char *name,
 			const char *value)
 {
+	if (!value && option != OPTION_TORCH && option != OPTION_PYTHON) {
+		log_error("%s needs a value", name);
+		return -1;
+	}
 	switch (option) {
 	case OPTION_LISTEN:
 		return replace_text(&settings->listen, value);
