@@ -22,6 +22,11 @@ struct python_frame {
 	__u64 name; /* the code object's name object: see tcheck_code_key */
 	__u64 entry_ns;
 	__u64 stack; /* the stack pointer at entry: pairs the return with its call */
+	/* Read at entry, while the arguments and the callers are what the call got. */
+	__u32 arg_count;
+	__u32 caller_count;
+	struct tcheck_python_arg args[TCHECK_PYTHON_ARGS_MAX];
+	__u64 callers[TCHECK_PYTHON_STACK_MAX];
 };
 
 struct python_stack {
@@ -46,9 +51,11 @@ struct {
 	__type(value, __u8);
 } code_verdicts SEC(".maps");
 
+/* Allocated per thread that runs Python, not in advance: an entry is 11 KiB. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct python_stack);
 } python_stacks SEC(".maps");
@@ -101,6 +108,156 @@ static __always_inline void drop_ended_frames(struct python_stack *stack, __u64 
 	}
 }
 
+/* Caller frames walked past shim frames and frames without code, at most. */
+#define PYTHON_CALLER_WALK 12
+
+static __always_inline __u64 read_pointer(__u64 address)
+{
+	__u64 value = 0;
+
+	if (bpf_probe_read_user(&value, sizeof(value), (void *)address))
+		return 0;
+	return value;
+}
+
+/* Copies one argument's value, raw, when it is a primitive; false otherwise. */
+static __always_inline bool capture_argument(const struct tcheck_python_process *process,
+					     __u64 object, struct tcheck_python_arg *arg)
+{
+	__u64 type;
+
+	if (!object)
+		return false;
+	if (object == process->none) {
+		arg->type = TCHECK_PYTHON_ARG_NONE;
+		return true;
+	}
+	type = read_pointer(object + 8);
+	if (type == process->bool_type) {
+		arg->type = TCHECK_PYTHON_ARG_BOOL;
+		arg->value = object == process->true_object;
+		return true;
+	}
+	if (type == process->float_type) {
+		arg->type = TCHECK_PYTHON_ARG_FLOAT;
+		return !bpf_probe_read_user(&arg->value, sizeof(arg->value),
+					    (void *)(object + process->float_value_offset));
+	}
+	if (type == process->long_type) {
+		arg->type = TCHECK_PYTHON_ARG_INT;
+		if (bpf_probe_read_user(&arg->value, sizeof(arg->value),
+					(void *)(object + process->long_size_offset)))
+			return false;
+		/* A short int's object can end before 16 bytes of digits: read what exists. */
+		if (bpf_probe_read_user(arg->bytes, sizeof(arg->bytes),
+					(void *)(object + process->long_digits_offset)))
+			bpf_probe_read_user(arg->bytes, 4,
+					    (void *)(object + process->long_digits_offset));
+		return true;
+	}
+	if (type == process->unicode_type) {
+		__u32 state = 0;
+		__u64 data;
+
+		arg->type = TCHECK_PYTHON_ARG_STR;
+		if (bpf_probe_read_user(&state, sizeof(state),
+					(void *)(object + process->unicode_state_offset)) ||
+		    bpf_probe_read_user(&arg->value, sizeof(arg->value),
+					(void *)(object + process->unicode_length_offset)))
+			return false;
+		arg->state = state;
+		if (!(state & (1U << 5))) /* not compact: characters elsewhere, left out */
+			return true;
+		data = object + (state & (1U << 6) ? process->unicode_ascii_data_offset
+						   : process->unicode_compact_data_offset);
+		/* A short string's object can end before 16 bytes: fall back to 4. */
+		if (bpf_probe_read_user(arg->bytes, sizeof(arg->bytes), (void *)data))
+			bpf_probe_read_user(arg->bytes, 4, (void *)data);
+		return true;
+	}
+	return false;
+}
+
+/* The first parameters of the call, primitive ones kept. */
+static __always_inline void capture_arguments(const struct tcheck_python_process *process,
+					      __u64 frame_address, __u64 code,
+					      struct python_frame *frame)
+{
+	__u64 values[TCHECK_PYTHON_ARGS_MAX] = {};
+	__s32 positional = 0, keyword_only = 0;
+	__u32 count, kept = 0;
+
+	frame->arg_count = 0;
+	if (bpf_probe_read_user(&positional, sizeof(positional),
+				(void *)(code + process->code_argument_count_offset)) ||
+	    bpf_probe_read_user(&keyword_only, sizeof(keyword_only),
+				(void *)(code + process->code_keyword_only_count_offset)))
+		return;
+	if (positional < 0 || keyword_only < 0)
+		return;
+	count = (__u32)positional + (__u32)keyword_only;
+	if (count == 0)
+		return;
+	if (count > TCHECK_PYTHON_ARGS_MAX)
+		count = TCHECK_PYTHON_ARGS_MAX;
+	if (bpf_probe_read_user(values, sizeof(values),
+				(void *)(frame_address + process->frame_localsplus_offset)))
+		return;
+	for (__u32 i = 0; i < TCHECK_PYTHON_ARGS_MAX; i++) {
+		struct tcheck_python_arg *arg;
+
+		if (i >= count)
+			break;
+		arg = &frame->args[kept & (TCHECK_PYTHON_ARGS_MAX - 1)];
+		__builtin_memset(arg, 0, sizeof(*arg));
+		arg->position = i;
+		if (capture_argument(process, values[i], arg))
+			kept++;
+	}
+	frame->arg_count = kept;
+}
+
+/* The Python frame that made the C call that entered this one. */
+static __always_inline __u64 calling_frame(const struct tcheck_python_process *process,
+					   __u64 thread_state)
+{
+	__u64 cframe;
+
+	if (!thread_state)
+		return 0;
+	if (process->thread_cframe_offset < 0)
+		return read_pointer(thread_state + process->thread_frame_offset);
+	cframe = read_pointer(thread_state + process->thread_cframe_offset);
+	return cframe ? read_pointer(cframe + process->cframe_current_frame_offset) : 0;
+}
+
+/* The callers' code objects, innermost first, shim frames and frames without code skipped. */
+static __always_inline void capture_callers(const struct tcheck_python_process *process,
+					    __u64 thread_state, struct python_frame *frame)
+{
+	__u64 current = calling_frame(process, thread_state);
+	__u32 kept = 0;
+
+	frame->caller_count = 0;
+	for (int i = 0; i < PYTHON_CALLER_WALK && current; i++) {
+		__u64 code = read_pointer(current + process->frame_code_offset);
+		__u8 owner = 0;
+
+		if (process->frame_owner_offset >= 0 && process->frame_owner_c_stack >= 0 &&
+		    !bpf_probe_read_user(&owner, sizeof(owner),
+					 (void *)(current + process->frame_owner_offset)) &&
+		    owner == process->frame_owner_c_stack)
+			code = 0;
+		if (code && code != process->none) {
+			frame->callers[kept & (TCHECK_PYTHON_STACK_MAX - 1)] = code;
+			if (++kept == TCHECK_PYTHON_STACK_MAX)
+				break;
+		}
+		current = read_pointer(current + process->frame_previous_offset);
+	}
+	frame->caller_count = kept;
+}
+
 SEC("uprobe")
 int python_frame_entry(struct pt_regs *ctx)
 {
@@ -139,6 +296,8 @@ int python_frame_entry(struct pt_regs *ctx)
 	frame->name = name;
 	frame->entry_ns = bpf_ktime_get_ns();
 	frame->stack = stack_pointer;
+	capture_arguments(process, PT_REGS_PARM2(ctx), code, frame);
+	capture_callers(process, PT_REGS_PARM1(ctx), frame);
 	stack->depth = depth + 1;
 	return 0;
 }
@@ -189,6 +348,10 @@ int python_frame_return(struct pt_regs *ctx)
 	record->code_name = frame->name;
 	record->depth = depth - 1;
 	record->flags = PT_REGS_RC(ctx) ? 0 : TCHECK_PYTHON_RAISED;
+	record->arg_count = frame->arg_count;
+	record->stack_depth = frame->caller_count;
+	__builtin_memcpy(record->args, frame->args, sizeof(record->args));
+	__builtin_memcpy(record->stack, frame->callers, sizeof(record->stack));
 	/*
 	 * A code object not named yet must be read while it exists: wake the
 	 * daemon now. There are few of them, so this costs little.
