@@ -47,8 +47,7 @@ void python_meta_set_stage(struct python_meta_timeline *timeline, uint64_t at_ns
 	remember(timeline, at_ns, after);
 }
 
-struct python_meta_state python_meta_at(const struct python_meta_timeline *timeline,
-					uint64_t at_ns)
+struct python_meta_state python_meta_at(const struct python_meta_timeline *timeline, uint64_t at_ns)
 {
 	struct python_meta_state state = timeline->initial;
 	uint64_t best_ns = 0;

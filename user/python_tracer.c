@@ -63,9 +63,9 @@ struct named_code {
 };
 
 struct python_process {
-	bool torch_looked_up; /* libtorch_cpu was found (and probed, or refused) */
-	int32_t rank;	      /* RANK of its initial environment, -1 unknown */
-	int32_t world_size;   /* WORLD_SIZE, -1 unknown */
+	bool torch_looked_up;		  /* libtorch_cpu was found (and probed, or refused) */
+	int32_t rank;			  /* RANK of its initial environment, -1 unknown */
+	int32_t world_size;		  /* WORLD_SIZE, -1 unknown */
 	struct python_meta_timeline meta; /* step and stage over time */
 	struct python_layout layout;
 	struct u64_map codes; /* code address -> named_code */
@@ -263,8 +263,8 @@ static void describe_for_probes(const struct python_layout *layout,
 				struct tcheck_python_process *shared)
 {
 	shared->frame_code_offset = layout->frame_code;
-	shared->code_name_offset = layout->code_qualified_name >= 0 ? layout->code_qualified_name
-								    : layout->code_name;
+	shared->code_name_offset =
+		layout->code_qualified_name >= 0 ? layout->code_qualified_name : layout->code_name;
 	shared->thread_frame_offset = layout->thread_frame;
 	shared->thread_cframe_offset = layout->thread_cframe;
 	shared->cframe_current_frame_offset = layout->cframe_current_frame;
@@ -419,7 +419,8 @@ static const char *caller_name(struct python_tracer *tracer, struct python_proce
 
 /* The arguments the probe kept, decoded and named; *values holds their texts. */
 static void fill_arguments(const struct named_code *named, const struct python_process *process,
-			   const struct tcheck_python_record *record, struct trace_python_call *call,
+			   const struct tcheck_python_record *record,
+			   struct trace_python_call *call,
 			   struct python_argument_value values[TCHECK_PYTHON_ARGS_MAX])
 {
 	uint32_t count = record->arg_count < TCHECK_PYTHON_ARGS_MAX ? record->arg_count
@@ -508,8 +509,8 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 		stack_depth = record->stack_depth < TRACE_PY_STACK_MAX ? record->stack_depth
 								       : TRACE_PY_STACK_MAX;
 		for (uint32_t i = 0; i < stack_depth && i < TCHECK_PYTHON_STACK_MAX; i++) {
-			const char *name = caller_name(tracer, process, record->header.pid,
-						       record->stack[i]);
+			const char *name =
+				caller_name(tracer, process, record->header.pid, record->stack[i]);
 
 			call->py_stack.frames[call->py_stack.depth++] = name ? name : "?";
 		}

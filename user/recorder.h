@@ -23,7 +23,7 @@ struct recorder_options {
 	bool python;			    /* also trace Python calls entered from C */
 	const char *const *python_prefixes; /* NULL-ended selection; NULL: the defaults */
 	const char *step_marker; /* what advances the step; NULL: Optimizer.step's scope */
-	int argc;			    /* the tcheck-bpf command line, for the trace header */
+	int argc;		 /* the tcheck-bpf command line, for the trace header */
 	char *const *argv;
 };
 

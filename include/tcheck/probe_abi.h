@@ -130,12 +130,12 @@ struct tcheck_python_process {
 	/* co_qualname (co_name on 3.10): with the code address, tells reused addresses apart */
 	tcheck_s32 code_name_offset;
 	/* Since primitive arguments and caller stacks: what the entry probe reads. */
-	tcheck_s32 thread_frame_offset;	      /* tstate -> frame (3.10), current_frame (3.13) */
-	tcheck_s32 thread_cframe_offset;      /* tstate -> cframe (3.11, 3.12), -1 otherwise */
+	tcheck_s32 thread_frame_offset;	 /* tstate -> frame (3.10), current_frame (3.13) */
+	tcheck_s32 thread_cframe_offset; /* tstate -> cframe (3.11, 3.12), -1 otherwise */
 	tcheck_s32 cframe_current_frame_offset;
 	tcheck_s32 frame_previous_offset;
 	tcheck_s32 frame_localsplus_offset;
-	tcheck_s32 frame_owner_offset; /* -1 in 3.10 */
+	tcheck_s32 frame_owner_offset;	/* -1 in 3.10 */
 	tcheck_s32 frame_owner_c_stack; /* owner value of 3.12+ shim frames, -1 none */
 	tcheck_s32 code_argument_count_offset;
 	tcheck_s32 code_keyword_only_count_offset;
@@ -175,9 +175,9 @@ struct tcheck_code_key {
 /* Flags of a Python call record. */
 #define TCHECK_PYTHON_RAISED (1U << 0) /* the evaluator returned NULL */
 
-#define TCHECK_PYTHON_ARGS_MAX 8	 /* arguments looked at per call */
-#define TCHECK_PYTHON_STACK_MAX 8	 /* caller frames kept per call */
-#define TCHECK_PYTHON_ARG_BYTES 16	 /* raw bytes of an int's digits or a str's characters */
+#define TCHECK_PYTHON_ARGS_MAX 8   /* arguments looked at per call */
+#define TCHECK_PYTHON_STACK_MAX 8  /* caller frames kept per call */
+#define TCHECK_PYTHON_ARG_BYTES 16 /* raw bytes of an int's digits or a str's characters */
 
 /* Types of a primitive argument as the probe saw it; 0: not primitive, skipped. */
 enum tcheck_python_arg_type {

@@ -15,8 +15,8 @@
 #define STATE_UCS4 (4U << 2 | 1U << 5)
 #define STATE_NOT_COMPACT (1U << 2)
 
-static struct tcheck_python_arg raw_int(uint64_t size_or_tag, uint32_t d0, uint32_t d1,
-					uint32_t d2, uint32_t d3)
+static struct tcheck_python_arg raw_int(uint64_t size_or_tag, uint32_t d0, uint32_t d1, uint32_t d2,
+					uint32_t d3)
 {
 	struct tcheck_python_arg raw = { .type = TCHECK_PYTHON_ARG_INT, .value = size_or_tag };
 	uint32_t digits[4] = { d0, d1, d2, d3 };
@@ -48,9 +48,9 @@ UNIT_TEST(python_arguments, ints_from_signed_size_and_from_tag)
 	CU_ASSERT_EQUAL(result, 0);
 	CU_ASSERT_EQUAL(decoded_int(raw_int(TAG(2, 0), 640742222, 114978094, 0, 0), true, &result),
 			123456789012345678LL);
-	CU_ASSERT_EQUAL(decoded_int(raw_int((uint64_t)-2, 640742222, 114978094, 0, 0), false,
-				    &result),
-			-123456789012345678LL);
+	CU_ASSERT_EQUAL(
+		decoded_int(raw_int((uint64_t)-2, 640742222, 114978094, 0, 0), false, &result),
+		-123456789012345678LL);
 	CU_ASSERT_EQUAL(decoded_int(raw_int(TAG(2, 2), 640742222, 114978094, 0, 0), true, &result),
 			-123456789012345678LL);
 	CU_ASSERT_EQUAL(decoded_int(raw_int((uint64_t)-1, 1, 99, 99, 99), false, &result), -1);
@@ -98,9 +98,9 @@ UNIT_TEST(python_arguments, strings_of_every_kind_cut_and_marked)
 	CU_ASSERT_EQUAL(result, 0);
 	CU_ASSERT_EQUAL(value.type, TRACE_VALUE_STR);
 	CU_ASSERT_FALSE(value.cut);
-	CU_ASSERT_STRING_EQUAL(decoded_text(STATE_ASCII, 40, "0123456789abcdef", 16, &value,
-					    &result),
-			       "0123456789abcdef...");
+	CU_ASSERT_STRING_EQUAL(
+		decoded_text(STATE_ASCII, 40, "0123456789abcdef", 16, &value, &result),
+		"0123456789abcdef...");
 	CU_ASSERT_TRUE(value.cut);
 	CU_ASSERT_STRING_EQUAL(decoded_text(STATE_LATIN1, 4, "caf\xe9", 4, &value, &result),
 			       "caf\xc3\xa9");
@@ -109,7 +109,8 @@ UNIT_TEST(python_arguments, strings_of_every_kind_cut_and_marked)
 			       "job-\xc3\xa9\xe2\x82\xac-0...");
 	CU_ASSERT_EQUAL(result, 0);
 	CU_ASSERT_STRING_EQUAL(decoded_text(STATE_UCS4, 3, emoji, sizeof(emoji), &value, &result),
-			       "\xf0\x9f\x98\x80" "ab");
+			       "\xf0\x9f\x98\x80"
+			       "ab");
 	CU_ASSERT_FALSE(value.cut);
 	CU_ASSERT_STRING_EQUAL(decoded_text(STATE_ASCII, 0, "", 0, &value, &result), "");
 	/* Not compact: the characters were not copied, only the mark says there were some. */
