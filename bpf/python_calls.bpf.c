@@ -120,11 +120,39 @@ static __always_inline __u64 read_pointer(__u64 address)
 	return value;
 }
 
-/* Copies one argument's value, raw, when it is a primitive; false otherwise. */
+/* Bytes of an object read at once: the header and value of every primitive. */
+#define OBJECT_HEAD_WORDS 8
+
+/* words 8-byte words (1 or 2) at object + offset: from the head when it holds them, else read. */
+static __always_inline int object_bytes(const __u64 *head, bool have_head, __u64 object,
+					__s32 offset, void *out, __u32 words)
+{
+	__u64 *target = out;
+
+	if (have_head && offset >= 0 && !(offset & 7) &&
+	    offset + words * 8 <= OBJECT_HEAD_WORDS * 8) {
+		__u32 index = (__u32)offset >> 3;
+
+		asm volatile("" : "+r"(index));
+		target[0] = head[index & (OBJECT_HEAD_WORDS - 1)];
+		if (words > 1)
+			target[1] = head[(index + 1) & (OBJECT_HEAD_WORDS - 1)];
+		return 0;
+	}
+	return bpf_probe_read_user(out, words * 8, (void *)(object + offset));
+}
+
+/*
+ * Copies one argument's value, raw, when it is a primitive; false otherwise.
+ * One read of the object's first 64 bytes covers the type and the value of
+ * floats, ints, and short compact strings; single reads are the fallback.
+ */
 static __always_inline bool capture_argument(const struct tcheck_python_process *process,
 					     __u64 object, struct tcheck_python_arg *arg)
 {
-	__u64 type;
+	__u64 head[OBJECT_HEAD_WORDS] = {};
+	__u64 type = 0, word = 0;
+	bool have_head;
 
 	if (!object)
 		return false;
@@ -132,7 +160,8 @@ static __always_inline bool capture_argument(const struct tcheck_python_process 
 		arg->type = TCHECK_PYTHON_ARG_NONE;
 		return true;
 	}
-	type = read_pointer(object + 8);
+	have_head = !bpf_probe_read_user(head, sizeof(head), (void *)object);
+	type = have_head ? head[1] : read_pointer(object + 8);
 	if (type == process->bool_type) {
 		arg->type = TCHECK_PYTHON_ARG_BOOL;
 		arg->value = object == process->true_object;
@@ -140,39 +169,38 @@ static __always_inline bool capture_argument(const struct tcheck_python_process 
 	}
 	if (type == process->float_type) {
 		arg->type = TCHECK_PYTHON_ARG_FLOAT;
-		return !bpf_probe_read_user(&arg->value, sizeof(arg->value),
-					    (void *)(object + process->float_value_offset));
+		return !object_bytes(head, have_head, object, process->float_value_offset,
+				     &arg->value, 1);
 	}
 	if (type == process->long_type) {
 		arg->type = TCHECK_PYTHON_ARG_INT;
-		if (bpf_probe_read_user(&arg->value, sizeof(arg->value),
-					(void *)(object + process->long_size_offset)))
+		if (object_bytes(head, have_head, object, process->long_size_offset, &arg->value,
+				 1))
 			return false;
 		/* A short int's object can end before 16 bytes of digits: read what exists. */
-		if (bpf_probe_read_user(arg->bytes, sizeof(arg->bytes),
-					(void *)(object + process->long_digits_offset)))
+		if (object_bytes(head, have_head, object, process->long_digits_offset, arg->bytes,
+				 2))
 			bpf_probe_read_user(arg->bytes, 4,
 					    (void *)(object + process->long_digits_offset));
 		return true;
 	}
 	if (type == process->unicode_type) {
-		__u32 state = 0;
-		__u64 data;
+		__s32 data;
 
 		arg->type = TCHECK_PYTHON_ARG_STR;
-		if (bpf_probe_read_user(&state, sizeof(state),
-					(void *)(object + process->unicode_state_offset)) ||
-		    bpf_probe_read_user(&arg->value, sizeof(arg->value),
-					(void *)(object + process->unicode_length_offset)))
+		if (object_bytes(head, have_head, object, process->unicode_state_offset, &word,
+				 1) ||
+		    object_bytes(head, have_head, object, process->unicode_length_offset,
+				 &arg->value, 1))
 			return false;
-		arg->state = state;
-		if (!(state & (1U << 5))) /* not compact: characters elsewhere, left out */
+		arg->state = (__u32)word;
+		if (!(word & (1U << 5))) /* not compact: characters elsewhere, left out */
 			return true;
-		data = object + (state & (1U << 6) ? process->unicode_ascii_data_offset
-						   : process->unicode_compact_data_offset);
+		data = word & (1U << 6) ? process->unicode_ascii_data_offset
+					: process->unicode_compact_data_offset;
 		/* A short string's object can end before 16 bytes: fall back to 4. */
-		if (bpf_probe_read_user(arg->bytes, sizeof(arg->bytes), (void *)data))
-			bpf_probe_read_user(arg->bytes, 4, (void *)data);
+		if (object_bytes(head, have_head, object, data, arg->bytes, 2))
+			bpf_probe_read_user(arg->bytes, 4, (void *)(object + data));
 		return true;
 	}
 	return false;
@@ -188,11 +216,22 @@ static __always_inline void capture_arguments(const struct tcheck_python_process
 	__u32 count, kept = 0;
 
 	frame->arg_count = 0;
-	if (bpf_probe_read_user(&positional, sizeof(positional),
-				(void *)(code + process->code_argument_count_offset)) ||
-	    bpf_probe_read_user(&keyword_only, sizeof(keyword_only),
-				(void *)(code + process->code_keyword_only_count_offset)))
+	__s32 gap = process->code_keyword_only_count_offset - process->code_argument_count_offset;
+	__s32 counts[4] = {};
+
+	/* Both counts lie within 16 bytes in every version: one read. */
+	if (gap > 0 && gap <= 12 && !(gap & 3)) {
+		if (bpf_probe_read_user(counts, sizeof(counts),
+					(void *)(code + process->code_argument_count_offset)))
+			return;
+		positional = counts[0];
+		keyword_only = gap == 4 ? counts[1] : gap == 8 ? counts[2] : counts[3];
+	} else if (bpf_probe_read_user(&positional, sizeof(positional),
+				       (void *)(code + process->code_argument_count_offset)) ||
+		   bpf_probe_read_user(&keyword_only, sizeof(keyword_only),
+				       (void *)(code + process->code_keyword_only_count_offset))) {
 		return;
+	}
 	if (positional < 0 || keyword_only < 0)
 		return;
 	count = (__u32)positional + (__u32)keyword_only;
@@ -231,7 +270,40 @@ static __always_inline __u64 calling_frame(const struct tcheck_python_process *p
 	return cframe ? read_pointer(cframe + process->cframe_current_frame_offset) : 0;
 }
 
-/* The callers' code objects, innermost first, shim frames and frames without code skipped. */
+/* Bytes of a frame read at once: its code, previous and owner in every version. */
+#define FRAME_HEAD_BYTES 72
+/* The array that holds them: a power of two, so an index can be masked. */
+#define FRAME_HEAD_SLOTS 16
+
+/* A byte of a frame head read in one piece; -1 when outside it. */
+static __always_inline int head_byte(const __u64 *head, __s32 offset)
+{
+	__u32 index;
+
+	if (offset < 0 || offset >= FRAME_HEAD_BYTES)
+		return -1;
+	index = (__u32)offset >> 3;
+	/* Keep the mask the compiler would drop after the check: the verifier needs it. */
+	asm volatile("" : "+r"(index));
+	return (head[index & (FRAME_HEAD_SLOTS - 1)] >> ((offset & 7) * 8)) & 0xff;
+}
+
+/* The 8-byte word at offset of a frame head; 0 when outside it or misaligned. */
+static __always_inline __u64 frame_word(const __u64 *head, __s32 offset)
+{
+	__u32 index;
+
+	if (offset < 0 || offset + 8 > FRAME_HEAD_BYTES || (offset & 7))
+		return 0;
+	index = (__u32)offset >> 3;
+	asm volatile("" : "+r"(index));
+	return head[index & (FRAME_HEAD_SLOTS - 1)];
+}
+
+/*
+ * The callers' code objects, innermost first, shim frames and frames
+ * without code skipped. One read per frame: its first 72 bytes.
+ */
 static __always_inline void capture_callers(const struct tcheck_python_process *process,
 					    __u64 thread_state, struct python_frame *frame)
 {
@@ -240,20 +312,24 @@ static __always_inline void capture_callers(const struct tcheck_python_process *
 
 	frame->caller_count = 0;
 	for (int i = 0; i < PYTHON_CALLER_WALK && current; i++) {
-		__u64 code = read_pointer(current + process->frame_code_offset);
-		__u8 owner = 0;
+		__u64 head[FRAME_HEAD_SLOTS] = {};
+		__u64 code;
+		int owner;
 
-		if (process->frame_owner_offset >= 0 && process->frame_owner_c_stack >= 0 &&
-		    !bpf_probe_read_user(&owner, sizeof(owner),
-					 (void *)(current + process->frame_owner_offset)) &&
-		    owner == process->frame_owner_c_stack)
+		if (bpf_probe_read_user(head, FRAME_HEAD_BYTES, (void *)current))
+			break;
+		code = frame_word(head, process->frame_code_offset);
+		owner = process->frame_owner_c_stack >= 0
+				? head_byte(head, process->frame_owner_offset)
+				: -1;
+		if (owner >= 0 && owner == process->frame_owner_c_stack)
 			code = 0;
 		if (code && code != process->none) {
 			frame->callers[kept & (TCHECK_PYTHON_STACK_MAX - 1)] = code;
 			if (++kept == TCHECK_PYTHON_STACK_MAX)
 				break;
 		}
-		current = read_pointer(current + process->frame_previous_offset);
+		current = frame_word(head, process->frame_previous_offset);
 	}
 	frame->caller_count = kept;
 }
