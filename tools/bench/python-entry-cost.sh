@@ -8,8 +8,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tcheck=${TCHECK:-$root/tcheck-bpf}
 python=${PYTHON:-/usr/bin/python3.11}
-calls=${ENTRY_BENCH_CALLS:-200000}
-rounds=${ENTRY_BENCH_ROUNDS:-5}
+calls=${ENTRY_BENCH_CALLS:-50000}
+rounds=${ENTRY_BENCH_ROUNDS:-7}
 scratch=$(mktemp -d /tmp/tcheck-entrybench.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 
@@ -77,4 +77,6 @@ echo
 echo "Not selected: the uprobe/uretprobe pair and one verdict lookup. Selected: also"
 echo "the four arguments (one read of the argument slots, then type and value per"
 echo "argument), the callers' code objects (one read per frame) and one ring-buffer"
-echo "record per call; the daemon names the function and its callers once."
+echo "record per call; the daemon names the function and its callers once. On a"
+echo "shared machine the runs scatter by a microsecond or more: compare medians, and"
+echo "the selected row with the not-selected one of the same table."
