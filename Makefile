@@ -167,6 +167,8 @@ bench: all
 	tools/bench/run-bench.sh
 	tools/bench/python-overhead.sh > $(OUTPUT)/python-overhead.md
 	python3 tools/bench/replace-section.py BENCHMARKS.md python-overhead $(OUTPUT)/python-overhead.md
+	tools/bench/python-entry-cost.sh > $(OUTPUT)/python-entry-cost.md
+	python3 tools/bench/replace-section.py BENCHMARKS.md python-entry-cost $(OUTPUT)/python-entry-cost.md
 
 deps:
 	tools/install-deps.sh

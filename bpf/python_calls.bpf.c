@@ -22,6 +22,11 @@ struct python_frame {
 	__u64 name; /* the code object's name object: see tcheck_code_key */
 	__u64 entry_ns;
 	__u64 stack; /* the stack pointer at entry: pairs the return with its call */
+	/* Read at entry, while the arguments and the callers are what the call got. */
+	__u32 arg_count;
+	__u32 caller_count;
+	struct tcheck_python_arg args[TCHECK_PYTHON_ARGS_MAX];
+	__u64 callers[TCHECK_PYTHON_STACK_MAX];
 };
 
 struct python_stack {
@@ -46,9 +51,11 @@ struct {
 	__type(value, __u8);
 } code_verdicts SEC(".maps");
 
+/* Allocated per thread that runs Python, not in advance: an entry is 11 KiB. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct python_stack);
 } python_stacks SEC(".maps");
@@ -101,6 +108,232 @@ static __always_inline void drop_ended_frames(struct python_stack *stack, __u64 
 	}
 }
 
+/* Caller frames walked past shim frames and frames without code, at most. */
+#define PYTHON_CALLER_WALK 12
+
+static __always_inline __u64 read_pointer(__u64 address)
+{
+	__u64 value = 0;
+
+	if (bpf_probe_read_user(&value, sizeof(value), (void *)address))
+		return 0;
+	return value;
+}
+
+/* Bytes of an object read at once: the header and value of every primitive. */
+#define OBJECT_HEAD_WORDS 8
+
+/* words 8-byte words (1 or 2) at object + offset: from the head when it holds them, else read. */
+static __always_inline int object_bytes(const __u64 *head, bool have_head, __u64 object,
+					__s32 offset, void *out, __u32 words)
+{
+	__u64 *target = out;
+
+	if (have_head && offset >= 0 && !(offset & 7) &&
+	    offset + words * 8 <= OBJECT_HEAD_WORDS * 8) {
+		__u32 index = (__u32)offset >> 3;
+
+		asm volatile("" : "+r"(index));
+		target[0] = head[index & (OBJECT_HEAD_WORDS - 1)];
+		if (words > 1)
+			target[1] = head[(index + 1) & (OBJECT_HEAD_WORDS - 1)];
+		return 0;
+	}
+	return bpf_probe_read_user(out, words * 8, (void *)(object + offset));
+}
+
+/*
+ * Copies one argument's value, raw, when it is a primitive; false otherwise.
+ * One read of the object's first 64 bytes covers the type and the value of
+ * floats, ints, and short compact strings; single reads are the fallback.
+ */
+static __always_inline bool capture_argument(const struct tcheck_python_process *process,
+					     __u64 object, struct tcheck_python_arg *arg)
+{
+	__u64 head[OBJECT_HEAD_WORDS] = {};
+	__u64 type = 0, word = 0;
+	bool have_head;
+
+	if (!object)
+		return false;
+	if (object == process->none) {
+		arg->type = TCHECK_PYTHON_ARG_NONE;
+		return true;
+	}
+	have_head = !bpf_probe_read_user(head, sizeof(head), (void *)object);
+	type = have_head ? head[1] : read_pointer(object + 8);
+	if (type == process->bool_type) {
+		arg->type = TCHECK_PYTHON_ARG_BOOL;
+		arg->value = object == process->true_object;
+		return true;
+	}
+	if (type == process->float_type) {
+		arg->type = TCHECK_PYTHON_ARG_FLOAT;
+		return !object_bytes(head, have_head, object, process->float_value_offset,
+				     &arg->value, 1);
+	}
+	if (type == process->long_type) {
+		arg->type = TCHECK_PYTHON_ARG_INT;
+		if (object_bytes(head, have_head, object, process->long_size_offset, &arg->value,
+				 1))
+			return false;
+		/* A short int's object can end before 16 bytes of digits: read what exists. */
+		if (object_bytes(head, have_head, object, process->long_digits_offset, arg->bytes,
+				 2))
+			bpf_probe_read_user(arg->bytes, 4,
+					    (void *)(object + process->long_digits_offset));
+		return true;
+	}
+	if (type == process->unicode_type) {
+		__s32 data;
+
+		arg->type = TCHECK_PYTHON_ARG_STR;
+		if (object_bytes(head, have_head, object, process->unicode_state_offset, &word,
+				 1) ||
+		    object_bytes(head, have_head, object, process->unicode_length_offset,
+				 &arg->value, 1))
+			return false;
+		arg->state = (__u32)word;
+		if (!(word & (1U << 5))) /* not compact: characters elsewhere, left out */
+			return true;
+		data = word & (1U << 6) ? process->unicode_ascii_data_offset
+					: process->unicode_compact_data_offset;
+		/* A short string's object can end before 16 bytes: fall back to 4. */
+		if (object_bytes(head, have_head, object, data, arg->bytes, 2))
+			bpf_probe_read_user(arg->bytes, 4, (void *)(object + data));
+		return true;
+	}
+	return false;
+}
+
+/* The first parameters of the call, primitive ones kept. */
+static __always_inline void capture_arguments(const struct tcheck_python_process *process,
+					      __u64 frame_address, __u64 code,
+					      struct python_frame *frame)
+{
+	__u64 values[TCHECK_PYTHON_ARGS_MAX] = {};
+	__s32 positional = 0, keyword_only = 0;
+	__u32 count, kept = 0;
+
+	frame->arg_count = 0;
+	__s32 gap = process->code_keyword_only_count_offset - process->code_argument_count_offset;
+	__s32 counts[4] = {};
+
+	/* Both counts lie within 16 bytes in every version: one read. */
+	if (gap > 0 && gap <= 12 && !(gap & 3)) {
+		if (bpf_probe_read_user(counts, sizeof(counts),
+					(void *)(code + process->code_argument_count_offset)))
+			return;
+		positional = counts[0];
+		keyword_only = gap == 4 ? counts[1] : gap == 8 ? counts[2] : counts[3];
+	} else if (bpf_probe_read_user(&positional, sizeof(positional),
+				       (void *)(code + process->code_argument_count_offset)) ||
+		   bpf_probe_read_user(&keyword_only, sizeof(keyword_only),
+				       (void *)(code + process->code_keyword_only_count_offset))) {
+		return;
+	}
+	if (positional < 0 || keyword_only < 0)
+		return;
+	count = (__u32)positional + (__u32)keyword_only;
+	if (count == 0)
+		return;
+	if (count > TCHECK_PYTHON_ARGS_MAX)
+		count = TCHECK_PYTHON_ARGS_MAX;
+	if (bpf_probe_read_user(values, sizeof(values),
+				(void *)(frame_address + process->frame_localsplus_offset)))
+		return;
+	for (__u32 i = 0; i < TCHECK_PYTHON_ARGS_MAX; i++) {
+		struct tcheck_python_arg *arg;
+
+		if (i >= count)
+			break;
+		arg = &frame->args[kept & (TCHECK_PYTHON_ARGS_MAX - 1)];
+		__builtin_memset(arg, 0, sizeof(*arg));
+		arg->position = i;
+		if (capture_argument(process, values[i], arg))
+			kept++;
+	}
+	frame->arg_count = kept;
+}
+
+/* The Python frame that made the C call that entered this one. */
+static __always_inline __u64 calling_frame(const struct tcheck_python_process *process,
+					   __u64 thread_state)
+{
+	__u64 cframe;
+
+	if (!thread_state)
+		return 0;
+	if (process->thread_cframe_offset < 0)
+		return read_pointer(thread_state + process->thread_frame_offset);
+	cframe = read_pointer(thread_state + process->thread_cframe_offset);
+	return cframe ? read_pointer(cframe + process->cframe_current_frame_offset) : 0;
+}
+
+/* Bytes of a frame read at once: its code, previous and owner in every version. */
+#define FRAME_HEAD_BYTES 72
+/* The array that holds them: a power of two, so an index can be masked. */
+#define FRAME_HEAD_SLOTS 16
+
+/* A byte of a frame head read in one piece; -1 when outside it. */
+static __always_inline int head_byte(const __u64 *head, __s32 offset)
+{
+	__u32 index;
+
+	if (offset < 0 || offset >= FRAME_HEAD_BYTES)
+		return -1;
+	index = (__u32)offset >> 3;
+	/* Keep the mask the compiler would drop after the check: the verifier needs it. */
+	asm volatile("" : "+r"(index));
+	return (head[index & (FRAME_HEAD_SLOTS - 1)] >> ((offset & 7) * 8)) & 0xff;
+}
+
+/* The 8-byte word at offset of a frame head; 0 when outside it or misaligned. */
+static __always_inline __u64 frame_word(const __u64 *head, __s32 offset)
+{
+	__u32 index;
+
+	if (offset < 0 || offset + 8 > FRAME_HEAD_BYTES || (offset & 7))
+		return 0;
+	index = (__u32)offset >> 3;
+	asm volatile("" : "+r"(index));
+	return head[index & (FRAME_HEAD_SLOTS - 1)];
+}
+
+/*
+ * The callers' code objects, innermost first, shim frames and frames
+ * without code skipped. One read per frame: its first 72 bytes.
+ */
+static __always_inline void capture_callers(const struct tcheck_python_process *process,
+					    __u64 thread_state, struct python_frame *frame)
+{
+	__u64 current = calling_frame(process, thread_state);
+	__u32 kept = 0;
+
+	frame->caller_count = 0;
+	for (int i = 0; i < PYTHON_CALLER_WALK && current; i++) {
+		__u64 head[FRAME_HEAD_SLOTS] = {};
+		__u64 code;
+		int owner;
+
+		if (bpf_probe_read_user(head, FRAME_HEAD_BYTES, (void *)current))
+			break;
+		code = frame_word(head, process->frame_code_offset);
+		owner = process->frame_owner_c_stack >= 0
+				? head_byte(head, process->frame_owner_offset)
+				: -1;
+		if (owner >= 0 && owner == process->frame_owner_c_stack)
+			code = 0;
+		if (code && code != process->none) {
+			frame->callers[kept & (TCHECK_PYTHON_STACK_MAX - 1)] = code;
+			if (++kept == TCHECK_PYTHON_STACK_MAX)
+				break;
+		}
+		current = frame_word(head, process->frame_previous_offset);
+	}
+	frame->caller_count = kept;
+}
+
 SEC("uprobe")
 int python_frame_entry(struct pt_regs *ctx)
 {
@@ -139,6 +372,8 @@ int python_frame_entry(struct pt_regs *ctx)
 	frame->name = name;
 	frame->entry_ns = bpf_ktime_get_ns();
 	frame->stack = stack_pointer;
+	capture_arguments(process, PT_REGS_PARM2(ctx), code, frame);
+	capture_callers(process, PT_REGS_PARM1(ctx), frame);
 	stack->depth = depth + 1;
 	return 0;
 }
@@ -189,6 +424,10 @@ int python_frame_return(struct pt_regs *ctx)
 	record->code_name = frame->name;
 	record->depth = depth - 1;
 	record->flags = PT_REGS_RC(ctx) ? 0 : TCHECK_PYTHON_RAISED;
+	record->arg_count = frame->arg_count;
+	record->stack_depth = frame->caller_count;
+	__builtin_memcpy(record->args, frame->args, sizeof(record->args));
+	__builtin_memcpy(record->stack, frame->callers, sizeof(record->stack));
 	/*
 	 * A code object not named yet must be read while it exists: wake the
 	 * daemon now. There are few of them, so this costs little.

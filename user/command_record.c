@@ -28,6 +28,9 @@ static const char record_help[] =
 	"                           3.10-3.13: module calls, hooks, autograd functions)\n"
 	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
 	"                           (repeatable; default: torch training APIs)\n"
+	"      --step-marker NAME   advance the step at the end of the torch scope or\n"
+	"                           Python call whose name starts with NAME\n"
+	"                           (default: Optimizer.step#, the optimizer's step)\n"
 	"  -d, --duration SECONDS   stop after this long (default: when the targets end)\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"  -h, --help               this text\n"
@@ -53,6 +56,7 @@ static const char attach_help[] =
 	"      --no-follow          do not trace the children the targets start\n"
 	"      --python             also trace Python calls entered from C\n"
 	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
+	"      --step-marker NAME   advance the step at this scope or call's end\n"
 	"  -d, --duration SECONDS   detach after this long\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"  -h, --help               this text\n"
@@ -100,6 +104,7 @@ static int run(int argc, char **argv, int attach)
 		{ "ring-buffer-mb", required_argument, NULL, 'R' },
 		{ "python", no_argument, NULL, 'Y' },
 		{ "python-filter", required_argument, NULL, 'P' },
+		{ "step-marker", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -146,6 +151,14 @@ static int run(int argc, char **argv, int attach)
 			python_prefixes[python_prefix_count++] = optarg;
 			options.python = true;
 			options.python_prefixes = python_prefixes;
+			break;
+		case 'S':
+			if (!optarg[0]) {
+				log_error("--step-marker needs a name, e.g. Optimizer.step#");
+				return 2;
+			}
+			options.step_marker = optarg;
+			options.python = true;
 			break;
 		case 'd':
 			if (parse_positive_number("--duration", optarg, &options.duration_seconds))

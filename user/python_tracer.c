@@ -10,7 +10,10 @@
 
 #include "error_message.h"
 #include "log.h"
+#include "process_maps.h"
+#include "python_arguments.h"
 #include "python_layout.h"
+#include "python_meta.h"
 #include "system_clock.h"
 #include "torch_probes.h"
 #include "u64_map.h"
@@ -30,18 +33,40 @@ static const char *const default_prefixes[] = {
 	NULL,
 };
 
+/*
+ * Module.training is set through nn.Module.__setattr__, a Python __setattr__
+ * the interpreter enters from C (the type's slot) on every version, even
+ * where Module.train() itself runs inline: its arguments give the stage.
+ */
+static const char stage_setter[] = "torch.nn.modules.module.Module.__setattr__";
+
+/* The default step marker: the record_function scope torch opens in Optimizer.step. */
+static const char default_step_marker[] = "Optimizer.step#";
+
+/* What the tracer itself needs a code object for, besides the user's selection. */
+enum code_role {
+	CODE_ROLE_NONE = 0,
+	CODE_ROLE_STAGE_SETTER = 1 << 0,
+	CODE_ROLE_STEP_MARKER = 1 << 1,
+};
+
 /* A code object, named. */
 struct named_code {
 	uint64_t name_object; /* its name object's address: a reused code address has another */
 	char *qualified_name;
 	char *file;
 	int first_line;
-	int selected;
+	int selected; /* by the user: its calls go to the trace */
+	int roles;    /* enum code_role: its calls are read, not necessarily traced */
+	int argument_name_count;
+	char argument_names[TCHECK_PYTHON_ARGS_MAX][64];
 };
 
 struct python_process {
-	bool torch_looked_up; /* libtorch_cpu was found (and probed, or refused) */
-	int32_t step;	      /* Optimizer.step scopes ended so far: the training step */
+	bool torch_looked_up;		  /* libtorch_cpu was found (and probed, or refused) */
+	int32_t rank;			  /* RANK of its initial environment, -1 unknown */
+	int32_t world_size;		  /* WORLD_SIZE, -1 unknown */
+	struct python_meta_timeline meta; /* step and stage over time */
 	struct python_layout layout;
 	struct u64_map codes; /* code address -> named_code */
 };
@@ -49,6 +74,7 @@ struct python_process {
 struct python_tracer {
 	struct probe_session *session;
 	const char *const *prefixes;
+	const char *step_marker; /* a scope name prefix or a qualified name prefix */
 	python_tracer_emit_fn emit;
 	void *context;
 	struct u64_map processes;    /* pid -> python_process */
@@ -67,6 +93,7 @@ struct python_tracer *python_tracer_create(struct probe_session *session,
 		return NULL;
 	tracer->session = session;
 	tracer->prefixes = prefixes && prefixes[0] ? prefixes : default_prefixes;
+	tracer->step_marker = default_step_marker;
 	tracer->emit = emit;
 	tracer->context = context;
 	u64_map_init(&tracer->processes);
@@ -74,6 +101,11 @@ struct python_tracer *python_tracer_create(struct probe_session *session,
 	u64_map_init(&tracer->refused);
 	u64_map_init(&tracer->scope_names);
 	return tracer;
+}
+
+void python_tracer_set_step_marker(struct python_tracer *tracer, const char *marker)
+{
+	tracer->step_marker = marker && marker[0] ? marker : default_step_marker;
 }
 
 static void free_named_code(struct named_code *named)
@@ -210,6 +242,53 @@ out:
 	torch_probes_free(probes);
 }
 
+/* RANK and WORLD_SIZE as the launcher set them (torchrun, the exec launcher). */
+static void read_rank(pid_t pid, struct python_process *process)
+{
+	struct process_info info;
+	char error[256];
+
+	process->rank = process->world_size = -1;
+	if (process_info_read(pid, &info, error, sizeof(error))) {
+		log_debug("process %d: %s", pid, error);
+		return;
+	}
+	process->rank = info.rank;
+	process->world_size = info.world_size;
+	process_info_free(&info);
+}
+
+/* What the entry probe needs to read arguments and callers in this process. */
+static void describe_for_probes(const struct python_layout *layout,
+				struct tcheck_python_process *shared)
+{
+	shared->frame_code_offset = layout->frame_code;
+	shared->code_name_offset =
+		layout->code_qualified_name >= 0 ? layout->code_qualified_name : layout->code_name;
+	shared->thread_frame_offset = layout->thread_frame;
+	shared->thread_cframe_offset = layout->thread_cframe;
+	shared->cframe_current_frame_offset = layout->cframe_current_frame;
+	shared->frame_previous_offset = layout->frame_previous;
+	shared->frame_localsplus_offset = layout->frame_localsplus;
+	shared->frame_owner_offset = layout->frame_owner;
+	shared->frame_owner_c_stack = layout->frame_owner_c_stack;
+	shared->code_argument_count_offset = layout->code_argument_count;
+	shared->code_keyword_only_count_offset = layout->code_keyword_only_count;
+	shared->float_value_offset = layout->float_value;
+	shared->long_size_offset = layout->long_size;
+	shared->long_digits_offset = layout->long_digits;
+	shared->unicode_length_offset = layout->unicode_length;
+	shared->unicode_state_offset = layout->unicode_state;
+	shared->unicode_ascii_data_offset = layout->unicode_ascii_data;
+	shared->unicode_compact_data_offset = layout->unicode_compact_data;
+	shared->long_type = layout->addresses.long_type;
+	shared->float_type = layout->addresses.float_type;
+	shared->bool_type = layout->addresses.bool_type;
+	shared->unicode_type = layout->addresses.unicode_type;
+	shared->none = layout->addresses.none;
+	shared->true_object = layout->addresses.true_object;
+}
+
 int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *error,
 			      size_t error_size)
 {
@@ -237,16 +316,15 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 	if (!process)
 		return error_fail(error, error_size, ENOMEM, "out of memory");
 	u64_map_init(&process->codes);
+	python_meta_init(&process->meta);
+	read_rank(pid, process);
 	result = python_layout_for(&runtime, &process->layout, error, error_size);
 	if (result < 0 || u64_map_put(&tracer->processes, (uint64_t)pid, process)) {
 		free_process(process);
 		u64_map_put(&tracer->refused, (uint64_t)pid, tracer);
 		return result < 0 ? result : error_fail(error, error_size, ENOMEM, "out of memory");
 	}
-	shared.frame_code_offset = process->layout.frame_code;
-	shared.code_name_offset = process->layout.code_qualified_name >= 0
-					  ? process->layout.code_qualified_name
-					  : process->layout.code_name;
+	describe_for_probes(&process->layout, &shared);
 	result = probe_session_set_python_process(tracer->session, (uint32_t)pid, &shared);
 	if (result)
 		return error_fail(error, error_size, -result,
@@ -303,10 +381,97 @@ static struct named_code *name_code(struct python_tracer *tracer, struct python_
 	snprintf(named->qualified_name, length, "%s.%s", module, code.qualified_name);
 	named->first_line = code.first_line;
 	named->selected = python_name_selected(named->qualified_name, tracer->prefixes);
+	if (strcmp(named->qualified_name, stage_setter) == 0)
+		named->roles |= CODE_ROLE_STAGE_SETTER;
+	if (strncmp(named->qualified_name, tracer->step_marker, strlen(tracer->step_marker)) == 0)
+		named->roles |= CODE_ROLE_STEP_MARKER;
+	named->argument_name_count = code.argument_name_count < TCHECK_PYTHON_ARGS_MAX
+					     ? code.argument_name_count
+					     : TCHECK_PYTHON_ARGS_MAX;
+	for (int i = 0; i < named->argument_name_count; i++)
+		snprintf(named->argument_names[i], sizeof(named->argument_names[i]), "%s",
+			 code.argument_names[i]);
 	probe_session_set_code_verdict(tracer->session, pid, address, name_object,
-				       named->selected ? TCHECK_CODE_SELECTED
-						       : TCHECK_CODE_IGNORED);
+				       named->selected || named->roles ? TCHECK_CODE_SELECTED
+								       : TCHECK_CODE_IGNORED);
 	return named;
+}
+
+/* A caller's name: the cache, or the process's memory for a code object not seen yet. */
+static const char *caller_name(struct python_tracer *tracer, struct python_process *process,
+			       uint32_t pid, uint64_t address)
+{
+	struct named_code *named = u64_map_get(&process->codes, address);
+	int name_offset = process->layout.code_qualified_name >= 0
+				  ? process->layout.code_qualified_name
+				  : process->layout.code_name;
+	uint64_t name_object = 0;
+	char error[256];
+
+	if (named)
+		return named->qualified_name;
+	if (python_memory_read((pid_t)pid, address + (uint64_t)name_offset, &name_object,
+			       sizeof(name_object), error, sizeof(error)))
+		return NULL;
+	named = name_code(tracer, process, pid, address, name_object);
+	return named ? named->qualified_name : NULL;
+}
+
+/* The arguments the probe kept, decoded and named; *values holds their texts. */
+static void fill_arguments(const struct named_code *named, const struct python_process *process,
+			   const struct tcheck_python_record *record,
+			   struct trace_python_call *call,
+			   struct python_argument_value values[TCHECK_PYTHON_ARGS_MAX])
+{
+	uint32_t count = record->arg_count < TCHECK_PYTHON_ARGS_MAX ? record->arg_count
+								    : TCHECK_PYTHON_ARGS_MAX;
+
+	call->arg_count = 0;
+	for (uint32_t i = 0; i < count; i++) {
+		const struct tcheck_python_arg *raw = &record->args[i];
+		struct trace_python_arg *arg = &call->args[call->arg_count];
+		struct python_argument_value *value = &values[call->arg_count];
+
+		if (raw->position >= named->argument_name_count ||
+		    python_argument_decode(raw, process->layout.long_tagged, value))
+			continue;
+		arg->name = named->argument_names[raw->position];
+		arg->type = value->type;
+		arg->integer = value->integer;
+		arg->real = value->real;
+		arg->text = value->text;
+		call->arg_count++;
+	}
+}
+
+/* Module.__setattr__(self, "training", mode): the stage from then on. */
+static void follow_stage(struct python_process *process, const struct trace_python_call *call,
+			 uint64_t at_ns)
+{
+	const struct trace_python_arg *name = NULL, *value = NULL;
+
+	for (uint32_t i = 0; i < call->arg_count; i++) {
+		if (strcmp(call->args[i].name, "name") == 0)
+			name = &call->args[i];
+		else if (strcmp(call->args[i].name, "value") == 0)
+			value = &call->args[i];
+	}
+	if (name && value && name->type == TRACE_VALUE_STR && strcmp(name->text, "training") == 0 &&
+	    value->type == TRACE_VALUE_BOOL)
+		python_meta_set_stage(&process->meta, at_ns,
+				      value->integer ? TRACE_STAGE_TRAIN : TRACE_STAGE_EVAL);
+}
+
+/* Step, stage, rank and world size of an event that began at entry_ns. */
+static void fill_meta(const struct python_process *process, uint64_t entry_ns,
+		      struct trace_python_call *call)
+{
+	struct python_meta_state state = python_meta_at(&process->meta, entry_ns);
+
+	call->step = state.step;
+	call->stage = state.stage;
+	call->rank = process->rank;
+	call->world_size = process->world_size;
 }
 
 int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record)
@@ -314,26 +479,47 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
 	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
 				    .python_call = { .rank = -1, .world_size = -1 } };
+	struct python_argument_value values[TCHECK_PYTHON_ARGS_MAX];
+	struct trace_python_call *call = &out.python_call;
 	struct named_code *named;
+	uint32_t stack_depth;
+	int result = 0;
 
 	if (!process)
 		return 0;
 	named = name_code(tracer, process, record->header.pid, record->code, record->code_name);
-	if (!named || !named->selected)
+	if (!named || (!named->selected && !named->roles))
 		return 0;
-	out.python_call.entry_ns = record->header.timestamp_ns;
-	out.python_call.duration_ns = record->return_ns > record->header.timestamp_ns
-					      ? record->return_ns - record->header.timestamp_ns
-					      : 0;
-	out.python_call.pid = record->header.pid;
-	out.python_call.tid = record->header.tid;
-	out.python_call.depth = record->depth;
-	out.python_call.flags = record->flags & TCHECK_PYTHON_RAISED ? TRACE_PYTHON_RAISED : 0;
-	out.python_call.first_line = named->first_line;
-	out.python_call.step = process->step;
-	out.python_call.qualified_name = named->qualified_name;
-	out.python_call.file = named->file;
-	return tracer->emit(tracer->context, &out);
+	fill_arguments(named, process, record, call, values);
+	if (named->roles & CODE_ROLE_STAGE_SETTER)
+		follow_stage(process, call, record->return_ns);
+	if (named->selected) {
+		call->entry_ns = record->header.timestamp_ns;
+		call->duration_ns = record->return_ns > record->header.timestamp_ns
+					    ? record->return_ns - record->header.timestamp_ns
+					    : 0;
+		call->pid = record->header.pid;
+		call->tid = record->header.tid;
+		call->depth = record->depth;
+		call->flags = record->flags & TCHECK_PYTHON_RAISED ? TRACE_PYTHON_RAISED : 0;
+		call->first_line = named->first_line;
+		call->qualified_name = named->qualified_name;
+		call->file = named->file;
+		fill_meta(process, record->header.timestamp_ns, call);
+		stack_depth = record->stack_depth < TRACE_PY_STACK_MAX ? record->stack_depth
+								       : TRACE_PY_STACK_MAX;
+		for (uint32_t i = 0; i < stack_depth && i < TCHECK_PYTHON_STACK_MAX; i++) {
+			const char *name =
+				caller_name(tracer, process, record->header.pid, record->stack[i]);
+
+			call->py_stack.frames[call->py_stack.depth++] = name ? name : "?";
+		}
+		result = tracer->emit(tracer->context, &out);
+	}
+	/* The marker call ends a step: calls entered after its return are in the next. */
+	if (named->roles & CODE_ROLE_STEP_MARKER)
+		python_meta_advance_step(&process->meta, record->return_ns);
+	return result;
 }
 
 /* Scope names are few: each is kept once for the records that carry it. */
@@ -380,11 +566,11 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 	out.python_call.depth = record->depth;
 	out.python_call.flags = TRACE_PYTHON_TORCH_SCOPE;
 	out.python_call.first_line = -1;
-	out.python_call.step = process->step;
+	fill_meta(process, record->header.timestamp_ns, &out.python_call);
 	out.python_call.file = "";
 	result = tracer->emit(tracer->context, &out);
-	/* The step marker: an optimizer's step ends a training step. */
-	if (strncmp(name, "Optimizer.step#", 15) == 0)
-		process->step++;
+	/* The step marker (by default an optimizer's step) ends a training step. */
+	if (strncmp(name, tracer->step_marker, strlen(tracer->step_marker)) == 0)
+		python_meta_advance_step(&process->meta, record->return_ns);
 	return result;
 }

@@ -28,6 +28,13 @@ struct python_tracer *python_tracer_create(struct probe_session *session,
 void python_tracer_destroy(struct python_tracer *tracer);
 
 /*
+ * What advances the step meta variable: a torch scope name prefix or a
+ * Python qualified name prefix (as the trace names it), matched at the
+ * call's end. NULL or empty: "Optimizer.step#", torch's Optimizer.step scope.
+ */
+void python_tracer_set_step_marker(struct python_tracer *tracer, const char *marker);
+
+/*
  * Starts tracing a process's Python. Returns 1 when it runs a supported
  * CPython, 0 when it runs none, negative (error filled) when it runs one
  * the tracer cannot follow (its version is named in the sentence).

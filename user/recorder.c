@@ -453,6 +453,8 @@ static int set_up(struct recorder *recorder, int *release_fd)
 	if (options->python)
 		recorder->python = python_tracer_create(recorder->session, options->python_prefixes,
 							emit_built_record, recorder);
+	if (recorder->python)
+		python_tracer_set_step_marker(recorder->python, options->step_marker);
 	if (!recorder->discovery || !recorder->builder || (options->python && !recorder->python)) {
 		log_error("out of memory");
 		return -1;

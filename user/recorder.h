@@ -34,8 +34,9 @@ struct recorder_options {
 	bool live_status;	  /* print a summary line every second */
 	double duration_seconds;  /* stop after this long; 0: when the targets end */
 	size_t ring_buffer_bytes;
-	bool python;				  /* also trace Python calls entered from C */
-	const char *const *python_prefixes;	  /* NULL-ended selection; NULL: the defaults */
+	bool python;			    /* also trace Python calls entered from C */
+	const char *const *python_prefixes; /* NULL-ended selection; NULL: the defaults */
+	const char *step_marker; /* what advances the step; NULL: Optimizer.step's scope */
 	const struct recorder_observer *observer; /* NULL: none */
 	bool until_stopped; /* run on when no target is left (the agent): until a signal */
 	int argc;	    /* the tcheck-bpf command line, for the trace header */

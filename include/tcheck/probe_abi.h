@@ -8,6 +8,7 @@
 
 #ifdef __bpf__
 typedef __u8 tcheck_u8;
+typedef __u16 tcheck_u16;
 typedef __u32 tcheck_u32;
 typedef __s32 tcheck_s32;
 typedef __u64 tcheck_u64;
@@ -15,6 +16,7 @@ typedef __s64 tcheck_s64;
 #else
 #include <stdint.h>
 typedef uint8_t tcheck_u8;
+typedef uint16_t tcheck_u16;
 typedef uint32_t tcheck_u32;
 typedef int32_t tcheck_s32;
 typedef uint64_t tcheck_u64;
@@ -127,6 +129,29 @@ struct tcheck_python_process {
 	tcheck_s32 frame_code_offset;
 	/* co_qualname (co_name on 3.10): with the code address, tells reused addresses apart */
 	tcheck_s32 code_name_offset;
+	/* Since primitive arguments and caller stacks: what the entry probe reads. */
+	tcheck_s32 thread_frame_offset;	 /* tstate -> frame (3.10), current_frame (3.13) */
+	tcheck_s32 thread_cframe_offset; /* tstate -> cframe (3.11, 3.12), -1 otherwise */
+	tcheck_s32 cframe_current_frame_offset;
+	tcheck_s32 frame_previous_offset;
+	tcheck_s32 frame_localsplus_offset;
+	tcheck_s32 frame_owner_offset;	/* -1 in 3.10 */
+	tcheck_s32 frame_owner_c_stack; /* owner value of 3.12+ shim frames, -1 none */
+	tcheck_s32 code_argument_count_offset;
+	tcheck_s32 code_keyword_only_count_offset;
+	tcheck_s32 float_value_offset;
+	tcheck_s32 long_size_offset; /* ob_size, or lv_tag in 3.12+ */
+	tcheck_s32 long_digits_offset;
+	tcheck_s32 unicode_length_offset;
+	tcheck_s32 unicode_state_offset;
+	tcheck_s32 unicode_ascii_data_offset;
+	tcheck_s32 unicode_compact_data_offset;
+	tcheck_u64 long_type;
+	tcheck_u64 float_type;
+	tcheck_u64 bool_type;
+	tcheck_u64 unicode_type;
+	tcheck_u64 none;
+	tcheck_u64 true_object;
 };
 
 /* What the daemon decided about a code object; absent means not decided yet. */
@@ -150,6 +175,35 @@ struct tcheck_code_key {
 /* Flags of a Python call record. */
 #define TCHECK_PYTHON_RAISED (1U << 0) /* the evaluator returned NULL */
 
+#define TCHECK_PYTHON_ARGS_MAX 8   /* arguments looked at per call */
+#define TCHECK_PYTHON_STACK_MAX 8  /* caller frames kept per call */
+#define TCHECK_PYTHON_ARG_BYTES 16 /* raw bytes of an int's digits or a str's characters */
+
+/* Types of a primitive argument as the probe saw it; 0: not primitive, skipped. */
+enum tcheck_python_arg_type {
+	TCHECK_PYTHON_ARG_NONE = 1,
+	TCHECK_PYTHON_ARG_BOOL = 2,
+	TCHECK_PYTHON_ARG_INT = 3,
+	TCHECK_PYTHON_ARG_FLOAT = 4,
+	TCHECK_PYTHON_ARG_STR = 5,
+};
+
+/*
+ * One argument, raw: the probe copies, the daemon decodes. BOOL: value 0 or
+ * 1. FLOAT: value holds the double's bits. INT: value is ob_size (3.10,
+ * 3.11) or lv_tag (3.12+), bytes the first 32-bit digits. STR: value is
+ * the length in characters, state the state word, bytes the first
+ * characters (kind bytes each) of a compact string.
+ */
+struct tcheck_python_arg {
+	tcheck_u8 type;	    /* enum tcheck_python_arg_type */
+	tcheck_u8 position; /* parameter index */
+	tcheck_u16 reserved;
+	tcheck_u32 state;
+	tcheck_u64 value;
+	tcheck_u8 bytes[TCHECK_PYTHON_ARG_BYTES];
+};
+
 /* A Python frame evaluated from C: entry and return paired. */
 struct tcheck_python_record {
 	struct tcheck_record_header header; /* timestamp = entry time */
@@ -158,6 +212,11 @@ struct tcheck_python_record {
 	tcheck_u64 code_name; /* address of its name object (see tcheck_code_key) */
 	tcheck_u32 depth;     /* traced frames already open on the thread */
 	tcheck_u32 flags;     /* TCHECK_PYTHON_* */
+	/* Since primitive arguments and caller stacks. */
+	tcheck_u32 arg_count;	/* primitive ones kept in args */
+	tcheck_u32 stack_depth; /* callers kept in stack */
+	struct tcheck_python_arg args[TCHECK_PYTHON_ARGS_MAX];
+	tcheck_u64 stack[TCHECK_PYTHON_STACK_MAX]; /* callers' code objects, innermost first */
 };
 
 /* Torch scopes: the cookie says which argument register holds what (1 rdi, 2 rsi, 3 rdx). */

@@ -2,7 +2,8 @@
 # Python calls entered from C, on every CPython installed here (3.10-3.13):
 # the trace holds, per function, exactly the calls the workload logged
 # itself making from C (on 3.10, which enters the evaluator for every
-# call, all its calls), with exceptions marked; 3.9 is refused clearly.
+# call, all its calls), with exceptions marked, their primitive arguments
+# and callers as the workload saw them; 3.9 is refused clearly.
 source "$(dirname "$0")/lib.sh"
 WORKLOAD_PY="$ROOT/tests/workloads/python/pure_python.py"
 checked=0
@@ -36,6 +37,36 @@ from_c_names = {n for (n, _) in want}
 extra = {k: v for k, v in (got - want).items() if k[0] in from_c_names}
 assert not missing and not extra, f"{sys.argv[3]}: missing {dict(missing)}, extra {extra}"
 assert any(raised for (_, raised) in got), "no raised call recorded"
+# Arguments and callers, call by call: the n-th traced call of a function is
+# its n-th logged call (by entry time). Primitive arguments only; a str is cut
+# to the 16 bytes of characters the probe copies, ints beyond 64 bits are left out.
+def expected_value(value, kind):
+    if kind == "str":
+        width = 1 if max(map(ord, value), default=0) < 256 else 2 if max(map(ord, value)) < 65536 else 4
+        kept = 16 // width
+        return value if len(value) <= kept else value[:kept] + "..."
+    return value
+def expected_args(call):
+    return {a["name"]: expected_value(a["value"], a["type"]) for a in call["args"]
+            if a["type"] in ("NoneType", "bool", "float", "str")
+            or (a["type"] == "int" and -2**63 <= a["value"] < 2**63)}
+checked_args = checked_callers = 0
+types_seen = set()
+for key in want:
+    logged = sorted((c for c in seen_from_c if (c["line"], c["raised"]) == key), key=lambda c: c["ts_ns"])
+    seen = sorted((t for t in traced if (t["line"], t["raised"]) == key), key=lambda t: t["ts_ns"])
+    for call, event in zip(logged, seen):
+        assert event["args"] == expected_args(call), (sys.argv[3], call["qualname"], event["args"], call["args"])
+        types_seen |= {a["type"] for a in call["args"] if a["name"] in event["args"]}
+        checked_args += len(event["args"])
+        callers = call["callers"][:8]
+        assert len(event["py_stack"]) == len(callers), (sys.argv[3], call["qualname"], event["py_stack"], callers)
+        for name, logged_name in zip(event["py_stack"], callers):
+            assert name.endswith("." + logged_name), (sys.argv[3], call["qualname"], event["py_stack"], callers)
+        checked_callers += len(callers)
+assert types_seen >= {"NoneType", "bool", "int", "float", "str"}, types_seen
+assert checked_args and checked_callers
+print(f"{sys.argv[3]}: {checked_args} arguments and {checked_callers} callers match")
 print(f"{sys.argv[3]} ({calls[0]['python']}): {sum(got.values())} calls match")
 PY
 	checked=$((checked + 1))

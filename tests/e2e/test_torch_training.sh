@@ -2,50 +2,98 @@
 # A PyTorch CPU training script (Debian's torch 1.13): for every step its own
 # log says it ran, the trace holds the optimizer's zero_grad and step scopes
 # (seen through torch's record_function, though they never leave Python),
-# one Module call per module invocation the script's hooks counted, and the
-# step number, advanced by Optimizer.step, agrees with the script's. Then the
-# same per rank for 2-rank DistributedDataParallel over gloo.
+# one Module call per module invocation the script's hooks counted, the step
+# (advanced by the step marker) and the stage (train, or eval in the eval
+# phase every few steps, from Module.training) the script logged, the
+# optimizer's primitive arguments, the callers of the model's call, rank and
+# world size. Then the same with other step markers, and per rank for 2-rank
+# DistributedDataParallel over gloo.
 source "$(dirname "$0")/lib.sh"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || skip "Debian's python3-torch is not installed"
-"$TCHECK" --quiet record -o "$SCRATCH/train.trace" --python -- /usr/bin/python3 \
-	"$ROOT/tests/workloads/python/train_cpu.py" --steps 8 --log "$SCRATCH/train.jsonl" \
-	>/dev/null || fail "record failed"
-"$TCHECK" dump "$SCRATCH/train.trace" --calls-only >"$SCRATCH/calls.jsonl"
+WORKLOADS="$ROOT/tests/workloads/python"
+# check TRACE_JSONL MARKER_CALL LOG...: MARKER_CALL is the logged call whose end advances the step.
 check() {
 	python3 - "$@" <<'PY' || fail "the trace differs from the script's log"
 import collections, json, sys
 trace_all = [json.loads(l) for l in open(sys.argv[1])]
-for log_path in sys.argv[2:]:
-    log = [json.loads(l) for l in open(log_path)]
+marker_call = sys.argv[2]
+CALL_IMPL = "torch.nn.modules.module.Module._call_impl"
+for log_path in sys.argv[3:]:
+    log = sorted((json.loads(l) for l in open(log_path)), key=lambda r: r.get("seq", 1 << 62))
     pid = next(r["pid"] for r in log if "pid" in r)
     trace = [t for t in trace_all if t["pid"] == pid]
-    steps = sorted({r["step"] for r in log if r.get("kind") == "api" and r.get("stage") == "train"})
-    assert steps, "the script logged no training step"
+    summary = log[-1]
+    assert summary["kind"] == "summary", log_path
+    # The step as the tracer counts it: marker calls begun before this record.
+    step_of, markers = {}, 0
+    for r in log:
+        if r.get("kind") == "summary":
+            continue
+        step_of[r["seq"]] = markers
+        if r.get("kind") == "api" and r["call"] == marker_call:
+            markers += 1
+    in_loop = [r for r in log if r.get("kind") in ("api", "module") and r.get("step") is not None]
+    steps = sorted({step_of[r["seq"]] for r in in_loop})
+    assert len(steps) >= 3, "the script logged too few steps"
+    stages_seen = set()
     for step in steps:
-        want_scopes = collections.Counter(r["scope"] for r in log
-                                          if r.get("kind") == "api" and r.get("step") == step and r.get("scope"))
+        records = [r for r in in_loop if step_of[r["seq"]] == step]
+        want_scopes = collections.Counter(r["scope"] for r in records if r["kind"] == "api" and r["scope"])
         got_scopes = collections.Counter(t["name"] for t in trace
                                          if t["kind"] == "torch_scope" and t["step"] == step)
         assert want_scopes == got_scopes, (log_path, step, dict(want_scopes), dict(got_scopes))
-        want_modules = sum(1 for r in log if r.get("kind") == "module" and r.get("step") == step
-                           and r.get("phase") == "enter")
-        got_modules = sum(1 for t in trace if t["kind"] == "py" and t["step"] == step
-                          and t["name"] == "torch.nn.modules.module.Module._call_impl")
-        assert want_modules == got_modules, (log_path, step, want_modules, got_modules)
+        # Module calls per stage: the module's own training flag, as its hook saw it.
+        want_modules = collections.Counter("train" if r["training"] else "eval" for r in records
+                                           if r["kind"] == "module" and r["phase"] == "enter")
+        got_modules = collections.Counter(t["stage"] for t in trace if t["kind"] == "py"
+                                          and t["step"] == step and t["name"] == CALL_IMPL)
+        assert want_modules == got_modules, (log_path, step, dict(want_modules), dict(got_modules))
+        stages_seen |= set(want_modules)
+    assert stages_seen == {"train", "eval"}, (log_path, stages_seen)
     # Module calls nest inside the model's call: deeper ones lie within an outer one.
-    calls = [t for t in trace if t["name"] == "torch.nn.modules.module.Module._call_impl"]
+    calls = [t for t in trace if t["name"] == CALL_IMPL]
     outer = [t for t in calls if t["depth"] == min(c["depth"] for c in calls)]
     for inner in calls:
         if inner in outer:
             continue
         assert any(o["ts_ns"] <= inner["ts_ns"] and inner["ts_ns"] + inner["dur_ns"] <= o["ts_ns"] + o["dur_ns"]
                    for o in outer if o["tid"] == inner["tid"]), inner
-    print(f"{log_path}: {len(steps)} steps: scopes, module calls and steps match")
+    # The model's calls, in order: called from where the script says it called them.
+    model_calls = [r for r in log if r.get("kind") == "api" and r["call"].startswith("model(")]
+    assert len(model_calls) == len(outer), (log_path, len(model_calls), len(outer))
+    for record, event in zip(model_calls, sorted(outer, key=lambda t: t["ts_ns"])):
+        assert len(event["py_stack"]) == len(record["callers"]), (event["py_stack"], record["callers"])
+        for name, logged in zip(event["py_stack"], record["callers"]):
+            assert name.endswith("." + logged), (event["py_stack"], record["callers"])
+    # Primitive arguments of the optimizer's construction (entered from C: type call).
+    for record in (r for r in log if r.get("kind") == "api" and r["args"] and r["api"].endswith(".__init__")):
+        events = [t for t in trace if t["kind"] == "py" and t["name"] == record["api"]]
+        assert len(events) == 1, (record["api"], len(events))
+        for name, value in record["args"].items():
+            assert events[0]["args"].get(name) == value, (record["api"], name, value, events[0]["args"])
+    # Meta variables on every event; the stage's own probe leaves no event behind.
+    environment_rank = summary["world_size"] > 1
+    for t in trace:
+        assert t["rank"] == (summary["rank"] if environment_rank else None), t
+        assert t["world_size"] == (summary["world_size"] if environment_rank else None), t
+        assert not t["name"].endswith("Module.__setattr__"), t
+    print(f"{log_path}: {len(steps)} steps: scopes, module calls, stages, steps, callers and arguments match")
 PY
 }
-check "$SCRATCH/calls.jsonl" "$SCRATCH/train.jsonl"
+run_cpu() {
+	"$TCHECK" --quiet record -o "$SCRATCH/train.trace" --python "$@" -- /usr/bin/python3 \
+		"$WORKLOADS/train_cpu.py" --steps 7 --eval-every 3 --log "$SCRATCH/train.jsonl" \
+		>/dev/null || fail "record failed"
+	"$TCHECK" dump "$SCRATCH/train.trace" --calls-only >"$SCRATCH/calls.jsonl"
+}
+run_cpu
+check "$SCRATCH/calls.jsonl" "optimizer.step()" "$SCRATCH/train.jsonl"
+run_cpu --step-marker "Optimizer.zero_grad#"
+check "$SCRATCH/calls.jsonl" "optimizer.zero_grad()" "$SCRATCH/train.jsonl"
+run_cpu --step-marker torch.optim.sgd.SGD.step
+check "$SCRATCH/calls.jsonl" "optimizer.step()" "$SCRATCH/train.jsonl"
 "$TCHECK" --quiet record -o "$SCRATCH/ddp.trace" --python -- /usr/bin/python3 \
-	"$ROOT/tests/workloads/python/train_ddp.py" --world-size 2 --steps 5 \
+	"$WORKLOADS/train_ddp.py" --world-size 2 --steps 5 --eval-every 2 \
 	--log-dir "$SCRATCH/ddp" >/dev/null || fail "record of the DDP job failed"
 "$TCHECK" dump "$SCRATCH/ddp.trace" --calls-only >"$SCRATCH/ddp.jsonl"
-check "$SCRATCH/ddp.jsonl" "$SCRATCH/ddp/rank-0.jsonl" "$SCRATCH/ddp/rank-1.jsonl"
+check "$SCRATCH/ddp.jsonl" "optimizer.step()" "$SCRATCH/ddp/rank-0.jsonl" "$SCRATCH/ddp/rank-1.jsonl"

@@ -81,6 +81,7 @@ class CallRecorder:
             "file": code.co_filename,
             "line": code.co_firstlineno,
             "args": arguments,
+            "callers": caller_names(caller),
             "raised": False,
             "pid": self._pid,
             "tid": threading.get_native_id(),
@@ -102,6 +103,18 @@ class CallRecorder:
             self.entered_from_counts[record["entered_from"]] += 1
             self.raised_total += 1 if record["raised"] else 0
         return pending
+
+
+def caller_names(frame, limit=8):
+    """The code names of ``frame`` and the frames that called it, innermost first.
+
+    co_qualname on 3.11+, co_name on 3.10 (whose code objects have no qualname).
+    """
+    names = []
+    while frame is not None and len(names) < limit:
+        names.append(getattr(frame.f_code, "co_qualname", frame.f_code.co_name))
+        frame = frame.f_back
+    return names
 
 
 def describe_value(name, value):
@@ -233,7 +246,7 @@ def run_iteration(iteration):
     total_area = functools.reduce(AreaTally().add_area, ordered, 0.5)
 
     _set_dispatch("methodcaller")
-    description = operator.methodcaller("describe", "it{}".format(iteration), None)(squares[0])
+    description = operator.methodcaller("describe", "it\u00e9{}".format(iteration), None)(squares[0])
 
     _set_dispatch("methodcaller_call")
     inspected = operator.methodcaller("__call__", squares[1], iteration % 2 == 0)(Inspector())
@@ -250,7 +263,7 @@ def run_iteration(iteration):
     _set_dispatch("map_raises")
     raised = False
     try:
-        list(map(squares[1].check_limit, [1000, -1]))
+        list(map(squares[1].check_limit, [1000, 2 ** 62 + 5, -1]))
     except ValueError:
         raised = True
     if not raised:
@@ -259,7 +272,8 @@ def run_iteration(iteration):
     _set_dispatch("thread_target")
     job = ThreadJob()
     worker = threading.Thread(target=job.run, name="pure-python-worker",
-                              args=(iteration, "job", 0.25, True, None, squares[0]))
+                              args=(iteration, "job-\u00e9\u20ac-{}-long-enough-to-be-cut".format(iteration),
+                                    0.25, True, None, squares[0]))
     worker.start()
     worker.join()
 

@@ -109,6 +109,15 @@ def code_chain(function):
     return chain
 
 
+def caller_names(frame, limit=8):
+    """Code names (co_qualname, co_name before 3.11) of frame and its callers, innermost first."""
+    names = []
+    while frame is not None and len(names) < limit:
+        names.append(getattr(frame.f_code, "co_qualname", frame.f_code.co_name))
+        frame = frame.f_back
+    return names
+
+
 def monotonic_ns():
     """CLOCK_MONOTONIC in nanoseconds, the clock bpf_ktime_get_ns() reads."""
     return time.monotonic_ns()
@@ -153,12 +162,14 @@ class CallLog:
         self._pending.append(record)
         return record
 
-    def begin(self, call, function, scope=None):
+    def begin(self, call, function, scope=None, arguments=None):
         """Record the start of an API call; returns the record for end().
 
         ``call`` is the call as the script writes it, ``function`` the function
         object that is actually called (resolved by the caller at run time),
-        ``scope`` the torch record_function name the call opens, if any.
+        ``scope`` the torch record_function name the call opens, if any,
+        ``arguments`` the primitive arguments passed by name ({"lr": 0.05}).
+        The record keeps the calling frames' code names too.
         """
         record = self._new_record("api")
         api = qualified_name(function)
@@ -167,6 +178,8 @@ class CallLog:
             "call": call,
             "code": code_chain(function),
             "scope": scope,
+            "args": dict(arguments or {}),
+            "callers": caller_names(sys._getframe(1)),
             "grad_enabled": torch.is_grad_enabled(),
             "end_ns": None,
         })
@@ -367,7 +380,9 @@ def build_optimizer(call_log, args, model):
     call_log.end(record)
 
     optimizer_type = torch.optim.Adam if args.optimizer == "adam" else torch.optim.SGD
-    record = call_log.begin("{}(parameters)".format(optimizer_type.__qualname__), optimizer_type.__init__)
+    arguments = {"lr": args.lr} if args.optimizer == "adam" else {"lr": args.lr, "momentum": 0.9}
+    record = call_log.begin("{}(parameters)".format(optimizer_type.__qualname__), optimizer_type.__init__,
+                            arguments=arguments)
     if args.optimizer == "adam":
         optimizer = torch.optim.Adam(parameters, lr=args.lr)
     else:
@@ -416,7 +431,7 @@ def train(call_log, args, model, optimizer, parameters, inputs, targets, progres
 
         if args.clip is not None:
             record = call_log.begin("torch.nn.utils.clip_grad_norm_(parameters, clip)",
-                                    torch.nn.utils.clip_grad_norm_)
+                                    torch.nn.utils.clip_grad_norm_, arguments={"max_norm": args.clip})
             torch.nn.utils.clip_grad_norm_(parameters, args.clip)
             call_log.end(record)
 

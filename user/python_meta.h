@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The meta variables of one traced process (training step, stage) as they
+ * changed over time. Records reach the daemon at their calls' returns, so
+ * an event's step and stage are looked up at its entry time, not taken from
+ * whatever was last seen. Needs no kernel.
+ */
+#ifndef TCHECK_PYTHON_META_H
+#define TCHECK_PYTHON_META_H
+
+#include <stdint.h>
+
+/* Changes remembered; older ones are folded into the state before them. */
+#define PYTHON_META_CHANGES 64
+
+struct python_meta_state {
+	int32_t step;	/* training step, starting at 0 */
+	uint32_t stage; /* enum trace_stage */
+};
+
+struct python_meta_change {
+	uint64_t at_ns; /* CLOCK_MONOTONIC of the change */
+	struct python_meta_state after;
+};
+
+struct python_meta_timeline {
+	struct python_meta_state initial; /* before the oldest change remembered */
+	struct python_meta_state current; /* after the newest */
+	struct python_meta_change changes[PYTHON_META_CHANGES];
+	uint32_t count; /* changes remembered */
+	uint32_t next;	/* slot of the next change */
+};
+
+void python_meta_init(struct python_meta_timeline *timeline);
+
+/* The step advances (the step marker ended) at at_ns. */
+void python_meta_advance_step(struct python_meta_timeline *timeline, uint64_t at_ns);
+
+/* The stage became stage (Module.training was set) at at_ns. */
+void python_meta_set_stage(struct python_meta_timeline *timeline, uint64_t at_ns, uint32_t stage);
+
+/* The state at at_ns: after the latest change made at or before it. */
+struct python_meta_state python_meta_at(const struct python_meta_timeline *timeline,
+					uint64_t at_ns);
+
+#endif /* TCHECK_PYTHON_META_H */
