@@ -261,7 +261,9 @@ int library_call_return(struct pt_regs *ctx)
 		__builtin_memcpy(record->py_code, frame->py_code, sizeof(record->py_code));
 		__builtin_memcpy(record->py_name, frame->py_name, sizeof(record->py_name));
 	}
-	bpf_ringbuf_submit(record, call_wakeup_flags());
+	bpf_ringbuf_submit(record, frame->py_depth && !python_context_named(pid, frame)
+					   ? BPF_RB_FORCE_WAKEUP
+					   : call_wakeup_flags());
 	count(TCHECK_COUNTER_CALLS);
 	return 0;
 }

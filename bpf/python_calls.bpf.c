@@ -38,14 +38,6 @@ struct {
 	__type(value, struct tcheck_python_process);
 } python_processes SEC(".maps");
 
-/* The daemon's verdict per code object (absent: not decided yet, send). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct tcheck_code_key);
-	__type(value, __u8);
-} code_verdicts SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);

@@ -100,4 +100,23 @@ static __always_inline void python_context_read(__u32 pid, struct open_call *cal
 	call->py_depth = depth;
 }
 
+/*
+ * Whether the daemon has named every frame of the call: a code object it
+ * has not seen must be read while the process lives, so the call wakes it.
+ */
+static __always_inline bool python_context_named(__u32 pid, const struct open_call *call)
+{
+	struct tcheck_code_key key = { .pid = pid, .reserved = 0 };
+
+	for (int i = 0; i < TCHECK_PY_STACK_MAX; i++) {
+		if (i >= call->py_depth)
+			break;
+		key.code = call->py_code[i];
+		key.name = call->py_name[i];
+		if (!bpf_map_lookup_elem(&code_verdicts, &key))
+			return false;
+	}
+	return true;
+}
+
 #endif /* TCHECK_PYTHON_CONTEXT_BPF_H */

@@ -73,6 +73,14 @@ struct {
 	__type(value, struct tcheck_comm_layout);
 } comm_layouts SEC(".maps") __weak;
 
+/* The daemon's verdict per code object (absent: not decided yet, send). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct tcheck_code_key);
+	__type(value, __u8);
+} code_verdicts SEC(".maps") __weak;
+
 /* Processes whose Python is traced: how to find a thread's frames (filled by the daemon). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

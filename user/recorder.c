@@ -203,10 +203,11 @@ static struct traced_process *add_process(struct recorder *recorder, uint32_t pi
 	if (probe_session_trace_process(recorder->session, pid))
 		log_warning("cannot add process %u to the traced set", pid);
 	refresh_process(recorder, process);
+	/* Before NCCL's probes: their first calls already name their Python caller. */
+	follow_python(recorder, pid);
 	if (library_discovery_scan_process(recorder->discovery, (pid_t)pid, error, sizeof(error)) <
 	    0)
 		log_debug("process %u: %s", pid, error);
-	follow_python(recorder, pid);
 	write_process(recorder, process);
 	return process;
 }

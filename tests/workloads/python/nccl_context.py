@@ -4,12 +4,16 @@ caller the tracer attaches to each call.
 Loads an NCCL library (the test double) with ctypes, makes a one-rank
 communicator and calls ncclAllReduce / ncclBroadcast from functions,
 methods and nested classes at several depths, once from a Python thread
-other than the main one, and once (ncclGetVersion) from a thread that runs
+other than the main one, and once (ncclGetUniqueId) from a thread that runs
 no Python at all. Each collective's count is the call's own number, so a
 trace entry finds its log line. Every call is logged as one JSON line:
 its function, count, thread and the Python frames that made it, innermost
 first, as (file, qualified name) -- co_qualname where the interpreter has
 it, co_name on 3.10.
+
+--linger-ms: stay alive this long at the end, as a training process
+does after its last collective: the tracer names code objects from the
+live process's memory.
 
 --attach-wait FILE: after the first round, keep calling (one round per
 10 ms) until FILE exists, so a tracer can attach mid-run; the log is
@@ -129,16 +133,16 @@ def run_python_thread(nccl):
 
 
 def from_c_thread(nccl):
-    """ncclGetVersion from a thread created in C: it runs no Python."""
+    """ncclGetUniqueId from a thread created in C: it runs no Python."""
     libc = ctypes.CDLL("libc.so.6")
-    version = ctypes.c_int(0)
+    uid = UniqueId()
     thread = ctypes.c_ulong(0)
-    start = ctypes.cast(nccl.lib.ncclGetVersion, ctypes.c_void_p)
-    if libc.pthread_create(ctypes.byref(thread), None, start, ctypes.byref(version)) != 0:
+    start = ctypes.cast(nccl.lib.ncclGetUniqueId, ctypes.c_void_p)
+    if libc.pthread_create(ctypes.byref(thread), None, start, ctypes.byref(uid)) != 0:
         raise RuntimeError("pthread_create failed")
     libc.pthread_join(thread, None)
     # Logged as made by this function on the main thread: the caller the trace names.
-    entry = {"function": "ncclGetVersion", "count": None, "thread": "c-thread", "tid": None,
+    entry = {"function": "ncclGetUniqueId", "count": None, "thread": "c-thread", "tid": None,
              "stack": [], "main_stack": []}
     frame = sys._getframe()
     while frame is not None:
@@ -147,8 +151,8 @@ def from_c_thread(nccl):
     with nccl.lock:
         nccl.log.write(json.dumps(entry) + "\n")
         nccl.log.flush()
-    if version.value <= 0:
-        raise RuntimeError("ncclGetVersion wrote no version")
+    if not any(uid.internal):
+        raise RuntimeError("ncclGetUniqueId wrote no id")
 
 
 def round_of_calls(nccl, trainer):
@@ -164,6 +168,7 @@ def main():
     parser.add_argument("--library", required=True, help="libnccl.so.2 to load")
     parser.add_argument("--log", required=True, help="JSON Lines log of the calls made")
     parser.add_argument("--attach-wait", help="keep calling until this file exists")
+    parser.add_argument("--linger-ms", type=int, default=300, help="stay alive this long at the end")
     parser.add_argument("--ready", help="file written once the first round is done")
     options = parser.parse_args()
     with open(options.log, "w") as log:
@@ -184,6 +189,7 @@ def main():
             run_python_thread(nccl)
             nccl.synchronize()
         nccl.lib.ncclCommDestroy(nccl.comm)
+    time.sleep(options.linger_ms / 1000)
 
 
 if __name__ == "__main__":
