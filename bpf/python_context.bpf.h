@@ -59,19 +59,44 @@ static __always_inline __u64 python_current_frame(const struct tcheck_python_sta
 			     layout->cframe_current_frame);
 }
 
+#define PYTHON_FRAME_HEADER_MAX 128
+
+/* One frame's first bytes: its code, previous and owner members in a single read. */
+struct python_frame_header {
+	__u8 bytes[PYTHON_FRAME_HEADER_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct python_frame_header);
+} python_frame_headers SEC(".maps");
+
+static __always_inline __u64 header_u64(const struct python_frame_header *header, __s32 offset)
+{
+	if (offset < 0 || offset > PYTHON_FRAME_HEADER_MAX - 8)
+		return 0;
+	return *(const __u64 *)&header->bytes[offset];
+}
+
 /* Fills the call's Python frames when its process's Python is traced. */
 static __always_inline void python_context_read(__u32 pid, struct open_call *call)
 {
 	const struct tcheck_python_stack_layout *layout;
-	bool main_thread;
-	__u64 frame, code, name;
-	__u32 depth = 0;
-	__u8 owner;
+	struct python_frame_header *header;
+	__u32 depth = 0, zero = 0, size;
+	bool main_thread, shim;
+	__u64 frame, code;
 
 	call->py_depth = 0;
 	call->py_flags = 0;
 	layout = bpf_map_lookup_elem(&python_stack_layouts, &pid);
 	if (!layout)
+		return;
+	header = bpf_map_lookup_elem(&python_frame_headers, &zero);
+	size = layout->frame_header_size;
+	if (!header || size == 0 || size > PYTHON_FRAME_HEADER_MAX)
 		return;
 	frame = python_thread_state(layout, &main_thread);
 	if (!frame)
@@ -82,20 +107,20 @@ static __always_inline void python_context_read(__u32 pid, struct open_call *cal
 	for (int i = 0; i < PYTHON_CONTEXT_MAX_FRAMES && frame; i++) {
 		if (depth >= TCHECK_PY_STACK_MAX)
 			break;
-		owner = 0;
-		if (layout->frame_owner_c_stack >= 0 &&
-		    bpf_probe_read_user(&owner, sizeof(owner), (void *)(frame + layout->frame_owner)))
+		if (bpf_probe_read_user(header->bytes, size, (void *)frame))
 			break;
-		code = read_user_u64(frame + layout->frame_code);
+		code = header_u64(header, layout->frame_code);
+		shim = layout->frame_owner_c_stack >= 0 && layout->frame_owner >= 0 &&
+		       layout->frame_owner < PYTHON_FRAME_HEADER_MAX &&
+		       header->bytes[layout->frame_owner] == layout->frame_owner_c_stack;
 		/* Shim frames and 3.13's None executables are not Python functions. */
-		if ((layout->frame_owner_c_stack < 0 || owner != layout->frame_owner_c_stack) &&
-		    code && read_user_u64(code + layout->object_type) == layout->code_type) {
-			name = read_user_u64(code + layout->code_name_offset);
+		if (!shim && code && code != layout->none) {
 			call->py_code[depth & (TCHECK_PY_STACK_MAX - 1)] = code;
-			call->py_name[depth & (TCHECK_PY_STACK_MAX - 1)] = name;
+			call->py_name[depth & (TCHECK_PY_STACK_MAX - 1)] =
+				read_user_u64(code + layout->code_name_offset);
 			depth++;
 		}
-		frame = read_user_u64(frame + layout->frame_previous);
+		frame = header_u64(header, layout->frame_previous);
 	}
 	call->py_depth = depth;
 }

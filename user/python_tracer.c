@@ -164,9 +164,8 @@ static int share_stack_layout(struct python_tracer *tracer, pid_t pid,
 			      const struct python_layout *layout)
 {
 	struct tcheck_python_stack_layout shared = {
-		.interpreters_head =
-			layout->addresses.runtime_state + (uint64_t)layout->runtime_interpreters_head,
-		.code_type = layout->addresses.code_type,
+		.interpreters_head = layout->addresses.runtime_state +
+				     (uint64_t)layout->runtime_interpreters_head,
 		.interpreter_threads_head = layout->interpreter_threads_head,
 		.thread_next = layout->thread_next,
 		.thread_id = layout->thread_id,
@@ -177,12 +176,18 @@ static int share_stack_layout(struct python_tracer *tracer, pid_t pid,
 		.frame_previous = layout->frame_previous,
 		.frame_owner = layout->frame_owner,
 		.frame_owner_c_stack = layout->frame_owner_c_stack,
-		.object_type = layout->object_type,
+		.none = layout->addresses.none,
 		.code_name_offset = layout->code_qualified_name >= 0 ? layout->code_qualified_name
-								      : layout->code_name,
+								     : layout->code_name,
 	};
 
-	if (!layout->addresses.runtime_state || !layout->addresses.code_type ||
+	int header_end = layout->frame_code > layout->frame_previous ? layout->frame_code
+								     : layout->frame_previous;
+
+	if (layout->frame_owner + 1 > header_end + 8)
+		header_end = layout->frame_owner + 1 - 8;
+	shared.frame_header_size = (uint32_t)header_end + 8;
+	if (!layout->addresses.runtime_state || shared.frame_header_size > 128 ||
 	    (layout->thread_frame < 0 && layout->thread_cframe < 0))
 		return -ENOENT;
 	return probe_session_set_python_stack_layout(tracer->session, (uint32_t)pid, &shared);

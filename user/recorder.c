@@ -40,7 +40,7 @@ struct recorder {
 	struct probe_session *session;
 	struct library_discovery *discovery;
 	struct call_builder *builder;
-	struct python_tracer *python; /* NULL unless --python */
+	struct python_tracer *python;		   /* NULL unless --python */
 	const struct tcheck_call_record *raw_call; /* the probe record being built, if any */
 	struct trace_writer *writer;
 	struct live_status status;

@@ -146,19 +146,20 @@ struct tcheck_python_process {
  */
 struct tcheck_python_stack_layout {
 	tcheck_u64 interpreters_head; /* address of _PyRuntime.interpreters.head */
-	tcheck_u64 code_type;	      /* PyCode_Type: 3.13's f_executable can be None */
 	tcheck_s32 interpreter_threads_head;
 	tcheck_s32 thread_next;
-	tcheck_s32 thread_id; /* pthread_t: the thread pointer (fsbase) on x86-64 glibc */
-	tcheck_s32 thread_frame; /* 3.10 frame, 3.13 current_frame */
+	tcheck_s32 thread_id;	  /* pthread_t: the thread pointer (fsbase) on x86-64 glibc */
+	tcheck_s32 thread_frame;  /* 3.10 frame, 3.13 current_frame */
 	tcheck_s32 thread_cframe; /* 3.11, 3.12 */
 	tcheck_s32 cframe_current_frame;
 	tcheck_s32 frame_code;
 	tcheck_s32 frame_previous;
 	tcheck_s32 frame_owner;		/* one byte */
 	tcheck_s32 frame_owner_c_stack; /* owner value of 3.12+ shim frames, skipped */
-	tcheck_s32 object_type;
-	tcheck_s32 code_name_offset; /* as in tcheck_python_process */
+	tcheck_u64 none;		/* _Py_NoneStruct: 3.13's f_executable can be None */
+	tcheck_s32 code_name_offset;	/* as in tcheck_python_process */
+	/* Bytes of a frame read at once: its code, previous and owner members (at most 128). */
+	tcheck_u32 frame_header_size;
 };
 
 /* What the daemon decided about a code object; absent means not decided yet. */
