@@ -19,6 +19,14 @@
 /* A frame whose code object could not be read any more. */
 #define PYTHON_UNREADABLE_FRAME "<unreadable>"
 
+/* Names one code object of a process (NULL when it cannot). */
+typedef const char *(*python_code_name_fn)(void *context, uint32_t pid, uint64_t code,
+					   uint64_t name_object);
+
+/* The py_stack of a raw call record: its frames named, the marker first when flagged. */
+void python_call_stack_fill(const struct tcheck_call_record *raw, python_code_name_fn name,
+			    void *context, struct trace_python_stack *stack);
+
 /* Fills call->step, ->stage and ->py_stack from the raw record; untouched if not traced. */
 void python_call_context_fill(struct python_tracer *tracer, const struct tcheck_call_record *raw,
 			      struct trace_nccl_call *call);
