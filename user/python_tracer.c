@@ -180,13 +180,14 @@ static int share_stack_layout(struct python_tracer *tracer, pid_t pid,
 		.code_name_offset = layout->code_qualified_name >= 0 ? layout->code_qualified_name
 								     : layout->code_name,
 	};
+	/* The walk reads code, previous (8 bytes each) and owner (1 byte) in one go. */
+	int header_size = layout->frame_code + 8;
 
-	int header_end = layout->frame_code > layout->frame_previous ? layout->frame_code
-								     : layout->frame_previous;
-
-	if (layout->frame_owner + 1 > header_end + 8)
-		header_end = layout->frame_owner + 1 - 8;
-	shared.frame_header_size = (uint32_t)header_end + 8;
+	if (layout->frame_previous + 8 > header_size)
+		header_size = layout->frame_previous + 8;
+	if (layout->frame_owner + 1 > header_size)
+		header_size = layout->frame_owner + 1;
+	shared.frame_header_size = (uint32_t)header_size;
 	if (!layout->addresses.runtime_state || shared.frame_header_size > 128 ||
 	    (layout->thread_frame < 0 && layout->thread_cframe < 0))
 		return -ENOENT;
