@@ -11,6 +11,7 @@
 
 #include "tcheck/probe_abi.h"
 #include "tracer_maps.bpf.h"
+#include "python_context.bpf.h"
 
 #ifndef PT_REGS_PARM6
 /* libbpf before 1.2 names five argument registers; x86-64 passes a sixth. */
@@ -107,6 +108,7 @@ int library_call_entry(struct pt_regs *ctx)
 		if (bpf_probe_read_user(frame->blob, TCHECK_BLOB_BYTES, (void *)stack))
 			frame->cookie &= ~TCHECK_COOKIE_BLOB_FROM_STACK;
 	}
+	python_context_read(pid, frame);
 	calls->depth = depth + 1;
 	return 0;
 }
@@ -252,7 +254,16 @@ int library_call_return(struct pt_regs *ctx)
 	record->reserved = 0;
 	read_created_communicator(record, frame, (__u32)return_value);
 	read_blob(record, frame);
-	bpf_ringbuf_submit(record, call_wakeup_flags());
+	record->flags |= frame->py_flags;
+	record->py_depth = frame->py_depth;
+	record->py_reserved = 0;
+	if (frame->py_depth) {
+		__builtin_memcpy(record->py_code, frame->py_code, sizeof(record->py_code));
+		__builtin_memcpy(record->py_name, frame->py_name, sizeof(record->py_name));
+	}
+	bpf_ringbuf_submit(record, frame->py_depth && !python_context_named(pid, frame)
+					   ? BPF_RB_FORCE_WAKEUP
+					   : call_wakeup_flags());
 	count(TCHECK_COUNTER_CALLS);
 	return 0;
 }

@@ -43,14 +43,6 @@ struct {
 	__type(value, struct tcheck_python_process);
 } python_processes SEC(".maps");
 
-/* The daemon's verdict per code object (absent: not decided yet, send). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct tcheck_code_key);
-	__type(value, __u8);
-} code_verdicts SEC(".maps");
-
 /* Allocated per thread that runs Python, not in advance: an entry is 11 KiB. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

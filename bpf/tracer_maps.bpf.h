@@ -40,6 +40,11 @@ struct open_call {
 	__u64 entry_ns;
 	__u64 args[TCHECK_CALL_ARGS];
 	__u8 blob[TCHECK_BLOB_BYTES];
+	/* The Python caller at entry (python_context.bpf.h). */
+	__u32 py_depth;
+	__u32 py_flags; /* TCHECK_CALL_PY_* */
+	__u64 py_code[TCHECK_PY_STACK_MAX];
+	__u64 py_name[TCHECK_PY_STACK_MAX];
 };
 
 /* The calls open on one thread, innermost last. */
@@ -67,6 +72,22 @@ struct {
 	__type(key, __u32);
 	__type(value, struct tcheck_comm_layout);
 } comm_layouts SEC(".maps") __weak;
+
+/* The daemon's verdict per code object (absent: not decided yet, send). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct tcheck_code_key);
+	__type(value, __u8);
+} code_verdicts SEC(".maps") __weak;
+
+/* Processes whose Python is traced: how to find a thread's frames (filled by the daemon). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct tcheck_python_stack_layout);
+} python_stack_layouts SEC(".maps") __weak;
 
 /*
  * Waking the reader costs more than a probe itself (a wake-up per call

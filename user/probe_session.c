@@ -228,6 +228,18 @@ int probe_session_set_python_process(struct probe_session *session, uint32_t pid
 	return 0;
 }
 
+int probe_session_set_python_stack_layout(struct probe_session *session, uint32_t pid,
+					  const struct tcheck_python_stack_layout *layout)
+{
+	int map = bpf_map__fd(session->skeleton->maps.python_stack_layouts);
+
+	if (!layout)
+		return bpf_map_delete_elem(map, &pid) && errno != ENOENT ? -errno : 0;
+	if (bpf_map_update_elem(map, &pid, layout, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 int probe_session_set_code_verdict(struct probe_session *session, uint32_t pid, uint64_t code,
 				   uint64_t code_name, uint8_t verdict)
 {

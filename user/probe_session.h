@@ -83,6 +83,10 @@ int probe_session_attach_torch_scopes(struct probe_session *session, const char 
 /* Tells the Python probes where a process's frames keep their code object. */
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,
 				     const struct tcheck_python_process *process);
+/* Tells the NCCL probes how to find a process's Python frames (the caller of each call);
+ * NULL forgets the process. */
+int probe_session_set_python_stack_layout(struct probe_session *session, uint32_t pid,
+					  const struct tcheck_python_stack_layout *layout);
 /* Records the daemon's verdict on a code object (enum tcheck_code_verdict). */
 int probe_session_set_code_verdict(struct probe_session *session, uint32_t pid, uint64_t code,
 				   uint64_t code_name, uint8_t verdict);

@@ -185,8 +185,45 @@ void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid)
 	struct python_process *process = u64_map_remove(&tracer->processes, (uint64_t)pid);
 
 	u64_map_remove(&tracer->refused, (uint64_t)pid);
-	if (process)
+	if (process) {
+		probe_session_set_python_stack_layout(tracer->session, (uint32_t)pid, NULL);
 		free_process(process);
+	}
+}
+
+/* What the NCCL probes need to walk a thread's frames; -ENOENT without _PyRuntime. */
+static int share_stack_layout(struct python_tracer *tracer, pid_t pid,
+			      const struct python_layout *layout)
+{
+	struct tcheck_python_stack_layout shared = {
+		.interpreters_head = layout->addresses.runtime_state +
+				     (uint64_t)layout->runtime_interpreters_head,
+		.interpreter_threads_head = layout->interpreter_threads_head,
+		.thread_next = layout->thread_next,
+		.thread_id = layout->thread_id,
+		.thread_frame = layout->thread_frame,
+		.thread_cframe = layout->thread_cframe,
+		.cframe_current_frame = layout->cframe_current_frame,
+		.frame_code = layout->frame_code,
+		.frame_previous = layout->frame_previous,
+		.frame_owner = layout->frame_owner,
+		.frame_owner_c_stack = layout->frame_owner_c_stack,
+		.none = layout->addresses.none,
+		.code_name_offset = layout->code_qualified_name >= 0 ? layout->code_qualified_name
+								     : layout->code_name,
+	};
+	/* The walk reads code, previous (8 bytes each) and owner (1 byte) in one go. */
+	int header_size = layout->frame_code + 8;
+
+	if (layout->frame_previous + 8 > header_size)
+		header_size = layout->frame_previous + 8;
+	if (layout->frame_owner + 1 > header_size)
+		header_size = layout->frame_owner + 1;
+	shared.frame_header_size = (uint32_t)header_size;
+	if (!layout->addresses.runtime_state || shared.frame_header_size > 128 ||
+	    (layout->thread_frame < 0 && layout->thread_cframe < 0))
+		return -ENOENT;
+	return probe_session_set_python_stack_layout(tracer->session, (uint32_t)pid, &shared);
 }
 
 static uint64_t torch_register_bits(enum torch_register which)
@@ -330,6 +367,11 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 		return error_fail(error, error_size, -result,
 				  "cannot register process %d's Python: %s", pid,
 				  strerror(-result));
+	/* Without it NCCL calls carry no Python caller; everything else works. */
+	if (share_stack_layout(tracer, pid, &process->layout))
+		log_warning("process %d: NCCL calls will not name their Python caller "
+			    "(the interpreter's thread list was not found)",
+			    pid);
 	if (file_identity(runtime.host_path, &identity))
 		return error_fail(error, error_size, ENOENT,
 				  "cannot open %s, the Python of process %d", runtime.host_path,
@@ -573,4 +615,30 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 	if (strncmp(name, tracer->step_marker, strlen(tracer->step_marker)) == 0)
 		python_meta_advance_step(&process->meta, record->return_ns);
 	return result;
+}
+
+const char *python_tracer_code_name(struct python_tracer *tracer, uint32_t pid, uint64_t code,
+				    uint64_t name_object)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, pid);
+	struct named_code *named;
+
+	if (!process)
+		return NULL;
+	named = name_code(tracer, process, pid, code, name_object);
+	return named ? named->qualified_name : NULL;
+}
+
+int python_tracer_meta(struct python_tracer *tracer, uint32_t pid, uint64_t at_ns, int32_t *step,
+		       uint32_t *stage)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, pid);
+	struct python_meta_state state;
+
+	if (!process)
+		return -ENOENT;
+	state = python_meta_at(&process->meta, at_ns);
+	*step = state.step;
+	*stage = state.stage;
+	return 0;
 }

@@ -9,6 +9,7 @@
 #define TCHECK_PYTHON_TRACER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "probe_session.h"
@@ -51,6 +52,18 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 /* Handles one TCHECK_RECORD_TORCH_SCOPE record; Optimizer.step scopes advance the step. */
 int python_tracer_handle_scope(struct python_tracer *tracer,
 			       const struct tcheck_torch_scope_record *record);
+
+/*
+ * The qualified name of a code object of a traced process (module.Class.method),
+ * named once and cached like the probes' reports; NULL when it cannot be read.
+ * The string lives until the process is forgotten or the address reused.
+ */
+const char *python_tracer_code_name(struct python_tracer *tracer, uint32_t pid, uint64_t code,
+				    uint64_t name_object);
+
+/* A traced process's meta variables at at_ns: step and stage (enum trace_stage). */
+int python_tracer_meta(struct python_tracer *tracer, uint32_t pid, uint64_t at_ns, int32_t *step,
+		       uint32_t *stage);
 
 /* The module path a source file belongs to: ".../site-packages/torch/optim/sgd.py" ->
  * torch.optim.sgd. */

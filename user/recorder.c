@@ -17,6 +17,7 @@
 #include "nccl_comm_layout.h"
 #include "probe_session.h"
 #include "process_maps.h"
+#include "python_call_context.h"
 #include "python_tracer.h"
 #include "system_clock.h"
 #include "trace_writer.h"
@@ -39,7 +40,8 @@ struct recorder {
 	struct probe_session *session;
 	struct library_discovery *discovery;
 	struct call_builder *builder;
-	struct python_tracer *python; /* NULL unless --python */
+	struct python_tracer *python;		   /* NULL unless --python */
+	const struct tcheck_call_record *raw_call; /* the probe record being built, if any */
 	struct trace_writer *writer;
 	struct live_status status;
 	struct u64_map processes; /* pid -> traced_process */
@@ -80,7 +82,17 @@ static int write_record(struct recorder *recorder, const struct trace_record *re
 static int emit_built_record(void *context, const struct trace_record *record)
 {
 	struct recorder *recorder = context;
+	const struct tcheck_call_record *raw = recorder->raw_call;
 
+	if (record->kind == TRACE_RECORD_NCCL_CALL && recorder->python && raw &&
+	    raw->header.pid == record->call.pid && raw->header.tid == record->call.tid &&
+	    raw->header.timestamp_ns == record->call.entry_ns) {
+		struct trace_record with_context = *record;
+
+		python_call_context_fill(recorder->python, raw, &with_context.call);
+		recorder->raw_call = NULL;
+		return emit_built_record(recorder, &with_context);
+	}
 	if (record->kind == TRACE_RECORD_NCCL_CALL) {
 		recorder->calls++;
 		/* Counting by name looks the function up: only for the live line. */
@@ -195,10 +207,11 @@ static struct traced_process *add_process(struct recorder *recorder, uint32_t pi
 	if (probe_session_trace_process(recorder->session, pid))
 		log_warning("cannot add process %u to the traced set", pid);
 	refresh_process(recorder, process);
+	/* Before NCCL's probes: their first calls already name their Python caller. */
+	follow_python(recorder, pid);
 	if (library_discovery_scan_process(recorder->discovery, (pid_t)pid, error, sizeof(error)) <
 	    0)
 		log_debug("process %u: %s", pid, error);
-	follow_python(recorder, pid);
 	write_process(recorder, process);
 	return process;
 }
@@ -231,9 +244,11 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 	case TCHECK_RECORD_CALL:
 		if (size < sizeof(struct tcheck_call_record))
 			return 0;
+		recorder->raw_call = data;
 		if (call_builder_add(recorder->builder, data))
 			log_warning("a call record of process %u could not be decoded",
 				    header->pid);
+		recorder->raw_call = NULL;
 		return 0;
 	case TCHECK_RECORD_PROCESS_FORK:
 		if (recorder->options->follow_children)

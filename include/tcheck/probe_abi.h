@@ -90,6 +90,11 @@ enum tcheck_record_type {
 #define TCHECK_CALL_BLOB_READ_FAILED (1U << 3)
 #define TCHECK_CALL_HAS_COMM_HASH (1U << 4) /* comm_hash read from the new communicator */
 #define TCHECK_CALL_HAS_COMM_RANK (1U << 5) /* comm_rank and comm_nranks read likewise */
+/* The calling thread runs no Python: py_code holds the process's main thread's frames. */
+#define TCHECK_CALL_PY_MAIN_THREAD (1U << 6)
+
+/* Python frames sent with a call of a process whose Python is traced, innermost first. */
+#define TCHECK_PY_STACK_MAX 8
 
 /* Header common to every ring-buffer record. */
 struct tcheck_record_header {
@@ -115,6 +120,11 @@ struct tcheck_call_record {
 	tcheck_s32 comm_rank;
 	tcheck_s32 comm_nranks;
 	tcheck_u8 blob[TCHECK_BLOB_BYTES];
+	/* The Python caller: code objects and their name objects (see tcheck_code_key). */
+	tcheck_u32 py_depth; /* frames filled; 0 when the process's Python is not traced */
+	tcheck_u32 py_reserved;
+	tcheck_u64 py_code[TCHECK_PY_STACK_MAX];
+	tcheck_u64 py_name[TCHECK_PY_STACK_MAX];
 };
 
 /* Fork, exec, exit and library-change notices. */
@@ -152,6 +162,29 @@ struct tcheck_python_process {
 	tcheck_u64 unicode_type;
 	tcheck_u64 none;
 	tcheck_u64 true_object;
+};
+
+/*
+ * How a probe outside the frame evaluator finds a thread's Python frames,
+ * per process: the thread-state list (every thread, GIL held or not),
+ * then the frame chain. Offsets are -1 where the version lacks the member.
+ */
+struct tcheck_python_stack_layout {
+	tcheck_u64 interpreters_head; /* address of _PyRuntime.interpreters.head */
+	tcheck_s32 interpreter_threads_head;
+	tcheck_s32 thread_next;
+	tcheck_s32 thread_id;	  /* pthread_t: the thread pointer (fsbase) on x86-64 glibc */
+	tcheck_s32 thread_frame;  /* 3.10 frame, 3.13 current_frame */
+	tcheck_s32 thread_cframe; /* 3.11, 3.12 */
+	tcheck_s32 cframe_current_frame;
+	tcheck_s32 frame_code;
+	tcheck_s32 frame_previous;
+	tcheck_s32 frame_owner;		/* one byte */
+	tcheck_s32 frame_owner_c_stack; /* owner value of 3.12+ shim frames, skipped */
+	tcheck_u64 none;		/* _Py_NoneStruct: 3.13's f_executable can be None */
+	tcheck_s32 code_name_offset;	/* as in tcheck_python_process */
+	/* Bytes of a frame read at once: its code, previous and owner members (at most 128). */
+	tcheck_u32 frame_header_size;
 };
 
 /* What the daemon decided about a code object; absent means not decided yet. */

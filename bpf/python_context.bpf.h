@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * The Python frames a thread is in, read from a probe anywhere (an NCCL
+ * entry): the thread's state is found in the interpreter's thread list by
+ * its pthread_t, which works whether the thread holds the GIL or not (a
+ * ctypes or pybind call has dropped it); its frame chain is then walked,
+ * innermost first. A thread with no Python state (a C++ worker such as
+ * PyTorch's NCCL or DDP threads) gets the main thread's frames, flagged.
+ */
+#ifndef TCHECK_PYTHON_CONTEXT_BPF_H
+#define TCHECK_PYTHON_CONTEXT_BPF_H
+
+#include "tcheck/probe_abi.h"
+#include "tracer_maps.bpf.h"
+
+/* Thread states looked at before giving up; a training process has a handful. */
+#define PYTHON_CONTEXT_MAX_THREADS 64
+/* Frames looked at: the kept ones plus the 3.12+ shims between them. */
+#define PYTHON_CONTEXT_MAX_FRAMES (2 * TCHECK_PY_STACK_MAX)
+
+static __always_inline __u64 read_user_u64(__u64 address)
+{
+	__u64 value = 0;
+
+	if (bpf_probe_read_user(&value, sizeof(value), (void *)address))
+		return 0;
+	return value;
+}
+
+/* The calling thread's state, or the main thread's (the oldest) when it has none. */
+static __always_inline __u64 python_thread_state(const struct tcheck_python_stack_layout *layout,
+						 bool *main_thread)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 self = BPF_CORE_READ(task, thread.fsbase);
+	__u64 interpreter = read_user_u64(layout->interpreters_head);
+	__u64 state, last = 0;
+
+	*main_thread = false;
+	if (!interpreter)
+		return 0;
+	state = read_user_u64(interpreter + layout->interpreter_threads_head);
+	for (int i = 0; i < PYTHON_CONTEXT_MAX_THREADS && state; i++) {
+		if (read_user_u64(state + layout->thread_id) == self)
+			return state;
+		last = state;
+		state = read_user_u64(state + layout->thread_next);
+	}
+	*main_thread = last != 0;
+	return last;
+}
+
+static __always_inline __u64 python_current_frame(const struct tcheck_python_stack_layout *layout,
+						  __u64 state)
+{
+	if (layout->thread_frame >= 0)
+		return read_user_u64(state + layout->thread_frame);
+	return read_user_u64(read_user_u64(state + layout->thread_cframe) +
+			     layout->cframe_current_frame);
+}
+
+#define PYTHON_FRAME_HEADER_MAX 128
+
+/* One frame's first bytes: its code, previous and owner members in a single read. */
+struct python_frame_header {
+	__u8 bytes[PYTHON_FRAME_HEADER_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct python_frame_header);
+} python_frame_headers SEC(".maps");
+
+static __always_inline __u64 header_u64(const struct python_frame_header *header, __s32 offset)
+{
+	if (offset < 0 || offset > PYTHON_FRAME_HEADER_MAX - 8)
+		return 0;
+	return *(const __u64 *)&header->bytes[offset];
+}
+
+/* Fills the call's Python frames when its process's Python is traced. */
+static __always_inline void python_context_read(__u32 pid, struct open_call *call)
+{
+	const struct tcheck_python_stack_layout *layout;
+	struct python_frame_header *header;
+	__u32 depth = 0, zero = 0, size;
+	bool main_thread, shim;
+	__u64 frame, code;
+
+	call->py_depth = 0;
+	call->py_flags = 0;
+	layout = bpf_map_lookup_elem(&python_stack_layouts, &pid);
+	if (!layout)
+		return;
+	header = bpf_map_lookup_elem(&python_frame_headers, &zero);
+	size = layout->frame_header_size;
+	if (!header || size == 0 || size > PYTHON_FRAME_HEADER_MAX)
+		return;
+	frame = python_thread_state(layout, &main_thread);
+	if (!frame)
+		return;
+	if (main_thread)
+		call->py_flags |= TCHECK_CALL_PY_MAIN_THREAD;
+	frame = python_current_frame(layout, frame);
+	for (int i = 0; i < PYTHON_CONTEXT_MAX_FRAMES && frame; i++) {
+		if (depth >= TCHECK_PY_STACK_MAX)
+			break;
+		if (bpf_probe_read_user(header->bytes, size, (void *)frame))
+			break;
+		code = header_u64(header, layout->frame_code);
+		shim = layout->frame_owner_c_stack >= 0 && layout->frame_owner >= 0 &&
+		       layout->frame_owner < PYTHON_FRAME_HEADER_MAX &&
+		       header->bytes[layout->frame_owner] == layout->frame_owner_c_stack;
+		/* Shim frames and 3.13's None executables are not Python functions. */
+		if (!shim && code && code != layout->none) {
+			call->py_code[depth & (TCHECK_PY_STACK_MAX - 1)] = code;
+			call->py_name[depth & (TCHECK_PY_STACK_MAX - 1)] =
+				read_user_u64(code + layout->code_name_offset);
+			depth++;
+		}
+		frame = header_u64(header, layout->frame_previous);
+	}
+	call->py_depth = depth;
+}
+
+/*
+ * Whether the daemon has named every frame of the call: a code object it
+ * has not seen must be read while the process lives, so the call wakes it.
+ */
+static __always_inline bool python_context_named(__u32 pid, const struct open_call *call)
+{
+	struct tcheck_code_key key = { .pid = pid, .reserved = 0 };
+
+	for (int i = 0; i < TCHECK_PY_STACK_MAX; i++) {
+		if (i >= call->py_depth)
+			break;
+		key.code = call->py_code[i];
+		key.name = call->py_name[i];
+		if (!bpf_map_lookup_elem(&code_verdicts, &key))
+			return false;
+	}
+	return true;
+}
+
+#endif /* TCHECK_PYTHON_CONTEXT_BPF_H */
