@@ -28,6 +28,9 @@ static const char record_help[] =
 	"                           3.10-3.13: module calls, hooks, autograd functions)\n"
 	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
 	"                           (repeatable; default: torch training APIs)\n"
+	"      --torch-op OP        also trace calls of this torch operator (implies\n"
+	"                           --python; repeatable; add_ for every overload,\n"
+	"                           add_.Tensor for one, zero_ ...)\n"
 	"  -d, --duration SECONDS   stop after this long (default: when the targets end)\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"  -h, --help               this text\n"
@@ -53,6 +56,7 @@ static const char attach_help[] =
 	"      --no-follow          do not trace the children the targets start\n"
 	"      --python             also trace Python calls entered from C\n"
 	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
+	"      --torch-op OP        also trace calls of this torch operator (repeatable)\n"
 	"  -d, --duration SECONDS   detach after this long\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"  -h, --help               this text\n"
@@ -100,12 +104,14 @@ static int run(int argc, char **argv, int attach)
 		{ "ring-buffer-mb", required_argument, NULL, 'R' },
 		{ "python", no_argument, NULL, 'Y' },
 		{ "python-filter", required_argument, NULL, 'P' },
+		{ "torch-op", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct recorder_options options = { .follow_children = true, .live_status = attach };
 	static pid_t pids[MAX_PIDS];
 	static const char *python_prefixes[MAX_PIDS + 1];
+	static const char *torch_ops[MAX_PIDS];
 	size_t python_prefix_count = 0;
 	double number;
 	int option;
@@ -146,6 +152,15 @@ static int run(int argc, char **argv, int attach)
 			python_prefixes[python_prefix_count++] = optarg;
 			options.python = true;
 			options.python_prefixes = python_prefixes;
+			break;
+		case 'T':
+			if (options.torch_op_count == MAX_PIDS) {
+				log_error("at most %d --torch-op options", MAX_PIDS);
+				return 2;
+			}
+			torch_ops[options.torch_op_count++] = optarg;
+			options.torch_ops = torch_ops;
+			options.python = true;
 			break;
 		case 'd':
 			if (parse_positive_number("--duration", optarg, &options.duration_seconds))

@@ -54,7 +54,11 @@ struct python_tracer {
 	struct u64_map processes;    /* pid -> python_process */
 	struct u64_map probed_files; /* file identity -> non-NULL once probed */
 	struct u64_map refused; /* pid -> non-NULL: runs a Python we cannot follow (said once) */
-	struct u64_map scope_names; /* hash of a scope name -> the name, kept for the records */
+	struct u64_map scope_names;   /* hash of a scope name -> the name, kept for the records */
+	const char *const *torch_ops; /* --torch-op requests */
+	size_t torch_op_count;
+	char **operator_names; /* by attach cookie: "aten::add_.Tensor" */
+	size_t operator_name_count;
 };
 
 struct python_tracer *python_tracer_create(struct probe_session *session,
@@ -109,6 +113,9 @@ void python_tracer_destroy(struct python_tracer *tracer)
 	for (size_t i = 0; u64_map_next(&tracer->scope_names, &i, &key, &value);)
 		free(value);
 	u64_map_free(&tracer->scope_names);
+	for (size_t i = 0; i < tracer->operator_name_count; i++)
+		free(tracer->operator_names[i]);
+	free(tracer->operator_names);
 	free(tracer);
 }
 
@@ -165,6 +172,66 @@ static uint64_t torch_register_bits(enum torch_register which)
 					     : 0;
 }
 
+void python_tracer_set_torch_ops(struct python_tracer *tracer, const char *const *ops, size_t count)
+{
+	tracer->torch_ops = ops;
+	tracer->torch_op_count = count;
+}
+
+void torch_operator_display_name(const char *request, const char *operator_name, char *name,
+				 size_t size)
+{
+	size_t base = strcspn(request, ".");
+	const char *overload = operator_name + base;
+
+	/* "add__Tensor" asked as "add_": the struct is the name, '_', the overload. */
+	if (strncmp(operator_name, request, base) == 0 && *overload == '_' && overload[1])
+		snprintf(name, size, "aten::%.*s.%s", (int)base, request, overload + 1);
+	else
+		snprintf(name, size, "aten::%s", operator_name);
+}
+
+/* Attaches the --torch-op probes; their cookies index tracer->operator_names. */
+static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
+			     const struct torch_probes *probes)
+{
+	uint64_t *offsets, *cookies;
+	char **names, error[512], name[256];
+	size_t first = tracer->operator_name_count;
+
+	if (probes->op_count == 0)
+		return;
+	names = realloc(tracer->operator_names, (first + probes->op_count) * sizeof(*names));
+	offsets = calloc(probes->op_count, sizeof(*offsets));
+	cookies = calloc(probes->op_count, sizeof(*cookies));
+	if (names)
+		tracer->operator_names = names;
+	if (!names || !offsets || !cookies)
+		goto out;
+	for (size_t i = 0; i < probes->op_count; i++) {
+		torch_operator_display_name(probes->ops[i].request, probes->ops[i].operator_name,
+					    name, sizeof(name));
+		tracer->operator_names[first + i] = strdup(name);
+		if (!tracer->operator_names[first + i]) {
+			for (size_t j = first; j < first + i; j++)
+				free(tracer->operator_names[j]);
+			goto out;
+		}
+		offsets[i] = probes->ops[i].site.file_offset;
+		cookies[i] = first + i;
+	}
+	tracer->operator_name_count = first + probes->op_count;
+	if (probe_session_attach_torch_ops(tracer->session, probes->host_path, offsets, cookies,
+					   probes->op_count, error, sizeof(error)))
+		log_warning("process %d: %s", pid, error);
+	else
+		log_info("probed %zu torch operator entry points in %s", probes->op_count,
+			 probes->library_path);
+out:
+	free(offsets);
+	free(cookies);
+}
+
 /*
  * Probes torch's scope entry and end in a process that has libtorch_cpu,
  * once per library file. Only the verified layout (torch 1.13: the name
@@ -180,8 +247,15 @@ static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_
 	if (process->torch_looked_up)
 		return;
 	/* torch is imported after start: this is asked again as libraries load. */
-	if (torch_probes_resolve_process(pid, NULL, 0, &probes, error, sizeof(error))) {
-		log_debug("process %d: no torch scopes yet: %s", pid, error);
+	if (torch_probes_resolve_process(pid, tracer->torch_ops, tracer->torch_op_count, &probes,
+					 error, sizeof(error))) {
+		/* A library found but refused (version, operator) is said once. */
+		if (strstr(error, "has not mapped") == NULL) {
+			log_warning("process %d: %s", pid, error);
+			process->torch_looked_up = true;
+		} else {
+			log_debug("process %d: no torch scopes yet: %s", pid, error);
+		}
 		return;
 	}
 	process->torch_looked_up = true;
@@ -206,6 +280,7 @@ static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_
 	u64_map_put(&tracer->probed_files, identity, tracer);
 	log_info("probed torch %d.%d's record_function scopes in %s", probes->version.major,
 		 probes->version.minor, probes->library_path);
+	attach_torch_ops(tracer, pid, probes);
 out:
 	torch_probes_free(probes);
 }
@@ -387,4 +462,28 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 	if (strncmp(name, "Optimizer.step#", 15) == 0)
 		process->step++;
 	return result;
+}
+
+int python_tracer_handle_op(struct python_tracer *tracer,
+			    const struct tcheck_torch_op_record *record)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
+				    .python_call = { .rank = -1, .world_size = -1 } };
+
+	if (!process || record->operator>= tracer->operator_name_count)
+		return 0;
+	out.python_call.qualified_name = tracer->operator_names[record->operator];
+	out.python_call.entry_ns = record->header.timestamp_ns;
+	out.python_call.duration_ns = record->return_ns > record->header.timestamp_ns
+					      ? record->return_ns - record->header.timestamp_ns
+					      : 0;
+	out.python_call.pid = record->header.pid;
+	out.python_call.tid = record->header.tid;
+	out.python_call.depth = record->depth;
+	out.python_call.flags = TRACE_PYTHON_TORCH_OP;
+	out.python_call.first_line = -1;
+	out.python_call.step = process->step;
+	out.python_call.file = "";
+	return tracer->emit(tracer->context, &out);
 }

@@ -22,7 +22,9 @@ struct recorder_options {
 	size_t ring_buffer_bytes;
 	bool python;			    /* also trace Python calls entered from C */
 	const char *const *python_prefixes; /* NULL-ended selection; NULL: the defaults */
-	int argc;			    /* the tcheck-bpf command line, for the trace header */
+	const char *const *torch_ops;	    /* --torch-op requests ("add_", "zero_.default") */
+	size_t torch_op_count;
+	int argc; /* the tcheck-bpf command line, for the trace header */
 	char *const *argv;
 };
 

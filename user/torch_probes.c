@@ -18,6 +18,7 @@
 #include "elf_symbols.h"
 #include "error_message.h"
 #include "process_maps.h"
+#include "uprobe_entry_site.h"
 
 #define LIBRARY_NAME "libtorch_cpu.so"
 
@@ -631,6 +632,41 @@ static int resolve_shared_enter(struct torch_probes *probes, const char *enter_n
 	return set_site(&probes->scopes.enter, SHARED_ENTER_NAME, false, &shared);
 }
 
+/*
+ * Moves a site past a leading compare onto the conditional jump after it
+ * when its first instruction would be single-stepped (uprobe_entry_site.h);
+ * says so in its reading. Left where it is when the code cannot be read.
+ */
+static int move_to_emulated_instruction(const char *path, struct torch_probe_site *site)
+{
+	uint8_t code[16];
+	char *reading;
+	int fd, offset;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (pread(fd, code, sizeof(code), (off_t)site->file_offset) != (ssize_t)sizeof(code)) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	offset = uprobe_cheap_entry_offset(code, sizeof(code));
+	if (offset <= 0)
+		return 0;
+	site->file_offset += (uint64_t)offset;
+	site->address += (uint64_t)offset;
+	if (asprintf(&reading,
+		     "%s (probed +%d bytes in, on the conditional jump after the "
+		     "leading compare: the kernel emulates it instead of single-stepping "
+		     "the compare; the registers are still the entry's)",
+		     site->reading ? site->reading : "", offset) < 0)
+		return -ENOMEM;
+	free(site->reading);
+	site->reading = reading;
+	return 0;
+}
+
 static int resolve_scopes(struct torch_probes *probes, char *error, size_t error_size)
 {
 	struct torch_scope_probes *scopes = &probes->scopes;
@@ -720,6 +756,8 @@ static int resolve_scopes(struct torch_probes *probes, char *error, size_t error
 			"rdi -> the at::RecordFunction ending, equal to its enter's key; "
 			"it runs again when the handle is destroyed and around every "
 			"autograd node: close the open scope with that key, ignore the rest");
+	if (!err)
+		err = move_to_emulated_instruction(probes->host_path, &scopes->exit);
 	scopes->exit_register = TORCH_REGISTER_RDI;
 	return err == -ENOMEM ? error_fail(error, error_size, ENOMEM, "out of memory") : err;
 }

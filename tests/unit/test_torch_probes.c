@@ -279,7 +279,9 @@ static bool file_bytes(const char *path, uint64_t file_offset, uint8_t bytes[COM
  * for the name (dlsym) holds the bytes at the computed file offset, and it
  * lies at the computed address from the load base.
  */
-static bool exported_site_matches(void *handle, const struct torch_probe_site *site)
+/* A site offset bytes into its exported symbol, as the loader placed it. */
+static bool exported_site_matches_at(void *handle, const struct torch_probe_site *site,
+				     uint64_t offset)
 {
 	uint8_t from_file[COMPARED_BYTES];
 	const void *loaded;
@@ -291,8 +293,13 @@ static bool exported_site_matches(void *handle, const struct torch_probe_site *s
 	if (!loaded || !dladdr(loaded, &info) ||
 	    !file_bytes(DEBIAN_TORCH, site->file_offset, from_file))
 		return false;
-	return (uintptr_t)loaded - (uintptr_t)info.dli_fbase == site->address &&
-	       memcmp(loaded, from_file, COMPARED_BYTES) == 0;
+	return (uintptr_t)loaded - (uintptr_t)info.dli_fbase + offset == site->address &&
+	       memcmp((const uint8_t *)loaded + offset, from_file, COMPARED_BYTES) == 0;
+}
+
+static bool exported_site_matches(void *handle, const struct torch_probe_site *site)
+{
+	return exported_site_matches_at(handle, site, 0);
 }
 
 /*
@@ -393,7 +400,17 @@ UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
 		torch_probes_free(probes);
 		return;
 	}
-	CU_ASSERT(exported_site_matches(handle, &probes->scopes.exit));
+	/*
+	 * RecordFunction::end opens with "cmpb $0x0,0x68(%rdi)" (single-stepped
+	 * under a uprobe) and a short je: the exit is probed on the je.
+	 */
+	{
+		const uint8_t *end = dlsym(handle, probes->scopes.exit.symbol);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+		CU_ASSERT(end[0] == 0x80 && end[1] == 0x7f && end[4] == 0x74);
+		CU_ASSERT(exported_site_matches_at(handle, &probes->scopes.exit, 4));
+	}
 	CU_ASSERT(exported_site_matches(handle, &probes->backward));
 	for (size_t i = 0; i < probes->op_count; i++)
 		CU_ASSERT(exported_site_matches(handle, &probes->ops[i].site));
