@@ -233,9 +233,10 @@ out:
 }
 
 /*
- * Probes torch's scope entry and end in a process that has libtorch_cpu,
- * once per library file. Only the verified layout (torch 1.13: the name
- * and the key at one entry site, C++11 strings) is probed.
+ * Probes torch's scope entry and end, and the --torch-op operators, in a
+ * process that has libtorch_cpu, once per library file. Only the verified
+ * scope layout (torch 1.13: the name and the key at one entry site, C++11
+ * strings) is probed.
  */
 static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_process *process)
 {
@@ -249,7 +250,10 @@ static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_
 	/* torch is imported after start: this is asked again as libraries load. */
 	if (torch_probes_resolve_process(pid, tracer->torch_ops, tracer->torch_op_count, &probes,
 					 error, sizeof(error))) {
-		/* A library found but refused (version, operator) is said once. */
+		/*
+		 * Not mapped yet: asked again as libraries load. Mapped but refused
+		 * (an unknown version, a missing operator): said once.
+		 */
 		if (strstr(error, "has not mapped") == NULL) {
 			log_warning("process %d: %s", pid, error);
 			process->torch_looked_up = true;
@@ -260,26 +264,39 @@ static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_
 	}
 	process->torch_looked_up = true;
 	scopes = &probes->scopes;
-	if (scopes->method != TORCH_SCOPE_SHARED_ENTER ||
-	    scopes->string_abi != TORCH_STRING_CXX11 || !scopes->enter.file_offset ||
-	    !scopes->exit.file_offset || file_identity(probes->host_path, &identity)) {
-		log_warning("process %d: torch %d.%d scopes are not followed yet (only 1.13's are)",
-			    pid, probes->version.major, probes->version.minor);
+	if (file_identity(probes->host_path, &identity)) {
+		log_warning("process %d: cannot open %s, its libtorch_cpu", pid, probes->host_path);
 		goto out;
 	}
 	if (u64_map_get(&tracer->probed_files, identity))
 		goto out;
+	u64_map_put(&tracer->probed_files, identity, tracer);
+	/*
+	 * Per version (docs/torch-scopes.md): 1.13's scope sites were watched
+	 * live and are probed; 2.x's come from the sources only and are not;
+	 * any other version was refused when resolving. Operators are the same
+	 * exported at::_ops entry points in both.
+	 */
+	if (scopes->method != TORCH_SCOPE_SHARED_ENTER || !scopes->verified ||
+	    scopes->string_abi != TORCH_STRING_CXX11 || !scopes->enter.file_offset ||
+	    !scopes->exit.file_offset) {
+		log_warning("process %d: torch %s's record_function scopes (Optimizer.step, "
+			    "zero_grad) are not followed: their probe sites are read from "
+			    "PyTorch's sources and have not been checked on a live process of "
+			    "this version; Python calls and --torch-op operators still are",
+			    pid, probes->version.text);
+		attach_torch_ops(tracer, pid, probes);
+		goto out;
+	}
 	cookie = torch_register_bits(scopes->name_register) << TCHECK_TORCH_NAME_REGISTER_SHIFT |
 		 torch_register_bits(scopes->key_register) << TCHECK_TORCH_KEY_REGISTER_SHIFT;
 	if (probe_session_attach_torch_scopes(tracer->session, probes->host_path,
 					      scopes->enter.file_offset, cookie,
-					      scopes->exit.file_offset, error, sizeof(error))) {
+					      scopes->exit.file_offset, error, sizeof(error)))
 		log_warning("process %d: %s", pid, error);
-		goto out;
-	}
-	u64_map_put(&tracer->probed_files, identity, tracer);
-	log_info("probed torch %d.%d's record_function scopes in %s", probes->version.major,
-		 probes->version.minor, probes->library_path);
+	else
+		log_info("probed torch %s's record_function scopes in %s", probes->version.text,
+			 probes->library_path);
 	attach_torch_ops(tracer, pid, probes);
 out:
 	torch_probes_free(probes);

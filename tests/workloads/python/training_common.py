@@ -41,14 +41,14 @@ MAX_WRAPPER_DEPTH = 8
 class ThreeLayerMLP(nn.Module):
     """A 3-layer perceptron: Linear, ReLU, Linear, ReLU, Linear."""
 
-    def __init__(self):
+    def __init__(self, input_features=INPUT_FEATURES, hidden_features=HIDDEN_FEATURES):
         super().__init__()
         self.layers = nn.Sequential(
-            nn.Linear(INPUT_FEATURES, HIDDEN_FEATURES),
+            nn.Linear(input_features, hidden_features),
             nn.ReLU(),
-            nn.Linear(HIDDEN_FEATURES, HIDDEN_FEATURES),
+            nn.Linear(hidden_features, hidden_features),
             nn.ReLU(),
-            nn.Linear(HIDDEN_FEATURES, OUTPUT_FEATURES),
+            nn.Linear(hidden_features, OUTPUT_FEATURES),
         )
 
     def forward(self, features):
@@ -285,6 +285,11 @@ def add_training_options(parser):
                         help="before the first logged call, wait until PATH exists")
     parser.add_argument("--wait-timeout", type=float, default=300.0, metavar="SECONDS",
                         help="give up waiting for --wait-file after SECONDS (exit 3; default 300)")
+    parser.add_argument("--input-features", type=positive_int, default=INPUT_FEATURES,
+                        help="model input width (default {})".format(INPUT_FEATURES))
+    parser.add_argument("--hidden-features", type=positive_int, default=HIDDEN_FEATURES,
+                        help="hidden layer width (default {}); 784 and 1024 with --batch-size "
+                             "128 make a benchmark-sized step".format(HIDDEN_FEATURES))
     parser.add_argument("--no-module-hooks", action="store_true",
                         help="register no module hooks (no module records; Module._call_impl "
                              "then takes its no-hook fast path)")
@@ -339,7 +344,7 @@ def set_up_model_and_data(call_log, args, data_seed):
     call_log.end(record)
 
     record = call_log.begin("ThreeLayerMLP()", ThreeLayerMLP.__init__)
-    model = ThreeLayerMLP()
+    model = ThreeLayerMLP(args.input_features, args.hidden_features)
     call_log.end(record)
 
     record = call_log.begin("torch.manual_seed(data_seed)", torch.manual_seed)
@@ -348,7 +353,7 @@ def set_up_model_and_data(call_log, args, data_seed):
 
     shape = (args.steps + 1, args.batch_size)
     record = call_log.begin("torch.randn(inputs_shape)", torch.randn)
-    inputs = torch.randn(*shape, INPUT_FEATURES)
+    inputs = torch.randn(*shape, args.input_features)
     call_log.end(record)
 
     record = call_log.begin("torch.randn(targets_shape)", torch.randn)
