@@ -244,12 +244,19 @@ static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_
 	struct torch_probes *probes = NULL;
 	char error[512];
 	uint64_t identity, cookie;
+	int result;
 
 	if (process->torch_looked_up)
 		return;
 	/* torch is imported after start: this is asked again as libraries load. */
-	if (torch_probes_resolve_process(pid, tracer->torch_ops, tracer->torch_op_count, &probes,
-					 error, sizeof(error))) {
+	result = torch_probes_resolve_process(pid, tracer->torch_ops, tracer->torch_op_count,
+					      &probes, error, sizeof(error));
+	/* An operator this torch lacks costs the operators, not the scopes. */
+	if (result == -ENOENT && tracer->torch_op_count && !strstr(error, "has not mapped")) {
+		log_warning("process %d: %s; following its scopes without operators", pid, error);
+		result = torch_probes_resolve_process(pid, NULL, 0, &probes, error, sizeof(error));
+	}
+	if (result) {
 		/*
 		 * Not mapped yet: asked again as libraries load. Mapped but refused
 		 * (an unknown version, a missing operator): said once.

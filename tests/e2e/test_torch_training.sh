@@ -84,3 +84,12 @@ for step in range(steps):
     assert zeroing["aten::zero_"] == (0 if step == 0 else tensors), (step, dict(zeroing))
 print(f"{steps} steps, {tensors} parameter tensors: updates in every step, zeroing in every zero_grad")
 PY
+
+# An operator this torch does not have is named in a warning; the scopes are still followed.
+"$TCHECK" --quiet record -o "$SCRATCH/bad-op.trace" --torch-op no_such_operator_ -- \
+	/usr/bin/python3 "$ROOT/tests/workloads/python/train_cpu.py" --steps 2 \
+	>/dev/null 2>"$SCRATCH/bad-op.err" || fail "record with an unknown --torch-op failed"
+grep -q "no ATen operator no_such_operator_" "$SCRATCH/bad-op.err" ||
+	fail "no warning names the unknown operator: $(cat "$SCRATCH/bad-op.err")"
+[ "$("$TCHECK" dump "$SCRATCH/bad-op.trace" --calls-only | grep -c '"kind": *"torch_scope"')" -eq 4 ] ||
+	fail "with an unknown operator the 2 steps' 4 scopes were not all traced"

@@ -16,10 +16,13 @@ trap 'rm -rf "$scratch"' EXIT
 ops=(--torch-op add_ --torch-op mul_ --torch-op zero_)
 # name|steps|workload options
 models=(
-	"benchmark MLP 256-512-512-4, batch 64|40|--input-features 256 --hidden-features 512 --batch-size 64"
+	"benchmark MLP 256-512-512-4, batch 64|60|--input-features 256 --hidden-features 512 --batch-size 64"
 	"tiny MLP 16-32-32-4, batch 8 (the tests' model)|300|"
 )
 first_steady_step=10
+# One torch thread: on cores shared with other work, a second thread waiting at
+# every parallel region turns any neighbour's time slice into step time.
+export OMP_NUM_THREADS=1
 
 /usr/bin/python3 -c 'import torch' 2>/dev/null || {
 	echo "(skipped: Debian's python3-torch is not installed)"
@@ -149,7 +152,7 @@ echo "Command: \`make bench\` (tools/bench/python-overhead.sh), $(date -u '+%Y-%
 echo "kernel $(uname -r), $(nproc) CPUs shared with other work, $rounds rounds."
 echo
 echo "\`tests/workloads/python/train_cpu.py --no-module-hooks\` with SGD (momentum 0.9) under"
-echo "Debian's python3.11 and torch 1.13 (CPU). Step time: median over steps $first_steady_step on"
+echo "Debian's python3.11 and torch 1.13 (CPU), one torch thread (OMP_NUM_THREADS=1). Step time: median over steps $first_steady_step on"
 echo "of one run; each round runs every variant once, in turn; \"vs untraced\" is the"
 echo "median over rounds of traced / untraced of the same round; events: trace records"
 echo "(Python calls, torch scopes, torch operators) per steady step."
