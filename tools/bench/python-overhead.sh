@@ -22,6 +22,7 @@ models=(
 first_steady_step=10
 # One torch thread: on cores shared with other work, a second thread waiting at
 # every parallel region turns any neighbour's time slice into step time.
+cpus=$(nproc) # before OMP_NUM_THREADS, which nproc obeys
 export OMP_NUM_THREADS=1
 
 /usr/bin/python3 -c 'import torch' 2>/dev/null || {
@@ -149,7 +150,7 @@ label() {
 echo "### Python tracing: training-step time"
 echo
 echo "Command: \`make bench\` (tools/bench/python-overhead.sh), $(date -u '+%Y-%m-%d %H:%M UTC'),"
-echo "kernel $(uname -r), $(nproc) CPUs shared with other work, $rounds rounds."
+echo "kernel $(uname -r), $cpus CPUs shared with other work, $rounds rounds."
 echo
 echo "\`tests/workloads/python/train_cpu.py --no-module-hooks\` with SGD (momentum 0.9) under"
 echo "Debian's python3.11 and torch 1.13 (CPU), one torch thread (OMP_NUM_THREADS=1). Step time: median over steps $first_steady_step on"
