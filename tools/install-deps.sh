@@ -9,3 +9,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
 	libjansson-dev libcunit1-dev pkg-config python3 python3-torch \
 	clang-format clang-tidy cppcheck procps util-linux >/dev/null
+# The Python benchmark's peer: bcc's USDT tools, and kernel headers it can
+# compile against when the running kernel has none of its own.
+$SUDO apt-get install -y -qq --no-install-recommends bpfcc-tools linux-headers-amd64 >/dev/null
