@@ -31,6 +31,9 @@ static const char record_help[] =
 	"      --step-marker NAME   advance the step at the end of the torch scope or\n"
 	"                           Python call whose name starts with NAME\n"
 	"                           (default: Optimizer.step#, the optimizer's step)\n"
+	"      --torch-op OP        also trace calls of this torch operator (implies\n"
+	"                           --python; repeatable; add_ for every overload,\n"
+	"                           add_.Tensor for one, zero_ ...)\n"
 	"  -d, --duration SECONDS   stop after this long (default: when the targets end)\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"  -h, --help               this text\n"
@@ -57,6 +60,7 @@ static const char attach_help[] =
 	"      --python             also trace Python calls entered from C\n"
 	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
 	"      --step-marker NAME   advance the step at this scope or call's end\n"
+	"      --torch-op OP        also trace calls of this torch operator (repeatable)\n"
 	"  -d, --duration SECONDS   detach after this long\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"  -h, --help               this text\n"
@@ -105,12 +109,14 @@ static int run(int argc, char **argv, int attach)
 		{ "python", no_argument, NULL, 'Y' },
 		{ "python-filter", required_argument, NULL, 'P' },
 		{ "step-marker", required_argument, NULL, 'S' },
+		{ "torch-op", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct recorder_options options = { .follow_children = true, .live_status = attach };
 	static pid_t pids[MAX_PIDS];
 	static const char *python_prefixes[MAX_PIDS + 1];
+	static const char *torch_ops[MAX_PIDS];
 	size_t python_prefix_count = 0;
 	double number;
 	int option;
@@ -158,6 +164,14 @@ static int run(int argc, char **argv, int attach)
 				return 2;
 			}
 			options.step_marker = optarg;
+			break;
+		case 'T':
+			if (options.torch_op_count == MAX_PIDS) {
+				log_error("at most %d --torch-op options", MAX_PIDS);
+				return 2;
+			}
+			torch_ops[options.torch_op_count++] = optarg;
+			options.torch_ops = torch_ops;
 			options.python = true;
 			break;
 		case 'd':

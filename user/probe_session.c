@@ -88,12 +88,16 @@ struct probe_session *probe_session_create(const struct probe_session_config *co
 	bpf_program__set_autoload(session->skeleton->progs.python_frame_return, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_enter, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_exit, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.torch_op_entry, config->torch_ops);
+	bpf_program__set_autoload(session->skeleton->progs.torch_op_return, config->torch_ops);
 	if (uprobe_link_prepare(session->skeleton->progs.library_call_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.library_call_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_frame_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_frame_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_enter) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_exit) ||
+	    uprobe_link_prepare(session->skeleton->progs.torch_op_entry) ||
+	    uprobe_link_prepare(session->skeleton->progs.torch_op_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_return)) {
 		snprintf(error, error_size, "cannot prepare the probe programs");
@@ -217,6 +221,19 @@ int probe_session_attach_torch_scopes(struct probe_session *session, const char 
 	return uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_enter,
 				  false, path, &enter_offset, &enter_cookie, 1, -1, error,
 				  error_size);
+}
+
+int probe_session_attach_torch_ops(struct probe_session *session, const char *path,
+				   const uint64_t *offsets, const uint64_t *cookies, size_t count,
+				   char *error, size_t error_size)
+{
+	int result = uprobe_link_attach(&session->links, session->skeleton->progs.torch_op_return,
+					true, path, offsets, cookies, count, -1, error, error_size);
+
+	if (result)
+		return result;
+	return uprobe_link_attach(&session->links, session->skeleton->progs.torch_op_entry, false,
+				  path, offsets, cookies, count, -1, error, error_size);
 }
 
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,

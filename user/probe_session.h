@@ -21,6 +21,7 @@ typedef int (*probe_record_fn)(void *context, const void *record, size_t size);
 struct probe_session_config {
 	size_t ring_buffer_bytes; /* a power of two, at least a page */
 	bool python;		  /* load the Python frame probes too */
+	bool torch_ops;		  /* load the torch operator probes too */
 };
 
 /*
@@ -80,6 +81,10 @@ int probe_session_attach_python(struct probe_session *session, const char *path,
 int probe_session_attach_torch_scopes(struct probe_session *session, const char *path,
 				      uint64_t enter_offset, uint64_t enter_cookie,
 				      uint64_t exit_offset, char *error, size_t error_size);
+/* Attaches the torch operator probe pair at offsets of path; each cookie numbers its operator. */
+int probe_session_attach_torch_ops(struct probe_session *session, const char *path,
+				   const uint64_t *offsets, const uint64_t *cookies, size_t count,
+				   char *error, size_t error_size);
 /* Tells the Python probes where a process's frames keep their code object. */
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,
 				     const struct tcheck_python_process *process);

@@ -80,7 +80,11 @@ struct python_tracer {
 	struct u64_map processes;    /* pid -> python_process */
 	struct u64_map probed_files; /* file identity -> non-NULL once probed */
 	struct u64_map refused; /* pid -> non-NULL: runs a Python we cannot follow (said once) */
-	struct u64_map scope_names; /* hash of a scope name -> the name, kept for the records */
+	struct u64_map scope_names;   /* hash of a scope name -> the name, kept for the records */
+	const char *const *torch_ops; /* --torch-op requests */
+	size_t torch_op_count;
+	char **operator_names; /* by attach cookie: "aten::add_.Tensor" */
+	size_t operator_name_count;
 };
 
 struct python_tracer *python_tracer_create(struct probe_session *session,
@@ -141,6 +145,9 @@ void python_tracer_destroy(struct python_tracer *tracer)
 	for (size_t i = 0; u64_map_next(&tracer->scope_names, &i, &key, &value);)
 		free(value);
 	u64_map_free(&tracer->scope_names);
+	for (size_t i = 0; i < tracer->operator_name_count; i++)
+		free(tracer->operator_names[i]);
+	free(tracer->operator_names);
 	free(tracer);
 }
 
@@ -234,10 +241,71 @@ static uint64_t torch_register_bits(enum torch_register which)
 					     : 0;
 }
 
+void python_tracer_set_torch_ops(struct python_tracer *tracer, const char *const *ops, size_t count)
+{
+	tracer->torch_ops = ops;
+	tracer->torch_op_count = count;
+}
+
+void torch_operator_display_name(const char *request, const char *operator_name, char *name,
+				 size_t size)
+{
+	size_t base = strcspn(request, ".");
+	const char *overload = operator_name + base;
+
+	/* "add__Tensor" asked as "add_": the struct is the name, '_', the overload. */
+	if (strncmp(operator_name, request, base) == 0 && *overload == '_' && overload[1])
+		snprintf(name, size, "aten::%.*s.%s", (int)base, request, overload + 1);
+	else
+		snprintf(name, size, "aten::%s", operator_name);
+}
+
+/* Attaches the --torch-op probes; their cookies index tracer->operator_names. */
+static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
+			     const struct torch_probes *probes)
+{
+	uint64_t *offsets, *cookies;
+	char **names, error[512], name[256];
+	size_t first = tracer->operator_name_count;
+
+	if (probes->op_count == 0)
+		return;
+	names = realloc(tracer->operator_names, (first + probes->op_count) * sizeof(*names));
+	offsets = calloc(probes->op_count, sizeof(*offsets));
+	cookies = calloc(probes->op_count, sizeof(*cookies));
+	if (names)
+		tracer->operator_names = names;
+	if (!names || !offsets || !cookies)
+		goto out;
+	for (size_t i = 0; i < probes->op_count; i++) {
+		torch_operator_display_name(probes->ops[i].request, probes->ops[i].operator_name,
+					    name, sizeof(name));
+		tracer->operator_names[first + i] = strdup(name);
+		if (!tracer->operator_names[first + i]) {
+			for (size_t j = first; j < first + i; j++)
+				free(tracer->operator_names[j]);
+			goto out;
+		}
+		offsets[i] = probes->ops[i].site.file_offset;
+		cookies[i] = first + i;
+	}
+	tracer->operator_name_count = first + probes->op_count;
+	if (probe_session_attach_torch_ops(tracer->session, probes->host_path, offsets, cookies,
+					   probes->op_count, error, sizeof(error)))
+		log_warning("process %d: %s", pid, error);
+	else
+		log_info("probed %zu torch operator entry points in %s", probes->op_count,
+			 probes->library_path);
+out:
+	free(offsets);
+	free(cookies);
+}
+
 /*
- * Probes torch's scope entry and end in a process that has libtorch_cpu,
- * once per library file. Only the verified layout (torch 1.13: the name
- * and the key at one entry site, C++11 strings) is probed.
+ * Probes torch's scope entry and end, and the --torch-op operators, in a
+ * process that has libtorch_cpu, once per library file. Only the verified
+ * scope layout (torch 1.13: the name and the key at one entry site, C++11
+ * strings) is probed.
  */
 static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_process *process)
 {
@@ -245,36 +313,67 @@ static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_
 	struct torch_probes *probes = NULL;
 	char error[512];
 	uint64_t identity, cookie;
+	int result;
 
 	if (process->torch_looked_up)
 		return;
 	/* torch is imported after start: this is asked again as libraries load. */
-	if (torch_probes_resolve_process(pid, NULL, 0, &probes, error, sizeof(error))) {
-		log_debug("process %d: no torch scopes yet: %s", pid, error);
+	result = torch_probes_resolve_process(pid, tracer->torch_ops, tracer->torch_op_count,
+					      &probes, error, sizeof(error));
+	/* An operator this torch lacks costs the operators, not the scopes. */
+	if (result == -ENOENT && tracer->torch_op_count && !strstr(error, "has not mapped")) {
+		log_warning("process %d: %s; following its scopes without operators", pid, error);
+		result = torch_probes_resolve_process(pid, NULL, 0, &probes, error, sizeof(error));
+	}
+	if (result) {
+		/*
+		 * Not mapped yet: asked again as libraries load. Mapped but refused
+		 * (an unknown version, a missing operator): said once.
+		 */
+		if (strstr(error, "has not mapped") == NULL) {
+			log_warning("process %d: %s", pid, error);
+			process->torch_looked_up = true;
+		} else {
+			log_debug("process %d: no torch scopes yet: %s", pid, error);
+		}
 		return;
 	}
 	process->torch_looked_up = true;
 	scopes = &probes->scopes;
-	if (scopes->method != TORCH_SCOPE_SHARED_ENTER ||
-	    scopes->string_abi != TORCH_STRING_CXX11 || !scopes->enter.file_offset ||
-	    !scopes->exit.file_offset || file_identity(probes->host_path, &identity)) {
-		log_warning("process %d: torch %d.%d scopes are not followed yet (only 1.13's are)",
-			    pid, probes->version.major, probes->version.minor);
+	if (file_identity(probes->host_path, &identity)) {
+		log_warning("process %d: cannot open %s, its libtorch_cpu", pid, probes->host_path);
 		goto out;
 	}
 	if (u64_map_get(&tracer->probed_files, identity))
 		goto out;
+	u64_map_put(&tracer->probed_files, identity, tracer);
+	/*
+	 * Per version (docs/torch-scopes.md): 1.13's scope sites were watched
+	 * live and are probed; 2.x's come from the sources only and are not;
+	 * any other version was refused when resolving. Operators are the same
+	 * exported at::_ops entry points in both.
+	 */
+	if (scopes->method != TORCH_SCOPE_SHARED_ENTER || !scopes->verified ||
+	    scopes->string_abi != TORCH_STRING_CXX11 || !scopes->enter.file_offset ||
+	    !scopes->exit.file_offset) {
+		log_warning("process %d: torch %s's record_function scopes (Optimizer.step, "
+			    "zero_grad) are not followed: their probe sites are read from "
+			    "PyTorch's sources and have not been checked on a live process of "
+			    "this version; Python calls and --torch-op operators still are",
+			    pid, probes->version.text);
+		attach_torch_ops(tracer, pid, probes);
+		goto out;
+	}
 	cookie = torch_register_bits(scopes->name_register) << TCHECK_TORCH_NAME_REGISTER_SHIFT |
 		 torch_register_bits(scopes->key_register) << TCHECK_TORCH_KEY_REGISTER_SHIFT;
 	if (probe_session_attach_torch_scopes(tracer->session, probes->host_path,
 					      scopes->enter.file_offset, cookie,
-					      scopes->exit.file_offset, error, sizeof(error))) {
+					      scopes->exit.file_offset, error, sizeof(error)))
 		log_warning("process %d: %s", pid, error);
-		goto out;
-	}
-	u64_map_put(&tracer->probed_files, identity, tracer);
-	log_info("probed torch %d.%d's record_function scopes in %s", probes->version.major,
-		 probes->version.minor, probes->library_path);
+	else
+		log_info("probed torch %s's record_function scopes in %s", probes->version.text,
+			 probes->library_path);
+	attach_torch_ops(tracer, pid, probes);
 out:
 	torch_probes_free(probes);
 }
@@ -641,4 +740,33 @@ int python_tracer_meta(struct python_tracer *tracer, uint32_t pid, uint64_t at_n
 	*step = state.step;
 	*stage = state.stage;
 	return 0;
+}
+
+int python_tracer_handle_op(struct python_tracer *tracer,
+			    const struct tcheck_torch_op_record *record)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
+				    .python_call = { .rank = -1, .world_size = -1 } };
+	struct python_meta_state state;
+
+	if (!process || record->operator>= tracer->operator_name_count)
+		return 0;
+	out.python_call.qualified_name = tracer->operator_names[record->operator];
+	out.python_call.entry_ns = record->header.timestamp_ns;
+	out.python_call.duration_ns = record->return_ns > record->header.timestamp_ns
+					      ? record->return_ns - record->header.timestamp_ns
+					      : 0;
+	out.python_call.pid = record->header.pid;
+	out.python_call.tid = record->header.tid;
+	out.python_call.depth = record->depth;
+	out.python_call.flags = TRACE_PYTHON_TORCH_OP;
+	out.python_call.first_line = -1;
+	state = python_meta_at(&process->meta, record->header.timestamp_ns);
+	out.python_call.step = state.step;
+	out.python_call.stage = state.stage;
+	out.python_call.rank = process->rank;
+	out.python_call.world_size = process->world_size;
+	out.python_call.file = "";
+	return tracer->emit(tracer->context, &out);
 }

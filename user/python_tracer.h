@@ -65,6 +65,21 @@ const char *python_tracer_code_name(struct python_tracer *tracer, uint32_t pid, 
 int python_tracer_meta(struct python_tracer *tracer, uint32_t pid, uint64_t at_ns, int32_t *step,
 		       uint32_t *stage);
 
+/*
+ * Torch operators to probe as libtorch_cpu is found ("add_", "zero_.default",
+ * see torch_probes.h), kept by reference: they must outlive the tracer.
+ */
+void python_tracer_set_torch_ops(struct python_tracer *tracer, const char *const *ops,
+				 size_t count);
+
+/* Handles one TCHECK_RECORD_TORCH_OP record: the operator as "aten::add_.Tensor". */
+int python_tracer_handle_op(struct python_tracer *tracer,
+			    const struct tcheck_torch_op_record *record);
+
+/* "aten::NAME[.OVERLOAD]" of an at::_ops struct name ("add__Tensor") asked for as request. */
+void torch_operator_display_name(const char *request, const char *operator_name, char *name,
+				 size_t size);
+
 /* The module path a source file belongs to: ".../site-packages/torch/optim/sgd.py" ->
  * torch.optim.sgd. */
 void python_module_of_file(const char *file, char *module, size_t size);

@@ -284,6 +284,10 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 		if (recorder->python && size >= sizeof(struct tcheck_torch_scope_record))
 			python_tracer_handle_scope(recorder->python, data);
 		return 0;
+	case TCHECK_RECORD_TORCH_OP:
+		if (recorder->python && size >= sizeof(struct tcheck_torch_op_record))
+			python_tracer_handle_op(recorder->python, data);
+		return 0;
 	default:
 		return 0;
 	}
@@ -447,6 +451,7 @@ static int set_up(struct recorder *recorder, int *release_fd)
 		.ring_buffer_bytes = options->ring_buffer_bytes ? options->ring_buffer_bytes
 								: DEFAULT_RING_BUFFER_BYTES,
 		.python = options->python,
+		.torch_ops = options->python && options->torch_op_count > 0,
 	};
 	char error[512];
 
@@ -468,8 +473,11 @@ static int set_up(struct recorder *recorder, int *release_fd)
 	if (options->python)
 		recorder->python = python_tracer_create(recorder->session, options->python_prefixes,
 							emit_built_record, recorder);
-	if (recorder->python)
+	if (recorder->python) {
 		python_tracer_set_step_marker(recorder->python, options->step_marker);
+		python_tracer_set_torch_ops(recorder->python, options->torch_ops,
+					    options->torch_op_count);
+	}
 	if (!recorder->discovery || !recorder->builder || (options->python && !recorder->python)) {
 		log_error("out of memory");
 		return -1;

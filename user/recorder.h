@@ -36,7 +36,9 @@ struct recorder_options {
 	size_t ring_buffer_bytes;
 	bool python;			    /* also trace Python calls entered from C */
 	const char *const *python_prefixes; /* NULL-ended selection; NULL: the defaults */
-	const char *step_marker; /* what advances the step; NULL: Optimizer.step's scope */
+	const char *step_marker;      /* what advances the step; NULL: Optimizer.step's scope */
+	const char *const *torch_ops; /* --torch-op requests ("add_", "zero_.default") */
+	size_t torch_op_count;
 	const struct recorder_observer *observer; /* NULL: none */
 	bool until_stopped; /* run on when no target is left (the agent): until a signal */
 	int argc;	    /* the tcheck-bpf command line, for the trace header */

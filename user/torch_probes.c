@@ -18,6 +18,7 @@
 #include "elf_symbols.h"
 #include "error_message.h"
 #include "process_maps.h"
+#include "uprobe_entry_site.h"
 
 #define LIBRARY_NAME "libtorch_cpu.so"
 
@@ -506,40 +507,6 @@ static int read_code(void *context, uint64_t address, uint8_t bytes[16])
 	return pread(reader->fd, bytes, 16, (off_t)offset) == 16 ? 0 : -EIO;
 }
 
-size_t torch_probe_skip_leading_compare(const char *path, uint64_t file_offset)
-{
-	unsigned char code[8];
-	ssize_t got;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return 0;
-	got = pread(fd, code, sizeof(code), (off_t)file_offset);
-	close(fd);
-	return got == (ssize_t)sizeof(code) ? torch_leading_compare_length(code, sizeof(code)) : 0;
-}
-
-size_t torch_leading_compare_length(const unsigned char *code, size_t length)
-{
-	size_t compare;
-
-	/* cmpb $imm8, disp8(%reg): 80 /7 with mod 01 and no SIB (r/m 4). */
-	if (length >= 4 && code[0] == 0x80 && (code[1] & 0xf8) == 0x78 && (code[1] & 7) != 4)
-		compare = 4;
-	/* cmpb $imm8, disp32(%reg): mod 10. */
-	else if (length >= 7 && code[0] == 0x80 && (code[1] & 0xf8) == 0xb8 && (code[1] & 7) != 4)
-		compare = 7;
-	else
-		return 0;
-	/* Then je/jne rel8 (74, 75) or rel32 (0f 84, 0f 85): the kernel emulates those. */
-	if (length >= compare + 2 && (code[compare] == 0x74 || code[compare] == 0x75))
-		return compare;
-	if (length >= compare + 6 && code[compare] == 0x0f &&
-	    (code[compare + 1] == 0x84 || code[compare + 1] == 0x85))
-		return compare;
-	return 0;
-}
-
 static int set_site(struct torch_probe_site *site, const char *symbol, bool exported,
 		    const struct elf_symbol_location *location)
 {
@@ -665,6 +632,41 @@ static int resolve_shared_enter(struct torch_probes *probes, const char *enter_n
 	return set_site(&probes->scopes.enter, SHARED_ENTER_NAME, false, &shared);
 }
 
+/*
+ * Moves a site past a leading compare onto the conditional jump after it
+ * when its first instruction would be single-stepped (uprobe_entry_site.h);
+ * says so in its reading. Left where it is when the code cannot be read.
+ */
+static int move_to_emulated_instruction(const char *path, struct torch_probe_site *site)
+{
+	uint8_t code[16];
+	char *reading;
+	int fd, offset;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (pread(fd, code, sizeof(code), (off_t)site->file_offset) != (ssize_t)sizeof(code)) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	offset = uprobe_cheap_entry_offset(code, sizeof(code));
+	if (offset <= 0)
+		return 0;
+	site->file_offset += (uint64_t)offset;
+	site->address += (uint64_t)offset;
+	if (asprintf(&reading,
+		     "%s (probed +%d bytes in, on the conditional jump after the "
+		     "leading compare: the kernel emulates it instead of single-stepping "
+		     "the compare; the registers are still the entry's)",
+		     site->reading ? site->reading : "", offset) < 0)
+		return -ENOMEM;
+	free(site->reading);
+	site->reading = reading;
+	return 0;
+}
+
 static int resolve_scopes(struct torch_probes *probes, char *error, size_t error_size)
 {
 	struct torch_scope_probes *scopes = &probes->scopes;
@@ -746,20 +748,16 @@ static int resolve_scopes(struct torch_probes *probes, char *error, size_t error
 		return err == -ENOMEM ? error_fail(error, error_size, ENOMEM, "out of memory")
 				      : err;
 	err = elf_symbol_find(probes->host_path, RECORD_FUNCTION_END, &location, error, error_size);
-	if (!err) {
-		size_t skip =
-			torch_probe_skip_leading_compare(probes->host_path, location.file_offset);
-
-		location.file_offset += skip;
-		location.address += skip;
+	if (!err)
 		err = set_site(&scopes->exit, RECORD_FUNCTION_END, true, &location);
-	}
 	if (!err)
 		err = set_reading(
 			&scopes->exit,
 			"rdi -> the at::RecordFunction ending, equal to its enter's key; "
 			"it runs again when the handle is destroyed and around every "
 			"autograd node: close the open scope with that key, ignore the rest");
+	if (!err)
+		err = move_to_emulated_instruction(probes->host_path, &scopes->exit);
 	scopes->exit_register = TORCH_REGISTER_RDI;
 	return err == -ENOMEM ? error_fail(error, error_size, ENOMEM, "out of memory") : err;
 }

@@ -97,18 +97,6 @@ struct torch_probes {
 	size_t op_count;
 };
 
-/*
- * at::RecordFunction::end begins with a byte compare, an instruction the
- * kernel cannot emulate, so a uprobe on its first byte is single-stepped
- * (6-8 us a hit, and it is hit around every autograd node). The
- * conditional jump right after it is emulated, and every register a probe
- * reads is unchanged there. Returns how many bytes to move the probe
- * forward: the length of a leading "cmpb $imm, disp(%reg)" followed by
- * je/jne, else 0. The first reads the code from the file.
- */
-size_t torch_probe_skip_leading_compare(const char *path, uint64_t file_offset);
-size_t torch_leading_compare_length(const unsigned char *code, size_t length);
-
 /* The operators a training step's checks start from: the updates and the zeroing. */
 extern const char *const torch_default_ops[];
 extern const size_t torch_default_op_count;

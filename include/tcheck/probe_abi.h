@@ -81,6 +81,7 @@ enum tcheck_record_type {
 	TCHECK_RECORD_LIBRARY_CHANGE = 5, /* a traced process loaded a library */
 	TCHECK_RECORD_PYTHON_CALL = 6,	  /* a Python frame evaluated from C, paired */
 	TCHECK_RECORD_TORCH_SCOPE = 7,	  /* a torch record_function scope, paired */
+	TCHECK_RECORD_TORCH_OP = 8,	  /* a selected torch operator call, paired */
 };
 
 /* Flags of a call record. */
@@ -265,6 +266,14 @@ struct tcheck_torch_scope_record {
 	tcheck_u32 depth; /* scopes already open on the thread */
 	tcheck_u32 reserved;
 	char name[TCHECK_TORCH_SCOPE_NAME_BYTES]; /* NUL-terminated, cut to fit */
+};
+
+/* A call of a selected torch operator (at::_ops::NAME::call): entry and return paired. */
+struct tcheck_torch_op_record {
+	struct tcheck_record_header header; /* timestamp = entry time */
+	tcheck_u64 return_ns;
+	tcheck_u32 depth;    /* selected operator calls already open on the thread */
+	tcheck_u32 operator; /* the attach cookie: which operator, as the daemon numbered them */
 };
 
 /* Counters the BPF side keeps, one slot each in a per-CPU array. */

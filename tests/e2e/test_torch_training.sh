@@ -97,3 +97,47 @@ check "$SCRATCH/calls.jsonl" "optimizer.step()" "$SCRATCH/train.jsonl"
 	--log-dir "$SCRATCH/ddp" >/dev/null || fail "record of the DDP job failed"
 "$TCHECK" dump "$SCRATCH/ddp.trace" --calls-only >"$SCRATCH/ddp.jsonl"
 check "$SCRATCH/ddp.jsonl" "optimizer.step()" "$SCRATCH/ddp/rank-0.jsonl" "$SCRATCH/ddp/rank-1.jsonl"
+
+# Selected torch operators (--torch-op): SGD with momentum updates every
+# parameter tensor inside Optimizer.step (param.add_ each step; from the
+# second step also the momentum buffer's mul_ and add_), and zero_grad zeroes
+# every gradient once one exists (torch 1.13 keeps gradients: set_to_none is
+# off by default). The parameter count is the script's own.
+"$TCHECK" --quiet record -o "$SCRATCH/ops.trace" --torch-op add_ --torch-op mul_ \
+	--torch-op zero_ -- /usr/bin/python3 "$ROOT/tests/workloads/python/train_cpu.py" \
+	--steps 4 --log "$SCRATCH/ops.jsonl" >/dev/null || fail "record with --torch-op failed"
+"$TCHECK" dump "$SCRATCH/ops.trace" --calls-only >"$SCRATCH/ops-calls.jsonl"
+python3 - "$SCRATCH/ops-calls.jsonl" "$SCRATCH/ops.jsonl" <<'PY' || fail "operators do not nest in their scopes as the script's parameters say"
+import collections, json, sys
+trace = [json.loads(l) for l in open(sys.argv[1])]
+log = [json.loads(l) for l in open(sys.argv[2])]
+summary = next(r for r in log if r.get("kind") == "summary")
+tensors, steps = summary["parameter_tensors"], summary["steps"]
+assert tensors > 0 and steps == 4, summary
+ops = [t for t in trace if t["kind"] == "torch_op"]
+assert {t["name"] for t in ops} >= {"aten::add_.Tensor", "aten::mul_.Tensor", "aten::zero_"}, {t["name"] for t in ops}
+def inside(scope_prefix, step):
+    scopes = [t for t in trace if t["kind"] == "torch_scope" and t["step"] == step
+              and t["name"].startswith(scope_prefix)]
+    assert len(scopes) == 1, (scope_prefix, step, scopes)
+    s = scopes[0]
+    return collections.Counter(o["name"] for o in ops if o["tid"] == s["tid"] and o["step"] == step
+                               and s["ts_ns"] <= o["ts_ns"] and o["ts_ns"] + o["dur_ns"] <= s["ts_ns"] + s["dur_ns"])
+for step in range(steps):
+    updates = inside("Optimizer.step#", step)
+    momentum = 0 if step == 0 else tensors
+    want = {"aten::add_.Tensor": tensors + momentum, "aten::mul_.Tensor": momentum}
+    assert {k: updates[k] for k in want} == want, (step, dict(updates), want)
+    zeroing = inside("Optimizer.zero_grad#", step)
+    assert zeroing["aten::zero_"] == (0 if step == 0 else tensors), (step, dict(zeroing))
+print(f"{steps} steps, {tensors} parameter tensors: updates in every step, zeroing in every zero_grad")
+PY
+
+# An operator this torch does not have is named in a warning; the scopes are still followed.
+"$TCHECK" --quiet record -o "$SCRATCH/bad-op.trace" --torch-op no_such_operator_ -- \
+	/usr/bin/python3 "$ROOT/tests/workloads/python/train_cpu.py" --steps 2 \
+	>/dev/null 2>"$SCRATCH/bad-op.err" || fail "record with an unknown --torch-op failed"
+grep -q "no ATen operator no_such_operator_" "$SCRATCH/bad-op.err" ||
+	fail "no warning names the unknown operator: $(cat "$SCRATCH/bad-op.err")"
+[ "$("$TCHECK" dump "$SCRATCH/bad-op.trace" --calls-only | grep -c '"kind": *"torch_scope"')" -eq 4 ] ||
+	fail "with an unknown operator the 2 steps' 4 scopes were not all traced"

@@ -1,27 +1,60 @@
 #!/bin/bash
 # Training-step time of the CPU training workload, untraced and traced with
-# --python (default selection, and everything selectable), interleaved run by
-# run so the machine's drift reaches all alike. Prints a Markdown section.
+# --python (default selection; everything selectable plus torch operators),
+# and under bcc's Python USDT tool (pythoncalls -L) when bcc can compile here;
+# for a benchmark-sized MLP and for the tests' tiny one. Runs are interleaved
+# round by round and each traced run is divided by the untraced run of its own
+# round, so the machine's drift (other users of its cores) reaches all alike;
+# the figures are medians over rounds. Prints a Markdown section.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tcheck="$root/tcheck-bpf"
 workload="$root/tests/workloads/python/train_cpu.py"
-rounds=${PYTHON_BENCH_ROUNDS:-3}
-# The benchmark model: hidden layers of 512, batches of 64 (a step of tens of
-# ms on these CPUs); and the tests' tiny model, where per-call costs show most.
-models=("benchmark:--hidden 512 --batch-size 64:${PYTHON_BENCH_STEPS:-60}"
-	"tiny:--hidden 32 --batch-size 8:${PYTHON_BENCH_TINY_STEPS:-300}")
+rounds=${PYTHON_BENCH_ROUNDS:-5}
 scratch=$(mktemp -d /tmp/tcheck-pybench.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
+ops=(--torch-op add_ --torch-op mul_ --torch-op zero_)
+# name|steps|workload options
+models=(
+	"benchmark MLP 256-512-512-4, batch 64|60|--input-features 256 --hidden-features 512 --batch-size 64"
+	"tiny MLP 16-32-32-4, batch 8 (the tests' model)|300|"
+)
+first_steady_step=10
+# One torch thread: on cores shared with other work, a second thread waiting at
+# every parallel region turns any neighbour's time slice into step time.
+cpus=$(nproc) # before OMP_NUM_THREADS, which nproc obeys
+export OMP_NUM_THREADS=1
 
 /usr/bin/python3 -c 'import torch' 2>/dev/null || {
 	echo "(skipped: Debian's python3-torch is not installed)"
 	exit 0
 }
 
-# Median step time in microseconds from the script's own log (steps 10 on: warm).
+# bcc compiles its BPF programs against kernel headers. This kernel ships none;
+# its USDT programs only need pt_regs, so Debian's linux-headers (any version)
+# serve when the common and the arch tree are joined into one.
+bcc_kernel_source() {
+	local common arch
+	[ -x /usr/sbin/ucalls ] || return 1
+	if [ -e "/lib/modules/$(uname -r)/build/include/linux/kconfig.h" ]; then
+		echo "/lib/modules/$(uname -r)/build"
+		return 0
+	fi
+	arch=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -1)
+	[ -n "$arch" ] || return 1
+	common="${arch%-amd64}-common"
+	[ -d "$common" ] || return 1
+	cp -as "$common" "$scratch/kernel-headers"
+	cp -asf "$arch/." "$scratch/kernel-headers/"
+	echo "$scratch/kernel-headers"
+}
+bcc_headers=$(bcc_kernel_source || true)
+modes=(untraced default everything)
+[ -n "$bcc_headers" ] && modes+=(bcc)
+
+# Median step time (us) over the steady steps, from the script's own log.
 step_time() {
-	python3 - "$1" <<'PY'
+	python3 - "$1" "$first_steady_step" <<'PY'
 import json, statistics, sys
 starts = {}
 for line in open(sys.argv[1]):
@@ -29,64 +62,126 @@ for line in open(sys.argv[1]):
     if r.get("kind") == "api" and r.get("stage") == "train":
         starts.setdefault(r["step"], r["ts_ns"])
 steps = sorted(starts)
-gaps = [(starts[b] - starts[a]) / 1000 for a, b in zip(steps, steps[1:]) if a >= 10]
+gaps = [(starts[b] - starts[a]) / 1000 for a, b in zip(steps, steps[1:]) if a >= int(sys.argv[2])]
 print(f"{statistics.median(gaps):.1f}")
 PY
 }
 
+# Trace records per steady step (Python calls, scopes, operators).
+events_per_step() {
+	"$tcheck" dump "$1" --calls-only | python3 -c '
+import json, sys
+first, last = int(sys.argv[1]), int(sys.argv[2])
+n = sum(1 for l in sys.stdin if first <= (json.loads(l).get("step") or -1) < last)
+print(f"{n / (last - first):.1f}")' "$first_steady_step" "$(($2 - 1))"
+}
+
+# bcc attaches to a running pid: the workload waits for a file until it has.
+run_bcc() {
+	local log=$1 steps=$2 ready="$scratch/ready" out="$scratch/bcc.out" pid tracer
+	shift 2
+	rm -f "$ready"
+	/usr/bin/python3 "$workload" --steps "$steps" --no-module-hooks --log "$log" \
+		--wait-file "$ready" "$@" >/dev/null &
+	pid=$!
+	# ucalls is what pythoncalls-bpfcc runs; started directly, it is the pid to stop.
+	BCC_KERNEL_SOURCE=$bcc_headers /usr/sbin/ucalls -L -l python "$pid" >"$out" 2>&1 &
+	tracer=$!
+	for _ in $(seq 600); do
+		grep -q "Tracing" "$out" 2>/dev/null && break
+		sleep 0.1
+	done
+	touch "$ready"
+	wait "$pid"
+	# It does not end with its target; a background job ignores SIGINT.
+	kill -TERM "$tracer" 2>/dev/null || true
+	wait "$tracer" || true
+}
+
 run() {
-	local mode=$1 round=$2 model=$3 steps=$4 shape=$5 log="$scratch/$3-$1-$2.jsonl"
-	# shellcheck disable=SC2206 # shape is a list of options
-	local command=(/usr/bin/python3 "$workload" --steps "$steps" $shape --no-module-hooks --log "$log")
+	local mode=$1 model=$2 round=$3 steps=$4 log
+	shift 4
+	log="$scratch/$model-$mode-$round.jsonl"
 	case $mode in
-	untraced) "${command[@]}" >/dev/null ;;
-	default) "$tcheck" --quiet record -o "$scratch/t.trace" --python -- "${command[@]}" >/dev/null ;;
-	everything) "$tcheck" --quiet record -o "$scratch/t.trace" --python-filter "" -- \
-		"${command[@]}" >/dev/null ;;
+	untraced) /usr/bin/python3 "$workload" --steps "$steps" --no-module-hooks --log "$log" \
+		"$@" >/dev/null ;;
+	default) "$tcheck" --quiet record -o "$scratch/t.trace" --python -- /usr/bin/python3 \
+		"$workload" --steps "$steps" --no-module-hooks --log "$log" "$@" >/dev/null ;;
+	everything) "$tcheck" --quiet record -o "$scratch/t.trace" --python-filter "" "${ops[@]}" \
+		-- /usr/bin/python3 "$workload" --steps "$steps" --no-module-hooks --log "$log" \
+		"$@" >/dev/null ;;
+	bcc) run_bcc "$log" "$steps" "$@" ;;
 	esac
 	step_time "$log" >"$scratch/$model-$mode-$round.us"
-	if [ "$mode" != untraced ]; then
-		"$tcheck" dump "$scratch/t.trace" --calls-only | wc -l >"$scratch/$model-$mode-$round.events"
-	fi
+	case $mode in
+	default | everything) events_per_step "$scratch/t.trace" "$steps" \
+		>"$scratch/$model-$mode-$round.events" ;;
+	esac
 }
 
 for ((round = 0; round < rounds; round++)); do
-	for entry in "${models[@]}"; do
-		IFS=: read -r model shape steps <<<"$entry"
-		for mode in untraced default everything; do
-			run "$mode" "$round" "$model" "$steps" "$shape"
+	for m in "${!models[@]}"; do
+		IFS='|' read -r _ steps options <<<"${models[$m]}"
+		for mode in "${modes[@]}"; do
+			# shellcheck disable=SC2086 # options are words
+			run "$mode" "$m" "$round" "$steps" $options
 		done
 	done
 done
-median() { sort -g "$@" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+# Per round: traced over the same round's untraced run; then the median.
+ratio() {
+	local model=$1 mode=$2
+	for ((round = 0; round < rounds; round++)); do
+		awk -v t="$(cat "$scratch/$model-$mode-$round.us")" \
+			-v u="$(cat "$scratch/$model-untraced-$round.us")" 'BEGIN { printf "%.4f\n", t / u }'
+	done | median
+}
+label() {
+	case $1 in
+	untraced) echo "untraced" ;;
+	default) echo "\`--python\` (default selection)" ;;
+	everything) echo "\`--python-filter '' --torch-op add_ --torch-op mul_ --torch-op zero_\`" ;;
+	bcc) echo "bcc \`ucalls -L -l python\` (pythoncalls-bpfcc, USDT)" ;;
+	esac
+}
+
 echo "### Python tracing: training-step time"
 echo
 echo "Command: \`make bench\` (tools/bench/python-overhead.sh), $(date -u '+%Y-%m-%d %H:%M UTC'),"
-echo "kernel $(uname -r), $(nproc) CPUs."
+echo "kernel $(uname -r), $cpus CPUs shared with other work, $rounds rounds."
 echo
-echo "\`tests/workloads/python/train_cpu.py\` (a 3-layer MLP, SGD with momentum,"
-echo "\`--no-module-hooks\`) under Debian's python3.11 and torch 1.13 (CPU); median step"
-echo "time over steps 10 on, median of $rounds interleaved runs; events = Python calls and"
-echo "torch scopes in the trace, per step. The target (at most 2% for the default"
-echo "selection) is for the benchmark model; the tiny model shows the cost per step in"
-echo "isolation."
-echo
-echo "| Model | Variant | step time (us) | added per step (us) | vs untraced | events per step |"
-echo "|---|---|---:|---:|---:|---:|"
-for entry in "${models[@]}"; do
-	IFS=: read -r model shape steps <<<"$entry"
-	base=$(cat "$scratch"/$model-untraced-*.us | median)
-	echo "| $model (\`$shape\`) | untraced | $base | - | 1.000 | - |"
-	for mode in default everything; do
-		us=$(cat "$scratch"/$model-$mode-*.us | median)
-		events=$(cat "$scratch"/$model-$mode-*.events | median)
-		awk -v us="$us" -v base="$base" -v events="$events" -v steps="$steps" -v mode="$mode" \
-			-v model="$model" 'BEGIN { printf "| %s | --python (%s) | %s | %.1f | %.3f | %.1f |\n", model, mode == "default" ? "default selection" : "everything selected", us, us - base, us / base, events / steps }'
+echo "\`tests/workloads/python/train_cpu.py --no-module-hooks\` with SGD (momentum 0.9) under"
+echo "Debian's python3.11 and torch 1.13 (CPU), one torch thread (OMP_NUM_THREADS=1). Step time: median over steps $first_steady_step on"
+echo "of one run; each round runs every variant once, in turn; \"vs untraced\" is the"
+echo "median over rounds of traced / untraced of the same round; events: trace records"
+echo "(Python calls, torch scopes, torch operators) per steady step."
+for m in "${!models[@]}"; do
+	IFS='|' read -r name steps options <<<"${models[$m]}"
+	base=$(cat "$scratch/$m"-untraced-*.us | median)
+	echo
+	echo "**$name** (\`--steps $steps${options:+ $options}\`)"
+	echo
+	echo "| Variant | step time (us) | vs untraced | events per step |"
+	echo "|---|---:|---:|---:|"
+	echo "| untraced | $base | 1.000 | - |"
+	for mode in "${modes[@]:1}"; do
+		us=$(cat "$scratch/$m-$mode"-*.us | median)
+		events=-
+		[ "$mode" = bcc ] || events=$(cat "$scratch/$m-$mode"-*.events | median)
+		echo "| $(label "$mode") | $us | $(ratio "$m" "$mode") | $events |"
 	done
 done
 echo
-echo "Every call CPython enters from C takes the probe pair, selected or not (the"
-echo "step enters Python from C a few hundred times); ignored code objects cost one"
-echo "map lookup and send nothing. Scope exits are probed on the conditional jump"
-echo "after RecordFunction::end's first compare, which the kernel emulates, rather"
-echo "than on the compare, which it would single-step around every autograd node."
+if [ -n "$bcc_headers" ]; then
+	echo "bcc runs here only with kernel headers it can compile against: this kernel has"
+	echo "no headers package and no CONFIG_IKHEADERS, so the script joins Debian's"
+	echo "linux-headers (another kernel's; its USDT programs need only pt_regs) and sets"
+	echo "BCC_KERNEL_SOURCE. \`-L\` enables CPython's function__entry and function__return"
+	echo "probes; on 3.11 the return probe fires for every Python function, inlined or not."
+else
+	echo "bcc's pythoncalls is not in the table: bpfcc-tools is not installed, or no"
+	echo "kernel headers (/lib/modules/\$(uname -r)/build, or Debian's linux-headers-amd64"
+	echo "to borrow) are there for it to compile against."
+fi

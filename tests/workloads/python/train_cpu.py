@@ -54,7 +54,8 @@ def main(argv=None):
                                            inputs, targets, args.progress)
         checksum = training_common.parameter_checksum(model).tolist()
         call_log.write_summary(args.steps, final_loss=final_loss, parameter_checksum=checksum,
-                               optimizer=type(optimizer).__qualname__)
+                               optimizer=type(optimizer).__qualname__,
+                               parameter_tensors=len(parameters))
     finally:
         call_log.close()
     print("train_cpu: {} steps, final loss {}".format(args.steps, final_loss))

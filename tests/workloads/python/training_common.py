@@ -41,14 +41,14 @@ MAX_WRAPPER_DEPTH = 8
 class ThreeLayerMLP(nn.Module):
     """A 3-layer perceptron: Linear, ReLU, Linear, ReLU, Linear."""
 
-    def __init__(self, hidden=HIDDEN_FEATURES):
+    def __init__(self, input_features=INPUT_FEATURES, hidden_features=HIDDEN_FEATURES):
         super().__init__()
         self.layers = nn.Sequential(
-            nn.Linear(INPUT_FEATURES, hidden),
+            nn.Linear(input_features, hidden_features),
             nn.ReLU(),
-            nn.Linear(hidden, hidden),
+            nn.Linear(hidden_features, hidden_features),
             nn.ReLU(),
-            nn.Linear(hidden, OUTPUT_FEATURES),
+            nn.Linear(hidden_features, OUTPUT_FEATURES),
         )
 
     def forward(self, features):
@@ -287,9 +287,6 @@ def add_training_options(parser):
                         help="optimizer (default sgd, with momentum 0.9)")
     parser.add_argument("--lr", type=float, default=0.05, help="learning rate (default 0.05)")
     parser.add_argument("--batch-size", type=int, default=8, help="samples per step (default 8)")
-    parser.add_argument("--hidden", type=int, default=HIDDEN_FEATURES,
-                        help=f"width of the hidden layers (default {HIDDEN_FEATURES}; "
-                        "the benchmark uses a larger model)")
     parser.add_argument("--seed", type=int, default=1234, help="random seed (default 1234)")
     parser.add_argument("--clip", type=float, default=None, metavar="MAX_NORM",
                         help="call torch.nn.utils.clip_grad_norm_(params, MAX_NORM) each step")
@@ -301,6 +298,11 @@ def add_training_options(parser):
                         help="before the first logged call, wait until PATH exists")
     parser.add_argument("--wait-timeout", type=float, default=300.0, metavar="SECONDS",
                         help="give up waiting for --wait-file after SECONDS (exit 3; default 300)")
+    parser.add_argument("--input-features", type=positive_int, default=INPUT_FEATURES,
+                        help="model input width (default {})".format(INPUT_FEATURES))
+    parser.add_argument("--hidden-features", type=positive_int, default=HIDDEN_FEATURES,
+                        help="hidden layer width (default {}); 784 and 1024 with --batch-size "
+                             "128 make a benchmark-sized step".format(HIDDEN_FEATURES))
     parser.add_argument("--no-module-hooks", action="store_true",
                         help="register no module hooks (no module records; Module._call_impl "
                              "then takes its no-hook fast path)")
@@ -355,7 +357,7 @@ def set_up_model_and_data(call_log, args, data_seed):
     call_log.end(record)
 
     record = call_log.begin("ThreeLayerMLP()", ThreeLayerMLP.__init__)
-    model = ThreeLayerMLP(args.hidden)
+    model = ThreeLayerMLP(args.input_features, args.hidden_features)
     call_log.end(record)
 
     record = call_log.begin("torch.manual_seed(data_seed)", torch.manual_seed)
@@ -364,7 +366,7 @@ def set_up_model_and_data(call_log, args, data_seed):
 
     shape = (args.steps + 1, args.batch_size)
     record = call_log.begin("torch.randn(inputs_shape)", torch.randn)
-    inputs = torch.randn(*shape, INPUT_FEATURES)
+    inputs = torch.randn(*shape, args.input_features)
     call_log.end(record)
 
     record = call_log.begin("torch.randn(targets_shape)", torch.randn)

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/* Tests of choosing an emulated instruction for a function's entry uprobe. */
+#include <stdint.h>
+
+#include "python_tracer.h"
+#include "uprobe_entry_site.h"
+#include "unit.h"
+
+UNIT_TEST(uprobe_entry_site, emulated_first_instructions_stay_at_the_start)
+{
+	static const uint8_t push_rbp[] = { 0x55, 0x48, 0x89, 0xe5 };
+	static const uint8_t push_r15[] = { 0x41, 0x57, 0x41, 0x56 };
+	static const uint8_t short_jump[] = { 0xeb, 0x10 };
+
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(push_rbp, sizeof(push_rbp)), 0);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(push_r15, sizeof(push_r15)), 0);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(short_jump, sizeof(short_jump)), 0);
+}
+
+/* at::RecordFunction::end in Debian's torch 1.13: cmpb $0x0,0x68(%rdi); je ... */
+UNIT_TEST(uprobe_entry_site, leading_compare_moves_to_the_jump)
+{
+	static const uint8_t record_function_end[] = { 0x80, 0x7f, 0x68, 0x00, 0x74,
+						       0x5a, 0x41, 0x56, 0x41, 0x55 };
+	/* cmpl $0x1,0x100(%rdi) (disp32) then a near je */
+	static const uint8_t far_compare[] = { 0x83, 0xbf, 0x00, 0x01, 0x00, 0x00, 0x01,
+					       0x0f, 0x84, 0x10, 0x00, 0x00, 0x00 };
+
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(record_function_end, sizeof(record_function_end)),
+			4);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(far_compare, sizeof(far_compare)), 7);
+}
+
+UNIT_TEST(uprobe_entry_site, other_starts_are_left_single_stepped)
+{
+	/* mov 0x10(%rip),%rax: RIP-relative, single-stepped, no compare to skip */
+	static const uint8_t rip_load[] = { 0x48, 0x8b, 0x05, 0x10, 0x00, 0x00, 0x00 };
+	/* a compare followed by a mov, not a jump */
+	static const uint8_t compare_then_move[] = { 0x80, 0x7f, 0x68, 0x00, 0x48, 0x89, 0xfd };
+	/* a RIP-relative compare is not taken for a guard */
+	static const uint8_t rip_compare[] = {
+		0x80, 0x3d, 0x10, 0x00, 0x00, 0x00, 0x00, 0x74, 0x02
+	};
+	/* cut short */
+	static const uint8_t cut[] = { 0x80, 0x7f };
+
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(rip_load, sizeof(rip_load)), -1);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(compare_then_move, sizeof(compare_then_move)),
+			-1);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(rip_compare, sizeof(rip_compare)), -1);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(cut, sizeof(cut)), -1);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(cut, 0), -1);
+}
+
+UNIT_TEST(uprobe_entry_site, operator_names_read_as_pytorch_schemas)
+{
+	char name[64];
+
+	torch_operator_display_name("add_", "add__Tensor", name, sizeof(name));
+	CU_ASSERT_STRING_EQUAL(name, "aten::add_.Tensor");
+	torch_operator_display_name("zero_", "zero_", name, sizeof(name));
+	CU_ASSERT_STRING_EQUAL(name, "aten::zero_");
+	torch_operator_display_name("add_.Scalar", "add__Scalar", name, sizeof(name));
+	CU_ASSERT_STRING_EQUAL(name, "aten::add_.Scalar");
+	torch_operator_display_name("_foreach_add_", "_foreach_add__List", name, sizeof(name));
+	CU_ASSERT_STRING_EQUAL(name, "aten::_foreach_add_.List");
+}

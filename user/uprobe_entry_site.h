@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where in a function a uprobe costs least. The kernel emulates a few
+ * instructions under a uprobe (push, jmp, jcc, call, nop) and single-steps
+ * every other one out of line, which costs several times more per hit. A
+ * function that begins with a compare and a conditional jump (a guard such
+ * as "if (!active) return") is probed on the jump instead: the compare
+ * changes only the flags, so the argument registers are the entry's.
+ */
+#ifndef TCHECK_UPROBE_ENTRY_SITE_H
+#define TCHECK_UPROBE_ENTRY_SITE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Whether the kernel emulates the instruction at code (no single-step). */
+bool uprobe_instruction_is_emulated(const uint8_t *code, size_t size);
+
+/*
+ * The offset from the function's start where a probe still sees the entry's
+ * argument registers and is emulated: 0 when the first instruction is
+ * emulated, the conditional jump's offset after a leading compare, -1 when
+ * neither (the probe then goes at 0 and is single-stepped).
+ */
+int uprobe_cheap_entry_offset(const uint8_t *code, size_t size);
+
+#endif /* TCHECK_UPROBE_ENTRY_SITE_H */
