@@ -7,6 +7,6 @@ SUDO=""
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
 	make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
-	libjansson-dev libcunit1-dev pkg-config python3 python3-torch \
+	libjansson-dev libcunit1-dev libibverbs-dev pkg-config python3 python3-torch \
 	clang-format clang-tidy cppcheck procps util-linux yamllint python3-yaml \
 	prometheus >/dev/null
