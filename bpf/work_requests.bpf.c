@@ -61,6 +61,19 @@ static __always_inline struct tcheck_network_counters *counters_of(__u32 pid)
 	return bpf_map_lookup_elem(&network_counters, &pid);
 }
 
+/*
+ * NCCL's transport functions, once they counted for a process, are its
+ * source: the verbs posts and polls they make inside are not counted twice.
+ */
+static __always_inline struct tcheck_network_counters *verbs_counters_of(__u32 pid)
+{
+	struct tcheck_network_counters *counters = counters_of(pid);
+
+	if (counters && counters->source == WORK_REQUEST_SOURCE_NCCL_IB)
+		return NULL;
+	return counters;
+}
+
 static __always_inline void add_posted(struct tcheck_network_counters *counters, __u32 source,
 				       __u64 requests, __u64 signalled, __u64 bytes)
 {
@@ -137,7 +150,7 @@ int verbs_post_send(struct pt_regs *ctx)
 		}
 		request = read_u64(request + VERBS_SEND_WR_NEXT_OFFSET);
 	}
-	counters = counters_of(pid);
+	counters = verbs_counters_of(pid);
 	if (counters)
 		add_posted(counters, WORK_REQUEST_SOURCE_VERBS, requests, signalled, bytes);
 	return 0;
@@ -159,7 +172,7 @@ int verbs_post_recv(struct pt_regs *ctx)
 				    read_u32(request + VERBS_RECV_WR_NUM_SGE_OFFSET));
 		request = read_u64(request + VERBS_RECV_WR_NEXT_OFFSET);
 	}
-	counters = counters_of(pid);
+	counters = verbs_counters_of(pid);
 	/* Every receive produces a completion. */
 	if (counters)
 		add_posted(counters, WORK_REQUEST_SOURCE_VERBS, requests, requests, bytes);
@@ -236,7 +249,7 @@ int verbs_poll_cq_return(struct pt_regs *ctx)
 	/* More than WORK_COMPLETION_MAX at once: counted, their bytes not read. */
 	if (polled > WORK_COMPLETION_MAX)
 		completions = polled;
-	counters = counters_of(pid);
+	counters = verbs_counters_of(pid);
 	if (counters)
 		add_completed(counters, WORK_REQUEST_SOURCE_VERBS, completions, errors, bytes);
 	return 0;

@@ -108,7 +108,7 @@ static int attach_one(struct work_requests *tracker, const char *program, int re
 	return result;
 }
 
-static int attach_verbs_library(struct work_requests *tracker, const char *path)
+static int attach_verbs_library(struct work_requests *tracker, const char *path, uint32_t pid)
 {
 	char error[512];
 	uint64_t offset;
@@ -117,9 +117,14 @@ static int attach_verbs_library(struct work_requests *tracker, const char *path)
 		return 0;
 	if (attach_one(tracker, "verbs_open_device_return", 1, path, offset, 0))
 		return 0;
-	log_info("work requests: %s probed; verbs devices opened from now on are tracked (contexts "
-		 "opened before attach are not)",
-		 path);
+	if (pid)
+		log_notice("work requests: process %u already maps %s: verbs devices it opened "
+			   "before now are not tracked, only those opened from now on (NCCL's IB "
+			   "transport functions are counted whenever its library has them)",
+			   pid, path);
+	else
+		log_info("work requests: %s probed; verbs devices opened from now on are tracked",
+			 path);
 	return 1;
 }
 
@@ -167,14 +172,13 @@ int work_requests_check_file(struct work_requests *tracker, const char *host_pat
 	uint64_t identity;
 	int attached = 0;
 
-	(void)pid;
 	if (file_identity(host_path, &identity) || u64_map_get(&tracker->checked_files, identity))
 		return 0;
 	if (u64_map_put(&tracker->checked_files, identity, tracker))
 		return 0;
 	name = name ? name + 1 : host_path;
 	if (strncmp(name, "libibverbs.so", 13) == 0)
-		attached = attach_verbs_library(tracker, host_path);
+		attached = attach_verbs_library(tracker, host_path, pid);
 	else if (strstr(name, "nccl") || strstr(name, "torch_cuda"))
 		attached = attach_nccl_transport(tracker, host_path);
 	return attached;

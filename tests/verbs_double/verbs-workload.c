@@ -7,10 +7,12 @@
  * did (the ground truth of a work-request trace) as key=value lines.
  *
  *   verbs-workload [--iterations N] [--chain K] [--bytes B] [--errors E]
- *                  [--gate PATH] [--log PATH]
+ *                  [--open-gate PATH] [--gate PATH] [--pause-us U] [--log PATH]
  *
- * --gate: after opening the device, wait until a byte can be read from PATH
- * (a FIFO), so that a tracer can probe the provider before the first post.
+ * --open-gate: wait until a byte can be read from PATH (a FIFO) before
+ * opening the device; --gate: likewise after opening it, so that a tracer
+ * can probe the provider before the first post. --pause-us: sleep between
+ * iterations.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +34,20 @@ static void fail(const char *what)
 {
 	fprintf(stderr, "verbs-workload: %s failed\n", what);
 	exit(1);
+}
+
+/* Waits until a byte can be read from the FIFO at path (none: no wait). */
+static void wait_at(const char *path)
+{
+	char byte;
+	int fd;
+
+	if (!path)
+		return;
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || read(fd, &byte, 1) != 1)
+		fail("waiting at a gate");
+	close(fd);
 }
 
 /* Polls cq until wanted completions arrived; counts them and their bytes. */
@@ -64,10 +80,12 @@ int main(int argc, char **argv)
 		{ "iterations", required_argument, NULL, 'n' }, { "chain", required_argument, NULL, 'k' },
 		{ "bytes", required_argument, NULL, 'b' },	{ "errors", required_argument, NULL, 'e' },
 		{ "gate", required_argument, NULL, 'g' },	{ "log", required_argument, NULL, 'l' },
+		{ "open-gate", required_argument, NULL, 'o' },	{ "pause-us", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int iterations = 100, chain = 8, bytes = 4096, errors = 0, option;
-	const char *gate = NULL, *log_path = NULL;
+	const char *gate = NULL, *open_gate = NULL, *log_path = NULL;
+	int pause_us = 0;
 	struct ibv_send_wr sends[MAX_CHAIN], *bad_send;
 	struct ibv_recv_wr receives[MAX_CHAIN], *bad_receive;
 	struct ibv_sge send_lists[MAX_CHAIN], receive_lists[MAX_CHAIN];
@@ -102,6 +120,12 @@ int main(int argc, char **argv)
 		case 'l':
 			log_path = optarg;
 			break;
+		case 'o':
+			open_gate = optarg;
+			break;
+		case 'p':
+			pause_us = atoi(optarg);
+			break;
 		default:
 			return 2;
 		}
@@ -116,17 +140,11 @@ int main(int argc, char **argv)
 	devices = ibv_get_device_list(NULL);
 	if (!source || !target || !devices || !devices[0])
 		fail("ibv_get_device_list");
+	wait_at(open_gate);
 	context = ibv_open_device(devices[0]);
 	if (!context)
 		fail("ibv_open_device");
-	if (gate) {
-		int fd = open(gate, O_RDONLY);
-		char byte;
-
-		if (fd < 0 || read(fd, &byte, 1) != 1)
-			fail("waiting at the gate");
-		close(fd);
-	}
+	wait_at(gate);
 	pd = ibv_alloc_pd(context);
 	send_cq = ibv_create_cq(context, 4096, NULL, NULL, 0);
 	receive_cq = ibv_create_cq(context, 4096, NULL, NULL, 0);
@@ -173,6 +191,8 @@ int main(int argc, char **argv)
 		poll_until(send_cq, 1, (unsigned long long)chain * bytes, &totals);
 		if (memcmp(source, target, (size_t)chain * bytes))
 			fail("checking the received data");
+		if (pause_us)
+			usleep((useconds_t)pause_us);
 	}
 	/* A signalled send with no receive posted: an error completion. */
 	for (int i = 0; i < errors; i++) {
