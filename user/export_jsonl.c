@@ -413,19 +413,19 @@ static json_t *network_object(const struct trace_network_sample *sample)
 	failed |= put(object, "timestamp_ns", export_json_unsigned(sample->timestamp_ns));
 	failed |= put(object, "pid", json_integer(sample->pid));
 	failed |= put(object, "source",
-		      json_string(sample->source == 1 ? "nccl_ib"
+		      json_string(sample->source == 1	? "nccl_ib"
 				  : sample->source == 2 ? "verbs"
 							: "unknown"));
 	failed |= put(object, "requests_posted", export_json_unsigned(sample->requests_posted));
-	failed |= put(object, "requests_signalled",
-		      export_json_unsigned(sample->requests_signalled));
+	failed |=
+		put(object, "requests_signalled", export_json_unsigned(sample->requests_signalled));
 	failed |= put(object, "completions", export_json_unsigned(sample->completions));
 	failed |= put(object, "completion_errors", export_json_unsigned(sample->completion_errors));
 	failed |= put(object, "bytes_posted", export_json_unsigned(sample->bytes_posted));
 	failed |= put(object, "bytes_completed", export_json_unsigned(sample->bytes_completed));
 	failed |= put(object, "last_post_ns", export_json_unsigned(sample->last_post_ns));
-	failed |= put(object, "last_completion_ns",
-		      export_json_unsigned(sample->last_completion_ns));
+	failed |=
+		put(object, "last_completion_ns", export_json_unsigned(sample->last_completion_ns));
 	if (failed) {
 		json_decref(object);
 		return NULL;

@@ -268,8 +268,8 @@ int probe_session_attach_program(struct probe_session *session, const char *prog
 			 program_name);
 		return -ENOENT;
 	}
-	return uprobe_link_attach(&session->links, program, retprobe, path, offsets, cookies,
-				  count, -1, error, error_size);
+	return uprobe_link_attach(&session->links, program, retprobe, path, offsets, cookies, count,
+				  -1, error, error_size);
 }
 
 int probe_session_map_fd(struct probe_session *session, const char *map_name)

@@ -443,7 +443,8 @@ static int set_up(struct recorder *recorder, int *release_fd)
 	if (options->python)
 		recorder->python = python_tracer_create(recorder->session, options->python_prefixes,
 							emit_built_record, recorder);
-	if (!recorder->discovery || !recorder->builder || !recorder->work_requests || (options->python && !recorder->python)) {
+	if (!recorder->discovery || !recorder->builder || !recorder->work_requests ||
+	    (options->python && !recorder->python)) {
 		log_error("out of memory");
 		return -1;
 	}
@@ -555,7 +556,8 @@ static void run_loop(struct recorder *recorder)
 	probe_session_drain(recorder->session);
 	probe_session_counters(recorder->session, counters);
 	write_stats(recorder, counters);
-	work_requests_sample(recorder->work_requests, monotonic_ns(), write_network_sample, recorder);
+	work_requests_sample(recorder->work_requests, monotonic_ns(), write_network_sample,
+			     recorder);
 	report_losses(counters);
 }
 

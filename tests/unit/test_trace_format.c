@@ -1385,7 +1385,8 @@ UNIT_TEST(trace_format, python_calls_round_trip_with_every_field)
 	stats = trace_reader_stats(reader);
 	CU_ASSERT_EQUAL(stats->records_by_kind[TRACE_RECORD_PYTHON_CALL], python_count);
 	/* The 30 interleaved samples 0..29 hold Python calls of their own: kind 5 of the mix. */
-	CU_ASSERT_EQUAL(python_count, extreme_count + 30 + (30 + SAMPLE_KINDS - 1 - 5) / SAMPLE_KINDS);
+	CU_ASSERT_EQUAL(python_count,
+			extreme_count + 30 + (30 + SAMPLE_KINDS - 1 - 5) / SAMPLE_KINDS);
 	CU_ASSERT_EQUAL(stats->unknown_records, 0);
 	trace_reader_close(reader);
 

@@ -77,10 +77,14 @@ static void poll_until(struct ibv_cq *cq, int wanted, unsigned long long send_by
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "iterations", required_argument, NULL, 'n' }, { "chain", required_argument, NULL, 'k' },
-		{ "bytes", required_argument, NULL, 'b' },	{ "errors", required_argument, NULL, 'e' },
-		{ "gate", required_argument, NULL, 'g' },	{ "log", required_argument, NULL, 'l' },
-		{ "open-gate", required_argument, NULL, 'o' },	{ "pause-us", required_argument, NULL, 'p' },
+		{ "iterations", required_argument, NULL, 'n' },
+		{ "chain", required_argument, NULL, 'k' },
+		{ "bytes", required_argument, NULL, 'b' },
+		{ "errors", required_argument, NULL, 'e' },
+		{ "gate", required_argument, NULL, 'g' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "open-gate", required_argument, NULL, 'o' },
+		{ "pause-us", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int iterations = 100, chain = 8, bytes = 4096, errors = 0, option;
@@ -166,14 +170,16 @@ int main(int argc, char **argv)
 		memset(source + (size_t)i * bytes, i + 1, (size_t)bytes);
 		send_lists[i] = (struct ibv_sge){ .addr = (uintptr_t)(source + (size_t)i * bytes),
 						  .length = (uint32_t)bytes };
-		receive_lists[i] = (struct ibv_sge){ .addr = (uintptr_t)(target + (size_t)i * bytes),
-						     .length = (uint32_t)bytes };
+		receive_lists[i] =
+			(struct ibv_sge){ .addr = (uintptr_t)(target + (size_t)i * bytes),
+					  .length = (uint32_t)bytes };
 		sends[i] = (struct ibv_send_wr){ .wr_id = (uint64_t)i,
 						 .next = i + 1 < chain ? &sends[i + 1] : NULL,
 						 .sg_list = &send_lists[i],
 						 .num_sge = 1,
 						 .opcode = IBV_WR_SEND,
-						 .send_flags = i + 1 == chain ? IBV_SEND_SIGNALED : 0 };
+						 .send_flags =
+							 i + 1 == chain ? IBV_SEND_SIGNALED : 0 };
 		receives[i] = (struct ibv_recv_wr){ .wr_id = (uint64_t)i,
 						    .next = i + 1 < chain ? &receives[i + 1] : NULL,
 						    .sg_list = &receive_lists[i],

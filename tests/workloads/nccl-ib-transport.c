@@ -40,7 +40,8 @@ static int ib_multi_send(struct ncclIbSendComm *comm, int slot)
 static int ib_isend(void *comm, void *data, size_t size, int tag, void *mhandle, void *phandle,
 		    void **request) TRANSPORT("_Z11ncclIbIsendPvS_miS_S_PS_");
 static int ib_irecv(void *comm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
-		    void **phandles, void **request) TRANSPORT("_Z11ncclIbIrecvPviPS_PmPiS0_S0_S0_");
+		    void **phandles, void **request)
+	TRANSPORT("_Z11ncclIbIrecvPviPS_PmPiS0_S0_S0_");
 static int ib_test(void *request, int *done, int *sizes) TRANSPORT("_Z10ncclIbTestPvPiS0_");
 
 static int ib_multi_send(struct ncclIbSendComm *comm, int slot)
@@ -166,7 +167,8 @@ int main(int argc, char **argv)
 	fprintf(log,
 		"pid=%d\nrequests_posted=%llu\nrequests_signalled=%llu\ncompletions=%llu\n"
 		"completion_errors=%llu\nbytes_posted=%llu\nbytes_completed=%llu\n",
-		(int)getpid(), posted, signalled, completions, errors, bytes_posted, bytes_completed);
+		(int)getpid(), posted, signalled, completions, errors, bytes_posted,
+		bytes_completed);
 	if (log != stdout)
 		fclose(log);
 	return comm.posted == count / 2 ? 0 : 1;
