@@ -118,8 +118,8 @@ static int attach_verbs_library(struct work_requests *tracker, const char *path,
 	if (attach_one(tracker, "verbs_open_device_return", 1, path, offset, 0))
 		return 0;
 	if (pid)
-		log_notice("work requests: process %u already maps %s: verbs devices it opened "
-			   "before now are not tracked, only those opened from now on (NCCL's IB "
+		log_notice("work requests: process %u maps %s: verbs devices it opened before "
+			   "this moment are not tracked, only those opened from now on (NCCL's IB "
 			   "transport functions are counted whenever its library has them)",
 			   pid, path);
 	else

@@ -62,7 +62,7 @@ BACKGROUND_PIDS+=("$workload")
 attach=$!
 BACKGROUND_PIDS+=("$attach")
 wait_for_text "$SCRATCH/attach.err" "tracing 1 process" 20
-grep -q "already maps .*libibverbs.so.1: verbs devices it opened before now are not tracked" \
+grep -q "maps .*libibverbs.so.1: verbs devices it opened before this moment are not tracked" \
 	"$SCRATCH/attach.err" || fail "attach should say which verbs devices it cannot see"
 echo go >"$SCRATCH/open-gate"
 wait_for_text "$SCRATCH/attach.err" "opened a verbs device" 20
