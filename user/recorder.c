@@ -201,6 +201,14 @@ static struct traced_process *add_process(struct recorder *recorder, uint32_t pi
 	return process;
 }
 
+static void write_network_sample(void *context, const struct trace_network_sample *sample)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_NETWORK };
+
+	record.network = *sample;
+	write_record(context, &record);
+}
+
 static void end_process(struct recorder *recorder, uint32_t pid, int exit_code)
 {
 	struct traced_process *process = u64_map_get(&recorder->processes, pid);
@@ -212,6 +220,8 @@ static void end_process(struct recorder *recorder, uint32_t pid, int exit_code)
 	process->record.end_ns = monotonic_ns();
 	process->record.exit_code = exit_code;
 	write_process(recorder, process);
+	work_requests_forget_process(recorder->work_requests, pid, process->record.end_ns,
+				     write_network_sample, recorder);
 }
 
 static int handle_probe_record(void *context, const void *data, size_t size)
@@ -288,14 +298,6 @@ static void write_stats(struct recorder *recorder, const uint64_t *counters)
 	record.stats.filtered = counters[TCHECK_COUNTER_FILTERED];
 	record.stats.process_drops = counters[TCHECK_COUNTER_PROCESS_DROPS];
 	write_record(recorder, &record);
-}
-
-static void write_network_sample(void *context, const struct trace_network_sample *sample)
-{
-	struct trace_record record = { .kind = TRACE_RECORD_NETWORK };
-
-	record.network = *sample;
-	write_record(context, &record);
 }
 
 static int check_work_request_file(void *context, const char *host_path, uint32_t pid)

@@ -308,6 +308,50 @@ static struct process_network *process_of(struct work_requests *tracker, uint32_
 	return process;
 }
 
+/* Reads the counters of pid into its latest sample and hands that on; 0, or -1 when it has none. */
+static int sample_process(struct work_requests *tracker, int fd, uint32_t pid, uint64_t now_ns,
+			  network_sample_fn on_sample, void *context)
+{
+	struct tcheck_network_counters counters;
+	struct process_network *process;
+	struct trace_network_sample *sample;
+
+	if (bpf_map_lookup_elem(fd, &pid, &counters))
+		return -1;
+	process = process_of(tracker, pid);
+	if (!process)
+		return -1;
+	sample = &process->latest;
+	sample->timestamp_ns = now_ns;
+	sample->pid = pid;
+	sample->source = counters.source;
+	sample->requests_posted = counters.requests_posted;
+	sample->requests_signalled = counters.requests_signalled;
+	sample->completions = counters.completions;
+	sample->completion_errors = counters.completion_errors;
+	sample->bytes_posted = counters.bytes_posted;
+	sample->bytes_completed = counters.bytes_completed;
+	sample->last_post_ns = counters.last_post_ns;
+	sample->last_completion_ns = counters.last_completion_ns;
+	network_window_add(&process->window, sample);
+	if (on_sample)
+		on_sample(context, sample);
+	if (tracker->observer)
+		tracker->observer(tracker->observer_context, sample);
+	return 0;
+}
+
+void work_requests_forget_process(struct work_requests *tracker, uint32_t pid, uint64_t now_ns,
+				  network_sample_fn on_sample, void *context)
+{
+	int fd = probe_session_map_fd(tracker->session, "network_counters");
+
+	if (fd < 0 || sample_process(tracker, fd, pid, now_ns, on_sample, context))
+		return;
+	bpf_map_delete_elem(fd, &pid);
+	free(u64_map_remove(&tracker->processes, pid));
+}
+
 size_t work_requests_sample(struct work_requests *tracker, uint64_t now_ns,
 			    network_sample_fn on_sample, void *context)
 {
@@ -319,35 +363,10 @@ size_t work_requests_sample(struct work_requests *tracker, uint64_t now_ns,
 	if (fd < 0)
 		return 0;
 	while (bpf_map_get_next_key(fd, previous, &next) == 0) {
-		struct tcheck_network_counters counters;
-		struct process_network *process;
-		struct trace_network_sample *sample;
-
 		key = next;
 		previous = &key;
-		if (bpf_map_lookup_elem(fd, &key, &counters))
-			continue;
-		process = process_of(tracker, key);
-		if (!process)
-			continue;
-		sample = &process->latest;
-		sample->timestamp_ns = now_ns;
-		sample->pid = key;
-		sample->source = counters.source;
-		sample->requests_posted = counters.requests_posted;
-		sample->requests_signalled = counters.requests_signalled;
-		sample->completions = counters.completions;
-		sample->completion_errors = counters.completion_errors;
-		sample->bytes_posted = counters.bytes_posted;
-		sample->bytes_completed = counters.bytes_completed;
-		sample->last_post_ns = counters.last_post_ns;
-		sample->last_completion_ns = counters.last_completion_ns;
-		network_window_add(&process->window, sample);
-		if (on_sample)
-			on_sample(context, sample);
-		if (tracker->observer)
-			tracker->observer(tracker->observer_context, sample);
-		samples++;
+		if (sample_process(tracker, fd, key, now_ns, on_sample, context) == 0)
+			samples++;
 	}
 	return samples;
 }

@@ -56,6 +56,13 @@ int work_requests_handle_record(struct work_requests *tracker, const void *data,
 size_t work_requests_sample(struct work_requests *tracker, uint64_t now_ns,
 			    network_sample_fn on_sample, void *context);
 
+/*
+ * A process ended: one last sample of it goes to on_sample and the
+ * observer, then its counters are dropped so it is sampled no more.
+ */
+void work_requests_forget_process(struct work_requests *tracker, uint32_t pid, uint64_t now_ns,
+				  network_sample_fn on_sample, void *context);
+
 /* The latest sample of pid, or NULL when it has none. */
 const struct trace_network_sample *work_requests_latest(const struct work_requests *tracker,
 							uint32_t pid);
