@@ -40,6 +40,12 @@ NCCL_DOUBLE := $(TEST_PROGRAM_DIR)/lib/libnccl.so.2
 NCCL_DOUBLE_SOURCES := $(wildcard tests/nccl_double/*.c)
 WORKLOAD_SOURCES := $(wildcard tests/workloads/*.c)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(TEST_PROGRAM_DIR)/%,$(WORKLOAD_SOURCES))
+# The verbs test double: a libibverbs.so.1 over a provider library whose
+# post/poll functions are reached only through the context's ops table.
+VERBS_DOUBLE_DIR := $(TEST_PROGRAM_DIR)/verbs
+VERBS_PROVIDER := $(VERBS_DOUBLE_DIR)/libverbs-double-provider.so
+VERBS_LIBRARY := $(VERBS_DOUBLE_DIR)/libibverbs.so.1
+VERBS_WORKLOAD := $(VERBS_DOUBLE_DIR)/verbs-workload
 # Benchmark tools built by their own rules: an LD_PRELOAD library, and a
 # tool linked against the daemon's objects.
 INTERPOSER := $(TEST_PROGRAM_DIR)/bench/libnccl-interposer.so
@@ -93,6 +99,24 @@ $(NCCL_DOUBLE): $(NCCL_DOUBLE_SOURCES) $(wildcard tests/nccl_double/*.h) | $(TES
 		$(NCCL_DOUBLE_SOURCES) -lpthread -lrt -o $@
 	$(Q)ln -sf libnccl.so.2 $(TEST_PROGRAM_DIR)/lib/libnccl.so
 
+$(VERBS_DOUBLE_DIR):
+	$(Q)mkdir -p $@
+
+$(VERBS_PROVIDER): tests/verbs_double/verbs_provider.c tests/verbs_double/verbs_double_driver.h | $(VERBS_DOUBLE_DIR)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-soname,libverbs-double-provider.so \
+		$< -lpthread -o $@
+
+$(VERBS_LIBRARY): tests/verbs_double/verbs_library.c tests/verbs_double/verbs_double_driver.h $(VERBS_PROVIDER)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libibverbs.so.1 $< \
+		-L$(VERBS_DOUBLE_DIR) -lverbs-double-provider -Wl,-rpath,'$$ORIGIN' -o $@
+
+$(VERBS_WORKLOAD): tests/verbs_double/verbs-workload.c $(VERBS_LIBRARY)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -L$(VERBS_DOUBLE_DIR) -l:libibverbs.so.1 \
+		-Wl,-rpath,'$$ORIGIN' -o $@
+
 # The same NCCL linked into a library of another name, as conda's PyTorch
 # links NCCL statically into libtorch_cuda.so.
 EMBEDDING_LIBRARY := $(TEST_PROGRAM_DIR)/lib/libtorch_cuda_double.so
@@ -130,7 +154,7 @@ $(TEST_PROGRAM_DIR)/bench/%: tools/bench/%.c $(NCCL_DOUBLE) | $(TEST_PROGRAM_DIR
 		-Wl,-rpath,'$$ORIGIN/../lib' -lpthread -ldl -lm -o $@
 
 test-programs: $(NCCL_DOUBLE) $(WORKLOADS) $(TOOLS) $(TEST_PROGRAM_DIR)/unit-tests \
-	$(TEST_PROGRAM_DIR)/nccl-workload-embedded
+	$(TEST_PROGRAM_DIR)/nccl-workload-embedded $(VERBS_WORKLOAD)
 
 unit-test: $(TEST_PROGRAM_DIR)/unit-tests
 	$(TEST_PROGRAM_DIR)/unit-tests
@@ -145,14 +169,15 @@ test: all lint
 
 LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*.h user/*.c user/*.h \
 	tests/unit/*.c tests/unit/*.h tests/nccl_double/*.c tests/nccl_double/*.h \
-	tests/workloads/*.c tests/workloads/*.h tools/bench/*.c))
+	tests/workloads/*.c tests/workloads/*.h tests/verbs_double/*.c tests/verbs_double/*.h \
+	tools/bench/*.c))
 # The daemon's own code; tests are checked by the compiler, cppcheck and by running.
 TIDY_SOURCES = $(wildcard user/*.c tools/bench/*.c)
 lint: $(SKELETONS)
 	clang-format --dry-run --Werror $(LINT_SOURCES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem --inline-suppr -D__x86_64__ \
-		-Iinclude -Iuser user tests/unit tests/nccl_double tests/workloads
+		-Iinclude -Iuser user tests/unit tests/nccl_double tests/workloads tests/verbs_double
 	@# One file per run: clang-tidy 14 confuses va_lists across files of one run.
 	@# bpftool's generated skeleton (included by probe_session.c) trips the leak checker.
 	@for file in $(TIDY_SOURCES); do \

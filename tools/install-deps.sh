@@ -7,7 +7,8 @@ SUDO=""
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
 	make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
-	libjansson-dev libcunit1-dev libmicrohttpd-dev libcurl4-openssl-dev iproute2 curl pkg-config python3 python3-torch \
+	libjansson-dev libcunit1-dev libmicrohttpd-dev libcurl4-openssl-dev libibverbs-dev iproute2 curl \
+	pkg-config python3 python3-torch \
 	clang-format clang-tidy cppcheck procps util-linux yamllint python3-yaml \
 	prometheus >/dev/null
 # The Python benchmark's peer: bcc's USDT tools, and kernel headers it can

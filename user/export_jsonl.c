@@ -402,6 +402,37 @@ static json_t *stats_object(const struct trace_stats *stats)
 	return object;
 }
 
+static json_t *network_object(const struct trace_network_sample *sample)
+{
+	json_t *object = json_object();
+	int failed = !object;
+
+	if (failed)
+		return NULL;
+	failed |= put(object, "kind", json_string("network"));
+	failed |= put(object, "timestamp_ns", export_json_unsigned(sample->timestamp_ns));
+	failed |= put(object, "pid", json_integer(sample->pid));
+	failed |= put(object, "source",
+		      json_string(sample->source == 1	? "nccl_ib"
+				  : sample->source == 2 ? "verbs"
+							: "unknown"));
+	failed |= put(object, "requests_posted", export_json_unsigned(sample->requests_posted));
+	failed |=
+		put(object, "requests_signalled", export_json_unsigned(sample->requests_signalled));
+	failed |= put(object, "completions", export_json_unsigned(sample->completions));
+	failed |= put(object, "completion_errors", export_json_unsigned(sample->completion_errors));
+	failed |= put(object, "bytes_posted", export_json_unsigned(sample->bytes_posted));
+	failed |= put(object, "bytes_completed", export_json_unsigned(sample->bytes_completed));
+	failed |= put(object, "last_post_ns", export_json_unsigned(sample->last_post_ns));
+	failed |=
+		put(object, "last_completion_ns", export_json_unsigned(sample->last_completion_ns));
+	if (failed) {
+		json_decref(object);
+		return NULL;
+	}
+	return object;
+}
+
 static json_t *python_call_object(const struct trace_python_call *call)
 {
 	const char *kind = call->flags & TRACE_PYTHON_TORCH_SCOPE ? "torch_scope"
@@ -450,6 +481,8 @@ json_t *export_json_record(const struct trace_record *record)
 		return stats_object(&record->stats);
 	case TRACE_RECORD_PYTHON_CALL:
 		return python_call_object(&record->python_call);
+	case TRACE_RECORD_NETWORK:
+		return network_object(&record->network);
 	}
 	return NULL;
 }

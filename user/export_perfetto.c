@@ -373,6 +373,8 @@ static int export_record(struct perfetto_export *export, const struct trace_reco
 		return export->flags & EXPORT_CALLS_ONLY ? 0 : emit_stats(export, &record->stats);
 	case TRACE_RECORD_PYTHON_CALL:
 		return emit_python_call(export, &record->python_call);
+	case TRACE_RECORD_NETWORK:
+		return 0;
 	}
 	return 0;
 }

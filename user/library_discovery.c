@@ -33,6 +33,8 @@ struct library_discovery {
 	struct u64_map loader_notices; /* pid -> its loader's path, once probed */
 	size_t library_count;
 	uint32_t comm_layouts_used; /* slots of the probes' comm_layouts map */
+	library_file_hook_fn file_hook;
+	void *file_hook_context;
 };
 
 struct library_discovery *library_discovery_create(struct probe_session *session,
@@ -207,6 +209,8 @@ static int check_file(struct library_discovery *discovery, const char *host_path
 	*checked = file;
 	if (is_dynamic_loader(host_path))
 		return 0;
+	if (discovery->file_hook)
+		discovery->file_hook(discovery->file_hook_context, host_path, pid);
 	result = elf_file_has_nccl(host_path, error, error_size);
 	if (result <= 0)
 		return 0;
@@ -215,6 +219,13 @@ static int check_file(struct library_discovery *discovery, const char *host_path
 		return result;
 	file->has_nccl = 1;
 	return 1;
+}
+
+void library_discovery_set_file_hook(struct library_discovery *discovery, library_file_hook_fn hook,
+				     void *context)
+{
+	discovery->file_hook = hook;
+	discovery->file_hook_context = context;
 }
 
 int library_discovery_add_path(struct library_discovery *discovery, const char *path, uint32_t pid,

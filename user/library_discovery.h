@@ -43,6 +43,14 @@ int library_discovery_scan_command(struct library_discovery *discovery, const ch
 /* The NCCL library a process maps (its host path), or NULL when none is known. */
 const char *library_discovery_nccl_path(struct library_discovery *discovery, pid_t pid);
 
+/*
+ * Also shows every new file looked at (host path, and the pid that maps it,
+ * 0 before a command starts) to hook: for probes of other libraries.
+ */
+typedef int (*library_file_hook_fn)(void *context, const char *host_path, uint32_t pid);
+void library_discovery_set_file_hook(struct library_discovery *discovery, library_file_hook_fn hook,
+				     void *context);
+
 /* NCCL libraries probed so far. */
 size_t library_discovery_library_count(const struct library_discovery *discovery);
 

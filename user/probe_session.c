@@ -59,6 +59,17 @@ static int handle_ring_record(void *context, void *data, size_t size)
 	return session->on_record(session->context, data, size);
 }
 
+static int prepare_work_request_programs(struct tracer_bpf *skeleton)
+{
+	return uprobe_link_prepare(skeleton->progs.verbs_post_send) ||
+	       uprobe_link_prepare(skeleton->progs.verbs_post_recv) ||
+	       uprobe_link_prepare(skeleton->progs.verbs_poll_cq_entry) ||
+	       uprobe_link_prepare(skeleton->progs.verbs_poll_cq_return) ||
+	       uprobe_link_prepare(skeleton->progs.nccl_ib_entry) ||
+	       uprobe_link_prepare(skeleton->progs.nccl_ib_test_return) ||
+	       uprobe_link_prepare(skeleton->progs.verbs_open_device_return);
+}
+
 struct probe_session *probe_session_create(const struct probe_session_config *config,
 					   probe_record_fn on_record, void *context, char *error,
 					   size_t error_size)
@@ -99,7 +110,8 @@ struct probe_session *probe_session_create(const struct probe_session_config *co
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_entry) ||
-	    uprobe_link_prepare(session->skeleton->progs.floor_return)) {
+	    uprobe_link_prepare(session->skeleton->progs.floor_return) ||
+	    prepare_work_request_programs(session->skeleton)) {
 		snprintf(error, error_size, "cannot prepare the probe programs");
 		goto fail;
 	}
@@ -275,6 +287,30 @@ int probe_session_set_comm_layout(struct probe_session *session, uint32_t slot,
 				BPF_ANY))
 		return -errno;
 	return 0;
+}
+
+int probe_session_attach_program(struct probe_session *session, const char *program_name,
+				 bool retprobe, const char *path, const uint64_t *offsets,
+				 const uint64_t *cookies, size_t count, char *error,
+				 size_t error_size)
+{
+	struct bpf_program *program =
+		bpf_object__find_program_by_name(session->skeleton->obj, program_name);
+
+	if (!program) {
+		snprintf(error, error_size, "the BPF program %s is not built into tcheck-bpf",
+			 program_name);
+		return -ENOENT;
+	}
+	return uprobe_link_attach(&session->links, program, retprobe, path, offsets, cookies, count,
+				  -1, error, error_size);
+}
+
+int probe_session_map_fd(struct probe_session *session, const char *map_name)
+{
+	struct bpf_map *map = bpf_object__find_map_by_name(session->skeleton->obj, map_name);
+
+	return map ? bpf_map__fd(map) : -ENOENT;
 }
 
 int probe_session_poll(struct probe_session *session, int timeout_ms)

@@ -107,4 +107,17 @@ void probe_session_counters(struct probe_session *session, uint64_t *counters);
 /* Number of probes attached (entry and return count separately). */
 size_t probe_session_probe_count(const struct probe_session *session);
 
+/*
+ * Attaches the program named program_name (a uprobe, or a uretprobe when
+ * retprobe) at offsets of path, in every process mapping it; the traced
+ * set filters in BPF. For probes that other modules own (work requests).
+ */
+int probe_session_attach_program(struct probe_session *session, const char *program_name,
+				 bool retprobe, const char *path, const uint64_t *offsets,
+				 const uint64_t *cookies, size_t count, char *error,
+				 size_t error_size);
+
+/* The file descriptor of the BPF map named map_name, or -ENOENT. */
+int probe_session_map_fd(struct probe_session *session, const char *map_name);
+
 #endif /* TCHECK_PROBE_SESSION_H */

@@ -21,6 +21,7 @@
 #include "python_tracer.h"
 #include "system_clock.h"
 #include "trace_writer.h"
+#include "work_requests.h"
 #include "u64_map.h"
 
 #define POLL_INTERVAL_MS 100
@@ -42,6 +43,7 @@ struct recorder {
 	struct call_builder *builder;
 	struct python_tracer *python;		   /* NULL unless --python */
 	const struct tcheck_call_record *raw_call; /* the probe record being built, if any */
+	struct work_requests *work_requests;
 	struct trace_writer *writer;
 	struct live_status status;
 	struct u64_map processes; /* pid -> traced_process */
@@ -216,6 +218,14 @@ static struct traced_process *add_process(struct recorder *recorder, uint32_t pi
 	return process;
 }
 
+static void write_network_sample(void *context, const struct trace_network_sample *sample)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_NETWORK };
+
+	record.network = *sample;
+	write_record(context, &record);
+}
+
 static void end_process(struct recorder *recorder, uint32_t pid, int exit_code)
 {
 	struct traced_process *process = u64_map_get(&recorder->processes, pid);
@@ -228,6 +238,8 @@ static void end_process(struct recorder *recorder, uint32_t pid, int exit_code)
 	process->record.exit_code = exit_code;
 	library_discovery_forget_process(recorder->discovery, (pid_t)pid);
 	write_process(recorder, process);
+	work_requests_forget_process(recorder->work_requests, pid, process->record.end_ns,
+				     write_network_sample, recorder);
 }
 
 static int handle_probe_record(void *context, const void *data, size_t size)
@@ -280,6 +292,11 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 		if (recorder->python && size >= sizeof(struct tcheck_python_record))
 			python_tracer_handle(recorder->python, data);
 		return 0;
+	case TCHECK_RECORD_VERBS_CONTEXT:
+		if (work_requests_handle_record(recorder->work_requests, data, size, error,
+						sizeof(error)))
+			log_warning("%s", error);
+		return 0;
 	case TCHECK_RECORD_TORCH_SCOPE:
 		if (recorder->python && size >= sizeof(struct tcheck_torch_scope_record))
 			python_tracer_handle_scope(recorder->python, data);
@@ -305,6 +322,11 @@ static void write_stats(struct recorder *recorder, const uint64_t *counters)
 	record.stats.filtered = counters[TCHECK_COUNTER_FILTERED];
 	record.stats.process_drops = counters[TCHECK_COUNTER_PROCESS_DROPS];
 	write_record(recorder, &record);
+}
+
+static int check_work_request_file(void *context, const char *host_path, uint32_t pid)
+{
+	return work_requests_check_file(context, host_path, pid);
 }
 
 /* Processes can end unseen (the exit notice was dropped): ask the kernel. */
@@ -469,6 +491,10 @@ static int set_up(struct recorder *recorder, int *release_fd)
 	if (open_outputs(recorder))
 		return -1;
 	recorder->discovery = library_discovery_create(recorder->session, emit_library, recorder);
+	recorder->work_requests = work_requests_create(recorder->session);
+	if (recorder->discovery && recorder->work_requests)
+		library_discovery_set_file_hook(recorder->discovery, check_work_request_file,
+						recorder->work_requests);
 	recorder->builder = call_builder_create(emit_built_record, resolve_communicator, recorder);
 	if (options->python)
 		recorder->python = python_tracer_create(recorder->session, options->python_prefixes,
@@ -478,7 +504,8 @@ static int set_up(struct recorder *recorder, int *release_fd)
 		python_tracer_set_torch_ops(recorder->python, options->torch_ops,
 					    options->torch_op_count);
 	}
-	if (!recorder->discovery || !recorder->builder || (options->python && !recorder->python)) {
+	if (!recorder->discovery || !recorder->builder || !recorder->work_requests ||
+	    (options->python && !recorder->python)) {
 		log_error("out of memory");
 		return -1;
 	}
@@ -530,6 +557,7 @@ static void tear_down(struct recorder *recorder)
 	call_builder_destroy(recorder->builder);
 	python_tracer_destroy(recorder->python);
 	library_discovery_destroy(recorder->discovery);
+	work_requests_destroy(recorder->work_requests);
 	probe_session_destroy(recorder->session);
 }
 
@@ -571,6 +599,8 @@ static void run_loop(struct recorder *recorder)
 		if (now - last_flush >= FLUSH_INTERVAL_NS) {
 			probe_session_counters(recorder->session, counters);
 			write_stats(recorder, counters);
+			work_requests_sample(recorder->work_requests, now, write_network_sample,
+					     recorder);
 			if (recorder->writer)
 				trace_writer_flush(recorder->writer);
 			last_flush = now;
@@ -580,6 +610,7 @@ static void run_loop(struct recorder *recorder)
 			live_status_print(
 				&recorder->status, stdout, now, counters, recorder->alive_count,
 				(unsigned)call_builder_communicator_count(recorder->builder));
+			work_requests_print_live(recorder->work_requests, stdout);
 			last_status = now;
 		}
 	}
@@ -587,6 +618,8 @@ static void run_loop(struct recorder *recorder)
 	probe_session_drain(recorder->session);
 	probe_session_counters(recorder->session, counters);
 	write_stats(recorder, counters);
+	work_requests_sample(recorder->work_requests, monotonic_ns(), write_network_sample,
+			     recorder);
 	report_losses(counters);
 }
 

@@ -23,7 +23,8 @@
 #define TRACE_FORMAT_VERSION_MAJOR 1
 /*
  * 1.1 added Python call records (kind 6), which 1.0 readers skip.
- * 1.2 appended the Python context to NCCL and Python call bodies.
+ * 1.2 appended the Python context to NCCL and Python call bodies, and added
+ * work-request samples (kind 7), which 1.0 and 1.1 readers skip.
  */
 #define TRACE_FORMAT_VERSION_MINOR 2
 
@@ -77,11 +78,11 @@ enum trace_format_record_header {
 };
 
 /*
- * Record kinds 1 to 6 are those of enum trace_record_kind. A string
+ * Record kinds 1 to 7 are those of enum trace_record_kind. A string
  * definition gives the bytes of an interned string id.
  */
 #define TRACE_FORMAT_KIND_STRING 32U
-#define TRACE_FORMAT_LAST_KNOWN_KIND TRACE_RECORD_PYTHON_CALL
+#define TRACE_FORMAT_LAST_KNOWN_KIND TRACE_RECORD_NETWORK
 
 /* String definition body: the id, then the bytes (no terminating NUL). */
 enum trace_format_string_body {
@@ -177,6 +178,22 @@ enum trace_format_stats_body {
 	TRACE_FORMAT_STATS_FILTERED_AT = 40,	      /* u64 */
 	TRACE_FORMAT_STATS_PROCESS_DROPS_AT = 48,     /* u64 */
 	TRACE_FORMAT_STATS_SIZE = 56,
+};
+
+/* Work-request sample body (format 1.2): struct trace_network_sample. */
+enum trace_format_network_body {
+	TRACE_FORMAT_NETWORK_TIMESTAMP_NS_AT = 0,	 /* u64 */
+	TRACE_FORMAT_NETWORK_PID_AT = 8,		 /* u32 */
+	TRACE_FORMAT_NETWORK_SOURCE_AT = 12,		 /* u32 */
+	TRACE_FORMAT_NETWORK_REQUESTS_POSTED_AT = 16,	 /* u64 */
+	TRACE_FORMAT_NETWORK_REQUESTS_SIGNALLED_AT = 24, /* u64 */
+	TRACE_FORMAT_NETWORK_COMPLETIONS_AT = 32,	 /* u64 */
+	TRACE_FORMAT_NETWORK_COMPLETION_ERRORS_AT = 40,	 /* u64 */
+	TRACE_FORMAT_NETWORK_BYTES_POSTED_AT = 48,	 /* u64 */
+	TRACE_FORMAT_NETWORK_BYTES_COMPLETED_AT = 56,	 /* u64 */
+	TRACE_FORMAT_NETWORK_LAST_POST_NS_AT = 64,	 /* u64 */
+	TRACE_FORMAT_NETWORK_LAST_COMPLETION_NS_AT = 72, /* u64 */
+	TRACE_FORMAT_NETWORK_SIZE = 80,
 };
 
 /* Python call body (format 1.1): a traced Python function or a torch scope. */

@@ -113,6 +113,8 @@ const char *trace_record_kind_name(unsigned kind)
 		return "stats";
 	case TRACE_RECORD_PYTHON_CALL:
 		return "python_call";
+	case TRACE_RECORD_NETWORK:
+		return "network";
 	case TRACE_FORMAT_KIND_STRING:
 		return "string";
 	}
@@ -693,6 +695,26 @@ static void decode_stats(const unsigned char *body, struct trace_stats *stats)
 	stats->process_drops = trace_format_get_u64(body + TRACE_FORMAT_STATS_PROCESS_DROPS_AT);
 }
 
+static void decode_network(const unsigned char *body, struct trace_network_sample *sample)
+{
+	sample->timestamp_ns = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_TIMESTAMP_NS_AT);
+	sample->pid = trace_format_get_u32(body + TRACE_FORMAT_NETWORK_PID_AT);
+	sample->source = trace_format_get_u32(body + TRACE_FORMAT_NETWORK_SOURCE_AT);
+	sample->requests_posted =
+		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_REQUESTS_POSTED_AT);
+	sample->requests_signalled =
+		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_REQUESTS_SIGNALLED_AT);
+	sample->completions = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_COMPLETIONS_AT);
+	sample->completion_errors =
+		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_COMPLETION_ERRORS_AT);
+	sample->bytes_posted = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_BYTES_POSTED_AT);
+	sample->bytes_completed =
+		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_BYTES_COMPLETED_AT);
+	sample->last_post_ns = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_LAST_POST_NS_AT);
+	sample->last_completion_ns =
+		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_LAST_COMPLETION_NS_AT);
+}
+
 /* One argument of a Python call; returns 0, or the failure with the error set. */
 static int decode_argument(struct trace_reader *reader, const unsigned char *at, size_t record_at,
 			   struct trace_python_arg *arg)
@@ -799,6 +821,8 @@ static uint32_t minimum_body(unsigned kind)
 		return TRACE_FORMAT_STATS_SIZE;
 	case TRACE_RECORD_PYTHON_CALL:
 		return TRACE_FORMAT_PYTHON_SIZE;
+	case TRACE_RECORD_NETWORK:
+		return TRACE_FORMAT_NETWORK_SIZE;
 	}
 	return 0;
 }
@@ -823,6 +847,9 @@ static int decode_record(struct trace_reader *reader, unsigned kind, const unsig
 		return 0;
 	case TRACE_RECORD_PYTHON_CALL:
 		return decode_python_call(reader, body, length, record_at, &out->python_call);
+	case TRACE_RECORD_NETWORK:
+		decode_network(body, &out->network);
+		return 0;
 	}
 	return -EINVAL;
 }

@@ -19,6 +19,7 @@ enum trace_record_kind {
 	TRACE_RECORD_LIBRARY = 4,
 	TRACE_RECORD_STATS = 5,
 	TRACE_RECORD_PYTHON_CALL = 6,
+	TRACE_RECORD_NETWORK = 7,
 };
 
 /* How many of the innermost Python frames an event keeps. */
@@ -172,6 +173,21 @@ struct trace_stats {
 	uint64_t process_drops;
 };
 
+/* Work requests of one process, cumulative since the probes were attached (kind 7). */
+struct trace_network_sample {
+	uint64_t timestamp_ns; /* CLOCK_MONOTONIC */
+	uint32_t pid;
+	uint32_t source; /* 1: NCCL's IB transport functions, 2: verbs provider functions */
+	uint64_t requests_posted;    /* send and receive work requests posted */
+	uint64_t requests_signalled; /* of those, the ones that produce a completion */
+	uint64_t completions;	     /* work completions polled */
+	uint64_t completion_errors;  /* completions with a non-success status */
+	uint64_t bytes_posted;
+	uint64_t bytes_completed;
+	uint64_t last_post_ns;	     /* 0: none yet */
+	uint64_t last_completion_ns; /* 0: none yet */
+};
+
 /* The header of a trace: where and when it was recorded. */
 struct trace_header {
 	uint32_t format_version;
@@ -192,6 +208,7 @@ struct trace_record {
 		struct trace_library library;
 		struct trace_stats stats;
 		struct trace_python_call python_call;
+		struct trace_network_sample network;
 	};
 };
 

@@ -512,6 +512,7 @@ static int collect_strings(const struct trace_record *record, const char *texts[
 		texts[count++] = record->library.build_id;
 		break;
 	case TRACE_RECORD_STATS:
+	case TRACE_RECORD_NETWORK:
 		break;
 	case TRACE_RECORD_PYTHON_CALL:
 		texts[count++] = python->qualified_name;
@@ -609,6 +610,26 @@ static void encode_library(unsigned char *body, const struct trace_library *libr
 	trace_format_put_u32(body + TRACE_FORMAT_LIBRARY_BUILD_ID_AT, string_ids[1]);
 }
 
+static void encode_network(unsigned char *body, const struct trace_network_sample *sample)
+{
+	trace_format_put_u64(body + TRACE_FORMAT_NETWORK_TIMESTAMP_NS_AT, sample->timestamp_ns);
+	trace_format_put_u32(body + TRACE_FORMAT_NETWORK_PID_AT, sample->pid);
+	trace_format_put_u32(body + TRACE_FORMAT_NETWORK_SOURCE_AT, sample->source);
+	trace_format_put_u64(body + TRACE_FORMAT_NETWORK_REQUESTS_POSTED_AT,
+			     sample->requests_posted);
+	trace_format_put_u64(body + TRACE_FORMAT_NETWORK_REQUESTS_SIGNALLED_AT,
+			     sample->requests_signalled);
+	trace_format_put_u64(body + TRACE_FORMAT_NETWORK_COMPLETIONS_AT, sample->completions);
+	trace_format_put_u64(body + TRACE_FORMAT_NETWORK_COMPLETION_ERRORS_AT,
+			     sample->completion_errors);
+	trace_format_put_u64(body + TRACE_FORMAT_NETWORK_BYTES_POSTED_AT, sample->bytes_posted);
+	trace_format_put_u64(body + TRACE_FORMAT_NETWORK_BYTES_COMPLETED_AT,
+			     sample->bytes_completed);
+	trace_format_put_u64(body + TRACE_FORMAT_NETWORK_LAST_POST_NS_AT, sample->last_post_ns);
+	trace_format_put_u64(body + TRACE_FORMAT_NETWORK_LAST_COMPLETION_NS_AT,
+			     sample->last_completion_ns);
+}
+
 static void encode_stats(unsigned char *body, const struct trace_stats *stats)
 {
 	trace_format_put_u64(body + TRACE_FORMAT_STATS_TIMESTAMP_NS_AT, stats->timestamp_ns);
@@ -684,6 +705,8 @@ static uint64_t record_time(const struct trace_record *record)
 		return record->stats.timestamp_ns;
 	case TRACE_RECORD_PYTHON_CALL:
 		return record->python_call.entry_ns;
+	case TRACE_RECORD_NETWORK:
+		return record->network.timestamp_ns;
 	}
 	return 0;
 }
@@ -735,6 +758,9 @@ static int add_encoded(struct trace_writer *writer, const struct trace_record *r
 					     "a Python call has too many frames or arguments");
 		size = python_call_size(&record->python_call);
 		break;
+	case TRACE_RECORD_NETWORK:
+		size = TRACE_FORMAT_NETWORK_SIZE;
+		break;
 	default:
 		return reject_record(writer, "the record is of an unknown kind");
 	}
@@ -766,6 +792,9 @@ static int add_encoded(struct trace_writer *writer, const struct trace_record *r
 		break;
 	case TRACE_RECORD_PYTHON_CALL:
 		encode_python_call(body, &record->python_call, ids);
+		break;
+	case TRACE_RECORD_NETWORK:
+		encode_network(body, &record->network);
 		break;
 	}
 	return 0;

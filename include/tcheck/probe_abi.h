@@ -82,6 +82,7 @@ enum tcheck_record_type {
 	TCHECK_RECORD_PYTHON_CALL = 6,	  /* a Python frame evaluated from C, paired */
 	TCHECK_RECORD_TORCH_SCOPE = 7,	  /* a torch record_function scope, paired */
 	TCHECK_RECORD_TORCH_OP = 8,	  /* a selected torch operator call, paired */
+	TCHECK_RECORD_VERBS_CONTEXT = 9,  /* a traced process opened a verbs device */
 };
 
 /* Flags of a call record. */

@@ -257,6 +257,8 @@ ncclResult_t double_new_unique_id(ncclUniqueId *id);
 
 /* double_reduce.c */
 size_t double_datatype_size(ncclDataType_t datatype);
+/* Moves a launch's bytes as RDMA work requests when NCCL_DOUBLE_VERBS_LIBRARY is set. */
+ncclResult_t double_network_transfer(const struct double_work *work);
 bool double_datatype_valid(int datatype);
 bool double_redop_valid(int redop);
 void double_reduce(void *out, const unsigned char *const *inputs, int input_count, size_t count,

@@ -155,6 +155,8 @@ static ncclResult_t run_work(struct double_work *work, ncclResult_t earlier_fail
 	ncclResult_t result = ncclSuccess;
 
 	/* Like a faulted CUDA stream, a failed one fails what follows until it is synchronized. */
+	if (earlier_failure == ncclSuccess)
+		earlier_failure = double_network_transfer(work);
 	if (earlier_failure != ncclSuccess) {
 		fail_unfinished(work, earlier_failure);
 		remaining = 0;
