@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+/* The detectors on a record stream, with their output; see job_diagnosis.h. */
+#include <stdlib.h>
+
+#include "diagnosis_report.h"
+#include "export_jsonl.h"
+#include "hang_detector.h"
+#include "job_diagnosis.h"
+#include "slowdown_detector.h"
+
+#define HANG_REPORTS_PER_CHECK 16
+#define MAX_PROCESSES 4096
+
+/* The RANK its launcher gave a process. */
+struct process_rank {
+	uint32_t pid;
+	int32_t rank;
+};
+
+struct job_diagnosis {
+	struct progress_model *model;
+	struct network_samples samples;
+	FILE *text, *events;
+	unsigned hangs, slowdowns;
+	struct process_rank processes[MAX_PROCESSES];
+	unsigned process_count;
+};
+
+static int32_t job_rank_of(const struct job_diagnosis *diagnosis, uint32_t pid)
+{
+	for (unsigned i = diagnosis->process_count; i > 0; i--)
+		if (diagnosis->processes[i - 1].pid == pid)
+			return diagnosis->processes[i - 1].rank;
+	return -1;
+}
+
+struct job_diagnosis *job_diagnosis_new(const struct progress_options *options, FILE *text,
+					FILE *events)
+{
+	struct job_diagnosis *diagnosis = calloc(1, sizeof(*diagnosis));
+
+	if (!diagnosis)
+		return NULL;
+	diagnosis->model = progress_model_new(options);
+	if (!diagnosis->model) {
+		free(diagnosis);
+		return NULL;
+	}
+	diagnosis->text = text;
+	diagnosis->events = events;
+	return diagnosis;
+}
+
+void job_diagnosis_free(struct job_diagnosis *diagnosis)
+{
+	if (!diagnosis)
+		return;
+	progress_model_free(diagnosis->model);
+	free(diagnosis);
+}
+
+static void publish(struct job_diagnosis *diagnosis, struct diagnosis_report *report)
+{
+	char line[4096];
+
+	for (unsigned i = 0; i < report->rank_count; i++)
+		report->ranks[i].job_rank = job_rank_of(diagnosis, report->ranks[i].pid);
+	if (report->kind == DIAGNOSIS_HANG)
+		diagnosis->hangs++;
+	else
+		diagnosis->slowdowns++;
+	if (diagnosis->text) {
+		diagnosis_report_text(report, line, sizeof(line));
+		fprintf(diagnosis->text, "tcheck-bpf: %s\n", line);
+		fflush(diagnosis->text);
+	}
+	if (diagnosis->events) {
+		json_t *object = diagnosis_report_json(report);
+
+		if (object) {
+			export_json_write(diagnosis->events, "", object, JSON_COMPACT, "\n");
+			fflush(diagnosis->events);
+			json_decref(object);
+		}
+	}
+}
+
+static void check_hangs(struct job_diagnosis *diagnosis)
+{
+	static struct diagnosis_report reports[HANG_REPORTS_PER_CHECK];
+	unsigned found = hang_detector_check(diagnosis->model, &diagnosis->samples, reports,
+					     HANG_REPORTS_PER_CHECK);
+
+	for (unsigned i = 0; i < found; i++)
+		publish(diagnosis, &reports[i]);
+}
+
+static void shift(uint64_t *time_ns, int64_t shift_ns)
+{
+	if (*time_ns)
+		*time_ns = (uint64_t)((int64_t)*time_ns + shift_ns);
+}
+
+void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_record *record,
+			  int64_t time_shift_ns)
+{
+	struct trace_nccl_call call;
+	struct diagnosis_report report;
+	struct progress_comm *comm;
+	int64_t step;
+
+	switch (record->kind) {
+	case TRACE_RECORD_NCCL_CALL:
+		call = record->call;
+		shift(&call.entry_ns, time_shift_ns);
+		/* A hang is judged before the call that would end it is counted. */
+		job_diagnosis_tick(diagnosis, call.entry_ns);
+		comm = progress_model_add_call(diagnosis->model, &call, &step);
+		if (comm && step >= 0 &&
+		    slowdown_detector_check(diagnosis->model, comm, step, &report))
+			publish(diagnosis, &report);
+		break;
+	case TRACE_RECORD_PROCESS:
+		if (diagnosis->process_count < MAX_PROCESSES)
+			diagnosis->processes[diagnosis->process_count++] =
+				(struct process_rank){ record->process.pid, record->process.rank };
+		break;
+	case TRACE_RECORD_STATS:
+		job_diagnosis_tick(diagnosis, (uint64_t)((int64_t)record->stats.timestamp_ns +
+							 time_shift_ns));
+		break;
+	default:
+		break;
+	}
+}
+
+void job_diagnosis_network_sample(struct job_diagnosis *diagnosis,
+				  const struct trace_network_sample *sample, int64_t time_shift_ns)
+{
+	struct trace_network_sample shifted = *sample;
+
+	shift(&shifted.timestamp_ns, time_shift_ns);
+	shift(&shifted.last_post_ns, time_shift_ns);
+	shift(&shifted.last_completion_ns, time_shift_ns);
+	network_samples_add(&diagnosis->samples, &shifted);
+}
+
+void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns)
+{
+	progress_model_advance(diagnosis->model, now_ns);
+	check_hangs(diagnosis);
+}
+
+unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis)
+{
+	return diagnosis->hangs;
+}
+
+unsigned job_diagnosis_slowdown_count(const struct job_diagnosis *diagnosis)
+{
+	return diagnosis->slowdowns;
+}
