@@ -214,6 +214,7 @@ int command_check(int argc, char **argv)
 	}
 	if (!status && run_merged(traces, count, diagnosis))
 		status = 1;
+	job_diagnosis_finish(diagnosis);
 	if (!status && !json)
 		printf("tcheck-bpf: %u hang(s), %u slowdown(s) found in %d trace(s)\n",
 		       job_diagnosis_hang_count(diagnosis), job_diagnosis_slowdown_count(diagnosis),

@@ -10,6 +10,7 @@
 
 #define HANG_REPORTS_PER_CHECK 16
 #define MAX_PROCESSES 4096
+#define MAX_PENDING_SLOWDOWNS 16
 
 /* The RANK its launcher gave a process. */
 struct process_rank {
@@ -22,6 +23,15 @@ struct job_diagnosis {
 	struct network_samples samples;
 	FILE *text, *events;
 	unsigned hangs, slowdowns;
+	/*
+	 * A slow step shows on every communicator of the job: the reports of
+	 * one slow stretch wait one expected step, and the one with the
+	 * latest straggler (the largest arrival skew) is published.
+	 */
+	struct diagnosis_report pending[MAX_PENDING_SLOWDOWNS];
+	unsigned pending_count;
+	struct diagnosis_report published[MAX_PENDING_SLOWDOWNS]; /* the latest, a ring */
+	unsigned published_count;
 	struct process_rank processes[MAX_PROCESSES];
 	unsigned process_count;
 };
@@ -85,6 +95,54 @@ static void publish(struct job_diagnosis *diagnosis, struct diagnosis_report *re
 	}
 }
 
+static bool overlaps(const struct diagnosis_report *a, const struct diagnosis_report *b)
+{
+	double a_start = (double)a->detected_ns - a->step_ns;
+	double b_start = (double)b->detected_ns - b->step_ns;
+
+	return a_start < (double)b->detected_ns && b_start < (double)a->detected_ns;
+}
+
+/* Publishes the held slowdowns that ended 'age_ns' or more before now. */
+static void release_slowdowns(struct job_diagnosis *diagnosis, double age_ns)
+{
+	unsigned kept = 0;
+
+	for (unsigned i = 0; i < diagnosis->pending_count; i++) {
+		struct diagnosis_report *report = &diagnosis->pending[i];
+
+		if ((double)diagnosis->model->now_ns - (double)report->detected_ns >= age_ns) {
+			publish(diagnosis, report);
+			diagnosis->published[diagnosis->published_count++ % MAX_PENDING_SLOWDOWNS] =
+				*report;
+		} else
+			diagnosis->pending[kept++] = *report;
+	}
+	diagnosis->pending_count = kept;
+}
+
+static void hold_slowdown(struct job_diagnosis *diagnosis, const struct diagnosis_report *report)
+{
+	unsigned published = diagnosis->published_count < MAX_PENDING_SLOWDOWNS ?
+				     diagnosis->published_count :
+				     MAX_PENDING_SLOWDOWNS;
+
+	/* The same slow stretch seen later on another communicator. */
+	for (unsigned i = 0; i < published; i++)
+		if (overlaps(&diagnosis->published[i], report))
+			return;
+	for (unsigned i = 0; i < diagnosis->pending_count; i++) {
+		if (!overlaps(&diagnosis->pending[i], report))
+			continue;
+		if (report->skew_ns > diagnosis->pending[i].skew_ns)
+			diagnosis->pending[i] = *report;
+		return;
+	}
+	if (diagnosis->pending_count == MAX_PENDING_SLOWDOWNS)
+		release_slowdowns(diagnosis, 0);
+	diagnosis->pending[diagnosis->pending_count++] = *report;
+}
+
 static void check_hangs(struct job_diagnosis *diagnosis)
 {
 	static struct diagnosis_report reports[HANG_REPORTS_PER_CHECK];
@@ -118,7 +176,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		comm = progress_model_add_call(diagnosis->model, &call, &step);
 		if (comm && step >= 0 &&
 		    slowdown_detector_check(diagnosis->model, comm, step, &report))
-			publish(diagnosis, &report);
+			hold_slowdown(diagnosis, &report);
 		break;
 	case TRACE_RECORD_PROCESS:
 		if (diagnosis->process_count < MAX_PROCESSES)
@@ -149,6 +207,12 @@ void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns)
 {
 	progress_model_advance(diagnosis->model, now_ns);
 	check_hangs(diagnosis);
+	release_slowdowns(diagnosis, progress_model_job_step_ns(diagnosis->model));
+}
+
+void job_diagnosis_finish(struct job_diagnosis *diagnosis)
+{
+	release_slowdowns(diagnosis, 0);
 }
 
 unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis)

@@ -33,6 +33,9 @@ void job_diagnosis_network_sample(struct job_diagnosis *diagnosis,
 /* Time passes with no record: hangs show up here. 'now_ns' on the records' clock. */
 void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns);
 
+/* The stream ended: publishes what is still held. */
+void job_diagnosis_finish(struct job_diagnosis *diagnosis);
+
 unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis);
 unsigned job_diagnosis_slowdown_count(const struct job_diagnosis *diagnosis);
 

@@ -297,8 +297,10 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 					      call->duration_ns,
 					      call->seq,
 					      -1 };
-	if (call->entry_ns > comm->last_progress_ns)
+	if (call->entry_ns > comm->last_progress_ns) {
 		comm->last_progress_ns = call->entry_ns;
+		comm->hang_reported = false; /* it moves again: a later stall is a new hang */
+	}
 	if (point_to_point) {
 		rank->p2p_calls++;
 		return comm;
