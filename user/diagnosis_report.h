@@ -42,7 +42,8 @@ struct diagnosis_report {
 	int64_t seq;		  /* NCCL sequence number of that call */
 	/* Hangs. */
 	enum hang_class hang_class;
-	uint64_t stalled_ns; /* time without progress */
+	uint64_t stalled_ns;	 /* time without progress */
+	uint64_t quiet_since_ns; /* the lagging ranks' last call on any communicator */
 	unsigned rank_count; /* lagging ranks (hang) or the straggler (slowdown) */
 	struct diagnosis_rank ranks[PROGRESS_MAX_RANKS];
 	/* Slowdowns. */

@@ -140,6 +140,30 @@ static bool is_stuck(const struct progress_model *model, const struct progress_c
 	return (double)(model->now_ns - comm->last_progress_ns) > limit;
 }
 
+/* The latest call of any lagging rank of the report on any communicator. */
+static uint64_t quiet_since(const struct progress_model *model,
+			    const struct diagnosis_report *report)
+{
+	uint64_t latest = 0;
+
+	for (unsigned k = 0; k < report->rank_count; k++)
+		for (unsigned i = 0; i < model->comm_count; i++)
+			for (int32_t r = 0; r < model->comms[i].nranks; r++) {
+				const struct progress_rank *rank = &model->comms[i].ranks[r];
+
+				if (rank->pid == report->ranks[k].pid && rank->last.entry_ns > latest)
+					latest = rank->last.entry_ns;
+			}
+	return latest;
+}
+
+static bool comes_before(const struct diagnosis_report *a, const struct diagnosis_report *b)
+{
+	if ((a->hang_class == HANG_HOST) != (b->hang_class == HANG_HOST))
+		return a->hang_class == HANG_HOST;
+	return a->hang_class == HANG_HOST && a->quiet_since_ns < b->quiet_since_ns;
+}
+
 unsigned hang_detector_check(struct progress_model *model, const struct network_samples *samples,
 			     struct diagnosis_report *reports, unsigned capacity)
 {
@@ -157,11 +181,14 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 		report_stuck(model, comm, samples, step_ns, silence_limit(model, comm, step_ns),
 			     &reports[found++]);
 	}
-	/* Ranks that never issued the call are the cause; the others wait on them. */
+	/*
+	 * Ranks that never issued the call come first; among them, the one
+	 * that went quiet first stopped on its own, the others wait on it.
+	 */
+	for (unsigned i = 0; i < found; i++)
+		reports[i].quiet_since_ns = quiet_since(model, &reports[i]);
 	for (unsigned i = 1; i < found; i++)
-		for (unsigned j = i; j > 0 && reports[j].hang_class == HANG_HOST &&
-				     reports[j - 1].hang_class != HANG_HOST;
-		     j--) {
+		for (unsigned j = i; j > 0 && comes_before(&reports[j], &reports[j - 1]); j--) {
 			struct diagnosis_report swap = reports[j];
 
 			reports[j] = reports[j - 1];

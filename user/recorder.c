@@ -13,6 +13,7 @@
 #include "call_builder.h"
 #include "library_discovery.h"
 #include "live_status.h"
+#include "job_diagnosis.h"
 #include "log.h"
 #include "nccl_comm_layout.h"
 #include "probe_session.h"
@@ -61,6 +62,8 @@ static void request_stop(int signal_number)
 
 static int write_record(struct recorder *recorder, const struct trace_record *record)
 {
+	if (recorder->options->diagnosis)
+		job_diagnosis_record(recorder->options->diagnosis, record, 0);
 	if (!recorder->writer || recorder->failed)
 		return 0;
 	if (trace_writer_add(recorder->writer, record)) {
@@ -503,6 +506,8 @@ static void run_loop(struct recorder *recorder)
 			log_warning("reading the ring buffer failed: %s", strerror(errno));
 		reap_command(recorder);
 		now = monotonic_ns();
+		if (recorder->options->diagnosis)
+			job_diagnosis_tick(recorder->options->diagnosis, now);
 		if (now - last_rescan >= RESCAN_INTERVAL_NS) {
 			check_liveness(recorder);
 			rescan_libraries(recorder);
@@ -528,6 +533,8 @@ static void run_loop(struct recorder *recorder)
 	probe_session_counters(recorder->session, counters);
 	write_stats(recorder, counters);
 	report_losses(counters);
+	if (recorder->options->diagnosis)
+		job_diagnosis_finish(recorder->options->diagnosis);
 }
 
 static int command_exit_status(const struct recorder *recorder)

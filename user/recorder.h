@@ -22,6 +22,7 @@ struct recorder_options {
 	size_t ring_buffer_bytes;
 	bool python;			    /* also trace Python calls entered from C */
 	const char *const *python_prefixes; /* NULL-ended selection; NULL: the defaults */
+	struct job_diagnosis *diagnosis;    /* hang and slowdown detectors fed live, or NULL */
 	int argc;			    /* the tcheck-bpf command line, for the trace header */
 	char *const *argv;
 };
