@@ -235,7 +235,7 @@ static int64_t complete_steps(struct progress_model *model, struct progress_comm
 			break;
 		comm->steps_completed++;
 		comm->last_boundary_ns = end;
-		if (step > 0 && start)
+		if (step > 0 && start && end > start)
 			learn(model, comm, (double)(end - start), step);
 		completed = step;
 	}

@@ -43,7 +43,7 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 	first_index = progress_comm_step_end(comm, step - 1) + 1;
 	start_ns = progress_comm_last_arrival(comm, first_index - 1);
 	end_ns = progress_comm_last_arrival(comm, end_index);
-	if (!start_ns || !end_ns)
+	if (!start_ns || !end_ns || end_ns <= start_ns)
 		return false;
 	duration = (double)(end_ns - start_ns);
 	if (duration <= model->options.slowdown_threshold * comm->expected_step_ns)
