@@ -49,7 +49,7 @@ TOOL_SOURCES := $(filter-out tools/bench/nccl-interposer.c tools/bench/probe-flo
 TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES)) \
 	$(INTERPOSER) $(PROBE_FLOOR)
 
-.PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo
+.PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs
 .DELETE_ON_ERROR:
 
 all: tcheck-bpf test-programs
@@ -167,6 +167,11 @@ bench: all
 	tools/bench/run-bench.sh
 	tools/bench/python-overhead.sh > $(OUTPUT)/python-overhead.md
 	python3 tools/bench/replace-section.py BENCHMARKS.md python-overhead $(OUTPUT)/python-overhead.md
+
+# Hang and slowdown detection against injected faults (about 10 minutes; root).
+eval-hangs: all
+	tools/eval/run-hang-eval.sh > $(OUTPUT)/hang-eval.md
+	python3 tools/bench/replace-section.py BENCHMARKS.md hang-detection $(OUTPUT)/hang-eval.md
 
 deps:
 	tools/install-deps.sh

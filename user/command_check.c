@@ -33,10 +33,10 @@ static const char check_help[] =
 	"Options:\n"
 	"      --json                   JSON Lines findings on standard output\n"
 	"      --hang-factor N          expected steps without progress (default 2)\n"
-	"      --slowdown-threshold R   slow step ratio, the same as --beta (default 1.5)\n"
+	"      --slowdown-threshold R   slow step ratio, the same as --beta (default 1.3)\n"
 	"      --beta R                 the same as --slowdown-threshold\n"
 	"      --alpha R                steps within this ratio update the expected\n"
-	"                               time (default 1.2)\n"
+	"                               time (default 1.15)\n"
 	"      --warmup-steps N         steps not learned from (default 2)\n"
 	"  -h, --help                   this text\n"
 	"\n"
@@ -209,8 +209,8 @@ int command_check(int argc, char **argv)
 		/* Several hosts: one clock, CLOCK_REALTIME through each trace's anchor. */
 		header = trace_reader_header(traces[i].reader);
 		if (count > 1)
-			traces[i].shift_ns = (int64_t)(header->anchor_realtime_ns -
-						       header->anchor_monotonic_ns);
+			traces[i].shift_ns =
+				(int64_t)(header->anchor_realtime_ns - header->anchor_monotonic_ns);
 	}
 	if (!status && run_merged(traces, count, diagnosis))
 		status = 1;
@@ -219,7 +219,8 @@ int command_check(int argc, char **argv)
 		printf("tcheck-bpf: %u hang(s), %u slowdown(s) found in %d trace(s)\n",
 		       job_diagnosis_hang_count(diagnosis), job_diagnosis_slowdown_count(diagnosis),
 		       count);
-	if (!status && job_diagnosis_hang_count(diagnosis) + job_diagnosis_slowdown_count(diagnosis))
+	if (!status &&
+	    job_diagnosis_hang_count(diagnosis) + job_diagnosis_slowdown_count(diagnosis))
 		status = 3;
 	for (int i = 0; i < count; i++)
 		if (traces[i].reader)

@@ -34,7 +34,7 @@ static const char record_help[] =
 	"      --events FILE        hangs and slowdowns found live, as JSON Lines\n"
 	"      --hang-factor N      expected steps without progress that make a hang\n"
 	"                           (default 2)\n"
-	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.5)\n"
+	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.3)\n"
 	"      --no-diagnosis       do not look for hangs and slowdowns\n"
 	"  -h, --help               this text\n"
 	"\n"
@@ -65,7 +65,7 @@ static const char attach_help[] =
 	"      --events FILE        hangs and slowdowns found live, as JSON Lines\n"
 	"      --hang-factor N      expected steps without progress that make a hang\n"
 	"                           (default 2)\n"
-	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.5)\n"
+	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.3)\n"
 	"      --no-diagnosis       do not look for hangs and slowdowns\n"
 	"  -h, --help               this text\n"
 	"\n"
@@ -123,7 +123,8 @@ static int parse_diagnosis_option(int option, const char *text, struct live_diag
 		diagnosis->enabled = false;
 		return 0;
 	case 'H':
-		return parse_positive_number("--hang-factor", text, &diagnosis->options.hang_factor);
+		return parse_positive_number("--hang-factor", text,
+					     &diagnosis->options.hang_factor);
 	default:
 		if (parse_positive_number("--slowdown-threshold", text,
 					  &diagnosis->options.slowdown_threshold))

@@ -23,8 +23,8 @@ enum hang_class {
 
 /* A rank named by a report, with what it was last doing on the communicator. */
 struct diagnosis_rank {
-	int32_t rank;	    /* in the communicator */
-	int32_t job_rank;   /* RANK of the process, -1 unknown */
+	int32_t rank;	  /* in the communicator */
+	int32_t job_rank; /* RANK of the process, -1 unknown */
 	uint32_t pid;
 	struct progress_event last;
 };
@@ -33,8 +33,9 @@ struct diagnosis_report {
 	enum diagnosis_kind kind;
 	uint64_t comm_id;
 	int32_t nranks;
-	uint64_t detected_ns;	  /* when the detector decided */
-	double expected_step_ns;  /* the job's expected step */
+	uint64_t detected_ns;	 /* when the evidence was complete */
+	uint64_t reported_ns;	 /* when it was published (slowdowns wait one step) */
+	double expected_step_ns; /* the job's expected step */
 	/* The collective concerned: where the job is stuck, or where a slow step lost its time. */
 	const char *function;
 	uint64_t count;
@@ -44,13 +45,13 @@ struct diagnosis_report {
 	enum hang_class hang_class;
 	uint64_t stalled_ns;	 /* time without progress */
 	uint64_t quiet_since_ns; /* the lagging ranks' last call on any communicator */
-	unsigned rank_count; /* lagging ranks (hang) or the straggler (slowdown) */
+	unsigned rank_count;	 /* lagging ranks (hang) or the straggler (slowdown) */
 	struct diagnosis_rank ranks[PROGRESS_MAX_RANKS];
 	/* Slowdowns. */
-	int64_t step;	       /* the slow step on this communicator */
-	double step_ns;	       /* its duration */
-	double excess_ns;      /* beyond the expected wait at the stage */
-	int in_collective;     /* 1: the time went inside the previous call, 0: compute before */
+	int64_t step;	   /* the slow step on this communicator */
+	double step_ns;	   /* its duration */
+	double excess_ns;  /* beyond the expected wait at the stage */
+	int in_collective; /* 1: the time went inside the previous call, 0: compute before */
 	const char *previous_function; /* the call before the stage, NULL at a step's start */
 	uint64_t skew_ns;	       /* the straggler's lateness at the stage */
 };

@@ -4,8 +4,7 @@
 
 #include "hang_detector.h"
 
-void network_samples_add(struct network_samples *samples,
-			 const struct trace_network_sample *sample)
+void network_samples_add(struct network_samples *samples, const struct trace_network_sample *sample)
 {
 	unsigned i;
 
@@ -24,7 +23,7 @@ void network_samples_add(struct network_samples *samples,
 }
 
 static const struct trace_network_sample *sample_of(const struct network_samples *samples,
-						     uint32_t pid)
+						    uint32_t pid)
 {
 	for (unsigned i = 0; samples && i < samples->count; i++)
 		if (samples->latest[i].pid == pid)
@@ -119,12 +118,29 @@ static void report_stuck(const struct progress_model *model, const struct progre
 	}
 }
 
+static bool ranks_disagree(const struct progress_comm *comm)
+{
+	for (int32_t r = 1; r < comm->nranks; r++)
+		if (comm->ranks[r].collectives != comm->ranks[0].collectives)
+			return true;
+	return false;
+}
+
 /* Whether the communicator is still in use and has been quiet too long. */
+/*
+ * How long the communicator may stay quiet: hang_factor times the job's
+ * step, or times its own longest normal wait between two collectives when
+ * that is longer (a communicator used once every few steps).
+ */
 static double silence_limit(const struct progress_model *model, const struct progress_comm *comm,
 			    double step_ns)
 {
-	return model->options.hang_factor *
-	       (comm->expected_step_ns > step_ns ? comm->expected_step_ns : step_ns);
+	double longest = step_ns;
+
+	for (int32_t p = 0; p < comm->period && p < PROGRESS_MAX_PERIOD; p++)
+		if (comm->expected_gap_ns[p] > longest)
+			longest = comm->expected_gap_ns[p];
+	return model->options.hang_factor * longest;
 }
 
 static bool is_stuck(const struct progress_model *model, const struct progress_comm *comm,
@@ -132,7 +148,10 @@ static bool is_stuck(const struct progress_model *model, const struct progress_c
 {
 	double limit = silence_limit(model, comm, step_ns);
 
-	if (comm->hang_reported || !comm->period || comm->nranks <= 0)
+	if (comm->hang_reported || comm->nranks <= 0)
+		return false;
+	/* Before its period is known, only a rank left behind makes a communicator stuck. */
+	if (!comm->period && !ranks_disagree(comm))
 		return false;
 	for (int32_t r = 0; r < comm->nranks; r++)
 		if (comm->ranks[r].finished)
@@ -151,7 +170,8 @@ static uint64_t quiet_since(const struct progress_model *model,
 			for (int32_t r = 0; r < model->comms[i].nranks; r++) {
 				const struct progress_rank *rank = &model->comms[i].ranks[r];
 
-				if (rank->pid == report->ranks[k].pid && rank->last.entry_ns > latest)
+				if (rank->pid == report->ranks[k].pid &&
+				    rank->last.entry_ns > latest)
 					latest = rank->last.entry_ns;
 			}
 	return latest;

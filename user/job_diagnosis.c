@@ -73,6 +73,7 @@ static void publish(struct job_diagnosis *diagnosis, struct diagnosis_report *re
 {
 	char line[4096];
 
+	report->reported_ns = diagnosis->model->now_ns;
 	for (unsigned i = 0; i < report->rank_count; i++)
 		report->ranks[i].job_rank = job_rank_of(diagnosis, report->ranks[i].pid);
 	if (report->kind == DIAGNOSIS_HANG)
@@ -123,9 +124,9 @@ static void release_slowdowns(struct job_diagnosis *diagnosis, double age_ns)
 
 static void hold_slowdown(struct job_diagnosis *diagnosis, const struct diagnosis_report *report)
 {
-	unsigned published = diagnosis->published_count < MAX_PENDING_SLOWDOWNS ?
-				     diagnosis->published_count :
-				     MAX_PENDING_SLOWDOWNS;
+	unsigned published = diagnosis->published_count < MAX_PENDING_SLOWDOWNS
+				     ? diagnosis->published_count
+				     : MAX_PENDING_SLOWDOWNS;
 
 	/* The same slow stretch seen later on another communicator. */
 	for (unsigned i = 0; i < published; i++)
@@ -179,13 +180,15 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 			hold_slowdown(diagnosis, &report);
 		break;
 	case TRACE_RECORD_PROCESS:
+		if (record->process.end_ns)
+			progress_model_process_ended(diagnosis->model, record->process.pid);
 		if (diagnosis->process_count < MAX_PROCESSES)
 			diagnosis->processes[diagnosis->process_count++] =
 				(struct process_rank){ record->process.pid, record->process.rank };
 		break;
 	case TRACE_RECORD_STATS:
-		job_diagnosis_tick(diagnosis, (uint64_t)((int64_t)record->stats.timestamp_ns +
-							 time_shift_ns));
+		job_diagnosis_tick(diagnosis,
+				   (uint64_t)((int64_t)record->stats.timestamp_ns + time_shift_ns));
 		break;
 	default:
 		break;

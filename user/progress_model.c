@@ -13,8 +13,8 @@
 void progress_options_default(struct progress_options *options)
 {
 	options->hang_factor = 2.0;
-	options->slowdown_threshold = 1.5;
-	options->alpha = 1.2;
+	options->slowdown_threshold = 1.3;
+	options->alpha = 1.15;
 	options->warmup_steps = 2;
 }
 
@@ -145,8 +145,8 @@ static uint64_t signature_of(const char *function, uint64_t count)
 /* Whether every remembered signature after 'offset' repeats with 'period'. */
 static bool follows_period(const struct progress_comm *comm, int32_t offset, int32_t period)
 {
-	int64_t seen = comm->signature_count < PROGRESS_SIGNATURES ? comm->signature_count :
-								     PROGRESS_SIGNATURES;
+	int64_t seen = comm->signature_count < PROGRESS_SIGNATURES ? comm->signature_count
+								   : PROGRESS_SIGNATURES;
 
 	for (int64_t i = offset; i + period < seen; i++)
 		if (comm->signatures[i] != comm->signatures[i + period])
@@ -205,13 +205,15 @@ static void learn(struct progress_model *model, struct progress_comm *comm, doub
 		ratio = duration_ns / comm->expected_step_ns;
 		if (ratio > options->alpha)
 			return;
-		comm->expected_step_ns = (comm->expected_step_ns * comm->learned_steps + duration_ns) /
-					 (comm->learned_steps + 1);
+		comm->expected_step_ns =
+			(comm->expected_step_ns * comm->learned_steps + duration_ns) /
+			(comm->learned_steps + 1);
 		comm->learned_steps++;
 	}
 	for (int32_t p = 0; p < comm->period; p++) {
 		int64_t index = progress_comm_step_end(comm, step - 1) + 1 + p;
-		double gap = (double)(progress_comm_last_arrival(comm, index) - progress_comm_last_arrival(comm, index - 1));
+		double gap = (double)(progress_comm_last_arrival(comm, index) -
+				      progress_comm_last_arrival(comm, index - 1));
 
 		if (comm->learned_steps == 1)
 			comm->expected_gap_ns[p] = gap;
@@ -229,7 +231,9 @@ static int64_t complete_steps(struct progress_model *model, struct progress_comm
 	while (comm->period) {
 		int64_t step = comm->steps_completed;
 		uint64_t end = progress_comm_last_arrival(comm, progress_comm_step_end(comm, step));
-		uint64_t start = step > 0 ? progress_comm_last_arrival(comm, progress_comm_step_end(comm, step - 1)) : 0;
+		uint64_t start = step > 0 ? progress_comm_last_arrival(
+						    comm, progress_comm_step_end(comm, step - 1))
+					  : 0;
 
 		if (!end)
 			break;
@@ -291,12 +295,8 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	}
 	rank->present = true;
 	rank->pid = call->pid;
-	rank->last = (struct progress_event){ call->function,
-					      count_of(call),
-					      call->entry_ns,
-					      call->duration_ns,
-					      call->seq,
-					      -1 };
+	rank->last = (struct progress_event){ call->function,	 count_of(call), call->entry_ns,
+					      call->duration_ns, call->seq,	 -1 };
 	if (call->entry_ns > comm->last_progress_ns) {
 		comm->last_progress_ns = call->entry_ns;
 		comm->hang_reported = false; /* it moves again: a later stall is a new hang */
@@ -327,4 +327,12 @@ double progress_model_job_step_ns(const struct progress_model *model)
 			shortest = expected;
 	}
 	return shortest;
+}
+
+void progress_model_process_ended(struct progress_model *model, uint32_t pid)
+{
+	for (unsigned i = 0; i < model->comm_count; i++)
+		for (int32_t r = 0; r < model->comms[i].nranks; r++)
+			if (model->comms[i].ranks[r].pid == pid)
+				model->comms[i].ranks[r].finished = true;
 }

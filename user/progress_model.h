@@ -97,6 +97,9 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 					      const struct trace_nccl_call *call,
 					      int64_t *completed_step);
 
+/* A process exited: its communicators are done, not stuck. */
+void progress_model_process_ended(struct progress_model *model, uint32_t pid);
+
 /* Moves the clock without a call (periodic ticks, stats records). */
 void progress_model_advance(struct progress_model *model, uint64_t now_ns);
 

@@ -31,7 +31,7 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 {
 	int64_t first_index, end_index;
 	uint64_t start_ns, end_ns;
-	double duration, worst_excess = 0;
+	double duration, job_step_ns, worst_excess = 0;
 	const struct progress_slot *slot, *previous;
 	int32_t worst = -1, straggler;
 	uint64_t skew;
@@ -46,7 +46,13 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 	if (!start_ns || !end_ns || end_ns <= start_ns)
 		return false;
 	duration = (double)(end_ns - start_ns);
-	if (duration <= model->options.slowdown_threshold * comm->expected_step_ns)
+	/*
+	 * Measured against the job's step, so a communicator whose pattern
+	 * spans several steps sees a one-step delay as well as the others do.
+	 */
+	job_step_ns = progress_model_job_step_ns(model);
+	if (duration - comm->expected_step_ns <=
+	    (model->options.slowdown_threshold - 1) * job_step_ns)
 		return false;
 	for (int32_t p = 0; p < comm->period; p++) {
 		int64_t index = first_index + p;
@@ -82,10 +88,12 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 	report->ranks[0].rank = straggler;
 	report->ranks[0].job_rank = -1;
 	report->ranks[0].pid = comm->ranks[straggler].pid;
-	report->ranks[0].last = (struct progress_event){ slot->function, slot->count,
+	report->ranks[0].last = (struct progress_event){ slot->function,
+							 slot->count,
 							 slot->arrival_ns[straggler],
 							 slot->duration_ns[straggler],
-							 slot->seq[straggler], -1 };
+							 slot->seq[straggler],
+							 -1 };
 	/*
 	 * Time spent inside the previous call by the straggler (a blocking
 	 * collective) rather than computing between the two.

@@ -69,9 +69,9 @@ struct trace_python_call {
 
 /* Work requests of one process, cumulative since the probes were attached (kind 7). */
 struct trace_network_sample {
-	uint64_t timestamp_ns;	     /* CLOCK_MONOTONIC */
+	uint64_t timestamp_ns; /* CLOCK_MONOTONIC */
 	uint32_t pid;
-	uint32_t source;	     /* 1: NCCL's IB transport functions, 2: verbs provider functions */
+	uint32_t source; /* 1: NCCL's IB transport functions, 2: verbs provider functions */
 	uint64_t requests_posted;    /* send and receive work requests posted */
 	uint64_t requests_signalled; /* of those, the ones that produce a completion */
 	uint64_t completions;	     /* work completions polled */

@@ -223,7 +223,8 @@ UNIT_TEST(hang_detection, report_as_json)
 	report.seq = 20;
 	report.hang_class = HANG_HOST;
 	report.rank_count = 1;
-	report.ranks[0] = (struct diagnosis_rank){ 2, 6, 1002, { "ncclAllGather", 64, 5, 1, 19, -1 } };
+	report.ranks[0] =
+		(struct diagnosis_rank){ 2, 6, 1002, { "ncclAllGather", 64, 5, 1, 19, -1 } };
 	object = diagnosis_report_json(&report);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(object);
 	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(object, "kind")), "hang");
@@ -231,8 +232,9 @@ UNIT_TEST(hang_detection, report_as_json)
 			       "0xabcdef0123456789");
 	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(object, "class")), "host");
 	CU_ASSERT_EQUAL(json_integer_value(json_object_get(object, "seq")), 20);
-	CU_ASSERT_EQUAL(json_integer_value(json_object_get(
-				json_array_get(json_object_get(object, "lagging_ranks"), 0), "job_rank")),
-			6);
+	CU_ASSERT_EQUAL(
+		json_integer_value(json_object_get(
+			json_array_get(json_object_get(object, "lagging_ranks"), 0), "job_rank")),
+		6);
 	json_decref(object);
 }
