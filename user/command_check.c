@@ -33,7 +33,7 @@ static const char check_help[] =
 	"Options:\n"
 	"      --json                   JSON Lines findings on standard output\n"
 	"      --hang-factor N          expected steps without progress (default 2)\n"
-	"      --slowdown-threshold R   slow step ratio, the same as --beta (default 1.3)\n"
+	"      --slowdown-threshold R   slow step ratio, the same as --beta (default 1.4)\n"
 	"      --beta R                 the same as --slowdown-threshold\n"
 	"      --alpha R                steps within this ratio update the expected\n"
 	"                               time (default 1.15)\n"

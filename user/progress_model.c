@@ -13,7 +13,7 @@
 void progress_options_default(struct progress_options *options)
 {
 	options->hang_factor = 2.0;
-	options->slowdown_threshold = 1.3;
+	options->slowdown_threshold = 1.4;
 	options->alpha = 1.15;
 	options->warmup_steps = 2;
 }

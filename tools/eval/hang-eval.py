@@ -162,7 +162,7 @@ def main():
         step = rng.randint(6, 12)
         rank = rng.randrange(ranks)
         where = rng.choice(POSITIONS)
-        delay_ms = 0 if kind == "hang" else rng.randint(18, 28)
+        delay_ms = 0 if kind == "hang" else rng.randint(20, 28)
         delay = None if kind == "clean" else f"{rank}:{step}:{where}:{delay_ms}"
         with tempfile.TemporaryDirectory(prefix="tcheck-eval.") as directory:
             trace, log_dir = run(options.tcheck, options.workload, directory, ranks, step + 6,
@@ -223,7 +223,7 @@ def print_table(options, tally, hang_latency, slow_latency, elapsed):
 
     print(f"{options.hangs} injected hangs, {options.slowdowns} injected slowdowns and "
           f"{options.clean} fault-free runs (seed {options.seed}; 4 or 8 ranks; steps of "
-          f"about {STEP_SLEEP_MS} ms; slowdowns of 18-28 ms) in {elapsed / 60:.1f} minutes.")
+          f"about {STEP_SLEEP_MS} ms; slowdowns of 20-28 ms) in {elapsed / 60:.1f} minutes.")
     print()
     print("| what | true positives | false positives | false negatives | precision | recall | F1 |")
     print("|---|---|---|---|---|---|---|")
