@@ -145,9 +145,11 @@ static int parse_options(int argc, char **argv, struct progress_options *options
 				return 2;
 			break;
 		case 'w':
-			if (parse_positive_number("--warmup-steps", optarg, &number))
+			/* 0 is allowed: learn from the first step. */
+			if (strcmp(optarg, "0") != 0 &&
+			    parse_positive_number("--warmup-steps", optarg, &number))
 				return 2;
-			options->warmup_steps = (unsigned)number;
+			options->warmup_steps = strcmp(optarg, "0") ? (unsigned)number : 0;
 			break;
 		case 'h':
 			fputs(check_help, stdout);

@@ -19,22 +19,24 @@ start_workload() {
 }
 
 # The stalled rank's truth: the collective it never issued on the report's communicator
-# (with its sequence number when $3 is "seq": a trace from the job's start).
+# (with its sequence number when $3 is a trace recorded from the job's start).
 expect_hang() {
-	python3 - "$1" "$2" "$3" <<'PYTHON' || fail "the hang report does not match the workload's log"
+	python3 - "$1" "$2" "$3" "$TCHECK" <<'PYTHON' || fail "the hang report does not match the workload's log"
 import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("evaluation", sys.argv[2] + "/tools/eval/hang-eval.py")
 evaluation = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(evaluation)
-report_path, root, with_seq = sys.argv[1], sys.argv[2], sys.argv[3] == "seq"
+report_path, root, trace, tcheck = sys.argv[1:5]
 log_dir = report_path + ".log"
 hangs = [json.loads(line) for line in open(report_path) if '"hang"' in line]
 fault = json.load(open(f"{log_dir}/rank-2.fault"))
 assert hangs, "no hang reported"
+if trace != "live":
+    evaluation.translate(hangs, evaluation.nccl_hashes(tcheck, trace))
 rank_ok, collective_ok = evaluation.judge_hang(hangs[0], fault, log_dir, 4)
 print("hang report:", json.dumps(hangs[0]))
 assert rank_ok, "the first hang report names the wrong rank"
-if with_seq:
+if trace != "live":
     assert collective_ok, "the first hang report names the wrong collective or sequence number"
 assert hangs[0]["class"] == "host", "a rank that never issued the call is a host-side hang"
 PYTHON
@@ -53,7 +55,7 @@ kill -9 -- "-$session" 2>/dev/null || true
 status=0
 "$TCHECK" check --json "$SCRATCH/stall.trace" >"$SCRATCH/stall.jsonl" || status=$?
 [ $status -eq 3 ] || fail "check should exit 3 when it finds a hang, not $status"
-expect_hang "$SCRATCH/stall.jsonl" "$ROOT" seq
+expect_hang "$SCRATCH/stall.jsonl" "$ROOT" "$SCRATCH/stall.trace"
 
 # The same, found live by attach and written to --events.
 mkdir -p "$SCRATCH/live.jsonl.log"
@@ -62,7 +64,7 @@ start_workload "$SCRATCH/live.jsonl.log" --delay 2:70:collective:0
 	>/dev/null 2>"$SCRATCH/live.err" || fail "attach exited $?"
 kill -9 "$launcher"
 grep -q "hang: communicator" "$SCRATCH/live.err" || fail "attach printed no hang: $(cat "$SCRATCH/live.err")"
-expect_hang "$SCRATCH/live.jsonl" "$ROOT" function
+expect_hang "$SCRATCH/live.jsonl" "$ROOT" live
 
 # A fault-free run: nothing found, exit status 0.
 mkdir -p "$SCRATCH/clean"

@@ -52,6 +52,26 @@ def check(tcheck, trace):
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 
 
+def nccl_hashes(tcheck, trace):
+    """The trace's comm_id of each communicator mapped to NCCL's own commHash (the log's)."""
+    result = subprocess.run([tcheck, "dump", trace], capture_output=True, text=True)
+    mapping = {}
+    for line in result.stdout.splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "communicator" and record.get("comm_id") and \
+                record.get("nccl_comm_hash"):
+            mapping[int(record["comm_id"], 16)] = int(record["nccl_comm_hash"], 16)
+    return mapping
+
+
+def translate(reports, mapping):
+    """Report comm ids in the log's terms (NCCL's commHash)."""
+    for report in reports:
+        comm_id = int(report["comm_id"], 16)
+        report["comm_id"] = mapping.get(comm_id, comm_id)
+    return reports
+
+
 def rank_log(log_dir, rank):
     """The rank's calls, with comm_id and per-communicator seq added."""
     handles, seqs, calls = {}, {}, []
@@ -167,7 +187,7 @@ def main():
         with tempfile.TemporaryDirectory(prefix="tcheck-eval.") as directory:
             trace, log_dir = run(options.tcheck, options.workload, directory, ranks, step + 6,
                                  delay, 4 if kind == "hang" else 20)
-            reports = check(options.tcheck, trace)
+            reports = translate(check(options.tcheck, trace), nccl_hashes(options.tcheck, trace))
             fault_path = os.path.join(log_dir, f"rank-{rank}.fault")
             fault = json.load(open(fault_path)) if delay and os.path.exists(fault_path) else None
             hangs = [r for r in reports if r["kind"] == "hang"]
