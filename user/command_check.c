@@ -146,10 +146,11 @@ static int parse_options(int argc, char **argv, struct progress_options *options
 			break;
 		case 'w':
 			/* 0 is allowed: learn from the first step. */
+			number = 0;
 			if (strcmp(optarg, "0") != 0 &&
 			    parse_positive_number("--warmup-steps", optarg, &number))
 				return 2;
-			options->warmup_steps = strcmp(optarg, "0") ? (unsigned)number : 0;
+			options->warmup_steps = (unsigned)number;
 			break;
 		case 'h':
 			fputs(check_help, stdout);
