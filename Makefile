@@ -55,7 +55,7 @@ TOOL_SOURCES := $(filter-out tools/bench/nccl-interposer.c tools/bench/probe-flo
 TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES)) \
 	$(INTERPOSER) $(PROBE_FLOOR)
 
-.PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo
+.PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs
 .DELETE_ON_ERROR:
 
 all: tcheck-bpf test-programs
@@ -194,6 +194,11 @@ bench: all
 	python3 tools/bench/replace-section.py BENCHMARKS.md python-overhead $(OUTPUT)/python-overhead.md
 	tools/bench/python-entry-cost.sh > $(OUTPUT)/python-entry-cost.md
 	python3 tools/bench/replace-section.py BENCHMARKS.md python-entry-cost $(OUTPUT)/python-entry-cost.md
+
+# Hang and slowdown detection against injected faults (about 10 minutes; root).
+eval-hangs: all
+	tools/eval/run-hang-eval.sh > $(OUTPUT)/hang-eval.md
+	python3 tools/bench/replace-section.py BENCHMARKS.md hang-detection $(OUTPUT)/hang-eval.md
 
 deps:
 	tools/install-deps.sh

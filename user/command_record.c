@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "job_diagnosis.h"
 #include "log.h"
 #include "recorder.h"
 
@@ -36,6 +37,11 @@ static const char record_help[] =
 	"                           add_.Tensor for one, zero_ ...)\n"
 	"  -d, --duration SECONDS   stop after this long (default: when the targets end)\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
+	"      --events FILE        hangs and slowdowns found live, as JSON Lines\n"
+	"      --hang-factor N      expected steps without progress that make a hang\n"
+	"                           (default 2)\n"
+	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.4)\n"
+	"      --no-diagnosis       do not look for hangs and slowdowns\n"
 	"  -h, --help               this text\n"
 	"\n"
 	"With a command, tcheck-bpf exits with the command's own exit status.\n"
@@ -50,7 +56,8 @@ static const char attach_help[] =
 	"\n"
 	"Attaches to running processes and prints, once a second, the NCCL calls\n"
 	"seen (in all and per second), the busiest functions and any losses.\n"
-	"Ctrl-C detaches and leaves the processes running, untouched. Needs root.\n"
+	"Hangs and slowdowns are printed as they are found (tcheck-bpf check has the\n"
+	"details). Ctrl-C detaches and leaves the processes running, untouched. Needs root.\n"
 	"\n"
 	"Options:\n"
 	"  -p, --pid PID            process to watch (repeatable; its children too)\n"
@@ -63,6 +70,11 @@ static const char attach_help[] =
 	"      --torch-op OP        also trace calls of this torch operator (repeatable)\n"
 	"  -d, --duration SECONDS   detach after this long\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
+	"      --events FILE        hangs and slowdowns found live, as JSON Lines\n"
+	"      --hang-factor N      expected steps without progress that make a hang\n"
+	"                           (default 2)\n"
+	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.4)\n"
+	"      --no-diagnosis       do not look for hangs and slowdowns\n"
 	"  -h, --help               this text\n"
 	"\n"
 	"Examples:\n"
@@ -97,6 +109,75 @@ static int parse_pid(const char *text, pid_t *pid)
 	return 0;
 }
 
+/* The live hang and slowdown detectors: on unless --no-diagnosis. */
+struct live_diagnosis {
+	bool enabled;
+	const char *events_path; /* --events FILE: JSON Lines findings */
+	struct progress_options options;
+	bool options_set;
+};
+
+static int parse_diagnosis_option(int option, const char *text, struct live_diagnosis *diagnosis)
+{
+	if (!diagnosis->options_set) {
+		progress_options_default(&diagnosis->options);
+		diagnosis->options_set = true;
+	}
+	switch (option) {
+	case 'E':
+		diagnosis->events_path = text;
+		return 0;
+	case 'N':
+		diagnosis->enabled = false;
+		return 0;
+	case 'H':
+		return parse_positive_number("--hang-factor", text,
+					     &diagnosis->options.hang_factor);
+	default:
+		if (parse_positive_number("--slowdown-threshold", text,
+					  &diagnosis->options.slowdown_threshold))
+			return -1;
+		if (diagnosis->options.slowdown_threshold <= diagnosis->options.alpha) {
+			log_error("--slowdown-threshold must be above %.2f, the ratio within which "
+				  "steps update the expected step time",
+				  diagnosis->options.alpha);
+			return -1;
+		}
+		return 0;
+	}
+}
+
+/* Runs the recorder with the detectors fed live; findings go to stderr and --events. */
+static int run_with_diagnosis(struct recorder_options *options,
+			      struct live_diagnosis *live_diagnosis)
+{
+	FILE *events = NULL;
+	int status;
+
+	if (!live_diagnosis->enabled)
+		return recorder_run(options);
+	if (!live_diagnosis->options_set)
+		progress_options_default(&live_diagnosis->options);
+	if (live_diagnosis->events_path && !(events = fopen(live_diagnosis->events_path, "w"))) {
+		log_error("cannot write the events file %s: %m", live_diagnosis->events_path);
+		return 2;
+	}
+	options->diagnosis = job_diagnosis_new(&live_diagnosis->options, stderr, events);
+	if (!options->diagnosis) {
+		log_error("out of memory");
+		if (events)
+			fclose(events);
+		return 1;
+	}
+	status = recorder_run(options);
+	job_diagnosis_free(options->diagnosis);
+	if (events && fclose(events)) {
+		log_error("cannot write the events file %s: %m", live_diagnosis->events_path);
+		status = status ? status : 1;
+	}
+	return status;
+}
+
 static int run(int argc, char **argv, int attach)
 {
 	static const struct option long_options[] = {
@@ -110,9 +191,14 @@ static int run(int argc, char **argv, int attach)
 		{ "python-filter", required_argument, NULL, 'P' },
 		{ "step-marker", required_argument, NULL, 'S' },
 		{ "torch-op", required_argument, NULL, 'T' },
+		{ "events", required_argument, NULL, 'E' },
+		{ "no-diagnosis", no_argument, NULL, 'N' },
+		{ "hang-factor", required_argument, NULL, 'H' },
+		{ "slowdown-threshold", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct live_diagnosis diagnosis = { .enabled = true };
 	struct recorder_options options = { .follow_children = true, .live_status = attach };
 	static pid_t pids[MAX_PIDS];
 	static const char *python_prefixes[MAX_PIDS + 1];
@@ -174,6 +260,13 @@ static int run(int argc, char **argv, int attach)
 			options.torch_ops = torch_ops;
 			options.python = true;
 			break;
+		case 'E':
+		case 'N':
+		case 'H':
+		case 'W':
+			if (parse_diagnosis_option(option, optarg, &diagnosis))
+				return 2;
+			break;
 		case 'd':
 			if (parse_positive_number("--duration", optarg, &options.duration_seconds))
 				return 2;
@@ -215,7 +308,7 @@ static int run(int argc, char **argv, int attach)
 		log_error("record needs an output file: -o FILE");
 		return 2;
 	}
-	return recorder_run(&options);
+	return run_with_diagnosis(&options, &diagnosis);
 }
 
 int command_record(int argc, char **argv)

@@ -13,6 +13,7 @@
 #include "call_builder.h"
 #include "library_discovery.h"
 #include "live_status.h"
+#include "job_diagnosis.h"
 #include "log.h"
 #include "nccl_comm_layout.h"
 #include "probe_session.h"
@@ -69,6 +70,8 @@ static int write_record(struct recorder *recorder, const struct trace_record *re
 
 	if (observer && observer->record)
 		observer->record(observer->context, record);
+	if (recorder->options->diagnosis)
+		job_diagnosis_record(recorder->options->diagnosis, record, 0);
 	if (!recorder->writer || recorder->failed)
 		return 0;
 	if (trace_writer_add(recorder->writer, record)) {
@@ -590,6 +593,8 @@ static void run_loop(struct recorder *recorder)
 			log_warning("reading the ring buffer failed: %s", strerror(errno));
 		reap_command(recorder);
 		now = monotonic_ns();
+		if (recorder->options->diagnosis)
+			job_diagnosis_tick(recorder->options->diagnosis, now);
 		if (now - last_rescan >= RESCAN_INTERVAL_NS) {
 			check_liveness(recorder);
 			add_discovered(recorder);
@@ -621,6 +626,8 @@ static void run_loop(struct recorder *recorder)
 	work_requests_sample(recorder->work_requests, monotonic_ns(), write_network_sample,
 			     recorder);
 	report_losses(counters);
+	if (recorder->options->diagnosis)
+		job_diagnosis_finish(recorder->options->diagnosis);
 }
 
 static int command_exit_status(const struct recorder *recorder)

@@ -41,7 +41,8 @@ struct recorder_options {
 	size_t torch_op_count;
 	const struct recorder_observer *observer; /* NULL: none */
 	bool until_stopped; /* run on when no target is left (the agent): until a signal */
-	int argc;	    /* the tcheck-bpf command line, for the trace header */
+	struct job_diagnosis *diagnosis; /* hang and slowdown detectors fed live, or NULL */
+	int argc;			 /* the tcheck-bpf command line, for the trace header */
 	char *const *argv;
 };
 

@@ -116,6 +116,21 @@ struct trace_python_call {
 	struct trace_python_arg args[TRACE_PY_ARGS_MAX];
 };
 
+/* Work requests of one process, cumulative since the probes were attached (kind 7). */
+struct trace_network_sample {
+	uint64_t timestamp_ns; /* CLOCK_MONOTONIC */
+	uint32_t pid;
+	uint32_t source; /* 1: NCCL's IB transport functions, 2: verbs provider functions */
+	uint64_t requests_posted;    /* send and receive work requests posted */
+	uint64_t requests_signalled; /* of those, the ones that produce a completion */
+	uint64_t completions;	     /* work completions polled */
+	uint64_t completion_errors;  /* completions with a non-success status */
+	uint64_t bytes_posted;
+	uint64_t bytes_completed;
+	uint64_t last_post_ns;	     /* 0: none yet */
+	uint64_t last_completion_ns; /* 0: none yet */
+};
+
 /* A traced process, with the rank its launcher gave it. */
 struct trace_process {
 	uint32_t pid;
@@ -171,21 +186,6 @@ struct trace_stats {
 	uint64_t nesting_overflows;
 	uint64_t filtered;
 	uint64_t process_drops;
-};
-
-/* Work requests of one process, cumulative since the probes were attached (kind 7). */
-struct trace_network_sample {
-	uint64_t timestamp_ns; /* CLOCK_MONOTONIC */
-	uint32_t pid;
-	uint32_t source; /* 1: NCCL's IB transport functions, 2: verbs provider functions */
-	uint64_t requests_posted;    /* send and receive work requests posted */
-	uint64_t requests_signalled; /* of those, the ones that produce a completion */
-	uint64_t completions;	     /* work completions polled */
-	uint64_t completion_errors;  /* completions with a non-success status */
-	uint64_t bytes_posted;
-	uint64_t bytes_completed;
-	uint64_t last_post_ns;	     /* 0: none yet */
-	uint64_t last_completion_ns; /* 0: none yet */
 };
 
 /* The header of a trace: where and when it was recorded. */

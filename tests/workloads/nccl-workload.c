@@ -66,6 +66,26 @@ struct rank_step {
 	int step;
 };
 
+/* Where in a step --delay holds a rank. */
+enum delay_position {
+	DELAY_FORWARD,	  /* before the forward compute */
+	DELAY_BACKWARD,	  /* before the backward compute */
+	DELAY_COLLECTIVE, /* before the world collectives of the step */
+	DELAY_SEND,	  /* before the backward pipeline send/recv group */
+	DELAY_POSITIONS,
+};
+
+static const char *const delay_position_names[DELAY_POSITIONS] = { "forward", "backward",
+								   "collective", "send" };
+
+/* A fault switch "RANK:STEP:POSITION:MS"; ms 0 holds the rank for ever. rank -1: off. */
+struct delay {
+	int rank;
+	int step;
+	enum delay_position position;
+	long ms;
+};
+
 struct options {
 	int ranks;
 	int steps;
@@ -80,6 +100,7 @@ struct options {
 	struct rank_step mismatch;
 	int slow_rank;
 	double slow_factor;
+	struct delay delay;
 	bool worker;
 };
 
@@ -139,6 +160,9 @@ static void usage(FILE *out)
 		"                         step K (the world grad-norm all-reduce when dp is 1)\n"
 		"  --stall R:K            rank R sleeps for ever at the start of step K\n"
 		"  --slow R:F             rank R computes F times longer\n"
+		"  --delay R:K:WHERE:MS   rank R waits MS ms (0: for ever) at step K, WHERE is\n"
+		"                         forward, backward, collective or send; the rank\n"
+		"                         writes what it injected to rank-R.fault first\n"
 		"  --mismatch-count R:K   rank R passes count+1 to one gradient all-reduce of step "
 		"K\n"
 		"  --wait-file PATH       ranks wait for PATH to exist before their first NCCL "
@@ -161,6 +185,24 @@ static bool parse_rank_step(const char *text, struct rank_step *switch_value)
 	switch_value->rank = (int)rank;
 	switch_value->step = (int)step;
 	return true;
+}
+
+/* "RANK:STEP:POSITION:MS" for --delay. */
+static bool parse_delay(const char *text, struct delay *delay)
+{
+	char position[16];
+	int consumed = 0;
+
+	if (sscanf(text, "%d:%d:%15[a-z]:%ld%n", &delay->rank, &delay->step, position, &delay->ms,
+		   &consumed) != 4 ||
+	    text[consumed] || delay->rank < 0 || delay->step < 0 || delay->ms < 0)
+		return false;
+	for (int i = 0; i < DELAY_POSITIONS; i++)
+		if (strcmp(position, delay_position_names[i]) == 0) {
+			delay->position = (enum delay_position)i;
+			return true;
+		}
+	return false;
 }
 
 /* "RANK:FACTOR" for --slow. */
@@ -196,6 +238,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 		{ "skip-collective", required_argument, NULL, 'k' },
 		{ "stall", required_argument, NULL, 'x' },
 		{ "slow", required_argument, NULL, 'w' },
+		{ "delay", required_argument, NULL, 'D' },
 		{ "mismatch-count", required_argument, NULL, 'm' },
 		{ "wait-file", required_argument, NULL, 'f' },
 		{ "worker", no_argument, NULL, 'W' },
@@ -214,6 +257,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 		.mismatch = { -1, -1 },
 		.slow_rank = -1,
 		.slow_factor = 1.0,
+		.delay = { .rank = -1, .step = -1 },
 	};
 	while ((option = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
 		bool valid = true;
@@ -255,6 +299,9 @@ static int parse_options(int argc, char **argv, struct options *options)
 			break;
 		case 'm':
 			valid = parse_rank_step(optarg, &options->mismatch);
+			break;
+		case 'D':
+			valid = parse_delay(optarg, &options->delay);
 			break;
 		case 'f':
 			options->wait_file = optarg;
@@ -931,6 +978,32 @@ static void write_progress(const struct worker *worker, int step)
 		die(worker, 1, "cannot write a file in the log directory");
 }
 
+/*
+ * The --delay fault: the ground truth goes to rank-R.fault before the
+ * rank waits, so a hang still leaves it.
+ */
+static void inject_delay(const struct worker *worker, int step, enum delay_position position)
+{
+	const struct delay *delay = &worker->options->delay;
+	char path[PATH_MAX], text[256];
+	int length;
+
+	if (delay->rank != worker->rank || delay->step != step || delay->position != position)
+		return;
+	length = snprintf(text, sizeof(text),
+			  "{\"rank\":%d,\"step\":%d,\"where\":\"%s\",\"delay_ms\":%ld,"
+			  "\"start_ns\":%llu}\n",
+			  worker->rank, step, delay_position_names[position], delay->ms,
+			  (unsigned long long)now_ns());
+	snprintf(path, sizeof(path), "%s/rank-%d.fault", worker->options->log_dir, worker->rank);
+	if (write_file_atomically(path, text, (size_t)length) < 0)
+		die(worker, 1, "cannot write a file in the log directory");
+	if (!delay->ms)
+		for (;;)
+			pause();
+	sleep_ns(delay->ms * 1000000L);
+}
+
 static void run_step(struct worker *worker, int step)
 {
 	const struct options *options = worker->options;
@@ -951,16 +1024,20 @@ static void run_step(struct worker *worker, int step)
 		fprintf(stderr, "nccl-workload: rank %d skips its gradient all-reduce at step %d\n",
 			worker->rank, step);
 
+	inject_delay(worker, step, DELAY_FORWARD);
 	compute(worker);
 	if (worker->tp > 1)
 		tensor_parallel(worker, step);
 	if (worker->pp > 1)
 		pipeline(worker, step, true);
+	inject_delay(worker, step, DELAY_BACKWARD);
 	compute(worker);
+	inject_delay(worker, step, DELAY_SEND);
 	if (worker->pp > 1)
 		pipeline(worker, step, false);
 	if (worker->dp > 1)
 		data_parallel(worker, step);
+	inject_delay(worker, step, DELAY_COLLECTIVE);
 	world_reductions(worker, step);
 	if (worker->world_collectives)
 		world_collectives(worker, step);

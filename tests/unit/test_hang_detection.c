@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tests of the progress model and the hang and slowdown detectors on
+ * hand-built call streams whose answer is known by construction.
+ */
+#include <string.h>
+
+#include "diagnosis_report.h"
+#include "hang_detector.h"
+#include "progress_model.h"
+#include "slowdown_detector.h"
+#include "unit.h"
+
+#define RANKS 4
+#define STEP_NS 10000000ull /* 10 ms */
+#define COMM_ID 0xabcdef0123456789ull
+
+/* One collective of 'rank' as the call builder would hand it over. */
+static struct trace_nccl_call collective(const char *function, uint64_t count, int rank,
+					 int64_t seq, uint64_t entry_ns)
+{
+	struct trace_nccl_call call;
+
+	memset(&call, 0, sizeof(call));
+	call.function = function;
+	call.entry_ns = entry_ns;
+	call.duration_ns = 1000;
+	call.pid = 1000 + (uint32_t)rank;
+	call.tid = call.pid;
+	call.param_count = 7;
+	call.params[2] = count;
+	call.comm = 0x5000;
+	call.comm_id = COMM_ID;
+	call.rank = rank;
+	call.nranks = RANKS;
+	call.seq = seq;
+	return call;
+}
+
+struct job {
+	struct progress_model *model;
+	struct diagnosis_report slow[8];
+	unsigned slow_count;
+};
+
+/*
+ * Step 'step' of every rank but 'missing', 'shift_ns' after its usual
+ * start: an all-reduce at 1 ms into the step and an all-gather at 6 ms.
+ * 'late_rank' reaches the all-reduce 'late_ns' later, and every rank
+ * waits for it, so the all-gather is late for all.
+ */
+static void run_step(struct job *job, int step, int missing, int late_rank, uint64_t late_ns,
+		     uint64_t shift_ns)
+{
+	uint64_t start = (uint64_t)step * STEP_NS + 1000000000ull + shift_ns;
+	int64_t completed;
+
+	for (int rank = 0; rank < RANKS; rank++) {
+		struct trace_nccl_call call;
+		uint64_t delay = rank == late_rank ? late_ns : 0;
+		struct progress_comm *comm;
+
+		if (rank == missing)
+			continue;
+		call = collective("ncclAllReduce", 256, rank, 2 * step, start + 1000000 + delay);
+		progress_model_add_call(job->model, &call, &completed);
+		call = collective("ncclAllGather", 64, rank, 2 * step + 1,
+				  start + 6000000 + (late_rank >= 0 ? late_ns : 0));
+		comm = progress_model_add_call(job->model, &call, &completed);
+		if (comm && completed >= 0 && job->slow_count < 8 &&
+		    slowdown_detector_check(job->model, comm, completed,
+					    &job->slow[job->slow_count]))
+			job->slow_count++;
+	}
+}
+
+static struct job new_job(void)
+{
+	struct job job = { .model = progress_model_new(NULL) };
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(job.model);
+	return job;
+}
+
+UNIT_TEST(hang_detection, step_is_the_period_of_the_collectives)
+{
+	struct job job = new_job();
+
+	for (int step = 0; step < 10; step++)
+		run_step(&job, step, -1, -1, 0, 0);
+	CU_ASSERT_EQUAL(job.model->comm_count, 1);
+	CU_ASSERT_EQUAL(job.model->comms[0].period, 2);
+	CU_ASSERT_EQUAL(job.model->comms[0].steps_completed, 10);
+	CU_ASSERT_DOUBLE_EQUAL(progress_model_job_step_ns(job.model), (double)STEP_NS, 1.0);
+	CU_ASSERT_EQUAL(job.slow_count, 0);
+	progress_model_free(job.model);
+}
+
+UNIT_TEST(hang_detection, fault_free_job_has_no_hang_before_the_limit)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+
+	for (int step = 0; step < 10; step++)
+		run_step(&job, step, -1, -1, 0, 0);
+	/* 1.9 expected steps after the last call: still within hang_factor 2. */
+	progress_model_advance(job.model, job.model->comms[0].last_progress_ns + 19 * STEP_NS / 10);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	progress_model_free(job.model);
+}
+
+UNIT_TEST(hang_detection, rank_that_never_issued_the_collective_is_named)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+	uint64_t last;
+
+	for (int step = 0; step < 10; step++)
+		run_step(&job, step, -1, -1, 0, 0);
+	run_step(&job, 10, 2, -1, 0, 0); /* rank 2 never issues step 10 */
+	last = job.model->comms[0].last_progress_ns;
+	progress_model_advance(job.model, last + 21 * STEP_NS / 10);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].kind, DIAGNOSIS_HANG);
+	CU_ASSERT_EQUAL(reports[0].hang_class, HANG_HOST);
+	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
+	CU_ASSERT_STRING_EQUAL(reports[0].function, "ncclAllReduce");
+	CU_ASSERT_EQUAL(reports[0].seq, 20);
+	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].pid, 1002);
+	CU_ASSERT_STRING_EQUAL(reports[0].ranks[0].last.function, "ncclAllGather");
+	CU_ASSERT_EQUAL(reports[0].ranks[0].last.seq, 19);
+	/* Reported once, not at every tick. */
+	progress_model_advance(job.model, last + 30 * STEP_NS / 10);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	progress_model_free(job.model);
+}
+
+UNIT_TEST(hang_detection, collective_issued_by_all_without_probes_is_device_or_network)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+
+	for (int step = 0; step < 10; step++)
+		run_step(&job, step, -1, -1, 0, 0);
+	progress_model_advance(job.model, job.model->comms[0].last_progress_ns + 3 * STEP_NS);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].hang_class, HANG_DEVICE_OR_NETWORK);
+	CU_ASSERT_EQUAL(reports[0].rank_count, 0);
+	CU_ASSERT_STRING_EQUAL(reports[0].function, "ncclAllGather");
+	CU_ASSERT_EQUAL(reports[0].seq, 19);
+	progress_model_free(job.model);
+}
+
+static struct trace_network_sample sample(uint32_t pid, uint64_t signalled, uint64_t completions,
+					  uint64_t last_completion_ns)
+{
+	struct trace_network_sample value;
+
+	memset(&value, 0, sizeof(value));
+	value.pid = pid;
+	value.source = 2;
+	value.timestamp_ns = 5000;
+	value.requests_posted = signalled;
+	value.requests_signalled = signalled;
+	value.completions = completions;
+	value.last_completion_ns = last_completion_ns;
+	return value;
+}
+
+UNIT_TEST(hang_detection, work_request_samples_tell_network_from_device)
+{
+	static struct network_samples samples;
+	struct trace_network_sample value;
+	const uint32_t pids[2] = { 7, 8 };
+
+	memset(&samples, 0, sizeof(samples));
+	CU_ASSERT_EQUAL(hang_classify_issued(&samples, pids, 2, 1000), HANG_DEVICE_OR_NETWORK);
+	/* Requests in flight, the last completion before the stall began: network. */
+	value = sample(7, 10, 6, 900);
+	network_samples_add(&samples, &value);
+	value = sample(8, 4, 4, 800);
+	network_samples_add(&samples, &value);
+	CU_ASSERT_EQUAL(hang_classify_issued(&samples, pids, 2, 1000), HANG_NETWORK);
+	/* Everything signalled has completed: nothing was handed to the network. */
+	value = sample(7, 10, 10, 950);
+	network_samples_add(&samples, &value);
+	CU_ASSERT_EQUAL(samples.count, 2);
+	CU_ASSERT_EQUAL(hang_classify_issued(&samples, pids, 2, 1000), HANG_DEVICE);
+}
+
+UNIT_TEST(hang_detection, late_rank_is_the_straggler_of_a_slow_step)
+{
+	struct job job = new_job();
+
+	for (int step = 0; step < 12; step++)
+		run_step(&job, step, -1, step == 8 ? 3 : -1, step == 8 ? 2 * STEP_NS : 0,
+			 step > 8 ? 2 * STEP_NS : 0);
+	CU_ASSERT_EQUAL_FATAL(job.slow_count, 1);
+	CU_ASSERT_EQUAL(job.slow[0].kind, DIAGNOSIS_SLOWDOWN);
+	CU_ASSERT_EQUAL(job.slow[0].step, 8);
+	CU_ASSERT_EQUAL(job.slow[0].ranks[0].rank, 3);
+	CU_ASSERT_STRING_EQUAL(job.slow[0].function, "ncclAllReduce");
+	CU_ASSERT_EQUAL(job.slow[0].seq, 16);
+	CU_ASSERT_EQUAL(job.slow[0].in_collective, 0);
+	CU_ASSERT_EQUAL(job.slow[0].skew_ns, 2 * STEP_NS);
+	/* The slow step did not teach the model a longer step. */
+	CU_ASSERT_DOUBLE_EQUAL(job.model->comms[0].expected_step_ns, (double)STEP_NS, 1.0);
+	progress_model_free(job.model);
+}
+
+UNIT_TEST(hang_detection, report_as_json)
+{
+	struct diagnosis_report report;
+	json_t *object;
+
+	memset(&report, 0, sizeof(report));
+	report.kind = DIAGNOSIS_HANG;
+	report.comm_id = COMM_ID;
+	report.nranks = 4;
+	report.function = "ncclAllReduce";
+	report.seq = 20;
+	report.hang_class = HANG_HOST;
+	report.rank_count = 1;
+	report.ranks[0] =
+		(struct diagnosis_rank){ 2, 6, 1002, { "ncclAllGather", 64, 5, 1, 19, -1 } };
+	object = diagnosis_report_json(&report);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(object);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(object, "kind")), "hang");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(object, "comm_id")),
+			       "0xabcdef0123456789");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(object, "class")), "host");
+	CU_ASSERT_EQUAL(json_integer_value(json_object_get(object, "seq")), 20);
+	CU_ASSERT_EQUAL(
+		json_integer_value(json_object_get(
+			json_array_get(json_object_get(object, "lagging_ranks"), 0), "job_rank")),
+		6);
+	json_decref(object);
+}

@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Evaluates hang and slowdown detection against injected faults.
+
+Runs the NCCL test double's workload under `tcheck-bpf record` with seeded
+random --delay faults (a hang: delay 0, or a slowdown of about one step) at
+a random step, rank and position (forward, backward, collective, send), plus
+fault-free runs, then checks each trace with `tcheck-bpf check --json` and
+compares the findings with the ground truth the workload wrote (rank-R.fault
+and its per-rank call logs). Prints a Markdown table. Needs root.
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+COMMUNICATION = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast",
+                 "ncclBcast", "ncclReduce", "ncclAlltoAll", "ncclGather", "ncclScatter",
+                 "ncclSend", "ncclRecv"}
+POSITIONS = ["forward", "backward", "collective", "send"]
+STEP_SLEEP_MS = 30
+
+
+def run(tcheck, workload, directory, ranks, steps, delay, duration):
+    """Records one run; kills what is left of the job afterwards."""
+    log_dir = os.path.join(directory, "log")
+    trace = os.path.join(directory, "job.trace")
+    command = [tcheck, "record", "--no-diagnosis", "-o", trace, "--duration", str(duration),
+               "--", workload, "--ranks", str(ranks), "--steps", str(steps),
+               "--step-sleep-ms", str(STEP_SLEEP_MS), "--log-dir", log_dir]
+    if delay:
+        command += ["--delay", delay]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    process.wait()
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return trace, log_dir
+
+
+def check(tcheck, trace):
+    result = subprocess.run([tcheck, "check", "--json", trace], capture_output=True, text=True)
+    if result.returncode not in (0, 3):
+        raise RuntimeError(f"check failed on {trace}: {result.stderr}")
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def nccl_hashes(tcheck, trace):
+    """The trace's comm_id of each communicator mapped to NCCL's own commHash (the log's)."""
+    result = subprocess.run([tcheck, "dump", trace], capture_output=True, text=True)
+    mapping = {}
+    for line in result.stdout.splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "communicator" and record.get("comm_id") and \
+                record.get("nccl_comm_hash"):
+            mapping[int(record["comm_id"], 16)] = int(record["nccl_comm_hash"], 16)
+    return mapping
+
+
+def translate(reports, mapping):
+    """Report comm ids in the log's terms (NCCL's commHash)."""
+    for report in reports:
+        comm_id = int(report["comm_id"], 16)
+        report["comm_id"] = mapping.get(comm_id, comm_id)
+    return reports
+
+
+def rank_log(log_dir, rank):
+    """The rank's calls, with comm_id and per-communicator seq added."""
+    handles, seqs, calls = {}, {}, []
+    with open(os.path.join(log_dir, f"rank-{rank}.jsonl")) as log:
+        for line in log:
+            call = json.loads(line)
+            args = call.get("args", {})
+            for out in ("comm_out", "newcomm_out"):
+                if out in args and "comm_hash" in args:
+                    handles[args[out]] = args["comm_hash"]
+            comm_id = handles.get(args.get("comm"))
+            call["comm_id"] = comm_id
+            call["seq"] = None
+            if call["name"] in COMMUNICATION and comm_id is not None:
+                call["seq"] = seqs.get(comm_id, 0)
+                seqs[comm_id] = call["seq"] + 1
+            calls.append(call)
+    return calls, seqs
+
+
+def injection_index(calls, fault, world_id):
+    """Index in the rank's log of the first call after the injected fault."""
+    in_step = [i for i, call in enumerate(calls) if call.get("step") == fault["step"]]
+    if not in_step:
+        return len(calls)
+    if fault["where"] == "forward":
+        return in_step[0]
+    if fault["where"] in ("backward", "send"):
+        groups = [i for i in in_step if calls[i]["name"] == "ncclGroupStart"]
+        return groups[1] if len(groups) > 1 else in_step[0]
+    world = [i for i in in_step if calls[i]["comm_id"] == world_id]
+    return world[0] if world else in_step[-1]
+
+
+def comm_hex(value):
+    return int(value, 16) if isinstance(value, str) else value
+
+
+def judge_hang(report, fault, log_dir, ranks):
+    """Whether the first hang report names the faulty rank and the collective it never issued."""
+    calls, seqs = rank_log(log_dir, fault["rank"])
+    laggards = [r.get("job_rank") for r in report.get("lagging_ranks") or []]
+    rank_ok = laggards == [fault["rank"]]
+    comm_id = comm_hex(report["comm_id"])
+    expected_seq = seqs.get(comm_id)
+    collective_ok = False
+    if rank_ok and expected_seq is not None and report["seq"] == expected_seq:
+        for peer in range(ranks):
+            if peer == fault["rank"]:
+                continue
+            peer_calls, _ = rank_log(log_dir, peer)
+            for call in peer_calls:
+                if call["comm_id"] == comm_id and call["seq"] == expected_seq:
+                    collective_ok = call["name"] == report["collective"]
+    return rank_ok, collective_ok
+
+
+def judge_slowdown(report, fault, log_dir):
+    calls, _ = rank_log(log_dir, fault["rank"])
+    world_id = calls[0]["args"].get("comm_hash")
+    rank_ok = [r.get("job_rank") for r in report.get("stragglers") or []] == [fault["rank"]]
+    start = injection_index(calls, fault, world_id)
+    comm_id = comm_hex(report["comm_id"])
+    stage_ok = False
+    if rank_ok:
+        after = [call for call in calls[start:] if call["comm_id"] == comm_id
+                 and call["seq"] is not None]
+        stage_ok = bool(after) and after[0]["seq"] == report["seq"]
+        report["expected_stage"] = [after[0]["name"], after[0]["seq"], after[0]["step"]] if after else None
+    return rank_ok, stage_ok
+
+
+def overlaps_fault(report, fault):
+    start = report["detected_ns"] - report["step_ns"]
+    return start <= fault["start_ns"] + fault["delay_ms"] * 1e6 and \
+        report["detected_ns"] >= fault["start_ns"]
+
+
+def f1(true_positive, false_positive, false_negative):
+    precision = true_positive / (true_positive + false_positive) if true_positive + false_positive else 1.0
+    recall = true_positive / (true_positive + false_negative) if true_positive + false_negative else 1.0
+    score = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, score
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tcheck", default="./tcheck-bpf")
+    parser.add_argument("--workload", default=".output/tests/nccl-workload")
+    parser.add_argument("--hangs", type=int, default=50)
+    parser.add_argument("--slowdowns", type=int, default=50)
+    parser.add_argument("--clean", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--details", help="write one JSON line per run here")
+    options = parser.parse_args()
+    rng = random.Random(options.seed)
+    plan = [("hang", i) for i in range(options.hangs)] + \
+        [("slowdown", i) for i in range(options.slowdowns)] + \
+        [("clean", i) for i in range(options.clean)]
+    rng.shuffle(plan)
+    tally = {key: 0 for key in ("hang_tp", "hang_fn", "hang_fp", "hang_rank", "hang_collective",
+                                "slow_tp", "slow_fn", "slow_fp", "slow_rank", "slow_stage")}
+    hang_latency, slow_latency = [], []
+    details = open(options.details, "w") if options.details else None
+    started = time.time()
+    for kind, _ in plan:
+        ranks = rng.choice([4, 8])
+        step = rng.randint(6, 12)
+        rank = rng.randrange(ranks)
+        where = rng.choice(POSITIONS)
+        delay_ms = 0 if kind == "hang" else rng.randint(20, 28)
+        delay = None if kind == "clean" else f"{rank}:{step}:{where}:{delay_ms}"
+        with tempfile.TemporaryDirectory(prefix="tcheck-eval.") as directory:
+            trace, log_dir = run(options.tcheck, options.workload, directory, ranks, step + 6,
+                                 delay, 4 if kind == "hang" else 20)
+            reports = translate(check(options.tcheck, trace), nccl_hashes(options.tcheck, trace))
+            fault_path = os.path.join(log_dir, f"rank-{rank}.fault")
+            fault = json.load(open(fault_path)) if delay and os.path.exists(fault_path) else None
+            hangs = [r for r in reports if r["kind"] == "hang"]
+            slows = [r for r in reports if r["kind"] == "slowdown"]
+            record = {"kind": kind, "ranks": ranks, "fault": fault, "reports": reports}
+            if kind == "hang":
+                if hangs:
+                    tally["hang_tp"] += 1
+                    rank_ok, collective_ok = judge_hang(hangs[0], fault, log_dir, ranks)
+                    tally["hang_rank"] += rank_ok
+                    tally["hang_collective"] += rank_ok and collective_ok
+                    hang_latency.append((hangs[0]["detected_ns"] - fault["start_ns"]) /
+                                        hangs[0]["expected_step_ns"])
+                    record.update(rank_ok=rank_ok, collective_ok=collective_ok)
+                else:
+                    tally["hang_fn"] += 1
+                tally["slow_fp"] += len(slows)
+            elif kind == "slowdown":
+                tally["hang_fp"] += len(hangs)
+                matching = [r for r in slows if fault and overlaps_fault(r, fault)]
+                tally["slow_fp"] += len(slows) - len(matching[:1])
+                if matching:
+                    tally["slow_tp"] += 1
+                    rank_ok, stage_ok = judge_slowdown(matching[0], fault, log_dir)
+                    tally["slow_rank"] += rank_ok
+                    tally["slow_stage"] += rank_ok and stage_ok
+                    slow_latency.append((matching[0]["reported_ns"] - fault["start_ns"] -
+                                         fault["delay_ms"] * 1e6) /
+                                        matching[0]["expected_step_ns"])
+                    record.update(rank_ok=rank_ok, stage_ok=stage_ok)
+                else:
+                    tally["slow_fn"] += 1
+            else:
+                tally["hang_fp"] += len(hangs)
+                tally["slow_fp"] += len(slows)
+            if details:
+                details.write(json.dumps(record) + "\n")
+                details.flush()
+    elapsed = time.time() - started
+    print_table(options, tally, hang_latency, slow_latency, elapsed)
+
+
+def print_table(options, tally, hang_latency, slow_latency, elapsed):
+    def row(name, tp, fp, fn):
+        precision, recall, score = f1(tp, fp, fn)
+        return f"| {name} | {tp} | {fp} | {fn} | {precision:.2f} | {recall:.2f} | {score:.2f} |"
+
+    def latency(values):
+        if not values:
+            return "n/a"
+        values = sorted(values)
+        return f"median {values[len(values) // 2]:.2f}, max {values[-1]:.2f}"
+
+    print(f"{options.hangs} injected hangs, {options.slowdowns} injected slowdowns and "
+          f"{options.clean} fault-free runs (seed {options.seed}; 4 or 8 ranks; steps of "
+          f"about {STEP_SLEEP_MS} ms; slowdowns of 20-28 ms) in {elapsed / 60:.1f} minutes.")
+    print()
+    print("| what | true positives | false positives | false negatives | precision | recall | F1 |")
+    print("|---|---|---|---|---|---|---|")
+    print(row("hang detected", tally["hang_tp"], tally["hang_fp"], tally["hang_fn"]))
+    wrong = tally["hang_tp"] - tally["hang_rank"]
+    print(row("hang rank", tally["hang_rank"], tally["hang_fp"] + wrong, tally["hang_fn"] + wrong))
+    wrong = tally["hang_tp"] - tally["hang_collective"]
+    print(row("hang rank and collective", tally["hang_collective"], tally["hang_fp"] + wrong,
+              tally["hang_fn"] + wrong))
+    print(row("slowdown detected", tally["slow_tp"], tally["slow_fp"], tally["slow_fn"]))
+    wrong = tally["slow_tp"] - tally["slow_rank"]
+    print(row("slowdown rank", tally["slow_rank"], tally["slow_fp"] + wrong, tally["slow_fn"] + wrong))
+    wrong = tally["slow_tp"] - tally["slow_stage"]
+    print(row("slowdown rank and stage", tally["slow_stage"], tally["slow_fp"] + wrong,
+              tally["slow_fn"] + wrong))
+    print()
+    print(f"Detection latency, in expected steps: hangs (fault to evidence) {latency(hang_latency)}; "
+          f"slowdowns (end of the delay to the report) {latency(slow_latency)}.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs the hang and slowdown detectors on a stream of trace records, live
+ * (the recorder hands it every record and a tick) or offline (`check`),
+ * and writes what they find as lines for a person and JSON Lines events.
+ */
+#ifndef TCHECK_JOB_DIAGNOSIS_H
+#define TCHECK_JOB_DIAGNOSIS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "progress_model.h"
+#include "trace_records.h"
+
+struct job_diagnosis;
+
+/*
+ * 'text' gets one line per finding (NULL: none), 'events' one JSON object
+ * per finding (NULL: none). NULL when out of memory.
+ */
+struct job_diagnosis *job_diagnosis_new(const struct progress_options *options, FILE *text,
+					FILE *events);
+
+/* One record; 'time_shift_ns' is added to its times (traces of several hosts on one clock). */
+void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_record *record,
+			  int64_t time_shift_ns);
+
+/* A process's work-request counters (record kind 7), for telling network hangs from device ones. */
+void job_diagnosis_network_sample(struct job_diagnosis *diagnosis,
+				  const struct trace_network_sample *sample, int64_t time_shift_ns);
+
+/* Time passes with no record: hangs show up here. 'now_ns' on the records' clock. */
+void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns);
+
+/* The stream ended: publishes what is still held. */
+void job_diagnosis_finish(struct job_diagnosis *diagnosis);
+
+unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis);
+unsigned job_diagnosis_slowdown_count(const struct job_diagnosis *diagnosis);
+
+void job_diagnosis_free(struct job_diagnosis *diagnosis);
+
+#endif /* TCHECK_JOB_DIAGNOSIS_H */
