@@ -31,7 +31,7 @@ struct agent_metrics {
 	struct u64_map processes;   /* pid -> process_labels */
 	unsigned attached;
 	struct metrics_family *calls, *bytes, *sequence, *progress, *attached_gauge, *drops,
-		*process_drops;
+		*process_drops, *in_flight, *bytes_in_flight, *findings;
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -49,6 +49,9 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 						       "namespace", "container", "function" };
 	static const char *const comm_labels[] = { "pid",	"rank",	     "pod",
 						   "namespace", "container", "comm" };
+	static const char *const process_labels[] = { "pid", "rank", "pod", "namespace",
+						      "container" };
+	static const char *const finding_labels[] = { "kind" };
 	struct agent_metrics *metrics = calloc(1, sizeof(*metrics));
 
 	if (!metrics)
@@ -84,7 +87,19 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 	metrics->process_drops =
 		metrics_declare(registry, "tcheck_process_notices_lost_total",
 				"Process start and exit notices lost.", METRICS_COUNTER, NULL, 0);
-	if (!metrics->calls || !metrics->bytes || !metrics->sequence || !metrics->progress ||
+	metrics->in_flight =
+		metrics_declare(registry, "tcheck_work_requests_in_flight",
+				"RDMA work requests posted and signalled but not completed yet.",
+				METRICS_GAUGE, process_labels, PROCESS_LABELS);
+	metrics->bytes_in_flight =
+		metrics_declare(registry, "tcheck_work_request_bytes_in_flight",
+				"Bytes of RDMA work requests posted but not completed yet.",
+				METRICS_GAUGE, process_labels, PROCESS_LABELS);
+	metrics->findings = metrics_declare(registry, "tcheck_findings_total",
+					    "Hangs and slowdowns the detectors reported, by kind.",
+					    METRICS_COUNTER, finding_labels, 1);
+	if (!metrics->in_flight || !metrics->bytes_in_flight || !metrics->findings ||
+	    !metrics->calls || !metrics->bytes || !metrics->sequence || !metrics->progress ||
 	    !metrics->attached_gauge || !metrics->drops || !metrics->process_drops) {
 		agent_metrics_free(metrics);
 		return NULL;
@@ -190,6 +205,33 @@ static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_
 		    (double)((int64_t)call->entry_ns + metrics->realtime_offset_ns) / 1e9);
 }
 
+static void observe_network(struct agent_metrics *metrics,
+			    const struct trace_network_sample *sample)
+{
+	struct process_labels *labels = labels_of(metrics, sample->pid);
+	const char *values[PROCESS_LABELS];
+	uint64_t requests = sample->requests_signalled > sample->completions
+				    ? sample->requests_signalled - sample->completions
+				    : 0;
+	uint64_t bytes = sample->bytes_posted > sample->bytes_completed
+				 ? sample->bytes_posted - sample->bytes_completed
+				 : 0;
+
+	if (!labels || labels->ended_ns)
+		return;
+	fill_values(labels, values);
+	metrics_set(metrics->in_flight, values, (double)requests);
+	metrics_set(metrics->bytes_in_flight, values, (double)bytes);
+}
+
+void agent_metrics_findings(struct agent_metrics *metrics, unsigned hangs, unsigned slowdowns)
+{
+	const char *hang[] = { "hang" }, *slowdown[] = { "slowdown" };
+
+	metrics_set(metrics->findings, hang, hangs);
+	metrics_set(metrics->findings, slowdown, slowdowns);
+}
+
 void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_record *record)
 {
 	switch (record->kind) {
@@ -198,6 +240,9 @@ void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_rec
 		break;
 	case TRACE_RECORD_NCCL_CALL:
 		observe_call(metrics, &record->call);
+		break;
+	case TRACE_RECORD_NETWORK:
+		observe_network(metrics, &record->network);
 		break;
 	case TRACE_RECORD_STATS:
 		metrics_set(metrics->drops, NULL, (double)record->stats.ringbuf_drops);

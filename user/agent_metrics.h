@@ -25,6 +25,9 @@ void agent_metrics_free(struct agent_metrics *metrics);
 /* Takes a record of the recording: calls, processes, stats. */
 void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_record *record);
 
+/* The detectors' totals so far (hangs, slowdowns). */
+void agent_metrics_findings(struct agent_metrics *metrics, unsigned hangs, unsigned slowdowns);
+
 /* Removes the series of processes that ended longer ago than the retention. */
 void agent_metrics_expire(struct agent_metrics *metrics, uint64_t now_ns);
 

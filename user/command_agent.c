@@ -14,6 +14,7 @@
 #include "agent_metrics.h"
 #include "commands.h"
 #include "export_jsonl.h"
+#include "job_diagnosis.h"
 #include "log.h"
 #include "metrics.h"
 #include "metrics_http.h"
@@ -73,6 +74,7 @@ struct agent {
 	struct agent_settings *settings;
 	struct agent_metrics *metrics;
 	FILE *events;
+	struct job_diagnosis *diagnosis; /* hang and slowdown detectors */
 	uint64_t last_discovery_ns;
 };
 
@@ -316,6 +318,8 @@ static size_t discover(void *context, pid_t *pids, size_t capacity)
 		return 0;
 	agent->last_discovery_ns = now;
 	agent_metrics_expire(agent->metrics, now);
+	agent_metrics_findings(agent->metrics, job_diagnosis_hang_count(agent->diagnosis),
+			       job_diagnosis_slowdown_count(agent->diagnosis));
 	return process_finder_scan(&options, pids, capacity);
 }
 
@@ -370,6 +374,17 @@ int command_agent(int argc, char **argv)
 	}
 	if (settings.events_path && !(agent.events = open_events(settings.events_path)))
 		goto out;
+	{
+		struct progress_options detection;
+
+		progress_options_default(&detection);
+		/* Findings go to the events stream and the log, as in attach. */
+		agent.diagnosis = job_diagnosis_new(&detection, stderr, agent.events);
+		if (!agent.diagnosis) {
+			log_error("out of memory");
+			goto out;
+		}
+	}
 	server = metrics_server_start(registry,
 				      settings.listen ? settings.listen : METRICS_DEFAULT_LISTEN,
 				      error, sizeof(error));
@@ -381,6 +396,7 @@ int command_agent(int argc, char **argv)
 		   settings.listen ? settings.listen : METRICS_DEFAULT_LISTEN,
 		   metrics_server_port(server));
 	options.observer = &observer;
+	options.diagnosis = agent.diagnosis;
 	options.until_stopped = true;
 	options.follow_children = true;
 	options.python = settings.python;
@@ -391,6 +407,7 @@ int command_agent(int argc, char **argv)
 	result = recorder_run(&options);
 out:
 	metrics_server_stop(server);
+	job_diagnosis_free(agent.diagnosis);
 	if (agent.events && agent.events != stdout)
 		fclose(agent.events);
 	agent_metrics_free(agent.metrics);
