@@ -54,7 +54,7 @@ prom, job, events = sys.argv[1:4]
 pids = {}
 for line in open(events):
     event = json.loads(line)
-    if "job-first" in event["command"] and event["rank"] is not None:
+    if event.get("kind") == "process" and "job-first" in event["command"] and event["rank"] is not None:
         pids[str(event["pid"])] = event["rank"]
 assert len(pids) == 2, pids
 calls, sequences = collections.Counter(), collections.defaultdict(int)
