@@ -21,6 +21,8 @@ static const struct command commands[] = {
 	{ "dump", command_dump, "export a trace as JSON Lines or Perfetto/Chrome trace JSON" },
 	{ "agent", command_agent, "node agent: find training processes, serve Prometheus metrics" },
 	{ "analyze", command_analyze, "localise a stalled job over all nodes from Prometheus" },
+	{ "infer", command_infer, "learn invariants from traces of healthy runs (rules file)" },
+	{ "check", command_check, "check traces against a rules file, report silent errors" },
 };
 
 static void usage(FILE *out)
