@@ -4,11 +4,13 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "command_check_rules.h"
 #include "commands.h"
 #include "log.h"
+#include "recorder.h"
 #include "rule_checker.h"
 #include "trace_replay.h"
 
@@ -135,6 +137,61 @@ out:
 	}
 	rule_checker_free(checker);
 	rule_set_free(rules);
+	return status;
+}
+
+struct live_rules {
+	struct rule_set *rules;
+	struct rule_checker *checker;
+	struct report report;
+};
+
+static void observe_live(void *context, const struct trace_record *record)
+{
+	struct live_rules *live = context;
+
+	if (rule_checker_observe(live->checker, record))
+		log_warning("out of memory checking rules: a call was not checked");
+	fflush(stdout);
+}
+
+struct live_rules *live_rules_start(const char *rules_path, struct recorder_observer *observer)
+{
+	struct live_rules *live = calloc(1, sizeof(*live));
+	char error[512];
+
+	if (!live) {
+		log_error("out of memory");
+		return NULL;
+	}
+	live->rules = rule_set_load(rules_path, error, sizeof(error));
+	if (!live->rules) {
+		log_error("%s", error);
+		free(live);
+		return NULL;
+	}
+	live->checker = rule_checker_new(live->rules, report_violation, &live->report);
+	if (!live->checker) {
+		log_error("out of memory");
+		rule_set_free(live->rules);
+		free(live);
+		return NULL;
+	}
+	memset(observer, 0, sizeof(*observer));
+	observer->context = live;
+	observer->record = observe_live;
+	return live;
+}
+
+int live_rules_finish(struct live_rules *live, int status)
+{
+	rule_checker_finish(live->checker);
+	log_notice("%" PRIu64 " events checked live against %zu rules: %" PRIu64 " violation(s)",
+		   rule_checker_events(live->checker), live->rules->count,
+		   rule_checker_violations(live->checker));
+	rule_checker_free(live->checker);
+	rule_set_free(live->rules);
+	free(live);
 	return status;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "command_check_rules.h"
 #include "commands.h"
 #include "log.h"
 #include "recorder.h"
@@ -31,6 +32,7 @@ static const char record_help[] =
 	"      --step-marker NAME   advance the step at the end of the torch scope or\n"
 	"                           Python call whose name starts with NAME\n"
 	"                           (default: Optimizer.step#, the optimizer's step)\n"
+	"      --rules FILE         check the calls live against a rules file (tcheck-bpf infer)\n"
 	"  -d, --duration SECONDS   stop after this long (default: when the targets end)\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"  -h, --help               this text\n"
@@ -57,6 +59,7 @@ static const char attach_help[] =
 	"      --python             also trace Python calls entered from C\n"
 	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
 	"      --step-marker NAME   advance the step at this scope or call's end\n"
+	"      --rules FILE         check the calls live against a rules file (tcheck-bpf infer)\n"
 	"  -d, --duration SECONDS   detach after this long\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"  -h, --help               this text\n"
@@ -105,6 +108,7 @@ static int run(int argc, char **argv, int attach)
 		{ "python", no_argument, NULL, 'Y' },
 		{ "python-filter", required_argument, NULL, 'P' },
 		{ "step-marker", required_argument, NULL, 'S' },
+		{ "rules", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -112,8 +116,11 @@ static int run(int argc, char **argv, int attach)
 	static pid_t pids[MAX_PIDS];
 	static const char *python_prefixes[MAX_PIDS + 1];
 	size_t python_prefix_count = 0;
+	struct recorder_observer rules_observer;
+	struct live_rules *live_rules = NULL;
+	const char *rules_path = NULL;
 	double number;
-	int option;
+	int option, status;
 
 	options.pids = pids;
 	options.argc = argc;
@@ -172,6 +179,9 @@ static int run(int argc, char **argv, int attach)
 			while (options.ring_buffer_bytes < (size_t)(number * 1048576.0))
 				options.ring_buffer_bytes *= 2;
 			break;
+		case 'U':
+			rules_path = optarg;
+			break;
 		case 'h':
 			fputs(attach ? attach_help : record_help, stdout);
 			return 0;
@@ -201,7 +211,14 @@ static int run(int argc, char **argv, int attach)
 		log_error("record needs an output file: -o FILE");
 		return 2;
 	}
-	return recorder_run(&options);
+	if (rules_path) {
+		live_rules = live_rules_start(rules_path, &rules_observer);
+		if (!live_rules)
+			return 2;
+		options.observer = &rules_observer;
+	}
+	status = recorder_run(&options);
+	return live_rules ? live_rules_finish(live_rules, status) : status;
 }
 
 int command_record(int argc, char **argv)

@@ -57,6 +57,17 @@ assert other["comm"] == mine[0]["comm"] and other["seq"] == mine[0]["seq"]
 assert other["fields"]["count"] == str(odd["args"]["count"] - 1)
 PY
 
+# Live: the same rules while recording, the violation printed as it happens.
+"$TCHECK" --quiet record -o "$SCRATCH/live.trace" --rules "$SCRATCH/rules.json" -- \
+	"$WORKLOAD" "${LAYOUT[@]}" --steps 20 --mismatch-count 3:7 --log-dir "$SCRATCH/live" \
+	>"$SCRATCH/live.txt" || fail "live run"
+[ "$(grep -c '^violation' "$SCRATCH/live.txt")" = 1 ] || fail "live: $(cat "$SCRATCH/live.txt")"
+grep -q "count of ncclAllReduce agrees across ranks" "$SCRATCH/live.txt" || fail "live: wrong rule"
+"$TCHECK" --quiet record -o "$SCRATCH/live-fixed.trace" --rules "$SCRATCH/rules.json" -- \
+	"$WORKLOAD" "${LAYOUT[@]}" --steps 20 --log-dir "$SCRATCH/live-fixed" \
+	>"$SCRATCH/live-fixed.txt" || fail "live fixed run"
+! grep -q '^violation' "$SCRATCH/live-fixed.txt" || fail "live violation on a healthy run"
+
 # Bad rules files: a clear sentence and exit status 2.
 echo '{"format": "tcheck-bpf-rules", "version": 7, "rules": []}' >"$SCRATCH/future.json"
 status=0
@@ -66,4 +77,7 @@ echo '{"rules": [' >"$SCRATCH/corrupt.json"
 status=0
 "$TCHECK" check --rules "$SCRATCH/corrupt.json" "$SCRATCH/fixed.trace" 2>"$SCRATCH/err" || status=$?
 [ "$status" = 2 ] && grep -q "cannot read the rules file" "$SCRATCH/err" || fail "corrupt rules: $status"
+status=0
+"$TCHECK" record -o "$SCRATCH/x.trace" --rules "$SCRATCH/corrupt.json" -- true 2>"$SCRATCH/err" || status=$?
+[ "$status" = 2 ] && grep -q "cannot read the rules file" "$SCRATCH/err" || fail "record --rules: $status"
 echo "rules inferred from a healthy run catch the count mismatch at its call, none on a healthy run"
