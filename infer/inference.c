@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "inference.h"
+#include "u64_map.h"
 
 /* Least passing examples for an invariant to be emitted. */
 #define MIN_PASSING 2
@@ -297,6 +298,66 @@ struct segment {
 	const struct infer_event *first[MAX_SEQUENCE_NAMES];
 };
 
+/*
+ * The Python names APISequence orders: those called in the most steps (at
+ * least MIN_PASSING), so that one-off calls (imports) do not crowd them out.
+ * 'order' is sorted by process and step.
+ */
+static int choose_sequence_names(const struct infer_event **order, size_t count, const char **names,
+				 size_t *name_count)
+{
+	struct u64_map steps_seen, last_segment;
+	uint64_t key;
+	void *value;
+	size_t segment = 0;
+
+	u64_map_init(&steps_seen);
+	u64_map_init(&last_segment);
+	for (size_t i = 0; i < count; i++) {
+		uintptr_t name = (uintptr_t)order[i]->name;
+
+		segment += i > 0 && (order[i]->pid != order[i - 1]->pid ||
+				     order[i]->step != order[i - 1]->step);
+		if (order[i]->kind != INFER_EVENT_PYTHON || order[i]->step < 0)
+			continue;
+		/* Segment numbers are stored plus one: a map value is never NULL. */
+		if ((uintptr_t)u64_map_get(&last_segment, name) == segment + 1)
+			continue;
+		if (u64_map_put(&last_segment, name, (void *)(segment + 1)) ||
+		    u64_map_put(&steps_seen, name,
+				(void *)((uintptr_t)u64_map_get(&steps_seen, name) + 1))) {
+			u64_map_free(&steps_seen);
+			u64_map_free(&last_segment);
+			return -ENOMEM;
+		}
+	}
+	*name_count = 0;
+	for (size_t i = 0; u64_map_next(&steps_seen, &i, &key, &value);) {
+		size_t at = *name_count;
+
+		if ((uintptr_t)value < MIN_PASSING)
+			continue;
+		/* Keep the most frequent: insertion into a list sorted by steps seen. */
+		if (at == MAX_SEQUENCE_NAMES) {
+			if ((uintptr_t)u64_map_get(&steps_seen, (uintptr_t)names[at - 1]) >=
+			    (uintptr_t)value)
+				continue;
+			at--;
+		} else {
+			(*name_count)++;
+		}
+		while (at > 0 && (uintptr_t)u64_map_get(&steps_seen, (uintptr_t)names[at - 1]) <
+					 (uintptr_t)value) {
+			names[at] = names[at - 1];
+			at--;
+		}
+		names[at] = (const char *)(uintptr_t)key;
+	}
+	u64_map_free(&steps_seen);
+	u64_map_free(&last_segment);
+	return 0;
+}
+
 /* APISequence: within every step of a process, A is entered before B. */
 static int infer_sequences(struct inference *inference, const struct infer_event **order,
 			   const struct infer_event **passing, const struct infer_event **failing)
@@ -316,6 +377,10 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 	segment_count = 0;
 	if (!segments)
 		return -ENOMEM;
+	if (choose_sequence_names(order, inference->count, names, &name_count)) {
+		free(segments);
+		return -ENOMEM;
+	}
 	while (start < inference->count) {
 		size_t end = start;
 
@@ -332,12 +397,7 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 					continue;
 				while (n < name_count && names[n] != order[i]->name)
 					n++;
-				if (n == name_count) {
-					if (name_count == MAX_SEQUENCE_NAMES)
-						continue;
-					names[name_count++] = order[i]->name;
-				}
-				if (!segment->first[n])
+				if (n < name_count && !segment->first[n])
 					segment->first[n] = order[i];
 			}
 		}
