@@ -51,7 +51,7 @@ TOOL_SOURCES := $(filter-out tools/bench/nccl-interposer.c tools/bench/probe-flo
 TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES)) \
 	$(INTERPOSER) $(PROBE_FLOOR)
 
-.PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo
+.PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo rules
 .DELETE_ON_ERROR:
 
 all: tcheck-bpf test-programs
@@ -177,6 +177,10 @@ bench: all
 	python3 tools/bench/replace-section.py BENCHMARKS.md python-overhead $(OUTPUT)/python-overhead.md
 	tools/bench/python-entry-cost.sh > $(OUTPUT)/python-entry-cost.md
 	python3 tools/bench/replace-section.py BENCHMARKS.md python-entry-cost $(OUTPUT)/python-entry-cost.md
+
+# The shipped invariants, inferred from the reference workloads (records with BPF: root).
+rules: all
+	tools/make-rules.sh
 
 deps:
 	tools/install-deps.sh
