@@ -15,7 +15,7 @@ struct group {
 	struct infer_event first;
 	uint32_t occurrence;
 	uint32_t members;
-	uint32_t reported;  /* bit per rule index modulo 32: reported once */
+	uint64_t reported;  /* bit per rule of this name (n-th): reported once */
 	struct group *next; /* same hash */
 };
 
@@ -160,16 +160,19 @@ static int check_consistent(struct rule_checker *checker, const struct infer_eve
 		return u64_map_put(&checker->groups, key, group);
 	}
 	group->members++;
-	for (size_t i = 0; i < checker->rules->count; i++) {
+	for (size_t i = 0, nth = 0; i < checker->rules->count; i++) {
 		const struct rule *rule = &checker->rules->rules[i];
+		uint64_t bit;
 
-		if (rule->relation != RELATION_CONSISTENT || rule->event.name != event->name ||
-		    group->reported & (1U << (i % 32)))
+		if (rule->relation != RELATION_CONSISTENT || rule->event.name != event->name)
+			continue;
+		bit = 1ULL << (nth++ % 64);
+		if (group->reported & bit)
 			continue;
 		if (infer_event_field(event, rule->field) !=
 			    infer_event_field(&group->first, rule->field) &&
 		    precondition_holds(checker->rules->pool, &rule->precondition, &group->first)) {
-			group->reported |= 1U << (i % 32);
+			group->reported |= bit;
 			violation(checker, rule, event, &group->first);
 		}
 	}
