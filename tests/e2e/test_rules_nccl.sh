@@ -80,4 +80,11 @@ status=0
 status=0
 "$TCHECK" record -o "$SCRATCH/x.trace" --rules "$SCRATCH/corrupt.json" -- true 2>"$SCRATCH/err" || status=$?
 [ "$status" = 2 ] && grep -q "cannot read the rules file" "$SCRATCH/err" || fail "record --rules: $status"
+head -c 100 /dev/urandom >"$SCRATCH/junk.trace"
+status=0
+"$TCHECK" check --rules "$SCRATCH/rules.json" "$SCRATCH/junk.trace" 2>"$SCRATCH/err" || status=$?
+[ "$status" = 2 ] && grep -q "not a tcheck-bpf trace" "$SCRATCH/err" || fail "junk trace: $status"
+status=0
+"$TCHECK" infer -o "$SCRATCH/none.json" "$SCRATCH/junk.trace" 2>"$SCRATCH/err" || status=$?
+[ "$status" = 1 ] && [ ! -e "$SCRATCH/none.json" ] || fail "infer on a junk trace: $status"
 echo "rules inferred from a healthy run catch the count mismatch at its call, none on a healthy run"
