@@ -20,7 +20,7 @@ endif
 CFLAGS ?= -g -O2
 WARNINGS := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 ALL_CFLAGS := $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer \
-	-Iinclude -Iuser -I$(OUTPUT)
+	-Iinclude -Iuser -Iinfer -I$(OUTPUT)
 LIBS := -lbpf -lelf -ldw -ljansson -lz -lmicrohttpd -lcurl -lpthread
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
 	-Iinclude -I$(dir $(VMLINUX))
@@ -30,7 +30,9 @@ BPF_OBJECTS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SOURCES))
 # Every BPF object is linked into one: one skeleton, one copy of the shared maps.
 SKELETONS := $(OUTPUT)/tracer.skel.h
 USER_SOURCES := $(wildcard user/*.c)
-USER_OBJECTS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SOURCES))
+INFER_SOURCES := $(wildcard infer/*.c)
+USER_OBJECTS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SOURCES)) \
+	$(patsubst infer/%.c,$(OUTPUT)/infer/%.o,$(INFER_SOURCES))
 LIBRARY_OBJECTS := $(filter-out $(OUTPUT)/user/main.o,$(USER_OBJECTS))
 
 UNIT_SOURCES := $(wildcard tests/unit/*.c)
@@ -55,7 +57,7 @@ TOOL_SOURCES := $(filter-out tools/bench/nccl-interposer.c tools/bench/probe-flo
 TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES)) \
 	$(INTERPOSER) $(PROBE_FLOOR)
 
-.PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs
+.PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs rules
 .DELETE_ON_ERROR:
 
 all: tcheck-bpf test-programs
@@ -64,7 +66,7 @@ tcheck-bpf: $(USER_OBJECTS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -o $@
 
-$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests/unit $(TEST_PROGRAM_DIR)/lib $(TEST_PROGRAM_DIR)/bench:
+$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/infer $(OUTPUT)/tests/unit $(TEST_PROGRAM_DIR)/lib $(TEST_PROGRAM_DIR)/bench:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard include/tcheck/*.h) $(wildcard bpf/*.h) $(VMLINUX) | $(OUTPUT)/bpf
@@ -83,7 +85,12 @@ $(OUTPUT)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard include/tcheck/*.h)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(OUTPUT)/tests/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h) $(wildcard user/*.h) | $(OUTPUT)/tests/unit
+# The inference and checking engine: pure C, no BPF.
+$(OUTPUT)/infer/%.o: infer/%.c $(wildcard infer/*.h) $(wildcard user/*.h) | $(OUTPUT)/infer
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/tests/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h) $(wildcard user/*.h) $(wildcard infer/*.h) | $(OUTPUT)/tests/unit
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -c $< -o $@
 
@@ -168,16 +175,17 @@ test: all lint
 	tests/e2e/run-all.sh
 
 LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*.h user/*.c user/*.h \
+	infer/*.c infer/*.h \
 	tests/unit/*.c tests/unit/*.h tests/nccl_double/*.c tests/nccl_double/*.h \
 	tests/workloads/*.c tests/workloads/*.h tests/verbs_double/*.c tests/verbs_double/*.h \
 	tools/bench/*.c))
 # The daemon's own code; tests are checked by the compiler, cppcheck and by running.
-TIDY_SOURCES = $(wildcard user/*.c tools/bench/*.c)
+TIDY_SOURCES = $(wildcard user/*.c infer/*.c tools/bench/*.c)
 lint: $(SKELETONS)
 	clang-format --dry-run --Werror $(LINT_SOURCES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem --inline-suppr -D__x86_64__ \
-		-Iinclude -Iuser user tests/unit tests/nccl_double tests/workloads tests/verbs_double
+		-Iinclude -Iuser -Iinfer user infer tests/unit tests/nccl_double tests/workloads tests/verbs_double
 	@# One file per run: clang-tidy 14 confuses va_lists across files of one run.
 	@# bpftool's generated skeleton (included by probe_session.c) trips the leak checker.
 	@for file in $(TIDY_SOURCES); do \
@@ -199,6 +207,10 @@ bench: all
 eval-hangs: all
 	tools/eval/run-hang-eval.sh > $(OUTPUT)/hang-eval.md
 	python3 tools/bench/replace-section.py BENCHMARKS.md hang-detection $(OUTPUT)/hang-eval.md
+
+# The shipped invariants, inferred from the reference workloads (records with BPF: root).
+rules: all
+	tools/make-rules.sh
 
 deps:
 	tools/install-deps.sh

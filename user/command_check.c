@@ -21,6 +21,10 @@
 static const char check_help[] =
 	"Usage: tcheck-bpf check TRACE... [--json] [--hang-factor N] [--slowdown-threshold R]\n"
 	"                        [--warmup-steps N] [--alpha R] [--beta R]\n"
+	"       tcheck-bpf check --rules RULES TRACE... [--jsonl FILE]\n"
+	"\n"
+	"With --rules, checks the traces against invariants learned by tcheck-bpf\n"
+	"infer instead ('tcheck-bpf check --rules x --help' has the details).\n"
 	"\n"
 	"Finds hangs and slowdowns in traces. Traces of several hosts are merged on\n"
 	"their clock anchors. The step is the period of each communicator's\n"
@@ -185,6 +189,10 @@ int command_check(int argc, char **argv)
 	int json = 0, status, count;
 	char error[512];
 
+	/* With a rules file, check is the invariant checker (tcheck-bpf infer's rules). */
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--rules") == 0 || strncmp(argv[i], "--rules=", 8) == 0)
+			return command_check_rules(argc, argv);
 	progress_options_default(&options);
 	status = parse_options(argc, argv, &options, &json);
 	if (status >= 0)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "command_check_rules.h"
 #include "commands.h"
 #include "job_diagnosis.h"
 #include "log.h"
@@ -35,6 +36,7 @@ static const char record_help[] =
 	"      --torch-op OP        also trace calls of this torch operator (implies\n"
 	"                           --python; repeatable; add_ for every overload,\n"
 	"                           add_.Tensor for one, zero_ ...)\n"
+	"      --rules FILE         check the calls live against a rules file (tcheck-bpf infer)\n"
 	"  -d, --duration SECONDS   stop after this long (default: when the targets end)\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"      --events FILE        hangs and slowdowns found live, as JSON Lines\n"
@@ -68,6 +70,7 @@ static const char attach_help[] =
 	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
 	"      --step-marker NAME   advance the step at this scope or call's end\n"
 	"      --torch-op OP        also trace calls of this torch operator (repeatable)\n"
+	"      --rules FILE         check the calls live against a rules file (tcheck-bpf infer)\n"
 	"  -d, --duration SECONDS   detach after this long\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"      --events FILE        hangs and slowdowns found live, as JSON Lines\n"
@@ -195,6 +198,7 @@ static int run(int argc, char **argv, int attach)
 		{ "no-diagnosis", no_argument, NULL, 'N' },
 		{ "hang-factor", required_argument, NULL, 'H' },
 		{ "slowdown-threshold", required_argument, NULL, 'W' },
+		{ "rules", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -204,8 +208,11 @@ static int run(int argc, char **argv, int attach)
 	static const char *python_prefixes[MAX_PIDS + 1];
 	static const char *torch_ops[MAX_PIDS];
 	size_t python_prefix_count = 0;
+	struct recorder_observer rules_observer;
+	struct live_rules *live_rules = NULL;
+	const char *rules_path = NULL;
 	double number;
-	int option;
+	int option, status;
 
 	options.pids = pids;
 	options.argc = argc;
@@ -279,6 +286,9 @@ static int run(int argc, char **argv, int attach)
 			while (options.ring_buffer_bytes < (size_t)(number * 1048576.0))
 				options.ring_buffer_bytes *= 2;
 			break;
+		case 'U':
+			rules_path = optarg;
+			break;
 		case 'h':
 			fputs(attach ? attach_help : record_help, stdout);
 			return 0;
@@ -308,7 +318,14 @@ static int run(int argc, char **argv, int attach)
 		log_error("record needs an output file: -o FILE");
 		return 2;
 	}
-	return run_with_diagnosis(&options, &diagnosis);
+	if (rules_path) {
+		live_rules = live_rules_start(rules_path, &rules_observer);
+		if (!live_rules)
+			return 2;
+		options.observer = &rules_observer;
+	}
+	status = run_with_diagnosis(&options, &diagnosis);
+	return live_rules ? live_rules_finish(live_rules, status) : status;
 }
 
 int command_record(int argc, char **argv)

@@ -19,9 +19,11 @@ static const struct command commands[] = {
 	{ "record", command_record, "record NCCL calls of a command or of running processes" },
 	{ "attach", command_attach, "watch a running process live (and optionally record it)" },
 	{ "dump", command_dump, "export a trace as JSON Lines or Perfetto/Chrome trace JSON" },
-	{ "check", command_check, "find hangs and slowdowns in traces (several hosts merged)" },
+	{ "check", command_check,
+	  "find hangs and slowdowns in traces; with --rules, silent errors" },
 	{ "agent", command_agent, "node agent: find training processes, serve Prometheus metrics" },
 	{ "analyze", command_analyze, "localise a stalled job over all nodes from Prometheus" },
+	{ "infer", command_infer, "learn invariants from traces of healthy runs (rules file)" },
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+/* Reduces trace records to inference events, and the string pool they use. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "infer_event.h"
+#include "nccl_api.h"
+
+struct string_pool {
+	char **slots;
+	size_t capacity;
+	size_t count;
+};
+
+static uint64_t text_hash(const char *text)
+{
+	uint64_t hash = 1469598103934665603ULL;
+
+	for (; *text; text++)
+		hash = (hash ^ (unsigned char)*text) * 1099511628211ULL;
+	return hash;
+}
+
+struct string_pool *string_pool_new(void)
+{
+	struct string_pool *pool = calloc(1, sizeof(*pool));
+
+	if (!pool)
+		return NULL;
+	pool->capacity = 1024;
+	pool->slots = calloc(pool->capacity, sizeof(*pool->slots));
+	if (!pool->slots) {
+		free(pool);
+		return NULL;
+	}
+	return pool;
+}
+
+static int pool_grow(struct string_pool *pool)
+{
+	size_t capacity = pool->capacity * 2;
+	char **slots = calloc(capacity, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < pool->capacity; i++) {
+		size_t at;
+
+		if (!pool->slots[i])
+			continue;
+		at = text_hash(pool->slots[i]) & (capacity - 1);
+		while (slots[at])
+			at = (at + 1) & (capacity - 1);
+		slots[at] = pool->slots[i];
+	}
+	free(pool->slots);
+	pool->slots = slots;
+	pool->capacity = capacity;
+	return 0;
+}
+
+const char *string_pool_intern(struct string_pool *pool, const char *text)
+{
+	size_t at;
+
+	if (!text)
+		text = "";
+	if ((pool->count + 1) * 2 > pool->capacity && pool_grow(pool))
+		return NULL;
+	at = text_hash(text) & (pool->capacity - 1);
+	while (pool->slots[at]) {
+		if (strcmp(pool->slots[at], text) == 0)
+			return pool->slots[at];
+		at = (at + 1) & (pool->capacity - 1);
+	}
+	pool->slots[at] = strdup(text);
+	if (!pool->slots[at])
+		return NULL;
+	pool->count++;
+	return pool->slots[at];
+}
+
+void string_pool_free(struct string_pool *pool)
+{
+	if (!pool)
+		return;
+	for (size_t i = 0; i < pool->capacity; i++)
+		free(pool->slots[i]);
+	free(pool->slots);
+	free(pool);
+}
+
+static int add_field(struct string_pool *pool, struct infer_event *event, const char *name,
+		     const char *value)
+{
+	struct infer_field *field;
+
+	if (event->field_count >= INFER_FIELDS_MAX)
+		return 0;
+	field = &event->fields[event->field_count];
+	field->name = string_pool_intern(pool, name);
+	field->value = string_pool_intern(pool, value);
+	if (!field->name || !field->value)
+		return -1;
+	event->field_count++;
+	return 0;
+}
+
+static int nccl_fields(struct string_pool *pool, const struct trace_nccl_call *call,
+		       struct infer_event *event)
+{
+	const struct nccl_function *function = nccl_function_by_name(call->function);
+	char text[32];
+
+	if (function) {
+		for (int i = 0; i < function->param_count && i < (int)call->param_count; i++) {
+			const struct nccl_param *param = &function->params[i];
+			const char *value = text;
+
+			switch (param->type) {
+			case NCCL_PARAM_SIZE:
+				snprintf(text, sizeof(text), "%" PRIu64, call->params[i]);
+				break;
+			case NCCL_PARAM_INT:
+				snprintf(text, sizeof(text), "%d", (int)call->params[i]);
+				break;
+			case NCCL_PARAM_DATATYPE:
+				value = nccl_datatype_name((int64_t)call->params[i]);
+				break;
+			case NCCL_PARAM_REDOP:
+				value = nccl_redop_name((int64_t)call->params[i]);
+				break;
+			default:
+				continue;
+			}
+			if (add_field(pool, event, param->name, value))
+				return -1;
+		}
+	}
+	return add_field(pool, event, "result", nccl_result_name(call->result));
+}
+
+static void python_value(const struct trace_python_arg *arg, char *text, size_t size)
+{
+	switch (arg->type) {
+	case TRACE_VALUE_BOOL:
+		snprintf(text, size, "%s", arg->integer ? "True" : "False");
+		break;
+	case TRACE_VALUE_INT:
+		snprintf(text, size, "%" PRId64, arg->integer);
+		break;
+	case TRACE_VALUE_FLOAT:
+		snprintf(text, size, "%.17g", arg->real);
+		break;
+	case TRACE_VALUE_STR:
+		snprintf(text, size, "'%s'", arg->text ? arg->text : "");
+		break;
+	default:
+		snprintf(text, size, "None");
+	}
+}
+
+static int python_fields(struct string_pool *pool, const struct trace_python_call *call,
+			 struct infer_event *event)
+{
+	char name[96], text[128];
+
+	for (uint32_t i = 0; i < call->arg_count && i < TRACE_PY_ARGS_MAX; i++) {
+		snprintf(name, sizeof(name), "arg:%s",
+			 call->args[i].name ? call->args[i].name : "");
+		python_value(&call->args[i], text, sizeof(text));
+		if (add_field(pool, event, name, text))
+			return -1;
+	}
+	return add_field(pool, event, "raised",
+			 call->flags & TRACE_PYTHON_RAISED ? "True" : "False");
+}
+
+int infer_event_from_record(struct string_pool *pool, const struct trace_record *record,
+			    struct infer_event *event)
+{
+	const struct trace_python_stack *stack;
+
+	memset(event, 0, sizeof(*event));
+	if (record->kind == TRACE_RECORD_NCCL_CALL) {
+		const struct trace_nccl_call *call = &record->call;
+
+		event->kind = INFER_EVENT_NCCL;
+		event->name = string_pool_intern(pool, call->function);
+		event->pid = call->pid;
+		event->tid = call->tid;
+		event->rank = call->rank;
+		event->nranks = call->nranks;
+		event->step = call->step;
+		event->stage = call->stage;
+		event->comm_id = call->comm_id;
+		event->seq = call->seq;
+		event->entry_ns = call->entry_ns;
+		event->exit_ns = call->entry_ns + call->duration_ns;
+		stack = &call->py_stack;
+		if (nccl_fields(pool, call, event))
+			return -1;
+	} else if (record->kind == TRACE_RECORD_PYTHON_CALL) {
+		const struct trace_python_call *call = &record->python_call;
+
+		event->kind = INFER_EVENT_PYTHON;
+		event->name = string_pool_intern(pool, call->qualified_name);
+		event->pid = call->pid;
+		event->tid = call->tid;
+		event->rank = call->rank;
+		event->nranks = call->world_size;
+		event->step = call->step;
+		event->stage = call->stage;
+		event->seq = -1;
+		event->entry_ns = call->entry_ns;
+		event->exit_ns = call->entry_ns + call->duration_ns;
+		stack = &call->py_stack;
+		if (python_fields(pool, call, event))
+			return -1;
+	} else {
+		return 0;
+	}
+	event->context = string_pool_intern(
+		pool, stack->depth > 0 && stack->frames[0] ? stack->frames[0] : "");
+	return event->name && event->context ? 1 : -1;
+}
+
+const char *infer_event_field(const struct infer_event *event, const char *name)
+{
+	for (uint32_t i = 0; i < event->field_count; i++)
+		if (strcmp(event->fields[i].name, name) == 0)
+			return event->fields[i].value;
+	return NULL;
+}
+
+static const char *const meta_variables[] = { "rank", "nranks", "stage", "comm", "context" };
+
+const char *infer_event_variable(struct string_pool *pool, const struct infer_event *event,
+				 const char *variable)
+{
+	char text[32];
+
+	if (strcmp(variable, "rank") == 0) {
+		if (event->rank < 0)
+			return NULL;
+		snprintf(text, sizeof(text), "%d", event->rank);
+	} else if (strcmp(variable, "nranks") == 0) {
+		if (event->nranks < 0)
+			return NULL;
+		snprintf(text, sizeof(text), "%d", event->nranks);
+	} else if (strcmp(variable, "stage") == 0) {
+		snprintf(text, sizeof(text), "%s",
+			 event->stage == TRACE_STAGE_TRAIN  ? "train"
+			 : event->stage == TRACE_STAGE_EVAL ? "eval"
+							    : "unknown");
+	} else if (strcmp(variable, "comm") == 0) {
+		if (!event->comm_id)
+			return NULL;
+		snprintf(text, sizeof(text), "%016" PRIx64, event->comm_id);
+	} else if (strcmp(variable, "context") == 0) {
+		return event->context && *event->context ? event->context : NULL;
+	} else {
+		return infer_event_field(event, variable);
+	}
+	return string_pool_intern(pool, text);
+}
+
+size_t infer_event_variables(const struct infer_event *event, const char **names, size_t max)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < sizeof(meta_variables) / sizeof(meta_variables[0]) && count < max;
+	     i++)
+		names[count++] = meta_variables[i];
+	for (uint32_t i = 0; i < event->field_count && count < max; i++)
+		names[count++] = event->fields[i].name;
+	return count;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Events as the inference and checking engines see them: an NCCL or Python
+ * call reduced to its name, its meta variables (rank, step, stage,
+ * communicator, ...) and its primitive fields, every string interned in a
+ * pool so that equal values are equal pointers.
+ */
+#ifndef TCHECK_INFER_EVENT_H
+#define TCHECK_INFER_EVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_records.h"
+
+enum infer_event_kind {
+	INFER_EVENT_NCCL = 1,
+	INFER_EVENT_PYTHON = 2,
+};
+
+#define INFER_FIELDS_MAX 12
+
+/* A named value: "count" = "1024", "arg:lr" = "0.1". */
+struct infer_field {
+	const char *name;
+	const char *value;
+};
+
+struct infer_event {
+	uint32_t kind; /* enum infer_event_kind */
+	const char *name;
+	uint32_t pid;
+	uint32_t tid;
+	int32_t rank; /* in the communicator (NCCL) or the job (Python), -1 unknown */
+	int32_t nranks;
+	int32_t step; /* -1 unknown */
+	uint32_t stage;
+	uint64_t comm_id; /* 0 for none */
+	int64_t seq;	  /* -1 for none */
+	uint64_t entry_ns;
+	uint64_t exit_ns;
+	const char *context; /* innermost Python frame, "" when none */
+	uint32_t field_count;
+	struct infer_field fields[INFER_FIELDS_MAX];
+};
+
+/* Interned strings: one copy of each, compared by pointer. */
+struct string_pool;
+
+struct string_pool *string_pool_new(void);
+/* The pool's copy of 'text', or NULL when out of memory. */
+const char *string_pool_intern(struct string_pool *pool, const char *text);
+void string_pool_free(struct string_pool *pool);
+
+/*
+ * Fills 'event' from an NCCL or Python call record. Returns 1 when the
+ * record is such a call, 0 for other records, -1 when out of memory.
+ */
+int infer_event_from_record(struct string_pool *pool, const struct trace_record *record,
+			    struct infer_event *event);
+
+/* The value of a field, or NULL when the event has none of that name. */
+const char *infer_event_field(const struct infer_event *event, const char *name);
+
+/*
+ * The value of a meta variable or field as an interned string: "rank",
+ * "nranks", "stage", "comm", "context" or a field name. NULL when unknown.
+ */
+const char *infer_event_variable(struct string_pool *pool, const struct infer_event *event,
+				 const char *variable);
+
+/* The variables a precondition may use for this event, in a stable order. */
+size_t infer_event_variables(const struct infer_event *event, const char **names, size_t max);
+
+#endif /* TCHECK_INFER_EVENT_H */

@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: MIT
+/* The relation engine: groups, counts and precondition search over collected events. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inference.h"
+#include "u64_map.h"
+
+/* Least passing examples for an invariant to be emitted. */
+#define MIN_PASSING 2
+/* Most distinct values an argument may take to be tried as a constant. */
+#define MAX_CONSTANT_VALUES 4
+/* Most distinct Python names ordered by APISequence. */
+#define MAX_SEQUENCE_NAMES 64
+
+struct inference {
+	struct rule_set *rules;
+	struct infer_event *events;
+	size_t count;
+	size_t capacity;
+	/* Python occurrence of each event within its (pid, name, step), for Consistent. */
+	uint32_t *occurrence;
+};
+
+struct inference *inference_new(struct rule_set *rules)
+{
+	struct inference *inference = calloc(1, sizeof(*inference));
+
+	if (inference)
+		inference->rules = rules;
+	return inference;
+}
+
+void inference_free(struct inference *inference)
+{
+	if (!inference)
+		return;
+	free(inference->events);
+	free(inference->occurrence);
+	free(inference);
+}
+
+size_t inference_event_count(const struct inference *inference)
+{
+	return inference->count;
+}
+
+int inference_add(struct inference *inference, const struct trace_record *record)
+{
+	struct infer_event event;
+	int converted = infer_event_from_record(inference->rules->pool, record, &event);
+
+	if (converted <= 0)
+		return converted < 0 ? -ENOMEM : 0;
+	if (inference->count == inference->capacity) {
+		size_t capacity = inference->capacity ? inference->capacity * 2 : 4096;
+		struct infer_event *events = realloc(inference->events, capacity * sizeof(*events));
+
+		if (!events)
+			return -ENOMEM;
+		inference->events = events;
+		inference->capacity = capacity;
+	}
+	inference->events[inference->count++] = event;
+	return 0;
+}
+
+/* Sorting of event pointers; qsort has no context argument, hence a static. */
+static const struct inference *sorting;
+
+static int compare_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b ? 1 : 0;
+}
+
+static int compare_i64(int64_t a, int64_t b)
+{
+	return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/* By name, then (NCCL) communicator and sequence, or (Python) step and occurrence. */
+static int by_group(const void *left, const void *right)
+{
+	const struct infer_event *a = *(const struct infer_event *const *)left;
+	const struct infer_event *b = *(const struct infer_event *const *)right;
+	int order = compare_u64((uintptr_t)a->name, (uintptr_t)b->name);
+
+	if (order)
+		return order;
+	if ((order = compare_u64(a->comm_id, b->comm_id)) || (order = compare_i64(a->seq, b->seq)))
+		return order;
+	if ((order = compare_i64(a->step, b->step)))
+		return order;
+	order = compare_u64(sorting->occurrence[a - sorting->events],
+			    sorting->occurrence[b - sorting->events]);
+	return order ? order : compare_i64(a->rank, b->rank);
+}
+
+/* By process, step, then entry time. */
+static int by_process_step(const void *left, const void *right)
+{
+	const struct infer_event *a = *(const struct infer_event *const *)left;
+	const struct infer_event *b = *(const struct infer_event *const *)right;
+	int order;
+
+	if ((order = compare_u64(a->pid, b->pid)) || (order = compare_i64(a->step, b->step)))
+		return order;
+	return compare_u64(a->entry_ns, b->entry_ns);
+}
+
+static int same_group(const struct inference *inference, const struct infer_event *a,
+		      const struct infer_event *b)
+{
+	return a->name == b->name && a->comm_id == b->comm_id && a->seq == b->seq &&
+	       a->step == b->step &&
+	       inference->occurrence[a - inference->events] ==
+		       inference->occurrence[b - inference->events];
+}
+
+/* By process, step, name, then entry time: occurrences in a row. */
+static int by_process_step_name(const void *left, const void *right)
+{
+	const struct infer_event *a = *(const struct infer_event *const *)left;
+	const struct infer_event *b = *(const struct infer_event *const *)right;
+	int order;
+
+	if ((order = compare_u64(a->pid, b->pid)) || (order = compare_i64(a->step, b->step)) ||
+	    (order = compare_u64((uintptr_t)a->name, (uintptr_t)b->name)))
+		return order;
+	return compare_u64(a->entry_ns, b->entry_ns);
+}
+
+/* Whether an event takes part in a cross-rank group. */
+static int groupable(const struct infer_event *event)
+{
+	if (event->kind == INFER_EVENT_NCCL)
+		return event->comm_id != 0 && event->seq >= 0;
+	return event->step >= 0 && event->rank >= 0;
+}
+
+/* Numbers each Python call within its (pid, name, step) by entry time. */
+static int number_occurrences(struct inference *inference, const struct infer_event **order)
+{
+	inference->occurrence = calloc(inference->count ? inference->count : 1, sizeof(uint32_t));
+	if (!inference->occurrence)
+		return -ENOMEM;
+	for (size_t i = 0; i < inference->count; i++)
+		order[i] = &inference->events[i];
+	qsort(order, inference->count, sizeof(*order), by_process_step_name);
+	for (size_t i = 1; i < inference->count; i++) {
+		const struct infer_event *event = order[i], *previous = order[i - 1];
+
+		if (event->kind == INFER_EVENT_PYTHON && previous->pid == event->pid &&
+		    previous->step == event->step && previous->name == event->name)
+			inference->occurrence[event - inference->events] =
+				inference->occurrence[previous - inference->events] + 1;
+	}
+	return 0;
+}
+
+static int emit(struct inference *inference, struct rule *rule,
+		const struct infer_event *const *passing, size_t passing_count,
+		const struct infer_event *const *failing, size_t failing_count,
+		const char *excluded)
+{
+	int found;
+
+	if (passing_count < MIN_PASSING)
+		return 0;
+	found = precondition_deduce(inference->rules->pool, passing, passing_count, failing,
+				    failing_count, excluded, &rule->precondition);
+	if (found < 0)
+		return -ENOMEM;
+	if (found == 0)
+		return 0;
+	rule->passing = passing_count;
+	rule->failing = failing_count;
+	return rule_set_add(inference->rules, rule);
+}
+
+/* Consistent: each field of a name agrees within every cross-rank group. */
+static int infer_consistent(struct inference *inference, const struct infer_event **order,
+			    const struct infer_event **passing, const struct infer_event **failing)
+{
+	size_t start = 0;
+
+	for (size_t i = 0; i < inference->count; i++)
+		order[i] = &inference->events[i];
+	sorting = inference;
+	qsort(order, inference->count, sizeof(*order), by_group);
+	while (start < inference->count) {
+		const struct infer_event *first = order[start];
+		size_t end = start;
+
+		while (end < inference->count && order[end]->name == first->name)
+			end++;
+		for (uint32_t f = 0; f < first->field_count; f++) {
+			const char *field = first->fields[f].name;
+			size_t passing_count = 0, failing_count = 0;
+			struct rule rule = { .relation = RELATION_CONSISTENT,
+					     .event = { first->kind, first->name },
+					     .field = field };
+			int failed;
+
+			for (size_t g = start; g < end;) {
+				size_t h = g + 1;
+				int agree = 1;
+				const char *value = infer_event_field(order[g], field);
+
+				while (h < end && same_group(inference, order[g], order[h])) {
+					agree &= infer_event_field(order[h], field) == value;
+					h++;
+				}
+				if (h - g >= 2 && groupable(order[g])) {
+					if (agree)
+						passing[passing_count++] = order[g];
+					else
+						failing[failing_count++] = order[g];
+				}
+				g = h;
+			}
+			failed = emit(inference, &rule, passing, passing_count, failing,
+				      failing_count, field);
+			if (failed)
+				return failed;
+		}
+		start = end;
+	}
+	return 0;
+}
+
+/* APIArg and APIOutput: a field that keeps one value (under a precondition). */
+static int infer_constants(struct inference *inference, const struct infer_event **order,
+			   const struct infer_event **passing, const struct infer_event **failing)
+{
+	size_t start = 0;
+
+	while (start < inference->count) {
+		const struct infer_event *first = order[start];
+		size_t end = start;
+
+		while (end < inference->count && order[end]->name == first->name)
+			end++;
+		for (uint32_t f = 0; f < first->field_count; f++) {
+			const char *field = first->fields[f].name;
+			const char *values[MAX_CONSTANT_VALUES];
+			size_t value_count = 0, i;
+			int too_many = 0;
+
+			for (i = start; i < end && !too_many; i++) {
+				const char *value = infer_event_field(order[i], field);
+				size_t known = 0;
+
+				while (known < value_count && values[known] != value)
+					known++;
+				if (known == value_count) {
+					if (value_count == MAX_CONSTANT_VALUES)
+						too_many = 1;
+					else
+						values[value_count++] = value;
+				}
+			}
+			for (size_t v = 0; v < value_count && !too_many; v++) {
+				size_t passing_count = 0, failing_count = 0;
+				int is_output = strcmp(field, "result") == 0 ||
+						strcmp(field, "raised") == 0;
+				struct rule rule = {
+					.relation =
+						is_output ? RELATION_API_OUTPUT : RELATION_API_ARG,
+					.event = { first->kind, first->name },
+					.field = field,
+					.value = values[v],
+				};
+				int failed;
+
+				if (!values[v])
+					continue;
+				for (i = start; i < end; i++) {
+					if (infer_event_field(order[i], field) == values[v])
+						passing[passing_count++] = order[i];
+					else
+						failing[failing_count++] = order[i];
+				}
+				failed = emit(inference, &rule, passing, passing_count, failing,
+					      failing_count, field);
+				if (failed)
+					return failed;
+			}
+		}
+		start = end;
+	}
+	return 0;
+}
+
+/* The first event of each sequenced name in one (pid, step) segment. */
+struct segment {
+	const struct infer_event *first[MAX_SEQUENCE_NAMES];
+};
+
+/*
+ * The Python names APISequence orders: those called in the most steps (at
+ * least MIN_PASSING), so that one-off calls (imports) do not crowd them out.
+ * 'order' is sorted by process and step.
+ */
+static int choose_sequence_names(const struct infer_event **order, size_t count, const char **names,
+				 size_t *name_count)
+{
+	struct u64_map steps_seen, last_segment;
+	uint64_t key;
+	void *value;
+	size_t segment = 0;
+
+	u64_map_init(&steps_seen);
+	u64_map_init(&last_segment);
+	for (size_t i = 0; i < count; i++) {
+		uintptr_t name = (uintptr_t)order[i]->name;
+
+		segment += i > 0 && (order[i]->pid != order[i - 1]->pid ||
+				     order[i]->step != order[i - 1]->step);
+		if (order[i]->kind != INFER_EVENT_PYTHON || order[i]->step < 0)
+			continue;
+		/* Segment numbers are stored plus one: a map value is never NULL. */
+		if ((uintptr_t)u64_map_get(&last_segment, name) == segment + 1)
+			continue;
+		if (u64_map_put(&last_segment, name, (void *)(segment + 1)) ||
+		    u64_map_put(&steps_seen, name,
+				(void *)((uintptr_t)u64_map_get(&steps_seen, name) + 1))) {
+			u64_map_free(&steps_seen);
+			u64_map_free(&last_segment);
+			return -ENOMEM;
+		}
+	}
+	*name_count = 0;
+	for (size_t i = 0; u64_map_next(&steps_seen, &i, &key, &value);) {
+		size_t at = *name_count;
+
+		if ((uintptr_t)value < MIN_PASSING)
+			continue;
+		/* Keep the most frequent: insertion into a list sorted by steps seen. */
+		if (at == MAX_SEQUENCE_NAMES) {
+			if ((uintptr_t)u64_map_get(&steps_seen, (uintptr_t)names[at - 1]) >=
+			    (uintptr_t)value)
+				continue;
+			at--;
+		} else {
+			(*name_count)++;
+		}
+		while (at > 0 && (uintptr_t)u64_map_get(&steps_seen, (uintptr_t)names[at - 1]) <
+					 (uintptr_t)value) {
+			names[at] = names[at - 1];
+			at--;
+		}
+		names[at] = (const char *)(uintptr_t)key;
+	}
+	u64_map_free(&steps_seen);
+	u64_map_free(&last_segment);
+	return 0;
+}
+
+/* APISequence: within every step of a process, A is entered before B. */
+static int infer_sequences(struct inference *inference, const struct infer_event **order,
+			   const struct infer_event **passing, const struct infer_event **failing)
+{
+	const char *names[MAX_SEQUENCE_NAMES];
+	size_t name_count = 0, segment_count = 0, start = 0;
+	struct segment *segments;
+	int failed = 0;
+
+	for (size_t i = 0; i < inference->count; i++)
+		order[i] = &inference->events[i];
+	qsort(order, inference->count, sizeof(*order), by_process_step);
+	for (size_t i = 0; i < inference->count; i++)
+		segment_count += i == 0 || order[i]->pid != order[i - 1]->pid ||
+				 order[i]->step != order[i - 1]->step;
+	segments = calloc(segment_count ? segment_count : 1, sizeof(*segments));
+	segment_count = 0;
+	if (!segments)
+		return -ENOMEM;
+	if (choose_sequence_names(order, inference->count, names, &name_count)) {
+		free(segments);
+		return -ENOMEM;
+	}
+	while (start < inference->count) {
+		size_t end = start;
+
+		while (end < inference->count && order[end]->pid == order[start]->pid &&
+		       order[end]->step == order[start]->step)
+			end++;
+		if (order[start]->step >= 0) {
+			struct segment *segment = &segments[segment_count++];
+
+			for (size_t i = start; i < end; i++) {
+				size_t n = 0;
+
+				if (order[i]->kind != INFER_EVENT_PYTHON)
+					continue;
+				while (n < name_count && names[n] != order[i]->name)
+					n++;
+				if (n < name_count && !segment->first[n])
+					segment->first[n] = order[i];
+			}
+		}
+		start = end;
+	}
+	for (size_t a = 0; a < name_count && !failed; a++) {
+		for (size_t b = 0; b < name_count && !failed; b++) {
+			size_t passing_count = 0, failing_count = 0;
+			struct rule rule = { .relation = RELATION_API_SEQUENCE,
+					     .event = { INFER_EVENT_PYTHON, names[b] },
+					     .first = { INFER_EVENT_PYTHON, names[a] } };
+
+			if (a == b)
+				continue;
+			for (size_t s = 0; s < segment_count; s++) {
+				const struct infer_event *first_a = segments[s].first[a];
+				const struct infer_event *first_b = segments[s].first[b];
+
+				if (!first_b)
+					continue;
+				if (first_a && first_a->entry_ns < first_b->entry_ns)
+					passing[passing_count++] = first_b;
+				else
+					failing[failing_count++] = first_b;
+			}
+			failed = emit(inference, &rule, passing, passing_count, failing,
+				      failing_count, NULL);
+		}
+	}
+	free(segments);
+	return failed;
+}
+
+int inference_run(struct inference *inference)
+{
+	size_t size = (inference->count ? inference->count : 1) * sizeof(void *);
+	const struct infer_event **order = malloc(size);
+	const struct infer_event **passing = malloc(size);
+	const struct infer_event **failing = malloc(size);
+	int failed = -ENOMEM;
+
+	if (order && passing && failing) {
+		failed = number_occurrences(inference, order);
+		if (!failed)
+			failed = infer_consistent(inference, order, passing, failing);
+		/* infer_consistent leaves 'order' grouped by name, as constants need. */
+		if (!failed)
+			failed = infer_constants(inference, order, passing, failing);
+		if (!failed)
+			failed = infer_sequences(inference, order, passing, failing);
+	}
+	free(order);
+	free(passing);
+	free(failing);
+	return failed;
+}

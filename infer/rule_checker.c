@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+/* The checking engine: cross-rank groups, constants and per-step order, incrementally. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rule_checker.h"
+#include "u64_map.h"
+
+/* Python names remembered per process and step for APISequence. */
+#define STEP_NAMES_MAX 128
+
+/* The first event seen of a cross-rank group, and how many ranks joined it. */
+struct group {
+	struct infer_event first;
+	uint32_t occurrence;
+	uint32_t members;
+	uint64_t reported;  /* bit per rule of this name (n-th): reported once */
+	struct group *next; /* same hash */
+};
+
+/* What one process did in its current step. */
+struct process_step {
+	uint32_t pid;
+	int32_t step;
+	uint32_t name_count;
+	struct infer_event first[STEP_NAMES_MAX];
+};
+
+struct rule_checker {
+	struct rule_set *rules;
+	rule_violation_fn report;
+	void *context;
+	struct u64_map groups;	    /* key hash -> struct group list */
+	struct u64_map occurrences; /* hash (pid, name, step) -> count + 1 */
+	struct u64_map processes;   /* pid -> struct process_step */
+	uint64_t violations;
+	uint64_t events;
+	int has_sequences;
+};
+
+static uint64_t mix(uint64_t hash, uint64_t value)
+{
+	hash ^= value + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2);
+	return hash * 0xff51afd7ed558ccdULL;
+}
+
+struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn report,
+				      void *context)
+{
+	struct rule_checker *checker = calloc(1, sizeof(*checker));
+
+	if (!checker)
+		return NULL;
+	checker->rules = rules;
+	checker->report = report;
+	checker->context = context;
+	u64_map_init(&checker->groups);
+	u64_map_init(&checker->occurrences);
+	u64_map_init(&checker->processes);
+	for (size_t i = 0; i < rules->count; i++)
+		checker->has_sequences |= rules->rules[i].relation == RELATION_API_SEQUENCE;
+	return checker;
+}
+
+static void violation(struct rule_checker *checker, const struct rule *rule,
+		      const struct infer_event *event, const struct infer_event *other)
+{
+	char text[1024];
+	struct rule_violation found = { rule, text, event, other, event->step };
+
+	rule_describe(rule, text, sizeof(text));
+	checker->violations++;
+	if (checker->report)
+		checker->report(&found, checker->context);
+}
+
+static void check_constants(struct rule_checker *checker, const struct infer_event *event)
+{
+	for (size_t i = 0; i < checker->rules->count; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+
+		if ((rule->relation != RELATION_API_ARG && rule->relation != RELATION_API_OUTPUT) ||
+		    rule->event.name != event->name)
+			continue;
+		if (infer_event_field(event, rule->field) != rule->value &&
+		    precondition_holds(checker->rules->pool, &rule->precondition, event))
+			violation(checker, rule, event, NULL);
+	}
+}
+
+static int same_group(const struct infer_event *a, const struct infer_event *b,
+		      uint32_t occurrence_a, uint32_t occurrence_b)
+{
+	return a->name == b->name && a->comm_id == b->comm_id && a->seq == b->seq &&
+	       a->step == b->step && occurrence_a == occurrence_b;
+}
+
+/* Drops a group every rank has joined. */
+static void forget_group(struct rule_checker *checker, uint64_t key, struct group *head,
+			 struct group *group)
+{
+	if (group == head) {
+		if (group->next)
+			u64_map_put(&checker->groups, key, group->next);
+		else
+			u64_map_remove(&checker->groups, key);
+	} else {
+		struct group *previous = head;
+
+		while (previous->next != group)
+			previous = previous->next;
+		previous->next = group->next;
+	}
+	free(group);
+}
+
+static int check_consistent(struct rule_checker *checker, const struct infer_event *event)
+{
+	uint32_t occurrence = 0;
+	uint64_t key;
+	struct group *group, *head;
+	int wanted = 0;
+
+	for (size_t i = 0; i < checker->rules->count && !wanted; i++)
+		wanted = checker->rules->rules[i].relation == RELATION_CONSISTENT &&
+			 checker->rules->rules[i].event.name == event->name;
+	if (!wanted)
+		return 0;
+	if (event->kind == INFER_EVENT_NCCL) {
+		if (!event->comm_id || event->seq < 0)
+			return 0;
+	} else {
+		uint64_t occurrence_key;
+		uintptr_t count;
+
+		if (event->step < 0 || event->rank < 0)
+			return 0;
+		occurrence_key = mix(mix(mix(7, event->pid), (uintptr_t)event->name),
+				     (uint64_t)(int64_t)event->step);
+		count = (uintptr_t)u64_map_get(&checker->occurrences, occurrence_key);
+		occurrence = (uint32_t)count;
+		if (u64_map_put(&checker->occurrences, occurrence_key, (void *)(count + 1)))
+			return -ENOMEM;
+	}
+	key = mix(mix(mix(mix(11, (uintptr_t)event->name), event->comm_id), (uint64_t)event->seq),
+		  mix((uint64_t)(int64_t)event->step, occurrence));
+	head = u64_map_get(&checker->groups, key);
+	for (group = head; group; group = group->next)
+		if (same_group(&group->first, event, group->occurrence, occurrence))
+			break;
+	if (!group) {
+		group = calloc(1, sizeof(*group));
+		if (!group)
+			return -ENOMEM;
+		group->first = *event;
+		group->occurrence = occurrence;
+		group->members = 1;
+		group->next = head;
+		return u64_map_put(&checker->groups, key, group);
+	}
+	group->members++;
+	for (size_t i = 0, nth = 0; i < checker->rules->count; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+		uint64_t bit;
+
+		if (rule->relation != RELATION_CONSISTENT || rule->event.name != event->name)
+			continue;
+		bit = 1ULL << (nth++ % 64);
+		if (group->reported & bit)
+			continue;
+		if (infer_event_field(event, rule->field) !=
+			    infer_event_field(&group->first, rule->field) &&
+		    precondition_holds(checker->rules->pool, &rule->precondition, &group->first)) {
+			group->reported |= bit;
+			violation(checker, rule, event, &group->first);
+		}
+	}
+	if (event->nranks > 0 && group->members >= (uint32_t)event->nranks)
+		forget_group(checker, key, head, group);
+	return 0;
+}
+
+/* Checks the order rules on a finished step of one process. */
+static void close_step(struct rule_checker *checker, struct process_step *state)
+{
+	for (size_t i = 0; i < checker->rules->count; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+		const struct infer_event *first_a = NULL, *first_b = NULL;
+
+		if (rule->relation != RELATION_API_SEQUENCE)
+			continue;
+		for (uint32_t n = 0; n < state->name_count; n++) {
+			if (state->first[n].name == rule->first.name)
+				first_a = &state->first[n];
+			if (state->first[n].name == rule->event.name)
+				first_b = &state->first[n];
+		}
+		if (!first_b ||
+		    !precondition_holds(checker->rules->pool, &rule->precondition, first_b))
+			continue;
+		if (!first_a || first_a->entry_ns > first_b->entry_ns)
+			violation(checker, rule, first_b, first_a);
+	}
+	state->name_count = 0;
+}
+
+static int track_step(struct rule_checker *checker, const struct infer_event *event)
+{
+	struct process_step *state;
+	uint32_t n;
+
+	if (!checker->has_sequences || event->kind != INFER_EVENT_PYTHON || event->step < 0)
+		return 0;
+	state = u64_map_get(&checker->processes, event->pid);
+	if (!state) {
+		state = calloc(1, sizeof(*state));
+		if (!state)
+			return -ENOMEM;
+		state->pid = event->pid;
+		state->step = event->step;
+		if (u64_map_put(&checker->processes, event->pid, state)) {
+			free(state);
+			return -ENOMEM;
+		}
+	}
+	if (event->step > state->step) {
+		close_step(checker, state);
+		state->step = event->step;
+	} else if (event->step < state->step) {
+		return 0; /* a late record of a step already checked */
+	}
+	for (n = 0; n < state->name_count; n++)
+		if (state->first[n].name == event->name)
+			break;
+	if (n == state->name_count) {
+		if (n == STEP_NAMES_MAX)
+			return 0;
+		state->first[state->name_count++] = *event;
+	} else if (event->entry_ns < state->first[n].entry_ns) {
+		state->first[n] = *event;
+	}
+	return 0;
+}
+
+int rule_checker_observe(struct rule_checker *checker, const struct trace_record *record)
+{
+	struct infer_event event;
+	int converted = infer_event_from_record(checker->rules->pool, record, &event);
+
+	if (converted <= 0)
+		return converted < 0 ? -ENOMEM : 0;
+	checker->events++;
+	check_constants(checker, &event);
+	if (check_consistent(checker, &event))
+		return -ENOMEM;
+	return track_step(checker, &event);
+}
+
+void rule_checker_tick(struct rule_checker *checker, uint64_t now_ns)
+{
+}
+
+void rule_checker_finish(struct rule_checker *checker)
+{
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&checker->processes, &i, &key, &value);)
+		close_step(checker, value);
+}
+
+uint64_t rule_checker_violations(const struct rule_checker *checker)
+{
+	return checker->violations;
+}
+
+uint64_t rule_checker_events(const struct rule_checker *checker)
+{
+	return checker->events;
+}
+
+void rule_checker_free(struct rule_checker *checker)
+{
+	uint64_t key;
+	void *value;
+
+	if (!checker)
+		return;
+	for (size_t i = 0; u64_map_next(&checker->groups, &i, &key, &value);) {
+		struct group *group = value;
+
+		while (group) {
+			struct group *next = group->next;
+
+			free(group);
+			group = next;
+		}
+	}
+	for (size_t i = 0; u64_map_next(&checker->processes, &i, &key, &value);)
+		free(value);
+	u64_map_free(&checker->groups);
+	u64_map_free(&checker->occurrences);
+	u64_map_free(&checker->processes);
+	free(checker);
+}

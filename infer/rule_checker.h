@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Checks deployed rules against calls as they come, from a trace or live:
+ * violations are handed to a callback with the invariant in words, the
+ * step, the ranks and the offending events with their Python context.
+ */
+#ifndef TCHECK_RULE_CHECKER_H
+#define TCHECK_RULE_CHECKER_H
+
+#include <stdint.h>
+
+#include "rules.h"
+
+struct rule_violation {
+	const struct rule *rule;
+	const char *text;		 /* the invariant in words */
+	const struct infer_event *event; /* the offending event */
+	const struct infer_event *other; /* the event it disagrees with, or NULL */
+	int32_t step;			 /* -1 unknown */
+};
+
+typedef void (*rule_violation_fn)(const struct rule_violation *violation, void *context);
+
+struct rule_checker;
+
+/* The rule set must outlive the checker. NULL when out of memory. */
+struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn report,
+				      void *context);
+/* Checks one record (non-call records are ignored); 0 or -ENOMEM. */
+int rule_checker_observe(struct rule_checker *checker, const struct trace_record *record);
+/* Lets time pass (live checking); reserved for time-based relations. */
+void rule_checker_tick(struct rule_checker *checker, uint64_t now_ns);
+/* Closes the steps still open and reports what they violate. */
+void rule_checker_finish(struct rule_checker *checker);
+uint64_t rule_checker_violations(const struct rule_checker *checker);
+uint64_t rule_checker_events(const struct rule_checker *checker);
+void rule_checker_free(struct rule_checker *checker);
+
+#endif /* TCHECK_RULE_CHECKER_H */

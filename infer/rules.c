@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: MIT
+/* Rule sets in memory, in words, and as versioned JSON through jansson. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rules.h"
+
+static const char *const relation_names[] = { NULL, "Consistent", "APIArg", "APIOutput",
+					      "APISequence" };
+
+const char *rule_relation_name(uint32_t relation)
+{
+	if (relation >= 1 && relation <= RELATION_API_SEQUENCE)
+		return relation_names[relation];
+	return "unknown";
+}
+
+static uint32_t relation_from_name(const char *name)
+{
+	for (uint32_t i = 1; i <= RELATION_API_SEQUENCE; i++)
+		if (strcmp(relation_names[i], name) == 0)
+			return i;
+	return 0;
+}
+
+struct rule_set *rule_set_new(void)
+{
+	struct rule_set *set = calloc(1, sizeof(*set));
+
+	if (!set)
+		return NULL;
+	set->pool = string_pool_new();
+	if (!set->pool) {
+		free(set);
+		return NULL;
+	}
+	return set;
+}
+
+void rule_set_free(struct rule_set *set)
+{
+	if (!set)
+		return;
+	for (size_t i = 0; i < set->source_count; i++)
+		free(set->sources[i]);
+	free(set->sources);
+	free(set->rules);
+	string_pool_free(set->pool);
+	free(set);
+}
+
+int rule_set_add(struct rule_set *set, const struct rule *rule)
+{
+	if (set->count == set->capacity) {
+		size_t capacity = set->capacity ? set->capacity * 2 : 64;
+		struct rule *rules = realloc(set->rules, capacity * sizeof(*rules));
+
+		if (!rules)
+			return -ENOMEM;
+		set->rules = rules;
+		set->capacity = capacity;
+	}
+	set->rules[set->count++] = *rule;
+	return 0;
+}
+
+int rule_set_add_source(struct rule_set *set, const char *path)
+{
+	char **sources = realloc(set->sources, (set->source_count + 1) * sizeof(*sources));
+
+	if (!sources)
+		return -ENOMEM;
+	set->sources = sources;
+	sources[set->source_count] = strdup(path);
+	if (!sources[set->source_count])
+		return -ENOMEM;
+	set->source_count++;
+	return 0;
+}
+
+static size_t describe_precondition(const struct precondition *precondition, char *text,
+				    size_t size)
+{
+	size_t used = 0;
+
+	for (uint32_t g = 0; g < precondition->group_count && used < size; g++) {
+		const struct precondition_group *group = &precondition->groups[g];
+
+		used += (size_t)snprintf(text + used, size - used, "%s", g ? " or " : " when ");
+		for (uint32_t c = 0; c < group->clause_count && used < size; c++) {
+			const struct precondition_clause *clause = &group->clauses[c];
+
+			if (clause->type == CLAUSE_EXIST)
+				used += (size_t)snprintf(text + used, size - used, "%s%s is known",
+							 c ? " and " : "", clause->variable);
+			else
+				used += (size_t)snprintf(text + used, size - used, "%s%s = %s",
+							 c ? " and " : "", clause->variable,
+							 clause->value);
+		}
+	}
+	return used;
+}
+
+void rule_describe(const struct rule *rule, char *text, size_t size)
+{
+	size_t used = 0;
+
+	switch (rule->relation) {
+	case RELATION_CONSISTENT:
+		used = (size_t)snprintf(text, size,
+					"%s of %s agrees across ranks (same communicator and "
+					"sequence number, or same step and occurrence)",
+					rule->field, rule->event.name);
+		break;
+	case RELATION_API_ARG:
+	case RELATION_API_OUTPUT:
+		used = (size_t)snprintf(text, size, "%s of %s is always %s", rule->field,
+					rule->event.name, rule->value);
+		break;
+	case RELATION_API_SEQUENCE:
+		used = (size_t)snprintf(text, size, "in every step with %s, %s comes first",
+					rule->event.name, rule->first.name);
+		break;
+	default:
+		used = (size_t)snprintf(text, size, "unknown relation");
+	}
+	if (used < size)
+		describe_precondition(&rule->precondition, text + used, size - used);
+}
+
+static const char *kind_name(uint32_t kind)
+{
+	return kind == INFER_EVENT_NCCL ? "nccl" : "python";
+}
+
+static json_t *descriptor_json(const struct rule_descriptor *descriptor)
+{
+	return json_pack("{s:s, s:s}", "kind", kind_name(descriptor->kind), "name",
+			 descriptor->name);
+}
+
+static json_t *precondition_json(const struct precondition *precondition)
+{
+	json_t *groups = json_array();
+
+	for (uint32_t g = 0; g < precondition->group_count; g++) {
+		json_t *clauses = json_array();
+
+		for (uint32_t c = 0; c < precondition->groups[g].clause_count; c++) {
+			const struct precondition_clause *clause =
+				&precondition->groups[g].clauses[c];
+
+			if (clause->type == CLAUSE_EXIST)
+				json_array_append_new(clauses,
+						      json_pack("{s:s, s:s}", "clause", "exist",
+								"variable", clause->variable));
+			else
+				json_array_append_new(
+					clauses, json_pack("{s:s, s:s, s:s}", "clause", "constant",
+							   "variable", clause->variable, "value",
+							   clause->value));
+		}
+		json_array_append_new(groups, clauses);
+	}
+	return groups;
+}
+
+int rule_set_save(const struct rule_set *set, const char *path, char *error, size_t size)
+{
+	json_t *root = json_object(), *rules = json_array(), *sources = json_array();
+	int failed;
+
+	for (size_t i = 0; i < set->source_count; i++)
+		json_array_append_new(sources, json_string(set->sources[i]));
+	for (size_t i = 0; i < set->count; i++) {
+		const struct rule *rule = &set->rules[i];
+		char words[1024];
+		json_t *object = json_object();
+
+		rule_describe(rule, words, sizeof(words));
+		json_object_set_new(object, "relation",
+				    json_string(rule_relation_name(rule->relation)));
+		json_object_set_new(object, "event", descriptor_json(&rule->event));
+		if (rule->relation == RELATION_API_SEQUENCE)
+			json_object_set_new(object, "first", descriptor_json(&rule->first));
+		if (rule->field)
+			json_object_set_new(object, "field", json_string(rule->field));
+		if (rule->value)
+			json_object_set_new(object, "value", json_string(rule->value));
+		json_object_set_new(object, "precondition", precondition_json(&rule->precondition));
+		json_object_set_new(object, "passing", json_integer((json_int_t)rule->passing));
+		json_object_set_new(object, "failing", json_integer((json_int_t)rule->failing));
+		json_object_set_new(object, "text", json_string(words));
+		json_array_append_new(rules, object);
+	}
+	json_object_set_new(root, "format", json_string(RULES_FORMAT_NAME));
+	json_object_set_new(root, "version", json_integer(RULES_FORMAT_VERSION));
+	json_object_set_new(root, "sources", sources);
+	json_object_set_new(root, "rules", rules);
+	failed = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (failed) {
+		snprintf(error, size, "cannot write the rules to %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int descriptor_load(struct rule_set *set, json_t *object, struct rule_descriptor *out)
+{
+	const char *kind = NULL, *name = NULL;
+
+	if (json_unpack(object, "{s:s, s:s}", "kind", &kind, "name", &name))
+		return -1;
+	if (strcmp(kind, "nccl") == 0)
+		out->kind = INFER_EVENT_NCCL;
+	else if (strcmp(kind, "python") == 0)
+		out->kind = INFER_EVENT_PYTHON;
+	else
+		return -1;
+	out->name = string_pool_intern(set->pool, name);
+	return out->name ? 0 : -1;
+}
+
+static int precondition_load(struct rule_set *set, json_t *groups, struct precondition *out)
+{
+	size_t g, c;
+	json_t *clauses, *clause;
+
+	memset(out, 0, sizeof(*out));
+	if (!json_is_array(groups) || json_array_size(groups) > PRECONDITION_GROUPS_MAX)
+		return -1;
+	json_array_foreach(groups, g, clauses)
+	{
+		struct precondition_group *group = &out->groups[g];
+
+		if (!json_is_array(clauses) || json_array_size(clauses) > PRECONDITION_CLAUSES_MAX)
+			return -1;
+		json_array_foreach(clauses, c, clause)
+		{
+			struct precondition_clause *into = &group->clauses[c];
+			const char *type = NULL, *variable = NULL, *value = NULL;
+
+			if (json_unpack(clause, "{s:s, s:s, s?s}", "clause", &type, "variable",
+					&variable, "value", &value))
+				return -1;
+			if (strcmp(type, "exist") == 0) {
+				into->type = CLAUSE_EXIST;
+			} else if (strcmp(type, "constant") == 0 && value) {
+				into->type = CLAUSE_CONSTANT;
+				into->value = string_pool_intern(set->pool, value);
+			} else {
+				return -1;
+			}
+			into->variable = string_pool_intern(set->pool, variable);
+		}
+		group->clause_count = (uint32_t)json_array_size(clauses);
+	}
+	out->group_count = (uint32_t)json_array_size(groups);
+	return 0;
+}
+
+static int rule_load(struct rule_set *set, json_t *object, struct rule *rule)
+{
+	const char *relation = NULL, *field = NULL, *value = NULL;
+	json_t *event = NULL, *first = NULL, *precondition = NULL;
+	json_int_t passing = 0, failing = 0;
+
+	memset(rule, 0, sizeof(*rule));
+	if (json_unpack(object, "{s:s, s:o, s?o, s?s, s?s, s:o, s?I, s?I}", "relation", &relation,
+			"event", &event, "first", &first, "field", &field, "value", &value,
+			"precondition", &precondition, "passing", &passing, "failing", &failing))
+		return -1;
+	rule->relation = relation_from_name(relation);
+	if (!rule->relation || descriptor_load(set, event, &rule->event) ||
+	    precondition_load(set, precondition, &rule->precondition))
+		return -1;
+	if (rule->relation == RELATION_API_SEQUENCE) {
+		if (!first || descriptor_load(set, first, &rule->first))
+			return -1;
+	} else if (!field) {
+		return -1;
+	}
+	if ((rule->relation == RELATION_API_ARG || rule->relation == RELATION_API_OUTPUT) && !value)
+		return -1;
+	rule->field = field ? string_pool_intern(set->pool, field) : NULL;
+	rule->value = value ? string_pool_intern(set->pool, value) : NULL;
+	rule->passing = (uint64_t)passing;
+	rule->failing = (uint64_t)failing;
+	return 0;
+}
+
+struct rule_set *rule_set_load(const char *path, char *error, size_t size)
+{
+	json_error_t json_error;
+	json_t *root = json_load_file(path, 0, &json_error), *rules, *item;
+	const char *format = NULL;
+	json_int_t version = 0;
+	struct rule_set *set;
+	size_t i;
+
+	if (!root) {
+		snprintf(error, size, "cannot read the rules file %s: %s (line %d)", path,
+			 json_error.text, json_error.line);
+		return NULL;
+	}
+	if (json_unpack(root, "{s:s, s:I, s:o}", "format", &format, "version", &version, "rules",
+			&rules) ||
+	    strcmp(format, RULES_FORMAT_NAME) != 0 || !json_is_array(rules)) {
+		snprintf(error, size,
+			 "%s is not a tcheck-bpf rules file (it needs \"format\": \"%s\", "
+			 "\"version\" and \"rules\"); make one with 'tcheck-bpf infer'",
+			 path, RULES_FORMAT_NAME);
+		json_decref(root);
+		return NULL;
+	}
+	if (version != RULES_FORMAT_VERSION) {
+		snprintf(error, size,
+			 "%s has rules format version %lld, this tcheck-bpf reads version %d: "
+			 "infer the rules again with this version",
+			 path, (long long)version, RULES_FORMAT_VERSION);
+		json_decref(root);
+		return NULL;
+	}
+	set = rule_set_new();
+	if (!set) {
+		snprintf(error, size, "out of memory loading %s", path);
+		json_decref(root);
+		return NULL;
+	}
+	json_array_foreach(rules, i, item)
+	{
+		struct rule rule;
+
+		if (rule_load(set, item, &rule) || rule_set_add(set, &rule)) {
+			snprintf(error, size,
+				 "rule %zu of %s is malformed (see docs/rules-format.md)", i + 1,
+				 path);
+			rule_set_free(set);
+			json_decref(root);
+			return NULL;
+		}
+	}
+	json_decref(root);
+	return set;
+}

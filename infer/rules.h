@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Invariants (rules): a relation over event descriptors, the precondition
+ * under which it holds and the evidence for it; kept in a rule set that
+ * is saved and loaded as versioned JSON (docs/rules-format.md).
+ */
+#ifndef TCHECK_RULES_H
+#define TCHECK_RULES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "infer_event.h"
+#include "precondition.h"
+
+#define RULES_FORMAT_NAME "tcheck-bpf-rules"
+#define RULES_FORMAT_VERSION 1
+
+enum rule_relation {
+	RELATION_CONSISTENT = 1,   /* a field agrees across the ranks of a group */
+	RELATION_API_ARG = 2,	   /* an argument is constant */
+	RELATION_API_OUTPUT = 3,   /* a result is constant */
+	RELATION_API_SEQUENCE = 4, /* within a step, 'first' is entered before 'event' */
+};
+
+/* Events described by kind and name, never by identity. */
+struct rule_descriptor {
+	uint32_t kind;	  /* enum infer_event_kind */
+	const char *name; /* interned */
+};
+
+struct rule {
+	uint32_t relation;
+	struct rule_descriptor event;
+	struct rule_descriptor first; /* API_SEQUENCE only */
+	const char *field;	      /* CONSISTENT, API_ARG, API_OUTPUT */
+	const char *value;	      /* API_ARG, API_OUTPUT: the constant */
+	struct precondition precondition;
+	uint64_t passing;
+	uint64_t failing;
+};
+
+struct rule_set {
+	struct string_pool *pool;
+	struct rule *rules;
+	size_t count;
+	size_t capacity;
+	char **sources; /* the traces the rules were inferred from */
+	size_t source_count;
+};
+
+struct rule_set *rule_set_new(void);
+void rule_set_free(struct rule_set *set);
+int rule_set_add(struct rule_set *set, const struct rule *rule);
+int rule_set_add_source(struct rule_set *set, const char *path);
+
+const char *rule_relation_name(uint32_t relation);
+
+/* The invariant in words, with its precondition. */
+void rule_describe(const struct rule *rule, char *text, size_t size);
+
+/* Writes the rule set as JSON; 0, or -1 with 'error' filled. */
+int rule_set_save(const struct rule_set *set, const char *path, char *error, size_t size);
+
+/*
+ * Loads a rule set; NULL with 'error' filled when the file cannot be read,
+ * is not a rules file, has an unknown version or a malformed rule.
+ */
+struct rule_set *rule_set_load(const char *path, char *error, size_t size);
+
+#endif /* TCHECK_RULES_H */

@@ -1,0 +1,36 @@
+#!/bin/bash
+# A Python-level silent error end to end: rules inferred from the reference
+# CPU training workload (train_cpu.py) flag a loop that stops calling
+# optimizer.zero_grad() at the step it stops, and nothing on the loop that
+# keeps calling it (another script than the reference).
+source "$(dirname "$0")/lib.sh"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "Debian's python3-torch is not installed"
+PY="$ROOT/tests/workloads/python"
+"$TCHECK" --quiet record -o "$SCRATCH/reference.trace" --python -- /usr/bin/python3 \
+	"$PY/train_cpu.py" --steps 8 >/dev/null || fail "reference run"
+"$TCHECK" --quiet infer -o "$SCRATCH/rules.json" "$SCRATCH/reference.trace" || fail "infer"
+for variant in fixed buggy; do
+	bug=()
+	[ $variant = buggy ] && bug=(--missing-zero-grad 5)
+	"$TCHECK" --quiet record -o "$SCRATCH/$variant.trace" --python -- /usr/bin/python3 \
+		"$PY/silent_zero_grad.py" --steps 10 "${bug[@]}" --log "$SCRATCH/$variant.json" ||
+		fail "$variant run"
+	status=0
+	"$TCHECK" --quiet check --rules "$SCRATCH/rules.json" --jsonl "$SCRATCH/$variant.jsonl" \
+		"$SCRATCH/$variant.trace" >"$SCRATCH/$variant.txt" || status=$?
+	echo "$status" >"$SCRATCH/$variant.status"
+done
+[ "$(cat "$SCRATCH/fixed.status")" = 0 ] || fail "violations on the fixed loop: $(cat "$SCRATCH/fixed.txt")"
+[ "$(cat "$SCRATCH/buggy.status")" = 1 ] || fail "the missing zero_grad was not flagged"
+python3 - "$SCRATCH/buggy.jsonl" "$SCRATCH/buggy.json" <<'PY' || fail "wrong violations: $(cat "$SCRATCH/buggy.txt")"
+import json, sys
+violations = [json.loads(line) for line in open(sys.argv[1])]
+truth = json.load(open(sys.argv[2]))
+missing = [s for s in range(truth["steps"]) if s not in truth["zero_grad_steps"]]
+zero_grad = [v for v in violations if v["relation"] == "APISequence" and "zero_grad" in v["invariant"]]
+assert zero_grad, violations
+# The first is reported for the step zero_grad first went missing.
+assert min(v["step"] for v in zero_grad) == missing[0], (zero_grad[0], missing)
+assert {v["step"] for v in zero_grad} <= set(missing), ({v["step"] for v in zero_grad}, missing)
+PY
+echo "a missing zero_grad is flagged at the step it goes missing, none on the healthy loop"

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+/* tcheck-bpf check --rules: reports the invariants a recorded job violates. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "command_check_rules.h"
+#include "commands.h"
+#include "log.h"
+#include "recorder.h"
+#include "rule_checker.h"
+#include "trace_replay.h"
+
+struct report {
+	FILE *jsonl;
+};
+
+static json_t *event_json(const struct infer_event *event)
+{
+	json_t *object = json_object(), *fields = json_object();
+
+	for (uint32_t i = 0; i < event->field_count; i++)
+		json_object_set_new(fields, event->fields[i].name,
+				    json_string(event->fields[i].value));
+	json_object_set_new(object, "name", json_string(event->name));
+	json_object_set_new(object, "pid", json_integer(event->pid));
+	json_object_set_new(object, "tid", json_integer(event->tid));
+	json_object_set_new(object, "rank", json_integer(event->rank));
+	json_object_set_new(object, "step", json_integer(event->step));
+	if (event->comm_id) {
+		char comm[32];
+
+		snprintf(comm, sizeof(comm), "%016" PRIx64, event->comm_id);
+		json_object_set_new(object, "comm", json_string(comm));
+		json_object_set_new(object, "seq", json_integer(event->seq));
+	}
+	json_object_set_new(object, "entry_ns", json_integer((json_int_t)event->entry_ns));
+	json_object_set_new(object, "python_context", json_string(event->context));
+	json_object_set_new(object, "fields", fields);
+	return object;
+}
+
+static void describe_event(const struct infer_event *event, const char *field, char *text,
+			   size_t size)
+{
+	int used = snprintf(text, size, "%s on rank %d (pid %u)", event->name, event->rank,
+			    event->pid);
+
+	if (field && used > 0 && (size_t)used < size)
+		used += snprintf(text + used, size - (size_t)used, " with %s = %s", field,
+				 infer_event_field(event, field) ? infer_event_field(event, field)
+								 : "(none)");
+	if (event->comm_id && used > 0 && (size_t)used < size)
+		used += snprintf(text + used, size - (size_t)used,
+				 ", communicator %016" PRIx64 " call %" PRId64, event->comm_id,
+				 event->seq);
+	if (*event->context && used > 0 && (size_t)used < size)
+		snprintf(text + used, size - (size_t)used, ", called from %s", event->context);
+}
+
+static void report_violation(const struct rule_violation *violation, void *context)
+{
+	struct report *report = context;
+	char offending[512], other[512] = "";
+
+	describe_event(violation->event, violation->rule->field, offending, sizeof(offending));
+	if (violation->other)
+		describe_event(violation->other, violation->rule->field, other, sizeof(other));
+	printf("violation at step %d: %s\n  offending: %s\n", violation->step, violation->text,
+	       offending);
+	if (violation->other)
+		printf("  %s: %s\n",
+		       violation->rule->relation == RELATION_API_SEQUENCE ? "expected first"
+									  : "disagrees with",
+		       other);
+	if (report->jsonl) {
+		json_t *line = json_object();
+
+		json_object_set_new(line, "relation",
+				    json_string(rule_relation_name(violation->rule->relation)));
+		json_object_set_new(line, "invariant", json_string(violation->text));
+		json_object_set_new(line, "step", json_integer(violation->step));
+		json_object_set_new(line, "event", event_json(violation->event));
+		if (violation->other)
+			json_object_set_new(line, "other", event_json(violation->other));
+		json_dumpf(line, report->jsonl, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		fputc('\n', report->jsonl);
+		json_decref(line);
+	}
+}
+
+static int observe(const struct trace_record *record, void *context)
+{
+	return rule_checker_observe(context, record);
+}
+
+int check_rules_offline(const char *rules_path, char **traces, int trace_count,
+			const char *jsonl_path)
+{
+	struct report report = { NULL };
+	struct rule_checker *checker = NULL;
+	struct rule_set *rules;
+	char error[512];
+	int status = 2;
+
+	rules = rule_set_load(rules_path, error, sizeof(error));
+	if (!rules) {
+		log_error("%s", error);
+		return 2;
+	}
+	if (jsonl_path) {
+		report.jsonl = fopen(jsonl_path, "w");
+		if (!report.jsonl) {
+			log_error("cannot write %s: %m", jsonl_path);
+			goto out;
+		}
+	}
+	checker = rule_checker_new(rules, report_violation, &report);
+	if (!checker) {
+		log_error("out of memory");
+		goto out;
+	}
+	for (int i = 0; i < trace_count; i++)
+		if (trace_replay(traces[i], observe, checker, 0) < 0)
+			goto out;
+	rule_checker_finish(checker);
+	log_notice("%" PRIu64 " events checked against %zu rules: %" PRIu64 " violation(s)",
+		   rule_checker_events(checker), rules->count, rule_checker_violations(checker));
+	status = rule_checker_violations(checker) ? 1 : 0;
+out:
+	if (report.jsonl && fclose(report.jsonl)) {
+		log_error("cannot write %s: %m", jsonl_path);
+		status = 2;
+	}
+	rule_checker_free(checker);
+	rule_set_free(rules);
+	return status;
+}
+
+struct live_rules {
+	struct rule_set *rules;
+	struct rule_checker *checker;
+	struct report report;
+};
+
+static void observe_live(void *context, const struct trace_record *record)
+{
+	struct live_rules *live = context;
+
+	if (rule_checker_observe(live->checker, record))
+		log_warning("out of memory checking rules: a call was not checked");
+	fflush(stdout);
+}
+
+struct live_rules *live_rules_start(const char *rules_path, struct recorder_observer *observer)
+{
+	struct live_rules *live = calloc(1, sizeof(*live));
+	char error[512];
+
+	if (!live) {
+		log_error("out of memory");
+		return NULL;
+	}
+	live->rules = rule_set_load(rules_path, error, sizeof(error));
+	if (!live->rules) {
+		log_error("%s", error);
+		free(live);
+		return NULL;
+	}
+	live->checker = rule_checker_new(live->rules, report_violation, &live->report);
+	if (!live->checker) {
+		log_error("out of memory");
+		rule_set_free(live->rules);
+		free(live);
+		return NULL;
+	}
+	memset(observer, 0, sizeof(*observer));
+	observer->context = live;
+	observer->record = observe_live;
+	return live;
+}
+
+int live_rules_finish(struct live_rules *live, int status)
+{
+	rule_checker_finish(live->checker);
+	log_notice("%" PRIu64 " events checked live against %zu rules: %" PRIu64 " violation(s)",
+		   rule_checker_events(live->checker), live->rules->count,
+		   rule_checker_violations(live->checker));
+	rule_checker_free(live->checker);
+	rule_set_free(live->rules);
+	free(live);
+	return status;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "Usage: tcheck-bpf check --rules RULES.json [--jsonl FILE] TRACE...\n\n"
+		     "Checks recorded traces (all ranks of a job together) against the invariants\n"
+		     "of a rules file made by 'tcheck-bpf infer', and reports each violation: the\n"
+		     "invariant in words, the step, the rank(s), the offending events and their\n"
+		     "Python context. Exit status: 0 none, 1 violations found, 2 bad input.\n\n"
+		     "  -r, --rules FILE  the rules file (required)\n"
+		     "  -j, --jsonl FILE  also write the violations as JSON Lines\n"
+		     "  -h, --help        this text\n");
+}
+
+int command_check_rules(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "rules", required_argument, NULL, 'r' },
+		{ "jsonl", required_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *rules = NULL, *jsonl = NULL;
+	int option;
+
+	while ((option = getopt_long(argc, argv, "r:j:h", long_options, NULL)) != -1) {
+		switch (option) {
+		case 'r':
+			rules = optarg;
+			break;
+		case 'j':
+			jsonl = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!rules || optind >= argc) {
+		log_error("check needs --rules RULES.json and at least one trace (see tcheck-bpf "
+			  "check --help)");
+		return 2;
+	}
+	return check_rules_offline(rules, argv + optind, argc - optind, jsonl);
+}

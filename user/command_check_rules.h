@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* Checking traces against a rules file: what 'tcheck-bpf check --rules' runs. */
+#ifndef TCHECK_COMMAND_CHECK_RULES_H
+#define TCHECK_COMMAND_CHECK_RULES_H
+
+/*
+ * Checks every trace against the rules in 'rules_path', printing each
+ * violation as text on standard output and, when 'jsonl_path' is given,
+ * as JSON Lines there. Returns 0 when nothing was violated, 1 when
+ * something was, 2 when the rules or a trace could not be read.
+ */
+int check_rules_offline(const char *rules_path, char **traces, int trace_count,
+			const char *jsonl_path);
+
+struct recorder_observer;
+struct live_rules;
+
+/*
+ * Live checking during record or attach: loads the rules and fills
+ * 'observer' so that every record is checked as it comes; violations go
+ * to standard output as they are found. NULL after printing why not.
+ */
+struct live_rules *live_rules_start(const char *rules_path, struct recorder_observer *observer);
+/* Closes the open steps, prints the summary, frees; returns 'status'. */
+int live_rules_finish(struct live_rules *live, int status);
+
+#endif /* TCHECK_COMMAND_CHECK_RULES_H */
