@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error_message.h"
+#include "log.h"
 #include "metrics.h"
 
 /* Connections served at once; scrapes are short. */
@@ -56,6 +58,16 @@ int metrics_parse_listen(const char *listen, uint32_t *address, uint16_t *port, 
 	*address = parsed.s_addr;
 	*port = (uint16_t)number;
 	return 0;
+}
+
+/* libmicrohttpd's own messages: only with -vv; failures reach the user as our sentences. */
+static void log_server_message(void *context, const char *format, va_list arguments)
+{
+	char message[512];
+
+	(void)context;
+	vsnprintf(message, sizeof(message), format, arguments);
+	log_debug("metrics server: %s", message);
 }
 
 static enum MHD_Result respond(struct MHD_Connection *connection, unsigned status,
@@ -132,12 +144,12 @@ struct metrics_server *metrics_server_start(struct metrics_registry *registry, c
 		return NULL;
 	}
 	server->registry = registry;
-	server->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-						  MHD_USE_ERROR_LOG,
-					  port, NULL, NULL, handle, server, MHD_OPTION_SOCK_ADDR,
-					  &bind_address, MHD_OPTION_THREAD_POOL_SIZE,
-					  (unsigned)SERVER_THREADS, MHD_OPTION_CONNECTION_TIMEOUT,
-					  (unsigned)CONNECTION_TIMEOUT_SECONDS, MHD_OPTION_END);
+	server->daemon = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, port, NULL, NULL, handle, server,
+		MHD_OPTION_SOCK_ADDR, &bind_address, MHD_OPTION_THREAD_POOL_SIZE,
+		(unsigned)SERVER_THREADS, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)CONNECTION_TIMEOUT_SECONDS, MHD_OPTION_EXTERNAL_LOGGER,
+		log_server_message, NULL, MHD_OPTION_END);
 	if (!server->daemon) {
 		error_format(error, error_size,
 			     "cannot serve metrics on %s: the address is taken or not on this "

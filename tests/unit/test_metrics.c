@@ -198,6 +198,8 @@ UNIT_TEST(metrics, concurrent_scrapes_while_counters_move)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(server);
 	CU_ASSERT(metrics_server_port(server) != 0);
 
+	/* The series exists before the first scrape: every scrape must show it. */
+	CU_ASSERT_EQUAL(metrics_add(family, (const char *[]){ "0" }, 0), 0);
 	for (int i = 0; i < WORKERS; i++) {
 		workers[i] = (struct scrape_worker){ .port = metrics_server_port(server),
 						     .scrapes = SCRAPES };
