@@ -9,7 +9,11 @@ command -v curl >/dev/null || skip "curl is not installed"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 events="$SCRATCH/events.jsonl"
 # --select keeps the agent to this test's processes on a shared machine.
-"$TCHECK" agent --listen "127.0.0.1:$port" --events "$events" --select "$SCRATCH/job" \
+# Only the three capabilities the deployment grants (docs/deployment.md): the
+# bounding set leaves uid 0 nothing else.
+command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+setpriv --bounding-set=-all,+bpf,+perfmon,+sys_ptrace --inh-caps=-all -- \
+	"$TCHECK" agent --listen "127.0.0.1:$port" --events "$events" --select "$SCRATCH/job" \
 	--retention 120 --duration 120 >"$SCRATCH/agent.log" 2>&1 &
 agent=$!
 BACKGROUND_PIDS+=("$agent")
@@ -19,6 +23,9 @@ for _ in $(seq 100); do
 done
 curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^tcheck_attached_processes 0$' ||
 	fail "the agent does not serve metrics on port $port: $(cat "$SCRATCH/agent.log")"
+# CAP_BPF (39), CAP_PERFMON (38), CAP_SYS_PTRACE (19) and nothing else.
+[ "$(awk '/^CapEff/ { print $2 }' "/proc/$agent/status")" = 000000c000080000 ] ||
+	fail "the agent runs with capabilities $(awk '/^CapEff/ { print $2 }' "/proc/$agent/status"), not only BPF, PERFMON and SYS_PTRACE"
 
 # (Sequence numbers against the logs: tests/e2e/test_prometheus_two_nodes.sh, on a stalled job.)
 # A job whose ranks wait at a gate until the agent has attached to all three processes.
