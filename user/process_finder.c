@@ -2,7 +2,6 @@
 /* Training processes on this node, found by the libraries they map. */
 #include "process_finder.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,116 +10,74 @@
 
 #include "process_maps.h"
 
-/* A maps file is read up to this much: the libraries come early enough in it. */
-#define MAPS_READ_LIMIT (4U << 20)
-
-static bool path_has_library(const char *line, const char *prefix)
+static bool name_starts_with(const char *path, const char *prefix)
 {
-	const char *slash = strrchr(line, '/');
+	const char *slash = strrchr(path, '/');
 
 	return slash && strncmp(slash + 1, prefix, strlen(prefix)) == 0;
 }
 
-bool process_finder_maps_match(const char *maps_text, bool torch_without_nccl)
+static bool list_has_training_library(const struct mapped_file_list *list, bool torch_without_nccl)
 {
-	const char *line = maps_text;
+	for (size_t i = 0; i < list->count; i++) {
+		const char *path = list->files[i].path;
 
-	while (line && *line) {
-		const char *end = strchr(line, '\n');
-		char buffer[4096];
-		size_t length = end ? (size_t)(end - line) : strlen(line);
-
-		if (length >= sizeof(buffer))
-			length = sizeof(buffer) - 1;
-		memcpy(buffer, line, length);
-		buffer[length] = '\0';
-		if (path_has_library(buffer, "libnccl") ||
-		    path_has_library(buffer, "libtorch_cuda") ||
-		    (torch_without_nccl && path_has_library(buffer, "libtorch_cpu")))
+		if (name_starts_with(path, "libnccl") || name_starts_with(path, "libtorch_cuda") ||
+		    (torch_without_nccl && name_starts_with(path, "libtorch_cpu")))
 			return true;
-		line = end ? end + 1 : NULL;
 	}
 	return false;
 }
 
-static char *read_text(const char *path, size_t limit)
+bool process_finder_maps_match(const char *maps_text, bool torch_without_nccl)
 {
-	FILE *file = fopen(path, "re");
-	size_t length = 0, capacity = 65536;
-	char *text = file ? malloc(capacity + 1) : NULL;
-
-	if (!text) {
-		if (file)
-			fclose(file);
-		return NULL;
-	}
-	for (;;) {
-		size_t got = fread(text + length, 1, capacity - length, file);
-
-		length += got;
-		if (got == 0 || length >= limit)
-			break;
-		if (length == capacity) {
-			char *grown = realloc(text, 2 * capacity + 1);
-
-			if (!grown)
-				break;
-			text = grown;
-			capacity *= 2;
-		}
-	}
-	fclose(file);
-	text[length] = '\0';
-	return text;
-}
-
-static bool command_matches(const char *proc_root, pid_t pid, const char *wanted)
-{
-	char path[256], *text;
+	struct mapped_file_list list = { 0 };
+	char error[256];
 	bool found;
-	FILE *file;
-	size_t length;
 
-	if (!wanted || !*wanted)
-		return true;
-	snprintf(path, sizeof(path), "%s/%d/cmdline", proc_root, (int)pid);
-	text = calloc(1, 65537);
-	file = text ? fopen(path, "re") : NULL;
-	if (!file) {
-		free(text);
+	if (process_maps_parse(maps_text, 0, &list, error, sizeof(error)))
 		return false;
-	}
-	length = fread(text, 1, 65536, file);
-	fclose(file);
-	for (size_t i = 0; i + 1 < length; i++)
-		if (text[i] == '\0')
-			text[i] = ' ';
-	found = strstr(text, wanted) != NULL;
-	free(text);
+	found = list_has_training_library(&list, torch_without_nccl);
+	mapped_file_list_free(&list);
 	return found;
 }
 
-/* With a rank range, the process's RANK (from its environment) must lie in it. */
-static bool rank_matches(const struct process_finder_options *options, pid_t pid)
+/* The selector and the rank range, from the process's command line and environment. */
+static bool selected(const struct process_finder_options *options, pid_t pid)
 {
 	struct process_info info;
 	char error[256];
-	bool inside;
+	bool wanted;
 
-	if (options->last_rank < 0)
+	if ((!options->command_contains || !*options->command_contains) && options->last_rank < 0)
 		return true;
 	if (process_info_read(pid, &info, error, sizeof(error)))
 		return false;
-	inside = info.rank >= options->first_rank && info.rank <= options->last_rank;
+	wanted = (!options->command_contains || !*options->command_contains ||
+		  (info.command && strstr(info.command, options->command_contains))) &&
+		 (options->last_rank < 0 ||
+		  (info.rank >= options->first_rank && info.rank <= options->last_rank));
 	process_info_free(&info);
-	return inside;
+	return wanted;
+}
+
+static bool is_training_process(const struct process_finder_options *options, pid_t pid)
+{
+	struct mapped_file_list list = { 0 };
+	char error[256];
+	bool found;
+
+	if (process_maps_read(pid, &list, error, sizeof(error)))
+		return false;
+	found = list_has_training_library(&list, options->torch_without_nccl);
+	mapped_file_list_free(&list);
+	return found && selected(options, pid);
 }
 
 size_t process_finder_scan(const struct process_finder_options *options, pid_t *pids,
 			   size_t capacity)
 {
-	const char *proc_root = options->proc_root ? options->proc_root : "/proc";
-	DIR *directory = opendir(proc_root);
+	DIR *directory = opendir("/proc");
 	struct dirent *entry;
 	size_t count = 0;
 	pid_t self = getpid();
@@ -128,19 +85,13 @@ size_t process_finder_scan(const struct process_finder_options *options, pid_t *
 	if (!directory)
 		return 0;
 	while (count < capacity && (entry = readdir(directory))) {
-		char path[256], *maps;
 		char *end;
 		long pid = strtol(entry->d_name, &end, 10);
 
 		if (*end || pid <= 0 || pid == self)
 			continue;
-		snprintf(path, sizeof(path), "%s/%ld/maps", proc_root, pid);
-		maps = read_text(path, MAPS_READ_LIMIT);
-		if (maps && process_finder_maps_match(maps, options->torch_without_nccl) &&
-		    command_matches(proc_root, (pid_t)pid, options->command_contains) &&
-		    rank_matches(options, (pid_t)pid))
+		if (is_training_process(options, (pid_t)pid))
 			pids[count++] = (pid_t)pid;
-		free(maps);
 	}
 	closedir(directory);
 	return count;

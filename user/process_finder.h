@@ -15,7 +15,6 @@
 struct process_finder_options {
 	bool torch_without_nccl;      /* also processes mapping libtorch_cpu (CPU training) */
 	const char *command_contains; /* NULL: any command line */
-	const char *proc_root;	      /* "/proc" unless testing */
 	int first_rank;		      /* with last_rank >= 0: only RANK in [first, last] */
 	int last_rank;		      /* -1: any process, with a RANK or not */
 };
