@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "torch_probes.h"
+#include "loaded_code.h"
 #include "unit.h"
 
 /* Debian's python3-torch 1.13 (libtorch1.13): the package's library, the one Python loads. */
@@ -294,7 +295,7 @@ static bool exported_site_matches_at(void *handle, const struct torch_probe_site
 	    !file_bytes(DEBIAN_TORCH, site->file_offset, from_file))
 		return false;
 	return (uintptr_t)loaded - (uintptr_t)info.dli_fbase + offset == site->address &&
-	       memcmp((const uint8_t *)loaded + offset, from_file, COMPARED_BYTES) == 0;
+	       loaded_code_matches((const uint8_t *)loaded + offset, from_file, COMPARED_BYTES);
 }
 
 static bool exported_site_matches(void *handle, const struct torch_probe_site *site)
@@ -430,10 +431,9 @@ UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
 		enter_new_address = (uintptr_t)loaded - (uintptr_t)info.dli_fbase;
 		enter_new_size = symbol->st_size;
 		CU_ASSERT(file_bytes(DEBIAN_TORCH, probes->scopes.enter.file_offset, from_file));
-		CU_ASSERT_EQUAL(
-			memcmp((const uint8_t *)info.dli_fbase + probes->scopes.enter.address,
-			       from_file, COMPARED_BYTES),
-			0);
+		CU_ASSERT(loaded_code_matches((const uint8_t *)info.dli_fbase +
+						      probes->scopes.enter.address,
+					      from_file, COMPARED_BYTES));
 	}
 	/* ...and objdump, reading the exported function apart from us, sees the same call. */
 	{

@@ -13,47 +13,10 @@
 #include "trace_format.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
+#include "scratch_files.h"
 #include "unit.h"
 
 #define ERROR_SIZE 640
-
-/*
- * Files for this run live in one directory, removed at exit. Each name
- * keeps its own path string, so a test may hold several at once.
- */
-#define MAX_SCRATCH_PATHS 32
-static char scratch_directory[64];
-static char *scratch_paths[MAX_SCRATCH_PATHS];
-
-static void remove_scratch_directory(void)
-{
-	for (int i = 0; i < MAX_SCRATCH_PATHS && scratch_paths[i]; i++) {
-		unlink(scratch_paths[i]);
-		free(scratch_paths[i]);
-	}
-	if (scratch_directory[0])
-		rmdir(scratch_directory);
-}
-
-static const char *scratch_path(const char *name)
-{
-	char path[160];
-	int i;
-
-	if (!scratch_directory[0]) {
-		strcpy(scratch_directory, "/tmp/tcheck-format-test.XXXXXX");
-		if (!mkdtemp(scratch_directory))
-			abort();
-		atexit(remove_scratch_directory);
-	}
-	snprintf(path, sizeof(path), "%s/%s", scratch_directory, name);
-	for (i = 0; i < MAX_SCRATCH_PATHS && scratch_paths[i]; i++)
-		if (strcmp(scratch_paths[i], path) == 0)
-			return scratch_paths[i];
-	if (i == MAX_SCRATCH_PATHS || !(scratch_paths[i] = strdup(path)))
-		abort();
-	return scratch_paths[i];
-}
 
 /* A growable byte buffer for building and cutting files. */
 struct bytes {
