@@ -148,13 +148,19 @@ int uprobe_link_attach(struct uprobe_link_list *list, struct bpf_program *progra
 		       const char *path, const uint64_t *offsets, const uint64_t *cookies,
 		       size_t count, int pid, char *error, size_t error_size)
 {
+	int result;
+
 	if (count == 0)
 		return 0;
 	if (uprobe_multi_supported())
-		return attach_multi(list, program, retprobe, path, offsets, cookies, count, pid,
-				    error, error_size);
-	return attach_each(list, program, retprobe, path, offsets, cookies, count, pid, error,
-			   error_size);
+		result = attach_multi(list, program, retprobe, path, offsets, cookies, count, pid,
+				      error, error_size);
+	else
+		result = attach_each(list, program, retprobe, path, offsets, cookies, count, pid,
+				     error, error_size);
+	if (result && list->on_failure)
+		list->on_failure(list->failure_context, path);
+	return result;
 }
 
 static void detach(struct uprobe_link *link)
