@@ -88,8 +88,7 @@ void agent_rules_finish(struct agent_rules *rules)
 		return;
 	if (rules->checker) {
 		rule_checker_finish(rules->checker);
-		log_notice("%" PRIu64 " events checked against %zu rules: %" PRIu64
-			   " violation(s)",
+		log_notice("%" PRIu64 " events checked against %zu rules: %" PRIu64 " violation(s)",
 			   rule_checker_events(rules->checker), rules->set->count,
 			   rule_checker_violations(rules->checker));
 	}

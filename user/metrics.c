@@ -125,9 +125,8 @@ static bool declaration_valid(const char *name, enum metrics_type type,
 	if (type == METRICS_COUNTER && !ends_with(name, "_total"))
 		return false;
 	/* A histogram's own series take these suffixes. */
-	if (type == METRICS_HISTOGRAM &&
-	    (ends_with(name, "_total") || ends_with(name, "_bucket") || ends_with(name, "_sum") ||
-	     ends_with(name, "_count")))
+	if (type == METRICS_HISTOGRAM && (ends_with(name, "_total") || ends_with(name, "_bucket") ||
+					  ends_with(name, "_sum") || ends_with(name, "_count")))
 		return false;
 	for (size_t i = 0; i < label_count; i++)
 		if (!valid_name(label_names[i], false) || strncmp(label_names[i], "__", 2) == 0 ||
@@ -236,8 +235,9 @@ struct metrics_family *metrics_declare(struct metrics_registry *registry, const 
 
 struct metrics_family *metrics_declare_histogram(struct metrics_registry *registry,
 						 const char *name, const char *help,
-						 const char *const label_names[], size_t label_count,
-						 const double bucket_bounds[], size_t bucket_count)
+						 const char *const label_names[],
+						 size_t label_count, const double bucket_bounds[],
+						 size_t bucket_count)
 {
 	if (!bounds_valid(bucket_bounds, bucket_count)) {
 		errno = EINVAL;
@@ -346,7 +346,7 @@ int metrics_observe(struct metrics_family *family, const char *const label_value
 		bucket++;
 	pthread_mutex_lock(&family->registry->lock);
 	series = find_or_add_series(family, label_values);
-	if (!series) {
+	if (!series || !series->counts) {
 		err = -ENOMEM;
 	} else {
 		series->counts[bucket]++;
@@ -373,7 +373,7 @@ double metrics_get(struct metrics_family *family, const char *const label_values
 
 	pthread_mutex_lock(&family->registry->lock);
 	series = find_series(family, label_values);
-	value = !series ? 0
+	value = !series				    ? 0
 		: family->type == METRICS_HISTOGRAM ? (double)observations(family, series)
 						    : series->value;
 	pthread_mutex_unlock(&family->registry->lock);

@@ -45,8 +45,9 @@ struct metrics_family *metrics_declare(struct metrics_registry *registry, const 
  */
 struct metrics_family *metrics_declare_histogram(struct metrics_registry *registry,
 						 const char *name, const char *help,
-						 const char *const label_names[], size_t label_count,
-						 const double bucket_bounds[], size_t bucket_count);
+						 const char *const label_names[],
+						 size_t label_count, const double bucket_bounds[],
+						 size_t bucket_count);
 
 /* Counts one observation into a histogram series, creating it. -EINVAL for other metrics. */
 int metrics_observe(struct metrics_family *family, const char *const label_values[], double value);

@@ -75,10 +75,10 @@ UNIT_TEST(metrics_histogram, malformed_declarations_are_refused)
 	struct metrics_family *counter;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
-	CU_ASSERT_PTR_NULL(metrics_declare_histogram(registry, "tcheck_a_total", "", NULL, 0,
-						     bounds, 2));
-	CU_ASSERT_PTR_NULL(metrics_declare_histogram(registry, "tcheck_a_count", "", NULL, 0,
-						     bounds, 2));
+	CU_ASSERT_PTR_NULL(
+		metrics_declare_histogram(registry, "tcheck_a_total", "", NULL, 0, bounds, 2));
+	CU_ASSERT_PTR_NULL(
+		metrics_declare_histogram(registry, "tcheck_a_count", "", NULL, 0, bounds, 2));
 	CU_ASSERT_PTR_NULL(
 		metrics_declare_histogram(registry, "tcheck_a_seconds", "", le, 1, bounds, 2));
 	CU_ASSERT_PTR_NULL(
