@@ -160,8 +160,15 @@ $(TEST_PROGRAM_DIR)/bench/%: tools/bench/%.c $(NCCL_DOUBLE) | $(TEST_PROGRAM_DIR
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/nccl_double $< -L$(TEST_PROGRAM_DIR)/lib -lnccl \
 		-Wl,-rpath,'$$ORIGIN/../lib' -lpthread -ldl -lm -o $@
 
+# A library that looks like NCCL but that the kernel refuses to probe (x86-64):
+# the agent's probe attach failures, provoked on purpose.
+UNPROBEABLE_LIBRARY := $(TEST_PROGRAM_DIR)/lib/libnccl-unprobeable.so
+$(UNPROBEABLE_LIBRARY): tests/unprobeable/unprobeable_nccl.c | $(TEST_PROGRAM_DIR)/lib
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libnccl-unprobeable.so $< -o $@
+
 test-programs: $(NCCL_DOUBLE) $(WORKLOADS) $(TOOLS) $(TEST_PROGRAM_DIR)/unit-tests \
-	$(TEST_PROGRAM_DIR)/nccl-workload-embedded $(VERBS_WORKLOAD)
+	$(TEST_PROGRAM_DIR)/nccl-workload-embedded $(VERBS_WORKLOAD) $(UNPROBEABLE_LIBRARY)
 
 unit-test: $(TEST_PROGRAM_DIR)/unit-tests
 	$(TEST_PROGRAM_DIR)/unit-tests

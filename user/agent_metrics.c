@@ -31,7 +31,8 @@ struct agent_metrics {
 	struct u64_map processes;   /* pid -> process_labels */
 	unsigned attached;
 	struct metrics_family *calls, *bytes, *sequence, *progress, *attached_gauge, *drops,
-		*process_drops, *in_flight, *bytes_in_flight, *findings;
+		*process_drops, *in_flight, *bytes_in_flight, *findings, *violations, *steps,
+		*expected_step, *attach_failures;
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -52,6 +53,14 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 	static const char *const process_labels[] = { "pid", "rank", "pod", "namespace",
 						      "container" };
 	static const char *const finding_labels[] = { "kind" };
+	static const char *const violation_labels[] = { "pid",	     "rank",	  "pod",
+							"namespace", "container", "rule",
+							"relation",  "function" };
+	static const char *const library_labels[] = { "library" };
+	/* From a fast data-parallel step to a slow pipeline-parallel one, and a stall. */
+	static const double step_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+					       0.1,   0.25,   0.5,   1,	   2.5,	  5,
+					       10,    25,     60,    120,  300 };
 	struct agent_metrics *metrics = calloc(1, sizeof(*metrics));
 
 	if (!metrics)
@@ -98,14 +107,39 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 	metrics->findings = metrics_declare(registry, "tcheck_findings_total",
 					    "Hangs and slowdowns the detectors reported, by kind.",
 					    METRICS_COUNTER, finding_labels, 1);
+	metrics->violations = metrics_declare(
+		registry, "tcheck_violations_total",
+		"Calls that violated a rule of the rules file (rule: its position in the file's "
+		"rules list; relation and function: the rule's).",
+		METRICS_COUNTER, violation_labels, 8);
+	metrics->steps = metrics_declare_histogram(
+		registry, "tcheck_step_duration_seconds",
+		"Step time of a rank on a communicator: between its arrivals at the collectives "
+		"that end two consecutive steps (the step is the period of the communicator's "
+		"collectives).",
+		comm_labels, 6, step_buckets, sizeof(step_buckets) / sizeof(step_buckets[0]));
+	metrics->expected_step =
+		metrics_declare(registry, "tcheck_step_expected_duration_seconds",
+				"The step time learned on a communicator (the slowdown "
+				"detector's reference); absent while it is learned.",
+				METRICS_GAUGE, comm_labels, 6);
+	metrics->attach_failures = metrics_declare(
+		registry, "tcheck_probe_attach_failures_total",
+		"Probe attachments the kernel refused, by library (file name up to .so): calls "
+		"in it are not seen.",
+		METRICS_COUNTER, library_labels, 1);
+	if (!metrics->violations || !metrics->steps || !metrics->expected_step ||
+	    !metrics->attach_failures)
+		goto fail;
 	if (!metrics->in_flight || !metrics->bytes_in_flight || !metrics->findings ||
 	    !metrics->calls || !metrics->bytes || !metrics->sequence || !metrics->progress ||
-	    !metrics->attached_gauge || !metrics->drops || !metrics->process_drops) {
-		agent_metrics_free(metrics);
-		return NULL;
-	}
+	    !metrics->attached_gauge || !metrics->drops || !metrics->process_drops)
+		goto fail;
 	metrics_set(metrics->attached_gauge, NULL, 0);
 	return metrics;
+fail:
+	agent_metrics_free(metrics);
+	return NULL;
 }
 
 void agent_metrics_free(struct agent_metrics *metrics)
@@ -230,6 +264,62 @@ void agent_metrics_findings(struct agent_metrics *metrics, unsigned hangs, unsig
 
 	metrics_set(metrics->findings, hang, hangs);
 	metrics_set(metrics->findings, slowdown, slowdowns);
+}
+
+void agent_metrics_violation(struct agent_metrics *metrics, uint32_t pid, const char *rule,
+			     const char *relation, const char *function)
+{
+	struct process_labels *labels = labels_of(metrics, pid);
+	const char *values[PROCESS_LABELS + 3];
+
+	if (!labels)
+		return;
+	fill_values(labels, values);
+	values[PROCESS_LABELS] = rule;
+	values[PROCESS_LABELS + 1] = relation;
+	values[PROCESS_LABELS + 2] = function;
+	metrics_add(metrics->violations, values, 1);
+}
+
+void agent_metrics_step(struct agent_metrics *metrics, uint32_t pid, uint64_t comm_id,
+			double seconds, double expected_seconds)
+{
+	struct process_labels *labels = labels_of(metrics, pid);
+	const char *values[PROCESS_LABELS + 1];
+	char comm[24];
+
+	if (!labels || labels->ended_ns)
+		return;
+	snprintf(comm, sizeof(comm), "%016llx", (unsigned long long)comm_id);
+	fill_values(labels, values);
+	values[PROCESS_LABELS] = comm;
+	metrics_observe(metrics->steps, values, seconds);
+	if (expected_seconds > 0)
+		metrics_set(metrics->expected_step, values, expected_seconds);
+}
+
+void agent_metrics_library_name(const char *path, char *name, size_t size)
+{
+	const char *base = strrchr(path, '/'), *so;
+	size_t length;
+
+	base = base ? base + 1 : path;
+	so = strstr(base, ".so");
+	length = so ? (size_t)(so - base) + 3 : strlen(base);
+	if (!length || !size) {
+		snprintf(name, size, "unknown");
+		return;
+	}
+	snprintf(name, size, "%.*s", (int)length, base);
+}
+
+void agent_metrics_attach_failure(struct agent_metrics *metrics, const char *path)
+{
+	char name[128];
+	const char *values[1] = { name };
+
+	agent_metrics_library_name(path, name, sizeof(name));
+	metrics_add(metrics->attach_failures, values, 1);
 }
 
 void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_record *record)

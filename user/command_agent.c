@@ -2,7 +2,8 @@
 /*
  * `tcheck-bpf agent`: the node agent. Finds training processes on the node
  * as they start, attaches to them, detaches when they end, and serves what
- * it sees as Prometheus metrics; process events go to a JSON Lines stream.
+ * it sees as Prometheus metrics; process events, hangs, slowdowns and rule
+ * violations go to a JSON Lines stream.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "agent_metrics.h"
+#include "agent_rules.h"
 #include "commands.h"
 #include "export_jsonl.h"
 #include "job_diagnosis.h"
@@ -20,6 +22,7 @@
 #include "metrics_http.h"
 #include "process_finder.h"
 #include "recorder.h"
+#include "step_time.h"
 #include "system_clock.h"
 
 /* How often /proc is searched for new training processes. */
@@ -39,7 +42,10 @@ static const char agent_help[] =
 	"      --config FILE         read options from FILE first\n"
 	"      --listen HOST:PORT    serve /metrics there (default " METRICS_DEFAULT_LISTEN ";\n"
 	"                            0.0.0.0:9477 to let Prometheus reach it)\n"
-	"      --events FILE         append process events as JSON Lines (- for stdout)\n"
+	"      --events FILE         append process events, hangs, slowdowns and rule\n"
+	"                            violations as JSON Lines (- for stdout)\n"
+	"      --rules FILE          check every process's calls against this rules file\n"
+	"                            (made by tcheck-bpf infer)\n"
 	"      --select TEXT         only processes whose command line contains TEXT\n"
 	"      --ranks FIRST-LAST    only processes whose RANK lies in this range (one\n"
 	"                            agent per group of ranks sharing a host)\n"
@@ -55,6 +61,7 @@ static const char agent_help[] =
 	"Examples:\n"
 	"  sudo tcheck-bpf agent --listen 0.0.0.0:9477 --events /var/log/tcheck-bpf/events.jsonl\n"
 	"  sudo tcheck-bpf agent --config /etc/tcheck-bpf/agent.conf\n"
+	"  sudo tcheck-bpf agent --rules /etc/tcheck-bpf/rules.json --events -\n"
 	"  curl -s localhost:9477/metrics | grep tcheck_collective_sequence\n";
 
 struct agent_settings {
@@ -62,6 +69,7 @@ struct agent_settings {
 	char *events_path;
 	char *select;
 	char *containers_dir;
+	char *rules_path;
 	int first_rank, last_rank; /* last_rank -1: every process */
 	bool torch;
 	bool python;
@@ -75,6 +83,7 @@ struct agent {
 	struct agent_metrics *metrics;
 	FILE *events;
 	struct job_diagnosis *diagnosis; /* hang and slowdown detectors */
+	struct agent_rules *rules;	 /* NULL without --rules */
 	uint64_t last_discovery_ns;
 };
 
@@ -89,6 +98,7 @@ enum agent_option {
 	OPTION_CONTAINERS_DIR,
 	OPTION_RING_BUFFER_MB,
 	OPTION_RANKS,
+	OPTION_RULES,
 	OPTION_DURATION = 'd',
 	OPTION_HELP = 'h',
 };
@@ -104,6 +114,7 @@ static const struct option long_options[] = {
 	{ "containers-dir", required_argument, NULL, OPTION_CONTAINERS_DIR },
 	{ "ring-buffer-mb", required_argument, NULL, OPTION_RING_BUFFER_MB },
 	{ "ranks", required_argument, NULL, OPTION_RANKS },
+	{ "rules", required_argument, NULL, OPTION_RULES },
 	{ "duration", required_argument, NULL, OPTION_DURATION },
 	{ "help", no_argument, NULL, OPTION_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -165,6 +176,8 @@ static int apply_option(struct agent_settings *settings, int option, const char 
 		return replace_text(&settings->select, value);
 	case OPTION_CONTAINERS_DIR:
 		return replace_text(&settings->containers_dir, value);
+	case OPTION_RULES:
+		return replace_text(&settings->rules_path, value);
 	case OPTION_RANKS:
 		return parse_ranks(settings, value);
 	case OPTION_TORCH:
@@ -301,6 +314,27 @@ static void observe_record(void *context, const struct trace_record *record)
 	    (record->process.end_ns || record->process.start_ns))
 		write_event(agent, &record->process);
 	agent_metrics_observe(agent->metrics, record);
+	if (agent->rules)
+		agent_rules_observe(agent->rules, record);
+}
+
+/* Each rank's time for a step a communicator completed, into the step-time histogram. */
+static void observe_step(void *context, const struct progress_comm *comm, int64_t step)
+{
+	struct agent *agent = context;
+	struct rank_step_time times[PROGRESS_MAX_RANKS];
+	size_t count = step_time_of_ranks(comm, step, times, PROGRESS_MAX_RANKS);
+
+	for (size_t i = 0; i < count; i++)
+		agent_metrics_step(agent->metrics, times[i].pid, comm->comm_id, times[i].seconds,
+				   comm->expected_step_ns / 1e9);
+}
+
+static void attach_failed(void *context, const char *path)
+{
+	struct agent *agent = context;
+
+	agent_metrics_attach_failure(agent->metrics, path);
 }
 
 static size_t discover(void *context, pid_t *pids, size_t capacity)
@@ -343,6 +377,7 @@ static void free_settings(struct agent_settings *settings)
 	free(settings->events_path);
 	free(settings->select);
 	free(settings->containers_dir);
+	free(settings->rules_path);
 }
 
 int command_agent(int argc, char **argv)
@@ -352,7 +387,8 @@ int command_agent(int argc, char **argv)
 	struct agent agent = { .settings = &settings };
 	struct recorder_observer observer = { .context = &agent,
 					      .record = observe_record,
-					      .discover = discover };
+					      .discover = discover,
+					      .attach_failed = attach_failed };
 	struct recorder_options options = { 0 };
 	struct metrics_registry *registry = NULL;
 	struct metrics_server *server = NULL;
@@ -384,6 +420,12 @@ int command_agent(int argc, char **argv)
 			log_error("out of memory");
 			goto out;
 		}
+		job_diagnosis_on_step(agent.diagnosis, observe_step, &agent);
+	}
+	if (settings.rules_path &&
+	    !(agent.rules = agent_rules_start(settings.rules_path, agent.metrics, agent.events))) {
+		result = 2;
+		goto out;
 	}
 	server = metrics_server_start(registry,
 				      settings.listen ? settings.listen : METRICS_DEFAULT_LISTEN,
@@ -407,6 +449,7 @@ int command_agent(int argc, char **argv)
 	result = recorder_run(&options);
 out:
 	metrics_server_stop(server);
+	agent_rules_finish(agent.rules);
 	job_diagnosis_free(agent.diagnosis);
 	if (agent.events && agent.events != stdout)
 		fclose(agent.events);

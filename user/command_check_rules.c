@@ -61,6 +61,20 @@ static void describe_event(const struct infer_event *event, const char *field, c
 		snprintf(text + used, size - (size_t)used, ", called from %s", event->context);
 }
 
+json_t *rule_violation_json(const struct rule_violation *violation)
+{
+	json_t *line = json_object();
+
+	json_object_set_new(line, "relation",
+			    json_string(rule_relation_name(violation->rule->relation)));
+	json_object_set_new(line, "invariant", json_string(violation->text));
+	json_object_set_new(line, "step", json_integer(violation->step));
+	json_object_set_new(line, "event", event_json(violation->event));
+	if (violation->other)
+		json_object_set_new(line, "other", event_json(violation->other));
+	return line;
+}
+
 static void report_violation(const struct rule_violation *violation, void *context)
 {
 	struct report *report = context;
@@ -77,15 +91,8 @@ static void report_violation(const struct rule_violation *violation, void *conte
 									  : "disagrees with",
 		       other);
 	if (report->jsonl) {
-		json_t *line = json_object();
+		json_t *line = rule_violation_json(violation);
 
-		json_object_set_new(line, "relation",
-				    json_string(rule_relation_name(violation->rule->relation)));
-		json_object_set_new(line, "invariant", json_string(violation->text));
-		json_object_set_new(line, "step", json_integer(violation->step));
-		json_object_set_new(line, "event", event_json(violation->event));
-		if (violation->other)
-			json_object_set_new(line, "other", event_json(violation->other));
 		json_dumpf(line, report->jsonl, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		fputc('\n', report->jsonl);
 		json_decref(line);

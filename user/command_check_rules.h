@@ -3,6 +3,8 @@
 #ifndef TCHECK_COMMAND_CHECK_RULES_H
 #define TCHECK_COMMAND_CHECK_RULES_H
 
+#include <jansson.h>
+
 /*
  * Checks every trace against the rules in 'rules_path', printing each
  * violation as text on standard output and, when 'jsonl_path' is given,
@@ -11,6 +13,15 @@
  */
 int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 			const char *jsonl_path);
+
+struct rule_violation;
+
+/*
+ * A violation as the JSON object of a --jsonl line: relation, invariant,
+ * step, and the offending event (and the one it disagrees with) with
+ * name, pid, rank, communicator, fields and Python context.
+ */
+json_t *rule_violation_json(const struct rule_violation *violation);
 
 struct recorder_observer;
 struct live_rules;

@@ -34,6 +34,8 @@ struct job_diagnosis {
 	unsigned published_count;
 	struct process_rank processes[MAX_PROCESSES];
 	unsigned process_count;
+	job_step_fn on_step;
+	void *step_context;
 };
 
 static int32_t job_rank_of(const struct job_diagnosis *diagnosis, uint32_t pid)
@@ -178,6 +180,8 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		if (comm && step >= 0 &&
 		    slowdown_detector_check(diagnosis->model, comm, step, &report))
 			hold_slowdown(diagnosis, &report);
+		if (comm && step >= 0 && diagnosis->on_step)
+			diagnosis->on_step(diagnosis->step_context, comm, step);
 		break;
 	case TRACE_RECORD_PROCESS:
 		if (record->process.end_ns)
@@ -219,6 +223,12 @@ void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns)
 void job_diagnosis_finish(struct job_diagnosis *diagnosis)
 {
 	release_slowdowns(diagnosis, 0);
+}
+
+void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step, void *context)
+{
+	diagnosis->on_step = on_step;
+	diagnosis->step_context = context;
 }
 
 unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis)

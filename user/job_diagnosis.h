@@ -36,6 +36,13 @@ void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns);
 /* The stream ended: publishes what is still held. */
 void job_diagnosis_finish(struct job_diagnosis *diagnosis);
 
+/*
+ * Tells 'on_step' of every step a communicator completes, after the model
+ * took the call that completed it (the agent's step-time metrics).
+ */
+typedef void (*job_step_fn)(void *context, const struct progress_comm *comm, int64_t step);
+void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step, void *context);
+
 unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis);
 unsigned job_diagnosis_slowdown_count(const struct job_diagnosis *diagnosis);
 

@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: MIT
-/* Prometheus counters and gauges with labels, and their text exposition. */
+/* Prometheus counters, gauges and histograms with labels, and their text exposition. */
 #include "metrics.h"
 
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct metrics_series {
 	char **label_values;
-	double value;
+	double value;	  /* a histogram's: the sum of its observations */
+	uint64_t *counts; /* a histogram's observations per bucket, +Inf last; else NULL */
 };
 
 struct metrics_family {
@@ -22,6 +24,8 @@ struct metrics_family {
 	enum metrics_type type;
 	size_t label_count;
 	char *label_names[METRICS_MAX_LABELS];
+	double bounds[METRICS_MAX_BUCKETS]; /* a histogram's bucket upper bounds */
+	size_t bound_count;
 	struct metrics_series *series;
 	size_t series_count;
 	size_t series_capacity;
@@ -55,6 +59,7 @@ static void free_series(struct metrics_series *series, size_t label_count)
 	for (size_t i = 0; i < label_count; i++)
 		free(series->label_values[i]);
 	free(series->label_values);
+	free(series->counts);
 }
 
 static void free_family(struct metrics_family *family)
@@ -105,17 +110,37 @@ static bool same_labels(const struct metrics_family *family, const char *const n
 	return true;
 }
 
+static bool ends_with(const char *name, const char *suffix)
+{
+	size_t length = strlen(name), suffix_length = strlen(suffix);
+
+	return length >= suffix_length && strcmp(name + length - suffix_length, suffix) == 0;
+}
+
 static bool declaration_valid(const char *name, enum metrics_type type,
 			      const char *const label_names[], size_t label_count)
 {
-	size_t length = name ? strlen(name) : 0;
-
 	if (!valid_name(name, true) || label_count > METRICS_MAX_LABELS)
 		return false;
-	if (type == METRICS_COUNTER && (length < 6 || strcmp(name + length - 6, "_total") != 0))
+	if (type == METRICS_COUNTER && !ends_with(name, "_total"))
+		return false;
+	/* A histogram's own series take these suffixes. */
+	if (type == METRICS_HISTOGRAM && (ends_with(name, "_total") || ends_with(name, "_bucket") ||
+					  ends_with(name, "_sum") || ends_with(name, "_count")))
 		return false;
 	for (size_t i = 0; i < label_count; i++)
-		if (!valid_name(label_names[i], false) || strncmp(label_names[i], "__", 2) == 0)
+		if (!valid_name(label_names[i], false) || strncmp(label_names[i], "__", 2) == 0 ||
+		    (type == METRICS_HISTOGRAM && strcmp(label_names[i], "le") == 0))
+			return false;
+	return true;
+}
+
+static bool bounds_valid(const double bounds[], size_t count)
+{
+	if (!count || count > METRICS_MAX_BUCKETS)
+		return false;
+	for (size_t i = 0; i < count; i++)
+		if (!isfinite(bounds[i]) || (i && !(bounds[i] > bounds[i - 1])))
 			return false;
 	return true;
 }
@@ -151,9 +176,20 @@ static struct metrics_family *new_family(struct metrics_registry *registry, cons
 	return family;
 }
 
-struct metrics_family *metrics_declare(struct metrics_registry *registry, const char *name,
-				       const char *help, enum metrics_type type,
-				       const char *const label_names[], size_t label_count)
+static bool same_bounds(const struct metrics_family *family, const double bounds[], size_t count)
+{
+	if (family->bound_count != count)
+		return false;
+	for (size_t i = 0; i < count; i++)
+		if (family->bounds[i] != bounds[i])
+			return false;
+	return true;
+}
+
+static struct metrics_family *declare(struct metrics_registry *registry, const char *name,
+				      const char *help, enum metrics_type type,
+				      const char *const label_names[], size_t label_count,
+				      const double bounds[], size_t bound_count)
 {
 	struct metrics_family *family = NULL;
 
@@ -166,7 +202,8 @@ struct metrics_family *metrics_declare(struct metrics_registry *registry, const 
 		if (strcmp(registry->families[i]->name, name) != 0)
 			continue;
 		family = registry->families[i];
-		if (family->type != type || !same_labels(family, label_names, label_count)) {
+		if (family->type != type || !same_labels(family, label_names, label_count) ||
+		    !same_bounds(family, bounds, bound_count)) {
 			family = NULL;
 			errno = EINVAL;
 		}
@@ -174,10 +211,40 @@ struct metrics_family *metrics_declare(struct metrics_registry *registry, const 
 		return family;
 	}
 	family = new_family(registry, name, help, type, label_names, label_count);
+	if (family) {
+		for (size_t i = 0; i < bound_count; i++)
+			family->bounds[i] = bounds[i];
+		family->bound_count = bound_count;
+	}
 	pthread_mutex_unlock(&registry->lock);
 	if (!family)
 		errno = ENOMEM;
 	return family;
+}
+
+struct metrics_family *metrics_declare(struct metrics_registry *registry, const char *name,
+				       const char *help, enum metrics_type type,
+				       const char *const label_names[], size_t label_count)
+{
+	if (type == METRICS_HISTOGRAM) {
+		errno = EINVAL; /* it needs its buckets */
+		return NULL;
+	}
+	return declare(registry, name, help, type, label_names, label_count, NULL, 0);
+}
+
+struct metrics_family *metrics_declare_histogram(struct metrics_registry *registry,
+						 const char *name, const char *help,
+						 const char *const label_names[],
+						 size_t label_count, const double bucket_bounds[],
+						 size_t bucket_count)
+{
+	if (!bounds_valid(bucket_bounds, bucket_count)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return declare(registry, name, help, METRICS_HISTOGRAM, label_names, label_count,
+		       bucket_bounds, bucket_count);
 }
 
 static struct metrics_series *find_series(struct metrics_family *family, const char *const values[])
@@ -213,10 +280,18 @@ static struct metrics_series *find_or_add_series(struct metrics_family *family,
 	}
 	series = &family->series[family->series_count];
 	series->value = 0;
+	series->counts = NULL;
 	series->label_values = calloc(family->label_count ? family->label_count : 1,
 				      sizeof(*series->label_values));
 	if (!series->label_values)
 		return NULL;
+	if (family->type == METRICS_HISTOGRAM) {
+		series->counts = calloc(family->bound_count + 1, sizeof(*series->counts));
+		if (!series->counts) {
+			free_series(series, 0);
+			return NULL;
+		}
+	}
 	for (size_t i = 0; i < family->label_count; i++) {
 		series->label_values[i] = strdup(values[i] ? values[i] : "");
 		if (!series->label_values[i]) {
@@ -233,6 +308,8 @@ static int update(struct metrics_family *family, const char *const values[], dou
 	struct metrics_series *series;
 	int err = 0;
 
+	if (family->type == METRICS_HISTOGRAM)
+		return -EINVAL; /* observations only */
 	if (add && family->type == METRICS_COUNTER && !(value >= 0))
 		return -EINVAL;
 	pthread_mutex_lock(&family->registry->lock);
@@ -257,6 +334,38 @@ int metrics_add(struct metrics_family *family, const char *const label_values[],
 	return update(family, label_values, delta, true);
 }
 
+int metrics_observe(struct metrics_family *family, const char *const label_values[], double value)
+{
+	struct metrics_series *series;
+	size_t bucket = 0;
+	int err = 0;
+
+	if (family->type != METRICS_HISTOGRAM || isnan(value))
+		return -EINVAL;
+	while (bucket < family->bound_count && value > family->bounds[bucket])
+		bucket++;
+	pthread_mutex_lock(&family->registry->lock);
+	series = find_or_add_series(family, label_values);
+	if (!series || !series->counts) {
+		err = -ENOMEM;
+	} else {
+		series->counts[bucket]++;
+		series->value += value;
+	}
+	pthread_mutex_unlock(&family->registry->lock);
+	return err;
+}
+
+static uint64_t observations(const struct metrics_family *family,
+			     const struct metrics_series *series)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i <= family->bound_count; i++)
+		total += series->counts[i];
+	return total;
+}
+
 double metrics_get(struct metrics_family *family, const char *const label_values[])
 {
 	struct metrics_series *series;
@@ -264,7 +373,9 @@ double metrics_get(struct metrics_family *family, const char *const label_values
 
 	pthread_mutex_lock(&family->registry->lock);
 	series = find_series(family, label_values);
-	value = series ? series->value : 0;
+	value = !series				    ? 0
+		: family->type == METRICS_HISTOGRAM ? (double)observations(family, series)
+						    : series->value;
 	pthread_mutex_unlock(&family->registry->lock);
 	return value;
 }
@@ -371,6 +482,65 @@ static void append_value(struct text *text, double value)
 	}
 }
 
+static const char *type_name(enum metrics_type type)
+{
+	switch (type) {
+	case METRICS_COUNTER:
+		return " counter\n";
+	case METRICS_HISTOGRAM:
+		return " histogram\n";
+	default:
+		return " gauge\n";
+	}
+}
+
+/*
+ * One sample line: the family's name with a suffix, its labels, and a
+ * bucket's "le" label when le is not NULL.
+ */
+static void render_sample(struct text *text, const struct metrics_family *family,
+			  const struct metrics_series *series, const char *suffix, const char *le,
+			  double value)
+{
+	bool labelled = family->label_count || le;
+
+	append_string(text, family->name);
+	append_string(text, suffix);
+	for (size_t label = 0; label < family->label_count; label++) {
+		append_string(text, label ? "," : "{");
+		append_string(text, family->label_names[label]);
+		append_string(text, "=\"");
+		append_escaped(text, series->label_values[label], true);
+		append_string(text, "\"");
+	}
+	if (le) {
+		append_string(text, family->label_count ? ",le=\"" : "{le=\"");
+		append_string(text, le);
+		append_string(text, "\"");
+	}
+	append_string(text, labelled ? "} " : " ");
+	append_value(text, value);
+	append_string(text, "\n");
+}
+
+/* Buckets count every observation up to their bound (cumulative), then _sum and _count. */
+static void render_histogram(struct text *text, const struct metrics_family *family,
+			     const struct metrics_series *series)
+{
+	uint64_t cumulative = 0;
+	char le[40];
+
+	for (size_t i = 0; i < family->bound_count; i++) {
+		cumulative += series->counts[i];
+		snprintf(le, sizeof(le), "%.15g", family->bounds[i]);
+		render_sample(text, family, series, "_bucket", le, (double)cumulative);
+	}
+	cumulative += series->counts[family->bound_count];
+	render_sample(text, family, series, "_bucket", "+Inf", (double)cumulative);
+	render_sample(text, family, series, "_sum", NULL, series->value);
+	render_sample(text, family, series, "_count", NULL, (double)cumulative);
+}
+
 static void render_family(struct text *text, const struct metrics_family *family)
 {
 	append_string(text, "# HELP ");
@@ -379,21 +549,13 @@ static void render_family(struct text *text, const struct metrics_family *family
 	append_escaped(text, family->help, false);
 	append_string(text, "\n# TYPE ");
 	append_string(text, family->name);
-	append_string(text, family->type == METRICS_COUNTER ? " counter\n" : " gauge\n");
+	append_string(text, type_name(family->type));
 	for (size_t i = 0; i < family->series_count; i++) {
-		const struct metrics_series *series = &family->series[i];
-
-		append_string(text, family->name);
-		for (size_t label = 0; label < family->label_count; label++) {
-			append_string(text, label ? "," : "{");
-			append_string(text, family->label_names[label]);
-			append_string(text, "=\"");
-			append_escaped(text, series->label_values[label], true);
-			append_string(text, "\"");
-		}
-		append_string(text, family->label_count ? "} " : " ");
-		append_value(text, series->value);
-		append_string(text, "\n");
+		if (family->type == METRICS_HISTOGRAM)
+			render_histogram(text, family, &family->series[i]);
+		else
+			render_sample(text, family, &family->series[i], "", NULL,
+				      family->series[i].value);
 	}
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A registry of Prometheus metrics (counters and gauges with labels) and
+ * A registry of Prometheus metrics (counters, gauges and histograms with labels) and
  * their text exposition (format 0.0.4). Updates and rendering may come
  * from different threads: the registry locks itself. Series of a process
  * that ended can be removed by a label value, so label sets stay bounded.
@@ -14,10 +14,13 @@
 enum metrics_type {
 	METRICS_COUNTER,
 	METRICS_GAUGE,
+	METRICS_HISTOGRAM, /* declared with metrics_declare_histogram */
 };
 
 /* At most this many labels per metric. */
 #define METRICS_MAX_LABELS 8
+/* At most this many buckets per histogram, +Inf not counted. */
+#define METRICS_MAX_BUCKETS 32
 
 struct metrics_registry;
 struct metrics_family;
@@ -35,11 +38,28 @@ struct metrics_family *metrics_declare(struct metrics_registry *registry, const 
 				       const char *help, enum metrics_type type,
 				       const char *const label_names[], size_t label_count);
 
+/*
+ * Declares a histogram: as metrics_declare, with the upper bounds of its
+ * buckets (at most METRICS_MAX_BUCKETS, increasing; +Inf is added). Its
+ * name must not end in _total, _bucket, _sum or _count, nor a label be "le".
+ */
+struct metrics_family *metrics_declare_histogram(struct metrics_registry *registry,
+						 const char *name, const char *help,
+						 const char *const label_names[],
+						 size_t label_count, const double bucket_bounds[],
+						 size_t bucket_count);
+
+/* Counts one observation into a histogram series, creating it. -EINVAL for other metrics. */
+int metrics_observe(struct metrics_family *family, const char *const label_values[], double value);
+
 /* Sets a series (the label values in declaration order) to value. */
 int metrics_set(struct metrics_family *family, const char *const label_values[], double value);
 /* Adds delta to a series, creating it at 0; a counter refuses a negative delta (-EINVAL). */
 int metrics_add(struct metrics_family *family, const char *const label_values[], double delta);
-/* The value of a series, 0 when it does not exist (for tests and reports). */
+/*
+ * The value of a series, 0 when it does not exist (for tests and reports);
+ * of a histogram series, its count of observations.
+ */
 double metrics_get(struct metrics_family *family, const char *const label_values[]);
 
 /* Removes every series, of every family, whose label 'label_name' equals 'value'. */

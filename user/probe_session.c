@@ -155,6 +155,14 @@ void probe_session_destroy(struct probe_session *session)
 	free(session);
 }
 
+void probe_session_on_attach_failure(struct probe_session *session,
+				     void (*on_failure)(void *context, const char *path),
+				     void *context)
+{
+	session->links.on_failure = on_failure;
+	session->links.failure_context = context;
+}
+
 int probe_session_trace_process(struct probe_session *session, uint32_t pid)
 {
 	uint8_t traced = 1;

@@ -33,6 +33,11 @@ struct probe_session *probe_session_create(const struct probe_session_config *co
 					   size_t error_size);
 void probe_session_destroy(struct probe_session *session);
 
+/* Tells 'on_failure' of every probe attachment the kernel refuses (the library's path). */
+void probe_session_on_attach_failure(struct probe_session *session,
+				     void (*on_failure)(void *context, const char *path),
+				     void *context);
+
 /* Adds a process to the traced set; its children join it when they fork. */
 int probe_session_trace_process(struct probe_session *session, uint32_t pid);
 

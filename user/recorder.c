@@ -491,6 +491,9 @@ static int set_up(struct recorder *recorder, int *release_fd)
 		log_error("%s", error);
 		return -1;
 	}
+	if (options->observer && options->observer->attach_failed)
+		probe_session_on_attach_failure(recorder->session, options->observer->attach_failed,
+						options->observer->context);
 	if (open_outputs(recorder))
 		return -1;
 	recorder->discovery = library_discovery_create(recorder->session, emit_library, recorder);

@@ -22,6 +22,8 @@ struct recorder_observer {
 	 * pids); ones already traced are skipped. NULL: none.
 	 */
 	size_t (*discover)(void *context, pid_t *pids, size_t capacity);
+	/* A probe attachment the kernel refused, on the file at path (host view). NULL: none. */
+	void (*attach_failed)(void *context, const char *path);
 };
 
 struct recorder_options {

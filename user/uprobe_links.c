@@ -78,6 +78,17 @@ static int keep(struct uprobe_link_list *list, struct bpf_link *link, int fd, in
 	return 0;
 }
 
+/* ENOTSUPP, the kernel's own errno for an instruction a uprobe cannot replace. */
+#define KERNEL_ENOTSUPP 524
+
+static const char *attach_error_text(int error)
+{
+	if (error == KERNEL_ENOTSUPP)
+		return "the kernel cannot place a probe on an instruction there (the library's "
+		       "code is not what its symbols say)";
+	return strerror(error);
+}
+
 static int attach_multi(struct uprobe_link_list *list, struct bpf_program *program, bool retprobe,
 			const char *path, const uint64_t *offsets, const uint64_t *cookies,
 			size_t count, int pid, char *error, size_t error_size)
@@ -98,7 +109,7 @@ static int attach_multi(struct uprobe_link_list *list, struct bpf_program *progr
 	if (fd < 0) {
 		result = -errno;
 		snprintf(error, error_size, "cannot attach %zu %s probes to %s: %s", count,
-			 retprobe ? "return" : "entry", path, strerror(-result));
+			 retprobe ? "return" : "entry", path, attach_error_text(-result));
 		return result;
 	}
 	result = keep(list, NULL, fd, pid, count);
@@ -130,7 +141,7 @@ static int attach_each(struct uprobe_link_list *list, struct bpf_program *progra
 			snprintf(error, error_size,
 				 "cannot attach a %s probe to %s at offset 0x%llx: %s",
 				 retprobe ? "return" : "entry", path,
-				 (unsigned long long)offsets[i], strerror(-result));
+				 (unsigned long long)offsets[i], attach_error_text(-result));
 			return result;
 		}
 		result = keep(list, link, -1, pid, 1);
@@ -148,13 +159,19 @@ int uprobe_link_attach(struct uprobe_link_list *list, struct bpf_program *progra
 		       const char *path, const uint64_t *offsets, const uint64_t *cookies,
 		       size_t count, int pid, char *error, size_t error_size)
 {
+	int result;
+
 	if (count == 0)
 		return 0;
 	if (uprobe_multi_supported())
-		return attach_multi(list, program, retprobe, path, offsets, cookies, count, pid,
-				    error, error_size);
-	return attach_each(list, program, retprobe, path, offsets, cookies, count, pid, error,
-			   error_size);
+		result = attach_multi(list, program, retprobe, path, offsets, cookies, count, pid,
+				      error, error_size);
+	else
+		result = attach_each(list, program, retprobe, path, offsets, cookies, count, pid,
+				     error, error_size);
+	if (result && list->on_failure)
+		list->on_failure(list->failure_context, path);
+	return result;
 }
 
 static void detach(struct uprobe_link *link)

@@ -29,6 +29,9 @@ struct uprobe_link_list {
 	size_t count;
 	size_t capacity;
 	size_t probes; /* offsets attached over all links */
+	/* Told of every attachment the kernel refuses, with the file's path; NULL: nobody. */
+	void (*on_failure)(void *context, const char *path);
+	void *failure_context;
 };
 
 /* Whether the running kernel has uprobe_multi links (asked once). */
