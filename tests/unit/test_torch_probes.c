@@ -406,10 +406,12 @@ UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
 	 * under a uprobe) and a short je: the exit is probed on the je.
 	 */
 	{
+		static const uint8_t compare[] = { 0x80, 0x7f }, short_je = 0x74;
 		const uint8_t *end = dlsym(handle, probes->scopes.exit.symbol);
 
 		CU_ASSERT_PTR_NOT_NULL_FATAL(end);
-		CU_ASSERT(end[0] == 0x80 && end[1] == 0x7f && end[4] == 0x74);
+		CU_ASSERT(loaded_code_matches(end, compare, sizeof(compare)) &&
+			  loaded_code_matches(end + 4, &short_je, 1));
 		CU_ASSERT(exported_site_matches_at(handle, &probes->scopes.exit, 4));
 	}
 	CU_ASSERT(exported_site_matches(handle, &probes->backward));
