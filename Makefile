@@ -82,7 +82,7 @@ $(OUTPUT)/tracer.skel.h: $(OUTPUT)/tracer.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name tracer_bpf > $@
 
-$(OUTPUT)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard include/tcheck/*.h) $(SKELETONS) | $(OUTPUT)/user
+$(OUTPUT)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard infer/*.h) $(wildcard include/tcheck/*.h) $(SKELETONS) | $(OUTPUT)/user
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
