@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON = "/usr/bin/python3"
@@ -40,20 +41,22 @@ COMMUNICATION = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBro
 
 # name, family, what goes wrong, buggy options, fixed options
 CASES = [
-    ("zero_grad missing", "torch-cpu", "silent_errors.py --bug zero-grad", ["--bug", "zero-grad"], []),
-    ("collective count differs across ranks", "nccl", "rank 3 all-reduces count+1",
+    ("zero_grad missing", "torch-cpu", "zero_grad() no longer called from step 5",
+     ["--bug", "zero-grad"], []),
+    ("collective count differs across ranks", "nccl", "rank 3 all-reduces count+1 (8 ranks, tp 2)",
      ["--mismatch-count", "3:7"], []),
     ("collective datatype differs across ranks", "nccl", "rank 3 reduces int32 as uint32",
      ["--mismatch-datatype", "3:7"], []),
-    ("collective on the wrong communicator", "nccl", "tensor-parallel all-reduce on the dp comm",
+    ("collective on the wrong communicator", "nccl", "every rank issues its tp all-reduce on the dp comm",
      ["--wrong-comm", "7"], []),
     ("all-reduce of replicated parameters missing on one rank", "nccl",
      "rank 3 skips one bucket's all-reduce", ["--skip-replicated", "3:7"], []),
     ("optimizer on parameters the model does not use", "torch-cpu",
-     "silent_errors.py --bug unused-params", ["--bug", "unused-params"], []),
-    ("gradient clipping on one rank only", "torch-ddp", "from step 5 only rank 0 clips",
+     "optimizer built on a replaced model's parameters", ["--bug", "unused-params"], []),
+    ("gradient clipping on one rank only", "torch-ddp", "from step 5 only rank 0 clips (DDP, 2 ranks)",
      ["--clip-only-rank", "0:5"], []),
-    ("layers frozen by mistake", "torch-cpu", "silent_errors.py --bug frozen", ["--bug", "frozen"], []),
+    ("layers frozen by mistake", "torch-cpu", "layer 0 frozen from step 5",
+     ["--bug", "frozen"], []),
     ("learning rate silently changed", "torch-cpu", "optimizer rebuilt with 10x lr at step 5",
      ["--bug", "lr"], ["--rebuild-at", "5"]),
 ]
@@ -151,7 +154,7 @@ class Suite:
             return [json.loads(line) for line in lines if line.strip()]
 
     def run_case(self, index, case):
-        name, family, _, buggy_options, fixed_options = case
+        name, family, what, buggy_options, fixed_options = case
         self.retakes = []
         rules = self.infer(family)
         stem = "case{}".format(index)
@@ -187,6 +190,7 @@ class Suite:
         return {
             "case": name,
             "family": family,
+            "what": what,
             "trigger_step": trigger,
             "detection_step": detected_at,
             "detected": detected_at is not None and detected_at - trigger <= 1 and not early,
@@ -294,7 +298,7 @@ def ddp_clip_trigger(log_dir):
     return min(differing) if differing else None
 
 
-def markdown(results, command):
+def markdown(results, command, elapsed):
     lines = [
         "## Silent errors",
         "",
@@ -308,18 +312,28 @@ def markdown(results, command):
         "variants (16 or 10 steps, other seeds). The step of the trigger comes from the",
         "workloads' own logs; the step of detection is the first violation's.",
         "",
-        "| case | detected? | step of trigger | step of detection | relation | violations on the fixed variant |",
-        "|---|---|---|---|---|---|",
+        "| case | what goes wrong | detected? | step of trigger | step of detection | relation | "
+        "violations on the fixed variant |",
+        "|---|---|---|---|---|---|---|",
     ]
     for result in results:
-        lines.append("| {} | {} | {} | {} | {} | {} |".format(
-            result["case"], "yes" if result["detected"] else "**no**", result["trigger_step"],
+        lines.append("| {} | {} | {} | {} | {} | {} | {} |".format(
+            result["case"], result["what"], "yes" if result["detected"] else "**no**",
+            result["trigger_step"],
             result["detection_step"] if result["detection_step"] is not None else "-",
             ", ".join(result["relations"]) or "-", result["violations_fixed"]))
     detected = sum(r["detected"] for r in results)
     false = sum(r["violations_fixed"] for r in results)
     lines += ["", "{} of {} cases detected within one step of their trigger; {} violations "
-              "on the fixed variants.".format(detected, len(results), false)]
+              "on the fixed variants; the whole suite took {:.0f} s.".format(
+                  detected, len(results), false, elapsed),
+              "",
+              "NCCL matches calls by their order on a communicator: a call missing on one",
+              "rank pairs its next call with the others' missing one, so the group at that",
+              "sequence number disagrees (Consistent) in the step of the trigger; the job",
+              "then hangs, as it would with NCCL, and the test double's timeout ends it.",
+              "The Python cases record torch's scopes, the `add_` and `mul_` operators and",
+              "one Python function (`SGD.__init__`), the probes their rules need."]
     return "\n".join(lines) + "\n"
 
 
@@ -348,6 +362,7 @@ def main():
     work = args.work or tempfile.mkdtemp(prefix="tcheck-silent.")
     os.makedirs(work, exist_ok=True)
     suite = Suite(args.tcheck, work)
+    started = time.monotonic()
     results = []
     for index, case in enumerate(CASES):
         if args.case and not any(part in case[0] for part in args.case):
@@ -360,7 +375,7 @@ def main():
             "; ".join(result["fixed_examples"])), flush=True)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as out:
-            out.write(markdown(results, args.command))
+            out.write(markdown(results, args.command, time.monotonic() - started))
     if args.results:
         with open(args.results, "w", encoding="utf-8") as out:
             json.dump(results, out, indent=1)
