@@ -25,6 +25,7 @@ struct thread_log {
 	struct logged_operation *entries;
 	size_t count;
 	size_t capacity;
+	int32_t step; /* of the last operation logged */
 };
 
 /* The current step of one process and what ran in it. */
@@ -160,12 +161,16 @@ static int log_operation(struct contain_checker *checker, const struct infer_eve
 			free(log);
 			return -ENOMEM;
 		}
+		log->step = event->step;
 	}
-	/* Operations two steps old belong to no scope still to come. */
-	for (size_t i = 0; i < log->count; i++)
-		if (event->step < 0 || log->entries[i].step >= event->step - 1)
-			log->entries[kept++] = log->entries[i];
-	log->count = kept;
+	/* Operations two steps old belong to no scope still to come: dropped as a step begins. */
+	if (event->step > log->step) {
+		for (size_t i = 0; i < log->count; i++)
+			if (log->entries[i].step >= event->step - 1)
+				log->entries[kept++] = log->entries[i];
+		log->count = kept;
+		log->step = event->step;
+	}
 	if (log->count == THREAD_LOG_MAX) {
 		memmove(log->entries, log->entries + THREAD_LOG_MAX / 2,
 			(THREAD_LOG_MAX / 2) * sizeof(*log->entries));
