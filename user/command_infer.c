@@ -14,9 +14,10 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: tcheck-bpf infer -o RULES.json TRACE...\n\n"
-		"Learns invariants (Consistent, APIArg, APIOutput, APISequence) from the traces\n"
-		"of healthy runs, taken together as one input (ranks, runs, hosts), and writes\n"
-		"those with a safe precondition to a rules file for 'tcheck-bpf check --rules'.\n\n"
+		"Learns invariants (Consistent, APIArg, APIOutput, APISequence, EventContain)\n"
+		"from the traces of healthy runs, taken together as one input (ranks, runs,\n"
+		"hosts), and writes those with a safe precondition to a rules file for\n"
+		"'tcheck-bpf check --rules'.\n\n"
 		"  -o, --output FILE  the rules file to write (required)\n"
 		"  -h, --help         this text\n");
 }
