@@ -387,3 +387,124 @@ UNIT_TEST(rules, new_relations_and_clauses_round_trip_and_version_1_still_loads)
 	inference_free(inference);
 	rule_set_free(set);
 }
+
+static struct trace_record collective(uint32_t pid, int rank, int nranks, uint64_t comm,
+				      int64_t seq, uint64_t count)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_NCCL_CALL };
+	struct trace_nccl_call *call = &record.call;
+
+	call->entry_ns = 1000 + (uint64_t)seq * 100;
+	call->duration_ns = 10;
+	call->pid = pid;
+	call->tid = pid;
+	call->function = "ncclAllReduce";
+	call->param_count = 7;
+	call->params[2] = count;
+	call->params[3] = 7; /* ncclFloat32 */
+	call->params[4] = 0; /* ncclSum */
+	call->comm_id = comm;
+	call->rank = rank;
+	call->nranks = nranks;
+	call->seq = seq;
+	call->step = -1;
+	return record;
+}
+
+static void nranks_violation(const struct rule_violation *violation, void *context)
+{
+	int *found = context;
+
+	if (violation->rule->relation == RELATION_API_ARG &&
+	    strcmp(violation->rule->field, "nranks") == 0)
+		(*found)++;
+}
+
+UNIT_TEST(api_arg, the_communicator_size_tells_which_group_a_collective_went_to)
+{
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct rule_checker *checker;
+	const struct rule *size_rule = NULL;
+	int found = 0;
+
+	/* Four ranks: count 256 on pairs (tp, comms 1 and 2), count 1000 on all four (dp). */
+	for (int64_t seq = 0; seq < 6; seq++)
+		for (int rank = 0; rank < 4; rank++) {
+			struct trace_record tp = collective(700 + (uint32_t)rank, rank % 2, 2,
+							    1 + (uint64_t)(rank / 2), seq, 256);
+			struct trace_record dp =
+				collective(700 + (uint32_t)rank, rank, 4, 9, seq, 1000);
+
+			CU_ASSERT_EQUAL(inference_add(inference, &tp), 0);
+			CU_ASSERT_EQUAL(inference_add(inference, &dp), 0);
+		}
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	for (size_t i = 0; i < set->count; i++)
+		if (set->rules[i].relation == RELATION_API_ARG &&
+		    strcmp(set->rules[i].field, "nranks") == 0 && set->rules[i].value &&
+		    strcmp(set->rules[i].value, "2") == 0)
+			size_rule = &set->rules[i];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(size_rule);
+	CU_ASSERT_EQUAL(size_rule->precondition.group_count, 1);
+	CU_ASSERT_EQUAL(size_rule->precondition.groups[0].clause_count, 1);
+	CU_ASSERT_STRING_EQUAL(size_rule->precondition.groups[0].clauses[0].variable, "count");
+	CU_ASSERT_STRING_EQUAL(size_rule->precondition.groups[0].clauses[0].value, "256");
+	/* No Consistent rule on the size: one communicator's ranks share it by construction. */
+	for (size_t i = 0; i < set->count; i++)
+		CU_ASSERT_FALSE(set->rules[i].relation == RELATION_CONSISTENT &&
+				strcmp(set->rules[i].field, "nranks") == 0);
+	/* The pairs' all-reduce issued on the four-rank communicator, by every rank. */
+	checker = rule_checker_new(set, nranks_violation, &found);
+	for (int rank = 0; rank < 4; rank++) {
+		struct trace_record wrong = collective(800 + (uint32_t)rank, rank, 4, 9, 0, 256);
+
+		CU_ASSERT_EQUAL(rule_checker_observe(checker, &wrong), 0);
+	}
+	rule_checker_finish(checker);
+	CU_ASSERT_EQUAL(found, 4);
+	rule_checker_free(checker);
+	inference_free(inference);
+	rule_set_free(set);
+}
+
+UNIT_TEST(api_sequence, an_order_seen_in_one_step_only_is_no_rule)
+{
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	int steps_with_order = 0;
+
+	/* Two processes call setup_a then setup_b once, in step 0 (start-up). */
+	for (uint32_t pid = 900; pid < 902; pid++) {
+		struct trace_record a = with_argument(pid, (int)pid - 900, 0, "setup_a", "x", 1);
+		struct trace_record b = with_argument(pid, (int)pid - 900, 0, "setup_b", "x", 1);
+
+		b.python_call.entry_ns = a.python_call.entry_ns + 10;
+		CU_ASSERT_EQUAL(inference_add(inference, &a), 0);
+		CU_ASSERT_EQUAL(inference_add(inference, &b), 0);
+		/* And train_a then train_b in steps 1 and 2. */
+		for (int step = 1; step <= 2; step++) {
+			struct trace_record c =
+				with_argument(pid, (int)pid - 900, step, "train_a", "x", 1);
+			struct trace_record d =
+				with_argument(pid, (int)pid - 900, step, "train_b", "x", 1);
+
+			d.python_call.entry_ns = c.python_call.entry_ns + 10;
+			CU_ASSERT_EQUAL(inference_add(inference, &c), 0);
+			CU_ASSERT_EQUAL(inference_add(inference, &d), 0);
+		}
+	}
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	for (size_t i = 0; i < set->count; i++) {
+		const struct rule *rule = &set->rules[i];
+
+		if (rule->relation != RELATION_API_SEQUENCE)
+			continue;
+		CU_ASSERT_STRING_NOT_EQUAL(rule->event.name, "setup_b");
+		steps_with_order += strcmp(rule->event.name, "train_b") == 0 &&
+				    strcmp(rule->first.name, "train_a") == 0;
+	}
+	CU_ASSERT_EQUAL(steps_with_order, 1);
+	inference_free(inference);
+	rule_set_free(set);
+}
