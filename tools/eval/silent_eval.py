@@ -334,6 +334,12 @@ def markdown(results, command, elapsed):
               "then hangs, as it would with NCCL, and the test double's timeout ends it.",
               "The Python cases record torch's scopes, the `add_` and `mul_` operators and",
               "one Python function (`SGD.__init__`), the probes their rules need."]
+    retaken = [name for r in results for name in r["recordings_retaken"]]
+    lines += ["A recording in which a traced Python process shows no `Optimizer.step` scope",
+              "or no `SGD.__init__` call lost its Python probes and is taken again (at most",
+              "{} times): {}.".format(RECORD_ATTEMPTS,
+                                      "none this time" if not retaken else
+                                      "this time " + "; ".join(retaken))]
     return "\n".join(lines) + "\n"
 
 
