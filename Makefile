@@ -57,7 +57,8 @@ TOOL_SOURCES := $(filter-out tools/bench/nccl-interposer.c tools/bench/probe-flo
 TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES)) \
 	$(INTERPOSER) $(PROBE_FLOOR)
 
-.PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs rules
+.PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs rules \
+	eval-silent
 .DELETE_ON_ERROR:
 
 all: tcheck-bpf test-programs
@@ -81,7 +82,7 @@ $(OUTPUT)/tracer.skel.h: $(OUTPUT)/tracer.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name tracer_bpf > $@
 
-$(OUTPUT)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard include/tcheck/*.h) $(SKELETONS) | $(OUTPUT)/user
+$(OUTPUT)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard infer/*.h) $(wildcard include/tcheck/*.h) $(SKELETONS) | $(OUTPUT)/user
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -214,6 +215,12 @@ bench: all
 eval-hangs: all
 	tools/eval/run-hang-eval.sh > $(OUTPUT)/hang-eval.md
 	python3 tools/bench/replace-section.py BENCHMARKS.md hang-detection $(OUTPUT)/hang-eval.md
+
+# The silent-error suite: rules from healthy reference runs against each case's buggy and
+# fixed variants, as BENCHMARKS.md's table (about 2 minutes; root).
+eval-silent: all
+	python3 tools/eval/silent_eval.py --markdown $(OUTPUT)/silent-errors.md
+	python3 tools/bench/replace-section.py BENCHMARKS.md silent-errors $(OUTPUT)/silent-errors.md
 
 # The shipped invariants, inferred from the reference workloads (records with BPF: root).
 rules: all

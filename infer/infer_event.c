@@ -140,6 +140,12 @@ static int nccl_fields(struct string_pool *pool, const struct trace_nccl_call *c
 				return -1;
 		}
 	}
+	/* The communicator's size: which group a collective went to (APIArg). */
+	if (call->nranks > 0 && !infer_event_field(event, "nranks")) {
+		snprintf(text, sizeof(text), "%d", call->nranks);
+		if (add_field(pool, event, "nranks", text))
+			return -1;
+	}
 	return add_field(pool, event, "result", nccl_result_name(call->result));
 }
 
@@ -214,6 +220,7 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 		event->nranks = call->world_size;
 		event->step = call->step;
 		event->stage = call->stage;
+		event->flags = call->flags & (TRACE_PYTHON_TORCH_SCOPE | TRACE_PYTHON_TORCH_OP);
 		event->seq = -1;
 		event->entry_ns = call->entry_ns;
 		event->exit_ns = call->entry_ns + call->duration_ns;
@@ -236,7 +243,23 @@ const char *infer_event_field(const struct infer_event *event, const char *name)
 	return NULL;
 }
 
-static const char *const meta_variables[] = { "rank", "nranks", "stage", "comm", "context" };
+static const char *const meta_variables[] = { "rank", "nranks",	 "stage",
+					      "comm", "context", "first_step" };
+
+int infer_event_is_operation(const struct infer_event *event)
+{
+	return event->kind == INFER_EVENT_NCCL ||
+	       (event->kind == INFER_EVENT_PYTHON &&
+		(event->flags & (TRACE_PYTHON_TORCH_SCOPE | TRACE_PYTHON_TORCH_OP)));
+}
+
+static int is_meta_variable(const char *name)
+{
+	for (size_t i = 0; i < sizeof(meta_variables) / sizeof(meta_variables[0]); i++)
+		if (strcmp(meta_variables[i], name) == 0)
+			return 1;
+	return 0;
+}
 
 const char *infer_event_variable(struct string_pool *pool, const struct infer_event *event,
 				 const char *variable)
@@ -262,6 +285,11 @@ const char *infer_event_variable(struct string_pool *pool, const struct infer_ev
 		snprintf(text, sizeof(text), "%016" PRIx64, event->comm_id);
 	} else if (strcmp(variable, "context") == 0) {
 		return event->context && *event->context ? event->context : NULL;
+	} else if (strcmp(variable, "first_step") == 0) {
+		/* The first step builds optimizer state lazily (momentum, moments): it differs. */
+		if (event->step < 0)
+			return NULL;
+		snprintf(text, sizeof(text), "%s", event->step == 0 ? "True" : "False");
 	} else {
 		return infer_event_field(event, variable);
 	}
@@ -276,6 +304,7 @@ size_t infer_event_variables(const struct infer_event *event, const char **names
 	     i++)
 		names[count++] = meta_variables[i];
 	for (uint32_t i = 0; i < event->field_count && count < max; i++)
-		names[count++] = event->fields[i].name;
+		if (!is_meta_variable(event->fields[i].name))
+			names[count++] = event->fields[i].name;
 	return count;
 }

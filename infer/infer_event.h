@@ -16,6 +16,7 @@
 enum infer_event_kind {
 	INFER_EVENT_NCCL = 1,
 	INFER_EVENT_PYTHON = 2,
+	INFER_EVENT_STEP = 3, /* a whole step of one process, the parent of what ran in it */
 };
 
 #define INFER_FIELDS_MAX 12
@@ -35,6 +36,7 @@ struct infer_event {
 	int32_t nranks;
 	int32_t step; /* -1 unknown */
 	uint32_t stage;
+	uint32_t flags;	  /* TRACE_PYTHON_TORCH_SCOPE, TRACE_PYTHON_TORCH_OP of a Python call */
 	uint64_t comm_id; /* 0 for none */
 	int64_t seq;	  /* -1 for none */
 	uint64_t entry_ns;
@@ -64,10 +66,14 @@ const char *infer_event_field(const struct infer_event *event, const char *name)
 
 /*
  * The value of a meta variable or field as an interned string: "rank",
- * "nranks", "stage", "comm", "context" or a field name. NULL when unknown.
+ * "nranks", "stage", "comm", "context", "first_step" or a field name.
+ * NULL when unknown.
  */
 const char *infer_event_variable(struct string_pool *pool, const struct infer_event *event,
 				 const char *variable);
+
+/* Whether an event is an operation (NCCL call, torch scope or operator), not a Python frame. */
+int infer_event_is_operation(const struct infer_event *event);
 
 /* The variables a precondition may use for this event, in a stable order. */
 size_t infer_event_variables(const struct infer_event *event, const char **names, size_t max);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "event_contain.h"
 #include "inference.h"
 #include "u64_map.h"
 
@@ -159,17 +160,30 @@ static int number_occurrences(struct inference *inference, const struct infer_ev
 	return 0;
 }
 
-static int emit(struct inference *inference, struct rule *rule,
-		const struct infer_event *const *passing, size_t passing_count,
-		const struct infer_event *const *failing, size_t failing_count,
-		const char *excluded)
+/* Whether the examples come from two steps or more (unknown steps count as one). */
+static int several_steps(const struct infer_event *const *examples, size_t count)
+{
+	for (size_t i = 1; i < count; i++)
+		if (examples[i]->step != examples[0]->step)
+			return 1;
+	return 0;
+}
+
+/* Peers: for cross-rank relations, another event of each example's group, else NULL. */
+static int emit_pairs(struct inference *inference, struct rule *rule,
+		      const struct infer_event *const *passing,
+		      const struct infer_event *const *passing_peers, size_t passing_count,
+		      const struct infer_event *const *failing,
+		      const struct infer_event *const *failing_peers, size_t failing_count,
+		      const char *excluded)
 {
 	int found;
 
 	if (passing_count < MIN_PASSING)
 		return 0;
-	found = precondition_deduce(inference->rules->pool, passing, passing_count, failing,
-				    failing_count, excluded, &rule->precondition);
+	found = precondition_deduce_pairs(inference->rules->pool, passing, passing_peers,
+					  passing_count, failing, failing_peers, failing_count,
+					  excluded, &rule->precondition);
 	if (found < 0)
 		return -ENOMEM;
 	if (found == 0)
@@ -179,55 +193,130 @@ static int emit(struct inference *inference, struct rule *rule,
 	return rule_set_add(inference->rules, rule);
 }
 
+static int emit(struct inference *inference, struct rule *rule,
+		const struct infer_event *const *passing, size_t passing_count,
+		const struct infer_event *const *failing, size_t failing_count,
+		const char *excluded)
+{
+	return emit_pairs(inference, rule, passing, NULL, passing_count, failing, NULL,
+			  failing_count, excluded);
+}
+
+/* Most members of a group compared pairwise for APIArg distinct. */
+#define DISTINCT_GROUP_MAX 64
+
+/*
+ * APIArg distinct: a field differs between the events of every cross-rank
+ * group (a data seed per rank). 'order' is grouped as for Consistent.
+ */
+static int infer_distinct(struct inference *inference, const struct infer_event **order,
+			  size_t start, size_t end, const char *field,
+			  const struct infer_event **passing,
+			  const struct infer_event **passing_peers,
+			  const struct infer_event **failing,
+			  const struct infer_event **failing_peers)
+{
+	size_t passing_count = 0, failing_count = 0;
+	struct rule rule = { .relation = RELATION_API_ARG,
+			     .event = { order[start]->kind, order[start]->name },
+			     .field = field,
+			     .distinct = 1 };
+
+	for (size_t g = start; g < end;) {
+		size_t h = g + 1;
+		const struct infer_event *repeated = NULL;
+
+		while (h < end && same_group(inference, order[g], order[h]))
+			h++;
+		if (h - g < 2 || h - g > DISTINCT_GROUP_MAX || !groupable(order[g])) {
+			g = h;
+			continue;
+		}
+		for (size_t a = g; a < h && !repeated; a++)
+			for (size_t b = a + 1; b < h && !repeated; b++)
+				if (infer_event_field(order[a], field) ==
+				    infer_event_field(order[b], field))
+					repeated = order[b];
+		if (repeated) {
+			failing_peers[failing_count] = repeated;
+			failing[failing_count++] = order[g];
+		} else {
+			passing_peers[passing_count] = order[g + 1];
+			passing[passing_count++] = order[g];
+		}
+		g = h;
+	}
+	return emit_pairs(inference, &rule, passing, passing_peers, passing_count, failing,
+			  failing_peers, failing_count, field);
+}
+
 /* Consistent: each field of a name agrees within every cross-rank group. */
 static int infer_consistent(struct inference *inference, const struct infer_event **order,
 			    const struct infer_event **passing, const struct infer_event **failing)
 {
-	size_t start = 0;
+	size_t start = 0, size = (inference->count ? inference->count : 1) * sizeof(void *);
+	const struct infer_event **passing_peers = malloc(size);
+	const struct infer_event **failing_peers = malloc(size);
+	int failed = 0;
+
+	if (!passing_peers || !failing_peers) {
+		free(passing_peers);
+		free(failing_peers);
+		return -ENOMEM;
+	}
 
 	for (size_t i = 0; i < inference->count; i++)
 		order[i] = &inference->events[i];
 	sorting = inference;
 	qsort(order, inference->count, sizeof(*order), by_group);
-	while (start < inference->count) {
+	while (start < inference->count && !failed) {
 		const struct infer_event *first = order[start];
 		size_t end = start;
 
 		while (end < inference->count && order[end]->name == first->name)
 			end++;
-		for (uint32_t f = 0; f < first->field_count; f++) {
+		for (uint32_t f = 0; f < first->field_count && !failed; f++) {
 			const char *field = first->fields[f].name;
 			size_t passing_count = 0, failing_count = 0;
 			struct rule rule = { .relation = RELATION_CONSISTENT,
 					     .event = { first->kind, first->name },
 					     .field = field };
-			int failed;
 
-			for (size_t g = start; g < end;) {
+			/* One communicator's ranks share its size by construction. */
+			if (strcmp(field, "nranks") == 0)
+				continue;
+			failed = infer_distinct(inference, order, start, end, field, passing,
+						passing_peers, failing, failing_peers);
+			for (size_t g = start; g < end && !failed;) {
 				size_t h = g + 1;
-				int agree = 1;
+				const struct infer_event *disagreeing = NULL;
 				const char *value = infer_event_field(order[g], field);
 
 				while (h < end && same_group(inference, order[g], order[h])) {
-					agree &= infer_event_field(order[h], field) == value;
+					if (!disagreeing &&
+					    infer_event_field(order[h], field) != value)
+						disagreeing = order[h];
 					h++;
 				}
 				if (h - g >= 2 && groupable(order[g])) {
-					if (agree)
+					if (!disagreeing) {
+						passing_peers[passing_count] = order[g + 1];
 						passing[passing_count++] = order[g];
-					else
+					} else {
+						failing_peers[failing_count] = disagreeing;
 						failing[failing_count++] = order[g];
+					}
 				}
 				g = h;
 			}
-			failed = emit(inference, &rule, passing, passing_count, failing,
-				      failing_count, field);
-			if (failed)
-				return failed;
+			failed = emit_pairs(inference, &rule, passing, passing_peers, passing_count,
+					    failing, failing_peers, failing_count, field);
 		}
 		start = end;
 	}
-	return 0;
+	free(passing_peers);
+	free(failing_peers);
+	return failed;
 }
 
 /* APIArg and APIOutput: a field that keeps one value (under a precondition). */
@@ -423,8 +512,11 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 				else
 					failing[failing_count++] = first_b;
 			}
-			failed = emit(inference, &rule, passing, passing_count, failing,
-				      failing_count, NULL);
+			/* An order seen in one step only (start-up, imports) is no per-step rule.
+			 */
+			if (several_steps(passing, passing_count))
+				failed = emit(inference, &rule, passing, passing_count, failing,
+					      failing_count, NULL);
 		}
 	}
 	free(segments);
@@ -448,6 +540,9 @@ int inference_run(struct inference *inference)
 			failed = infer_constants(inference, order, passing, failing);
 		if (!failed)
 			failed = infer_sequences(inference, order, passing, failing);
+		if (!failed)
+			failed = infer_event_contain(inference->rules, inference->events,
+						     inference->count, MIN_PASSING);
 	}
 	free(order);
 	free(passing);

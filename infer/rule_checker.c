@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "contain_checker.h"
 #include "rule_checker.h"
 #include "u64_map.h"
 
@@ -34,10 +35,14 @@ struct rule_checker {
 	struct u64_map groups;	    /* key hash -> struct group list */
 	struct u64_map occurrences; /* hash (pid, name, step) -> count + 1 */
 	struct u64_map processes;   /* pid -> struct process_step */
+	struct contain_checker *contains;
 	uint64_t violations;
 	uint64_t events;
 	int has_sequences;
 };
+
+static void contain_violation(void *context, const struct rule *rule,
+			      const struct infer_event *parent);
 
 static uint64_t mix(uint64_t hash, uint64_t value)
 {
@@ -60,6 +65,11 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	u64_map_init(&checker->processes);
 	for (size_t i = 0; i < rules->count; i++)
 		checker->has_sequences |= rules->rules[i].relation == RELATION_API_SEQUENCE;
+	checker->contains = contain_checker_new(rules, contain_violation, checker);
+	if (!checker->contains) {
+		free(checker);
+		return NULL;
+	}
 	return checker;
 }
 
@@ -75,18 +85,31 @@ static void violation(struct rule_checker *checker, const struct rule *rule,
 		checker->report(&found, checker->context);
 }
 
+static void contain_violation(void *context, const struct rule *rule,
+			      const struct infer_event *parent)
+{
+	violation(context, rule, parent, NULL);
+}
+
 static void check_constants(struct rule_checker *checker, const struct infer_event *event)
 {
 	for (size_t i = 0; i < checker->rules->count; i++) {
 		const struct rule *rule = &checker->rules->rules[i];
 
 		if ((rule->relation != RELATION_API_ARG && rule->relation != RELATION_API_OUTPUT) ||
-		    rule->event.name != event->name)
+		    rule->distinct || rule->event.name != event->name)
 			continue;
 		if (infer_event_field(event, rule->field) != rule->value &&
 		    precondition_holds(checker->rules->pool, &rule->precondition, event))
 			violation(checker, rule, event, NULL);
 	}
+}
+
+/* The rules checked over cross-rank groups: Consistent, and APIArg distinct. */
+static int group_rule(const struct rule *rule)
+{
+	return rule->relation == RELATION_CONSISTENT ||
+	       (rule->relation == RELATION_API_ARG && rule->distinct);
 }
 
 static int same_group(const struct infer_event *a, const struct infer_event *b,
@@ -123,7 +146,7 @@ static int check_consistent(struct rule_checker *checker, const struct infer_eve
 	int wanted = 0;
 
 	for (size_t i = 0; i < checker->rules->count && !wanted; i++)
-		wanted = checker->rules->rules[i].relation == RELATION_CONSISTENT &&
+		wanted = group_rule(&checker->rules->rules[i]) &&
 			 checker->rules->rules[i].event.name == event->name;
 	if (!wanted)
 		return 0;
@@ -164,14 +187,17 @@ static int check_consistent(struct rule_checker *checker, const struct infer_eve
 		const struct rule *rule = &checker->rules->rules[i];
 		uint64_t bit;
 
-		if (rule->relation != RELATION_CONSISTENT || rule->event.name != event->name)
+		if (!group_rule(rule) || rule->event.name != event->name)
 			continue;
 		bit = 1ULL << (nth++ % 64);
 		if (group->reported & bit)
 			continue;
-		if (infer_event_field(event, rule->field) !=
-			    infer_event_field(&group->first, rule->field) &&
-		    precondition_holds(checker->rules->pool, &rule->precondition, &group->first)) {
+		/* Consistent: differs from the first; distinct: repeats it. */
+		if ((infer_event_field(event, rule->field) !=
+		     infer_event_field(&group->first, rule->field)) ==
+			    (rule->relation == RELATION_CONSISTENT) &&
+		    precondition_holds_pair(checker->rules->pool, &rule->precondition,
+					    &group->first, event)) {
 			group->reported |= bit;
 			violation(checker, rule, event, &group->first);
 		}
@@ -252,7 +278,7 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 		return converted < 0 ? -ENOMEM : 0;
 	checker->events++;
 	check_constants(checker, &event);
-	if (check_consistent(checker, &event))
+	if (check_consistent(checker, &event) || contain_checker_observe(checker->contains, &event))
 		return -ENOMEM;
 	return track_step(checker, &event);
 }
@@ -268,6 +294,7 @@ void rule_checker_finish(struct rule_checker *checker)
 
 	for (size_t i = 0; u64_map_next(&checker->processes, &i, &key, &value);)
 		close_step(checker, value);
+	contain_checker_finish(checker->contains);
 }
 
 uint64_t rule_checker_violations(const struct rule_checker *checker)
@@ -287,6 +314,7 @@ void rule_checker_free(struct rule_checker *checker)
 
 	if (!checker)
 		return;
+	contain_checker_free(checker->contains);
 	for (size_t i = 0; u64_map_next(&checker->groups, &i, &key, &value);) {
 		struct group *group = value;
 

@@ -8,19 +8,19 @@
 
 #include "rules.h"
 
-static const char *const relation_names[] = { NULL, "Consistent", "APIArg", "APIOutput",
-					      "APISequence" };
+static const char *const relation_names[] = { NULL,	   "Consistent",  "APIArg",
+					      "APIOutput", "APISequence", "EventContain" };
 
 const char *rule_relation_name(uint32_t relation)
 {
-	if (relation >= 1 && relation <= RELATION_API_SEQUENCE)
+	if (relation >= 1 && relation <= RELATION_EVENT_CONTAIN)
 		return relation_names[relation];
 	return "unknown";
 }
 
 static uint32_t relation_from_name(const char *name)
 {
-	for (uint32_t i = 1; i <= RELATION_API_SEQUENCE; i++)
+	for (uint32_t i = 1; i <= RELATION_EVENT_CONTAIN; i++)
 		if (strcmp(relation_names[i], name) == 0)
 			return i;
 	return 0;
@@ -96,6 +96,14 @@ static size_t describe_precondition(const struct precondition *precondition, cha
 			if (clause->type == CLAUSE_EXIST)
 				used += (size_t)snprintf(text + used, size - used, "%s%s is known",
 							 c ? " and " : "", clause->variable);
+			else if (clause->type == CLAUSE_CONSISTENT)
+				used += (size_t)snprintf(text + used, size - used,
+							 "%s%s is the same on both sides",
+							 c ? " and " : "", clause->variable);
+			else if (clause->type == CLAUSE_UNEQUAL)
+				used += (size_t)snprintf(text + used, size - used,
+							 "%s%s differs between the sides",
+							 c ? " and " : "", clause->variable);
 			else
 				used += (size_t)snprintf(text + used, size - used, "%s%s = %s",
 							 c ? " and " : "", clause->variable,
@@ -118,12 +126,27 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 		break;
 	case RELATION_API_ARG:
 	case RELATION_API_OUTPUT:
-		used = (size_t)snprintf(text, size, "%s of %s is always %s", rule->field,
-					rule->event.name, rule->value);
+		if (rule->distinct)
+			used = (size_t)snprintf(
+				text, size,
+				"%s of %s differs across ranks (same communicator and "
+				"sequence number, or same step and occurrence)",
+				rule->field, rule->event.name);
+		else
+			used = (size_t)snprintf(text, size, "%s of %s is always %s", rule->field,
+						rule->event.name, rule->value);
 		break;
 	case RELATION_API_SEQUENCE:
 		used = (size_t)snprintf(text, size, "in every step with %s, %s comes first",
 					rule->event.name, rule->first.name);
+		break;
+	case RELATION_EVENT_CONTAIN:
+		if (rule->value)
+			used = (size_t)snprintf(text, size, "every %s contains %s exactly %s times",
+						rule->event.name, rule->child.name, rule->value);
+		else
+			used = (size_t)snprintf(text, size, "every %s contains %s",
+						rule->event.name, rule->child.name);
 		break;
 	default:
 		used = (size_t)snprintf(text, size, "unknown relation");
@@ -134,7 +157,7 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 
 static const char *kind_name(uint32_t kind)
 {
-	return kind == INFER_EVENT_NCCL ? "nccl" : "python";
+	return kind == INFER_EVENT_NCCL ? "nccl" : kind == INFER_EVENT_STEP ? "step" : "python";
 }
 
 static json_t *descriptor_json(const struct rule_descriptor *descriptor)
@@ -154,10 +177,11 @@ static json_t *precondition_json(const struct precondition *precondition)
 			const struct precondition_clause *clause =
 				&precondition->groups[g].clauses[c];
 
-			if (clause->type == CLAUSE_EXIST)
-				json_array_append_new(clauses,
-						      json_pack("{s:s, s:s}", "clause", "exist",
-								"variable", clause->variable));
+			if (clause->type != CLAUSE_CONSTANT)
+				json_array_append_new(
+					clauses, json_pack("{s:s, s:s}", "clause",
+							   precondition_clause_name(clause->type),
+							   "variable", clause->variable));
 			else
 				json_array_append_new(
 					clauses, json_pack("{s:s, s:s, s:s}", "clause", "constant",
@@ -187,10 +211,14 @@ int rule_set_save(const struct rule_set *set, const char *path, char *error, siz
 		json_object_set_new(object, "event", descriptor_json(&rule->event));
 		if (rule->relation == RELATION_API_SEQUENCE)
 			json_object_set_new(object, "first", descriptor_json(&rule->first));
+		if (rule->relation == RELATION_EVENT_CONTAIN)
+			json_object_set_new(object, "child", descriptor_json(&rule->child));
 		if (rule->field)
 			json_object_set_new(object, "field", json_string(rule->field));
 		if (rule->value)
 			json_object_set_new(object, "value", json_string(rule->value));
+		if (rule->distinct)
+			json_object_set_new(object, "distinct", json_true());
 		json_object_set_new(object, "precondition", precondition_json(&rule->precondition));
 		json_object_set_new(object, "passing", json_integer((json_int_t)rule->passing));
 		json_object_set_new(object, "failing", json_integer((json_int_t)rule->failing));
@@ -220,6 +248,8 @@ static int descriptor_load(struct rule_set *set, json_t *object, struct rule_des
 		out->kind = INFER_EVENT_NCCL;
 	else if (strcmp(kind, "python") == 0)
 		out->kind = INFER_EVENT_PYTHON;
+	else if (strcmp(kind, "step") == 0)
+		out->kind = INFER_EVENT_STEP;
 	else
 		return -1;
 	out->name = string_pool_intern(set->pool, name);
@@ -248,12 +278,12 @@ static int precondition_load(struct rule_set *set, json_t *groups, struct precon
 			if (json_unpack(clause, "{s:s, s:s, s?s}", "clause", &type, "variable",
 					&variable, "value", &value))
 				return -1;
-			if (strcmp(type, "exist") == 0) {
-				into->type = CLAUSE_EXIST;
-			} else if (strcmp(type, "constant") == 0 && value) {
-				into->type = CLAUSE_CONSTANT;
+			into->type = precondition_clause_type(type);
+			if (into->type == CLAUSE_CONSTANT) {
+				if (!value)
+					return -1;
 				into->value = string_pool_intern(set->pool, value);
-			} else {
+			} else if (!into->type) {
 				return -1;
 			}
 			into->variable = string_pool_intern(set->pool, variable);
@@ -267,13 +297,15 @@ static int precondition_load(struct rule_set *set, json_t *groups, struct precon
 static int rule_load(struct rule_set *set, json_t *object, struct rule *rule)
 {
 	const char *relation = NULL, *field = NULL, *value = NULL;
-	json_t *event = NULL, *first = NULL, *precondition = NULL;
+	json_t *event = NULL, *first = NULL, *child = NULL, *precondition = NULL;
 	json_int_t passing = 0, failing = 0;
+	int distinct = 0;
 
 	memset(rule, 0, sizeof(*rule));
-	if (json_unpack(object, "{s:s, s:o, s?o, s?s, s?s, s:o, s?I, s?I}", "relation", &relation,
-			"event", &event, "first", &first, "field", &field, "value", &value,
-			"precondition", &precondition, "passing", &passing, "failing", &failing))
+	if (json_unpack(object, "{s:s, s:o, s?o, s?o, s?s, s?s, s?b, s:o, s?I, s?I}", "relation",
+			&relation, "event", &event, "first", &first, "child", &child, "field",
+			&field, "value", &value, "distinct", &distinct, "precondition",
+			&precondition, "passing", &passing, "failing", &failing))
 		return -1;
 	rule->relation = relation_from_name(relation);
 	if (!rule->relation || descriptor_load(set, event, &rule->event) ||
@@ -282,10 +314,15 @@ static int rule_load(struct rule_set *set, json_t *object, struct rule *rule)
 	if (rule->relation == RELATION_API_SEQUENCE) {
 		if (!first || descriptor_load(set, first, &rule->first))
 			return -1;
+	} else if (rule->relation == RELATION_EVENT_CONTAIN) {
+		if (!child || descriptor_load(set, child, &rule->child))
+			return -1;
 	} else if (!field) {
 		return -1;
 	}
-	if ((rule->relation == RELATION_API_ARG || rule->relation == RELATION_API_OUTPUT) && !value)
+	rule->distinct = rule->relation == RELATION_API_ARG && distinct;
+	if ((rule->relation == RELATION_API_ARG || rule->relation == RELATION_API_OUTPUT) &&
+	    !value && !rule->distinct)
 		return -1;
 	rule->field = field ? string_pool_intern(set->pool, field) : NULL;
 	rule->value = value ? string_pool_intern(set->pool, value) : NULL;
@@ -318,11 +355,13 @@ struct rule_set *rule_set_load(const char *path, char *error, size_t size)
 		json_decref(root);
 		return NULL;
 	}
-	if (version != RULES_FORMAT_VERSION) {
+	if (version < RULES_FORMAT_OLDEST_VERSION || version > RULES_FORMAT_VERSION) {
 		snprintf(error, size,
-			 "%s has rules format version %lld, this tcheck-bpf reads version %d: "
+			 "%s has rules format version %lld, this tcheck-bpf reads versions %d to "
+			 "%d: "
 			 "infer the rules again with this version",
-			 path, (long long)version, RULES_FORMAT_VERSION);
+			 path, (long long)version, RULES_FORMAT_OLDEST_VERSION,
+			 RULES_FORMAT_VERSION);
 		json_decref(root);
 		return NULL;
 	}

@@ -14,13 +14,17 @@
 #include "precondition.h"
 
 #define RULES_FORMAT_NAME "tcheck-bpf-rules"
-#define RULES_FORMAT_VERSION 1
+#define RULES_FORMAT_VERSION 2
+/* The oldest version still read: version 1 has no EventContain and no peer clauses. */
+#define RULES_FORMAT_OLDEST_VERSION 1
 
 enum rule_relation {
-	RELATION_CONSISTENT = 1,   /* a field agrees across the ranks of a group */
-	RELATION_API_ARG = 2,	   /* an argument is constant */
-	RELATION_API_OUTPUT = 3,   /* a result is constant */
-	RELATION_API_SEQUENCE = 4, /* within a step, 'first' is entered before 'event' */
+	RELATION_CONSISTENT = 1,    /* a field agrees across the ranks of a group */
+	RELATION_API_ARG = 2,	    /* an argument is constant */
+	RELATION_API_OUTPUT = 3,    /* a result is constant */
+	RELATION_API_SEQUENCE = 4,  /* within a step, 'first' is entered before 'event' */
+	RELATION_EVENT_CONTAIN = 5, /* 'event' (a call or a step) contains 'child' (n times) */
+	RELATION_LAST = RELATION_EVENT_CONTAIN,
 };
 
 /* Events described by kind and name, never by identity. */
@@ -33,8 +37,11 @@ struct rule {
 	uint32_t relation;
 	struct rule_descriptor event;
 	struct rule_descriptor first; /* API_SEQUENCE only */
+	struct rule_descriptor child; /* EVENT_CONTAIN only */
 	const char *field;	      /* CONSISTENT, API_ARG, API_OUTPUT */
-	const char *value;	      /* API_ARG, API_OUTPUT: the constant */
+	const char *value; /* API_ARG, API_OUTPUT: the constant; EVENT_CONTAIN: the count or NULL */
+	/* API_ARG without a value: the field differs between the events of every group. */
+	uint32_t distinct;
 	struct precondition precondition;
 	uint64_t passing;
 	uint64_t failing;

@@ -78,9 +78,14 @@ json_t *rule_violation_json(const struct rule_violation *violation)
 static void report_violation(const struct rule_violation *violation, void *context)
 {
 	struct report *report = context;
-	char offending[512], other[512] = "";
+	char offending[512], other[512] = "", contained[160];
+	const char *field = violation->rule->field;
 
-	describe_event(violation->event, violation->rule->field, offending, sizeof(offending));
+	if (violation->rule->relation == RELATION_EVENT_CONTAIN) {
+		snprintf(contained, sizeof(contained), "contains:%s", violation->rule->child.name);
+		field = contained;
+	}
+	describe_event(violation->event, field, offending, sizeof(offending));
 	if (violation->other)
 		describe_event(violation->other, violation->rule->field, other, sizeof(other));
 	printf("violation at step %d: %s\n  offending: %s\n", violation->step, violation->text,

@@ -14,9 +14,10 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: tcheck-bpf infer -o RULES.json TRACE...\n\n"
-		"Learns invariants (Consistent, APIArg, APIOutput, APISequence) from the traces\n"
-		"of healthy runs, taken together as one input (ranks, runs, hosts), and writes\n"
-		"those with a safe precondition to a rules file for 'tcheck-bpf check --rules'.\n\n"
+		"Learns invariants (Consistent, APIArg, APIOutput, APISequence, EventContain)\n"
+		"from the traces of healthy runs, taken together as one input (ranks, runs,\n"
+		"hosts), and writes those with a safe precondition to a rules file for\n"
+		"'tcheck-bpf check --rules'.\n\n"
 		"  -o, --output FILE  the rules file to write (required)\n"
 		"  -h, --help         this text\n");
 }
@@ -36,13 +37,13 @@ static double seconds_since(const struct timespec *start)
 
 static void print_summary(const struct rule_set *rules, size_t events, double seconds)
 {
-	size_t by_relation[RELATION_API_SEQUENCE + 1] = { 0 };
+	size_t by_relation[RELATION_LAST + 1] = { 0 };
 
 	for (size_t i = 0; i < rules->count; i++)
 		by_relation[rules->rules[i].relation]++;
 	log_notice("%zu events from %zu trace(s): %zu invariants in %.2f s", events,
 		   rules->source_count, rules->count, seconds);
-	for (uint32_t r = 1; r <= RELATION_API_SEQUENCE; r++)
+	for (uint32_t r = 1; r <= RELATION_LAST; r++)
 		log_notice("  %-12s %zu", rule_relation_name(r), by_relation[r]);
 }
 

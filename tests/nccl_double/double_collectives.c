@@ -113,7 +113,9 @@ static bool all_posted(const struct ncclComm *comm, uint64_t sequence)
  * Ranks must agree on what the collective is. When they do not (a rank skipped a call, or called
  * another one), nothing matches and the operation waits, as NCCL would hang: the timeout or an
  * abort ends it. A different count alone is tolerated: every rank then works on the smallest
- * count and leaves the rest of its receive buffer untouched.
+ * count and leaves the rest of its receive buffer untouched. So is a different datatype of the
+ * same element size (int32 and uint32): NCCL moves bytes, and each rank reads them as its own
+ * type, silently.
  */
 static bool agreed_count(struct double_op *op, size_t *agreed)
 {
@@ -127,8 +129,9 @@ static bool agreed_count(struct double_op *op, size_t *agreed)
 			&comm->rank_states[peer].descriptors[op->sequence & 1];
 
 		if (theirs->sequence != mine->sequence || theirs->kind != mine->kind ||
-		    theirs->datatype != mine->datatype || theirs->redop != mine->redop ||
-		    theirs->root != mine->root) {
+		    double_datatype_size(theirs->datatype) !=
+			    double_datatype_size(mine->datatype) ||
+		    theirs->redop != mine->redop || theirs->root != mine->root) {
 			if (!op->mismatch_reported)
 				fprintf(stderr,
 					"NCCL WARN double: rank %d of comm %016llx: collective "

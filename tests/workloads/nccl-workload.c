@@ -98,6 +98,9 @@ struct options {
 	struct rank_step skip;
 	struct rank_step stall;
 	struct rank_step mismatch;
+	struct rank_step mismatch_datatype;
+	struct rank_step skip_replicated;
+	int wrong_comm_step; /* -1: off */
 	int slow_rank;
 	double slow_factor;
 	struct delay delay;
@@ -140,6 +143,7 @@ struct worker {
 	struct buffers *data;
 	/* What this step issued, so only that is checked. */
 	bool skipped, mismatched, world_collectives;
+	bool mismatched_datatype, skipped_replicated, wrong_comm;
 };
 
 static volatile double compute_sink;
@@ -151,7 +155,8 @@ static void usage(FILE *out)
 		"                     [--compute-us U] [--step-sleep-ms M] [--skip-collective "
 		"R:K]\n"
 		"                     [--stall R:K] [--slow R:F] [--mismatch-count R:K]\n"
-		"                     [--wait-file PATH]\n"
+		"                     [--mismatch-datatype R:K] [--skip-replicated R:K]\n"
+		"                     [--wrong-comm K] [--wait-file PATH]\n"
 		"Runs N rank processes of a training-like job over libnccl.so.2 and writes\n"
 		"DIR/rank-R.jsonl (every NCCL call made, as JSON lines) and DIR/rank-R.progress\n"
 		"(the last finished step). Defaults: N=4 S=10 U=200 M=0; T=2 and P=2 where N "
@@ -165,6 +170,13 @@ static void usage(FILE *out)
 		"                         writes what it injected to rank-R.fault first\n"
 		"  --mismatch-count R:K   rank R passes count+1 to one gradient all-reduce of step "
 		"K\n"
+		"  --mismatch-datatype R:K  rank R reduces the int32 gradient bucket of step K as\n"
+		"                         uint32 (same size: silent)\n"
+		"  --skip-replicated R:K  rank R skips the all-reduce of one bucket of replicated\n"
+		"                         parameters at step K: its next call takes its place\n"
+		"  --wrong-comm K         at step K every rank issues its tensor-parallel "
+		"all-reduce\n"
+		"                         on the data-parallel communicator\n"
 		"  --wait-file PATH       ranks wait for PATH to exist before their first NCCL "
 		"call\n"
 		"Example: nccl-workload --ranks 8 --steps 20 --log-dir /tmp/job\n");
@@ -240,6 +252,9 @@ static int parse_options(int argc, char **argv, struct options *options)
 		{ "slow", required_argument, NULL, 'w' },
 		{ "delay", required_argument, NULL, 'D' },
 		{ "mismatch-count", required_argument, NULL, 'm' },
+		{ "mismatch-datatype", required_argument, NULL, 'T' },
+		{ "skip-replicated", required_argument, NULL, 'R' },
+		{ "wrong-comm", required_argument, NULL, 'C' },
 		{ "wait-file", required_argument, NULL, 'f' },
 		{ "worker", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
@@ -255,6 +270,9 @@ static int parse_options(int argc, char **argv, struct options *options)
 		.skip = { -1, -1 },
 		.stall = { -1, -1 },
 		.mismatch = { -1, -1 },
+		.mismatch_datatype = { -1, -1 },
+		.skip_replicated = { -1, -1 },
+		.wrong_comm_step = -1,
 		.slow_rank = -1,
 		.slow_factor = 1.0,
 		.delay = { .rank = -1, .step = -1 },
@@ -302,6 +320,16 @@ static int parse_options(int argc, char **argv, struct options *options)
 			break;
 		case 'D':
 			valid = parse_delay(optarg, &options->delay);
+			break;
+		case 'T':
+			valid = parse_rank_step(optarg, &options->mismatch_datatype);
+			break;
+		case 'R':
+			valid = parse_rank_step(optarg, &options->skip_replicated);
+			break;
+		case 'C':
+			valid = parse_int(optarg, 0, INT_MAX, &value);
+			options->wrong_comm_step = (int)value;
 			break;
 		case 'f':
 			options->wait_file = optarg;
@@ -681,8 +709,9 @@ static void tensor_parallel(struct worker *worker, int step)
 		data->tp_send[i] = (float)value_of(worker->rank, step, i);
 	for (size_t i = 0; i < TP_GATHER_COUNT; i++)
 		data->tp_shard[i] = (int32_t)value_of(worker->rank, step, i);
-	all_reduce(worker, worker->tp_comm, data->tp_send, data->tp_reduced, TP_REDUCE_COUNT,
-		   ncclFloat32, ncclSum);
+	/* --wrong-comm: the group chosen is the data-parallel one, on every rank alike. */
+	all_reduce(worker, worker->wrong_comm ? worker->dp_comm : worker->tp_comm, data->tp_send,
+		   data->tp_reduced, TP_REDUCE_COUNT, ncclFloat32, ncclSum);
 	all_gather(worker, worker->tp_comm, data->tp_shard, data->tp_gathered, TP_GATHER_COUNT,
 		   ncclInt32);
 }
@@ -786,9 +815,12 @@ static void data_parallel(struct worker *worker, int step)
 	all_reduce(worker, comm, data->bucket0, data->bucket0,
 		   BUCKET0_COUNT + (worker->mismatched ? 1 : 0), ncclFloat32, ncclSum);
 	all_reduce(worker, comm, data->bucket1, data->bucket1, BUCKET1_COUNT, ncclFloat64, ncclAvg);
-	all_reduce(worker, comm, data->bucket2, data->bucket2, BUCKET2_COUNT, ncclInt64, ncclMax);
+	if (!worker->skipped_replicated)
+		all_reduce(worker, comm, data->bucket2, data->bucket2, BUCKET2_COUNT, ncclInt64,
+			   ncclMax);
 	all_reduce(worker, comm, data->bucket3, data->bucket3, BUCKET3_COUNT, ncclUint8, ncclMin);
-	all_reduce(worker, comm, data->bucket4, data->bucket4, BUCKET4_COUNT, ncclInt32, ncclProd);
+	all_reduce(worker, comm, data->bucket4, data->bucket4, BUCKET4_COUNT,
+		   worker->mismatched_datatype ? ncclUint32 : ncclInt32, ncclProd);
 }
 
 static void check_data_parallel(const struct worker *worker, int step)
@@ -1014,6 +1046,11 @@ static void run_step(struct worker *worker, int step)
 	worker->skipped = options->skip.rank == worker->rank && options->skip.step == step;
 	worker->mismatched =
 		options->mismatch.rank == worker->rank && options->mismatch.step == step;
+	worker->mismatched_datatype = options->mismatch_datatype.rank == worker->rank &&
+				      options->mismatch_datatype.step == step;
+	worker->skipped_replicated = options->skip_replicated.rank == worker->rank &&
+				     options->skip_replicated.step == step;
+	worker->wrong_comm = options->wrong_comm_step == step && worker->tp > 1 && worker->dp > 1;
 	worker->world_collectives = step % WORLD_COLLECTIVE_PERIOD == 0;
 	if (options->stall.rank == worker->rank && options->stall.step == step) {
 		fprintf(stderr, "nccl-workload: rank %d stalls at step %d\n", worker->rank, step);
@@ -1049,7 +1086,8 @@ static void run_step(struct worker *worker, int step)
 	ret = doubleStreamSynchronize(worker->stream);
 	check_call(worker, "an operation of this step (doubleStreamSynchronize)", ret);
 
-	if (worker->tp > 1)
+	/* The wrong group reduced other ranks' values: nothing to compare with. */
+	if (worker->tp > 1 && !worker->wrong_comm)
 		check_tensor_parallel(worker, step);
 	if (worker->pp > 1)
 		check_pipeline(worker, step);

@@ -89,6 +89,8 @@ def worker_argv(args):
             "--wait-timeout", repr(args.wait_timeout), "--world-size", str(args.world_size)]
     if args.clip is not None:
         argv += ["--clip", repr(args.clip)]
+    if args.clip_only_rank:
+        argv += ["--clip-only-rank", args.clip_only_rank]
     for option, value in (("--wait-file", args.wait_file), ("--log-dir", args.log_dir),
                           ("--progress", args.progress)):
         if value:

@@ -290,6 +290,9 @@ def add_training_options(parser):
     parser.add_argument("--seed", type=int, default=1234, help="random seed (default 1234)")
     parser.add_argument("--clip", type=float, default=None, metavar="MAX_NORM",
                         help="call torch.nn.utils.clip_grad_norm_(params, MAX_NORM) each step")
+    parser.add_argument("--clip-only-rank", default=None, metavar="R:K",
+                        help="with --clip: from step K on, only rank R clips its gradients "
+                             "(a silent error: the ranks' updates differ)")
     parser.add_argument("--eval-every", type=int, default=0, metavar="K",
                         help="every K steps: model.eval(), a no-grad forward, model.train() (0: never)")
     parser.add_argument("--step-sleep-ms", type=float, default=0.0, metavar="M",
@@ -393,6 +396,15 @@ def build_optimizer(call_log, args, model):
     return optimizer, parameters
 
 
+def clips_at(args, rank, step):
+    """Whether this rank clips at this step (--clip-only-rank R:K stops the others at K)."""
+    only = getattr(args, "clip_only_rank", None)
+    if not only:
+        return True
+    only_rank, from_step = (int(part) for part in only.split(":"))
+    return step < from_step or rank == only_rank
+
+
 def train(call_log, args, model, optimizer, parameters, inputs, targets, progress_path, forward_scope=None):
     """The training loop both workloads run; returns the last loss.
 
@@ -431,7 +443,7 @@ def train(call_log, args, model, optimizer, parameters, inputs, targets, progres
         loss.backward()
         call_log.end(record)
 
-        if args.clip is not None:
+        if args.clip is not None and clips_at(args, call_log.rank, step):
             record = call_log.begin("torch.nn.utils.clip_grad_norm_(parameters, clip)",
                                     torch.nn.utils.clip_grad_norm_, arguments={"max_norm": args.clip})
             torch.nn.utils.clip_grad_norm_(parameters, args.clip)

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+/* EventContain checking: per-thread logs of operations, per-process step counts. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "contain_checker.h"
+#include "event_contain.h"
+#include "u64_map.h"
+
+/* Operations remembered per thread before the oldest are dropped. */
+#define THREAD_LOG_MAX 8192
+/* Children counted per step of a process. */
+#define STEP_CHILDREN_MAX 64
+
+struct logged_operation {
+	const char *name;
+	uint64_t entry_ns;
+	int32_t step;
+};
+
+/* Recent operations of one thread whose names some scope rule counts. */
+struct thread_log {
+	struct logged_operation *entries;
+	size_t count;
+	size_t capacity;
+	int32_t step; /* of the last operation logged */
+};
+
+/* The current step of one process and what ran in it. */
+struct step_state {
+	struct infer_event step; /* the synthetic parent */
+	uint32_t child_count;
+	const char *children[STEP_CHILDREN_MAX];
+	uint32_t counts[STEP_CHILDREN_MAX];
+};
+
+struct contain_checker {
+	struct rule_set *rules;
+	contain_violation_fn report;
+	void *context;
+	struct u64_map threads; /* tid -> struct thread_log */
+	struct u64_map steps;	/* pid -> struct step_state */
+	const char *step_name;
+	int has_scope_rules, has_step_rules;
+};
+
+struct contain_checker *contain_checker_new(struct rule_set *rules, contain_violation_fn report,
+					    void *context)
+{
+	struct contain_checker *checker = calloc(1, sizeof(*checker));
+
+	if (!checker)
+		return NULL;
+	checker->rules = rules;
+	checker->report = report;
+	checker->context = context;
+	checker->step_name = string_pool_intern(rules->pool, STEP_PARENT_NAME);
+	u64_map_init(&checker->threads);
+	u64_map_init(&checker->steps);
+	for (size_t i = 0; i < rules->count; i++) {
+		if (rules->rules[i].relation != RELATION_EVENT_CONTAIN)
+			continue;
+		if (rules->rules[i].event.kind == INFER_EVENT_STEP)
+			checker->has_step_rules = 1;
+		else
+			checker->has_scope_rules = 1;
+	}
+	if (!checker->step_name) {
+		free(checker);
+		return NULL;
+	}
+	return checker;
+}
+
+static int counted_child(const struct contain_checker *checker, uint32_t parent_kind,
+			 const char *name)
+{
+	for (size_t i = 0; i < checker->rules->count; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+
+		if (rule->relation == RELATION_EVENT_CONTAIN && rule->child.name == name &&
+		    (rule->event.kind == INFER_EVENT_STEP) == (parent_kind == INFER_EVENT_STEP))
+			return 1;
+	}
+	return 0;
+}
+
+/* Checks one parent against the rules about it, given how to count a child in it. */
+static void check_parent(struct contain_checker *checker, const struct infer_event *parent,
+			 uint32_t (*count_of)(const void *source, const char *child,
+					      const struct infer_event *parent),
+			 const void *source)
+{
+	for (size_t i = 0; i < checker->rules->count; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+		struct infer_event shown;
+		uint32_t count;
+		char name[160], text[16];
+		int violated;
+
+		if (rule->relation != RELATION_EVENT_CONTAIN || rule->event.name != parent->name ||
+		    rule->event.kind != parent->kind)
+			continue;
+		if (!precondition_holds(checker->rules->pool, &rule->precondition, parent))
+			continue;
+		count = count_of(source, rule->child.name, parent);
+		snprintf(text, sizeof(text), "%u", count);
+		violated = rule->value ? strcmp(rule->value, text) != 0 : count == 0;
+		if (!violated)
+			continue;
+		/* The parent as reported, with what it held: "contains:CHILD" = count. */
+		shown = *parent;
+		snprintf(name, sizeof(name), "contains:%s", rule->child.name);
+		if (shown.field_count < INFER_FIELDS_MAX) {
+			struct infer_field *field = &shown.fields[shown.field_count];
+
+			field->name = string_pool_intern(checker->rules->pool, name);
+			field->value = string_pool_intern(checker->rules->pool, text);
+			if (field->name && field->value)
+				shown.field_count++;
+		}
+		if (checker->report)
+			checker->report(checker->context, rule, &shown);
+	}
+}
+
+static uint32_t count_in_log(const void *source, const char *child,
+			     const struct infer_event *parent)
+{
+	const struct thread_log *log = source;
+	uint32_t count = 0;
+
+	for (size_t i = 0; log && i < log->count; i++)
+		count += log->entries[i].name == child &&
+			 log->entries[i].entry_ns >= parent->entry_ns &&
+			 log->entries[i].entry_ns <= parent->exit_ns;
+	return count;
+}
+
+static uint32_t count_in_step(const void *source, const char *child,
+			      const struct infer_event *parent)
+{
+	const struct step_state *state = source;
+
+	for (uint32_t i = 0; i < state->child_count; i++)
+		if (state->children[i] == child)
+			return state->counts[i];
+	return 0;
+}
+
+static int log_operation(struct contain_checker *checker, const struct infer_event *event)
+{
+	struct thread_log *log = u64_map_get(&checker->threads, event->tid);
+	size_t kept = 0;
+
+	if (!log) {
+		log = calloc(1, sizeof(*log));
+		if (!log || u64_map_put(&checker->threads, event->tid, log)) {
+			free(log);
+			return -ENOMEM;
+		}
+		log->step = event->step;
+	}
+	/* Operations two steps old belong to no scope still to come: dropped as a step begins. */
+	if (event->step > log->step) {
+		for (size_t i = 0; i < log->count; i++)
+			if (log->entries[i].step >= event->step - 1)
+				log->entries[kept++] = log->entries[i];
+		log->count = kept;
+		log->step = event->step;
+	}
+	if (log->count == THREAD_LOG_MAX) {
+		memmove(log->entries, log->entries + THREAD_LOG_MAX / 2,
+			(THREAD_LOG_MAX / 2) * sizeof(*log->entries));
+		log->count = THREAD_LOG_MAX / 2;
+	}
+	if (log->count == log->capacity) {
+		size_t capacity = log->capacity ? log->capacity * 2 : 64;
+		struct logged_operation *entries =
+			realloc(log->entries, capacity * sizeof(*entries));
+
+		if (!entries)
+			return -ENOMEM;
+		log->entries = entries;
+		log->capacity = capacity;
+	}
+	log->entries[log->count++] =
+		(struct logged_operation){ event->name, event->entry_ns, event->step };
+	return 0;
+}
+
+static void close_step(struct contain_checker *checker, struct step_state *state)
+{
+	check_parent(checker, &state->step, count_in_step, state);
+	state->child_count = 0;
+}
+
+static int track_step(struct contain_checker *checker, const struct infer_event *event)
+{
+	struct step_state *state = u64_map_get(&checker->steps, event->pid);
+	uint32_t i;
+
+	if (event->step < 0)
+		return 0;
+	if (!state) {
+		state = calloc(1, sizeof(*state));
+		if (!state || u64_map_put(&checker->steps, event->pid, state)) {
+			free(state);
+			return -ENOMEM;
+		}
+		state->step.kind = INFER_EVENT_STEP;
+		state->step.name = checker->step_name;
+		state->step.pid = event->pid;
+		state->step.rank = -1;
+		state->step.nranks = -1;
+		state->step.seq = -1;
+		state->step.step = event->step;
+		state->step.context = string_pool_intern(checker->rules->pool, "");
+	}
+	if (event->step > state->step.step) {
+		close_step(checker, state);
+		state->step.step = event->step;
+	} else if (event->step < state->step.step) {
+		return 0; /* a late record of a step already checked */
+	}
+	if (event->kind == INFER_EVENT_PYTHON && event->rank >= 0 && state->step.rank < 0) {
+		state->step.rank = event->rank;
+		state->step.nranks = event->nranks;
+		state->step.stage = event->stage;
+	}
+	if (!infer_event_is_operation(event) ||
+	    !counted_child(checker, INFER_EVENT_STEP, event->name))
+		return 0;
+	for (i = 0; i < state->child_count; i++)
+		if (state->children[i] == event->name)
+			break;
+	if (i == state->child_count) {
+		if (i == STEP_CHILDREN_MAX)
+			return 0;
+		state->children[state->child_count] = event->name;
+		state->counts[state->child_count++] = 0;
+	}
+	state->counts[i]++;
+	return 0;
+}
+
+int contain_checker_observe(struct contain_checker *checker, const struct infer_event *event)
+{
+	if (checker->has_scope_rules) {
+		if (event_contain_is_parent(event))
+			check_parent(checker, event, count_in_log,
+				     u64_map_get(&checker->threads, event->tid));
+		if (infer_event_is_operation(event) &&
+		    counted_child(checker, INFER_EVENT_PYTHON, event->name) &&
+		    log_operation(checker, event))
+			return -ENOMEM;
+	}
+	return checker->has_step_rules ? track_step(checker, event) : 0;
+}
+
+void contain_checker_finish(struct contain_checker *checker)
+{
+	/*
+	 * The step still open at the end never ended (teardown, or a detach in
+	 * its middle): it is not checked, as inference leaves it out too.
+	 */
+	(void)checker;
+}
+
+void contain_checker_free(struct contain_checker *checker)
+{
+	uint64_t key;
+	void *value;
+
+	if (!checker)
+		return;
+	for (size_t i = 0; u64_map_next(&checker->threads, &i, &key, &value);) {
+		struct thread_log *log = value;
+
+		free(log->entries);
+		free(log);
+	}
+	for (size_t i = 0; u64_map_next(&checker->steps, &i, &key, &value);)
+		free(value);
+	u64_map_free(&checker->threads);
+	u64_map_free(&checker->steps);
+	free(checker);
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Checks EventContain rules as events come: the operations of each
+ * thread are remembered for a while, a scope's record (which comes after
+ * those of what it contains) is checked against them, and a step of a
+ * process is checked when the process starts its next step.
+ */
+#ifndef TCHECK_CONTAIN_CHECKER_H
+#define TCHECK_CONTAIN_CHECKER_H
+
+#include "rules.h"
+
+/* A violated rule and the parent (a scope, or the step) that violates it. */
+typedef void (*contain_violation_fn)(void *context, const struct rule *rule,
+				     const struct infer_event *parent);
+
+struct contain_checker;
+
+/* NULL when out of memory; a checker of a rule set without EventContain does nothing. */
+struct contain_checker *contain_checker_new(struct rule_set *rules, contain_violation_fn report,
+					    void *context);
+/* 0 or -ENOMEM. */
+int contain_checker_observe(struct contain_checker *checker, const struct infer_event *event);
+/* Checks the steps still open. */
+void contain_checker_finish(struct contain_checker *checker);
+void contain_checker_free(struct contain_checker *checker);
+
+#endif /* TCHECK_CONTAIN_CHECKER_H */

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * EventContain: what a parent contains. Parents are torch scopes
+ * (Optimizer.step#SGD.step) and whole steps of a process; children are
+ * operations (NCCL calls, torch scopes and operators) that ran inside the
+ * parent's interval on its thread, or in the step. Found as "every parent
+ * contains the child" and "every parent contains the child exactly N
+ * times", each under a safe precondition.
+ */
+#ifndef TCHECK_EVENT_CONTAIN_H
+#define TCHECK_EVENT_CONTAIN_H
+
+#include <stddef.h>
+
+#include "rules.h"
+
+/* The name of the step parent's descriptor (kind "step"). */
+#define STEP_PARENT_NAME "step"
+
+/*
+ * Finds the EventContain invariants of 'events' and adds them to 'rules'.
+ * Needs at least 'min_passing' passing examples from two steps or more.
+ * Returns 0 or -ENOMEM.
+ */
+int infer_event_contain(struct rule_set *rules, const struct infer_event *events, size_t count,
+			size_t min_passing);
+
+/* Whether an event may be the parent of an EventContain rule about a named event. */
+int event_contain_is_parent(const struct infer_event *event);
+
+#endif /* TCHECK_EVENT_CONTAIN_H */

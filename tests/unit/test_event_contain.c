@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The relations and clauses added for the silent-error suite, on small
+ * hand-built streams with known answers: CONSISTENT and UNEQUAL clauses
+ * over example pairs, EventContain (a scope and a step contain operators,
+ * n times), APIArg distinct across ranks, and their rules files.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "inference.h"
+#include "rule_checker.h"
+#include "unit.h"
+
+#define SCOPE "Optimizer.step#SGD.step"
+#define OP "aten::add_.Tensor"
+
+static struct trace_record torch_event(uint32_t pid, int step, uint64_t entry_ns,
+				       uint64_t duration_ns, const char *name, uint32_t flags)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_PYTHON_CALL };
+	struct trace_python_call *call = &record.python_call;
+
+	call->entry_ns = entry_ns;
+	call->duration_ns = duration_ns;
+	call->pid = pid;
+	call->tid = pid;
+	call->flags = flags;
+	call->first_line = -1;
+	call->qualified_name = name;
+	call->file = "";
+	call->step = step;
+	call->stage = TRACE_STAGE_TRAIN;
+	call->rank = -1;
+	call->world_size = -1;
+	return record;
+}
+
+/* A Python call with one primitive argument. */
+static struct trace_record with_argument(uint32_t pid, int rank, int step, const char *name,
+					 const char *argument, int64_t value)
+{
+	struct trace_record record = torch_event(pid, step, (uint64_t)step * 1000 + 1, 5, name, 0);
+
+	record.python_call.rank = rank;
+	record.python_call.world_size = 2;
+	record.python_call.file = "train.py";
+	record.python_call.arg_count = 1;
+	record.python_call.args[0].name = argument;
+	record.python_call.args[0].type = TRACE_VALUE_INT;
+	record.python_call.args[0].integer = value;
+	return record;
+}
+
+static struct infer_event event_of(struct string_pool *pool, const struct trace_record *record)
+{
+	struct infer_event event;
+
+	CU_ASSERT_EQUAL(infer_event_from_record(pool, record, &event), 1);
+	return event;
+}
+
+UNIT_TEST(clauses, consistent_holds_when_both_sides_share_a_value_of_their_own)
+{
+	struct string_pool *pool = string_pool_new();
+	/* Passing pairs agree on arg:phase (values vary), failing pairs do not. */
+	struct trace_record a = with_argument(1, 0, 1, "f", "phase", 1);
+	struct trace_record b = with_argument(2, 1, 1, "f", "phase", 2);
+	/* The same rank and process as a and b, the other phase: only the phase tells. */
+	struct trace_record c = with_argument(1, 0, 1, "f", "phase", 2);
+	struct trace_record d = with_argument(2, 1, 1, "f", "phase", 1);
+	struct infer_event ev[6] = { event_of(pool, &a), event_of(pool, &a), event_of(pool, &b),
+				     event_of(pool, &b), event_of(pool, &c), event_of(pool, &d) };
+	const struct infer_event *passing[2] = { &ev[0], &ev[2] };
+	const struct infer_event *passing_peers[2] = { &ev[1], &ev[3] };
+	const struct infer_event *failing[2] = { &ev[0], &ev[2] };
+	const struct infer_event *failing_peers[2] = { &ev[4], &ev[5] };
+	struct precondition found;
+
+	CU_ASSERT_EQUAL(precondition_deduce_pairs(pool, passing, passing_peers, 2, failing,
+						  failing_peers, 2, NULL, &found),
+			1);
+	CU_ASSERT_EQUAL(found.group_count, 1);
+	CU_ASSERT_EQUAL(found.groups[0].clause_count, 1);
+	CU_ASSERT_EQUAL(found.groups[0].clauses[0].type, CLAUSE_CONSISTENT);
+	CU_ASSERT_STRING_EQUAL(found.groups[0].clauses[0].variable, "arg:phase");
+	CU_ASSERT_TRUE(precondition_holds_pair(pool, &found, &ev[0], &ev[1]));
+	CU_ASSERT_FALSE(precondition_holds_pair(pool, &found, &ev[0], &ev[4]));
+	/* Without a peer a pair clause cannot hold. */
+	CU_ASSERT_FALSE(precondition_holds(pool, &found, &ev[0]));
+	/* The same examples without peers cannot be told apart: superficial. */
+	CU_ASSERT_EQUAL(precondition_deduce(pool, passing, 2, failing, 2, NULL, &found), 0);
+	string_pool_free(pool);
+}
+
+UNIT_TEST(clauses, unequal_holds_when_the_sides_differ)
+{
+	struct string_pool *pool = string_pool_new();
+	struct trace_record r0 = with_argument(1, 0, 1, "f", "x", 7);
+	struct trace_record r1 = with_argument(2, 1, 1, "f", "x", 7);
+	struct trace_record r2 = with_argument(3, 2, 1, "f", "x", 7);
+	struct infer_event ev[3] = { event_of(pool, &r0), event_of(pool, &r1),
+				     event_of(pool, &r2) };
+	/* Passing pairs come from two ranks; the failing pair is one rank twice. */
+	const struct infer_event *passing[2] = { &ev[0], &ev[1] };
+	const struct infer_event *passing_peers[2] = { &ev[1], &ev[2] };
+	const struct infer_event *failing[1] = { &ev[2] };
+	const struct infer_event *failing_peers[1] = { &ev[2] };
+	struct precondition found;
+
+	CU_ASSERT_EQUAL(precondition_deduce_pairs(pool, passing, passing_peers, 2, failing,
+						  failing_peers, 1, NULL, &found),
+			1);
+	CU_ASSERT_EQUAL(found.group_count, 1);
+	CU_ASSERT_EQUAL(found.groups[0].clause_count, 1);
+	CU_ASSERT_EQUAL(found.groups[0].clauses[0].type, CLAUSE_UNEQUAL);
+	CU_ASSERT_STRING_EQUAL(found.groups[0].clauses[0].variable, "rank");
+	CU_ASSERT_TRUE(precondition_holds_pair(pool, &found, &ev[0], &ev[2]));
+	CU_ASSERT_FALSE(precondition_holds_pair(pool, &found, &ev[1], &ev[1]));
+	CU_ASSERT_STRING_EQUAL(precondition_clause_name(CLAUSE_UNEQUAL), "unequal");
+	CU_ASSERT_EQUAL(precondition_clause_type("consistent"), CLAUSE_CONSISTENT);
+	CU_ASSERT_EQUAL(precondition_clause_type("sometimes"), 0);
+	string_pool_free(pool);
+}
+
+/*
+ * One process's steps: an Optimizer.step scope holding 'adds[step]' add_
+ * operators (each with its exit before the scope's), records in exit order.
+ */
+static void add_steps(struct inference *inference, struct rule_checker *checker, uint32_t pid,
+		      const int *adds, int steps)
+{
+	for (int step = 0; step < steps; step++) {
+		uint64_t base = (uint64_t)step * 1000 + 100;
+		struct trace_record scope =
+			torch_event(pid, step, base, 500, SCOPE, TRACE_PYTHON_TORCH_SCOPE);
+
+		for (int i = 0; i < adds[step]; i++) {
+			struct trace_record op =
+				torch_event(pid, step, base + 10 + (uint64_t)i * 20, 5, OP,
+					    TRACE_PYTHON_TORCH_OP);
+
+			if (inference)
+				CU_ASSERT_EQUAL(inference_add(inference, &op), 0);
+			if (checker)
+				CU_ASSERT_EQUAL(rule_checker_observe(checker, &op), 0);
+		}
+		/* An operator outside the scope, in the step but not in the scope. */
+		{
+			struct trace_record outside =
+				torch_event(pid, step, base + 700, 5, OP, TRACE_PYTHON_TORCH_OP);
+
+			if (inference)
+				CU_ASSERT_EQUAL(inference_add(inference, &outside), 0);
+			if (checker)
+				CU_ASSERT_EQUAL(rule_checker_observe(checker, &outside), 0);
+		}
+		if (inference)
+			CU_ASSERT_EQUAL(inference_add(inference, &scope), 0);
+		if (checker)
+			CU_ASSERT_EQUAL(rule_checker_observe(checker, &scope), 0);
+	}
+}
+
+static const struct rule *contain_rule(const struct rule_set *set, uint32_t parent_kind,
+				       const char *parent, const char *count)
+{
+	for (size_t i = 0; i < set->count; i++) {
+		const struct rule *rule = &set->rules[i];
+
+		if (rule->relation == RELATION_EVENT_CONTAIN && rule->event.kind == parent_kind &&
+		    strcmp(rule->event.name, parent) == 0 && strcmp(rule->child.name, OP) == 0 &&
+		    (count ? rule->value && strcmp(rule->value, count) == 0 : !rule->value))
+			return rule;
+	}
+	return NULL;
+}
+
+struct contain_counts {
+	int scope_at[16]; /* violations of the scope's rules per step */
+	int step_at[16];  /* violations of the step's rules per step */
+	char shown[64];	  /* the count shown with the last scope violation */
+};
+
+static void contain_violation(const struct rule_violation *violation, void *context)
+{
+	struct contain_counts *counts = context;
+	const char *shown;
+
+	if (violation->rule->relation != RELATION_EVENT_CONTAIN || violation->step < 0 ||
+	    violation->step >= 16)
+		return;
+	if (violation->rule->event.kind == INFER_EVENT_STEP) {
+		counts->step_at[violation->step]++;
+		return;
+	}
+	counts->scope_at[violation->step]++;
+	shown = infer_event_field(violation->event, "contains:" OP);
+	snprintf(counts->shown, sizeof(counts->shown), "%s", shown ? shown : "");
+}
+
+UNIT_TEST(event_contain, a_scope_and_a_step_contain_operators_n_times)
+{
+	/* Step 0 builds the momentum buffers (2 adds), later steps 4: two processes. */
+	static const int healthy[6] = { 2, 4, 4, 4, 4, 4 };
+	static const int broken[8] = { 2, 4, 4, 1, 0, 4, 4, 4 };
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct contain_counts counts = { 0 };
+	const struct rule *always, *exactly, *step_exactly;
+	struct rule_checker *checker;
+
+	add_steps(inference, NULL, 10, healthy, 6);
+	add_steps(inference, NULL, 11, healthy, 5);
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	always = contain_rule(set, INFER_EVENT_PYTHON, SCOPE, NULL);
+	exactly = contain_rule(set, INFER_EVENT_PYTHON, SCOPE, "4");
+	step_exactly = contain_rule(set, INFER_EVENT_STEP, "step", "5");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(always);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(exactly);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(step_exactly);
+	/* Every scope has an add_: no precondition; exactly 4 but in the first step. */
+	CU_ASSERT_EQUAL(always->precondition.group_count, 0);
+	CU_ASSERT_EQUAL(always->passing, 11);
+	CU_ASSERT_EQUAL(exactly->precondition.group_count, 1);
+	CU_ASSERT_EQUAL(exactly->precondition.groups[0].clause_count, 1);
+	CU_ASSERT_STRING_EQUAL(exactly->precondition.groups[0].clauses[0].variable, "first_step");
+	CU_ASSERT_STRING_EQUAL(exactly->precondition.groups[0].clauses[0].value, "False");
+	CU_ASSERT_EQUAL(exactly->passing, 9);
+	CU_ASSERT_EQUAL(exactly->failing, 2);
+	/* The step holds the scope's adds and one more; the last step of each is left out. */
+	CU_ASSERT_EQUAL(step_exactly->passing + step_exactly->failing, 9);
+	CU_ASSERT_PTR_NULL(contain_rule(set, INFER_EVENT_PYTHON, SCOPE, "2"));
+
+	checker = rule_checker_new(set, contain_violation, &counts);
+	add_steps(NULL, checker, 20, broken, 8);
+	rule_checker_finish(checker);
+	/* Step 3 holds 1 add_ (exactly-4 broken), step 4 none (both scope rules). */
+	CU_ASSERT_EQUAL(counts.scope_at[3], 1);
+	CU_ASSERT_EQUAL(counts.scope_at[4], 2);
+	CU_ASSERT_STRING_EQUAL(counts.shown, "0");
+	CU_ASSERT_EQUAL(counts.scope_at[0] + counts.scope_at[1] + counts.scope_at[2] +
+				counts.scope_at[5] + counts.scope_at[6] + counts.scope_at[7],
+			0);
+	/* The step rules see the same steps, at the step's end. */
+	CU_ASSERT_TRUE(counts.step_at[3] >= 1 && counts.step_at[4] >= 1);
+	CU_ASSERT_EQUAL(counts.step_at[0] + counts.step_at[1] + counts.step_at[2] +
+				counts.step_at[5] + counts.step_at[6] + counts.step_at[7],
+			0);
+	rule_checker_free(checker);
+	inference_free(inference);
+	rule_set_free(set);
+}
+
+static void add_seeds(struct inference *inference, struct rule_checker *checker, int steps,
+		      int same_at)
+{
+	for (int step = 0; step < steps; step++)
+		for (int rank = 0; rank < 2; rank++) {
+			int64_t seed = step == same_at ? 99 : 1000 * (rank + 1) + step;
+			struct trace_record record = with_argument(500 + (uint32_t)rank, rank, step,
+								   "data.shard", "seed", seed);
+
+			if (inference)
+				CU_ASSERT_EQUAL(inference_add(inference, &record), 0);
+			if (checker)
+				CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+		}
+}
+
+static void distinct_violation(const struct rule_violation *violation, void *context)
+{
+	int *steps = context;
+
+	if (violation->rule->relation == RELATION_API_ARG && violation->rule->distinct &&
+	    violation->step >= 0 && violation->step < 8)
+		steps[violation->step]++;
+}
+
+UNIT_TEST(api_arg, distinct_across_ranks_and_its_violation)
+{
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct rule_checker *checker;
+	const struct rule *distinct = NULL;
+	int steps[8] = { 0 };
+
+	add_seeds(inference, NULL, 6, -1);
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	for (size_t i = 0; i < set->count; i++)
+		if (set->rules[i].relation == RELATION_API_ARG && set->rules[i].distinct &&
+		    strcmp(set->rules[i].field, "arg:seed") == 0)
+			distinct = &set->rules[i];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(distinct);
+	CU_ASSERT_PTR_NULL(distinct->value);
+	CU_ASSERT_EQUAL(distinct->passing, 6);
+	/* The seed is no constant and does not agree across ranks. */
+	for (size_t i = 0; i < set->count; i++)
+		CU_ASSERT_FALSE(set->rules[i].field &&
+				strcmp(set->rules[i].field, "arg:seed") == 0 &&
+				!set->rules[i].distinct);
+	checker = rule_checker_new(set, distinct_violation, steps);
+	add_seeds(NULL, checker, 8, 4);
+	rule_checker_finish(checker);
+	CU_ASSERT_EQUAL(steps[4], 1);
+	CU_ASSERT_EQUAL(steps[0] + steps[1] + steps[2] + steps[3] + steps[5] + steps[6] + steps[7],
+			0);
+	rule_checker_free(checker);
+	inference_free(inference);
+	rule_set_free(set);
+}
+
+UNIT_TEST(rules, new_relations_and_clauses_round_trip_and_version_1_still_loads)
+{
+	static const int healthy[5] = { 2, 4, 4, 4, 4 };
+	char path[] = "/tmp/tcheck-contain-rules.XXXXXX", error[512];
+	struct rule_set *set = rule_set_new(), *loaded;
+	struct inference *inference = inference_new(set);
+	struct rule rule = { 0 };
+	int fd = mkstemp(path);
+	FILE *file;
+
+	CU_ASSERT_TRUE_FATAL(fd >= 0);
+	close(fd);
+	add_steps(inference, NULL, 10, healthy, 5);
+	add_seeds(inference, NULL, 4, -1);
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	/* A rule with pair clauses, as Consistent rules may carry. */
+	rule.relation = RELATION_CONSISTENT;
+	rule.event =
+		(struct rule_descriptor){ INFER_EVENT_PYTHON, string_pool_intern(set->pool, "f") };
+	rule.field = string_pool_intern(set->pool, "arg:x");
+	rule.precondition.group_count = 1;
+	rule.precondition.groups[0].clause_count = 2;
+	rule.precondition.groups[0].clauses[0] =
+		(struct precondition_clause){ CLAUSE_CONSISTENT,
+					      string_pool_intern(set->pool, "stage"), NULL };
+	rule.precondition.groups[0].clauses[1] =
+		(struct precondition_clause){ CLAUSE_UNEQUAL, string_pool_intern(set->pool, "rank"),
+					      NULL };
+	CU_ASSERT_EQUAL(rule_set_add(set, &rule), 0);
+	CU_ASSERT_EQUAL(rule_set_save(set, path, error, sizeof(error)), 0);
+	loaded = rule_set_load(path, error, sizeof(error));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(loaded);
+	CU_ASSERT_EQUAL(loaded->count, set->count);
+	for (size_t i = 0; i < set->count && i < loaded->count; i++) {
+		char before[1024], after[1024];
+
+		CU_ASSERT_EQUAL(loaded->rules[i].relation, set->rules[i].relation);
+		CU_ASSERT_EQUAL(loaded->rules[i].distinct, set->rules[i].distinct);
+		CU_ASSERT_EQUAL(loaded->rules[i].event.kind, set->rules[i].event.kind);
+		rule_describe(&set->rules[i], before, sizeof(before));
+		rule_describe(&loaded->rules[i], after, sizeof(after));
+		CU_ASSERT_STRING_EQUAL(before, after);
+	}
+	rule_set_free(loaded);
+
+	/* A version 1 file (no new relation) still loads; a future one is refused. */
+	file = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(file);
+	fputs("{\"format\": \"tcheck-bpf-rules\", \"version\": 1, \"rules\": [{\"relation\": "
+	      "\"APIArg\", \"event\": {\"kind\": \"nccl\", \"name\": \"ncclAllReduce\"}, "
+	      "\"field\": \"op\", \"value\": \"ncclSum\", \"precondition\": []}]}",
+	      file);
+	fclose(file);
+	loaded = rule_set_load(path, error, sizeof(error));
+	CU_ASSERT_PTR_NOT_NULL(loaded);
+	rule_set_free(loaded);
+	file = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(file);
+	fputs("{\"format\": \"tcheck-bpf-rules\", \"version\": 3, \"rules\": []}", file);
+	fclose(file);
+	CU_ASSERT_PTR_NULL(rule_set_load(path, error, sizeof(error)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, "version 3"));
+	/* An APIArg with neither value nor distinct is malformed. */
+	file = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(file);
+	fputs("{\"format\": \"tcheck-bpf-rules\", \"version\": 2, \"rules\": [{\"relation\": "
+	      "\"APIArg\", \"event\": {\"kind\": \"nccl\", \"name\": \"ncclAllReduce\"}, "
+	      "\"field\": \"op\", \"precondition\": []}]}",
+	      file);
+	fclose(file);
+	CU_ASSERT_PTR_NULL(rule_set_load(path, error, sizeof(error)));
+	unlink(path);
+	inference_free(inference);
+	rule_set_free(set);
+}
+
+static struct trace_record collective(uint32_t pid, int rank, int nranks, uint64_t comm,
+				      int64_t seq, uint64_t count)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_NCCL_CALL };
+	struct trace_nccl_call *call = &record.call;
+
+	call->entry_ns = 1000 + (uint64_t)seq * 100;
+	call->duration_ns = 10;
+	call->pid = pid;
+	call->tid = pid;
+	call->function = "ncclAllReduce";
+	call->param_count = 7;
+	call->params[2] = count;
+	call->params[3] = 7; /* ncclFloat32 */
+	call->params[4] = 0; /* ncclSum */
+	call->comm_id = comm;
+	call->rank = rank;
+	call->nranks = nranks;
+	call->seq = seq;
+	call->step = -1;
+	return record;
+}
+
+static void nranks_violation(const struct rule_violation *violation, void *context)
+{
+	int *found = context;
+
+	if (violation->rule->relation == RELATION_API_ARG &&
+	    strcmp(violation->rule->field, "nranks") == 0)
+		(*found)++;
+}
+
+UNIT_TEST(api_arg, the_communicator_size_tells_which_group_a_collective_went_to)
+{
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct rule_checker *checker;
+	const struct rule *size_rule = NULL;
+	int found = 0;
+
+	/* Four ranks: count 256 on pairs (tp, comms 1 and 2), count 1000 on all four (dp). */
+	for (int64_t seq = 0; seq < 6; seq++)
+		for (int rank = 0; rank < 4; rank++) {
+			struct trace_record tp = collective(700 + (uint32_t)rank, rank % 2, 2,
+							    1 + (uint64_t)(rank / 2), seq, 256);
+			struct trace_record dp =
+				collective(700 + (uint32_t)rank, rank, 4, 9, seq, 1000);
+
+			CU_ASSERT_EQUAL(inference_add(inference, &tp), 0);
+			CU_ASSERT_EQUAL(inference_add(inference, &dp), 0);
+		}
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	for (size_t i = 0; i < set->count; i++)
+		if (set->rules[i].relation == RELATION_API_ARG &&
+		    strcmp(set->rules[i].field, "nranks") == 0 && set->rules[i].value &&
+		    strcmp(set->rules[i].value, "2") == 0)
+			size_rule = &set->rules[i];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(size_rule);
+	CU_ASSERT_EQUAL(size_rule->precondition.group_count, 1);
+	CU_ASSERT_EQUAL(size_rule->precondition.groups[0].clause_count, 1);
+	CU_ASSERT_STRING_EQUAL(size_rule->precondition.groups[0].clauses[0].variable, "count");
+	CU_ASSERT_STRING_EQUAL(size_rule->precondition.groups[0].clauses[0].value, "256");
+	/* No Consistent rule on the size: one communicator's ranks share it by construction. */
+	for (size_t i = 0; i < set->count; i++)
+		CU_ASSERT_FALSE(set->rules[i].relation == RELATION_CONSISTENT &&
+				strcmp(set->rules[i].field, "nranks") == 0);
+	/* The pairs' all-reduce issued on the four-rank communicator, by every rank. */
+	checker = rule_checker_new(set, nranks_violation, &found);
+	for (int rank = 0; rank < 4; rank++) {
+		struct trace_record wrong = collective(800 + (uint32_t)rank, rank, 4, 9, 0, 256);
+
+		CU_ASSERT_EQUAL(rule_checker_observe(checker, &wrong), 0);
+	}
+	rule_checker_finish(checker);
+	CU_ASSERT_EQUAL(found, 4);
+	rule_checker_free(checker);
+	inference_free(inference);
+	rule_set_free(set);
+}
+
+UNIT_TEST(api_sequence, an_order_seen_in_one_step_only_is_no_rule)
+{
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	int steps_with_order = 0;
+
+	/* Two processes call setup_a then setup_b once, in step 0 (start-up). */
+	for (uint32_t pid = 900; pid < 902; pid++) {
+		struct trace_record a = with_argument(pid, (int)pid - 900, 0, "setup_a", "x", 1);
+		struct trace_record b = with_argument(pid, (int)pid - 900, 0, "setup_b", "x", 1);
+
+		b.python_call.entry_ns = a.python_call.entry_ns + 10;
+		CU_ASSERT_EQUAL(inference_add(inference, &a), 0);
+		CU_ASSERT_EQUAL(inference_add(inference, &b), 0);
+		/* And train_a then train_b in steps 1 and 2. */
+		for (int step = 1; step <= 2; step++) {
+			struct trace_record c =
+				with_argument(pid, (int)pid - 900, step, "train_a", "x", 1);
+			struct trace_record d =
+				with_argument(pid, (int)pid - 900, step, "train_b", "x", 1);
+
+			d.python_call.entry_ns = c.python_call.entry_ns + 10;
+			CU_ASSERT_EQUAL(inference_add(inference, &c), 0);
+			CU_ASSERT_EQUAL(inference_add(inference, &d), 0);
+		}
+	}
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	for (size_t i = 0; i < set->count; i++) {
+		const struct rule *rule = &set->rules[i];
+
+		if (rule->relation != RELATION_API_SEQUENCE)
+			continue;
+		CU_ASSERT_STRING_NOT_EQUAL(rule->event.name, "setup_b");
+		steps_with_order += strcmp(rule->event.name, "train_b") == 0 &&
+				    strcmp(rule->first.name, "train_a") == 0;
+	}
+	CU_ASSERT_EQUAL(steps_with_order, 1);
+	inference_free(inference);
+	rule_set_free(set);
+}
