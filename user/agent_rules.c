@@ -48,6 +48,11 @@ static void report(const struct rule_violation *violation, void *context)
 	json_decref(line);
 }
 
+const struct rule_set *agent_rules_set(const struct agent_rules *rules)
+{
+	return rules->set;
+}
+
 struct agent_rules *agent_rules_start(const char *rules_path, struct agent_metrics *metrics,
 				      FILE *events)
 {

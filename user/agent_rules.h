@@ -12,12 +12,17 @@
 
 #include "trace_records.h"
 
+struct rule_set;
+
 struct agent_metrics;
 struct agent_rules;
 
 /* 'events' may be NULL. NULL after saying why (the rules file cannot be read). */
 struct agent_rules *agent_rules_start(const char *rules_path, struct agent_metrics *metrics,
 				      FILE *events);
+
+/* The rules being checked. */
+const struct rule_set *agent_rules_set(const struct agent_rules *rules);
 
 /* Checks one record of the recording. */
 void agent_rules_observe(struct agent_rules *rules, const struct trace_record *record);

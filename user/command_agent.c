@@ -14,6 +14,7 @@
 
 #include "agent_metrics.h"
 #include "agent_rules.h"
+#include "rules_selection.h"
 #include "commands.h"
 #include "export_jsonl.h"
 #include "job_diagnosis.h"
@@ -44,7 +45,8 @@ static const char agent_help[] =
 	"                            0.0.0.0:9477 to let Prometheus reach it)\n"
 	"      --events FILE         append process events, hangs, slowdowns and rule\n"
 	"                            violations as JSON Lines (- for stdout)\n"
-	"      --rules FILE          check every process's calls against this rules file\n"
+	"      --rules FILE          check every process's calls against this rules file (and\n"
+	"                            trace the Python functions and torch operators it names)\n"
 	"                            (made by tcheck-bpf infer)\n"
 	"      --select TEXT         only processes whose command line contains TEXT\n"
 	"      --ranks FIRST-LAST    only processes whose RANK lies in this range (one\n"
@@ -390,6 +392,7 @@ int command_agent(int argc, char **argv)
 					      .discover = discover,
 					      .attach_failed = attach_failed };
 	struct recorder_options options = { 0 };
+	struct rules_selection selection = { 0 };
 	struct metrics_registry *registry = NULL;
 	struct metrics_server *server = NULL;
 	char error[512];
@@ -442,6 +445,9 @@ int command_agent(int argc, char **argv)
 	options.until_stopped = true;
 	options.follow_children = true;
 	options.python = settings.python;
+	if (agent.rules &&
+	    rules_selection_configure(agent_rules_set(agent.rules), &options, &selection))
+		goto out;
 	options.duration_seconds = settings.duration_seconds;
 	options.ring_buffer_bytes = (size_t)(settings.ring_buffer_mb * 1024 * 1024);
 	options.argc = argc;
@@ -449,6 +455,7 @@ int command_agent(int argc, char **argv)
 	result = recorder_run(&options);
 out:
 	metrics_server_stop(server);
+	rules_selection_free(&selection);
 	agent_rules_finish(agent.rules);
 	job_diagnosis_free(agent.diagnosis);
 	if (agent.events && agent.events != stdout)

@@ -195,6 +195,11 @@ struct live_rules *live_rules_start(const char *rules_path, struct recorder_obse
 	return live;
 }
 
+const struct rule_set *live_rules_set(const struct live_rules *live)
+{
+	return live->rules;
+}
+
 int live_rules_finish(struct live_rules *live, int status)
 {
 	rule_checker_finish(live->checker);

@@ -32,6 +32,8 @@ struct live_rules;
  * to standard output as they are found. NULL after printing why not.
  */
 struct live_rules *live_rules_start(const char *rules_path, struct recorder_observer *observer);
+/* The rules being checked. */
+const struct rule_set *live_rules_set(const struct live_rules *live);
 /* Closes the open steps, prints the summary, frees; returns 'status'. */
 int live_rules_finish(struct live_rules *live, int status);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "command_check_rules.h"
+#include "rules_selection.h"
 #include "commands.h"
 #include "job_diagnosis.h"
 #include "log.h"
@@ -36,7 +37,8 @@ static const char record_help[] =
 	"      --torch-op OP        also trace calls of this torch operator (implies\n"
 	"                           --python; repeatable; add_ for every overload,\n"
 	"                           add_.Tensor for one, zero_ ...)\n"
-	"      --rules FILE         check the calls live against a rules file (tcheck-bpf infer)\n"
+	"      --rules FILE         check the calls live against a rules file (tcheck-bpf infer);\n"
+	"                           Python functions and torch operators it names are traced\n"
 	"  -d, --duration SECONDS   stop after this long (default: when the targets end)\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"      --events FILE        hangs and slowdowns found live, as JSON Lines\n"
@@ -70,7 +72,8 @@ static const char attach_help[] =
 	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
 	"      --step-marker NAME   advance the step at this scope or call's end\n"
 	"      --torch-op OP        also trace calls of this torch operator (repeatable)\n"
-	"      --rules FILE         check the calls live against a rules file (tcheck-bpf infer)\n"
+	"      --rules FILE         check the calls live against a rules file (tcheck-bpf infer);\n"
+	"                           Python functions and torch operators it names are traced\n"
 	"  -d, --duration SECONDS   detach after this long\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"      --events FILE        hangs and slowdowns found live, as JSON Lines\n"
@@ -210,6 +213,7 @@ static int run(int argc, char **argv, int attach)
 	size_t python_prefix_count = 0;
 	struct recorder_observer rules_observer;
 	struct live_rules *live_rules = NULL;
+	struct rules_selection selection = { 0 };
 	const char *rules_path = NULL;
 	double number;
 	int option, status;
@@ -322,9 +326,14 @@ static int run(int argc, char **argv, int attach)
 		live_rules = live_rules_start(rules_path, &rules_observer);
 		if (!live_rules)
 			return 2;
+		if (rules_selection_configure(live_rules_set(live_rules), &options, &selection)) {
+			live_rules_finish(live_rules, 1);
+			return 1;
+		}
 		options.observer = &rules_observer;
 	}
 	status = run_with_diagnosis(&options, &diagnosis);
+	rules_selection_free(&selection);
 	return live_rules ? live_rules_finish(live_rules, status) : status;
 }
 

@@ -19,7 +19,7 @@
 #include "u64_map.h"
 
 /* Training APIs worth following when the user names none. */
-static const char *const default_prefixes[] = {
+const char *const python_default_prefixes[] = {
 	"torch.optim.",
 	"torch.nn.modules.module.Module._call_impl",
 	"torch.nn.modules.module.Module.train",
@@ -96,7 +96,7 @@ struct python_tracer *python_tracer_create(struct probe_session *session,
 	if (!tracer)
 		return NULL;
 	tracer->session = session;
-	tracer->prefixes = prefixes && prefixes[0] ? prefixes : default_prefixes;
+	tracer->prefixes = prefixes ? prefixes : python_default_prefixes;
 	tracer->step_marker = default_step_marker;
 	tracer->emit = emit;
 	tracer->context = context;

@@ -19,9 +19,13 @@ struct python_tracer;
 
 typedef int (*python_tracer_emit_fn)(void *context, const struct trace_record *record);
 
+/* The training APIs followed when the user names none, NULL-ended. */
+extern const char *const python_default_prefixes[];
+
 /*
  * prefixes: qualified-name prefixes to keep ("torch.optim."), NULL-ended;
- * NULL or empty keeps the default training APIs.
+ * NULL keeps the default training APIs, an empty list no function (torch
+ * scopes and operators still come).
  */
 struct python_tracer *python_tracer_create(struct probe_session *session,
 					   const char *const *prefixes, python_tracer_emit_fn emit,

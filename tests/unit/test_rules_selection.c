@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+/* Selective instrumentation: the probes a rule set asks for, and how they widen the user's. */
+#include <stdbool.h>
+#include <string.h>
+
+#include "python_tracer.h"
+#include "rules_selection.h"
+#include "unit.h"
+
+static void add_rule(struct rule_set *set, uint32_t relation, uint32_t kind, const char *name,
+		     uint32_t child_kind, const char *child)
+{
+	struct rule rule = { .relation = relation };
+
+	rule.event.kind = kind;
+	rule.event.name = string_pool_intern(set->pool, name);
+	if (child) {
+		rule.child.kind = child_kind;
+		rule.child.name = string_pool_intern(set->pool, child);
+	}
+	CU_ASSERT_EQUAL_FATAL(rule_set_add(set, &rule), 0);
+}
+
+static bool listed(const char *const *list, const char *name)
+{
+	for (size_t i = 0; list && list[i]; i++)
+		if (strcmp(list[i], name) == 0)
+			return true;
+	return false;
+}
+
+static size_t length(const char *const *list)
+{
+	size_t count = 0;
+
+	while (list && list[count])
+		count++;
+	return count;
+}
+
+/* A rule set as inferred from a torch run: a function, a scope, operators, NCCL. */
+static struct rule_set *torch_rules(void)
+{
+	struct rule_set *set = rule_set_new();
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(set);
+	add_rule(set, RELATION_API_ARG, INFER_EVENT_PYTHON, "torch.optim.sgd.SGD.__init__", 0,
+		 NULL);
+	add_rule(set, RELATION_EVENT_CONTAIN, INFER_EVENT_PYTHON, "Optimizer.step#SGD.step",
+		 INFER_EVENT_PYTHON, "aten::add_.Tensor");
+	add_rule(set, RELATION_EVENT_CONTAIN, INFER_EVENT_STEP, "step", INFER_EVENT_PYTHON,
+		 "aten::mul_");
+	/* The same operator twice is asked for once. */
+	add_rule(set, RELATION_EVENT_CONTAIN, INFER_EVENT_STEP, "step", INFER_EVENT_PYTHON,
+		 "aten::add_.Tensor");
+	add_rule(set, RELATION_CONSISTENT, INFER_EVENT_NCCL, "ncclAllReduce", 0, NULL);
+	return set;
+}
+
+UNIT_TEST(rules_selection, names_functions_and_operators_not_scopes)
+{
+	struct rule_set *set = torch_rules();
+	struct rules_selection selection;
+
+	CU_ASSERT_EQUAL_FATAL(rules_selection_build(set, &selection), 0);
+	CU_ASSERT_TRUE(selection.python);
+	CU_ASSERT_EQUAL(selection.function_count, 1);
+	CU_ASSERT_EQUAL(length(selection.functions), 1);
+	CU_ASSERT_TRUE(listed(selection.functions, "torch.optim.sgd.SGD.__init__"));
+	CU_ASSERT_EQUAL(selection.torch_op_count, 2);
+	CU_ASSERT_TRUE(listed(selection.torch_ops, "add_.Tensor"));
+	CU_ASSERT_TRUE(listed(selection.torch_ops, "mul_"));
+	rules_selection_free(&selection);
+	rule_set_free(set);
+}
+
+UNIT_TEST(rules_selection, nccl_rules_leave_python_off)
+{
+	struct rule_set *set = rule_set_new();
+	struct recorder_options options = { 0 };
+	struct rules_selection selection;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(set);
+	add_rule(set, RELATION_CONSISTENT, INFER_EVENT_NCCL, "ncclAllReduce", 0, NULL);
+	add_rule(set, RELATION_EVENT_CONTAIN, INFER_EVENT_STEP, "step", INFER_EVENT_NCCL,
+		 "ncclAllReduce");
+	CU_ASSERT_EQUAL_FATAL(rules_selection_build(set, &selection), 0);
+	CU_ASSERT_FALSE(selection.python);
+	CU_ASSERT_EQUAL(rules_selection_apply(&selection, &options), 0);
+	CU_ASSERT_FALSE(options.python);
+	CU_ASSERT_PTR_NULL(options.python_prefixes);
+	CU_ASSERT_EQUAL(options.torch_op_count, 0);
+	rules_selection_free(&selection);
+	rule_set_free(set);
+}
+
+UNIT_TEST(rules_selection, without_user_selection_only_what_rules_name)
+{
+	struct rule_set *set = torch_rules();
+	struct recorder_options options = { 0 };
+	struct rules_selection selection;
+
+	CU_ASSERT_EQUAL_FATAL(rules_selection_build(set, &selection), 0);
+	CU_ASSERT_EQUAL_FATAL(rules_selection_apply(&selection, &options), 0);
+	CU_ASSERT_TRUE(options.python);
+	CU_ASSERT_EQUAL(length(options.python_prefixes), 1);
+	CU_ASSERT_TRUE(listed(options.python_prefixes, "torch.optim.sgd.SGD.__init__"));
+	CU_ASSERT_FALSE(listed(options.python_prefixes, python_default_prefixes[0]));
+	CU_ASSERT_EQUAL(options.torch_op_count, 2);
+	rules_selection_free(&selection);
+	rule_set_free(set);
+}
+
+UNIT_TEST(rules_selection, widens_the_defaults_and_the_users_own)
+{
+	static const char *const user_prefixes[] = { "mytrainer.", NULL };
+	static const char *const user_ops[] = { "zero_", "mul_" };
+	struct rule_set *set = torch_rules();
+	struct recorder_options defaults = { .python = true }, own = { .python = true };
+	struct rules_selection selection, own_selection;
+
+	CU_ASSERT_EQUAL_FATAL(rules_selection_build(set, &selection), 0);
+	CU_ASSERT_EQUAL_FATAL(rules_selection_apply(&selection, &defaults), 0);
+	/* --python alone: the default training APIs and the rules' function. */
+	CU_ASSERT_EQUAL(length(defaults.python_prefixes), length(python_default_prefixes) + 1);
+	CU_ASSERT_TRUE(listed(defaults.python_prefixes, python_default_prefixes[0]));
+	CU_ASSERT_TRUE(listed(defaults.python_prefixes, "torch.optim.sgd.SGD.__init__"));
+
+	own.python_prefixes = user_prefixes;
+	own.torch_ops = user_ops;
+	own.torch_op_count = 2;
+	CU_ASSERT_EQUAL_FATAL(rules_selection_build(set, &own_selection), 0);
+	CU_ASSERT_EQUAL_FATAL(rules_selection_apply(&own_selection, &own), 0);
+	CU_ASSERT_EQUAL(length(own.python_prefixes), 2);
+	CU_ASSERT_TRUE(listed(own.python_prefixes, "mytrainer."));
+	CU_ASSERT_FALSE(listed(own.python_prefixes, python_default_prefixes[0]));
+	/* zero_ and mul_ from the user, add_.Tensor from the rules; mul_ once. */
+	CU_ASSERT_EQUAL(own.torch_op_count, 3);
+	CU_ASSERT_EQUAL(length(own.torch_ops), 3);
+	CU_ASSERT_TRUE(listed(own.torch_ops, "zero_"));
+	CU_ASSERT_TRUE(listed(own.torch_ops, "add_.Tensor"));
+	rules_selection_free(&own_selection);
+	rules_selection_free(&selection);
+	rule_set_free(set);
+}
