@@ -175,6 +175,11 @@ static int python_fields(struct string_pool *pool, const struct trace_python_cal
 		if (add_field(pool, event, name, text))
 			return -1;
 	}
+	if (call->return_value.type) {
+		python_value(&call->return_value, text, sizeof(text));
+		if (add_field(pool, event, "result", text))
+			return -1;
+	}
 	return add_field(pool, event, "raised",
 			 call->flags & TRACE_PYTHON_RAISED ? "True" : "False");
 }
