@@ -16,7 +16,9 @@ static void usage(FILE *out)
 		"Usage: tcheck-bpf infer -o RULES.json TRACE...\n\n"
 		"Learns invariants (Consistent, APIArg, APIOutput, APISequence) from the traces\n"
 		"of healthy runs, taken together as one input (ranks, runs, hosts), and writes\n"
-		"those with a safe precondition to a rules file for 'tcheck-bpf check --rules'.\n\n"
+		"those with a safe precondition to a rules file for 'tcheck-bpf check --rules'.\n"
+		"A TRACE is a tcheck-bpf trace, a TrainCheck JSON Lines trace (trace_API_*.log,\n"
+		"trace_VAR_*.log) or a folder of TrainCheck traces.\n\n"
 		"  -o, --output FILE  the rules file to write (required)\n"
 		"  -h, --help         this text\n");
 }
