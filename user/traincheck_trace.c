@@ -220,6 +220,16 @@ static uint64_t unsigned_of(json_t *record, const char *key)
 	return json_is_integer(value) ? (uint64_t)json_integer_value(value) : 0;
 }
 
+/* A record's time in nanoseconds: an integer of them, or seconds as a real number. */
+static uint64_t time_of(json_t *record)
+{
+	json_t *value = json_object_get(record, "time");
+
+	if (json_is_real(value) && json_real_value(value) > 0)
+		return (uint64_t)(json_real_value(value) * 1e9);
+	return unsigned_of(record, "time");
+}
+
 static int hand_out(struct reading *reading, const struct trace_record *record)
 {
 	int failed = reading->callback(record, reading->context);
@@ -310,7 +320,7 @@ static int read_pre(struct reading *reading, json_t *record, const char *id, con
 	call->function = strdup(function);
 	if (!call->id || !call->function || add_arguments(call, record))
 		goto out_of_memory;
-	call->time_ns = unsigned_of(record, "time");
+	call->time_ns = time_of(record);
 	call->pid = (uint32_t)unsigned_of(record, "process_id");
 	call->tid = (uint32_t)tid;
 	meta_variables(record, &call->rank, &call->step, &call->stage);
@@ -351,7 +361,7 @@ static int read_post(struct reading *reading, json_t *record, const char *id, in
 	kept = raised ? 0 : typed_value(returned, "return", &return_value);
 	if (kept < 0)
 		return fail(reading, "out of memory");
-	failed = hand_out_call(reading, thread, index, unsigned_of(record, "time"),
+	failed = hand_out_call(reading, thread, index, time_of(record),
 			       raised ? TRACE_PYTHON_RAISED : 0, kept ? &return_value : NULL);
 	if (kept)
 		free_arg(&return_value);
@@ -386,7 +396,7 @@ static int read_state(struct reading *reading, json_t *record)
 	snprintf(qualified, sizeof(qualified), TRAINCHECK_STATE_PREFIX "%s", variable);
 	call->qualified_name = qualified;
 	call->file = "";
-	call->entry_ns = unsigned_of(record, "time");
+	call->entry_ns = time_of(record);
 	call->pid = (uint32_t)unsigned_of(record, "process_id");
 	call->tid = (uint32_t)unsigned_of(record, "thread_id");
 	call->first_line = -1;

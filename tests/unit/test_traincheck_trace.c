@@ -328,3 +328,20 @@ UNIT_TEST(traincheck_trace, inference_learns_from_a_traincheck_trace)
 	inference_free(inference);
 	rule_set_free(rules);
 }
+
+UNIT_TEST(traincheck_trace, time_in_seconds_is_read_as_nanoseconds)
+{
+	static const char seconds[] =
+		"{\"func_call_id\": \"t\", " WHO ", " META ", \"type\": \"function_call (pre)\", "
+		"\"function\": \"f\", \"args\": {}, \"kwargs\": {}, \"time\": 1.5}\n"
+		"{\"func_call_id\": \"t\", " WHO ", " META ", \"type\": \"function_call (post)\", "
+		"\"function\": \"f\", \"return_values\": {\"NoneType\": null}, \"time\": 1.75}\n";
+	struct traincheck_stats stats = { 0 };
+	struct seen seen;
+	char error[256];
+
+	CU_ASSERT_EQUAL_FATAL(read_text(seconds, &seen, &stats, error, sizeof(error)), 1);
+	CU_ASSERT_EQUAL(seen.calls[0].entry_ns, 1500000000ULL);
+	CU_ASSERT_EQUAL(seen.calls[0].duration_ns, 250000000ULL);
+	CU_ASSERT_EQUAL(seen.calls[0].returned.type, TRACE_VALUE_NONE);
+}
