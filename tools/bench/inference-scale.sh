@@ -63,6 +63,7 @@ rate() {
 	awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.2f M/s", n / s / 1e6; else print "n/a" }'
 }
 
+load_before=$(cut -d' ' -f1 /proc/loadavg)
 rows=()
 for steps in "${STEPS[@]}"; do
 	echo "recording $steps steps..." >&2
@@ -120,7 +121,8 @@ ${STEPS[*]} steps) recorded with \`tcheck-bpf record\`; times are wall clock and
 peak resident memory from \`/usr/bin/time -f "%e %M"\` of
 \`tcheck-bpf infer -o rules.json TRACE\` and of
 \`tcheck-bpf check --rules rules/nccl-parallel.json TRACE\`, one run each on
-the 2-core VM shared with other work (\`tools/bench/inference-scale.sh\`,
+the 2-core VM shared with other work (load average $load_before at the start,
+$(cut -d' ' -f1 /proc/loadavg) at the end; \`tools/bench/inference-scale.sh\`,
 \`make bench-inference\`).
 
 | events | trace | infer | infer peak memory | invariants | check | check peak memory | check throughput | violations |
