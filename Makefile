@@ -58,7 +58,7 @@ TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES))
 	$(INTERPOSER) $(PROBE_FLOOR)
 
 .PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs rules \
-	eval-silent
+	eval-silent bench-inference bench-traincheck
 .DELETE_ON_ERROR:
 
 all: tcheck-bpf test-programs
@@ -210,6 +210,16 @@ bench: all
 	python3 tools/bench/replace-section.py BENCHMARKS.md python-overhead $(OUTPUT)/python-overhead.md
 	tools/bench/python-entry-cost.sh > $(OUTPUT)/python-entry-cost.md
 	python3 tools/bench/replace-section.py BENCHMARKS.md python-entry-cost $(OUTPUT)/python-entry-cost.md
+
+# Inference and checking against trace size up to 10 million calls, offline and live
+# (about 10 minutes, 1.6 GB of disk in /tmp; root).
+bench-inference: all
+	tools/bench/inference-scale.sh > $(OUTPUT)/inference-scale.md
+	python3 tools/bench/replace-section.py BENCHMARKS.md invariant-inference $(OUTPUT)/inference-scale.md
+
+# Our inference beside TrainCheck's on its own traces (skipped when they are absent).
+bench-traincheck: tcheck-bpf
+	python3 tools/bench/traincheck-compare.py --write BENCHMARKS.md
 
 # Hang and slowdown detection against injected faults (about 10 minutes; root).
 eval-hangs: all

@@ -114,12 +114,21 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 		shown = *parent;
 		snprintf(name, sizeof(name), "contains:%s", rule->child.name);
 		if (shown.field_count < INFER_FIELDS_MAX) {
-			struct infer_field *field = &shown.fields[shown.field_count];
+			struct infer_field fields[INFER_FIELDS_MAX];
+			struct infer_field *field = &fields[shown.field_count];
+			const struct infer_field *interned;
 
+			memcpy(fields, parent->fields, parent->field_count * sizeof(fields[0]));
 			field->name = string_pool_intern(checker->rules->pool, name);
 			field->value = string_pool_intern(checker->rules->pool, text);
-			if (field->name && field->value)
+			interned = field->name && field->value
+					   ? string_pool_intern_fields(checker->rules->pool, fields,
+								       shown.field_count + 1)
+					   : NULL;
+			if (interned) {
+				shown.fields = interned;
 				shown.field_count++;
+			}
 		}
 		if (checker->report)
 			checker->report(checker->context, rule, &shown);

@@ -2,6 +2,7 @@
 /* Reduces trace records to inference events, and the string pool they use. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +10,26 @@
 #include "infer_event.h"
 #include "nccl_api.h"
 
+/* An interned list of fields. */
+struct field_set {
+	uint32_t count;
+	struct infer_field fields[];
+};
+
 struct string_pool {
 	char **slots;
 	size_t capacity;
 	size_t count;
+	/* Interned field lists, open addressing like the strings. */
+	struct field_set **sets;
+	size_t set_capacity;
+	size_t set_count;
+};
+
+/* The fields of one event while it is built. */
+struct field_list {
+	uint32_t count;
+	struct infer_field fields[INFER_FIELDS_MAX];
 };
 
 static uint64_t text_hash(const char *text)
@@ -89,28 +106,110 @@ void string_pool_free(struct string_pool *pool)
 		return;
 	for (size_t i = 0; i < pool->capacity; i++)
 		free(pool->slots[i]);
+	for (size_t i = 0; i < pool->set_capacity; i++)
+		free(pool->sets[i]);
 	free(pool->slots);
+	free(pool->sets);
 	free(pool);
 }
 
-static int add_field(struct string_pool *pool, struct infer_event *event, const char *name,
+static uint64_t fields_hash(const struct infer_field *fields, uint32_t count)
+{
+	uint64_t hash = 1469598103934665603ULL ^ count;
+
+	for (uint32_t i = 0; i < count; i++) {
+		hash = (hash ^ (uintptr_t)fields[i].name) * 1099511628211ULL;
+		hash = (hash ^ (uintptr_t)fields[i].value) * 1099511628211ULL;
+	}
+	return hash ^ (hash >> 29);
+}
+
+static int set_matches(const struct field_set *set, const struct infer_field *fields,
+		       uint32_t count)
+{
+	if (set->count != count)
+		return 0;
+	for (uint32_t i = 0; i < count; i++)
+		if (set->fields[i].name != fields[i].name ||
+		    set->fields[i].value != fields[i].value)
+			return 0;
+	return 1;
+}
+
+static int sets_grow(struct string_pool *pool)
+{
+	size_t capacity = pool->set_capacity ? pool->set_capacity * 2 : 1024;
+	struct field_set **sets = calloc(capacity, sizeof(*sets));
+
+	if (!sets)
+		return -ENOMEM;
+	for (size_t i = 0; i < pool->set_capacity; i++) {
+		size_t at;
+
+		if (!pool->sets[i])
+			continue;
+		at = fields_hash(pool->sets[i]->fields, pool->sets[i]->count) & (capacity - 1);
+		while (sets[at])
+			at = (at + 1) & (capacity - 1);
+		sets[at] = pool->sets[i];
+	}
+	free(pool->sets);
+	pool->sets = sets;
+	pool->set_capacity = capacity;
+	return 0;
+}
+
+const struct infer_field *string_pool_intern_fields(struct string_pool *pool,
+						    const struct infer_field *fields,
+						    uint32_t count)
+{
+	struct field_set *set;
+	size_t at;
+
+	if ((pool->set_count + 1) * 2 > pool->set_capacity && sets_grow(pool))
+		return NULL;
+	at = fields_hash(fields, count) & (pool->set_capacity - 1);
+	while (pool->sets[at]) {
+		if (set_matches(pool->sets[at], fields, count))
+			return pool->sets[at]->fields;
+		at = (at + 1) & (pool->set_capacity - 1);
+	}
+	set = malloc(sizeof(*set) + count * sizeof(set->fields[0]));
+	if (!set)
+		return NULL;
+	set->count = count;
+	memcpy(set->fields, fields, count * sizeof(set->fields[0]));
+	pool->sets[at] = set;
+	pool->set_count++;
+	return set->fields;
+}
+
+static bool field_list_has(const struct field_list *list, const char *name)
+{
+	for (uint32_t i = 0; i < list->count; i++)
+		if (strcmp(list->fields[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+static int add_field(struct string_pool *pool, struct field_list *list, const char *name,
 		     const char *value)
 {
 	struct infer_field *field;
 
-	if (event->field_count >= INFER_FIELDS_MAX)
+	if (list->count >= INFER_FIELDS_MAX)
 		return 0;
-	field = &event->fields[event->field_count];
+	field = &list->fields[list->count];
 	field->name = string_pool_intern(pool, name);
 	field->value = string_pool_intern(pool, value);
 	if (!field->name || !field->value)
 		return -1;
-	event->field_count++;
+	list->count++;
 	return 0;
 }
 
 static int nccl_fields(struct string_pool *pool, const struct trace_nccl_call *call,
-		       struct infer_event *event)
+		       struct field_list *list)
 {
 	const struct nccl_function *function = nccl_function_by_name(call->function);
 	char text[32];
@@ -136,17 +235,17 @@ static int nccl_fields(struct string_pool *pool, const struct trace_nccl_call *c
 			default:
 				continue;
 			}
-			if (add_field(pool, event, param->name, value))
+			if (add_field(pool, list, param->name, value))
 				return -1;
 		}
 	}
 	/* The communicator's size: which group a collective went to (APIArg). */
-	if (call->nranks > 0 && !infer_event_field(event, "nranks")) {
+	if (call->nranks > 0 && !field_list_has(list, "nranks")) {
 		snprintf(text, sizeof(text), "%d", call->nranks);
-		if (add_field(pool, event, "nranks", text))
+		if (add_field(pool, list, "nranks", text))
 			return -1;
 	}
-	return add_field(pool, event, "result", nccl_result_name(call->result));
+	return add_field(pool, list, "result", nccl_result_name(call->result));
 }
 
 static void python_value(const struct trace_python_arg *arg, char *text, size_t size)
@@ -170,7 +269,7 @@ static void python_value(const struct trace_python_arg *arg, char *text, size_t 
 }
 
 static int python_fields(struct string_pool *pool, const struct trace_python_call *call,
-			 struct infer_event *event)
+			 struct field_list *list)
 {
 	char name[96], text[128];
 
@@ -178,10 +277,15 @@ static int python_fields(struct string_pool *pool, const struct trace_python_cal
 		snprintf(name, sizeof(name), "arg:%s",
 			 call->args[i].name ? call->args[i].name : "");
 		python_value(&call->args[i], text, sizeof(text));
-		if (add_field(pool, event, name, text))
+		if (add_field(pool, list, name, text))
 			return -1;
 	}
-	return add_field(pool, event, "raised",
+	if (call->return_value.type) {
+		python_value(&call->return_value, text, sizeof(text));
+		if (add_field(pool, list, "result", text))
+			return -1;
+	}
+	return add_field(pool, list, "raised",
 			 call->flags & TRACE_PYTHON_RAISED ? "True" : "False");
 }
 
@@ -189,8 +293,10 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 			    struct infer_event *event)
 {
 	const struct trace_python_stack *stack;
+	struct field_list list;
 
 	memset(event, 0, sizeof(*event));
+	list.count = 0;
 	if (record->kind == TRACE_RECORD_NCCL_CALL) {
 		const struct trace_nccl_call *call = &record->call;
 
@@ -207,7 +313,7 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 		event->entry_ns = call->entry_ns;
 		event->exit_ns = call->entry_ns + call->duration_ns;
 		stack = &call->py_stack;
-		if (nccl_fields(pool, call, event))
+		if (nccl_fields(pool, call, &list))
 			return -1;
 	} else if (record->kind == TRACE_RECORD_PYTHON_CALL) {
 		const struct trace_python_call *call = &record->python_call;
@@ -225,14 +331,16 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 		event->entry_ns = call->entry_ns;
 		event->exit_ns = call->entry_ns + call->duration_ns;
 		stack = &call->py_stack;
-		if (python_fields(pool, call, event))
+		if (python_fields(pool, call, &list))
 			return -1;
 	} else {
 		return 0;
 	}
 	event->context = string_pool_intern(
 		pool, stack->depth > 0 && stack->frames[0] ? stack->frames[0] : "");
-	return event->name && event->context ? 1 : -1;
+	event->field_count = list.count;
+	event->fields = string_pool_intern_fields(pool, list.fields, list.count);
+	return event->name && event->context && event->fields ? 1 : -1;
 }
 
 const char *infer_event_field(const struct infer_event *event, const char *name)

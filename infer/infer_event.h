@@ -43,7 +43,8 @@ struct infer_event {
 	uint64_t exit_ns;
 	const char *context; /* innermost Python frame, "" when none */
 	uint32_t field_count;
-	struct infer_field fields[INFER_FIELDS_MAX];
+	/* Interned in the pool: events with the same fields share one array (memory). */
+	const struct infer_field *fields;
 };
 
 /* Interned strings: one copy of each, compared by pointer. */
@@ -52,6 +53,13 @@ struct string_pool;
 struct string_pool *string_pool_new(void);
 /* The pool's copy of 'text', or NULL when out of memory. */
 const char *string_pool_intern(struct string_pool *pool, const char *text);
+/*
+ * The pool's copy of an array of interned fields, or NULL when out of
+ * memory; the same array for every equal list of fields.
+ */
+const struct infer_field *string_pool_intern_fields(struct string_pool *pool,
+						    const struct infer_field *fields,
+						    uint32_t count);
 void string_pool_free(struct string_pool *pool);
 
 /*

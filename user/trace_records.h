@@ -114,6 +114,8 @@ struct trace_python_call {
 	struct trace_python_stack py_stack; /* the callers, innermost first */
 	uint32_t arg_count;
 	struct trace_python_arg args[TRACE_PY_ARGS_MAX];
+	/* The value returned, type 0 when not known (TrainCheck traces carry it; probes do not). */
+	struct trace_python_arg return_value;
 };
 
 /* Work requests of one process, cumulative since the probes were attached (kind 7). */
