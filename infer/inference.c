@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The relation engine: groups, counts and precondition search over collected events. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -392,6 +393,19 @@ struct segment {
  * least MIN_PASSING), so that one-off calls (imports) do not crowd them out.
  * 'order' is sorted by process and step.
  */
+/*
+ * Whether name 'a' ranks before 'b' for APISequence: seen in more steps, or
+ * as often and first by name, so that the choice does not depend on where
+ * the strings happen to lie in memory.
+ */
+static bool sequence_name_before(const struct u64_map *steps_seen, const char *a, const char *b)
+{
+	uintptr_t steps_a = (uintptr_t)u64_map_get(steps_seen, (uintptr_t)a);
+	uintptr_t steps_b = (uintptr_t)u64_map_get(steps_seen, (uintptr_t)b);
+
+	return steps_a != steps_b ? steps_a > steps_b : strcmp(a, b) < 0;
+}
+
 static int choose_sequence_names(const struct infer_event **order, size_t count, const char **names,
 				 size_t *name_count)
 {
@@ -422,25 +436,24 @@ static int choose_sequence_names(const struct infer_event **order, size_t count,
 	}
 	*name_count = 0;
 	for (size_t i = 0; u64_map_next(&steps_seen, &i, &key, &value);) {
+		const char *name = (const char *)(uintptr_t)key;
 		size_t at = *name_count;
 
 		if ((uintptr_t)value < MIN_PASSING)
 			continue;
-		/* Keep the most frequent: insertion into a list sorted by steps seen. */
+		/* Keep the most frequent, ties by name: insertion into a sorted list. */
 		if (at == MAX_SEQUENCE_NAMES) {
-			if ((uintptr_t)u64_map_get(&steps_seen, (uintptr_t)names[at - 1]) >=
-			    (uintptr_t)value)
+			if (!sequence_name_before(&steps_seen, name, names[at - 1]))
 				continue;
 			at--;
 		} else {
 			(*name_count)++;
 		}
-		while (at > 0 && (uintptr_t)u64_map_get(&steps_seen, (uintptr_t)names[at - 1]) <
-					 (uintptr_t)value) {
+		while (at > 0 && sequence_name_before(&steps_seen, name, names[at - 1])) {
 			names[at] = names[at - 1];
 			at--;
 		}
-		names[at] = (const char *)(uintptr_t)key;
+		names[at] = name;
 	}
 	u64_map_free(&steps_seen);
 	u64_map_free(&last_segment);
@@ -543,6 +556,8 @@ int inference_run(struct inference *inference)
 		if (!failed)
 			failed = infer_event_contain(inference->rules, inference->events,
 						     inference->count, MIN_PASSING);
+		if (!failed)
+			failed = rule_set_sort(inference->rules);
 	}
 	free(order);
 	free(passing);

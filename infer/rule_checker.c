@@ -76,7 +76,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 static void violation(struct rule_checker *checker, const struct rule *rule,
 		      const struct infer_event *event, const struct infer_event *other)
 {
-	char text[1024];
+	char text[RULE_TEXT_SIZE];
 	struct rule_violation found = { rule, text, event, other, event->step };
 
 	rule_describe(rule, text, sizeof(text));

@@ -11,6 +11,38 @@
 static const char *const relation_names[] = { NULL,	   "Consistent",  "APIArg",
 					      "APIOutput", "APISequence", "EventContain" };
 
+/* A rule with its description, for sorting. */
+struct described_rule {
+	struct rule rule;
+	char text[RULE_TEXT_SIZE];
+};
+
+static int compare_described(const void *a, const void *b)
+{
+	const struct described_rule *left = a, *right = b;
+
+	if (left->rule.relation != right->rule.relation)
+		return left->rule.relation < right->rule.relation ? -1 : 1;
+	return strcmp(left->text, right->text);
+}
+
+int rule_set_sort(struct rule_set *set)
+{
+	struct described_rule *described = calloc(set->count ? set->count : 1, sizeof(*described));
+
+	if (!described)
+		return -ENOMEM;
+	for (size_t i = 0; i < set->count; i++) {
+		described[i].rule = set->rules[i];
+		rule_describe(&set->rules[i], described[i].text, sizeof(described[i].text));
+	}
+	qsort(described, set->count, sizeof(*described), compare_described);
+	for (size_t i = 0; i < set->count; i++)
+		set->rules[i] = described[i].rule;
+	free(described);
+	return 0;
+}
+
 const char *rule_relation_name(uint32_t relation)
 {
 	if (relation >= 1 && relation <= RELATION_EVENT_CONTAIN)

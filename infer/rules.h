@@ -15,6 +15,9 @@
 
 #define RULES_FORMAT_NAME "tcheck-bpf-rules"
 #define RULES_FORMAT_VERSION 2
+
+/* Room for a rule in words (rule_describe). */
+#define RULE_TEXT_SIZE 1024
 /* The oldest version still read: version 1 has no EventContain and no peer clauses. */
 #define RULES_FORMAT_OLDEST_VERSION 1
 
@@ -60,6 +63,12 @@ struct rule_set *rule_set_new(void);
 void rule_set_free(struct rule_set *set);
 int rule_set_add(struct rule_set *set, const struct rule *rule);
 int rule_set_add_source(struct rule_set *set, const char *path);
+
+/*
+ * Orders the rules by relation, then by their description, so that the
+ * same traces always give the same file. 0 or -ENOMEM.
+ */
+int rule_set_sort(struct rule_set *set);
 
 const char *rule_relation_name(uint32_t relation);
 
