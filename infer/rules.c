@@ -372,9 +372,14 @@ struct rule_set *rule_set_load(const char *path, char *error, size_t size)
 	struct rule_set *set;
 	size_t i;
 
+	if (!root && json_error.line < 1) {
+		/* Not opened or not read: jansson's text already names the file and why. */
+		snprintf(error, size, "cannot read the rules file %s: %s", path, json_error.text);
+		return NULL;
+	}
 	if (!root) {
-		snprintf(error, size, "cannot read the rules file %s: %s (line %d)", path,
-			 json_error.text, json_error.line);
+		snprintf(error, size, "the rules file %s is not valid JSON: %s (line %d, column %d)",
+			 path, json_error.text, json_error.line, json_error.column);
 		return NULL;
 	}
 	if (json_unpack(root, "{s:s, s:I, s:o}", "format", &format, "version", &version, "rules",

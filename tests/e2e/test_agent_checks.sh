@@ -28,7 +28,7 @@ echo '{"rules": [' >"$SCRATCH/corrupt.json"
 status=0
 "$TCHECK" agent --listen 127.0.0.1:0 --rules "$SCRATCH/corrupt.json" --duration 5 \
 	2>"$SCRATCH/err" || status=$?
-[ "$status" = 2 ] && grep -q "cannot read the rules file" "$SCRATCH/err" ||
+[ "$status" = 2 ] && grep -q "corrupt.json is not valid JSON" "$SCRATCH/err" ||
 	fail "agent with a corrupt rules file: status $status, $(cat "$SCRATCH/err")"
 
 # --select keeps the agent to this test's processes on a shared machine.

@@ -76,10 +76,14 @@ status=0
 echo '{"rules": [' >"$SCRATCH/corrupt.json"
 status=0
 "$TCHECK" check --rules "$SCRATCH/corrupt.json" "$SCRATCH/fixed.trace" 2>"$SCRATCH/err" || status=$?
-[ "$status" = 2 ] && grep -q "cannot read the rules file" "$SCRATCH/err" || fail "corrupt rules: $status"
+[ "$status" = 2 ] && grep -q "corrupt.json is not valid JSON: .*line [0-9]" "$SCRATCH/err" || fail "corrupt rules: $status"
 status=0
 "$TCHECK" record -o "$SCRATCH/x.trace" --rules "$SCRATCH/corrupt.json" -- true 2>"$SCRATCH/err" || status=$?
-[ "$status" = 2 ] && grep -q "cannot read the rules file" "$SCRATCH/err" || fail "record --rules: $status"
+[ "$status" = 2 ] && grep -q "corrupt.json is not valid JSON" "$SCRATCH/err" || fail "record --rules: $status"
+status=0
+"$TCHECK" check --rules "$SCRATCH/absent.json" "$SCRATCH/fixed.trace" 2>"$SCRATCH/err" || status=$?
+[ "$status" = 2 ] && grep -q "cannot read the rules file .*absent.json: .*No such file" "$SCRATCH/err" ||
+	fail "absent rules: $status $(cat "$SCRATCH/err")"
 head -c 100 /dev/urandom >"$SCRATCH/junk.trace"
 status=0
 "$TCHECK" check --rules "$SCRATCH/rules.json" "$SCRATCH/junk.trace" 2>"$SCRATCH/err" || status=$?
