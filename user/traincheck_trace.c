@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,56 +104,10 @@ static char *sequence_text(json_t *items)
 }
 
 /*
- * Fills 'arg' from TrainCheck's typed value {"int": 5}. Returns 1 for a
- * primitive, 0 for anything else (objects, tensors), -1 when out of memory.
+ * Fills 'arg' from plain JSON (an attribute of a variable state, or the
+ * value inside a typed one). Returns 1 for a primitive or a list of them, 0
+ * for anything else, -1 when out of memory.
  */
-static int typed_value(json_t *typed, const char *name, struct trace_python_arg *arg)
-{
-	const char *type;
-	json_t *value;
-	char *text = NULL;
-	void *only;
-
-	memset(arg, 0, sizeof(*arg));
-	if (!json_is_object(typed) || json_object_size(typed) != 1)
-		return 0;
-	only = json_object_iter(typed);
-	type = json_object_iter_key(only);
-	value = json_object_iter_value(only);
-	if (strcmp(type, "int") == 0 && json_is_integer(value)) {
-		arg->type = TRACE_VALUE_INT;
-		arg->integer = json_integer_value(value);
-	} else if (strcmp(type, "float") == 0 && json_is_number(value)) {
-		arg->type = TRACE_VALUE_FLOAT;
-		arg->real = json_number_value(value);
-	} else if (strcmp(type, "bool") == 0 && json_is_boolean(value)) {
-		arg->type = TRACE_VALUE_BOOL;
-		arg->integer = json_is_true(value);
-	} else if (strcmp(type, "NoneType") == 0) {
-		arg->type = TRACE_VALUE_NONE;
-	} else if (strcmp(type, "str") == 0 && json_is_string(value)) {
-		arg->type = TRACE_VALUE_STR;
-		text = cut_copy(json_string_value(value));
-		if (!text)
-			return -1;
-	} else if ((strcmp(type, "list") == 0 || strcmp(type, "tuple") == 0) &&
-		   (text = sequence_text(value))) {
-		arg->type = TRACE_VALUE_STR;
-		if (strlen(text) > VALUE_TEXT_MAX)
-			text[VALUE_TEXT_MAX] = '\0';
-	} else {
-		return 0;
-	}
-	arg->text = text;
-	arg->name = strdup(name);
-	if (!arg->name) {
-		free_arg(arg);
-		return -1;
-	}
-	return 1;
-}
-
-/* An attribute of a variable state: plain JSON, not typed. 1, 0 or -1 as typed_value. */
 static int plain_value(json_t *value, const char *name, struct trace_python_arg *arg)
 {
 	char *text = NULL;
@@ -188,6 +143,50 @@ static int plain_value(json_t *value, const char *name, struct trace_python_arg 
 		return -1;
 	}
 	return 1;
+}
+
+/* Whether TrainCheck's type tag ("int", "str", "list", ...) fits the JSON value. */
+static bool type_tag_fits(const char *type, json_t *value)
+{
+	if (strcmp(type, "int") == 0)
+		return json_is_integer(value);
+	if (strcmp(type, "float") == 0)
+		return json_is_number(value);
+	if (strcmp(type, "bool") == 0)
+		return json_is_boolean(value);
+	if (strcmp(type, "NoneType") == 0)
+		return json_is_null(value);
+	if (strcmp(type, "str") == 0)
+		return json_is_string(value);
+	return strcmp(type, "list") == 0 || strcmp(type, "tuple") == 0;
+}
+
+/*
+ * Fills 'arg' from TrainCheck's typed value {"int": 5}. Returns 1 for a
+ * primitive, 0 for anything else (objects, tensors), -1 when out of memory.
+ */
+static int typed_value(json_t *typed, const char *name, struct trace_python_arg *arg)
+{
+	const char *type;
+	json_t *value;
+	void *only;
+	int status;
+
+	memset(arg, 0, sizeof(*arg));
+	if (!json_is_object(typed) || json_object_size(typed) != 1)
+		return 0;
+	only = json_object_iter(typed);
+	type = json_object_iter_key(only);
+	value = json_object_iter_value(only);
+	if (!type_tag_fits(type, value))
+		return 0;
+	status = plain_value(value, name, arg);
+	/* A float that happens to be whole is written as a JSON integer. */
+	if (status == 1 && strcmp(type, "float") == 0 && arg->type == TRACE_VALUE_INT) {
+		arg->type = TRACE_VALUE_FLOAT;
+		arg->real = (double)arg->integer;
+	}
+	return status;
 }
 
 static int32_t integer_or(json_t *object, const char *key, int32_t otherwise)
