@@ -12,6 +12,7 @@
 
 #include "inference.h"
 #include "rule_checker.h"
+#include "nccl_records.h"
 #include "unit.h"
 
 #define SCOPE "Optimizer.step#SGD.step"
@@ -388,29 +389,6 @@ UNIT_TEST(rules, new_relations_and_clauses_round_trip_and_version_1_still_loads)
 	rule_set_free(set);
 }
 
-static struct trace_record collective(uint32_t pid, int rank, int nranks, uint64_t comm,
-				      int64_t seq, uint64_t count)
-{
-	struct trace_record record = { .kind = TRACE_RECORD_NCCL_CALL };
-	struct trace_nccl_call *call = &record.call;
-
-	call->entry_ns = 1000 + (uint64_t)seq * 100;
-	call->duration_ns = 10;
-	call->pid = pid;
-	call->tid = pid;
-	call->function = "ncclAllReduce";
-	call->param_count = 7;
-	call->params[2] = count;
-	call->params[3] = 7; /* ncclFloat32 */
-	call->params[4] = 0; /* ncclSum */
-	call->comm_id = comm;
-	call->rank = rank;
-	call->nranks = nranks;
-	call->seq = seq;
-	call->step = -1;
-	return record;
-}
-
 static void nranks_violation(const struct rule_violation *violation, void *context)
 {
 	int *found = context;
@@ -431,10 +409,11 @@ UNIT_TEST(api_arg, the_communicator_size_tells_which_group_a_collective_went_to)
 	/* Four ranks: count 256 on pairs (tp, comms 1 and 2), count 1000 on all four (dp). */
 	for (int64_t seq = 0; seq < 6; seq++)
 		for (int rank = 0; rank < 4; rank++) {
-			struct trace_record tp = collective(700 + (uint32_t)rank, rank % 2, 2,
-							    1 + (uint64_t)(rank / 2), seq, 256);
+			struct trace_record tp =
+				all_reduce_record(700 + (uint32_t)rank, rank % 2, 2,
+						  1 + (uint64_t)(rank / 2), seq, 256);
 			struct trace_record dp =
-				collective(700 + (uint32_t)rank, rank, 4, 9, seq, 1000);
+				all_reduce_record(700 + (uint32_t)rank, rank, 4, 9, seq, 1000);
 
 			CU_ASSERT_EQUAL(inference_add(inference, &tp), 0);
 			CU_ASSERT_EQUAL(inference_add(inference, &dp), 0);
@@ -457,7 +436,8 @@ UNIT_TEST(api_arg, the_communicator_size_tells_which_group_a_collective_went_to)
 	/* The pairs' all-reduce issued on the four-rank communicator, by every rank. */
 	checker = rule_checker_new(set, nranks_violation, &found);
 	for (int rank = 0; rank < 4; rank++) {
-		struct trace_record wrong = collective(800 + (uint32_t)rank, rank, 4, 9, 0, 256);
+		struct trace_record wrong =
+			all_reduce_record(800 + (uint32_t)rank, rank, 4, 9, 0, 256);
 
 		CU_ASSERT_EQUAL(rule_checker_observe(checker, &wrong), 0);
 	}

@@ -11,32 +11,8 @@
 
 #include "inference.h"
 #include "rule_checker.h"
+#include "nccl_records.h"
 #include "unit.h"
-
-#define FLOAT32 7 /* ncclFloat32 */
-
-static struct trace_record all_reduce(uint32_t pid, int rank, int nranks, uint64_t comm,
-				      int64_t seq, uint64_t count)
-{
-	struct trace_record record = { .kind = TRACE_RECORD_NCCL_CALL };
-	struct trace_nccl_call *call = &record.call;
-
-	call->entry_ns = 1000 + (uint64_t)seq * 100;
-	call->duration_ns = 10;
-	call->pid = pid;
-	call->tid = pid;
-	call->function = "ncclAllReduce";
-	call->param_count = 7;
-	call->params[2] = count;
-	call->params[3] = FLOAT32;
-	call->params[4] = 0; /* ncclSum */
-	call->comm_id = comm;
-	call->rank = rank;
-	call->nranks = nranks;
-	call->seq = seq;
-	call->step = -1;
-	return record;
-}
 
 static struct trace_record python(uint32_t pid, int rank, int step, uint64_t entry_ns,
 				  const char *name)
@@ -150,8 +126,8 @@ static void add_job(struct inference *inference, struct rule_checker *checker, i
 	for (int seq = 0; seq < steps; seq++)
 		for (int rank = 0; rank < 4; rank++) {
 			uint64_t count = seq == bad_seq && rank == 2 ? 1025 : 1024;
-			struct trace_record record =
-				all_reduce(200 + (uint32_t)rank, rank, 4, 0xc0ffee, seq, count);
+			struct trace_record record = all_reduce_record(200 + (uint32_t)rank, rank,
+								       4, 0xc0ffee, seq, count);
 
 			if (inference)
 				CU_ASSERT_EQUAL(inference_add(inference, &record), 0);

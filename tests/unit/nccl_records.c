@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+/* NCCL call records built by hand for the inference and checking tests. */
+#include "nccl_records.h"
+
+struct trace_record all_reduce_record(uint32_t pid, int rank, int nranks, uint64_t comm,
+				      int64_t seq, uint64_t count)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_NCCL_CALL };
+	struct trace_nccl_call *call = &record.call;
+
+	call->entry_ns = 1000 + (uint64_t)seq * 100;
+	call->duration_ns = 10;
+	call->pid = pid;
+	call->tid = pid;
+	call->function = "ncclAllReduce";
+	call->param_count = 7;
+	call->params[2] = count;
+	call->params[3] = FLOAT32;
+	call->params[4] = 0; /* ncclSum */
+	call->comm_id = comm;
+	call->rank = rank;
+	call->nranks = nranks;
+	call->seq = seq;
+	call->step = -1;
+	return record;
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* NCCL call records built by hand for the inference and checking tests. */
+#ifndef TCHECK_TESTS_NCCL_RECORDS_H
+#define TCHECK_TESTS_NCCL_RECORDS_H
+
+#include <stdint.h>
+
+#include "trace_records.h"
+
+#define FLOAT32 7 /* ncclFloat32 */
+
+/*
+ * An ncclAllReduce of 'count' float32 values (sum) by 'rank' of 'nranks' on
+ * communicator 'comm', its 'seq'-th call there, entered at 1000 + seq * 100 ns.
+ */
+struct trace_record all_reduce_record(uint32_t pid, int rank, int nranks, uint64_t comm,
+				      int64_t seq, uint64_t count);
+
+#endif /* TCHECK_TESTS_NCCL_RECORDS_H */
