@@ -71,6 +71,7 @@ struct progress_comm {
 	uint64_t last_boundary_ns; /* the last rank's arrival at the last step boundary */
 	double expected_step_ns;   /* 0 while learning */
 	unsigned learned_steps;
+	double steps_per_period; /* job steps one step of this communicator spans, at least 1 */
 	/* Expected wait before each position of the step, learned with the step time. */
 	double expected_gap_ns[PROGRESS_MAX_PERIOD];
 	uint64_t last_progress_ns; /* last time any rank issued a call here */

@@ -43,6 +43,18 @@ struct job {
 	unsigned slow_count;
 };
 
+/* Adds a call to the model and judges the collective it completes, as job_diagnosis does. */
+static void feed(struct job *job, const struct trace_nccl_call *call)
+{
+	int64_t completed_step, index;
+	struct progress_comm *comm = progress_model_add_call(job->model, call, &completed_step);
+
+	index = comm ? slowdown_completed_collective(comm, call->rank) : -1;
+	if (index >= 0 && job->slow_count < 8 &&
+	    slowdown_detector_check(job->model, comm, index, &job->slow[job->slow_count]))
+		job->slow_count++;
+}
+
 /*
  * Step 'step' of every rank but 'missing', 'shift_ns' after its usual
  * start: an all-reduce at 1 ms into the step and an all-gather at 6 ms.
@@ -53,24 +65,18 @@ static void run_step(struct job *job, int step, int missing, int late_rank, uint
 		     uint64_t shift_ns)
 {
 	uint64_t start = (uint64_t)step * STEP_NS + 1000000000ull + shift_ns;
-	int64_t completed;
 
 	for (int rank = 0; rank < RANKS; rank++) {
 		struct trace_nccl_call call;
 		uint64_t delay = rank == late_rank ? late_ns : 0;
-		struct progress_comm *comm;
 
 		if (rank == missing)
 			continue;
 		call = collective("ncclAllReduce", 256, rank, 2 * step, start + 1000000 + delay);
-		progress_model_add_call(job->model, &call, &completed);
+		feed(job, &call);
 		call = collective("ncclAllGather", 64, rank, 2 * step + 1,
 				  start + 6000000 + (late_rank >= 0 ? late_ns : 0));
-		comm = progress_model_add_call(job->model, &call, &completed);
-		if (comm && completed >= 0 && job->slow_count < 8 &&
-		    slowdown_detector_check(job->model, comm, completed,
-					    &job->slow[job->slow_count]))
-			job->slow_count++;
+		feed(job, &call);
 	}
 }
 
