@@ -224,19 +224,36 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 			     struct diagnosis_report *reports, unsigned capacity)
 {
 	double step_ns = progress_model_job_step_ns(model);
+	struct progress_comm *first_waiting = NULL;
 	unsigned found = 0, waiting = 0;
-	bool behind;
+	bool behind, open_stall = false;
 
 	if (step_ns <= 0)
 		return 0;
 	behind = rank_left_behind(model, step_ns);
+	for (unsigned i = 0; i < model->comm_count; i++)
+		open_stall |= model->comms[i].hang_reported;
+	/*
+	 * Communicators whose ranks all issued their last collective and
+	 * went quiet together are one stall of the job: the first to go
+	 * quiet stands for it, unless a rank left behind explains it or it
+	 * was reported already.
+	 */
+	for (unsigned i = 0; i < model->comm_count; i++) {
+		struct progress_comm *comm = &model->comms[i];
+
+		if (behind || open_stall || ranks_disagree(comm) || !is_stuck(model, comm, step_ns))
+			continue;
+		if (!first_waiting || comm->last_progress_ns < first_waiting->last_progress_ns)
+			first_waiting = comm;
+	}
 	for (unsigned i = 0; i < model->comm_count && found < capacity; i++) {
 		struct progress_comm *comm = &model->comms[i];
 
 		if (!is_stuck(model, comm, step_ns))
 			continue;
 		comm->hang_reported = true;
-		if (behind && !ranks_disagree(comm)) {
+		if (!ranks_disagree(comm) && comm != first_waiting) {
 			waiting++;
 			continue;
 		}

@@ -42,7 +42,9 @@ enum hang_class hang_classify_issued(const struct network_samples *samples, cons
  * many; reports naming lagging ranks come first. While some rank is left
  * behind on a communicator, the stuck communicators whose ranks all
  * issued their last collective wait on it: they are counted in the first
- * report's waiting_comms, not reported on their own.
+ * report's waiting_comms, not reported on their own. Without one, such
+ * communicators stuck together are one stall, reported once, on the one
+ * that went quiet first.
  */
 unsigned hang_detector_check(struct progress_model *model, const struct network_samples *samples,
 			     struct diagnosis_report *reports, unsigned capacity);

@@ -91,8 +91,9 @@ static void publish(struct job_diagnosis *diagnosis, struct diagnosis_report *re
 
 /*
  * A straggler is late at every collective it issues after its delay, on
- * every communicator it belongs to: the first of them is the report, the
- * others of the same rank within one expected step are the same slowdown.
+ * every communicator it belongs to, and the ranks that wait on it may be
+ * late after it: the first late arrival of a slow stretch is the report,
+ * the others within half an expected step of it belong to it.
  */
 static bool already_published(const struct job_diagnosis *diagnosis,
 			      const struct diagnosis_report *report)
@@ -100,13 +101,13 @@ static bool already_published(const struct job_diagnosis *diagnosis,
 	unsigned published = diagnosis->published_count < MAX_RECENT_SLOWDOWNS
 				     ? diagnosis->published_count
 				     : MAX_RECENT_SLOWDOWNS;
-	double window_ns = progress_model_job_step_ns(diagnosis->model);
+	double window_ns = progress_model_job_step_ns(diagnosis->model) / 2;
 
 	for (unsigned i = 0; i < published; i++) {
 		const struct diagnosis_report *earlier = &diagnosis->published[i];
+		double after_ns = (double)report->detected_ns - (double)earlier->detected_ns;
 
-		if (earlier->ranks[0].pid == report->ranks[0].pid &&
-		    (double)report->detected_ns - (double)earlier->detected_ns < window_ns)
+		if (after_ns >= 0 && after_ns < window_ns)
 			return true;
 	}
 	return false;
@@ -190,6 +191,15 @@ void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns)
 {
 	progress_model_advance(diagnosis->model, now_ns);
 	check_hangs(diagnosis);
+}
+
+int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis)
+{
+	double step_ms = progress_model_job_step_ns(diagnosis->model) / 1e6;
+
+	if (step_ms <= 0 || step_ms / 10 >= 100)
+		return 100;
+	return step_ms / 10 < 5 ? 5 : (int)(step_ms / 10);
 }
 
 void job_diagnosis_finish(struct job_diagnosis *diagnosis)

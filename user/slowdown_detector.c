@@ -125,8 +125,11 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 	excess_ns = (double)(arrivals.last_ns - previous_ns) - comm->expected_gap_ns[position];
 	if (late_ns <= threshold_ns || excess_ns <= threshold_ns)
 		return false;
-	/* One rank explains it: the others arrived at least half the excess earlier. */
-	if ((double)(arrivals.last_ns - arrivals.second_latest_ns) < excess_ns / 2)
+	/*
+	 * One rank explains it: the others arrived on time, so the last one
+	 * came at least two thirds of the excess after the latest of them.
+	 */
+	if ((double)(arrivals.last_ns - arrivals.second_latest_ns) < excess_ns * 2 / 3)
 		return false;
 	fill_report(model, comm, index, step, &arrivals, excess_ns, report);
 	report->late_ns = late_ns;
