@@ -49,11 +49,11 @@ struct diagnosis_report {
 	unsigned rank_count;	 /* lagging ranks (hang) or the straggler (slowdown) */
 	struct diagnosis_rank ranks[PROGRESS_MAX_RANKS];
 	/* Slowdowns. */
-	int64_t step;	   /* the slow step on this communicator */
-	double step_ns;	   /* its duration: so far, plus the expected rest */
+	int64_t step;		      /* the slow step on this communicator */
+	double step_ns;		      /* its duration: so far, plus the expected rest */
 	double comm_expected_step_ns; /* the communicator's expected step */
 	double late_ns;		      /* how late the step is at the stage */
-	double excess_ns;  /* beyond the expected wait at the stage */
+	double excess_ns;	      /* beyond the expected wait at the stage */
 	int in_collective; /* 1: the time went inside the previous call, 0: compute before */
 	const char *previous_function; /* the call before the stage, NULL at a step's start */
 	uint64_t skew_ns;	       /* the straggler's lateness at the stage */

@@ -91,9 +91,10 @@ static void publish(struct job_diagnosis *diagnosis, struct diagnosis_report *re
 
 /*
  * A straggler is late at every collective it issues after its delay, on
- * every communicator it belongs to, and the ranks that wait on it may be
- * late after it: the first late arrival of a slow stretch is the report,
- * the others within half an expected step of it belong to it.
+ * every communicator it belongs to, and a rank that waited on it is late
+ * after it on communicators of its own, by up to one step of work after
+ * the straggler came: the first late arrival of a slow stretch is the
+ * report, the others within one expected step of it belong to it.
  */
 static bool already_published(const struct job_diagnosis *diagnosis,
 			      const struct diagnosis_report *report)
@@ -101,7 +102,7 @@ static bool already_published(const struct job_diagnosis *diagnosis,
 	unsigned published = diagnosis->published_count < MAX_RECENT_SLOWDOWNS
 				     ? diagnosis->published_count
 				     : MAX_RECENT_SLOWDOWNS;
-	double window_ns = progress_model_job_step_ns(diagnosis->model) / 2;
+	double window_ns = progress_model_job_step_ns(diagnosis->model);
 
 	for (unsigned i = 0; i < published; i++) {
 		const struct diagnosis_report *earlier = &diagnosis->published[i];

@@ -32,7 +32,7 @@ hangs = [json.loads(line) for line in open(report_path) if '"hang"' in line]
 fault = json.load(open(f"{log_dir}/rank-2.fault"))
 assert hangs, "no hang reported"
 if trace != "live":
-    evaluation.translate(hangs, evaluation.nccl_hashes(tcheck, trace))
+    evaluation.translate(hangs, evaluation.nccl_hashes(tcheck, trace)[0])
 rank_ok, collective_ok = evaluation.judge_hang(hangs[0], fault, log_dir, 4)
 print("hang report:", json.dumps(hangs[0]))
 assert rank_ok, "the first hang report names the wrong rank"
