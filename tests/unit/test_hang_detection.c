@@ -239,8 +239,8 @@ UNIT_TEST(hang_detection, slowdown_is_judged_when_the_straggler_arrives)
 		run_step(&job, step, -1, step == 8 ? 1 : -1, step == 8 ? 6 * STEP_NS / 10 : 0, 0);
 	CU_ASSERT_EQUAL_FATAL(job.slow_count, 1);
 	/* The evidence is complete when the late rank reaches the all-reduce. */
-	CU_ASSERT_EQUAL(job.slow[0].detected_ns, 8 * STEP_NS + 1000000000ull + 1000000 +
-							 6 * STEP_NS / 10);
+	CU_ASSERT_EQUAL(job.slow[0].detected_ns,
+			8 * STEP_NS + 1000000000ull + 1000000 + 6 * STEP_NS / 10);
 	CU_ASSERT_EQUAL(job.slow[0].lead_ns, 6 * STEP_NS / 10);
 	CU_ASSERT_DOUBLE_EQUAL(job.slow[0].excess_ns, 6.0 * STEP_NS / 10, 1.0);
 	CU_ASSERT_DOUBLE_EQUAL(job.slow[0].expected_step_ns, (double)STEP_NS, 1.0);
