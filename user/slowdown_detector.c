@@ -126,10 +126,11 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 	if (late_ns <= threshold_ns || excess_ns <= threshold_ns)
 		return false;
 	/*
-	 * One rank explains it: the others arrived on time, so the last one
-	 * came at least two thirds of the excess after the latest of them.
+	 * One rank explains it: it came more than the threshold after the
+	 * latest of the others. Every rank late together (they waited on
+	 * something else, or the host stalled) names no straggler.
 	 */
-	if ((double)(arrivals.last_ns - arrivals.second_latest_ns) < excess_ns * 2 / 3)
+	if ((double)(arrivals.last_ns - arrivals.second_latest_ns) <= threshold_ns)
 		return false;
 	fill_report(model, comm, index, step, &arrivals, excess_ns, report);
 	report->late_ns = late_ns;

@@ -3,8 +3,8 @@
  * Slowdown detection, judged at every collective as its last rank
  * arrives: the communicator's step is late there by more than
  * slowdown_threshold - 1 job steps, the wait before this collective grew
- * by as much, and one rank's late arrival explains it (the others came
- * on time). The stage is that collective, or the compute gap before it;
+ * by as much, and one rank's late arrival explains it (it came more than
+ * the threshold after all the others). The stage is that collective, or the compute gap before it;
  * the straggler is the rank that arrived last. Waits measured at the last
  * arrival only grow on the critical path, so a delay a pipeline bubble
  * absorbs does not make the step late and is not reported; every rank

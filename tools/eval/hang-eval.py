@@ -30,6 +30,8 @@ POSITIONS = ["forward", "backward", "collective", "send"]
 STEP_SLEEP_MS = 60
 SLOWDOWN_MS = (36, 52)
 NICENESS = -15
+# Logs and traces in memory: a disk busy with other work would stall the ranks' writes.
+SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
 def run(tcheck, workload, directory, ranks, steps, delay, duration):
@@ -207,7 +209,7 @@ def main():
         where = rng.choice(POSITIONS)
         delay_ms = 0 if kind == "hang" else rng.randint(*SLOWDOWN_MS)
         delay = None if kind == "clean" else f"{rank}:{step}:{where}:{delay_ms}"
-        with tempfile.TemporaryDirectory(prefix="tcheck-eval.") as directory:
+        with tempfile.TemporaryDirectory(prefix="tcheck-eval.", dir=SCRATCH) as directory:
             trace, log_dir, events = run(options.tcheck, options.workload, directory, ranks,
                                          step + 6, delay, 4 if kind == "hang" else 20)
             mapping, last_call = nccl_hashes(options.tcheck, trace)
