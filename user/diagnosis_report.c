@@ -145,6 +145,8 @@ json_t *diagnosis_report_json(const struct diagnosis_report *report)
 	}
 	json_object_set_new(object, "step", json_integer(report->step));
 	json_object_set_new(object, "step_ns", json_real(report->step_ns));
+	json_object_set_new(object, "comm_expected_step_ns",
+			    json_real(report->comm_expected_step_ns));
 	json_object_set_new(object, "late_ns", json_real(report->late_ns));
 	json_object_set_new(object, "excess_ns", json_real(report->excess_ns));
 	json_object_set_new(object, "skew_ns", export_json_unsigned(report->skew_ns));

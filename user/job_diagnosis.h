@@ -40,7 +40,7 @@ void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns);
  */
 int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis);
 
-/* The stream ended: publishes what is still held. */
+/* The stream ended. Findings are published as they are found: nothing is held back. */
 void job_diagnosis_finish(struct job_diagnosis *diagnosis);
 
 unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis);
