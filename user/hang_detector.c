@@ -180,6 +180,24 @@ static bool rank_left_behind(const struct progress_model *model, double step_ns)
 	return false;
 }
 
+/*
+ * Whether a stall already reported began about when this communicator
+ * went quiet (within its limit): both are the same stall of the job.
+ */
+static bool part_of_reported_stall(const struct progress_model *model,
+				   const struct progress_comm *comm, double limit_ns)
+{
+	for (unsigned i = 0; i < model->comm_count; i++) {
+		const struct progress_comm *other = &model->comms[i];
+		double apart_ns = (double)other->last_progress_ns - (double)comm->last_progress_ns;
+
+		if (other != comm && other->hang_reported && apart_ns <= limit_ns &&
+		    apart_ns >= -limit_ns)
+			return true;
+	}
+	return false;
+}
+
 static bool is_stuck(const struct progress_model *model, const struct progress_comm *comm,
 		     double step_ns)
 {
@@ -226,13 +244,11 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 	double step_ns = progress_model_job_step_ns(model);
 	struct progress_comm *first_waiting = NULL;
 	unsigned found = 0, waiting = 0;
-	bool behind, open_stall = false;
+	bool behind;
 
 	if (step_ns <= 0)
 		return 0;
 	behind = rank_left_behind(model, step_ns);
-	for (unsigned i = 0; i < model->comm_count; i++)
-		open_stall |= model->comms[i].hang_reported;
 	/*
 	 * Communicators whose ranks all issued their last collective and
 	 * went quiet together are one stall of the job: the first to go
@@ -242,7 +258,8 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 	for (unsigned i = 0; i < model->comm_count; i++) {
 		struct progress_comm *comm = &model->comms[i];
 
-		if (behind || open_stall || ranks_disagree(comm) || !is_stuck(model, comm, step_ns))
+		if (behind || ranks_disagree(comm) || !is_stuck(model, comm, step_ns) ||
+		    part_of_reported_stall(model, comm, silence_limit(model, comm, step_ns)))
 			continue;
 		if (!first_waiting || comm->last_progress_ns < first_waiting->last_progress_ns)
 			first_waiting = comm;

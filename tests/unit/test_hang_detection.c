@@ -344,6 +344,31 @@ UNIT_TEST(hang_detection, communicators_stuck_together_are_one_stall)
 	progress_model_free(job.model);
 }
 
+UNIT_TEST(hang_detection, stall_long_after_a_reported_one_is_reported_again)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+
+	/* The pair communicator falls silent after step 10 and is reported. */
+	for (int step = 0; step < 11; step++) {
+		run_step(&job, step, -1, -1, 0, 0);
+		pair_step(&job, step);
+	}
+	for (int step = 11; step < 15; step++)
+		run_step(&job, step, -1, -1, 0, 0);
+	progress_model_advance(job.model, job.model->now_ns + STEP_NS / 2);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].comm_id, PAIR_COMM_ID);
+	/* Ten steps later the job's communicator stalls: a stall of its own. */
+	for (int step = 15; step < 25; step++)
+		run_step(&job, step, -1, -1, 0, 0);
+	progress_model_advance(job.model, job.model->now_ns + 3 * STEP_NS);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
+	CU_ASSERT_EQUAL(reports[0].waiting_comms, 0);
+	progress_model_free(job.model);
+}
+
 /* Feeds the call to a job_diagnosis as a trace record. */
 static void record_call(struct job_diagnosis *diagnosis, const struct trace_nccl_call *call)
 {
