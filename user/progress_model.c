@@ -335,8 +335,13 @@ double progress_model_job_step_ns(const struct progress_model *model)
 	double shortest = 0;
 
 	for (unsigned i = 0; i < model->comm_count; i++) {
-		double expected = model->comms[i].expected_step_ns;
+		const struct progress_comm *comm = &model->comms[i];
+		double span = comm->steps_per_period > 1 ? comm->steps_per_period : 1;
+		double expected = comm->expected_step_ns;
 
+		/* One step's time is one sample: the expectation needs two job steps. */
+		if ((double)comm->learned_steps * span < 2)
+			continue;
 		if (expected > 0 && (shortest == 0 || expected < shortest))
 			shortest = expected;
 	}

@@ -104,7 +104,10 @@ void progress_model_process_ended(struct progress_model *model, uint32_t pid);
 /* Moves the clock without a call (periodic ticks, stats records). */
 void progress_model_advance(struct progress_model *model, uint64_t now_ns);
 
-/* The shortest expected step of any communicator: the job's step. 0 unknown. */
+/*
+ * The shortest expected step of any communicator learned from two job
+ * steps or more: the job's step. 0 unknown.
+ */
 double progress_model_job_step_ns(const struct progress_model *model);
 
 /* The slot of collective 'index', or NULL when it is not remembered. */
