@@ -32,3 +32,8 @@ echo "(2) expected steps of silence: \`detected_ns\` is that moment plus the lim
 echo "is the least possible; the live figure adds the recorder's tick (a tenth of a step)."
 echo "Slowdown latency runs from the end of the injected delay to the report, which comes"
 echo "when the delayed rank reaches its next collective."
+echo
+echo "Other work on the machine moves these figures from run to run: a rank it deschedules"
+echo "for longer than the threshold is a real straggler to the detector, and a false"
+echo "positive here. Each run's faults, reports and verdicts are in"
+echo "\`.output/hang-eval-runs.jsonl\`."
