@@ -77,6 +77,12 @@ void diagnosis_report_text(const struct diagnosis_report *report, char *text, si
 				   (double)report->stalled_ns / 1e9,
 				   hang_class_sentence(report->hang_class));
 		used = written > 0 ? (size_t)written : 0;
+		if (report->waiting_comms && used < size) {
+			written = snprintf(text + used, size - used,
+					   "; %u other communicator(s) wait on it",
+					   report->waiting_comms);
+			used += written > 0 ? (size_t)written : 0;
+		}
 		if (report->rank_count && used < size) {
 			written = snprintf(text + used, size - used, "; never issued by");
 			used += written > 0 ? (size_t)written : 0;
@@ -86,14 +92,14 @@ void diagnosis_report_text(const struct diagnosis_report *report, char *text, si
 	}
 	snprintf(text, size,
 		 "slowdown: communicator 0x%016" PRIx64 " step %" PRId64
-		 " took %.3f ms, %.2f times the expected %.3f ms; straggler rank %d (job rank %d, "
-		 "pid %u), "
-		 "%.3f ms late at %s seq %" PRId64 "; the time went %s%s",
-		 report->comm_id, report->step, report->step_ns / 1e6,
-		 report->expected_step_ns > 0 ? report->step_ns / report->expected_step_ns : 0,
+		 " is %.3f ms late at %s seq %" PRId64 " (%.2f expected steps of %.3f ms); "
+		 "straggler rank %d (job rank %d, pid %u) arrived %.3f ms after the first rank; "
+		 "the time went %s%s",
+		 report->comm_id, report->step, report->late_ns / 1e6,
+		 name_or_unknown(report->function), report->seq,
+		 report->expected_step_ns > 0 ? report->late_ns / report->expected_step_ns : 0,
 		 report->expected_step_ns / 1e6, report->ranks[0].rank, report->ranks[0].job_rank,
 		 report->ranks[0].pid, (double)report->skew_ns / 1e6,
-		 name_or_unknown(report->function), report->seq,
 		 report->in_collective ? "inside " : "in compute before ",
 		 report->in_collective ? name_or_unknown(report->previous_function)
 				       : name_or_unknown(report->function));
@@ -133,12 +139,18 @@ json_t *diagnosis_report_json(const struct diagnosis_report *report)
 		json_object_set_new(object, "class",
 				    json_string(hang_class_name(report->hang_class)));
 		json_object_set_new(object, "stalled_ns", export_json_unsigned(report->stalled_ns));
+		json_object_set_new(object, "waiting_communicators",
+				    json_integer(report->waiting_comms));
 		return object;
 	}
 	json_object_set_new(object, "step", json_integer(report->step));
 	json_object_set_new(object, "step_ns", json_real(report->step_ns));
+	json_object_set_new(object, "comm_expected_step_ns",
+			    json_real(report->comm_expected_step_ns));
+	json_object_set_new(object, "late_ns", json_real(report->late_ns));
 	json_object_set_new(object, "excess_ns", json_real(report->excess_ns));
 	json_object_set_new(object, "skew_ns", export_json_unsigned(report->skew_ns));
+	json_object_set_new(object, "lead_ns", export_json_unsigned(report->lead_ns));
 	json_object_set_new(object, "stage",
 			    json_string(report->in_collective ? "collective" : "compute"));
 	json_object_set_new(

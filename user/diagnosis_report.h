@@ -34,7 +34,7 @@ struct diagnosis_report {
 	uint64_t comm_id;
 	int32_t nranks;
 	uint64_t detected_ns;	 /* when the evidence was complete */
-	uint64_t reported_ns;	 /* when it was published (slowdowns wait one step) */
+	uint64_t reported_ns;	 /* when it was published */
 	double expected_step_ns; /* the job's expected step */
 	/* The collective concerned: where the job is stuck, or where a slow step lost its time. */
 	const char *function;
@@ -45,15 +45,19 @@ struct diagnosis_report {
 	enum hang_class hang_class;
 	uint64_t stalled_ns;	 /* time without progress */
 	uint64_t quiet_since_ns; /* the lagging ranks' last call on any communicator */
+	unsigned waiting_comms;	 /* other stuck communicators that wait on this one */
 	unsigned rank_count;	 /* lagging ranks (hang) or the straggler (slowdown) */
 	struct diagnosis_rank ranks[PROGRESS_MAX_RANKS];
 	/* Slowdowns. */
-	int64_t step;	   /* the slow step on this communicator */
-	double step_ns;	   /* its duration */
-	double excess_ns;  /* beyond the expected wait at the stage */
+	int64_t step;		      /* the slow step on this communicator */
+	double step_ns;		      /* its duration: so far, plus the expected rest */
+	double comm_expected_step_ns; /* the communicator's expected step */
+	double late_ns;		      /* how late the step is at the stage */
+	double excess_ns;	      /* beyond the expected wait at the stage */
 	int in_collective; /* 1: the time went inside the previous call, 0: compute before */
 	const char *previous_function; /* the call before the stage, NULL at a step's start */
 	uint64_t skew_ns;	       /* the straggler's lateness at the stage */
+	uint64_t lead_ns;	       /* how long after the latest of the other ranks it came */
 };
 
 const char *hang_class_name(enum hang_class hang_class);

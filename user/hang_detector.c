@@ -126,11 +126,11 @@ static bool ranks_disagree(const struct progress_comm *comm)
 	return false;
 }
 
-/* Whether the communicator is still in use and has been quiet too long. */
 /*
  * How long the communicator may stay quiet: hang_factor times the job's
  * step, or times its own longest normal wait between two collectives when
- * that is longer (a communicator used once every few steps).
+ * that is clearly longer (a communicator used once every few steps). A
+ * wait about one step long is the job's step itself, measured with noise.
  */
 static double silence_limit(const struct progress_model *model, const struct progress_comm *comm,
 			    double step_ns)
@@ -138,9 +138,64 @@ static double silence_limit(const struct progress_model *model, const struct pro
 	double longest = step_ns;
 
 	for (int32_t p = 0; p < comm->period && p < PROGRESS_MAX_PERIOD; p++)
-		if (comm->expected_gap_ns[p] > longest)
+		if (comm->expected_gap_ns[p] > 1.5 * step_ns && comm->expected_gap_ns[p] > longest)
 			longest = comm->expected_gap_ns[p];
 	return model->options.hang_factor * longest;
+}
+
+static bool any_rank_finished(const struct progress_comm *comm)
+{
+	for (int32_t r = 0; r < comm->nranks; r++)
+		if (comm->ranks[r].finished)
+			return true;
+	return false;
+}
+
+static bool all_ranks_present(const struct progress_comm *comm)
+{
+	for (int32_t r = 0; r < comm->nranks; r++)
+		if (!comm->ranks[r].present)
+			return false;
+	return true;
+}
+
+/*
+ * Whether some communicator is stalling because a rank never issued its
+ * next collective: quiet for half its limit or more with its ranks
+ * disagreeing. The ranks of other stuck communicators wait on that rank
+ * (they issued everything and block in their stream), so those are
+ * consequences of the one stall, not hangs of their own.
+ */
+static bool rank_left_behind(const struct progress_model *model, double step_ns)
+{
+	for (unsigned i = 0; i < model->comm_count; i++) {
+		const struct progress_comm *comm = &model->comms[i];
+
+		if (comm->nranks > 0 && all_ranks_present(comm) && ranks_disagree(comm) &&
+		    !any_rank_finished(comm) &&
+		    (double)(model->now_ns - comm->last_progress_ns) >=
+			    silence_limit(model, comm, step_ns) / 2)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether a stall already reported began about when this communicator
+ * went quiet (within its limit): both are the same stall of the job.
+ */
+static bool part_of_reported_stall(const struct progress_model *model,
+				   const struct progress_comm *comm, double limit_ns)
+{
+	for (unsigned i = 0; i < model->comm_count; i++) {
+		const struct progress_comm *other = &model->comms[i];
+		double apart_ns = (double)other->last_progress_ns - (double)comm->last_progress_ns;
+
+		if (other != comm && other->hang_reported && apart_ns <= limit_ns &&
+		    apart_ns >= -limit_ns)
+			return true;
+	}
+	return false;
 }
 
 static bool is_stuck(const struct progress_model *model, const struct progress_comm *comm,
@@ -153,9 +208,8 @@ static bool is_stuck(const struct progress_model *model, const struct progress_c
 	/* Before its period is known, only a rank left behind makes a communicator stuck. */
 	if (!comm->period && !ranks_disagree(comm))
 		return false;
-	for (int32_t r = 0; r < comm->nranks; r++)
-		if (comm->ranks[r].finished)
-			return false;
+	if (any_rank_finished(comm))
+		return false;
 	return (double)(model->now_ns - comm->last_progress_ns) > limit;
 }
 
@@ -188,16 +242,38 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 			     struct diagnosis_report *reports, unsigned capacity)
 {
 	double step_ns = progress_model_job_step_ns(model);
-	unsigned found = 0;
+	struct progress_comm *first_waiting = NULL;
+	unsigned found = 0, waiting = 0;
+	bool behind;
 
 	if (step_ns <= 0)
 		return 0;
+	behind = rank_left_behind(model, step_ns);
+	/*
+	 * Communicators whose ranks all issued their last collective and
+	 * went quiet together are one stall of the job: the first to go
+	 * quiet stands for it, unless a rank left behind explains it or it
+	 * was reported already.
+	 */
+	for (unsigned i = 0; i < model->comm_count; i++) {
+		struct progress_comm *comm = &model->comms[i];
+
+		if (behind || ranks_disagree(comm) || !is_stuck(model, comm, step_ns) ||
+		    part_of_reported_stall(model, comm, silence_limit(model, comm, step_ns)))
+			continue;
+		if (!first_waiting || comm->last_progress_ns < first_waiting->last_progress_ns)
+			first_waiting = comm;
+	}
 	for (unsigned i = 0; i < model->comm_count && found < capacity; i++) {
 		struct progress_comm *comm = &model->comms[i];
 
 		if (!is_stuck(model, comm, step_ns))
 			continue;
 		comm->hang_reported = true;
+		if (!ranks_disagree(comm) && comm != first_waiting) {
+			waiting++;
+			continue;
+		}
 		report_stuck(model, comm, samples, step_ns, silence_limit(model, comm, step_ns),
 			     &reports[found++]);
 	}
@@ -214,5 +290,7 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 			reports[j] = reports[j - 1];
 			reports[j - 1] = swap;
 		}
+	if (found)
+		reports[0].waiting_comms = waiting;
 	return found;
 }

@@ -39,7 +39,12 @@ enum hang_class hang_classify_issued(const struct network_samples *samples, cons
 /*
  * Checks every communicator at the model's current time. Fills up to
  * 'capacity' reports (each communicator is reported once) and returns how
- * many; reports naming lagging ranks come first.
+ * many; reports naming lagging ranks come first. While some rank is left
+ * behind on a communicator, the stuck communicators whose ranks all
+ * issued their last collective wait on it: they are counted in the first
+ * report's waiting_comms, not reported on their own. Without one, such
+ * communicators stuck together are one stall, reported once, on the one
+ * that went quiet first.
  */
 unsigned hang_detector_check(struct progress_model *model, const struct network_samples *samples,
 			     struct diagnosis_report *reports, unsigned capacity);

@@ -10,7 +10,7 @@
 
 #define HANG_REPORTS_PER_CHECK 16
 #define MAX_PROCESSES 4096
-#define MAX_PENDING_SLOWDOWNS 16
+#define MAX_RECENT_SLOWDOWNS 16
 
 /* The RANK its launcher gave a process. */
 struct process_rank {
@@ -23,14 +23,7 @@ struct job_diagnosis {
 	struct network_samples samples;
 	FILE *text, *events;
 	unsigned hangs, slowdowns;
-	/*
-	 * A slow step shows on every communicator of the job: the reports of
-	 * one slow stretch wait one expected step, and the one with the
-	 * latest straggler (the largest arrival skew) is published.
-	 */
-	struct diagnosis_report pending[MAX_PENDING_SLOWDOWNS];
-	unsigned pending_count;
-	struct diagnosis_report published[MAX_PENDING_SLOWDOWNS]; /* the latest, a ring */
+	struct diagnosis_report published[MAX_RECENT_SLOWDOWNS]; /* the latest, a ring */
 	unsigned published_count;
 	struct process_rank processes[MAX_PROCESSES];
 	unsigned process_count;
@@ -98,52 +91,37 @@ static void publish(struct job_diagnosis *diagnosis, struct diagnosis_report *re
 	}
 }
 
-static bool overlaps(const struct diagnosis_report *a, const struct diagnosis_report *b)
+/*
+ * A straggler is late at every collective it issues after its delay, on
+ * every communicator it belongs to, and a rank that waited on it is late
+ * after it on communicators of its own, by up to one step of work after
+ * the straggler came: the first late arrival of a slow stretch is the
+ * report, the others within one expected step of it belong to it.
+ */
+static bool already_published(const struct job_diagnosis *diagnosis,
+			      const struct diagnosis_report *report)
 {
-	double a_start = (double)a->detected_ns - a->step_ns;
-	double b_start = (double)b->detected_ns - b->step_ns;
-
-	return a_start < (double)b->detected_ns && b_start < (double)a->detected_ns;
-}
-
-/* Publishes the held slowdowns that ended 'age_ns' or more before now. */
-static void release_slowdowns(struct job_diagnosis *diagnosis, double age_ns)
-{
-	unsigned kept = 0;
-
-	for (unsigned i = 0; i < diagnosis->pending_count; i++) {
-		struct diagnosis_report *report = &diagnosis->pending[i];
-
-		if ((double)diagnosis->model->now_ns - (double)report->detected_ns >= age_ns) {
-			publish(diagnosis, report);
-			diagnosis->published[diagnosis->published_count++ % MAX_PENDING_SLOWDOWNS] =
-				*report;
-		} else
-			diagnosis->pending[kept++] = *report;
-	}
-	diagnosis->pending_count = kept;
-}
-
-static void hold_slowdown(struct job_diagnosis *diagnosis, const struct diagnosis_report *report)
-{
-	unsigned published = diagnosis->published_count < MAX_PENDING_SLOWDOWNS
+	unsigned published = diagnosis->published_count < MAX_RECENT_SLOWDOWNS
 				     ? diagnosis->published_count
-				     : MAX_PENDING_SLOWDOWNS;
+				     : MAX_RECENT_SLOWDOWNS;
+	double window_ns = progress_model_job_step_ns(diagnosis->model);
 
-	/* The same slow stretch seen later on another communicator. */
-	for (unsigned i = 0; i < published; i++)
-		if (overlaps(&diagnosis->published[i], report))
-			return;
-	for (unsigned i = 0; i < diagnosis->pending_count; i++) {
-		if (!overlaps(&diagnosis->pending[i], report))
-			continue;
-		if (report->skew_ns > diagnosis->pending[i].skew_ns)
-			diagnosis->pending[i] = *report;
-		return;
+	for (unsigned i = 0; i < published; i++) {
+		const struct diagnosis_report *earlier = &diagnosis->published[i];
+		double after_ns = (double)report->detected_ns - (double)earlier->detected_ns;
+
+		if (after_ns >= 0 && after_ns < window_ns)
+			return true;
 	}
-	if (diagnosis->pending_count == MAX_PENDING_SLOWDOWNS)
-		release_slowdowns(diagnosis, 0);
-	diagnosis->pending[diagnosis->pending_count++] = *report;
+	return false;
+}
+
+static void publish_slowdown(struct job_diagnosis *diagnosis, struct diagnosis_report *report)
+{
+	if (already_published(diagnosis, report))
+		return;
+	publish(diagnosis, report);
+	diagnosis->published[diagnosis->published_count++ % MAX_RECENT_SLOWDOWNS] = *report;
 }
 
 static void check_hangs(struct job_diagnosis *diagnosis)
@@ -168,7 +146,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 	struct trace_nccl_call call;
 	struct diagnosis_report report;
 	struct progress_comm *comm;
-	int64_t step;
+	int64_t step, completed;
 
 	switch (record->kind) {
 	case TRACE_RECORD_NCCL_CALL:
@@ -177,9 +155,10 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		/* A hang is judged before the call that would end it is counted. */
 		job_diagnosis_tick(diagnosis, call.entry_ns);
 		comm = progress_model_add_call(diagnosis->model, &call, &step);
-		if (comm && step >= 0 &&
-		    slowdown_detector_check(diagnosis->model, comm, step, &report))
-			hold_slowdown(diagnosis, &report);
+		completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
+		if (completed >= 0 && progress_is_collective(call.function) &&
+		    slowdown_detector_check(diagnosis->model, comm, completed, &report))
+			publish_slowdown(diagnosis, &report);
 		if (comm && step >= 0 && diagnosis->on_step)
 			diagnosis->on_step(diagnosis->step_context, comm, step);
 		break;
@@ -217,12 +196,20 @@ void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns)
 {
 	progress_model_advance(diagnosis->model, now_ns);
 	check_hangs(diagnosis);
-	release_slowdowns(diagnosis, progress_model_job_step_ns(diagnosis->model));
+}
+
+int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis)
+{
+	double step_ms = progress_model_job_step_ns(diagnosis->model) / 1e6;
+
+	if (step_ms <= 0 || step_ms / 10 >= 100)
+		return 100;
+	return step_ms / 10 < 5 ? 5 : (int)(step_ms / 10);
 }
 
 void job_diagnosis_finish(struct job_diagnosis *diagnosis)
 {
-	release_slowdowns(diagnosis, 0);
+	(void)diagnosis; /* slowdowns are published as they are found: nothing is held */
 }
 
 void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step, void *context)

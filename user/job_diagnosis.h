@@ -33,7 +33,14 @@ void job_diagnosis_network_sample(struct job_diagnosis *diagnosis,
 /* Time passes with no record: hangs show up here. 'now_ns' on the records' clock. */
 void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns);
 
-/* The stream ended: publishes what is still held. */
+/*
+ * How often a live loop should tick, in ms: a tenth of the job's step
+ * between 5 and 100 ms, so a hang is reported within a tenth of a step of
+ * the moment the silence passed its limit. 100 while the step is unknown.
+ */
+int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis);
+
+/* The stream ended. Findings are published as they are found: nothing is held back. */
 void job_diagnosis_finish(struct job_diagnosis *diagnosis);
 
 /*

@@ -157,7 +157,8 @@ static bool follows_period(const struct progress_comm *comm, int32_t offset, int
 /*
  * The smallest period (with the fewest leading collectives before it)
  * that the signatures seen so far follow, seen at least three times over
- * so one coincidence does not make a step. A period that a later
+ * (twice for periods of four or more) so one coincidence does not make a
+ * step. A period that a later
  * collective breaks is dropped and searched again, with what was learned
  * from it.
  */
@@ -173,8 +174,15 @@ static void find_period(struct progress_comm *comm)
 	comm->expected_step_ns = 0;
 	comm->learned_steps = 0;
 	for (int32_t period = 1; period <= PROGRESS_MAX_PERIOD; period++) {
+		/*
+		 * A short pattern must repeat three times to be a step; a long
+		 * one (a communicator used once every few steps) twice, or it
+		 * would be learned too late to judge anything.
+		 */
+		int32_t repeats = period >= 4 ? 2 : 3;
+
 		for (int32_t offset = 0; offset <= 8; offset++) {
-			if (offset + 3 * period > seen)
+			if (offset + repeats * period > seen)
 				break;
 			if (follows_period(comm, offset, period)) {
 				comm->period = period;
@@ -194,10 +202,16 @@ static void learn(struct progress_model *model, struct progress_comm *comm, doub
 		  int64_t step)
 {
 	const struct progress_options *options = &model->options;
+	double job_step_ns = progress_model_job_step_ns(model);
+	/* Job steps this communicator's step spans: warm-up counts job steps. */
+	double span = job_step_ns > 0 ? duration_ns / job_step_ns : 1;
 	double ratio;
 
-	if ((uint64_t)step < options->warmup_steps)
+	if (span < 1)
+		span = 1;
+	if ((double)step * span < (double)options->warmup_steps)
 		return;
+	comm->steps_per_period = span;
 	if (comm->expected_step_ns == 0) {
 		comm->expected_step_ns = duration_ns;
 		comm->learned_steps = 1;
@@ -321,8 +335,13 @@ double progress_model_job_step_ns(const struct progress_model *model)
 	double shortest = 0;
 
 	for (unsigned i = 0; i < model->comm_count; i++) {
-		double expected = model->comms[i].expected_step_ns;
+		const struct progress_comm *comm = &model->comms[i];
+		double span = comm->steps_per_period > 1 ? comm->steps_per_period : 1;
+		double expected = comm->expected_step_ns;
 
+		/* One step's time is one sample: the expectation needs two job steps. */
+		if ((double)comm->learned_steps * span < 2)
+			continue;
 		if (expected > 0 && (shortest == 0 || expected < shortest))
 			shortest = expected;
 	}

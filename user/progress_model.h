@@ -71,6 +71,7 @@ struct progress_comm {
 	uint64_t last_boundary_ns; /* the last rank's arrival at the last step boundary */
 	double expected_step_ns;   /* 0 while learning */
 	unsigned learned_steps;
+	double steps_per_period; /* job steps one step of this communicator spans, at least 1 */
 	/* Expected wait before each position of the step, learned with the step time. */
 	double expected_gap_ns[PROGRESS_MAX_PERIOD];
 	uint64_t last_progress_ns; /* last time any rank issued a call here */
@@ -103,7 +104,10 @@ void progress_model_process_ended(struct progress_model *model, uint32_t pid);
 /* Moves the clock without a call (periodic ticks, stats records). */
 void progress_model_advance(struct progress_model *model, uint64_t now_ns);
 
-/* The shortest expected step of any communicator: the job's step. 0 unknown. */
+/*
+ * The shortest expected step of any communicator learned from two job
+ * steps or more: the job's step. 0 unknown.
+ */
 double progress_model_job_step_ns(const struct progress_model *model);
 
 /* The slot of collective 'index', or NULL when it is not remembered. */

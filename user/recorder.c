@@ -592,7 +592,11 @@ static void run_loop(struct recorder *recorder)
 	while (!finished(recorder, started_ns)) {
 		uint64_t now;
 
-		if (probe_session_poll(recorder->session, POLL_INTERVAL_MS) < 0 && !stop_requested)
+		int poll_ms = recorder->options->diagnosis
+				      ? job_diagnosis_tick_interval_ms(recorder->options->diagnosis)
+				      : POLL_INTERVAL_MS;
+
+		if (probe_session_poll(recorder->session, poll_ms) < 0 && !stop_requested)
 			log_warning("reading the ring buffer failed: %s", strerror(errno));
 		reap_command(recorder);
 		now = monotonic_ns();

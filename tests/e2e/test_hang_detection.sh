@@ -32,7 +32,7 @@ hangs = [json.loads(line) for line in open(report_path) if '"hang"' in line]
 fault = json.load(open(f"{log_dir}/rank-2.fault"))
 assert hangs, "no hang reported"
 if trace != "live":
-    evaluation.translate(hangs, evaluation.nccl_hashes(tcheck, trace))
+    evaluation.translate(hangs, evaluation.nccl_hashes(tcheck, trace)[0])
 rank_ok, collective_ok = evaluation.judge_hang(hangs[0], fault, log_dir, 4)
 print("hang report:", json.dumps(hangs[0]))
 assert rank_ok, "the first hang report names the wrong rank"
@@ -66,10 +66,12 @@ kill -9 "$launcher"
 grep -q "hang: communicator" "$SCRATCH/live.err" || fail "attach printed no hang: $(cat "$SCRATCH/live.err")"
 expect_hang "$SCRATCH/live.jsonl" "$ROOT" live
 
-# A fault-free run: nothing found, exit status 0.
+# A fault-free run: nothing found, exit status 0. Steps of 65 ms, as in the
+# evaluation: the scheduling noise of a busy two-core machine stays below the
+# slowdown threshold.
 mkdir -p "$SCRATCH/clean"
 "$TCHECK" --quiet record --no-diagnosis -o "$SCRATCH/clean.trace" -- \
-	"$WORKLOAD" --ranks 4 --steps 40 --step-sleep-ms 30 --log-dir "$SCRATCH/clean" ||
+	"$WORKLOAD" --ranks 4 --steps 30 --step-sleep-ms 60 --log-dir "$SCRATCH/clean" ||
 	fail "record of the fault-free run exited $?"
 "$TCHECK" check "$SCRATCH/clean.trace" >"$SCRATCH/clean.out" ||
 	fail "check found something in a fault-free run: $(cat "$SCRATCH/clean.out")"

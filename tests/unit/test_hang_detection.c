@@ -3,10 +3,13 @@
  * Tests of the progress model and the hang and slowdown detectors on
  * hand-built call streams whose answer is known by construction.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "diagnosis_report.h"
 #include "hang_detector.h"
+#include "job_diagnosis.h"
 #include "progress_model.h"
 #include "slowdown_detector.h"
 #include "unit.h"
@@ -14,6 +17,7 @@
 #define RANKS 4
 #define STEP_NS 10000000ull /* 10 ms */
 #define COMM_ID 0xabcdef0123456789ull
+#define PAIR_COMM_ID 0x1234000000000002ull /* ranks 0 and 1 of the job */
 
 /* One collective of 'rank' as the call builder would hand it over. */
 static struct trace_nccl_call collective(const char *function, uint64_t count, int rank,
@@ -43,6 +47,18 @@ struct job {
 	unsigned slow_count;
 };
 
+/* Adds a call to the model and judges the collective it completes, as job_diagnosis does. */
+static void feed(struct job *job, const struct trace_nccl_call *call)
+{
+	int64_t completed_step, index;
+	struct progress_comm *comm = progress_model_add_call(job->model, call, &completed_step);
+
+	index = comm ? slowdown_completed_collective(comm, call->rank) : -1;
+	if (index >= 0 && job->slow_count < 8 &&
+	    slowdown_detector_check(job->model, comm, index, &job->slow[job->slow_count]))
+		job->slow_count++;
+}
+
 /*
  * Step 'step' of every rank but 'missing', 'shift_ns' after its usual
  * start: an all-reduce at 1 ms into the step and an all-gather at 6 ms.
@@ -53,24 +69,18 @@ static void run_step(struct job *job, int step, int missing, int late_rank, uint
 		     uint64_t shift_ns)
 {
 	uint64_t start = (uint64_t)step * STEP_NS + 1000000000ull + shift_ns;
-	int64_t completed;
 
 	for (int rank = 0; rank < RANKS; rank++) {
 		struct trace_nccl_call call;
 		uint64_t delay = rank == late_rank ? late_ns : 0;
-		struct progress_comm *comm;
 
 		if (rank == missing)
 			continue;
 		call = collective("ncclAllReduce", 256, rank, 2 * step, start + 1000000 + delay);
-		progress_model_add_call(job->model, &call, &completed);
+		feed(job, &call);
 		call = collective("ncclAllGather", 64, rank, 2 * step + 1,
 				  start + 6000000 + (late_rank >= 0 ? late_ns : 0));
-		comm = progress_model_add_call(job->model, &call, &completed);
-		if (comm && completed >= 0 && job->slow_count < 8 &&
-		    slowdown_detector_check(job->model, comm, completed,
-					    &job->slow[job->slow_count]))
-			job->slow_count++;
+		feed(job, &call);
 	}
 }
 
@@ -208,6 +218,210 @@ UNIT_TEST(hang_detection, late_rank_is_the_straggler_of_a_slow_step)
 	/* The slow step did not teach the model a longer step. */
 	CU_ASSERT_DOUBLE_EQUAL(job.model->comms[0].expected_step_ns, (double)STEP_NS, 1.0);
 	progress_model_free(job.model);
+}
+
+UNIT_TEST(hang_detection, every_rank_late_together_names_no_straggler)
+{
+	struct job job = new_job();
+
+	/* From step 8 on, every rank starts 1.5 steps later: they all waited on something else. */
+	for (int step = 0; step < 12; step++)
+		run_step(&job, step, -1, -1, 0, step >= 8 ? 3 * STEP_NS / 2 : 0);
+	CU_ASSERT_EQUAL(job.slow_count, 0);
+	progress_model_free(job.model);
+}
+
+UNIT_TEST(hang_detection, slowdown_is_judged_when_the_straggler_arrives)
+{
+	struct job job = new_job();
+
+	for (int step = 0; step < 9; step++)
+		run_step(&job, step, -1, step == 8 ? 1 : -1, step == 8 ? 6 * STEP_NS / 10 : 0, 0);
+	CU_ASSERT_EQUAL_FATAL(job.slow_count, 1);
+	/* The evidence is complete when the late rank reaches the all-reduce. */
+	CU_ASSERT_EQUAL(job.slow[0].detected_ns,
+			8 * STEP_NS + 1000000000ull + 1000000 + 6 * STEP_NS / 10);
+	CU_ASSERT_EQUAL(job.slow[0].lead_ns, 6 * STEP_NS / 10);
+	CU_ASSERT_DOUBLE_EQUAL(job.slow[0].excess_ns, 6.0 * STEP_NS / 10, 1.0);
+	CU_ASSERT_DOUBLE_EQUAL(job.slow[0].expected_step_ns, (double)STEP_NS, 1.0);
+	progress_model_free(job.model);
+}
+
+UNIT_TEST(hang_detection, delay_below_the_threshold_is_not_a_slowdown)
+{
+	struct job job = new_job();
+
+	/* 0.3 steps late: within slowdown_threshold 1.4. */
+	for (int step = 0; step < 12; step++)
+		run_step(&job, step, -1, step == 8 ? 1 : -1, step == 8 ? 3 * STEP_NS / 10 : 0, 0);
+	CU_ASSERT_EQUAL(job.slow_count, 0);
+	progress_model_free(job.model);
+}
+
+/* A collective of a two-stage pipeline's pair (stage 0 is rank 0, stage 1 rank 1). */
+static void pipeline_collective(struct job *job, int rank, int64_t seq, uint64_t entry_ns)
+{
+	struct trace_nccl_call call = collective("ncclAllReduce", 512, rank, seq, entry_ns);
+
+	call.comm_id = PAIR_COMM_ID;
+	call.nranks = 2;
+	feed(job, &call);
+}
+
+UNIT_TEST(hang_detection, delay_absorbed_by_a_pipeline_bubble_is_not_reported)
+{
+	struct job job = new_job();
+
+	/*
+	 * Stage 1 waits for stage 0's activations: it reaches the step's
+	 * all-reduce 5 ms after stage 0 (its bubble). Stage 0 is delayed
+	 * 4 ms at step 8 (the bubble absorbs it) and 12 ms at step 10
+	 * (7 ms of it are on the critical path).
+	 */
+	for (int step = 0; step < 12; step++) {
+		uint64_t start = (uint64_t)step * STEP_NS + 1000000000ull;
+		uint64_t delay = step == 8 ? 4000000 : step == 10 ? 12000000 : 0;
+
+		pipeline_collective(&job, 0, step, start + 1000000 + delay);
+		pipeline_collective(&job, 1, step, start + 6000000);
+	}
+	CU_ASSERT_EQUAL_FATAL(job.slow_count, 1);
+	CU_ASSERT_EQUAL(job.slow[0].step, 10);
+	CU_ASSERT_EQUAL(job.slow[0].ranks[0].rank, 0);
+	CU_ASSERT_DOUBLE_EQUAL(job.slow[0].excess_ns, 7000000.0, 1.0);
+	progress_model_free(job.model);
+}
+
+/* Step 'step' of the pair communicator of ranks 0 and 1: one all-reduce 8 ms into the step. */
+static void pair_step(struct job *job, int step)
+{
+	uint64_t start = (uint64_t)step * STEP_NS + 1000000000ull;
+
+	pipeline_collective(job, 0, step, start + 8000000);
+	pipeline_collective(job, 1, step, start + 8000000);
+}
+
+UNIT_TEST(hang_detection, communicators_waiting_on_a_rank_left_behind_are_one_report)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+
+	for (int step = 0; step < 10; step++) {
+		run_step(&job, step, -1, -1, 0, 0);
+		pair_step(&job, step);
+	}
+	/* Rank 2 never issues step 10; ranks 0 and 1 issue all of theirs, then wait on it. */
+	run_step(&job, 10, 2, -1, 0, 0);
+	pair_step(&job, 10);
+	progress_model_advance(job.model, job.model->now_ns + 3 * STEP_NS);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
+	CU_ASSERT_EQUAL(reports[0].hang_class, HANG_HOST);
+	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
+	CU_ASSERT_EQUAL(reports[0].waiting_comms, 1);
+	progress_model_free(job.model);
+}
+
+UNIT_TEST(hang_detection, communicators_stuck_together_are_one_stall)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+
+	for (int step = 0; step < 11; step++) {
+		run_step(&job, step, -1, -1, 0, 0);
+		pair_step(&job, step);
+	}
+	progress_model_advance(job.model, job.model->now_ns + 3 * STEP_NS);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	/* The all-gather at 6 ms went quiet before the pair's all-reduce at 8 ms. */
+	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
+	CU_ASSERT_EQUAL(reports[0].hang_class, HANG_DEVICE_OR_NETWORK);
+	CU_ASSERT_EQUAL(reports[0].waiting_comms, 1);
+	/* Reported once: a later check finds nothing new. */
+	progress_model_advance(job.model, job.model->now_ns + STEP_NS);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	progress_model_free(job.model);
+}
+
+UNIT_TEST(hang_detection, stall_long_after_a_reported_one_is_reported_again)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+
+	/* The pair communicator falls silent after step 10 and is reported. */
+	for (int step = 0; step < 11; step++) {
+		run_step(&job, step, -1, -1, 0, 0);
+		pair_step(&job, step);
+	}
+	for (int step = 11; step < 15; step++)
+		run_step(&job, step, -1, -1, 0, 0);
+	progress_model_advance(job.model, job.model->now_ns + STEP_NS / 2);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].comm_id, PAIR_COMM_ID);
+	/* Ten steps later the job's communicator stalls: a stall of its own. */
+	for (int step = 15; step < 25; step++)
+		run_step(&job, step, -1, -1, 0, 0);
+	progress_model_advance(job.model, job.model->now_ns + 3 * STEP_NS);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
+	CU_ASSERT_EQUAL(reports[0].waiting_comms, 0);
+	progress_model_free(job.model);
+}
+
+/* Feeds the call to a job_diagnosis as a trace record. */
+static void record_call(struct job_diagnosis *diagnosis, const struct trace_nccl_call *call)
+{
+	struct trace_record record;
+
+	memset(&record, 0, sizeof(record));
+	record.kind = TRACE_RECORD_NCCL_CALL;
+	record.call = *call;
+	job_diagnosis_record(diagnosis, &record, 0);
+}
+
+UNIT_TEST(hang_detection, first_late_rank_of_a_slow_stretch_is_the_one_reported)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *out = open_memstream(&text, &size);
+	struct job_diagnosis *diagnosis;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	diagnosis = job_diagnosis_new(NULL, out, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(diagnosis);
+	/*
+	 * Rank 3 reaches the step's all-reduce 6 ms late at step 8; rank 1,
+	 * which waited on it, reaches the pair's all-reduce 5 ms late after
+	 * it. One slowdown: rank 3's.
+	 */
+	for (int step = 0; step < 10; step++) {
+		uint64_t start = (uint64_t)step * STEP_NS + 1000000000ull;
+
+		for (int rank = 0; rank < RANKS; rank++) {
+			struct trace_nccl_call call = collective(
+				"ncclAllReduce", 256, rank, step,
+				start + 1000000 + (step == 8 && rank == 3 ? 6000000 : 0));
+
+			record_call(diagnosis, &call);
+		}
+		for (int rank = 0; rank < 2; rank++) {
+			struct trace_nccl_call call = collective(
+				"ncclAllReduce", 512, rank, step,
+				start + 7500000 + (step == 8 && rank == 1 ? 5000000 : 0));
+
+			call.comm_id = PAIR_COMM_ID;
+			call.nranks = 2;
+			record_call(diagnosis, &call);
+		}
+	}
+	job_diagnosis_finish(diagnosis);
+	fclose(out);
+	CU_ASSERT_EQUAL(job_diagnosis_slowdown_count(diagnosis), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "straggler rank 3 "));
+	CU_ASSERT_PTR_NULL(strstr(text, "straggler rank 1 "));
+	job_diagnosis_free(diagnosis);
+	free(text);
 }
 
 UNIT_TEST(hang_detection, report_as_json)

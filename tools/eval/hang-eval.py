@@ -23,14 +23,25 @@ COMMUNICATION = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBro
                  "ncclBcast", "ncclReduce", "ncclAlltoAll", "ncclGather", "ncclScatter",
                  "ncclSend", "ncclRecv"}
 POSITIONS = ["forward", "backward", "collective", "send"]
-STEP_SLEEP_MS = 30
+# Steps of about 65 ms: long enough that the scheduling noise of a shared two-core machine
+# (late wake-ups of 5-20 ms) stays below the slowdown threshold (0.4 steps), short enough
+# for a hundred runs in minutes. Slowdowns last 0.55-0.8 steps (below one step, or the
+# ranks waiting on the straggler would be quiet for two steps: a hang).
+STEP_SLEEP_MS = 60
+SLOWDOWN_MS = (36, 52)
+NICENESS = -15
+# Logs and traces in memory: a disk busy with other work would stall the ranks' writes.
+SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
 def run(tcheck, workload, directory, ranks, steps, delay, duration):
     """Records one run; kills what is left of the job afterwards."""
     log_dir = os.path.join(directory, "log")
     trace = os.path.join(directory, "job.trace")
-    command = [tcheck, "record", "--no-diagnosis", "-o", trace, "--duration", str(duration),
+    events = os.path.join(directory, "live.jsonl")
+    # Ahead of other work on a shared machine, which would inject delays of its own.
+    command = ["nice", "-n", str(NICENESS), tcheck, "record", "--events", events, "-o", trace,
+               "--duration", str(duration),
                "--", workload, "--ranks", str(ranks), "--steps", str(steps),
                "--step-sleep-ms", str(STEP_SLEEP_MS), "--log-dir", log_dir]
     if delay:
@@ -42,7 +53,15 @@ def run(tcheck, workload, directory, ranks, steps, delay, duration):
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    return trace, log_dir
+    return trace, log_dir, events
+
+
+def live_findings(events):
+    """What the recorder's live detectors published while the job ran."""
+    if not os.path.exists(events):
+        return []
+    with open(events) as lines:
+        return [json.loads(line) for line in lines if line.strip()]
 
 
 def check(tcheck, trace):
@@ -53,15 +72,20 @@ def check(tcheck, trace):
 
 
 def nccl_hashes(tcheck, trace):
-    """The trace's comm_id of each communicator mapped to NCCL's own commHash (the log's)."""
+    """The trace's comm_id of each communicator mapped to NCCL's own commHash (the log's),
+    and the time of the last collective or send/receive call seen on each (NCCL's ids)."""
     result = subprocess.run([tcheck, "dump", trace], capture_output=True, text=True)
-    mapping = {}
+    mapping, last_call = {}, {}
     for line in result.stdout.splitlines():
         record = json.loads(line)
         if record.get("kind") == "communicator" and record.get("comm_id") and \
                 record.get("nccl_comm_hash"):
             mapping[int(record["comm_id"], 16)] = int(record["nccl_comm_hash"], 16)
-    return mapping
+        if record.get("kind") == "nccl" and record.get("name") in COMMUNICATION and \
+                record.get("comm_id"):
+            comm_id = int(record["comm_id"], 16)
+            last_call[comm_id] = max(last_call.get(comm_id, 0), record["ts_ns"])
+    return mapping, {mapping.get(comm, comm): ts for comm, ts in last_call.items()}
 
 
 def translate(reports, mapping):
@@ -174,7 +198,8 @@ def main():
     rng.shuffle(plan)
     tally = {key: 0 for key in ("hang_tp", "hang_fn", "hang_fp", "hang_rank", "hang_collective",
                                 "slow_tp", "slow_fn", "slow_fp", "slow_rank", "slow_stage")}
-    hang_latency, slow_latency = [], []
+    hang_latency, hang_latency_fault, hang_latency_live = [], [], []
+    slow_latency, slow_latency_live = [], []
     details = open(options.details, "w") if options.details else None
     started = time.time()
     for kind, _ in plan:
@@ -182,26 +207,46 @@ def main():
         step = rng.randint(6, 12)
         rank = rng.randrange(ranks)
         where = rng.choice(POSITIONS)
-        delay_ms = 0 if kind == "hang" else rng.randint(20, 28)
+        delay_ms = 0 if kind == "hang" else rng.randint(*SLOWDOWN_MS)
         delay = None if kind == "clean" else f"{rank}:{step}:{where}:{delay_ms}"
-        with tempfile.TemporaryDirectory(prefix="tcheck-eval.") as directory:
-            trace, log_dir = run(options.tcheck, options.workload, directory, ranks, step + 6,
-                                 delay, 4 if kind == "hang" else 20)
-            reports = translate(check(options.tcheck, trace), nccl_hashes(options.tcheck, trace))
+        with tempfile.TemporaryDirectory(prefix="tcheck-eval.", dir=SCRATCH) as directory:
+            trace, log_dir, events = run(options.tcheck, options.workload, directory, ranks,
+                                         step + 6, delay, 4 if kind == "hang" else 20)
+            mapping, last_call = nccl_hashes(options.tcheck, trace)
+            reports = translate(check(options.tcheck, trace), mapping)
+            live = translate(live_findings(events), mapping)
             fault_path = os.path.join(log_dir, f"rank-{rank}.fault")
             fault = json.load(open(fault_path)) if delay and os.path.exists(fault_path) else None
             hangs = [r for r in reports if r["kind"] == "hang"]
             slows = [r for r in reports if r["kind"] == "slowdown"]
-            record = {"kind": kind, "ranks": ranks, "fault": fault, "reports": reports}
+            record = {"kind": kind, "ranks": ranks, "fault": fault, "reports": reports,
+                      "live": live}
             if kind == "hang":
                 if hangs:
                     tally["hang_tp"] += 1
                     rank_ok, collective_ok = judge_hang(hangs[0], fault, log_dir, ranks)
                     tally["hang_rank"] += rank_ok
                     tally["hang_collective"] += rank_ok and collective_ok
-                    hang_latency.append((hangs[0]["detected_ns"] - fault["start_ns"]) /
+                    # From the moment progress stopped: the last call anywhere on the
+                    # communicator the report names, as the trace saw it.
+                    stopped = last_call.get(hangs[0]["comm_id"], fault["start_ns"])
+                    hang_latency.append((hangs[0]["detected_ns"] - stopped) /
                                         hangs[0]["expected_step_ns"])
+                    hang_latency_fault.append((hangs[0]["detected_ns"] - fault["start_ns"]) /
+                                              hangs[0]["expected_step_ns"])
+                    # The same hang as the live detectors published it, on their clock.
+                    same = [r for r in live if r["kind"] == "hang" and
+                            r["comm_id"] == hangs[0]["comm_id"]]
+                    if same:
+                        hang_latency_live.append((same[0]["reported_ns"] - stopped) /
+                                                 same[0]["expected_step_ns"])
                     record.update(rank_ok=rank_ok, collective_ok=collective_ok)
+                    # Later reports of the same hang must name the same rank: a report
+                    # of a stall with no rank behind, or of another rank, is a false alarm.
+                    tally["hang_fp"] += sum(
+                        1 for r in hangs[1:]
+                        if [x.get("job_rank") for x in r.get("lagging_ranks") or []] !=
+                        [fault["rank"]])
                 else:
                     tally["hang_fn"] += 1
                 tally["slow_fp"] += len(slows)
@@ -217,6 +262,13 @@ def main():
                     slow_latency.append((matching[0]["reported_ns"] - fault["start_ns"] -
                                          fault["delay_ms"] * 1e6) /
                                         matching[0]["expected_step_ns"])
+                    same = [r for r in live if r["kind"] == "slowdown" and
+                            r["comm_id"] == matching[0]["comm_id"] and
+                            r["seq"] == matching[0]["seq"]]
+                    if same:
+                        slow_latency_live.append((same[0]["reported_ns"] - fault["start_ns"] -
+                                                  fault["delay_ms"] * 1e6) /
+                                                 same[0]["expected_step_ns"])
                     record.update(rank_ok=rank_ok, stage_ok=stage_ok)
                 else:
                     tally["slow_fn"] += 1
@@ -227,10 +279,13 @@ def main():
                 details.write(json.dumps(record) + "\n")
                 details.flush()
     elapsed = time.time() - started
-    print_table(options, tally, hang_latency, slow_latency, elapsed)
+    print_table(options, tally, (hang_latency, hang_latency_fault, hang_latency_live,
+                                 slow_latency, slow_latency_live), elapsed)
 
 
-def print_table(options, tally, hang_latency, slow_latency, elapsed):
+def print_table(options, tally, latencies, elapsed):
+    hang_latency, hang_latency_fault, hang_latency_live, slow_latency, slow_latency_live = \
+        latencies
     def row(name, tp, fp, fn):
         precision, recall, score = f1(tp, fp, fn)
         return f"| {name} | {tp} | {fp} | {fn} | {precision:.2f} | {recall:.2f} | {score:.2f} |"
@@ -243,7 +298,8 @@ def print_table(options, tally, hang_latency, slow_latency, elapsed):
 
     print(f"{options.hangs} injected hangs, {options.slowdowns} injected slowdowns and "
           f"{options.clean} fault-free runs (seed {options.seed}; 4 or 8 ranks; steps of "
-          f"about {STEP_SLEEP_MS} ms; slowdowns of 20-28 ms) in {elapsed / 60:.1f} minutes.")
+          f"about {STEP_SLEEP_MS + 5} ms; slowdowns of {SLOWDOWN_MS[0]}-{SLOWDOWN_MS[1]} ms) in "
+          f"{elapsed / 60:.1f} minutes.")
     print()
     print("| what | true positives | false positives | false negatives | precision | recall | F1 |")
     print("|---|---|---|---|---|---|---|")
@@ -260,8 +316,16 @@ def print_table(options, tally, hang_latency, slow_latency, elapsed):
     print(row("slowdown rank and stage", tally["slow_stage"], tally["slow_fp"] + wrong,
               tally["slow_fn"] + wrong))
     print()
-    print(f"Detection latency, in expected steps: hangs (fault to evidence) {latency(hang_latency)}; "
-          f"slowdowns (end of the delay to the report) {latency(slow_latency)}.")
+    print("Detection latency, in expected steps of the job:")
+    print()
+    print(f"- hangs, from the last call on the stuck communicator to the moment the "
+          f"silence passed the limit (`detected_ns`): {latency(hang_latency)}; from the "
+          f"injection: {latency(hang_latency_fault)}; from the last call to the live "
+          f"report of `record` (`reported_ns`, {len(hang_latency_live)} of the hangs): "
+          f"{latency(hang_latency_live)};")
+    print(f"- slowdowns, from the end of the injected delay to the report "
+          f"(`reported_ns`) of `check`: {latency(slow_latency)}; to the live report of "
+          f"`record` ({len(slow_latency_live)} of the slowdowns): {latency(slow_latency_live)}.")
 
 
 if __name__ == "__main__":
