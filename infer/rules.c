@@ -378,8 +378,9 @@ struct rule_set *rule_set_load(const char *path, char *error, size_t size)
 		return NULL;
 	}
 	if (!root) {
-		snprintf(error, size, "the rules file %s is not valid JSON: %s (line %d, column %d)",
-			 path, json_error.text, json_error.line, json_error.column);
+		snprintf(error, size,
+			 "the rules file %s is not valid JSON: %s (line %d, column %d)", path,
+			 json_error.text, json_error.line, json_error.column);
 		return NULL;
 	}
 	if (json_unpack(root, "{s:s, s:I, s:o}", "format", &format, "version", &version, "rules",
