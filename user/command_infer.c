@@ -18,7 +18,8 @@ static void usage(FILE *out)
 		"from the traces of healthy runs, taken together as one input (ranks, runs,\n"
 		"hosts), and writes those with a safe precondition to a rules file for\n"
 		"'tcheck-bpf check --rules'. A TRACE is a tcheck-bpf trace, a TrainCheck JSON\n"
-		"Lines trace (trace_API_*.log, trace_VAR_*.log) or a folder of TrainCheck traces.\n\n"
+		"Lines trace (trace_API_*.log, trace_VAR_*.log) or a folder of TrainCheck "
+		"traces.\n\n"
 		"  -o, --output FILE  the rules file to write (required)\n"
 		"  -h, --help         this text\n");
 }
