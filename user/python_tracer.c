@@ -496,7 +496,8 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 	if (u64_map_get(&tracer->refused, (uint64_t)pid))
 		return 0;
 	result = python_runtime_find(pid, &runtime, error, error_size);
-	if (result == -ENOENT)
+	/* No interpreter, or no process any more (a short-lived child): nothing to follow. */
+	if (result == -ENOENT || result == -ESRCH)
 		return 0;
 	if (result) {
 		refuse_process(tracer, pid);
