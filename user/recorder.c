@@ -250,6 +250,17 @@ static void end_process(struct recorder *recorder, uint32_t pid, int exit_code)
 				     write_network_sample, recorder);
 }
 
+/*
+ * A traced process the recorder never heard of: its fork and exec notices
+ * were lost (ring buffer full). Its Python events introduce it, so the rest
+ * of them are recorded.
+ */
+static void adopt_process(struct recorder *recorder, uint32_t pid)
+{
+	if (recorder->python && !u64_map_get(&recorder->processes, pid))
+		add_process(recorder, pid, 0);
+}
+
 static int handle_probe_record(void *context, const void *data, size_t size)
 {
 	const struct tcheck_record_header *header = data;
@@ -297,6 +308,7 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 		end_process(recorder, header->pid, notice->exit_code);
 		return 0;
 	case TCHECK_RECORD_PYTHON_CALL:
+		adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_python_record))
 			python_tracer_handle(recorder->python, data);
 		return 0;
@@ -306,10 +318,12 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 			log_warning("%s", error);
 		return 0;
 	case TCHECK_RECORD_TORCH_SCOPE:
+		adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_torch_scope_record))
 			python_tracer_handle_scope(recorder->python, data);
 		return 0;
 	case TCHECK_RECORD_TORCH_OP:
+		adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_torch_op_record))
 			python_tracer_handle_op(recorder->python, data);
 		return 0;
