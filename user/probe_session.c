@@ -259,8 +259,11 @@ int probe_session_attach_torch_ops(struct probe_session *session, const char *pa
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,
 				     const struct tcheck_python_process *process)
 {
-	if (bpf_map_update_elem(bpf_map__fd(session->skeleton->maps.python_processes), &pid,
-				process, BPF_ANY))
+	int map = bpf_map__fd(session->skeleton->maps.python_processes);
+
+	if (!process)
+		return bpf_map_delete_elem(map, &pid) && errno != ENOENT ? -errno : 0;
+	if (bpf_map_update_elem(map, &pid, process, BPF_ANY))
 		return -errno;
 	return 0;
 }

@@ -90,7 +90,7 @@ int probe_session_attach_torch_scopes(struct probe_session *session, const char 
 int probe_session_attach_torch_ops(struct probe_session *session, const char *path,
 				   const uint64_t *offsets, const uint64_t *cookies, size_t count,
 				   char *error, size_t error_size);
-/* Tells the Python probes where a process's frames keep their code object. */
+/* Tells the Python probes where a process's frames keep their code object; NULL: forget it. */
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,
 				     const struct tcheck_python_process *process);
 /* Tells the NCCL probes how to find a process's Python frames (the caller of each call);

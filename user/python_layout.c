@@ -1159,6 +1159,10 @@ int python_code_read(pid_t pid, const struct python_layout *layout, uint64_t add
 				  "the object at 0x%llx in pid %d is not a code object (its type "
 				  "is at 0x%llx): the pointer is stale or the layout is wrong",
 				  (unsigned long long)address, (int)pid, (unsigned long long)type);
+	code->name_object =
+		pointer_member(object, layout->code_qualified_name != PYTHON_FIELD_ABSENT
+					       ? layout->code_qualified_name
+					       : layout->code_name);
 	code->first_line = int_member(object, layout->code_first_line);
 	code->argument_count = int_member(object, layout->code_argument_count);
 	code->positional_only_count = int_member(object, layout->code_positional_only_count);

@@ -214,6 +214,12 @@ struct python_code {
 	int parameter_count;	 /* every named parameter, *args and **kwargs included */
 	int argument_name_count; /* names read: min(parameter_count, PYTHON_ARGUMENTS_MAX) */
 	char argument_names[PYTHON_ARGUMENTS_MAX][64];
+	/*
+	 * The address of the name object the probes key a code object by
+	 * (co_qualname; co_name on 3.10): a code object read later than its
+	 * call, at an address freed and reused since, has another one.
+	 */
+	uint64_t name_object;
 };
 
 /* Reads a code object of pid. -EINVAL when the address holds no code object. */

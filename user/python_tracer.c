@@ -64,6 +64,9 @@ struct named_code {
 
 struct python_process {
 	bool torch_looked_up;		  /* libtorch_cpu was found (and probed, or refused) */
+	bool evaluator_probed;		  /* its interpreter's frame evaluator carries the probes */
+	bool evaluator_failure_said;	  /* probing it failed, and the user was told */
+	struct python_runtime runtime;	  /* where its interpreter is */
 	int32_t rank;			  /* RANK of its initial environment, -1 unknown */
 	int32_t world_size;		  /* WORLD_SIZE, -1 unknown */
 	struct python_meta_timeline meta; /* step and stage over time */
@@ -80,7 +83,8 @@ struct python_tracer {
 	struct u64_map processes;    /* pid -> python_process */
 	struct u64_map probed_files; /* file identity -> non-NULL once probed */
 	struct u64_map refused; /* pid -> non-NULL: runs a Python we cannot follow (said once) */
-	struct u64_map scope_names;   /* hash of a scope name -> the name, kept for the records */
+	struct u64_map scope_names; /* hash of a scope name -> the name, kept for the records */
+	struct python_tracer_losses losses;
 	const char *const *torch_ops; /* --torch-op requests */
 	size_t torch_op_count;
 	char **operator_names; /* by attach cookie: "aten::add_.Tensor" */
@@ -425,27 +429,78 @@ static void describe_for_probes(const struct python_layout *layout,
 	shared->true_object = layout->addresses.true_object;
 }
 
+/* A process whose CPython cannot be followed: said once, counted, and its probes told. */
+static void refuse_process(struct python_tracer *tracer, pid_t pid)
+{
+	u64_map_put(&tracer->refused, (uint64_t)pid, tracer);
+	probe_session_set_python_process(tracer->session, (uint32_t)pid, NULL);
+	tracer->losses.refused_processes++;
+}
+
+/*
+ * Probes the frame evaluator of a process's interpreter (once per file:
+ * the probes see every process that maps it). A failure is said once per
+ * process and counted until a later try succeeds.
+ */
+static int probe_evaluator(struct python_tracer *tracer, pid_t pid, struct python_process *process,
+			   char *error, size_t error_size)
+{
+	const struct python_runtime *runtime = &process->runtime;
+	uint64_t identity;
+	int result = 0;
+
+	if (file_identity(runtime->host_path, &identity))
+		result = error_fail(error, error_size, ENOENT,
+				    "cannot open %s, the Python of process %d: its Python calls "
+				    "are not followed",
+				    runtime->host_path, pid);
+	else if (!u64_map_get(&tracer->probed_files, identity))
+		result = probe_session_attach_python(tracer->session, runtime->host_path,
+						     runtime->eval_frame_file_offset, error,
+						     error_size);
+	if (result) {
+		if (process->evaluator_failure_said)
+			return 0;
+		process->evaluator_failure_said = true;
+		tracer->losses.unprobed_processes++;
+		return result;
+	}
+	if (!u64_map_get(&tracer->probed_files, identity)) {
+		u64_map_put(&tracer->probed_files, identity, tracer);
+		log_info("probed Python %s's frame evaluator in %s", runtime->version,
+			 runtime->path);
+	}
+	if (process->evaluator_failure_said)
+		tracer->losses.unprobed_processes--;
+	process->evaluator_probed = true;
+	return 0;
+}
+
 int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *error,
 			      size_t error_size)
 {
 	struct tcheck_python_process shared = { .frame_code_offset = 0 };
 	struct python_process *process;
 	struct python_runtime runtime;
-	uint64_t identity;
 	int result;
 
 	process = u64_map_get(&tracer->processes, (uint64_t)pid);
 	if (process) {
+		/* A probe that could not be attached is tried again as the process is looked at. */
+		if (!process->evaluator_probed &&
+		    probe_evaluator(tracer, pid, process, error, error_size) < 0)
+			log_debug("process %d: %s", pid, error);
 		follow_torch(tracer, pid, process);
 		return 1;
 	}
 	if (u64_map_get(&tracer->refused, (uint64_t)pid))
 		return 0;
 	result = python_runtime_find(pid, &runtime, error, error_size);
-	if (result == -ENOENT)
+	/* No interpreter, or no process any more (a short-lived child): nothing to follow. */
+	if (result == -ENOENT || result == -ESRCH)
 		return 0;
 	if (result) {
-		u64_map_put(&tracer->refused, (uint64_t)pid, tracer);
+		refuse_process(tracer, pid);
 		return result;
 	}
 	process = calloc(1, sizeof(*process));
@@ -457,9 +512,10 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 	result = python_layout_for(&runtime, &process->layout, error, error_size);
 	if (result < 0 || u64_map_put(&tracer->processes, (uint64_t)pid, process)) {
 		free_process(process);
-		u64_map_put(&tracer->refused, (uint64_t)pid, tracer);
+		refuse_process(tracer, pid);
 		return result < 0 ? result : error_fail(error, error_size, ENOMEM, "out of memory");
 	}
+	process->runtime = runtime;
 	describe_for_probes(&process->layout, &shared);
 	result = probe_session_set_python_process(tracer->session, (uint32_t)pid, &shared);
 	if (result)
@@ -471,20 +527,9 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 		log_warning("process %d: NCCL calls will not name their Python caller "
 			    "(the interpreter's thread list was not found)",
 			    pid);
-	if (file_identity(runtime.host_path, &identity))
-		return error_fail(error, error_size, ENOENT,
-				  "cannot open %s, the Python of process %d", runtime.host_path,
-				  pid);
 	follow_torch(tracer, pid, process);
-	if (u64_map_get(&tracer->probed_files, identity))
-		return 1;
-	result = probe_session_attach_python(tracer->session, runtime.host_path,
-					     runtime.eval_frame_file_offset, error, error_size);
-	if (result)
-		return result;
-	u64_map_put(&tracer->probed_files, identity, tracer);
-	log_info("probed Python %s's frame evaluator in %s", runtime.version, runtime.path);
-	return 1;
+	result = probe_evaluator(tracer, pid, process, error, error_size);
+	return result < 0 ? result : 1;
 }
 
 /* Names a code object once, decides on it, and tells the probes. */
@@ -504,6 +549,16 @@ static struct named_code *name_code(struct python_tracer *tracer, struct python_
 	if (python_code_read((pid_t)pid, &process->layout, address, &code, error, sizeof(error))) {
 		log_debug("process %u: code object at 0x%llx: %s", pid, (unsigned long long)address,
 			  error);
+		return NULL;
+	}
+	/*
+	 * Freed and its address reused since the call: this is another code
+	 * object, and a verdict taken on it would be kept for the one called.
+	 */
+	if (code.name_object != name_object) {
+		log_debug("process %u: the code object at 0x%llx was replaced before it could be "
+			  "named",
+			  pid, (unsigned long long)address);
 		return NULL;
 	}
 	named = calloc(1, sizeof(*named));
@@ -626,11 +681,21 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 	uint32_t stack_depth;
 	int result = 0;
 
-	if (!process)
+	if (!process) {
+		tracer->losses.unfollowed_events++;
 		return 0;
+	}
 	named = name_code(tracer, process, record->header.pid, record->code, record->code_name);
-	if (!named || (!named->selected && !named->roles))
+	if (!named) {
+		tracer->losses.unnamed_calls++;
 		return 0;
+	}
+	if (!named->selected && !named->roles) {
+		/* Sent although ignored: its verdict left the probes' map (least recently used). */
+		probe_session_set_code_verdict(tracer->session, record->header.pid, record->code,
+					       record->code_name, TCHECK_CODE_IGNORED);
+		return 0;
+	}
 	fill_arguments(named, process, record, call, values);
 	if (named->roles & CODE_ROLE_STAGE_SETTER)
 		follow_stage(process, call, record->return_ns);
@@ -691,8 +756,10 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 	char name[TCHECK_TORCH_SCOPE_NAME_BYTES + 1];
 	int result;
 
-	if (!process)
+	if (!process) {
+		tracer->losses.unfollowed_events++;
 		return 0;
+	}
 	memcpy(name, record->name, TCHECK_TORCH_SCOPE_NAME_BYTES);
 	name[TCHECK_TORCH_SCOPE_NAME_BYTES] = '\0';
 	out.python_call.qualified_name = kept_scope_name(tracer, name);
@@ -750,7 +817,11 @@ int python_tracer_handle_op(struct python_tracer *tracer,
 				    .python_call = { .rank = -1, .world_size = -1 } };
 	struct python_meta_state state;
 
-	if (!process || record->operator>= tracer->operator_name_count)
+	if (!process) {
+		tracer->losses.unfollowed_events++;
+		return 0;
+	}
+	if (record->operator>= tracer->operator_name_count)
 		return 0;
 	out.python_call.qualified_name = tracer->operator_names[record->operator];
 	out.python_call.entry_ns = record->header.timestamp_ns;
@@ -769,4 +840,10 @@ int python_tracer_handle_op(struct python_tracer *tracer,
 	out.python_call.world_size = process->world_size;
 	out.python_call.file = "";
 	return tracer->emit(tracer->context, &out);
+}
+
+void python_tracer_get_losses(const struct python_tracer *tracer,
+			      struct python_tracer_losses *losses)
+{
+	*losses = tracer->losses;
 }

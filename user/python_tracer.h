@@ -47,6 +47,21 @@ void python_tracer_set_step_marker(struct python_tracer *tracer, const char *mar
 int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *error,
 			      size_t error_size);
 
+/*
+ * What the tracer knows it missed, for the recorder's closing summary.
+ * Losses in the kernel (a full ring buffer) are the probes' counters.
+ */
+struct python_tracer_losses {
+	uint64_t
+		unfollowed_events; /* Python, scope and operator events of processes not followed */
+	uint64_t unnamed_calls;	   /* calls whose code object was gone before it could be named */
+	uint32_t refused_processes;  /* processes whose CPython could not be followed */
+	uint32_t unprobed_processes; /* processes whose frame evaluator could not be probed */
+};
+
+void python_tracer_get_losses(const struct python_tracer *tracer,
+			      struct python_tracer_losses *losses);
+
 /* Forgets a process (it exited, or exec'ed another program). */
 void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid);
 

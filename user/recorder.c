@@ -19,6 +19,7 @@
 #include "probe_session.h"
 #include "process_maps.h"
 #include "python_call_context.h"
+#include "python_losses.h"
 #include "python_tracer.h"
 #include "system_clock.h"
 #include "trace_writer.h"
@@ -54,6 +55,8 @@ struct recorder {
 	int command_exited;
 	int failed;
 	uint64_t calls;
+	uint64_t python_events; /* Python calls, torch scopes and operators written */
+	uint64_t python_lost;	/* those the kernel or the tracer is known to have missed */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -98,6 +101,8 @@ static int emit_built_record(void *context, const struct trace_record *record)
 		recorder->raw_call = NULL;
 		return emit_built_record(recorder, &with_context);
 	}
+	if (record->kind == TRACE_RECORD_PYTHON_CALL)
+		recorder->python_events++;
 	if (record->kind == TRACE_RECORD_NCCL_CALL) {
 		recorder->calls++;
 		/* Counting by name looks the function up: only for the live line. */
@@ -245,6 +250,17 @@ static void end_process(struct recorder *recorder, uint32_t pid, int exit_code)
 				     write_network_sample, recorder);
 }
 
+/*
+ * A traced process the recorder never heard of: its fork and exec notices
+ * were lost (ring buffer full). Its Python events introduce it, so the rest
+ * of them are recorded.
+ */
+static void adopt_process(struct recorder *recorder, uint32_t pid)
+{
+	if (recorder->python && !u64_map_get(&recorder->processes, pid))
+		add_process(recorder, pid, 0);
+}
+
 static int handle_probe_record(void *context, const void *data, size_t size)
 {
 	const struct tcheck_record_header *header = data;
@@ -292,6 +308,7 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 		end_process(recorder, header->pid, notice->exit_code);
 		return 0;
 	case TCHECK_RECORD_PYTHON_CALL:
+		adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_python_record))
 			python_tracer_handle(recorder->python, data);
 		return 0;
@@ -301,10 +318,12 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 			log_warning("%s", error);
 		return 0;
 	case TCHECK_RECORD_TORCH_SCOPE:
+		adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_torch_scope_record))
 			python_tracer_handle_scope(recorder->python, data);
 		return 0;
 	case TCHECK_RECORD_TORCH_OP:
+		adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_torch_op_record))
 			python_tracer_handle_op(recorder->python, data);
 		return 0;
@@ -567,10 +586,11 @@ static void tear_down(struct recorder *recorder)
 	probe_session_destroy(recorder->session);
 }
 
-static void report_losses(const uint64_t *counters)
+static void report_losses(struct recorder *recorder, const uint64_t *counters)
 {
 	uint64_t lost =
 		counters[TCHECK_COUNTER_RINGBUF_DROPS] + counters[TCHECK_COUNTER_NESTING_OVERFLOWS];
+	struct python_tracer_losses python_losses;
 
 	if (lost)
 		log_warning("%llu calls were lost (ring buffer full: %llu, nested too deep: %llu); "
@@ -581,6 +601,12 @@ static void report_losses(const uint64_t *counters)
 	if (counters[TCHECK_COUNTER_PROCESS_DROPS])
 		log_warning("%llu process notices were lost",
 			    (unsigned long long)counters[TCHECK_COUNTER_PROCESS_DROPS]);
+	if (recorder->python) {
+		python_losses_report(recorder->python, counters[TCHECK_COUNTER_PYTHON_DROPS]);
+		python_tracer_get_losses(recorder->python, &python_losses);
+		recorder->python_lost =
+			python_losses_events(&python_losses, counters[TCHECK_COUNTER_PYTHON_DROPS]);
+	}
 }
 
 static void run_loop(struct recorder *recorder)
@@ -632,7 +658,7 @@ static void run_loop(struct recorder *recorder)
 	write_stats(recorder, counters);
 	work_requests_sample(recorder->work_requests, monotonic_ns(), write_network_sample,
 			     recorder);
-	report_losses(counters);
+	report_losses(recorder, counters);
 	if (recorder->options->diagnosis)
 		job_diagnosis_finish(recorder->options->diagnosis);
 }
@@ -689,6 +715,10 @@ int recorder_run(const struct recorder_options *options)
 	log_notice("%llu NCCL calls recorded%s%s", (unsigned long long)recorder.calls,
 		   options->output_path ? " to " : "",
 		   options->output_path ? options->output_path : "");
+	if (recorder.python)
+		log_notice("%llu Python calls, torch scopes and operators recorded, %llu lost",
+			   (unsigned long long)recorder.python_events,
+			   (unsigned long long)recorder.python_lost);
 out:
 	if (release_fd >= 0)
 		close(release_fd);

@@ -40,6 +40,7 @@ static const char script_text[] =
 	"                ('code', id(code)), ('filename', code.co_filename),\n"
 	"                ('first_line', code.co_firstlineno),\n"
 	"                ('qualname', getattr(code, 'co_qualname', code.co_name)),\n"
+	"                ('name_object', id(getattr(code, 'co_qualname', code.co_name))),\n"
 	"                ('argcount', code.co_argcount), ('kwonly', code.co_kwonlyargcount),\n"
 	"                ('flags', code.co_flags), ('names', ','.join(names)),\n"
 	"                ('ratio', repr(ratio)), ('count', count),\n"
@@ -448,6 +449,8 @@ static void check_live_interpreter(const char *interpreter)
 	CU_ASSERT_STRING_EQUAL(code.qualified_name,
 			       runtime.minor == 10 ? "method_name" : "Outer.Inner.method_name");
 	CU_ASSERT_STRING_EQUAL(code.name, "method_name");
+	/* The name object the probes key the code object by, as CPython gives its address. */
+	CU_ASSERT_EQUAL(code.name_object, child_number(&child, "name_object"));
 	CU_ASSERT_STRING_EQUAL(code.filename, child.script);
 	CU_ASSERT_STRING_EQUAL(code.filename,
 			       child_value(&child, "filename", value, sizeof(value)));

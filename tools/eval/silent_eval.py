@@ -30,9 +30,8 @@ NCCL_LAYOUT = ["--ranks", "8", "--tp", "2", "--pp", "1"]
 # the probes the rules need (selective instrumentation).
 TORCH_OPS = ["--torch-op", "add_", "--torch-op", "mul_",
              "--python-filter", "torch.optim.sgd.SGD.__init__"]
-# What every Python trace must hold, or the recording is taken again (see record()).
+# What every training process of a Python trace must hold, or the suite fails (see record()).
 PYTHON_EXPECTED = ("Optimizer.step#SGD.step", "torch.optim.sgd.SGD.__init__")
-RECORD_ATTEMPTS = 3
 # A call that never completes on the other ranks is a hang: the double's timeout ends the run.
 HANG_TIMEOUT_ENV = {"NCCL_DOUBLE_TIMEOUT_MS": "3000"}
 COMMUNICATION = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast",
@@ -79,39 +78,47 @@ class Suite:
         self.work = work
         self.workload = os.path.join(ROOT, ".output", "tests", "nccl-workload")
         self.rules = {}
-        self.retakes = []
 
     def path(self, *parts):
         return os.path.join(self.work, *parts)
 
-    def record(self, name, command, options=(), env=None, allowed=(0,)):
+    def record(self, name, command, options=(), env=None, allowed=(0,), log_dir=None):
+        """Records a command once; a Python recording that lost events fails the suite."""
         trace = self.path(name + ".trace")
-        for attempt in range(RECORD_ATTEMPTS):
-            run([self.tcheck, "--quiet", "record", "-o", trace, *options, "--", *command],
-                env=env, allowed=allowed)
-            missing = self.missing_python(trace) if "--torch-op" in options else []
-            if not missing:
-                return trace
-            # A recording that lost the Python probes of a process is retaken, and said so.
-            self.retakes.append("{} (attempt {}: no {})".format(name, attempt + 1,
-                                                                ", ".join(missing)))
-            print("silent_eval: {} lacks {}: recording it again".format(
-                name, ", ".join(missing)), file=sys.stderr)
-        raise RuntimeError("{}: the Python probes saw nothing in {} attempts".format(
-            name, RECORD_ATTEMPTS))
+        result = run([self.tcheck, "--quiet", "record", "-o", trace, *options, "--", *command],
+                     env=env, allowed=allowed)
+        missing = self.missing_python(trace, log_dir) if "--torch-op" in options else {}
+        if missing:
+            raise RuntimeError("{}: the trace lacks {}; the recorder said: {}".format(
+                name, "; ".join("{} in process {}".format(", ".join(names), pid)
+                                for pid, names in sorted(missing.items(), key=str)),
+                result.stderr.strip()[-2000:] or "nothing"))
+        return trace
 
-    def missing_python(self, trace):
-        """Which expected Python events some traced Python process of the trace lacks."""
+    def missing_python(self, trace, log_dir=None):
+        """The expected Python events each training process of the trace lacks, by pid.
+
+        The training processes are the ranks the launcher logged (DDP), or else
+        every traced process that ran a workload script."""
         dump = run([self.tcheck, "dump", trace]).stdout
-        seen = {}
+        seen, commands = {}, {}
         for line in dump.splitlines():
             record = json.loads(line)
-            if record.get("kind") in ("py", "torch_scope", "torch_op"):
+            if record.get("kind") == "process":
+                commands[record["pid"]] = record.get("command") or ""
+            elif record.get("kind") in ("py", "torch_scope", "torch_op"):
                 seen.setdefault(record["pid"], set()).add(record["name"])
-        if not seen:
-            return list(PYTHON_EXPECTED)
-        return sorted({name for names in seen.values() for name in PYTHON_EXPECTED
-                       if name not in names})
+        if log_dir:
+            with open(os.path.join(log_dir, "launcher.json"), encoding="utf-8") as launcher:
+                trainers = [rank["pid"] for rank in json.load(launcher)["ranks"]]
+        else:
+            trainers = [pid for pid, command in commands.items()
+                        if os.path.join("workloads", "python", "") in command]
+        missing = {pid: [name for name in PYTHON_EXPECTED if name not in seen.get(pid, ())]
+                   for pid in trainers}
+        if not trainers:
+            missing["(none found)"] = list(PYTHON_EXPECTED)
+        return {pid: names for pid, names in missing.items() if names}
 
     def nccl_command(self, name, steps, extra=()):
         return [self.workload, *NCCL_LAYOUT, "--steps", str(steps), "--log-dir",
@@ -140,7 +147,7 @@ class Suite:
                       for seed, steps in ((3, 8), (5, 6))]
         else:
             traces = [self.record("ddp-reference", self.ddp_command("ddp-reference", 8, 21),
-                                  TORCH_OPS)]
+                                  TORCH_OPS, log_dir=self.path("ddp-reference-log"))]
         rules = self.path(family + "-rules.json")
         run([self.tcheck, "--quiet", "infer", "-o", rules, *traces])
         self.rules[family] = rules
@@ -155,7 +162,6 @@ class Suite:
 
     def run_case(self, index, case):
         name, family, what, buggy_options, fixed_options = case
-        self.retakes = []
         rules = self.infer(family)
         stem = "case{}".format(index)
         if family == "nccl":
@@ -168,9 +174,9 @@ class Suite:
         elif family == "torch-ddp":
             # The ranks' parameters end up different: train_ddp.py exits 4 saying so.
             buggy = self.record(stem + "-buggy", self.ddp_command(stem + "-buggy", 10, 7, buggy_options),
-                                TORCH_OPS, allowed=(0, 4))
+                                TORCH_OPS, allowed=(0, 4), log_dir=self.path(stem + "-buggy-log"))
             fixed = self.record(stem + "-fixed", self.ddp_command(stem + "-fixed", 10, 7, fixed_options),
-                                TORCH_OPS)
+                                TORCH_OPS, log_dir=self.path(stem + "-fixed-log"))
             trigger = ddp_clip_trigger(self.path(stem + "-buggy-log"))
             step_of = python_step
         else:
@@ -201,7 +207,6 @@ class Suite:
             "first_violation": next((v["invariant"] for v in violations
                                      if step_of(v) == detected_at), None),
             "fixed_examples": [v["invariant"] for v in fixed_violations[:3]],
-            "recordings_retaken": list(self.retakes),
         }
 
 
@@ -334,12 +339,9 @@ def markdown(results, command, elapsed):
               "then hangs, as it would with NCCL, and the test double's timeout ends it.",
               "The Python cases record torch's scopes, the `add_` and `mul_` operators and",
               "one Python function (`SGD.__init__`), the probes their rules need."]
-    retaken = [name for r in results for name in r["recordings_retaken"]]
-    lines += ["A recording in which a traced Python process shows no `Optimizer.step` scope",
-              "or no `SGD.__init__` call lost its Python probes and is taken again (at most",
-              "{} times): {}.".format(RECORD_ATTEMPTS,
-                                      "none this time" if not retaken else
-                                      "this time " + "; ".join(retaken))]
+    lines += ["Every recording is taken once: one in which a training process shows no",
+              "`Optimizer.step` scope or no `SGD.__init__` call fails the suite, with what",
+              "the recorder said about the events it lost."]
     return "\n".join(lines) + "\n"
 
 
