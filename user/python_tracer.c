@@ -670,6 +670,22 @@ static void fill_meta(const struct python_process *process, uint64_t entry_ns,
 	call->world_size = process->world_size;
 }
 
+/* A torch scope or operator as a Python call record: times, thread, depth, meta variables. */
+static void fill_torch_event(const struct python_process *process,
+			     const struct tcheck_record_header *header, uint64_t return_ns,
+			     uint32_t depth, uint32_t flags, struct trace_python_call *call)
+{
+	call->entry_ns = header->timestamp_ns;
+	call->duration_ns = return_ns > header->timestamp_ns ? return_ns - header->timestamp_ns : 0;
+	call->pid = header->pid;
+	call->tid = header->tid;
+	call->depth = depth;
+	call->flags = flags;
+	call->first_line = -1;
+	call->file = "";
+	fill_meta(process, header->timestamp_ns, call);
+}
+
 int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record)
 {
 	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
@@ -765,17 +781,8 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 	out.python_call.qualified_name = kept_scope_name(tracer, name);
 	if (!out.python_call.qualified_name)
 		return -ENOMEM;
-	out.python_call.entry_ns = record->header.timestamp_ns;
-	out.python_call.duration_ns = record->return_ns > record->header.timestamp_ns
-					      ? record->return_ns - record->header.timestamp_ns
-					      : 0;
-	out.python_call.pid = record->header.pid;
-	out.python_call.tid = record->header.tid;
-	out.python_call.depth = record->depth;
-	out.python_call.flags = TRACE_PYTHON_TORCH_SCOPE;
-	out.python_call.first_line = -1;
-	fill_meta(process, record->header.timestamp_ns, &out.python_call);
-	out.python_call.file = "";
+	fill_torch_event(process, &record->header, record->return_ns, record->depth,
+			 TRACE_PYTHON_TORCH_SCOPE, &out.python_call);
 	result = tracer->emit(tracer->context, &out);
 	/* The step marker (by default an optimizer's step) ends a training step. */
 	if (strncmp(name, tracer->step_marker, strlen(tracer->step_marker)) == 0)
@@ -815,7 +822,6 @@ int python_tracer_handle_op(struct python_tracer *tracer,
 	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
 	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
 				    .python_call = { .rank = -1, .world_size = -1 } };
-	struct python_meta_state state;
 
 	if (!process) {
 		tracer->losses.unfollowed_events++;
@@ -824,21 +830,8 @@ int python_tracer_handle_op(struct python_tracer *tracer,
 	if (record->operator>= tracer->operator_name_count)
 		return 0;
 	out.python_call.qualified_name = tracer->operator_names[record->operator];
-	out.python_call.entry_ns = record->header.timestamp_ns;
-	out.python_call.duration_ns = record->return_ns > record->header.timestamp_ns
-					      ? record->return_ns - record->header.timestamp_ns
-					      : 0;
-	out.python_call.pid = record->header.pid;
-	out.python_call.tid = record->header.tid;
-	out.python_call.depth = record->depth;
-	out.python_call.flags = TRACE_PYTHON_TORCH_OP;
-	out.python_call.first_line = -1;
-	state = python_meta_at(&process->meta, record->header.timestamp_ns);
-	out.python_call.step = state.step;
-	out.python_call.stage = state.stage;
-	out.python_call.rank = process->rank;
-	out.python_call.world_size = process->world_size;
-	out.python_call.file = "";
+	fill_torch_event(process, &record->header, record->return_ns, record->depth,
+			 TRACE_PYTHON_TORCH_OP, &out.python_call);
 	return tracer->emit(tracer->context, &out);
 }
 
