@@ -9,11 +9,40 @@ REAL_NCCL=/usr/local/cuda/lib/libnccl.so.2
 SCRATCH=$(mktemp -d /tmp/tcheck-e2e.XXXXXX)
 BACKGROUND_PIDS=()
 
+# Prints a process's descendants, deepest first.
+descendants_of() {
+	local child
+	for child in $(pgrep -P "$1" 2>/dev/null); do
+		descendants_of "$child"
+		echo "$child"
+	done
+}
+
+# True while a process exists and is not a zombie.
+process_running() {
+	local state
+	state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# Kills each background process with its descendants (a workload's ranks
+# outlive their launcher otherwise and keep writing into the scratch
+# folder), waits for them to go, then removes the scratch folder.
 cleanup() {
+	local pid victims=()
 	for pid in "${BACKGROUND_PIDS[@]}"; do
+		victims+=($(descendants_of "$pid") "$pid")
+	done
+	for pid in "${victims[@]}"; do
 		kill -9 "$pid" 2>/dev/null || true
 	done
-	rm -rf "$SCRATCH"
+	local deadline=$((SECONDS + 5))
+	for pid in "${victims[@]}"; do
+		while process_running "$pid" && [ $SECONDS -lt $deadline ]; do
+			sleep 0.02
+		done
+	done
+	rm -rf "$SCRATCH" 2>/dev/null || { sleep 0.2; rm -rf "$SCRATCH"; }
 }
 trap cleanup EXIT
 
