@@ -31,8 +31,8 @@ struct agent_metrics {
 	struct u64_map processes;   /* pid -> process_labels */
 	unsigned attached;
 	struct metrics_family *calls, *bytes, *sequence, *progress, *attached_gauge, *drops,
-		*process_drops, *in_flight, *bytes_in_flight, *findings, *violations, *steps,
-		*expected_step, *attach_failures;
+		*process_drops, *python_lost, *in_flight, *bytes_in_flight, *findings, *violations,
+		*steps, *expected_step, *attach_failures;
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -96,6 +96,10 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 	metrics->process_drops =
 		metrics_declare(registry, "tcheck_process_notices_lost_total",
 				"Process start and exit notices lost.", METRICS_COUNTER, NULL, 0);
+	metrics->python_lost = metrics_declare(
+		registry, "tcheck_python_events_lost_total",
+		"Python calls, torch scopes and torch operators the agent knows it missed.",
+		METRICS_COUNTER, NULL, 0);
 	metrics->in_flight =
 		metrics_declare(registry, "tcheck_work_requests_in_flight",
 				"RDMA work requests posted and signalled but not completed yet.",
@@ -133,7 +137,8 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 		goto fail;
 	if (!metrics->in_flight || !metrics->bytes_in_flight || !metrics->findings ||
 	    !metrics->calls || !metrics->bytes || !metrics->sequence || !metrics->progress ||
-	    !metrics->attached_gauge || !metrics->drops || !metrics->process_drops)
+	    !metrics->attached_gauge || !metrics->drops || !metrics->process_drops ||
+	    !metrics->python_lost)
 		goto fail;
 	metrics_set(metrics->attached_gauge, NULL, 0);
 	return metrics;
@@ -337,6 +342,7 @@ void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_rec
 	case TRACE_RECORD_STATS:
 		metrics_set(metrics->drops, NULL, (double)record->stats.ringbuf_drops);
 		metrics_set(metrics->process_drops, NULL, (double)record->stats.process_drops);
+		metrics_set(metrics->python_lost, NULL, (double)record->stats.python_events_lost);
 		break;
 	default:
 		break;

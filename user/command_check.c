@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "job_diagnosis.h"
 #include "log.h"
+#include "trace_losses.h"
 #include "trace_reader.h"
 
 #define MAX_TRACES 256
@@ -227,6 +228,8 @@ int command_check(int argc, char **argv)
 	if (!status && run_merged(traces, count, diagnosis))
 		status = 1;
 	job_diagnosis_finish(diagnosis);
+	for (int i = 0; i < count && !status; i++)
+		trace_losses_warn(traces[i].path, traces[i].reader);
 	if (!status && !json)
 		printf("tcheck-bpf: %u hang(s), %u slowdown(s) found in %d trace(s)\n",
 		       job_diagnosis_hang_count(diagnosis), job_diagnosis_slowdown_count(diagnosis),

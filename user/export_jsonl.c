@@ -395,6 +395,8 @@ static json_t *stats_object(const struct trace_stats *stats)
 	failed |= put(object, "nesting_overflows", export_json_unsigned(stats->nesting_overflows));
 	failed |= put(object, "filtered", export_json_unsigned(stats->filtered));
 	failed |= put(object, "process_drops", export_json_unsigned(stats->process_drops));
+	failed |=
+		put(object, "python_events_lost", export_json_unsigned(stats->python_events_lost));
 	if (failed) {
 		json_decref(object);
 		return NULL;

@@ -339,7 +339,7 @@ static int emit_stats(struct perfetto_export *export, const struct trace_stats *
 			return err;
 	}
 	return emit(export,
-		    json_pack("{s:s, s:s, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o}}", "name",
+		    json_pack("{s:s, s:s, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o, s:o}}", "name",
 			      "tcheck-bpf losses", "ph", "C", "ts",
 			      (double)stats->timestamp_ns / 1000.0, "pid",
 			      (json_int_t)RECORDER_TRACK, "tid", (json_int_t)0, "args",
@@ -347,7 +347,9 @@ static int emit_stats(struct perfetto_export *export, const struct trace_stats *
 			      "unmatched_returns", export_json_unsigned(stats->unmatched_returns),
 			      "nesting_overflows", export_json_unsigned(stats->nesting_overflows),
 			      "process_drops", export_json_unsigned(stats->process_drops),
-			      "filtered", export_json_unsigned(stats->filtered)),
+			      "filtered", export_json_unsigned(stats->filtered),
+			      "python_events_lost",
+			      export_json_unsigned(stats->python_events_lost)),
 		    microsecond_digits(stats->timestamp_ns));
 }
 

@@ -343,6 +343,13 @@ static void write_stats(struct recorder *recorder, const uint64_t *counters)
 	record.stats.nesting_overflows = counters[TCHECK_COUNTER_NESTING_OVERFLOWS];
 	record.stats.filtered = counters[TCHECK_COUNTER_FILTERED];
 	record.stats.process_drops = counters[TCHECK_COUNTER_PROCESS_DROPS];
+	if (recorder->python) {
+		struct python_tracer_losses python_losses;
+
+		python_tracer_get_losses(recorder->python, &python_losses);
+		record.stats.python_events_lost =
+			python_losses_events(&python_losses, counters[TCHECK_COUNTER_PYTHON_DROPS]);
+	}
 	write_record(recorder, &record);
 }
 

@@ -25,8 +25,9 @@
  * 1.1 added Python call records (kind 6), which 1.0 readers skip.
  * 1.2 appended the Python context to NCCL and Python call bodies, and added
  * work-request samples (kind 7), which 1.0 and 1.1 readers skip.
+ * 1.3 appended the Python events lost to the stats body.
  */
-#define TRACE_FORMAT_VERSION_MINOR 2
+#define TRACE_FORMAT_VERSION_MINOR 3
 
 /* File header: a fixed part, then a body whose length the fixed part gives. */
 #define TRACE_FORMAT_FILE_MAGIC "TCHKTRC\n"
@@ -170,14 +171,16 @@ enum trace_format_library_body {
 };
 
 enum trace_format_stats_body {
-	TRACE_FORMAT_STATS_TIMESTAMP_NS_AT = 0,	      /* u64 */
-	TRACE_FORMAT_STATS_CALLS_AT = 8,	      /* u64 */
-	TRACE_FORMAT_STATS_RINGBUF_DROPS_AT = 16,     /* u64 */
-	TRACE_FORMAT_STATS_UNMATCHED_RETURNS_AT = 24, /* u64 */
-	TRACE_FORMAT_STATS_NESTING_OVERFLOWS_AT = 32, /* u64 */
-	TRACE_FORMAT_STATS_FILTERED_AT = 40,	      /* u64 */
-	TRACE_FORMAT_STATS_PROCESS_DROPS_AT = 48,     /* u64 */
-	TRACE_FORMAT_STATS_SIZE = 56,
+	TRACE_FORMAT_STATS_TIMESTAMP_NS_AT = 0,	       /* u64 */
+	TRACE_FORMAT_STATS_CALLS_AT = 8,	       /* u64 */
+	TRACE_FORMAT_STATS_RINGBUF_DROPS_AT = 16,      /* u64 */
+	TRACE_FORMAT_STATS_UNMATCHED_RETURNS_AT = 24,  /* u64 */
+	TRACE_FORMAT_STATS_NESTING_OVERFLOWS_AT = 32,  /* u64 */
+	TRACE_FORMAT_STATS_FILTERED_AT = 40,	       /* u64 */
+	TRACE_FORMAT_STATS_PROCESS_DROPS_AT = 48,      /* u64 */
+	TRACE_FORMAT_STATS_SIZE = 56,		       /* the body up to format 1.2 */
+	TRACE_FORMAT_STATS_PYTHON_EVENTS_LOST_AT = 56, /* u64, since 1.3 */
+	TRACE_FORMAT_STATS_SIZE_1_3 = 64,
 };
 
 /* Work-request sample body (format 1.2): struct trace_network_sample. */

@@ -682,7 +682,7 @@ static int decode_library(struct trace_reader *reader, const unsigned char *body
 	return 0;
 }
 
-static void decode_stats(const unsigned char *body, struct trace_stats *stats)
+static void decode_stats(const unsigned char *body, uint32_t length, struct trace_stats *stats)
 {
 	stats->timestamp_ns = trace_format_get_u64(body + TRACE_FORMAT_STATS_TIMESTAMP_NS_AT);
 	stats->calls = trace_format_get_u64(body + TRACE_FORMAT_STATS_CALLS_AT);
@@ -693,6 +693,9 @@ static void decode_stats(const unsigned char *body, struct trace_stats *stats)
 		trace_format_get_u64(body + TRACE_FORMAT_STATS_NESTING_OVERFLOWS_AT);
 	stats->filtered = trace_format_get_u64(body + TRACE_FORMAT_STATS_FILTERED_AT);
 	stats->process_drops = trace_format_get_u64(body + TRACE_FORMAT_STATS_PROCESS_DROPS_AT);
+	if (length >= TRACE_FORMAT_STATS_SIZE_1_3)
+		stats->python_events_lost =
+			trace_format_get_u64(body + TRACE_FORMAT_STATS_PYTHON_EVENTS_LOST_AT);
 }
 
 static void decode_network(const unsigned char *body, struct trace_network_sample *sample)
@@ -843,7 +846,7 @@ static int decode_record(struct trace_reader *reader, unsigned kind, const unsig
 	case TRACE_RECORD_LIBRARY:
 		return decode_library(reader, body, record_at, &out->library);
 	case TRACE_RECORD_STATS:
-		decode_stats(body, &out->stats);
+		decode_stats(body, length, &out->stats);
 		return 0;
 	case TRACE_RECORD_PYTHON_CALL:
 		return decode_python_call(reader, body, length, record_at, &out->python_call);
@@ -921,6 +924,8 @@ int trace_reader_next(struct trace_reader *reader, struct trace_record *out)
 			return err;
 		reader->stats.records++;
 		reader->stats.records_by_kind[kind]++;
+		if (kind == TRACE_RECORD_STATS)
+			reader->stats.recorded_counters = out->stats;
 		return 1;
 	}
 }

@@ -26,6 +26,8 @@ struct trace_reader_stats {
 	uint32_t version_major;
 	uint32_t version_minor;
 	int truncated; /* the last chunk was cut short */
+	/* The last stats record read: the recorder's cumulative loss counters (zero when none). */
+	struct trace_stats recorded_counters;
 };
 
 /*

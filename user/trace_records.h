@@ -188,6 +188,7 @@ struct trace_stats {
 	uint64_t nesting_overflows;
 	uint64_t filtered;
 	uint64_t process_drops;
+	uint64_t python_events_lost; /* 0 in traces older than format 1.3 */
 };
 
 /* The header of a trace: where and when it was recorded. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "trace_losses.h"
 #include "trace_reader.h"
 #include "trace_replay.h"
 #include "traincheck_trace.h"
@@ -141,6 +142,7 @@ int64_t trace_replay(const char *path, trace_replay_fn callback, void *context, 
 	}
 	if (trace_reader_truncated(reader))
 		log_warning("%s", trace_reader_truncated(reader));
+	trace_losses_warn(path, reader);
 	trace_reader_close(reader);
 	return records;
 }

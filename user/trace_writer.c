@@ -641,6 +641,8 @@ static void encode_stats(unsigned char *body, const struct trace_stats *stats)
 			     stats->nesting_overflows);
 	trace_format_put_u64(body + TRACE_FORMAT_STATS_FILTERED_AT, stats->filtered);
 	trace_format_put_u64(body + TRACE_FORMAT_STATS_PROCESS_DROPS_AT, stats->process_drops);
+	trace_format_put_u64(body + TRACE_FORMAT_STATS_PYTHON_EVENTS_LOST_AT,
+			     stats->python_events_lost);
 }
 
 static void encode_python_call(unsigned char *body, const struct trace_python_call *call,
@@ -749,7 +751,7 @@ static int add_encoded(struct trace_writer *writer, const struct trace_record *r
 		size = TRACE_FORMAT_LIBRARY_SIZE;
 		break;
 	case TRACE_RECORD_STATS:
-		size = TRACE_FORMAT_STATS_SIZE;
+		size = TRACE_FORMAT_STATS_SIZE_1_3;
 		break;
 	case TRACE_RECORD_PYTHON_CALL:
 		if (record->python_call.py_stack.depth > TRACE_PY_STACK_MAX ||

@@ -38,6 +38,30 @@ UNIT_TEST(agent_metrics, library_label_drops_the_version_and_the_directory)
 	CU_ASSERT_STRING_EQUAL(name, "unknown");
 }
 
+UNIT_TEST(agent_metrics, recorded_losses_become_counters)
+{
+	struct metrics_registry *registry = metrics_registry_new();
+	struct agent_metrics *metrics;
+	struct trace_record record = { .kind = TRACE_RECORD_STATS };
+	char *text;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
+	metrics = agent_metrics_new(registry, "/nonexistent", 300);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(metrics);
+	record.stats = (struct trace_stats){ .ringbuf_drops = 7,
+					     .process_drops = 2,
+					     .python_events_lost = 31 };
+	agent_metrics_observe(metrics, &record);
+	text = metrics_render(registry, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntcheck_ringbuf_drops_total 7\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntcheck_process_notices_lost_total 2\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntcheck_python_events_lost_total 31\n"));
+	free(text);
+	agent_metrics_free(metrics);
+	metrics_registry_free(registry);
+}
+
 UNIT_TEST(agent_metrics, violations_steps_and_attach_failures_are_labelled)
 {
 	struct metrics_registry *registry = metrics_registry_new();

@@ -174,7 +174,8 @@ static void sample_records(struct trace_record records[SAMPLE_COUNT])
 			   .unmatched_returns = 2,
 			   .nesting_overflows = 3,
 			   .filtered = 4,
-			   .process_drops = 5 },
+			   .process_drops = 5,
+			   .python_events_lost = 6 },
 	};
 	/* A Python function around the ncclAllReduce, on its thread, left by an exception. */
 	records[SAMPLE_PYTHON_CALL] = (struct trace_record){
@@ -484,6 +485,7 @@ UNIT_TEST(exports, jsonl_other_records)
 	CU_ASSERT(has_integer(line, "nesting_overflows", 3));
 	CU_ASSERT(has_integer(line, "filtered", 4));
 	CU_ASSERT(has_integer(line, "process_drops", 5));
+	CU_ASSERT(has_integer(line, "python_events_lost", 6));
 	free_objects(lines, count);
 	free(text);
 
@@ -693,6 +695,7 @@ UNIT_TEST(exports, perfetto_document)
 	event = find_event(events, "C", "tcheck-bpf losses", -1);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(event);
 	CU_ASSERT(has_integer(json_object_get(event, "args"), "ringbuf_drops", 1));
+	CU_ASSERT(has_integer(json_object_get(event, "args"), "python_events_lost", 6));
 
 	/* Python calls: slices on the rank's track and the thread of the NCCL calls. */
 	event = find_event(events, "X", "torch.distributed.all_reduce", 3);

@@ -330,6 +330,7 @@ static struct trace_record sample_record(unsigned index)
 			.nesting_overflows = 3,
 			.filtered = 4,
 			.process_drops = UINT64_MAX,
+			.python_events_lost = 5 + index,
 		};
 		break;
 	}
@@ -510,7 +511,50 @@ UNIT_TEST(trace_format, round_trip_of_every_record_kind)
 	CU_ASSERT_EQUAL(stats->chunks, 1);
 	CU_ASSERT_EQUAL(stats->unknown_records, 0);
 	CU_ASSERT_FALSE(stats->truncated);
+	/* The reader keeps the last stats record: the recording's loss counters. */
+	for (unsigned index = 4 * SAMPLE_KINDS; index-- > 0;) {
+		struct trace_record last = sample_record(index);
+
+		if (last.kind != TRACE_RECORD_STATS)
+			continue;
+		CU_ASSERT_EQUAL(memcmp(&stats->recorded_counters, &last.stats, sizeof(last.stats)),
+				0);
+		break;
+	}
 	trace_reader_close(reader);
+	unlink(path);
+}
+
+UNIT_TEST(trace_format, stats_of_format_1_2_have_no_python_losses)
+{
+	const char *path = scratch_path("stats-1.2.trace");
+	char error[ERROR_SIZE] = "";
+	struct bytes file = { 0 }, payload = { 0 }, body = { 0 };
+	struct trace_reader *reader;
+	struct trace_record record;
+
+	raw_file_header(&file, TRACE_FORMAT_VERSION_MAJOR, 2);
+	memset(bytes_extend(&body, TRACE_FORMAT_STATS_SIZE), 0, TRACE_FORMAT_STATS_SIZE);
+	trace_format_put_u64(body.data + TRACE_FORMAT_STATS_RINGBUF_DROPS_AT, 9);
+	trace_format_put_u64(body.data + TRACE_FORMAT_STATS_PROCESS_DROPS_AT, 2);
+	raw_record(&payload, TRACE_RECORD_STATS, &body);
+	raw_chunk(&file, &payload, 1, (uint32_t)payload.length, 0);
+	write_file(path, file.data, file.length);
+
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	CU_ASSERT_EQUAL(trace_reader_next(reader, &record), 1);
+	CU_ASSERT_EQUAL(record.kind, TRACE_RECORD_STATS);
+	CU_ASSERT_EQUAL(record.stats.ringbuf_drops, 9);
+	CU_ASSERT_EQUAL(record.stats.process_drops, 2);
+	CU_ASSERT_EQUAL(record.stats.python_events_lost, 0);
+	CU_ASSERT_EQUAL(trace_reader_next(reader, &record), 0);
+	CU_ASSERT_EQUAL(trace_reader_stats(reader)->recorded_counters.ringbuf_drops, 9);
+	CU_ASSERT_PTR_NULL(trace_reader_note(reader));
+	trace_reader_close(reader);
+	free(body.data);
+	free(payload.data);
+	free(file.data);
 	unlink(path);
 }
 
