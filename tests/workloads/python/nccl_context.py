@@ -138,9 +138,12 @@ def from_c_thread(nccl):
     uid = UniqueId()
     thread = ctypes.c_ulong(0)
     start = ctypes.cast(nccl.lib.ncclGetUniqueId, ctypes.c_void_p)
-    if libc.pthread_create(ctypes.byref(thread), None, start, ctypes.byref(uid)) != 0:
+    # Both looked up first: ctypes resolves a name in Python (CDLL.__getattr__),
+    # and the main thread must be in this function alone while the C thread calls.
+    create, join = libc.pthread_create, libc.pthread_join
+    if create(ctypes.byref(thread), None, start, ctypes.byref(uid)) != 0:
         raise RuntimeError("pthread_create failed")
-    libc.pthread_join(thread, None)
+    join(thread, None)
     # Logged as made by this function on the main thread: the caller the trace names.
     entry = {"function": "ncclGetUniqueId", "count": None, "thread": "c-thread", "tid": None,
              "stack": [], "main_stack": []}
