@@ -2,7 +2,6 @@
 /* Live rule checking in the agent, reported as events, log lines and metrics; see agent_rules.h. */
 #include "agent_rules.h"
 
-#include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
 
@@ -91,12 +90,8 @@ void agent_rules_finish(struct agent_rules *rules)
 {
 	if (!rules)
 		return;
-	if (rules->checker) {
-		rule_checker_finish(rules->checker);
-		log_notice("%" PRIu64 " events checked against %zu rules: %" PRIu64 " violation(s)",
-			   rule_checker_events(rules->checker), rules->set->count,
-			   rule_checker_violations(rules->checker));
-	}
+	if (rules->checker)
+		rule_check_finish(rules->checker, rules->set, "");
 	rule_checker_free(rules->checker);
 	rule_set_free(rules->set);
 	free(rules);

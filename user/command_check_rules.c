@@ -138,9 +138,7 @@ int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 	for (int i = 0; i < trace_count; i++)
 		if (trace_replay(traces[i], observe, checker, 0) < 0)
 			goto out;
-	rule_checker_finish(checker);
-	log_notice("%" PRIu64 " events checked against %zu rules: %" PRIu64 " violation(s)",
-		   rule_checker_events(checker), rules->count, rule_checker_violations(checker));
+	rule_check_finish(checker, rules, "");
 	status = rule_checker_violations(checker) ? 1 : 0;
 out:
 	if (report.jsonl && fclose(report.jsonl)) {
@@ -150,6 +148,14 @@ out:
 	rule_checker_free(checker);
 	rule_set_free(rules);
 	return status;
+}
+
+void rule_check_finish(struct rule_checker *checker, const struct rule_set *rules, const char *how)
+{
+	rule_checker_finish(checker);
+	log_notice("%" PRIu64 " events checked%s against %zu rules: %" PRIu64 " violation(s)",
+		   rule_checker_events(checker), how, rules->count,
+		   rule_checker_violations(checker));
 }
 
 struct live_rules {
@@ -202,10 +208,7 @@ const struct rule_set *live_rules_set(const struct live_rules *live)
 
 int live_rules_finish(struct live_rules *live, int status)
 {
-	rule_checker_finish(live->checker);
-	log_notice("%" PRIu64 " events checked live against %zu rules: %" PRIu64 " violation(s)",
-		   rule_checker_events(live->checker), live->rules->count,
-		   rule_checker_violations(live->checker));
+	rule_check_finish(live->checker, live->rules, " live");
 	rule_checker_free(live->checker);
 	rule_set_free(live->rules);
 	free(live);

@@ -25,6 +25,15 @@ json_t *rule_violation_json(const struct rule_violation *violation);
 
 struct recorder_observer;
 struct live_rules;
+struct rule_checker;
+struct rule_set;
+
+/*
+ * Ends a check (offline, live or in the agent): judges the groups still
+ * open and logs how many events were checked ('how': "", " live") and how
+ * many violations were found.
+ */
+void rule_check_finish(struct rule_checker *checker, const struct rule_set *rules, const char *how);
 
 /*
  * Live checking during record or attach: loads the rules and fills

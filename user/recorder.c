@@ -332,6 +332,17 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 	}
 }
 
+/* The Python events the kernel or the tracer is known to have missed; 0 without Python tracing. */
+static uint64_t python_events_lost(const struct recorder *recorder, const uint64_t *counters)
+{
+	struct python_tracer_losses losses;
+
+	if (!recorder->python)
+		return 0;
+	python_tracer_get_losses(recorder->python, &losses);
+	return python_losses_events(&losses, counters[TCHECK_COUNTER_PYTHON_DROPS]);
+}
+
 static void write_stats(struct recorder *recorder, const uint64_t *counters)
 {
 	struct trace_record record = { .kind = TRACE_RECORD_STATS };
@@ -343,13 +354,7 @@ static void write_stats(struct recorder *recorder, const uint64_t *counters)
 	record.stats.nesting_overflows = counters[TCHECK_COUNTER_NESTING_OVERFLOWS];
 	record.stats.filtered = counters[TCHECK_COUNTER_FILTERED];
 	record.stats.process_drops = counters[TCHECK_COUNTER_PROCESS_DROPS];
-	if (recorder->python) {
-		struct python_tracer_losses python_losses;
-
-		python_tracer_get_losses(recorder->python, &python_losses);
-		record.stats.python_events_lost =
-			python_losses_events(&python_losses, counters[TCHECK_COUNTER_PYTHON_DROPS]);
-	}
+	record.stats.python_events_lost = python_events_lost(recorder, counters);
 	write_record(recorder, &record);
 }
 
@@ -597,7 +602,6 @@ static void report_losses(struct recorder *recorder, const uint64_t *counters)
 {
 	uint64_t lost =
 		counters[TCHECK_COUNTER_RINGBUF_DROPS] + counters[TCHECK_COUNTER_NESTING_OVERFLOWS];
-	struct python_tracer_losses python_losses;
 
 	if (lost)
 		log_warning("%llu calls were lost (ring buffer full: %llu, nested too deep: %llu); "
@@ -608,12 +612,9 @@ static void report_losses(struct recorder *recorder, const uint64_t *counters)
 	if (counters[TCHECK_COUNTER_PROCESS_DROPS])
 		log_warning("%llu process notices were lost",
 			    (unsigned long long)counters[TCHECK_COUNTER_PROCESS_DROPS]);
-	if (recorder->python) {
+	if (recorder->python)
 		python_losses_report(recorder->python, counters[TCHECK_COUNTER_PYTHON_DROPS]);
-		python_tracer_get_losses(recorder->python, &python_losses);
-		recorder->python_lost =
-			python_losses_events(&python_losses, counters[TCHECK_COUNTER_PYTHON_DROPS]);
-	}
+	recorder->python_lost = python_events_lost(recorder, counters);
 }
 
 static void run_loop(struct recorder *recorder)
