@@ -16,8 +16,6 @@
  * worker thread): the frames after it are the main thread's.
  */
 #define PYTHON_MAIN_THREAD_MARKER "<main thread>"
-/* A frame whose code object could not be read any more. */
-#define PYTHON_UNREADABLE_FRAME "<unreadable>"
 
 /* Names one code object of a process (NULL when it cannot). */
 typedef const char *(*python_code_name_fn)(void *context, uint32_t pid, uint64_t code,

@@ -734,7 +734,10 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 			const char *name =
 				caller_name(tracer, process, record->header.pid, record->stack[i]);
 
-			call->py_stack.frames[call->py_stack.depth++] = name ? name : "?";
+			if (!name)
+				tracer->losses.unnamed_callers++;
+			call->py_stack.frames[call->py_stack.depth++] =
+				name ? name : PYTHON_UNREADABLE_FRAME;
 		}
 		result = tracer->emit(tracer->context, &out);
 	}
@@ -799,7 +802,11 @@ const char *python_tracer_code_name(struct python_tracer *tracer, uint32_t pid, 
 	if (!process)
 		return NULL;
 	named = name_code(tracer, process, pid, code, name_object);
-	return named ? named->qualified_name : NULL;
+	if (!named) {
+		tracer->losses.unnamed_callers++;
+		return NULL;
+	}
+	return named->qualified_name;
 }
 
 int python_tracer_meta(struct python_tracer *tracer, uint32_t pid, uint64_t at_ns, int32_t *step,

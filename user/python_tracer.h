@@ -17,6 +17,9 @@
 
 struct python_tracer;
 
+/* Stands in a Python stack for a frame whose code object could not be read any more. */
+#define PYTHON_UNREADABLE_FRAME "<unreadable>"
+
 typedef int (*python_tracer_emit_fn)(void *context, const struct trace_record *record);
 
 /* The training APIs followed when the user names none, NULL-ended. */
@@ -55,6 +58,7 @@ struct python_tracer_losses {
 	uint64_t
 		unfollowed_events; /* Python, scope and operator events of processes not followed */
 	uint64_t unnamed_calls;	   /* calls whose code object was gone before it could be named */
+	uint64_t unnamed_callers;  /* stack frames written as PYTHON_UNREADABLE_FRAME */
 	uint32_t refused_processes;  /* processes whose CPython could not be followed */
 	uint32_t unprobed_processes; /* processes whose frame evaluator could not be probed */
 };
