@@ -20,7 +20,7 @@ endif
 CFLAGS ?= -g -O2
 WARNINGS := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 ALL_CFLAGS := $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer \
-	-Iinclude -Iuser -Iinfer -I$(OUTPUT)
+	-Iinclude -Iuser -I. -I$(OUTPUT)
 LIBS := -lbpf -lelf -ldw -ljansson -lz -lmicrohttpd -lcurl -lpthread
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
 	-Iinclude -I$(dir $(VMLINUX))
@@ -29,7 +29,8 @@ BPF_SOURCES := $(wildcard bpf/*.bpf.c)
 BPF_OBJECTS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SOURCES))
 # Every BPF object is linked into one: one skeleton, one copy of the shared maps.
 SKELETONS := $(OUTPUT)/tracer.skel.h
-USER_SOURCES := $(wildcard user/*.c)
+USER_SOURCES := $(wildcard user/*.c user/*/*.c)
+USER_HEADERS := $(wildcard user/*/*.h)
 INFER_SOURCES := $(wildcard infer/*.c)
 USER_OBJECTS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SOURCES)) \
 	$(patsubst infer/%.c,$(OUTPUT)/infer/%.o,$(INFER_SOURCES))
@@ -67,7 +68,7 @@ tcheck-bpf: $(USER_OBJECTS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -o $@
 
-$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/infer $(OUTPUT)/tests/unit $(TEST_PROGRAM_DIR)/lib $(TEST_PROGRAM_DIR)/bench:
+$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/infer $(OUTPUT)/tests/unit $(TEST_PROGRAM_DIR)/lib $(TEST_PROGRAM_DIR)/bench:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard include/tcheck/*.h) $(wildcard bpf/*.h) $(VMLINUX) | $(OUTPUT)/bpf
@@ -82,16 +83,17 @@ $(OUTPUT)/tracer.skel.h: $(OUTPUT)/tracer.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name tracer_bpf > $@
 
-$(OUTPUT)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard infer/*.h) $(wildcard include/tcheck/*.h) $(SKELETONS) | $(OUTPUT)/user
+$(OUTPUT)/user/%.o: user/%.c $(USER_HEADERS) $(wildcard infer/*.h) $(wildcard include/tcheck/*.h) $(SKELETONS)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # The inference and checking engine: pure C, no BPF.
-$(OUTPUT)/infer/%.o: infer/%.c $(wildcard infer/*.h) $(wildcard user/*.h) | $(OUTPUT)/infer
+$(OUTPUT)/infer/%.o: infer/%.c $(wildcard infer/*.h) $(wildcard user/model/*.h user/base/*.h) | $(OUTPUT)/infer
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(OUTPUT)/tests/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h) $(wildcard user/*.h) $(wildcard infer/*.h) | $(OUTPUT)/tests/unit
+$(OUTPUT)/tests/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h) $(USER_HEADERS) $(wildcard infer/*.h) | $(OUTPUT)/tests/unit
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -c $< -o $@
 
@@ -182,22 +184,22 @@ test: all lint
 	$(TEST_PROGRAM_DIR)/unit-tests
 	tests/e2e/run-all.sh
 
-LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*.h user/*.c user/*.h \
+LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*.h user/*.c user/*/*.c user/*/*.h \
 	infer/*.c infer/*.h \
 	tests/unit/*.c tests/unit/*.h tests/nccl_double/*.c tests/nccl_double/*.h \
 	tests/workloads/*.c tests/workloads/*.h tests/verbs_double/*.c tests/verbs_double/*.h \
 	tools/bench/*.c))
 # The daemon's own code; tests are checked by the compiler, cppcheck and by running.
-TIDY_SOURCES = $(wildcard user/*.c infer/*.c tools/bench/*.c)
+TIDY_SOURCES = $(wildcard user/*.c user/*/*.c infer/*.c tools/bench/*.c)
 lint: $(SKELETONS)
 	clang-format --dry-run --Werror $(LINT_SOURCES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem --inline-suppr -D__x86_64__ \
-		-Iinclude -Iuser -Iinfer user infer tests/unit tests/nccl_double tests/workloads tests/verbs_double
+		-Iinclude -Iuser -I. user infer tests/unit tests/nccl_double tests/workloads tests/verbs_double
 	@# One file per run: clang-tidy 14 confuses va_lists across files of one run.
 	@# bpftool's generated skeleton (included by probe_session.c) trips the leak checker.
 	@for file in $(TIDY_SOURCES); do \
-		checks=; [ $$file = user/probe_session.c ] && checks=--checks=-clang-analyzer-unix.Malloc; \
+		checks=; [ $$file = user/probe/probe_session.c ] && checks=--checks=-clang-analyzer-unix.Malloc; \
 		clang-tidy --quiet $$checks $$file -- $(ALL_CFLAGS) -Itests/nccl_double || exit 1; \
 	done
 

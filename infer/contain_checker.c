@@ -7,7 +7,7 @@
 
 #include "contain_checker.h"
 #include "event_contain.h"
-#include "u64_map.h"
+#include "base/u64_map.h"
 
 /* Operations remembered per thread before the oldest are dropped. */
 #define THREAD_LOG_MAX 8192

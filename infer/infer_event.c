@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "infer_event.h"
-#include "nccl_api.h"
+#include "model/nccl_api.h"
 
 /* An interned list of fields. */
 struct field_set {

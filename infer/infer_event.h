@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace_records.h"
+#include "model/trace_records.h"
 
 enum infer_event_kind {
 	INFER_EVENT_NCCL = 1,

@@ -7,7 +7,7 @@
 
 #include "event_contain.h"
 #include "inference.h"
-#include "u64_map.h"
+#include "base/u64_map.h"
 
 /* Least passing examples for an invariant to be emitted. */
 #define MIN_PASSING 2

@@ -6,7 +6,7 @@
 
 #include "contain_checker.h"
 #include "rule_checker.h"
-#include "u64_map.h"
+#include "base/u64_map.h"
 
 /* Python names remembered per process and step for APISequence. */
 #define STEP_NAMES_MAX 128

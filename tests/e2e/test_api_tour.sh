@@ -24,7 +24,7 @@ assert not bad, bad
 print(f"{len(comms)} communicators, all with identity, rank and size")
 PY
 
-python3 - "$ROOT/user/nccl_api.c" "$SCRATCH/tour.jsonl" "$SCRATCH/log" <<'EOF' ||
+python3 - "$ROOT/user/model/nccl_api.c" "$SCRATCH/tour.jsonl" "$SCRATCH/log" <<'EOF' ||
 import collections
 import glob
 import json

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "trace_records.h"
+#include "model/trace_records.h"
 
 #define FLOAT32 7 /* ncclFloat32 */
 

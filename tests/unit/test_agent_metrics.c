@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent_metrics.h"
-#include "metrics.h"
+#include "agent/agent_metrics.h"
+#include "agent/metrics.h"
 #include "unit.h"
 
 static void rank_process(struct agent_metrics *metrics, uint32_t pid, int32_t rank)

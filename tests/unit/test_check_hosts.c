@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "trace_writer.h"
+#include "cli/commands.h"
+#include "trace/trace_writer.h"
 #include "unit.h"
 
 #define RANKS 4

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "elf_symbols.h"
-#include "nccl_api.h"
+#include "probe/elf_symbols.h"
+#include "model/nccl_api.h"
 #include "loaded_code.h"
 #include "unit.h"
 

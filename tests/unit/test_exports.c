@@ -10,10 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "export_jsonl.h"
-#include "export_perfetto.h"
-#include "trace_reader.h"
-#include "trace_writer.h"
+#include "export/export_jsonl.h"
+#include "export/export_perfetto.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_writer.h"
 #include "scratch_files.h"
 #include "unit.h"
 

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnosis_report.h"
-#include "hang_detector.h"
-#include "job_diagnosis.h"
-#include "progress_model.h"
-#include "slowdown_detector.h"
+#include "diagnose/diagnosis_report.h"
+#include "diagnose/hang_detector.h"
+#include "diagnose/job_diagnosis.h"
+#include "diagnose/progress_model.h"
+#include "diagnose/slowdown_detector.h"
 #include "unit.h"
 
 #define RANKS 4

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "infer_event.h"
+#include "infer/infer_event.h"
 #include "unit.h"
 
 static struct trace_record sgd_call(const char *lr, int raised)

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "inference.h"
-#include "rule_checker.h"
+#include "infer/inference.h"
+#include "infer/rule_checker.h"
 #include "nccl_records.h"
 #include "unit.h"
 

@@ -13,8 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "metrics.h"
-#include "metrics_http.h"
+#include "agent/metrics.h"
+#include "agent/metrics_http.h"
 #include "unit.h"
 
 #define ERROR_SIZE 256

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "agent/metrics.h"
 #include "unit.h"
 
 UNIT_TEST(metrics_histogram, buckets_are_cumulative_with_sum_and_count)

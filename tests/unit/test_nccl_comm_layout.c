@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nccl_comm_layout.h"
+#include "probe/nccl_comm_layout.h"
 #include "unit.h"
 
 #define REAL_NCCL "/usr/local/cuda/lib/libnccl.so.2"

@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pod_identity.h"
-#include "process_finder.h"
+#include "agent/pod_identity.h"
+#include "probe/process_finder.h"
 #include "unit.h"
 
 #define ID "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899"

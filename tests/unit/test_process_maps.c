@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "process_maps.h"
+#include "probe/process_maps.h"
 #include "unit.h"
 
 static const char maps_fixture[] =

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "python_call_context.h"
+#include "python/python_call_context.h"
 #include "unit.h"
 
 /* Names code 0x1000 + i "function_i"; code 0xdead cannot be read. */

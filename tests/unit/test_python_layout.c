@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "elf_symbols.h"
-#include "python_layout.h"
+#include "probe/elf_symbols.h"
+#include "python/python_layout.h"
 #include "unit.h"
 
 #define PYENV_VERSIONS "/root/.pyenv/versions/"

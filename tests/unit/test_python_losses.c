@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "unit.h"
-#include "python_losses.h"
+#include "python/python_losses.h"
 
 UNIT_TEST(python_losses, nothing_lost_says_nothing)
 {

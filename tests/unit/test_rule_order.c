@@ -2,7 +2,7 @@
 /* Rules files do not depend on the order rules were found in: rule_set_sort. */
 #include <string.h>
 
-#include "rules.h"
+#include "infer/rules.h"
 #include "unit.h"
 
 static void add(struct rule_set *set, uint32_t relation, const char *name, const char *field)

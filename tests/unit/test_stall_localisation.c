@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stall_localisation.h"
+#include "diagnose/stall_localisation.h"
 #include "unit.h"
 
 static struct stall_sample sample(const char *comm, const char *rank, int64_t sequence,

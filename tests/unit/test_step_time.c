@@ -5,8 +5,8 @@
  */
 #include <string.h>
 
-#include "progress_model.h"
-#include "step_time.h"
+#include "diagnose/progress_model.h"
+#include "diagnose/step_time.h"
 #include "unit.h"
 
 #define COMM_ID 0x1234567890abcdefull

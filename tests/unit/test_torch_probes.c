@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "torch_probes.h"
+#include "python/torch_probes.h"
 #include "loaded_code.h"
 #include "unit.h"
 

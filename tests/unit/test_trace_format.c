@@ -10,9 +10,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "trace_format.h"
-#include "trace_reader.h"
-#include "trace_writer.h"
+#include "trace/trace_format.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_writer.h"
 #include "scratch_files.h"
 #include "unit.h"
 

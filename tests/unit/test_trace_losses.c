@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "unit.h"
-#include "trace_losses.h"
+#include "trace/trace_losses.h"
 
 UNIT_TEST(trace_losses, a_recording_without_losses_says_nothing)
 {

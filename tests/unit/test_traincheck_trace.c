@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inference.h"
-#include "traincheck_trace.h"
+#include "infer/inference.h"
+#include "trace/traincheck_trace.h"
 #include "unit.h"
 
 #define SEEN_MAX 16

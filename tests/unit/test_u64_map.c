@@ -2,7 +2,7 @@
 /* The hash map: against a plain array as the reference, through growth and removals. */
 #include <stdlib.h>
 
-#include "u64_map.h"
+#include "base/u64_map.h"
 #include "unit.h"
 
 #define KEYS 5000

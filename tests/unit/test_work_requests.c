@@ -8,7 +8,7 @@
 #include <infiniband/verbs.h>
 #include <stddef.h>
 
-#include "network_window.h"
+#include "network/network_window.h"
 #include "tcheck/work_request_abi.h"
 #include "unit.h"
 

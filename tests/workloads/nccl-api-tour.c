@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Calls every NCCL function the tracer probes, from N rank processes, and logs each call made. */
 /*
- * Every rank calls each of the 27 functions of user/nccl_api.c at least once, with argument
+ * Every rank calls each of the 27 functions of user/model/nccl_api.c at least once, with argument
  * values that tell the calls apart (a different count per call, every datatype and every
  * reduction op across the world all-reduces, roots and peers other than 0), checks the return
  * code of each against what the test double documents, checks the data every collective moved,

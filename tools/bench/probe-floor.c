@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "elf_symbols.h"
-#include "probe_session.h"
+#include "probe/elf_symbols.h"
+#include "probe/probe_session.h"
 
 struct options {
 	const char *library;

@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: MIT
+/* Records of the recording turned into Prometheus series, per process and communicator. */
+#include "agent/agent_metrics.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/metrics.h"
+#include "model/nccl_api.h"
+#include "agent/pod_identity.h"
+#include "base/u64_map.h"
+
+enum process_label { LABEL_PID, LABEL_RANK, LABEL_POD, LABEL_NAMESPACE, LABEL_CONTAINER };
+#define PROCESS_LABELS 5
+
+struct process_labels {
+	char pid[16];
+	char rank[16];
+	struct pod_identity pod;
+	uint64_t ended_ns; /* 0 while it runs */
+};
+
+struct agent_metrics {
+	struct metrics_registry *registry;
+	const char *containers_dir;
+	double retention_seconds;
+	int64_t realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
+	struct u64_map processes;   /* pid -> process_labels */
+	unsigned attached;
+	struct metrics_family *calls, *bytes, *sequence, *progress, *attached_gauge, *drops,
+		*process_drops, *python_lost, *in_flight, *bytes_in_flight, *findings, *violations,
+		*steps, *expected_step, *attach_failures;
+};
+
+static int64_t clock_ns(clockid_t clock)
+{
+	struct timespec now;
+
+	clock_gettime(clock, &now);
+	return (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
+					const char *containers_dir, double retention_seconds)
+{
+	static const char *const function_labels[] = { "pid",	    "rank",	 "pod",
+						       "namespace", "container", "function" };
+	static const char *const comm_labels[] = { "pid",	"rank",	     "pod",
+						   "namespace", "container", "comm" };
+	static const char *const process_labels[] = { "pid", "rank", "pod", "namespace",
+						      "container" };
+	static const char *const finding_labels[] = { "kind" };
+	static const char *const violation_labels[] = { "pid",	     "rank",	  "pod",
+							"namespace", "container", "rule",
+							"relation",  "function" };
+	static const char *const library_labels[] = { "library" };
+	/* From a fast data-parallel step to a slow pipeline-parallel one, and a stall. */
+	static const double step_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+					       0.1,   0.25,   0.5,   1,	   2.5,	  5,
+					       10,    25,     60,    120,  300 };
+	struct agent_metrics *metrics = calloc(1, sizeof(*metrics));
+
+	if (!metrics)
+		return NULL;
+	metrics->registry = registry;
+	metrics->containers_dir = containers_dir;
+	metrics->retention_seconds = retention_seconds;
+	metrics->realtime_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+	u64_map_init(&metrics->processes);
+	metrics->calls =
+		metrics_declare(registry, "tcheck_nccl_calls_total", "NCCL API calls by function.",
+				METRICS_COUNTER, function_labels, 6);
+	metrics->bytes = metrics_declare(registry, "tcheck_nccl_bytes_total",
+					 "Bytes named by NCCL communication calls (count times the "
+					 "datatype's size), by function.",
+					 METRICS_COUNTER, function_labels, 6);
+	metrics->sequence = metrics_declare(
+		registry, "tcheck_collective_sequence",
+		"Sequence number of the last communication call this rank issued on a "
+		"communicator (comm: the identity all its ranks share).",
+		METRICS_GAUGE, comm_labels, 6);
+	metrics->progress = metrics_declare(
+		registry, "tcheck_collective_last_progress_timestamp_seconds",
+		"When this rank last issued a communication call on a communicator (Unix time).",
+		METRICS_GAUGE, comm_labels, 6);
+	metrics->attached_gauge = metrics_declare(registry, "tcheck_attached_processes",
+						  "Training processes the agent follows now.",
+						  METRICS_GAUGE, NULL, 0);
+	metrics->drops = metrics_declare(registry, "tcheck_ringbuf_drops_total",
+					 "Events lost because the kernel-to-agent ring buffer "
+					 "was full.",
+					 METRICS_COUNTER, NULL, 0);
+	metrics->process_drops =
+		metrics_declare(registry, "tcheck_process_notices_lost_total",
+				"Process start and exit notices lost.", METRICS_COUNTER, NULL, 0);
+	metrics->python_lost = metrics_declare(
+		registry, "tcheck_python_events_lost_total",
+		"Python calls, torch scopes and torch operators the agent knows it missed.",
+		METRICS_COUNTER, NULL, 0);
+	metrics->in_flight =
+		metrics_declare(registry, "tcheck_work_requests_in_flight",
+				"RDMA work requests posted and signalled but not completed yet.",
+				METRICS_GAUGE, process_labels, PROCESS_LABELS);
+	metrics->bytes_in_flight =
+		metrics_declare(registry, "tcheck_work_request_bytes_in_flight",
+				"Bytes of RDMA work requests posted but not completed yet.",
+				METRICS_GAUGE, process_labels, PROCESS_LABELS);
+	metrics->findings = metrics_declare(registry, "tcheck_findings_total",
+					    "Hangs and slowdowns the detectors reported, by kind.",
+					    METRICS_COUNTER, finding_labels, 1);
+	metrics->violations = metrics_declare(
+		registry, "tcheck_violations_total",
+		"Calls that violated a rule of the rules file (rule: its position in the file's "
+		"rules list; relation and function: the rule's).",
+		METRICS_COUNTER, violation_labels, 8);
+	metrics->steps = metrics_declare_histogram(
+		registry, "tcheck_step_duration_seconds",
+		"Step time of a rank on a communicator: between its arrivals at the collectives "
+		"that end two consecutive steps (the step is the period of the communicator's "
+		"collectives).",
+		comm_labels, 6, step_buckets, sizeof(step_buckets) / sizeof(step_buckets[0]));
+	metrics->expected_step =
+		metrics_declare(registry, "tcheck_step_expected_duration_seconds",
+				"The step time learned on a communicator (the slowdown "
+				"detector's reference); absent while it is learned.",
+				METRICS_GAUGE, comm_labels, 6);
+	metrics->attach_failures = metrics_declare(
+		registry, "tcheck_probe_attach_failures_total",
+		"Probe attachments the kernel refused, by library (file name up to .so): calls "
+		"in it are not seen.",
+		METRICS_COUNTER, library_labels, 1);
+	if (!metrics->violations || !metrics->steps || !metrics->expected_step ||
+	    !metrics->attach_failures)
+		goto fail;
+	if (!metrics->in_flight || !metrics->bytes_in_flight || !metrics->findings ||
+	    !metrics->calls || !metrics->bytes || !metrics->sequence || !metrics->progress ||
+	    !metrics->attached_gauge || !metrics->drops || !metrics->process_drops ||
+	    !metrics->python_lost)
+		goto fail;
+	metrics_set(metrics->attached_gauge, NULL, 0);
+	return metrics;
+fail:
+	agent_metrics_free(metrics);
+	return NULL;
+}
+
+void agent_metrics_free(struct agent_metrics *metrics)
+{
+	uint64_t key;
+	void *value;
+
+	if (!metrics)
+		return;
+	for (size_t i = 0; u64_map_next(&metrics->processes, &i, &key, &value);)
+		free(value);
+	u64_map_free(&metrics->processes);
+	free(metrics);
+}
+
+static struct process_labels *labels_of(struct agent_metrics *metrics, uint32_t pid)
+{
+	struct process_labels *labels = u64_map_get(&metrics->processes, pid);
+
+	if (labels)
+		return labels;
+	labels = calloc(1, sizeof(*labels));
+	if (!labels || u64_map_put(&metrics->processes, pid, labels)) {
+		free(labels);
+		return NULL;
+	}
+	snprintf(labels->pid, sizeof(labels->pid), "%u", pid);
+	snprintf(labels->rank, sizeof(labels->rank), "unknown");
+	pod_identity_of_process((pid_t)pid, metrics->containers_dir, &labels->pod);
+	return labels;
+}
+
+static void fill_values(const struct process_labels *labels, const char *values[])
+{
+	values[LABEL_PID] = labels->pid;
+	values[LABEL_RANK] = labels->rank;
+	values[LABEL_POD] = labels->pod.pod;
+	values[LABEL_NAMESPACE] = labels->pod.namespace;
+	values[LABEL_CONTAINER] = labels->pod.container;
+}
+
+static void observe_process(struct agent_metrics *metrics, const struct trace_process *process)
+{
+	bool known = u64_map_get(&metrics->processes, process->pid) != NULL;
+	struct process_labels *labels = labels_of(metrics, process->pid);
+
+	if (!labels)
+		return;
+	if (process->rank >= 0)
+		snprintf(labels->rank, sizeof(labels->rank), "%d", process->rank);
+	if (!known && !process->end_ns)
+		metrics->attached++;
+	if (process->end_ns && !labels->ended_ns) {
+		labels->ended_ns = process->end_ns;
+		/* An ended rank waits for nothing: only running ranks localise a stall. */
+		metrics_family_remove_series(metrics->sequence, "pid", labels->pid);
+		metrics_family_remove_series(metrics->progress, "pid", labels->pid);
+		if (known && metrics->attached)
+			metrics->attached--;
+	}
+	metrics_set(metrics->attached_gauge, NULL, metrics->attached);
+}
+
+/* Bytes a communication call names: its count times its datatype's size. */
+static double call_bytes(const struct trace_nccl_call *call, const struct nccl_function *function)
+{
+	int count = nccl_param_find(function, NCCL_PARAM_SIZE);
+	int datatype = nccl_param_find(function, NCCL_PARAM_DATATYPE);
+
+	if (count < 0 || datatype < 0 || (uint32_t)count >= call->param_count ||
+	    (uint32_t)datatype >= call->param_count)
+		return 0;
+	return (double)call->params[count] *
+	       (double)nccl_datatype_size((int64_t)call->params[datatype]);
+}
+
+static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_call *call)
+{
+	const struct nccl_function *function = nccl_function_by_name(call->function);
+	struct process_labels *labels = labels_of(metrics, call->pid);
+	const char *values[PROCESS_LABELS + 1];
+	char comm[24];
+
+	if (!labels || call->depth > 0)
+		return; /* NCCL's calls to itself are not the application's */
+	fill_values(labels, values);
+	values[PROCESS_LABELS] = call->function;
+	metrics_add(metrics->calls, values, 1);
+	if (function && nccl_function_is_communication(function) && call->result == 0)
+		metrics_add(metrics->bytes, values, call_bytes(call, function));
+	if (call->seq < 0 || !call->comm_id)
+		return;
+	snprintf(comm, sizeof(comm), "%016llx", (unsigned long long)call->comm_id);
+	values[PROCESS_LABELS] = comm;
+	metrics_set(metrics->sequence, values, (double)call->seq);
+	metrics_set(metrics->progress, values,
+		    (double)((int64_t)call->entry_ns + metrics->realtime_offset_ns) / 1e9);
+}
+
+static void observe_network(struct agent_metrics *metrics,
+			    const struct trace_network_sample *sample)
+{
+	struct process_labels *labels = labels_of(metrics, sample->pid);
+	const char *values[PROCESS_LABELS];
+	uint64_t requests = sample->requests_signalled > sample->completions
+				    ? sample->requests_signalled - sample->completions
+				    : 0;
+	uint64_t bytes = sample->bytes_posted > sample->bytes_completed
+				 ? sample->bytes_posted - sample->bytes_completed
+				 : 0;
+
+	if (!labels || labels->ended_ns)
+		return;
+	fill_values(labels, values);
+	metrics_set(metrics->in_flight, values, (double)requests);
+	metrics_set(metrics->bytes_in_flight, values, (double)bytes);
+}
+
+void agent_metrics_findings(struct agent_metrics *metrics, unsigned hangs, unsigned slowdowns)
+{
+	const char *hang[] = { "hang" }, *slowdown[] = { "slowdown" };
+
+	metrics_set(metrics->findings, hang, hangs);
+	metrics_set(metrics->findings, slowdown, slowdowns);
+}
+
+void agent_metrics_violation(struct agent_metrics *metrics, uint32_t pid, const char *rule,
+			     const char *relation, const char *function)
+{
+	struct process_labels *labels = labels_of(metrics, pid);
+	const char *values[PROCESS_LABELS + 3];
+
+	if (!labels)
+		return;
+	fill_values(labels, values);
+	values[PROCESS_LABELS] = rule;
+	values[PROCESS_LABELS + 1] = relation;
+	values[PROCESS_LABELS + 2] = function;
+	metrics_add(metrics->violations, values, 1);
+}
+
+void agent_metrics_step(struct agent_metrics *metrics, uint32_t pid, uint64_t comm_id,
+			double seconds, double expected_seconds)
+{
+	struct process_labels *labels = labels_of(metrics, pid);
+	const char *values[PROCESS_LABELS + 1];
+	char comm[24];
+
+	if (!labels || labels->ended_ns)
+		return;
+	snprintf(comm, sizeof(comm), "%016llx", (unsigned long long)comm_id);
+	fill_values(labels, values);
+	values[PROCESS_LABELS] = comm;
+	metrics_observe(metrics->steps, values, seconds);
+	if (expected_seconds > 0)
+		metrics_set(metrics->expected_step, values, expected_seconds);
+}
+
+void agent_metrics_library_name(const char *path, char *name, size_t size)
+{
+	const char *base = strrchr(path, '/'), *so;
+	size_t length;
+
+	base = base ? base + 1 : path;
+	so = strstr(base, ".so");
+	length = so ? (size_t)(so - base) + 3 : strlen(base);
+	if (!length || !size) {
+		snprintf(name, size, "unknown");
+		return;
+	}
+	snprintf(name, size, "%.*s", (int)length, base);
+}
+
+void agent_metrics_attach_failure(struct agent_metrics *metrics, const char *path)
+{
+	char name[128];
+	const char *values[1] = { name };
+
+	agent_metrics_library_name(path, name, sizeof(name));
+	metrics_add(metrics->attach_failures, values, 1);
+}
+
+void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_record *record)
+{
+	switch (record->kind) {
+	case TRACE_RECORD_PROCESS:
+		observe_process(metrics, &record->process);
+		break;
+	case TRACE_RECORD_NCCL_CALL:
+		observe_call(metrics, &record->call);
+		break;
+	case TRACE_RECORD_NETWORK:
+		observe_network(metrics, &record->network);
+		break;
+	case TRACE_RECORD_STATS:
+		metrics_set(metrics->drops, NULL, (double)record->stats.ringbuf_drops);
+		metrics_set(metrics->process_drops, NULL, (double)record->stats.process_drops);
+		metrics_set(metrics->python_lost, NULL, (double)record->stats.python_events_lost);
+		break;
+	default:
+		break;
+	}
+}
+
+void agent_metrics_expire(struct agent_metrics *metrics, uint64_t now_ns)
+{
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&metrics->processes, &i, &key, &value);) {
+		struct process_labels *labels = value;
+
+		if (!labels->ended_ns ||
+		    (double)(now_ns - labels->ended_ns) / 1e9 < metrics->retention_seconds)
+			continue;
+		metrics_remove_series(metrics->registry, "pid", labels->pid);
+		free(u64_map_remove(&metrics->processes, key));
+		i = 0; /* the map changed under the walk: start again */
+	}
+}
+
+unsigned agent_metrics_attached(const struct agent_metrics *metrics)
+{
+	return metrics->attached;
+}

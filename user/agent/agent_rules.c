@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+/* Live rule checking in the agent, reported as events, log lines and metrics; see agent_rules.h. */
+#include "agent/agent_rules.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "agent/agent_metrics.h"
+#include "checks/rule_runner.h"
+#include "export/export_jsonl.h"
+#include "base/log.h"
+#include "infer/rule_checker.h"
+
+struct agent_rules {
+	struct rule_set *set;
+	struct rule_checker *checker;
+	struct agent_metrics *metrics;
+	FILE *events;
+};
+
+static void report(const struct rule_violation *violation, void *context)
+{
+	struct agent_rules *rules = context;
+	const struct infer_event *event = violation->event;
+	size_t position = (size_t)(violation->rule - rules->set->rules);
+	const char *relation = rule_relation_name(violation->rule->relation);
+	char rule[24];
+	json_t *line, *details;
+
+	snprintf(rule, sizeof(rule), "%zu", position);
+	log_warning("rule %zu violated at step %d by %s in process %u (rank %d of its "
+		    "communicator): %s",
+		    position, violation->step, event->name, event->pid, event->rank,
+		    violation->text);
+	agent_metrics_violation(rules->metrics, event->pid, rule, relation, event->name);
+	if (!rules->events)
+		return;
+	line = json_pack("{s:s, s:I, s:I}", "kind", "violation", "rule", (json_int_t)position,
+			 "pid", (json_int_t)event->pid);
+	details = rule_violation_json(violation);
+	if (line && details && json_object_update(line, details) == 0) {
+		export_json_write(rules->events, "", line, JSON_COMPACT | JSON_PRESERVE_ORDER,
+				  "\n");
+		fflush(rules->events);
+	}
+	json_decref(details);
+	json_decref(line);
+}
+
+const struct rule_set *agent_rules_set(const struct agent_rules *rules)
+{
+	return rules->set;
+}
+
+struct agent_rules *agent_rules_start(const char *rules_path, struct agent_metrics *metrics,
+				      FILE *events)
+{
+	struct agent_rules *rules = calloc(1, sizeof(*rules));
+	char error[512];
+
+	if (!rules) {
+		log_error("out of memory");
+		return NULL;
+	}
+	rules->metrics = metrics;
+	rules->events = events;
+	rules->set = rule_set_load(rules_path, error, sizeof(error));
+	if (!rules->set) {
+		log_error("%s", error);
+		free(rules);
+		return NULL;
+	}
+	rules->checker = rule_checker_new(rules->set, report, rules);
+	if (!rules->checker) {
+		log_error("out of memory");
+		agent_rules_finish(rules);
+		return NULL;
+	}
+	log_notice("checking %zu rules from %s", rules->set->count, rules_path);
+	return rules;
+}
+
+void agent_rules_observe(struct agent_rules *rules, const struct trace_record *record)
+{
+	if (rule_checker_observe(rules->checker, record))
+		log_warning("out of memory checking rules: a call was not checked");
+}
+
+void agent_rules_finish(struct agent_rules *rules)
+{
+	if (!rules)
+		return;
+	if (rules->checker)
+		rule_check_finish(rules->checker, rules->set, "");
+	rule_checker_free(rules->checker);
+	rule_set_free(rules->set);
+	free(rules);
+}

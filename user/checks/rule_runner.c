@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+/* The rule runner: checks records against a rules file, offline over traces or live
+ * as a recorder observes them, and reports each violation. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks/rule_runner.h"
+#include "base/log.h"
+#include "record/recorder.h"
+#include "infer/rule_checker.h"
+#include "trace/trace_replay.h"
+
+struct report {
+	FILE *jsonl;
+};
+
+static json_t *event_json(const struct infer_event *event)
+{
+	json_t *object = json_object(), *fields = json_object();
+
+	for (uint32_t i = 0; i < event->field_count; i++)
+		json_object_set_new(fields, event->fields[i].name,
+				    json_string(event->fields[i].value));
+	json_object_set_new(object, "name", json_string(event->name));
+	json_object_set_new(object, "pid", json_integer(event->pid));
+	json_object_set_new(object, "tid", json_integer(event->tid));
+	json_object_set_new(object, "rank", json_integer(event->rank));
+	json_object_set_new(object, "step", json_integer(event->step));
+	if (event->comm_id) {
+		char comm[32];
+
+		snprintf(comm, sizeof(comm), "%016" PRIx64, event->comm_id);
+		json_object_set_new(object, "comm", json_string(comm));
+		json_object_set_new(object, "seq", json_integer(event->seq));
+	}
+	json_object_set_new(object, "entry_ns", json_integer((json_int_t)event->entry_ns));
+	json_object_set_new(object, "python_context", json_string(event->context));
+	json_object_set_new(object, "fields", fields);
+	return object;
+}
+
+static void describe_event(const struct infer_event *event, const char *field, char *text,
+			   size_t size)
+{
+	int used = snprintf(text, size, "%s on rank %d (pid %u)", event->name, event->rank,
+			    event->pid);
+
+	if (field && used > 0 && (size_t)used < size)
+		used += snprintf(text + used, size - (size_t)used, " with %s = %s", field,
+				 infer_event_field(event, field) ? infer_event_field(event, field)
+								 : "(none)");
+	if (event->comm_id && used > 0 && (size_t)used < size)
+		used += snprintf(text + used, size - (size_t)used,
+				 ", communicator %016" PRIx64 " call %" PRId64, event->comm_id,
+				 event->seq);
+	if (*event->context && used > 0 && (size_t)used < size)
+		snprintf(text + used, size - (size_t)used, ", called from %s", event->context);
+}
+
+json_t *rule_violation_json(const struct rule_violation *violation)
+{
+	json_t *line = json_object();
+
+	json_object_set_new(line, "relation",
+			    json_string(rule_relation_name(violation->rule->relation)));
+	json_object_set_new(line, "invariant", json_string(violation->text));
+	json_object_set_new(line, "step", json_integer(violation->step));
+	json_object_set_new(line, "event", event_json(violation->event));
+	if (violation->other)
+		json_object_set_new(line, "other", event_json(violation->other));
+	return line;
+}
+
+static void report_violation(const struct rule_violation *violation, void *context)
+{
+	struct report *report = context;
+	char offending[512], other[512] = "", contained[160];
+	const char *field = violation->rule->field;
+
+	if (violation->rule->relation == RELATION_EVENT_CONTAIN) {
+		snprintf(contained, sizeof(contained), "contains:%s", violation->rule->child.name);
+		field = contained;
+	}
+	describe_event(violation->event, field, offending, sizeof(offending));
+	if (violation->other)
+		describe_event(violation->other, violation->rule->field, other, sizeof(other));
+	printf("violation at step %d: %s\n  offending: %s\n", violation->step, violation->text,
+	       offending);
+	if (violation->other)
+		printf("  %s: %s\n",
+		       violation->rule->relation == RELATION_API_SEQUENCE ? "expected first"
+									  : "disagrees with",
+		       other);
+	if (report->jsonl) {
+		json_t *line = rule_violation_json(violation);
+
+		json_dumpf(line, report->jsonl, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		fputc('\n', report->jsonl);
+		json_decref(line);
+	}
+}
+
+static int observe(const struct trace_record *record, void *context)
+{
+	return rule_checker_observe(context, record);
+}
+
+int check_rules_offline(const char *rules_path, char **traces, int trace_count,
+			const char *jsonl_path)
+{
+	struct report report = { NULL };
+	struct rule_checker *checker = NULL;
+	struct rule_set *rules;
+	char error[512];
+	int status = 2;
+
+	rules = rule_set_load(rules_path, error, sizeof(error));
+	if (!rules) {
+		log_error("%s", error);
+		return 2;
+	}
+	if (jsonl_path) {
+		report.jsonl = fopen(jsonl_path, "w");
+		if (!report.jsonl) {
+			log_error("cannot write %s: %m", jsonl_path);
+			goto out;
+		}
+	}
+	checker = rule_checker_new(rules, report_violation, &report);
+	if (!checker) {
+		log_error("out of memory");
+		goto out;
+	}
+	for (int i = 0; i < trace_count; i++)
+		if (trace_replay(traces[i], observe, checker, 0) < 0)
+			goto out;
+	rule_check_finish(checker, rules, "");
+	status = rule_checker_violations(checker) ? 1 : 0;
+out:
+	if (report.jsonl && fclose(report.jsonl)) {
+		log_error("cannot write %s: %m", jsonl_path);
+		status = 2;
+	}
+	rule_checker_free(checker);
+	rule_set_free(rules);
+	return status;
+}
+
+void rule_check_finish(struct rule_checker *checker, const struct rule_set *rules, const char *how)
+{
+	rule_checker_finish(checker);
+	log_notice("%" PRIu64 " events checked%s against %zu rules: %" PRIu64 " violation(s)",
+		   rule_checker_events(checker), how, rules->count,
+		   rule_checker_violations(checker));
+}
+
+struct live_rules {
+	struct rule_set *rules;
+	struct rule_checker *checker;
+	struct report report;
+};
+
+static void observe_live(void *context, const struct trace_record *record)
+{
+	struct live_rules *live = context;
+
+	if (rule_checker_observe(live->checker, record))
+		log_warning("out of memory checking rules: a call was not checked");
+	fflush(stdout);
+}
+
+struct live_rules *live_rules_start(const char *rules_path, struct recorder_observer *observer)
+{
+	struct live_rules *live = calloc(1, sizeof(*live));
+	char error[512];
+
+	if (!live) {
+		log_error("out of memory");
+		return NULL;
+	}
+	live->rules = rule_set_load(rules_path, error, sizeof(error));
+	if (!live->rules) {
+		log_error("%s", error);
+		free(live);
+		return NULL;
+	}
+	live->checker = rule_checker_new(live->rules, report_violation, &live->report);
+	if (!live->checker) {
+		log_error("out of memory");
+		rule_set_free(live->rules);
+		free(live);
+		return NULL;
+	}
+	memset(observer, 0, sizeof(*observer));
+	observer->context = live;
+	observer->record = observe_live;
+	return live;
+}
+
+const struct rule_set *live_rules_set(const struct live_rules *live)
+{
+	return live->rules;
+}
+
+int live_rules_finish(struct live_rules *live, int status)
+{
+	rule_check_finish(live->checker, live->rules, " live");
+	rule_checker_free(live->checker);
+	rule_set_free(live->rules);
+	free(live);
+	return status;
+}

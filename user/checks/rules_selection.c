@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+/* The probes a rules file needs, and the user's selection widened with them. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "python/python_tracer.h"
+#include "checks/rules_selection.h"
+
+/* How the trace names a --torch-op operator: "aten::" then the request. */
+static const char torch_op_prefix[] = "aten::";
+
+/* A NULL-ended list of strings that grows; the strings are not copied. */
+struct name_list {
+	const char **names;
+	size_t count;
+	size_t capacity;
+};
+
+static bool name_list_has(const struct name_list *list, const char *name)
+{
+	for (size_t i = 0; i < list->count; i++)
+		if (strcmp(list->names[i], name) == 0)
+			return true;
+	return false;
+}
+
+static int name_list_add(struct name_list *list, const char *name)
+{
+	if (name_list_has(list, name))
+		return 0;
+	if (list->count + 2 > list->capacity) {
+		size_t capacity = list->capacity ? list->capacity * 2 : 8;
+		const char **names = realloc(list->names, capacity * sizeof(*names));
+
+		if (!names)
+			return -ENOMEM;
+		list->names = names;
+		list->capacity = capacity;
+	}
+	list->names[list->count++] = name;
+	list->names[list->count] = NULL;
+	return 0;
+}
+
+static int name_list_add_all(struct name_list *list, const char *const *names)
+{
+	for (size_t i = 0; names && names[i]; i++)
+		if (name_list_add(list, names[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+/* An empty list is still a list: NULL-ended, never NULL itself. */
+static int name_list_finish(struct name_list *list)
+{
+	if (!list->names) {
+		list->names = calloc(1, sizeof(*list->names));
+		if (!list->names)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int add_descriptor(const struct rule_descriptor *descriptor, struct name_list *functions,
+			  struct name_list *ops, bool *python)
+{
+	const char *name = descriptor->name;
+
+	if (descriptor->kind != INFER_EVENT_PYTHON || !name)
+		return 0;
+	*python = true;
+	if (strncmp(name, torch_op_prefix, strlen(torch_op_prefix)) == 0)
+		return name_list_add(ops, name + strlen(torch_op_prefix));
+	/* Torch scopes ("Optimizer.step#SGD.step") come with Python tracing. */
+	if (strchr(name, '#'))
+		return 0;
+	return name_list_add(functions, name);
+}
+
+int rules_selection_build(const struct rule_set *rules, struct rules_selection *selection)
+{
+	struct name_list functions = { 0 }, ops = { 0 };
+	int error = 0;
+
+	memset(selection, 0, sizeof(*selection));
+	for (size_t i = 0; i < rules->count && !error; i++) {
+		const struct rule *rule = &rules->rules[i];
+		const struct rule_descriptor *descriptors[] = { &rule->event, &rule->first,
+								&rule->child };
+
+		for (size_t j = 0; j < sizeof(descriptors) / sizeof(descriptors[0]) && !error; j++)
+			error = add_descriptor(descriptors[j], &functions, &ops,
+					       &selection->python);
+	}
+	if (!error)
+		error = name_list_finish(&functions);
+	if (!error)
+		error = name_list_finish(&ops);
+	selection->functions = functions.names;
+	selection->function_count = functions.count;
+	selection->torch_ops = ops.names;
+	selection->torch_op_count = ops.count;
+	if (error)
+		rules_selection_free(selection);
+	return error;
+}
+
+void rules_selection_free(struct rules_selection *selection)
+{
+	free(selection->functions);
+	free(selection->torch_ops);
+	free(selection->merged_functions);
+	free(selection->merged_torch_ops);
+	memset(selection, 0, sizeof(*selection));
+}
+
+int rules_selection_apply(struct rules_selection *selection, struct recorder_options *options)
+{
+	struct name_list functions = { 0 }, operators = { 0 };
+	const char *const *user_functions = options->python_prefixes;
+	int error;
+
+	if (!selection->python)
+		return 0;
+	if (options->python && !user_functions)
+		user_functions = python_default_prefixes;
+	error = name_list_add_all(&functions, user_functions);
+	if (!error)
+		error = name_list_add_all(&functions, selection->functions);
+	if (!error)
+		error = name_list_finish(&functions);
+	for (size_t i = 0; i < options->torch_op_count && !error; i++)
+		error = name_list_add(&operators, options->torch_ops[i]);
+	if (!error)
+		error = name_list_add_all(&operators, selection->torch_ops);
+	if (!error)
+		error = name_list_finish(&operators);
+	if (error) {
+		free(functions.names);
+		free(operators.names);
+		return error;
+	}
+	free(selection->merged_functions);
+	free(selection->merged_torch_ops);
+	selection->merged_functions = functions.names;
+	selection->merged_torch_ops = operators.names;
+	options->python = true;
+	options->python_prefixes = functions.names;
+	options->torch_ops = operators.names;
+	options->torch_op_count = operators.count;
+	return 0;
+}
+
+int rules_selection_configure(const struct rule_set *rules, struct recorder_options *options,
+			      struct rules_selection *selection)
+{
+	if (rules_selection_build(rules, selection) || rules_selection_apply(selection, options)) {
+		log_error("out of memory");
+		return -1;
+	}
+	if (selection->python)
+		log_info("the rules are about %zu Python function(s) and %zu torch operator(s): "
+			 "Python is traced",
+			 selection->function_count, selection->torch_op_count);
+	else if (!options->python)
+		log_info("the rules are about NCCL calls only: Python is not traced");
+	return 0;
+}

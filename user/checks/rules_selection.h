@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Selective instrumentation: the probes a rules file needs. NCCL calls are
+ * always traced (hang detection wants them); Python is traced only when a
+ * rule is about a Python function, a torch scope or a torch operator, and
+ * then only the functions and operators the rules name.
+ */
+#ifndef TCHECK_RULES_SELECTION_H
+#define TCHECK_RULES_SELECTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "record/recorder.h"
+#include "infer/rules.h"
+
+struct rules_selection {
+	bool python;		/* some rule is about a Python call, scope or operator */
+	const char **functions; /* qualified names to follow, NULL-ended (the rule set's strings) */
+	size_t function_count;
+	const char **torch_ops; /* --torch-op requests ("add_.Tensor"), NULL-ended */
+	size_t torch_op_count;
+	const char **merged_functions; /* what rules_selection_apply gave the recorder */
+	const char **merged_torch_ops;
+};
+
+/* Fills 'selection' from the rules' descriptors; 0 or -ENOMEM. */
+int rules_selection_build(const struct rule_set *rules, struct rules_selection *selection);
+void rules_selection_free(struct rules_selection *selection);
+
+/*
+ * Widens the recorder's Python selection with what the rules need: when a
+ * rule is about Python, Python is traced, with the rules' functions and
+ * operators added to the user's (to the defaults when the user asked for
+ * Python without naming functions; to none when the user did not ask).
+ * The lists it makes are kept in 'selection' until rules_selection_free.
+ * Returns 0 or -ENOMEM.
+ */
+int rules_selection_apply(struct rules_selection *selection, struct recorder_options *options);
+
+/*
+ * rules_selection_build then rules_selection_apply, saying in the log what
+ * the rules made the recorder trace. 0, or -1 after logging why not.
+ */
+int rules_selection_configure(const struct rule_set *rules, struct recorder_options *options,
+			      struct rules_selection *selection);
+
+#endif /* TCHECK_RULES_SELECTION_H */

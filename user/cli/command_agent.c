@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `tcheck-bpf agent`: the node agent. Finds training processes on the node
+ * as they start, attaches to them, detaches when they end, and serves what
+ * it sees as Prometheus metrics; process events, hangs, slowdowns and rule
+ * violations go to a JSON Lines stream.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent_metrics.h"
+#include "agent/agent_rules.h"
+#include "checks/rules_selection.h"
+#include "cli/commands.h"
+#include "export/export_jsonl.h"
+#include "diagnose/job_diagnosis.h"
+#include "base/log.h"
+#include "agent/metrics.h"
+#include "agent/metrics_http.h"
+#include "probe/process_finder.h"
+#include "record/recorder.h"
+#include "diagnose/step_time.h"
+#include "base/system_clock.h"
+
+/* How often /proc is searched for new training processes. */
+#define DISCOVERY_INTERVAL_NS 2000000000ULL
+#define DEFAULT_RETENTION_SECONDS 300.0
+
+static const char agent_help[] =
+	"Usage: tcheck-bpf agent [--config FILE] [OPTIONS]\n"
+	"\n"
+	"Runs on a node (a Kubernetes DaemonSet, or a sidecar sharing the training\n"
+	"pod's PID namespace): finds training processes as they start (those that\n"
+	"map libnccl or libtorch_cuda), attaches to them, detaches when they end,\n"
+	"and serves Prometheus metrics over HTTP. Needs CAP_BPF, CAP_PERFMON and\n"
+	"CAP_SYS_PTRACE (or root). Runs until SIGINT or SIGTERM.\n"
+	"\n"
+	"Options (each also a 'key = value' line of the config file, without --):\n"
+	"      --config FILE         read options from FILE first\n"
+	"      --listen HOST:PORT    serve /metrics there (default " METRICS_DEFAULT_LISTEN ";\n"
+	"                            0.0.0.0:9477 to let Prometheus reach it)\n"
+	"      --events FILE         append process events, hangs, slowdowns and rule\n"
+	"                            violations as JSON Lines (- for stdout)\n"
+	"      --rules FILE          check every process's calls against this rules file (and\n"
+	"                            trace the Python functions and torch operators it names)\n"
+	"                            (made by tcheck-bpf infer)\n"
+	"      --select TEXT         only processes whose command line contains TEXT\n"
+	"      --ranks FIRST-LAST    only processes whose RANK lies in this range (one\n"
+	"                            agent per group of ranks sharing a host)\n"
+	"      --torch               also processes running torch without NCCL (CPU)\n"
+	"      --python              also trace their Python calls (implies --torch)\n"
+	"      --retention SECONDS   keep an ended process's series this long (default 300)\n"
+	"      --containers-dir DIR  the kubelet's container log links (default\n"
+	"                            /var/log/containers): pod and container names\n"
+	"      --ring-buffer-mb N    kernel-to-agent buffer size (default 16)\n"
+	"  -d, --duration SECONDS    stop after this long\n"
+	"  -h, --help                this text\n"
+	"\n"
+	"Examples:\n"
+	"  sudo tcheck-bpf agent --listen 0.0.0.0:9477 --events /var/log/tcheck-bpf/events.jsonl\n"
+	"  sudo tcheck-bpf agent --config /etc/tcheck-bpf/agent.conf\n"
+	"  sudo tcheck-bpf agent --rules /etc/tcheck-bpf/rules.json --events -\n"
+	"  curl -s localhost:9477/metrics | grep tcheck_collective_sequence\n";
+
+struct agent_settings {
+	char *listen;
+	char *events_path;
+	char *select;
+	char *containers_dir;
+	char *rules_path;
+	int first_rank, last_rank; /* last_rank -1: every process */
+	bool torch;
+	bool python;
+	double retention_seconds;
+	double duration_seconds;
+	double ring_buffer_mb;
+};
+
+struct agent {
+	struct agent_settings *settings;
+	struct agent_metrics *metrics;
+	FILE *events;
+	struct job_diagnosis *diagnosis; /* hang and slowdown detectors */
+	struct agent_rules *rules;	 /* NULL without --rules */
+	uint64_t last_discovery_ns;
+};
+
+enum agent_option {
+	OPTION_CONFIG = 256,
+	OPTION_LISTEN,
+	OPTION_EVENTS,
+	OPTION_SELECT,
+	OPTION_TORCH,
+	OPTION_PYTHON,
+	OPTION_RETENTION,
+	OPTION_CONTAINERS_DIR,
+	OPTION_RING_BUFFER_MB,
+	OPTION_RANKS,
+	OPTION_RULES,
+	OPTION_DURATION = 'd',
+	OPTION_HELP = 'h',
+};
+
+static const struct option long_options[] = {
+	{ "config", required_argument, NULL, OPTION_CONFIG },
+	{ "listen", required_argument, NULL, OPTION_LISTEN },
+	{ "events", required_argument, NULL, OPTION_EVENTS },
+	{ "select", required_argument, NULL, OPTION_SELECT },
+	{ "torch", no_argument, NULL, OPTION_TORCH },
+	{ "python", no_argument, NULL, OPTION_PYTHON },
+	{ "retention", required_argument, NULL, OPTION_RETENTION },
+	{ "containers-dir", required_argument, NULL, OPTION_CONTAINERS_DIR },
+	{ "ring-buffer-mb", required_argument, NULL, OPTION_RING_BUFFER_MB },
+	{ "ranks", required_argument, NULL, OPTION_RANKS },
+	{ "rules", required_argument, NULL, OPTION_RULES },
+	{ "duration", required_argument, NULL, OPTION_DURATION },
+	{ "help", no_argument, NULL, OPTION_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int replace_text(char **slot, const char *value)
+{
+	char *copy = value ? strdup(value) : NULL;
+
+	if (!copy) {
+		log_error("out of memory");
+		return -1;
+	}
+	free(*slot);
+	*slot = copy;
+	return 0;
+}
+
+/* "FIRST-LAST" or a single rank. */
+static int parse_ranks(struct agent_settings *settings, const char *value)
+{
+	char *end;
+	long first, last;
+
+	errno = 0;
+	first = strtol(value, &end, 10);
+	last = first;
+	if (*end == '-')
+		last = strtol(end + 1, &end, 10);
+	if (errno || *end || first < 0 || last < first || last > 1000000) {
+		log_error("--ranks needs FIRST-LAST (e.g. 0-7) or one rank, not '%s'", value);
+		return -1;
+	}
+	settings->first_rank = (int)first;
+	settings->last_rank = (int)last;
+	return 0;
+}
+
+static bool true_text(const char *value)
+{
+	return !value || !*value || strcmp(value, "true") == 0 || strcmp(value, "yes") == 0 ||
+	       strcmp(value, "1") == 0;
+}
+
+/* One option, from the command line or a config line; value NULL for a flag. */
+static int apply_option(struct agent_settings *settings, int option, const char *name,
+			const char *value)
+{
+	if (!value && option != OPTION_TORCH && option != OPTION_PYTHON) {
+		log_error("%s needs a value", name);
+		return -1;
+	}
+	switch (option) {
+	case OPTION_LISTEN:
+		return replace_text(&settings->listen, value);
+	case OPTION_EVENTS:
+		return replace_text(&settings->events_path, value);
+	case OPTION_SELECT:
+		return replace_text(&settings->select, value);
+	case OPTION_CONTAINERS_DIR:
+		return replace_text(&settings->containers_dir, value);
+	case OPTION_RULES:
+		return replace_text(&settings->rules_path, value);
+	case OPTION_RANKS:
+		return parse_ranks(settings, value);
+	case OPTION_TORCH:
+		settings->torch = true_text(value);
+		return 0;
+	case OPTION_PYTHON:
+		settings->python = true_text(value);
+		return 0;
+	case OPTION_RETENTION:
+		return parse_positive_number("--retention", value, &settings->retention_seconds);
+	case OPTION_RING_BUFFER_MB:
+		return parse_positive_number("--ring-buffer-mb", value, &settings->ring_buffer_mb);
+	case OPTION_DURATION:
+		return parse_positive_number("--duration", value, &settings->duration_seconds);
+	}
+	log_error("unknown option %s", name);
+	return -1;
+}
+
+static char *trimmed(char *text)
+{
+	char *end;
+
+	while (*text == ' ' || *text == '\t')
+		text++;
+	end = text + strlen(text);
+	while (end > text &&
+	       (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' || end[-1] == '\r'))
+		*--end = '\0';
+	return text;
+}
+
+/* "key = value" lines, '#' comments; keys are the long options without --. */
+static int read_config(struct agent_settings *settings, const char *path)
+{
+	FILE *file = fopen(path, "re");
+	char line[4096];
+	int number = 0, result = 0;
+
+	if (!file) {
+		log_error("cannot read the config file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (!result && fgets(line, sizeof(line), file)) {
+		char *text = trimmed(line), *equals, *key, *value = NULL;
+		const struct option *option;
+
+		number++;
+		if (!*text || *text == '#')
+			continue;
+		equals = strchr(text, '=');
+		if (equals) {
+			*equals = '\0';
+			value = trimmed(equals + 1);
+		}
+		key = trimmed(text);
+		for (option = long_options; option->name; option++)
+			if (strcmp(option->name, key) == 0)
+				break;
+		if (!option->name || option->val == OPTION_CONFIG || option->val == OPTION_HELP ||
+		    (option->has_arg == required_argument && (!value || !*value))) {
+			log_error("%s:%d: '%s' is not a setting of tcheck-bpf agent (or lacks a "
+				  "value); see tcheck-bpf agent --help",
+				  path, number, key);
+			result = -1;
+			break;
+		}
+		result = apply_option(settings, option->val, key, value);
+		if (result)
+			log_error("in %s, line %d", path, number);
+	}
+	fclose(file);
+	return result;
+}
+
+static int parse_arguments(struct agent_settings *settings, int argc, char **argv)
+{
+	int option;
+
+	/* The config file first, so the command line overrides it. */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+			if (read_config(settings, argv[i + 1]))
+				return -1;
+		} else if (strncmp(argv[i], "--config=", 9) == 0 &&
+			   read_config(settings, argv[i] + 9)) {
+			return -1;
+		}
+	}
+	optind = 1;
+	while ((option = getopt_long(argc, argv, "d:h", long_options, NULL)) != -1) {
+		if (option == OPTION_HELP) {
+			fputs(agent_help, stdout);
+			return 1;
+		}
+		if (option == OPTION_CONFIG)
+			continue;
+		if (option == '?' || apply_option(settings, option, argv[optind - 1], optarg)) {
+			fprintf(stderr, "Try 'tcheck-bpf agent --help'.\n");
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		log_error("agent takes no arguments ('%s'); see tcheck-bpf agent --help",
+			  argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+/* A process event on the JSON Lines stream. */
+static void write_event(struct agent *agent, const struct trace_process *process)
+{
+	json_t *object;
+
+	if (!agent->events)
+		return;
+	object = json_pack("{s:s, s:s, s:I, s:o, s:s}", "kind", "process", "event",
+			   process->end_ns ? "ended" : "attached", "pid", (json_int_t)process->pid,
+			   "rank", export_json_known_or_null(process->rank), "command",
+			   process->command ? process->command : "");
+	if (object) {
+		export_json_write(agent->events, "", object, JSON_COMPACT, "\n");
+		fflush(agent->events);
+		json_decref(object);
+	}
+}
+
+static void observe_record(void *context, const struct trace_record *record)
+{
+	struct agent *agent = context;
+
+	if (record->kind == TRACE_RECORD_PROCESS &&
+	    (record->process.end_ns || record->process.start_ns))
+		write_event(agent, &record->process);
+	agent_metrics_observe(agent->metrics, record);
+	if (agent->rules)
+		agent_rules_observe(agent->rules, record);
+}
+
+/* Each rank's time for a step a communicator completed, into the step-time histogram. */
+static void observe_step(void *context, const struct progress_comm *comm, int64_t step)
+{
+	struct agent *agent = context;
+	struct rank_step_time times[PROGRESS_MAX_RANKS];
+	size_t count = step_time_of_ranks(comm, step, times, PROGRESS_MAX_RANKS);
+
+	for (size_t i = 0; i < count; i++)
+		agent_metrics_step(agent->metrics, times[i].pid, comm->comm_id, times[i].seconds,
+				   comm->expected_step_ns / 1e9);
+}
+
+static void attach_failed(void *context, const char *path)
+{
+	struct agent *agent = context;
+
+	agent_metrics_attach_failure(agent->metrics, path);
+}
+
+static size_t discover(void *context, pid_t *pids, size_t capacity)
+{
+	struct agent *agent = context;
+	struct process_finder_options options = {
+		.torch_without_nccl = agent->settings->torch || agent->settings->python,
+		.command_contains = agent->settings->select,
+		.first_rank = agent->settings->first_rank,
+		.last_rank = agent->settings->last_rank,
+	};
+	uint64_t now = monotonic_ns();
+
+	if (agent->last_discovery_ns && now - agent->last_discovery_ns < DISCOVERY_INTERVAL_NS)
+		return 0;
+	agent->last_discovery_ns = now;
+	agent_metrics_expire(agent->metrics, now);
+	agent_metrics_findings(agent->metrics, job_diagnosis_hang_count(agent->diagnosis),
+			       job_diagnosis_slowdown_count(agent->diagnosis));
+	return process_finder_scan(&options, pids, capacity);
+}
+
+static FILE *open_events(const char *path)
+{
+	FILE *file;
+
+	if (!path)
+		return NULL;
+	if (strcmp(path, "-") == 0 || strcmp(path, "/dev/stdout") == 0)
+		return stdout;
+	file = fopen(path, "ae");
+	if (!file)
+		log_error("cannot open the events file %s: %s", path, strerror(errno));
+	return file;
+}
+
+static void free_settings(struct agent_settings *settings)
+{
+	free(settings->listen);
+	free(settings->events_path);
+	free(settings->select);
+	free(settings->containers_dir);
+	free(settings->rules_path);
+}
+
+int command_agent(int argc, char **argv)
+{
+	struct agent_settings settings = { .retention_seconds = DEFAULT_RETENTION_SECONDS,
+					   .last_rank = -1 };
+	struct agent agent = { .settings = &settings };
+	struct recorder_observer observer = { .context = &agent,
+					      .record = observe_record,
+					      .discover = discover,
+					      .attach_failed = attach_failed };
+	struct recorder_options options = { 0 };
+	struct rules_selection selection = { 0 };
+	struct metrics_registry *registry = NULL;
+	struct metrics_server *server = NULL;
+	char error[512];
+	int result = 1, parsed;
+
+	parsed = parse_arguments(&settings, argc, argv);
+	if (parsed) {
+		free_settings(&settings);
+		return parsed > 0 ? 0 : 2;
+	}
+	registry = metrics_registry_new();
+	agent.metrics = registry ? agent_metrics_new(registry, settings.containers_dir,
+						     settings.retention_seconds)
+				 : NULL;
+	if (!agent.metrics) {
+		log_error("out of memory");
+		goto out;
+	}
+	if (settings.events_path && !(agent.events = open_events(settings.events_path)))
+		goto out;
+	{
+		struct progress_options detection;
+
+		progress_options_default(&detection);
+		/* Findings go to the events stream and the log, as in attach. */
+		agent.diagnosis = job_diagnosis_new(&detection, stderr, agent.events);
+		if (!agent.diagnosis) {
+			log_error("out of memory");
+			goto out;
+		}
+		job_diagnosis_on_step(agent.diagnosis, observe_step, &agent);
+	}
+	if (settings.rules_path &&
+	    !(agent.rules = agent_rules_start(settings.rules_path, agent.metrics, agent.events))) {
+		result = 2;
+		goto out;
+	}
+	server = metrics_server_start(registry,
+				      settings.listen ? settings.listen : METRICS_DEFAULT_LISTEN,
+				      error, sizeof(error));
+	if (!server) {
+		log_error("%s", error);
+		goto out;
+	}
+	log_notice("serving metrics on %s (port %u)",
+		   settings.listen ? settings.listen : METRICS_DEFAULT_LISTEN,
+		   metrics_server_port(server));
+	options.observer = &observer;
+	options.diagnosis = agent.diagnosis;
+	options.until_stopped = true;
+	options.follow_children = true;
+	options.python = settings.python;
+	if (agent.rules &&
+	    rules_selection_configure(agent_rules_set(agent.rules), &options, &selection))
+		goto out;
+	options.duration_seconds = settings.duration_seconds;
+	options.ring_buffer_bytes = (size_t)(settings.ring_buffer_mb * 1024 * 1024);
+	options.argc = argc;
+	options.argv = argv;
+	result = recorder_run(&options);
+out:
+	metrics_server_stop(server);
+	rules_selection_free(&selection);
+	agent_rules_finish(agent.rules);
+	job_diagnosis_free(agent.diagnosis);
+	if (agent.events && agent.events != stdout)
+		fclose(agent.events);
+	agent_metrics_free(agent.metrics);
+	metrics_registry_free(registry);
+	free_settings(&settings);
+	return result;
+}

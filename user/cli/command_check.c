@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `tcheck-bpf check`: finds hangs and slowdowns in traces after the fact.
+ * Traces of several hosts are merged in time order on their clock anchors
+ * (each host's CLOCK_MONOTONIC mapped to CLOCK_REALTIME), so a job spread
+ * over nodes is judged as one. Further checks join as more passes over
+ * the same merged stream.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "diagnose/job_diagnosis.h"
+#include "base/log.h"
+#include "trace/trace_losses.h"
+#include "trace/trace_reader.h"
+
+#define MAX_TRACES 256
+
+static const char check_help[] =
+	"Usage: tcheck-bpf check TRACE... [--json] [--hang-factor N] [--slowdown-threshold R]\n"
+	"                        [--warmup-steps N] [--alpha R] [--beta R]\n"
+	"       tcheck-bpf check --rules RULES TRACE... [--jsonl FILE]\n"
+	"\n"
+	"With --rules, checks the traces against invariants learned by tcheck-bpf\n"
+	"infer instead ('tcheck-bpf check --rules x --help' has the details).\n"
+	"\n"
+	"Finds hangs and slowdowns in traces. Traces of several hosts are merged on\n"
+	"their clock anchors. The step is the period of each communicator's\n"
+	"collective pattern; its expected time is learned after the warm-up steps.\n"
+	"A communicator without a new call for N expected steps is a hang: the report\n"
+	"names the collective and sequence number it is stuck at, the ranks that never\n"
+	"issued it and what they last did. A step that runs more than R - 1 expected\n"
+	"steps late at a collective because one rank came late is a slowdown: the\n"
+	"report names the straggler rank and where the time went.\n"
+	"\n"
+	"Options:\n"
+	"      --json                   JSON Lines findings on standard output\n"
+	"      --hang-factor N          expected steps without progress (default 2)\n"
+	"      --slowdown-threshold R   slow step ratio, the same as --beta (default 1.4)\n"
+	"      --beta R                 the same as --slowdown-threshold\n"
+	"      --alpha R                steps within this ratio update the expected\n"
+	"                               time (default 1.15)\n"
+	"      --warmup-steps N         steps not learned from (default 2)\n"
+	"  -h, --help                   this text\n"
+	"\n"
+	"Exit status: 0 nothing found, 3 a hang or slowdown found, 1 a trace could\n"
+	"not be read, 2 bad usage.\n"
+	"\n"
+	"Examples:\n"
+	"  tcheck-bpf check job.trace\n"
+	"  tcheck-bpf check node0.trace node1.trace --json | jq 'select(.kind == \"hang\")'\n";
+
+/* One trace being merged: its reader, its next record, and its clock shift. */
+struct merged_trace {
+	const char *path;
+	struct trace_reader *reader;
+	struct trace_record next;
+	uint64_t next_ns;
+	int64_t shift_ns;
+	int ended;
+};
+
+static uint64_t record_time(const struct trace_record *record, uint64_t previous_ns)
+{
+	if (record->kind == TRACE_RECORD_NCCL_CALL)
+		return record->call.entry_ns;
+	if (record->kind == TRACE_RECORD_STATS)
+		return record->stats.timestamp_ns;
+	return previous_ns;
+}
+
+/* Reads the trace's next record. Returns 0, or -1 after saying why the trace is unreadable. */
+static int advance(struct merged_trace *trace)
+{
+	int result = trace_reader_next(trace->reader, &trace->next);
+
+	if (result < 0) {
+		log_error("%s: %s", trace->path, trace_reader_error(trace->reader));
+		return -1;
+	}
+	if (result == 0) {
+		trace->ended = 1;
+		if (trace_reader_truncated(trace->reader))
+			log_warning("%s", trace_reader_truncated(trace->reader));
+		return 0;
+	}
+	trace->next_ns = record_time(&trace->next, trace->next_ns);
+	return 0;
+}
+
+static int run_merged(struct merged_trace *traces, int count, struct job_diagnosis *diagnosis)
+{
+	for (int i = 0; i < count; i++)
+		if (advance(&traces[i]))
+			return -1;
+	for (;;) {
+		struct merged_trace *earliest = NULL;
+
+		for (int i = 0; i < count; i++) {
+			struct merged_trace *trace = &traces[i];
+
+			if (trace->ended)
+				continue;
+			if (!earliest || (int64_t)trace->next_ns + trace->shift_ns <
+						 (int64_t)earliest->next_ns + earliest->shift_ns)
+				earliest = trace;
+		}
+		if (!earliest)
+			return 0;
+		job_diagnosis_record(diagnosis, &earliest->next, earliest->shift_ns);
+		if (advance(earliest))
+			return -1;
+	}
+}
+
+static int parse_options(int argc, char **argv, struct progress_options *options, int *json)
+{
+	static const struct option long_options[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "hang-factor", required_argument, NULL, 'n' },
+		{ "slowdown-threshold", required_argument, NULL, 'b' },
+		{ "beta", required_argument, NULL, 'b' },
+		{ "alpha", required_argument, NULL, 'a' },
+		{ "warmup-steps", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	double number;
+	int option;
+
+	optind = 1;
+	while ((option = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+		switch (option) {
+		case 'j':
+			*json = 1;
+			break;
+		case 'n':
+			if (parse_positive_number("--hang-factor", optarg, &options->hang_factor))
+				return 2;
+			break;
+		case 'b':
+			if (parse_positive_number("--slowdown-threshold", optarg,
+						  &options->slowdown_threshold))
+				return 2;
+			break;
+		case 'a':
+			if (parse_positive_number("--alpha", optarg, &options->alpha))
+				return 2;
+			break;
+		case 'w':
+			/* 0 is allowed: learn from the first step. */
+			number = 0;
+			if (strcmp(optarg, "0") != 0 &&
+			    parse_positive_number("--warmup-steps", optarg, &number))
+				return 2;
+			options->warmup_steps = (unsigned)number;
+			break;
+		case 'h':
+			fputs(check_help, stdout);
+			return 0;
+		default:
+			fputs(check_help, stderr);
+			return 2;
+		}
+	}
+	if (options->alpha >= options->slowdown_threshold) {
+		log_error("--alpha (%.2f) must be below --slowdown-threshold (%.2f): a slow step "
+			  "must not update the expected step time",
+			  options->alpha, options->slowdown_threshold);
+		return 2;
+	}
+	if (optind >= argc) {
+		log_error("check needs at least one trace file (see tcheck-bpf check --help)");
+		return 2;
+	}
+	if (argc - optind > MAX_TRACES) {
+		log_error("check takes at most %d traces at once", MAX_TRACES);
+		return 2;
+	}
+	return -1;
+}
+
+int command_check(int argc, char **argv)
+{
+	struct progress_options options;
+	struct merged_trace *traces;
+	struct job_diagnosis *diagnosis;
+	int json = 0, status, count;
+	char error[512];
+
+	/* With a rules file, check is the invariant checker (tcheck-bpf infer's rules). */
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--rules") == 0 || strncmp(argv[i], "--rules=", 8) == 0)
+			return command_check_rules(argc, argv);
+	progress_options_default(&options);
+	status = parse_options(argc, argv, &options, &json);
+	if (status >= 0)
+		return status;
+	count = argc - optind;
+	traces = calloc((size_t)count, sizeof(*traces));
+	diagnosis = job_diagnosis_new(&options, json ? NULL : stdout, json ? stdout : NULL);
+	if (!traces || !diagnosis) {
+		log_error("out of memory");
+		free(traces);
+		job_diagnosis_free(diagnosis);
+		return 1;
+	}
+	status = 0;
+	for (int i = 0; i < count && !status; i++) {
+		const struct trace_header *header;
+
+		traces[i].path = argv[optind + i];
+		traces[i].reader = trace_reader_open(traces[i].path, error, sizeof(error));
+		if (!traces[i].reader) {
+			log_error("%s", error);
+			status = 1;
+			break;
+		}
+		/* Several hosts: one clock, CLOCK_REALTIME through each trace's anchor. */
+		header = trace_reader_header(traces[i].reader);
+		if (count > 1)
+			traces[i].shift_ns =
+				(int64_t)(header->anchor_realtime_ns - header->anchor_monotonic_ns);
+	}
+	if (!status && run_merged(traces, count, diagnosis))
+		status = 1;
+	job_diagnosis_finish(diagnosis);
+	for (int i = 0; i < count && !status; i++)
+		trace_losses_warn(traces[i].path, traces[i].reader);
+	if (!status && !json)
+		printf("tcheck-bpf: %u hang(s), %u slowdown(s) found in %d trace(s)\n",
+		       job_diagnosis_hang_count(diagnosis), job_diagnosis_slowdown_count(diagnosis),
+		       count);
+	if (!status &&
+	    job_diagnosis_hang_count(diagnosis) + job_diagnosis_slowdown_count(diagnosis))
+		status = 3;
+	for (int i = 0; i < count; i++)
+		if (traces[i].reader)
+			trace_reader_close(traces[i].reader);
+	free(traces);
+	job_diagnosis_free(diagnosis);
+	return status;
+}

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+/* tcheck-bpf check --rules: reports the invariants a recorded job violates. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "base/log.h"
+#include "checks/rule_runner.h"
+#include "cli/commands.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out, "Usage: tcheck-bpf check --rules RULES.json [--jsonl FILE] TRACE...\n\n"
+		     "Checks recorded traces (all ranks of a job together) against the invariants\n"
+		     "of a rules file made by 'tcheck-bpf infer', and reports each violation: the\n"
+		     "invariant in words, the step, the rank(s), the offending events and their\n"
+		     "Python context. Exit status: 0 none, 1 violations found, 2 bad input.\n"
+		     "A TRACE may also be a TrainCheck JSON Lines trace or a folder of them.\n\n"
+		     "  -r, --rules FILE  the rules file (required)\n"
+		     "  -j, --jsonl FILE  also write the violations as JSON Lines\n"
+		     "  -h, --help        this text\n");
+}
+
+int command_check_rules(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "rules", required_argument, NULL, 'r' },
+		{ "jsonl", required_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *rules = NULL, *jsonl = NULL;
+	int option;
+
+	while ((option = getopt_long(argc, argv, "r:j:h", long_options, NULL)) != -1) {
+		switch (option) {
+		case 'r':
+			rules = optarg;
+			break;
+		case 'j':
+			jsonl = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!rules || optind >= argc) {
+		log_error("check needs --rules RULES.json and at least one trace (see tcheck-bpf "
+			  "check --help)");
+		return 2;
+	}
+	return check_rules_offline(rules, argv + optind, argc - optind, jsonl);
+}

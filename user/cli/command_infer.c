@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+/* tcheck-bpf infer: learns invariants from the traces of healthy runs and writes a rules file. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/commands.h"
+#include "infer/inference.h"
+#include "base/log.h"
+#include "trace/trace_replay.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: tcheck-bpf infer -o RULES.json TRACE...\n\n"
+		"Learns invariants (Consistent, APIArg, APIOutput, APISequence, EventContain)\n"
+		"from the traces of healthy runs, taken together as one input (ranks, runs,\n"
+		"hosts), and writes those with a safe precondition to a rules file for\n"
+		"'tcheck-bpf check --rules'. A TRACE is a tcheck-bpf trace, a TrainCheck JSON\n"
+		"Lines trace (trace_API_*.log, trace_VAR_*.log) or a folder of TrainCheck "
+		"traces.\n\n"
+		"  -o, --output FILE  the rules file to write (required)\n"
+		"  -h, --help         this text\n");
+}
+
+static int add_record(const struct trace_record *record, void *context)
+{
+	return inference_add(context, record);
+}
+
+static double seconds_since(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+static void print_summary(const struct rule_set *rules, size_t events, double seconds)
+{
+	size_t by_relation[RELATION_LAST + 1] = { 0 };
+
+	for (size_t i = 0; i < rules->count; i++)
+		by_relation[rules->rules[i].relation]++;
+	log_notice("%zu events from %zu trace(s): %zu invariants in %.2f s", events,
+		   rules->source_count, rules->count, seconds);
+	for (uint32_t r = 1; r <= RELATION_LAST; r++)
+		log_notice("  %-12s %zu", rule_relation_name(r), by_relation[r]);
+}
+
+int command_infer(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *output = NULL;
+	struct inference *inference;
+	struct rule_set *rules;
+	struct timespec start;
+	char error[512];
+	int option, status = 1;
+
+	while ((option = getopt_long(argc, argv, "o:h", long_options, NULL)) != -1) {
+		switch (option) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!output || optind >= argc) {
+		log_error("infer needs -o RULES.json and at least one trace (see tcheck-bpf infer "
+			  "--help)");
+		return 2;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	rules = rule_set_new();
+	inference = rules ? inference_new(rules) : NULL;
+	if (!inference) {
+		log_error("out of memory");
+		rule_set_free(rules);
+		return 1;
+	}
+	for (int i = optind; i < argc; i++) {
+		if (trace_replay(argv[i], add_record, inference, 1) < 0)
+			goto out;
+		if (rule_set_add_source(rules, argv[i]))
+			goto out;
+	}
+	if (inference_run(inference)) {
+		log_error("out of memory while inferring invariants");
+		goto out;
+	}
+	if (rule_set_save(rules, output, error, sizeof(error))) {
+		log_error("%s", error);
+		goto out;
+	}
+	print_summary(rules, inference_event_count(inference), seconds_since(&start));
+	status = 0;
+out:
+	inference_free(inference);
+	rule_set_free(rules);
+	return status;
+}

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: MIT
+/* `tcheck-bpf record` and `tcheck-bpf attach`: options into a recorder run. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks/rule_runner.h"
+#include "checks/rules_selection.h"
+#include "cli/commands.h"
+#include "diagnose/job_diagnosis.h"
+#include "base/log.h"
+#include "record/recorder.h"
+
+#define MAX_PIDS 256
+
+static const char record_help[] =
+	"Usage: tcheck-bpf record -o FILE (--pid PID... | -- COMMAND [ARGS...])\n"
+	"\n"
+	"Records every NCCL call of a command and every process it starts, or of\n"
+	"processes already running, into a trace file. Needs root.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output FILE        trace file to write (required)\n"
+	"  -p, --pid PID            trace a running process (repeatable)\n"
+	"      --nccl-lib PATH      probe this NCCL library (or the library NCCL is\n"
+	"                           linked into) instead of discovering it\n"
+	"      --no-follow          do not trace the children the targets start\n"
+	"      --python             also trace Python calls entered from C (CPython\n"
+	"                           3.10-3.13: module calls, hooks, autograd functions)\n"
+	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
+	"                           (repeatable; default: torch training APIs)\n"
+	"      --step-marker NAME   advance the step at the end of the torch scope or\n"
+	"                           Python call whose name starts with NAME\n"
+	"                           (default: Optimizer.step#, the optimizer's step)\n"
+	"      --torch-op OP        also trace calls of this torch operator (implies\n"
+	"                           --python; repeatable; add_ for every overload,\n"
+	"                           add_.Tensor for one, zero_ ...)\n"
+	"      --rules FILE         check the calls live against a rules file (tcheck-bpf infer);\n"
+	"                           Python functions and torch operators it names are traced\n"
+	"  -d, --duration SECONDS   stop after this long (default: when the targets end)\n"
+	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
+	"      --events FILE        hangs and slowdowns found live, as JSON Lines\n"
+	"      --hang-factor N      expected steps without progress that make a hang\n"
+	"                           (default 2)\n"
+	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.4)\n"
+	"      --no-diagnosis       do not look for hangs and slowdowns\n"
+	"  -h, --help               this text\n"
+	"\n"
+	"With a command, tcheck-bpf exits with the command's own exit status.\n"
+	"\n"
+	"Examples:\n"
+	"  sudo tcheck-bpf record -o job.trace -- torchrun --nproc-per-node 8 train.py\n"
+	"  sudo tcheck-bpf record -o job.trace --pid 4242 --pid 4243 --duration 60\n"
+	"  sudo tcheck-bpf record -o job.trace --nccl-lib /opt/nccl/lib/libnccl.so.2 -- ./app\n";
+
+static const char attach_help[] =
+	"Usage: tcheck-bpf attach --pid PID... [-o FILE]\n"
+	"\n"
+	"Attaches to running processes and prints, once a second, the NCCL calls\n"
+	"seen (in all and per second), the busiest functions and any losses.\n"
+	"Hangs and slowdowns are printed as they are found (tcheck-bpf check has the\n"
+	"details). Ctrl-C detaches and leaves the processes running, untouched. Needs root.\n"
+	"\n"
+	"Options:\n"
+	"  -p, --pid PID            process to watch (repeatable; its children too)\n"
+	"  -o, --output FILE        also record a trace file\n"
+	"      --nccl-lib PATH      probe this NCCL library instead of discovering it\n"
+	"      --no-follow          do not trace the children the targets start\n"
+	"      --python             also trace Python calls entered from C\n"
+	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
+	"      --step-marker NAME   advance the step at this scope or call's end\n"
+	"      --torch-op OP        also trace calls of this torch operator (repeatable)\n"
+	"      --rules FILE         check the calls live against a rules file (tcheck-bpf infer);\n"
+	"                           Python functions and torch operators it names are traced\n"
+	"  -d, --duration SECONDS   detach after this long\n"
+	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
+	"      --events FILE        hangs and slowdowns found live, as JSON Lines\n"
+	"      --hang-factor N      expected steps without progress that make a hang\n"
+	"                           (default 2)\n"
+	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.4)\n"
+	"      --no-diagnosis       do not look for hangs and slowdowns\n"
+	"  -h, --help               this text\n"
+	"\n"
+	"Examples:\n"
+	"  sudo tcheck-bpf attach --pid $(pgrep -f train.py | head -1)\n"
+	"  sudo tcheck-bpf attach --pid 4242 -o live.trace --duration 300\n";
+
+int parse_positive_number(const char *option, const char *text, double *value)
+{
+	char *end;
+
+	errno = 0;
+	*value = strtod(text, &end);
+	if (errno || end == text || *end || *value <= 0) {
+		log_error("%s needs a positive number, not '%s'", option, text);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_pid(const char *text, pid_t *pid)
+{
+	char *end;
+	long value;
+
+	errno = 0;
+	value = strtol(text, &end, 10);
+	if (errno || end == text || *end || value <= 0 || value > 0x3fffffff) {
+		log_error("--pid needs a process id, not '%s'", text);
+		return -1;
+	}
+	*pid = (pid_t)value;
+	return 0;
+}
+
+/* The live hang and slowdown detectors: on unless --no-diagnosis. */
+struct live_diagnosis {
+	bool enabled;
+	const char *events_path; /* --events FILE: JSON Lines findings */
+	struct progress_options options;
+	bool options_set;
+};
+
+static int parse_diagnosis_option(int option, const char *text, struct live_diagnosis *diagnosis)
+{
+	if (!diagnosis->options_set) {
+		progress_options_default(&diagnosis->options);
+		diagnosis->options_set = true;
+	}
+	switch (option) {
+	case 'E':
+		diagnosis->events_path = text;
+		return 0;
+	case 'N':
+		diagnosis->enabled = false;
+		return 0;
+	case 'H':
+		return parse_positive_number("--hang-factor", text,
+					     &diagnosis->options.hang_factor);
+	default:
+		if (parse_positive_number("--slowdown-threshold", text,
+					  &diagnosis->options.slowdown_threshold))
+			return -1;
+		if (diagnosis->options.slowdown_threshold <= diagnosis->options.alpha) {
+			log_error("--slowdown-threshold must be above %.2f, the ratio within which "
+				  "steps update the expected step time",
+				  diagnosis->options.alpha);
+			return -1;
+		}
+		return 0;
+	}
+}
+
+/* Runs the recorder with the detectors fed live; findings go to stderr and --events. */
+static int run_with_diagnosis(struct recorder_options *options,
+			      struct live_diagnosis *live_diagnosis)
+{
+	FILE *events = NULL;
+	int status;
+
+	if (!live_diagnosis->enabled)
+		return recorder_run(options);
+	if (!live_diagnosis->options_set)
+		progress_options_default(&live_diagnosis->options);
+	if (live_diagnosis->events_path && !(events = fopen(live_diagnosis->events_path, "w"))) {
+		log_error("cannot write the events file %s: %m", live_diagnosis->events_path);
+		return 2;
+	}
+	options->diagnosis = job_diagnosis_new(&live_diagnosis->options, stderr, events);
+	if (!options->diagnosis) {
+		log_error("out of memory");
+		if (events)
+			fclose(events);
+		return 1;
+	}
+	status = recorder_run(options);
+	job_diagnosis_free(options->diagnosis);
+	if (events && fclose(events)) {
+		log_error("cannot write the events file %s: %m", live_diagnosis->events_path);
+		status = status ? status : 1;
+	}
+	return status;
+}
+
+static int run(int argc, char **argv, int attach)
+{
+	static const struct option long_options[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "nccl-lib", required_argument, NULL, 'L' },
+		{ "no-follow", no_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "ring-buffer-mb", required_argument, NULL, 'R' },
+		{ "python", no_argument, NULL, 'Y' },
+		{ "python-filter", required_argument, NULL, 'P' },
+		{ "step-marker", required_argument, NULL, 'S' },
+		{ "torch-op", required_argument, NULL, 'T' },
+		{ "events", required_argument, NULL, 'E' },
+		{ "no-diagnosis", no_argument, NULL, 'N' },
+		{ "hang-factor", required_argument, NULL, 'H' },
+		{ "slowdown-threshold", required_argument, NULL, 'W' },
+		{ "rules", required_argument, NULL, 'U' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct live_diagnosis diagnosis = { .enabled = true };
+	struct recorder_options options = { .follow_children = true, .live_status = attach };
+	static pid_t pids[MAX_PIDS];
+	static const char *python_prefixes[MAX_PIDS + 1];
+	static const char *torch_ops[MAX_PIDS];
+	size_t python_prefix_count = 0;
+	struct recorder_observer rules_observer;
+	struct live_rules *live_rules = NULL;
+	struct rules_selection selection = { 0 };
+	const char *rules_path = NULL;
+	double number;
+	int option, status;
+
+	options.pids = pids;
+	options.argc = argc;
+	options.argv = argv;
+	optind = 1;
+	/* '+': stop at the first non-option, so COMMAND's own options stay its own. */
+	while ((option = getopt_long(argc, argv, "+o:p:d:h", long_options, NULL)) != -1) {
+		switch (option) {
+		case 'o':
+			options.output_path = optarg;
+			break;
+		case 'p':
+			if (options.pid_count == MAX_PIDS) {
+				log_error("at most %d --pid options", MAX_PIDS);
+				return 2;
+			}
+			if (parse_pid(optarg, &pids[options.pid_count]))
+				return 2;
+			options.pid_count++;
+			break;
+		case 'L':
+			options.nccl_library = optarg;
+			break;
+		case 'F':
+			options.follow_children = false;
+			break;
+		case 'Y':
+			options.python = true;
+			break;
+		case 'P':
+			if (python_prefix_count == MAX_PIDS) {
+				log_error("at most %d --python-filter options", MAX_PIDS);
+				return 2;
+			}
+			python_prefixes[python_prefix_count++] = optarg;
+			options.python = true;
+			options.python_prefixes = python_prefixes;
+			break;
+		case 'S':
+			if (!optarg[0]) {
+				log_error("--step-marker needs a name, e.g. Optimizer.step#");
+				return 2;
+			}
+			options.step_marker = optarg;
+			break;
+		case 'T':
+			if (options.torch_op_count == MAX_PIDS) {
+				log_error("at most %d --torch-op options", MAX_PIDS);
+				return 2;
+			}
+			torch_ops[options.torch_op_count++] = optarg;
+			options.torch_ops = torch_ops;
+			options.python = true;
+			break;
+		case 'E':
+		case 'N':
+		case 'H':
+		case 'W':
+			if (parse_diagnosis_option(option, optarg, &diagnosis))
+				return 2;
+			break;
+		case 'd':
+			if (parse_positive_number("--duration", optarg, &options.duration_seconds))
+				return 2;
+			break;
+		case 'R':
+			if (parse_positive_number("--ring-buffer-mb", optarg, &number))
+				return 2;
+			/* The kernel wants a power of two. */
+			options.ring_buffer_bytes = 4096;
+			while (options.ring_buffer_bytes < (size_t)(number * 1048576.0))
+				options.ring_buffer_bytes *= 2;
+			break;
+		case 'U':
+			rules_path = optarg;
+			break;
+		case 'h':
+			fputs(attach ? attach_help : record_help, stdout);
+			return 0;
+		default:
+			fputs(attach ? attach_help : record_help, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		if (attach) {
+			log_error("attach watches running processes: use --pid, or "
+				  "'tcheck-bpf record -o FILE -- %s'",
+				  argv[optind]);
+			return 2;
+		}
+		options.command = argv + optind;
+	}
+	if (!options.command && options.pid_count == 0) {
+		log_error("nothing to trace: give --pid PID or a command after --");
+		return 2;
+	}
+	if (options.command && options.pid_count) {
+		log_error("give either --pid or a command, not both");
+		return 2;
+	}
+	if (!attach && !options.output_path) {
+		log_error("record needs an output file: -o FILE");
+		return 2;
+	}
+	if (rules_path) {
+		live_rules = live_rules_start(rules_path, &rules_observer);
+		if (!live_rules)
+			return 2;
+		if (rules_selection_configure(live_rules_set(live_rules), &options, &selection)) {
+			live_rules_finish(live_rules, 1);
+			return 1;
+		}
+		options.observer = &rules_observer;
+	}
+	status = run_with_diagnosis(&options, &diagnosis);
+	rules_selection_free(&selection);
+	return live_rules ? live_rules_finish(live_rules, status) : status;
+}
+
+int command_record(int argc, char **argv)
+{
+	return run(argc, argv, 0);
+}
+
+int command_attach(int argc, char **argv)
+{
+	return run(argc, argv, 1);
+}

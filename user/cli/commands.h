@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* The verbs of the tcheck-bpf command line, one file each. */
+#ifndef TCHECK_COMMANDS_H
+#define TCHECK_COMMANDS_H
+
+/* Each takes the arguments after the verb (argv[0] is the verb). */
+int command_record(int argc, char **argv);
+int command_attach(int argc, char **argv);
+int command_dump(int argc, char **argv);
+int command_agent(int argc, char **argv);
+int command_analyze(int argc, char **argv);
+int command_infer(int argc, char **argv);
+int command_check(int argc, char **argv);
+/* check --rules: the invariant checker (user/cli/command_check_rules.c). */
+int command_check_rules(int argc, char **argv);
+
+/* Parses a positive integer option; prints a sentence and returns -1 when bad. */
+int parse_positive_number(const char *option, const char *text, double *value);
+
+#endif /* TCHECK_COMMANDS_H */

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/* Hang and slowdown reports as text and as JSON Lines objects; see diagnosis_report.h. */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "diagnose/diagnosis_report.h"
+#include "export/export_jsonl.h"
+
+const char *hang_class_name(enum hang_class hang_class)
+{
+	switch (hang_class) {
+	case HANG_HOST:
+		return "host";
+	case HANG_NETWORK:
+		return "network";
+	case HANG_DEVICE:
+		return "device";
+	case HANG_DEVICE_OR_NETWORK:
+		return "device-or-network";
+	}
+	return "unknown";
+}
+
+static const char *hang_class_sentence(enum hang_class hang_class)
+{
+	switch (hang_class) {
+	case HANG_HOST:
+		return "host side: a rank never issued the call";
+	case HANG_NETWORK:
+		return "network: every rank issued it, work requests outstanding with no "
+		       "completion";
+	case HANG_DEVICE:
+		return "device: every rank issued it, no work-request activity";
+	case HANG_DEVICE_OR_NETWORK:
+		return "every rank issued it; no work-request probes: device or network";
+	}
+	return "unknown";
+}
+
+static const char *name_or_unknown(const char *name)
+{
+	return name ? name : "an unknown call";
+}
+
+static size_t append_ranks(const struct diagnosis_report *report, char *text, size_t size,
+			   size_t used)
+{
+	for (unsigned i = 0; i < report->rank_count && used < size; i++) {
+		const struct diagnosis_rank *rank = &report->ranks[i];
+		int written = snprintf(text + used, size - used,
+				       "%s rank %d (job rank %d, pid %u, last %s seq %" PRId64 ")",
+				       i ? "," : "", rank->rank, rank->job_rank, rank->pid,
+				       name_or_unknown(rank->last.function), rank->last.seq);
+
+		if (written < 0)
+			break;
+		used += (size_t)written;
+	}
+	return used;
+}
+
+void diagnosis_report_text(const struct diagnosis_report *report, char *text, size_t size)
+{
+	size_t used;
+	int written;
+
+	if (report->kind == DIAGNOSIS_HANG) {
+		written = snprintf(text, size,
+				   "hang: communicator 0x%016" PRIx64 " (%d ranks) stuck at %s "
+				   "seq %" PRId64 " for %.1f expected steps (%.3f s); %s",
+				   report->comm_id, report->nranks,
+				   name_or_unknown(report->function), report->seq,
+				   report->expected_step_ns > 0
+					   ? (double)report->stalled_ns / report->expected_step_ns
+					   : 0,
+				   (double)report->stalled_ns / 1e9,
+				   hang_class_sentence(report->hang_class));
+		used = written > 0 ? (size_t)written : 0;
+		if (report->waiting_comms && used < size) {
+			written = snprintf(text + used, size - used,
+					   "; %u other communicator(s) wait on it",
+					   report->waiting_comms);
+			used += written > 0 ? (size_t)written : 0;
+		}
+		if (report->rank_count && used < size) {
+			written = snprintf(text + used, size - used, "; never issued by");
+			used += written > 0 ? (size_t)written : 0;
+			append_ranks(report, text, size, used);
+		}
+		return;
+	}
+	snprintf(text, size,
+		 "slowdown: communicator 0x%016" PRIx64 " step %" PRId64
+		 " is %.3f ms late at %s seq %" PRId64 " (%.2f expected steps of %.3f ms); "
+		 "straggler rank %d (job rank %d, pid %u) arrived %.3f ms after the first rank; "
+		 "the time went %s%s",
+		 report->comm_id, report->step, report->late_ns / 1e6,
+		 name_or_unknown(report->function), report->seq,
+		 report->expected_step_ns > 0 ? report->late_ns / report->expected_step_ns : 0,
+		 report->expected_step_ns / 1e6, report->ranks[0].rank, report->ranks[0].job_rank,
+		 report->ranks[0].pid, (double)report->skew_ns / 1e6,
+		 report->in_collective ? "inside " : "in compute before ",
+		 report->in_collective ? name_or_unknown(report->previous_function)
+				       : name_or_unknown(report->function));
+}
+
+static json_t *rank_json(const struct diagnosis_rank *rank)
+{
+	return json_pack("{s:i, s:o, s:I, s:o, s:o, s:o, s:o}", "rank", (json_int_t)rank->rank,
+			 "job_rank", export_json_known_or_null(rank->job_rank), "pid",
+			 (json_int_t)rank->pid, "last_function",
+			 export_json_text(name_or_unknown(rank->last.function)), "last_seq",
+			 export_json_known_or_null(rank->last.seq), "last_ts_ns",
+			 export_json_unsigned(rank->last.entry_ns), "last_count",
+			 export_json_unsigned(rank->last.count));
+}
+
+json_t *diagnosis_report_json(const struct diagnosis_report *report)
+{
+	bool hang = report->kind == DIAGNOSIS_HANG;
+	json_t *object, *ranks = json_array();
+
+	for (unsigned i = 0; ranks && i < report->rank_count; i++)
+		json_array_append_new(ranks, rank_json(&report->ranks[i]));
+	object = json_pack(
+		"{s:s, s:o, s:i, s:o, s:o, s:o, s:o, s:f, s:o}", "kind", hang ? "hang" : "slowdown",
+		"comm_id", export_json_identity(report->comm_id), "nranks",
+		(json_int_t)report->nranks, "detected_ns",
+		export_json_unsigned(report->detected_ns), "collective",
+		export_json_text(name_or_unknown(report->function)), "seq",
+		export_json_known_or_null(report->seq), "count",
+		export_json_unsigned(report->count), "expected_step_ns", report->expected_step_ns,
+		hang ? "lagging_ranks" : "stragglers", ranks ? ranks : json_null());
+	if (!object)
+		return NULL;
+	json_object_set_new(object, "reported_ns", export_json_unsigned(report->reported_ns));
+	if (hang) {
+		json_object_set_new(object, "class",
+				    json_string(hang_class_name(report->hang_class)));
+		json_object_set_new(object, "stalled_ns", export_json_unsigned(report->stalled_ns));
+		json_object_set_new(object, "waiting_communicators",
+				    json_integer(report->waiting_comms));
+		return object;
+	}
+	json_object_set_new(object, "step", json_integer(report->step));
+	json_object_set_new(object, "step_ns", json_real(report->step_ns));
+	json_object_set_new(object, "comm_expected_step_ns",
+			    json_real(report->comm_expected_step_ns));
+	json_object_set_new(object, "late_ns", json_real(report->late_ns));
+	json_object_set_new(object, "excess_ns", json_real(report->excess_ns));
+	json_object_set_new(object, "skew_ns", export_json_unsigned(report->skew_ns));
+	json_object_set_new(object, "lead_ns", export_json_unsigned(report->lead_ns));
+	json_object_set_new(object, "stage",
+			    json_string(report->in_collective ? "collective" : "compute"));
+	json_object_set_new(
+		object, "stage_function",
+		export_json_text(name_or_unknown(report->in_collective ? report->previous_function
+								       : report->function)));
+	return object;
+}

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+/* Hang detection over the progress model; see hang_detector.h. */
+#include <string.h>
+
+#include "diagnose/hang_detector.h"
+
+void network_samples_add(struct network_samples *samples, const struct trace_network_sample *sample)
+{
+	unsigned i;
+
+	for (i = 0; i < samples->count; i++)
+		if (samples->latest[i].pid == sample->pid)
+			break;
+	if (i == samples->count) {
+		if (samples->count == HANG_MAX_SAMPLED_PROCESSES)
+			return;
+		samples->count++;
+		samples->earlier[i] = *sample;
+	} else {
+		samples->earlier[i] = samples->latest[i];
+	}
+	samples->latest[i] = *sample;
+}
+
+static const struct trace_network_sample *sample_of(const struct network_samples *samples,
+						    uint32_t pid)
+{
+	for (unsigned i = 0; samples && i < samples->count; i++)
+		if (samples->latest[i].pid == pid)
+			return &samples->latest[i];
+	return NULL;
+}
+
+enum hang_class hang_classify_issued(const struct network_samples *samples, const uint32_t *pids,
+				     unsigned pid_count, uint64_t since_ns)
+{
+	bool sampled = false, outstanding = false, completing = false;
+
+	for (unsigned i = 0; i < pid_count; i++) {
+		const struct trace_network_sample *sample = sample_of(samples, pids[i]);
+
+		if (!sample)
+			continue;
+		sampled = true;
+		if (sample->requests_signalled > sample->completions)
+			outstanding = true;
+		if (sample->last_completion_ns > since_ns)
+			completing = true;
+	}
+	if (!sampled)
+		return HANG_DEVICE_OR_NETWORK;
+	/* Completions still arriving: the network moves, the device does not feed it. */
+	if (outstanding && !completing)
+		return HANG_NETWORK;
+	return HANG_DEVICE;
+}
+
+static void describe_rank(const struct progress_comm *comm, int32_t r, struct diagnosis_rank *out)
+{
+	out->rank = r;
+	out->job_rank = -1;
+	out->pid = comm->ranks[r].pid;
+	out->last = comm->ranks[r].last;
+}
+
+/* Fills 'report' for a communicator found stuck. */
+static void report_stuck(const struct progress_model *model, const struct progress_comm *comm,
+			 const struct network_samples *samples, double step_ns, double limit_ns,
+			 struct diagnosis_report *report)
+{
+	int64_t fewest = INT64_MAX, most = 0;
+	const struct progress_slot *slot;
+	uint32_t pids[PROGRESS_MAX_RANKS];
+	unsigned pid_count = 0;
+
+	memset(report, 0, sizeof(*report));
+	report->kind = DIAGNOSIS_HANG;
+	report->comm_id = comm->comm_id;
+	report->nranks = comm->nranks;
+	/* The moment the silence passed the limit: a live tick sees it then. */
+	report->detected_ns = comm->last_progress_ns + (uint64_t)limit_ns;
+	report->expected_step_ns = step_ns;
+	report->stalled_ns = model->now_ns - comm->last_progress_ns;
+	report->step = -1;
+	report->seq = -1;
+	for (int32_t r = 0; r < comm->nranks; r++) {
+		int64_t issued = comm->ranks[r].collectives;
+
+		if (issued < fewest)
+			fewest = issued;
+		if (issued > most)
+			most = issued;
+		if (comm->ranks[r].pid)
+			pids[pid_count++] = comm->ranks[r].pid;
+	}
+	if (fewest < most) {
+		/* The first collective some rank never issued. */
+		report->collective_index = fewest;
+		report->hang_class = HANG_HOST;
+		for (int32_t r = 0; r < comm->nranks; r++)
+			if (comm->ranks[r].collectives == fewest)
+				describe_rank(comm, r, &report->ranks[report->rank_count++]);
+	} else {
+		/* Every rank issued the last one: it never finished. */
+		report->collective_index = most - 1;
+		report->hang_class =
+			hang_classify_issued(samples, pids, pid_count, comm->last_progress_ns);
+	}
+	slot = progress_comm_slot(comm, report->collective_index);
+	if (slot) {
+		report->function = slot->function;
+		report->count = slot->count;
+		for (int32_t r = 0; r < comm->nranks; r++)
+			if (slot->arrival_ns[r]) {
+				report->seq = slot->seq[r];
+				break;
+			}
+	}
+}
+
+static bool ranks_disagree(const struct progress_comm *comm)
+{
+	for (int32_t r = 1; r < comm->nranks; r++)
+		if (comm->ranks[r].collectives != comm->ranks[0].collectives)
+			return true;
+	return false;
+}
+
+/*
+ * How long the communicator may stay quiet: hang_factor times the job's
+ * step, or times its own longest normal wait between two collectives when
+ * that is clearly longer (a communicator used once every few steps). A
+ * wait about one step long is the job's step itself, measured with noise.
+ */
+static double silence_limit(const struct progress_model *model, const struct progress_comm *comm,
+			    double step_ns)
+{
+	double longest = step_ns;
+
+	for (int32_t p = 0; p < comm->period && p < PROGRESS_MAX_PERIOD; p++)
+		if (comm->expected_gap_ns[p] > 1.5 * step_ns && comm->expected_gap_ns[p] > longest)
+			longest = comm->expected_gap_ns[p];
+	return model->options.hang_factor * longest;
+}
+
+static bool any_rank_finished(const struct progress_comm *comm)
+{
+	for (int32_t r = 0; r < comm->nranks; r++)
+		if (comm->ranks[r].finished)
+			return true;
+	return false;
+}
+
+static bool all_ranks_present(const struct progress_comm *comm)
+{
+	for (int32_t r = 0; r < comm->nranks; r++)
+		if (!comm->ranks[r].present)
+			return false;
+	return true;
+}
+
+/*
+ * Whether some communicator is stalling because a rank never issued its
+ * next collective: quiet for half its limit or more with its ranks
+ * disagreeing. The ranks of other stuck communicators wait on that rank
+ * (they issued everything and block in their stream), so those are
+ * consequences of the one stall, not hangs of their own.
+ */
+static bool rank_left_behind(const struct progress_model *model, double step_ns)
+{
+	for (unsigned i = 0; i < model->comm_count; i++) {
+		const struct progress_comm *comm = &model->comms[i];
+
+		if (comm->nranks > 0 && all_ranks_present(comm) && ranks_disagree(comm) &&
+		    !any_rank_finished(comm) &&
+		    (double)(model->now_ns - comm->last_progress_ns) >=
+			    silence_limit(model, comm, step_ns) / 2)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether a stall already reported began about when this communicator
+ * went quiet (within its limit): both are the same stall of the job.
+ */
+static bool part_of_reported_stall(const struct progress_model *model,
+				   const struct progress_comm *comm, double limit_ns)
+{
+	for (unsigned i = 0; i < model->comm_count; i++) {
+		const struct progress_comm *other = &model->comms[i];
+		double apart_ns = (double)other->last_progress_ns - (double)comm->last_progress_ns;
+
+		if (other != comm && other->hang_reported && apart_ns <= limit_ns &&
+		    apart_ns >= -limit_ns)
+			return true;
+	}
+	return false;
+}
+
+static bool is_stuck(const struct progress_model *model, const struct progress_comm *comm,
+		     double step_ns)
+{
+	double limit = silence_limit(model, comm, step_ns);
+
+	if (comm->hang_reported || comm->nranks <= 0)
+		return false;
+	/* Before its period is known, only a rank left behind makes a communicator stuck. */
+	if (!comm->period && !ranks_disagree(comm))
+		return false;
+	if (any_rank_finished(comm))
+		return false;
+	return (double)(model->now_ns - comm->last_progress_ns) > limit;
+}
+
+/* The latest call of any lagging rank of the report on any communicator. */
+static uint64_t quiet_since(const struct progress_model *model,
+			    const struct diagnosis_report *report)
+{
+	uint64_t latest = 0;
+
+	for (unsigned k = 0; k < report->rank_count; k++)
+		for (unsigned i = 0; i < model->comm_count; i++)
+			for (int32_t r = 0; r < model->comms[i].nranks; r++) {
+				const struct progress_rank *rank = &model->comms[i].ranks[r];
+
+				if (rank->pid == report->ranks[k].pid &&
+				    rank->last.entry_ns > latest)
+					latest = rank->last.entry_ns;
+			}
+	return latest;
+}
+
+static bool comes_before(const struct diagnosis_report *a, const struct diagnosis_report *b)
+{
+	if ((a->hang_class == HANG_HOST) != (b->hang_class == HANG_HOST))
+		return a->hang_class == HANG_HOST;
+	return a->hang_class == HANG_HOST && a->quiet_since_ns < b->quiet_since_ns;
+}
+
+unsigned hang_detector_check(struct progress_model *model, const struct network_samples *samples,
+			     struct diagnosis_report *reports, unsigned capacity)
+{
+	double step_ns = progress_model_job_step_ns(model);
+	struct progress_comm *first_waiting = NULL;
+	unsigned found = 0, waiting = 0;
+	bool behind;
+
+	if (step_ns <= 0)
+		return 0;
+	behind = rank_left_behind(model, step_ns);
+	/*
+	 * Communicators whose ranks all issued their last collective and
+	 * went quiet together are one stall of the job: the first to go
+	 * quiet stands for it, unless a rank left behind explains it or it
+	 * was reported already.
+	 */
+	for (unsigned i = 0; i < model->comm_count; i++) {
+		struct progress_comm *comm = &model->comms[i];
+
+		if (behind || ranks_disagree(comm) || !is_stuck(model, comm, step_ns) ||
+		    part_of_reported_stall(model, comm, silence_limit(model, comm, step_ns)))
+			continue;
+		if (!first_waiting || comm->last_progress_ns < first_waiting->last_progress_ns)
+			first_waiting = comm;
+	}
+	for (unsigned i = 0; i < model->comm_count && found < capacity; i++) {
+		struct progress_comm *comm = &model->comms[i];
+
+		if (!is_stuck(model, comm, step_ns))
+			continue;
+		comm->hang_reported = true;
+		if (!ranks_disagree(comm) && comm != first_waiting) {
+			waiting++;
+			continue;
+		}
+		report_stuck(model, comm, samples, step_ns, silence_limit(model, comm, step_ns),
+			     &reports[found++]);
+	}
+	/*
+	 * Ranks that never issued the call come first; among them, the one
+	 * that went quiet first stopped on its own, the others wait on it.
+	 */
+	for (unsigned i = 0; i < found; i++)
+		reports[i].quiet_since_ns = quiet_since(model, &reports[i]);
+	for (unsigned i = 1; i < found; i++)
+		for (unsigned j = i; j > 0 && comes_before(&reports[j], &reports[j - 1]); j--) {
+			struct diagnosis_report swap = reports[j];
+
+			reports[j] = reports[j - 1];
+			reports[j - 1] = swap;
+		}
+	if (found)
+		reports[0].waiting_comms = waiting;
+	return found;
+}

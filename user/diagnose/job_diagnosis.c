@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/* The detectors on a record stream, with their output; see job_diagnosis.h. */
+#include <stdlib.h>
+
+#include "diagnose/diagnosis_report.h"
+#include "export/export_jsonl.h"
+#include "diagnose/hang_detector.h"
+#include "diagnose/job_diagnosis.h"
+#include "diagnose/slowdown_detector.h"
+
+#define HANG_REPORTS_PER_CHECK 16
+#define MAX_PROCESSES 4096
+#define MAX_RECENT_SLOWDOWNS 16
+
+/* The RANK its launcher gave a process. */
+struct process_rank {
+	uint32_t pid;
+	int32_t rank;
+};
+
+struct job_diagnosis {
+	struct progress_model *model;
+	struct network_samples samples;
+	FILE *text, *events;
+	unsigned hangs, slowdowns;
+	struct diagnosis_report published[MAX_RECENT_SLOWDOWNS]; /* the latest, a ring */
+	unsigned published_count;
+	struct process_rank processes[MAX_PROCESSES];
+	unsigned process_count;
+	job_step_fn on_step;
+	void *step_context;
+};
+
+static int32_t job_rank_of(const struct job_diagnosis *diagnosis, uint32_t pid)
+{
+	for (unsigned i = diagnosis->process_count; i > 0; i--)
+		if (diagnosis->processes[i - 1].pid == pid)
+			return diagnosis->processes[i - 1].rank;
+	return -1;
+}
+
+struct job_diagnosis *job_diagnosis_new(const struct progress_options *options, FILE *text,
+					FILE *events)
+{
+	struct job_diagnosis *diagnosis = calloc(1, sizeof(*diagnosis));
+
+	if (!diagnosis)
+		return NULL;
+	diagnosis->model = progress_model_new(options);
+	if (!diagnosis->model) {
+		free(diagnosis);
+		return NULL;
+	}
+	diagnosis->text = text;
+	diagnosis->events = events;
+	return diagnosis;
+}
+
+void job_diagnosis_free(struct job_diagnosis *diagnosis)
+{
+	if (!diagnosis)
+		return;
+	progress_model_free(diagnosis->model);
+	free(diagnosis);
+}
+
+static void publish(struct job_diagnosis *diagnosis, struct diagnosis_report *report)
+{
+	char line[4096];
+
+	report->reported_ns = diagnosis->model->now_ns;
+	for (unsigned i = 0; i < report->rank_count; i++)
+		report->ranks[i].job_rank = job_rank_of(diagnosis, report->ranks[i].pid);
+	if (report->kind == DIAGNOSIS_HANG)
+		diagnosis->hangs++;
+	else
+		diagnosis->slowdowns++;
+	if (diagnosis->text) {
+		diagnosis_report_text(report, line, sizeof(line));
+		fprintf(diagnosis->text, "tcheck-bpf: %s\n", line);
+		fflush(diagnosis->text);
+	}
+	if (diagnosis->events) {
+		json_t *object = diagnosis_report_json(report);
+
+		if (object) {
+			export_json_write(diagnosis->events, "", object, JSON_COMPACT, "\n");
+			fflush(diagnosis->events);
+			json_decref(object);
+		}
+	}
+}
+
+/*
+ * A straggler is late at every collective it issues after its delay, on
+ * every communicator it belongs to, and a rank that waited on it is late
+ * after it on communicators of its own, by up to one step of work after
+ * the straggler came: the first late arrival of a slow stretch is the
+ * report, the others within one expected step of it belong to it.
+ */
+static bool already_published(const struct job_diagnosis *diagnosis,
+			      const struct diagnosis_report *report)
+{
+	unsigned published = diagnosis->published_count < MAX_RECENT_SLOWDOWNS
+				     ? diagnosis->published_count
+				     : MAX_RECENT_SLOWDOWNS;
+	double window_ns = progress_model_job_step_ns(diagnosis->model);
+
+	for (unsigned i = 0; i < published; i++) {
+		const struct diagnosis_report *earlier = &diagnosis->published[i];
+		double after_ns = (double)report->detected_ns - (double)earlier->detected_ns;
+
+		if (after_ns >= 0 && after_ns < window_ns)
+			return true;
+	}
+	return false;
+}
+
+static void publish_slowdown(struct job_diagnosis *diagnosis, struct diagnosis_report *report)
+{
+	if (already_published(diagnosis, report))
+		return;
+	publish(diagnosis, report);
+	diagnosis->published[diagnosis->published_count++ % MAX_RECENT_SLOWDOWNS] = *report;
+}
+
+static void check_hangs(struct job_diagnosis *diagnosis)
+{
+	static struct diagnosis_report reports[HANG_REPORTS_PER_CHECK];
+	unsigned found = hang_detector_check(diagnosis->model, &diagnosis->samples, reports,
+					     HANG_REPORTS_PER_CHECK);
+
+	for (unsigned i = 0; i < found; i++)
+		publish(diagnosis, &reports[i]);
+}
+
+static void shift(uint64_t *time_ns, int64_t shift_ns)
+{
+	if (*time_ns)
+		*time_ns = (uint64_t)((int64_t)*time_ns + shift_ns);
+}
+
+void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_record *record,
+			  int64_t time_shift_ns)
+{
+	struct trace_nccl_call call;
+	struct diagnosis_report report;
+	struct progress_comm *comm;
+	int64_t step, completed;
+
+	switch (record->kind) {
+	case TRACE_RECORD_NCCL_CALL:
+		call = record->call;
+		shift(&call.entry_ns, time_shift_ns);
+		/* A hang is judged before the call that would end it is counted. */
+		job_diagnosis_tick(diagnosis, call.entry_ns);
+		comm = progress_model_add_call(diagnosis->model, &call, &step);
+		completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
+		if (completed >= 0 && progress_is_collective(call.function) &&
+		    slowdown_detector_check(diagnosis->model, comm, completed, &report))
+			publish_slowdown(diagnosis, &report);
+		if (comm && step >= 0 && diagnosis->on_step)
+			diagnosis->on_step(diagnosis->step_context, comm, step);
+		break;
+	case TRACE_RECORD_PROCESS:
+		if (record->process.end_ns)
+			progress_model_process_ended(diagnosis->model, record->process.pid);
+		if (diagnosis->process_count < MAX_PROCESSES)
+			diagnosis->processes[diagnosis->process_count++] =
+				(struct process_rank){ record->process.pid, record->process.rank };
+		break;
+	case TRACE_RECORD_STATS:
+		job_diagnosis_tick(diagnosis,
+				   (uint64_t)((int64_t)record->stats.timestamp_ns + time_shift_ns));
+		break;
+	case TRACE_RECORD_NETWORK:
+		job_diagnosis_network_sample(diagnosis, &record->network, time_shift_ns);
+		break;
+	default:
+		break;
+	}
+}
+
+void job_diagnosis_network_sample(struct job_diagnosis *diagnosis,
+				  const struct trace_network_sample *sample, int64_t time_shift_ns)
+{
+	struct trace_network_sample shifted = *sample;
+
+	shift(&shifted.timestamp_ns, time_shift_ns);
+	shift(&shifted.last_post_ns, time_shift_ns);
+	shift(&shifted.last_completion_ns, time_shift_ns);
+	network_samples_add(&diagnosis->samples, &shifted);
+}
+
+void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns)
+{
+	progress_model_advance(diagnosis->model, now_ns);
+	check_hangs(diagnosis);
+}
+
+int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis)
+{
+	double step_ms = progress_model_job_step_ns(diagnosis->model) / 1e6;
+
+	if (step_ms <= 0 || step_ms / 10 >= 100)
+		return 100;
+	return step_ms / 10 < 5 ? 5 : (int)(step_ms / 10);
+}
+
+void job_diagnosis_finish(struct job_diagnosis *diagnosis)
+{
+	(void)diagnosis; /* slowdowns are published as they are found: nothing is held */
+}
+
+void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step, void *context)
+{
+	diagnosis->on_step = on_step;
+	diagnosis->step_context = context;
+}
+
+unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis)
+{
+	return diagnosis->hangs;
+}
+
+unsigned job_diagnosis_slowdown_count(const struct job_diagnosis *diagnosis)
+{
+	return diagnosis->slowdowns;
+}

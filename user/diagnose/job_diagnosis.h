@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs the hang and slowdown detectors on a stream of trace records, live
+ * (the recorder hands it every record and a tick) or offline (`check`),
+ * and writes what they find as lines for a person and JSON Lines events.
+ */
+#ifndef TCHECK_JOB_DIAGNOSIS_H
+#define TCHECK_JOB_DIAGNOSIS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "diagnose/progress_model.h"
+#include "model/trace_records.h"
+
+struct job_diagnosis;
+
+/*
+ * 'text' gets one line per finding (NULL: none), 'events' one JSON object
+ * per finding (NULL: none). NULL when out of memory.
+ */
+struct job_diagnosis *job_diagnosis_new(const struct progress_options *options, FILE *text,
+					FILE *events);
+
+/* One record; 'time_shift_ns' is added to its times (traces of several hosts on one clock). */
+void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_record *record,
+			  int64_t time_shift_ns);
+
+/* A process's work-request counters (record kind 7), for telling network hangs from device ones. */
+void job_diagnosis_network_sample(struct job_diagnosis *diagnosis,
+				  const struct trace_network_sample *sample, int64_t time_shift_ns);
+
+/* Time passes with no record: hangs show up here. 'now_ns' on the records' clock. */
+void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns);
+
+/*
+ * How often a live loop should tick, in ms: a tenth of the job's step
+ * between 5 and 100 ms, so a hang is reported within a tenth of a step of
+ * the moment the silence passed its limit. 100 while the step is unknown.
+ */
+int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis);
+
+/* The stream ended. Findings are published as they are found: nothing is held back. */
+void job_diagnosis_finish(struct job_diagnosis *diagnosis);
+
+/*
+ * Tells 'on_step' of every step a communicator completes, after the model
+ * took the call that completed it (the agent's step-time metrics).
+ */
+typedef void (*job_step_fn)(void *context, const struct progress_comm *comm, int64_t step);
+void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step, void *context);
+
+unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis);
+unsigned job_diagnosis_slowdown_count(const struct job_diagnosis *diagnosis);
+
+void job_diagnosis_free(struct job_diagnosis *diagnosis);
+
+#endif /* TCHECK_JOB_DIAGNOSIS_H */

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The progress model: per communicator and rank, what was issued and when;
+ * the step found as the period of the collective pattern; the expected
+ * step time learned online. See progress_model.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/nccl_api.h"
+#include "diagnose/progress_model.h"
+
+void progress_options_default(struct progress_options *options)
+{
+	options->hang_factor = 2.0;
+	options->slowdown_threshold = 1.4;
+	options->alpha = 1.15;
+	options->warmup_steps = 2;
+}
+
+static const char *const collective_names[] = {
+	"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast", "ncclBcast",
+	"ncclReduce",	 "ncclAlltoAll",  "ncclGather",	       "ncclScatter",
+};
+
+bool progress_is_collective(const char *function)
+{
+	if (!function)
+		return false;
+	for (size_t i = 0; i < sizeof(collective_names) / sizeof(collective_names[0]); i++)
+		if (strcmp(function, collective_names[i]) == 0)
+			return true;
+	return false;
+}
+
+bool progress_is_point_to_point(const char *function)
+{
+	return function && (strcmp(function, "ncclSend") == 0 || strcmp(function, "ncclRecv") == 0);
+}
+
+static bool ends_communicator(const char *function)
+{
+	return function && (strcmp(function, "ncclCommDestroy") == 0 ||
+			    strcmp(function, "ncclCommAbort") == 0 ||
+			    strcmp(function, "ncclCommFinalize") == 0);
+}
+
+struct progress_model *progress_model_new(const struct progress_options *options)
+{
+	struct progress_model *model = calloc(1, sizeof(*model));
+
+	if (!model)
+		return NULL;
+	if (options)
+		model->options = *options;
+	else
+		progress_options_default(&model->options);
+	return model;
+}
+
+void progress_model_free(struct progress_model *model)
+{
+	if (!model)
+		return;
+	for (unsigned i = 0; i < model->comm_count; i++)
+		free(model->comms[i].window);
+	free(model->comms);
+	free(model);
+}
+
+static struct progress_comm *find_comm(struct progress_model *model, uint64_t comm_id,
+				       int32_t nranks)
+{
+	struct progress_comm *comm;
+
+	for (unsigned i = 0; i < model->comm_count; i++)
+		if (model->comms[i].comm_id == comm_id)
+			return &model->comms[i];
+	if (model->comm_count == model->comm_capacity) {
+		unsigned capacity = model->comm_capacity ? model->comm_capacity * 2 : 8;
+		struct progress_comm *grown = realloc(model->comms, capacity * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		model->comms = grown;
+		model->comm_capacity = capacity;
+	}
+	comm = &model->comms[model->comm_count];
+	memset(comm, 0, sizeof(*comm));
+	comm->window = calloc(PROGRESS_WINDOW, sizeof(*comm->window));
+	if (!comm->window)
+		return NULL;
+	for (unsigned i = 0; i < PROGRESS_WINDOW; i++)
+		comm->window[i].index = -1;
+	comm->comm_id = comm_id;
+	comm->nranks = nranks;
+	model->comm_count++;
+	return comm;
+}
+
+const struct progress_slot *progress_comm_slot(const struct progress_comm *comm, int64_t index)
+{
+	const struct progress_slot *slot;
+
+	if (index < 0)
+		return NULL;
+	slot = &comm->window[index % PROGRESS_WINDOW];
+	return slot->index == index ? slot : NULL;
+}
+
+uint64_t progress_comm_last_arrival(const struct progress_comm *comm, int64_t index)
+{
+	const struct progress_slot *slot = progress_comm_slot(comm, index);
+	uint64_t latest = 0;
+
+	if (!slot)
+		return 0;
+	for (int32_t r = 0; r < comm->nranks; r++) {
+		if (!slot->arrival_ns[r])
+			return 0;
+		if (slot->arrival_ns[r] > latest)
+			latest = slot->arrival_ns[r];
+	}
+	return latest;
+}
+
+/* The element count of a call ("count", "sendcount" or "recvcount"), 0 when it has none. */
+static uint64_t count_of(const struct trace_nccl_call *call)
+{
+	const struct nccl_function *function = nccl_function_by_name(call->function);
+	int param = function ? nccl_param_find(function, NCCL_PARAM_SIZE) : -1;
+
+	return param >= 0 && (uint32_t)param < call->param_count ? call->params[param] : 0;
+}
+
+static uint64_t signature_of(const char *function, uint64_t count)
+{
+	uint64_t hash = 5381;
+
+	for (const char *c = function; *c; c++)
+		hash = hash * 33 ^ (unsigned char)*c;
+	return hash * 1000003 ^ count;
+}
+
+/* Whether every remembered signature after 'offset' repeats with 'period'. */
+static bool follows_period(const struct progress_comm *comm, int32_t offset, int32_t period)
+{
+	int64_t seen = comm->signature_count < PROGRESS_SIGNATURES ? comm->signature_count
+								   : PROGRESS_SIGNATURES;
+
+	for (int64_t i = offset; i + period < seen; i++)
+		if (comm->signatures[i] != comm->signatures[i + period])
+			return false;
+	return true;
+}
+
+/*
+ * The smallest period (with the fewest leading collectives before it)
+ * that the signatures seen so far follow, seen at least three times over
+ * (twice for periods of four or more) so one coincidence does not make a
+ * step. A period that a later
+ * collective breaks is dropped and searched again, with what was learned
+ * from it.
+ */
+static void find_period(struct progress_comm *comm)
+{
+	int64_t seen = comm->signature_count;
+
+	if (comm->period && follows_period(comm, comm->offset, comm->period))
+		return;
+	comm->period = 0;
+	comm->offset = 0;
+	comm->steps_completed = 0;
+	comm->expected_step_ns = 0;
+	comm->learned_steps = 0;
+	for (int32_t period = 1; period <= PROGRESS_MAX_PERIOD; period++) {
+		/*
+		 * A short pattern must repeat three times to be a step; a long
+		 * one (a communicator used once every few steps) twice, or it
+		 * would be learned too late to judge anything.
+		 */
+		int32_t repeats = period >= 4 ? 2 : 3;
+
+		for (int32_t offset = 0; offset <= 8; offset++) {
+			if (offset + repeats * period > seen)
+				break;
+			if (follows_period(comm, offset, period)) {
+				comm->period = period;
+				comm->offset = offset;
+				return;
+			}
+		}
+	}
+}
+
+int64_t progress_comm_step_end(const struct progress_comm *comm, int64_t step)
+{
+	return comm->offset + (step + 1) * comm->period - 1;
+}
+
+static void learn(struct progress_model *model, struct progress_comm *comm, double duration_ns,
+		  int64_t step)
+{
+	const struct progress_options *options = &model->options;
+	double job_step_ns = progress_model_job_step_ns(model);
+	/* Job steps this communicator's step spans: warm-up counts job steps. */
+	double span = job_step_ns > 0 ? duration_ns / job_step_ns : 1;
+	double ratio;
+
+	if (span < 1)
+		span = 1;
+	if ((double)step * span < (double)options->warmup_steps)
+		return;
+	comm->steps_per_period = span;
+	if (comm->expected_step_ns == 0) {
+		comm->expected_step_ns = duration_ns;
+		comm->learned_steps = 1;
+	} else {
+		ratio = duration_ns / comm->expected_step_ns;
+		if (ratio > options->alpha)
+			return;
+		comm->expected_step_ns =
+			(comm->expected_step_ns * comm->learned_steps + duration_ns) /
+			(comm->learned_steps + 1);
+		comm->learned_steps++;
+	}
+	for (int32_t p = 0; p < comm->period; p++) {
+		int64_t index = progress_comm_step_end(comm, step - 1) + 1 + p;
+		double gap = (double)(progress_comm_last_arrival(comm, index) -
+				      progress_comm_last_arrival(comm, index - 1));
+
+		if (comm->learned_steps == 1)
+			comm->expected_gap_ns[p] = gap;
+		else
+			comm->expected_gap_ns[p] +=
+				(gap - comm->expected_gap_ns[p]) / comm->learned_steps;
+	}
+}
+
+/* Completes every step whose last collective all ranks reached; returns the last one or -1. */
+static int64_t complete_steps(struct progress_model *model, struct progress_comm *comm)
+{
+	int64_t completed = -1;
+
+	while (comm->period) {
+		int64_t step = comm->steps_completed;
+		uint64_t end = progress_comm_last_arrival(comm, progress_comm_step_end(comm, step));
+		uint64_t start = step > 0 ? progress_comm_last_arrival(
+						    comm, progress_comm_step_end(comm, step - 1))
+					  : 0;
+
+		if (!end)
+			break;
+		comm->steps_completed++;
+		comm->last_boundary_ns = end;
+		if (step > 0 && start && end > start)
+			learn(model, comm, (double)(end - start), step);
+		completed = step;
+	}
+	return completed;
+}
+
+static void add_collective(struct progress_comm *comm, struct progress_rank *rank, int32_t r,
+			   const struct trace_nccl_call *call)
+{
+	int64_t index = rank->collectives++;
+	struct progress_slot *slot = &comm->window[index % PROGRESS_WINDOW];
+	uint64_t count = count_of(call);
+
+	if (slot->index != index) {
+		memset(slot, 0, sizeof(*slot));
+		slot->index = index;
+		slot->function = call->function;
+		slot->count = count;
+	}
+	slot->arrival_ns[r] = call->entry_ns ? call->entry_ns : 1;
+	slot->duration_ns[r] = call->duration_ns;
+	slot->seq[r] = call->seq;
+	if (index == comm->signature_count && index < PROGRESS_SIGNATURES) {
+		comm->signatures[index] = signature_of(call->function, count);
+		comm->signature_count++;
+		find_period(comm);
+	}
+}
+
+struct progress_comm *progress_model_add_call(struct progress_model *model,
+					      const struct trace_nccl_call *call,
+					      int64_t *completed_step)
+{
+	bool collective = progress_is_collective(call->function);
+	bool point_to_point = progress_is_point_to_point(call->function);
+	struct progress_comm *comm;
+	struct progress_rank *rank;
+
+	*completed_step = -1;
+	progress_model_advance(model, call->entry_ns + call->duration_ns);
+	if (!call->comm_id || call->rank < 0 || call->nranks <= 0 ||
+	    call->nranks > PROGRESS_MAX_RANKS || call->rank >= call->nranks || call->depth > 0)
+		return NULL;
+	if (!collective && !point_to_point && !ends_communicator(call->function))
+		return NULL;
+	comm = find_comm(model, call->comm_id, call->nranks);
+	if (!comm)
+		return NULL;
+	rank = &comm->ranks[call->rank];
+	if (ends_communicator(call->function)) {
+		rank->finished = true;
+		return NULL;
+	}
+	rank->present = true;
+	rank->pid = call->pid;
+	rank->last = (struct progress_event){ call->function,	 count_of(call), call->entry_ns,
+					      call->duration_ns, call->seq,	 -1 };
+	if (call->entry_ns > comm->last_progress_ns) {
+		comm->last_progress_ns = call->entry_ns;
+		comm->hang_reported = false; /* it moves again: a later stall is a new hang */
+	}
+	if (point_to_point) {
+		rank->p2p_calls++;
+		return comm;
+	}
+	add_collective(comm, rank, call->rank, call);
+	*completed_step = complete_steps(model, comm);
+	return comm;
+}
+
+void progress_model_advance(struct progress_model *model, uint64_t now_ns)
+{
+	if (now_ns > model->now_ns)
+		model->now_ns = now_ns;
+}
+
+double progress_model_job_step_ns(const struct progress_model *model)
+{
+	double shortest = 0;
+
+	for (unsigned i = 0; i < model->comm_count; i++) {
+		const struct progress_comm *comm = &model->comms[i];
+		double span = comm->steps_per_period > 1 ? comm->steps_per_period : 1;
+		double expected = comm->expected_step_ns;
+
+		/* One step's time is one sample: the expectation needs two job steps. */
+		if ((double)comm->learned_steps * span < 2)
+			continue;
+		if (expected > 0 && (shortest == 0 || expected < shortest))
+			shortest = expected;
+	}
+	return shortest;
+}
+
+void progress_model_process_ended(struct progress_model *model, uint32_t pid)
+{
+	for (unsigned i = 0; i < model->comm_count; i++)
+		for (int32_t r = 0; r < model->comms[i].nranks; r++)
+			if (model->comms[i].ranks[r].pid == pid)
+				model->comms[i].ranks[r].finished = true;
+}

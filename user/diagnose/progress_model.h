@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The progress of a job, per communicator and rank: the collectives and
+ * point-to-point calls each rank issued (sequence, type, size, time), the
+ * steps found from the period of the collective pattern, and the expected
+ * step time learned online (warm-up excluded; the running average moves
+ * only with steps within alpha of it). The hang and slowdown detectors
+ * read it; it needs no kernel.
+ */
+#ifndef TCHECK_PROGRESS_MODEL_H
+#define TCHECK_PROGRESS_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/trace_records.h"
+
+#define PROGRESS_MAX_RANKS 64
+#define PROGRESS_WINDOW 512	/* collectives remembered per communicator */
+#define PROGRESS_SIGNATURES 256 /* collectives kept to find the period */
+#define PROGRESS_MAX_PERIOD 64
+
+struct progress_options {
+	double hang_factor;	   /* no progress for this many expected steps is a hang */
+	double slowdown_threshold; /* a step this many times the expected one is slow (beta) */
+	double alpha;		   /* steps within this ratio update the expected time */
+	unsigned warmup_steps;	   /* steps not learned from */
+};
+
+void progress_options_default(struct progress_options *options);
+
+/* The last call a rank made on a communicator. */
+struct progress_event {
+	const char *function;
+	uint64_t count;
+	uint64_t entry_ns;
+	uint64_t duration_ns;
+	int64_t seq;
+	int32_t step; /* Python step at the call, -1 unknown */
+};
+
+struct progress_rank {
+	bool present;
+	bool finished; /* destroyed the communicator */
+	uint32_t pid;
+	int64_t collectives; /* collective calls issued on the communicator */
+	int64_t p2p_calls;
+	struct progress_event last;
+};
+
+/* The n-th collective of a communicator, as each rank reached it. */
+struct progress_slot {
+	int64_t index; /* which collective occupies the slot, -1 none */
+	const char *function;
+	uint64_t count;
+	uint64_t arrival_ns[PROGRESS_MAX_RANKS]; /* 0: not yet */
+	uint64_t duration_ns[PROGRESS_MAX_RANKS];
+	int64_t seq[PROGRESS_MAX_RANKS]; /* the rank's NCCL sequence number of the call */
+};
+
+struct progress_comm {
+	uint64_t comm_id;
+	int32_t nranks;
+	struct progress_rank ranks[PROGRESS_MAX_RANKS];
+	struct progress_slot *window; /* PROGRESS_WINDOW slots */
+	uint64_t signatures[PROGRESS_SIGNATURES];
+	int64_t signature_count;
+	int32_t period; /* collectives per step, 0 not known yet */
+	int32_t offset; /* collectives before the first periodic step */
+	int64_t steps_completed;
+	uint64_t last_boundary_ns; /* the last rank's arrival at the last step boundary */
+	double expected_step_ns;   /* 0 while learning */
+	unsigned learned_steps;
+	double steps_per_period; /* job steps one step of this communicator spans, at least 1 */
+	/* Expected wait before each position of the step, learned with the step time. */
+	double expected_gap_ns[PROGRESS_MAX_PERIOD];
+	uint64_t last_progress_ns; /* last time any rank issued a call here */
+	bool hang_reported;
+};
+
+struct progress_model {
+	struct progress_options options;
+	struct progress_comm *comms;
+	unsigned comm_count, comm_capacity;
+	uint64_t now_ns; /* latest time seen in any record or tick */
+};
+
+/* NULL when out of memory; 'options' NULL for the defaults. */
+struct progress_model *progress_model_new(const struct progress_options *options);
+void progress_model_free(struct progress_model *model);
+
+/*
+ * Takes one call. Returns the communicator it advanced (NULL when the call
+ * is not a communication call with a known communicator and rank), and
+ * sets *completed_step to the last step it completed, or -1.
+ */
+struct progress_comm *progress_model_add_call(struct progress_model *model,
+					      const struct trace_nccl_call *call,
+					      int64_t *completed_step);
+
+/* A process exited: its communicators are done, not stuck. */
+void progress_model_process_ended(struct progress_model *model, uint32_t pid);
+
+/* Moves the clock without a call (periodic ticks, stats records). */
+void progress_model_advance(struct progress_model *model, uint64_t now_ns);
+
+/*
+ * The shortest expected step of any communicator learned from two job
+ * steps or more: the job's step. 0 unknown.
+ */
+double progress_model_job_step_ns(const struct progress_model *model);
+
+/* The slot of collective 'index', or NULL when it is not remembered. */
+const struct progress_slot *progress_comm_slot(const struct progress_comm *comm, int64_t index);
+
+/* The last rank's arrival at collective 'index', 0 when some rank has not arrived. */
+uint64_t progress_comm_last_arrival(const struct progress_comm *comm, int64_t index);
+
+/* Index of the collective that ends step 'step' (the period must be known). */
+int64_t progress_comm_step_end(const struct progress_comm *comm, int64_t step);
+
+/* Whether the call is a collective (every rank of the communicator takes part). */
+bool progress_is_collective(const char *function);
+bool progress_is_point_to_point(const char *function);
+
+#endif /* TCHECK_PROGRESS_MODEL_H */

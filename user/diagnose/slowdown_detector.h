@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Slowdown detection, judged at every collective as its last rank
+ * arrives: the communicator's step is late there by more than
+ * slowdown_threshold - 1 job steps, the wait before this collective grew
+ * by as much, and one rank's late arrival explains it (it came more than
+ * the threshold after all the others). The stage is that collective, or the compute gap before it;
+ * the straggler is the rank that arrived last. Waits measured at the last
+ * arrival only grow on the critical path, so a delay a pipeline bubble
+ * absorbs does not make the step late and is not reported; every rank
+ * late together (they all waited for something else) names no straggler
+ * and is not reported either.
+ */
+#ifndef TCHECK_SLOWDOWN_DETECTOR_H
+#define TCHECK_SLOWDOWN_DETECTOR_H
+
+#include <stdbool.h>
+
+#include "diagnose/diagnosis_report.h"
+#include "diagnose/progress_model.h"
+
+/*
+ * Looks at collective 'index' of 'comm', which every rank has just
+ * reached. Returns true with 'report' filled when a straggler made the
+ * step late there.
+ */
+bool slowdown_detector_check(const struct progress_model *model, const struct progress_comm *comm,
+			     int64_t index, struct diagnosis_report *report);
+
+/* The collective that the call just added completed (every rank reached it), or -1. */
+int64_t slowdown_completed_collective(const struct progress_comm *comm, int32_t rank);
+
+#endif /* TCHECK_SLOWDOWN_DETECTOR_H */

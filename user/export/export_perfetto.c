@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: MIT
+/* Exports a trace as Chrome Trace Event JSON for Perfetto, one event at a time. */
+#include "export/export_perfetto.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error_message.h"
+#include "model/nccl_api.h"
+
+#define FIRST_MAP_SLOTS 64
+/* Track numbers for processes whose preferred one is taken: clear of ranks and pids. */
+#define SPILL_TRACK_BASE 0x40000000LL
+/* The track of the recorder's own counters. */
+#define RECORDER_TRACK 0x7ffffff0LL
+/* Keeps the metadata object small however many libraries a trace lists. */
+#define MAX_LIBRARIES_LISTED 1024
+
+/* A small hash map from 64-bit keys to 64-bit values, grown at half full. */
+struct id_entry {
+	uint64_t key;
+	int64_t value;
+	int used;
+};
+
+struct id_map {
+	struct id_entry *entries;
+	size_t slots;
+	size_t count;
+};
+
+struct perfetto_export {
+	FILE *out;
+	unsigned flags;
+	int wrote_event;
+	struct id_map ranks;	   /* OS pid -> rank, from process records */
+	struct id_map tracks;	   /* OS pid -> track number */
+	struct id_map used_tracks; /* track number -> OS pid */
+	struct id_map threads;	   /* pid << 32 | tid -> named */
+	int recorder_named;
+	json_t *libraries;
+};
+
+static size_t slot_of(uint64_t key, size_t slots)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdULL;
+	key ^= key >> 33;
+	return (size_t)key & (slots - 1);
+}
+
+static struct id_entry *id_map_slot(const struct id_map *map, uint64_t key)
+{
+	for (size_t i = slot_of(key, map->slots);; i = (i + 1) & (map->slots - 1))
+		if (!map->entries[i].used || map->entries[i].key == key)
+			return &map->entries[i];
+}
+
+static const struct id_entry *id_map_find(const struct id_map *map, uint64_t key)
+{
+	const struct id_entry *entry;
+
+	if (!map->slots)
+		return NULL;
+	entry = id_map_slot(map, key);
+	return entry->used ? entry : NULL;
+}
+
+static int id_map_put(struct id_map *map, uint64_t key, int64_t value)
+{
+	struct id_entry *entry;
+
+	if ((map->count + 1) * 2 > map->slots) {
+		struct id_map grown = { .slots = map->slots ? map->slots * 2 : FIRST_MAP_SLOTS };
+
+		grown.entries = calloc(grown.slots, sizeof(*grown.entries));
+		if (!grown.entries)
+			return -ENOMEM;
+		for (size_t i = 0; i < map->slots; i++)
+			if (map->entries[i].used)
+				*id_map_slot(&grown, map->entries[i].key) = map->entries[i];
+		grown.count = map->count;
+		free(map->entries);
+		*map = grown;
+	}
+	entry = id_map_slot(map, key);
+	if (!entry->used)
+		map->count++;
+	*entry = (struct id_entry){ .key = key, .value = value, .used = 1 };
+	return 0;
+}
+
+/* Digits a timestamp needs to keep nanoseconds when written in microseconds. */
+static int microsecond_digits(uint64_t nanoseconds)
+{
+	int digits = 1;
+
+	for (uint64_t whole = nanoseconds / 1000; whole >= 10; whole /= 10)
+		digits++;
+	return digits + 3;
+}
+
+/* Writes one array element; consumes the reference. Returns 0 or a negative errno. */
+static int emit(struct perfetto_export *export, json_t *event, int precision)
+{
+	int err;
+
+	if (!event)
+		return -ENOMEM;
+	err = export_json_write(export->out, export->wrote_event ? ",\n" : "", event,
+				JSON_COMPACT | JSON_REAL_PRECISION(precision > 17 ? 17 : precision),
+				"");
+	json_decref(event);
+	export->wrote_event = 1;
+	return err;
+}
+
+static int emit_metadata(struct perfetto_export *export, const char *name, int64_t track,
+			 int64_t tid, json_t *args)
+{
+	json_t *event;
+
+	if (!args)
+		return -ENOMEM;
+	event = json_pack("{s:s, s:s, s:I, s:I, s:o}", "name", name, "ph", "M", "pid",
+			  (json_int_t)track, "tid", (json_int_t)tid, "args", args);
+	return emit(export, event, 0);
+}
+
+static int emit_process_names(struct perfetto_export *export, int64_t track, uint32_t pid,
+			      int64_t rank)
+{
+	char name[64];
+	int err;
+
+	if (rank >= 0)
+		snprintf(name, sizeof(name), "rank %" PRId64 " (pid %" PRIu32 ")", rank, pid);
+	else
+		snprintf(name, sizeof(name), "pid %" PRIu32, pid);
+	err = emit_metadata(export, "process_name", track, 0, json_pack("{s:s}", "name", name));
+	if (err || rank < 0)
+		return err;
+	return emit_metadata(export, "process_sort_index", track, 0,
+			     json_pack("{s:I}", "sort_index", (json_int_t)rank));
+}
+
+/*
+ * The track number of a process: its rank when known, else its pid. A
+ * second process claiming the same number (a restarted rank, a second
+ * job) gets its pid, or failing that a number from the spill range.
+ */
+static int track_of(struct perfetto_export *export, uint32_t pid, int64_t *track)
+{
+	const struct id_entry *known = id_map_find(&export->tracks, pid);
+	int64_t rank = -1, candidate;
+	int err;
+
+	if (known) {
+		*track = known->value;
+		return 0;
+	}
+	known = id_map_find(&export->ranks, pid);
+	if (known)
+		rank = known->value;
+	candidate = rank >= 0 ? rank : (int64_t)pid;
+	if (rank >= 0 && id_map_find(&export->used_tracks, (uint64_t)candidate))
+		candidate = pid;
+	if (id_map_find(&export->used_tracks, (uint64_t)candidate))
+		candidate = SPILL_TRACK_BASE + pid;
+	while (id_map_find(&export->used_tracks, (uint64_t)candidate))
+		candidate++;
+
+	err = id_map_put(&export->tracks, pid, candidate);
+	if (!err)
+		err = id_map_put(&export->used_tracks, (uint64_t)candidate, pid);
+	if (!err)
+		err = emit_process_names(export, candidate, pid, rank);
+	*track = candidate;
+	return err;
+}
+
+static int name_thread(struct perfetto_export *export, int64_t track, uint32_t pid, uint32_t tid)
+{
+	uint64_t key = (uint64_t)pid << 32 | tid;
+	char name[48];
+	int err;
+
+	if (id_map_find(&export->threads, key))
+		return 0;
+	err = id_map_put(&export->threads, key, 1);
+	if (err)
+		return err;
+	if (tid == pid)
+		snprintf(name, sizeof(name), "main thread (tid %" PRIu32 ")", tid);
+	else
+		snprintf(name, sizeof(name), "tid %" PRIu32, tid);
+	return emit_metadata(export, "thread_name", track, tid, json_pack("{s:s}", "name", name));
+}
+
+static json_t *call_event_args(const struct trace_nccl_call *call)
+{
+	const char *result_name = nccl_result_name(call->result);
+	json_t *args = export_json_call_args(call);
+
+	if (!args)
+		return NULL;
+	if (json_object_set_new(args, "comm_id", export_json_identity(call->comm_id)) ||
+	    json_object_set_new(args, "seq", export_json_known_or_null(call->seq)) ||
+	    json_object_set_new(args, "ret",
+				result_name ? json_string(result_name)
+					    : json_integer(call->result))) {
+		json_decref(args);
+		return NULL;
+	}
+	return args;
+}
+
+static int emit_call(struct perfetto_export *export, const struct trace_nccl_call *call)
+{
+	int precision = microsecond_digits(call->entry_ns);
+	int64_t track;
+	json_t *args;
+	int err;
+
+	if (microsecond_digits(call->duration_ns) > precision)
+		precision = microsecond_digits(call->duration_ns);
+	err = track_of(export, call->pid, &track);
+	if (!err)
+		err = name_thread(export, track, call->pid, call->tid);
+	if (err)
+		return err;
+	args = call_event_args(call);
+	if (!args)
+		return -ENOMEM;
+	return emit(export,
+		    json_pack("{s:o, s:s, s:s, s:f, s:f, s:I, s:I, s:o}", "name",
+			      export_json_text(call->function), "cat", "nccl", "ph", "X", "ts",
+			      (double)call->entry_ns / 1000.0, "dur",
+			      (double)call->duration_ns / 1000.0, "pid", (json_int_t)track, "tid",
+			      (json_int_t)call->tid, "args", args),
+		    precision);
+}
+
+/* A Python function or torch scope, on the same process and thread track as NCCL calls. */
+static int emit_python_call(struct perfetto_export *export, const struct trace_python_call *call)
+{
+	int torch_scope = (call->flags & TRACE_PYTHON_TORCH_SCOPE) != 0;
+	int precision = microsecond_digits(call->entry_ns);
+	int64_t track;
+	int err;
+
+	if (microsecond_digits(call->duration_ns) > precision)
+		precision = microsecond_digits(call->duration_ns);
+	err = track_of(export, call->pid, &track);
+	if (!err)
+		err = name_thread(export, track, call->pid, call->tid);
+	if (err)
+		return err;
+	return emit(export,
+		    json_pack("{s:o, s:s, s:s, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:b, s:o}}", "name",
+			      export_json_text(call->qualified_name), "cat",
+			      torch_scope ? "torch_scope" : "python", "ph", "X", "ts",
+			      (double)call->entry_ns / 1000.0, "dur",
+			      (double)call->duration_ns / 1000.0, "pid", (json_int_t)track, "tid",
+			      (json_int_t)call->tid, "args", "file", export_json_text(call->file),
+			      "line", export_json_known_or_null(call->first_line), "raised",
+			      (call->flags & TRACE_PYTHON_RAISED) != 0, "step",
+			      export_json_known_or_null(call->step)),
+		    precision);
+}
+
+/* A marker on a process's track, e.g. a communicator appearing or the process exiting. */
+static int emit_instant(struct perfetto_export *export, uint32_t pid, uint64_t timestamp_ns,
+			const char *name, const char *category, json_t *args)
+{
+	int64_t track;
+	int err;
+
+	if (!args)
+		return -ENOMEM;
+	err = track_of(export, pid, &track);
+	if (err) {
+		json_decref(args);
+		return err;
+	}
+	return emit(export,
+		    json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:I, s:o}", "name", name, "cat",
+			      category, "ph", "i", "s", "p", "ts", (double)timestamp_ns / 1000.0,
+			      "pid", (json_int_t)track, "tid", (json_int_t)pid, "args", args),
+		    microsecond_digits(timestamp_ns));
+}
+
+static int emit_communicator(struct perfetto_export *export, const struct trace_record *record)
+{
+	const struct trace_communicator *comm = &record->communicator;
+
+	if (!comm->seen_ns)
+		return 0;
+	return emit_instant(export, comm->pid, comm->seen_ns, "communicator", "communicator",
+			    export_json_record(record));
+}
+
+static int emit_process(struct perfetto_export *export, const struct trace_record *record)
+{
+	const struct trace_process *process = &record->process;
+	char name[48];
+	int err;
+
+	if (process->rank >= 0 && !id_map_find(&export->ranks, process->pid)) {
+		err = id_map_put(&export->ranks, process->pid, process->rank);
+		if (err)
+			return err;
+	}
+	if (export->flags & EXPORT_CALLS_ONLY || !process->end_ns)
+		return 0;
+	if (process->exit_code >= 0)
+		snprintf(name, sizeof(name), "process exited (status %" PRId32 ")",
+			 process->exit_code);
+	else
+		snprintf(name, sizeof(name), "process exited");
+	return emit_instant(export, process->pid, process->end_ns, name, "process",
+			    export_json_record(record));
+}
+
+static int emit_stats(struct perfetto_export *export, const struct trace_stats *stats)
+{
+	int err;
+
+	if (!stats->timestamp_ns)
+		return 0;
+	if (!export->recorder_named) {
+		export->recorder_named = 1;
+		err = emit_metadata(export, "process_name", RECORDER_TRACK, 0,
+				    json_pack("{s:s}", "name", "tcheck-bpf recorder"));
+		if (err)
+			return err;
+	}
+	return emit(export,
+		    json_pack("{s:s, s:s, s:f, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o, s:o}}", "name",
+			      "tcheck-bpf losses", "ph", "C", "ts",
+			      (double)stats->timestamp_ns / 1000.0, "pid",
+			      (json_int_t)RECORDER_TRACK, "tid", (json_int_t)0, "args",
+			      "ringbuf_drops", export_json_unsigned(stats->ringbuf_drops),
+			      "unmatched_returns", export_json_unsigned(stats->unmatched_returns),
+			      "nesting_overflows", export_json_unsigned(stats->nesting_overflows),
+			      "process_drops", export_json_unsigned(stats->process_drops),
+			      "filtered", export_json_unsigned(stats->filtered),
+			      "python_events_lost",
+			      export_json_unsigned(stats->python_events_lost)),
+		    microsecond_digits(stats->timestamp_ns));
+}
+
+static int list_library(struct perfetto_export *export, const struct trace_record *record)
+{
+	if (json_array_size(export->libraries) >= MAX_LIBRARIES_LISTED)
+		return 0;
+	return json_array_append_new(export->libraries, export_json_record(record)) ? -ENOMEM : 0;
+}
+
+static int export_record(struct perfetto_export *export, const struct trace_record *record)
+{
+	switch (record->kind) {
+	case TRACE_RECORD_NCCL_CALL:
+		return emit_call(export, &record->call);
+	case TRACE_RECORD_PROCESS:
+		return emit_process(export, record);
+	case TRACE_RECORD_COMMUNICATOR:
+		return export->flags & EXPORT_CALLS_ONLY ? 0 : emit_communicator(export, record);
+	case TRACE_RECORD_LIBRARY:
+		return list_library(export, record);
+	case TRACE_RECORD_STATS:
+		return export->flags & EXPORT_CALLS_ONLY ? 0 : emit_stats(export, &record->stats);
+	case TRACE_RECORD_PYTHON_CALL:
+		return emit_python_call(export, &record->python_call);
+	case TRACE_RECORD_NETWORK:
+		return 0;
+	}
+	return 0;
+}
+
+/* Learns every process's rank before any track is numbered; 0 when done or not possible. */
+static int collect_ranks(struct perfetto_export *export, struct trace_reader *reader)
+{
+	struct trace_record record;
+	int status = trace_reader_rewind(reader);
+
+	if (status == -ESPIPE)
+		return 0;
+	if (status)
+		return status;
+	while ((status = trace_reader_next(reader, &record)) > 0) {
+		if (record.kind != TRACE_RECORD_PROCESS || record.process.rank < 0 ||
+		    id_map_find(&export->ranks, record.process.pid))
+			continue;
+		if (id_map_put(&export->ranks, record.process.pid, record.process.rank))
+			return -ENOMEM;
+	}
+	if (status < 0)
+		return status;
+	return trace_reader_rewind(reader);
+}
+
+static json_t *metadata_object(struct trace_reader *reader, json_t *libraries)
+{
+	const struct trace_header *header = trace_reader_header(reader);
+	const char *truncated = trace_reader_truncated(reader);
+
+	return json_pack("{s:s, s:I, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:O}", "tool", "tcheck-bpf",
+			 "format_version", (json_int_t)header->format_version, "hostname",
+			 export_json_text(header->hostname), "boot_id",
+			 export_json_text(header->boot_id), "clock", "CLOCK_MONOTONIC",
+			 "anchor_monotonic_ns", export_json_unsigned(header->anchor_monotonic_ns),
+			 "anchor_realtime_ns", export_json_unsigned(header->anchor_realtime_ns),
+			 "command_line", export_json_text(header->command_line), "truncated",
+			 truncated ? export_json_text(truncated) : json_null(), "libraries",
+			 libraries);
+}
+
+static int write_document(struct perfetto_export *export, struct trace_reader *reader,
+			  int *reader_failed)
+{
+	struct trace_record record;
+	json_t *metadata;
+	int status, err;
+
+	errno = 0;
+	if (fputs("{\"traceEvents\":[\n", export->out) == EOF)
+		return errno ? -errno : -EIO;
+	while ((status = trace_reader_next(reader, &record)) > 0) {
+		err = export_record(export, &record);
+		if (err)
+			return err;
+	}
+	if (status < 0) {
+		*reader_failed = 1;
+		return status;
+	}
+	metadata = metadata_object(reader, export->libraries);
+	if (!metadata)
+		return -ENOMEM;
+	err = export_json_write(export->out,
+				"\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":", metadata,
+				JSON_COMPACT, "}\n");
+	json_decref(metadata);
+	errno = 0;
+	if (!err && fflush(export->out))
+		err = errno ? -errno : -EIO;
+	return err;
+}
+
+int export_perfetto(struct trace_reader *reader, FILE *out, unsigned flags, char *error,
+		    size_t error_size)
+{
+	struct perfetto_export export = { .out = out, .flags = flags };
+	int reader_failed = 0, err;
+
+	export.libraries = json_array();
+	err = export.libraries ? collect_ranks(&export, reader) : -ENOMEM;
+	if (err && err != -ENOMEM)
+		reader_failed = 1;
+	if (!err)
+		err = write_document(&export, reader, &reader_failed);
+
+	if (err && reader_failed)
+		error_format(error, error_size, "%s", trace_reader_error(reader));
+	else if (err == -ENOMEM)
+		error_format(error, error_size,
+			     "out of memory while exporting the trace for Perfetto");
+	else if (err)
+		error_format(
+			error, error_size,
+			"could not write the Perfetto export: %s; check the free space and the "
+			"output file",
+			strerror(-err));
+	json_decref(export.libraries);
+	free(export.ranks.entries);
+	free(export.tracks.entries);
+	free(export.used_tracks.entries);
+	free(export.threads.entries);
+	return err;
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a trace holds, as the daemon builds it and as readers get it back:
+ * reconstructed calls, the processes and communicators they belong to,
+ * the libraries probed, and the loss counters. Strings are owned by the
+ * producer (a reader keeps them alive until it is closed).
+ */
+#ifndef TCHECK_TRACE_RECORDS_H
+#define TCHECK_TRACE_RECORDS_H
+
+#include <stdint.h>
+
+#include "model/nccl_api.h"
+
+enum trace_record_kind {
+	TRACE_RECORD_NCCL_CALL = 1,
+	TRACE_RECORD_PROCESS = 2,
+	TRACE_RECORD_COMMUNICATOR = 3,
+	TRACE_RECORD_LIBRARY = 4,
+	TRACE_RECORD_STATS = 5,
+	TRACE_RECORD_PYTHON_CALL = 6,
+	TRACE_RECORD_NETWORK = 7,
+};
+
+/* How many of the innermost Python frames an event keeps. */
+#define TRACE_PY_STACK_MAX 8
+/* How many arguments of a Python call are kept. */
+#define TRACE_PY_ARGS_MAX 8
+
+/* Innermost Python frames at an event, innermost first: qualified names. */
+struct trace_python_stack {
+	uint32_t depth;
+	const char *frames[TRACE_PY_STACK_MAX];
+};
+
+/* Training stage (meta variable), from Module.train() and Module.eval(). */
+enum trace_stage {
+	TRACE_STAGE_UNKNOWN = 0,
+	TRACE_STAGE_TRAIN = 1,
+	TRACE_STAGE_EVAL = 2,
+};
+
+/* Flags of a call. */
+#define TRACE_CALL_OUT_VALUE_VALID (1U << 0) /* out_value was read at return */
+#define TRACE_CALL_UNIQUE_ID_VALID (1U << 1) /* unique_id_hash was read */
+#define TRACE_CALL_COMM_UNRESOLVED (1U << 2) /* comm identity could not be found */
+
+/* One NCCL API call: entry and return paired. */
+struct trace_nccl_call {
+	uint64_t entry_ns; /* CLOCK_MONOTONIC of the traced host */
+	uint64_t duration_ns;
+	uint32_t pid;
+	uint32_t tid;
+	const char *function; /* public name, "ncclAllReduce" */
+	int32_t result;	      /* ncclResult_t */
+	uint32_t depth;	      /* NCCL calls already open on the thread (0: from the application) */
+	uint32_t group_depth; /* ncclGroupStart calls open on the thread */
+	uint32_t flags;	      /* TRACE_CALL_* */
+	uint32_t param_count;
+	/* Raw values in nccl.h order; a unique id passed by value holds its hash. */
+	uint64_t params[NCCL_MAX_PARAMS];
+	uint64_t out_value;	 /* written through an out pointer: new comm, async error */
+	uint64_t unique_id_hash; /* ncclGetUniqueId and the init calls */
+	uint64_t comm;		 /* communicator handle used or created, 0 for none */
+	uint64_t comm_id;	 /* identity shared by all ranks of the communicator, 0 unknown */
+	int32_t rank;		 /* of this process in comm, -1 unknown */
+	int32_t nranks;		 /* -1 unknown */
+	int64_t seq; /* per-communicator number of this rank's communication calls, -1 none */
+	/* Since format 1.2: the Python side of the process when the call was made. */
+	int32_t step;	/* training step (meta variable), -1 unknown */
+	uint32_t stage; /* enum trace_stage */
+	struct trace_python_stack py_stack;
+};
+
+/* Flags of a Python call. */
+#define TRACE_PYTHON_RAISED (1U << 0)	   /* left by an exception */
+#define TRACE_PYTHON_TORCH_SCOPE (1U << 1) /* a torch record_function scope, not a frame */
+#define TRACE_PYTHON_TORCH_OP (1U << 2)	   /* a torch C++ operator (at::_ops), not a frame */
+
+/* Types of a primitive argument value. */
+enum trace_value_type {
+	TRACE_VALUE_NONE = 1,
+	TRACE_VALUE_BOOL = 2,
+	TRACE_VALUE_INT = 3,
+	TRACE_VALUE_FLOAT = 4,
+	TRACE_VALUE_STR = 5,
+};
+
+/* A primitive argument of a Python call, at entry. */
+struct trace_python_arg {
+	const char *name; /* parameter name */
+	uint32_t type;	  /* enum trace_value_type */
+	int64_t integer;  /* BOOL (0 or 1), INT */
+	double real;	  /* FLOAT */
+	const char *text; /* STR, possibly cut */
+};
+
+/* One Python call entered from C (or a torch scope): entry and exit paired. */
+struct trace_python_call {
+	uint64_t entry_ns; /* CLOCK_MONOTONIC of the traced host */
+	uint64_t duration_ns;
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t depth;		    /* traced Python calls already open on the thread */
+	uint32_t flags;		    /* TRACE_PYTHON_* */
+	int32_t first_line;	    /* of the function, -1 for a scope */
+	int32_t step;		    /* training step (meta variable), -1 unknown */
+	const char *qualified_name; /* "torch.optim.sgd.SGD.step", or the scope's name */
+	const char *file;	    /* "" for a scope */
+	/* Since format 1.2. */
+	uint32_t stage;			    /* enum trace_stage */
+	int32_t rank;			    /* of the process (RANK), -1 unknown */
+	int32_t world_size;		    /* WORLD_SIZE, -1 unknown */
+	struct trace_python_stack py_stack; /* the callers, innermost first */
+	uint32_t arg_count;
+	struct trace_python_arg args[TRACE_PY_ARGS_MAX];
+	/* The value returned, type 0 when not known (TrainCheck traces carry it; probes do not). */
+	struct trace_python_arg return_value;
+};
+
+/* Work requests of one process, cumulative since the probes were attached (kind 7). */
+struct trace_network_sample {
+	uint64_t timestamp_ns; /* CLOCK_MONOTONIC */
+	uint32_t pid;
+	uint32_t source; /* 1: NCCL's IB transport functions, 2: verbs provider functions */
+	uint64_t requests_posted;    /* send and receive work requests posted */
+	uint64_t requests_signalled; /* of those, the ones that produce a completion */
+	uint64_t completions;	     /* work completions polled */
+	uint64_t completion_errors;  /* completions with a non-success status */
+	uint64_t bytes_posted;
+	uint64_t bytes_completed;
+	uint64_t last_post_ns;	     /* 0: none yet */
+	uint64_t last_completion_ns; /* 0: none yet */
+};
+
+/* A traced process, with the rank its launcher gave it. */
+struct trace_process {
+	uint32_t pid;
+	uint32_t parent_pid; /* 0 when not traced from its start */
+	int32_t rank;	     /* RANK, -1 when not set */
+	int32_t local_rank;  /* LOCAL_RANK, -1 when not set */
+	int32_t world_size;  /* WORLD_SIZE, -1 when not set */
+	int32_t exit_code;   /* as wait() reports it; -1 while running */
+	uint64_t start_ns;   /* first seen */
+	uint64_t end_ns;     /* 0 while running */
+	const char *command; /* argv joined by spaces */
+};
+
+enum trace_comm_origin {
+	TRACE_COMM_CREATED = 1,	  /* seen being created from a unique id */
+	TRACE_COMM_SPLIT = 2,	  /* seen being split or shrunk from a parent */
+	TRACE_COMM_RECOVERED = 3, /* existed before attach, read from the library's memory */
+	TRACE_COMM_UNKNOWN = 4,	  /* existed before attach and could not be read */
+};
+
+/* A communicator of one process. */
+struct trace_communicator {
+	uint32_t pid;
+	uint32_t origin;	 /* enum trace_comm_origin */
+	uint64_t handle;	 /* ncclComm_t value in that process */
+	uint64_t comm_id;	 /* identity shared by all its ranks, 0 unknown */
+	uint64_t parent_comm_id; /* for splits, 0 otherwise */
+	int32_t rank;		 /* -1 unknown */
+	int32_t nranks;		 /* -1 unknown */
+	int32_t color;		 /* for splits */
+	uint32_t split_index;	 /* the parent's n-th split on this rank, for splits */
+	uint64_t nccl_comm_hash; /* NCCL's own commHash when it could be read, else 0 */
+	int64_t seq_base;	 /* collectives issued before the first one traced */
+	uint64_t seen_ns;
+	const char *note; /* why identity is missing, or "" */
+};
+
+/* A library the probes were attached to. */
+struct trace_library {
+	uint32_t pid; /* the process it was found in, 0 for a path given by the user */
+	uint32_t functions_attached;
+	uint64_t attached_ns;
+	const char *path;
+	const char *build_id; /* hex, "" when the file has none */
+};
+
+/* Loss counters, cumulative since the recording started. */
+struct trace_stats {
+	uint64_t timestamp_ns;
+	uint64_t calls;
+	uint64_t ringbuf_drops;
+	uint64_t unmatched_returns;
+	uint64_t nesting_overflows;
+	uint64_t filtered;
+	uint64_t process_drops;
+	uint64_t python_events_lost; /* 0 in traces older than format 1.3 */
+};
+
+/* The header of a trace: where and when it was recorded. */
+struct trace_header {
+	uint32_t format_version;
+	char hostname[256];
+	char boot_id[64];
+	uint64_t anchor_monotonic_ns; /* CLOCK_MONOTONIC ... */
+	uint64_t anchor_realtime_ns;  /* ... and CLOCK_REALTIME read at the same moment */
+	char command_line[1024];      /* the tcheck-bpf invocation */
+};
+
+/* A record of any kind, as a reader hands it out. */
+struct trace_record {
+	enum trace_record_kind kind;
+	union {
+		struct trace_nccl_call call;
+		struct trace_process process;
+		struct trace_communicator communicator;
+		struct trace_library library;
+		struct trace_stats stats;
+		struct trace_python_call python_call;
+		struct trace_network_sample network;
+	};
+};
+
+#endif /* TCHECK_TRACE_RECORDS_H */

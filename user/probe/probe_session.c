@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: MIT
+/* Loads the tracer's BPF skeleton and manages its attachments. */
+#include "probe/probe_session.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "base/log.h"
+#include "tracer.skel.h"
+#include "probe/uprobe_links.h"
+
+struct probe_session {
+	struct tracer_bpf *skeleton;
+	struct ring_buffer *ring_buffer;
+	struct uprobe_link_list links;
+	int possible_cpus;
+	probe_record_fn on_record;
+	void *context;
+};
+
+static int print_libbpf(enum libbpf_print_level level, const char *format, va_list args)
+{
+	/* libbpf's own chatter is for -vv; its warnings reach the user as our errors. */
+	if (level == LIBBPF_DEBUG && log_verbosity() < 2)
+		return 0;
+	if (level == LIBBPF_INFO && log_verbosity() < 1)
+		return 0;
+	return vfprintf(stderr, format, args);
+}
+
+static int check_kernel(char *error, size_t error_size)
+{
+	if (geteuid() != 0) {
+		snprintf(error, error_size,
+			 "loading BPF programs needs root (or CAP_BPF, CAP_PERFMON and "
+			 "CAP_SYS_PTRACE): run tcheck-bpf with sudo");
+		return -EPERM;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		snprintf(error, error_size,
+			 "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): tcheck-bpf "
+			 "needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.15 or newer)");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int handle_ring_record(void *context, void *data, size_t size)
+{
+	struct probe_session *session = context;
+
+	return session->on_record(session->context, data, size);
+}
+
+static int prepare_work_request_programs(struct tracer_bpf *skeleton)
+{
+	return uprobe_link_prepare(skeleton->progs.verbs_post_send) ||
+	       uprobe_link_prepare(skeleton->progs.verbs_post_recv) ||
+	       uprobe_link_prepare(skeleton->progs.verbs_poll_cq_entry) ||
+	       uprobe_link_prepare(skeleton->progs.verbs_poll_cq_return) ||
+	       uprobe_link_prepare(skeleton->progs.nccl_ib_entry) ||
+	       uprobe_link_prepare(skeleton->progs.nccl_ib_test_return) ||
+	       uprobe_link_prepare(skeleton->progs.verbs_open_device_return);
+}
+
+struct probe_session *probe_session_create(const struct probe_session_config *config,
+					   probe_record_fn on_record, void *context, char *error,
+					   size_t error_size)
+{
+	struct probe_session *session;
+	int result;
+
+	if (check_kernel(error, error_size))
+		return NULL;
+	libbpf_set_print(print_libbpf);
+	session = calloc(1, sizeof(*session));
+	if (!session) {
+		snprintf(error, error_size, "out of memory");
+		return NULL;
+	}
+	session->on_record = on_record;
+	session->context = context;
+	session->possible_cpus = libbpf_num_possible_cpus();
+	session->skeleton = tracer_bpf__open();
+	if (!session->skeleton) {
+		snprintf(error, error_size, "cannot open the BPF programs: %s", strerror(errno));
+		goto fail;
+	}
+	session->skeleton->rodata->filter_by_pid = true;
+	/* Programs not asked for are not loaded: nothing runs that was not wanted. */
+	bpf_program__set_autoload(session->skeleton->progs.python_frame_entry, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.python_frame_return, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.torch_scope_enter, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.torch_scope_exit, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.torch_op_entry, config->torch_ops);
+	bpf_program__set_autoload(session->skeleton->progs.torch_op_return, config->torch_ops);
+	if (uprobe_link_prepare(session->skeleton->progs.library_call_entry) ||
+	    uprobe_link_prepare(session->skeleton->progs.library_call_return) ||
+	    uprobe_link_prepare(session->skeleton->progs.python_frame_entry) ||
+	    uprobe_link_prepare(session->skeleton->progs.python_frame_return) ||
+	    uprobe_link_prepare(session->skeleton->progs.torch_scope_enter) ||
+	    uprobe_link_prepare(session->skeleton->progs.torch_scope_exit) ||
+	    uprobe_link_prepare(session->skeleton->progs.torch_op_entry) ||
+	    uprobe_link_prepare(session->skeleton->progs.torch_op_return) ||
+	    uprobe_link_prepare(session->skeleton->progs.floor_entry) ||
+	    uprobe_link_prepare(session->skeleton->progs.floor_return) ||
+	    prepare_work_request_programs(session->skeleton)) {
+		snprintf(error, error_size, "cannot prepare the probe programs");
+		goto fail;
+	}
+	if (config->ring_buffer_bytes)
+		bpf_map__set_max_entries(session->skeleton->maps.events,
+					 (uint32_t)config->ring_buffer_bytes);
+	result = tracer_bpf__load(session->skeleton);
+	if (result) {
+		snprintf(error, error_size,
+			 "the kernel refused the BPF programs (%s); run with -vv to see the "
+			 "verifier's log",
+			 strerror(-result));
+		goto fail;
+	}
+	result = tracer_bpf__attach(session->skeleton);
+	if (result) {
+		snprintf(error, error_size,
+			 "cannot attach the process tracepoints (sched_process_fork/exec/exit): %s",
+			 strerror(-result));
+		goto fail;
+	}
+	session->ring_buffer = ring_buffer__new(bpf_map__fd(session->skeleton->maps.events),
+						handle_ring_record, session, NULL);
+	if (!session->ring_buffer) {
+		snprintf(error, error_size, "cannot open the ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	return session;
+fail:
+	probe_session_destroy(session);
+	return NULL;
+}
+
+void probe_session_destroy(struct probe_session *session)
+{
+	if (!session)
+		return;
+	uprobe_link_list_destroy(&session->links);
+	ring_buffer__free(session->ring_buffer);
+	tracer_bpf__destroy(session->skeleton);
+	free(session);
+}
+
+void probe_session_on_attach_failure(struct probe_session *session,
+				     void (*on_failure)(void *context, const char *path),
+				     void *context)
+{
+	session->links.on_failure = on_failure;
+	session->links.failure_context = context;
+}
+
+int probe_session_trace_process(struct probe_session *session, uint32_t pid)
+{
+	uint8_t traced = 1;
+
+	if (bpf_map_update_elem(bpf_map__fd(session->skeleton->maps.traced_pids), &pid, &traced,
+				BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int probe_session_attach_calls(struct probe_session *session, const char *path,
+			       const uint64_t *offsets, const uint64_t *cookies, size_t count,
+			       char *error, size_t error_size)
+{
+	/* pid -1: every process mapping the file; the traced set filters in BPF. */
+	int result =
+		uprobe_link_attach(&session->links, session->skeleton->progs.library_call_return,
+				   true, path, offsets, cookies, count, -1, error, error_size);
+
+	if (result)
+		return result;
+	return uprobe_link_attach(&session->links, session->skeleton->progs.library_call_entry,
+				  false, path, offsets, cookies, count, -1, error, error_size);
+}
+
+int probe_session_attach_notice(struct probe_session *session, const char *path, uint64_t offset,
+				uint64_t cookie, int pid, char *error, size_t error_size)
+{
+	return uprobe_link_attach(&session->links, session->skeleton->progs.library_call_entry,
+				  false, path, &offset, &cookie, 1, pid, error, error_size);
+}
+
+size_t probe_session_detach_process(struct probe_session *session, int pid)
+{
+	return uprobe_link_detach_process(&session->links, pid);
+}
+
+int probe_session_attach_floor(struct probe_session *session, const char *path, uint64_t offset,
+			       int pid, char *error, size_t error_size)
+{
+	uint64_t cookie = 0;
+	int result = uprobe_link_attach(&session->links, session->skeleton->progs.floor_return,
+					true, path, &offset, &cookie, 1, pid, error, error_size);
+
+	if (result)
+		return result;
+	return uprobe_link_attach(&session->links, session->skeleton->progs.floor_entry, false,
+				  path, &offset, &cookie, 1, pid, error, error_size);
+}
+
+int probe_session_attach_python(struct probe_session *session, const char *path, uint64_t offset,
+				char *error, size_t error_size)
+{
+	uint64_t cookie = 0;
+	int result =
+		uprobe_link_attach(&session->links, session->skeleton->progs.python_frame_return,
+				   true, path, &offset, &cookie, 1, -1, error, error_size);
+
+	if (result)
+		return result;
+	return uprobe_link_attach(&session->links, session->skeleton->progs.python_frame_entry,
+				  false, path, &offset, &cookie, 1, -1, error, error_size);
+}
+
+int probe_session_attach_torch_scopes(struct probe_session *session, const char *path,
+				      uint64_t enter_offset, uint64_t enter_cookie,
+				      uint64_t exit_offset, char *error, size_t error_size)
+{
+	uint64_t exit_cookie = 0;
+	int result = uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_exit,
+					false, path, &exit_offset, &exit_cookie, 1, -1, error,
+					error_size);
+
+	if (result)
+		return result;
+	return uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_enter,
+				  false, path, &enter_offset, &enter_cookie, 1, -1, error,
+				  error_size);
+}
+
+int probe_session_attach_torch_ops(struct probe_session *session, const char *path,
+				   const uint64_t *offsets, const uint64_t *cookies, size_t count,
+				   char *error, size_t error_size)
+{
+	int result = uprobe_link_attach(&session->links, session->skeleton->progs.torch_op_return,
+					true, path, offsets, cookies, count, -1, error, error_size);
+
+	if (result)
+		return result;
+	return uprobe_link_attach(&session->links, session->skeleton->progs.torch_op_entry, false,
+				  path, offsets, cookies, count, -1, error, error_size);
+}
+
+int probe_session_set_python_process(struct probe_session *session, uint32_t pid,
+				     const struct tcheck_python_process *process)
+{
+	int map = bpf_map__fd(session->skeleton->maps.python_processes);
+
+	if (!process)
+		return bpf_map_delete_elem(map, &pid) && errno != ENOENT ? -errno : 0;
+	if (bpf_map_update_elem(map, &pid, process, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int probe_session_set_python_stack_layout(struct probe_session *session, uint32_t pid,
+					  const struct tcheck_python_stack_layout *layout)
+{
+	int map = bpf_map__fd(session->skeleton->maps.python_stack_layouts);
+
+	if (!layout)
+		return bpf_map_delete_elem(map, &pid) && errno != ENOENT ? -errno : 0;
+	if (bpf_map_update_elem(map, &pid, layout, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int probe_session_set_code_verdict(struct probe_session *session, uint32_t pid, uint64_t code,
+				   uint64_t code_name, uint8_t verdict)
+{
+	struct tcheck_code_key key = { .pid = pid, .reserved = 0, .code = code, .name = code_name };
+
+	if (bpf_map_update_elem(bpf_map__fd(session->skeleton->maps.code_verdicts), &key, &verdict,
+				BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int probe_session_set_comm_layout(struct probe_session *session, uint32_t slot,
+				  const struct tcheck_comm_layout *layout)
+{
+	if (bpf_map_update_elem(bpf_map__fd(session->skeleton->maps.comm_layouts), &slot, layout,
+				BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int probe_session_attach_program(struct probe_session *session, const char *program_name,
+				 bool retprobe, const char *path, const uint64_t *offsets,
+				 const uint64_t *cookies, size_t count, char *error,
+				 size_t error_size)
+{
+	struct bpf_program *program =
+		bpf_object__find_program_by_name(session->skeleton->obj, program_name);
+
+	if (!program) {
+		snprintf(error, error_size, "the BPF program %s is not built into tcheck-bpf",
+			 program_name);
+		return -ENOENT;
+	}
+	return uprobe_link_attach(&session->links, program, retprobe, path, offsets, cookies, count,
+				  -1, error, error_size);
+}
+
+int probe_session_map_fd(struct probe_session *session, const char *map_name)
+{
+	struct bpf_map *map = bpf_object__find_map_by_name(session->skeleton->obj, map_name);
+
+	return map ? bpf_map__fd(map) : -ENOENT;
+}
+
+int probe_session_poll(struct probe_session *session, int timeout_ms)
+{
+	int result = ring_buffer__poll(session->ring_buffer, timeout_ms);
+
+	/* A signal (Ctrl-C) interrupting the wait is not an error. */
+	if (result == -EINTR)
+		result = 0;
+	/* Calls are submitted without waking the reader (call_wakeup_flags): read them now. */
+	if (result == 0)
+		result = ring_buffer__consume(session->ring_buffer);
+	return result;
+}
+
+int probe_session_drain(struct probe_session *session)
+{
+	return ring_buffer__consume(session->ring_buffer);
+}
+
+void probe_session_counters(struct probe_session *session, uint64_t *counters)
+{
+	int fd = bpf_map__fd(session->skeleton->maps.counters);
+	uint64_t *per_cpu = calloc((size_t)session->possible_cpus, sizeof(uint64_t));
+
+	for (uint32_t key = 0; key < TCHECK_COUNTER_COUNT; key++) {
+		counters[key] = 0;
+		if (!per_cpu || bpf_map_lookup_elem(fd, &key, per_cpu))
+			continue;
+		for (int cpu = 0; cpu < session->possible_cpus; cpu++)
+			counters[key] += per_cpu[cpu];
+	}
+	free(per_cpu);
+}
+
+size_t probe_session_probe_count(const struct probe_session *session)
+{
+	return session->links.probes;
+}

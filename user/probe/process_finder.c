@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+/* Training processes on this node, found by the libraries they map. */
+#include "probe/process_finder.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "probe/process_maps.h"
+
+static bool name_starts_with(const char *path, const char *prefix)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash && strncmp(slash + 1, prefix, strlen(prefix)) == 0;
+}
+
+static bool list_has_training_library(const struct mapped_file_list *list, bool torch_without_nccl)
+{
+	for (size_t i = 0; i < list->count; i++) {
+		const char *path = list->files[i].path;
+
+		if (name_starts_with(path, "libnccl") || name_starts_with(path, "libtorch_cuda") ||
+		    (torch_without_nccl && name_starts_with(path, "libtorch_cpu")))
+			return true;
+	}
+	return false;
+}
+
+bool process_finder_maps_match(const char *maps_text, bool torch_without_nccl)
+{
+	struct mapped_file_list list = { 0 };
+	char error[256];
+	bool found;
+
+	if (process_maps_parse(maps_text, 0, &list, error, sizeof(error)))
+		return false;
+	found = list_has_training_library(&list, torch_without_nccl);
+	mapped_file_list_free(&list);
+	return found;
+}
+
+/* The selector and the rank range, from the process's command line and environment. */
+static bool selected(const struct process_finder_options *options, pid_t pid)
+{
+	struct process_info info;
+	char error[256];
+	bool wanted;
+
+	if ((!options->command_contains || !*options->command_contains) && options->last_rank < 0)
+		return true;
+	if (process_info_read(pid, &info, error, sizeof(error)))
+		return false;
+	wanted = (!options->command_contains || !*options->command_contains ||
+		  (info.command && strstr(info.command, options->command_contains))) &&
+		 (options->last_rank < 0 ||
+		  (info.rank >= options->first_rank && info.rank <= options->last_rank));
+	process_info_free(&info);
+	return wanted;
+}
+
+static bool is_training_process(const struct process_finder_options *options, pid_t pid)
+{
+	struct mapped_file_list list = { 0 };
+	char error[256];
+	bool found;
+
+	if (process_maps_read(pid, &list, error, sizeof(error)))
+		return false;
+	found = list_has_training_library(&list, options->torch_without_nccl);
+	mapped_file_list_free(&list);
+	return found && selected(options, pid);
+}
+
+size_t process_finder_scan(const struct process_finder_options *options, pid_t *pids,
+			   size_t capacity)
+{
+	DIR *directory = opendir("/proc");
+	struct dirent *entry;
+	size_t count = 0;
+	pid_t self = getpid();
+
+	if (!directory)
+		return 0;
+	while (count < capacity && (entry = readdir(directory))) {
+		char *end;
+		long pid = strtol(entry->d_name, &end, 10);
+
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		if (is_training_process(options, (pid_t)pid))
+			pids[count++] = (pid_t)pid;
+	}
+	closedir(directory);
+	return count;
+}

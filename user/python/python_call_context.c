@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+/* The Python caller and meta variables of an NCCL call, named from the probe's pointers. */
+#include "python/python_call_context.h"
+
+void python_call_stack_fill(const struct tcheck_call_record *raw, python_code_name_fn name,
+			    void *context, struct trace_python_stack *stack)
+{
+	uint32_t frames = raw->py_depth, depth = 0;
+	const char *named;
+
+	if (frames > TCHECK_PY_STACK_MAX)
+		frames = TCHECK_PY_STACK_MAX;
+	if (frames && (raw->flags & TCHECK_CALL_PY_MAIN_THREAD))
+		stack->frames[depth++] = PYTHON_MAIN_THREAD_MARKER;
+	for (uint32_t i = 0; i < frames && depth < TRACE_PY_STACK_MAX; i++) {
+		named = name(context, raw->header.pid, raw->py_code[i], raw->py_name[i]);
+		stack->frames[depth++] = named ? named : PYTHON_UNREADABLE_FRAME;
+	}
+	stack->depth = depth;
+}
+
+static const char *tracer_code_name(void *context, uint32_t pid, uint64_t code,
+				    uint64_t name_object)
+{
+	return python_tracer_code_name(context, pid, code, name_object);
+}
+
+void python_call_context_fill(struct python_tracer *tracer, const struct tcheck_call_record *raw,
+			      struct trace_nccl_call *call)
+{
+	if (python_tracer_meta(tracer, raw->header.pid, raw->header.timestamp_ns, &call->step,
+			       &call->stage))
+		return;
+	python_call_stack_fill(raw, tracer_code_name, tracer, &call->py_stack);
+}

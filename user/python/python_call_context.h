@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Python side of an NCCL call: the frames the probe read at its entry,
+ * named through the Python tracer's code cache, and the process's meta
+ * variables (step, stage) when the call was made.
+ */
+#ifndef TCHECK_PYTHON_CALL_CONTEXT_H
+#define TCHECK_PYTHON_CALL_CONTEXT_H
+
+#include "python/python_tracer.h"
+#include "tcheck/probe_abi.h"
+#include "model/trace_records.h"
+
+/*
+ * Stands first in py_stack when the calling thread runs no Python (a C++
+ * worker thread): the frames after it are the main thread's.
+ */
+#define PYTHON_MAIN_THREAD_MARKER "<main thread>"
+
+/* Names one code object of a process (NULL when it cannot). */
+typedef const char *(*python_code_name_fn)(void *context, uint32_t pid, uint64_t code,
+					   uint64_t name_object);
+
+/* The py_stack of a raw call record: its frames named, the marker first when flagged. */
+void python_call_stack_fill(const struct tcheck_call_record *raw, python_code_name_fn name,
+			    void *context, struct trace_python_stack *stack);
+
+/* Fills call->step, ->stage and ->py_stack from the raw record; untouched if not traced. */
+void python_call_context_fill(struct python_tracer *tracer, const struct tcheck_call_record *raw,
+			      struct trace_nccl_call *call);
+
+#endif /* TCHECK_PYTHON_CALL_CONTEXT_H */

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/* The recorder's closing warnings about Python events it knows it missed. */
+#include "python/python_losses.h"
+
+#include <stdio.h>
+
+#include "base/log.h"
+
+size_t python_losses_sentences(const struct python_tracer_losses *losses, uint64_t kernel_drops,
+			       char sentences[PYTHON_LOSSES_SENTENCES][320])
+{
+	size_t count = 0;
+
+	if (kernel_drops)
+		snprintf(sentences[count++], 320,
+			 "%llu Python calls, torch scopes or torch operators were lost in the "
+			 "kernel (ring buffer full, or nested deeper than the probes follow); "
+			 "raise --ring-buffer-mb",
+			 (unsigned long long)kernel_drops);
+	if (losses->refused_processes)
+		snprintf(sentences[count++], 320,
+			 "%u process%s run%s a CPython that cannot be followed (said above): "
+			 "%s Python calls are not in the trace",
+			 losses->refused_processes, losses->refused_processes == 1 ? "" : "es",
+			 losses->refused_processes == 1 ? "s" : "",
+			 losses->refused_processes == 1 ? "its" : "their");
+	if (losses->unprobed_processes)
+		snprintf(sentences[count++], 320,
+			 "the frame evaluator of %u process%s could not be probed (said above): "
+			 "%s Python calls are not in the trace",
+			 losses->unprobed_processes, losses->unprobed_processes == 1 ? "" : "es",
+			 losses->unprobed_processes == 1 ? "its" : "their");
+	if (losses->unfollowed_events)
+		snprintf(sentences[count++], 320,
+			 "%llu Python calls, torch scopes or torch operators came from processes "
+			 "whose Python was not being followed and are not in the trace",
+			 (unsigned long long)losses->unfollowed_events);
+	return count;
+}
+
+uint64_t python_losses_events(const struct python_tracer_losses *losses, uint64_t kernel_drops)
+{
+	return kernel_drops + losses->unfollowed_events;
+}
+
+void python_losses_report(const struct python_tracer *tracer, uint64_t kernel_drops)
+{
+	char sentences[PYTHON_LOSSES_SENTENCES][320];
+	struct python_tracer_losses losses;
+	size_t count;
+
+	python_tracer_get_losses(tracer, &losses);
+	count = python_losses_sentences(&losses, kernel_drops, sentences);
+	for (size_t i = 0; i < count; i++)
+		log_warning("%s", sentences[i]);
+	/* Mostly module bodies run once at import and freed at once: not a warning. */
+	if (losses.unnamed_calls)
+		log_info("%llu Python calls were of code objects freed before they could be named "
+			 "(module bodies run at import, short-lived functions): not recorded",
+			 (unsigned long long)losses.unnamed_calls);
+	/* The trace shows these frames as such; freed module bodies make most of them. */
+	if (losses.unnamed_callers)
+		log_notice("%llu callers in the Python stacks of recorded calls are written as "
+			   "\"" PYTHON_UNREADABLE_FRAME "\": their code objects were freed (module "
+			   "bodies run at import) or their process had ended before they were read",
+			   (unsigned long long)losses.unnamed_callers);
+}

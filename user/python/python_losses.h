@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the recorder says, at its end, about the Python events it knows it
+ * missed: calls, scopes and operators the kernel dropped, events of
+ * processes whose Python was not followed, and those processes. Losses are
+ * counted and said, never silent. The sentences need no kernel.
+ */
+#ifndef TCHECK_PYTHON_LOSSES_H
+#define TCHECK_PYTHON_LOSSES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "python/python_tracer.h"
+
+#define PYTHON_LOSSES_SENTENCES 4
+
+/*
+ * Fills sentences with one warning per kind of loss, each a sentence the
+ * user can act on; returns how many. kernel_drops is the probes' count of
+ * Python events lost in the kernel (TCHECK_COUNTER_PYTHON_DROPS).
+ */
+size_t python_losses_sentences(const struct python_tracer_losses *losses, uint64_t kernel_drops,
+			       char sentences[PYTHON_LOSSES_SENTENCES][320]);
+
+/* The Python events the tracer knows it missed: all its losses and the kernel's. */
+uint64_t python_losses_events(const struct python_tracer_losses *losses, uint64_t kernel_drops);
+
+/* Warns of each loss of the tracer's (nothing when there was none). */
+void python_losses_report(const struct python_tracer *tracer, uint64_t kernel_drops);
+
+#endif /* TCHECK_PYTHON_LOSSES_H */

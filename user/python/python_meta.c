@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/* Step and stage of a traced process over time, looked up at each event's entry. */
+#include "python/python_meta.h"
+
+#include <string.h>
+
+#include "model/trace_records.h"
+
+void python_meta_init(struct python_meta_timeline *timeline)
+{
+	memset(timeline, 0, sizeof(*timeline));
+	timeline->initial.stage = TRACE_STAGE_UNKNOWN;
+	timeline->current = timeline->initial;
+}
+
+static void remember(struct python_meta_timeline *timeline, uint64_t at_ns,
+		     struct python_meta_state after)
+{
+	struct python_meta_change *slot = &timeline->changes[timeline->next];
+
+	/* The oldest change is overwritten: the state it made becomes the initial one. */
+	if (timeline->count == PYTHON_META_CHANGES)
+		timeline->initial = slot->after;
+	else
+		timeline->count++;
+	slot->at_ns = at_ns;
+	slot->after = after;
+	timeline->next = (timeline->next + 1) % PYTHON_META_CHANGES;
+	timeline->current = after;
+}
+
+void python_meta_advance_step(struct python_meta_timeline *timeline, uint64_t at_ns)
+{
+	struct python_meta_state after = timeline->current;
+
+	after.step++;
+	remember(timeline, at_ns, after);
+}
+
+void python_meta_set_stage(struct python_meta_timeline *timeline, uint64_t at_ns, uint32_t stage)
+{
+	struct python_meta_state after = timeline->current;
+
+	if (after.stage == stage)
+		return;
+	after.stage = stage;
+	remember(timeline, at_ns, after);
+}
+
+struct python_meta_state python_meta_at(const struct python_meta_timeline *timeline, uint64_t at_ns)
+{
+	struct python_meta_state state = timeline->initial;
+	uint64_t best_ns = 0;
+	int found = 0;
+
+	/* Changes are remembered in arrival order, which is not quite time order. */
+	for (uint32_t i = 0; i < timeline->count; i++) {
+		const struct python_meta_change *change = &timeline->changes[i];
+
+		if (change->at_ns <= at_ns && (!found || change->at_ns >= best_ns)) {
+			best_ns = change->at_ns;
+			state = change->after;
+			found = 1;
+		}
+	}
+	return state;
+}

@@ -1,0 +1,849 @@
+// SPDX-License-Identifier: MIT
+/* Python calls: probes on each CPython, code objects named once, selection applied. */
+#include "python/python_tracer.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error_message.h"
+#include "base/log.h"
+#include "probe/process_maps.h"
+#include "python/python_arguments.h"
+#include "python/python_layout.h"
+#include "python/python_meta.h"
+#include "base/system_clock.h"
+#include "python/torch_probes.h"
+#include "base/u64_map.h"
+
+/* Training APIs worth following when the user names none. */
+const char *const python_default_prefixes[] = {
+	"torch.optim.",
+	"torch.nn.modules.module.Module._call_impl",
+	"torch.nn.modules.module.Module.train",
+	"torch.nn.modules.module.Module.eval",
+	"torch.autograd.backward",
+	"torch.autograd.function.",
+	"torch.nn.utils.clip_grad",
+	"torch.distributed.",
+	"torch.nn.parallel.distributed.",
+	"torch.utils.data.dataloader.",
+	NULL,
+};
+
+/*
+ * Module.training is set through nn.Module.__setattr__, a Python __setattr__
+ * the interpreter enters from C (the type's slot) on every version, even
+ * where Module.train() itself runs inline: its arguments give the stage.
+ */
+static const char stage_setter[] = "torch.nn.modules.module.Module.__setattr__";
+
+/* The default step marker: the record_function scope torch opens in Optimizer.step. */
+static const char default_step_marker[] = "Optimizer.step#";
+
+/* What the tracer itself needs a code object for, besides the user's selection. */
+enum code_role {
+	CODE_ROLE_NONE = 0,
+	CODE_ROLE_STAGE_SETTER = 1 << 0,
+	CODE_ROLE_STEP_MARKER = 1 << 1,
+};
+
+/* A code object, named. */
+struct named_code {
+	uint64_t name_object; /* its name object's address: a reused code address has another */
+	char *qualified_name;
+	char *file;
+	int first_line;
+	int selected; /* by the user: its calls go to the trace */
+	int roles;    /* enum code_role: its calls are read, not necessarily traced */
+	int argument_name_count;
+	char argument_names[TCHECK_PYTHON_ARGS_MAX][64];
+};
+
+struct python_process {
+	bool torch_looked_up;		  /* libtorch_cpu was found (and probed, or refused) */
+	bool evaluator_probed;		  /* its interpreter's frame evaluator carries the probes */
+	bool evaluator_failure_said;	  /* probing it failed, and the user was told */
+	struct python_runtime runtime;	  /* where its interpreter is */
+	int32_t rank;			  /* RANK of its initial environment, -1 unknown */
+	int32_t world_size;		  /* WORLD_SIZE, -1 unknown */
+	struct python_meta_timeline meta; /* step and stage over time */
+	struct python_layout layout;
+	struct u64_map codes; /* code address -> named_code */
+};
+
+struct python_tracer {
+	struct probe_session *session;
+	const char *const *prefixes;
+	const char *step_marker; /* a scope name prefix or a qualified name prefix */
+	python_tracer_emit_fn emit;
+	void *context;
+	struct u64_map processes;    /* pid -> python_process */
+	struct u64_map probed_files; /* file identity -> non-NULL once probed */
+	struct u64_map refused; /* pid -> non-NULL: runs a Python we cannot follow (said once) */
+	struct u64_map scope_names; /* hash of a scope name -> the name, kept for the records */
+	struct python_tracer_losses losses;
+	const char *const *torch_ops; /* --torch-op requests */
+	size_t torch_op_count;
+	char **operator_names; /* by attach cookie: "aten::add_.Tensor" */
+	size_t operator_name_count;
+};
+
+struct python_tracer *python_tracer_create(struct probe_session *session,
+					   const char *const *prefixes, python_tracer_emit_fn emit,
+					   void *context)
+{
+	struct python_tracer *tracer = calloc(1, sizeof(*tracer));
+
+	if (!tracer)
+		return NULL;
+	tracer->session = session;
+	tracer->prefixes = prefixes ? prefixes : python_default_prefixes;
+	tracer->step_marker = default_step_marker;
+	tracer->emit = emit;
+	tracer->context = context;
+	u64_map_init(&tracer->processes);
+	u64_map_init(&tracer->probed_files);
+	u64_map_init(&tracer->refused);
+	u64_map_init(&tracer->scope_names);
+	return tracer;
+}
+
+void python_tracer_set_step_marker(struct python_tracer *tracer, const char *marker)
+{
+	tracer->step_marker = marker && marker[0] ? marker : default_step_marker;
+}
+
+static void free_named_code(struct named_code *named)
+{
+	free(named->qualified_name);
+	free(named->file);
+	free(named);
+}
+
+static void free_process(struct python_process *process)
+{
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&process->codes, &i, &key, &value);)
+		free_named_code(value);
+	u64_map_free(&process->codes);
+	free(process);
+}
+
+void python_tracer_destroy(struct python_tracer *tracer)
+{
+	uint64_t key;
+	void *value;
+
+	if (!tracer)
+		return;
+	for (size_t i = 0; u64_map_next(&tracer->processes, &i, &key, &value);)
+		free_process(value);
+	u64_map_free(&tracer->processes);
+	u64_map_free(&tracer->probed_files);
+	u64_map_free(&tracer->refused);
+	for (size_t i = 0; u64_map_next(&tracer->scope_names, &i, &key, &value);)
+		free(value);
+	u64_map_free(&tracer->scope_names);
+	for (size_t i = 0; i < tracer->operator_name_count; i++)
+		free(tracer->operator_names[i]);
+	free(tracer->operator_names);
+	free(tracer);
+}
+
+void python_module_of_file(const char *file, char *module, size_t size)
+{
+	const char *start = NULL, *marker;
+	static const char *const roots[] = { "site-packages/", "dist-packages/" };
+	size_t length;
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		marker = strstr(file, roots[i]);
+		if (marker)
+			start = marker + strlen(roots[i]);
+	}
+	/* Outside an installed package: the script's own name stands for its module. */
+	if (!start) {
+		marker = strrchr(file, '/');
+		start = marker ? marker + 1 : file;
+	}
+	snprintf(module, size, "%s", start);
+	length = strlen(module);
+	if (length > 3 && strcmp(module + length - 3, ".py") == 0)
+		module[length - 3] = '\0';
+	for (char *c = module; *c; c++)
+		if (*c == '/')
+			*c = '.';
+	length = strlen(module);
+	if (length > 9 && strcmp(module + length - 9, ".__init__") == 0)
+		module[length - 9] = '\0';
+}
+
+int python_name_selected(const char *qualified_name, const char *const *prefixes)
+{
+	for (size_t i = 0; prefixes[i]; i++)
+		if (strncmp(qualified_name, prefixes[i], strlen(prefixes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid)
+{
+	struct python_process *process = u64_map_remove(&tracer->processes, (uint64_t)pid);
+
+	u64_map_remove(&tracer->refused, (uint64_t)pid);
+	if (process) {
+		probe_session_set_python_stack_layout(tracer->session, (uint32_t)pid, NULL);
+		free_process(process);
+	}
+}
+
+/* What the NCCL probes need to walk a thread's frames; -ENOENT without _PyRuntime. */
+static int share_stack_layout(struct python_tracer *tracer, pid_t pid,
+			      const struct python_layout *layout)
+{
+	struct tcheck_python_stack_layout shared = {
+		.interpreters_head = layout->addresses.runtime_state +
+				     (uint64_t)layout->runtime_interpreters_head,
+		.interpreter_threads_head = layout->interpreter_threads_head,
+		.thread_next = layout->thread_next,
+		.thread_id = layout->thread_id,
+		.thread_frame = layout->thread_frame,
+		.thread_cframe = layout->thread_cframe,
+		.cframe_current_frame = layout->cframe_current_frame,
+		.frame_code = layout->frame_code,
+		.frame_previous = layout->frame_previous,
+		.frame_owner = layout->frame_owner,
+		.frame_owner_c_stack = layout->frame_owner_c_stack,
+		.none = layout->addresses.none,
+		.code_name_offset = layout->code_qualified_name >= 0 ? layout->code_qualified_name
+								     : layout->code_name,
+	};
+	/* The walk reads code, previous (8 bytes each) and owner (1 byte) in one go. */
+	int header_size = layout->frame_code + 8;
+
+	if (layout->frame_previous + 8 > header_size)
+		header_size = layout->frame_previous + 8;
+	if (layout->frame_owner + 1 > header_size)
+		header_size = layout->frame_owner + 1;
+	shared.frame_header_size = (uint32_t)header_size;
+	if (!layout->addresses.runtime_state || shared.frame_header_size > 128 ||
+	    (layout->thread_frame < 0 && layout->thread_cframe < 0))
+		return -ENOENT;
+	return probe_session_set_python_stack_layout(tracer->session, (uint32_t)pid, &shared);
+}
+
+static uint64_t torch_register_bits(enum torch_register which)
+{
+	return which == TORCH_REGISTER_RDI   ? 1
+	       : which == TORCH_REGISTER_RSI ? 2
+	       : which == TORCH_REGISTER_RDX ? 3
+					     : 0;
+}
+
+void python_tracer_set_torch_ops(struct python_tracer *tracer, const char *const *ops, size_t count)
+{
+	tracer->torch_ops = ops;
+	tracer->torch_op_count = count;
+}
+
+void torch_operator_display_name(const char *request, const char *operator_name, char *name,
+				 size_t size)
+{
+	size_t base = strcspn(request, ".");
+	const char *overload = operator_name + base;
+
+	/* "add__Tensor" asked as "add_": the struct is the name, '_', the overload. */
+	if (strncmp(operator_name, request, base) == 0 && *overload == '_' && overload[1])
+		snprintf(name, size, "aten::%.*s.%s", (int)base, request, overload + 1);
+	else
+		snprintf(name, size, "aten::%s", operator_name);
+}
+
+/* Attaches the --torch-op probes; their cookies index tracer->operator_names. */
+static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
+			     const struct torch_probes *probes)
+{
+	uint64_t *offsets, *cookies;
+	char **names, error[512], name[256];
+	size_t first = tracer->operator_name_count;
+
+	if (probes->op_count == 0)
+		return;
+	names = realloc(tracer->operator_names, (first + probes->op_count) * sizeof(*names));
+	offsets = calloc(probes->op_count, sizeof(*offsets));
+	cookies = calloc(probes->op_count, sizeof(*cookies));
+	if (names)
+		tracer->operator_names = names;
+	if (!names || !offsets || !cookies)
+		goto out;
+	for (size_t i = 0; i < probes->op_count; i++) {
+		torch_operator_display_name(probes->ops[i].request, probes->ops[i].operator_name,
+					    name, sizeof(name));
+		tracer->operator_names[first + i] = strdup(name);
+		if (!tracer->operator_names[first + i]) {
+			for (size_t j = first; j < first + i; j++)
+				free(tracer->operator_names[j]);
+			goto out;
+		}
+		offsets[i] = probes->ops[i].site.file_offset;
+		cookies[i] = first + i;
+	}
+	tracer->operator_name_count = first + probes->op_count;
+	if (probe_session_attach_torch_ops(tracer->session, probes->host_path, offsets, cookies,
+					   probes->op_count, error, sizeof(error)))
+		log_warning("process %d: %s", pid, error);
+	else
+		log_info("probed %zu torch operator entry points in %s", probes->op_count,
+			 probes->library_path);
+out:
+	free(offsets);
+	free(cookies);
+}
+
+/*
+ * Probes torch's scope entry and end, and the --torch-op operators, in a
+ * process that has libtorch_cpu, once per library file. Only the verified
+ * scope layout (torch 1.13: the name and the key at one entry site, C++11
+ * strings) is probed.
+ */
+static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_process *process)
+{
+	const struct torch_scope_probes *scopes;
+	struct torch_probes *probes = NULL;
+	char error[512];
+	uint64_t identity, cookie;
+	int result;
+
+	if (process->torch_looked_up)
+		return;
+	/* torch is imported after start: this is asked again as libraries load. */
+	result = torch_probes_resolve_process(pid, tracer->torch_ops, tracer->torch_op_count,
+					      &probes, error, sizeof(error));
+	/* An operator this torch lacks costs the operators, not the scopes. */
+	if (result == -ENOENT && tracer->torch_op_count && !strstr(error, "has not mapped")) {
+		log_warning("process %d: %s; following its scopes without operators", pid, error);
+		result = torch_probes_resolve_process(pid, NULL, 0, &probes, error, sizeof(error));
+	}
+	if (result) {
+		/*
+		 * Not mapped yet: asked again as libraries load. Mapped but refused
+		 * (an unknown version, a missing operator): said once.
+		 */
+		if (strstr(error, "has not mapped") == NULL) {
+			log_warning("process %d: %s", pid, error);
+			process->torch_looked_up = true;
+		} else {
+			log_debug("process %d: no torch scopes yet: %s", pid, error);
+		}
+		return;
+	}
+	process->torch_looked_up = true;
+	scopes = &probes->scopes;
+	if (file_identity(probes->host_path, &identity)) {
+		log_warning("process %d: cannot open %s, its libtorch_cpu", pid, probes->host_path);
+		goto out;
+	}
+	if (u64_map_get(&tracer->probed_files, identity))
+		goto out;
+	u64_map_put(&tracer->probed_files, identity, tracer);
+	/*
+	 * Per version (docs/torch-scopes.md): 1.13's scope sites were watched
+	 * live and are probed; 2.x's come from the sources only and are not;
+	 * any other version was refused when resolving. Operators are the same
+	 * exported at::_ops entry points in both.
+	 */
+	if (scopes->method != TORCH_SCOPE_SHARED_ENTER || !scopes->verified ||
+	    scopes->string_abi != TORCH_STRING_CXX11 || !scopes->enter.file_offset ||
+	    !scopes->exit.file_offset) {
+		log_warning("process %d: torch %s's record_function scopes (Optimizer.step, "
+			    "zero_grad) are not followed: their probe sites are read from "
+			    "PyTorch's sources and have not been checked on a live process of "
+			    "this version; Python calls and --torch-op operators still are",
+			    pid, probes->version.text);
+		attach_torch_ops(tracer, pid, probes);
+		goto out;
+	}
+	cookie = torch_register_bits(scopes->name_register) << TCHECK_TORCH_NAME_REGISTER_SHIFT |
+		 torch_register_bits(scopes->key_register) << TCHECK_TORCH_KEY_REGISTER_SHIFT;
+	if (probe_session_attach_torch_scopes(tracer->session, probes->host_path,
+					      scopes->enter.file_offset, cookie,
+					      scopes->exit.file_offset, error, sizeof(error)))
+		log_warning("process %d: %s", pid, error);
+	else
+		log_info("probed torch %s's record_function scopes in %s", probes->version.text,
+			 probes->library_path);
+	attach_torch_ops(tracer, pid, probes);
+out:
+	torch_probes_free(probes);
+}
+
+/* RANK and WORLD_SIZE as the launcher set them (torchrun, the exec launcher). */
+static void read_rank(pid_t pid, struct python_process *process)
+{
+	struct process_info info;
+	char error[256];
+
+	process->rank = process->world_size = -1;
+	if (process_info_read(pid, &info, error, sizeof(error))) {
+		log_debug("process %d: %s", pid, error);
+		return;
+	}
+	process->rank = info.rank;
+	process->world_size = info.world_size;
+	process_info_free(&info);
+}
+
+/* What the entry probe needs to read arguments and callers in this process. */
+static void describe_for_probes(const struct python_layout *layout,
+				struct tcheck_python_process *shared)
+{
+	shared->frame_code_offset = layout->frame_code;
+	shared->code_name_offset =
+		layout->code_qualified_name >= 0 ? layout->code_qualified_name : layout->code_name;
+	shared->thread_frame_offset = layout->thread_frame;
+	shared->thread_cframe_offset = layout->thread_cframe;
+	shared->cframe_current_frame_offset = layout->cframe_current_frame;
+	shared->frame_previous_offset = layout->frame_previous;
+	shared->frame_localsplus_offset = layout->frame_localsplus;
+	shared->frame_owner_offset = layout->frame_owner;
+	shared->frame_owner_c_stack = layout->frame_owner_c_stack;
+	shared->code_argument_count_offset = layout->code_argument_count;
+	shared->code_keyword_only_count_offset = layout->code_keyword_only_count;
+	shared->float_value_offset = layout->float_value;
+	shared->long_size_offset = layout->long_size;
+	shared->long_digits_offset = layout->long_digits;
+	shared->unicode_length_offset = layout->unicode_length;
+	shared->unicode_state_offset = layout->unicode_state;
+	shared->unicode_ascii_data_offset = layout->unicode_ascii_data;
+	shared->unicode_compact_data_offset = layout->unicode_compact_data;
+	shared->long_type = layout->addresses.long_type;
+	shared->float_type = layout->addresses.float_type;
+	shared->bool_type = layout->addresses.bool_type;
+	shared->unicode_type = layout->addresses.unicode_type;
+	shared->none = layout->addresses.none;
+	shared->true_object = layout->addresses.true_object;
+}
+
+/* A process whose CPython cannot be followed: said once, counted, and its probes told. */
+static void refuse_process(struct python_tracer *tracer, pid_t pid)
+{
+	u64_map_put(&tracer->refused, (uint64_t)pid, tracer);
+	probe_session_set_python_process(tracer->session, (uint32_t)pid, NULL);
+	tracer->losses.refused_processes++;
+}
+
+/*
+ * Probes the frame evaluator of a process's interpreter (once per file:
+ * the probes see every process that maps it). A failure is said once per
+ * process and counted until a later try succeeds.
+ */
+static int probe_evaluator(struct python_tracer *tracer, pid_t pid, struct python_process *process,
+			   char *error, size_t error_size)
+{
+	const struct python_runtime *runtime = &process->runtime;
+	uint64_t identity;
+	int result = 0;
+
+	if (file_identity(runtime->host_path, &identity))
+		result = error_fail(error, error_size, ENOENT,
+				    "cannot open %s, the Python of process %d: its Python calls "
+				    "are not followed",
+				    runtime->host_path, pid);
+	else if (!u64_map_get(&tracer->probed_files, identity))
+		result = probe_session_attach_python(tracer->session, runtime->host_path,
+						     runtime->eval_frame_file_offset, error,
+						     error_size);
+	if (result) {
+		if (process->evaluator_failure_said)
+			return 0;
+		process->evaluator_failure_said = true;
+		tracer->losses.unprobed_processes++;
+		return result;
+	}
+	if (!u64_map_get(&tracer->probed_files, identity)) {
+		u64_map_put(&tracer->probed_files, identity, tracer);
+		log_info("probed Python %s's frame evaluator in %s", runtime->version,
+			 runtime->path);
+	}
+	if (process->evaluator_failure_said)
+		tracer->losses.unprobed_processes--;
+	process->evaluator_probed = true;
+	return 0;
+}
+
+int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *error,
+			      size_t error_size)
+{
+	struct tcheck_python_process shared = { .frame_code_offset = 0 };
+	struct python_process *process;
+	struct python_runtime runtime;
+	int result;
+
+	process = u64_map_get(&tracer->processes, (uint64_t)pid);
+	if (process) {
+		/* A probe that could not be attached is tried again as the process is looked at. */
+		if (!process->evaluator_probed &&
+		    probe_evaluator(tracer, pid, process, error, error_size) < 0)
+			log_debug("process %d: %s", pid, error);
+		follow_torch(tracer, pid, process);
+		return 1;
+	}
+	if (u64_map_get(&tracer->refused, (uint64_t)pid))
+		return 0;
+	result = python_runtime_find(pid, &runtime, error, error_size);
+	/* No interpreter, or no process any more (a short-lived child): nothing to follow. */
+	if (result == -ENOENT || result == -ESRCH)
+		return 0;
+	if (result) {
+		refuse_process(tracer, pid);
+		return result;
+	}
+	process = calloc(1, sizeof(*process));
+	if (!process)
+		return error_fail(error, error_size, ENOMEM, "out of memory");
+	u64_map_init(&process->codes);
+	python_meta_init(&process->meta);
+	read_rank(pid, process);
+	result = python_layout_for(&runtime, &process->layout, error, error_size);
+	if (result < 0 || u64_map_put(&tracer->processes, (uint64_t)pid, process)) {
+		free_process(process);
+		refuse_process(tracer, pid);
+		return result < 0 ? result : error_fail(error, error_size, ENOMEM, "out of memory");
+	}
+	process->runtime = runtime;
+	describe_for_probes(&process->layout, &shared);
+	result = probe_session_set_python_process(tracer->session, (uint32_t)pid, &shared);
+	if (result)
+		return error_fail(error, error_size, -result,
+				  "cannot register process %d's Python: %s", pid,
+				  strerror(-result));
+	/* Without it NCCL calls carry no Python caller; everything else works. */
+	if (share_stack_layout(tracer, pid, &process->layout))
+		log_warning("process %d: NCCL calls will not name their Python caller "
+			    "(the interpreter's thread list was not found)",
+			    pid);
+	follow_torch(tracer, pid, process);
+	result = probe_evaluator(tracer, pid, process, error, error_size);
+	return result < 0 ? result : 1;
+}
+
+/* Names a code object once, decides on it, and tells the probes. */
+static struct named_code *name_code(struct python_tracer *tracer, struct python_process *process,
+				    uint32_t pid, uint64_t address, uint64_t name_object)
+{
+	struct named_code *named = u64_map_get(&process->codes, address);
+	char module[512], error[256];
+	struct python_code code;
+	size_t length;
+
+	if (named && named->name_object == name_object)
+		return named;
+	/* The address was freed and reused by another code object: name it anew. */
+	if (named)
+		free_named_code(u64_map_remove(&process->codes, address));
+	if (python_code_read((pid_t)pid, &process->layout, address, &code, error, sizeof(error))) {
+		log_debug("process %u: code object at 0x%llx: %s", pid, (unsigned long long)address,
+			  error);
+		return NULL;
+	}
+	/*
+	 * Freed and its address reused since the call: this is another code
+	 * object, and a verdict taken on it would be kept for the one called.
+	 */
+	if (code.name_object != name_object) {
+		log_debug("process %u: the code object at 0x%llx was replaced before it could be "
+			  "named",
+			  pid, (unsigned long long)address);
+		return NULL;
+	}
+	named = calloc(1, sizeof(*named));
+	if (!named)
+		return NULL;
+	named->name_object = name_object;
+	python_module_of_file(code.filename, module, sizeof(module));
+	length = strlen(module) + strlen(code.qualified_name) + 2;
+	named->qualified_name = malloc(length);
+	named->file = strdup(code.filename);
+	if (!named->qualified_name || !named->file ||
+	    u64_map_put(&process->codes, address, named)) {
+		free_named_code(named);
+		return NULL;
+	}
+	snprintf(named->qualified_name, length, "%s.%s", module, code.qualified_name);
+	named->first_line = code.first_line;
+	named->selected = python_name_selected(named->qualified_name, tracer->prefixes);
+	if (strcmp(named->qualified_name, stage_setter) == 0)
+		named->roles |= CODE_ROLE_STAGE_SETTER;
+	if (strncmp(named->qualified_name, tracer->step_marker, strlen(tracer->step_marker)) == 0)
+		named->roles |= CODE_ROLE_STEP_MARKER;
+	named->argument_name_count = code.argument_name_count < TCHECK_PYTHON_ARGS_MAX
+					     ? code.argument_name_count
+					     : TCHECK_PYTHON_ARGS_MAX;
+	for (int i = 0; i < named->argument_name_count; i++)
+		snprintf(named->argument_names[i], sizeof(named->argument_names[i]), "%s",
+			 code.argument_names[i]);
+	probe_session_set_code_verdict(tracer->session, pid, address, name_object,
+				       named->selected || named->roles ? TCHECK_CODE_SELECTED
+								       : TCHECK_CODE_IGNORED);
+	return named;
+}
+
+/* A caller's name: the cache, or the process's memory for a code object not seen yet. */
+static const char *caller_name(struct python_tracer *tracer, struct python_process *process,
+			       uint32_t pid, uint64_t address)
+{
+	struct named_code *named = u64_map_get(&process->codes, address);
+	int name_offset = process->layout.code_qualified_name >= 0
+				  ? process->layout.code_qualified_name
+				  : process->layout.code_name;
+	uint64_t name_object = 0;
+	char error[256];
+
+	if (named)
+		return named->qualified_name;
+	if (python_memory_read((pid_t)pid, address + (uint64_t)name_offset, &name_object,
+			       sizeof(name_object), error, sizeof(error)))
+		return NULL;
+	named = name_code(tracer, process, pid, address, name_object);
+	return named ? named->qualified_name : NULL;
+}
+
+/* The arguments the probe kept, decoded and named; *values holds their texts. */
+static void fill_arguments(const struct named_code *named, const struct python_process *process,
+			   const struct tcheck_python_record *record,
+			   struct trace_python_call *call,
+			   struct python_argument_value values[TCHECK_PYTHON_ARGS_MAX])
+{
+	uint32_t count = record->arg_count < TCHECK_PYTHON_ARGS_MAX ? record->arg_count
+								    : TCHECK_PYTHON_ARGS_MAX;
+
+	call->arg_count = 0;
+	for (uint32_t i = 0; i < count; i++) {
+		const struct tcheck_python_arg *raw = &record->args[i];
+		struct trace_python_arg *arg = &call->args[call->arg_count];
+		struct python_argument_value *value = &values[call->arg_count];
+
+		if (raw->position >= named->argument_name_count ||
+		    python_argument_decode(raw, process->layout.long_tagged, value))
+			continue;
+		arg->name = named->argument_names[raw->position];
+		arg->type = value->type;
+		arg->integer = value->integer;
+		arg->real = value->real;
+		arg->text = value->text;
+		call->arg_count++;
+	}
+}
+
+/* Module.__setattr__(self, "training", mode): the stage from then on. */
+static void follow_stage(struct python_process *process, const struct trace_python_call *call,
+			 uint64_t at_ns)
+{
+	const struct trace_python_arg *name = NULL, *value = NULL;
+
+	for (uint32_t i = 0; i < call->arg_count; i++) {
+		if (strcmp(call->args[i].name, "name") == 0)
+			name = &call->args[i];
+		else if (strcmp(call->args[i].name, "value") == 0)
+			value = &call->args[i];
+	}
+	if (name && value && name->type == TRACE_VALUE_STR && strcmp(name->text, "training") == 0 &&
+	    value->type == TRACE_VALUE_BOOL)
+		python_meta_set_stage(&process->meta, at_ns,
+				      value->integer ? TRACE_STAGE_TRAIN : TRACE_STAGE_EVAL);
+}
+
+/* Step, stage, rank and world size of an event that began at entry_ns. */
+static void fill_meta(const struct python_process *process, uint64_t entry_ns,
+		      struct trace_python_call *call)
+{
+	struct python_meta_state state = python_meta_at(&process->meta, entry_ns);
+
+	call->step = state.step;
+	call->stage = state.stage;
+	call->rank = process->rank;
+	call->world_size = process->world_size;
+}
+
+/* A torch scope or operator as a Python call record: times, thread, depth, meta variables. */
+static void fill_torch_event(const struct python_process *process,
+			     const struct tcheck_record_header *header, uint64_t return_ns,
+			     uint32_t depth, uint32_t flags, struct trace_python_call *call)
+{
+	call->entry_ns = header->timestamp_ns;
+	call->duration_ns = return_ns > header->timestamp_ns ? return_ns - header->timestamp_ns : 0;
+	call->pid = header->pid;
+	call->tid = header->tid;
+	call->depth = depth;
+	call->flags = flags;
+	call->first_line = -1;
+	call->file = "";
+	fill_meta(process, header->timestamp_ns, call);
+}
+
+int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
+				    .python_call = { .rank = -1, .world_size = -1 } };
+	struct python_argument_value values[TCHECK_PYTHON_ARGS_MAX];
+	struct trace_python_call *call = &out.python_call;
+	struct named_code *named;
+	uint32_t stack_depth;
+	int result = 0;
+
+	if (!process) {
+		tracer->losses.unfollowed_events++;
+		return 0;
+	}
+	named = name_code(tracer, process, record->header.pid, record->code, record->code_name);
+	if (!named) {
+		tracer->losses.unnamed_calls++;
+		return 0;
+	}
+	if (!named->selected && !named->roles) {
+		/* Sent although ignored: its verdict left the probes' map (least recently used). */
+		probe_session_set_code_verdict(tracer->session, record->header.pid, record->code,
+					       record->code_name, TCHECK_CODE_IGNORED);
+		return 0;
+	}
+	fill_arguments(named, process, record, call, values);
+	if (named->roles & CODE_ROLE_STAGE_SETTER)
+		follow_stage(process, call, record->return_ns);
+	if (named->selected) {
+		call->entry_ns = record->header.timestamp_ns;
+		call->duration_ns = record->return_ns > record->header.timestamp_ns
+					    ? record->return_ns - record->header.timestamp_ns
+					    : 0;
+		call->pid = record->header.pid;
+		call->tid = record->header.tid;
+		call->depth = record->depth;
+		call->flags = record->flags & TCHECK_PYTHON_RAISED ? TRACE_PYTHON_RAISED : 0;
+		call->first_line = named->first_line;
+		call->qualified_name = named->qualified_name;
+		call->file = named->file;
+		fill_meta(process, record->header.timestamp_ns, call);
+		stack_depth = record->stack_depth < TRACE_PY_STACK_MAX ? record->stack_depth
+								       : TRACE_PY_STACK_MAX;
+		for (uint32_t i = 0; i < stack_depth && i < TCHECK_PYTHON_STACK_MAX; i++) {
+			const char *name =
+				caller_name(tracer, process, record->header.pid, record->stack[i]);
+
+			if (!name)
+				tracer->losses.unnamed_callers++;
+			call->py_stack.frames[call->py_stack.depth++] =
+				name ? name : PYTHON_UNREADABLE_FRAME;
+		}
+		result = tracer->emit(tracer->context, &out);
+	}
+	/* The marker call ends a step: calls entered after its return are in the next. */
+	if (named->roles & CODE_ROLE_STEP_MARKER)
+		python_meta_advance_step(&process->meta, record->return_ns);
+	return result;
+}
+
+/* Scope names are few: each is kept once for the records that carry it. */
+static const char *kept_scope_name(struct python_tracer *tracer, const char *name)
+{
+	uint64_t hash = 1469598103934665603ULL;
+	char *kept;
+
+	for (const char *c = name; *c; c++)
+		hash = (hash ^ (uint8_t)*c) * 1099511628211ULL;
+	kept = u64_map_get(&tracer->scope_names, hash);
+	if (kept && strcmp(kept, name) == 0)
+		return kept;
+	kept = strdup(name);
+	if (!kept || u64_map_put(&tracer->scope_names, hash, kept)) {
+		free(kept);
+		return NULL;
+	}
+	return kept;
+}
+
+int python_tracer_handle_scope(struct python_tracer *tracer,
+			       const struct tcheck_torch_scope_record *record)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
+				    .python_call = { .rank = -1, .world_size = -1 } };
+	char name[TCHECK_TORCH_SCOPE_NAME_BYTES + 1];
+	int result;
+
+	if (!process) {
+		tracer->losses.unfollowed_events++;
+		return 0;
+	}
+	memcpy(name, record->name, TCHECK_TORCH_SCOPE_NAME_BYTES);
+	name[TCHECK_TORCH_SCOPE_NAME_BYTES] = '\0';
+	out.python_call.qualified_name = kept_scope_name(tracer, name);
+	if (!out.python_call.qualified_name)
+		return -ENOMEM;
+	fill_torch_event(process, &record->header, record->return_ns, record->depth,
+			 TRACE_PYTHON_TORCH_SCOPE, &out.python_call);
+	result = tracer->emit(tracer->context, &out);
+	/* The step marker (by default an optimizer's step) ends a training step. */
+	if (strncmp(name, tracer->step_marker, strlen(tracer->step_marker)) == 0)
+		python_meta_advance_step(&process->meta, record->return_ns);
+	return result;
+}
+
+const char *python_tracer_code_name(struct python_tracer *tracer, uint32_t pid, uint64_t code,
+				    uint64_t name_object)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, pid);
+	struct named_code *named;
+
+	if (!process)
+		return NULL;
+	named = name_code(tracer, process, pid, code, name_object);
+	if (!named) {
+		tracer->losses.unnamed_callers++;
+		return NULL;
+	}
+	return named->qualified_name;
+}
+
+int python_tracer_meta(struct python_tracer *tracer, uint32_t pid, uint64_t at_ns, int32_t *step,
+		       uint32_t *stage)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, pid);
+	struct python_meta_state state;
+
+	if (!process)
+		return -ENOENT;
+	state = python_meta_at(&process->meta, at_ns);
+	*step = state.step;
+	*stage = state.stage;
+	return 0;
+}
+
+int python_tracer_handle_op(struct python_tracer *tracer,
+			    const struct tcheck_torch_op_record *record)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
+				    .python_call = { .rank = -1, .world_size = -1 } };
+
+	if (!process) {
+		tracer->losses.unfollowed_events++;
+		return 0;
+	}
+	if (record->operator>= tracer->operator_name_count)
+		return 0;
+	out.python_call.qualified_name = tracer->operator_names[record->operator];
+	fill_torch_event(process, &record->header, record->return_ns, record->depth,
+			 TRACE_PYTHON_TORCH_OP, &out.python_call);
+	return tracer->emit(tracer->context, &out);
+}
+
+void python_tracer_get_losses(const struct python_tracer *tracer,
+			      struct python_tracer_losses *losses)
+{
+	*losses = tracer->losses;
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Python calls of traced processes: finds each process's CPython, probes
+ * its frame evaluator, names the code objects the probes report (once per
+ * object, read from the process's memory), applies the selection, and
+ * hands the calls on as trace records.
+ */
+#ifndef TCHECK_PYTHON_TRACER_H
+#define TCHECK_PYTHON_TRACER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "probe/probe_session.h"
+#include "model/trace_records.h"
+
+struct python_tracer;
+
+/* Stands in a Python stack for a frame whose code object could not be read any more. */
+#define PYTHON_UNREADABLE_FRAME "<unreadable>"
+
+typedef int (*python_tracer_emit_fn)(void *context, const struct trace_record *record);
+
+/* The training APIs followed when the user names none, NULL-ended. */
+extern const char *const python_default_prefixes[];
+
+/*
+ * prefixes: qualified-name prefixes to keep ("torch.optim."), NULL-ended;
+ * NULL keeps the default training APIs, an empty list no function (torch
+ * scopes and operators still come).
+ */
+struct python_tracer *python_tracer_create(struct probe_session *session,
+					   const char *const *prefixes, python_tracer_emit_fn emit,
+					   void *context);
+void python_tracer_destroy(struct python_tracer *tracer);
+
+/*
+ * What advances the step meta variable: a torch scope name prefix or a
+ * Python qualified name prefix (as the trace names it), matched at the
+ * call's end. NULL or empty: "Optimizer.step#", torch's Optimizer.step scope.
+ */
+void python_tracer_set_step_marker(struct python_tracer *tracer, const char *marker);
+
+/*
+ * Starts tracing a process's Python. Returns 1 when it runs a supported
+ * CPython, 0 when it runs none, negative (error filled) when it runs one
+ * the tracer cannot follow (its version is named in the sentence).
+ */
+int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *error,
+			      size_t error_size);
+
+/*
+ * What the tracer knows it missed, for the recorder's closing summary.
+ * Losses in the kernel (a full ring buffer) are the probes' counters.
+ */
+struct python_tracer_losses {
+	uint64_t
+		unfollowed_events; /* Python, scope and operator events of processes not followed */
+	uint64_t unnamed_calls;	   /* calls whose code object was gone before it could be named */
+	uint64_t unnamed_callers;  /* stack frames written as PYTHON_UNREADABLE_FRAME */
+	uint32_t refused_processes;  /* processes whose CPython could not be followed */
+	uint32_t unprobed_processes; /* processes whose frame evaluator could not be probed */
+};
+
+void python_tracer_get_losses(const struct python_tracer *tracer,
+			      struct python_tracer_losses *losses);
+
+/* Forgets a process (it exited, or exec'ed another program). */
+void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid);
+
+/* Handles one TCHECK_RECORD_PYTHON_CALL record. */
+int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record);
+
+/* Handles one TCHECK_RECORD_TORCH_SCOPE record; Optimizer.step scopes advance the step. */
+int python_tracer_handle_scope(struct python_tracer *tracer,
+			       const struct tcheck_torch_scope_record *record);
+
+/*
+ * The qualified name of a code object of a traced process (module.Class.method),
+ * named once and cached like the probes' reports; NULL when it cannot be read.
+ * The string lives until the process is forgotten or the address reused.
+ */
+const char *python_tracer_code_name(struct python_tracer *tracer, uint32_t pid, uint64_t code,
+				    uint64_t name_object);
+
+/* A traced process's meta variables at at_ns: step and stage (enum trace_stage). */
+int python_tracer_meta(struct python_tracer *tracer, uint32_t pid, uint64_t at_ns, int32_t *step,
+		       uint32_t *stage);
+
+/*
+ * Torch operators to probe as libtorch_cpu is found ("add_", "zero_.default",
+ * see torch_probes.h), kept by reference: they must outlive the tracer.
+ */
+void python_tracer_set_torch_ops(struct python_tracer *tracer, const char *const *ops,
+				 size_t count);
+
+/* Handles one TCHECK_RECORD_TORCH_OP record: the operator as "aten::add_.Tensor". */
+int python_tracer_handle_op(struct python_tracer *tracer,
+			    const struct tcheck_torch_op_record *record);
+
+/* "aten::NAME[.OVERLOAD]" of an at::_ops struct name ("add__Tensor") asked for as request. */
+void torch_operator_display_name(const char *request, const char *operator_name, char *name,
+				 size_t size);
+
+/* The module path a source file belongs to: ".../site-packages/torch/optim/sgd.py" ->
+ * torch.optim.sgd. */
+void python_module_of_file(const char *file, char *module, size_t size);
+
+/* Whether a qualified name starts with one of the prefixes. */
+int python_name_selected(const char *qualified_name, const char *const *prefixes);
+
+#endif /* TCHECK_PYTHON_TRACER_H */

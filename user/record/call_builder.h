@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Turns raw probe records into NCCL calls: decodes arguments by the
+ * nccl.h table, tracks group depth per thread, and keeps each process's
+ * communicators (identity shared across ranks, rank, size, sequence of
+ * communication calls). Needs no kernel: the unit tests drive it directly.
+ */
+#ifndef TCHECK_CALL_BUILDER_H
+#define TCHECK_CALL_BUILDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcheck/probe_abi.h"
+#include "model/trace_records.h"
+
+struct call_builder;
+
+/* Receives every record the builder makes, in order. Non-zero stops. */
+typedef int (*call_builder_emit_fn)(void *context, const struct trace_record *record);
+
+/*
+ * Asked about a communicator handle the builder never saw created (the
+ * process was attached mid-run). Fills identity, rank and size (origin
+ * TRACE_COMM_RECOVERED) or explains in 'note' why it cannot (then
+ * TRACE_COMM_UNKNOWN). 'note' points at storage the resolver keeps alive.
+ */
+typedef void (*call_builder_resolve_fn)(void *context, uint32_t pid, uint64_t handle,
+					struct trace_communicator *communicator);
+
+struct call_builder *call_builder_create(call_builder_emit_fn emit, call_builder_resolve_fn resolve,
+					 void *context);
+void call_builder_destroy(struct call_builder *builder);
+
+/* Feeds one TCHECK_RECORD_CALL record. Returns the emitter's result. */
+int call_builder_add(struct call_builder *builder, const struct tcheck_call_record *record);
+
+/* Forgets a process's threads and communicators (it exited or exec'ed). */
+void call_builder_forget_process(struct call_builder *builder, uint32_t pid);
+
+/* Communicators currently known (for status lines and tests). */
+size_t call_builder_communicator_count(const struct call_builder *builder);
+
+#endif /* TCHECK_CALL_BUILDER_H */

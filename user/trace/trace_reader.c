@@ -1,0 +1,991 @@
+// SPDX-License-Identifier: MIT
+/* Reads trace files chunk by chunk, checking every length, count, id and checksum. */
+#include "trace/trace_reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define MESSAGE_SIZE 640
+#define FIRST_STRING_CAPACITY 256
+
+struct trace_reader {
+	int fd;
+	char *path;
+	int seekable; /* a regular file: its size is known and it can be re-read */
+	uint64_t first_chunk_offset;
+	uint64_t offset; /* of the next byte to read */
+	struct trace_header header;
+
+	/* The chunk whose records are being handed out. */
+	unsigned char *payload;
+	size_t payload_capacity;
+	size_t payload_length;
+	size_t position;
+	int in_chunk;
+	uint32_t chunk_index; /* of the chunk being read, or of the next one */
+	uint64_t chunk_offset;
+	uint32_t chunk_record_count;
+	uint32_t chunk_records_read;
+
+	/* strings[id - 1]: each its own allocation, so pointers survive growth. */
+	char **strings;
+	uint32_t string_count;
+	size_t string_capacity;
+	uint64_t string_bytes;
+	uint32_t pass_strings; /* definitions met since the start or the last rewind */
+
+	int finished;
+	int failure;
+	struct trace_reader_stats stats;
+	char error[MESSAGE_SIZE];
+	char truncation[MESSAGE_SIZE];
+	char note[MESSAGE_SIZE];
+};
+
+static void format_message(char *buffer, size_t size, const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void format_message(char *buffer, size_t size, const char *format, ...)
+{
+	va_list arguments;
+
+	if (!buffer || !size)
+		return;
+	va_start(arguments, format);
+	vsnprintf(buffer, size, format, arguments);
+	va_end(arguments);
+}
+
+/* Records the first error; later calls keep returning it. */
+static int reader_fail(struct trace_reader *reader, int err, const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int reader_fail(struct trace_reader *reader, int err, const char *format, ...)
+{
+	va_list arguments;
+
+	va_start(arguments, format);
+	vsnprintf(reader->error, sizeof(reader->error), format, arguments);
+	va_end(arguments);
+	reader->failure = err;
+	return err;
+}
+
+/* Reads up to 'length' bytes; fewer only at the end of the file. */
+static ssize_t read_full(int fd, unsigned char *buffer, size_t length)
+{
+	size_t done = 0;
+
+	while (done < length) {
+		ssize_t got = read(fd, buffer + done, length - done);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			break;
+		done += (size_t)got;
+	}
+	return (ssize_t)done;
+}
+
+const char *trace_record_kind_name(unsigned kind)
+{
+	switch (kind) {
+	case TRACE_RECORD_NCCL_CALL:
+		return "nccl_call";
+	case TRACE_RECORD_PROCESS:
+		return "process";
+	case TRACE_RECORD_COMMUNICATOR:
+		return "communicator";
+	case TRACE_RECORD_LIBRARY:
+		return "library";
+	case TRACE_RECORD_STATS:
+		return "stats";
+	case TRACE_RECORD_PYTHON_CALL:
+		return "python_call";
+	case TRACE_RECORD_NETWORK:
+		return "network";
+	case TRACE_FORMAT_KIND_STRING:
+		return "string";
+	}
+	return "unknown";
+}
+
+/* Copies a length-prefixed header string; returns the bytes it took, or 0 if it overruns. */
+static size_t parse_header_string(const unsigned char *at, size_t available, char *out,
+				  size_t out_size)
+{
+	uint32_t length;
+	size_t kept;
+
+	if (available < 4)
+		return 0;
+	length = trace_format_get_u32(at);
+	if (length > available - 4)
+		return 0;
+	/* A newer writer may allow longer strings than this struct holds: keep the start. */
+	kept = length < out_size - 1 ? length : out_size - 1;
+	memcpy(out, at + 4, kept);
+	out[kept] = '\0';
+	return 4 + (size_t)length;
+}
+
+static int parse_header_body(struct trace_reader *reader, const unsigned char *body, size_t length)
+{
+	struct trace_header *header = &reader->header;
+	char *const fields[] = { header->hostname, header->boot_id, header->command_line };
+	const size_t sizes[] = { sizeof(header->hostname), sizeof(header->boot_id),
+				 sizeof(header->command_line) };
+	size_t position = TRACE_FORMAT_HEADER_STRINGS_AT;
+
+	header->anchor_monotonic_ns = trace_format_get_u64(body + TRACE_FORMAT_HEADER_MONOTONIC_AT);
+	header->anchor_realtime_ns = trace_format_get_u64(body + TRACE_FORMAT_HEADER_REALTIME_AT);
+	for (int i = 0; i < 3; i++) {
+		size_t used = parse_header_string(body + position, length - position, fields[i],
+						  sizes[i]);
+
+		if (!used)
+			return -EBADMSG;
+		position += used;
+	}
+	return 0;
+}
+
+static void update_note(struct trace_reader *reader)
+{
+	const struct trace_reader_stats *stats = &reader->stats;
+
+	if (stats->version_minor <= TRACE_FORMAT_VERSION_MINOR && !stats->unknown_records) {
+		reader->note[0] = '\0';
+		return;
+	}
+	format_message(reader->note, sizeof(reader->note),
+		       "%s was written by a newer tcheck-bpf (trace format %" PRIu32 ".%" PRIu32
+		       ", this one reads %d.%d): %" PRIu64
+		       " records of kinds this version does not know were skipped; a newer "
+		       "tcheck-bpf shows them",
+		       reader->path, stats->version_major, stats->version_minor,
+		       TRACE_FORMAT_VERSION_MAJOR, TRACE_FORMAT_VERSION_MINOR,
+		       stats->unknown_records);
+}
+
+static int open_failed(struct trace_reader *reader, int err, char *error, size_t error_size)
+{
+	format_message(error, error_size, "%s", reader->error);
+	trace_reader_close(reader);
+	errno = -err;
+	return err;
+}
+
+static int read_file_header(struct trace_reader *reader)
+{
+	unsigned char fixed[TRACE_FORMAT_FILE_FIXED_SIZE];
+	const char *path = reader->path;
+	uint32_t body_length, major;
+	unsigned char *body;
+	ssize_t got;
+	uLong crc;
+	int err;
+
+	got = read_full(reader->fd, fixed, sizeof(fixed));
+	if (got < 0)
+		return reader_fail(reader, (int)got, "could not read the trace %s: %s", path,
+				   strerror((int)-got));
+	if (got == 0)
+		return reader_fail(reader, -EBADMSG,
+				   "%s is empty: the recorder wrote nothing to it, so there is no "
+				   "trace to read",
+				   path);
+	if (memcmp(fixed, TRACE_FORMAT_FILE_MAGIC,
+		   (size_t)got < TRACE_FORMAT_FILE_MAGIC_SIZE ? (size_t)got
+							      : TRACE_FORMAT_FILE_MAGIC_SIZE) != 0)
+		return reader_fail(reader, -EBADMSG,
+				   "%s is not a tcheck-bpf trace (it does not start with the trace "
+				   "signature); give the file that 'tcheck-bpf record' wrote",
+				   path);
+	if ((size_t)got < sizeof(fixed))
+		goto cut_short;
+
+	major = trace_format_get_u32(fixed + TRACE_FORMAT_FILE_MAJOR_AT);
+	reader->stats.version_major = major;
+	reader->stats.version_minor = trace_format_get_u32(fixed + TRACE_FORMAT_FILE_MINOR_AT);
+	reader->header.format_version = major;
+	/* A newer major may change everything after it: check it first. */
+	if (major > TRACE_FORMAT_VERSION_MAJOR)
+		return reader_fail(reader, -EPROTONOSUPPORT,
+				   "%s uses trace format version %" PRIu32 ".%" PRIu32
+				   ", newer than version %d that this tcheck-bpf reads: open it "
+				   "with a newer tcheck-bpf",
+				   path, major, reader->stats.version_minor,
+				   TRACE_FORMAT_VERSION_MAJOR);
+	if (major == 0)
+		return reader_fail(reader, -EBADMSG,
+				   "%s claims trace format version 0, which never existed: the "
+				   "file is corrupt",
+				   path);
+
+	body_length = trace_format_get_u32(fixed + TRACE_FORMAT_FILE_BODY_LENGTH_AT);
+	if (body_length < TRACE_FORMAT_HEADER_MIN_BODY ||
+	    body_length > TRACE_FORMAT_MAX_HEADER_BODY)
+		return reader_fail(reader, -EBADMSG,
+				   "%s has a file header of %" PRIu32
+				   " bytes, outside the %d to %u a trace header has: the file is "
+				   "corrupt",
+				   path, body_length, TRACE_FORMAT_HEADER_MIN_BODY,
+				   TRACE_FORMAT_MAX_HEADER_BODY);
+	body = malloc(body_length);
+	if (!body)
+		return reader_fail(reader, -ENOMEM, "out of memory reading the header of %s", path);
+	got = read_full(reader->fd, body, body_length);
+	if (got < 0) {
+		free(body);
+		return reader_fail(reader, (int)got, "could not read the trace %s: %s", path,
+				   strerror((int)-got));
+	}
+	if ((size_t)got < body_length) {
+		free(body);
+		goto cut_short;
+	}
+	crc = crc32(0L, fixed, TRACE_FORMAT_FILE_CRC_AT);
+	crc = crc32(crc, body, body_length);
+	if ((uint32_t)crc != trace_format_get_u32(fixed + TRACE_FORMAT_FILE_CRC_AT)) {
+		free(body);
+		return reader_fail(
+			reader, -EBADMSG,
+			"%s has a damaged file header (its checksum does not match): the "
+			"file is corrupt",
+			path);
+	}
+	err = parse_header_body(reader, body, body_length);
+	free(body);
+	if (err)
+		return reader_fail(reader, err,
+				   "%s has a file header whose strings overrun it: the file is "
+				   "corrupt",
+				   path);
+	reader->first_chunk_offset = TRACE_FORMAT_FILE_FIXED_SIZE + (uint64_t)body_length;
+	reader->offset = reader->first_chunk_offset;
+	reader->stats.bytes = reader->offset;
+	return 0;
+
+cut_short:
+	return reader_fail(reader, -EBADMSG,
+			   "%s ends inside its file header: the recorder stopped before it wrote "
+			   "any record, so there is nothing to read; record again",
+			   path);
+}
+
+struct trace_reader *trace_reader_open(const char *path, char *error, size_t error_size)
+{
+	struct trace_reader *reader = calloc(1, sizeof(*reader));
+	struct stat status;
+	int err;
+
+	if (!reader || !(reader->path = strdup(path))) {
+		free(reader);
+		format_message(error, error_size, "out of memory opening the trace %s", path);
+		errno = ENOMEM;
+		return NULL;
+	}
+	reader->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (reader->fd < 0) {
+		err = reader_fail(reader, -errno, "could not open the trace %s: %s", path,
+				  strerror(errno));
+		open_failed(reader, err, error, error_size);
+		return NULL;
+	}
+	if (fstat(reader->fd, &status)) {
+		err = reader_fail(reader, -errno, "could not read the trace %s: %s", path,
+				  strerror(errno));
+		open_failed(reader, err, error, error_size);
+		return NULL;
+	}
+	if (S_ISDIR(status.st_mode)) {
+		err = reader_fail(reader, -EISDIR,
+				  "%s is a directory: give the trace file inside it", path);
+		open_failed(reader, err, error, error_size);
+		return NULL;
+	}
+	reader->seekable = S_ISREG(status.st_mode);
+	err = read_file_header(reader);
+	if (err) {
+		open_failed(reader, err, error, error_size);
+		return NULL;
+	}
+	update_note(reader);
+	return reader;
+}
+
+const struct trace_header *trace_reader_header(const struct trace_reader *reader)
+{
+	return &reader->header;
+}
+
+/* The trace ends inside the chunk at reader->chunk_offset: what a killed recorder leaves. */
+static int end_truncated(struct trace_reader *reader, uint64_t present)
+{
+	format_message(reader->truncation, sizeof(reader->truncation),
+		       "%s ends %" PRIu64 " bytes into chunk %" PRIu32 " (byte offset %" PRIu64
+		       "), before that chunk is complete: the recorder stopped without closing "
+		       "the trace (killed, or out of disk space); the %" PRIu64
+		       " records of the %" PRIu64 " complete chunks before it were all read",
+		       reader->path, present, reader->chunk_index, reader->chunk_offset,
+		       reader->stats.records, reader->stats.chunks);
+	reader->stats.truncated = 1;
+	reader->stats.bytes += present;
+	reader->finished = 1;
+	return 0;
+}
+
+static int chunk_corrupt(struct trace_reader *reader, const char *problem)
+{
+	return reader_fail(reader, -EBADMSG,
+			   "%s: chunk %" PRIu32 " at byte offset %" PRIu64
+			   " %s: the file is corrupt from there on (the records before it were "
+			   "read)",
+			   reader->path, reader->chunk_index, reader->chunk_offset, problem);
+}
+
+/* Returns 1 when a chunk was loaded, 0 at the end of the trace, or a negative errno. */
+static int load_chunk(struct trace_reader *reader)
+{
+	unsigned char header[TRACE_FORMAT_CHUNK_HEADER_SIZE];
+	uint32_t payload_length, record_count, flags;
+	char problem[160];
+	struct stat status;
+	ssize_t got;
+
+	reader->chunk_offset = reader->offset;
+	got = read_full(reader->fd, header, sizeof(header));
+	if (got < 0)
+		return reader_fail(reader, (int)got, "could not read the trace %s: %s",
+				   reader->path, strerror((int)-got));
+	if (got == 0) {
+		reader->finished = 1;
+		return 0;
+	}
+	if ((size_t)got < sizeof(header))
+		return end_truncated(reader, (uint64_t)got);
+
+	if (memcmp(header + TRACE_FORMAT_CHUNK_MAGIC_AT, TRACE_FORMAT_CHUNK_MAGIC,
+		   TRACE_FORMAT_CHUNK_MAGIC_SIZE) != 0)
+		return chunk_corrupt(reader, "does not start with the chunk signature");
+	if ((uint32_t)crc32(0L, header, TRACE_FORMAT_CHUNK_HEADER_CRC_AT) !=
+	    trace_format_get_u32(header + TRACE_FORMAT_CHUNK_HEADER_CRC_AT))
+		return chunk_corrupt(reader, "has a damaged header (its checksum does not match)");
+	flags = trace_format_get_u32(header + TRACE_FORMAT_CHUNK_FLAGS_AT);
+	if (flags & ~TRACE_FORMAT_CHUNK_KNOWN_FLAGS)
+		return reader_fail(reader, -EPROTONOSUPPORT,
+				   "%s: chunk %" PRIu32 " at byte offset %" PRIu64
+				   " uses features (chunk flags 0x%" PRIx32
+				   ") this tcheck-bpf does not know: open the trace with a newer "
+				   "tcheck-bpf",
+				   reader->path, reader->chunk_index, reader->chunk_offset, flags);
+	payload_length = trace_format_get_u32(header + TRACE_FORMAT_CHUNK_PAYLOAD_LENGTH_AT);
+	record_count = trace_format_get_u32(header + TRACE_FORMAT_CHUNK_RECORD_COUNT_AT);
+	if (payload_length > TRACE_FORMAT_MAX_CHUNK_PAYLOAD) {
+		snprintf(problem, sizeof(problem),
+			 "claims a payload of %" PRIu32
+			 " bytes, more than the %u this reader accepts",
+			 payload_length, TRACE_FORMAT_MAX_CHUNK_PAYLOAD);
+		return chunk_corrupt(reader, problem);
+	}
+	if (record_count > payload_length / TRACE_FORMAT_RECORD_HEADER_SIZE) {
+		snprintf(problem, sizeof(problem),
+			 "claims %" PRIu32 " records, more than its %" PRIu32 " bytes can hold",
+			 record_count, payload_length);
+		return chunk_corrupt(reader, problem);
+	}
+
+	/* Do not allocate for a payload the file is too short to hold. */
+	if (reader->seekable && fstat(reader->fd, &status) == 0 &&
+	    (uint64_t)status.st_size < reader->offset + sizeof(header) + payload_length)
+		return end_truncated(reader, (uint64_t)status.st_size > reader->offset
+						     ? (uint64_t)status.st_size - reader->offset
+						     : 0);
+	if (payload_length > reader->payload_capacity) {
+		unsigned char *grown = realloc(reader->payload, payload_length);
+
+		if (!grown)
+			return reader_fail(reader, -ENOMEM,
+					   "out of memory reading chunk %" PRIu32 " of %s (%" PRIu32
+					   " bytes)",
+					   reader->chunk_index, reader->path, payload_length);
+		reader->payload = grown;
+		reader->payload_capacity = payload_length;
+	}
+	got = read_full(reader->fd, reader->payload, payload_length);
+	if (got < 0)
+		return reader_fail(reader, (int)got, "could not read the trace %s: %s",
+				   reader->path, strerror((int)-got));
+	if ((size_t)got < payload_length)
+		return end_truncated(reader, sizeof(header) + (uint64_t)got);
+	if ((uint32_t)crc32(0L, reader->payload, payload_length) !=
+	    trace_format_get_u32(header + TRACE_FORMAT_CHUNK_PAYLOAD_CRC_AT))
+		return chunk_corrupt(reader, "has damaged records (their checksum does not match)");
+
+	reader->offset += sizeof(header) + payload_length;
+	reader->stats.bytes = reader->offset;
+	reader->stats.chunks++;
+	reader->payload_length = payload_length;
+	reader->position = 0;
+	reader->chunk_record_count = record_count;
+	reader->chunk_records_read = 0;
+	reader->in_chunk = 1;
+	return 1;
+}
+
+static int finish_chunk(struct trace_reader *reader)
+{
+	char problem[160];
+
+	reader->in_chunk = 0;
+	if (reader->chunk_records_read != reader->chunk_record_count) {
+		snprintf(problem, sizeof(problem),
+			 "holds %" PRIu32 " records but its header says %" PRIu32,
+			 reader->chunk_records_read, reader->chunk_record_count);
+		return chunk_corrupt(reader, problem);
+	}
+	reader->chunk_index++;
+	update_note(reader);
+	return 0;
+}
+
+/* Describes where the record being decoded sits, for error sentences. */
+static int record_corrupt(struct trace_reader *reader, size_t record_at, const char *problem)
+{
+	char where[200];
+
+	snprintf(where, sizeof(where), "record %" PRIu32 " of the chunk (payload offset %zu) %s",
+		 reader->chunk_records_read - 1, record_at, problem);
+	return chunk_corrupt(reader, where);
+}
+
+static int define_string(struct trace_reader *reader, const unsigned char *body, uint32_t length,
+			 size_t record_at)
+{
+	uint32_t expected = reader->pass_strings + 1, id, text_length;
+	char problem[120];
+	char *copy;
+
+	if (length < TRACE_FORMAT_STRING_BYTES_AT)
+		return record_corrupt(reader, record_at,
+				      "is a string definition too short for its id");
+	id = trace_format_get_u32(body + TRACE_FORMAT_STRING_ID_AT);
+	if (id != expected) {
+		snprintf(problem, sizeof(problem),
+			 "defines string id %" PRIu32 " where id %" PRIu32 " comes next", id,
+			 expected);
+		return record_corrupt(reader, record_at, problem);
+	}
+	reader->pass_strings++;
+	reader->stats.strings++;
+	/* A second pass meets the same definitions again: they are already known. */
+	if (id <= reader->string_count)
+		return 0;
+
+	text_length = length - TRACE_FORMAT_STRING_BYTES_AT;
+	if (reader->string_bytes + text_length + 1 > TRACE_FORMAT_MAX_STRING_TABLE)
+		return reader_fail(
+			reader, -EFBIG,
+			"%s defines more than %llu bytes of distinct strings, more than "
+			"this reader keeps in memory: the file is corrupt or not a trace "
+			"tcheck-bpf wrote",
+			reader->path, (unsigned long long)TRACE_FORMAT_MAX_STRING_TABLE);
+	if (reader->string_count == reader->string_capacity) {
+		size_t capacity = reader->string_capacity ? reader->string_capacity * 2
+							  : FIRST_STRING_CAPACITY;
+		char **grown = realloc(reader->strings, capacity * sizeof(*grown));
+
+		if (!grown)
+			return reader_fail(reader, -ENOMEM,
+					   "out of memory reading the strings of %s", reader->path);
+		reader->strings = grown;
+		reader->string_capacity = capacity;
+	}
+	copy = malloc((size_t)text_length + 1);
+	if (!copy)
+		return reader_fail(reader, -ENOMEM, "out of memory reading the strings of %s",
+				   reader->path);
+	memcpy(copy, body + TRACE_FORMAT_STRING_BYTES_AT, text_length);
+	copy[text_length] = '\0';
+	reader->strings[reader->string_count++] = copy;
+	reader->string_bytes += (uint64_t)text_length + 1;
+	return 0;
+}
+
+/* Resolves a string id met in a record; NULL (with the error set) when it was never defined. */
+static const char *lookup_string(struct trace_reader *reader, const unsigned char *at,
+				 size_t record_at)
+{
+	uint32_t id = trace_format_get_u32(at);
+	char problem[120];
+
+	if (id == TRACE_FORMAT_EMPTY_STRING_ID)
+		return "";
+	if (id <= reader->pass_strings)
+		return reader->strings[id - 1];
+	snprintf(problem, sizeof(problem),
+		 "refers to string id %" PRIu32 ", which no earlier record defines", id);
+	record_corrupt(reader, record_at, problem);
+	return NULL;
+}
+
+/*
+ * Reads a Python stack at 'at' of a body of 'length' bytes; frames past
+ * TRACE_PY_STACK_MAX are skipped. Returns the offset after it, or -1 with
+ * the error set.
+ */
+static ssize_t decode_stack(struct trace_reader *reader, const unsigned char *body, uint32_t length,
+			    size_t at, size_t record_at, struct trace_python_stack *stack)
+{
+	uint32_t depth;
+
+	if ((uint64_t)at + 4 > length) {
+		record_corrupt(reader, record_at, "is cut inside its Python stack");
+		return -1;
+	}
+	depth = trace_format_get_u32(body + at);
+	if ((uint64_t)at + 4 + (uint64_t)TRACE_FORMAT_STACK_FRAME_SIZE * depth > length) {
+		record_corrupt(reader, record_at, "is too short for its Python stack");
+		return -1;
+	}
+	stack->depth = depth < TRACE_PY_STACK_MAX ? depth : TRACE_PY_STACK_MAX;
+	for (uint32_t i = 0; i < stack->depth; i++) {
+		stack->frames[i] = lookup_string(
+			reader, body + at + 4 + TRACE_FORMAT_STACK_FRAME_SIZE * i, record_at);
+		if (!stack->frames[i])
+			return -1;
+	}
+	return (ssize_t)(at + 4 + (size_t)TRACE_FORMAT_STACK_FRAME_SIZE * depth);
+}
+
+static int decode_call(struct trace_reader *reader, const unsigned char *body, uint32_t length,
+		       size_t record_at, struct trace_nccl_call *call)
+{
+	uint32_t param_count = trace_format_get_u32(body + TRACE_FORMAT_CALL_PARAM_COUNT_AT);
+	size_t context_at;
+	char problem[120];
+
+	if ((uint64_t)length < TRACE_FORMAT_CALL_FIXED_SIZE + 8 * (uint64_t)param_count) {
+		snprintf(problem, sizeof(problem),
+			 "is a call of %" PRIu32 " bytes, too short for its %" PRIu32 " parameters",
+			 length, param_count);
+		return record_corrupt(reader, record_at, problem);
+	}
+	call->function = lookup_string(reader, body + TRACE_FORMAT_CALL_FUNCTION_AT, record_at);
+	if (!call->function)
+		return reader->failure;
+	call->entry_ns = trace_format_get_u64(body + TRACE_FORMAT_CALL_ENTRY_NS_AT);
+	call->duration_ns = trace_format_get_u64(body + TRACE_FORMAT_CALL_DURATION_NS_AT);
+	call->pid = trace_format_get_u32(body + TRACE_FORMAT_CALL_PID_AT);
+	call->tid = trace_format_get_u32(body + TRACE_FORMAT_CALL_TID_AT);
+	call->result = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_CALL_RESULT_AT);
+	call->depth = trace_format_get_u32(body + TRACE_FORMAT_CALL_DEPTH_AT);
+	call->group_depth = trace_format_get_u32(body + TRACE_FORMAT_CALL_GROUP_DEPTH_AT);
+	call->flags = trace_format_get_u32(body + TRACE_FORMAT_CALL_FLAGS_AT);
+	call->out_value = trace_format_get_u64(body + TRACE_FORMAT_CALL_OUT_VALUE_AT);
+	call->unique_id_hash = trace_format_get_u64(body + TRACE_FORMAT_CALL_UNIQUE_ID_HASH_AT);
+	call->comm = trace_format_get_u64(body + TRACE_FORMAT_CALL_COMM_AT);
+	call->comm_id = trace_format_get_u64(body + TRACE_FORMAT_CALL_COMM_ID_AT);
+	call->rank = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_CALL_RANK_AT);
+	call->nranks = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_CALL_NRANKS_AT);
+	call->seq = (int64_t)trace_format_get_u64(body + TRACE_FORMAT_CALL_SEQ_AT);
+	/* A newer writer may know functions with more parameters: keep those that fit. */
+	call->param_count = param_count < NCCL_MAX_PARAMS ? param_count : NCCL_MAX_PARAMS;
+	for (uint32_t i = 0; i < call->param_count; i++)
+		call->params[i] = trace_format_get_u64(body + TRACE_FORMAT_CALL_PARAMS_AT + 8 * i);
+
+	/* Format 1.2 appends the Python context; a 1.1 call ends at its parameters. */
+	call->step = -1;
+	context_at = TRACE_FORMAT_CALL_PARAMS_AT + 8 * (size_t)param_count;
+	if (length <= context_at)
+		return 0;
+	if (length < context_at + TRACE_FORMAT_CALL_CONTEXT_FIXED_SIZE)
+		return record_corrupt(reader, record_at, "is a call with a cut Python context");
+	call->step = (int32_t)trace_format_get_u32(body + context_at + TRACE_FORMAT_CALL_STEP_AT);
+	call->stage = trace_format_get_u32(body + context_at + TRACE_FORMAT_CALL_STAGE_AT);
+	return decode_stack(reader, body, length, context_at + TRACE_FORMAT_CALL_STACK_AT,
+			    record_at, &call->py_stack) < 0
+		       ? reader->failure
+		       : 0;
+}
+
+static int decode_process(struct trace_reader *reader, const unsigned char *body, size_t record_at,
+			  struct trace_process *process)
+{
+	process->command = lookup_string(reader, body + TRACE_FORMAT_PROCESS_COMMAND_AT, record_at);
+	if (!process->command)
+		return reader->failure;
+	process->pid = trace_format_get_u32(body + TRACE_FORMAT_PROCESS_PID_AT);
+	process->parent_pid = trace_format_get_u32(body + TRACE_FORMAT_PROCESS_PARENT_PID_AT);
+	process->rank = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PROCESS_RANK_AT);
+	process->local_rank =
+		(int32_t)trace_format_get_u32(body + TRACE_FORMAT_PROCESS_LOCAL_RANK_AT);
+	process->world_size =
+		(int32_t)trace_format_get_u32(body + TRACE_FORMAT_PROCESS_WORLD_SIZE_AT);
+	process->exit_code =
+		(int32_t)trace_format_get_u32(body + TRACE_FORMAT_PROCESS_EXIT_CODE_AT);
+	process->start_ns = trace_format_get_u64(body + TRACE_FORMAT_PROCESS_START_NS_AT);
+	process->end_ns = trace_format_get_u64(body + TRACE_FORMAT_PROCESS_END_NS_AT);
+	return 0;
+}
+
+static int decode_communicator(struct trace_reader *reader, const unsigned char *body,
+			       size_t record_at, struct trace_communicator *comm)
+{
+	comm->note = lookup_string(reader, body + TRACE_FORMAT_COMMUNICATOR_NOTE_AT, record_at);
+	if (!comm->note)
+		return reader->failure;
+	comm->pid = trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_PID_AT);
+	comm->origin = trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_ORIGIN_AT);
+	comm->handle = trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_HANDLE_AT);
+	comm->comm_id = trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_COMM_ID_AT);
+	comm->parent_comm_id =
+		trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_PARENT_COMM_ID_AT);
+	comm->rank = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_RANK_AT);
+	comm->nranks = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_NRANKS_AT);
+	comm->color = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_COLOR_AT);
+	comm->split_index = trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_SPLIT_INDEX_AT);
+	comm->nccl_comm_hash =
+		trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_NCCL_COMM_HASH_AT);
+	comm->seq_base =
+		(int64_t)trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_SEQ_BASE_AT);
+	comm->seen_ns = trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_SEEN_NS_AT);
+	return 0;
+}
+
+static int decode_library(struct trace_reader *reader, const unsigned char *body, size_t record_at,
+			  struct trace_library *library)
+{
+	library->path = lookup_string(reader, body + TRACE_FORMAT_LIBRARY_PATH_AT, record_at);
+	if (!library->path)
+		return reader->failure;
+	library->build_id =
+		lookup_string(reader, body + TRACE_FORMAT_LIBRARY_BUILD_ID_AT, record_at);
+	if (!library->build_id)
+		return reader->failure;
+	library->pid = trace_format_get_u32(body + TRACE_FORMAT_LIBRARY_PID_AT);
+	library->functions_attached =
+		trace_format_get_u32(body + TRACE_FORMAT_LIBRARY_FUNCTIONS_ATTACHED_AT);
+	library->attached_ns = trace_format_get_u64(body + TRACE_FORMAT_LIBRARY_ATTACHED_NS_AT);
+	return 0;
+}
+
+static void decode_stats(const unsigned char *body, uint32_t length, struct trace_stats *stats)
+{
+	stats->timestamp_ns = trace_format_get_u64(body + TRACE_FORMAT_STATS_TIMESTAMP_NS_AT);
+	stats->calls = trace_format_get_u64(body + TRACE_FORMAT_STATS_CALLS_AT);
+	stats->ringbuf_drops = trace_format_get_u64(body + TRACE_FORMAT_STATS_RINGBUF_DROPS_AT);
+	stats->unmatched_returns =
+		trace_format_get_u64(body + TRACE_FORMAT_STATS_UNMATCHED_RETURNS_AT);
+	stats->nesting_overflows =
+		trace_format_get_u64(body + TRACE_FORMAT_STATS_NESTING_OVERFLOWS_AT);
+	stats->filtered = trace_format_get_u64(body + TRACE_FORMAT_STATS_FILTERED_AT);
+	stats->process_drops = trace_format_get_u64(body + TRACE_FORMAT_STATS_PROCESS_DROPS_AT);
+	if (length >= TRACE_FORMAT_STATS_SIZE_1_3)
+		stats->python_events_lost =
+			trace_format_get_u64(body + TRACE_FORMAT_STATS_PYTHON_EVENTS_LOST_AT);
+}
+
+static void decode_network(const unsigned char *body, struct trace_network_sample *sample)
+{
+	sample->timestamp_ns = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_TIMESTAMP_NS_AT);
+	sample->pid = trace_format_get_u32(body + TRACE_FORMAT_NETWORK_PID_AT);
+	sample->source = trace_format_get_u32(body + TRACE_FORMAT_NETWORK_SOURCE_AT);
+	sample->requests_posted =
+		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_REQUESTS_POSTED_AT);
+	sample->requests_signalled =
+		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_REQUESTS_SIGNALLED_AT);
+	sample->completions = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_COMPLETIONS_AT);
+	sample->completion_errors =
+		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_COMPLETION_ERRORS_AT);
+	sample->bytes_posted = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_BYTES_POSTED_AT);
+	sample->bytes_completed =
+		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_BYTES_COMPLETED_AT);
+	sample->last_post_ns = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_LAST_POST_NS_AT);
+	sample->last_completion_ns =
+		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_LAST_COMPLETION_NS_AT);
+}
+
+/* One argument of a Python call; returns 0, or the failure with the error set. */
+static int decode_argument(struct trace_reader *reader, const unsigned char *at, size_t record_at,
+			   struct trace_python_arg *arg)
+{
+	uint64_t value = trace_format_get_u64(at + TRACE_FORMAT_ARGUMENT_VALUE_AT);
+
+	arg->name = lookup_string(reader, at + TRACE_FORMAT_ARGUMENT_NAME_AT, record_at);
+	if (!arg->name)
+		return reader->failure;
+	arg->type = trace_format_get_u32(at + TRACE_FORMAT_ARGUMENT_TYPE_AT);
+	arg->text = "";
+	switch (arg->type) {
+	case TRACE_VALUE_STR:
+		arg->text = lookup_string(reader, at + TRACE_FORMAT_ARGUMENT_VALUE_AT, record_at);
+		if (!arg->text)
+			return reader->failure;
+		break;
+	case TRACE_VALUE_FLOAT:
+		memcpy(&arg->real, &value, sizeof(arg->real));
+		break;
+	case TRACE_VALUE_INT:
+	case TRACE_VALUE_BOOL:
+		arg->integer = (int64_t)value;
+		break;
+	case TRACE_VALUE_NONE:
+		break;
+	default:
+		return record_corrupt(reader, record_at, "has an argument of an unknown type");
+	}
+	return 0;
+}
+
+/* The Python context format 1.2 appends: stage, rank, world size, stack, arguments. */
+static int decode_python_context(struct trace_reader *reader, const unsigned char *body,
+				 uint32_t length, size_t record_at, struct trace_python_call *call)
+{
+	uint32_t arg_count;
+	ssize_t at;
+
+	if (length < TRACE_FORMAT_PYTHON_CONTEXT_SIZE)
+		return record_corrupt(reader, record_at, "is a Python call with a cut context");
+	call->stage = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_STAGE_AT);
+	call->rank = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_RANK_AT);
+	call->world_size = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_WORLD_SIZE_AT);
+	at = decode_stack(reader, body, length, TRACE_FORMAT_PYTHON_STACK_AT, record_at,
+			  &call->py_stack);
+	if (at < 0)
+		return reader->failure;
+	if ((uint64_t)at + 4 > length)
+		return record_corrupt(reader, record_at, "is cut before its arguments");
+	arg_count = trace_format_get_u32(body + at);
+	at += 4;
+	if ((uint64_t)at + (uint64_t)TRACE_FORMAT_ARGUMENT_SIZE * arg_count > length)
+		return record_corrupt(reader, record_at, "is too short for its arguments");
+	call->arg_count = arg_count < TRACE_PY_ARGS_MAX ? arg_count : TRACE_PY_ARGS_MAX;
+	for (uint32_t i = 0; i < call->arg_count; i++) {
+		int err = decode_argument(reader, body + at + TRACE_FORMAT_ARGUMENT_SIZE * i,
+					  record_at, &call->args[i]);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int decode_python_call(struct trace_reader *reader, const unsigned char *body,
+			      uint32_t length, size_t record_at, struct trace_python_call *call)
+{
+	call->qualified_name =
+		lookup_string(reader, body + TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT, record_at);
+	if (!call->qualified_name)
+		return reader->failure;
+	call->file = lookup_string(reader, body + TRACE_FORMAT_PYTHON_FILE_AT, record_at);
+	if (!call->file)
+		return reader->failure;
+	call->entry_ns = trace_format_get_u64(body + TRACE_FORMAT_PYTHON_ENTRY_NS_AT);
+	call->duration_ns = trace_format_get_u64(body + TRACE_FORMAT_PYTHON_DURATION_NS_AT);
+	call->pid = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_PID_AT);
+	call->tid = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_TID_AT);
+	call->depth = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_DEPTH_AT);
+	call->flags = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_FLAGS_AT);
+	call->first_line = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_FIRST_LINE_AT);
+	call->step = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_STEP_AT);
+	call->rank = -1;
+	call->world_size = -1;
+	if (length <= TRACE_FORMAT_PYTHON_SIZE)
+		return 0; /* format 1.1 */
+	return decode_python_context(reader, body, length, record_at, call);
+}
+
+/* The smallest body of each known kind: newer writers may append, never remove. */
+static uint32_t minimum_body(unsigned kind)
+{
+	switch (kind) {
+	case TRACE_RECORD_NCCL_CALL:
+		return TRACE_FORMAT_CALL_FIXED_SIZE;
+	case TRACE_RECORD_PROCESS:
+		return TRACE_FORMAT_PROCESS_SIZE;
+	case TRACE_RECORD_COMMUNICATOR:
+		return TRACE_FORMAT_COMMUNICATOR_SIZE;
+	case TRACE_RECORD_LIBRARY:
+		return TRACE_FORMAT_LIBRARY_SIZE;
+	case TRACE_RECORD_STATS:
+		return TRACE_FORMAT_STATS_SIZE;
+	case TRACE_RECORD_PYTHON_CALL:
+		return TRACE_FORMAT_PYTHON_SIZE;
+	case TRACE_RECORD_NETWORK:
+		return TRACE_FORMAT_NETWORK_SIZE;
+	}
+	return 0;
+}
+
+/* Decodes a record of a known kind; the body was checked to be at least minimum_body(). */
+static int decode_record(struct trace_reader *reader, unsigned kind, const unsigned char *body,
+			 uint32_t length, size_t record_at, struct trace_record *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = (enum trace_record_kind)kind;
+	switch (kind) {
+	case TRACE_RECORD_NCCL_CALL:
+		return decode_call(reader, body, length, record_at, &out->call);
+	case TRACE_RECORD_PROCESS:
+		return decode_process(reader, body, record_at, &out->process);
+	case TRACE_RECORD_COMMUNICATOR:
+		return decode_communicator(reader, body, record_at, &out->communicator);
+	case TRACE_RECORD_LIBRARY:
+		return decode_library(reader, body, record_at, &out->library);
+	case TRACE_RECORD_STATS:
+		decode_stats(body, length, &out->stats);
+		return 0;
+	case TRACE_RECORD_PYTHON_CALL:
+		return decode_python_call(reader, body, length, record_at, &out->python_call);
+	case TRACE_RECORD_NETWORK:
+		decode_network(body, &out->network);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int trace_reader_next(struct trace_reader *reader, struct trace_record *out)
+{
+	for (;;) {
+		size_t record_at = reader->position, remaining;
+		const unsigned char *record, *body;
+		uint32_t length;
+		unsigned kind;
+		char problem[120];
+		int err;
+
+		if (reader->failure)
+			return reader->failure;
+		if (reader->finished)
+			return 0;
+		if (!reader->in_chunk) {
+			err = load_chunk(reader);
+			if (err <= 0)
+				return err;
+			continue;
+		}
+		if (reader->position == reader->payload_length) {
+			err = finish_chunk(reader);
+			if (err)
+				return err;
+			continue;
+		}
+
+		remaining = reader->payload_length - reader->position;
+		record = reader->payload + reader->position;
+		reader->chunk_records_read++;
+		if (remaining < TRACE_FORMAT_RECORD_HEADER_SIZE)
+			return record_corrupt(reader, record_at,
+					      "is cut off by the end of the chunk");
+		kind = trace_format_get_u16(record + TRACE_FORMAT_RECORD_KIND_AT);
+		length = trace_format_get_u32(record + TRACE_FORMAT_RECORD_LENGTH_AT);
+		if (length > remaining - TRACE_FORMAT_RECORD_HEADER_SIZE) {
+			snprintf(problem, sizeof(problem),
+				 "claims %" PRIu32 " bytes, more than the %zu left in the chunk",
+				 length, remaining - TRACE_FORMAT_RECORD_HEADER_SIZE);
+			return record_corrupt(reader, record_at, problem);
+		}
+		body = record + TRACE_FORMAT_RECORD_HEADER_SIZE;
+		reader->position += TRACE_FORMAT_RECORD_HEADER_SIZE + (size_t)length;
+
+		if (kind == TRACE_FORMAT_KIND_STRING) {
+			err = define_string(reader, body, length, record_at);
+			if (err)
+				return err;
+			continue;
+		}
+		if (!minimum_body(kind)) {
+			/* A kind from a newer writer: its length lets us step over it. */
+			reader->stats.unknown_records++;
+			continue;
+		}
+		if (length < minimum_body(kind)) {
+			snprintf(problem, sizeof(problem),
+				 "is a %s record of %" PRIu32 " bytes, shorter than the %" PRIu32
+				 " it needs",
+				 trace_record_kind_name(kind), length, minimum_body(kind));
+			return record_corrupt(reader, record_at, problem);
+		}
+		err = decode_record(reader, kind, body, length, record_at, out);
+		if (err)
+			return err;
+		reader->stats.records++;
+		reader->stats.records_by_kind[kind]++;
+		if (kind == TRACE_RECORD_STATS)
+			reader->stats.recorded_counters = out->stats;
+		return 1;
+	}
+}
+
+int trace_reader_rewind(struct trace_reader *reader)
+{
+	uint32_t major = reader->stats.version_major, minor = reader->stats.version_minor;
+
+	if (reader->failure)
+		return reader->failure;
+	if (!reader->seekable)
+		return -ESPIPE;
+	if (lseek(reader->fd, (off_t)reader->first_chunk_offset, SEEK_SET) < 0)
+		return reader_fail(reader, -errno,
+				   "could not go back to the start of the trace %s: %s",
+				   reader->path, strerror(errno));
+	reader->offset = reader->first_chunk_offset;
+	reader->in_chunk = 0;
+	reader->chunk_index = 0;
+	reader->pass_strings = 0;
+	reader->finished = 0;
+	reader->truncation[0] = '\0';
+	memset(&reader->stats, 0, sizeof(reader->stats));
+	reader->stats.version_major = major;
+	reader->stats.version_minor = minor;
+	reader->stats.bytes = reader->offset;
+	update_note(reader);
+	return 0;
+}
+
+const char *trace_reader_error(const struct trace_reader *reader)
+{
+	return reader->error;
+}
+
+const char *trace_reader_truncated(const struct trace_reader *reader)
+{
+	return reader->stats.truncated ? reader->truncation : NULL;
+}
+
+const char *trace_reader_note(const struct trace_reader *reader)
+{
+	return reader->note[0] ? reader->note : NULL;
+}
+
+const struct trace_reader_stats *trace_reader_stats(const struct trace_reader *reader)
+{
+	return &reader->stats;
+}
+
+void trace_reader_close(struct trace_reader *reader)
+{
+	if (!reader)
+		return;
+	if (reader->fd >= 0)
+		close(reader->fd);
+	for (uint32_t i = 0; i < reader->string_count; i++)
+		free(reader->strings[i]);
+	free(reader->strings);
+	free(reader->payload);
+	free(reader->path);
+	free(reader);
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reads trace files (docs/trace-format.md) one chunk at a time, trusting
+ * nothing in them: memory stays bounded by the largest chunk plus the
+ * strings the trace defines, and damage is reported, never crashed on.
+ */
+#ifndef TCHECK_TRACE_READER_H
+#define TCHECK_TRACE_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/trace_format.h"
+#include "model/trace_records.h"
+
+struct trace_reader;
+
+struct trace_reader_stats {
+	/* Records handed out, indexed by enum trace_record_kind. */
+	uint64_t records_by_kind[TRACE_FORMAT_LAST_KNOWN_KIND + 1];
+	uint64_t records;	  /* all records handed out */
+	uint64_t strings;	  /* string definitions read */
+	uint64_t unknown_records; /* records of kinds this version skips */
+	uint64_t chunks;	  /* complete chunks read */
+	uint64_t bytes;		  /* bytes of the file consumed, header included */
+	uint32_t version_major;
+	uint32_t version_minor;
+	int truncated; /* the last chunk was cut short */
+	/* The last stats record read: the recorder's cumulative loss counters (zero when none). */
+	struct trace_stats recorded_counters;
+};
+
+/*
+ * Opens a trace and checks its header. Returns NULL with 'error' filled
+ * (and errno set) when the file cannot be read or is not a usable trace.
+ */
+struct trace_reader *trace_reader_open(const char *path, char *error, size_t error_size);
+
+/* The header as the file holds it; format_version is the file's major version. */
+const struct trace_header *trace_reader_header(const struct trace_reader *reader);
+
+/*
+ * Reads the next record into 'out'. Returns 1 for a record, 0 at the end
+ * of the trace (also when the last chunk was cut short: see
+ * trace_reader_truncated()), or a negative errno when the trace is
+ * damaged or unreadable, with trace_reader_error() explaining where.
+ * After an error every later call returns the same error. Strings in the
+ * record stay valid until trace_reader_close().
+ */
+int trace_reader_next(struct trace_reader *reader, struct trace_record *out);
+
+/*
+ * Goes back to the first record so a second pass can read the trace again
+ * (strings already read stay valid). Returns 0, or -ESPIPE when the trace
+ * is not a regular file, or another negative errno.
+ */
+int trace_reader_rewind(struct trace_reader *reader);
+
+/* The sentence describing the last error, or "" when there was none. */
+const char *trace_reader_error(const struct trace_reader *reader);
+
+/*
+ * A warning when the trace ended inside its last chunk (the recorder was
+ * killed or the disk filled): which chunk, and that the records before it
+ * were all read. NULL when the trace ended cleanly or has not ended yet.
+ */
+const char *trace_reader_truncated(const struct trace_reader *reader);
+
+/*
+ * A note when the trace was written by a newer tcheck-bpf whose records
+ * this version partly skips, or NULL. Complete only at the end.
+ */
+const char *trace_reader_note(const struct trace_reader *reader);
+
+const struct trace_reader_stats *trace_reader_stats(const struct trace_reader *reader);
+
+/* The name of a record kind ("nccl_call", "process", ...), or "unknown". */
+const char *trace_record_kind_name(unsigned kind);
+
+void trace_reader_close(struct trace_reader *reader);
+
+#endif /* TCHECK_TRACE_READER_H */

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Writes trace files (docs/trace-format.md) in self-contained chunks, so
+ * a recorder that dies loses only the records it had not flushed yet.
+ *
+ * A writer is not thread-safe: one thread owns it. Functions that can
+ * fail return 0 or a negative errno; trace_writer_error() then gives a
+ * sentence for the user. After a failed write the writer stays failed:
+ * every later call returns the same error and the file keeps the chunks
+ * written before it.
+ */
+#ifndef TCHECK_TRACE_WRITER_H
+#define TCHECK_TRACE_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/trace_records.h"
+
+/* When neither limit is set, a chunk is written at 4096 records or 1 MiB. */
+#define TRACE_WRITER_DEFAULT_CHUNK_RECORDS 4096U
+#define TRACE_WRITER_DEFAULT_CHUNK_BYTES (1U * 1024 * 1024)
+/* Kept well under the reader's payload limit, with room for one large string. */
+#define TRACE_WRITER_MAX_CHUNK_BYTES (32U * 1024 * 1024)
+
+struct trace_writer;
+
+struct trace_writer_stats {
+	uint64_t records; /* added, string definitions not counted */
+	uint64_t chunks;  /* written to the file */
+	uint64_t bytes;	  /* written to the file, header included */
+	uint64_t strings; /* distinct strings defined */
+};
+
+/*
+ * Fills 'header' for this machine: host name, boot id (empty when
+ * /proc/sys/kernel/random/boot_id cannot be read), the clock anchor, and
+ * the command line from argv (or from /proc/self/cmdline when argv is
+ * NULL). Returns 0, or a negative errno with 'error' filled.
+ */
+int trace_header_init_local(struct trace_header *header, int argc, char *const argv[], char *error,
+			    size_t error_size);
+
+/*
+ * Creates (or truncates) 'path' and writes the file header. The header's
+ * format_version is ignored: the writer writes its own. Returns NULL with
+ * 'error' filled (errno set) when the file cannot be created or written.
+ */
+struct trace_writer *trace_writer_create(const char *path, const struct trace_header *header,
+					 char *error, size_t error_size);
+
+/*
+ * A chunk is written once it holds 'max_records' records or 'max_bytes'
+ * bytes, whichever comes first; 0 keeps the current limit. Bytes are
+ * capped at TRACE_WRITER_MAX_CHUNK_BYTES. Returns 0 or -EINVAL.
+ */
+int trace_writer_set_chunk_limits(struct trace_writer *writer, uint32_t max_records,
+				  uint32_t max_bytes);
+
+/*
+ * Copies one record into the pending chunk (its strings are interned, so
+ * they need not outlive the call) and writes the chunk when it is full.
+ */
+int trace_writer_add(struct trace_writer *writer, const struct trace_record *record);
+
+/*
+ * Writes the pending records as one chunk, if there are any. Call it
+ * periodically (every 200 ms or so) so that a recorder killed without
+ * warning loses at most that much.
+ */
+int trace_writer_flush(struct trace_writer *writer);
+
+/*
+ * Flushes, fsyncs and closes the file and frees the writer, also when it
+ * fails. Returns the first error the writer met (its sentence is in
+ * 'error' when given), or 0.
+ */
+int trace_writer_close(struct trace_writer *writer, char *error, size_t error_size);
+
+/* The sentence describing the writer's error, or "" when there was none. */
+const char *trace_writer_error(const struct trace_writer *writer);
+
+void trace_writer_get_stats(const struct trace_writer *writer, struct trace_writer_stats *stats);
+
+#endif /* TCHECK_TRACE_WRITER_H */
