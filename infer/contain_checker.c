@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/u64_map.h"
 #include "contain_checker.h"
 #include "event_contain.h"
-#include "base/u64_map.h"
 
 /* Operations remembered per thread before the oldest are dropped. */
 #define THREAD_LOG_MAX 8192

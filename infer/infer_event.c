@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infer_event.h"
+#include "base/fnv_hash.h"
 #include "model/nccl_api.h"
+#include "infer_event.h"
 
 /* An interned list of fields. */
 struct field_set {
@@ -31,15 +32,6 @@ struct field_list {
 	uint32_t count;
 	struct infer_field fields[INFER_FIELDS_MAX];
 };
-
-static uint64_t text_hash(const char *text)
-{
-	uint64_t hash = 1469598103934665603ULL;
-
-	for (; *text; text++)
-		hash = (hash ^ (unsigned char)*text) * 1099511628211ULL;
-	return hash;
-}
 
 struct string_pool *string_pool_new(void)
 {
@@ -68,7 +60,7 @@ static int pool_grow(struct string_pool *pool)
 
 		if (!pool->slots[i])
 			continue;
-		at = text_hash(pool->slots[i]) & (capacity - 1);
+		at = fnv1a_string(pool->slots[i]) & (capacity - 1);
 		while (slots[at])
 			at = (at + 1) & (capacity - 1);
 		slots[at] = pool->slots[i];
@@ -87,7 +79,7 @@ const char *string_pool_intern(struct string_pool *pool, const char *text)
 		text = "";
 	if ((pool->count + 1) * 2 > pool->capacity && pool_grow(pool))
 		return NULL;
-	at = text_hash(text) & (pool->capacity - 1);
+	at = fnv1a_string(text) & (pool->capacity - 1);
 	while (pool->slots[at]) {
 		if (strcmp(pool->slots[at], text) == 0)
 			return pool->slots[at];
@@ -115,11 +107,11 @@ void string_pool_free(struct string_pool *pool)
 
 static uint64_t fields_hash(const struct infer_field *fields, uint32_t count)
 {
-	uint64_t hash = 1469598103934665603ULL ^ count;
+	uint64_t hash = fnv1a_add_u64(FNV1A_OFFSET_BASIS, count);
 
 	for (uint32_t i = 0; i < count; i++) {
-		hash = (hash ^ (uintptr_t)fields[i].name) * 1099511628211ULL;
-		hash = (hash ^ (uintptr_t)fields[i].value) * 1099511628211ULL;
+		hash = fnv1a_add_u64(hash, (uintptr_t)fields[i].name);
+		hash = fnv1a_add_u64(hash, (uintptr_t)fields[i].value);
 	}
 	return hash ^ (hash >> 29);
 }

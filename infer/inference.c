@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/u64_map.h"
 #include "event_contain.h"
 #include "inference.h"
-#include "base/u64_map.h"
 
 /* Least passing examples for an invariant to be emitted. */
 #define MIN_PASSING 2

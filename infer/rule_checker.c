@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/u64_map.h"
 #include "contain_checker.h"
 #include "rule_checker.h"
-#include "base/u64_map.h"
 
 /* Python names remembered per process and step for APISequence. */
 #define STEP_NAMES_MAX 128

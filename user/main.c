@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/commands.h"
 #include "base/log.h"
+#include "cli/commands.h"
 
 #define TCHECK_VERSION "0.1.0"
 

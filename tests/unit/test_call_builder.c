@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "record/call_builder.h"
 #include "model/nccl_api.h"
+#include "record/call_builder.h"
 #include "unit.h"
 
 #define MAX_EMITTED 64

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "probe/elf_symbols.h"
 #include "model/nccl_api.h"
+#include "probe/elf_symbols.h"
 #include "loaded_code.h"
 #include "unit.h"
 

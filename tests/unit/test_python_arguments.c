@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "python/python_arguments.h"
 #include "model/trace_records.h"
+#include "python/python_arguments.h"
 #include "unit.h"
 
 /* str state words: kind in bits 2-4, compact bit 5, ascii bit 6; interned bits 0-1 ignored. */

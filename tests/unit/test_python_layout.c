@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/remote_memory.h"
 #include "probe/elf_symbols.h"
 #include "python/python_layout.h"
 #include "unit.h"
@@ -207,7 +208,7 @@ static uint64_t pointer_at(pid_t pid, uint64_t address)
 {
 	uint64_t value = 0;
 
-	if (python_memory_read(pid, address, &value, sizeof(value), NULL, 0) != 0)
+	if (remote_memory_read(pid, address, &value, sizeof(value), NULL, 0) != 0)
 		return 0;
 	return value;
 }
@@ -263,7 +264,7 @@ static size_t python_frames(pid_t pid, const struct python_layout *layout, uint6
 		uint8_t owner = 0;
 
 		if (layout->frame_owner != PYTHON_FIELD_ABSENT)
-			python_memory_read(pid, frame + (uint64_t)layout->frame_owner, &owner, 1,
+			remote_memory_read(pid, frame + (uint64_t)layout->frame_owner, &owner, 1,
 					   NULL, 0);
 		if ((layout->frame_owner_c_stack == PYTHON_FIELD_ABSENT ||
 		     owner != layout->frame_owner_c_stack) &&
@@ -287,7 +288,7 @@ static bool int_value(pid_t pid, const struct python_layout *layout, uint64_t ob
 	uint64_t size_word, digit_count, magnitude = 0;
 	bool negative;
 
-	if (python_memory_read(pid, object + (uint64_t)layout->long_size, &size_word,
+	if (remote_memory_read(pid, object + (uint64_t)layout->long_size, &size_word,
 			       sizeof(size_word), NULL, 0) != 0)
 		return false;
 	if (layout->long_tagged) {
@@ -300,7 +301,7 @@ static bool int_value(pid_t pid, const struct python_layout *layout, uint64_t ob
 	/* Two 30-bit digits hold the script's number; more would not fit in 63 bits. */
 	if (digit_count > 2)
 		return false;
-	if (digit_count && python_memory_read(pid, object + (uint64_t)layout->long_digits, digits,
+	if (digit_count && remote_memory_read(pid, object + (uint64_t)layout->long_digits, digits,
 					      sizeof(digits[0]) * digit_count, NULL, 0) != 0)
 		return false;
 	for (uint64_t i = 0; i < digit_count; i++)
@@ -471,11 +472,11 @@ static void check_live_interpreter(const char *interpreter)
 	CU_ASSERT_STRING_EQUAL(text, "self,ratio,count,label,flag,nothing,rest,options");
 
 	/* The arguments, from the frame's localsplus, by their types. */
-	REQUIRE(python_memory_read(child.pid, frames[0] + (uint64_t)layout.frame_localsplus,
+	REQUIRE(remote_memory_read(child.pid, frames[0] + (uint64_t)layout.frame_localsplus,
 				   arguments, sizeof(arguments), NULL, 0) == 0);
 	type = pointer_at(child.pid, arguments[1] + (uint64_t)layout.object_type);
 	CU_ASSERT_EQUAL(type, layout.addresses.float_type);
-	REQUIRE(python_memory_read(child.pid, arguments[1] + (uint64_t)layout.float_value, &ratio,
+	REQUIRE(remote_memory_read(child.pid, arguments[1] + (uint64_t)layout.float_value, &ratio,
 				   sizeof(ratio), NULL, 0) == 0);
 	CU_ASSERT_EQUAL(ratio, strtod(child_value(&child, "ratio", value, sizeof(value)), NULL));
 	CU_ASSERT_EQUAL(ratio, 2.5);

@@ -2,8 +2,8 @@
 /* The recorder's closing warnings about lost Python events: one per kind of loss, counted. */
 #include <string.h>
 
-#include "unit.h"
 #include "python/python_losses.h"
+#include "unit.h"
 
 UNIT_TEST(python_losses, nothing_lost_says_nothing)
 {

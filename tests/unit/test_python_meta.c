@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Step and stage over time: looked up at entry times, changes arriving out of order, overflow. */
-#include "python/python_meta.h"
 #include "model/trace_records.h"
+#include "python/python_meta.h"
 #include "unit.h"
 
 UNIT_TEST(python_meta, state_at_entry_time_not_arrival)

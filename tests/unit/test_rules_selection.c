@@ -3,8 +3,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "python/python_tracer.h"
 #include "checks/rules_selection.h"
+#include "python/python_tracer.h"
 #include "unit.h"
 
 static void add_rule(struct rule_set *set, uint32_t relation, uint32_t kind, const char *name,

@@ -2,8 +2,8 @@
 /* The warning a trace's readers give about what its recording lost. */
 #include <string.h>
 
-#include "unit.h"
 #include "trace/trace_losses.h"
+#include "unit.h"
 
 UNIT_TEST(trace_losses, a_recording_without_losses_says_nothing)
 {

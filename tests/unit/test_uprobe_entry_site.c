@@ -2,8 +2,8 @@
 /* Tests of choosing an emulated instruction for a function's entry uprobe. */
 #include <stdint.h>
 
-#include "python/python_tracer.h"
 #include "probe/uprobe_entry_site.h"
+#include "python/python_tracer.h"
 #include "unit.h"
 
 UNIT_TEST(uprobe_entry_site, emulated_first_instructions_stay_at_the_start)

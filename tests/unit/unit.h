@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Self-registering CUnit suites: each test file declares its suite with
- * UNIT_SUITE and its tests with UNIT_TEST, and main.c runs them all, so
- * adding a test file needs no edit anywhere else.
+ * Self-registering CUnit tests: each test file declares its tests with
+ * UNIT_TEST(suite, name), the suite named by its first argument, and main.c
+ * runs them all, so adding a test file needs no edit anywhere else.
  */
 #ifndef TCHECK_UNIT_H
 #define TCHECK_UNIT_H

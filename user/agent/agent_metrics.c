@@ -9,9 +9,9 @@
 #include <time.h>
 
 #include "agent/metrics.h"
-#include "model/nccl_api.h"
 #include "agent/pod_identity.h"
 #include "base/u64_map.h"
+#include "model/nccl_api.h"
 
 enum process_label { LABEL_PID, LABEL_RANK, LABEL_POD, LABEL_NAMESPACE, LABEL_CONTAINER };
 #define PROCESS_LABELS 5

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 
 #include "agent/agent_metrics.h"
+#include "base/log.h"
 #include "checks/rule_runner.h"
 #include "export/export_jsonl.h"
-#include "base/log.h"
 #include "infer/rule_checker.h"
 
 struct agent_rules {

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/metrics.h"
 #include "base/error_message.h"
 #include "base/log.h"
-#include "agent/metrics.h"
 
 /* Connections served at once; scrapes are short. */
 #define SERVER_THREADS 2

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checks/rule_runner.h"
 #include "base/log.h"
-#include "record/recorder.h"
+#include "checks/rule_runner.h"
 #include "infer/rule_checker.h"
+#include "record/recorder.h"
 #include "trace/trace_replay.h"
 
 struct report {

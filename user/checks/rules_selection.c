@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "python/python_tracer.h"
 #include "checks/rules_selection.h"
+#include "python/python_tracer.h"
 
 /* How the trace names a --torch-op operator: "aten::" then the request. */
 static const char torch_op_prefix[] = "aten::";

@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "record/recorder.h"
 #include "infer/rules.h"
+#include "record/recorder.h"
 
 struct rules_selection {
 	bool python;		/* some rule is about a Python call, scope or operator */

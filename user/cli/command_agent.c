@@ -14,17 +14,17 @@
 
 #include "agent/agent_metrics.h"
 #include "agent/agent_rules.h"
-#include "checks/rules_selection.h"
-#include "cli/commands.h"
-#include "export/export_jsonl.h"
-#include "diagnose/job_diagnosis.h"
-#include "base/log.h"
 #include "agent/metrics.h"
 #include "agent/metrics_http.h"
+#include "base/log.h"
+#include "base/system_clock.h"
+#include "checks/rules_selection.h"
+#include "cli/commands.h"
+#include "diagnose/job_diagnosis.h"
+#include "diagnose/step_time.h"
+#include "export/export_jsonl.h"
 #include "probe/process_finder.h"
 #include "record/recorder.h"
-#include "diagnose/step_time.h"
-#include "base/system_clock.h"
 
 /* How often /proc is searched for new training processes. */
 #define DISCOVERY_INTERVAL_NS 2000000000ULL

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/commands.h"
-#include "export/export_jsonl.h"
 #include "base/log.h"
+#include "cli/commands.h"
 #include "diagnose/prometheus_query.h"
 #include "diagnose/stall_localisation.h"
+#include "export/export_jsonl.h"
 
 #define DEFAULT_IDLE_SECONDS 60.0
 #define QUERY_TIMEOUT_SECONDS 30.0

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "cli/commands.h"
 #include "diagnose/job_diagnosis.h"
-#include "base/log.h"
 #include "trace/trace_losses.h"
 #include "trace/trace_reader.h"
 

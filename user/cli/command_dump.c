@@ -5,10 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "cli/commands.h"
 #include "export/export_jsonl.h"
 #include "export/export_perfetto.h"
-#include "base/log.h"
 #include "trace/trace_reader.h"
 
 static const char dump_help[] =

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/log.h"
 #include "cli/commands.h"
 #include "infer/inference.h"
-#include "base/log.h"
 #include "trace/trace_replay.h"
 
 static void usage(FILE *out)

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "checks/rule_runner.h"
 #include "checks/rules_selection.h"
 #include "cli/commands.h"
 #include "diagnose/job_diagnosis.h"
-#include "base/log.h"
 #include "record/recorder.h"
 
 #define MAX_PIDS 256

@@ -3,10 +3,10 @@
 #include <stdlib.h>
 
 #include "diagnose/diagnosis_report.h"
-#include "export/export_jsonl.h"
 #include "diagnose/hang_detector.h"
 #include "diagnose/job_diagnosis.h"
 #include "diagnose/slowdown_detector.h"
+#include "export/export_jsonl.h"
 
 #define HANG_REPORTS_PER_CHECK 16
 #define MAX_PROCESSES 4096

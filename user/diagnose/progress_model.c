@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/nccl_api.h"
 #include "diagnose/progress_model.h"
+#include "model/nccl_api.h"
 
 void progress_options_default(struct progress_options *options)
 {

@@ -23,8 +23,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "trace/trace_reader.h"
 #include "model/trace_records.h"
+#include "trace/trace_reader.h"
 
 /* Only calls (NCCL and Python): no header, process, communicator, library or stats objects. */
 #define EXPORT_CALLS_ONLY (1U << 0)

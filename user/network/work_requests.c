@@ -9,13 +9,14 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "probe/elf_symbols.h"
 #include "base/log.h"
-#include "network/network_window.h"
-#include "probe/process_maps.h"
+#include "base/remote_memory.h"
 #include "base/system_clock.h"
-#include "tcheck/work_request_abi.h"
 #include "base/u64_map.h"
+#include "network/network_window.h"
+#include "probe/elf_symbols.h"
+#include "probe/process_maps.h"
+#include "tcheck/work_request_abi.h"
 
 /* How far back the live bandwidth looks. */
 #define BANDWIDTH_WINDOW_NS 5000000000ULL
@@ -244,14 +245,6 @@ static int probe_provider_function(struct work_requests *tracker,
 	return result ? result : 1;
 }
 
-static int read_pointer(pid_t pid, uint64_t address, uint64_t *value)
-{
-	struct iovec local = { .iov_base = value, .iov_len = sizeof(*value) };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)address, .iov_len = sizeof(*value) };
-
-	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(*value) ? 0 : -1;
-}
-
 int work_requests_handle_record(struct work_requests *tracker, const void *data, size_t size,
 				char *error, size_t error_size)
 {
@@ -264,9 +257,9 @@ int work_requests_handle_record(struct work_requests *tracker, const void *data,
 	if (size < sizeof(*record))
 		return 0;
 	pid = (pid_t)record->header.pid;
-	if (read_pointer(pid, record->context + VERBS_CONTEXT_POST_SEND_OFFSET, &post_send) ||
-	    read_pointer(pid, record->context + VERBS_CONTEXT_POST_RECV_OFFSET, &post_recv) ||
-	    read_pointer(pid, record->context + VERBS_CONTEXT_POLL_CQ_OFFSET, &poll_cq)) {
+	if (remote_memory_read_u64(pid, record->context + VERBS_CONTEXT_POST_SEND_OFFSET, &post_send) ||
+	    remote_memory_read_u64(pid, record->context + VERBS_CONTEXT_POST_RECV_OFFSET, &post_recv) ||
+	    remote_memory_read_u64(pid, record->context + VERBS_CONTEXT_POLL_CQ_OFFSET, &poll_cq)) {
 		snprintf(error, error_size,
 			 "process %d opened a verbs device, but its context at 0x%" PRIx64
 			 " cannot be read (%s): its work requests are not counted",

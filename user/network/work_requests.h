@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "probe/probe_session.h"
 #include "model/trace_records.h"
+#include "probe/probe_session.h"
 
 struct work_requests;
 

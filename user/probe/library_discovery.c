@@ -11,12 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "probe/elf_symbols.h"
 #include "base/log.h"
-#include "probe/nccl_comm_layout.h"
-#include "probe/process_maps.h"
 #include "base/system_clock.h"
 #include "base/u64_map.h"
+#include "probe/elf_symbols.h"
+#include "probe/nccl_comm_layout.h"
+#include "probe/process_maps.h"
 
 /* Whether a file was looked at, and what it held. */
 struct checked_file {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
+#include "base/remote_memory.h"
 
 #define COMM_STRUCT_NAME "ncclComm"
 
@@ -490,11 +491,9 @@ static int64_t signed_value(const uint8_t *bytes, int64_t size)
 int nccl_comm_read(pid_t pid, uint64_t comm_pointer, const struct nccl_comm_layout *layout,
 		   struct nccl_comm_values *values, char *error, size_t error_size)
 {
-	struct iovec local[MEMBER_COUNT], remote[MEMBER_COUNT];
+	struct remote_span spans[MEMBER_COUNT];
 	uint8_t buffers[MEMBER_COUNT][8];
-	int indexes[MEMBER_COUNT], count = 0;
-	size_t wanted = 0;
-	ssize_t got;
+	int indexes[MEMBER_COUNT], count = 0, err;
 
 	memset(values, 0, sizeof(*values));
 	values->rank = values->nranks = -1;
@@ -507,13 +506,10 @@ int nccl_comm_read(pid_t pid, uint64_t comm_pointer, const struct nccl_comm_layo
 
 		if (!member_readable(member))
 			continue;
-		local[count].iov_base = buffers[count];
-		local[count].iov_len = (size_t)member->size;
-		remote[count].iov_base =
-			(void *)(uintptr_t)(comm_pointer + (uint64_t)member->offset);
-		remote[count].iov_len = (size_t)member->size;
+		spans[count].address = comm_pointer + (uint64_t)member->offset;
+		spans[count].buffer = buffers[count];
+		spans[count].size = (size_t)member->size;
 		indexes[count] = i;
-		wanted += (size_t)member->size;
 		count++;
 	}
 	if (count == 0)
@@ -521,37 +517,11 @@ int nccl_comm_read(pid_t pid, uint64_t comm_pointer, const struct nccl_comm_layo
 			error, error_size, EINVAL,
 			"the layout of struct ncclComm has none of commHash, rank, nRanks, "
 			"opCount: nothing to read");
-	got = process_vm_readv(pid, local, (unsigned long)count, remote, (unsigned long)count, 0);
-	if (got < 0) {
-		int err = errno;
-
-		if (err == ESRCH)
-			return error_fail(error, error_size, err, "no process with pid %d",
-					  (int)pid);
-		if (err == EPERM || err == EACCES)
-			return error_fail(
-				error, error_size, EPERM,
-				"cannot read the memory of pid %d: permission denied; run "
-				"tcheck-bpf as root (or with CAP_SYS_PTRACE)",
-				(int)pid);
-		if (err == EFAULT)
-			return error_fail(
-				error, error_size, err,
-				"cannot read struct ncclComm at 0x%llx in pid %d: the address "
-				"is not mapped; the pointer is stale (the communicator was "
-				"destroyed?)",
-				(unsigned long long)comm_pointer, (int)pid);
-		return error_fail(error, error_size, err,
-				  "cannot read struct ncclComm at 0x%llx in pid %d: %s",
-				  (unsigned long long)comm_pointer, (int)pid, strerror(err));
-	}
-	/* The read stops at the first unmapped page: a partly mapped struct is no struct. */
-	if ((size_t)got != wanted)
-		return error_fail(
-			error, error_size, EFAULT,
-			"cannot read struct ncclComm at 0x%llx in pid %d: only %zd of %zu bytes "
-			"are mapped; the pointer is stale (the communicator was destroyed?)",
-			(unsigned long long)comm_pointer, (int)pid, got, wanted);
+	/* A stale pointer usually means the communicator was destroyed. */
+	err = remote_memory_read_spans(pid, spans, (size_t)count, "struct ncclComm", error,
+				       error_size);
+	if (err)
+		return err;
 	for (int i = 0; i < count; i++) {
 		int64_t size = layout_member_const(layout, indexes[i])->size;
 

@@ -13,8 +13,8 @@
 #include <bpf/libbpf.h>
 
 #include "base/log.h"
-#include "tracer.skel.h"
 #include "probe/uprobe_links.h"
+#include "tracer.skel.h"
 
 struct probe_session {
 	struct tracer_bpf *skeleton;

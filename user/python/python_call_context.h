@@ -7,9 +7,9 @@
 #ifndef TCHECK_PYTHON_CALL_CONTEXT_H
 #define TCHECK_PYTHON_CALL_CONTEXT_H
 
+#include "model/trace_records.h"
 #include "python/python_tracer.h"
 #include "tcheck/probe_abi.h"
-#include "model/trace_records.h"
 
 /*
  * Stands first in py_stack when the calling thread runs no Python (a C++

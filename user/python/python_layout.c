@@ -12,8 +12,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "probe/elf_symbols.h"
 #include "base/error_message.h"
+#include "base/remote_memory.h"
+#include "probe/elf_symbols.h"
 #include "probe/process_maps.h"
 
 #define EVAL_FRAME_SYMBOL "_PyEval_EvalFrameDefault"
@@ -401,44 +402,6 @@ int python_layout_from_debug_offsets(const void *bytes_in, size_t size,
 	return 0;
 }
 
-int python_memory_read(pid_t pid, uint64_t address, void *buffer, size_t size, char *error,
-		       size_t error_size)
-{
-	struct iovec local = { .iov_base = buffer, .iov_len = size };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)address, .iov_len = size };
-	ssize_t got;
-
-	if (address == 0)
-		return error_fail(
-			error, error_size, EFAULT,
-			"cannot read %zu bytes of pid %d at address 0: the pointer is NULL", size,
-			(int)pid);
-	got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (got < 0) {
-		int err = errno;
-
-		if (err == ESRCH)
-			return error_fail(error, error_size, err, "no process with pid %d",
-					  (int)pid);
-		if (err == EPERM || err == EACCES)
-			return error_fail(
-				error, error_size, EPERM,
-				"cannot read the memory of pid %d: permission denied; run "
-				"tcheck-bpf as root (or with CAP_SYS_PTRACE)",
-				(int)pid);
-		return error_fail(error, error_size, err,
-				  "cannot read %zu bytes of pid %d at 0x%llx: %s", size, (int)pid,
-				  (unsigned long long)address, strerror(err));
-	}
-	/* The read stops at the first unmapped page: half an object is no object. */
-	if ((size_t)got != size)
-		return error_fail(error, error_size, EFAULT,
-				  "cannot read %zu bytes of pid %d at 0x%llx: only %zd are mapped; "
-				  "the pointer is stale or wrong",
-				  size, (int)pid, (unsigned long long)address, got);
-	return 0;
-}
-
 /* An open ELF file, for what the symbol helpers do not give: headers, sections, bytes. */
 struct elf_view {
 	int fd;
@@ -722,7 +685,7 @@ static void thread_local_find(struct elf_view *view, struct python_runtime *runt
 	if (!slot)
 		return;
 	thread_local->module_id_address = slot + runtime->load_bias;
-	if (python_memory_read(runtime->pid, thread_local->module_id_address,
+	if (remote_memory_read(runtime->pid, thread_local->module_id_address,
 			       &thread_local->module_id, sizeof(thread_local->module_id), NULL,
 			       0) != 0)
 		thread_local->module_id = 0;
@@ -881,7 +844,7 @@ static int debug_offsets_read(const struct python_runtime *runtime, unsigned cha
 		}
 	}
 	*source = PYTHON_LAYOUT_FROM_DEBUG_OFFSETS_MEMORY;
-	return python_memory_read(runtime->pid, runtime->addresses.runtime_state, bytes,
+	return remote_memory_read(runtime->pid, runtime->addresses.runtime_state, bytes,
 				  PYTHON_DEBUG_OFFSETS_SIZE, error, error_size);
 }
 
@@ -1010,7 +973,7 @@ int python_string_read(pid_t pid, const struct python_layout *layout, uint64_t a
 		return error_fail(error, error_size, EINVAL, "no room to read a string into");
 	text[0] = '\0';
 	/* Every str is at least a PyASCIIObject: read no further, it may end a mapping. */
-	err = python_memory_read(pid, address, header, (size_t)layout->unicode_ascii_data, error,
+	err = remote_memory_read(pid, address, header, (size_t)layout->unicode_ascii_data, error,
 				 error_size);
 	if (err)
 		return err;
@@ -1031,7 +994,7 @@ int python_string_read(pid_t pid, const struct python_layout *layout, uint64_t a
 				  (unsigned long long)address, (int)pid, (long long)length, kind);
 	if (!(state & (1u << 5))) {
 		/* Not compact: the characters are in a separate block it points to. */
-		err = python_memory_read(pid, address + (uint64_t)layout->unicode_compact_data,
+		err = remote_memory_read(pid, address + (uint64_t)layout->unicode_compact_data,
 					 &data_address, sizeof(data_address), error, error_size);
 		if (err)
 			return err;
@@ -1045,7 +1008,7 @@ int python_string_read(pid_t pid, const struct python_layout *layout, uint64_t a
 	characters = calloc((size_t)length, kind);
 	if (!characters)
 		return error_fail(error, error_size, ENOMEM, "out of memory reading a str");
-	err = python_memory_read(pid, data_address, characters, (size_t)length * kind, error,
+	err = remote_memory_read(pid, data_address, characters, (size_t)length * kind, error,
 				 error_size);
 	for (int64_t i = 0; !err && i < length; i++) {
 		uint32_t code_point;
@@ -1100,7 +1063,7 @@ static int argument_names_read(pid_t pid, const struct python_layout *layout, ui
 
 	if (count <= 0)
 		return 0;
-	err = python_memory_read(pid, tuple + (uint64_t)layout->tuple_size, &tuple_size,
+	err = remote_memory_read(pid, tuple + (uint64_t)layout->tuple_size, &tuple_size,
 				 sizeof(tuple_size), error, error_size);
 	if (err)
 		return err;
@@ -1109,7 +1072,7 @@ static int argument_names_read(pid_t pid, const struct python_layout *layout, ui
 				  "the code object of %s in pid %d names %lld locals but has %d "
 				  "parameters: the layout is wrong",
 				  code->qualified_name, (int)pid, (long long)tuple_size, count);
-	err = python_memory_read(pid, tuple + (uint64_t)layout->tuple_items, items,
+	err = remote_memory_read(pid, tuple + (uint64_t)layout->tuple_items, items,
 				 sizeof(items[0]) * (size_t)count, error, error_size);
 	for (int i = 0; !err && i < count; i++)
 		err = python_string_read(pid, layout, items[i], code->argument_names[i],
@@ -1150,7 +1113,7 @@ int python_code_read(pid_t pid, const struct python_layout *layout, uint64_t add
 		return error_fail(error, error_size, EINVAL,
 				  "the layout puts code object members past byte %zu: it is wrong",
 				  sizeof(object));
-	err = python_memory_read(pid, address, object, wanted, error, error_size);
+	err = remote_memory_read(pid, address, object, wanted, error, error_size);
 	if (err)
 		return err;
 	type = pointer_member(object, layout->object_type);

@@ -188,10 +188,6 @@ int python_layout_from_table(int major, int minor, struct python_layout *layout,
 int python_layout_from_debug_offsets(const void *bytes, size_t size, struct python_layout *layout,
 				     char *error, size_t error_size);
 
-/* Reads size bytes at address of pid with process_vm_readv; all of them or an error. */
-int python_memory_read(pid_t pid, uint64_t address, void *buffer, size_t size, char *error,
-		       size_t error_size);
-
 /*
  * Reads a str object of pid as UTF-8 into text. -EINVAL when it is not a
  * str, -ENAMETOOLONG when it does not fit.

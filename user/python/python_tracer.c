@@ -9,14 +9,16 @@
 #include <string.h>
 
 #include "base/error_message.h"
+#include "base/fnv_hash.h"
 #include "base/log.h"
+#include "base/remote_memory.h"
+#include "base/system_clock.h"
+#include "base/u64_map.h"
 #include "probe/process_maps.h"
 #include "python/python_arguments.h"
 #include "python/python_layout.h"
 #include "python/python_meta.h"
-#include "base/system_clock.h"
 #include "python/torch_probes.h"
-#include "base/u64_map.h"
 
 /* Training APIs worth following when the user names none. */
 const char *const python_default_prefixes[] = {
@@ -606,7 +608,7 @@ static const char *caller_name(struct python_tracer *tracer, struct python_proce
 
 	if (named)
 		return named->qualified_name;
-	if (python_memory_read((pid_t)pid, address + (uint64_t)name_offset, &name_object,
+	if (remote_memory_read((pid_t)pid, address + (uint64_t)name_offset, &name_object,
 			       sizeof(name_object), error, sizeof(error)))
 		return NULL;
 	named = name_code(tracer, process, pid, address, name_object);
@@ -750,11 +752,9 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 /* Scope names are few: each is kept once for the records that carry it. */
 static const char *kept_scope_name(struct python_tracer *tracer, const char *name)
 {
-	uint64_t hash = 1469598103934665603ULL;
+	uint64_t hash = fnv1a_string(name);
 	char *kept;
 
-	for (const char *c = name; *c; c++)
-		hash = (hash ^ (uint8_t)*c) * 1099511628211ULL;
 	kept = u64_map_get(&tracer->scope_names, hash);
 	if (kept && strcmp(kept, name) == 0)
 		return kept;

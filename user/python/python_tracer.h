@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "probe/probe_session.h"
 #include "model/trace_records.h"
+#include "probe/probe_session.h"
 
 struct python_tracer;
 

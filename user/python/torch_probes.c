@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "probe/elf_symbols.h"
 #include "base/error_message.h"
+#include "probe/elf_symbols.h"
 #include "probe/process_maps.h"
 #include "probe/uprobe_entry_site.h"
 

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tcheck/probe_abi.h"
 #include "model/trace_records.h"
+#include "tcheck/probe_abi.h"
 
 struct call_builder;
 

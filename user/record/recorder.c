@@ -10,21 +10,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "record/call_builder.h"
-#include "probe/library_discovery.h"
-#include "record/live_status.h"
-#include "diagnose/job_diagnosis.h"
 #include "base/log.h"
+#include "base/system_clock.h"
+#include "base/u64_map.h"
+#include "diagnose/job_diagnosis.h"
+#include "network/work_requests.h"
+#include "probe/library_discovery.h"
 #include "probe/nccl_comm_layout.h"
 #include "probe/probe_session.h"
 #include "probe/process_maps.h"
 #include "python/python_call_context.h"
 #include "python/python_losses.h"
 #include "python/python_tracer.h"
-#include "base/system_clock.h"
+#include "record/call_builder.h"
+#include "record/live_status.h"
 #include "trace/trace_writer.h"
-#include "network/work_requests.h"
-#include "base/u64_map.h"
 
 #define POLL_INTERVAL_MS 100
 #define FLUSH_INTERVAL_NS 200000000ULL

@@ -10,8 +10,8 @@
 
 #include <stddef.h>
 
-#include "trace/trace_reader.h"
 #include "model/trace_records.h"
+#include "trace/trace_reader.h"
 
 /*
  * Writes into 'out' the sentence naming each kind of loss the counters

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace/trace_format.h"
 #include "model/trace_records.h"
+#include "trace/trace_format.h"
 
 struct trace_reader;
 

@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "base/error_message.h"
+#include "base/fnv_hash.h"
 #include "trace/trace_format.h"
 
 #define ERROR_MESSAGE_SIZE 512
@@ -361,17 +362,6 @@ static unsigned char *append_record(struct trace_writer *writer, unsigned kind, 
 	return at + TRACE_FORMAT_RECORD_HEADER_SIZE;
 }
 
-static uint64_t string_hash(const char *bytes, size_t length)
-{
-	uint64_t hash = 0xcbf29ce484222325ULL; /* FNV-1a */
-
-	for (size_t i = 0; i < length; i++) {
-		hash ^= (unsigned char)bytes[i];
-		hash *= 0x100000001b3ULL;
-	}
-	return hash;
-}
-
 static struct interned_string *string_slot(struct interned_string *slots, size_t slot_count,
 					   const char *bytes, size_t length, uint64_t hash)
 {
@@ -423,7 +413,7 @@ static int intern_string(struct trace_writer *writer, const char *text, uint32_t
 		*id = TRACE_FORMAT_EMPTY_STRING_ID;
 		return 0;
 	}
-	hash = string_hash(text, length);
+	hash = fnv1a_bytes(text, length);
 	slot = string_slot(writer->strings, writer->string_slots, text, length, hash);
 	if (slot->bytes) {
 		*id = slot->id;

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace/traincheck_trace.h"
 #include "base/u64_map.h"
+#include "trace/traincheck_trace.h"
 
 /* Longest text kept of a string, list or tuple value. */
 #define VALUE_TEXT_MAX 128

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+/* The base helpers: FNV-1a against its published vectors, and the remote-memory reader. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "base/fnv_hash.h"
+#include "base/remote_memory.h"
+#include "unit.h"
+
+UNIT_TEST(fnv_hash, matches_the_published_64_bit_vectors)
+{
+	/* The FNV-1a 64-bit test vectors of the algorithm's authors. */
+	CU_ASSERT_EQUAL(fnv1a_string(""), 0xcbf29ce484222325ULL);
+	CU_ASSERT_EQUAL(fnv1a_string("a"), 0xaf63dc4c8601ec8cULL);
+	CU_ASSERT_EQUAL(fnv1a_string("foobar"), 0x85944171f73967e8ULL);
+	CU_ASSERT_EQUAL(fnv1a_bytes("foobar", 6), fnv1a_string("foobar"));
+}
+
+UNIT_TEST(fnv_hash, folds_a_value_as_its_little_endian_bytes)
+{
+	uint64_t value = 0x0102030405060708ULL;
+	unsigned char bytes[8] = { 8, 7, 6, 5, 4, 3, 2, 1 };
+
+	CU_ASSERT_EQUAL(fnv1a_add_u64(FNV1A_OFFSET_BASIS, value), fnv1a_bytes(bytes, 8));
+}
+
+UNIT_TEST(remote_memory, reads_a_live_process_and_refuses_bad_pointers)
+{
+	static const char text[] = "remote memory reader";
+	char copy[sizeof(text)] = { 0 }, error[256] = "";
+	uint64_t value = 0, wanted = 0x1122334455667788ULL;
+	long page = sysconf(_SC_PAGESIZE);
+	char *mapping;
+
+	CU_ASSERT_EQUAL(remote_memory_read(getpid(), (uint64_t)(uintptr_t)text, copy,
+					   sizeof(copy), error, sizeof(error)),
+			0);
+	CU_ASSERT_STRING_EQUAL(copy, text);
+	CU_ASSERT_EQUAL(remote_memory_read_u64(getpid(), (uint64_t)(uintptr_t)&wanted, &value), 0);
+	CU_ASSERT_EQUAL(value, wanted);
+
+	CU_ASSERT_EQUAL(remote_memory_read(getpid(), 0, copy, 8, error, sizeof(error)), -EFAULT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, "NULL"));
+
+	/* An object that runs onto an unmapped page is refused whole. */
+	mapping = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	CU_ASSERT_FATAL(mapping != MAP_FAILED);
+	munmap(mapping + page, (size_t)page);
+	CU_ASSERT_EQUAL(remote_memory_read(getpid(), (uint64_t)(uintptr_t)(mapping + page - 4),
+					   copy, 8, error, sizeof(error)),
+			-EFAULT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, "stale"));
+	munmap(mapping, (size_t)page);
+
+	/* Pid numbers are at most 2^22: this one names no process. */
+	CU_ASSERT_EQUAL(remote_memory_read(4194305, (uint64_t)(uintptr_t)text, copy, 8, error,
+					   sizeof(error)),
+			-ESRCH);
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, "no process"));
+}
