@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -42,12 +43,13 @@ static const char maps_fixture[] =
 UNIT_TEST(process_maps, parses_files_and_skips_the_rest)
 {
 	struct mapped_file_list list;
-	const struct mapped_file *python, *nccl;
+	const struct mapped_file *python, *nccl, *gone;
 	char error[256] = "";
 
 	CU_ASSERT_EQUAL_FATAL(process_maps_parse(maps_fixture, 42, &list, error, sizeof(error)), 0);
-	/* python, libnccl, the shm file, and a file of another device with python's inode. */
-	CU_ASSERT_EQUAL(list.count, 4);
+	/* python, libnccl, a deleted file, the shm file, and a file of another device with
+	 * python's inode. */
+	CU_ASSERT_EQUAL(list.count, 5);
 	python = mapped_file_list_find_suffix(&list, "/python3.11");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(python);
 	CU_ASSERT_EQUAL(python->region_count, 3);
@@ -64,7 +66,13 @@ UNIT_TEST(process_maps, parses_files_and_skips_the_rest)
 	CU_ASSERT_STRING_EQUAL(nccl->host_path, "/proc/42/root/opt/my libs/libnccl.so.2");
 	CU_ASSERT_EQUAL(nccl->region_count, 2);
 
-	CU_ASSERT_PTR_NULL(mapped_file_list_find_suffix(&list, "/gone.so"));
+	/* A file deleted since it was mapped keeps its name and is reached through the kernel. */
+	gone = mapped_file_list_find_suffix(&list, "/gone.so");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(gone);
+	CU_ASSERT(gone->deleted);
+	CU_ASSERT_STRING_EQUAL(gone->path, "/tmp/gone.so");
+	CU_ASSERT_STRING_EQUAL(gone->host_path, "/proc/42/map_files/7f2000000000-7f2000001000");
+	CU_ASSERT(!python->deleted);
 	CU_ASSERT_PTR_NULL(mapped_file_list_find_suffix(&list, "[stack]"));
 	CU_ASSERT_PTR_NULL(mapped_file_list_find_suffix(&list, "]"));
 	CU_ASSERT_PTR_NOT_NULL(mapped_file_list_find_suffix(&list, "/dev/shm/nccl-abc"));
@@ -89,9 +97,9 @@ UNIT_TEST(process_maps, finds_the_file_of_an_address)
 	file = mapped_file_list_find_address(&list, 0x55d4c0a28004ULL, &file_offset);
 	CU_ASSERT_PTR_NOT_NULL(file);
 	CU_ASSERT_EQUAL(file_offset, 0x28004);
-	/* Anonymous memory and deleted files belong to no file. */
+	/* Anonymous memory belongs to no file; a deleted file is still the one mapped there. */
 	CU_ASSERT_PTR_NULL(mapped_file_list_find_address(&list, 0x7f0000000010ULL, NULL));
-	CU_ASSERT_PTR_NULL(mapped_file_list_find_address(&list, 0x7f2000000010ULL, NULL));
+	CU_ASSERT_PTR_NOT_NULL(mapped_file_list_find_address(&list, 0x7f2000000010ULL, NULL));
 	mapped_file_list_free(&list);
 }
 
@@ -381,4 +389,51 @@ UNIT_TEST(process_maps, nonexistent_process)
 			-ESRCH);
 	CU_ASSERT_STRING_EQUAL(error, expected);
 	CU_ASSERT_EQUAL(process_check(-5, error, sizeof(error)), -ESRCH);
+}
+
+/*
+ * A child maps a library, then the library is deleted and the child chroots
+ * itself: its maps line names the file by the host path with " (deleted)",
+ * and its root no longer holds it. The host path found must open the very
+ * file (device and inode), as the kernel's handle on the mapping.
+ */
+UNIT_TEST(process_maps, finds_a_deleted_file_through_the_kernel_handle)
+{
+	char library[] = "/tmp/tcheck-maps-XXXXXX", error[256] = "";
+	int ready[2], fd = mkstemp(library);
+	const struct mapped_file *file;
+	struct mapped_file_list list;
+	struct stat original, opened;
+	char byte = 0;
+	pid_t child;
+
+	CU_ASSERT_FATAL(fd >= 0 && write(fd, "tcheck maps test\n", 17) == 17);
+	CU_ASSERT_FATAL(fstat(fd, &original) == 0 && pipe(ready) == 0);
+	child = fork();
+	if (child == 0) {
+		void *mapping = mmap(NULL, 17, PROT_READ, MAP_PRIVATE, fd, 0);
+
+		unlink(library);
+		if (mapping == MAP_FAILED || chroot("/proc") != 0)
+			_exit(1);
+		(void)!write(ready[1], "r", 1);
+		pause();
+		_exit(0);
+	}
+	CU_ASSERT_FATAL(read(ready[0], &byte, 1) == 1);
+	CU_ASSERT_EQUAL_FATAL(process_maps_read(child, &list, error, sizeof(error)), 0);
+	file = mapped_file_list_find_suffix(&list, library + 4);
+	CU_ASSERT_PTR_NOT_NULL(file);
+	if (file) {
+		CU_ASSERT(file->deleted);
+		CU_ASSERT_PTR_NOT_NULL(strstr(file->host_path, "/map_files/"));
+		CU_ASSERT_EQUAL(stat(file->host_path, &opened), 0);
+		CU_ASSERT_EQUAL(opened.st_ino, original.st_ino);
+	}
+	mapped_file_list_free(&list);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	close(fd);
+	close(ready[0]);
+	close(ready[1]);
 }

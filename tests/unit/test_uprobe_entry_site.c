@@ -31,6 +31,24 @@ UNIT_TEST(uprobe_entry_site, leading_compare_moves_to_the_jump)
 	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(far_compare, sizeof(far_compare)), 7);
 }
 
+/* Debian trixie's torch 2.6 (built with CET): endbr64, then the function's first push. */
+UNIT_TEST(uprobe_entry_site, landing_pad_is_stepped_over)
+{
+	/* at::RecordFunction::end in libtorch_cpu.so.2.6.0: endbr64; push %r15 */
+	static const uint8_t end_2_6[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x41, 0x57, 0x41, 0x56 };
+	/* endbr64, then a guard compare and its jump */
+	static const uint8_t pad_then_guard[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x80,
+						  0x7f, 0x68, 0x00, 0x74, 0x5a };
+	/* endbr64, then a RIP-relative load: nothing cheap */
+	static const uint8_t pad_then_load[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x8b,
+						 0x05, 0x10, 0x00, 0x00, 0x00 };
+
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(end_2_6, sizeof(end_2_6)), 4);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(pad_then_guard, sizeof(pad_then_guard)), 8);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(pad_then_load, sizeof(pad_then_load)), -1);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(end_2_6, 4), -1);
+}
+
 UNIT_TEST(uprobe_entry_site, other_starts_are_left_single_stepped)
 {
 	/* mov 0x10(%rip),%rax: RIP-relative, single-stepped, no compare to skip */

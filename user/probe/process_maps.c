@@ -17,6 +17,9 @@
 
 #include "base/error_message.h"
 
+/* What the kernel appends to the path of a mapped file no longer on disk. */
+#define DELETED_SUFFIX " (deleted)"
+
 /* Larger /proc files than this are not a process's environment or command line. */
 #define PROC_FILE_LIMIT (256u << 20)
 
@@ -159,8 +162,34 @@ static int add_region(struct mapped_file *file, const struct mapped_region *regi
 	return 0;
 }
 
+/* The kernel's own handle on a mapping: it opens the mapped file wherever it lives. */
+static char *mapping_handle(pid_t pid, const struct mapped_region *region)
+{
+	char *handle;
+
+	if (asprintf(&handle, "/proc/%d/map_files/%llx-%llx", (int)pid,
+		     (unsigned long long)region->start, (unsigned long long)region->end) < 0)
+		return NULL;
+	return handle;
+}
+
+/* Where the file would be from here when the process's root holds it (no check). */
+static char *default_host_path(pid_t pid, const char *path, bool deleted,
+			       const struct mapped_region *region)
+{
+	char *host_path;
+
+	if (pid <= 0)
+		return strdup(path);
+	if (deleted)
+		return mapping_handle(pid, region);
+	if (asprintf(&host_path, "/proc/%d/root%s", (int)pid, path) < 0)
+		return NULL;
+	return host_path;
+}
+
 static int add_file(struct mapped_file_list *list, const char *path, pid_t pid, dev_t device,
-		    uint64_t inode, const struct mapped_region *region)
+		    uint64_t inode, bool deleted, const struct mapped_region *region)
 {
 	struct mapped_file *grown, *file;
 
@@ -171,12 +200,8 @@ static int add_file(struct mapped_file_list *list, const char *path, pid_t pid, 
 	file = &list->files[list->count];
 	memset(file, 0, sizeof(*file));
 	file->path = strdup(path);
-	if (pid > 0) {
-		if (asprintf(&file->host_path, "/proc/%d/root%s", (int)pid, path) < 0)
-			file->host_path = NULL;
-	} else {
-		file->host_path = strdup(path);
-	}
+	file->host_path = default_host_path(pid, path, deleted, region);
+	file->deleted = deleted;
 	if (!file->path || !file->host_path) {
 		free(file->path);
 		free(file->host_path);
@@ -202,12 +227,12 @@ static bool ends_with(const char *text, size_t length, const char *suffix)
 
 /*
  * One maps line: "start-end perms offset major:minor inode   path".
- * Returns 1 when it maps a file that still exists, 0 when it is skipped,
+ * Returns 1 when it maps a file (deleted ones too, flagged), 0 when it is skipped,
  * negative on a malformed line. The path is the rest of the line: it may
  * hold spaces.
  */
 static int parse_maps_line(char *line, struct mapped_region *region, dev_t *device, uint64_t *inode,
-			   char **path)
+			   char **path, bool *deleted)
 {
 	unsigned long long start, end, offset, inode_number;
 	unsigned int major_number, minor_number;
@@ -225,9 +250,13 @@ static int parse_maps_line(char *line, struct mapped_region *region, dev_t *devi
 	length = strlen(name);
 	while (length && isspace((unsigned char)name[length - 1]))
 		name[--length] = '\0';
-	/* Anonymous memory, [heap], [vdso], anon_inode:..., and files no longer on disk. */
-	if (inode_number == 0 || name[0] != '/' || ends_with(name, length, " (deleted)"))
+	/* Anonymous memory, [heap], [vdso], anon_inode:... */
+	if (inode_number == 0 || name[0] != '/')
 		return 0;
+	/* A file removed or replaced on disk is still mapped: it stays, by its old name. */
+	*deleted = ends_with(name, length, DELETED_SUFFIX);
+	if (*deleted)
+		name[length - strlen(DELETED_SUFFIX)] = '\0';
 	region->start = start;
 	region->end = end;
 	region->offset = offset;
@@ -252,6 +281,7 @@ int process_maps_parse(const char *text, pid_t pid, struct mapped_file_list *lis
 	for (line = copy; line && *line; line = next) {
 		struct mapped_region region;
 		struct mapped_file *file;
+		bool deleted = false;
 		uint64_t inode;
 		dev_t device;
 		char *path;
@@ -263,7 +293,7 @@ int process_maps_parse(const char *text, pid_t pid, struct mapped_file_list *lis
 		line_number++;
 		if (!*line)
 			continue;
-		parsed = parse_maps_line(line, &region, &device, &inode, &path);
+		parsed = parse_maps_line(line, &region, &device, &inode, &path, &deleted);
 		if (parsed < 0) {
 			err = error_fail(
 				error, error_size, EINVAL,
@@ -276,7 +306,7 @@ int process_maps_parse(const char *text, pid_t pid, struct mapped_file_list *lis
 			continue;
 		file = file_by_identity(list, device, inode);
 		err = file ? add_region(file, &region)
-			   : add_file(list, path, pid, device, inode, &region);
+			   : add_file(list, path, pid, device, inode, deleted, &region);
 		if (err) {
 			err = error_fail(error, error_size, ENOMEM,
 					 "out of memory reading a memory map");
@@ -287,6 +317,50 @@ int process_maps_parse(const char *text, pid_t pid, struct mapped_file_list *lis
 	if (err)
 		mapped_file_list_free(list);
 	return err;
+}
+
+/* Whether a path from here names the very file the maps line names (device and inode). */
+static bool names_mapped_file(const char *candidate, const struct mapped_file *file)
+{
+	struct stat st;
+
+	return stat(candidate, &st) == 0 && st.st_dev == file->device && st.st_ino == file->inode;
+}
+
+static int replace_host_path(struct mapped_file *file, char *host_path)
+{
+	if (!host_path)
+		return -ENOMEM;
+	free(file->host_path);
+	file->host_path = host_path;
+	return 0;
+}
+
+/*
+ * Finds a path from here to the file a process maps, checked by device and
+ * inode, whatever put it where it is: the process's own root (a mount
+ * namespace: a container), the maps path itself (a chroot shares the host's
+ * mount namespace, so maps names its files by their host paths), or else the
+ * kernel's handle on the mapping (a deleted or replaced file, a chroot inside
+ * a container). The handle lasts only while the process maps the file, so a
+ * checked path is preferred.
+ */
+static int resolve_host_path(pid_t pid, struct mapped_file *file)
+{
+	char *candidate;
+
+	if (file->deleted || names_mapped_file(file->host_path, file))
+		return 0;
+	if (names_mapped_file(file->path, file))
+		return replace_host_path(file, strdup(file->path));
+	candidate = mapping_handle(pid, &file->regions[0]);
+	if (!candidate)
+		return -ENOMEM;
+	if (access(candidate, R_OK) == 0)
+		return replace_host_path(file, candidate);
+	/* The handle needs CAP_SYS_ADMIN: keep the unchecked path, the old behaviour. */
+	free(candidate);
+	return 0;
 }
 
 int process_maps_read(pid_t pid, struct mapped_file_list *list, char *error, size_t error_size)
@@ -304,7 +378,13 @@ int process_maps_read(pid_t pid, struct mapped_file_list *list, char *error, siz
 		return fail_proc(error, error_size, -err, pid, "maps");
 	err = process_maps_parse(text, pid, list, error, error_size);
 	free(text);
-	return err;
+	for (size_t i = 0; !err && i < list->count; i++)
+		err = resolve_host_path(pid, &list->files[i]);
+	if (err) {
+		mapped_file_list_free(list);
+		return error_fail(error, error_size, ENOMEM, "out of memory reading a memory map");
+	}
+	return 0;
 }
 
 const struct mapped_file *mapped_file_list_find_suffix(const struct mapped_file_list *list,

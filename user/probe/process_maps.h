@@ -24,7 +24,10 @@ struct mapped_region {
 /* A file mapped by a process, with every region it is mapped at. */
 struct mapped_file {
 	char *path;	 /* as the process sees it, "/usr/lib/libnccl.so.2" */
-	char *host_path; /* openable from here: "/proc/PID/root/usr/lib/libnccl.so.2" */
+	char *host_path; /* openable from here, checked by device and inode where possible:
+			  * "/proc/PID/root/usr/lib/libnccl.so.2", the maps path (chroot),
+			  * or "/proc/PID/map_files/START-END" (deleted, replaced) */
+	bool deleted;	 /* removed or replaced on disk since it was mapped */
 	dev_t device;	 /* of the file system holding it, as maps reports it */
 	uint64_t inode;
 	uint64_t start;	     /* lowest start of its regions */
@@ -42,13 +45,15 @@ struct mapped_file_list {
 
 /*
  * Reads /proc/PID/maps into one entry per file, identified by (device,
- * inode). Deleted files, anonymous memory and [special] regions are left out.
+ * inode), each with a host path checked to name that very file (see
+ * host_path). Anonymous memory and [special] regions are left out.
  */
 int process_maps_read(pid_t pid, struct mapped_file_list *list, char *error, size_t error_size);
 
 /*
- * The same from the text of a maps file. Host paths go through
- * /proc/PID/root when pid > 0 and equal the paths otherwise.
+ * The same from the text of a maps file, without checking: host paths go
+ * through /proc/PID/root (a deleted file's through /proc/PID/map_files) when
+ * pid > 0 and equal the paths otherwise.
  */
 int process_maps_parse(const char *text, pid_t pid, struct mapped_file_list *list, char *error,
 		       size_t error_size);

@@ -20,8 +20,9 @@ bool uprobe_instruction_is_emulated(const uint8_t *code, size_t size);
 /*
  * The offset from the function's start where a probe still sees the entry's
  * argument registers and is emulated: 0 when the first instruction is
- * emulated, the conditional jump's offset after a leading compare, -1 when
- * neither (the probe then goes at 0 and is single-stepped).
+ * emulated, the conditional jump's offset after a leading compare, each
+ * past a leading endbr64 (4 more), -1 when none of these (the probe then
+ * goes at 0 and is single-stepped).
  */
 int uprobe_cheap_entry_offset(const uint8_t *code, size_t size);
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
+#include "base/log.h"
 #include "probe/elf_symbols.h"
 #include "probe/process_maps.h"
 #include "probe/uprobe_entry_site.h"
@@ -576,9 +577,14 @@ static int choose_method(struct torch_probes *probes, char *error, size_t error_
 		probes->scopes.verified = true;
 		return 0;
 	}
+	/*
+	 * 2.x builds seen so far (Debian's 2.6) keep 1.13's shape: the exported
+	 * enter makes one internal call that gets the name and the key. Where
+	 * that shape is missing, resolve_scopes falls back to the constructor.
+	 */
 	if (version->major == 2) {
-		probes->scopes.method = TORCH_SCOPE_ENTER_THEN_CONSTRUCTOR;
-		probes->scopes.verified = false;
+		probes->scopes.method = TORCH_SCOPE_SHARED_ENTER;
+		probes->scopes.verified = true;
 		return 0;
 	}
 	return refuse_version(version, error, error_size);
@@ -667,12 +673,75 @@ static int move_to_emulated_instruction(const char *path, struct torch_probe_sit
 	return 0;
 }
 
+/* The enter site is the internal function the exported enter calls: name in rdi, key in rdx. */
+static int use_shared_enter(struct torch_probes *probes, const char *enter_new_symbol,
+			    const struct elf_symbol_location *enter_new, const char *optional,
+			    char *error, size_t error_size)
+{
+	struct torch_scope_probes *scopes = &probes->scopes;
+	int err;
+
+	err = resolve_shared_enter(probes, enter_new_symbol, enter_new, error, error_size);
+	if (!err)
+		err = set_reading(&scopes->enter,
+				  "rdi -> the scope name, %s; rsi -> the args, %s; rdx -> "
+				  "the at::RecordFunction, the key its exit passes",
+				  string_layout(scopes->string_abi), optional);
+	if (!err)
+		err = move_to_emulated_instruction(probes->host_path, &scopes->enter);
+	if (!err)
+		err = set_site(&scopes->key, scopes->enter.symbol, false,
+			       &(struct elf_symbol_location){
+				       .address = scopes->enter.address,
+				       .file_offset = scopes->enter.file_offset });
+	if (!err)
+		err = set_reading(&scopes->key, "rdx at the enter site: the key");
+	scopes->name_register = TORCH_REGISTER_RDI;
+	scopes->args_register = TORCH_REGISTER_RSI;
+	scopes->key_register = TORCH_REGISTER_RDX;
+	return err;
+}
+
+/* The exported enter gives the name; the next RecordFunction constructor on the thread the key. */
+static int use_enter_then_constructor(struct torch_probes *probes, const char *enter_new_symbol,
+				      const struct elf_symbol_location *enter_new,
+				      const char *optional, char *error, size_t error_size)
+{
+	struct torch_scope_probes *scopes = &probes->scopes;
+	const char *constructor = RECORD_FUNCTION_CONSTRUCTOR;
+	struct elf_symbol_location location = { 0 };
+	int err;
+
+	err = set_site(&scopes->enter, enter_new_symbol, true, enter_new);
+	if (!err)
+		err = set_reading(&scopes->enter,
+				  "rsi -> the scope name, %s; rdx -> the args, %s; rdi -> "
+				  "the slot the returned _RecordFunction pointer is written "
+				  "to (an intrusive_ptr returned through a hidden pointer)",
+				  string_layout(scopes->string_abi), optional);
+	if (!err && elf_symbol_find(probes->host_path, constructor, &location, NULL, 0)) {
+		constructor = RECORD_FUNCTION_BASE_CONSTRUCTOR;
+		err = elf_symbol_find(probes->host_path, constructor, &location, error, error_size);
+	}
+	if (!err)
+		err = set_site(&scopes->key, constructor, true, &location);
+	if (!err)
+		err = set_reading(&scopes->key,
+				  "rdi -> the at::RecordFunction being built, sil -> its "
+				  "RecordScope (7, USER_SCOPE); the first call on a thread "
+				  "after an enter builds that scope's key");
+	scopes->name_register = TORCH_REGISTER_RSI;
+	scopes->args_register = TORCH_REGISTER_RDX;
+	scopes->key_register = TORCH_REGISTER_RDI;
+	return err;
+}
+
 static int resolve_scopes(struct torch_probes *probes, char *error, size_t error_size)
 {
 	struct torch_scope_probes *scopes = &probes->scopes;
 	struct name_list names = { 0 };
 	struct elf_symbol_location enter_new = { 0 }, location = { 0 };
-	const char *enter_new_symbol = NULL, *optional, *constructor = RECORD_FUNCTION_CONSTRUCTOR;
+	const char *enter_new_symbol = NULL, *optional;
 	int err;
 
 	err = dynamic_names_with_prefix(probes->host_path, ENTER_NEW_PREFIX, &names, error,
@@ -702,47 +771,19 @@ static int resolve_scopes(struct torch_probes *probes, char *error, size_t error
 	}
 	optional = optional_layout(enter_new_symbol, scopes->string_abi);
 	if (scopes->method == TORCH_SCOPE_SHARED_ENTER) {
-		err = resolve_shared_enter(probes, enter_new_symbol, &enter_new, error, error_size);
-		if (!err)
-			err = set_reading(&scopes->enter,
-					  "rdi -> the scope name, %s; rsi -> the args, %s; rdx -> "
-					  "the at::RecordFunction, the key its exit passes",
-					  string_layout(scopes->string_abi), optional);
-		if (!err)
-			err = set_site(&scopes->key, scopes->enter.symbol, false,
-				       &(struct elf_symbol_location){
-					       .address = scopes->enter.address,
-					       .file_offset = scopes->enter.file_offset });
-		if (!err)
-			err = set_reading(&scopes->key, "rdx at the enter site: the key");
-		scopes->name_register = TORCH_REGISTER_RDI;
-		scopes->args_register = TORCH_REGISTER_RSI;
-		scopes->key_register = TORCH_REGISTER_RDX;
-	} else {
-		err = set_site(&scopes->enter, enter_new_symbol, true, &enter_new);
-		if (!err)
-			err = set_reading(
-				&scopes->enter,
-				"rsi -> the scope name, %s; rdx -> the args, %s; rdi -> "
-				"the slot the returned _RecordFunction pointer is written "
-				"to (an intrusive_ptr returned through a hidden pointer)",
-				string_layout(scopes->string_abi), optional);
-		if (!err && elf_symbol_find(probes->host_path, constructor, &location, NULL, 0)) {
-			constructor = RECORD_FUNCTION_BASE_CONSTRUCTOR;
-			err = elf_symbol_find(probes->host_path, constructor, &location, error,
-					      error_size);
+		err = use_shared_enter(probes, enter_new_symbol, &enter_new, optional, error,
+				       error_size);
+		/* A 2.x build whose enter inlined its helper: the constructor gives the key. */
+		if (err && probes->version.major == 2) {
+			log_debug("torch %s: %s; following the constructor instead",
+				  probes->version.text, error);
+			scopes->method = TORCH_SCOPE_ENTER_THEN_CONSTRUCTOR;
+			scopes->verified = false;
 		}
-		if (!err)
-			err = set_site(&scopes->key, constructor, true, &location);
-		if (!err)
-			err = set_reading(&scopes->key,
-					  "rdi -> the at::RecordFunction being built, sil -> its "
-					  "RecordScope (7, USER_SCOPE); the first call on a thread "
-					  "after an enter builds that scope's key");
-		scopes->name_register = TORCH_REGISTER_RSI;
-		scopes->args_register = TORCH_REGISTER_RDX;
-		scopes->key_register = TORCH_REGISTER_RDI;
 	}
+	if (scopes->method == TORCH_SCOPE_ENTER_THEN_CONSTRUCTOR)
+		err = use_enter_then_constructor(probes, enter_new_symbol, &enter_new, optional,
+						 error, error_size);
 	name_list_free(&names);
 	if (err)
 		return err == -ENOMEM ? error_fail(error, error_size, ENOMEM, "out of memory")
