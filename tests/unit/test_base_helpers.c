@@ -34,8 +34,8 @@ UNIT_TEST(remote_memory, reads_a_live_process_and_refuses_bad_pointers)
 	long page = sysconf(_SC_PAGESIZE);
 	char *mapping;
 
-	CU_ASSERT_EQUAL(remote_memory_read(getpid(), (uint64_t)(uintptr_t)text, copy,
-					   sizeof(copy), error, sizeof(error)),
+	CU_ASSERT_EQUAL(remote_memory_read(getpid(), (uint64_t)(uintptr_t)text, copy, sizeof(copy),
+					   error, sizeof(error)),
 			0);
 	CU_ASSERT_STRING_EQUAL(copy, text);
 	CU_ASSERT_EQUAL(remote_memory_read_u64(getpid(), (uint64_t)(uintptr_t)&wanted, &value), 0);

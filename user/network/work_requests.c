@@ -257,8 +257,10 @@ int work_requests_handle_record(struct work_requests *tracker, const void *data,
 	if (size < sizeof(*record))
 		return 0;
 	pid = (pid_t)record->header.pid;
-	if (remote_memory_read_u64(pid, record->context + VERBS_CONTEXT_POST_SEND_OFFSET, &post_send) ||
-	    remote_memory_read_u64(pid, record->context + VERBS_CONTEXT_POST_RECV_OFFSET, &post_recv) ||
+	if (remote_memory_read_u64(pid, record->context + VERBS_CONTEXT_POST_SEND_OFFSET,
+				   &post_send) ||
+	    remote_memory_read_u64(pid, record->context + VERBS_CONTEXT_POST_RECV_OFFSET,
+				   &post_recv) ||
 	    remote_memory_read_u64(pid, record->context + VERBS_CONTEXT_POLL_CQ_OFFSET, &poll_cq)) {
 		snprintf(error, error_size,
 			 "process %d opened a verbs device, but its context at 0x%" PRIx64

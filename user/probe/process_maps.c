@@ -349,7 +349,7 @@ static int resolve_host_path(pid_t pid, struct mapped_file *file)
 {
 	char *candidate;
 
-	if (file->deleted || names_mapped_file(file->host_path, file))
+	if (file->deleted || file->region_count == 0 || names_mapped_file(file->host_path, file))
 		return 0;
 	if (names_mapped_file(file->path, file))
 		return replace_host_path(file, strdup(file->path));

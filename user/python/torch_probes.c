@@ -690,10 +690,10 @@ static int use_shared_enter(struct torch_probes *probes, const char *enter_new_s
 	if (!err)
 		err = move_to_emulated_instruction(probes->host_path, &scopes->enter);
 	if (!err)
-		err = set_site(&scopes->key, scopes->enter.symbol, false,
-			       &(struct elf_symbol_location){
-				       .address = scopes->enter.address,
-				       .file_offset = scopes->enter.file_offset });
+		err = set_site(
+			&scopes->key, scopes->enter.symbol, false,
+			&(struct elf_symbol_location){ .address = scopes->enter.address,
+						       .file_offset = scopes->enter.file_offset });
 	if (!err)
 		err = set_reading(&scopes->key, "rdx at the enter site: the key");
 	scopes->name_register = TORCH_REGISTER_RDI;
