@@ -795,6 +795,7 @@ static bool looks_like_python(const struct mapped_file *file)
 
 int python_runtime_find(pid_t pid, struct python_runtime *runtime, char *error, size_t error_size)
 {
+	const struct mapped_file *unreadable = NULL;
 	struct mapped_file_list list;
 	int err;
 
@@ -809,6 +810,8 @@ int python_runtime_find(pid_t pid, struct python_runtime *runtime, char *error, 
 			if (looks_like_python(file) != (pass == 0) ||
 			    !strchr(file->permissions, 'x') || file->region_count == 0)
 				continue;
+			if (pass == 0 && !unreadable && access(file->host_path, R_OK) != 0)
+				unreadable = file;
 			if (elf_symbol_find(file->host_path, EVAL_FRAME_SYMBOL, &eval_frame, NULL,
 					    0) != 0)
 				continue;
@@ -817,10 +820,17 @@ int python_runtime_find(pid_t pid, struct python_runtime *runtime, char *error, 
 			return err;
 		}
 	}
-	err = error_fail(error, error_size, ENOENT,
-			 "pid %d runs no CPython interpreter: none of its %zu mapped files "
-			 "defines %s; check the pid (a launcher's workers are its children)",
-			 (int)pid, list.count, EVAL_FRAME_SYMBOL);
+	/* An interpreter by its name that cannot be opened is not "no interpreter". */
+	if (unreadable)
+		err = error_fail(error, error_size, EACCES,
+				 "pid %d maps %s, a Python interpreter by its name, but no path "
+				 "from here opens it (tried %s): its Python calls are not followed",
+				 (int)pid, unreadable->path, unreadable->host_path);
+	else
+		err = error_fail(error, error_size, ENOENT,
+				 "pid %d runs no CPython interpreter: none of its %zu mapped files "
+				 "defines %s; check the pid (a launcher's workers are its children)",
+				 (int)pid, list.count, EVAL_FRAME_SYMBOL);
 	mapped_file_list_free(&list);
 	return err;
 }

@@ -354,18 +354,22 @@ static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_
 		goto out;
 	u64_map_put(&tracer->probed_files, identity, tracer);
 	/*
-	 * Per version (docs/torch-scopes.md): 1.13's scope sites were watched
-	 * live and are probed; 2.x's come from the sources only and are not;
-	 * any other version was refused when resolving. Operators are the same
-	 * exported at::_ops entry points in both.
+	 * Per version (docs/torch-scopes.md): the shared-enter sites of 1.13 and
+	 * of 2.x builds of the same shape were watched live and are probed; the
+	 * constructor method comes from the sources only and is not; any other
+	 * version was refused when resolving. Operators are the same exported
+	 * at::_ops entry points in both.
 	 */
 	if (scopes->method != TORCH_SCOPE_SHARED_ENTER || !scopes->verified ||
 	    scopes->string_abi != TORCH_STRING_CXX11 || !scopes->enter.file_offset ||
 	    !scopes->exit.file_offset) {
 		log_warning("process %d: torch %s's record_function scopes (Optimizer.step, "
-			    "zero_grad) are not followed: their probe sites are read from "
-			    "PyTorch's sources and have not been checked on a live process of "
-			    "this version; Python calls and --torch-op operators still are",
+			    "zero_grad) are not followed: this build's probe sites were not "
+			    "checked on a live process. Lost: the optimizer's scopes, and with "
+			    "them the step number (every event gets step 0) and what is "
+			    "step-based (rules, step time). Python calls and --torch-op operators "
+			    "are still traced; --step-marker FUNCTION counts steps by a Python "
+			    "function instead (docs/torch-scopes.md)",
 			    pid, probes->version.text);
 		attach_torch_ops(tracer, pid, probes);
 		goto out;
@@ -518,6 +522,7 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 		return result < 0 ? result : error_fail(error, error_size, ENOMEM, "out of memory");
 	}
 	process->runtime = runtime;
+	tracer->losses.followed_processes++;
 	describe_for_probes(&process->layout, &shared);
 	result = probe_session_set_python_process(tracer->session, (uint32_t)pid, &shared);
 	if (result)

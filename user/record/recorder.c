@@ -50,6 +50,7 @@ struct recorder {
 	struct live_status status;
 	struct u64_map processes; /* pid -> traced_process */
 	unsigned alive_count;
+	uint64_t processes_seen; /* every process traced, alive or not */
 	pid_t command_pid;
 	int command_status;
 	int command_exited;
@@ -194,6 +195,30 @@ static void follow_python(struct recorder *recorder, uint32_t pid)
 		log_warning("process %u: %s", pid, error);
 }
 
+/*
+ * The closing line of a Python recording: what was recorded, from how many
+ * of the Python processes seen, and a warning when --python found none, so a
+ * trace is never quietly empty of Python.
+ */
+static void report_python_coverage(const struct recorder *recorder)
+{
+	struct python_tracer_losses losses;
+	uint32_t seen;
+
+	python_tracer_get_losses(recorder->python, &losses);
+	seen = losses.followed_processes + losses.refused_processes;
+	log_notice("%llu Python calls, torch scopes and operators recorded from %u of %u Python "
+		   "process%s, %llu lost",
+		   (unsigned long long)recorder->python_events,
+		   losses.followed_processes - losses.unprobed_processes, seen,
+		   seen == 1 ? "" : "es", (unsigned long long)recorder->python_lost);
+	if (seen == 0)
+		log_warning("Python tracing was asked for, but none of the %llu processes traced "
+			    "ran a CPython interpreter this tool could find: the trace holds no "
+			    "Python calls (tcheck-bpf -vv says what each process maps)",
+			    (unsigned long long)recorder->processes_seen);
+}
+
 static struct traced_process *add_process(struct recorder *recorder, uint32_t pid,
 					  uint32_t parent_pid)
 {
@@ -214,6 +239,7 @@ static struct traced_process *add_process(struct recorder *recorder, uint32_t pi
 	process->record.start_ns = monotonic_ns();
 	process->alive = 1;
 	recorder->alive_count++;
+	recorder->processes_seen++;
 	if (probe_session_trace_process(recorder->session, pid))
 		log_warning("cannot add process %u to the traced set", pid);
 	refresh_process(recorder, process);
@@ -724,9 +750,7 @@ int recorder_run(const struct recorder_options *options)
 		   options->output_path ? " to " : "",
 		   options->output_path ? options->output_path : "");
 	if (recorder.python)
-		log_notice("%llu Python calls, torch scopes and operators recorded, %llu lost",
-			   (unsigned long long)recorder.python_events,
-			   (unsigned long long)recorder.python_lost);
+		report_python_coverage(&recorder);
 out:
 	if (release_fd >= 0)
 		close(release_fd);
