@@ -83,6 +83,7 @@ enum tcheck_record_type {
 	TCHECK_RECORD_TORCH_SCOPE = 7,	  /* a torch record_function scope, paired */
 	TCHECK_RECORD_TORCH_OP = 8,	  /* a selected torch operator call, paired */
 	TCHECK_RECORD_VERBS_CONTEXT = 9,  /* a traced process opened a verbs device */
+	TCHECK_RECORD_PROCESS_GROUP = 10, /* a traced process built a c10d process group */
 };
 
 /* Flags of a call record. */
@@ -275,6 +276,19 @@ struct tcheck_torch_op_record {
 	tcheck_u64 return_ns;
 	tcheck_u32 depth;    /* selected operator calls already open on the thread */
 	tcheck_u32 operator; /* the attach cookie: which operator, as the daemon numbered them */
+};
+
+/*
+ * A c10d process group (gloo, NCCL, any backend) being built: the rank and
+ * size its constructor takes. The first one a process builds is its world
+ * group, which gives the job rank where the environment has none.
+ */
+#define TCHECK_PROCESS_GROUP_SITES_MAX 4
+
+struct tcheck_process_group_record {
+	struct tcheck_record_header header; /* timestamp = the constructor's entry */
+	tcheck_s32 rank;
+	tcheck_s32 size;
 };
 
 /* Counters the BPF side keeps, one slot each in a per-CPU array. */

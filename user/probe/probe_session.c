@@ -99,6 +99,7 @@ struct probe_session *probe_session_create(const struct probe_session_config *co
 	bpf_program__set_autoload(session->skeleton->progs.python_frame_return, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_enter, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_exit, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.process_group_init, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_op_entry, config->torch_ops);
 	bpf_program__set_autoload(session->skeleton->progs.torch_op_return, config->torch_ops);
 	if (uprobe_link_prepare(session->skeleton->progs.library_call_entry) ||
@@ -107,6 +108,7 @@ struct probe_session *probe_session_create(const struct probe_session_config *co
 	    uprobe_link_prepare(session->skeleton->progs.python_frame_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_enter) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_exit) ||
+	    uprobe_link_prepare(session->skeleton->progs.process_group_init) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_entry) ||
@@ -241,6 +243,18 @@ int probe_session_attach_torch_scopes(struct probe_session *session, const char 
 	return uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_enter,
 				  false, path, &enter_offset, &enter_cookie, 1, -1, error,
 				  error_size);
+}
+
+int probe_session_attach_process_groups(struct probe_session *session, const char *path,
+					const uint64_t *offsets, size_t count, char *error,
+					size_t error_size)
+{
+	uint64_t cookies[TCHECK_PROCESS_GROUP_SITES_MAX] = { 0 };
+
+	if (count > TCHECK_PROCESS_GROUP_SITES_MAX)
+		return -E2BIG;
+	return uprobe_link_attach(&session->links, session->skeleton->progs.process_group_init,
+				  false, path, offsets, cookies, count, -1, error, error_size);
 }
 
 int probe_session_attach_torch_ops(struct probe_session *session, const char *path,

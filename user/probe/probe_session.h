@@ -86,6 +86,10 @@ int probe_session_attach_python(struct probe_session *session, const char *path,
 int probe_session_attach_torch_scopes(struct probe_session *session, const char *path,
 				      uint64_t enter_offset, uint64_t enter_cookie,
 				      uint64_t exit_offset, char *error, size_t error_size);
+/* The entry probe on c10d process-group constructors (rank, size) at offsets of path. */
+int probe_session_attach_process_groups(struct probe_session *session, const char *path,
+					const uint64_t *offsets, size_t count, char *error,
+					size_t error_size);
 /* Attaches the torch operator probe pair at offsets of path; each cookie numbers its operator. */
 int probe_session_attach_torch_ops(struct probe_session *session, const char *path,
 				   const uint64_t *offsets, const uint64_t *cookies, size_t count,

@@ -827,10 +827,11 @@ int python_runtime_find(pid_t pid, struct python_runtime *runtime, char *error, 
 				 "from here opens it (tried %s): its Python calls are not followed",
 				 (int)pid, unreadable->path, unreadable->host_path);
 	else
-		err = error_fail(error, error_size, ENOENT,
-				 "pid %d runs no CPython interpreter: none of its %zu mapped files "
-				 "defines %s; check the pid (a launcher's workers are its children)",
-				 (int)pid, list.count, EVAL_FRAME_SYMBOL);
+		err = error_fail(
+			error, error_size, ENOENT,
+			"pid %d runs no CPython interpreter: none of its %zu mapped files "
+			"defines %s; check the pid (a launcher's workers are its children)",
+			(int)pid, list.count, EVAL_FRAME_SYMBOL);
 	mapped_file_list_free(&list);
 	return err;
 }

@@ -70,6 +70,7 @@ struct python_process {
 	bool evaluator_failure_said;	  /* probing it failed, and the user was told */
 	struct python_runtime runtime;	  /* where its interpreter is */
 	int32_t rank;			  /* RANK of its initial environment, -1 unknown */
+	bool rank_from_group;		  /* its first process group was seen */
 	int32_t world_size;		  /* WORLD_SIZE, -1 unknown */
 	struct python_meta_timeline meta; /* step and stage over time */
 	struct python_layout layout;
@@ -307,6 +308,27 @@ out:
 	free(cookies);
 }
 
+/* The rank and size a process's process groups are built with: its job rank without RANK. */
+static void attach_process_groups(struct python_tracer *tracer, pid_t pid,
+				  const struct torch_probes *probes)
+{
+	uint64_t offsets[TORCH_PROCESS_GROUP_SITES];
+	size_t count = 0;
+	char error[512];
+
+	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
+		if (probes->process_groups[i].symbol)
+			offsets[count++] = probes->process_groups[i].file_offset;
+	if (count == 0) {
+		log_debug("process %d: %s has no c10d process-group constructor", pid,
+			  probes->library_path);
+		return;
+	}
+	if (probe_session_attach_process_groups(tracer->session, probes->host_path, offsets, count,
+						error, sizeof(error)))
+		log_warning("process %d: %s; ranks come from the environment only", pid, error);
+}
+
 /*
  * Probes torch's scope entry and end, and the --torch-op operators, in a
  * process that has libtorch_cpu, once per library file. Only the verified
@@ -371,9 +393,11 @@ static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_
 			    "are still traced; --step-marker FUNCTION counts steps by a Python "
 			    "function instead (docs/torch-scopes.md)",
 			    pid, probes->version.text);
+		attach_process_groups(tracer, pid, probes);
 		attach_torch_ops(tracer, pid, probes);
 		goto out;
 	}
+	attach_process_groups(tracer, pid, probes);
 	cookie = torch_register_bits(scopes->name_register) << TCHECK_TORCH_NAME_REGISTER_SHIFT |
 		 torch_register_bits(scopes->key_register) << TCHECK_TORCH_KEY_REGISTER_SHIFT;
 	if (probe_session_attach_torch_scopes(tracer->session, probes->host_path,
@@ -386,6 +410,27 @@ static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_
 	attach_torch_ops(tracer, pid, probes);
 out:
 	torch_probes_free(probes);
+}
+
+int python_tracer_handle_process_group(struct python_tracer *tracer,
+				       const struct tcheck_process_group_record *record,
+				       int32_t *rank, int32_t *world_size)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
+
+	/* The first group is the world; later ones (subgroups) number their ranks anew. */
+	if (!process || process->rank_from_group)
+		return 0;
+	process->rank_from_group = true;
+	if (process->rank >= 0 && process->world_size > 0)
+		return 0;
+	process->rank = record->rank;
+	process->world_size = record->size;
+	*rank = record->rank;
+	*world_size = record->size;
+	log_info("process %u: rank %d of %d, from its first process group", record->header.pid,
+		 record->rank, record->size);
+	return 1;
 }
 
 /* RANK and WORLD_SIZE as the launcher set them (torchrun, the exec launcher). */

@@ -73,6 +73,15 @@ void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid);
 /* Handles one TCHECK_RECORD_PYTHON_CALL record. */
 int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record);
 
+/*
+ * Handles one TCHECK_RECORD_PROCESS_GROUP record: the first group of a
+ * process whose environment gave no rank sets its rank and world size
+ * (returned, with 1); 0 when nothing changed.
+ */
+int python_tracer_handle_process_group(struct python_tracer *tracer,
+				       const struct tcheck_process_group_record *record,
+				       int32_t *rank, int32_t *world_size);
+
 /* Handles one TCHECK_RECORD_TORCH_SCOPE record; Optimizer.step scopes advance the step. */
 int python_tracer_handle_scope(struct python_tracer *tracer,
 			       const struct tcheck_torch_scope_record *record);

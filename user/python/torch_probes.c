@@ -827,6 +827,36 @@ static int resolve_backward(struct torch_probes *probes, char *error, size_t err
 	return err ? error_fail(error, error_size, ENOMEM, "out of memory") : 0;
 }
 
+/*
+ * The constructors every c10d process group runs with its rank and size:
+ * ProcessGroup(int, int) under 1.13's backends, Backend(int, int) under
+ * 2.x's (gloo, NCCL, MPI alike). Optional: left empty when absent.
+ */
+static int resolve_process_groups(struct torch_probes *probes, char *error, size_t error_size)
+{
+	static const char *const constructors[TORCH_PROCESS_GROUP_SITES] = {
+		"_ZN4c10d12ProcessGroupC2Eii",
+		"_ZN4c10d7BackendC2Eii",
+	};
+	struct elf_symbol_location location;
+	int err = 0;
+
+	for (int i = 0; !err && i < TORCH_PROCESS_GROUP_SITES; i++) {
+		if (elf_symbol_find(probes->host_path, constructors[i], &location, NULL, 0))
+			continue;
+		err = set_site(&probes->process_groups[i], constructors[i], true, &location);
+		if (!err)
+			err = move_to_emulated_instruction(probes->host_path,
+							   &probes->process_groups[i]);
+		if (!err)
+			err = set_reading(&probes->process_groups[i],
+					  "rdi -> the group being built, esi -> this process's "
+					  "rank in it, edx -> its size; the first group a "
+					  "process builds is the world");
+	}
+	return err ? error_fail(error, error_size, ENOMEM, "out of memory") : 0;
+}
+
 /* How an operator's arguments sit in registers, from the in-place and out= marks in its name. */
 static const char *operator_reading(const char *operator_name, const char *symbol)
 {
@@ -933,6 +963,8 @@ static int resolve_all(struct torch_probes *probes, const char *const *ops, size
 	if (!err)
 		err = resolve_backward(probes, error, error_size);
 	if (!err)
+		err = resolve_process_groups(probes, error, error_size);
+	if (!err)
 		err = resolve_operators(probes, ops, op_count, error, error_size);
 	return err;
 }
@@ -1026,6 +1058,8 @@ void torch_probes_free(struct torch_probes *probes)
 	site_free(&probes->scopes.key);
 	site_free(&probes->scopes.exit);
 	site_free(&probes->backward);
+	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
+		site_free(&probes->process_groups[i]);
 	for (size_t i = 0; i < probes->op_count; i++) {
 		free(probes->ops[i].request);
 		free(probes->ops[i].operator_name);
@@ -1058,6 +1092,8 @@ void torch_probes_print(const struct torch_probes *probes, FILE *out)
 	print_site(out, "key", &probes->scopes.key);
 	print_site(out, "exit", &probes->scopes.exit);
 	print_site(out, "backward", &probes->backward);
+	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
+		print_site(out, "process group", &probes->process_groups[i]);
 	for (size_t i = 0; i < probes->op_count; i++)
 		print_site(out, probes->ops[i].operator_name, &probes->ops[i].site);
 }

@@ -87,13 +87,18 @@ struct torch_op_probe {
 	struct torch_probe_site site;
 };
 
+/* c10d::ProcessGroup(int, int) (1.13's backends) and c10d::Backend(int, int) (2.x's). */
+#define TORCH_PROCESS_GROUP_SITES 2
+
 struct torch_probes {
 	char *library_path; /* as the process sees it, or as given */
 	char *host_path;    /* openable from here */
 	struct torch_version version;
 	struct torch_scope_probes scopes;
 	struct torch_probe_site backward; /* Engine::execute; symbol NULL when absent */
-	struct torch_op_probe *ops;	  /* every overload of every request, in request order */
+	/* The base constructors of c10d process groups (rank, size); symbol NULL when absent. */
+	struct torch_probe_site process_groups[TORCH_PROCESS_GROUP_SITES];
+	struct torch_op_probe *ops; /* every overload of every request, in request order */
 	size_t op_count;
 };
 

@@ -185,6 +185,23 @@ static void refresh_process(struct recorder *recorder, struct traced_process *pr
 	process_info_free(&info);
 }
 
+/* A process group's rank and size stand in for the RANK and WORLD_SIZE the environment lacked. */
+static void take_process_group_rank(struct recorder *recorder,
+				    const struct tcheck_process_group_record *record)
+{
+	struct traced_process *process = u64_map_get(&recorder->processes, record->header.pid);
+	int32_t rank = -1, world_size = -1;
+
+	if (!recorder->python ||
+	    !python_tracer_handle_process_group(recorder->python, record, &rank, &world_size))
+		return;
+	if (!process || process->record.rank >= 0)
+		return;
+	process->record.rank = rank;
+	process->record.world_size = world_size;
+	write_process(recorder, process);
+}
+
 /* A process that runs a CPython the tracer cannot follow is said so, once. */
 static void follow_python(struct recorder *recorder, uint32_t pid)
 {
@@ -347,6 +364,10 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 		adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_torch_scope_record))
 			python_tracer_handle_scope(recorder->python, data);
+		return 0;
+	case TCHECK_RECORD_PROCESS_GROUP:
+		if (size >= sizeof(struct tcheck_process_group_record))
+			take_process_group_rank(recorder, data);
 		return 0;
 	case TCHECK_RECORD_TORCH_OP:
 		adopt_process(recorder, header->pid);

@@ -308,6 +308,8 @@ def main(argv=None):
         os.makedirs(args.log_dir, exist_ok=True)
     # Gloo finds its own address from the host name unless told; keep it on loopback.
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    # Distribution builds of torch 2.x (Debian's) lack libuv, which TCPStore asks for by default.
+    os.environ.setdefault("USE_LIBUV", "0")
     port = free_port()
     started = time.monotonic()
     if args.launcher == "exec":
