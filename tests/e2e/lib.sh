@@ -64,3 +64,29 @@ wait_for_file() {
 		sleep 0.05
 	done
 }
+
+# The torch stack a Python test runs on: run-all.sh runs each test that
+# sources torch_stack once per stack, with TCHECK_TORCH_STACK set.
+#   torch-1.13: Debian 12's python3.11 and python3-torch, on the host.
+#   torch-2.6: Debian trixie's python3.13 and python3-torch, chrooted into
+#     the root tools/stacks/torch2-root.sh builds (a job in a chroot: its
+#     maps name files by their host paths).
+# Sets TORCH_PYTHON, the command line that runs that stack's python3 (use it
+# unquoted), and skips the test when the stack is not installed, except in CI.
+TORCH_STACK=${TCHECK_TORCH_STACK:-torch-1.13}
+TORCH2_ROOT=${TCHECK_TORCH2_ROOT:-/var/cache/tcheck-bpf/trixie-torch}
+torch_stack() {
+	case $TORCH_STACK in
+	torch-1.13)
+		/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "Debian's python3-torch is not installed"
+		TORCH_PYTHON=/usr/bin/python3 ;;
+	torch-2.6)
+		if [ ! -f "$TORCH2_ROOT/.tcheck-ready" ]; then
+			[ "${CI:-}" = true ] && fail "the torch 2.6 root is missing: CI builds it with tools/stacks/torch2-root.sh"
+			skip "no torch 2.6 root at $TORCH2_ROOT (tools/stacks/torch2-root.sh builds it)"
+		fi
+		TORCH_PYTHON="$ROOT/tools/stacks/in-root.sh $TORCH2_ROOT --share $ROOT --share /tmp -- /usr/bin/python3" ;;
+	*) fail "unknown torch stack $TORCH_STACK" ;;
+	esac
+	echo "torch stack: $TORCH_STACK"
+}

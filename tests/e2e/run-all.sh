@@ -8,12 +8,12 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "end-to-end tests load BPF programs: run them as root (sudo make test)" >&2
 	exit 1
 fi
-for test in "$here"/test_*.sh; do
-	name=$(basename "$test" .sh)
-	[ -n "${E2E_ONLY:-}" ] && [[ "$name" != *"$E2E_ONLY"* ]] && continue
+# run_test NAME FILE [STACK]: one run, with its closing PASS, SKIP or FAIL line.
+run_test() {
+	local name=$1 test=$2 stack=${3:-} log start status elapsed_ms seconds
 	log=$(mktemp)
 	start=$(date +%s%N)
-	timeout 600 bash "$test" >"$log" 2>&1
+	TCHECK_TORCH_STACK=$stack timeout 600 bash "$test" >"$log" 2>&1
 	status=$?
 	elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 	seconds="$((elapsed_ms / 1000)).$((elapsed_ms % 1000 / 100))"
@@ -24,6 +24,19 @@ for test in "$here"/test_*.sh; do
 	   sed 's/^/    /' "$log" | tail -n 40 ;;
 	esac
 	rm -f "$log"
+}
+
+for test in "$here"/test_*.sh; do
+	name=$(basename "$test" .sh)
+	[ -n "${E2E_ONLY:-}" ] && [[ "$name" != *"$E2E_ONLY"* ]] && continue
+	# A test that calls torch_stack (lib.sh) runs once on each torch stack.
+	if grep -q '^torch_stack$' "$test"; then
+		for stack in ${E2E_TORCH_STACKS:-torch-1.13 torch-2.6}; do
+			run_test "$name[$stack]" "$test" "$stack"
+		done
+	else
+		run_test "$name" "$test"
+	fi
 done
 echo
 echo "e2e: $passed passed, $failed failed, $skipped skipped"

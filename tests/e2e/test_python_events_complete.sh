@@ -5,7 +5,7 @@
 # the workloads' own logs. A recording that lost events must say so: the
 # recorder's closing line counts them, and the test shows what it said.
 source "$(dirname "$0")/lib.sh"
-/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "Debian's python3-torch is not installed"
+torch_stack
 PY="$ROOT/tests/workloads/python"
 OPTIONS=(--torch-op add_ --torch-op mul_ --python-filter torch.optim.sgd.SGD.__init__)
 
@@ -19,9 +19,9 @@ record() { # name, command...
 }
 
 for run in 1 2; do
-	record "ddp$run" /usr/bin/python3 "$PY/train_ddp.py" --world-size 2 --steps 6 --seed "$run" \
+	record "ddp$run" $TORCH_PYTHON "$PY/train_ddp.py" --world-size 2 --steps 6 --seed "$run" \
 		--clip 1.0 --no-module-hooks --log-dir "$SCRATCH/ddp$run-log"
-	record "cpu$run" /usr/bin/python3 "$PY/silent_errors.py" --steps 6 --trigger 3 \
+	record "cpu$run" $TORCH_PYTHON "$PY/silent_errors.py" --steps 6 --trigger 3 \
 		--rebuild-at "$((run + 2))" --log "$SCRATCH/cpu$run.json"
 done
 

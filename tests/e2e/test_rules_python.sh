@@ -4,15 +4,15 @@
 # optimizer.zero_grad() at the step it stops, and nothing on the loop that
 # keeps calling it (another script than the reference).
 source "$(dirname "$0")/lib.sh"
-/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "Debian's python3-torch is not installed"
+torch_stack
 PY="$ROOT/tests/workloads/python"
-"$TCHECK" --quiet record -o "$SCRATCH/reference.trace" --python -- /usr/bin/python3 \
+"$TCHECK" --quiet record -o "$SCRATCH/reference.trace" --python -- $TORCH_PYTHON \
 	"$PY/train_cpu.py" --steps 8 >/dev/null || fail "reference run"
 "$TCHECK" --quiet infer -o "$SCRATCH/rules.json" "$SCRATCH/reference.trace" || fail "infer"
 for variant in fixed buggy; do
 	bug=()
 	[ $variant = buggy ] && bug=(--missing-zero-grad 5)
-	"$TCHECK" --quiet record -o "$SCRATCH/$variant.trace" --python -- /usr/bin/python3 \
+	"$TCHECK" --quiet record -o "$SCRATCH/$variant.trace" --python -- $TORCH_PYTHON \
 		"$PY/silent_zero_grad.py" --steps 10 "${bug[@]}" --log "$SCRATCH/$variant.json" ||
 		fail "$variant run"
 	status=0

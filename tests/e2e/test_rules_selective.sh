@@ -4,17 +4,17 @@
 # are about (the rules file is the truth), nothing of the default
 # selection; rules about NCCL calls only leave Python untraced.
 source "$(dirname "$0")/lib.sh"
-/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "Debian's python3-torch is not installed"
+torch_stack
 PY="$ROOT/tests/workloads/python"
 "$TCHECK" --quiet record -o "$SCRATCH/reference.trace" --torch-op add_ \
-	--python-filter torch.optim.sgd.SGD.__init__ -- /usr/bin/python3 "$PY/train_cpu.py" \
+	--python-filter torch.optim.sgd.SGD.__init__ -- $TORCH_PYTHON "$PY/train_cpu.py" \
 	--steps 6 >/dev/null || fail "reference run"
 "$TCHECK" --quiet infer -o "$SCRATCH/rules.json" "$SCRATCH/reference.trace" || fail "infer"
 
 # The rules alone choose the probes (the default selection would add
 # Module._call_impl, the optimizers' methods and more).
 "$TCHECK" -v record -o "$SCRATCH/checked.trace" --rules "$SCRATCH/rules.json" -- \
-	/usr/bin/python3 "$PY/train_cpu.py" --steps 6 --seed 9 >"$SCRATCH/checked.txt" \
+	$TORCH_PYTHON "$PY/train_cpu.py" --steps 6 --seed 9 >"$SCRATCH/checked.txt" \
 	2>"$SCRATCH/checked.log" || fail "healthy run checked: $(cat "$SCRATCH/checked.txt")"
 grep -q "Python is traced" "$SCRATCH/checked.log" || fail "no selection said: $(cat "$SCRATCH/checked.log")"
 "$TCHECK" dump --calls-only "$SCRATCH/checked.trace" >"$SCRATCH/checked.jsonl"
@@ -42,7 +42,7 @@ PY
 
 # Rules about NCCL calls only: no Python probes on a Python process.
 "$TCHECK" -v record -o "$SCRATCH/nccl.trace" --rules "$ROOT/rules/nccl-parallel.json" -- \
-	/usr/bin/python3 "$PY/train_cpu.py" --steps 2 >/dev/null 2>"$SCRATCH/nccl.log" ||
+	$TORCH_PYTHON "$PY/train_cpu.py" --steps 2 >/dev/null 2>"$SCRATCH/nccl.log" ||
 	fail "run under NCCL rules: $(cat "$SCRATCH/nccl.log")"
 grep -q "Python is not traced" "$SCRATCH/nccl.log" || fail "$(cat "$SCRATCH/nccl.log")"
 if "$TCHECK" dump --calls-only "$SCRATCH/nccl.trace" | grep -Eq '"kind":"(py|torch_scope|torch_op)"'; then

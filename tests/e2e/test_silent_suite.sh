@@ -5,7 +5,7 @@
 # show, and nothing on any fixed variant. Asserted here on the driver's
 # results against the logs it kept.
 source "$(dirname "$0")/lib.sh"
-/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "Debian's python3-torch is not installed"
+torch_stack
 status=0
 python3 "$ROOT/tools/eval/silent_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" \
 	--results "$SCRATCH/results.json" >"$SCRATCH/suite.txt" 2>&1 || status=$?
@@ -36,7 +36,7 @@ PY
 # frozen layer's step ends, at the step the script's log names.
 "$TCHECK" --quiet record -o "$SCRATCH/live.trace" --rules "$SCRATCH/suite/torch-cpu-rules.json" \
 	--torch-op add_ --torch-op mul_ --python-filter torch.optim.sgd.SGD.__init__ -- \
-	/usr/bin/python3 "$ROOT/tests/workloads/python/silent_errors.py" --bug frozen --steps 10 \
+	$TORCH_PYTHON "$ROOT/tests/workloads/python/silent_errors.py" --bug frozen --steps 10 \
 	--log "$SCRATCH/live.json" >"$SCRATCH/live.txt" || fail "live run"
 python3 - "$SCRATCH/live.txt" "$SCRATCH/live.json" <<'PY' || fail "live: $(cat "$SCRATCH/live.txt")"
 import json, re, sys

@@ -7,8 +7,8 @@
 # from attach and moves with the script's own step, and each update scope
 # holds the script's parameter count of operator calls.
 source "$(dirname "$0")/lib.sh"
-/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "Debian's python3-torch is not installed"
-/usr/bin/python3 "$ROOT/tests/workloads/python/train_cpu.py" --steps 250 --step-sleep-ms 20 \
+torch_stack
+$TORCH_PYTHON "$ROOT/tests/workloads/python/train_cpu.py" --steps 250 --step-sleep-ms 20 \
 	--progress "$SCRATCH/progress" --log "$SCRATCH/train.jsonl" >/dev/null &
 trainer=$!
 BACKGROUND_PIDS+=("$trainer")

@@ -11,7 +11,7 @@
 # read (the script ended before it caught up) may stand as <unreadable>, but
 # only as many as the recorder's closing notice counts.
 source "$(dirname "$0")/lib.sh"
-/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "Debian's python3-torch is not installed"
+torch_stack
 WORKLOADS="$ROOT/tests/workloads/python"
 # check TRACE_JSONL MARKER_CALL LOG...: MARKER_CALL is the logged call whose end advances the step;
 # $SCRATCH/record.err holds what the recorder said.
@@ -89,7 +89,7 @@ for log_path in sys.argv[3:]:
 PY
 }
 run_cpu() {
-	"$TCHECK" record -o "$SCRATCH/train.trace" --python "$@" -- /usr/bin/python3 \
+	"$TCHECK" record -o "$SCRATCH/train.trace" --python "$@" -- $TORCH_PYTHON \
 		"$WORKLOADS/train_cpu.py" --steps 7 --eval-every 3 --log "$SCRATCH/train.jsonl" \
 		>/dev/null 2>"$SCRATCH/record.err" || fail "record failed: $(cat "$SCRATCH/record.err")"
 	"$TCHECK" dump "$SCRATCH/train.trace" --calls-only >"$SCRATCH/calls.jsonl"
@@ -100,7 +100,7 @@ run_cpu --step-marker "Optimizer.zero_grad#"
 check "$SCRATCH/calls.jsonl" "optimizer.zero_grad()" "$SCRATCH/train.jsonl"
 run_cpu --step-marker torch.optim.sgd.SGD.step
 check "$SCRATCH/calls.jsonl" "optimizer.step()" "$SCRATCH/train.jsonl"
-"$TCHECK" record -o "$SCRATCH/ddp.trace" --python -- /usr/bin/python3 \
+"$TCHECK" record -o "$SCRATCH/ddp.trace" --python -- $TORCH_PYTHON \
 	"$WORKLOADS/train_ddp.py" --world-size 2 --steps 5 --eval-every 2 \
 	--log-dir "$SCRATCH/ddp" >/dev/null 2>"$SCRATCH/record.err" ||
 	fail "record of the DDP job failed: $(cat "$SCRATCH/record.err")"
@@ -113,7 +113,7 @@ check "$SCRATCH/ddp.jsonl" "optimizer.step()" "$SCRATCH/ddp/rank-0.jsonl" "$SCRA
 # every gradient once one exists (torch 1.13 keeps gradients: set_to_none is
 # off by default). The parameter count is the script's own.
 "$TCHECK" --quiet record -o "$SCRATCH/ops.trace" --torch-op add_ --torch-op mul_ \
-	--torch-op zero_ -- /usr/bin/python3 "$ROOT/tests/workloads/python/train_cpu.py" \
+	--torch-op zero_ -- $TORCH_PYTHON "$ROOT/tests/workloads/python/train_cpu.py" \
 	--steps 4 --log "$SCRATCH/ops.jsonl" >/dev/null || fail "record with --torch-op failed"
 "$TCHECK" dump "$SCRATCH/ops.trace" --calls-only >"$SCRATCH/ops-calls.jsonl"
 python3 - "$SCRATCH/ops-calls.jsonl" "$SCRATCH/ops.jsonl" <<'PY' || fail "operators do not nest in their scopes as the script's parameters say"
@@ -144,7 +144,7 @@ PY
 
 # An operator this torch does not have is named in a warning; the scopes are still followed.
 "$TCHECK" --quiet record -o "$SCRATCH/bad-op.trace" --torch-op no_such_operator_ -- \
-	/usr/bin/python3 "$ROOT/tests/workloads/python/train_cpu.py" --steps 2 \
+	$TORCH_PYTHON "$ROOT/tests/workloads/python/train_cpu.py" --steps 2 \
 	>/dev/null 2>"$SCRATCH/bad-op.err" || fail "record with an unknown --torch-op failed"
 grep -q "no ATen operator no_such_operator_" "$SCRATCH/bad-op.err" ||
 	fail "no warning names the unknown operator: $(cat "$SCRATCH/bad-op.err")"
