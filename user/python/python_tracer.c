@@ -119,6 +119,11 @@ void python_tracer_set_step_marker(struct python_tracer *tracer, const char *mar
 	tracer->step_marker = marker && marker[0] ? marker : default_step_marker;
 }
 
+const char *python_tracer_step_marker(const struct python_tracer *tracer)
+{
+	return tracer->step_marker;
+}
+
 static void free_named_code(struct named_code *named)
 {
 	free(named->qualified_name);
@@ -645,24 +650,38 @@ static struct named_code *name_code(struct python_tracer *tracer, struct python_
 	return named;
 }
 
-/* A caller's name: the cache, or the process's memory for a code object not seen yet. */
-static const char *caller_name(struct python_tracer *tracer, struct python_process *process,
-			       uint32_t pid, uint64_t address)
+/*
+ * The callers' names. A caller is only a code address: the code object named
+ * there before may have been freed since (module and class bodies run once)
+ * and its address reused, so each caller's name object is read again, all in
+ * one read, and a cached name is kept only where it still matches.
+ */
+static void name_callers(struct python_tracer *tracer, struct python_process *process, uint32_t pid,
+			 const uint64_t *addresses, uint32_t count, const char **names)
 {
-	struct named_code *named = u64_map_get(&process->codes, address);
 	int name_offset = process->layout.code_qualified_name >= 0
 				  ? process->layout.code_qualified_name
 				  : process->layout.code_name;
-	uint64_t name_object = 0;
+	struct remote_span spans[TCHECK_PYTHON_STACK_MAX];
+	uint64_t name_objects[TCHECK_PYTHON_STACK_MAX] = { 0 };
 	char error[256];
+	bool read_together;
 
-	if (named)
-		return named->qualified_name;
-	if (remote_memory_read((pid_t)pid, address + (uint64_t)name_offset, &name_object,
-			       sizeof(name_object), error, sizeof(error)))
-		return NULL;
-	named = name_code(tracer, process, pid, address, name_object);
-	return named ? named->qualified_name : NULL;
+	for (uint32_t i = 0; i < count; i++)
+		spans[i] = (struct remote_span){ .address = addresses[i] + (uint64_t)name_offset,
+						 .buffer = &name_objects[i],
+						 .size = sizeof(name_objects[i]) };
+	read_together = remote_memory_read_spans((pid_t)pid, spans, count, "code object names",
+						 error, sizeof(error)) == 0;
+	for (uint32_t i = 0; i < count; i++) {
+		struct named_code *named = NULL;
+
+		/* One unmapped caller fails the whole read: read the others one by one. */
+		if (read_together ||
+		    remote_memory_read_u64((pid_t)pid, spans[i].address, &name_objects[i]) == 0)
+			named = name_code(tracer, process, pid, addresses[i], name_objects[i]);
+		names[i] = named ? named->qualified_name : NULL;
+	}
 }
 
 /* The arguments the probe kept, decoded and named; *values holds their texts. */
@@ -745,6 +764,7 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 				    .python_call = { .rank = -1, .world_size = -1 } };
 	struct python_argument_value values[TCHECK_PYTHON_ARGS_MAX];
 	struct trace_python_call *call = &out.python_call;
+	const char *caller_names[TCHECK_PYTHON_STACK_MAX];
 	struct named_code *named;
 	uint32_t stack_depth;
 	int result = 0;
@@ -782,20 +802,23 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 		fill_meta(process, record->header.timestamp_ns, call);
 		stack_depth = record->stack_depth < TRACE_PY_STACK_MAX ? record->stack_depth
 								       : TRACE_PY_STACK_MAX;
-		for (uint32_t i = 0; i < stack_depth && i < TCHECK_PYTHON_STACK_MAX; i++) {
-			const char *name =
-				caller_name(tracer, process, record->header.pid, record->stack[i]);
-
-			if (!name)
+		if (stack_depth > TCHECK_PYTHON_STACK_MAX)
+			stack_depth = TCHECK_PYTHON_STACK_MAX;
+		name_callers(tracer, process, record->header.pid, record->stack, stack_depth,
+			     caller_names);
+		for (uint32_t i = 0; i < stack_depth; i++) {
+			if (!caller_names[i])
 				tracer->losses.unnamed_callers++;
 			call->py_stack.frames[call->py_stack.depth++] =
-				name ? name : PYTHON_UNREADABLE_FRAME;
+				caller_names[i] ? caller_names[i] : PYTHON_UNREADABLE_FRAME;
 		}
 		result = tracer->emit(tracer->context, &out);
 	}
 	/* The marker call ends a step: calls entered after its return are in the next. */
-	if (named->roles & CODE_ROLE_STEP_MARKER)
+	if (named->roles & CODE_ROLE_STEP_MARKER) {
 		python_meta_advance_step(&process->meta, record->return_ns);
+		tracer->losses.step_marks++;
+	}
 	return result;
 }
 
@@ -838,8 +861,10 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 			 TRACE_PYTHON_TORCH_SCOPE, &out.python_call);
 	result = tracer->emit(tracer->context, &out);
 	/* The step marker (by default an optimizer's step) ends a training step. */
-	if (strncmp(name, tracer->step_marker, strlen(tracer->step_marker)) == 0)
+	if (strncmp(name, tracer->step_marker, strlen(tracer->step_marker)) == 0) {
 		python_meta_advance_step(&process->meta, record->return_ns);
+		tracer->losses.step_marks++;
+	}
 	return result;
 }
 

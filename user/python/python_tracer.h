@@ -62,10 +62,14 @@ struct python_tracer_losses {
 	uint32_t followed_processes; /* processes whose CPython was followed (not a loss) */
 	uint32_t refused_processes;  /* processes whose CPython could not be followed */
 	uint32_t unprobed_processes; /* processes whose frame evaluator could not be probed */
+	uint64_t step_marks; /* calls and scopes that matched the step marker (not a loss) */
 };
 
 void python_tracer_get_losses(const struct python_tracer *tracer,
 			      struct python_tracer_losses *losses);
+
+/* What advances the step: the marker set, or the default. */
+const char *python_tracer_step_marker(const struct python_tracer *tracer);
 
 /* Forgets a process (it exited, or exec'ed another program). */
 void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid);

@@ -234,6 +234,16 @@ static void report_python_coverage(const struct recorder *recorder)
 			    "ran a CPython interpreter this tool could find: the trace holds no "
 			    "Python calls (tcheck-bpf -vv says what each process maps)",
 			    (unsigned long long)recorder->processes_seen);
+	/* The default marker missing is a program without an optimizer: no warning. */
+	if (recorder->options->step_marker && recorder->python_events > 0 && losses.step_marks == 0)
+		log_warning(
+			"the step marker '%s' matched no call or torch scope: every event is at "
+			"step 0, and step-based rules and step times have nothing to go on. "
+			"CPython 3.11+ shows only the Python calls entered from C (a function "
+			"called from Python code is not seen); a torch scope such as "
+			"'Optimizer.step#' (the default) or 'Optimizer.zero_grad#' marks steps "
+			"on every Python",
+			python_tracer_step_marker(recorder->python));
 }
 
 static struct traced_process *add_process(struct recorder *recorder, uint32_t pid,
