@@ -14,3 +14,9 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 # The Python benchmark's peer: bcc's USDT tools, and kernel headers it can
 # compile against when the running kernel has none of its own.
 $SUDO apt-get install -y -qq --no-install-recommends bpfcc-tools linux-headers-amd64 >/dev/null
+# The second torch stack the tests run on: torch 2.6 with Python 3.13 in a
+# Debian trixie root (about 5 minutes and 4 GB once; cached after that).
+# TCHECK_SKIP_TORCH2_ROOT=1 leaves it out (torch 2.x tests then skip).
+if [ "${TCHECK_SKIP_TORCH2_ROOT:-0}" != 1 ]; then
+	$SUDO "$(dirname "$0")/stacks/torch2-root.sh" >/dev/null
+fi
