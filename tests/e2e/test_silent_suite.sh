@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 torch_stack
 status=0
-python3 "$ROOT/tools/eval/silent_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" \
+python3 "$ROOT/tools/eval/silent_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" --python "$TORCH_PYTHON" \
 	--results "$SCRATCH/results.json" >"$SCRATCH/suite.txt" 2>&1 || status=$?
 [ "$status" = 0 ] || fail "suite exited $status: $(cat "$SCRATCH/suite.txt")"
 python3 - "$SCRATCH/results.json" "$SCRATCH/suite" <<'PY' || fail "results: $(cat "$SCRATCH/suite.txt")"

@@ -308,7 +308,7 @@ static bool exported_site_matches(void *handle, const struct torch_probe_site *s
  * disassembly of the exported enter function, whose one direct call that
  * does not go through the PLT is to it. 0 when objdump is missing.
  */
-static uint64_t objdump_internal_callee(uint64_t address, uint64_t size)
+static uint64_t objdump_internal_callee(const char *library, uint64_t address, uint64_t size)
 {
 	char command[1024], line[1024];
 	uint64_t found = 0;
@@ -318,7 +318,7 @@ static uint64_t objdump_internal_callee(uint64_t address, uint64_t size)
 	snprintf(command, sizeof(command),
 		 "objdump -d --no-show-raw-insn --start-address=0x%llx --stop-address=0x%llx "
 		 "'%s' 2>/dev/null",
-		 (unsigned long long)address, (unsigned long long)(address + size), DEBIAN_TORCH);
+		 (unsigned long long)address, (unsigned long long)(address + size), library);
 	output = popen(command, "r");
 	if (!output)
 		return 0;
@@ -439,7 +439,8 @@ UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
 	}
 	/* ...and objdump, reading the exported function apart from us, sees the same call. */
 	{
-		uint64_t callee = objdump_internal_callee(enter_new_address, enter_new_size);
+		uint64_t callee =
+			objdump_internal_callee(DEBIAN_TORCH, enter_new_address, enter_new_size);
 
 		if (callee == 0) {
 			CU_PASS("objdump found no single internal call: the enter site was checked "
@@ -448,6 +449,98 @@ UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
 			CU_ASSERT_EQUAL(callee, probes->scopes.enter.address);
 		}
 	}
+	torch_probes_free(probes);
+}
+
+/* Whether objdump reads the instruction at 'address' as 'mnemonic'. */
+static bool objdump_instruction_is(const char *library, uint64_t address, const char *mnemonic)
+{
+	char command[2048], line[1024], expected[128];
+	bool found = false;
+	FILE *output;
+
+	snprintf(command, sizeof(command),
+		 "objdump -d --no-show-raw-insn --start-address=0x%llx --stop-address=0x%llx "
+		 "'%s' 2>/dev/null",
+		 (unsigned long long)address, (unsigned long long)address + 16, library);
+	snprintf(expected, sizeof(expected), "%llx:\t%s ", (unsigned long long)address, mnemonic);
+	output = popen(command, "r");
+	if (!output)
+		return false;
+	while (fgets(line, sizeof(line), output))
+		found |= strstr(line, expected) != NULL;
+	pclose(output);
+	return found;
+}
+
+/* An exported symbol's address and size as nm reads them (0 when absent). */
+static uint64_t nm_symbol(const char *library, const char *symbol, uint64_t *size)
+{
+	char command[1024], line[2048], name[1024];
+	unsigned long long address, length;
+	uint64_t found = 0;
+	FILE *output;
+
+	snprintf(command, sizeof(command), "nm -D -S --defined-only '%s' 2>/dev/null", library);
+	output = popen(command, "r");
+	if (!output)
+		return 0;
+	while (fgets(line, sizeof(line), output))
+		if (sscanf(line, "%llx %llx %*s %1023s", &address, &length, name) == 3 &&
+		    strcmp(name, symbol) == 0) {
+			found = address;
+			*size = length;
+		}
+	pclose(output);
+	return found;
+}
+
+/*
+ * Debian trixie's torch 2.6 (the second torch stack of the end-to-end tests,
+ * tools/stacks/torch2-root.sh): the sites found in its library are the ones
+ * nm and objdump name, read apart from us. Its enter_new takes a
+ * std::optional and calls one internal enter, as 1.13's does.
+ */
+UNIT_TEST(torch_probes, torch_26_sites_match_nm_and_objdump)
+{
+	static const char enter_new[] =
+		"_ZN5torch8autograd8profiler25record_function_enter_newERKNSt7__cxx1112basic_"
+		"stringIcSt11char_traitsIcESaIcEEERKSt8optionalIS7_E";
+	const char *root = getenv("TCHECK_TORCH2_ROOT");
+	struct torch_probes *probes = NULL;
+	uint64_t enter_new_size = 0, end_size = 0, enter_new_address, end_address;
+	char library[1024], error[1024] = "";
+
+	snprintf(library, sizeof(library), "%s/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.2.6.0",
+		 root && root[0] ? root : "/var/cache/tcheck-bpf/trixie-torch");
+	if (access(library, R_OK) != 0) {
+		CU_PASS("no torch 2.6 root (tools/stacks/torch2-root.sh builds it): skipped");
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(torch_probes_resolve(library, checked_ops, CHECKED_OP_COUNT, &probes,
+						   error, sizeof(error)),
+			      0);
+	CU_ASSERT_EQUAL(probes->version.major, 2);
+	CU_ASSERT_EQUAL(probes->version.minor, 6);
+	CU_ASSERT_EQUAL(probes->scopes.method, TORCH_SCOPE_SHARED_ENTER);
+	CU_ASSERT(probes->scopes.verified);
+	CU_ASSERT_EQUAL(probes->scopes.string_abi, TORCH_STRING_CXX11);
+	CU_ASSERT_EQUAL(probes->scopes.name_register, TORCH_REGISTER_RDI);
+	CU_ASSERT_EQUAL(probes->scopes.key_register, TORCH_REGISTER_RDX);
+	CU_ASSERT_EQUAL(probes->scopes.exit_register, TORCH_REGISTER_RDI);
+	CU_ASSERT_FALSE(probes->scopes.enter.exported);
+	CU_ASSERT_STRING_EQUAL(probes->scopes.exit.symbol, "_ZN2at14RecordFunction3endEv");
+	end_address = nm_symbol(library, "_ZN2at14RecordFunction3endEv", &end_size);
+	/* The exit is probed on end()'s first branch (past endbr64 and the compare). */
+	CU_ASSERT(end_address != 0 && probes->scopes.exit.address > end_address &&
+		  probes->scopes.exit.address < end_address + end_size);
+	CU_ASSERT(objdump_instruction_is(library, probes->scopes.exit.address, "je"));
+	enter_new_address = nm_symbol(library, enter_new, &enter_new_size);
+	CU_ASSERT_FATAL(enter_new_address != 0);
+	CU_ASSERT_EQUAL(objdump_internal_callee(library, enter_new_address, enter_new_size),
+			probes->scopes.enter.address);
+	/* The operators: as many overloads as nm lists, as on 1.13. */
+	CU_ASSERT(probes->op_count >= CHECKED_OP_COUNT);
 	torch_probes_free(probes);
 }
 

@@ -17,13 +17,15 @@ exits 1 when a case is missed or a fixed variant has a violation. Needs root.
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PYTHON = "/usr/bin/python3"
+# The interpreter that runs the workloads (--python): Debian 12's torch 1.13 by default.
+PYTHON = ["/usr/bin/python3"]
 PY_DIR = os.path.join(ROOT, "tests", "workloads", "python")
 NCCL_LAYOUT = ["--ranks", "8", "--tp", "2", "--pp", "1"]
 # Torch scopes, two operators and, of the Python frames, the optimizer's constructor only:
@@ -125,12 +127,12 @@ class Suite:
                 self.path(name + "-log"), *extra]
 
     def ddp_command(self, name, steps, seed, extra=()):
-        return [PYTHON, os.path.join(PY_DIR, "train_ddp.py"), "--world-size", "2", "--steps",
+        return [*PYTHON, os.path.join(PY_DIR, "train_ddp.py"), "--world-size", "2", "--steps",
                 str(steps), "--seed", str(seed), "--clip", "1.0", "--no-module-hooks",
                 "--log-dir", self.path(name + "-log"), *extra]
 
     def cpu_command(self, name, steps, extra=()):
-        return [PYTHON, os.path.join(PY_DIR, "silent_errors.py"), "--steps", str(steps),
+        return [*PYTHON, os.path.join(PY_DIR, "silent_errors.py"), "--steps", str(steps),
                 "--trigger", "5", "--log", self.path(name + ".json"), *extra]
 
     def infer(self, family):
@@ -141,7 +143,7 @@ class Suite:
             traces = [self.record("nccl-reference", self.nccl_command("nccl-reference", 12))]
         elif family == "torch-cpu":
             traces = [self.record("cpu-reference-{}".format(seed),
-                                  [PYTHON, os.path.join(PY_DIR, "train_cpu.py"), "--steps",
+                                  [*PYTHON, os.path.join(PY_DIR, "train_cpu.py"), "--steps",
                                    str(steps), "--seed", str(seed), "--no-module-hooks"],
                                   TORCH_OPS)
                       for seed, steps in ((3, 8), (5, 6))]
@@ -363,7 +365,12 @@ def main():
     parser.add_argument("--results", default=None, metavar="PATH")
     parser.add_argument("--command", default="sudo make eval-silent",
                         help="the command named in the Markdown")
+    parser.add_argument("--python", default=None, metavar="COMMAND",
+                        help="the command that runs the Python workloads, e.g. a chrooted "
+                             "interpreter (default: /usr/bin/python3)")
     args = parser.parse_args()
+    if args.python:
+        PYTHON[:] = shlex.split(args.python)
     if os.geteuid() != 0:
         print("silent_eval: records with BPF: run it as root", file=sys.stderr)
         return 2
