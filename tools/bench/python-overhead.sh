@@ -5,7 +5,10 @@
 # for a benchmark-sized MLP and for the tests' tiny one. Runs are interleaved
 # round by round and each traced run is divided by the untraced run of its own
 # round, so the machine's drift (other users of its cores) reaches all alike;
-# the figures are medians over rounds. Prints a Markdown section.
+# the figures are medians over rounds. Both torch stacks: Debian 12's torch
+# 1.13 / Python 3.11, and torch 2.6 / Python 3.13 in the trixie root that
+# tools/stacks/torch2-root.sh builds (left out when it is not built). Prints a
+# Markdown section.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tcheck="$root/tcheck-bpf"
@@ -29,6 +32,12 @@ export OMP_NUM_THREADS=1
 	echo "(skipped: Debian's python3-torch is not installed)"
 	exit 0
 }
+# name|label|the command that runs Python
+stacks=("torch-1.13|Debian 12's python3.11 and torch 1.13|/usr/bin/python3")
+torch2_root=${TCHECK_TORCH2_ROOT:-/var/cache/tcheck-bpf/trixie-torch}
+if [ -f "$torch2_root/.tcheck-ready" ]; then
+	stacks+=("torch-2.6|Debian trixie's python3.13 and torch 2.6, chrooted|$root/tools/stacks/in-root.sh $torch2_root --share $root --share /tmp -- /usr/bin/python3")
+fi
 
 # bcc compiles its BPF programs against kernel headers. This kernel ships none;
 # its USDT programs only need pt_regs, so Debian's linux-headers (any version)
@@ -51,6 +60,14 @@ bcc_kernel_source() {
 bcc_headers=$(bcc_kernel_source || true)
 modes=(untraced default everything)
 [ -n "$bcc_headers" ] && modes+=(bcc)
+# modes_of STACK: bcc's USDT probes exist only in Debian 12's python3.11.
+modes_of() {
+	local mode
+	for mode in "${modes[@]}"; do
+		[ "$mode" = bcc ] && [ "$1" != torch-1.13 ] && continue
+		echo "$mode"
+	done
+}
 
 # Median step time (us) over the steady steps, from the script's own log.
 step_time() {
@@ -103,12 +120,12 @@ run() {
 	shift 4
 	log="$scratch/$model-$mode-$round.jsonl"
 	case $mode in
-	untraced) /usr/bin/python3 "$workload" --steps "$steps" --no-module-hooks --log "$log" \
+	untraced) $python "$workload" --steps "$steps" --no-module-hooks --log "$log" \
 		"$@" >/dev/null ;;
-	default) "$tcheck" --quiet record -o "$scratch/t.trace" --python -- /usr/bin/python3 \
+	default) "$tcheck" --quiet record -o "$scratch/t.trace" --python -- $python \
 		"$workload" --steps "$steps" --no-module-hooks --log "$log" "$@" >/dev/null ;;
 	everything) "$tcheck" --quiet record -o "$scratch/t.trace" --python-filter "" "${ops[@]}" \
-		-- /usr/bin/python3 "$workload" --steps "$steps" --no-module-hooks --log "$log" \
+		-- $python "$workload" --steps "$steps" --no-module-hooks --log "$log" \
 		"$@" >/dev/null ;;
 	bcc) run_bcc "$log" "$steps" "$@" ;;
 	esac
@@ -120,11 +137,14 @@ run() {
 }
 
 for ((round = 0; round < rounds; round++)); do
-	for m in "${!models[@]}"; do
-		IFS='|' read -r _ steps options <<<"${models[$m]}"
-		for mode in "${modes[@]}"; do
-			# shellcheck disable=SC2086 # options are words
-			run "$mode" "$m" "$round" "$steps" $options
+	for stack in "${stacks[@]}"; do
+		IFS='|' read -r stack_name _ python <<<"$stack"
+		for m in "${!models[@]}"; do
+			IFS='|' read -r _ steps options <<<"${models[$m]}"
+			for mode in $(modes_of "$stack_name"); do
+				# shellcheck disable=SC2086 # options are words
+				run "$mode" "$stack_name-$m" "$round" "$steps" $options
+			done
 		done
 	done
 done
@@ -152,25 +172,30 @@ echo
 echo "Command: \`make bench\` (tools/bench/python-overhead.sh), $(date -u '+%Y-%m-%d %H:%M UTC'),"
 echo "kernel $(uname -r), $cpus CPUs shared with other work, $rounds rounds."
 echo
-echo "\`tests/workloads/python/train_cpu.py --no-module-hooks\` with SGD (momentum 0.9) under"
-echo "Debian's python3.11 and torch 1.13 (CPU), one torch thread (OMP_NUM_THREADS=1). Step time: median over steps $first_steady_step on"
+echo "\`tests/workloads/python/train_cpu.py --no-module-hooks\` with SGD (momentum 0.9), CPU,"
+echo "one torch thread (OMP_NUM_THREADS=1), on each torch stack. Step time: median over steps $first_steady_step on"
 echo "of one run; each round runs every variant once, in turn; \"vs untraced\" is the"
-echo "median over rounds of traced / untraced of the same round; events: trace records"
+echo "median over rounds of traced / untraced of the same round (same stack); events: trace records"
 echo "(Python calls, torch scopes, torch operators) per steady step."
-for m in "${!models[@]}"; do
-	IFS='|' read -r name steps options <<<"${models[$m]}"
-	base=$(cat "$scratch/$m"-untraced-*.us | median)
-	echo
-	echo "**$name** (\`--steps $steps${options:+ $options}\`)"
-	echo
-	echo "| Variant | step time (us) | vs untraced | events per step |"
-	echo "|---|---:|---:|---:|"
-	echo "| untraced | $base | 1.000 | - |"
-	for mode in "${modes[@]:1}"; do
-		us=$(cat "$scratch/$m-$mode"-*.us | median)
-		events=-
-		[ "$mode" = bcc ] || events=$(cat "$scratch/$m-$mode"-*.events | median)
-		echo "| $(label "$mode") | $us | $(ratio "$m" "$mode") | $events |"
+for stack in "${stacks[@]}"; do
+	IFS='|' read -r stack_name stack_label _ <<<"$stack"
+	for m in "${!models[@]}"; do
+		IFS='|' read -r name steps options <<<"${models[$m]}"
+		key="$stack_name-$m"
+		base=$(cat "$scratch/$key"-untraced-*.us | median)
+		echo
+		echo "**$stack_label: $name** (\`--steps $steps${options:+ $options}\`)"
+		echo
+		echo "| Variant | step time (us) | vs untraced | events per step |"
+		echo "|---|---:|---:|---:|"
+		echo "| untraced | $base | 1.000 | - |"
+		for mode in $(modes_of "$stack_name"); do
+			[ "$mode" = untraced ] && continue
+			us=$(cat "$scratch/$key-$mode"-*.us | median)
+			events=-
+			[ "$mode" = bcc ] || events=$(cat "$scratch/$key-$mode"-*.events | median)
+			echo "| $(label "$mode") | $us | $(ratio "$key" "$mode") | $events |"
+		done
 	done
 done
 echo
