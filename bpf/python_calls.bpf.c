@@ -26,7 +26,7 @@ struct python_frame {
 	__u32 arg_count;
 	__u32 caller_count;
 	struct tcheck_python_arg args[TCHECK_PYTHON_ARGS_MAX];
-	__u64 callers[TCHECK_PYTHON_STACK_MAX];
+	__u64 callers[TCHECK_PY_STACK_MAX];
 };
 
 struct python_stack {
@@ -317,8 +317,8 @@ static __always_inline void capture_callers(const struct tcheck_python_process *
 		if (owner >= 0 && owner == process->frame_owner_c_stack)
 			code = 0;
 		if (code && code != process->none) {
-			frame->callers[kept & (TCHECK_PYTHON_STACK_MAX - 1)] = code;
-			if (++kept == TCHECK_PYTHON_STACK_MAX)
+			frame->callers[kept & (TCHECK_PY_STACK_MAX - 1)] = code;
+			if (++kept == TCHECK_PY_STACK_MAX)
 				break;
 		}
 		current = frame_word(head, process->frame_previous_offset);

@@ -96,7 +96,10 @@ enum tcheck_record_type {
 /* The calling thread runs no Python: py_code holds the process's main thread's frames. */
 #define TCHECK_CALL_PY_MAIN_THREAD (1U << 6)
 
-/* Python frames sent with a call of a process whose Python is traced, innermost first. */
+/*
+ * Python frames kept with an event, innermost first: the callers of a Python
+ * call, the Python context of an NCCL call. The trace keeps as many.
+ */
 #define TCHECK_PY_STACK_MAX 8
 
 /* Header common to every ring-buffer record. */
@@ -212,7 +215,6 @@ struct tcheck_code_key {
 #define TCHECK_PYTHON_RAISED (1U << 0) /* the evaluator returned NULL */
 
 #define TCHECK_PYTHON_ARGS_MAX 8   /* arguments looked at per call */
-#define TCHECK_PYTHON_STACK_MAX 8  /* caller frames kept per call */
 #define TCHECK_PYTHON_ARG_BYTES 16 /* raw bytes of an int's digits or a str's characters */
 
 /* Types of a primitive argument as the probe saw it; 0: not primitive, skipped. */
@@ -252,7 +254,7 @@ struct tcheck_python_record {
 	tcheck_u32 arg_count;	/* primitive ones kept in args */
 	tcheck_u32 stack_depth; /* callers kept in stack */
 	struct tcheck_python_arg args[TCHECK_PYTHON_ARGS_MAX];
-	tcheck_u64 stack[TCHECK_PYTHON_STACK_MAX]; /* callers' code objects, innermost first */
+	tcheck_u64 stack[TCHECK_PY_STACK_MAX]; /* callers' code objects, innermost first */
 };
 
 /* Torch scopes: the cookie says which argument register holds what (1 rdi, 2 rsi, 3 rdx). */

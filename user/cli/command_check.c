@@ -63,12 +63,14 @@ struct merged_trace {
 	int ended;
 };
 
-static uint64_t record_time(const struct trace_record *record, uint64_t previous_ns)
+/*
+ * The merge clock: records written in time order (NCCL calls, stats) move
+ * it; those written at their end (a Python call, after its callees) leave it.
+ */
+static uint64_t merge_clock(const struct trace_record *record, uint64_t previous_ns)
 {
-	if (record->kind == TRACE_RECORD_NCCL_CALL)
-		return record->call.entry_ns;
-	if (record->kind == TRACE_RECORD_STATS)
-		return record->stats.timestamp_ns;
+	if (record->kind == TRACE_RECORD_NCCL_CALL || record->kind == TRACE_RECORD_STATS)
+		return trace_record_time(record);
 	return previous_ns;
 }
 
@@ -87,7 +89,7 @@ static int advance(struct merged_trace *trace)
 			log_warning("%s", trace_reader_truncated(trace->reader));
 		return 0;
 	}
-	trace->next_ns = record_time(&trace->next, trace->next_ns);
+	trace->next_ns = merge_clock(&trace->next, trace->next_ns);
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "model/nccl_api.h"
+#include "tcheck/probe_abi.h"
 
 enum trace_record_kind {
 	TRACE_RECORD_NCCL_CALL = 1,
@@ -22,10 +23,10 @@ enum trace_record_kind {
 	TRACE_RECORD_NETWORK = 7,
 };
 
-/* How many of the innermost Python frames an event keeps. */
-#define TRACE_PY_STACK_MAX 8
-/* How many arguments of a Python call are kept. */
-#define TRACE_PY_ARGS_MAX 8
+/* How many of the innermost Python frames an event keeps: what the probes send. */
+#define TRACE_PY_STACK_MAX TCHECK_PY_STACK_MAX
+/* How many arguments of a Python call are kept: what the probes read. */
+#define TRACE_PY_ARGS_MAX TCHECK_PYTHON_ARGS_MAX
 
 /* Innermost Python frames at an event, innermost first: qualified names. */
 struct trace_python_stack {
@@ -214,5 +215,12 @@ struct trace_record {
 		struct trace_network_sample network;
 	};
 };
+
+/*
+ * The time a record stands for: a call's or Python call's entry, a process's
+ * start, a communicator's or library's first sight, a stats or network
+ * sample's time; 0 for a record with none.
+ */
+uint64_t trace_record_time(const struct trace_record *record);
 
 #endif /* TCHECK_TRACE_RECORDS_H */

@@ -662,8 +662,8 @@ static void name_callers(struct python_tracer *tracer, struct python_process *pr
 	int name_offset = process->layout.code_qualified_name >= 0
 				  ? process->layout.code_qualified_name
 				  : process->layout.code_name;
-	struct remote_span spans[TCHECK_PYTHON_STACK_MAX];
-	uint64_t name_objects[TCHECK_PYTHON_STACK_MAX] = { 0 };
+	struct remote_span spans[TCHECK_PY_STACK_MAX];
+	uint64_t name_objects[TCHECK_PY_STACK_MAX] = { 0 };
 	char error[256];
 	bool read_together;
 
@@ -764,7 +764,7 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 				    .python_call = { .rank = -1, .world_size = -1 } };
 	struct python_argument_value values[TCHECK_PYTHON_ARGS_MAX];
 	struct trace_python_call *call = &out.python_call;
-	const char *caller_names[TCHECK_PYTHON_STACK_MAX];
+	const char *caller_names[TCHECK_PY_STACK_MAX];
 	struct named_code *named;
 	uint32_t stack_depth;
 	int result = 0;
@@ -802,8 +802,8 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 		fill_meta(process, record->header.timestamp_ns, call);
 		stack_depth = record->stack_depth < TRACE_PY_STACK_MAX ? record->stack_depth
 								       : TRACE_PY_STACK_MAX;
-		if (stack_depth > TCHECK_PYTHON_STACK_MAX)
-			stack_depth = TCHECK_PYTHON_STACK_MAX;
+		if (stack_depth > TCHECK_PY_STACK_MAX)
+			stack_depth = TCHECK_PY_STACK_MAX;
 		name_callers(tracer, process, record->header.pid, record->stack, stack_depth,
 			     caller_names);
 		for (uint32_t i = 0; i < stack_depth; i++) {

@@ -681,28 +681,6 @@ static size_t python_call_size(const struct trace_python_call *call)
 	       TRACE_FORMAT_ARGUMENT_SIZE * (size_t)call->arg_count;
 }
 
-/* The time a record is filed under in its chunk header, 0 when it has none. */
-static uint64_t record_time(const struct trace_record *record)
-{
-	switch (record->kind) {
-	case TRACE_RECORD_NCCL_CALL:
-		return record->call.entry_ns;
-	case TRACE_RECORD_PROCESS:
-		return record->process.start_ns;
-	case TRACE_RECORD_COMMUNICATOR:
-		return record->communicator.seen_ns;
-	case TRACE_RECORD_LIBRARY:
-		return record->library.attached_ns;
-	case TRACE_RECORD_STATS:
-		return record->stats.timestamp_ns;
-	case TRACE_RECORD_PYTHON_CALL:
-		return record->python_call.entry_ns;
-	case TRACE_RECORD_NETWORK:
-		return record->network.timestamp_ns;
-	}
-	return 0;
-}
-
 static int reject_record(struct trace_writer *writer, const char *reason)
 {
 	error_format(
@@ -803,7 +781,7 @@ int trace_writer_add(struct trace_writer *writer, const struct trace_record *rec
 	if (err)
 		return err;
 
-	time = record_time(record);
+	time = trace_record_time(record);
 	if (time && (!writer->chunk_first_ns || time < writer->chunk_first_ns))
 		writer->chunk_first_ns = time;
 	if (time > writer->chunk_last_ns)
