@@ -10,6 +10,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "tcheck/probe_abi.h"
+#include "thread_stack.bpf.h"
 #include "tracer_maps.bpf.h"
 #include "python_context.bpf.h"
 
@@ -20,27 +21,8 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-/* thread_calls is too large for the BPF stack: start new ones from here. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct thread_calls);
-} empty_thread_calls SEC(".maps");
-
-static __always_inline struct thread_calls *thread_calls_of(__u32 tid, bool create)
-{
-	struct thread_calls *calls = bpf_map_lookup_elem(&open_calls, &tid);
-	__u32 zero = 0;
-
-	if (calls || !create)
-		return calls;
-	calls = bpf_map_lookup_elem(&empty_thread_calls, &zero);
-	if (!calls)
-		return NULL;
-	bpf_map_update_elem(&open_calls, &tid, calls, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&open_calls, &tid);
-}
+/* open_calls lives in tracer_maps.bpf.h: the process-exit program deletes its threads. */
+THREAD_STACK_GETTER(open_calls, thread_calls_of, struct thread_calls)
 
 static __always_inline void notify_library_change(__u32 pid, __u32 tid)
 {
@@ -51,11 +33,7 @@ static __always_inline void notify_library_change(__u32 pid, __u32 tid)
 		count(TCHECK_COUNTER_PROCESS_DROPS);
 		return;
 	}
-	record->header.type = TCHECK_RECORD_LIBRARY_CHANGE;
-	record->header.pid = pid;
-	record->header.tid = tid;
-	record->header.reserved = 0;
-	record->header.timestamp_ns = bpf_ktime_get_ns();
+	fill_header(&record->header, TCHECK_RECORD_LIBRARY_CHANGE, pid, tid, bpf_ktime_get_ns());
 	record->child_pid = 0;
 	record->exit_code = 0;
 	/* New libraries need probes at once: wake the reader now. */
@@ -241,11 +219,7 @@ int library_call_return(struct pt_regs *ctx)
 		count(TCHECK_COUNTER_FILTERED);
 		return 0;
 	}
-	record->header.type = TCHECK_RECORD_CALL;
-	record->header.pid = pid;
-	record->header.tid = tid;
-	record->header.reserved = 0;
-	record->header.timestamp_ns = frame->entry_ns;
+	fill_header(&record->header, TCHECK_RECORD_CALL, pid, tid, frame->entry_ns);
 	record->return_ns = bpf_ktime_get_ns();
 	__builtin_memcpy(record->args, frame->args, sizeof(record->args));
 	record->return_value = return_value;

@@ -28,11 +28,7 @@ static __always_inline void notify(__u32 type, __u32 pid, __u32 tid, __u32 child
 		count(TCHECK_COUNTER_PROCESS_DROPS);
 		return;
 	}
-	record->header.type = type;
-	record->header.pid = pid;
-	record->header.tid = tid;
-	record->header.reserved = 0;
-	record->header.timestamp_ns = bpf_ktime_get_ns();
+	fill_header(&record->header, type, pid, tid, bpf_ktime_get_ns());
 	record->child_pid = child_pid;
 	record->exit_code = exit_code;
 	/* Rare and needed at once (a new process's libraries, an exit): wake the reader. */

@@ -26,11 +26,8 @@ int process_group_init(struct pt_regs *ctx)
 		count(TCHECK_COUNTER_PYTHON_DROPS);
 		return 0;
 	}
-	record->header.type = TCHECK_RECORD_PROCESS_GROUP;
-	record->header.pid = pid;
-	record->header.tid = (__u32)pid_tgid;
-	record->header.reserved = 0;
-	record->header.timestamp_ns = bpf_ktime_get_ns();
+	fill_header(&record->header, TCHECK_RECORD_PROCESS_GROUP, pid, (__u32)pid_tgid,
+		    bpf_ktime_get_ns());
 	/* rdi is the object being built; rank and size follow it. */
 	record->rank = (__s32)PT_REGS_PARM2(ctx);
 	record->size = (__s32)PT_REGS_PARM3(ctx);

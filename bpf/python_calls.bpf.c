@@ -11,6 +11,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "tcheck/probe_abi.h"
+#include "thread_stack.bpf.h"
 #include "tracer_maps.bpf.h"
 
 #define PYTHON_MAX_DEPTH 32
@@ -44,34 +45,7 @@ struct {
 } python_processes SEC(".maps");
 
 /* Allocated per thread that runs Python, not in advance: an entry is 11 KiB. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32);
-	__type(value, struct python_stack);
-} python_stacks SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct python_stack);
-} empty_python_stack SEC(".maps");
-
-static __always_inline struct python_stack *python_stack_of(__u32 tid, bool create)
-{
-	struct python_stack *stack = bpf_map_lookup_elem(&python_stacks, &tid);
-	__u32 zero = 0;
-
-	if (stack || !create)
-		return stack;
-	stack = bpf_map_lookup_elem(&empty_python_stack, &zero);
-	if (!stack)
-		return NULL;
-	bpf_map_update_elem(&python_stacks, &tid, stack, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&python_stacks, &tid);
-}
+THREAD_STACKS(python_stacks, python_stack_of, struct python_stack, BPF_F_NO_PREALLOC)
 
 /* The daemon's verdict on a code object, 0 while it has none. */
 static __always_inline __u8 verdict_of(__u32 pid, __u64 code, __u64 name)
@@ -82,35 +56,8 @@ static __always_inline __u8 verdict_of(__u32 pid, __u64 code, __u64 name)
 	return verdict ? *verdict : 0;
 }
 
-/*
- * The kernel stops reporting returns past a nesting limit, and a thread can
- * leave frames by longjmp-like paths: frames at or below a stack position
- * now in use again have ended.
- */
-static __always_inline void drop_ended_frames(struct python_stack *stack, __u64 stack_pointer)
-{
-	for (int i = 0; i < PYTHON_STALE_POPS; i++) {
-		__u32 top = stack->depth;
-
-		if (top == 0 || top > PYTHON_MAX_DEPTH)
-			return;
-		if (stack->frames[(top - 1) & (PYTHON_MAX_DEPTH - 1)].stack > stack_pointer)
-			return;
-		stack->depth = top - 1;
-	}
-}
-
 /* Caller frames walked past shim frames and frames without code, at most. */
 #define PYTHON_CALLER_WALK 12
-
-static __always_inline __u64 read_pointer(__u64 address)
-{
-	__u64 value = 0;
-
-	if (bpf_probe_read_user(&value, sizeof(value), (void *)address))
-		return 0;
-	return value;
-}
 
 /* Bytes of an object read at once: the header and value of every primitive. */
 #define OBJECT_HEAD_WORDS 8
@@ -153,7 +100,7 @@ static __always_inline bool capture_argument(const struct tcheck_python_process 
 		return true;
 	}
 	have_head = !bpf_probe_read_user(head, sizeof(head), (void *)object);
-	type = have_head ? head[1] : read_pointer(object + 8);
+	type = have_head ? head[1] : user_u64(object + 8);
 	if (type == process->bool_type) {
 		arg->type = TCHECK_PYTHON_ARG_BOOL;
 		arg->value = object == process->true_object;
@@ -257,9 +204,9 @@ static __always_inline __u64 calling_frame(const struct tcheck_python_process *p
 	if (!thread_state)
 		return 0;
 	if (process->thread_cframe_offset < 0)
-		return read_pointer(thread_state + process->thread_frame_offset);
-	cframe = read_pointer(thread_state + process->thread_cframe_offset);
-	return cframe ? read_pointer(cframe + process->cframe_current_frame_offset) : 0;
+		return user_u64(thread_state + process->thread_frame_offset);
+	cframe = user_u64(thread_state + process->thread_cframe_offset);
+	return cframe ? user_u64(cframe + process->cframe_current_frame_offset) : 0;
 }
 
 /* Bytes of a frame read at once: its code, previous and owner in every version. */
@@ -335,7 +282,6 @@ int python_frame_entry(struct pt_regs *ctx)
 	struct python_stack *stack;
 	struct python_frame *frame;
 	__u64 code = 0, name = 0, stack_pointer = PT_REGS_SP(ctx);
-	__u32 depth;
 
 	if (!is_traced(pid))
 		return 0;
@@ -351,22 +297,20 @@ int python_frame_entry(struct pt_regs *ctx)
 	stack = python_stack_of(tid, true);
 	if (!stack)
 		return 0;
-	drop_ended_frames(stack, stack_pointer);
-	depth = stack->depth;
-	if (depth >= PYTHON_MAX_DEPTH) {
+	/* Past the kernel's nesting limit returns go unreported: those frames ended. */
+	THREAD_STACK_DROP_ENDED(stack, frames, PYTHON_MAX_DEPTH, PYTHON_STALE_POPS, stack_pointer);
+	frame = THREAD_STACK_SLOT(stack, frames, PYTHON_MAX_DEPTH);
+	if (!frame) {
 		count(TCHECK_COUNTER_PYTHON_DROPS);
 		return 0;
 	}
-	/* Keep the mask the compiler would drop after the check: the verifier needs it. */
-	asm volatile("" : "+r"(depth));
-	frame = &stack->frames[depth & (PYTHON_MAX_DEPTH - 1)];
 	frame->code = code;
 	frame->name = name;
 	frame->entry_ns = bpf_ktime_get_ns();
 	frame->stack = stack_pointer;
 	capture_arguments(process, PT_REGS_PARM2(ctx), code, frame);
 	capture_callers(process, PT_REGS_PARM1(ctx), frame);
-	stack->depth = depth + 1;
+	stack->depth++;
 	return 0;
 }
 
@@ -380,7 +324,6 @@ int python_frame_return(struct pt_regs *ctx)
 	struct tcheck_python_record *record;
 	struct python_stack *stack;
 	struct python_frame *frame;
-	__u32 depth;
 	__u8 verdict;
 
 	if (!is_traced(pid))
@@ -388,16 +331,13 @@ int python_frame_return(struct pt_regs *ctx)
 	stack = python_stack_of(tid, false);
 	if (!stack)
 		return 0;
-	drop_ended_frames(stack, entry_stack - 1);
-	depth = stack->depth;
-	if (depth == 0 || depth > PYTHON_MAX_DEPTH)
-		return 0;
-	asm volatile("" : "+r"(depth));
-	frame = &stack->frames[(depth - 1) & (PYTHON_MAX_DEPTH - 1)];
+	THREAD_STACK_DROP_ENDED(stack, frames, PYTHON_MAX_DEPTH, PYTHON_STALE_POPS,
+				entry_stack - 1);
+	frame = THREAD_STACK_TOP(stack, frames, PYTHON_MAX_DEPTH);
 	/* Not the call on top: the return of an ignored one. */
-	if (frame->stack != entry_stack)
+	if (!frame || frame->stack != entry_stack)
 		return 0;
-	stack->depth = depth - 1;
+	stack->depth--;
 	verdict = verdict_of(pid, frame->code, frame->name);
 	if (verdict == TCHECK_CODE_IGNORED)
 		return 0;
@@ -406,15 +346,11 @@ int python_frame_return(struct pt_regs *ctx)
 		count(TCHECK_COUNTER_PYTHON_DROPS);
 		return 0;
 	}
-	record->header.type = TCHECK_RECORD_PYTHON_CALL;
-	record->header.pid = pid;
-	record->header.tid = tid;
-	record->header.reserved = 0;
-	record->header.timestamp_ns = frame->entry_ns;
+	fill_header(&record->header, TCHECK_RECORD_PYTHON_CALL, pid, tid, frame->entry_ns);
 	record->return_ns = bpf_ktime_get_ns();
 	record->code = frame->code;
 	record->code_name = frame->name;
-	record->depth = depth - 1;
+	record->depth = stack->depth;
 	record->flags = PT_REGS_RC(ctx) ? 0 : TCHECK_PYTHON_RAISED;
 	record->arg_count = frame->arg_count;
 	record->stack_depth = frame->caller_count;

@@ -11,6 +11,7 @@
 #define TCHECK_PYTHON_CONTEXT_BPF_H
 
 #include "tcheck/probe_abi.h"
+#include "thread_stack.bpf.h"
 #include "tracer_maps.bpf.h"
 
 /* Thread states looked at before giving up; a training process has a handful. */
@@ -18,33 +19,24 @@
 /* Frames looked at: the kept ones plus the 3.12+ shims between them. */
 #define PYTHON_CONTEXT_MAX_FRAMES (2 * TCHECK_PY_STACK_MAX)
 
-static __always_inline __u64 read_user_u64(__u64 address)
-{
-	__u64 value = 0;
-
-	if (bpf_probe_read_user(&value, sizeof(value), (void *)address))
-		return 0;
-	return value;
-}
-
 /* The calling thread's state, or the main thread's (the oldest) when it has none. */
 static __always_inline __u64 python_thread_state(const struct tcheck_python_stack_layout *layout,
 						 bool *main_thread)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 self = BPF_CORE_READ(task, thread.fsbase);
-	__u64 interpreter = read_user_u64(layout->interpreters_head);
+	__u64 interpreter = user_u64(layout->interpreters_head);
 	__u64 state, last = 0;
 
 	*main_thread = false;
 	if (!interpreter)
 		return 0;
-	state = read_user_u64(interpreter + layout->interpreter_threads_head);
+	state = user_u64(interpreter + layout->interpreter_threads_head);
 	for (int i = 0; i < PYTHON_CONTEXT_MAX_THREADS && state; i++) {
-		if (read_user_u64(state + layout->thread_id) == self)
+		if (user_u64(state + layout->thread_id) == self)
 			return state;
 		last = state;
-		state = read_user_u64(state + layout->thread_next);
+		state = user_u64(state + layout->thread_next);
 	}
 	*main_thread = last != 0;
 	return last;
@@ -54,9 +46,8 @@ static __always_inline __u64 python_current_frame(const struct tcheck_python_sta
 						  __u64 state)
 {
 	if (layout->thread_frame >= 0)
-		return read_user_u64(state + layout->thread_frame);
-	return read_user_u64(read_user_u64(state + layout->thread_cframe) +
-			     layout->cframe_current_frame);
+		return user_u64(state + layout->thread_frame);
+	return user_u64(user_u64(state + layout->thread_cframe) + layout->cframe_current_frame);
 }
 
 #define PYTHON_FRAME_HEADER_MAX 128
@@ -117,7 +108,7 @@ static __always_inline void python_context_read(__u32 pid, struct open_call *cal
 		if (!shim && code && code != layout->none) {
 			call->py_code[depth & (TCHECK_PY_STACK_MAX - 1)] = code;
 			call->py_name[depth & (TCHECK_PY_STACK_MAX - 1)] =
-				read_user_u64(code + layout->code_name_offset);
+				user_u64(code + layout->code_name_offset);
 			depth++;
 		}
 		frame = header_u64(header, layout->frame_previous);

@@ -10,6 +10,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "tcheck/probe_abi.h"
+#include "thread_stack.bpf.h"
 #include "tracer_maps.bpf.h"
 
 #define TORCH_OP_DEPTH 8
@@ -27,61 +28,33 @@ struct torch_op_stack {
 	struct torch_op_call calls[TORCH_OP_DEPTH];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct torch_op_stack);
-} torch_op_stacks SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct torch_op_stack);
-} empty_torch_op_stack SEC(".maps");
+THREAD_STACKS(torch_op_stacks, torch_op_stack_of, struct torch_op_stack, 0)
 
 SEC("uprobe")
 int torch_op_entry(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid, zero = 0;
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	__u64 stack_pointer = PT_REGS_SP(ctx);
 	struct torch_op_stack *stack;
 	struct torch_op_call *call;
-	__u32 depth;
 
 	if (!is_traced(pid))
 		return 0;
-	stack = bpf_map_lookup_elem(&torch_op_stacks, &tid);
-	if (!stack) {
-		stack = bpf_map_lookup_elem(&empty_torch_op_stack, &zero);
-		if (!stack)
-			return 0;
-		bpf_map_update_elem(&torch_op_stacks, &tid, stack, BPF_NOEXIST);
-		stack = bpf_map_lookup_elem(&torch_op_stacks, &tid);
-		if (!stack)
-			return 0;
-	}
+	stack = torch_op_stack_of(tid, true);
+	if (!stack)
+		return 0;
 	/* Calls at or below a stack position in use again have ended unreported. */
-	for (int i = 0; i < TORCH_OP_DEPTH; i++) {
-		depth = stack->depth;
-		if (depth == 0 || depth > TORCH_OP_DEPTH ||
-		    stack->calls[(depth - 1) & (TORCH_OP_DEPTH - 1)].stack > stack_pointer)
-			break;
-		stack->depth = depth - 1;
-	}
-	depth = stack->depth;
-	if (depth >= TORCH_OP_DEPTH) {
+	THREAD_STACK_DROP_ENDED(stack, calls, TORCH_OP_DEPTH, TORCH_OP_DEPTH, stack_pointer);
+	call = THREAD_STACK_SLOT(stack, calls, TORCH_OP_DEPTH);
+	if (!call) {
 		count(TCHECK_COUNTER_PYTHON_DROPS);
 		return 0;
 	}
-	asm volatile("" : "+r"(depth));
-	call = &stack->calls[depth & (TORCH_OP_DEPTH - 1)];
 	call->entry_ns = bpf_ktime_get_ns();
 	call->stack = stack_pointer;
 	call->operator=(__u32) bpf_get_attach_cookie(ctx);
-	stack->depth = depth + 1;
+	stack->depth++;
 	return 0;
 }
 
@@ -95,34 +68,25 @@ int torch_op_return(struct pt_regs *ctx)
 	struct tcheck_torch_op_record *record;
 	struct torch_op_stack *stack;
 	struct torch_op_call *call;
-	__u32 depth;
 
 	if (!is_traced(pid))
 		return 0;
-	stack = bpf_map_lookup_elem(&torch_op_stacks, &tid);
+	stack = torch_op_stack_of(tid, false);
 	if (!stack)
 		return 0;
-	depth = stack->depth;
-	if (depth == 0 || depth > TORCH_OP_DEPTH)
-		return 0;
-	asm volatile("" : "+r"(depth));
-	call = &stack->calls[(depth - 1) & (TORCH_OP_DEPTH - 1)];
+	call = THREAD_STACK_TOP(stack, calls, TORCH_OP_DEPTH);
 	/* A call that began before the probes did: its entry was never seen. */
-	if (call->stack != entry_stack)
+	if (!call || call->stack != entry_stack)
 		return 0;
-	stack->depth = depth - 1;
+	stack->depth--;
 	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
 	if (!record) {
 		count(TCHECK_COUNTER_PYTHON_DROPS);
 		return 0;
 	}
-	record->header.type = TCHECK_RECORD_TORCH_OP;
-	record->header.pid = pid;
-	record->header.tid = tid;
-	record->header.reserved = 0;
-	record->header.timestamp_ns = call->entry_ns;
+	fill_header(&record->header, TCHECK_RECORD_TORCH_OP, pid, tid, call->entry_ns);
 	record->return_ns = bpf_ktime_get_ns();
-	record->depth = depth - 1;
+	record->depth = stack->depth;
 	record->operator= call->operator;
 	bpf_ringbuf_submit(record, call_wakeup_flags());
 	count(TCHECK_COUNTER_PYTHON_CALLS);

@@ -116,4 +116,15 @@ static __always_inline void count(enum tcheck_counter counter)
 		*value += 1;
 }
 
+/* The header every ring-buffer record starts with. */
+static __always_inline void fill_header(struct tcheck_record_header *header, __u32 type, __u32 pid,
+					__u32 tid, __u64 timestamp_ns)
+{
+	header->type = type;
+	header->pid = pid;
+	header->tid = tid;
+	header->reserved = 0;
+	header->timestamp_ns = timestamp_ns;
+}
+
 #endif /* TCHECK_TRACER_MAPS_BPF_H */

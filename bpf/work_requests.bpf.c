@@ -13,6 +13,7 @@
 
 #include "tcheck/probe_abi.h"
 #include "tcheck/work_request_abi.h"
+#include "thread_stack.bpf.h"
 #include "tracer_maps.bpf.h"
 
 struct {
@@ -94,22 +95,6 @@ static __always_inline void add_completed(struct tcheck_network_counters *counte
 	counters->source = source;
 }
 
-static __always_inline __u64 read_u64(__u64 address)
-{
-	__u64 value = 0;
-
-	bpf_probe_read_user(&value, sizeof(value), (const void *)address);
-	return value;
-}
-
-static __always_inline __u32 read_u32(__u64 address)
-{
-	__u32 value = 0;
-
-	bpf_probe_read_user(&value, sizeof(value), (const void *)address);
-	return value;
-}
-
 /* Bytes named by a scatter/gather list, its first WORK_REQUEST_SGE_MAX entries. */
 static __always_inline __u64 list_bytes(__u64 sg_list, __u32 entries)
 {
@@ -118,7 +103,7 @@ static __always_inline __u64 list_bytes(__u64 sg_list, __u32 entries)
 	for (__u32 i = 0; i < WORK_REQUEST_SGE_MAX; i++) {
 		if (i >= entries)
 			break;
-		bytes += read_u32(sg_list + i * VERBS_SGE_SIZE + VERBS_SGE_LENGTH_OFFSET);
+		bytes += user_u32(sg_list + i * VERBS_SGE_SIZE + VERBS_SGE_LENGTH_OFFSET);
 	}
 	return bytes;
 }
@@ -134,21 +119,21 @@ int verbs_post_send(struct pt_regs *ctx)
 
 	if (!is_traced(pid))
 		return 0;
-	key.qp_number = read_u32(PT_REGS_PARM1(ctx) + VERBS_QP_NUMBER_OFFSET);
+	key.qp_number = user_u32(PT_REGS_PARM1(ctx) + VERBS_QP_NUMBER_OFFSET);
 	for (int i = 0; i < WORK_REQUEST_CHAIN_MAX && request; i++) {
-		__u64 chunk = list_bytes(read_u64(request + VERBS_SEND_WR_SG_LIST_OFFSET),
-					 read_u32(request + VERBS_SEND_WR_NUM_SGE_OFFSET));
+		__u64 chunk = list_bytes(user_u64(request + VERBS_SEND_WR_SG_LIST_OFFSET),
+					 user_u32(request + VERBS_SEND_WR_NUM_SGE_OFFSET));
 
 		requests++;
 		bytes += chunk;
 		unsignalled += chunk;
-		if (read_u32(request + VERBS_SEND_WR_FLAGS_OFFSET) & VERBS_SEND_SIGNALED) {
+		if (user_u32(request + VERBS_SEND_WR_FLAGS_OFFSET) & VERBS_SEND_SIGNALED) {
 			signalled++;
-			key.work_request_id = read_u64(request + VERBS_SEND_WR_ID_OFFSET);
+			key.work_request_id = user_u64(request + VERBS_SEND_WR_ID_OFFSET);
 			bpf_map_update_elem(&pending_send_bytes, &key, &unsignalled, BPF_ANY);
 			unsignalled = 0;
 		}
-		request = read_u64(request + VERBS_SEND_WR_NEXT_OFFSET);
+		request = user_u64(request + VERBS_SEND_WR_NEXT_OFFSET);
 	}
 	counters = verbs_counters_of(pid);
 	if (counters)
@@ -168,9 +153,9 @@ int verbs_post_recv(struct pt_regs *ctx)
 		return 0;
 	for (int i = 0; i < WORK_REQUEST_CHAIN_MAX && request; i++) {
 		requests++;
-		bytes += list_bytes(read_u64(request + VERBS_RECV_WR_SG_LIST_OFFSET),
-				    read_u32(request + VERBS_RECV_WR_NUM_SGE_OFFSET));
-		request = read_u64(request + VERBS_RECV_WR_NEXT_OFFSET);
+		bytes += list_bytes(user_u64(request + VERBS_RECV_WR_SG_LIST_OFFSET),
+				    user_u32(request + VERBS_RECV_WR_NUM_SGE_OFFSET));
+		request = user_u64(request + VERBS_RECV_WR_NEXT_OFFSET);
 	}
 	counters = verbs_counters_of(pid);
 	/* Every receive produces a completion. */
@@ -229,17 +214,17 @@ int verbs_poll_cq_return(struct pt_regs *ctx)
 		if (i >= polled)
 			break;
 		completions++;
-		if (read_u32(completion + VERBS_WC_STATUS_OFFSET)) {
+		if (user_u32(completion + VERBS_WC_STATUS_OFFSET)) {
 			errors++;
 			continue;
 		}
-		if (read_u32(completion + VERBS_WC_OPCODE_OFFSET) & VERBS_WC_RECV) {
-			bytes += read_u32(completion + VERBS_WC_BYTE_LEN_OFFSET);
+		if (user_u32(completion + VERBS_WC_OPCODE_OFFSET) & VERBS_WC_RECV) {
+			bytes += user_u32(completion + VERBS_WC_BYTE_LEN_OFFSET);
 			continue;
 		}
 		/* A send completion's byte_len is undefined: take what was posted. */
-		key.qp_number = read_u32(completion + VERBS_WC_QP_NUMBER_OFFSET);
-		key.work_request_id = read_u64(completion + VERBS_WC_ID_OFFSET);
+		key.qp_number = user_u32(completion + VERBS_WC_QP_NUMBER_OFFSET);
+		key.work_request_id = user_u64(completion + VERBS_WC_ID_OFFSET);
 		send_bytes = bpf_map_lookup_elem(&pending_send_bytes, &key);
 		if (send_bytes) {
 			bytes += *send_bytes;
@@ -291,9 +276,9 @@ int nccl_ib_entry(struct pt_regs *ctx)
 			if (i >= receives)
 				break;
 			if (int_sizes)
-				bytes += read_u32(sizes + (__u64)i * 4);
+				bytes += user_u32(sizes + (__u64)i * 4);
 			else
-				bytes += read_u64(sizes + (__u64)i * 8);
+				bytes += user_u64(sizes + (__u64)i * 8);
 		}
 		counters = counters_of(pid);
 		if (counters)
@@ -330,11 +315,11 @@ int nccl_ib_test_return(struct pt_regs *ctx)
 			add_completed(counters, WORK_REQUEST_SOURCE_NCCL_IB, 1, 1, 0);
 		return 0;
 	}
-	if (!poll.array || read_u32(poll.array) != 1)
+	if (!poll.array || user_u32(poll.array) != 1)
 		return 0;
 	/* The first size only: a test does not say how many receives it completed. */
 	if (poll.sizes)
-		bytes = read_u32(poll.sizes);
+		bytes = user_u32(poll.sizes);
 	counters = counters_of(pid);
 	if (counters)
 		add_completed(counters, WORK_REQUEST_SOURCE_NCCL_IB, 1, 0, bytes);
@@ -357,11 +342,8 @@ int verbs_open_device_return(struct pt_regs *ctx)
 		count(TCHECK_COUNTER_PROCESS_DROPS);
 		return 0;
 	}
-	record->header.type = TCHECK_RECORD_VERBS_CONTEXT;
-	record->header.pid = pid;
-	record->header.tid = (__u32)pid_tgid;
-	record->header.reserved = 0;
-	record->header.timestamp_ns = bpf_ktime_get_ns();
+	fill_header(&record->header, TCHECK_RECORD_VERBS_CONTEXT, pid, (__u32)pid_tgid,
+		    bpf_ktime_get_ns());
 	record->context = context;
 	/* The provider's probes must be in place before the first post: wake the reader. */
 	bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
