@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "trace/trace_record_decode.h"
+
 #define MESSAGE_SIZE 640
 #define FIRST_STRING_CAPACITY 256
 
@@ -98,29 +100,6 @@ static ssize_t read_full(int fd, unsigned char *buffer, size_t length)
 	return (ssize_t)done;
 }
 
-const char *trace_record_kind_name(unsigned kind)
-{
-	switch (kind) {
-	case TRACE_RECORD_NCCL_CALL:
-		return "nccl_call";
-	case TRACE_RECORD_PROCESS:
-		return "process";
-	case TRACE_RECORD_COMMUNICATOR:
-		return "communicator";
-	case TRACE_RECORD_LIBRARY:
-		return "library";
-	case TRACE_RECORD_STATS:
-		return "stats";
-	case TRACE_RECORD_PYTHON_CALL:
-		return "python_call";
-	case TRACE_RECORD_NETWORK:
-		return "network";
-	case TRACE_FORMAT_KIND_STRING:
-		return "string";
-	}
-	return "unknown";
-}
-
 /* Copies a length-prefixed header string; returns the bytes it took, or 0 if it overruns. */
 static size_t parse_header_string(const unsigned char *at, size_t available, char *out,
 				  size_t out_size)
@@ -187,17 +166,23 @@ static int open_failed(struct trace_reader *reader, int err, char *error, size_t
 	return err;
 }
 
-static int read_file_header(struct trace_reader *reader)
+/* The file ends inside its header: the recorder wrote no record. */
+static int header_cut_short(struct trace_reader *reader)
 {
-	unsigned char fixed[TRACE_FORMAT_FILE_FIXED_SIZE];
-	const char *path = reader->path;
-	uint32_t body_length, major;
-	unsigned char *body;
-	ssize_t got;
-	uLong crc;
-	int err;
+	return reader_fail(reader, -EBADMSG,
+			   "%s ends inside its file header: the recorder stopped before it wrote "
+			   "any record, so there is nothing to read; record again",
+			   reader->path);
+}
 
-	got = read_full(reader->fd, fixed, sizeof(fixed));
+/* The fixed part of the file header, which must start with the trace signature. */
+static int fixed_header_read(struct trace_reader *reader,
+			     unsigned char fixed[TRACE_FORMAT_FILE_FIXED_SIZE])
+{
+	const char *path = reader->path;
+	ssize_t got;
+
+	got = read_full(reader->fd, fixed, TRACE_FORMAT_FILE_FIXED_SIZE);
 	if (got < 0)
 		return reader_fail(reader, (int)got, "could not read the trace %s: %s", path,
 				   strerror((int)-got));
@@ -213,28 +198,70 @@ static int read_file_header(struct trace_reader *reader)
 				   "%s is not a tcheck-bpf trace (it does not start with the trace "
 				   "signature); give the file that 'tcheck-bpf record' wrote",
 				   path);
-	if ((size_t)got < sizeof(fixed))
-		goto cut_short;
+	if ((size_t)got < TRACE_FORMAT_FILE_FIXED_SIZE)
+		return header_cut_short(reader);
+	return 0;
+}
 
-	major = trace_format_get_u32(fixed + TRACE_FORMAT_FILE_MAJOR_AT);
+/* The format version: a newer major may change everything after it, so it is checked first. */
+static int version_check(struct trace_reader *reader,
+			 const unsigned char fixed[TRACE_FORMAT_FILE_FIXED_SIZE])
+{
+	uint32_t major = trace_format_get_u32(fixed + TRACE_FORMAT_FILE_MAJOR_AT);
+
 	reader->stats.version_major = major;
 	reader->stats.version_minor = trace_format_get_u32(fixed + TRACE_FORMAT_FILE_MINOR_AT);
 	reader->header.format_version = major;
-	/* A newer major may change everything after it: check it first. */
 	if (major > TRACE_FORMAT_VERSION_MAJOR)
 		return reader_fail(reader, -EPROTONOSUPPORT,
 				   "%s uses trace format version %" PRIu32 ".%" PRIu32
 				   ", newer than version %d that this tcheck-bpf reads: open it "
 				   "with a newer tcheck-bpf",
-				   path, major, reader->stats.version_minor,
+				   reader->path, major, reader->stats.version_minor,
 				   TRACE_FORMAT_VERSION_MAJOR);
 	if (major == 0)
 		return reader_fail(reader, -EBADMSG,
 				   "%s claims trace format version 0, which never existed: the "
 				   "file is corrupt",
-				   path);
+				   reader->path);
+	return 0;
+}
 
-	body_length = trace_format_get_u32(fixed + TRACE_FORMAT_FILE_BODY_LENGTH_AT);
+/* The header body read: its checksum, which covers the fixed part too, then its fields. */
+static int header_body_parse(struct trace_reader *reader,
+			     const unsigned char fixed[TRACE_FORMAT_FILE_FIXED_SIZE],
+			     const unsigned char *body, uint32_t body_length)
+{
+	uLong crc;
+	int err;
+
+	crc = crc32(0L, fixed, TRACE_FORMAT_FILE_CRC_AT);
+	crc = crc32(crc, body, body_length);
+	if ((uint32_t)crc != trace_format_get_u32(fixed + TRACE_FORMAT_FILE_CRC_AT))
+		return reader_fail(
+			reader, -EBADMSG,
+			"%s has a damaged file header (its checksum does not match): the "
+			"file is corrupt",
+			reader->path);
+	err = parse_header_body(reader, body, body_length);
+	if (err)
+		return reader_fail(reader, err,
+				   "%s has a file header whose strings overrun it: the file is "
+				   "corrupt",
+				   reader->path);
+	return 0;
+}
+
+/* The variable part of the file header, of the length the fixed part gives. */
+static int header_body_read(struct trace_reader *reader,
+			    const unsigned char fixed[TRACE_FORMAT_FILE_FIXED_SIZE],
+			    uint32_t body_length)
+{
+	const char *path = reader->path;
+	unsigned char *body;
+	ssize_t got;
+	int err;
+
 	if (body_length < TRACE_FORMAT_HEADER_MIN_BODY ||
 	    body_length > TRACE_FORMAT_MAX_HEADER_BODY)
 		return reader_fail(reader, -EBADMSG,
@@ -247,42 +274,36 @@ static int read_file_header(struct trace_reader *reader)
 	if (!body)
 		return reader_fail(reader, -ENOMEM, "out of memory reading the header of %s", path);
 	got = read_full(reader->fd, body, body_length);
-	if (got < 0) {
-		free(body);
-		return reader_fail(reader, (int)got, "could not read the trace %s: %s", path,
-				   strerror((int)-got));
-	}
-	if ((size_t)got < body_length) {
-		free(body);
-		goto cut_short;
-	}
-	crc = crc32(0L, fixed, TRACE_FORMAT_FILE_CRC_AT);
-	crc = crc32(crc, body, body_length);
-	if ((uint32_t)crc != trace_format_get_u32(fixed + TRACE_FORMAT_FILE_CRC_AT)) {
-		free(body);
-		return reader_fail(
-			reader, -EBADMSG,
-			"%s has a damaged file header (its checksum does not match): the "
-			"file is corrupt",
-			path);
-	}
-	err = parse_header_body(reader, body, body_length);
+	if (got < 0)
+		err = reader_fail(reader, (int)got, "could not read the trace %s: %s", path,
+				  strerror((int)-got));
+	else if ((size_t)got < body_length)
+		err = header_cut_short(reader);
+	else
+		err = header_body_parse(reader, fixed, body, body_length);
 	free(body);
+	return err;
+}
+
+static int read_file_header(struct trace_reader *reader)
+{
+	unsigned char fixed[TRACE_FORMAT_FILE_FIXED_SIZE];
+	uint32_t body_length;
+	int err;
+
+	err = fixed_header_read(reader, fixed);
+	if (!err)
+		err = version_check(reader, fixed);
 	if (err)
-		return reader_fail(reader, err,
-				   "%s has a file header whose strings overrun it: the file is "
-				   "corrupt",
-				   path);
+		return err;
+	body_length = trace_format_get_u32(fixed + TRACE_FORMAT_FILE_BODY_LENGTH_AT);
+	err = header_body_read(reader, fixed, body_length);
+	if (err)
+		return err;
 	reader->first_chunk_offset = TRACE_FORMAT_FILE_FIXED_SIZE + (uint64_t)body_length;
 	reader->offset = reader->first_chunk_offset;
 	reader->stats.bytes = reader->offset;
 	return 0;
-
-cut_short:
-	return reader_fail(reader, -EBADMSG,
-			   "%s ends inside its file header: the recorder stopped before it wrote "
-			   "any record, so there is nothing to read; record again",
-			   path);
 }
 
 struct trace_reader *trace_reader_open(const char *path, char *error, size_t error_size)
@@ -461,8 +482,7 @@ static int finish_chunk(struct trace_reader *reader)
 	return 0;
 }
 
-/* Describes where the record being decoded sits, for error sentences. */
-static int record_corrupt(struct trace_reader *reader, size_t record_at, const char *problem)
+int trace_reader_record_corrupt(struct trace_reader *reader, size_t record_at, const char *problem)
 {
 	char where[200];
 
@@ -479,14 +499,14 @@ static int define_string(struct trace_reader *reader, const unsigned char *body,
 	char *copy;
 
 	if (length < TRACE_FORMAT_STRING_BYTES_AT)
-		return record_corrupt(reader, record_at,
-				      "is a string definition too short for its id");
+		return trace_reader_record_corrupt(reader, record_at,
+						   "is a string definition too short for its id");
 	id = trace_format_get_u32(body + TRACE_FORMAT_STRING_ID_AT);
 	if (id != expected) {
 		snprintf(problem, sizeof(problem),
 			 "defines string id %" PRIu32 " where id %" PRIu32 " comes next", id,
 			 expected);
-		return record_corrupt(reader, record_at, problem);
+		return trace_reader_record_corrupt(reader, record_at, problem);
 	}
 	reader->pass_strings++;
 	reader->stats.strings++;
@@ -524,9 +544,8 @@ static int define_string(struct trace_reader *reader, const unsigned char *body,
 	return 0;
 }
 
-/* Resolves a string id met in a record; NULL (with the error set) when it was never defined. */
-static const char *lookup_string(struct trace_reader *reader, const unsigned char *at,
-				 size_t record_at)
+const char *trace_reader_string_lookup(struct trace_reader *reader, const unsigned char *at,
+				       size_t record_at)
 {
 	uint32_t id = trace_format_get_u32(at);
 	char problem[120];
@@ -537,324 +556,8 @@ static const char *lookup_string(struct trace_reader *reader, const unsigned cha
 		return reader->strings[id - 1];
 	snprintf(problem, sizeof(problem),
 		 "refers to string id %" PRIu32 ", which no earlier record defines", id);
-	record_corrupt(reader, record_at, problem);
+	trace_reader_record_corrupt(reader, record_at, problem);
 	return NULL;
-}
-
-/*
- * Reads a Python stack at 'at' of a body of 'length' bytes; frames past
- * TRACE_PY_STACK_MAX are skipped. Returns the offset after it, or -1 with
- * the error set.
- */
-static ssize_t decode_stack(struct trace_reader *reader, const unsigned char *body, uint32_t length,
-			    size_t at, size_t record_at, struct trace_python_stack *stack)
-{
-	uint32_t depth;
-
-	if ((uint64_t)at + 4 > length) {
-		record_corrupt(reader, record_at, "is cut inside its Python stack");
-		return -1;
-	}
-	depth = trace_format_get_u32(body + at);
-	if ((uint64_t)at + 4 + (uint64_t)TRACE_FORMAT_STACK_FRAME_SIZE * depth > length) {
-		record_corrupt(reader, record_at, "is too short for its Python stack");
-		return -1;
-	}
-	stack->depth = depth < TRACE_PY_STACK_MAX ? depth : TRACE_PY_STACK_MAX;
-	for (uint32_t i = 0; i < stack->depth; i++) {
-		stack->frames[i] = lookup_string(
-			reader, body + at + 4 + TRACE_FORMAT_STACK_FRAME_SIZE * i, record_at);
-		if (!stack->frames[i])
-			return -1;
-	}
-	return (ssize_t)(at + 4 + (size_t)TRACE_FORMAT_STACK_FRAME_SIZE * depth);
-}
-
-static int decode_call(struct trace_reader *reader, const unsigned char *body, uint32_t length,
-		       size_t record_at, struct trace_nccl_call *call)
-{
-	uint32_t param_count = trace_format_get_u32(body + TRACE_FORMAT_CALL_PARAM_COUNT_AT);
-	size_t context_at;
-	char problem[120];
-
-	if ((uint64_t)length < TRACE_FORMAT_CALL_FIXED_SIZE + 8 * (uint64_t)param_count) {
-		snprintf(problem, sizeof(problem),
-			 "is a call of %" PRIu32 " bytes, too short for its %" PRIu32 " parameters",
-			 length, param_count);
-		return record_corrupt(reader, record_at, problem);
-	}
-	call->function = lookup_string(reader, body + TRACE_FORMAT_CALL_FUNCTION_AT, record_at);
-	if (!call->function)
-		return reader->failure;
-	call->entry_ns = trace_format_get_u64(body + TRACE_FORMAT_CALL_ENTRY_NS_AT);
-	call->duration_ns = trace_format_get_u64(body + TRACE_FORMAT_CALL_DURATION_NS_AT);
-	call->pid = trace_format_get_u32(body + TRACE_FORMAT_CALL_PID_AT);
-	call->tid = trace_format_get_u32(body + TRACE_FORMAT_CALL_TID_AT);
-	call->result = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_CALL_RESULT_AT);
-	call->depth = trace_format_get_u32(body + TRACE_FORMAT_CALL_DEPTH_AT);
-	call->group_depth = trace_format_get_u32(body + TRACE_FORMAT_CALL_GROUP_DEPTH_AT);
-	call->flags = trace_format_get_u32(body + TRACE_FORMAT_CALL_FLAGS_AT);
-	call->out_value = trace_format_get_u64(body + TRACE_FORMAT_CALL_OUT_VALUE_AT);
-	call->unique_id_hash = trace_format_get_u64(body + TRACE_FORMAT_CALL_UNIQUE_ID_HASH_AT);
-	call->comm = trace_format_get_u64(body + TRACE_FORMAT_CALL_COMM_AT);
-	call->comm_id = trace_format_get_u64(body + TRACE_FORMAT_CALL_COMM_ID_AT);
-	call->rank = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_CALL_RANK_AT);
-	call->nranks = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_CALL_NRANKS_AT);
-	call->seq = (int64_t)trace_format_get_u64(body + TRACE_FORMAT_CALL_SEQ_AT);
-	/* A newer writer may know functions with more parameters: keep those that fit. */
-	call->param_count = param_count < NCCL_MAX_PARAMS ? param_count : NCCL_MAX_PARAMS;
-	for (uint32_t i = 0; i < call->param_count; i++)
-		call->params[i] = trace_format_get_u64(body + TRACE_FORMAT_CALL_PARAMS_AT + 8 * i);
-
-	/* Format 1.2 appends the Python context; a 1.1 call ends at its parameters. */
-	call->step = -1;
-	context_at = TRACE_FORMAT_CALL_PARAMS_AT + 8 * (size_t)param_count;
-	if (length <= context_at)
-		return 0;
-	if (length < context_at + TRACE_FORMAT_CALL_CONTEXT_FIXED_SIZE)
-		return record_corrupt(reader, record_at, "is a call with a cut Python context");
-	call->step = (int32_t)trace_format_get_u32(body + context_at + TRACE_FORMAT_CALL_STEP_AT);
-	call->stage = trace_format_get_u32(body + context_at + TRACE_FORMAT_CALL_STAGE_AT);
-	return decode_stack(reader, body, length, context_at + TRACE_FORMAT_CALL_STACK_AT,
-			    record_at, &call->py_stack) < 0
-		       ? reader->failure
-		       : 0;
-}
-
-static int decode_process(struct trace_reader *reader, const unsigned char *body, size_t record_at,
-			  struct trace_process *process)
-{
-	process->command = lookup_string(reader, body + TRACE_FORMAT_PROCESS_COMMAND_AT, record_at);
-	if (!process->command)
-		return reader->failure;
-	process->pid = trace_format_get_u32(body + TRACE_FORMAT_PROCESS_PID_AT);
-	process->parent_pid = trace_format_get_u32(body + TRACE_FORMAT_PROCESS_PARENT_PID_AT);
-	process->rank = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PROCESS_RANK_AT);
-	process->local_rank =
-		(int32_t)trace_format_get_u32(body + TRACE_FORMAT_PROCESS_LOCAL_RANK_AT);
-	process->world_size =
-		(int32_t)trace_format_get_u32(body + TRACE_FORMAT_PROCESS_WORLD_SIZE_AT);
-	process->exit_code =
-		(int32_t)trace_format_get_u32(body + TRACE_FORMAT_PROCESS_EXIT_CODE_AT);
-	process->start_ns = trace_format_get_u64(body + TRACE_FORMAT_PROCESS_START_NS_AT);
-	process->end_ns = trace_format_get_u64(body + TRACE_FORMAT_PROCESS_END_NS_AT);
-	return 0;
-}
-
-static int decode_communicator(struct trace_reader *reader, const unsigned char *body,
-			       size_t record_at, struct trace_communicator *comm)
-{
-	comm->note = lookup_string(reader, body + TRACE_FORMAT_COMMUNICATOR_NOTE_AT, record_at);
-	if (!comm->note)
-		return reader->failure;
-	comm->pid = trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_PID_AT);
-	comm->origin = trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_ORIGIN_AT);
-	comm->handle = trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_HANDLE_AT);
-	comm->comm_id = trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_COMM_ID_AT);
-	comm->parent_comm_id =
-		trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_PARENT_COMM_ID_AT);
-	comm->rank = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_RANK_AT);
-	comm->nranks = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_NRANKS_AT);
-	comm->color = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_COLOR_AT);
-	comm->split_index = trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_SPLIT_INDEX_AT);
-	comm->nccl_comm_hash =
-		trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_NCCL_COMM_HASH_AT);
-	comm->seq_base =
-		(int64_t)trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_SEQ_BASE_AT);
-	comm->seen_ns = trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_SEEN_NS_AT);
-	return 0;
-}
-
-static int decode_library(struct trace_reader *reader, const unsigned char *body, size_t record_at,
-			  struct trace_library *library)
-{
-	library->path = lookup_string(reader, body + TRACE_FORMAT_LIBRARY_PATH_AT, record_at);
-	if (!library->path)
-		return reader->failure;
-	library->build_id =
-		lookup_string(reader, body + TRACE_FORMAT_LIBRARY_BUILD_ID_AT, record_at);
-	if (!library->build_id)
-		return reader->failure;
-	library->pid = trace_format_get_u32(body + TRACE_FORMAT_LIBRARY_PID_AT);
-	library->functions_attached =
-		trace_format_get_u32(body + TRACE_FORMAT_LIBRARY_FUNCTIONS_ATTACHED_AT);
-	library->attached_ns = trace_format_get_u64(body + TRACE_FORMAT_LIBRARY_ATTACHED_NS_AT);
-	return 0;
-}
-
-static void decode_stats(const unsigned char *body, uint32_t length, struct trace_stats *stats)
-{
-	stats->timestamp_ns = trace_format_get_u64(body + TRACE_FORMAT_STATS_TIMESTAMP_NS_AT);
-	stats->calls = trace_format_get_u64(body + TRACE_FORMAT_STATS_CALLS_AT);
-	stats->ringbuf_drops = trace_format_get_u64(body + TRACE_FORMAT_STATS_RINGBUF_DROPS_AT);
-	stats->unmatched_returns =
-		trace_format_get_u64(body + TRACE_FORMAT_STATS_UNMATCHED_RETURNS_AT);
-	stats->nesting_overflows =
-		trace_format_get_u64(body + TRACE_FORMAT_STATS_NESTING_OVERFLOWS_AT);
-	stats->filtered = trace_format_get_u64(body + TRACE_FORMAT_STATS_FILTERED_AT);
-	stats->process_drops = trace_format_get_u64(body + TRACE_FORMAT_STATS_PROCESS_DROPS_AT);
-	if (length >= TRACE_FORMAT_STATS_SIZE_1_3)
-		stats->python_events_lost =
-			trace_format_get_u64(body + TRACE_FORMAT_STATS_PYTHON_EVENTS_LOST_AT);
-}
-
-static void decode_network(const unsigned char *body, struct trace_network_sample *sample)
-{
-	sample->timestamp_ns = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_TIMESTAMP_NS_AT);
-	sample->pid = trace_format_get_u32(body + TRACE_FORMAT_NETWORK_PID_AT);
-	sample->source = trace_format_get_u32(body + TRACE_FORMAT_NETWORK_SOURCE_AT);
-	sample->requests_posted =
-		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_REQUESTS_POSTED_AT);
-	sample->requests_signalled =
-		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_REQUESTS_SIGNALLED_AT);
-	sample->completions = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_COMPLETIONS_AT);
-	sample->completion_errors =
-		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_COMPLETION_ERRORS_AT);
-	sample->bytes_posted = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_BYTES_POSTED_AT);
-	sample->bytes_completed =
-		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_BYTES_COMPLETED_AT);
-	sample->last_post_ns = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_LAST_POST_NS_AT);
-	sample->last_completion_ns =
-		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_LAST_COMPLETION_NS_AT);
-}
-
-/* One argument of a Python call; returns 0, or the failure with the error set. */
-static int decode_argument(struct trace_reader *reader, const unsigned char *at, size_t record_at,
-			   struct trace_python_arg *arg)
-{
-	uint64_t value = trace_format_get_u64(at + TRACE_FORMAT_ARGUMENT_VALUE_AT);
-
-	arg->name = lookup_string(reader, at + TRACE_FORMAT_ARGUMENT_NAME_AT, record_at);
-	if (!arg->name)
-		return reader->failure;
-	arg->type = trace_format_get_u32(at + TRACE_FORMAT_ARGUMENT_TYPE_AT);
-	arg->text = "";
-	switch (arg->type) {
-	case TRACE_VALUE_STR:
-		arg->text = lookup_string(reader, at + TRACE_FORMAT_ARGUMENT_VALUE_AT, record_at);
-		if (!arg->text)
-			return reader->failure;
-		break;
-	case TRACE_VALUE_FLOAT:
-		memcpy(&arg->real, &value, sizeof(arg->real));
-		break;
-	case TRACE_VALUE_INT:
-	case TRACE_VALUE_BOOL:
-		arg->integer = (int64_t)value;
-		break;
-	case TRACE_VALUE_NONE:
-		break;
-	default:
-		return record_corrupt(reader, record_at, "has an argument of an unknown type");
-	}
-	return 0;
-}
-
-/* The Python context format 1.2 appends: stage, rank, world size, stack, arguments. */
-static int decode_python_context(struct trace_reader *reader, const unsigned char *body,
-				 uint32_t length, size_t record_at, struct trace_python_call *call)
-{
-	uint32_t arg_count;
-	ssize_t at;
-
-	if (length < TRACE_FORMAT_PYTHON_CONTEXT_SIZE)
-		return record_corrupt(reader, record_at, "is a Python call with a cut context");
-	call->stage = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_STAGE_AT);
-	call->rank = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_RANK_AT);
-	call->world_size = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_WORLD_SIZE_AT);
-	at = decode_stack(reader, body, length, TRACE_FORMAT_PYTHON_STACK_AT, record_at,
-			  &call->py_stack);
-	if (at < 0)
-		return reader->failure;
-	if ((uint64_t)at + 4 > length)
-		return record_corrupt(reader, record_at, "is cut before its arguments");
-	arg_count = trace_format_get_u32(body + at);
-	at += 4;
-	if ((uint64_t)at + (uint64_t)TRACE_FORMAT_ARGUMENT_SIZE * arg_count > length)
-		return record_corrupt(reader, record_at, "is too short for its arguments");
-	call->arg_count = arg_count < TRACE_PY_ARGS_MAX ? arg_count : TRACE_PY_ARGS_MAX;
-	for (uint32_t i = 0; i < call->arg_count; i++) {
-		int err = decode_argument(reader, body + at + TRACE_FORMAT_ARGUMENT_SIZE * i,
-					  record_at, &call->args[i]);
-
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-static int decode_python_call(struct trace_reader *reader, const unsigned char *body,
-			      uint32_t length, size_t record_at, struct trace_python_call *call)
-{
-	call->qualified_name =
-		lookup_string(reader, body + TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT, record_at);
-	if (!call->qualified_name)
-		return reader->failure;
-	call->file = lookup_string(reader, body + TRACE_FORMAT_PYTHON_FILE_AT, record_at);
-	if (!call->file)
-		return reader->failure;
-	call->entry_ns = trace_format_get_u64(body + TRACE_FORMAT_PYTHON_ENTRY_NS_AT);
-	call->duration_ns = trace_format_get_u64(body + TRACE_FORMAT_PYTHON_DURATION_NS_AT);
-	call->pid = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_PID_AT);
-	call->tid = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_TID_AT);
-	call->depth = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_DEPTH_AT);
-	call->flags = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_FLAGS_AT);
-	call->first_line = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_FIRST_LINE_AT);
-	call->step = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_STEP_AT);
-	call->rank = -1;
-	call->world_size = -1;
-	if (length <= TRACE_FORMAT_PYTHON_SIZE)
-		return 0; /* format 1.1 */
-	return decode_python_context(reader, body, length, record_at, call);
-}
-
-/* The smallest body of each known kind: newer writers may append, never remove. */
-static uint32_t minimum_body(unsigned kind)
-{
-	switch (kind) {
-	case TRACE_RECORD_NCCL_CALL:
-		return TRACE_FORMAT_CALL_FIXED_SIZE;
-	case TRACE_RECORD_PROCESS:
-		return TRACE_FORMAT_PROCESS_SIZE;
-	case TRACE_RECORD_COMMUNICATOR:
-		return TRACE_FORMAT_COMMUNICATOR_SIZE;
-	case TRACE_RECORD_LIBRARY:
-		return TRACE_FORMAT_LIBRARY_SIZE;
-	case TRACE_RECORD_STATS:
-		return TRACE_FORMAT_STATS_SIZE;
-	case TRACE_RECORD_PYTHON_CALL:
-		return TRACE_FORMAT_PYTHON_SIZE;
-	case TRACE_RECORD_NETWORK:
-		return TRACE_FORMAT_NETWORK_SIZE;
-	}
-	return 0;
-}
-
-/* Decodes a record of a known kind; the body was checked to be at least minimum_body(). */
-static int decode_record(struct trace_reader *reader, unsigned kind, const unsigned char *body,
-			 uint32_t length, size_t record_at, struct trace_record *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->kind = (enum trace_record_kind)kind;
-	switch (kind) {
-	case TRACE_RECORD_NCCL_CALL:
-		return decode_call(reader, body, length, record_at, &out->call);
-	case TRACE_RECORD_PROCESS:
-		return decode_process(reader, body, record_at, &out->process);
-	case TRACE_RECORD_COMMUNICATOR:
-		return decode_communicator(reader, body, record_at, &out->communicator);
-	case TRACE_RECORD_LIBRARY:
-		return decode_library(reader, body, record_at, &out->library);
-	case TRACE_RECORD_STATS:
-		decode_stats(body, length, &out->stats);
-		return 0;
-	case TRACE_RECORD_PYTHON_CALL:
-		return decode_python_call(reader, body, length, record_at, &out->python_call);
-	case TRACE_RECORD_NETWORK:
-		decode_network(body, &out->network);
-		return 0;
-	}
-	return -EINVAL;
 }
 
 int trace_reader_next(struct trace_reader *reader, struct trace_record *out)
@@ -888,15 +591,15 @@ int trace_reader_next(struct trace_reader *reader, struct trace_record *out)
 		record = reader->payload + reader->position;
 		reader->chunk_records_read++;
 		if (remaining < TRACE_FORMAT_RECORD_HEADER_SIZE)
-			return record_corrupt(reader, record_at,
-					      "is cut off by the end of the chunk");
+			return trace_reader_record_corrupt(reader, record_at,
+							   "is cut off by the end of the chunk");
 		kind = trace_format_get_u16(record + TRACE_FORMAT_RECORD_KIND_AT);
 		length = trace_format_get_u32(record + TRACE_FORMAT_RECORD_LENGTH_AT);
 		if (length > remaining - TRACE_FORMAT_RECORD_HEADER_SIZE) {
 			snprintf(problem, sizeof(problem),
 				 "claims %" PRIu32 " bytes, more than the %zu left in the chunk",
 				 length, remaining - TRACE_FORMAT_RECORD_HEADER_SIZE);
-			return record_corrupt(reader, record_at, problem);
+			return trace_reader_record_corrupt(reader, record_at, problem);
 		}
 		body = record + TRACE_FORMAT_RECORD_HEADER_SIZE;
 		reader->position += TRACE_FORMAT_RECORD_HEADER_SIZE + (size_t)length;
@@ -907,19 +610,20 @@ int trace_reader_next(struct trace_reader *reader, struct trace_record *out)
 				return err;
 			continue;
 		}
-		if (!minimum_body(kind)) {
+		if (!trace_record_minimum_body(kind)) {
 			/* A kind from a newer writer: its length lets us step over it. */
 			reader->stats.unknown_records++;
 			continue;
 		}
-		if (length < minimum_body(kind)) {
+		if (length < trace_record_minimum_body(kind)) {
 			snprintf(problem, sizeof(problem),
 				 "is a %s record of %" PRIu32 " bytes, shorter than the %" PRIu32
 				 " it needs",
-				 trace_record_kind_name(kind), length, minimum_body(kind));
-			return record_corrupt(reader, record_at, problem);
+				 trace_record_kind_name(kind), length,
+				 trace_record_minimum_body(kind));
+			return trace_reader_record_corrupt(reader, record_at, problem);
 		}
-		err = decode_record(reader, kind, body, length, record_at, out);
+		err = trace_record_decode(reader, kind, body, length, record_at, out);
 		if (err)
 			return err;
 		reader->stats.records++;
@@ -954,6 +658,11 @@ int trace_reader_rewind(struct trace_reader *reader)
 	reader->stats.bytes = reader->offset;
 	update_note(reader);
 	return 0;
+}
+
+int trace_reader_failure(const struct trace_reader *reader)
+{
+	return reader->failure;
 }
 
 const char *trace_reader_error(const struct trace_reader *reader)
