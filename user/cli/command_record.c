@@ -184,123 +184,144 @@ static int run_with_diagnosis(struct recorder_options *options,
 	return status;
 }
 
-static int run(int argc, char **argv, int attach)
-{
-	static const struct option long_options[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "nccl-lib", required_argument, NULL, 'L' },
-		{ "no-follow", no_argument, NULL, 'F' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "ring-buffer-mb", required_argument, NULL, 'R' },
-		{ "python", no_argument, NULL, 'Y' },
-		{ "python-filter", required_argument, NULL, 'P' },
-		{ "step-marker", required_argument, NULL, 'S' },
-		{ "torch-op", required_argument, NULL, 'T' },
-		{ "events", required_argument, NULL, 'E' },
-		{ "no-diagnosis", no_argument, NULL, 'N' },
-		{ "hang-factor", required_argument, NULL, 'H' },
-		{ "slowdown-threshold", required_argument, NULL, 'W' },
-		{ "rules", required_argument, NULL, 'U' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct live_diagnosis diagnosis = { .enabled = true };
-	struct recorder_options options = { .follow_children = true, .live_status = attach };
-	static pid_t pids[MAX_PIDS];
-	static const char *python_prefixes[MAX_PIDS + 1];
-	static const char *torch_ops[MAX_PIDS];
-	size_t python_prefix_count = 0;
-	struct recorder_observer rules_observer;
-	struct live_rules *live_rules = NULL;
-	struct rules_selection selection = { 0 };
-	const char *rules_path = NULL;
-	double number;
-	int option, status;
+/* What the command line gives: the recorder's options and what is run around the recorder. */
+struct record_arguments {
+	struct recorder_options options;
+	struct live_diagnosis diagnosis;
+	const char *rules_path; /* --rules FILE */
+	size_t python_prefix_count;
+};
 
-	options.pids = pids;
-	options.argc = argc;
-	options.argv = argv;
+/* The lists the recorder's options point into; static, to keep them off the stack. */
+static pid_t pids[MAX_PIDS];
+static const char *python_prefixes[MAX_PIDS + 1];
+static const char *torch_ops[MAX_PIDS];
+
+static const struct option long_options[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "nccl-lib", required_argument, NULL, 'L' },
+	{ "no-follow", no_argument, NULL, 'F' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "ring-buffer-mb", required_argument, NULL, 'R' },
+	{ "python", no_argument, NULL, 'Y' },
+	{ "python-filter", required_argument, NULL, 'P' },
+	{ "step-marker", required_argument, NULL, 'S' },
+	{ "torch-op", required_argument, NULL, 'T' },
+	{ "events", required_argument, NULL, 'E' },
+	{ "no-diagnosis", no_argument, NULL, 'N' },
+	{ "hang-factor", required_argument, NULL, 'H' },
+	{ "slowdown-threshold", required_argument, NULL, 'W' },
+	{ "rules", required_argument, NULL, 'U' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* One option of the recorder itself: 0, -1 when its value is refused, 1 when it is none. */
+static int apply_recorder_option(int option, const char *text, struct record_arguments *arguments)
+{
+	struct recorder_options *options = &arguments->options;
+	double number;
+
+	switch (option) {
+	case 'o':
+		options->output_path = text;
+		return 0;
+	case 'p':
+		if (options->pid_count == MAX_PIDS) {
+			log_error("at most %d --pid options", MAX_PIDS);
+			return -1;
+		}
+		if (parse_pid(text, &pids[options->pid_count]))
+			return -1;
+		options->pid_count++;
+		return 0;
+	case 'L':
+		options->nccl_library = text;
+		return 0;
+	case 'F':
+		options->follow_children = false;
+		return 0;
+	case 'Y':
+		options->python = true;
+		return 0;
+	case 'P':
+		if (arguments->python_prefix_count == MAX_PIDS) {
+			log_error("at most %d --python-filter options", MAX_PIDS);
+			return -1;
+		}
+		python_prefixes[arguments->python_prefix_count++] = text;
+		options->python = true;
+		options->python_prefixes = python_prefixes;
+		return 0;
+	case 'S':
+		if (!text[0]) {
+			log_error("--step-marker needs a name, e.g. Optimizer.step#");
+			return -1;
+		}
+		options->step_marker = text;
+		return 0;
+	case 'T':
+		if (options->torch_op_count == MAX_PIDS) {
+			log_error("at most %d --torch-op options", MAX_PIDS);
+			return -1;
+		}
+		torch_ops[options->torch_op_count++] = text;
+		options->torch_ops = torch_ops;
+		options->python = true;
+		return 0;
+	case 'd':
+		return parse_positive_number("--duration", text, &options->duration_seconds);
+	case 'R':
+		if (parse_positive_number("--ring-buffer-mb", text, &number))
+			return -1;
+		/* The kernel wants a power of two. */
+		options->ring_buffer_bytes = 4096;
+		while (options->ring_buffer_bytes < (size_t)(number * 1048576.0))
+			options->ring_buffer_bytes *= 2;
+		return 0;
+	}
+	return 1;
+}
+
+/* The options; -1 to go on, else the exit status (0 after --help). */
+static int parse_options(int argc, char **argv, int attach, struct record_arguments *arguments)
+{
+	const char *help = attach ? attach_help : record_help;
+	int option, applied;
+
 	optind = 1;
 	/* '+': stop at the first non-option, so COMMAND's own options stay its own. */
 	while ((option = getopt_long(argc, argv, "+o:p:d:h", long_options, NULL)) != -1) {
 		switch (option) {
-		case 'o':
-			options.output_path = optarg;
-			break;
-		case 'p':
-			if (options.pid_count == MAX_PIDS) {
-				log_error("at most %d --pid options", MAX_PIDS);
-				return 2;
-			}
-			if (parse_pid(optarg, &pids[options.pid_count]))
-				return 2;
-			options.pid_count++;
-			break;
-		case 'L':
-			options.nccl_library = optarg;
-			break;
-		case 'F':
-			options.follow_children = false;
-			break;
-		case 'Y':
-			options.python = true;
-			break;
-		case 'P':
-			if (python_prefix_count == MAX_PIDS) {
-				log_error("at most %d --python-filter options", MAX_PIDS);
-				return 2;
-			}
-			python_prefixes[python_prefix_count++] = optarg;
-			options.python = true;
-			options.python_prefixes = python_prefixes;
-			break;
-		case 'S':
-			if (!optarg[0]) {
-				log_error("--step-marker needs a name, e.g. Optimizer.step#");
-				return 2;
-			}
-			options.step_marker = optarg;
-			break;
-		case 'T':
-			if (options.torch_op_count == MAX_PIDS) {
-				log_error("at most %d --torch-op options", MAX_PIDS);
-				return 2;
-			}
-			torch_ops[options.torch_op_count++] = optarg;
-			options.torch_ops = torch_ops;
-			options.python = true;
-			break;
 		case 'E':
 		case 'N':
 		case 'H':
 		case 'W':
-			if (parse_diagnosis_option(option, optarg, &diagnosis))
+			if (parse_diagnosis_option(option, optarg, &arguments->diagnosis))
 				return 2;
-			break;
-		case 'd':
-			if (parse_positive_number("--duration", optarg, &options.duration_seconds))
-				return 2;
-			break;
-		case 'R':
-			if (parse_positive_number("--ring-buffer-mb", optarg, &number))
-				return 2;
-			/* The kernel wants a power of two. */
-			options.ring_buffer_bytes = 4096;
-			while (options.ring_buffer_bytes < (size_t)(number * 1048576.0))
-				options.ring_buffer_bytes *= 2;
 			break;
 		case 'U':
-			rules_path = optarg;
+			arguments->rules_path = optarg;
 			break;
 		case 'h':
-			fputs(attach ? attach_help : record_help, stdout);
+			fputs(help, stdout);
 			return 0;
 		default:
-			fputs(attach ? attach_help : record_help, stderr);
-			return 2;
+			applied = apply_recorder_option(option, optarg, arguments);
+			if (applied > 0)
+				fputs(help, stderr);
+			if (applied)
+				return 2;
+			break;
 		}
 	}
+	return -1;
+}
+
+/* What is traced: running processes or the command after the options, never both. */
+static int targets_check(int argc, char **argv, int attach, struct recorder_options *options)
+{
 	if (optind < argc) {
 		if (attach) {
 			log_error("attach watches running processes: use --pid, or "
@@ -308,31 +329,63 @@ static int run(int argc, char **argv, int attach)
 				  argv[optind]);
 			return 2;
 		}
-		options.command = argv + optind;
+		options->command = argv + optind;
 	}
-	if (!options.command && options.pid_count == 0) {
+	if (!options->command && options->pid_count == 0) {
 		log_error("nothing to trace: give --pid PID or a command after --");
 		return 2;
 	}
-	if (options.command && options.pid_count) {
+	if (options->command && options->pid_count) {
 		log_error("give either --pid or a command, not both");
 		return 2;
 	}
-	if (!attach && !options.output_path) {
+	if (!attach && !options->output_path) {
 		log_error("record needs an output file: -o FILE");
 		return 2;
 	}
-	if (rules_path) {
-		live_rules = live_rules_start(rules_path, &rules_observer);
-		if (!live_rules)
-			return 2;
-		if (rules_selection_configure(live_rules_set(live_rules), &options, &selection)) {
-			live_rules_finish(live_rules, 1);
-			return 1;
-		}
-		options.observer = &rules_observer;
+	return -1;
+}
+
+/* --rules: the live checker, and the probes its rules need; -1 to go on, else the exit status. */
+static int live_rules_begin(const char *rules_path, struct recorder_options *options,
+			    struct recorder_observer *observer, struct rules_selection *selection,
+			    struct live_rules **live_rules)
+{
+	*live_rules = live_rules_start(rules_path, observer);
+	if (!*live_rules)
+		return 2;
+	if (rules_selection_configure(live_rules_set(*live_rules), options, selection)) {
+		live_rules_finish(*live_rules, 1);
+		return 1;
 	}
-	status = run_with_diagnosis(&options, &diagnosis);
+	options->observer = observer;
+	return -1;
+}
+
+static int run(int argc, char **argv, int attach)
+{
+	struct record_arguments arguments = {
+		.options = { .follow_children = true, .live_status = attach },
+		.diagnosis = { .enabled = true },
+	};
+	struct recorder_options *options = &arguments.options;
+	struct recorder_observer rules_observer;
+	struct live_rules *live_rules = NULL;
+	struct rules_selection selection = { 0 };
+	int status;
+
+	options->pids = pids;
+	options->argc = argc;
+	options->argv = argv;
+	status = parse_options(argc, argv, attach, &arguments);
+	if (status < 0)
+		status = targets_check(argc, argv, attach, options);
+	if (status < 0 && arguments.rules_path)
+		status = live_rules_begin(arguments.rules_path, options, &rules_observer,
+					  &selection, &live_rules);
+	if (status >= 0)
+		return status;
+	status = run_with_diagnosis(options, &arguments.diagnosis);
 	rules_selection_free(&selection);
 	return live_rules ? live_rules_finish(live_rules, status) : status;
 }
