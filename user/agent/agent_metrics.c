@@ -43,49 +43,41 @@ static int64_t clock_ns(clockid_t clock)
 	return (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
 }
 
-struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
-					const char *containers_dir, double retention_seconds)
-{
-	static const char *const function_labels[] = { "pid",	    "rank",	 "pod",
-						       "namespace", "container", "function" };
-	static const char *const comm_labels[] = { "pid",	"rank",	     "pod",
-						   "namespace", "container", "comm" };
-	static const char *const process_labels[] = { "pid", "rank", "pod", "namespace",
-						      "container" };
-	static const char *const finding_labels[] = { "kind" };
-	static const char *const violation_labels[] = { "pid",	     "rank",	  "pod",
-							"namespace", "container", "rule",
-							"relation",  "function" };
-	static const char *const library_labels[] = { "library" };
-	/* From a fast data-parallel step to a slow pipeline-parallel one, and a stall. */
-	static const double step_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-					       0.1,   0.25,   0.5,   1,	   2.5,	  5,
-					       10,    25,     60,    120,  300 };
-	struct agent_metrics *metrics = calloc(1, sizeof(*metrics));
+/* The label names of series per function, per communicator and per process. */
+static const char *const function_label_names[] = { "pid",	 "rank",      "pod",
+						    "namespace", "container", "function" };
+static const char *const comm_label_names[] = { "pid",	     "rank",	  "pod",
+						"namespace", "container", "comm" };
+static const char *const process_label_names[] = { "pid", "rank", "pod", "namespace", "container" };
 
-	if (!metrics)
-		return NULL;
-	metrics->registry = registry;
-	metrics->containers_dir = containers_dir;
-	metrics->retention_seconds = retention_seconds;
-	metrics->realtime_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
-	u64_map_init(&metrics->processes);
+/* NCCL calls by function, and each communicator's last call. */
+static void declare_call_series(struct agent_metrics *metrics)
+{
+	struct metrics_registry *registry = metrics->registry;
+
 	metrics->calls =
 		metrics_declare(registry, "tcheck_nccl_calls_total", "NCCL API calls by function.",
-				METRICS_COUNTER, function_labels, 6);
+				METRICS_COUNTER, function_label_names, 6);
 	metrics->bytes = metrics_declare(registry, "tcheck_nccl_bytes_total",
 					 "Bytes named by NCCL communication calls (count times the "
 					 "datatype's size), by function.",
-					 METRICS_COUNTER, function_labels, 6);
+					 METRICS_COUNTER, function_label_names, 6);
 	metrics->sequence = metrics_declare(
 		registry, "tcheck_collective_sequence",
 		"Sequence number of the last communication call this rank issued on a "
 		"communicator (comm: the identity all its ranks share).",
-		METRICS_GAUGE, comm_labels, 6);
+		METRICS_GAUGE, comm_label_names, 6);
 	metrics->progress = metrics_declare(
 		registry, "tcheck_collective_last_progress_timestamp_seconds",
 		"When this rank last issued a communication call on a communicator (Unix time).",
-		METRICS_GAUGE, comm_labels, 6);
+		METRICS_GAUGE, comm_label_names, 6);
+}
+
+/* The processes followed, and the events lost on the way to the agent. */
+static void declare_coverage_series(struct agent_metrics *metrics)
+{
+	struct metrics_registry *registry = metrics->registry;
+
 	metrics->attached_gauge = metrics_declare(registry, "tcheck_attached_processes",
 						  "Training processes the agent follows now.",
 						  METRICS_GAUGE, NULL, 0);
@@ -100,14 +92,36 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 		registry, "tcheck_python_events_lost_total",
 		"Python calls, torch scopes and torch operators the agent knows it missed.",
 		METRICS_COUNTER, NULL, 0);
+}
+
+/* RDMA work requests in flight, per process. */
+static void declare_network_series(struct agent_metrics *metrics)
+{
+	struct metrics_registry *registry = metrics->registry;
+
 	metrics->in_flight =
 		metrics_declare(registry, "tcheck_work_requests_in_flight",
 				"RDMA work requests posted and signalled but not completed yet.",
-				METRICS_GAUGE, process_labels, PROCESS_LABELS);
+				METRICS_GAUGE, process_label_names, PROCESS_LABELS);
 	metrics->bytes_in_flight =
 		metrics_declare(registry, "tcheck_work_request_bytes_in_flight",
 				"Bytes of RDMA work requests posted but not completed yet.",
-				METRICS_GAUGE, process_labels, PROCESS_LABELS);
+				METRICS_GAUGE, process_label_names, PROCESS_LABELS);
+}
+
+/* What the detectors and the rules found, and the step times they measure. */
+static void declare_finding_series(struct agent_metrics *metrics)
+{
+	static const char *const finding_labels[] = { "kind" };
+	static const char *const violation_labels[] = { "pid",	     "rank",	  "pod",
+							"namespace", "container", "rule",
+							"relation",  "function" };
+	/* From a fast data-parallel step to a slow pipeline-parallel one, and a stall. */
+	static const double step_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+					       0.1,   0.25,   0.5,   1,	   2.5,	  5,
+					       10,    25,     60,    120,  300 };
+	struct metrics_registry *registry = metrics->registry;
+
 	metrics->findings = metrics_declare(registry, "tcheck_findings_total",
 					    "Hangs and slowdowns the detectors reported, by kind.",
 					    METRICS_COUNTER, finding_labels, 1);
@@ -121,30 +135,59 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 		"Step time of a rank on a communicator: between its arrivals at the collectives "
 		"that end two consecutive steps (the step is the period of the communicator's "
 		"collectives).",
-		comm_labels, 6, step_buckets, sizeof(step_buckets) / sizeof(step_buckets[0]));
+		comm_label_names, 6, step_buckets, sizeof(step_buckets) / sizeof(step_buckets[0]));
 	metrics->expected_step =
 		metrics_declare(registry, "tcheck_step_expected_duration_seconds",
 				"The step time learned on a communicator (the slowdown "
 				"detector's reference); absent while it is learned.",
-				METRICS_GAUGE, comm_labels, 6);
+				METRICS_GAUGE, comm_label_names, 6);
+}
+
+/* Probes the kernel refused: last, so the series keep the order scrapers have seen. */
+static void declare_attach_failure_series(struct agent_metrics *metrics)
+{
+	static const char *const library_labels[] = { "library" };
+
 	metrics->attach_failures = metrics_declare(
-		registry, "tcheck_probe_attach_failures_total",
+		metrics->registry, "tcheck_probe_attach_failures_total",
 		"Probe attachments the kernel refused, by library (file name up to .so): calls "
 		"in it are not seen.",
 		METRICS_COUNTER, library_labels, 1);
-	if (!metrics->violations || !metrics->steps || !metrics->expected_step ||
-	    !metrics->attach_failures)
-		goto fail;
-	if (!metrics->in_flight || !metrics->bytes_in_flight || !metrics->findings ||
-	    !metrics->calls || !metrics->bytes || !metrics->sequence || !metrics->progress ||
-	    !metrics->attached_gauge || !metrics->drops || !metrics->process_drops ||
-	    !metrics->python_lost)
-		goto fail;
+}
+
+static bool every_series_declared(const struct agent_metrics *metrics)
+{
+	return metrics->violations && metrics->steps && metrics->expected_step &&
+	       metrics->attach_failures && metrics->in_flight && metrics->bytes_in_flight &&
+	       metrics->findings && metrics->calls && metrics->bytes && metrics->sequence &&
+	       metrics->progress && metrics->attached_gauge && metrics->drops &&
+	       metrics->process_drops && metrics->python_lost;
+}
+
+struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
+					const char *containers_dir, double retention_seconds)
+{
+	struct agent_metrics *metrics = calloc(1, sizeof(*metrics));
+
+	if (!metrics)
+		return NULL;
+	metrics->registry = registry;
+	metrics->containers_dir = containers_dir;
+	metrics->retention_seconds = retention_seconds;
+	metrics->realtime_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+	u64_map_init(&metrics->processes);
+	/* The exposition lists the series in the order they are declared. */
+	declare_call_series(metrics);
+	declare_coverage_series(metrics);
+	declare_network_series(metrics);
+	declare_finding_series(metrics);
+	declare_attach_failure_series(metrics);
+	if (!every_series_declared(metrics)) {
+		agent_metrics_free(metrics);
+		return NULL;
+	}
 	metrics_set(metrics->attached_gauge, NULL, 0);
 	return metrics;
-fail:
-	agent_metrics_free(metrics);
-	return NULL;
 }
 
 void agent_metrics_free(struct agent_metrics *metrics)
