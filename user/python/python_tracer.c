@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "base/error_message.h"
-#include "base/fnv_hash.h"
 #include "base/log.h"
 #include "base/remote_memory.h"
 #include "base/system_clock.h"
@@ -18,7 +17,7 @@
 #include "python/python_arguments.h"
 #include "python/python_layout.h"
 #include "python/python_meta.h"
-#include "python/torch_probes.h"
+#include "python/python_tracer_state.h"
 
 /* Training APIs worth following when the user names none. */
 const char *const python_default_prefixes[] = {
@@ -62,36 +61,6 @@ struct named_code {
 	int roles;    /* enum code_role: its calls are read, not necessarily traced */
 	int argument_name_count;
 	char argument_names[TCHECK_PYTHON_ARGS_MAX][64];
-};
-
-struct python_process {
-	bool torch_looked_up;		  /* libtorch_cpu was found (and probed, or refused) */
-	bool evaluator_probed;		  /* its interpreter's frame evaluator carries the probes */
-	bool evaluator_failure_said;	  /* probing it failed, and the user was told */
-	struct python_runtime runtime;	  /* where its interpreter is */
-	int32_t rank;			  /* RANK of its initial environment, -1 unknown */
-	bool rank_from_group;		  /* its first process group was seen */
-	int32_t world_size;		  /* WORLD_SIZE, -1 unknown */
-	struct python_meta_timeline meta; /* step and stage over time */
-	struct python_layout layout;
-	struct u64_map codes; /* code address -> named_code */
-};
-
-struct python_tracer {
-	struct probe_session *session;
-	const char *const *prefixes;
-	const char *step_marker; /* a scope name prefix or a qualified name prefix */
-	python_tracer_emit_fn emit;
-	void *context;
-	struct u64_map processes;    /* pid -> python_process */
-	struct u64_map probed_files; /* file identity -> non-NULL once probed */
-	struct u64_map refused; /* pid -> non-NULL: runs a Python we cannot follow (said once) */
-	struct u64_map scope_names; /* hash of a scope name -> the name, kept for the records */
-	struct python_tracer_losses losses;
-	const char *const *torch_ops; /* --torch-op requests */
-	size_t torch_op_count;
-	char **operator_names; /* by attach cookie: "aten::add_.Tensor" */
-	size_t operator_name_count;
 };
 
 struct python_tracer *python_tracer_create(struct probe_session *session,
@@ -245,199 +214,6 @@ static int share_stack_layout(struct python_tracer *tracer, pid_t pid,
 	return probe_session_set_python_stack_layout(tracer->session, (uint32_t)pid, &shared);
 }
 
-static uint64_t torch_register_bits(enum torch_register which)
-{
-	return which == TORCH_REGISTER_RDI   ? 1
-	       : which == TORCH_REGISTER_RSI ? 2
-	       : which == TORCH_REGISTER_RDX ? 3
-					     : 0;
-}
-
-void python_tracer_set_torch_ops(struct python_tracer *tracer, const char *const *ops, size_t count)
-{
-	tracer->torch_ops = ops;
-	tracer->torch_op_count = count;
-}
-
-void torch_operator_display_name(const char *request, const char *operator_name, char *name,
-				 size_t size)
-{
-	size_t base = strcspn(request, ".");
-	const char *overload = operator_name + base;
-
-	/* "add__Tensor" asked as "add_": the struct is the name, '_', the overload. */
-	if (strncmp(operator_name, request, base) == 0 && *overload == '_' && overload[1])
-		snprintf(name, size, "aten::%.*s.%s", (int)base, request, overload + 1);
-	else
-		snprintf(name, size, "aten::%s", operator_name);
-}
-
-/* Attaches the --torch-op probes; their cookies index tracer->operator_names. */
-static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
-			     const struct torch_probes *probes)
-{
-	uint64_t *offsets, *cookies;
-	char **names, error[512], name[256];
-	size_t first = tracer->operator_name_count;
-
-	if (probes->op_count == 0)
-		return;
-	names = realloc(tracer->operator_names, (first + probes->op_count) * sizeof(*names));
-	offsets = calloc(probes->op_count, sizeof(*offsets));
-	cookies = calloc(probes->op_count, sizeof(*cookies));
-	if (names)
-		tracer->operator_names = names;
-	if (!names || !offsets || !cookies)
-		goto out;
-	for (size_t i = 0; i < probes->op_count; i++) {
-		torch_operator_display_name(probes->ops[i].request, probes->ops[i].operator_name,
-					    name, sizeof(name));
-		tracer->operator_names[first + i] = strdup(name);
-		if (!tracer->operator_names[first + i]) {
-			for (size_t j = first; j < first + i; j++)
-				free(tracer->operator_names[j]);
-			goto out;
-		}
-		offsets[i] = probes->ops[i].site.file_offset;
-		cookies[i] = first + i;
-	}
-	tracer->operator_name_count = first + probes->op_count;
-	if (probe_session_attach_torch_ops(tracer->session, probes->host_path, offsets, cookies,
-					   probes->op_count, error, sizeof(error)))
-		log_warning("process %d: %s", pid, error);
-	else
-		log_info("probed %zu torch operator entry points in %s", probes->op_count,
-			 probes->library_path);
-out:
-	free(offsets);
-	free(cookies);
-}
-
-/* The rank and size a process's process groups are built with: its job rank without RANK. */
-static void attach_process_groups(struct python_tracer *tracer, pid_t pid,
-				  const struct torch_probes *probes)
-{
-	uint64_t offsets[TORCH_PROCESS_GROUP_SITES];
-	size_t count = 0;
-	char error[512];
-
-	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
-		if (probes->process_groups[i].symbol)
-			offsets[count++] = probes->process_groups[i].file_offset;
-	if (count == 0) {
-		log_debug("process %d: %s has no c10d process-group constructor", pid,
-			  probes->library_path);
-		return;
-	}
-	if (probe_session_attach_process_groups(tracer->session, probes->host_path, offsets, count,
-						error, sizeof(error)))
-		log_warning("process %d: %s; ranks come from the environment only", pid, error);
-}
-
-/*
- * Probes torch's scope entry and end, and the --torch-op operators, in a
- * process that has libtorch_cpu, once per library file. Only the verified
- * scope layout (torch 1.13: the name and the key at one entry site, C++11
- * strings) is probed.
- */
-static void follow_torch(struct python_tracer *tracer, pid_t pid, struct python_process *process)
-{
-	const struct torch_scope_probes *scopes;
-	struct torch_probes *probes = NULL;
-	char error[512];
-	uint64_t identity, cookie;
-	int result;
-
-	if (process->torch_looked_up)
-		return;
-	/* torch is imported after start: this is asked again as libraries load. */
-	result = torch_probes_resolve_process(pid, tracer->torch_ops, tracer->torch_op_count,
-					      &probes, error, sizeof(error));
-	/* An operator this torch lacks costs the operators, not the scopes. */
-	if (result == -ENOENT && tracer->torch_op_count && !strstr(error, "has not mapped")) {
-		log_warning("process %d: %s; following its scopes without operators", pid, error);
-		result = torch_probes_resolve_process(pid, NULL, 0, &probes, error, sizeof(error));
-	}
-	if (result) {
-		/*
-		 * Not mapped yet: asked again as libraries load. Mapped but refused
-		 * (an unknown version, a missing operator): said once.
-		 */
-		if (strstr(error, "has not mapped") == NULL) {
-			log_warning("process %d: %s", pid, error);
-			process->torch_looked_up = true;
-		} else {
-			log_debug("process %d: no torch scopes yet: %s", pid, error);
-		}
-		return;
-	}
-	process->torch_looked_up = true;
-	scopes = &probes->scopes;
-	if (file_identity(probes->host_path, &identity)) {
-		log_warning("process %d: cannot open %s, its libtorch_cpu", pid, probes->host_path);
-		goto out;
-	}
-	if (u64_map_get(&tracer->probed_files, identity))
-		goto out;
-	u64_map_put(&tracer->probed_files, identity, tracer);
-	/*
-	 * Per version (docs/torch-scopes.md): the shared-enter sites of 1.13 and
-	 * of 2.x builds of the same shape were watched live and are probed; the
-	 * constructor method comes from the sources only and is not; any other
-	 * version was refused when resolving. Operators are the same exported
-	 * at::_ops entry points in both.
-	 */
-	if (scopes->method != TORCH_SCOPE_SHARED_ENTER || !scopes->verified ||
-	    scopes->string_abi != TORCH_STRING_CXX11 || !scopes->enter.file_offset ||
-	    !scopes->exit.file_offset) {
-		log_warning("process %d: torch %s's record_function scopes (Optimizer.step, "
-			    "zero_grad) are not followed: this build's probe sites were not "
-			    "checked on a live process. Lost: the optimizer's scopes, and with "
-			    "them the step number (every event gets step 0) and what is "
-			    "step-based (rules, step time). Python calls and --torch-op operators "
-			    "are still traced; --step-marker FUNCTION counts steps by a Python "
-			    "function instead (docs/torch-scopes.md)",
-			    pid, probes->version.text);
-		attach_process_groups(tracer, pid, probes);
-		attach_torch_ops(tracer, pid, probes);
-		goto out;
-	}
-	attach_process_groups(tracer, pid, probes);
-	cookie = torch_register_bits(scopes->name_register) << TCHECK_TORCH_NAME_REGISTER_SHIFT |
-		 torch_register_bits(scopes->key_register) << TCHECK_TORCH_KEY_REGISTER_SHIFT;
-	if (probe_session_attach_torch_scopes(tracer->session, probes->host_path,
-					      scopes->enter.file_offset, cookie,
-					      scopes->exit.file_offset, error, sizeof(error)))
-		log_warning("process %d: %s", pid, error);
-	else
-		log_info("probed torch %s's record_function scopes in %s", probes->version.text,
-			 probes->library_path);
-	attach_torch_ops(tracer, pid, probes);
-out:
-	torch_probes_free(probes);
-}
-
-int python_tracer_handle_process_group(struct python_tracer *tracer,
-				       const struct tcheck_process_group_record *record,
-				       int32_t *rank, int32_t *world_size)
-{
-	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
-
-	/* The first group is the world; later ones (subgroups) number their ranks anew. */
-	if (!process || process->rank_from_group)
-		return 0;
-	process->rank_from_group = true;
-	if (process->rank >= 0 && process->world_size > 0)
-		return 0;
-	process->rank = record->rank;
-	process->world_size = record->size;
-	*rank = record->rank;
-	*world_size = record->size;
-	log_info("process %u: rank %d of %d, from its first process group", record->header.pid,
-		 record->rank, record->size);
-	return 1;
-}
-
 /* RANK and WORLD_SIZE as the launcher set them (torchrun, the exec launcher). */
 static void read_rank(pid_t pid, struct python_process *process)
 {
@@ -546,7 +322,7 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 		if (!process->evaluator_probed &&
 		    probe_evaluator(tracer, pid, process, error, error_size) < 0)
 			log_debug("process %d: %s", pid, error);
-		follow_torch(tracer, pid, process);
+		python_tracer_follow_torch(tracer, pid, process);
 		return 1;
 	}
 	if (u64_map_get(&tracer->refused, (uint64_t)pid))
@@ -584,7 +360,7 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 		log_warning("process %d: NCCL calls will not name their Python caller "
 			    "(the interpreter's thread list was not found)",
 			    pid);
-	follow_torch(tracer, pid, process);
+	python_tracer_follow_torch(tracer, pid, process);
 	result = probe_evaluator(tracer, pid, process, error, error_size);
 	return result < 0 ? result : 1;
 }
@@ -729,9 +505,8 @@ static void follow_stage(struct python_process *process, const struct trace_pyth
 				      value->integer ? TRACE_STAGE_TRAIN : TRACE_STAGE_EVAL);
 }
 
-/* Step, stage, rank and world size of an event that began at entry_ns. */
-static void fill_meta(const struct python_process *process, uint64_t entry_ns,
-		      struct trace_python_call *call)
+void python_tracer_fill_meta(const struct python_process *process, uint64_t entry_ns,
+			     struct trace_python_call *call)
 {
 	struct python_meta_state state = python_meta_at(&process->meta, entry_ns);
 
@@ -739,22 +514,6 @@ static void fill_meta(const struct python_process *process, uint64_t entry_ns,
 	call->stage = state.stage;
 	call->rank = process->rank;
 	call->world_size = process->world_size;
-}
-
-/* A torch scope or operator as a Python call record: times, thread, depth, meta variables. */
-static void fill_torch_event(const struct python_process *process,
-			     const struct tcheck_record_header *header, uint64_t return_ns,
-			     uint32_t depth, uint32_t flags, struct trace_python_call *call)
-{
-	call->entry_ns = header->timestamp_ns;
-	call->duration_ns = return_ns > header->timestamp_ns ? return_ns - header->timestamp_ns : 0;
-	call->pid = header->pid;
-	call->tid = header->tid;
-	call->depth = depth;
-	call->flags = flags;
-	call->first_line = -1;
-	call->file = "";
-	fill_meta(process, header->timestamp_ns, call);
 }
 
 int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record)
@@ -799,7 +558,7 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 		call->first_line = named->first_line;
 		call->qualified_name = named->qualified_name;
 		call->file = named->file;
-		fill_meta(process, record->header.timestamp_ns, call);
+		python_tracer_fill_meta(process, record->header.timestamp_ns, call);
 		stack_depth = record->stack_depth < TRACE_PY_STACK_MAX ? record->stack_depth
 								       : TRACE_PY_STACK_MAX;
 		if (stack_depth > TCHECK_PY_STACK_MAX)
@@ -816,52 +575,6 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 	}
 	/* The marker call ends a step: calls entered after its return are in the next. */
 	if (named->roles & CODE_ROLE_STEP_MARKER) {
-		python_meta_advance_step(&process->meta, record->return_ns);
-		tracer->losses.step_marks++;
-	}
-	return result;
-}
-
-/* Scope names are few: each is kept once for the records that carry it. */
-static const char *kept_scope_name(struct python_tracer *tracer, const char *name)
-{
-	uint64_t hash = fnv1a_string(name);
-	char *kept;
-
-	kept = u64_map_get(&tracer->scope_names, hash);
-	if (kept && strcmp(kept, name) == 0)
-		return kept;
-	kept = strdup(name);
-	if (!kept || u64_map_put(&tracer->scope_names, hash, kept)) {
-		free(kept);
-		return NULL;
-	}
-	return kept;
-}
-
-int python_tracer_handle_scope(struct python_tracer *tracer,
-			       const struct tcheck_torch_scope_record *record)
-{
-	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
-	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
-				    .python_call = { .rank = -1, .world_size = -1 } };
-	char name[TCHECK_TORCH_SCOPE_NAME_BYTES + 1];
-	int result;
-
-	if (!process) {
-		tracer->losses.unfollowed_events++;
-		return 0;
-	}
-	memcpy(name, record->name, TCHECK_TORCH_SCOPE_NAME_BYTES);
-	name[TCHECK_TORCH_SCOPE_NAME_BYTES] = '\0';
-	out.python_call.qualified_name = kept_scope_name(tracer, name);
-	if (!out.python_call.qualified_name)
-		return -ENOMEM;
-	fill_torch_event(process, &record->header, record->return_ns, record->depth,
-			 TRACE_PYTHON_TORCH_SCOPE, &out.python_call);
-	result = tracer->emit(tracer->context, &out);
-	/* The step marker (by default an optimizer's step) ends a training step. */
-	if (strncmp(name, tracer->step_marker, strlen(tracer->step_marker)) == 0) {
 		python_meta_advance_step(&process->meta, record->return_ns);
 		tracer->losses.step_marks++;
 	}
@@ -896,25 +609,6 @@ int python_tracer_meta(struct python_tracer *tracer, uint32_t pid, uint64_t at_n
 	*step = state.step;
 	*stage = state.stage;
 	return 0;
-}
-
-int python_tracer_handle_op(struct python_tracer *tracer,
-			    const struct tcheck_torch_op_record *record)
-{
-	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
-	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
-				    .python_call = { .rank = -1, .world_size = -1 } };
-
-	if (!process) {
-		tracer->losses.unfollowed_events++;
-		return 0;
-	}
-	if (record->operator>= tracer->operator_name_count)
-		return 0;
-	out.python_call.qualified_name = tracer->operator_names[record->operator];
-	fill_torch_event(process, &record->header, record->return_ns, record->depth,
-			 TRACE_PYTHON_TORCH_OP, &out.python_call);
-	return tracer->emit(tracer->context, &out);
 }
 
 void python_tracer_get_losses(const struct python_tracer *tracer,

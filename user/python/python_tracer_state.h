@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Python tracer's state, shared by python_tracer.c (interpreters and
+ * Python calls) and python_tracer_torch.c (torch scopes, operators and
+ * process groups), and by nothing else.
+ */
+#ifndef TCHECK_PYTHON_TRACER_STATE_H
+#define TCHECK_PYTHON_TRACER_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/u64_map.h"
+#include "python/python_layout.h"
+#include "python/python_meta.h"
+#include "python/python_tracer.h"
+
+struct python_process {
+	bool torch_looked_up;		  /* libtorch_cpu was found (and probed, or refused) */
+	bool evaluator_probed;		  /* its interpreter's frame evaluator carries the probes */
+	bool evaluator_failure_said;	  /* probing it failed, and the user was told */
+	struct python_runtime runtime;	  /* where its interpreter is */
+	int32_t rank;			  /* RANK of its initial environment, -1 unknown */
+	bool rank_from_group;		  /* its first process group was seen */
+	int32_t world_size;		  /* WORLD_SIZE, -1 unknown */
+	struct python_meta_timeline meta; /* step and stage over time */
+	struct python_layout layout;
+	struct u64_map codes; /* code address -> named_code */
+};
+
+struct python_tracer {
+	struct probe_session *session;
+	const char *const *prefixes;
+	const char *step_marker; /* a scope name prefix or a qualified name prefix */
+	python_tracer_emit_fn emit;
+	void *context;
+	struct u64_map processes;    /* pid -> python_process */
+	struct u64_map probed_files; /* file identity -> non-NULL once probed */
+	struct u64_map refused; /* pid -> non-NULL: runs a Python we cannot follow (said once) */
+	struct u64_map scope_names; /* hash of a scope name -> the name, kept for the records */
+	struct python_tracer_losses losses;
+	const char *const *torch_ops; /* --torch-op requests */
+	size_t torch_op_count;
+	char **operator_names; /* by attach cookie: "aten::add_.Tensor" */
+	size_t operator_name_count;
+};
+
+/* Step, stage, rank and world size of an event that began at entry_ns. */
+void python_tracer_fill_meta(const struct python_process *process, uint64_t entry_ns,
+			     struct trace_python_call *call);
+
+/*
+ * Probes torch's scope entry and end, and the --torch-op operators, in a
+ * process that has libtorch_cpu, once per library file. Only the verified
+ * scope layout (torch 1.13: the name and the key at one entry site, C++11
+ * strings) is probed.
+ */
+void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
+				struct python_process *process);
+
+#endif /* TCHECK_PYTHON_TRACER_STATE_H */
