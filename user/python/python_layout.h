@@ -21,7 +21,11 @@
 /* An offset of a member this version does not have. */
 #define PYTHON_FIELD_ABSENT (-1)
 
-/* co_flags bits: the *args and **kwargs parameters follow the named ones. */
+/*
+ * co_flags bits: a function's frame gets new locals (a module or class body's
+ * does not); the *args and **kwargs parameters follow the named ones.
+ */
+#define PYTHON_CODE_NEW_LOCALS 0x02
 #define PYTHON_CODE_VARARGS 0x04
 #define PYTHON_CODE_VARKEYWORDS 0x08
 

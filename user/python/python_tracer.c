@@ -61,6 +61,8 @@ struct named_code {
 	int roles;    /* enum code_role: its calls are read, not necessarily traced */
 	int argument_name_count;
 	char argument_names[TCHECK_PYTHON_ARGS_MAX][64];
+	/* A module or class body (no CO_NEWLOCALS): freed once run, its address reused. */
+	bool runs_once;
 };
 
 struct python_tracer *python_tracer_create(struct probe_session *session,
@@ -376,9 +378,6 @@ static struct named_code *name_code(struct python_tracer *tracer, struct python_
 
 	if (named && named->name_object == name_object)
 		return named;
-	/* The address was freed and reused by another code object: name it anew. */
-	if (named)
-		free_named_code(u64_map_remove(&process->codes, address));
 	if (python_code_read((pid_t)pid, &process->layout, address, &code, error, sizeof(error))) {
 		log_debug("process %u: code object at 0x%llx: %s", pid, (unsigned long long)address,
 			  error);
@@ -394,10 +393,14 @@ static struct named_code *name_code(struct python_tracer *tracer, struct python_
 			  pid, (unsigned long long)address);
 		return NULL;
 	}
+	/* The address was freed and reused by another code object: name it anew. */
+	if (named)
+		free_named_code(u64_map_remove(&process->codes, address));
 	named = calloc(1, sizeof(*named));
 	if (!named)
 		return NULL;
 	named->name_object = name_object;
+	named->runs_once = !(code.flags & PYTHON_CODE_NEW_LOCALS);
 	python_module_of_file(code.filename, module, sizeof(module));
 	length = strlen(module) + strlen(code.qualified_name) + 2;
 	named->qualified_name = malloc(length);
@@ -427,10 +430,13 @@ static struct named_code *name_code(struct python_tracer *tracer, struct python_
 }
 
 /*
- * The callers' names. A caller is only a code address: the code object named
- * there before may have been freed since (module and class bodies run once)
- * and its address reused, so each caller's name object is read again, all in
- * one read, and a cached name is kept only where it still matches.
+ * The callers' names. A caller is only a code address. A function's code
+ * object lives as long as its module, so its cached name stands; a module or
+ * class body's is freed once it has run and its address may now hold another
+ * code object, so its name object is read again (all such callers in one
+ * read) and the cached name kept only where it still matches, or where no
+ * other code object has taken its place (the process has ended, or freed it
+ * at exit). Callers not named yet are read likewise.
  */
 static void name_callers(struct python_tracer *tracer, struct python_process *process, uint32_t pid,
 			 const uint64_t *addresses, uint32_t count, const char **names)
@@ -440,22 +446,37 @@ static void name_callers(struct python_tracer *tracer, struct python_process *pr
 				  : process->layout.code_name;
 	struct remote_span spans[TCHECK_PY_STACK_MAX];
 	uint64_t name_objects[TCHECK_PY_STACK_MAX] = { 0 };
+	uint32_t read_count = 0, read_index[TCHECK_PY_STACK_MAX];
 	char error[256];
 	bool read_together;
 
-	for (uint32_t i = 0; i < count; i++)
-		spans[i] = (struct remote_span){ .address = addresses[i] + (uint64_t)name_offset,
-						 .buffer = &name_objects[i],
-						 .size = sizeof(name_objects[i]) };
-	read_together = remote_memory_read_spans((pid_t)pid, spans, count, "code object names",
-						 error, sizeof(error)) == 0;
 	for (uint32_t i = 0; i < count; i++) {
+		struct named_code *cached = u64_map_get(&process->codes, addresses[i]);
+
+		names[i] = cached && !cached->runs_once ? cached->qualified_name : NULL;
+		if (names[i])
+			continue;
+		spans[read_count] = (struct remote_span){
+			.address = addresses[i] + (uint64_t)name_offset,
+			.buffer = &name_objects[read_count],
+			.size = sizeof(name_objects[read_count]),
+		};
+		read_index[read_count++] = i;
+	}
+	if (read_count == 0)
+		return;
+	read_together = remote_memory_read_spans((pid_t)pid, spans, read_count, "code object names",
+						 error, sizeof(error)) == 0;
+	for (uint32_t r = 0; r < read_count; r++) {
+		uint32_t i = read_index[r];
 		struct named_code *named = NULL;
 
 		/* One unmapped caller fails the whole read: read the others one by one. */
 		if (read_together ||
-		    remote_memory_read_u64((pid_t)pid, spans[i].address, &name_objects[i]) == 0)
-			named = name_code(tracer, process, pid, addresses[i], name_objects[i]);
+		    remote_memory_read_u64((pid_t)pid, spans[r].address, &name_objects[r]) == 0)
+			named = name_code(tracer, process, pid, addresses[i], name_objects[r]);
+		if (!named)
+			named = u64_map_get(&process->codes, addresses[i]);
 		names[i] = named ? named->qualified_name : NULL;
 	}
 }
