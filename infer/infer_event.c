@@ -203,7 +203,7 @@ static int add_field(struct string_pool *pool, struct field_list *list, const ch
 static int nccl_fields(struct string_pool *pool, const struct trace_nccl_call *call,
 		       struct field_list *list)
 {
-	const struct nccl_function *function = nccl_function_by_name(call->function);
+	const struct nccl_function *function = call->api;
 	char text[32];
 
 	if (function) {

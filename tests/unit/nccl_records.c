@@ -13,6 +13,7 @@ struct trace_record all_reduce_record(uint32_t pid, int rank, int nranks, uint64
 	call->pid = pid;
 	call->tid = pid;
 	call->function = "ncclAllReduce";
+	call->api = nccl_function_by_name(call->function);
 	call->param_count = 7;
 	call->params[2] = count;
 	call->params[3] = FLOAT32;

@@ -70,7 +70,7 @@ static void create_world(struct call_builder *builder, uint64_t handle, int rank
 	memcpy(init.blob, id_bytes, sizeof(id_bytes));
 	init.flags = TCHECK_CALL_HAS_BLOB | TCHECK_CALL_HAS_OUT_VALUE;
 	init.out_value = handle;
-	call_builder_add(builder, &init);
+	call_builder_add(builder, &init, NULL);
 }
 
 UNIT_TEST(call_builder, decodes_all_reduce_arguments_from_registers_and_stack)
@@ -89,7 +89,7 @@ UNIT_TEST(call_builder, decodes_all_reduce_arguments_from_registers_and_stack)
 	call.args[5] = 0xc0de; /* comm */
 	call.args[6] = 0x5555; /* stream: the seventh argument, first stack word */
 	call.return_value = 0;
-	CU_ASSERT_EQUAL(call_builder_add(builder, &call), 0);
+	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
 	built = last_call(&emitted);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(built);
 	CU_ASSERT_STRING_EQUAL(built->function, "ncclAllReduce");
@@ -118,7 +118,7 @@ UNIT_TEST(call_builder, reduce_root_is_the_sixth_register_and_comm_on_the_stack)
 	call.args[5] = 1;      /* root */
 	call.args[6] = 0xc0de; /* comm */
 	call.args[7] = 0x77;   /* stream */
-	call_builder_add(builder, &call);
+	call_builder_add(builder, &call, NULL);
 	built = last_call(&emitted);
 	CU_ASSERT_EQUAL(built->params[5], 1);
 	CU_ASSERT_EQUAL(built->params[6], 0xc0de);
@@ -138,28 +138,28 @@ UNIT_TEST(call_builder, sequence_numbers_count_accepted_top_level_calls_per_comm
 	for (int i = 0; i < 3; i++) {
 		call = make_call("ncclAllGather", 1, 2000 + (uint64_t)i);
 		call.args[4] = 0xa;
-		call_builder_add(builder, &call);
+		call_builder_add(builder, &call, NULL);
 		CU_ASSERT_EQUAL(last_call(&emitted)->seq, i);
 	}
 	call = make_call("ncclSend", 1, 3000);
 	call.args[4] = 0xb;
-	call_builder_add(builder, &call);
+	call_builder_add(builder, &call, NULL);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 0);
 	/* A rejected call was never issued. */
 	call = make_call("ncclSend", 1, 3100);
 	call.args[4] = 0xb;
 	call.return_value = 4;
-	call_builder_add(builder, &call);
+	call_builder_add(builder, &call, NULL);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, -1);
 	/* A call NCCL makes inside another (Bcast -> Broadcast) is not the application's. */
 	call = make_call("ncclBroadcast", 1, 3200);
 	call.args[5] = 0xb;
 	call.depth = 1;
-	call_builder_add(builder, &call);
+	call_builder_add(builder, &call, NULL);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, -1);
 	call = make_call("ncclRecv", 1, 3300);
 	call.args[4] = 0xb;
-	call_builder_add(builder, &call);
+	call_builder_add(builder, &call, NULL);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 1);
 	call_builder_destroy(builder);
 }
@@ -177,12 +177,12 @@ UNIT_TEST(call_builder, group_depth_follows_start_and_end_per_thread)
 	for (int i = 0; i < 6; i++) {
 		call = make_call(sequence[i], 1, 100 + (uint64_t)i);
 		call.args[4] = 0xa;
-		call_builder_add(builder, &call);
+		call_builder_add(builder, &call, NULL);
 		CU_ASSERT_EQUAL(last_call(&emitted)->group_depth, expected[i]);
 	}
 	/* Another thread has its own depth. */
 	call = make_call("ncclGroupStart", 2, 200);
-	call_builder_add(builder, &call);
+	call_builder_add(builder, &call, NULL);
 	CU_ASSERT_EQUAL(last_call(&emitted)->group_depth, 0);
 	call_builder_destroy(builder);
 }
@@ -206,7 +206,7 @@ UNIT_TEST(call_builder, split_identity_derives_from_parent_index_and_colour)
 		split.args[2] = 2; /* key */
 		split.flags = TCHECK_CALL_HAS_OUT_VALUE;
 		split.out_value = 0xb0 + (uint64_t)i;
-		call_builder_add(builder, &split);
+		call_builder_add(builder, &split, NULL);
 		CU_ASSERT_EQUAL(last_call(&emitted)->comm_id,
 				nccl_split_comm_id(world_id, (uint32_t)i, 1));
 		CU_ASSERT_EQUAL(last_call(&emitted)->rank, 1);
@@ -232,14 +232,14 @@ UNIT_TEST(call_builder, refused_split_does_not_advance_the_split_index)
 	split.args[0] = 0xa;
 	split.args[1] = (uint64_t)-7;
 	split.return_value = 4;
-	call_builder_add(builder, &split);
+	call_builder_add(builder, &split, NULL);
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, world_id);
 	split = make_call("ncclCommSplit", 1, 600);
 	split.args[0] = 0xa;
 	split.args[1] = 3;
 	split.flags = TCHECK_CALL_HAS_OUT_VALUE;
 	split.out_value = 0xb0;
-	call_builder_add(builder, &split);
+	call_builder_add(builder, &split, NULL);
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, nccl_split_comm_id(world_id, 0, 3));
 	call_builder_destroy(builder);
 }
@@ -256,7 +256,7 @@ UNIT_TEST(call_builder, init_all_makes_one_communicator_of_local_ranks)
 	call.args[1] = 3; /* ndev */
 	call.flags = TCHECK_CALL_HAS_BLOB;
 	memcpy(call.blob, handles, sizeof(handles));
-	call_builder_add(builder, &call);
+	call_builder_add(builder, &call, NULL);
 	CU_ASSERT_FALSE(last_call(&emitted)->flags & TRACE_CALL_UNIQUE_ID_VALID);
 	for (int i = 0; i < emitted.count; i++) {
 		const struct trace_communicator *comm = &emitted.records[i].communicator;
@@ -273,7 +273,7 @@ UNIT_TEST(call_builder, init_all_makes_one_communicator_of_local_ranks)
 	CU_ASSERT_NOT_EQUAL(first_id, 0);
 	call = make_call("ncclAllReduce", 1, 200);
 	call.args[5] = 0xb0;
-	call_builder_add(builder, &call);
+	call_builder_add(builder, &call, NULL);
 	CU_ASSERT_EQUAL(last_call(&emitted)->rank, 1);
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, first_id);
 	call_builder_destroy(builder);
@@ -293,7 +293,7 @@ UNIT_TEST(call_builder, unknown_handle_is_resolved_once_and_reported)
 	for (int i = 0; i < 3; i++) {
 		call = make_call("ncclAllReduce", 1, 100 + (uint64_t)i);
 		call.args[5] = 0xfeed;
-		call_builder_add(builder, &call);
+		call_builder_add(builder, &call, NULL);
 		CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0x1234);
 		CU_ASSERT_EQUAL(last_call(&emitted)->rank, 3);
 		CU_ASSERT_EQUAL(last_call(&emitted)->seq, i);
@@ -319,11 +319,11 @@ UNIT_TEST(call_builder, destroyed_handle_reused_gets_a_new_identity)
 	create_world(builder, 0xa, 0, 2);
 	call = make_call("ncclCommDestroy", 1, 2000);
 	call.args[0] = 0xa;
-	call_builder_add(builder, &call);
+	call_builder_add(builder, &call, NULL);
 	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 0);
 	call = make_call("ncclAllReduce", 1, 3000);
 	call.args[5] = 0xa;
-	call_builder_add(builder, &call);
+	call_builder_add(builder, &call, NULL);
 	/* No resolver: the trace says the identity is unknown rather than guess. */
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0);
 	CU_ASSERT(last_call(&emitted)->flags & TRACE_CALL_COMM_UNRESOLVED);

@@ -33,6 +33,7 @@ static struct trace_record call_record(int rank, const char *function, uint64_t 
 	memset(&record, 0, sizeof(record));
 	record.kind = TRACE_RECORD_NCCL_CALL;
 	record.call.function = function;
+	record.call.api = nccl_function_by_name(function);
 	record.call.entry_ns = entry_ns;
 	record.call.duration_ns = 2000;
 	record.call.pid = 4000 + (uint32_t)rank;

@@ -52,6 +52,7 @@ static struct trace_record make_call(const char *function, uint32_t pid, uint32_
 		.pid = pid,
 		.tid = tid,
 		.function = function,
+		.api = nccl_function_by_name(function),
 		.rank = -1,
 		.nranks = -1,
 		.seq = -1,

@@ -27,6 +27,7 @@ static struct trace_nccl_call collective(const char *function, uint64_t count, i
 
 	memset(&call, 0, sizeof(call));
 	call.function = function;
+	call.api = nccl_function_by_name(function);
 	call.entry_ns = entry_ns;
 	call.duration_ns = 1000;
 	call.pid = 1000 + (uint32_t)rank;

@@ -19,6 +19,7 @@ static struct trace_nccl_call collective(const char *function, int rank, int64_t
 
 	memset(&call, 0, sizeof(call));
 	call.function = function;
+	call.api = nccl_function_by_name(function);
 	call.entry_ns = entry_ns;
 	call.duration_ns = 1000;
 	call.pid = 500 + (uint32_t)rank;

@@ -266,7 +266,7 @@ static double call_bytes(const struct trace_nccl_call *call, const struct nccl_f
 
 static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_call *call)
 {
-	const struct nccl_function *function = nccl_function_by_name(call->function);
+	const struct nccl_function *function = call->api;
 	struct process_labels *labels = labels_of(metrics, call->pid);
 	const char *values[PROCESS_LABELS + 1];
 	char comm[24];

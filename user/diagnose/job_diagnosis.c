@@ -156,7 +156,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		job_diagnosis_tick(diagnosis, call.entry_ns);
 		comm = progress_model_add_call(diagnosis->model, &call, &step);
 		completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
-		if (completed >= 0 && progress_is_collective(call.function) &&
+		if (completed >= 0 && progress_is_collective(call.api) &&
 		    slowdown_detector_check(diagnosis->model, comm, completed, &report))
 			publish_slowdown(diagnosis, &report);
 		if (comm && step >= 0 && diagnosis->on_step)

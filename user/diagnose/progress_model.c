@@ -18,31 +18,19 @@ void progress_options_default(struct progress_options *options)
 	options->warmup_steps = 2;
 }
 
-static const char *const collective_names[] = {
-	"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast", "ncclBcast",
-	"ncclReduce",	 "ncclAlltoAll",  "ncclGather",	       "ncclScatter",
-};
-
-bool progress_is_collective(const char *function)
+bool progress_is_collective(const struct nccl_function *function)
 {
-	if (!function)
-		return false;
-	for (size_t i = 0; i < sizeof(collective_names) / sizeof(collective_names[0]); i++)
-		if (strcmp(function, collective_names[i]) == 0)
-			return true;
-	return false;
+	return function && function->kind == NCCL_KIND_COLLECTIVE;
 }
 
-bool progress_is_point_to_point(const char *function)
+bool progress_is_point_to_point(const struct nccl_function *function)
 {
-	return function && (strcmp(function, "ncclSend") == 0 || strcmp(function, "ncclRecv") == 0);
+	return function && function->kind == NCCL_KIND_POINT_TO_POINT;
 }
 
-static bool ends_communicator(const char *function)
+static bool ends_communicator(const struct nccl_function *function)
 {
-	return function && (strcmp(function, "ncclCommDestroy") == 0 ||
-			    strcmp(function, "ncclCommAbort") == 0 ||
-			    strcmp(function, "ncclCommFinalize") == 0);
+	return function && function->kind == NCCL_KIND_COMM_END;
 }
 
 struct progress_model *progress_model_new(const struct progress_options *options)
@@ -127,7 +115,7 @@ uint64_t progress_comm_last_arrival(const struct progress_comm *comm, int64_t in
 /* The element count of a call ("count", "sendcount" or "recvcount"), 0 when it has none. */
 static uint64_t count_of(const struct trace_nccl_call *call)
 {
-	const struct nccl_function *function = nccl_function_by_name(call->function);
+	const struct nccl_function *function = call->api;
 	int param = function ? nccl_param_find(function, NCCL_PARAM_SIZE) : -1;
 
 	return param >= 0 && (uint32_t)param < call->param_count ? call->params[param] : 0;
@@ -287,8 +275,8 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 					      const struct trace_nccl_call *call,
 					      int64_t *completed_step)
 {
-	bool collective = progress_is_collective(call->function);
-	bool point_to_point = progress_is_point_to_point(call->function);
+	bool collective = progress_is_collective(call->api);
+	bool point_to_point = progress_is_point_to_point(call->api);
 	struct progress_comm *comm;
 	struct progress_rank *rank;
 
@@ -297,13 +285,13 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	if (!call->comm_id || call->rank < 0 || call->nranks <= 0 ||
 	    call->nranks > PROGRESS_MAX_RANKS || call->rank >= call->nranks || call->depth > 0)
 		return NULL;
-	if (!collective && !point_to_point && !ends_communicator(call->function))
+	if (!collective && !point_to_point && !ends_communicator(call->api))
 		return NULL;
 	comm = find_comm(model, call->comm_id, call->nranks);
 	if (!comm)
 		return NULL;
 	rank = &comm->ranks[call->rank];
-	if (ends_communicator(call->function)) {
+	if (ends_communicator(call->api)) {
 		rank->finished = true;
 		return NULL;
 	}

@@ -120,7 +120,7 @@ uint64_t progress_comm_last_arrival(const struct progress_comm *comm, int64_t in
 int64_t progress_comm_step_end(const struct progress_comm *comm, int64_t step);
 
 /* Whether the call is a collective (every rank of the communicator takes part). */
-bool progress_is_collective(const char *function);
-bool progress_is_point_to_point(const char *function);
+bool progress_is_collective(const struct nccl_function *function);
+bool progress_is_point_to_point(const struct nccl_function *function);
 
 #endif /* TCHECK_PROGRESS_MODEL_H */

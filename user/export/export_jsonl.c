@@ -167,7 +167,7 @@ static int put_param(json_t *args, const struct nccl_param *param,
 
 json_t *export_json_call_args(const struct trace_nccl_call *call)
 {
-	const struct nccl_function *function = nccl_function_by_name(call->function);
+	const struct nccl_function *function = call->api;
 	uint32_t count = call->param_count < NCCL_MAX_PARAMS ? call->param_count : NCCL_MAX_PARAMS;
 	json_t *args = json_object();
 	int failed = !args;

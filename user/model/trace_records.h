@@ -34,6 +34,13 @@ struct trace_python_stack {
 	const char *frames[TRACE_PY_STACK_MAX];
 };
 
+/* The Python side of a process when it made an NCCL call: given to the call builder. */
+struct trace_python_context {
+	int32_t step;	/* training step (meta variable), -1 unknown */
+	uint32_t stage; /* enum trace_stage */
+	struct trace_python_stack py_stack;
+};
+
 /* Training stage (meta variable), from Module.train() and Module.eval(). */
 enum trace_stage {
 	TRACE_STAGE_UNKNOWN = 0,
@@ -53,6 +60,8 @@ struct trace_nccl_call {
 	uint32_t pid;
 	uint32_t tid;
 	const char *function; /* public name, "ncclAllReduce" */
+	/* Its nccl.h table entry, set where the call is built or read; NULL: not in the table. */
+	const struct nccl_function *api;
 	int32_t result;	      /* ncclResult_t */
 	uint32_t depth;	      /* NCCL calls already open on the thread (0: from the application) */
 	uint32_t group_depth; /* ncclGroupStart calls open on the thread */

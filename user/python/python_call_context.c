@@ -25,11 +25,12 @@ static const char *tracer_code_name(void *context, uint32_t pid, uint64_t code,
 	return python_tracer_code_name(context, pid, code, name_object);
 }
 
-void python_call_context_fill(struct python_tracer *tracer, const struct tcheck_call_record *raw,
-			      struct trace_nccl_call *call)
+bool python_call_context_read(struct python_tracer *tracer, const struct tcheck_call_record *raw,
+			      struct trace_python_context *context)
 {
-	if (python_tracer_meta(tracer, raw->header.pid, raw->header.timestamp_ns, &call->step,
-			       &call->stage))
-		return;
-	python_call_stack_fill(raw, tracer_code_name, tracer, &call->py_stack);
+	if (python_tracer_meta(tracer, raw->header.pid, raw->header.timestamp_ns, &context->step,
+			       &context->stage))
+		return false;
+	python_call_stack_fill(raw, tracer_code_name, tracer, &context->py_stack);
+	return true;
 }

@@ -7,6 +7,8 @@
 #ifndef TCHECK_PYTHON_CALL_CONTEXT_H
 #define TCHECK_PYTHON_CALL_CONTEXT_H
 
+#include <stdbool.h>
+
 #include "model/trace_records.h"
 #include "python/python_tracer.h"
 #include "tcheck/probe_abi.h"
@@ -25,8 +27,11 @@ typedef const char *(*python_code_name_fn)(void *context, uint32_t pid, uint64_t
 void python_call_stack_fill(const struct tcheck_call_record *raw, python_code_name_fn name,
 			    void *context, struct trace_python_stack *stack);
 
-/* Fills call->step, ->stage and ->py_stack from the raw record; untouched if not traced. */
-void python_call_context_fill(struct python_tracer *tracer, const struct tcheck_call_record *raw,
-			      struct trace_nccl_call *call);
+/*
+ * The step, stage and named Python stack of a raw call's process when it made
+ * the call. Returns false (context untouched) where its Python is not followed.
+ */
+bool python_call_context_read(struct python_tracer *tracer, const struct tcheck_call_record *raw,
+			      struct trace_python_context *context);
 
 #endif /* TCHECK_PYTHON_CALL_CONTEXT_H */

@@ -222,6 +222,7 @@ static void decode(const struct nccl_function *function, const struct tcheck_cal
 	call->pid = record->header.pid;
 	call->tid = record->header.tid;
 	call->function = function->name;
+	call->api = function;
 	call->result = (int32_t)record->return_value;
 	call->depth = record->depth;
 	call->rank = -1;
@@ -459,7 +460,8 @@ static int emit_call(struct call_builder *builder, const struct trace_nccl_call 
 	return builder->emit(builder->context, &record);
 }
 
-int call_builder_add(struct call_builder *builder, const struct tcheck_call_record *record)
+int call_builder_add(struct call_builder *builder, const struct tcheck_call_record *record,
+		     const struct trace_python_context *python)
 {
 	const struct nccl_function *function = nccl_function_at(record->function_index);
 	struct process_state *process;
@@ -474,6 +476,11 @@ int call_builder_add(struct call_builder *builder, const struct tcheck_call_reco
 	if (!thread)
 		return -ENOMEM;
 	decode(function, record, &call);
+	if (python) {
+		call.step = python->step;
+		call.stage = python->stage;
+		call.py_stack = python->py_stack;
+	}
 	update_group_depth(thread, function, &call);
 	switch (function->kind) {
 	case NCCL_KIND_COMM_INIT:

@@ -32,8 +32,13 @@ struct call_builder *call_builder_create(call_builder_emit_fn emit, call_builder
 					 void *context);
 void call_builder_destroy(struct call_builder *builder);
 
-/* Feeds one TCHECK_RECORD_CALL record. Returns the emitter's result. */
-int call_builder_add(struct call_builder *builder, const struct tcheck_call_record *record);
+/*
+ * Feeds one TCHECK_RECORD_CALL record, with the Python side of its process
+ * when the call was made (NULL where Python is not followed). Returns the
+ * emitter's result.
+ */
+int call_builder_add(struct call_builder *builder, const struct tcheck_call_record *record,
+		     const struct trace_python_context *python);
 
 /* Forgets a process's threads and communicators (it exited or exec'ed). */
 void call_builder_forget_process(struct call_builder *builder, uint32_t pid);

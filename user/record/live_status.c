@@ -13,9 +13,9 @@ void live_status_init(struct live_status *status, uint64_t now_ns)
 	status->started_ns = now_ns;
 }
 
-void live_status_count(struct live_status *status, const char *function)
+void live_status_count(struct live_status *status, const struct nccl_function *function)
 {
-	int index = nccl_function_index(nccl_function_by_name(function));
+	int index = function ? nccl_function_index(function) : -1;
 
 	if (index >= 0 && index < 64)
 		status->calls_by_function[index]++;

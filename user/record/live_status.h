@@ -21,7 +21,7 @@ struct live_status {
 };
 
 void live_status_init(struct live_status *status, uint64_t now_ns);
-void live_status_count(struct live_status *status, const char *function);
+void live_status_count(struct live_status *status, const struct nccl_function *function);
 /* Prints one line; counters are the BPF loss counters (TCHECK_COUNTER_*). */
 void live_status_print(struct live_status *status, FILE *out, uint64_t now_ns,
 		       const uint64_t *counters, unsigned processes, unsigned communicators);

@@ -43,8 +43,7 @@ struct recorder {
 	struct probe_session *session;
 	struct library_discovery *discovery;
 	struct call_builder *builder;
-	struct python_tracer *python;		   /* NULL unless --python */
-	const struct tcheck_call_record *raw_call; /* the probe record being built, if any */
+	struct python_tracer *python; /* NULL unless --python */
 	struct work_requests *work_requests;
 	struct trace_writer *writer;
 	struct live_status status;
@@ -91,24 +90,14 @@ static int write_record(struct recorder *recorder, const struct trace_record *re
 static int emit_built_record(void *context, const struct trace_record *record)
 {
 	struct recorder *recorder = context;
-	const struct tcheck_call_record *raw = recorder->raw_call;
 
-	if (record->kind == TRACE_RECORD_NCCL_CALL && recorder->python && raw &&
-	    raw->header.pid == record->call.pid && raw->header.tid == record->call.tid &&
-	    raw->header.timestamp_ns == record->call.entry_ns) {
-		struct trace_record with_context = *record;
-
-		python_call_context_fill(recorder->python, raw, &with_context.call);
-		recorder->raw_call = NULL;
-		return emit_built_record(recorder, &with_context);
-	}
 	if (record->kind == TRACE_RECORD_PYTHON_CALL)
 		recorder->python_events++;
 	if (record->kind == TRACE_RECORD_NCCL_CALL) {
 		recorder->calls++;
-		/* Counting by name looks the function up: only for the live line. */
+		/* Only the live line counts calls per function. */
 		if (recorder->options->live_status)
-			live_status_count(&recorder->status, record->call.function);
+			live_status_count(&recorder->status, record->call.api);
 	}
 	return write_record(recorder, record);
 }
@@ -314,11 +303,22 @@ static void adopt_process(struct recorder *recorder, uint32_t pid)
 		add_process(recorder, pid, 0);
 }
 
+/* The Python side of a raw call, where its process's Python is followed; NULL otherwise. */
+static const struct trace_python_context *python_context_of(struct recorder *recorder,
+							    const struct tcheck_call_record *raw,
+							    struct trace_python_context *context)
+{
+	if (!recorder->python || !python_call_context_read(recorder->python, raw, context))
+		return NULL;
+	return context;
+}
+
 static int handle_probe_record(void *context, const void *data, size_t size)
 {
 	const struct tcheck_record_header *header = data;
 	const struct tcheck_process_record *notice = data;
 	struct recorder *recorder = context;
+	struct trace_python_context python;
 	struct traced_process *process;
 	char error[512];
 
@@ -328,11 +328,10 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 	case TCHECK_RECORD_CALL:
 		if (size < sizeof(struct tcheck_call_record))
 			return 0;
-		recorder->raw_call = data;
-		if (call_builder_add(recorder->builder, data))
+		if (call_builder_add(recorder->builder, data,
+				     python_context_of(recorder, data, &python)))
 			log_warning("a call record of process %u could not be decoded",
 				    header->pid);
-		recorder->raw_call = NULL;
 		return 0;
 	case TCHECK_RECORD_PROCESS_FORK:
 		if (recorder->options->follow_children)

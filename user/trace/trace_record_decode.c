@@ -77,6 +77,8 @@ static int decode_call(struct trace_reader *reader, const unsigned char *body, u
 		trace_reader_string_lookup(reader, body + TRACE_FORMAT_CALL_FUNCTION_AT, record_at);
 	if (!call->function)
 		return trace_reader_failure(reader);
+	/* The one lookup by name a call read from a file gets. */
+	call->api = nccl_function_by_name(call->function);
 	call->entry_ns = trace_format_get_u64(body + TRACE_FORMAT_CALL_ENTRY_NS_AT);
 	call->duration_ns = trace_format_get_u64(body + TRACE_FORMAT_CALL_DURATION_NS_AT);
 	call->pid = trace_format_get_u32(body + TRACE_FORMAT_CALL_PID_AT);
