@@ -76,7 +76,7 @@ static void create_world(struct call_builder *builder, uint64_t handle, int rank
 UNIT_TEST(call_builder, decodes_all_reduce_arguments_from_registers_and_stack)
 {
 	struct emitted emitted = { 0 };
-	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct call_builder *builder = call_builder_new(collect, NULL, &emitted);
 	struct tcheck_call_record call = make_call("ncclAllReduce", 1, 5000);
 	const struct trace_nccl_call *built;
 
@@ -104,13 +104,13 @@ UNIT_TEST(call_builder, decodes_all_reduce_arguments_from_registers_and_stack)
 	CU_ASSERT_EQUAL(built->rank, 2);
 	CU_ASSERT_EQUAL(built->nranks, 4);
 	CU_ASSERT_EQUAL(built->seq, 0);
-	call_builder_destroy(builder);
+	call_builder_free(builder);
 }
 
 UNIT_TEST(call_builder, reduce_root_is_the_sixth_register_and_comm_on_the_stack)
 {
 	struct emitted emitted = { 0 };
-	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct call_builder *builder = call_builder_new(collect, NULL, &emitted);
 	struct tcheck_call_record call = make_call("ncclReduce", 1, 5000);
 	const struct trace_nccl_call *built;
 
@@ -124,13 +124,13 @@ UNIT_TEST(call_builder, reduce_root_is_the_sixth_register_and_comm_on_the_stack)
 	CU_ASSERT_EQUAL(built->params[6], 0xc0de);
 	CU_ASSERT_EQUAL(built->params[7], 0x77);
 	CU_ASSERT_EQUAL(built->rank, 0);
-	call_builder_destroy(builder);
+	call_builder_free(builder);
 }
 
 UNIT_TEST(call_builder, sequence_numbers_count_accepted_top_level_calls_per_communicator)
 {
 	struct emitted emitted = { 0 };
-	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct call_builder *builder = call_builder_new(collect, NULL, &emitted);
 	struct tcheck_call_record call;
 
 	create_world(builder, 0xa, 0, 2);
@@ -161,13 +161,13 @@ UNIT_TEST(call_builder, sequence_numbers_count_accepted_top_level_calls_per_comm
 	call.args[4] = 0xb;
 	call_builder_add(builder, &call, NULL);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 1);
-	call_builder_destroy(builder);
+	call_builder_free(builder);
 }
 
 UNIT_TEST(call_builder, group_depth_follows_start_and_end_per_thread)
 {
 	struct emitted emitted = { 0 };
-	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct call_builder *builder = call_builder_new(collect, NULL, &emitted);
 	const char *sequence[] = { "ncclGroupStart", "ncclGroupStart", "ncclSend",
 				   "ncclGroupEnd",   "ncclRecv",       "ncclGroupEnd" };
 	const uint32_t expected[] = { 0, 1, 2, 1, 1, 0 };
@@ -184,13 +184,13 @@ UNIT_TEST(call_builder, group_depth_follows_start_and_end_per_thread)
 	call = make_call("ncclGroupStart", 2, 200);
 	call_builder_add(builder, &call, NULL);
 	CU_ASSERT_EQUAL(last_call(&emitted)->group_depth, 0);
-	call_builder_destroy(builder);
+	call_builder_free(builder);
 }
 
 UNIT_TEST(call_builder, split_identity_derives_from_parent_index_and_colour)
 {
 	struct emitted emitted = { 0 };
-	struct call_builder *builder = call_builder_create(collect, answer_resolve, &emitted);
+	struct call_builder *builder = call_builder_new(collect, answer_resolve, &emitted);
 	struct tcheck_call_record split;
 	uint64_t world_id;
 
@@ -215,13 +215,13 @@ UNIT_TEST(call_builder, split_identity_derives_from_parent_index_and_colour)
 	CU_ASSERT_NOT_EQUAL(nccl_split_comm_id(world_id, 0, 1), nccl_split_comm_id(world_id, 1, 1));
 	CU_ASSERT_NOT_EQUAL(nccl_split_comm_id(world_id, 0, 1), nccl_split_comm_id(world_id, 0, 2));
 	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 3);
-	call_builder_destroy(builder);
+	call_builder_free(builder);
 }
 
 UNIT_TEST(call_builder, refused_split_does_not_advance_the_split_index)
 {
 	struct emitted emitted = { 0 };
-	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct call_builder *builder = call_builder_new(collect, NULL, &emitted);
 	struct tcheck_call_record split;
 	uint64_t world_id;
 
@@ -241,13 +241,13 @@ UNIT_TEST(call_builder, refused_split_does_not_advance_the_split_index)
 	split.out_value = 0xb0;
 	call_builder_add(builder, &split, NULL);
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, nccl_split_comm_id(world_id, 0, 3));
-	call_builder_destroy(builder);
+	call_builder_free(builder);
 }
 
 UNIT_TEST(call_builder, init_all_makes_one_communicator_of_local_ranks)
 {
 	struct emitted emitted = { 0 };
-	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct call_builder *builder = call_builder_new(collect, NULL, &emitted);
 	struct tcheck_call_record call = make_call("ncclCommInitAll", 1, 100);
 	const uint64_t handles[3] = { 0xa0, 0xb0, 0xc0 };
 	uint64_t first_id = 0;
@@ -276,13 +276,13 @@ UNIT_TEST(call_builder, init_all_makes_one_communicator_of_local_ranks)
 	call_builder_add(builder, &call, NULL);
 	CU_ASSERT_EQUAL(last_call(&emitted)->rank, 1);
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, first_id);
-	call_builder_destroy(builder);
+	call_builder_free(builder);
 }
 
 UNIT_TEST(call_builder, unknown_handle_is_resolved_once_and_reported)
 {
 	struct emitted emitted = { 0 };
-	struct call_builder *builder = call_builder_create(collect, answer_resolve, &emitted);
+	struct call_builder *builder = call_builder_new(collect, answer_resolve, &emitted);
 	struct tcheck_call_record call;
 	int communicators = 0;
 
@@ -307,13 +307,13 @@ UNIT_TEST(call_builder, unknown_handle_is_resolved_once_and_reported)
 			CU_ASSERT_EQUAL(emitted.records[i].communicator.handle, 0xfeed);
 		}
 	CU_ASSERT_EQUAL(communicators, 1);
-	call_builder_destroy(builder);
+	call_builder_free(builder);
 }
 
 UNIT_TEST(call_builder, destroyed_handle_reused_gets_a_new_identity)
 {
 	struct emitted emitted = { 0 };
-	struct call_builder *builder = call_builder_create(collect, NULL, &emitted);
+	struct call_builder *builder = call_builder_new(collect, NULL, &emitted);
 	struct tcheck_call_record call;
 
 	create_world(builder, 0xa, 0, 2);
@@ -327,7 +327,7 @@ UNIT_TEST(call_builder, destroyed_handle_reused_gets_a_new_identity)
 	/* No resolver: the trace says the identity is unknown rather than guess. */
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0);
 	CU_ASSERT(last_call(&emitted)->flags & TRACE_CALL_COMM_UNRESOLVED);
-	call_builder_destroy(builder);
+	call_builder_free(builder);
 }
 
 UNIT_TEST(nccl_api, aliases_and_parameter_slots)

@@ -66,7 +66,7 @@ static void write_host(const char *path, int first_rank, uint64_t clock_ahead_ns
 	snprintf(header.hostname, sizeof(header.hostname), "node-%d", first_rank / 2);
 	header.anchor_monotonic_ns = job_start;
 	header.anchor_realtime_ns = REALTIME_ANCHOR;
-	writer = trace_writer_create(path, &header, error, sizeof(error));
+	writer = trace_writer_new(path, &header, error, sizeof(error));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(writer);
 	for (int rank = first_rank; rank < first_rank + 2; rank++) {
 		memset(&record, 0, sizeof(record));

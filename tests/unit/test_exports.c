@@ -240,7 +240,7 @@ static void write_sample_trace(const char *path, unsigned per_chunk)
 	header.anchor_monotonic_ns = 40000;
 	header.anchor_realtime_ns = 1700000000000000000ULL;
 	sample_records(records);
-	writer = trace_writer_create(path, &header, error, sizeof(error));
+	writer = trace_writer_new(path, &header, error, sizeof(error));
 	CU_ASSERT_FATAL(writer != NULL);
 	CU_ASSERT_EQUAL(trace_writer_set_chunk_limits(writer, per_chunk, 0), 0);
 	for (int i = 0; i < SAMPLE_COUNT; i++)

@@ -445,7 +445,7 @@ static void write_samples(const char *path, unsigned count, unsigned per_chunk,
 	struct trace_writer_stats stats;
 
 	test_header(&header);
-	writer = trace_writer_create(path, &header, error, sizeof(error));
+	writer = trace_writer_new(path, &header, error, sizeof(error));
 	CU_ASSERT_FATAL(writer != NULL);
 	CU_ASSERT_EQUAL(trace_writer_set_chunk_limits(writer, per_chunk, 0), 0);
 	if (chunk_end_count)
@@ -572,7 +572,7 @@ UNIT_TEST(trace_format, many_chunks_and_interned_strings)
 
 	/* One call per chunk: later chunks must reuse the ids the first ones defined. */
 	test_header(&header);
-	writer = trace_writer_create(path, &header, error, sizeof(error));
+	writer = trace_writer_new(path, &header, error, sizeof(error));
 	CU_ASSERT_FATAL(writer != NULL);
 	CU_ASSERT_EQUAL(trace_writer_set_chunk_limits(writer, 1, 0), 0);
 	for (unsigned i = 0; i < 300; i++) {
@@ -621,7 +621,7 @@ UNIT_TEST(trace_format, chunk_byte_limit)
 	int status;
 
 	test_header(&header);
-	writer = trace_writer_create(path, &header, error, sizeof(error));
+	writer = trace_writer_new(path, &header, error, sizeof(error));
 	CU_ASSERT_FATAL(writer != NULL);
 	CU_ASSERT_EQUAL(trace_writer_set_chunk_limits(writer, 0, 1024), 0);
 	CU_ASSERT_EQUAL(trace_writer_set_chunk_limits(writer, 0, TRACE_WRITER_MAX_CHUNK_BYTES + 1),
@@ -656,7 +656,7 @@ UNIT_TEST(trace_format, flushed_chunks_survive_a_writer_that_never_closes)
 	int status;
 
 	test_header(&header);
-	writer = trace_writer_create(path, &header, error, sizeof(error));
+	writer = trace_writer_new(path, &header, error, sizeof(error));
 	CU_ASSERT_FATAL(writer != NULL);
 	for (unsigned i = 0; i < 10; i++) {
 		struct trace_record record = sample_record(i);
@@ -1201,14 +1201,13 @@ UNIT_TEST(trace_format, writer_errors_are_sentences)
 	struct trace_writer *writer;
 
 	test_header(&header);
-	writer = trace_writer_create("/nonexistent-directory/x.trace", &header, error,
-				     sizeof(error));
+	writer = trace_writer_new("/nonexistent-directory/x.trace", &header, error, sizeof(error));
 	CU_ASSERT_PTR_NULL(writer);
 	CU_ASSERT_EQUAL(errno, ENOENT);
 	CU_ASSERT(strstr(error, "/nonexistent-directory/x.trace") != NULL);
 	CU_ASSERT(strstr(error, "No such file") != NULL);
 
-	writer = trace_writer_create(scratch_path("invalid.trace"), &header, error, sizeof(error));
+	writer = trace_writer_new(scratch_path("invalid.trace"), &header, error, sizeof(error));
 	CU_ASSERT_FATAL(writer != NULL);
 	record.call.param_count = NCCL_MAX_PARAMS + 1;
 	CU_ASSERT_EQUAL(trace_writer_add(writer, &record), -EINVAL);
@@ -1219,7 +1218,7 @@ UNIT_TEST(trace_format, writer_errors_are_sentences)
 	unlink(scratch_path("invalid.trace"));
 
 	/* A full disk: the writer stops and says why. */
-	writer = trace_writer_create("/dev/full", &header, error, sizeof(error));
+	writer = trace_writer_new("/dev/full", &header, error, sizeof(error));
 	if (writer)
 		trace_writer_close(writer, error, sizeof(error));
 	else
@@ -1244,7 +1243,7 @@ UNIT_TEST(trace_format, long_strings_are_cut_to_the_limit)
 	command[TRACE_FORMAT_MAX_STRING + 99] = '\0';
 	record.process.command = command;
 	test_header(&header);
-	writer = trace_writer_create(path, &header, error, sizeof(error));
+	writer = trace_writer_new(path, &header, error, sizeof(error));
 	CU_ASSERT_FATAL(writer != NULL);
 	CU_ASSERT_EQUAL(trace_writer_add(writer, &record), 0);
 	CU_ASSERT_EQUAL(trace_writer_close(writer, error, sizeof(error)), 0);
@@ -1348,7 +1347,7 @@ UNIT_TEST(trace_format, python_calls_round_trip_with_every_field)
 	 * chunks are reused by id in the later ones.
 	 */
 	test_header(&header);
-	writer = trace_writer_create(path, &header, error, sizeof(error));
+	writer = trace_writer_new(path, &header, error, sizeof(error));
 	CU_ASSERT_FATAL(writer != NULL);
 	CU_ASSERT_EQUAL(trace_writer_set_chunk_limits(writer, 2, 0), 0);
 	for (unsigned i = 0; i < extreme_count; i++) {

@@ -36,7 +36,7 @@ struct seen {
 	struct seen_call calls[SEEN_MAX];
 };
 
-static int collect(const struct trace_record *record, void *context)
+static int collect(void *context, const struct trace_record *record)
 {
 	struct seen *seen = context;
 	const struct trace_python_call *call = &record->python_call;
@@ -248,7 +248,7 @@ UNIT_TEST(traincheck_trace, post_without_pre_is_refused)
 	CU_ASSERT_EQUAL(seen.count, 0);
 }
 
-static int add_to_inference(const struct trace_record *record, void *context)
+static int add_to_inference(void *context, const struct trace_record *record)
 {
 	return inference_add(context, record);
 }

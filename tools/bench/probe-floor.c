@@ -114,7 +114,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "probe-floor: %s\n", error);
 		return 1;
 	}
-	session = probe_session_create(&config, ignore_record, NULL, error, sizeof(error));
+	session = probe_session_new(&config, ignore_record, NULL, error, sizeof(error));
 	if (!session) {
 		fprintf(stderr, "probe-floor: %s\n", error);
 		return 1;
@@ -122,13 +122,13 @@ int main(int argc, char **argv)
 	if (probe_session_attach_floor(session, options.library, offset, (int)options.pid, error,
 				       sizeof(error))) {
 		fprintf(stderr, "probe-floor: %s\n", error);
-		probe_session_destroy(session);
+		probe_session_free(session);
 		return 1;
 	}
 	fprintf(stderr, "probe-floor: attached to %s in %s at offset 0x%llx for pid %ld\n",
 		options.symbol, options.library, (unsigned long long)offset, options.pid);
 	while (!stop_requested)
 		sigsuspend(&waiting_mask);
-	probe_session_destroy(session);
+	probe_session_free(session);
 	return 0;
 }

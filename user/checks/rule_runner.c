@@ -103,7 +103,7 @@ static void report_violation(const struct rule_violation *violation, void *conte
 	}
 }
 
-static int observe(const struct trace_record *record, void *context)
+static int observe(void *context, const struct trace_record *record)
 {
 	return rule_checker_observe(context, record);
 }

@@ -24,7 +24,7 @@ static void usage(FILE *out)
 		"  -h, --help         this text\n");
 }
 
-static int add_record(const struct trace_record *record, void *context)
+static int add_record(void *context, const struct trace_record *record)
 {
 	return inference_add(context, record);
 }

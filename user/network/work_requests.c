@@ -64,7 +64,7 @@ static const struct nccl_ib_function nccl_ib_functions[] = {
 	{ "_Z15ncclIbMultiSendP14ncclIbSendCommi", WORK_REQUEST_PROBE_NCCL_MULTI_SEND, NULL },
 };
 
-struct work_requests *work_requests_create(struct probe_session *session)
+struct work_requests *work_requests_new(struct probe_session *session)
 {
 	struct work_requests *tracker = calloc(1, sizeof(*tracker));
 
@@ -76,7 +76,7 @@ struct work_requests *work_requests_create(struct probe_session *session)
 	return tracker;
 }
 
-void work_requests_destroy(struct work_requests *tracker)
+void work_requests_free(struct work_requests *tracker)
 {
 	uint64_t key;
 	void *value;

@@ -23,8 +23,8 @@ struct work_requests;
 /* Told each period about each process whose work requests are counted. */
 typedef void (*network_sample_fn)(void *context, const struct trace_network_sample *sample);
 
-struct work_requests *work_requests_create(struct probe_session *session);
-void work_requests_destroy(struct work_requests *tracker);
+struct work_requests *work_requests_new(struct probe_session *session);
+void work_requests_free(struct work_requests *tracker);
 
 /*
  * Registers an observer (the live detector): it is called with every

@@ -37,8 +37,8 @@ struct library_discovery {
 	void *file_hook_context;
 };
 
-struct library_discovery *library_discovery_create(struct probe_session *session,
-						   library_attached_fn on_attached, void *context)
+struct library_discovery *library_discovery_new(struct probe_session *session,
+						library_attached_fn on_attached, void *context)
 {
 	struct library_discovery *discovery = calloc(1, sizeof(*discovery));
 
@@ -53,7 +53,7 @@ struct library_discovery *library_discovery_create(struct probe_session *session
 	return discovery;
 }
 
-void library_discovery_destroy(struct library_discovery *discovery)
+void library_discovery_free(struct library_discovery *discovery)
 {
 	uint64_t key;
 	void *value;

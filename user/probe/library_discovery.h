@@ -20,9 +20,9 @@ struct library_discovery;
 /* Told about every library probed, for the trace. */
 typedef int (*library_attached_fn)(void *context, const struct trace_library *library);
 
-struct library_discovery *library_discovery_create(struct probe_session *session,
-						   library_attached_fn on_attached, void *context);
-void library_discovery_destroy(struct library_discovery *discovery);
+struct library_discovery *library_discovery_new(struct probe_session *session,
+						library_attached_fn on_attached, void *context);
+void library_discovery_free(struct library_discovery *discovery);
 
 /* Probes a library named by the user (--nccl-lib). */
 int library_discovery_add_path(struct library_discovery *discovery, const char *path, uint32_t pid,

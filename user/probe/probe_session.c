@@ -70,9 +70,9 @@ static int prepare_work_request_programs(struct tracer_bpf *skeleton)
 	       uprobe_link_prepare(skeleton->progs.verbs_open_device_return);
 }
 
-struct probe_session *probe_session_create(const struct probe_session_config *config,
-					   probe_record_fn on_record, void *context, char *error,
-					   size_t error_size)
+struct probe_session *probe_session_new(const struct probe_session_config *config,
+					probe_record_fn on_record, void *context, char *error,
+					size_t error_size)
 {
 	struct probe_session *session;
 	int result;
@@ -143,15 +143,15 @@ struct probe_session *probe_session_create(const struct probe_session_config *co
 	}
 	return session;
 fail:
-	probe_session_destroy(session);
+	probe_session_free(session);
 	return NULL;
 }
 
-void probe_session_destroy(struct probe_session *session)
+void probe_session_free(struct probe_session *session)
 {
 	if (!session)
 		return;
-	uprobe_link_list_destroy(&session->links);
+	uprobe_link_list_free(&session->links);
 	ring_buffer__free(session->ring_buffer);
 	tracer_bpf__destroy(session->skeleton);
 	free(session);

@@ -28,10 +28,10 @@ struct probe_session_config {
  * Loads the programs. Checks what the kernel needs first (root, BTF) so
  * that the error says what to do.
  */
-struct probe_session *probe_session_create(const struct probe_session_config *config,
-					   probe_record_fn on_record, void *context, char *error,
-					   size_t error_size);
-void probe_session_destroy(struct probe_session *session);
+struct probe_session *probe_session_new(const struct probe_session_config *config,
+					probe_record_fn on_record, void *context, char *error,
+					size_t error_size);
+void probe_session_free(struct probe_session *session);
 
 /* Tells 'on_failure' of every probe attachment the kernel refuses (the library's path). */
 void probe_session_on_attach_failure(struct probe_session *session,

@@ -201,7 +201,7 @@ size_t uprobe_link_detach_process(struct uprobe_link_list *list, int pid)
 	return detached;
 }
 
-void uprobe_link_list_destroy(struct uprobe_link_list *list)
+void uprobe_link_list_free(struct uprobe_link_list *list)
 {
 	for (size_t i = 0; i < list->count; i++)
 		detach(&list->links[i]);

@@ -57,6 +57,6 @@ int uprobe_link_attach(struct uprobe_link_list *list, struct bpf_program *progra
 size_t uprobe_link_detach_process(struct uprobe_link_list *list, int pid);
 
 /* Detaches everything and frees the list. */
-void uprobe_link_list_destroy(struct uprobe_link_list *list);
+void uprobe_link_list_free(struct uprobe_link_list *list);
 
 #endif /* TCHECK_UPROBE_LINKS_H */

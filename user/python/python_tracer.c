@@ -65,9 +65,8 @@ struct named_code {
 	bool runs_once;
 };
 
-struct python_tracer *python_tracer_create(struct probe_session *session,
-					   const char *const *prefixes, python_tracer_emit_fn emit,
-					   void *context)
+struct python_tracer *python_tracer_new(struct probe_session *session, const char *const *prefixes,
+					python_tracer_emit_fn emit, void *context)
 {
 	struct python_tracer *tracer = calloc(1, sizeof(*tracer));
 
@@ -113,7 +112,7 @@ static void free_process(struct python_process *process)
 	free(process);
 }
 
-void python_tracer_destroy(struct python_tracer *tracer)
+void python_tracer_free(struct python_tracer *tracer)
 {
 	uint64_t key;
 	void *value;

@@ -30,10 +30,9 @@ extern const char *const python_default_prefixes[];
  * NULL keeps the default training APIs, an empty list no function (torch
  * scopes and operators still come).
  */
-struct python_tracer *python_tracer_create(struct probe_session *session,
-					   const char *const *prefixes, python_tracer_emit_fn emit,
-					   void *context);
-void python_tracer_destroy(struct python_tracer *tracer);
+struct python_tracer *python_tracer_new(struct probe_session *session, const char *const *prefixes,
+					python_tracer_emit_fn emit, void *context);
+void python_tracer_free(struct python_tracer *tracer);
 
 /*
  * What advances the step meta variable: a torch scope name prefix or a

@@ -34,8 +34,8 @@ struct call_builder {
 	size_t communicator_count;
 };
 
-struct call_builder *call_builder_create(call_builder_emit_fn emit, call_builder_resolve_fn resolve,
-					 void *context)
+struct call_builder *call_builder_new(call_builder_emit_fn emit, call_builder_resolve_fn resolve,
+				      void *context)
 {
 	struct call_builder *builder = calloc(1, sizeof(*builder));
 
@@ -72,7 +72,7 @@ void call_builder_forget_process(struct call_builder *builder, uint32_t pid)
 		free_process(builder, process);
 }
 
-void call_builder_destroy(struct call_builder *builder)
+void call_builder_free(struct call_builder *builder)
 {
 	uint64_t key;
 	void *value;

@@ -28,9 +28,9 @@ typedef int (*call_builder_emit_fn)(void *context, const struct trace_record *re
 typedef void (*call_builder_resolve_fn)(void *context, uint32_t pid, uint64_t handle,
 					struct trace_communicator *communicator);
 
-struct call_builder *call_builder_create(call_builder_emit_fn emit, call_builder_resolve_fn resolve,
-					 void *context);
-void call_builder_destroy(struct call_builder *builder);
+struct call_builder *call_builder_new(call_builder_emit_fn emit, call_builder_resolve_fn resolve,
+				      void *context);
+void call_builder_free(struct call_builder *builder);
 
 /*
  * Feeds one TCHECK_RECORD_CALL record, with the Python side of its process

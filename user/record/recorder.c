@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/fnv_hash.h"
 #include "base/log.h"
 #include "base/system_clock.h"
 #include "base/u64_map.h"
@@ -48,6 +49,7 @@ struct recorder {
 	struct trace_writer *writer;
 	struct live_status status;
 	struct u64_map processes; /* pid -> traced_process */
+	struct u64_map notes;	  /* FNV-1a of a communicator note -> the note, kept to the end */
 	unsigned alive_count;
 	uint64_t processes_seen; /* every process traced, alive or not */
 	pid_t command_pid;
@@ -110,11 +112,31 @@ static int emit_library(void *context, const struct trace_library *library)
 	return write_record(context, &record);
 }
 
+/*
+ * A communicator's note, kept as long as the recorder: the call builder holds
+ * it with the communicator. Equal notes are kept once.
+ */
+static const char *keep_note(struct recorder *recorder, const char *text)
+{
+	uint64_t hash = fnv1a_string(text);
+	char *kept = u64_map_get(&recorder->notes, hash);
+
+	if (kept && strcmp(kept, text) == 0)
+		return kept;
+	if (kept)
+		return "the communicator's identity could not be read (its note is lost)";
+	kept = strdup(text);
+	if (!kept || u64_map_put(&recorder->notes, hash, kept)) {
+		free(kept);
+		return "the communicator's identity could not be read (out of memory)";
+	}
+	return kept;
+}
+
 /* Reads identity, rank and size of a communicator from the library's memory. */
 static void resolve_communicator(void *context, uint32_t pid, uint64_t handle,
 				 struct trace_communicator *communicator)
 {
-	static char note[512];
 	struct recorder *recorder = context;
 	struct nccl_comm_layout layout;
 	struct nccl_comm_values values;
@@ -130,9 +152,8 @@ static void resolve_communicator(void *context, uint32_t pid, uint64_t handle,
 	}
 	if (nccl_comm_layout_find(library, &layout, error, sizeof(error)) ||
 	    nccl_comm_read((pid_t)pid, handle, &layout, &values, error, sizeof(error))) {
-		snprintf(note, sizeof(note), "%s", error);
 		communicator->origin = TRACE_COMM_UNKNOWN;
-		communicator->note = note;
+		communicator->note = keep_note(recorder, error);
 		return;
 	}
 	communicator->origin = TRACE_COMM_RECOVERED;
@@ -548,7 +569,7 @@ static int open_outputs(struct recorder *recorder)
 		log_error("%s", error);
 		return -1;
 	}
-	recorder->writer = trace_writer_create(options->output_path, &header, error, sizeof(error));
+	recorder->writer = trace_writer_new(options->output_path, &header, error, sizeof(error));
 	if (!recorder->writer) {
 		log_error("%s", error);
 		return -1;
@@ -573,7 +594,7 @@ static int set_up(struct recorder *recorder, int *release_fd)
 			return -1;
 		}
 	recorder->session =
-		probe_session_create(&config, handle_probe_record, recorder, error, sizeof(error));
+		probe_session_new(&config, handle_probe_record, recorder, error, sizeof(error));
 	if (!recorder->session) {
 		log_error("%s", error);
 		return -1;
@@ -583,15 +604,15 @@ static int set_up(struct recorder *recorder, int *release_fd)
 						options->observer->context);
 	if (open_outputs(recorder))
 		return -1;
-	recorder->discovery = library_discovery_create(recorder->session, emit_library, recorder);
-	recorder->work_requests = work_requests_create(recorder->session);
+	recorder->discovery = library_discovery_new(recorder->session, emit_library, recorder);
+	recorder->work_requests = work_requests_new(recorder->session);
 	if (recorder->discovery && recorder->work_requests)
 		library_discovery_set_file_hook(recorder->discovery, check_work_request_file,
 						recorder->work_requests);
-	recorder->builder = call_builder_create(emit_built_record, resolve_communicator, recorder);
+	recorder->builder = call_builder_new(emit_built_record, resolve_communicator, recorder);
 	if (options->python)
-		recorder->python = python_tracer_create(recorder->session, options->python_prefixes,
-							emit_built_record, recorder);
+		recorder->python = python_tracer_new(recorder->session, options->python_prefixes,
+						     emit_built_record, recorder);
 	if (recorder->python) {
 		python_tracer_set_step_marker(recorder->python, options->step_marker);
 		python_tracer_set_torch_ops(recorder->python, options->torch_ops,
@@ -647,11 +668,14 @@ static void tear_down(struct recorder *recorder)
 		free(process);
 	}
 	u64_map_free(&recorder->processes);
-	call_builder_destroy(recorder->builder);
-	python_tracer_destroy(recorder->python);
-	library_discovery_destroy(recorder->discovery);
-	work_requests_destroy(recorder->work_requests);
-	probe_session_destroy(recorder->session);
+	for (size_t i = 0; u64_map_next(&recorder->notes, &i, &key, &value);)
+		free(value);
+	u64_map_free(&recorder->notes);
+	call_builder_free(recorder->builder);
+	python_tracer_free(recorder->python);
+	library_discovery_free(recorder->discovery);
+	work_requests_free(recorder->work_requests);
+	probe_session_free(recorder->session);
 }
 
 static void report_losses(struct recorder *recorder, const uint64_t *counters)

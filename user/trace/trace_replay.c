@@ -118,7 +118,7 @@ int64_t trace_replay(const char *path, trace_replay_fn callback, void *context, 
 		size = (uint64_t)status.st_size;
 	progress = progress && isatty(STDERR_FILENO);
 	while ((result = trace_reader_next(reader, &record)) > 0) {
-		int failed = callback(&record, context);
+		int failed = callback(context, &record);
 
 		if (failed) {
 			log_error("stopped reading %s: %s", path, strerror(-failed));

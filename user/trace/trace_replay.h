@@ -7,8 +7,8 @@
 
 #include "model/trace_records.h"
 
-/* Returns 0 to go on, a negative errno to stop. */
-typedef int (*trace_replay_fn)(const struct trace_record *record, void *context);
+/* Receives one record (context first, as every callback here). Returns 0 to go on, a negative errno to stop. */
+typedef int (*trace_replay_fn)(void *context, const struct trace_record *record);
 
 /*
  * Hands every record of 'path' to 'callback'. Returns the records read, or

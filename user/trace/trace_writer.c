@@ -254,8 +254,8 @@ static void reset_chunk(struct trace_writer *writer)
 	writer->chunk_last_ns = 0;
 }
 
-struct trace_writer *trace_writer_create(const char *path, const struct trace_header *header,
-					 char *error, size_t error_size)
+struct trace_writer *trace_writer_new(const char *path, const struct trace_header *header,
+				      char *error, size_t error_size)
 {
 	struct trace_writer *writer = calloc(1, sizeof(*writer));
 	int err;

@@ -46,8 +46,8 @@ int trace_header_init_local(struct trace_header *header, int argc, char *const a
  * format_version is ignored: the writer writes its own. Returns NULL with
  * 'error' filled (errno set) when the file cannot be created or written.
  */
-struct trace_writer *trace_writer_create(const char *path, const struct trace_header *header,
-					 char *error, size_t error_size);
+struct trace_writer *trace_writer_new(const char *path, const struct trace_header *header,
+				      char *error, size_t error_size);
 
 /*
  * A chunk is written once it holds 'max_records' records or 'max_bytes'

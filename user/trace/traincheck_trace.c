@@ -231,7 +231,7 @@ static uint64_t time_of(json_t *record)
 
 static int hand_out(struct reading *reading, const struct trace_record *record)
 {
-	int failed = reading->callback(record, reading->context);
+	int failed = reading->callback(reading->context, record);
 
 	if (failed)
 		return fail(reading, "stopped reading: %s", strerror(-failed));
