@@ -13,7 +13,10 @@
 #include "diagnose/job_diagnosis.h"
 #include "record/recorder.h"
 
+/* How many of each repeatable option one command line may give. */
 #define MAX_PIDS 256
+#define MAX_PYTHON_FILTERS 256
+#define MAX_TORCH_OPS 256
 
 static const char record_help[] =
 	"Usage: tcheck-bpf record -o FILE (--pid PID... | -- COMMAND [ARGS...])\n"
@@ -194,8 +197,8 @@ struct record_arguments {
 
 /* The lists the recorder's options point into; static, to keep them off the stack. */
 static pid_t pids[MAX_PIDS];
-static const char *python_prefixes[MAX_PIDS + 1];
-static const char *torch_ops[MAX_PIDS];
+static const char *python_prefixes[MAX_PYTHON_FILTERS + 1];
+static const char *torch_ops[MAX_TORCH_OPS];
 
 static const struct option long_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -246,8 +249,8 @@ static int apply_recorder_option(int option, const char *text, struct record_arg
 		options->python = true;
 		return 0;
 	case 'P':
-		if (arguments->python_prefix_count == MAX_PIDS) {
-			log_error("at most %d --python-filter options", MAX_PIDS);
+		if (arguments->python_prefix_count == MAX_PYTHON_FILTERS) {
+			log_error("at most %d --python-filter options", MAX_PYTHON_FILTERS);
 			return -1;
 		}
 		python_prefixes[arguments->python_prefix_count++] = text;
@@ -262,8 +265,8 @@ static int apply_recorder_option(int option, const char *text, struct record_arg
 		options->step_marker = text;
 		return 0;
 	case 'T':
-		if (options->torch_op_count == MAX_PIDS) {
-			log_error("at most %d --torch-op options", MAX_PIDS);
+		if (options->torch_op_count == MAX_TORCH_OPS) {
+			log_error("at most %d --torch-op options", MAX_TORCH_OPS);
 			return -1;
 		}
 		torch_ops[options->torch_op_count++] = text;

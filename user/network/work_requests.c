@@ -47,21 +47,22 @@ struct work_requests {
 struct nccl_ib_function {
 	const char *mangled_name;
 	uint64_t cookie;
-	const char *return_program; /* NULL: entry only */
+	enum probe_network_program return_program; /* PROBE_NETWORK_NONE: entry only */
 };
 
 static const struct nccl_ib_function nccl_ib_functions[] = {
 	/* 2.26 and newer: size_t sizes, a phandle argument. */
-	{ "_Z11ncclIbIsendPvS_miS_S_PS_", WORK_REQUEST_PROBE_NCCL_ISEND, NULL },
-	{ "_Z11ncclIbIrecvPviPS_PmPiS0_S0_S0_", WORK_REQUEST_PROBE_NCCL_IRECV, NULL },
+	{ "_Z11ncclIbIsendPvS_miS_S_PS_", WORK_REQUEST_PROBE_NCCL_ISEND, PROBE_NETWORK_NONE },
+	{ "_Z11ncclIbIrecvPviPS_PmPiS0_S0_S0_", WORK_REQUEST_PROBE_NCCL_IRECV, PROBE_NETWORK_NONE },
 	/* 2.23 and older: int sizes. */
 	{ "_Z11ncclIbIsendPvS_iiS_PS_",
-	  WORK_REQUEST_PROBE_NCCL_ISEND | WORK_REQUEST_COOKIE_INT_SIZES, NULL },
+	  WORK_REQUEST_PROBE_NCCL_ISEND | WORK_REQUEST_COOKIE_INT_SIZES, PROBE_NETWORK_NONE },
 	{ "_Z11ncclIbIrecvPviPS_PiS1_S0_S0_",
-	  WORK_REQUEST_PROBE_NCCL_IRECV | WORK_REQUEST_COOKIE_INT_SIZES, NULL },
+	  WORK_REQUEST_PROBE_NCCL_IRECV | WORK_REQUEST_COOKIE_INT_SIZES, PROBE_NETWORK_NONE },
 	/* Unchanged across versions. */
-	{ "_Z10ncclIbTestPvPiS0_", WORK_REQUEST_PROBE_NCCL_TEST, "nccl_ib_test_return" },
-	{ "_Z15ncclIbMultiSendP14ncclIbSendCommi", WORK_REQUEST_PROBE_NCCL_MULTI_SEND, NULL },
+	{ "_Z10ncclIbTestPvPiS0_", WORK_REQUEST_PROBE_NCCL_TEST, PROBE_NCCL_IB_TEST_RETURN },
+	{ "_Z15ncclIbMultiSendP14ncclIbSendCommi", WORK_REQUEST_PROBE_NCCL_MULTI_SEND,
+	  PROBE_NETWORK_NONE },
 };
 
 struct work_requests *work_requests_new(struct probe_session *session)
@@ -97,12 +98,12 @@ void work_requests_set_observer(struct work_requests *tracker, network_sample_fn
 	tracker->observer_context = context;
 }
 
-static int attach_one(struct work_requests *tracker, const char *program, int retprobe,
+static int attach_one(struct work_requests *tracker, enum probe_network_program program,
 		      const char *path, uint64_t offset, uint64_t cookie)
 {
 	char error[512];
-	int result = probe_session_attach_program(tracker->session, program, retprobe, path,
-						  &offset, &cookie, 1, error, sizeof(error));
+	int result = probe_session_attach_network(tracker->session, program, path, &offset, &cookie,
+						  1, error, sizeof(error));
 
 	if (result)
 		log_warning("work requests: %s", error);
@@ -116,7 +117,7 @@ static int attach_verbs_library(struct work_requests *tracker, const char *path,
 
 	if (elf_symbol_file_offset(path, "ibv_open_device", &offset, error, sizeof(error)))
 		return 0;
-	if (attach_one(tracker, "verbs_open_device_return", 1, path, offset, 0))
+	if (attach_one(tracker, PROBE_VERBS_OPEN_DEVICE_RETURN, path, offset, 0))
 		return 0;
 	if (pid)
 		log_notice("work requests: process %u maps %s: verbs devices it opened before "
@@ -168,10 +169,11 @@ static int attach_nccl_transport(struct work_requests *tracker, const char *path
 
 		if (!known[i])
 			continue;
-		if (function->return_program && attach_one(tracker, function->return_program, 1,
-							   path, offsets[i], function->cookie))
+		if (function->return_program != PROBE_NETWORK_NONE &&
+		    attach_one(tracker, function->return_program, path, offsets[i],
+			       function->cookie))
 			continue;
-		if (attach_one(tracker, "nccl_ib_entry", 0, path, offsets[i], function->cookie))
+		if (attach_one(tracker, PROBE_NCCL_IB_ENTRY, path, offsets[i], function->cookie))
 			continue;
 		found++;
 	}
@@ -215,8 +217,9 @@ static int already_probed(struct work_requests *tracker, uint64_t identity, uint
 /* Probes one provider function named by an ops pointer of pid; 1 when newly probed. */
 static int probe_provider_function(struct work_requests *tracker,
 				   const struct mapped_file_list *maps, uint64_t address,
-				   const char *entry_program, const char *return_program,
-				   char *error, size_t error_size)
+				   enum probe_network_program entry_program,
+				   enum probe_network_program return_program, char *error,
+				   size_t error_size)
 {
 	const struct mapped_file *file;
 	uint64_t offset, identity, cookie = 0;
@@ -232,16 +235,15 @@ static int probe_provider_function(struct work_requests *tracker,
 	if (file_identity(file->host_path, &identity) == 0 &&
 	    already_probed(tracker, identity, offset))
 		return 0;
-	if (return_program) {
-		result = probe_session_attach_program(tracker->session, return_program, true,
+	if (return_program != PROBE_NETWORK_NONE) {
+		result = probe_session_attach_network(tracker->session, return_program,
 						      file->host_path, &offset, &cookie, 1, error,
 						      error_size);
 		if (result)
 			return result;
 	}
-	result = probe_session_attach_program(tracker->session, entry_program, false,
-					      file->host_path, &offset, &cookie, 1, error,
-					      error_size);
+	result = probe_session_attach_network(tracker->session, entry_program, file->host_path,
+					      &offset, &cookie, 1, error, error_size);
 	return result ? result : 1;
 }
 
@@ -271,14 +273,14 @@ int work_requests_handle_record(struct work_requests *tracker, const void *data,
 	result = process_maps_read(pid, &maps, error, error_size);
 	if (result)
 		return result;
-	result = probe_provider_function(tracker, &maps, post_send, "verbs_post_send", NULL, error,
-					 error_size);
+	result = probe_provider_function(tracker, &maps, post_send, PROBE_VERBS_POST_SEND,
+					 PROBE_NETWORK_NONE, error, error_size);
 	if (result >= 0)
-		result = probe_provider_function(tracker, &maps, post_recv, "verbs_post_recv", NULL,
-						 error, error_size);
+		result = probe_provider_function(tracker, &maps, post_recv, PROBE_VERBS_POST_RECV,
+						 PROBE_NETWORK_NONE, error, error_size);
 	if (result >= 0)
-		result = probe_provider_function(tracker, &maps, poll_cq, "verbs_poll_cq_entry",
-						 "verbs_poll_cq_return", error, error_size);
+		result = probe_provider_function(tracker, &maps, poll_cq, PROBE_VERBS_POLL_CQ_ENTRY,
+						 PROBE_VERBS_POLL_CQ_RETURN, error, error_size);
 	mapped_file_list_free(&maps);
 	if (result < 0)
 		return result;
@@ -339,7 +341,7 @@ static int sample_process(struct work_requests *tracker, int fd, uint32_t pid, u
 void work_requests_forget_process(struct work_requests *tracker, uint32_t pid, uint64_t now_ns,
 				  network_sample_fn on_sample, void *context)
 {
-	int fd = probe_session_map_fd(tracker->session, "network_counters");
+	int fd = probe_session_network_counters_fd(tracker->session);
 
 	if (fd < 0 || sample_process(tracker, fd, pid, now_ns, on_sample, context))
 		return;
@@ -350,7 +352,7 @@ void work_requests_forget_process(struct work_requests *tracker, uint32_t pid, u
 size_t work_requests_sample(struct work_requests *tracker, uint64_t now_ns,
 			    network_sample_fn on_sample, void *context)
 {
-	int fd = probe_session_map_fd(tracker->session, "network_counters");
+	int fd = probe_session_network_counters_fd(tracker->session);
 	uint32_t key, next;
 	uint32_t *previous = NULL;
 	size_t samples = 0;

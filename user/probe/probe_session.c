@@ -314,28 +314,53 @@ int probe_session_set_comm_layout(struct probe_session *session, uint32_t slot,
 	return 0;
 }
 
-int probe_session_attach_program(struct probe_session *session, const char *program_name,
-				 bool retprobe, const char *path, const uint64_t *offsets,
-				 const uint64_t *cookies, size_t count, char *error,
-				 size_t error_size)
+static struct bpf_program *network_program(struct tracer_bpf *skeleton,
+					   enum probe_network_program program, bool *retprobe)
 {
-	struct bpf_program *program =
-		bpf_object__find_program_by_name(session->skeleton->obj, program_name);
-
-	if (!program) {
-		snprintf(error, error_size, "the BPF program %s is not built into tcheck-bpf",
-			 program_name);
-		return -ENOENT;
+	*retprobe = false;
+	switch (program) {
+	case PROBE_VERBS_OPEN_DEVICE_RETURN:
+		*retprobe = true;
+		return skeleton->progs.verbs_open_device_return;
+	case PROBE_VERBS_POST_SEND:
+		return skeleton->progs.verbs_post_send;
+	case PROBE_VERBS_POST_RECV:
+		return skeleton->progs.verbs_post_recv;
+	case PROBE_VERBS_POLL_CQ_ENTRY:
+		return skeleton->progs.verbs_poll_cq_entry;
+	case PROBE_VERBS_POLL_CQ_RETURN:
+		*retprobe = true;
+		return skeleton->progs.verbs_poll_cq_return;
+	case PROBE_NCCL_IB_ENTRY:
+		return skeleton->progs.nccl_ib_entry;
+	case PROBE_NCCL_IB_TEST_RETURN:
+		*retprobe = true;
+		return skeleton->progs.nccl_ib_test_return;
+	case PROBE_NETWORK_NONE:
+		break;
 	}
-	return uprobe_link_attach(&session->links, program, retprobe, path, offsets, cookies, count,
-				  -1, error, error_size);
+	return NULL;
 }
 
-int probe_session_map_fd(struct probe_session *session, const char *map_name)
+int probe_session_attach_network(struct probe_session *session, enum probe_network_program program,
+				 const char *path, const uint64_t *offsets, const uint64_t *cookies,
+				 size_t count, char *error, size_t error_size)
 {
-	struct bpf_map *map = bpf_object__find_map_by_name(session->skeleton->obj, map_name);
+	bool retprobe;
+	struct bpf_program *bpf_program = network_program(session->skeleton, program, &retprobe);
 
-	return map ? bpf_map__fd(map) : -ENOENT;
+	if (!bpf_program) {
+		snprintf(error, error_size,
+			 "no work-request program %d: this is a bug in tcheck-bpf", (int)program);
+		return -EINVAL;
+	}
+	return uprobe_link_attach(&session->links, bpf_program, retprobe, path, offsets, cookies,
+				  count, -1, error, error_size);
+}
+
+int probe_session_network_counters_fd(struct probe_session *session)
+{
+	return bpf_map__fd(session->skeleton->maps.network_counters);
 }
 
 int probe_session_poll(struct probe_session *session, int timeout_ms)

@@ -116,17 +116,28 @@ void probe_session_counters(struct probe_session *session, uint64_t *counters);
 /* Number of probes attached (entry and return count separately). */
 size_t probe_session_probe_count(const struct probe_session *session);
 
-/*
- * Attaches the program named program_name (a uprobe, or a uretprobe when
- * retprobe) at offsets of path, in every process mapping it; the traced
- * set filters in BPF. For probes that other modules own (work requests).
- */
-int probe_session_attach_program(struct probe_session *session, const char *program_name,
-				 bool retprobe, const char *path, const uint64_t *offsets,
-				 const uint64_t *cookies, size_t count, char *error,
-				 size_t error_size);
+/* The work-request programs (bpf/work_requests.bpf.c), which network/ attaches. */
+enum probe_network_program {
+	PROBE_NETWORK_NONE, /* no program: "entry only" in a table of probes */
+	PROBE_VERBS_OPEN_DEVICE_RETURN,
+	PROBE_VERBS_POST_SEND,
+	PROBE_VERBS_POST_RECV,
+	PROBE_VERBS_POLL_CQ_ENTRY,
+	PROBE_VERBS_POLL_CQ_RETURN,
+	PROBE_NCCL_IB_ENTRY,
+	PROBE_NCCL_IB_TEST_RETURN,
+};
 
-/* The file descriptor of the BPF map named map_name, or -ENOENT. */
-int probe_session_map_fd(struct probe_session *session, const char *map_name);
+/*
+ * Attaches a work-request program (a uprobe, or a uretprobe for the _RETURN
+ * ones) at offsets of path, in every process mapping it; the traced set
+ * filters in BPF.
+ */
+int probe_session_attach_network(struct probe_session *session, enum probe_network_program program,
+				 const char *path, const uint64_t *offsets, const uint64_t *cookies,
+				 size_t count, char *error, size_t error_size);
+
+/* The file descriptor of the per-process network counters map. */
+int probe_session_network_counters_fd(struct probe_session *session);
 
 #endif /* TCHECK_PROBE_SESSION_H */
