@@ -16,6 +16,7 @@
 
 #include "base/error_message.h"
 #include "model/nccl_api.h"
+#include "probe/library_file.h"
 
 /*
  * The sentences of failures that depend only on the file's contents, so a
@@ -104,8 +105,7 @@ void elf_symbols_cache_clear(void)
 
 /* An open ELF file and the parts every lookup needs. */
 struct elf_file {
-	int fd;
-	Elf *elf;
+	struct library_elf file;
 	GElf_Phdr *loads; /* PT_LOAD headers */
 	size_t load_count;
 	Elf_Scn *dynsym;
@@ -115,12 +115,9 @@ struct elf_file {
 static void elf_file_close(struct elf_file *file)
 {
 	free(file->loads);
-	if (file->elf)
-		elf_end(file->elf);
-	if (file->fd >= 0)
-		close(file->fd);
+	library_file_close_elf(&file->file);
 	memset(file, 0, sizeof(*file));
-	file->fd = -1;
+	file->file.fd = -1;
 }
 
 static int stat_file(const char *path, struct file_identity *identity, char *error,
@@ -159,24 +156,12 @@ static int elf_file_open(const char *path, struct elf_file *file, char *error, s
 	int err;
 
 	memset(file, 0, sizeof(*file));
-	file->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (file->fd < 0) {
-		err = errno;
-		if (err == EACCES || err == EPERM)
-			return error_fail(
-				error, error_size, err,
-				"cannot open %s: permission denied; run tcheck-bpf as root", path);
-		return error_fail(error, error_size, err, "cannot open %s: %s", path,
-				  strerror(err));
-	}
-	elf_version(EV_CURRENT);
-	/* Mapped, not read: only the pages of the tables we touch are loaded. */
-	file->elf = elf_begin(file->fd, ELF_C_READ_MMAP, NULL);
-	if (!file->elf || elf_kind(file->elf) != ELF_K_ELF) {
-		elf_file_close(file);
+	err = library_file_open_elf(path, &file->file, error, error_size);
+	if (err == -ENOEXEC)
 		return fail_cached(error, error_size, ENOEXEC, path);
-	}
-	if (elf_getphdrnum(file->elf, &header_count) != 0) {
+	if (err)
+		return err;
+	if (elf_getphdrnum(file->file.elf, &header_count) != 0) {
 		elf_file_close(file);
 		return error_fail(error, error_size, ENOEXEC, "%s is a damaged ELF file: %s", path,
 				  elf_errmsg(-1));
@@ -189,11 +174,11 @@ static int elf_file_open(const char *path, struct elf_file *file, char *error, s
 	for (size_t i = 0; i < header_count; i++) {
 		GElf_Phdr header;
 
-		if (gelf_getphdr(file->elf, (int)i, &header) && header.p_type == PT_LOAD)
+		if (gelf_getphdr(file->file.elf, (int)i, &header) && header.p_type == PT_LOAD)
 			file->loads[file->load_count++] = header;
 	}
-	for (Elf_Scn *section = elf_nextscn(file->elf, NULL); section;
-	     section = elf_nextscn(file->elf, section)) {
+	for (Elf_Scn *section = elf_nextscn(file->file.elf, NULL); section;
+	     section = elf_nextscn(file->file.elf, section)) {
 		GElf_Shdr header;
 
 		if (!gelf_getshdr(section, &header))
@@ -237,7 +222,7 @@ static bool symbol_table_open(struct elf_file *file, Elf_Scn *section, struct sy
 	if (!section || !gelf_getshdr(section, &header) || header.sh_entsize == 0)
 		return false;
 	table->symbols = elf_getdata(section, NULL);
-	strings = elf_getdata(elf_getscn(file->elf, header.sh_link), NULL);
+	strings = elf_getdata(elf_getscn(file->file.elf, header.sh_link), NULL);
 	if (!table->symbols || !strings || !strings->d_buf)
 		return false;
 	table->count = header.sh_size / header.sh_entsize;
@@ -424,23 +409,24 @@ static void read_build_id(struct elf_file *file, char *hex, size_t hex_size)
 	size_t header_count;
 
 	hex[0] = '\0';
-	for (Elf_Scn *section = elf_nextscn(file->elf, NULL); section;
-	     section = elf_nextscn(file->elf, section)) {
+	for (Elf_Scn *section = elf_nextscn(file->file.elf, NULL); section;
+	     section = elf_nextscn(file->file.elf, section)) {
 		GElf_Shdr header;
 
 		if (gelf_getshdr(section, &header) && header.sh_type == SHT_NOTE &&
 		    build_id_in_notes(elf_getdata(section, NULL), hex, hex_size))
 			return;
 	}
-	if (elf_getphdrnum(file->elf, &header_count) != 0)
+	if (elf_getphdrnum(file->file.elf, &header_count) != 0)
 		return;
 	for (size_t i = 0; i < header_count; i++) {
 		GElf_Phdr header;
 		Elf_Data *notes;
 
-		if (!gelf_getphdr(file->elf, (int)i, &header) || header.p_type != PT_NOTE)
+		if (!gelf_getphdr(file->file.elf, (int)i, &header) || header.p_type != PT_NOTE)
 			continue;
-		notes = elf_getdata_rawchunk(file->elf, (int64_t)header.p_offset, header.p_filesz,
+		notes = elf_getdata_rawchunk(file->file.elf, (int64_t)header.p_offset,
+					     header.p_filesz,
 					     header.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
 		if (build_id_in_notes(notes, hex, hex_size))
 			return;

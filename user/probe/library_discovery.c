@@ -15,6 +15,7 @@
 #include "base/system_clock.h"
 #include "base/u64_map.h"
 #include "probe/elf_symbols.h"
+#include "probe/library_file.h"
 #include "probe/nccl_comm_layout.h"
 #include "probe/process_maps.h"
 
@@ -337,14 +338,10 @@ static int find_executable(const char *command, char *path, size_t size)
 static int is_elf(const char *path)
 {
 	unsigned char magic[4] = { 0 };
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t got;
+	char error[256];
 
-	if (fd < 0)
-		return 0;
-	got = read(fd, magic, sizeof(magic));
-	close(fd);
-	return got == 4 && memcmp(magic, "\177ELF", 4) == 0;
+	return library_file_read_at(path, 0, magic, sizeof(magic), error, sizeof(error)) == 0 &&
+	       memcmp(magic, "\177ELF", 4) == 0;
 }
 
 /* Runs the loader in list mode (what ldd does): it maps nothing and runs nothing. */

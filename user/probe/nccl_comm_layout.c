@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
+#include "probe/library_file.h"
 #include "base/remote_memory.h"
 
 #define COMM_STRUCT_NAME "ncclComm"
@@ -333,19 +334,12 @@ static int find_layout(const char *path, struct nccl_comm_layout *layout,
 {
 	struct layout_search search = { .best_found = -1 };
 	Dwarf *dwarf;
-	int fd, err;
+	int fd;
 
 	layout_reset(layout);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = errno;
-		if (err == EACCES || err == EPERM)
-			return error_fail(
-				error, error_size, err,
-				"cannot open %s: permission denied; run tcheck-bpf as root", path);
-		return error_fail(error, error_size, err, "cannot open %s: %s", path,
-				  strerror(err));
-	}
+	fd = library_file_open(path, error, error_size);
+	if (fd < 0)
+		return fd;
 	dwarf = dwarf_begin(fd, DWARF_C_READ);
 	if (!dwarf) {
 		close(fd);

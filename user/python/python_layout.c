@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
+#include "probe/library_file.h"
 #include "base/remote_memory.h"
 
 #define SUPPORTED_VERSIONS "3.10, 3.11, 3.12 and 3.13"
@@ -385,17 +386,11 @@ int python_layout_from_debug_offsets(const void *bytes_in, size_t size,
 static int debug_offsets_read(const struct python_runtime *runtime, unsigned char *bytes,
 			      enum python_layout_source *source, char *error, size_t error_size)
 {
-	int fd;
-	bool read;
-
 	if (runtime->runtime_state_file_offset) {
-		fd = open(runtime->host_path, O_RDONLY | O_CLOEXEC);
-		read = fd >= 0 && pread(fd, bytes, PYTHON_DEBUG_OFFSETS_SIZE,
-					(off_t)runtime->runtime_state_file_offset) ==
-					  PYTHON_DEBUG_OFFSETS_SIZE;
-		if (fd >= 0)
-			close(fd);
-		if (read) {
+		/* Unreadable in the file: read from the process's memory instead. */
+		if (library_file_read_at(runtime->host_path, runtime->runtime_state_file_offset,
+					 bytes, PYTHON_DEBUG_OFFSETS_SIZE, error,
+					 error_size) == 0) {
 			*source = PYTHON_LAYOUT_FROM_DEBUG_OFFSETS_FILE;
 			return 0;
 		}

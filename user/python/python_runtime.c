@@ -14,6 +14,7 @@
 #include "base/error_message.h"
 #include "base/remote_memory.h"
 #include "probe/elf_symbols.h"
+#include "probe/library_file.h"
 #include "probe/process_maps.h"
 
 #define EVAL_FRAME_SYMBOL "_PyEval_EvalFrameDefault"
@@ -36,37 +37,26 @@ static void version_text(char *text, size_t size, int major, int minor, int micr
 
 /* An open ELF file, for what the symbol helpers do not give: headers, sections, bytes. */
 struct elf_view {
-	int fd;
-	Elf *elf;
+	struct library_elf file;
 	GElf_Ehdr header;
 };
 
 static void elf_view_close(struct elf_view *view)
 {
-	if (view->elf)
-		elf_end(view->elf);
-	if (view->fd >= 0)
-		close(view->fd);
-	view->elf = NULL;
-	view->fd = -1;
+	library_file_close_elf(&view->file);
 }
 
 static int elf_view_open(const char *path, struct elf_view *view, char *error, size_t error_size)
 {
-	memset(view, 0, sizeof(*view));
-	view->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (view->fd < 0) {
-		int err = errno;
+	int err;
 
-		return error_fail(error, error_size, err, "cannot open %s: %s", path,
-				  strerror(err));
-	}
-	elf_version(EV_CURRENT);
-	view->elf = elf_begin(view->fd, ELF_C_READ_MMAP, NULL);
-	if (!view->elf || elf_kind(view->elf) != ELF_K_ELF ||
-	    !gelf_getehdr(view->elf, &view->header)) {
+	memset(view, 0, sizeof(*view));
+	err = library_file_open_elf(path, &view->file, error, error_size);
+	if (err)
+		return err;
+	if (!gelf_getehdr(view->file.elf, &view->header)) {
 		elf_view_close(view);
-		return error_fail(error, error_size, ENOEXEC, "%s is not an ELF file", path);
+		return error_fail(error, error_size, ENOEXEC, "%s is a damaged ELF file", path);
 	}
 	return 0;
 }
@@ -77,10 +67,10 @@ static bool elf_view_program_header(struct elf_view *view, uint32_t type, size_t
 {
 	size_t count;
 
-	if (elf_getphdrnum(view->elf, &count) != 0)
+	if (elf_getphdrnum(view->file.elf, &count) != 0)
 		return false;
 	for (size_t i = *index; i < count; i++) {
-		if (gelf_getphdr(view->elf, (int)i, header) && header->p_type == type) {
+		if (gelf_getphdr(view->file.elf, (int)i, header) && header->p_type == type) {
 			*index = i + 1;
 			return true;
 		}
@@ -183,15 +173,15 @@ static int micro_from_read_only_data(struct elf_view *view, int major, int minor
 	Elf_Scn *section = NULL;
 	Elf_Data *data;
 
-	if (elf_getshdrstrndx(view->elf, &section_index) != 0)
+	if (elf_getshdrstrndx(view->file.elf, &section_index) != 0)
 		return -1;
-	while ((section = elf_nextscn(view->elf, section))) {
+	while ((section = elf_nextscn(view->file.elf, section))) {
 		GElf_Shdr header;
 		const char *name;
 
 		if (!gelf_getshdr(section, &header))
 			continue;
-		name = elf_strptr(view->elf, section_index, header.sh_name);
+		name = elf_strptr(view->file.elf, section_index, header.sh_name);
 		if (name && strcmp(name, ".rodata") == 0 && header.sh_type == SHT_PROGBITS)
 			break;
 	}
@@ -227,7 +217,7 @@ static uint64_t module_id_slot_of(struct elf_view *view, uint64_t variable_offse
 	uint64_t any_slot = 0;
 	Elf_Scn *section = NULL;
 
-	while ((section = elf_nextscn(view->elf, section))) {
+	while ((section = elf_nextscn(view->file.elf, section))) {
 		GElf_Shdr header;
 		Elf_Data *data;
 
@@ -248,7 +238,7 @@ static uint64_t module_id_slot_of(struct elf_view *view, uint64_t variable_offse
 			if (!any_slot)
 				any_slot = relocation.r_offset;
 			if (elf_view_file_offset(view, relocation.r_offset + 8, &offset_slot) &&
-			    read_exact(view->fd, offset_slot, &offset_value,
+			    read_exact(view->file.fd, offset_slot, &offset_value,
 				       sizeof(offset_value)) &&
 			    offset_value == variable_offset)
 				return relocation.r_offset;
@@ -266,7 +256,7 @@ static bool thread_local_symbol(struct elf_view *view, const char *name, uint64_
 {
 	Elf_Scn *section = NULL;
 
-	while ((section = elf_nextscn(view->elf, section))) {
+	while ((section = elf_nextscn(view->file.elf, section))) {
 		GElf_Shdr header;
 		Elf_Data *data;
 
@@ -281,7 +271,7 @@ static bool thread_local_symbol(struct elf_view *view, const char *name, uint64_
 			if (!gelf_getsym(data, (int)i, &symbol) ||
 			    GELF_ST_TYPE(symbol.st_info) != STT_TLS || symbol.st_shndx == SHN_UNDEF)
 				continue;
-			symbol_name = elf_strptr(view->elf, header.sh_link, symbol.st_name);
+			symbol_name = elf_strptr(view->file.elf, header.sh_link, symbol.st_name);
 			if (symbol_name && strcmp(symbol_name, name) == 0) {
 				*offset = symbol.st_value;
 				return true;
@@ -348,7 +338,7 @@ static int version_find(struct elf_view *view, struct python_runtime *runtime, c
 	/* const unsigned long Py_Version: 8 bytes of read-only data on x86-64, 3.11+. */
 	if (elf_symbol_find(runtime->host_path, "Py_Version", &location, NULL, 0) == 0 &&
 	    location.size >= 4 && location.size <= sizeof(value) &&
-	    read_exact(view->fd, location.file_offset, &value, location.size)) {
+	    read_exact(view->file.fd, location.file_offset, &value, location.size)) {
 		runtime->hex_version = (uint32_t)value;
 		runtime->major = (int)((value >> 24) & 0xFF);
 		runtime->minor = (int)((value >> 16) & 0xFF);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
+#include "probe/library_file.h"
 #include "probe/uprobe_entry_site.h"
 
 void torch_name_list_free(struct torch_name_list *list)
@@ -66,27 +67,18 @@ int torch_dynamic_names_with_prefix(const char *path, const char *prefix,
 {
 	size_t prefix_length = strlen(prefix);
 	Elf_Data *strings = NULL;
-	Elf *elf;
-	int fd, err = 0;
+	struct library_elf file;
+	int err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return error_fail(error, error_size, errno, "cannot open %s: %s", path,
-				  strerror(errno));
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		if (elf)
-			elf_end(elf);
-		close(fd);
-		return error_fail(error, error_size, ENOEXEC, "%s is not an ELF file", path);
-	}
-	for (Elf_Scn *section = elf_nextscn(elf, NULL); section && !strings;
-	     section = elf_nextscn(elf, section)) {
+	err = library_file_open_elf(path, &file, error, error_size);
+	if (err)
+		return err;
+	for (Elf_Scn *section = elf_nextscn(file.elf, NULL); section && !strings;
+	     section = elf_nextscn(file.elf, section)) {
 		GElf_Shdr header;
 
 		if (gelf_getshdr(section, &header) && header.sh_type == SHT_DYNSYM)
-			strings = elf_getdata(elf_getscn(elf, header.sh_link), NULL);
+			strings = elf_getdata(elf_getscn(file.elf, header.sh_link), NULL);
 	}
 	if (!strings || !strings->d_buf) {
 		err = error_fail(error, error_size, ENODATA,
@@ -103,8 +95,7 @@ int torch_dynamic_names_with_prefix(const char *path, const char *prefix,
 			error_format(error, error_size, "out of memory reading the names of %s",
 				     path);
 	}
-	elf_end(elf);
-	close(fd);
+	library_file_close_elf(&file);
 	if (err)
 		torch_name_list_free(list);
 	else
@@ -165,17 +156,12 @@ void torch_probe_site_free(struct torch_probe_site *site)
 int torch_probe_site_move_to_emulated_instruction(const char *path, struct torch_probe_site *site)
 {
 	uint8_t code[16];
-	char *reading;
-	int fd, offset;
+	char *reading, error[256];
+	int offset;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	/* Unreadable here: the probe stays on the function's first instruction. */
+	if (library_file_read_at(path, site->file_offset, code, sizeof(code), error, sizeof(error)))
 		return 0;
-	if (pread(fd, code, sizeof(code), (off_t)site->file_offset) != (ssize_t)sizeof(code)) {
-		close(fd);
-		return 0;
-	}
-	close(fd);
 	offset = uprobe_cheap_entry_offset(code, sizeof(code));
 	if (offset <= 0)
 		return 0;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
+#include "probe/library_file.h"
 #include "base/log.h"
 
 /* A mangled-name prefix; the rest of the name encodes a signature that varies by release. */
@@ -181,10 +182,9 @@ static int resolve_shared_enter(struct torch_probes *probes, const char *enter_n
 				  "%s gives record_function_enter_new a size of %llu bytes; its "
 				  "call to the shared enter function cannot be read",
 				  probes->host_path, (unsigned long long)enter_new->size);
-	reader.fd = open(probes->host_path, O_RDONLY | O_CLOEXEC);
+	reader.fd = library_file_open(probes->host_path, error, error_size);
 	if (reader.fd < 0)
-		return error_fail(error, error_size, errno, "cannot open %s: %s", probes->host_path,
-				  strerror(errno));
+		return reader.fd;
 	code = malloc(enter_new->size);
 	if (!code || fstat(reader.fd, &st) != 0 ||
 	    pread(reader.fd, code, enter_new->size, (off_t)enter_new->file_offset) !=
