@@ -221,6 +221,18 @@ static const struct option long_options[] = {
 };
 
 /* One option of the recorder itself: 0, -1 when its value is refused, 1 when it is none. */
+/* One more value of a repeatable option, within its limit. */
+static int append_text(const char **values, size_t *count, size_t limit, const char *option,
+		       const char *text)
+{
+	if (*count == limit) {
+		log_error("at most %zu %s options", limit, option);
+		return -1;
+	}
+	values[(*count)++] = text;
+	return 0;
+}
+
 static int apply_recorder_option(int option, const char *text, struct record_arguments *arguments)
 {
 	struct recorder_options *options = &arguments->options;
@@ -249,11 +261,9 @@ static int apply_recorder_option(int option, const char *text, struct record_arg
 		options->python = true;
 		return 0;
 	case 'P':
-		if (arguments->python_prefix_count == MAX_PYTHON_FILTERS) {
-			log_error("at most %d --python-filter options", MAX_PYTHON_FILTERS);
+		if (append_text(python_prefixes, &arguments->python_prefix_count,
+				MAX_PYTHON_FILTERS, "--python-filter", text))
 			return -1;
-		}
-		python_prefixes[arguments->python_prefix_count++] = text;
 		options->python = true;
 		options->python_prefixes = python_prefixes;
 		return 0;
@@ -265,11 +275,9 @@ static int apply_recorder_option(int option, const char *text, struct record_arg
 		options->step_marker = text;
 		return 0;
 	case 'T':
-		if (options->torch_op_count == MAX_TORCH_OPS) {
-			log_error("at most %d --torch-op options", MAX_TORCH_OPS);
+		if (append_text(torch_ops, &options->torch_op_count, MAX_TORCH_OPS, "--torch-op",
+				text))
 			return -1;
-		}
-		torch_ops[options->torch_op_count++] = text;
 		options->torch_ops = torch_ops;
 		options->python = true;
 		return 0;
