@@ -4,8 +4,10 @@
 # whose beginning came before the probes is not invented), every scoped call
 # the script made between the first and the last scope seen is in the trace
 # (nothing after attach is lost), scopes sit at depth 0, the step counts
-# from attach and moves with the script's own step, and each update scope
-# holds the script's parameter count of operator calls.
+# from attach and moves with the script's own step, every module call the
+# script's hooks logged in that window is traced at its step, and each update
+# scope holds the script's parameter count of operator calls. On torch 2.6 the
+# script runs chrooted: record --pid on a chrooted process.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 $TORCH_PYTHON "$ROOT/tests/workloads/python/train_cpu.py" --steps 250 --step-sleep-ms 20 \
@@ -45,7 +47,19 @@ inside = [r for r in scoped if window_start <= r["ts_ns"] and r["end_ns"] <= win
 assert len(inside) == len(scopes), ("scoped calls lost after attach", len(inside), len(scopes))
 # The step counts from attach; it moves with the script's.
 offsets = {call["step"] - s["step"] for s, call in matches}
-assert len(offsets) == 1 and offsets.pop() > first_step_logged, offsets
+assert len(offsets) == 1, offsets
+offset = offsets.pop()
+assert offset > first_step_logged, offset
+# Module calls in that window: one per invocation the script's hooks logged, each
+# at the script's step (less the steps before attach).
+CALL_IMPL = "torch.nn.modules.module.Module._call_impl"
+logged_modules = collections.Counter(r["step"] for r in log if r.get("kind") == "module"
+                                     and r["phase"] == "enter"
+                                     and window_start <= r["ts_ns"] <= window_end)
+traced_modules = collections.Counter(t["step"] + offset for t in trace if t["name"] == CALL_IMPL
+                                     and window_start <= t["ts_ns"]
+                                     and t["ts_ns"] + t["dur_ns"] <= window_end)
+assert logged_modules and logged_modules == traced_modules, (dict(logged_modules), dict(traced_modules))
 ops = [t for t in trace if t["kind"] == "torch_op"]
 for s, call in matches:
     if not s["name"].startswith("Optimizer.step#"):
@@ -53,5 +67,6 @@ for s, call in matches:
     held = collections.Counter(o["name"] for o in ops if o["tid"] == s["tid"] and s["ts_ns"] <= o["ts_ns"]
                                and o["ts_ns"] + o["dur_ns"] <= s["ts_ns"] + s["dur_ns"])
     assert held["aten::add_.Tensor"] == 2 * tensors and held["aten::mul_.Tensor"] == tensors, (call["step"], held)
-print(f"{len(scopes)} scopes from step {matches[0][1]['step']} on: none invented, none lost")
+print(f"{len(scopes)} scopes and {sum(traced_modules.values())} module calls from step "
+      f"{matches[0][1]['step']} on: none invented, none lost")
 PY
