@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reads the traces of one run into per-rank call sequences (run_model.h).
+ * A call's job rank is its process's RANK; a process launched without one
+ * takes its rank in the first communicator it created. Without a step
+ * from Python (record --python --step-marker), a rank's step starts at
+ * each recurrence of its first communication call.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error_message.h"
+#include "diff/run_model.h"
+#include "trace/trace_reader.h"
+
+/* A process of one trace and the job rank it was given. */
+struct run_process {
+	int trace;
+	uint32_t pid;
+	int job_rank;
+};
+
+struct run_model {
+	struct run_rank **ranks; /* indexed by job rank */
+	int rank_limit;
+	struct trace_reader **readers; /* kept open: the records' strings live in them */
+	int reader_count;
+	struct run_process *processes;
+	size_t process_count, process_capacity;
+};
+
+/* Makes room for one more item. Returns 0 or -ENOMEM. */
+static int grow(void **items, size_t *capacity, size_t count, size_t item_size)
+{
+	size_t wanted = *capacity ? *capacity * 2 : 16;
+	void *bigger;
+
+	if (count < *capacity)
+		return 0;
+	bigger = realloc(*items, wanted * item_size);
+	if (!bigger)
+		return -ENOMEM;
+	*items = bigger;
+	*capacity = wanted;
+	return 0;
+}
+
+static struct run_process *process_find(struct run_model *model, int trace, uint32_t pid)
+{
+	for (size_t i = model->process_count; i-- > 0;)
+		if (model->processes[i].trace == trace && model->processes[i].pid == pid)
+			return &model->processes[i];
+	return NULL;
+}
+
+/* The process, added with an unknown rank when first seen; NULL when out of memory. */
+static struct run_process *process_get(struct run_model *model, int trace, uint32_t pid)
+{
+	struct run_process *process = process_find(model, trace, pid);
+
+	if (process)
+		return process;
+	if (grow((void **)&model->processes, &model->process_capacity, model->process_count,
+		 sizeof(*model->processes)))
+		return NULL;
+	process = &model->processes[model->process_count++];
+	*process = (struct run_process){ trace, pid, -1 };
+	return process;
+}
+
+/* The rank's entry, made when first needed; NULL when out of memory. */
+static struct run_rank *rank_get(struct run_model *model, int job_rank)
+{
+	if (job_rank >= model->rank_limit) {
+		struct run_rank **bigger =
+			realloc(model->ranks, (size_t)(job_rank + 1) * sizeof(*bigger));
+
+		if (!bigger)
+			return NULL;
+		memset(bigger + model->rank_limit, 0,
+		       (size_t)(job_rank + 1 - model->rank_limit) * sizeof(*bigger));
+		model->ranks = bigger;
+		model->rank_limit = job_rank + 1;
+	}
+	if (!model->ranks[job_rank]) {
+		model->ranks[job_rank] = calloc(1, sizeof(struct run_rank));
+		if (model->ranks[job_rank])
+			model->ranks[job_rank]->job_rank = job_rank;
+	}
+	return model->ranks[job_rank];
+}
+
+/* The index of the communicator in the rank's order of first use, added when new; -1: no memory. */
+static int communicator_index(struct run_rank *rank, uint64_t key, int32_t nranks)
+{
+	for (size_t i = 0; i < rank->communicator_count; i++)
+		if (rank->communicators[i].key == key)
+			return (int)i;
+	if (grow((void **)&rank->communicators, &rank->communicator_capacity,
+		 rank->communicator_count, sizeof(*rank->communicators)))
+		return -1;
+	rank->communicators[rank->communicator_count] =
+		(struct run_communicator){ .key = key, .nranks = nranks };
+	return (int)rank->communicator_count++;
+}
+
+/* A parameter of the first matching type, or RUN_VALUE_NONE. */
+static int64_t call_param(const struct trace_nccl_call *call, enum nccl_param_type type,
+			  const char *name)
+{
+	const struct nccl_function *api = call->api;
+
+	for (int i = 0; i < api->param_count && i < (int)call->param_count; i++)
+		if (api->params[i].type == type && (!name || strcmp(api->params[i].name, name) == 0))
+			return (int64_t)call->params[i];
+	return RUN_VALUE_NONE;
+}
+
+static int64_t call_root_or_peer(const struct trace_nccl_call *call)
+{
+	int64_t value = call_param(call, NCCL_PARAM_INT, "root");
+
+	if (value == RUN_VALUE_NONE)
+		value = call_param(call, NCCL_PARAM_INT, "peer");
+	return value == RUN_VALUE_NONE ? value : (int64_t)(int32_t)value;
+}
+
+static int add_call(struct run_rank *rank, const struct trace_nccl_call *call, int64_t shift_ns)
+{
+	uint64_t key = call->comm_id ? call->comm_id : call->comm;
+	int communicator = communicator_index(rank, key, call->nranks);
+	struct run_call *entry;
+
+	if (communicator < 0 || grow((void **)&rank->calls, &rank->call_capacity,
+				     rank->call_count, sizeof(*rank->calls)))
+		return -ENOMEM;
+	entry = &rank->calls[rank->call_count++];
+	*entry = (struct run_call){
+		.function = call->api->name,
+		.communicator = communicator,
+		.step = call->step,
+		.count = call_param(call, NCCL_PARAM_SIZE, NULL),
+		.datatype = call_param(call, NCCL_PARAM_DATATYPE, NULL),
+		.op = call_param(call, NCCL_PARAM_REDOP, NULL),
+		.root = call_root_or_peer(call),
+		.entry_ns = (uint64_t)((int64_t)call->entry_ns + shift_ns),
+		.duration_ns = call->duration_ns,
+	};
+	rank->communicators[communicator].calls++;
+	return 0;
+}
+
+static int take_nccl_call(struct run_model *model, int trace, const struct trace_nccl_call *call,
+			  int64_t shift_ns)
+{
+	struct run_process *process = process_get(model, trace, call->pid);
+	struct run_rank *rank;
+
+	if (!process)
+		return -ENOMEM;
+	if (!call->api || call->depth > 0)
+		return 0;
+	/* No RANK in the environment: the rank in the first communicator made. */
+	if (process->job_rank < 0 && call->api->kind == NCCL_KIND_COMM_INIT && call->rank >= 0)
+		process->job_rank = call->rank;
+	if (!nccl_function_is_communication(call->api) || process->job_rank < 0)
+		return 0;
+	rank = rank_get(model, process->job_rank);
+	return rank ? add_call(rank, call, shift_ns) : -ENOMEM;
+}
+
+/* Appends "name=value" for one primitive argument. */
+static void format_argument(const struct trace_python_arg *arg, char *text, size_t size)
+{
+	switch (arg->type) {
+	case TRACE_VALUE_BOOL:
+		snprintf(text, size, "%s=%s", arg->name, arg->integer ? "True" : "False");
+		break;
+	case TRACE_VALUE_INT:
+		snprintf(text, size, "%s=%lld", arg->name, (long long)arg->integer);
+		break;
+	case TRACE_VALUE_FLOAT:
+		snprintf(text, size, "%s=%.17g", arg->name, arg->real);
+		break;
+	case TRACE_VALUE_STR:
+		snprintf(text, size, "%s='%s'", arg->name, arg->text ? arg->text : "");
+		break;
+	default:
+		snprintf(text, size, "%s=None", arg->name);
+	}
+}
+
+static char *python_arguments(const struct trace_python_call *call)
+{
+	char text[1024] = "", one[256];
+	size_t used = 0;
+
+	for (uint32_t i = 0; i < call->arg_count && i < TRACE_PY_ARGS_MAX; i++) {
+		format_argument(&call->args[i], one, sizeof(one));
+		used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%s", i ? ", " : "",
+					 one);
+		if (used >= sizeof(text))
+			break;
+	}
+	return strdup(text);
+}
+
+static int take_python_call(struct run_model *model, int trace,
+			    const struct trace_python_call *call, int64_t shift_ns)
+{
+	struct run_process *process = process_get(model, trace, call->pid);
+	struct run_python_event *event;
+	struct run_rank *rank;
+
+	if (!process)
+		return -ENOMEM;
+	if (process->job_rank < 0 && call->rank >= 0)
+		process->job_rank = call->rank;
+	if (process->job_rank < 0)
+		return 0;
+	rank = rank_get(model, process->job_rank);
+	if (!rank || grow((void **)&rank->python, &rank->python_capacity, rank->python_count,
+			  sizeof(*rank->python)))
+		return -ENOMEM;
+	event = &rank->python[rank->python_count];
+	*event = (struct run_python_event){
+		.name = call->qualified_name ? call->qualified_name : "",
+		.arguments = python_arguments(call),
+		.torch = !!(call->flags & (TRACE_PYTHON_TORCH_SCOPE | TRACE_PYTHON_TORCH_OP)),
+		.step = call->step,
+		.entry_ns = (uint64_t)((int64_t)call->entry_ns + shift_ns),
+	};
+	if (!event->arguments)
+		return -ENOMEM;
+	rank->python_count++;
+	return 0;
+}
+
+static int take_record(struct run_model *model, int trace, const struct trace_record *record,
+		       int64_t shift_ns)
+{
+	struct run_process *process;
+
+	switch (record->kind) {
+	case TRACE_RECORD_PROCESS:
+		process = process_get(model, trace, record->process.pid);
+		if (!process)
+			return -ENOMEM;
+		if (record->process.rank >= 0)
+			process->job_rank = record->process.rank;
+		return 0;
+	case TRACE_RECORD_NCCL_CALL:
+		return take_nccl_call(model, trace, &record->call, shift_ns);
+	case TRACE_RECORD_PYTHON_CALL:
+		return take_python_call(model, trace, &record->python_call, shift_ns);
+	default:
+		return 0;
+	}
+}
+
+static int read_trace(struct run_model *model, int trace, const char *path, int several,
+		      char *error, size_t error_size)
+{
+	struct trace_reader *reader = trace_reader_open(path, error, error_size);
+	const struct trace_header *header;
+	struct trace_record record;
+	int64_t shift_ns = 0;
+	int result;
+
+	if (!reader)
+		return -errno ? -errno : -EINVAL;
+	model->readers[model->reader_count++] = reader;
+	header = trace_reader_header(reader);
+	/* Several hosts: one clock, CLOCK_REALTIME through each trace's anchor. */
+	if (several)
+		shift_ns = (int64_t)(header->anchor_realtime_ns - header->anchor_monotonic_ns);
+	while ((result = trace_reader_next(reader, &record)) > 0)
+		if (take_record(model, trace, &record, shift_ns))
+			return error_fail(error, error_size, ENOMEM, "out of memory reading %s",
+					  path);
+	if (result < 0)
+		return error_fail(error, error_size, -result, "%s: %s", path,
+				  trace_reader_error(reader));
+	return 0;
+}
+
+static int same_signature(const struct run_call *a, const struct run_call *b)
+{
+	return strcmp(a->function, b->function) == 0 && a->count == b->count &&
+	       a->datatype == b->datatype && a->op == b->op && a->root == b->root;
+}
+
+/* Without a step from Python: a step starts at each recurrence of the rank's first call. */
+static void derive_steps(struct run_rank *rank)
+{
+	int step = -1;
+
+	for (size_t i = 0; i < rank->call_count; i++)
+		if (rank->calls[i].step >= 0)
+			return;
+	for (size_t i = 0; i < rank->call_count; i++) {
+		if (same_signature(&rank->calls[i], &rank->calls[0]))
+			step++;
+		rank->calls[i].step = step;
+	}
+}
+
+/* Python calls are written when they end: back into the order they began. */
+static int python_event_order(const void *left, const void *right)
+{
+	const struct run_python_event *a = left, *b = right;
+
+	if (a->entry_ns != b->entry_ns)
+		return a->entry_ns < b->entry_ns ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static void finish_rank(struct run_rank *rank)
+{
+	derive_steps(rank);
+	if (rank->python_count)
+		qsort(rank->python, rank->python_count, sizeof(*rank->python), python_event_order);
+	rank->steps = 0;
+	for (size_t i = 0; i < rank->call_count; i++)
+		if (rank->calls[i].step + 1 > rank->steps)
+			rank->steps = rank->calls[i].step + 1;
+	for (size_t i = 0; i < rank->python_count; i++)
+		if (rank->python[i].step + 1 > rank->steps)
+			rank->steps = rank->python[i].step + 1;
+}
+
+struct run_model *run_model_load(const char *const *paths, int count, char *error,
+				 size_t error_size)
+{
+	struct run_model *model = calloc(1, sizeof(*model));
+
+	if (!model || !(model->readers = calloc((size_t)count, sizeof(*model->readers)))) {
+		free(model);
+		error_format(error, error_size, "out of memory");
+		return NULL;
+	}
+	for (int i = 0; i < count; i++)
+		if (read_trace(model, i, paths[i], count > 1, error, error_size)) {
+			run_model_free(model);
+			return NULL;
+		}
+	for (int i = 0; i < model->rank_limit; i++)
+		if (model->ranks[i])
+			finish_rank(model->ranks[i]);
+	return model;
+}
+
+static void rank_free(struct run_rank *rank)
+{
+	if (!rank)
+		return;
+	for (size_t i = 0; i < rank->python_count; i++)
+		free(rank->python[i].arguments);
+	free(rank->python);
+	free(rank->calls);
+	free(rank->communicators);
+	free(rank);
+}
+
+void run_model_free(struct run_model *model)
+{
+	if (!model)
+		return;
+	for (int i = 0; i < model->rank_limit; i++)
+		rank_free(model->ranks[i]);
+	for (int i = 0; i < model->reader_count; i++)
+		trace_reader_close(model->readers[i]);
+	free(model->readers);
+	free(model->ranks);
+	free(model->processes);
+	free(model);
+}
+
+int run_model_rank_limit(const struct run_model *model)
+{
+	return model->rank_limit;
+}
+
+const struct run_rank *run_model_rank(const struct run_model *model, int job_rank)
+{
+	if (job_rank < 0 || job_rank >= model->rank_limit)
+		return NULL;
+	return model->ranks[job_rank];
+}
+
+int run_model_rank_count(const struct run_model *model)
+{
+	int count = 0;
+
+	for (int i = 0; i < model->rank_limit; i++)
+		count += model->ranks[i] != NULL;
+	return count;
+}
+
+void run_communicator_name(const struct run_rank *rank, int communicator, char *text,
+			   size_t size)
+{
+	if (!rank || communicator < 0 || (size_t)communicator >= rank->communicator_count) {
+		snprintf(text, size, "none");
+		return;
+	}
+	if (rank->communicators[communicator].nranks > 0)
+		snprintf(text, size, "comm %d (%d ranks)", communicator,
+			 rank->communicators[communicator].nranks);
+	else
+		snprintf(text, size, "comm %d", communicator);
+}
