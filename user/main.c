@@ -21,6 +21,7 @@ static const struct command commands[] = {
 	{ "dump", command_dump, "export a trace as JSON Lines or Perfetto/Chrome trace JSON" },
 	{ "check", command_check,
 	  "find hangs and slowdowns in traces; with --rules, silent errors" },
+	{ "diff", command_diff, "compare two runs of a job: first differences per rank, timing" },
 	{ "agent", command_agent, "node agent: find training processes, serve Prometheus metrics" },
 	{ "analyze", command_analyze, "localise a stalled job over all nodes from Prometheus" },
 	{ "infer", command_infer, "learn invariants from traces of healthy runs (rules file)" },

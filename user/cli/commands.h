@@ -11,6 +11,7 @@ int command_agent(int argc, char **argv);
 int command_analyze(int argc, char **argv);
 int command_infer(int argc, char **argv);
 int command_check(int argc, char **argv);
+int command_diff(int argc, char **argv);
 /* check --rules: the invariant checker (user/cli/command_check_rules.c). */
 int command_check_rules(int argc, char **argv);
 

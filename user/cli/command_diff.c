@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `tcheck-bpf diff`: compares two recorded runs of one job, a reference and
+ * a candidate, rank by rank and communicator by communicator, and reports
+ * where they first part; step and collective times side by side.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "cli/commands.h"
+#include "diff/diff_report.h"
+#include "diff/run_diff.h"
+#include "diff/run_model.h"
+#include "diff/run_timing.h"
+
+static const char diff_help[] =
+	"Usage: tcheck-bpf diff REF.trace... [--] CAND.trace... [--json] [--time-tolerance R]\n"
+	"\n"
+	"Compares two recorded runs of one job, a reference and a candidate. Each job\n"
+	"rank's calls are aligned per communicator (the n-th the rank used, of the same\n"
+	"size: never by address or hash), per step and call by call, and the first\n"
+	"place they part is reported per rank and communicator: a missing or extra\n"
+	"call, another count, datatype, op, root or peer, a call made on another\n"
+	"communicator, a different Python call or argument or torch operator, another\n"
+	"number of steps, ranks or communicators. Pids, addresses and times are not\n"
+	"compared. Without a step from Python (record --python --step-marker), a step\n"
+	"starts at each recurrence of a rank's first communication call.\n"
+	"\n"
+	"Several traces per side (one per host) are merged on their clock anchors.\n"
+	"With '--' between them the sides may hold different numbers of traces;\n"
+	"without it the traces are split in half.\n"
+	"\n"
+	"After the differences comes the mean step time and time per collective,\n"
+	"reference against candidate, flagged when off by more than the tolerance;\n"
+	"times never make the runs differ.\n"
+	"\n"
+	"Options:\n"
+	"      --json               JSON Lines: {\"kind\":\"difference\",\"job_rank\":R,\"step\":S,\n"
+	"                           \"communicator\":...,\"what\":\"count\",\"reference\":...,\n"
+	"                           \"candidate\":...,\"event\":...} and {\"kind\":\"timing\",...}\n"
+	"      --time-tolerance R   relative time difference flagged (default 0.25)\n"
+	"  -h, --help               this text\n"
+	"\n"
+	"Exit status: 0 the runs agree, 1 they differ, 2 bad input (a trace missing or\n"
+	"damaged, a side without traces).\n"
+	"\n"
+	"Examples:\n"
+	"  tcheck-bpf diff good.trace bad.trace\n"
+	"  tcheck-bpf diff node0-good.trace node1-good.trace -- node0-bad.trace node1-bad.trace\n"
+	"  tcheck-bpf diff good.trace bad.trace --json | jq 'select(.kind == \"difference\")'\n";
+
+struct diff_options {
+	const char **reference, **candidate;
+	int reference_count, candidate_count;
+	int json;
+	double time_tolerance;
+};
+
+/* Splits the traces into the two sides: at '--', or in half. Returns 0 or 2. */
+static int split_sides(const char **paths, int count, int separator, struct diff_options *options)
+{
+	if (separator < 0) {
+		if (count % 2) {
+			log_error("diff cannot tell reference from candidate traces among %d: give "
+				  "as many of each, or put -- between them",
+				  count);
+			return 2;
+		}
+		separator = count / 2;
+	}
+	options->reference = paths;
+	options->reference_count = separator;
+	options->candidate = paths + separator;
+	options->candidate_count = count - separator;
+	if (!options->reference_count || !options->candidate_count) {
+		log_error("diff needs reference and candidate traces (see tcheck-bpf diff --help)");
+		return 2;
+	}
+	return 0;
+}
+
+static int parse_tolerance(const char *text, struct diff_options *options)
+{
+	char *end;
+
+	options->time_tolerance = strtod(text, &end);
+	if (end == text || *end || !(options->time_tolerance >= 0)) {
+		log_error("--time-tolerance takes a ratio of 0 or more, such as 0.25, not '%s'",
+			  text);
+		return 2;
+	}
+	return 0;
+}
+
+/* Returns -1 to go on, or the exit status (0 after --help). 'paths' holds argc entries. */
+static int parse_options(int argc, char **argv, const char **paths, struct diff_options *options)
+{
+	int count = 0, separator = -1;
+
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+
+		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+			fputs(diff_help, stdout);
+			return 0;
+		} else if (strcmp(arg, "--json") == 0) {
+			options->json = 1;
+		} else if (strcmp(arg, "--time-tolerance") == 0 && i + 1 < argc) {
+			if (parse_tolerance(argv[++i], options))
+				return 2;
+		} else if (strncmp(arg, "--time-tolerance=", 17) == 0) {
+			if (parse_tolerance(arg + 17, options))
+				return 2;
+		} else if (strcmp(arg, "--") == 0 && separator < 0) {
+			separator = count;
+		} else if (arg[0] == '-' && arg[1]) {
+			log_error("diff: unknown option %s (see tcheck-bpf diff --help)", arg);
+			return 2;
+		} else {
+			paths[count++] = arg;
+		}
+	}
+	return split_sides(paths, count, separator, options) ? 2 : -1;
+}
+
+static struct run_model *load_side(const char *side, const char **paths, int count)
+{
+	char error[512];
+	struct run_model *model = run_model_load(paths, count, error, sizeof(error));
+
+	if (!model)
+		log_error("cannot read the %s run: %s", side, error);
+	return model;
+}
+
+static int report(const struct diff_options *options, const struct run_model *reference,
+		  const struct run_model *candidate)
+{
+	struct run_diff diff = { 0 };
+	struct run_timing timing = { 0 };
+	int status;
+
+	if (run_diff_compare(reference, candidate, &diff) ||
+	    run_timing_summarise(reference, candidate, options->time_tolerance, &timing)) {
+		log_error("out of memory comparing the runs");
+		run_diff_destroy(&diff);
+		run_timing_destroy(&timing);
+		return 2;
+	}
+	status = options->json ? diff_report_json(stdout, &diff, &timing)
+			       : diff_report_text(stdout, &diff, &timing);
+	if (!options->json)
+		printf("tcheck-bpf: %zu difference(s) between the reference (%d trace(s), %d "
+		       "rank(s)) and the candidate (%d trace(s), %d rank(s))\n",
+		       diff.count, options->reference_count, run_model_rank_count(reference),
+		       options->candidate_count, run_model_rank_count(candidate));
+	if (status)
+		log_error("cannot write the report to standard output");
+	status = status ? 2 : diff.count ? 1 : 0;
+	run_diff_destroy(&diff);
+	run_timing_destroy(&timing);
+	return status;
+}
+
+int command_diff(int argc, char **argv)
+{
+	struct diff_options options = { .time_tolerance = 0.25 };
+	const char **paths = calloc((size_t)argc, sizeof(*paths));
+	struct run_model *reference = NULL, *candidate = NULL;
+	int status;
+
+	if (!paths) {
+		log_error("out of memory");
+		return 2;
+	}
+	status = parse_options(argc, argv, paths, &options);
+	if (status < 0) {
+		reference = load_side("reference", options.reference, options.reference_count);
+		candidate = reference ? load_side("candidate", options.candidate,
+						  options.candidate_count)
+				      : NULL;
+		status = reference && candidate ? report(&options, reference, candidate) : 2;
+	}
+	run_model_free(reference);
+	run_model_free(candidate);
+	free(paths);
+	return status;
+}
