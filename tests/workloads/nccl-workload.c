@@ -100,6 +100,7 @@ struct options {
 	struct rank_step mismatch;
 	struct rank_step mismatch_datatype;
 	struct rank_step skip_replicated;
+	struct rank_step extra_call;
 	int wrong_comm_step; /* -1: off */
 	int slow_rank;
 	double slow_factor;
@@ -121,6 +122,7 @@ struct buffers {
 	int32_t bucket4[BUCKET4_COUNT];
 	double grad_norm[2];
 	float metrics[METRICS_COUNT];
+	float echo_out[METRICS_COUNT], echo_in[METRICS_COUNT];
 	float loss;
 	int64_t broadcast_send[BROADCAST_COUNT], broadcast_recv[BROADCAST_COUNT];
 	int32_t bcast[BCAST_COUNT];
@@ -143,7 +145,7 @@ struct worker {
 	struct buffers *data;
 	/* What this step issued, so only that is checked. */
 	bool skipped, mismatched, world_collectives;
-	bool mismatched_datatype, skipped_replicated, wrong_comm;
+	bool mismatched_datatype, skipped_replicated, wrong_comm, extra_call;
 };
 
 static volatile double compute_sink;
@@ -156,7 +158,7 @@ static void usage(FILE *out)
 		"R:K]\n"
 		"                     [--stall R:K] [--slow R:F] [--mismatch-count R:K]\n"
 		"                     [--mismatch-datatype R:K] [--skip-replicated R:K]\n"
-		"                     [--wrong-comm K] [--wait-file PATH]\n"
+		"                     [--wrong-comm K] [--extra-call R:K] [--wait-file PATH]\n"
 		"Runs N rank processes of a training-like job over libnccl.so.2 and writes\n"
 		"DIR/rank-R.jsonl (every NCCL call made, as JSON lines) and DIR/rank-R.progress\n"
 		"(the last finished step). Defaults: N=4 S=10 U=200 M=0; T=2 and P=2 where N "
@@ -177,6 +179,11 @@ static void usage(FILE *out)
 		"  --wrong-comm K         at step K every rank issues its tensor-parallel "
 		"all-reduce\n"
 		"                         on the data-parallel communicator\n"
+		"  --extra-call R:K       rank R makes one call more at step K: it sends its "
+		"metrics\n"
+		"                         to itself and receives them (ncclSend and ncclRecv in a\n"
+		"                         group on the world communicator), which no other rank\n"
+		"                         waits for\n"
 		"  --wait-file PATH       ranks wait for PATH to exist before their first NCCL "
 		"call\n"
 		"Example: nccl-workload --ranks 8 --steps 20 --log-dir /tmp/job\n");
@@ -255,6 +262,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 		{ "mismatch-datatype", required_argument, NULL, 'T' },
 		{ "skip-replicated", required_argument, NULL, 'R' },
 		{ "wrong-comm", required_argument, NULL, 'C' },
+		{ "extra-call", required_argument, NULL, 'E' },
 		{ "wait-file", required_argument, NULL, 'f' },
 		{ "worker", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
@@ -272,6 +280,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 		.mismatch = { -1, -1 },
 		.mismatch_datatype = { -1, -1 },
 		.skip_replicated = { -1, -1 },
+		.extra_call = { -1, -1 },
 		.wrong_comm_step = -1,
 		.slow_rank = -1,
 		.slow_factor = 1.0,
@@ -326,6 +335,9 @@ static int parse_options(int argc, char **argv, struct options *options)
 			break;
 		case 'R':
 			valid = parse_rank_step(optarg, &options->skip_replicated);
+			break;
+		case 'E':
+			valid = parse_rank_step(optarg, &options->extra_call);
 			break;
 		case 'C':
 			valid = parse_int(optarg, 0, INT_MAX, &value);
@@ -998,6 +1010,19 @@ static void check_world_collectives(const struct worker *worker, int step)
 		expect(worker, "scatter", (size_t)i, data->scatter_recv[i], rank * 100 + i + step);
 }
 
+/* The --extra-call fault: a message to itself, which needs no other rank. */
+static void echo_to_self(struct worker *worker)
+{
+	struct buffers *data = worker->data;
+
+	for (size_t i = 0; i < METRICS_COUNT; i++)
+		data->echo_out[i] = (float)(worker->rank * 10 + (int)i);
+	group_start(worker);
+	send_to(worker, worker->world, data->echo_out, METRICS_COUNT, worker->rank);
+	receive_from(worker, worker->world, data->echo_in, METRICS_COUNT, worker->rank);
+	group_end(worker);
+}
+
 static void write_progress(const struct worker *worker, int step)
 {
 	char path[PATH_MAX];
@@ -1050,6 +1075,8 @@ static void run_step(struct worker *worker, int step)
 				      options->mismatch_datatype.step == step;
 	worker->skipped_replicated = options->skip_replicated.rank == worker->rank &&
 				     options->skip_replicated.step == step;
+	worker->extra_call =
+		options->extra_call.rank == worker->rank && options->extra_call.step == step;
 	worker->wrong_comm = options->wrong_comm_step == step && worker->tp > 1 && worker->dp > 1;
 	worker->world_collectives = step % WORLD_COLLECTIVE_PERIOD == 0;
 	if (options->stall.rank == worker->rank && options->stall.step == step) {
@@ -1078,6 +1105,8 @@ static void run_step(struct worker *worker, int step)
 	world_reductions(worker, step);
 	if (worker->world_collectives)
 		world_collectives(worker, step);
+	if (worker->extra_call)
+		echo_to_self(worker);
 
 	ret = ncclCommGetAsyncError(worker->world, &async_error);
 	ground_truth_async_error(&worker->log, ret, worker->world, &async_error);
@@ -1097,6 +1126,9 @@ static void run_step(struct worker *worker, int step)
 		check_world_reductions(worker, step);
 	if (worker->world_collectives)
 		check_world_collectives(worker, step);
+	for (size_t i = 0; worker->extra_call && i < METRICS_COUNT; i++)
+		expect(worker, "send to self", i, worker->data->echo_in[i],
+		       worker->data->echo_out[i]);
 	fflush(worker->log.file);
 	if (options->step_sleep_ms)
 		sleep_ns(options->step_sleep_ms * 1000000L);

@@ -37,10 +37,12 @@ static const char diff_help[] =
 	"times never make the runs differ.\n"
 	"\n"
 	"Options:\n"
-	"      --json               JSON Lines: {\"kind\":\"difference\",\"job_rank\":R,\"step\":S,\n"
+	"      --json               JSON Lines: "
+	"{\"kind\":\"difference\",\"job_rank\":R,\"step\":S,\n"
 	"                           \"communicator\":...,\"what\":\"count\",\"reference\":...,\n"
-	"                           \"candidate\":...,\"event\":...} and {\"kind\":\"timing\",...}\n"
-	"      --time-tolerance R   relative time difference flagged (default 0.25)\n"
+	"                           \"candidate\":...,\"event\":...} and "
+	"{\"kind\":\"timing\",...}\n"
+	"      --time-tolerance R   relative time difference flagged (default 0.5)\n"
 	"  -h, --help               this text\n"
 	"\n"
 	"Exit status: 0 the runs agree, 1 they differ, 2 bad input (a trace missing or\n"
@@ -87,7 +89,7 @@ static int parse_tolerance(const char *text, struct diff_options *options)
 
 	options->time_tolerance = strtod(text, &end);
 	if (end == text || *end || !(options->time_tolerance >= 0)) {
-		log_error("--time-tolerance takes a ratio of 0 or more, such as 0.25, not '%s'",
+		log_error("--time-tolerance takes a ratio of 0 or more, such as 0.5, not '%s'",
 			  text);
 		return 2;
 	}
@@ -166,7 +168,7 @@ static int report(const struct diff_options *options, const struct run_model *re
 
 int command_diff(int argc, char **argv)
 {
-	struct diff_options options = { .time_tolerance = 0.25 };
+	struct diff_options options = { .time_tolerance = 0.5 };
 	const char **paths = calloc((size_t)argc, sizeof(*paths));
 	struct run_model *reference = NULL, *candidate = NULL;
 	int status;

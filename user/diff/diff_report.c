@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "diff/diff_report.h"
 #include "export/export_jsonl.h"
@@ -19,9 +20,8 @@ static void value_text(const struct run_value *value, char *text, size_t size)
 
 static void where_text(const struct run_difference *difference, char *text, size_t size)
 {
-	int used = difference->job_rank >= 0
-			   ? snprintf(text, size, "rank %d", difference->job_rank)
-			   : snprintf(text, size, "job");
+	int used = difference->job_rank >= 0 ? snprintf(text, size, "rank %d", difference->job_rank)
+					     : snprintf(text, size, "job");
 
 	if (difference->step >= 0 && used >= 0 && (size_t)used < size)
 		used += snprintf(text + used, size - (size_t)used, ", step %d", difference->step);
@@ -68,8 +68,15 @@ int diff_report_text(FILE *out, const struct run_diff *diff, const struct run_ti
 		where_text(difference, where, sizeof(where));
 		value_text(&difference->reference, left, sizeof(left));
 		value_text(&difference->candidate, right, sizeof(right));
-		fprintf(out, "%s: %s differs: reference %s, candidate %s (at %s)\n", where,
-			difference->what, left, right, difference->event);
+		if (strcmp(difference->what, "missing_call") == 0)
+			fprintf(out, "%s: missing call in the candidate: %s\n", where,
+				difference->event);
+		else if (strcmp(difference->what, "extra_call") == 0)
+			fprintf(out, "%s: extra call in the candidate: %s\n", where,
+				difference->event);
+		else
+			fprintf(out, "%s: %s differs: reference %s, candidate %s (at %s)\n", where,
+				difference->what, left, right, difference->event);
 	}
 	timing_text(out, timing);
 	return ferror(out) ? -EIO : 0;

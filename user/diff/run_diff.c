@@ -319,7 +319,8 @@ static void merge_moved_calls(struct run_diff *diff, size_t first)
 		for (size_t j = first; j < diff->count; j++) {
 			struct run_difference *extra = &diff->differences[j];
 
-			if (strcmp(extra->what, "extra_call") != 0 || extra->step != missing->step ||
+			if (strcmp(extra->what, "extra_call") != 0 ||
+			    extra->step != missing->step ||
 			    strcmp(extra->candidate.text, missing->reference.text) != 0)
 				continue;
 			missing->what = "communicator";

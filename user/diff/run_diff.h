@@ -28,10 +28,10 @@ struct run_value {
 };
 
 struct run_difference {
-	int job_rank;		/* -1: the job as a whole */
-	int step;		/* -1: before the first step, or not about one step */
-	char communicator[48];	/* "comm 1 (2 ranks)", "" when not about one */
-	const char *what;	/* "count", "datatype", "missing_call", ... (docs: man page) */
+	int job_rank;	       /* -1: the job as a whole */
+	int step;	       /* -1: before the first step, or not about one step */
+	char communicator[48]; /* "comm 1 (2 ranks)", "" when not about one */
+	const char *what;      /* "count", "datatype", "missing_call", ... (docs: man page) */
 	struct run_value reference;
 	struct run_value candidate;
 	char event[256]; /* the call where the runs part */

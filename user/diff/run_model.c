@@ -113,7 +113,8 @@ static int64_t call_param(const struct trace_nccl_call *call, enum nccl_param_ty
 	const struct nccl_function *api = call->api;
 
 	for (int i = 0; i < api->param_count && i < (int)call->param_count; i++)
-		if (api->params[i].type == type && (!name || strcmp(api->params[i].name, name) == 0))
+		if (api->params[i].type == type &&
+		    (!name || strcmp(api->params[i].name, name) == 0))
 			return (int64_t)call->params[i];
 	return RUN_VALUE_NONE;
 }
@@ -133,8 +134,8 @@ static int add_call(struct run_rank *rank, const struct trace_nccl_call *call, i
 	int communicator = communicator_index(rank, key, call->nranks);
 	struct run_call *entry;
 
-	if (communicator < 0 || grow((void **)&rank->calls, &rank->call_capacity,
-				     rank->call_count, sizeof(*rank->calls)))
+	if (communicator < 0 || grow((void **)&rank->calls, &rank->call_capacity, rank->call_count,
+				     sizeof(*rank->calls)))
 		return -ENOMEM;
 	entry = &rank->calls[rank->call_count++];
 	*entry = (struct run_call){
@@ -399,8 +400,7 @@ int run_model_rank_count(const struct run_model *model)
 	return count;
 }
 
-void run_communicator_name(const struct run_rank *rank, int communicator, char *text,
-			   size_t size)
+void run_communicator_name(const struct run_rank *rank, int communicator, char *text, size_t size)
 {
 	if (!rank || communicator < 0 || (size_t)communicator >= rank->communicator_count) {
 		snprintf(text, size, "none");

@@ -23,7 +23,7 @@ struct run_call {
 	int64_t count;	      /* RUN_VALUE_NONE when the function has none */
 	int64_t datatype;
 	int64_t op;
-	int64_t root; /* root of a rooted collective, or the peer of a send or receive */
+	int64_t root;	   /* root of a rooted collective, or the peer of a send or receive */
 	uint64_t entry_ns; /* on the side's common clock */
 	uint64_t duration_ns;
 };
@@ -72,7 +72,6 @@ const struct run_rank *run_model_rank(const struct run_model *model, int job_ran
 int run_model_rank_count(const struct run_model *model);
 
 /* "comm 2 (4 ranks)": how reports name a rank's communicator. */
-void run_communicator_name(const struct run_rank *rank, int communicator, char *text,
-			   size_t size);
+void run_communicator_name(const struct run_rank *rank, int communicator, char *text, size_t size);
 
 #endif /* TCHECK_RUN_MODEL_H */

@@ -58,15 +58,16 @@ static double function_time_ns(const struct run_model *model, const char *functi
 	return calls ? total / (double)calls : 0;
 }
 
-static void add_row(struct run_timing *timing, const char *name, double reference,
-		    double candidate, double tolerance)
+static void add_row(struct run_timing *timing, const char *name, double reference, double candidate,
+		    double tolerance)
 {
 	struct run_timing_row *row = &timing->rows[timing->count++];
 
 	snprintf(row->name, sizeof(row->name), "%s", name);
 	row->reference_ns = reference;
 	row->candidate_ns = candidate;
-	row->flagged = reference > 0 && candidate > 0 && fabs(candidate / reference - 1) > tolerance;
+	row->flagged =
+		reference > 0 && candidate > 0 && fabs(candidate / reference - 1) > tolerance;
 }
 
 int run_timing_summarise(const struct run_model *reference, const struct run_model *candidate,
