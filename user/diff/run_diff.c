@@ -216,19 +216,23 @@ static int report_fields(const struct comparison *at, const struct run_call *ref
 	return 0;
 }
 
-/* The first place two calls of other functions part: a missing, an extra or another call. */
+/*
+ * The first place two sequences part: a missing call (the candidate meets
+ * the reference again further on), an extra call, or another call. With
+ * 'report' 0, only says whether a missing or extra call explains it.
+ */
 static int report_parting(const struct comparison *at, const struct call_sequence *reference,
-			  const struct call_sequence *candidate, size_t i)
+			  const struct call_sequence *candidate, size_t i, int report)
 {
 	size_t missing = calls_to_skip(candidate, i, reference, i);
 	size_t extra = calls_to_skip(reference, i, candidate, i);
 
-	if (missing && extra) {
-		if (reference->count > candidate->count)
-			extra = 0;
-		else
-			missing = 0;
-	}
+	if (reference->count > candidate->count)
+		extra = missing ? 0 : extra;
+	else
+		missing = extra ? 0 : missing;
+	if (!report)
+		return missing || extra;
 	if (missing)
 		return report_call(at, "missing_call", reference->calls[i], NULL, i);
 	if (extra)
@@ -246,9 +250,12 @@ static int compare_sequences(const struct comparison *at, const struct call_sequ
 
 		if (same_call(left, right))
 			continue;
-		if (strcmp(left->function, right->function) == 0)
+		/* As many calls on both sides: one of them changed, none is missing. */
+		if (strcmp(left->function, right->function) == 0 &&
+		    (reference->count == candidate->count ||
+		     !report_parting(at, reference, candidate, i, 0)))
 			return report_fields(at, left, right, i);
-		return report_parting(at, reference, candidate, i);
+		return report_parting(at, reference, candidate, i, 1);
 	}
 	if (i < reference->count)
 		return report_call(at, "missing_call", reference->calls[i], NULL, i);

@@ -239,8 +239,8 @@ static int take_python_call(struct run_model *model, int trace,
 	return 0;
 }
 
-static int take_record(struct run_model *model, int trace, const struct trace_record *record,
-		       int64_t shift_ns)
+int run_model_add_record(struct run_model *model, int trace, const struct trace_record *record,
+			 int64_t shift_ns)
 {
 	struct run_process *process;
 
@@ -278,7 +278,7 @@ static int read_trace(struct run_model *model, int trace, const char *path, int 
 	if (several)
 		shift_ns = (int64_t)(header->anchor_realtime_ns - header->anchor_monotonic_ns);
 	while ((result = trace_reader_next(reader, &record)) > 0)
-		if (take_record(model, trace, &record, shift_ns))
+		if (run_model_add_record(model, trace, &record, shift_ns))
 			return error_fail(error, error_size, ENOMEM, "out of memory reading %s",
 					  path);
 	if (result < 0)
@@ -332,10 +332,22 @@ static void finish_rank(struct run_rank *rank)
 			rank->steps = rank->python[i].step + 1;
 }
 
+struct run_model *run_model_new(void)
+{
+	return calloc(1, sizeof(struct run_model));
+}
+
+void run_model_finish(struct run_model *model)
+{
+	for (int i = 0; i < model->rank_limit; i++)
+		if (model->ranks[i])
+			finish_rank(model->ranks[i]);
+}
+
 struct run_model *run_model_load(const char *const *paths, int count, char *error,
 				 size_t error_size)
 {
-	struct run_model *model = calloc(1, sizeof(*model));
+	struct run_model *model = run_model_new();
 
 	if (!model || !(model->readers = calloc((size_t)count, sizeof(*model->readers)))) {
 		free(model);
@@ -347,9 +359,7 @@ struct run_model *run_model_load(const char *const *paths, int count, char *erro
 			run_model_free(model);
 			return NULL;
 		}
-	for (int i = 0; i < model->rank_limit; i++)
-		if (model->ranks[i])
-			finish_rank(model->ranks[i]);
+	run_model_finish(model);
 	return model;
 }
 

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/trace_records.h"
+
 /* No value: a parameter the function does not have. */
 #define RUN_VALUE_NONE INT64_MIN
 
@@ -64,6 +66,16 @@ struct run_model;
 struct run_model *run_model_load(const char *const *paths, int count, char *error,
 				 size_t error_size);
 void run_model_free(struct run_model *model);
+
+/*
+ * A model built record by record (tests, or records from elsewhere):
+ * records of trace 'trace', times moved by 'shift_ns', then
+ * run_model_finish() once. add returns 0 or -ENOMEM.
+ */
+struct run_model *run_model_new(void);
+int run_model_add_record(struct run_model *model, int trace, const struct trace_record *record,
+			 int64_t shift_ns);
+void run_model_finish(struct run_model *model);
 
 /* The highest job rank + 1; run_model_rank() is NULL for ranks not seen. */
 int run_model_rank_limit(const struct run_model *model);
