@@ -174,10 +174,12 @@ static int report_call(const struct comparison *at, const char *what,
 		       size_t index)
 {
 	const struct run_call *shown = reference ? reference : candidate;
-	struct run_difference *difference =
-		add_difference(at->diff, at->job_rank, shown->step, at->communicator, what);
+	struct run_difference *difference;
 	char text[160];
 
+	if (!shown)
+		return -EINVAL;
+	difference = add_difference(at->diff, at->job_rank, shown->step, at->communicator, what);
 	if (!difference)
 		return -ENOMEM;
 	difference->reference = value_absent();
@@ -371,6 +373,8 @@ static int report_python(const struct comparison *at, const char *what,
 	const struct run_python_event *shown = reference ? reference : candidate;
 	struct run_difference *difference;
 
+	if (!shown)
+		return -EINVAL;
 	if (shown->torch && strcmp(what, "python_argument") != 0)
 		what = "torch_operator";
 	difference = add_difference(at->diff, at->job_rank, shown->step, "", what);
