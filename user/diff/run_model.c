@@ -7,6 +7,7 @@
  * each recurrence of its first communication call.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@ struct run_process {
 	int trace;
 	uint32_t pid;
 	int job_rank;
+	/* Python events seen while its rank was unknown: see place_unranked. */
+	struct run_rank *unranked;
 };
 
 struct run_model {
@@ -183,7 +186,10 @@ static void format_argument(const struct trace_python_arg *arg, char *text, size
 		snprintf(text, size, "%s=%lld", arg->name, (long long)arg->integer);
 		break;
 	case TRACE_VALUE_FLOAT:
-		snprintf(text, size, "%s=%.17g", arg->name, arg->real);
+		/* The shortest of %.15g and %.17g that reads back as the same double. */
+		snprintf(text, size, "%s=%.15g", arg->name, arg->real);
+		if (strtod(strchr(text, '=') + 1, NULL) != arg->real)
+			snprintf(text, size, "%s=%.17g", arg->name, arg->real);
 		break;
 	case TRACE_VALUE_STR:
 		snprintf(text, size, "%s='%s'", arg->name, arg->text ? arg->text : "");
@@ -208,6 +214,32 @@ static char *python_arguments(const struct trace_python_call *call)
 	return strdup(text);
 }
 
+static bool ends_with(const char *text, const char *suffix)
+{
+	size_t length = strlen(text), suffix_length = strlen(suffix);
+
+	return length >= suffix_length && strcmp(text + length - suffix_length, suffix) == 0;
+}
+
+/*
+ * Code run while a module is imported: module and class bodies (marked so by
+ * the recorder; in older traces, by name or an importer among the callers).
+ * Which of them a recording names depends on the recorder keeping up (they
+ * are freed once run), so they are not compared.
+ */
+static bool runs_at_import(const struct trace_python_call *call)
+{
+	if (call->flags & TRACE_PYTHON_RUNS_ONCE)
+		return true;
+	if (call->qualified_name && ends_with(call->qualified_name, ".<module>"))
+		return true;
+	for (uint32_t i = 0; i < call->py_stack.depth && i < TRACE_PY_STACK_MAX; i++)
+		if (call->py_stack.frames[i] &&
+		    strncmp(call->py_stack.frames[i], "importlib.", 10) == 0)
+			return true;
+	return false;
+}
+
 static int take_python_call(struct run_model *model, int trace,
 			    const struct trace_python_call *call, int64_t shift_ns)
 {
@@ -219,9 +251,13 @@ static int take_python_call(struct run_model *model, int trace,
 		return -ENOMEM;
 	if (process->job_rank < 0 && call->rank >= 0)
 		process->job_rank = call->rank;
-	if (process->job_rank < 0)
+	if (runs_at_import(call))
 		return 0;
-	rank = rank_get(model, process->job_rank);
+	if (process->job_rank >= 0)
+		rank = rank_get(model, process->job_rank);
+	else
+		rank = process->unranked ? process->unranked
+					 : (process->unranked = calloc(1, sizeof(*rank)));
 	if (!rank || grow((void **)&rank->python, &rank->python_capacity, rank->python_count,
 			  sizeof(*rank->python)))
 		return -ENOMEM;
@@ -332,6 +368,63 @@ static void finish_rank(struct run_rank *rank)
 			rank->steps = rank->python[i].step + 1;
 }
 
+/* Appends the events of 'from' to 'to', and frees 'from'. */
+static int move_python_events(struct run_rank *to, struct run_rank *from)
+{
+	for (size_t i = 0; i < from->python_count; i++) {
+		if (grow((void **)&to->python, &to->python_capacity, to->python_count,
+			 sizeof(*to->python)))
+			return -ENOMEM;
+		to->python[to->python_count++] = from->python[i];
+	}
+	free(from->python);
+	free(from);
+	return 0;
+}
+
+/*
+ * Python events of processes whose rank was unknown when they came: those of
+ * a process that got its rank later join it; in a run with no rank at all (a
+ * one-process job), the process with the most events is rank 0. The others
+ * (a launcher) are not part of any rank.
+ */
+static int place_unranked(struct run_model *model)
+{
+	struct run_process *busiest = NULL;
+	bool any_rank = false;
+
+	for (int i = 0; i < model->rank_limit; i++)
+		any_rank |= model->ranks[i] != NULL;
+	for (size_t i = 0; i < model->process_count; i++) {
+		struct run_process *process = &model->processes[i];
+
+		if (!process->unranked)
+			continue;
+		if (process->job_rank < 0 && !any_rank) {
+			if (!busiest ||
+			    process->unranked->python_count > busiest->unranked->python_count)
+				busiest = process;
+			continue;
+		}
+		if (process->job_rank >= 0) {
+			struct run_rank *rank = rank_get(model, process->job_rank);
+
+			if (!rank || move_python_events(rank, process->unranked))
+				return -ENOMEM;
+			process->unranked = NULL;
+		}
+	}
+	if (busiest) {
+		struct run_rank *rank = rank_get(model, 0);
+
+		busiest->job_rank = 0;
+		if (!rank || move_python_events(rank, busiest->unranked))
+			return -ENOMEM;
+		busiest->unranked = NULL;
+	}
+	return 0;
+}
+
 struct run_model *run_model_new(void)
 {
 	return calloc(1, sizeof(struct run_model));
@@ -339,6 +432,8 @@ struct run_model *run_model_new(void)
 
 void run_model_finish(struct run_model *model)
 {
+	/* Out of memory here leaves those events out, as reading them would have. */
+	place_unranked(model);
 	for (int i = 0; i < model->rank_limit; i++)
 		if (model->ranks[i])
 			finish_rank(model->ranks[i]);
@@ -383,6 +478,8 @@ void run_model_free(struct run_model *model)
 		rank_free(model->ranks[i]);
 	for (int i = 0; i < model->reader_count; i++)
 		trace_reader_close(model->readers[i]);
+	for (size_t i = 0; i < model->process_count; i++)
+		rank_free(model->processes[i].unranked);
 	free(model->readers);
 	free(model->ranks);
 	free(model->processes);

@@ -86,6 +86,8 @@ struct trace_nccl_call {
 #define TRACE_PYTHON_RAISED (1U << 0)	   /* left by an exception */
 #define TRACE_PYTHON_TORCH_SCOPE (1U << 1) /* a torch record_function scope, not a frame */
 #define TRACE_PYTHON_TORCH_OP (1U << 2)	   /* a torch C++ operator (at::_ops), not a frame */
+/* A module or class body: code run once, at import (no CO_NEWLOCALS). */
+#define TRACE_PYTHON_RUNS_ONCE (1U << 3)
 
 /* Types of a primitive argument value. */
 enum trace_value_type {

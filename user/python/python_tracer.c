@@ -575,6 +575,8 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 		call->tid = record->header.tid;
 		call->depth = record->depth;
 		call->flags = record->flags & TCHECK_PYTHON_RAISED ? TRACE_PYTHON_RAISED : 0;
+		if (named->runs_once)
+			call->flags |= TRACE_PYTHON_RUNS_ONCE;
 		call->first_line = named->first_line;
 		call->qualified_name = named->qualified_name;
 		call->file = named->file;
