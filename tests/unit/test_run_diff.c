@@ -224,8 +224,8 @@ UNIT_TEST(run_diff, python_argument)
 
 	CU_ASSERT_EQUAL(run_diff_compare(reference, candidate, &diff), 0);
 	assert_one(&diff, "python_argument", 0, 2, "");
-	CU_ASSERT_STRING_EQUAL(diff.differences[0].reference.text, "lr=0.10000000000000001");
-	CU_ASSERT_STRING_EQUAL(diff.differences[0].candidate.text, "lr=0.20000000000000001");
+	CU_ASSERT_STRING_EQUAL(diff.differences[0].reference.text, "lr=0.1");
+	CU_ASSERT_STRING_EQUAL(diff.differences[0].candidate.text, "lr=0.2");
 	run_diff_destroy(&diff);
 	run_model_free(reference);
 	run_model_free(candidate);
