@@ -4,7 +4,7 @@
 # run with another learning rate differs in exactly the optimizer's lr
 # argument at its construction; a run whose layer freezes at the step its
 # own log names differs first in the optimizer step's torch operators at
-# that step.
+# that step, which the side-by-side Perfetto file marks.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 PY="$ROOT/tests/workloads/python"
@@ -32,6 +32,10 @@ compare lr reference lr 1
 record healthy silent_errors.py --bug none --steps 5 --trigger 3 --log "$SCRATCH/healthy.json"
 record frozen silent_errors.py --bug frozen --steps 5 --trigger 3 --log "$SCRATCH/frozen.json"
 compare frozen healthy frozen 1
+status=0
+"$TCHECK" diff "$SCRATCH/healthy.trace" -- "$SCRATCH/frozen.trace" \
+	--perfetto "$SCRATCH/both.json" >/dev/null 2>&1 || status=$?
+[ "$status" = 1 ] || fail "diff --perfetto exited $status, not 1"
 
 python3 - "$SCRATCH" <<'PY' || fail "diff did not name exactly what changed"
 import json, os, sys
@@ -55,6 +59,16 @@ frozen = differences("frozen")
 assert len(frozen) == 1, frozen
 row = frozen[0]
 assert row["what"] == "torch_operator" and row["step"] == frozen_from, (row, frozen_from)
+# Side by side: both runs' ranks, and the difference marked on the healthy run
+# at one of its operators of that step (the first the frozen run lacks).
+events = json.load(open(os.path.join(scratch, "both.json")))["traceEvents"]
+names = {e["args"]["name"] for e in events if e["ph"] == "M"}
+assert names == {"reference rank 0", "candidate rank 0"}, names
+marks = [e for e in events if e["name"].startswith("difference: ")]
+assert [m["name"] for m in marks] == ["difference: torch_operator"], marks
+ops = [e for e in events if e["ph"] == "i" and e["pid"] == marks[0]["pid"]
+       and e["name"] == marks[0]["args"]["reference"] and e["args"]["step"] == frozen_from]
+assert ops and marks[0]["ts"] in {e["ts"] for e in ops}, (marks[0], ops[:2])
 print("same run: no difference; lr: the optimizer's lr at step 0; frozen layer: the step's "
       f"operators at step {frozen_from}, the script's own")
 PY

@@ -4,12 +4,14 @@
  * a candidate, rank by rank and communicator by communicator, and reports
  * where they first part; step and collective times side by side.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "cli/commands.h"
+#include "diff/diff_perfetto.h"
 #include "diff/diff_report.h"
 #include "diff/run_diff.h"
 #include "diff/run_model.h"
@@ -17,6 +19,7 @@
 
 static const char diff_help[] =
 	"Usage: tcheck-bpf diff REF.trace... [--] CAND.trace... [--json] [--time-tolerance R]\n"
+	"                       [--perfetto FILE]\n"
 	"\n"
 	"Compares two recorded runs of one job, a reference and a candidate. Each job\n"
 	"rank's calls are aligned per communicator (the n-th the rank used, of the same\n"
@@ -43,6 +46,8 @@ static const char diff_help[] =
 	"                           \"candidate\":...,\"event\":...} and "
 	"{\"kind\":\"timing\",...}\n"
 	"      --time-tolerance R   relative time difference flagged (default 0.5)\n"
+	"      --perfetto FILE      both runs side by side, the differences marked, as a\n"
+	"                           Chrome Trace Event file for ui.perfetto.dev\n"
 	"  -h, --help               this text\n"
 	"\n"
 	"Exit status: 0 the runs agree, 1 they differ, 2 bad input (a trace missing or\n"
@@ -51,12 +56,14 @@ static const char diff_help[] =
 	"Examples:\n"
 	"  tcheck-bpf diff good.trace bad.trace\n"
 	"  tcheck-bpf diff node0-good.trace node1-good.trace -- node0-bad.trace node1-bad.trace\n"
-	"  tcheck-bpf diff good.trace bad.trace --json | jq 'select(.kind == \"difference\")'\n";
+	"  tcheck-bpf diff good.trace bad.trace --json | jq 'select(.kind == \"difference\")'\n"
+	"  tcheck-bpf diff good.trace bad.trace --perfetto both.json\n";
 
 struct diff_options {
 	const char **reference, **candidate;
 	int reference_count, candidate_count;
 	int json;
+	const char *perfetto_path; /* NULL: no Perfetto file */
 	double time_tolerance;
 };
 
@@ -109,6 +116,8 @@ static int parse_options(int argc, char **argv, const char **paths, struct diff_
 			return 0;
 		} else if (strcmp(arg, "--json") == 0) {
 			options->json = 1;
+		} else if (strcmp(arg, "--perfetto") == 0 && i + 1 < argc) {
+			options->perfetto_path = argv[++i];
 		} else if (strcmp(arg, "--time-tolerance") == 0 && i + 1 < argc) {
 			if (parse_tolerance(argv[++i], options))
 				return 2;
@@ -137,6 +146,19 @@ static struct run_model *load_side(const char *side, const char **paths, int cou
 	return model;
 }
 
+static int write_perfetto(const char *path, const struct run_model *reference,
+			  const struct run_model *candidate, const struct run_diff *diff)
+{
+	FILE *out = fopen(path, "w");
+	int failed = !out || diff_perfetto_write(out, reference, candidate, diff);
+
+	if (out && fclose(out) != 0)
+		failed = 1;
+	if (failed)
+		log_error("cannot write %s: %s", path, strerror(errno));
+	return failed;
+}
+
 static int report(const struct diff_options *options, const struct run_model *reference,
 		  const struct run_model *candidate)
 {
@@ -160,6 +182,9 @@ static int report(const struct diff_options *options, const struct run_model *re
 		       options->candidate_count, run_model_rank_count(candidate));
 	if (status)
 		log_error("cannot write the report to standard output");
+	if (!status && options->perfetto_path &&
+	    write_perfetto(options->perfetto_path, reference, candidate, &diff))
+		status = -1;
 	status = status ? 2 : diff.count ? 1 : 0;
 	run_diff_destroy(&diff);
 	run_timing_destroy(&timing);

@@ -187,10 +187,12 @@ static int report_call(const struct comparison *at, const char *what,
 	if (reference) {
 		run_call_describe(reference, text, sizeof(text));
 		difference->reference = value_text(text);
+		difference->reference_ns = reference->entry_ns;
 	}
 	if (candidate) {
 		run_call_describe(candidate, text, sizeof(text));
 		difference->candidate = value_text(text);
+		difference->candidate_ns = candidate->entry_ns;
 	}
 	run_call_describe(shown, text, sizeof(text));
 	snprintf(difference->event, sizeof(difference->event), "%s, call %zu on the communicator",
@@ -212,6 +214,8 @@ static int report_fields(const struct comparison *at, const struct run_call *ref
 		return -ENOMEM;
 	difference->reference = left;
 	difference->candidate = right;
+	difference->reference_ns = reference->entry_ns;
+	difference->candidate_ns = candidate->entry_ns;
 	run_call_describe(reference, text, sizeof(text));
 	snprintf(difference->event, sizeof(difference->event), "%s, call %zu on the communicator",
 		 text, index);
@@ -382,12 +386,16 @@ static int report_python(const struct comparison *at, const char *what,
 		return -ENOMEM;
 	difference->reference = value_absent();
 	difference->candidate = value_absent();
-	if (reference)
+	if (reference) {
 		difference->reference =
 			value_text(arguments ? reference->arguments : reference->name);
-	if (candidate)
+		difference->reference_ns = reference->entry_ns;
+	}
+	if (candidate) {
 		difference->candidate =
 			value_text(arguments ? candidate->arguments : candidate->name);
+		difference->candidate_ns = candidate->entry_ns;
+	}
 	snprintf(difference->event, sizeof(difference->event), "%s %s",
 		 shown->torch ? "torch" : "Python call", shown->name);
 	return 0;

@@ -35,6 +35,8 @@ struct run_difference {
 	struct run_value reference;
 	struct run_value candidate;
 	char event[256]; /* the call where the runs part */
+	/* Where each run has that call, on its side's clock; 0 where it has none. */
+	uint64_t reference_ns, candidate_ns;
 };
 
 struct run_diff {
