@@ -59,7 +59,7 @@ TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES))
 	$(INTERPOSER) $(PROBE_FLOOR)
 
 .PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs rules \
-	eval-silent bench-inference bench-traincheck
+	eval-silent bench-inference bench-traincheck fuzz fuzz-build fuzz-targets fuzz-seeds sanitize
 .DELETE_ON_ERROR:
 
 all: tcheck-bpf test-programs
@@ -183,6 +183,46 @@ e2e-test: all
 test: all lint
 	$(TEST_PROGRAM_DIR)/unit-tests
 	tests/e2e/run-all.sh
+
+# Fuzz targets (tests/fuzz/fuzz_NAME.c), one per parser a user feeds files to, built
+# with clang's libFuzzer against the daemon's objects compiled again into their
+# own output folder. `make fuzz` runs each for FUZZ_SECONDS, starting from the
+# checked-in seeds (tests/fuzz/corpus/NAME/); what it learns stays in
+# $(FUZZ_DIR)/corpus/NAME/, and a crashing input is written to $(FUZZ_DIR)/crash-NAME-*.
+FUZZ_DIR := .output/fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_SANITIZERS := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(filter-out tests/fuzz/fuzz_input.c, \
+	$(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_BINARIES := $(patsubst %,$(FUZZ_DIR)/fuzz-%,$(FUZZ_NAMES))
+
+fuzz-build:
+	$(Q)$(MAKE) --no-print-directory OUTPUT=$(FUZZ_DIR) CC=$(CLANG) \
+		CFLAGS="-g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SANITIZERS)" fuzz-targets
+
+# Only with OUTPUT=$(FUZZ_DIR), as fuzz-build calls it.
+fuzz-targets: $(FUZZ_BINARIES)
+
+$(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.c tests/fuzz/fuzz_input.h $(LIBRARY_OBJECTS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -Itests/fuzz tests/fuzz/fuzz_$*.c \
+		tests/fuzz/fuzz_input.c $(LIBRARY_OBJECTS) $(LIBS) -o $@
+
+# Rewrites the trace reader's seeds with the trace writer (tests/fuzz/make_seed_traces.c).
+fuzz-seeds: $(LIBRARY_OBJECTS)
+	$(Q)$(CC) $(ALL_CFLAGS) tests/fuzz/make_seed_traces.c $(LIBRARY_OBJECTS) $(LIBS) \
+		-o $(OUTPUT)/make-seed-traces
+	$(Q)mkdir -p tests/fuzz/corpus/trace_reader
+	$(OUTPUT)/make-seed-traces tests/fuzz/corpus/trace_reader
+
+fuzz: fuzz-build
+	@for name in $(FUZZ_NAMES); do \
+		mkdir -p $(FUZZ_DIR)/corpus/$$name || exit 1; \
+		echo "fuzz-$$name: $(FUZZ_SECONDS) s"; \
+		$(FUZZ_DIR)/fuzz-$$name -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+			-close_fd_mask=3 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/crash-$$name- \
+			$(FUZZ_DIR)/corpus/$$name tests/fuzz/corpus/$$name || exit 1; \
+	done
 
 LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*.h user/*.c user/*/*.c user/*/*.h \
 	infer/*.c infer/*.h \

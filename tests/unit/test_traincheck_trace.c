@@ -345,3 +345,26 @@ UNIT_TEST(traincheck_trace, time_in_seconds_is_read_as_nanoseconds)
 	CU_ASSERT_EQUAL(seen.calls[0].duration_ns, 250000000ULL);
 	CU_ASSERT_EQUAL(seen.calls[0].returned.type, TRACE_VALUE_NONE);
 }
+
+/* Found by fuzzing (tests/fuzz/): a time in seconds too large for 64 bits of nanoseconds. */
+UNIT_TEST(traincheck_trace, time_beyond_any_clock_is_refused)
+{
+	static const char far_pre[] =
+		"{\"func_call_id\": \"1005_1\", \"thread_id\": 139500000000001, \"process_id\": "
+		"4101, \"meta_vars\": {\"step\": 0}, \"type\": \"function_call (pre)\", "
+		"\"function\": \"torch.cuda.set_device\", \"args\": {}, \"kwargs\": {}, "
+		"\"time\": 10000190e5}\n";
+	static const char far_state[] = "{\"var_name\": \"w\", " WHO ", " META
+					", \"type\": \"state_change\", \"attributes\": {}, "
+					"\"time\": 1e300}\n";
+	struct traincheck_stats stats = { 0 };
+	struct seen seen;
+	char error[256];
+
+	CU_ASSERT_EQUAL(read_text(far_pre, &seen, &stats, error, sizeof(error)), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, "snippet.log:1: a \"time\" of 1.00002e+12 seconds"));
+	CU_ASSERT_EQUAL(seen.count, 0);
+	CU_ASSERT_EQUAL(read_text(far_state, &seen, &stats, error, sizeof(error)), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, "snippet.log:1: a \"time\" of 1e+300 seconds"));
+	CU_ASSERT_EQUAL(seen.count, 0);
+}

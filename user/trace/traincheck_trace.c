@@ -229,6 +229,22 @@ static uint64_t time_of(json_t *record)
 	return unsigned_of(record, "time");
 }
 
+/* The most seconds 64 bits of nanoseconds hold (about 584 years). */
+#define TIME_SECONDS_MAX 18446744073.0
+
+/* A "time" in seconds too large for time_of() is refused: 0, or -1 with the error said. */
+static int check_time(struct reading *reading, json_t *record)
+{
+	json_t *value = json_object_get(record, "time");
+
+	if (json_is_real(value) && json_real_value(value) >= TIME_SECONDS_MAX)
+		return fail(reading,
+			    "a \"time\" of %g seconds, later than any clock reads: is the "
+			    "line damaged?",
+			    json_real_value(value));
+	return 0;
+}
+
 static int hand_out(struct reading *reading, const struct trace_record *record)
 {
 	int failed = reading->callback(reading->context, record);
@@ -446,7 +462,7 @@ static int read_record(struct reading *reading, json_t *record)
 	if (!type)
 		return fail(reading, "a record without \"type\": is this a TrainCheck trace?");
 	if (strcmp(type, "state_change") == 0)
-		return read_state(reading, record);
+		return check_time(reading, record) ? -1 : read_state(reading, record);
 	if (strncmp(type, "function_call ", strlen("function_call ")) != 0) {
 		reading->stats->ignored++;
 		return 0;
@@ -455,6 +471,8 @@ static int read_record(struct reading *reading, json_t *record)
 	function = json_string_value(json_object_get(record, "function"));
 	if (!id || !function)
 		return fail(reading, "a %s record without \"func_call_id\" or \"function\"", type);
+	if (check_time(reading, record))
+		return -1;
 	if (strcmp(type, "function_call (pre)") == 0)
 		return read_pre(reading, record, id, function);
 	raised = strcmp(type, "function_call (post) (exception)") == 0;
