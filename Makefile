@@ -179,10 +179,26 @@ unit-test: $(TEST_PROGRAM_DIR)/unit-tests
 e2e-test: all
 	tests/e2e/run-all.sh
 
-# Everything: lint, unit tests, then the end-to-end tests (they load BPF: root).
+# Everything: lint, unit tests (also under the sanitizers), then the end-to-end
+# tests (they load BPF: root).
 test: all lint
 	$(TEST_PROGRAM_DIR)/unit-tests
+	$(MAKE) --no-print-directory sanitize
 	tests/e2e/run-all.sh
+
+# The unit tests built with AddressSanitizer (leaks included) and
+# UndefinedBehaviorSanitizer into their own output folder, then run: any
+# finding fails. tests/sanitize/lsan.supp lists the leaks that are not ours.
+SANITIZE_DIR := .output/sanitize
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+sanitize:
+	$(Q)$(MAKE) --no-print-directory OUTPUT=$(SANITIZE_DIR) CFLAGS="-g -O1 $(SANITIZE_FLAGS)" \
+		$(SANITIZE_DIR)/tests/unit-tests
+	ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0:strict_string_checks=1 \
+		LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp:print_suppressions=0 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		$(SANITIZE_DIR)/tests/unit-tests
 
 # Fuzz targets (tests/fuzz/fuzz_NAME.c), one per parser a user feeds files to, built
 # with clang's libFuzzer against the daemon's objects compiled again into their

@@ -118,7 +118,9 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 			struct infer_field *field = &fields[shown.field_count];
 			const struct infer_field *interned;
 
-			memcpy(fields, parent->fields, parent->field_count * sizeof(fields[0]));
+			if (parent->field_count)
+				memcpy(fields, parent->fields,
+				       parent->field_count * sizeof(fields[0]));
 			field->name = string_pool_intern(checker->rules->pool, name);
 			field->value = string_pool_intern(checker->rules->pool, text);
 			interned = field->name && field->value

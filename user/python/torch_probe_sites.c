@@ -134,15 +134,16 @@ int torch_probe_site_set(struct torch_probe_site *site, const char *symbol, bool
 int torch_probe_site_set_reading(struct torch_probe_site *site, const char *format, ...)
 {
 	va_list arguments;
+	char *reading;
 	int written;
 
 	va_start(arguments, format);
-	written = vasprintf(&site->reading, format, arguments);
+	written = vasprintf(&reading, format, arguments);
 	va_end(arguments);
-	if (written < 0) {
-		site->reading = NULL;
+	if (written < 0)
 		return -ENOMEM;
-	}
+	free(site->reading);
+	site->reading = reading;
 	return 0;
 }
 

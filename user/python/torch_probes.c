@@ -84,14 +84,15 @@ static int resolve_process_groups(struct torch_probes *probes, char *error, size
 		err = torch_probe_site_set(&probes->process_groups[i], constructors[i], true,
 					   &location);
 		if (!err)
-			err = torch_probe_site_move_to_emulated_instruction(
-				probes->host_path, &probes->process_groups[i]);
-		if (!err)
 			err = torch_probe_site_set_reading(
 				&probes->process_groups[i],
 				"rdi -> the group being built, esi -> this process's "
 				"rank in it, edx -> its size; the first group a "
 				"process builds is the world");
+		/* After the reading: moving the site adds to it. */
+		if (!err)
+			err = torch_probe_site_move_to_emulated_instruction(
+				probes->host_path, &probes->process_groups[i]);
 	}
 	return err ? error_fail(error, error_size, ENOMEM, "out of memory") : 0;
 }
