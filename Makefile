@@ -244,19 +244,21 @@ LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*
 	infer/*.c infer/*.h \
 	tests/unit/*.c tests/unit/*.h tests/nccl_double/*.c tests/nccl_double/*.h \
 	tests/workloads/*.c tests/workloads/*.h tests/verbs_double/*.c tests/verbs_double/*.h \
-	tools/bench/*.c))
-# The daemon's own code; tests are checked by the compiler, cppcheck and by running.
-TIDY_SOURCES = $(wildcard user/*.c user/*/*.c infer/*.c tools/bench/*.c)
+	tools/bench/*.c tests/fuzz/*.c tests/fuzz/*.h))
+# The daemon's own code and the fuzz targets; other tests are checked by the compiler,
+# cppcheck and by running.
+TIDY_SOURCES = $(wildcard user/*.c user/*/*.c infer/*.c tools/bench/*.c tests/fuzz/*.c)
 lint: $(SKELETONS)
 	clang-format --dry-run --Werror $(LINT_SOURCES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem --inline-suppr -D__x86_64__ \
-		-Iinclude -Iuser -I. user infer tests/unit tests/nccl_double tests/workloads tests/verbs_double
+		-Iinclude -Iuser -I. -Itests/fuzz user infer tests/unit tests/nccl_double tests/workloads \
+		tests/verbs_double tests/fuzz
 	@# One file per run: clang-tidy 14 confuses va_lists across files of one run.
 	@# bpftool's generated skeleton (included by probe_session.c) trips the leak checker.
 	@for file in $(TIDY_SOURCES); do \
 		checks=; [ $$file = user/probe/probe_session.c ] && checks=--checks=-clang-analyzer-unix.Malloc; \
-		clang-tidy --quiet $$checks $$file -- $(ALL_CFLAGS) -Itests/nccl_double || exit 1; \
+		clang-tidy --quiet $$checks $$file -- $(ALL_CFLAGS) -Itests/nccl_double -Itests/fuzz || exit 1; \
 	done
 
 demo: all

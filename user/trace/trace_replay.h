@@ -7,7 +7,10 @@
 
 #include "model/trace_records.h"
 
-/* Receives one record (context first, as every callback here). Returns 0 to go on, a negative errno to stop. */
+/*
+ * Receives one record (context first, as every callback here). Returns 0 to
+ * go on, a negative errno to stop.
+ */
 typedef int (*trace_replay_fn)(void *context, const struct trace_record *record);
 
 /*
