@@ -58,7 +58,7 @@ static int add_rank(json_t *events, const struct side *side, const struct run_ra
 
 		failed |= append(events,
 				 json_pack("{s:s, s:s, s:f, s:f, s:i, s:i, s:{s:i}}", "name",
-					   call->function, "ph", "X", "ts",
+					   call->api->name, "ph", "X", "ts",
 					   microseconds(side, call->entry_ns), "dur",
 					   (double)call->duration_ns / 1000.0, "pid", pid, "tid",
 					   call->communicator, "args", "step", call->step));
@@ -86,32 +86,22 @@ static int add_side(json_t *events, const struct side *side)
 	return 0;
 }
 
-static const char *value_text(const struct run_value *value, char *text, size_t size)
-{
-	if (value->kind == RUN_VALUE_NUMBER)
-		snprintf(text, size, "%lld", (long long)value->number);
-	else
-		snprintf(text, size, "%s", value->kind == RUN_VALUE_TEXT ? value->text : "none");
-	return text;
-}
-
 /* A difference as a process-wide instant on one side's rank, where that side has the call. */
 static int mark(json_t *events, const struct side *side, const struct run_difference *difference,
 		uint64_t at_ns)
 {
-	char name[96], reference[160], candidate[160];
+	char name[96], reference[192], candidate[192];
 
 	if (!at_ns || difference->job_rank < 0)
 		return 0;
 	snprintf(name, sizeof(name), "difference: %s", difference->what);
+	run_value_describe(&difference->reference, reference, sizeof(reference));
+	run_value_describe(&difference->candidate, candidate, sizeof(candidate));
 	return append(events,
 		      json_pack("{s:s, s:s, s:s, s:f, s:i, s:i, s:{s:s, s:s, s:s}}", "name", name,
 				"ph", "i", "s", "p", "ts", microseconds(side, at_ns), "pid",
 				side->pid_base + difference->job_rank, "tid", 0, "args", "event",
-				difference->event, "reference",
-				value_text(&difference->reference, reference, sizeof(reference)),
-				"candidate",
-				value_text(&difference->candidate, candidate, sizeof(candidate))));
+				difference->event, "reference", reference, "candidate", candidate));
 }
 
 int diff_perfetto_write(FILE *out, const struct run_model *reference,

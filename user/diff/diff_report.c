@@ -8,16 +8,6 @@
 #include "diff/diff_report.h"
 #include "export/export_jsonl.h"
 
-static void value_text(const struct run_value *value, char *text, size_t size)
-{
-	if (value->kind == RUN_VALUE_NUMBER)
-		snprintf(text, size, "%lld", (long long)value->number);
-	else if (value->kind == RUN_VALUE_TEXT)
-		snprintf(text, size, "%s", value->text);
-	else
-		snprintf(text, size, "none");
-}
-
 static void where_text(const struct run_difference *difference, char *text, size_t size)
 {
 	int used = difference->job_rank >= 0 ? snprintf(text, size, "rank %d", difference->job_rank)
@@ -66,8 +56,8 @@ int diff_report_text(FILE *out, const struct run_diff *diff, const struct run_ti
 		char where[128], left[192], right[192];
 
 		where_text(difference, where, sizeof(where));
-		value_text(&difference->reference, left, sizeof(left));
-		value_text(&difference->candidate, right, sizeof(right));
+		run_value_describe(&difference->reference, left, sizeof(left));
+		run_value_describe(&difference->candidate, right, sizeof(right));
 		if (strcmp(difference->what, "missing_call") == 0)
 			fprintf(out, "%s: missing call in the candidate: %s\n", where,
 				difference->event);

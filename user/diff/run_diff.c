@@ -57,6 +57,16 @@ static struct run_difference *add_difference(struct run_diff *diff, int job_rank
 	return difference;
 }
 
+void run_value_describe(const struct run_value *value, char *text, size_t size)
+{
+	if (value->kind == RUN_VALUE_NUMBER)
+		snprintf(text, size, "%lld", (long long)value->number);
+	else if (value->kind == RUN_VALUE_TEXT)
+		snprintf(text, size, "%s", value->text);
+	else
+		snprintf(text, size, "none");
+}
+
 void run_diff_destroy(struct run_diff *diff)
 {
 	free(diff->differences);
@@ -74,7 +84,7 @@ static void value_name(char *text, size_t size, const char *name, int64_t value)
 void run_call_describe(const struct run_call *call, char *text, size_t size)
 {
 	char datatype[32], op[32];
-	int used = snprintf(text, size, "%s", call->function);
+	int used = snprintf(text, size, "%s", call->api->name);
 
 	if (call->count != RUN_VALUE_NONE && used >= 0 && (size_t)used < size)
 		used += snprintf(text + used, size - (size_t)used, " count=%lld",
@@ -88,12 +98,6 @@ void run_call_describe(const struct run_call *call, char *text, size_t size)
 	if (call->root != RUN_VALUE_NONE && used >= 0 && (size_t)used < size)
 		snprintf(text + used, size - (size_t)used, " root/peer=%lld",
 			 (long long)call->root);
-}
-
-static int same_call(const struct run_call *a, const struct run_call *b)
-{
-	return strcmp(a->function, b->function) == 0 && a->count == b->count &&
-	       a->datatype == b->datatype && a->op == b->op && a->root == b->root;
 }
 
 /* The first field two calls of one function differ in, with both values; NULL when none. */
@@ -119,9 +123,7 @@ static const char *field_difference(const struct run_call *reference,
 	if (reference->root != candidate->root) {
 		*left = value_number(reference->root);
 		*right = value_number(candidate->root);
-		return strstr(reference->function, "Send") || strstr(reference->function, "Recv")
-			       ? "peer"
-			       : "root";
+		return reference->api->kind == NCCL_KIND_POINT_TO_POINT ? "peer" : "root";
 	}
 	return NULL;
 }
@@ -145,21 +147,54 @@ static int sequence_collect(const struct run_rank *rank, int communicator,
 	return 0;
 }
 
+/* Whether item i of sequence a and item j of sequence b are the same. */
+typedef int (*same_item_fn)(const void *a, size_t i, const void *b, size_t j);
+
 /*
- * The fewest calls of 'b' from j that, skipped, make b meet a[i] again (and
+ * The fewest items of b from j that, skipped, make b meet a[i] again (and
  * a[i + 1] after it); 0 when none within the window.
  */
-static size_t calls_to_skip(const struct call_sequence *a, size_t i, const struct call_sequence *b,
-			    size_t j)
+static size_t items_to_skip(same_item_fn same, const void *a, size_t a_count, size_t i,
+			    const void *b, size_t b_count, size_t j)
 {
-	for (size_t skip = 1; skip <= RESYNC_WINDOW && j + skip < b->count; skip++) {
-		if (!same_call(b->calls[j + skip], a->calls[i]))
+	for (size_t skip = 1; skip <= RESYNC_WINDOW && j + skip < b_count; skip++) {
+		if (!same(b, j + skip, a, i))
 			continue;
-		if (i + 1 >= a->count || j + skip + 1 >= b->count ||
-		    same_call(b->calls[j + skip + 1], a->calls[i + 1]))
+		if (i + 1 >= a_count || j + skip + 1 >= b_count || same(b, j + skip + 1, a, i + 1))
 			return skip;
 	}
 	return 0;
+}
+
+enum parting {
+	PARTING_OTHER,	 /* neither side meets the other again: the item changed */
+	PARTING_MISSING, /* the candidate lacks the reference's item */
+	PARTING_EXTRA,	 /* the candidate has an item more */
+};
+
+/*
+ * How two sequences part at i: a missing item (the candidate meets the
+ * reference again further on), an extra one, or another one. When both
+ * readings fit, the longer side decides.
+ */
+static enum parting parting_at(same_item_fn same, const void *reference, size_t reference_count,
+			       const void *candidate, size_t candidate_count, size_t i)
+{
+	size_t missing =
+		items_to_skip(same, candidate, candidate_count, i, reference, reference_count, i);
+	size_t extra =
+		items_to_skip(same, reference, reference_count, i, candidate, candidate_count, i);
+
+	if (missing && (!extra || reference_count > candidate_count))
+		return PARTING_MISSING;
+	return extra ? PARTING_EXTRA : PARTING_OTHER;
+}
+
+static int same_call_at(const void *a, size_t i, const void *b, size_t j)
+{
+	const struct call_sequence *left = a, *right = b;
+
+	return run_call_same(left->calls[i], right->calls[j]);
 }
 
 /* Where one rank's two runs are compared: the rank and the communicator's name. */
@@ -222,27 +257,19 @@ static int report_fields(const struct comparison *at, const struct run_call *ref
 	return 0;
 }
 
-/*
- * The first place two sequences part: a missing call (the candidate meets
- * the reference again further on), an extra call, or another call. With
- * 'report' 0, only says whether a missing or extra call explains it.
- */
+/* The first place two sequences part: a missing call, an extra call, or another call. */
 static int report_parting(const struct comparison *at, const struct call_sequence *reference,
-			  const struct call_sequence *candidate, size_t i, int report)
+			  const struct call_sequence *candidate, size_t i)
 {
-	size_t missing = calls_to_skip(candidate, i, reference, i);
-	size_t extra = calls_to_skip(reference, i, candidate, i);
-
-	if (reference->count > candidate->count)
-		extra = missing ? 0 : extra;
-	else
-		missing = extra ? 0 : missing;
-	if (!report)
-		return missing || extra;
-	if (missing)
+	switch (parting_at(same_call_at, reference, reference->count, candidate, candidate->count,
+			   i)) {
+	case PARTING_MISSING:
 		return report_call(at, "missing_call", reference->calls[i], NULL, i);
-	if (extra)
+	case PARTING_EXTRA:
 		return report_call(at, "extra_call", NULL, candidate->calls[i], i);
+	case PARTING_OTHER:
+		break;
+	}
 	return report_call(at, "function", reference->calls[i], candidate->calls[i], i);
 }
 
@@ -254,14 +281,15 @@ static int compare_sequences(const struct comparison *at, const struct call_sequ
 	for (i = 0; i < reference->count && i < candidate->count; i++) {
 		const struct run_call *left = reference->calls[i], *right = candidate->calls[i];
 
-		if (same_call(left, right))
+		if (run_call_same(left, right))
 			continue;
 		/* As many calls on both sides: one of them changed, none is missing. */
-		if (strcmp(left->function, right->function) == 0 &&
+		if (left->api == right->api &&
 		    (reference->count == candidate->count ||
-		     !report_parting(at, reference, candidate, i, 0)))
+		     parting_at(same_call_at, reference, reference->count, candidate,
+				candidate->count, i) == PARTING_OTHER))
 			return report_fields(at, left, right, i);
-		return report_parting(at, reference, candidate, i, 1);
+		return report_parting(at, reference, candidate, i);
 	}
 	if (i < reference->count)
 		return report_call(at, "missing_call", reference->calls[i], NULL, i);
@@ -356,18 +384,11 @@ static int same_python_event(const struct run_python_event *a, const struct run_
 	return strcmp(a->name, b->name) == 0 && strcmp(a->arguments, b->arguments) == 0;
 }
 
-/* As calls_to_skip(), over Python events. */
-static size_t python_events_to_skip(const struct run_rank *a, size_t i, const struct run_rank *b,
-				    size_t j)
+static int same_python_at(const void *a, size_t i, const void *b, size_t j)
 {
-	for (size_t skip = 1; skip <= RESYNC_WINDOW && j + skip < b->python_count; skip++) {
-		if (!same_python_event(&b->python[j + skip], &a->python[i]))
-			continue;
-		if (i + 1 >= a->python_count || j + skip + 1 >= b->python_count ||
-		    same_python_event(&b->python[j + skip + 1], &a->python[i + 1]))
-			return skip;
-	}
-	return 0;
+	const struct run_rank *left = a, *right = b;
+
+	return same_python_event(&left->python[i], &right->python[j]);
 }
 
 static int report_python(const struct comparison *at, const char *what,
@@ -404,7 +425,7 @@ static int report_python(const struct comparison *at, const char *what,
 static int compare_python(const struct comparison *at, const struct run_rank *reference,
 			  const struct run_rank *candidate)
 {
-	size_t i, missing, extra;
+	size_t i;
 
 	for (i = 0; i < reference->python_count && i < candidate->python_count; i++) {
 		const struct run_python_event *left = &reference->python[i];
@@ -414,12 +435,15 @@ static int compare_python(const struct comparison *at, const struct run_rank *re
 			continue;
 		if (strcmp(left->name, right->name) == 0)
 			return report_python(at, "python_argument", left, right, 1);
-		missing = python_events_to_skip(candidate, i, reference, i);
-		extra = python_events_to_skip(reference, i, candidate, i);
-		if (missing && (!extra || reference->python_count > candidate->python_count))
+		switch (parting_at(same_python_at, reference, reference->python_count, candidate,
+				   candidate->python_count, i)) {
+		case PARTING_MISSING:
 			return report_python(at, "missing_call", left, NULL, 0);
-		if (extra)
+		case PARTING_EXTRA:
 			return report_python(at, "extra_call", NULL, right, 0);
+		case PARTING_OTHER:
+			break;
+		}
 		return report_python(at, "python_call", left, right, 0);
 	}
 	if (i < reference->python_count)

@@ -49,6 +49,9 @@ int run_diff_compare(const struct run_model *reference, const struct run_model *
 		     struct run_diff *diff);
 void run_diff_destroy(struct run_diff *diff);
 
+/* A value as the reports write it: the number, the text, or "none". */
+void run_value_describe(const struct run_value *value, char *text, size_t size);
+
 /* "ncclAllReduce count=1000 datatype=ncclFloat32 op=ncclSum". */
 void run_call_describe(const struct run_call *call, char *text, size_t size);
 

@@ -109,26 +109,26 @@ static int communicator_index(struct run_rank *rank, uint64_t key, int32_t nrank
 	return (int)rank->communicator_count++;
 }
 
-/* A parameter of the first matching type, or RUN_VALUE_NONE. */
-static int64_t call_param(const struct trace_nccl_call *call, enum nccl_param_type type,
-			  const char *name)
+/* The value of the call's parameter at 'index' (nccl.h order), or RUN_VALUE_NONE. */
+static int64_t call_param(const struct trace_nccl_call *call, int index)
 {
-	const struct nccl_function *api = call->api;
-
-	for (int i = 0; i < api->param_count && i < (int)call->param_count; i++)
-		if (api->params[i].type == type &&
-		    (!name || strcmp(api->params[i].name, name) == 0))
-			return (int64_t)call->params[i];
-	return RUN_VALUE_NONE;
+	return index >= 0 && (uint32_t)index < call->param_count ? (int64_t)call->params[index]
+								 : RUN_VALUE_NONE;
 }
 
-static int64_t call_root_or_peer(const struct trace_nccl_call *call)
+/* The int parameter named 'name' ("root", "peer"), or RUN_VALUE_NONE. */
+static int64_t call_int_param(const struct trace_nccl_call *call, const char *name)
 {
-	int64_t value = call_param(call, NCCL_PARAM_INT, "root");
+	for (int i = 0; i < call->api->param_count; i++) {
+		int64_t value;
 
-	if (value == RUN_VALUE_NONE)
-		value = call_param(call, NCCL_PARAM_INT, "peer");
-	return value == RUN_VALUE_NONE ? value : (int64_t)(int32_t)value;
+		if (call->api->params[i].type != NCCL_PARAM_INT ||
+		    strcmp(call->api->params[i].name, name) != 0)
+			continue;
+		value = call_param(call, i);
+		return value == RUN_VALUE_NONE ? value : (int64_t)(int32_t)value;
+	}
+	return RUN_VALUE_NONE;
 }
 
 static int add_call(struct run_rank *rank, const struct trace_nccl_call *call, int64_t shift_ns)
@@ -142,13 +142,14 @@ static int add_call(struct run_rank *rank, const struct trace_nccl_call *call, i
 		return -ENOMEM;
 	entry = &rank->calls[rank->call_count++];
 	*entry = (struct run_call){
-		.function = call->api->name,
+		.api = call->api,
 		.communicator = communicator,
 		.step = call->step,
-		.count = call_param(call, NCCL_PARAM_SIZE, NULL),
-		.datatype = call_param(call, NCCL_PARAM_DATATYPE, NULL),
-		.op = call_param(call, NCCL_PARAM_REDOP, NULL),
-		.root = call_root_or_peer(call),
+		.count = call_param(call, nccl_param_find(call->api, NCCL_PARAM_SIZE)),
+		.datatype = call_param(call, nccl_param_find(call->api, NCCL_PARAM_DATATYPE)),
+		.op = call_param(call, nccl_param_find(call->api, NCCL_PARAM_REDOP)),
+		.root = call->api->kind == NCCL_KIND_POINT_TO_POINT ? call_int_param(call, "peer")
+								    : call_int_param(call, "root"),
 		.entry_ns = (uint64_t)((int64_t)call->entry_ns + shift_ns),
 		.duration_ns = call->duration_ns,
 	};
@@ -323,10 +324,10 @@ static int read_trace(struct run_model *model, int trace, const char *path, int 
 	return 0;
 }
 
-static int same_signature(const struct run_call *a, const struct run_call *b)
+int run_call_same(const struct run_call *a, const struct run_call *b)
 {
-	return strcmp(a->function, b->function) == 0 && a->count == b->count &&
-	       a->datatype == b->datatype && a->op == b->op && a->root == b->root;
+	return a->api == b->api && a->count == b->count && a->datatype == b->datatype &&
+	       a->op == b->op && a->root == b->root;
 }
 
 /* Without a step from Python: a step starts at each recurrence of the rank's first call. */
@@ -338,7 +339,7 @@ static void derive_steps(struct run_rank *rank)
 		if (rank->calls[i].step >= 0)
 			return;
 	for (size_t i = 0; i < rank->call_count; i++) {
-		if (same_signature(&rank->calls[i], &rank->calls[0]))
+		if (run_call_same(&rank->calls[i], &rank->calls[0]))
 			step++;
 		rank->calls[i].step = step;
 	}

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/nccl_api.h"
 #include "model/trace_records.h"
 
 /* No value: a parameter the function does not have. */
@@ -19,10 +20,10 @@
 
 /* One communication call (collective or point-to-point) of a rank, as compared. */
 struct run_call {
-	const char *function; /* "ncclAllReduce" */
-	int communicator;     /* index into the rank's communicators */
-	int step;	      /* -1: before the first step */
-	int64_t count;	      /* RUN_VALUE_NONE when the function has none */
+	const struct nccl_function *api; /* its nccl.h table entry */
+	int communicator;		 /* index into the rank's communicators */
+	int step;			 /* -1: before the first step */
+	int64_t count;			 /* RUN_VALUE_NONE when the function has none */
 	int64_t datatype;
 	int64_t op;
 	int64_t root;	   /* root of a rooted collective, or the peer of a send or receive */
@@ -84,6 +85,9 @@ const struct run_rank *run_model_rank(const struct run_model *model, int job_ran
 int run_model_rank_count(const struct run_model *model);
 
 /* "comm 2 (4 ranks)": how reports name a rank's communicator. */
+/* Whether two calls are the same call: function, count, datatype, op and root or peer. */
+int run_call_same(const struct run_call *a, const struct run_call *b);
+
 void run_communicator_name(const struct run_rank *rank, int communicator, char *text, size_t size);
 
 #endif /* TCHECK_RUN_MODEL_H */
