@@ -3,7 +3,6 @@
 #include "probe/elf_symbols.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -12,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/error_message.h"
 #include "model/nccl_api.h"

@@ -5,7 +5,6 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -17,8 +16,8 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
-#include "probe/library_file.h"
 #include "base/remote_memory.h"
+#include "probe/library_file.h"
 
 #define COMM_STRUCT_NAME "ncclComm"
 

@@ -9,7 +9,6 @@
 #define CMP_EXTENSION 7
 #define RM_SIB 4
 #define RM_RIP_RELATIVE 5
-#define BRANCH_LANDING_PAD_SIZE 4
 
 bool uprobe_instruction_is_emulated(const uint8_t *code, size_t size)
 {
@@ -65,10 +64,9 @@ static size_t compare_length(const uint8_t *code, size_t size)
 	return prefix + 2 + displacement + 1;
 }
 
-/* endbr64: the landing pad of indirect branches in builds with CET (-fcf-protection). */
-static bool is_branch_landing_pad(const uint8_t *code, size_t size)
+bool uprobe_is_branch_landing_pad(const uint8_t *code, size_t size)
 {
-	return size >= BRANCH_LANDING_PAD_SIZE && code[0] == 0xf3 && code[1] == 0x0f &&
+	return size >= UPROBE_BRANCH_LANDING_PAD_SIZE && code[0] == 0xf3 && code[1] == 0x0f &&
 	       code[2] == 0x1e && code[3] == 0xfa;
 }
 
@@ -78,10 +76,10 @@ int uprobe_cheap_entry_offset(const uint8_t *code, size_t size)
 	int after_pad;
 
 	/* The pad changes no register: what follows it sees the entry's registers. */
-	if (is_branch_landing_pad(code, size)) {
-		after_pad = uprobe_cheap_entry_offset(code + BRANCH_LANDING_PAD_SIZE,
-						      size - BRANCH_LANDING_PAD_SIZE);
-		return after_pad < 0 ? -1 : after_pad + BRANCH_LANDING_PAD_SIZE;
+	if (uprobe_is_branch_landing_pad(code, size)) {
+		after_pad = uprobe_cheap_entry_offset(code + UPROBE_BRANCH_LANDING_PAD_SIZE,
+						      size - UPROBE_BRANCH_LANDING_PAD_SIZE);
+		return after_pad < 0 ? -1 : after_pad + UPROBE_BRANCH_LANDING_PAD_SIZE;
 	}
 	if (uprobe_instruction_is_emulated(code, size))
 		return 0;

@@ -26,4 +26,8 @@ bool uprobe_instruction_is_emulated(const uint8_t *code, size_t size);
  */
 int uprobe_cheap_entry_offset(const uint8_t *code, size_t size);
 
+/* endbr64: the landing pad of indirect branches in builds with CET (-fcf-protection). */
+#define UPROBE_BRANCH_LANDING_PAD_SIZE 4
+bool uprobe_is_branch_landing_pad(const uint8_t *code, size_t size);
+
 #endif /* TCHECK_UPROBE_ENTRY_SITE_H */

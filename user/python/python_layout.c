@@ -6,13 +6,11 @@
 #include "python/python_layout.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/error_message.h"
-#include "probe/library_file.h"
 #include "base/remote_memory.h"
+#include "probe/library_file.h"
 
 #define SUPPORTED_VERSIONS "3.10, 3.11, 3.12 and 3.13"
 #define DEBUG_OFFSETS_COOKIE "xdebugpy"

@@ -3,14 +3,12 @@
 #include "python/torch_probe_sites.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/error_message.h"
 #include "probe/library_file.h"

@@ -8,7 +8,6 @@
 #include "python/torch_probe_sites.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +15,9 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
-#include "probe/library_file.h"
 #include "base/log.h"
+#include "probe/library_file.h"
+#include "probe/uprobe_entry_site.h"
 
 /* A mangled-name prefix; the rest of the name encodes a signature that varies by release. */
 #define ENTER_NEW_PREFIX "_ZN5torch8autograd8profiler25record_function_enter_newE"
@@ -41,8 +41,8 @@ static bool is_plt_stub(const uint8_t bytes[16])
 {
 	const uint8_t *cursor = bytes;
 
-	if (cursor[0] == 0xf3 && cursor[1] == 0x0f && cursor[2] == 0x1e && cursor[3] == 0xfa)
-		cursor += 4;
+	if (uprobe_is_branch_landing_pad(cursor, 16))
+		cursor += UPROBE_BRANCH_LANDING_PAD_SIZE;
 	if (cursor[0] == 0xf2)
 		cursor++;
 	return cursor[0] == 0xff && cursor[1] == 0x25;
@@ -51,7 +51,7 @@ static bool is_plt_stub(const uint8_t bytes[16])
 /* The first instruction of a compiled function: endbr64, a push, or making room on the stack. */
 static bool looks_like_function_entry(const uint8_t bytes[16])
 {
-	if (bytes[0] == 0xf3 && bytes[1] == 0x0f && bytes[2] == 0x1e && bytes[3] == 0xfa)
+	if (uprobe_is_branch_landing_pad(bytes, 16))
 		return true;
 	if (bytes[0] >= 0x50 && bytes[0] <= 0x57)
 		return true;
