@@ -23,10 +23,21 @@ fill_jail() {
 	done
 }
 
+# start_in_jail JAIL SHARED: the lines that give the jail /proc and /dev/shm
+# (the ranks need both), say it is ready, and run the job chrooted in it.
+start_in_jail() {
+	cat <<-LINES
+		mkdir -p "$1/proc" "$1/dev/shm"
+		mount -t proc proc "$1/proc"
+		mount -t tmpfs none "$1/dev/shm"
+		touch "$2/ready"
+		exec chroot "$1" /nccl-workload --ranks 2 --steps 30 --log-dir /shared/log --wait-file /shared/go
+	LINES
+}
+
 # run_case NAME: starts the case's workload, records it by pid, compares.
 run_case() {
 	local name=$1 jail="$SCRATCH/$1/jail" shared="$SCRATCH/$1/shared" launcher recorder deadline
-	local start="/shared/go"
 	mkdir -p "$jail" "$shared/log"
 	case $name in
 	namespace)
@@ -45,15 +56,11 @@ run_case() {
 		# The ranks need /proc and /dev/shm in the jail: its mount is made in a copy of the
 		# host's namespace (same paths), so that it goes away with the job.
 		fill_jail "$jail"
-		mkdir -p "$jail/shared/log" "$jail/proc"
+		mkdir -p "$jail/shared/log"
 		shared="$jail/shared"
 		cat >"$SCRATCH/$name.sh" <<-INSIDE
 			set -e
-			mount -t proc proc "$jail/proc"
-			mkdir -p "$jail/dev/shm"
-			mount -t tmpfs none "$jail/dev/shm"
-			touch "$shared/ready"
-			exec chroot "$jail" /nccl-workload --ranks 2 --steps 30 --log-dir /shared/log --wait-file "$start"
+			$(start_in_jail "$jail" "$shared")
 		INSIDE
 		unshare --mount --propagation private bash "$SCRATCH/$name.sh" & ;;
 	both)
@@ -63,13 +70,7 @@ run_case() {
 			$(declare -f fill_jail)
 			WORKLOAD="$WORKLOAD" TEST_BIN="$TEST_BIN" fill_jail "$jail"
 			mount --bind "$shared" "$jail/shared"
-			mkdir -p "$jail/proc" "$jail/dev/shm"
-			mount -t proc proc "$jail/proc"
-			mount -t tmpfs none "$jail/dev/shm"
-			mkdir -p "$jail/dev/shm"
-			mount -t tmpfs none "$jail/dev/shm"
-			touch "$shared/ready"
-			exec chroot "$jail" /nccl-workload --ranks 2 --steps 30 --log-dir /shared/log --wait-file "$start"
+			$(start_in_jail "$jail" "$shared")
 		INSIDE
 		unshare --mount --propagation private bash "$SCRATCH/$name.sh" & ;;
 	esac

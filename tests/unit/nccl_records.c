@@ -2,18 +2,18 @@
 /* NCCL call records built by hand for the inference and checking tests. */
 #include "nccl_records.h"
 
-struct trace_record all_reduce_record(uint32_t pid, int rank, int nranks, uint64_t comm,
-				      int64_t seq, uint64_t count)
+struct trace_record nccl_call_record(const char *function, uint32_t pid, int rank, int nranks,
+				     uint64_t comm, int64_t seq, uint64_t count, uint64_t entry_ns)
 {
 	struct trace_record record = { .kind = TRACE_RECORD_NCCL_CALL };
 	struct trace_nccl_call *call = &record.call;
 
-	call->entry_ns = 1000 + (uint64_t)seq * 100;
+	call->entry_ns = entry_ns;
 	call->duration_ns = 10;
 	call->pid = pid;
 	call->tid = pid;
-	call->function = "ncclAllReduce";
-	call->api = nccl_function_by_name(call->function);
+	call->function = function;
+	call->api = nccl_function_by_name(function);
 	call->param_count = 7;
 	call->params[2] = count;
 	call->params[3] = FLOAT32;
@@ -24,4 +24,11 @@ struct trace_record all_reduce_record(uint32_t pid, int rank, int nranks, uint64
 	call->seq = seq;
 	call->step = -1;
 	return record;
+}
+
+struct trace_record all_reduce_record(uint32_t pid, int rank, int nranks, uint64_t comm,
+				      int64_t seq, uint64_t count)
+{
+	return nccl_call_record("ncclAllReduce", pid, rank, nranks, comm, seq, count,
+				1000 + (uint64_t)seq * 100);
 }

@@ -10,9 +10,14 @@
 #define FLOAT32 7 /* ncclFloat32 */
 
 /*
- * An ncclAllReduce of 'count' float32 values (sum) by 'rank' of 'nranks' on
- * communicator 'comm', its 'seq'-th call there, entered at 1000 + seq * 100 ns.
+ * A call of 'function' (a collective of the nccl.h table) on 'count' float32
+ * values (sum) by 'rank' of 'nranks' on communicator 'comm', its 'seq'-th
+ * call there, entered at 'entry_ns', with no step from Python.
  */
+struct trace_record nccl_call_record(const char *function, uint32_t pid, int rank, int nranks,
+				     uint64_t comm, int64_t seq, uint64_t count, uint64_t entry_ns);
+
+/* nccl_call_record of an ncclAllReduce entered at 1000 + seq * 100 ns. */
 struct trace_record all_reduce_record(uint32_t pid, int rank, int nranks, uint64_t comm,
 				      int64_t seq, uint64_t count);
 

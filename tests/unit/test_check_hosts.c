@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "trace/trace_writer.h"
+#include "nccl_records.h"
 #include "unit.h"
 
 #define RANKS 4
@@ -28,23 +29,11 @@
 static struct trace_record call_record(int rank, const char *function, uint64_t count, int64_t seq,
 				       uint64_t entry_ns)
 {
-	struct trace_record record;
+	struct trace_record record = nccl_call_record(function, 4000 + (uint32_t)rank, rank, RANKS,
+						      COMM_ID, seq, count, entry_ns);
 
-	memset(&record, 0, sizeof(record));
-	record.kind = TRACE_RECORD_NCCL_CALL;
-	record.call.function = function;
-	record.call.api = nccl_function_by_name(function);
-	record.call.entry_ns = entry_ns;
 	record.call.duration_ns = 2000;
-	record.call.pid = 4000 + (uint32_t)rank;
-	record.call.tid = record.call.pid;
-	record.call.param_count = 7;
-	record.call.params[2] = count;
 	record.call.comm = 0x5000;
-	record.call.comm_id = COMM_ID;
-	record.call.rank = rank;
-	record.call.nranks = RANKS;
-	record.call.seq = seq;
 	return record;
 }
 

@@ -6,6 +6,7 @@
  * pids, handles, identities and clocks) agrees, and a count changed on one
  * rank of the second host is reported there and nowhere else.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "diff/run_diff.h"
 #include "diff/run_model.h"
 #include "trace/trace_writer.h"
+#include "nccl_records.h"
 #include "unit.h"
 
 #define RANKS 4
@@ -28,34 +30,24 @@ struct recording {
 	int changed_rank, changed_step; /* -1: no change */
 };
 
+/* The step's all-gather (64 values) or all-reduce (1000, 1001 where the run changed it). */
 static struct trace_record call_record(const struct recording *run, int rank, int step,
 				       const char *function, uint64_t entry_ns)
 {
-	struct trace_record record;
+	bool all_reduce = strcmp(function, "ncclAllReduce") == 0;
+	uint64_t count = !all_reduce						  ? 64
+			 : rank == run->changed_rank && step == run->changed_step ? 1001
+										  : 1000;
+	struct trace_record record =
+		nccl_call_record(function, run->pid_base + (uint32_t)rank, rank, RANKS,
+				 run->comm_id, 2 * step + all_reduce, count, entry_ns);
 
-	memset(&record, 0, sizeof(record));
-	record.kind = TRACE_RECORD_NCCL_CALL;
-	record.call.function = function;
-	record.call.api = nccl_function_by_name(function);
-	record.call.entry_ns = entry_ns;
-	record.call.duration_ns = 2000;
-	record.call.pid = run->pid_base + (uint32_t)rank;
-	record.call.tid = record.call.pid;
-	record.call.param_count = 7;
-	record.call.params[2] = strcmp(function, "ncclAllGather") == 0			 ? 64
-				: rank == run->changed_rank && step == run->changed_step ? 1001
-											 : 1000;
 	record.call.comm = run->handle;
-	record.call.comm_id = run->comm_id;
-	record.call.rank = rank;
-	record.call.nranks = RANKS;
-	record.call.seq = 2 * step + (strcmp(function, "ncclAllReduce") == 0);
-	record.call.step = -1; /* no Python: diff finds the steps */
 	return record;
 }
 
-/* One host's trace: ranks first_rank and first_rank + 1; an all-gather, then an all-reduce per
- * step. */
+/* One host's trace: ranks first_rank and first_rank + 1, an all-gather then an all-reduce a step.
+ */
 static void write_host(const char *path, const struct recording *run, int first_rank,
 		       uint64_t clock_ahead_ns)
 {

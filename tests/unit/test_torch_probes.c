@@ -356,6 +356,23 @@ static size_t nm_operator_count(const char *request)
 	return count;
 }
 
+/*
+ * Both Debian builds (1.13, 2.6): the internal enter both enter operators call,
+ * with the name in rdi and the RecordFunction in rdx; the exit on
+ * RecordFunction::end with the key in rdi; C++11 strings.
+ */
+static void assert_shared_enter_method(const struct torch_probes *probes)
+{
+	CU_ASSERT_EQUAL(probes->scopes.method, TORCH_SCOPE_SHARED_ENTER);
+	CU_ASSERT(probes->scopes.verified);
+	CU_ASSERT_EQUAL(probes->scopes.string_abi, TORCH_STRING_CXX11);
+	CU_ASSERT_EQUAL(probes->scopes.name_register, TORCH_REGISTER_RDI);
+	CU_ASSERT_EQUAL(probes->scopes.key_register, TORCH_REGISTER_RDX);
+	CU_ASSERT_EQUAL(probes->scopes.exit_register, TORCH_REGISTER_RDI);
+	CU_ASSERT_FALSE(probes->scopes.enter.exported);
+	CU_ASSERT_STRING_EQUAL(probes->scopes.exit.symbol, "_ZN2at14RecordFunction3endEv");
+}
+
 UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
 {
 	struct torch_probes *probes = NULL;
@@ -373,15 +390,8 @@ UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
 			      0);
 	CU_ASSERT_EQUAL(probes->version.major, 1);
 	CU_ASSERT_EQUAL(probes->version.minor, 13);
-	CU_ASSERT_EQUAL(probes->scopes.method, TORCH_SCOPE_SHARED_ENTER);
-	CU_ASSERT(probes->scopes.verified);
-	CU_ASSERT_EQUAL(probes->scopes.string_abi, TORCH_STRING_CXX11);
-	CU_ASSERT_EQUAL(probes->scopes.name_register, TORCH_REGISTER_RDI);
-	CU_ASSERT_EQUAL(probes->scopes.key_register, TORCH_REGISTER_RDX);
-	CU_ASSERT_EQUAL(probes->scopes.exit_register, TORCH_REGISTER_RDI);
-	CU_ASSERT_FALSE(probes->scopes.enter.exported);
+	assert_shared_enter_method(probes);
 	CU_ASSERT_EQUAL(probes->scopes.key.file_offset, probes->scopes.enter.file_offset);
-	CU_ASSERT_STRING_EQUAL(probes->scopes.exit.symbol, "_ZN2at14RecordFunction3endEv");
 	CU_ASSERT_PTR_NOT_NULL(probes->backward.symbol);
 	CU_ASSERT_PTR_NOT_NULL(strstr(probes->scopes.enter.reading, "data pointer at +0"));
 	/* add_ and mul_ have .Tensor and .Scalar; zero_ one; _foreach_add_ three; one exact. */
@@ -522,14 +532,7 @@ UNIT_TEST(torch_probes, torch_26_sites_match_nm_and_objdump)
 			      0);
 	CU_ASSERT_EQUAL(probes->version.major, 2);
 	CU_ASSERT_EQUAL(probes->version.minor, 6);
-	CU_ASSERT_EQUAL(probes->scopes.method, TORCH_SCOPE_SHARED_ENTER);
-	CU_ASSERT(probes->scopes.verified);
-	CU_ASSERT_EQUAL(probes->scopes.string_abi, TORCH_STRING_CXX11);
-	CU_ASSERT_EQUAL(probes->scopes.name_register, TORCH_REGISTER_RDI);
-	CU_ASSERT_EQUAL(probes->scopes.key_register, TORCH_REGISTER_RDX);
-	CU_ASSERT_EQUAL(probes->scopes.exit_register, TORCH_REGISTER_RDI);
-	CU_ASSERT_FALSE(probes->scopes.enter.exported);
-	CU_ASSERT_STRING_EQUAL(probes->scopes.exit.symbol, "_ZN2at14RecordFunction3endEv");
+	assert_shared_enter_method(probes);
 	end_address = nm_symbol(library, "_ZN2at14RecordFunction3endEv", &end_size);
 	/* The exit is probed on end()'s first branch (past endbr64 and the compare). */
 	CU_ASSERT(end_address != 0 && probes->scopes.exit.address > end_address &&
