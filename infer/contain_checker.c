@@ -38,6 +38,7 @@ struct step_state {
 
 struct contain_checker {
 	struct rule_set *rules;
+	const struct process_uses *uses;
 	contain_violation_fn report;
 	void *context;
 	struct u64_map threads; /* tid -> struct thread_log */
@@ -46,14 +47,16 @@ struct contain_checker {
 	int has_scope_rules, has_step_rules;
 };
 
-struct contain_checker *contain_checker_new(struct rule_set *rules, contain_violation_fn report,
-					    void *context)
+struct contain_checker *contain_checker_new(struct rule_set *rules,
+					    const struct process_uses *uses,
+					    contain_violation_fn report, void *context)
 {
 	struct contain_checker *checker = calloc(1, sizeof(*checker));
 
 	if (!checker)
 		return NULL;
 	checker->rules = rules;
+	checker->uses = uses;
 	checker->report = report;
 	checker->context = context;
 	checker->step_name = string_pool_intern(rules->pool, STEP_PARENT_NAME);
@@ -102,6 +105,9 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 
 		if (rule->relation != RELATION_EVENT_CONTAIN || rule->event.name != parent->name ||
 		    rule->event.kind != parent->kind)
+			continue;
+		if (rule_used_name(rule) &&
+		    !process_uses_name(checker->uses, parent, rule_used_name(rule)))
 			continue;
 		if (!precondition_holds(checker->rules->pool, &rule->precondition, parent))
 			continue;

@@ -8,6 +8,7 @@
 #ifndef TCHECK_CONTAIN_CHECKER_H
 #define TCHECK_CONTAIN_CHECKER_H
 
+#include "process_uses.h"
 #include "rules.h"
 
 /* A violated rule and the parent (a scope, or the step) that violates it. */
@@ -16,9 +17,15 @@ typedef void (*contain_violation_fn)(void *context, const struct rule *rule,
 
 struct contain_checker;
 
-/* NULL when out of memory; a checker of a rule set without EventContain does nothing. */
-struct contain_checker *contain_checker_new(struct rule_set *rules, contain_violation_fn report,
-					    void *context);
+/*
+ * NULL when out of memory; a checker of a rule set without EventContain does
+ * nothing. A rule of scope "used" is checked on a parent only when 'uses'
+ * (kept by the caller, with every event observed) says its process has made
+ * the child.
+ */
+struct contain_checker *contain_checker_new(struct rule_set *rules,
+					    const struct process_uses *uses,
+					    contain_violation_fn report, void *context);
 /* 0 or -ENOMEM. */
 int contain_checker_observe(struct contain_checker *checker, const struct infer_event *event);
 /* Checks the steps still open. */

@@ -39,7 +39,7 @@ struct contained {
 
 struct contain_state {
 	struct rule_set *rules;
-	size_t min_passing;
+	const struct rule_evidence *evidence;
 	const struct infer_event **parents;
 	struct infer_event *steps; /* the synthetic step parents */
 	size_t parent_count;
@@ -195,6 +195,7 @@ static int count_in_steps(struct contain_state *state, const struct infer_event 
 		step = &state->steps[step_count++];
 		step->kind = INFER_EVENT_STEP;
 		step->name = name;
+		step->pipeline = order[start]->pipeline;
 		step->pid = order[start]->pid;
 		step->rank = -1;
 		step->nranks = -1;
@@ -269,10 +270,13 @@ static int emit(struct contain_state *state, const struct infer_event *parent, c
 			     .event = { parent->kind, parent->name },
 			     .child = { child_kind, child },
 			     .value = value };
+	bool ok = true;
 	int found;
 
-	if (passing_count < state->min_passing || !several_steps(passing, passing_count))
+	if (passing_count < state->evidence->min_passing || !several_steps(passing, passing_count))
 		return 0;
+	if (!rule_support_judge(&rule, passing, passing_count, state->evidence, &ok))
+		return ok ? 0 : -ENOMEM;
 	found = precondition_deduce(state->rules->pool, passing, passing_count, failing,
 				    failing_count, NULL, &rule.precondition);
 	if (found <= 0)
@@ -296,6 +300,9 @@ static int infer_pair(struct contain_state *state, const struct infer_event **by
 		uint32_t count = counts[i - first];
 		size_t known = 0;
 
+		/* Where the process never made the child, the parent says nothing of it. */
+		if (!process_uses_name(state->evidence->uses, by_parent[i], child))
+			continue;
 		if (count)
 			passing[passing_count++] = by_parent[i];
 		else
@@ -323,6 +330,8 @@ static int infer_pair(struct contain_state *state, const struct infer_event **by
 			return -ENOMEM;
 		passing_count = failing_count = 0;
 		for (size_t i = first; i < end; i++) {
+			if (!process_uses_name(state->evidence->uses, by_parent[i], child))
+				continue;
 			if (counts[i - first] == values[v])
 				passing[passing_count++] = by_parent[i];
 			else
@@ -400,9 +409,9 @@ out:
 }
 
 int infer_event_contain(struct rule_set *rules, const struct infer_event *events, size_t count,
-			size_t min_passing)
+			const struct rule_evidence *evidence)
 {
-	struct contain_state state = { .rules = rules, .min_passing = min_passing };
+	struct contain_state state = { .rules = rules, .evidence = evidence };
 	const struct infer_event **order = malloc((count ? count : 1) * sizeof(*order));
 	int failed = -ENOMEM;
 

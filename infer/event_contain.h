@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * EventContain: what a parent contains. Parents are torch scopes
- * (Optimizer.step#SGD.step) and whole steps of a process; children are
+ * (Optimizer.step#*) and whole steps of a process; children are
  * operations (NCCL calls, torch scopes and operators) that ran inside the
  * parent's interval on its thread, or in the step. Found as "every parent
  * contains the child" and "every parent contains the child exactly N
@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 
+#include "rule_support.h"
 #include "rules.h"
 
 /* The name of the step parent's descriptor (kind "step"). */
@@ -19,11 +20,12 @@
 
 /*
  * Finds the EventContain invariants of 'events' and adds them to 'rules'.
- * Needs at least 'min_passing' passing examples from two steps or more.
- * Returns 0 or -ENOMEM.
+ * Needs at least evidence->min_passing passing examples from two steps or
+ * more; a parent whose process never made the child is no example. Returns
+ * 0 or -ENOMEM.
  */
 int infer_event_contain(struct rule_set *rules, const struct infer_event *events, size_t count,
-			size_t min_passing);
+			const struct rule_evidence *evidence);
 
 /* Whether an event may be the parent of an EventContain rule about a named event. */
 int event_contain_is_parent(const struct infer_event *event);

@@ -281,6 +281,38 @@ static int python_fields(struct string_pool *pool, const struct trace_python_cal
 			 call->flags & TRACE_PYTHON_RAISED ? "True" : "False");
 }
 
+/* "train" or "eval", interned; NULL for a stage not known. */
+static const char *stage_name(struct string_pool *pool, uint32_t stage)
+{
+	if (stage == TRACE_STAGE_TRAIN)
+		return string_pool_intern(pool, "train");
+	if (stage == TRACE_STAGE_EVAL)
+		return string_pool_intern(pool, "eval");
+	return NULL;
+}
+
+/*
+ * A torch scope's name as its family ("Optimizer.step#*") with the
+ * implementation and the stage it ran in as fields: what an optimizer step
+ * does, and that it runs in training mode, whichever optimizer it is.
+ */
+static int scope_fields(struct string_pool *pool, const char *qualified_name,
+			struct infer_event *event, struct field_list *list)
+{
+	const char *implementation = strchr(qualified_name, '#');
+	const char *stage = stage_name(pool, event->stage);
+	char family[256];
+
+	if (implementation && implementation[1] && strcmp(implementation + 1, INFER_SCOPE_ANY)) {
+		snprintf(family, sizeof(family), "%.*s#" INFER_SCOPE_ANY,
+			 (int)(implementation - qualified_name), qualified_name);
+		event->name = string_pool_intern(pool, family);
+		if (add_field(pool, list, "implementation", implementation + 1))
+			return -1;
+	}
+	return stage ? add_field(pool, list, "stage", stage) : 0;
+}
+
 int infer_event_from_record(struct string_pool *pool, const struct trace_record *record,
 			    struct infer_event *event)
 {
@@ -323,6 +355,9 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 		event->entry_ns = call->entry_ns;
 		event->exit_ns = call->entry_ns + call->duration_ns;
 		stack = &call->py_stack;
+		if ((call->flags & TRACE_PYTHON_TORCH_SCOPE) &&
+		    scope_fields(pool, call->qualified_name, event, &list))
+			return -1;
 		if (python_fields(pool, call, &list))
 			return -1;
 	} else {
@@ -375,10 +410,7 @@ const char *infer_event_variable(struct string_pool *pool, const struct infer_ev
 			return NULL;
 		snprintf(text, sizeof(text), "%d", event->nranks);
 	} else if (strcmp(variable, "stage") == 0) {
-		snprintf(text, sizeof(text), "%s",
-			 event->stage == TRACE_STAGE_TRAIN  ? "train"
-			 : event->stage == TRACE_STAGE_EVAL ? "eval"
-							    : "unknown");
+		return stage_name(pool, event->stage);
 	} else if (strcmp(variable, "comm") == 0) {
 		if (!event->comm_id)
 			return NULL;

@@ -21,6 +21,14 @@ enum infer_event_kind {
 
 #define INFER_FIELDS_MAX 12
 
+/*
+ * A torch scope named "Family#Implementation" (Optimizer.step#SGD.step) is
+ * an event of its family, "Optimizer.step#*", with the implementation as the
+ * field "implementation": rules about optimizer steps then hold for any
+ * optimizer.
+ */
+#define INFER_SCOPE_ANY "*"
+
 /* A named value: "count" = "1024", "arg:lr" = "0.1". */
 struct infer_field {
 	const char *name;
@@ -30,6 +38,7 @@ struct infer_field {
 struct infer_event {
 	uint32_t kind; /* enum infer_event_kind */
 	const char *name;
+	uint32_t pipeline; /* which input (one program's trace) it came from, from 0 */
 	uint32_t pid;
 	uint32_t tid;
 	int32_t rank; /* in the communicator (NCCL) or the job (Python), -1 unknown */
@@ -75,7 +84,7 @@ const char *infer_event_field(const struct infer_event *event, const char *name)
 /*
  * The value of a meta variable or field as an interned string: "rank",
  * "nranks", "stage", "comm", "context", "first_step" or a field name.
- * NULL when unknown.
+ * NULL when unknown: a precondition never names an unknown value.
  */
 const char *infer_event_variable(struct string_pool *pool, const struct infer_event *event,
 				 const char *variable);

@@ -8,6 +8,8 @@
 #include "base/u64_map.h"
 #include "event_contain.h"
 #include "inference.h"
+#include "process_uses.h"
+#include "rule_support.h"
 
 /* Least passing examples for an invariant to be emitted. */
 #define MIN_PASSING 2
@@ -23,15 +25,26 @@ struct inference {
 	size_t capacity;
 	/* Python occurrence of each event within its (pid, name, step), for Consistent. */
 	uint32_t *occurrence;
+	uint32_t pipeline;	 /* of the events added next */
+	uint32_t pipeline_count; /* pipelines given so far */
+	struct process_uses uses;
+	struct rule_evidence evidence;
 };
 
 struct inference *inference_new(struct rule_set *rules)
 {
 	struct inference *inference = calloc(1, sizeof(*inference));
 
-	if (inference)
+	if (inference) {
 		inference->rules = rules;
+		process_uses_init(&inference->uses);
+	}
 	return inference;
+}
+
+void inference_set_pipeline(struct inference *inference, uint32_t pipeline)
+{
+	inference->pipeline = pipeline;
 }
 
 void inference_free(struct inference *inference)
@@ -40,6 +53,7 @@ void inference_free(struct inference *inference)
 		return;
 	free(inference->events);
 	free(inference->occurrence);
+	process_uses_free(&inference->uses);
 	free(inference);
 }
 
@@ -55,6 +69,9 @@ int inference_add(struct inference *inference, const struct trace_record *record
 
 	if (converted <= 0)
 		return converted < 0 ? -ENOMEM : 0;
+	event.pipeline = inference->pipeline;
+	if (inference->pipeline >= inference->pipeline_count)
+		inference->pipeline_count = inference->pipeline + 1;
 	if (inference->count == inference->capacity) {
 		size_t capacity = inference->capacity ? inference->capacity * 2 : 4096;
 		struct infer_event *events = realloc(inference->events, capacity * sizeof(*events));
@@ -178,10 +195,13 @@ static int emit_pairs(struct inference *inference, struct rule *rule,
 		      const struct infer_event *const *failing_peers, size_t failing_count,
 		      const char *excluded)
 {
+	bool ok = true;
 	int found;
 
 	if (passing_count < MIN_PASSING)
 		return 0;
+	if (!rule_support_judge(rule, passing, passing_count, &inference->evidence, &ok))
+		return ok ? 0 : -ENOMEM;
 	found = precondition_deduce_pairs(inference->rules->pool, passing, passing_peers,
 					  passing_count, failing, failing_peers, failing_count,
 					  excluded, &rule->precondition);
@@ -518,7 +538,9 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 				const struct infer_event *first_a = segments[s].first[a];
 				const struct infer_event *first_b = segments[s].first[b];
 
-				if (!first_b)
+				/* A process that never calls A says nothing of A's place. */
+				if (!first_b ||
+				    !process_uses_name(&inference->uses, first_b, names[a]))
 					continue;
 				if (first_a && first_a->entry_ns < first_b->entry_ns)
 					passing[passing_count++] = first_b;
@@ -544,6 +566,16 @@ int inference_run(struct inference *inference)
 	const struct infer_event **failing = malloc(size);
 	int failed = -ENOMEM;
 
+	inference->evidence = (struct rule_evidence){
+		.pipeline_count = inference->pipeline_count ? inference->pipeline_count : 1,
+		.min_passing = MIN_PASSING,
+		.uses = &inference->uses,
+	};
+	for (size_t i = 0; i < inference->count && order; i++)
+		if (process_uses_add(&inference->uses, &inference->events[i])) {
+			free(order);
+			order = NULL;
+		}
 	if (order && passing && failing) {
 		failed = number_occurrences(inference, order);
 		if (!failed)
@@ -555,7 +587,7 @@ int inference_run(struct inference *inference)
 			failed = infer_sequences(inference, order, passing, failing);
 		if (!failed)
 			failed = infer_event_contain(inference->rules, inference->events,
-						     inference->count, MIN_PASSING);
+						     inference->count, &inference->evidence);
 		if (!failed)
 			failed = rule_set_sort(inference->rules);
 	}

@@ -6,6 +6,7 @@
 
 #include "base/u64_map.h"
 #include "contain_checker.h"
+#include "process_uses.h"
 #include "rule_checker.h"
 
 /* Python names remembered per process and step for APISequence. */
@@ -36,6 +37,7 @@ struct rule_checker {
 	struct u64_map occurrences; /* hash (pid, name, step) -> count + 1 */
 	struct u64_map processes;   /* pid -> struct process_step */
 	struct contain_checker *contains;
+	struct process_uses uses; /* what each process has called so far */
 	uint64_t violations;
 	uint64_t events;
 	int has_sequences;
@@ -63,9 +65,10 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	u64_map_init(&checker->groups);
 	u64_map_init(&checker->occurrences);
 	u64_map_init(&checker->processes);
+	process_uses_init(&checker->uses);
 	for (size_t i = 0; i < rules->count; i++)
 		checker->has_sequences |= rules->rules[i].relation == RELATION_API_SEQUENCE;
-	checker->contains = contain_checker_new(rules, contain_violation, checker);
+	checker->contains = contain_checker_new(rules, &checker->uses, contain_violation, checker);
 	if (!checker->contains) {
 		free(checker);
 		return NULL;
@@ -223,6 +226,8 @@ static void close_step(struct rule_checker *checker, struct process_step *state)
 				first_b = &state->first[n];
 		}
 		if (!first_b ||
+		    (rule_used_name(rule) &&
+		     !process_uses_name(&checker->uses, first_b, rule_used_name(rule))) ||
 		    !precondition_holds(checker->rules->pool, &rule->precondition, first_b))
 			continue;
 		if (!first_a || first_a->entry_ns > first_b->entry_ns)
@@ -277,6 +282,8 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 	if (converted <= 0)
 		return converted < 0 ? -ENOMEM : 0;
 	checker->events++;
+	if (process_uses_add(&checker->uses, &event))
+		return -ENOMEM;
 	check_constants(checker, &event);
 	if (check_consistent(checker, &event) || contain_checker_observe(checker->contains, &event))
 		return -ENOMEM;
@@ -330,5 +337,6 @@ void rule_checker_free(struct rule_checker *checker)
 	u64_map_free(&checker->groups);
 	u64_map_free(&checker->occurrences);
 	u64_map_free(&checker->processes);
+	process_uses_free(&checker->uses);
 	free(checker);
 }

@@ -50,6 +50,23 @@ const char *rule_relation_name(uint32_t relation)
 	return "unknown";
 }
 
+const char *rule_scope_name(uint32_t scope)
+{
+	return scope == RULE_SCOPE_USED ? "used" : "all";
+}
+
+/* The name a rule of scope "used" waits for, beyond its own event; NULL for none. */
+const char *rule_used_name(const struct rule *rule)
+{
+	if (rule->scope != RULE_SCOPE_USED)
+		return NULL;
+	if (rule->relation == RELATION_API_SEQUENCE)
+		return rule->first.name;
+	if (rule->relation == RELATION_EVENT_CONTAIN)
+		return rule->child.name;
+	return NULL;
+}
+
 static uint32_t relation_from_name(const char *name)
 {
 	for (uint32_t i = 1; i <= RELATION_EVENT_CONTAIN; i++)
@@ -184,7 +201,10 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 		used = (size_t)snprintf(text, size, "unknown relation");
 	}
 	if (used < size)
-		describe_precondition(&rule->precondition, text + used, size - used);
+		used += describe_precondition(&rule->precondition, text + used, size - used);
+	if (rule_used_name(rule) && used < size)
+		snprintf(text + used, size - used, " (in a process that calls %s)",
+			 rule_used_name(rule));
 }
 
 static const char *kind_name(uint32_t kind)
@@ -254,6 +274,8 @@ int rule_set_save(const struct rule_set *set, const char *path, char *error, siz
 		json_object_set_new(object, "precondition", precondition_json(&rule->precondition));
 		json_object_set_new(object, "passing", json_integer((json_int_t)rule->passing));
 		json_object_set_new(object, "failing", json_integer((json_int_t)rule->failing));
+		json_object_set_new(object, "scope", json_string(rule_scope_name(rule->scope)));
+		json_object_set_new(object, "pipelines", json_integer(rule->pipelines));
 		json_object_set_new(object, "text", json_string(words));
 		json_array_append_new(rules, object);
 	}
@@ -328,17 +350,27 @@ static int precondition_load(struct rule_set *set, json_t *groups, struct precon
 
 static int rule_load(struct rule_set *set, json_t *object, struct rule *rule)
 {
-	const char *relation = NULL, *field = NULL, *value = NULL;
+	const char *relation = NULL, *field = NULL, *value = NULL, *scope = "all";
 	json_t *event = NULL, *first = NULL, *child = NULL, *precondition = NULL;
-	json_int_t passing = 0, failing = 0;
+	json_int_t passing = 0, failing = 0, pipelines = 0;
 	int distinct = 0;
 
 	memset(rule, 0, sizeof(*rule));
-	if (json_unpack(object, "{s:s, s:o, s?o, s?o, s?s, s?s, s?b, s:o, s?I, s?I}", "relation",
-			&relation, "event", &event, "first", &first, "child", &child, "field",
-			&field, "value", &value, "distinct", &distinct, "precondition",
-			&precondition, "passing", &passing, "failing", &failing))
+	if (json_unpack(object, "{s:s, s:o, s?o, s?o, s?s, s?s, s?b, s:o, s?I, s?I, s?s, s?I}",
+			"relation", &relation, "event", &event, "first", &first, "child", &child,
+			"field", &field, "value", &value, "distinct", &distinct, "precondition",
+			&precondition, "passing", &passing, "failing", &failing, "scope", &scope,
+			"pipelines", &pipelines))
 		return -1;
+	if (strcmp(scope, "all") == 0)
+		rule->scope = RULE_SCOPE_ALL;
+	else if (strcmp(scope, "used") == 0)
+		rule->scope = RULE_SCOPE_USED;
+	else
+		return -1;
+	if (pipelines < 0 || pipelines > UINT32_MAX)
+		return -1;
+	rule->pipelines = (uint32_t)pipelines;
 	rule->relation = relation_from_name(relation);
 	if (!rule->relation || descriptor_load(set, event, &rule->event) ||
 	    precondition_load(set, precondition, &rule->precondition))

@@ -14,11 +14,14 @@
 #include "precondition.h"
 
 #define RULES_FORMAT_NAME "tcheck-bpf-rules"
-#define RULES_FORMAT_VERSION 2
+#define RULES_FORMAT_VERSION 3
 
 /* Room for a rule in words (rule_describe). */
 #define RULE_TEXT_SIZE 1024
-/* The oldest version still read: version 1 has no EventContain and no peer clauses. */
+/*
+ * The oldest version still read: version 1 has no EventContain and no peer
+ * clauses, version 2 no scope (its rules apply to every process).
+ */
 #define RULES_FORMAT_OLDEST_VERSION 1
 
 enum rule_relation {
@@ -28,6 +31,16 @@ enum rule_relation {
 	RELATION_API_SEQUENCE = 4,  /* within a step, 'first' is entered before 'event' */
 	RELATION_EVENT_CONTAIN = 5, /* 'event' (a call or a step) contains 'child' (n times) */
 	RELATION_LAST = RELATION_EVENT_CONTAIN,
+};
+
+/*
+ * Where a rule applies (docs/rules-format.md, "Scope"): to every process, for
+ * what every reference program does; or to a process only once it has made
+ * the calls the rule names, for what only some programs do.
+ */
+enum rule_scope {
+	RULE_SCOPE_ALL = 0,
+	RULE_SCOPE_USED = 1,
 };
 
 /* Events described by kind and name, never by identity. */
@@ -48,6 +61,8 @@ struct rule {
 	struct precondition precondition;
 	uint64_t passing;
 	uint64_t failing;
+	uint32_t scope;	    /* enum rule_scope */
+	uint32_t pipelines; /* how many reference programs' traces support it; 0 unknown */
 };
 
 struct rule_set {
@@ -71,6 +86,12 @@ int rule_set_add_source(struct rule_set *set, const char *path);
 int rule_set_sort(struct rule_set *set);
 
 const char *rule_relation_name(uint32_t relation);
+const char *rule_scope_name(uint32_t scope);
+/*
+ * The call a rule of scope "used" waits for, beyond its own event: the
+ * first call of an APISequence, the child of an EventContain; else NULL.
+ */
+const char *rule_used_name(const struct rule *rule);
 
 /* The invariant in words, with its precondition. */
 void rule_describe(const struct rule *rule, char *text, size_t size);

@@ -2,6 +2,7 @@
 /* tcheck-bpf infer: learns invariants from the traces of healthy runs and writes a rules file. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -13,15 +14,21 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: tcheck-bpf infer -o RULES.json TRACE...\n\n"
+		"Usage: tcheck-bpf infer -o RULES.json PROGRAM...\n\n"
 		"Learns invariants (Consistent, APIArg, APIOutput, APISequence, EventContain)\n"
-		"from the traces of healthy runs, taken together as one input (ranks, runs,\n"
-		"hosts), and writes those with a safe precondition to a rules file for\n"
-		"'tcheck-bpf check --rules'. A TRACE is a tcheck-bpf trace, a TrainCheck JSON\n"
-		"Lines trace (trace_API_*.log, trace_VAR_*.log) or a folder of TrainCheck "
-		"traces.\n\n"
+		"from the traces of healthy runs and writes those with a safe precondition to\n"
+		"a rules file for 'tcheck-bpf check --rules'. Each PROGRAM is the trace of one\n"
+		"reference program, or several traces of it joined by commas (its hosts, its\n"
+		"runs): a tcheck-bpf trace, a TrainCheck JSON Lines trace (trace_API_*.log,\n"
+		"trace_VAR_*.log) or a folder of TrainCheck traces. What every program does\n"
+		"becomes a rule for any program; what only some do applies where a process\n"
+		"makes the calls the rule names; a value only one program shows is dropped\n"
+		"(docs/rules-format.md, \"Scope\"). Give programs of several shapes.\n\n"
 		"  -o, --output FILE  the rules file to write (required)\n"
-		"  -h, --help         this text\n");
+		"  -h, --help         this text\n\n"
+		"Examples:\n"
+		"  tcheck-bpf infer -o rules.json cnn.trace mlp.trace ddp-node0.trace,ddp-node1.trace\n"
+		"  tcheck-bpf infer -o rules.json traincheck-traces/\n");
 }
 
 static int add_record(void *context, const struct trace_record *record)
@@ -37,16 +44,38 @@ static double seconds_since(const struct timespec *start)
 	return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
 }
 
-static void print_summary(const struct rule_set *rules, size_t events, double seconds)
+static void print_summary(const struct rule_set *rules, uint32_t programs, size_t events,
+			  double seconds)
 {
 	size_t by_relation[RELATION_LAST + 1] = { 0 };
 
 	for (size_t i = 0; i < rules->count; i++)
 		by_relation[rules->rules[i].relation]++;
-	log_notice("%zu events from %zu trace(s): %zu invariants in %.2f s", events,
-		   rules->source_count, rules->count, seconds);
+	log_notice("%zu events from %zu trace(s) of %u program(s): %zu invariants in %.2f s",
+		   events, rules->source_count, programs, rules->count, seconds);
 	for (uint32_t r = 1; r <= RELATION_LAST; r++)
 		log_notice("  %-12s %zu", rule_relation_name(r), by_relation[r]);
+}
+
+/* One reference program: its traces, joined by commas. 0, or -1 when one could not be read. */
+static int add_program(struct inference *inference, struct rule_set *rules, uint32_t pipeline,
+		       const char *traces)
+{
+	char *copy = strdup(traces), *cursor = copy, *path;
+	int failed = copy ? 0 : -1;
+
+	inference_set_pipeline(inference, pipeline);
+	while (!failed && (path = strsep(&cursor, ",")) != NULL) {
+		if (!*path)
+			continue;
+		if (trace_replay(path, add_record, inference, 1) < 0 ||
+		    rule_set_add_source(rules, path))
+			failed = -1;
+	}
+	if (!copy)
+		log_error("out of memory");
+	free(copy);
+	return failed;
 }
 
 int command_infer(int argc, char **argv)
@@ -89,12 +118,9 @@ int command_infer(int argc, char **argv)
 		rule_set_free(rules);
 		return 1;
 	}
-	for (int i = optind; i < argc; i++) {
-		if (trace_replay(argv[i], add_record, inference, 1) < 0)
+	for (int i = optind; i < argc; i++)
+		if (add_program(inference, rules, (uint32_t)(i - optind), argv[i]))
 			goto out;
-		if (rule_set_add_source(rules, argv[i]))
-			goto out;
-	}
 	if (inference_run(inference)) {
 		log_error("out of memory while inferring invariants");
 		goto out;
@@ -103,7 +129,8 @@ int command_infer(int argc, char **argv)
 		log_error("%s", error);
 		goto out;
 	}
-	print_summary(rules, inference_event_count(inference), seconds_since(&start));
+	print_summary(rules, (uint32_t)(argc - optind), inference_event_count(inference),
+		      seconds_since(&start));
 	status = 0;
 out:
 	inference_free(inference);

@@ -531,7 +531,10 @@ void python_tracer_fill_meta(const struct python_process *process, uint64_t entr
 	struct python_meta_state state = python_meta_at(&process->meta, entry_ns);
 
 	call->step = state.step;
-	call->stage = state.stage;
+	/* A module is built in training mode: until one is switched, a torch process trains. */
+	call->stage = state.stage == TRACE_STAGE_UNKNOWN && process->torch_looked_up
+			      ? TRACE_STAGE_TRAIN
+			      : state.stage;
 	call->rank = process->rank;
 	call->world_size = process->world_size;
 }

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+/* A rule's support across reference programs, and the scope it gets from it. */
+#include "rule_support.h"
+
+#include <stdlib.h>
+
+/* Least pipelines that must agree on a value when several were given. */
+#define VALUE_PIPELINES_MIN 2
+
+bool rule_states_value(const struct rule *rule)
+{
+	switch (rule->relation) {
+	case RELATION_API_ARG:
+	case RELATION_API_OUTPUT:
+		return true;
+	case RELATION_EVENT_CONTAIN:
+		return rule->value != NULL;
+	default:
+		return false;
+	}
+}
+
+bool rule_support_judge(struct rule *rule, const struct infer_event *const *passing,
+			size_t passing_count, const struct rule_evidence *evidence, bool *ok)
+{
+	uint32_t pipeline_count = evidence->pipeline_count;
+	bool *supports;
+	uint32_t support = 0;
+
+	if (pipeline_count < 1)
+		pipeline_count = 1;
+	supports = calloc(pipeline_count, sizeof(*supports));
+	if (!supports) {
+		*ok = false;
+		return false;
+	}
+	for (size_t i = 0; i < passing_count; i++) {
+		uint32_t pipeline = passing[i]->pipeline;
+
+		if (pipeline < pipeline_count && !supports[pipeline]) {
+			supports[pipeline] = true;
+			support++;
+		}
+	}
+	free(supports);
+	rule->pipelines = support;
+	/* One program cannot tell what every program does: its rules apply where used. */
+	rule->scope = pipeline_count >= 2 && support == pipeline_count ? RULE_SCOPE_ALL
+								       : RULE_SCOPE_USED;
+	return pipeline_count < 2 || !rule_states_value(rule) || support >= VALUE_PIPELINES_MIN;
+}

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Rules learned from several reference programs, checked on programs of
+ * other shapes: what every reference does holds for any program, what only
+ * some do applies where a process makes the calls it names, a value one
+ * program alone shows is no rule, and an unknown value is no precondition.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "infer/inference.h"
+#include "infer/rule_checker.h"
+#include "unit.h"
+
+#define ZERO_GRAD_FAMILY "Optimizer.zero_grad#*"
+#define STEP_FAMILY "Optimizer.step#*"
+#define DDP_FORWARD "torch.nn.parallel.distributed.DistributedDataParallel.forward"
+#define CONFIGURE "train.configure"
+#define STEPS 6
+
+/* How one program trains: its optimizer, and what it does in which steps. */
+struct program {
+	uint32_t pid;
+	const char *optimizer;	/* "SGD": scopes Optimizer.step#SGD.step, ... */
+	int zero_grad_until;	/* zero_grad in steps before this one (STEPS: always) */
+	int ddp_until;		/* DDP forward in steps before this one (0: never) */
+	double lr;		/* train.configure(lr=...) in every step */
+	int eval_at;		/* the optimizer steps in eval mode at this step (-1: never) */
+};
+
+static struct trace_record call(const struct program *program, int step, uint64_t entry_ns,
+				const char *name, uint32_t flags)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_PYTHON_CALL };
+	struct trace_python_call *python = &record.python_call;
+
+	python->entry_ns = entry_ns;
+	python->duration_ns = 10;
+	python->pid = program->pid;
+	python->tid = program->pid;
+	python->qualified_name = name;
+	python->file = "train.py";
+	python->flags = flags;
+	python->step = step;
+	python->stage = step == program->eval_at ? TRACE_STAGE_EVAL : TRACE_STAGE_TRAIN;
+	python->rank = -1;
+	python->world_size = -1;
+	return record;
+}
+
+/* Feeds a program's steps to an inference (pipeline set by the caller) or a checker. */
+static void run_program(const struct program *program, struct inference *inference,
+			struct rule_checker *checker)
+{
+	char zero_grad[64], step_scope[64];
+
+	snprintf(zero_grad, sizeof(zero_grad), "Optimizer.zero_grad#%s.zero_grad",
+		 program->optimizer);
+	snprintf(step_scope, sizeof(step_scope), "Optimizer.step#%s.step", program->optimizer);
+	for (int step = 0; step < STEPS; step++) {
+		uint64_t base = 1000000ULL * (uint64_t)(step + 1);
+		struct trace_record records[4];
+		size_t count = 0;
+
+		records[count] = call(program, step, base, CONFIGURE, 0);
+		records[count].python_call.arg_count = 1;
+		records[count++].python_call.args[0] = (struct trace_python_arg){
+			.name = "lr", .type = TRACE_VALUE_FLOAT, .real = program->lr
+		};
+		if (step < program->zero_grad_until)
+			records[count++] = call(program, step, base + 100, zero_grad,
+						TRACE_PYTHON_TORCH_SCOPE);
+		if (step < program->ddp_until)
+			records[count++] = call(program, step, base + 200, DDP_FORWARD, 0);
+		records[count++] = call(program, step, base + 300, step_scope,
+					TRACE_PYTHON_TORCH_SCOPE);
+		for (size_t i = 0; i < count; i++) {
+			if (inference)
+				CU_ASSERT_EQUAL(inference_add(inference, &records[i]), 0);
+			if (checker)
+				CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]), 0);
+		}
+	}
+}
+
+static const struct rule *sequence_rule(const struct rule_set *set, const char *first)
+{
+	for (size_t i = 0; i < set->count; i++)
+		if (set->rules[i].relation == RELATION_API_SEQUENCE &&
+		    strcmp(set->rules[i].event.name, STEP_FAMILY) == 0 &&
+		    strcmp(set->rules[i].first.name, first) == 0)
+			return &set->rules[i];
+	return NULL;
+}
+
+static const struct rule *argument_rule(const struct rule_set *set, const char *name,
+					const char *field, const char *value)
+{
+	for (size_t i = 0; i < set->count; i++)
+		if (set->rules[i].relation == RELATION_API_ARG &&
+		    strcmp(set->rules[i].event.name, name) == 0 && set->rules[i].field &&
+		    strcmp(set->rules[i].field, field) == 0 && set->rules[i].value &&
+		    strcmp(set->rules[i].value, value) == 0)
+			return &set->rules[i];
+	return NULL;
+}
+
+/* Violations per rule (by position) and step. */
+struct tally {
+	const struct rule_set *set;
+	int at[64][STEPS];
+	int total;
+};
+
+static void count_violation(const struct rule_violation *violation, void *context)
+{
+	struct tally *tally = context;
+	size_t rule = (size_t)(violation->rule - tally->set->rules);
+
+	tally->total++;
+	if (rule < 64 && violation->step >= 0 && violation->step < STEPS)
+		tally->at[rule][violation->step]++;
+}
+
+/* Checks one program alone against the rules; the tally of its violations. */
+static void check_program(struct rule_set *set, const struct program *program,
+			  struct tally *tally)
+{
+	struct rule_checker *checker;
+
+	memset(tally, 0, sizeof(*tally));
+	tally->set = set;
+	checker = rule_checker_new(set, count_violation, tally);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	run_program(program, NULL, checker);
+	rule_checker_finish(checker);
+	rule_checker_free(checker);
+}
+
+static int first_step_of(const struct tally *tally, const struct rule_set *set,
+			 const struct rule *rule)
+{
+	size_t index = (size_t)(rule - set->rules);
+
+	for (int step = 0; step < STEPS && index < 64; step++)
+		if (tally->at[index][step])
+			return step;
+	return -1;
+}
+
+UNIT_TEST(carry_over, rules_from_three_programs_hold_on_a_fourth)
+{
+	/* A CNN with SGD, a DDP job with Adam, an MLP with SGD: other learning rates. */
+	static const struct program references[3] = {
+		{ 10, "SGD", STEPS, 0, 0.1, -1 },
+		{ 20, "Adam", STEPS, STEPS, 0.001, -1 },
+		{ 30, "SGD", STEPS, 0, 0.1, -1 },
+	};
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	const struct rule *zero_grad_first, *ddp_first, *trains;
+	struct tally tally;
+
+	for (uint32_t p = 0; p < 3; p++) {
+		inference_set_pipeline(inference, p);
+		run_program(&references[p], inference, NULL);
+	}
+	CU_ASSERT_EQUAL_FATAL(inference_run(inference), 0);
+	CU_ASSERT_TRUE_FATAL(set->count <= 64);
+
+	/* Every program zeroes before it steps, whatever its optimizer: for any program. */
+	zero_grad_first = sequence_rule(set, ZERO_GRAD_FAMILY);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(zero_grad_first);
+	CU_ASSERT_EQUAL(zero_grad_first->scope, RULE_SCOPE_ALL);
+	CU_ASSERT_EQUAL(zero_grad_first->pipelines, 3);
+	/* Only the DDP job runs DDP's forward first: where a process calls it. */
+	ddp_first = sequence_rule(set, DDP_FORWARD);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ddp_first);
+	CU_ASSERT_EQUAL(ddp_first->scope, RULE_SCOPE_USED);
+	CU_ASSERT_EQUAL(ddp_first->pipelines, 1);
+	/* The non-DDP programs are no failing examples, hence no precondition to tell them. */
+	CU_ASSERT_EQUAL(ddp_first->precondition.group_count, 0);
+	/* Every optimizer step trains. */
+	trains = argument_rule(set, STEP_FAMILY, "stage", "train");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(trains);
+	CU_ASSERT_EQUAL(trains->scope, RULE_SCOPE_ALL);
+	/* A learning rate is each program's own: neither value is a rule. */
+	CU_ASSERT_PTR_NULL(argument_rule(set, CONFIGURE, "arg:lr", "0.10000000000000001"));
+	CU_ASSERT_PTR_NULL(argument_rule(set, CONFIGURE, "arg:lr", "0.001"));
+	/* No rule is conditioned on a stage nobody set. */
+	for (size_t i = 0; i < set->count; i++)
+		for (uint32_t g = 0; g < set->rules[i].precondition.group_count; g++)
+			for (uint32_t c = 0; c < set->rules[i].precondition.groups[g].clause_count;
+			     c++) {
+				const struct precondition_clause *clause =
+					&set->rules[i].precondition.groups[g].clauses[c];
+
+				CU_ASSERT_FALSE(clause->type == CLAUSE_CONSTANT &&
+						strcmp(clause->value, "unknown") == 0);
+			}
+
+	/* A healthy program of another shape (RMSprop, no DDP): nothing. */
+	check_program(set, &(struct program){ 40, "RMSprop", STEPS, 0, 0.1, -1 }, &tally);
+	CU_ASSERT_EQUAL(tally.total, 0);
+	/* One that never zeroes its gradients: caught at its first step. */
+	check_program(set, &(struct program){ 50, "RMSprop", 0, 0, 0.1, -1 }, &tally);
+	CU_ASSERT_EQUAL(first_step_of(&tally, set, zero_grad_first), 0);
+	/* A DDP program whose forward stops being DDP's at step 3: from step 3 on. */
+	check_program(set, &(struct program){ 60, "Adam", STEPS, 3, 0.1, -1 }, &tally);
+	CU_ASSERT_EQUAL(first_step_of(&tally, set, ddp_first), 3);
+	CU_ASSERT_EQUAL(first_step_of(&tally, set, zero_grad_first), -1);
+	/* A program left in eval mode at step 4: its zero_grad and step there, nothing else. */
+	check_program(set, &(struct program){ 70, "SGD", STEPS, 0, 0.1, 4 }, &tally);
+	CU_ASSERT_EQUAL(first_step_of(&tally, set, trains), 4);
+	CU_ASSERT_EQUAL(tally.total, 2);
+
+	inference_free(inference);
+	rule_set_free(set);
+}
+
+UNIT_TEST(carry_over, one_program_keeps_its_values_but_none_holds_for_every_program)
+{
+	static const struct program reference = { 10, "SGD", STEPS, STEPS, 0.1, -1 };
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	const struct rule *lr;
+
+	run_program(&reference, inference, NULL);
+	CU_ASSERT_EQUAL_FATAL(inference_run(inference), 0);
+	lr = argument_rule(set, CONFIGURE, "arg:lr", "0.10000000000000001");
+	CU_ASSERT_PTR_NOT_NULL(lr);
+	for (size_t i = 0; i < set->count; i++) {
+		CU_ASSERT_EQUAL(set->rules[i].scope, RULE_SCOPE_USED);
+		CU_ASSERT_EQUAL(set->rules[i].pipelines, 1);
+	}
+	inference_free(inference);
+	rule_set_free(set);
+}
+
+UNIT_TEST(carry_over, a_scope_is_its_family_with_implementation_and_stage)
+{
+	struct string_pool *pool = string_pool_new();
+	struct program program = { 10, "Adam", STEPS, 0, 0.1, 2 };
+	struct trace_record record =
+		call(&program, 2, 1, "Optimizer.step#Adam.step", TRACE_PYTHON_TORCH_SCOPE);
+	struct infer_event event;
+
+	CU_ASSERT_EQUAL_FATAL(infer_event_from_record(pool, &record, &event), 1);
+	CU_ASSERT_STRING_EQUAL(event.name, STEP_FAMILY);
+	CU_ASSERT_STRING_EQUAL(infer_event_field(&event, "implementation"), "Adam.step");
+	CU_ASSERT_STRING_EQUAL(infer_event_field(&event, "stage"), "eval");
+	/* A stage not known is no value at all, neither field nor variable. */
+	record.python_call.stage = TRACE_STAGE_UNKNOWN;
+	CU_ASSERT_EQUAL_FATAL(infer_event_from_record(pool, &record, &event), 1);
+	CU_ASSERT_PTR_NULL(infer_event_field(&event, "stage"));
+	CU_ASSERT_PTR_NULL(infer_event_variable(pool, &event, "stage"));
+	/* A Python function keeps its name. */
+	record = call(&program, 2, 1, DDP_FORWARD, 0);
+	CU_ASSERT_EQUAL_FATAL(infer_event_from_record(pool, &record, &event), 1);
+	CU_ASSERT_STRING_EQUAL(event.name, DDP_FORWARD);
+	string_pool_free(pool);
+}
