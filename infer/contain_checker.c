@@ -47,8 +47,7 @@ struct contain_checker {
 	int has_scope_rules, has_step_rules;
 };
 
-struct contain_checker *contain_checker_new(struct rule_set *rules,
-					    const struct process_uses *uses,
+struct contain_checker *contain_checker_new(struct rule_set *rules, const struct process_uses *uses,
 					    contain_violation_fn report, void *context)
 {
 	struct contain_checker *checker = calloc(1, sizeof(*checker));

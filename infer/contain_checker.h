@@ -23,8 +23,7 @@ struct contain_checker;
  * (kept by the caller, with every event observed) says its process has made
  * the child.
  */
-struct contain_checker *contain_checker_new(struct rule_set *rules,
-					    const struct process_uses *uses,
+struct contain_checker *contain_checker_new(struct rule_set *rules, const struct process_uses *uses,
 					    contain_violation_fn report, void *context);
 /* 0 or -ENOMEM. */
 int contain_checker_observe(struct contain_checker *checker, const struct infer_event *event);

@@ -303,7 +303,8 @@ static int scope_fields(struct string_pool *pool, const char *qualified_name,
 	const char *stage = stage_name(pool, event->stage);
 	char family[256];
 
-	if (implementation && implementation[1] && strcmp(implementation + 1, INFER_SCOPE_ANY)) {
+	if (implementation && implementation[1] &&
+	    strcmp(implementation + 1, INFER_SCOPE_ANY) != 0) {
 		snprintf(family, sizeof(family), "%.*s#" INFER_SCOPE_ANY,
 			 (int)(implementation - qualified_name), qualified_name);
 		event->name = string_pool_intern(pool, family);

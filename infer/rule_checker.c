@@ -80,7 +80,12 @@ static void violation(struct rule_checker *checker, const struct rule *rule,
 		      const struct infer_event *event, const struct infer_event *other)
 {
 	char text[RULE_TEXT_SIZE];
-	struct rule_violation found = { rule, text, event, other, event->step };
+	struct rule_violation found = { .rule = rule,
+					.rule_index = (size_t)(rule - checker->rules->rules),
+					.text = text,
+					.event = event,
+					.other = other,
+					.step = event->step };
 
 	rule_describe(rule, text, sizeof(text));
 	checker->violations++;

@@ -7,12 +7,14 @@
 #ifndef TCHECK_RULE_CHECKER_H
 #define TCHECK_RULE_CHECKER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rules.h"
 
 struct rule_violation {
 	const struct rule *rule;
+	size_t rule_index;		 /* its position in the rule set */
 	const char *text;		 /* the invariant in words */
 	const struct infer_event *event; /* the offending event */
 	const struct infer_event *other; /* the event it disagrees with, or NULL */

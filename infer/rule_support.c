@@ -45,7 +45,7 @@ bool rule_support_judge(struct rule *rule, const struct infer_event *const *pass
 	free(supports);
 	rule->pipelines = support;
 	/* One program cannot tell what every program does: its rules apply where used. */
-	rule->scope = pipeline_count >= 2 && support == pipeline_count ? RULE_SCOPE_ALL
-								       : RULE_SCOPE_USED;
+	rule->scope =
+		pipeline_count >= 2 && support == pipeline_count ? RULE_SCOPE_ALL : RULE_SCOPE_USED;
 	return pipeline_count < 2 || !rule_states_value(rule) || support >= VALUE_PIPELINES_MIN;
 }

@@ -90,3 +90,28 @@ torch_stack() {
 	esac
 	echo "torch stack: $TORCH_STACK"
 }
+
+# Live and offline checking of one run report the same violations: the
+# violation lines of record --rules --events (LIVE) against those of check
+# --rules --jsonl on the trace it wrote (OFFLINE), by rule, process, job
+# rank, step and offending event. At least MIN (default 1) of them.
+same_violations() {
+	python3 - "$1" "$2" "${3:-1}" <<'PY'
+import json, sys
+def violations(path, live):
+    found = []
+    for line in open(path):
+        v = json.loads(line)
+        if live and v.get("kind") != "violation":
+            continue
+        assert v["kind"] == "violation" and {"step", "job_rank", "relation", "invariant"} <= v.keys(), v
+        e = v["event"]
+        found.append((v["rule"], v["pid"], v["job_rank"], v["step"], v["relation"], v["invariant"],
+                      e["name"], e["entry_ns"]))
+    return sorted(found)
+live, offline = violations(sys.argv[1], True), violations(sys.argv[2], False)
+assert live == offline, ("live", live, "offline", offline)
+assert len(live) >= int(sys.argv[3]), live
+print(f"{len(live)} violation(s), the same live and offline")
+PY
+}

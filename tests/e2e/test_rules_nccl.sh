@@ -11,7 +11,7 @@ LAYOUT=(--ranks 8 --tp 2 --pp 2)
 python3 - "$SCRATCH/rules.json" <<'PY' || fail "the rules lack the count invariant"
 import json, sys
 rules = json.load(open(sys.argv[1]))
-assert rules["format"] == "tcheck-bpf-rules" and rules["version"] == 2
+assert rules["format"] == "tcheck-bpf-rules" and rules["version"] == 3
 assert any(r["relation"] == "Consistent" and r["event"]["name"] == "ncclAllReduce"
            and r["field"] == "count" and r["failing"] == 0 for r in rules["rules"])
 PY
@@ -57,12 +57,29 @@ assert other["comm"] == mine[0]["comm"] and other["seq"] == mine[0]["seq"]
 assert other["fields"]["count"] == str(odd["args"]["count"] - 1)
 PY
 
-# Live: the same rules while recording, the violation printed as it happens.
-"$TCHECK" --quiet record -o "$SCRATCH/live.trace" --rules "$SCRATCH/rules.json" -- \
+# Live: the same rules while recording, the violation printed as it happens and written to
+# the events stream, as checking the run's trace afterwards reports it.
+"$TCHECK" --quiet record -o "$SCRATCH/live.trace" --rules "$SCRATCH/rules.json" \
+	--events "$SCRATCH/live-events.jsonl" -- \
 	"$WORKLOAD" "${LAYOUT[@]}" --steps 20 --mismatch-count 3:7 --log-dir "$SCRATCH/live" \
 	>"$SCRATCH/live.txt" || fail "live run"
 [ "$(grep -c '^violation' "$SCRATCH/live.txt")" = 1 ] || fail "live: $(cat "$SCRATCH/live.txt")"
 grep -q "count of ncclAllReduce agrees across ranks" "$SCRATCH/live.txt" || fail "live: wrong rule"
+status=0
+"$TCHECK" --quiet check --rules "$SCRATCH/rules.json" --jsonl "$SCRATCH/live-offline.jsonl" \
+	"$SCRATCH/live.trace" >/dev/null || status=$?
+[ "$status" = 1 ] || fail "offline check of the live run exited $status"
+same_violations "$SCRATCH/live-events.jsonl" "$SCRATCH/live-offline.jsonl" 1 ||
+	fail "live and offline checking of one run differ"
+# The violation's process is rank 3 of the job, as the workload's log names it.
+python3 - "$SCRATCH/live-events.jsonl" "$SCRATCH/live" <<'PY' || fail "the live violation's job rank"
+import glob, json, sys
+v = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["kind"] == "violation"][0]
+ranks = {json.loads(open(p).readline())["pid"]: int(p.rsplit("-", 1)[1].split(".")[0])
+         for p in glob.glob(sys.argv[2] + "/rank-*.jsonl")}
+assert v["job_rank"] == ranks[v["pid"]], (v["job_rank"], ranks, v["pid"])
+assert {v["pid"], v["other"]["pid"]} & {p for p, r in ranks.items() if r == 3}, (v, ranks)
+PY
 "$TCHECK" --quiet record -o "$SCRATCH/live-fixed.trace" --rules "$SCRATCH/rules.json" -- \
 	"$WORKLOAD" "${LAYOUT[@]}" --steps 20 --log-dir "$SCRATCH/live-fixed" \
 	>"$SCRATCH/live-fixed.txt" || fail "live fixed run"

@@ -12,7 +12,9 @@ PY="$ROOT/tests/workloads/python"
 for variant in fixed buggy; do
 	bug=()
 	[ $variant = buggy ] && bug=(--missing-zero-grad 5)
-	"$TCHECK" --quiet record -o "$SCRATCH/$variant.trace" --python -- $TORCH_PYTHON \
+	# Checked live too, as a user deploys the rules: its events are compared below.
+	"$TCHECK" --quiet record -o "$SCRATCH/$variant.trace" --python --rules "$SCRATCH/rules.json" \
+		--events "$SCRATCH/$variant-live.jsonl" -- $TORCH_PYTHON \
 		"$PY/silent_zero_grad.py" --steps 10 "${bug[@]}" --log "$SCRATCH/$variant.json" ||
 		fail "$variant run"
 	status=0
@@ -33,4 +35,8 @@ assert zero_grad, violations
 assert min(v["step"] for v in zero_grad) == missing[0], (zero_grad[0], missing)
 assert {v["step"] for v in zero_grad} <= set(missing), ({v["step"] for v in zero_grad}, missing)
 PY
-echo "a missing zero_grad is flagged at the step it goes missing, none on the healthy loop"
+same_violations "$SCRATCH/buggy-live.jsonl" "$SCRATCH/buggy.jsonl" 1 ||
+	fail "live and offline checking of the buggy run differ"
+same_violations "$SCRATCH/fixed-live.jsonl" "$SCRATCH/fixed.jsonl" 0 ||
+	fail "live and offline checking of the fixed run differ"
+echo "a missing zero_grad is flagged at the step it goes missing, none on the healthy loop; live and offline agree"

@@ -22,11 +22,11 @@
 /* How one program trains: its optimizer, and what it does in which steps. */
 struct program {
 	uint32_t pid;
-	const char *optimizer;	/* "SGD": scopes Optimizer.step#SGD.step, ... */
-	int zero_grad_until;	/* zero_grad in steps before this one (STEPS: always) */
-	int ddp_until;		/* DDP forward in steps before this one (0: never) */
-	double lr;		/* train.configure(lr=...) in every step */
-	int eval_at;		/* the optimizer steps in eval mode at this step (-1: never) */
+	const char *optimizer; /* "SGD": scopes Optimizer.step#SGD.step, ... */
+	int zero_grad_until;   /* zero_grad in steps before this one (STEPS: always) */
+	int ddp_until;	       /* DDP forward in steps before this one (0: never) */
+	double lr;	       /* train.configure(lr=...) in every step */
+	int eval_at;	       /* the optimizer steps in eval mode at this step (-1: never) */
 };
 
 static struct trace_record call(const struct program *program, int step, uint64_t entry_ns,
@@ -73,8 +73,8 @@ static void run_program(const struct program *program, struct inference *inferen
 						TRACE_PYTHON_TORCH_SCOPE);
 		if (step < program->ddp_until)
 			records[count++] = call(program, step, base + 200, DDP_FORWARD, 0);
-		records[count++] = call(program, step, base + 300, step_scope,
-					TRACE_PYTHON_TORCH_SCOPE);
+		records[count++] =
+			call(program, step, base + 300, step_scope, TRACE_PYTHON_TORCH_SCOPE);
 		for (size_t i = 0; i < count; i++) {
 			if (inference)
 				CU_ASSERT_EQUAL(inference_add(inference, &records[i]), 0);
@@ -124,8 +124,7 @@ static void count_violation(const struct rule_violation *violation, void *contex
 }
 
 /* Checks one program alone against the rules; the tally of its violations. */
-static void check_program(struct rule_set *set, const struct program *program,
-			  struct tally *tally)
+static void check_program(struct rule_set *set, const struct program *program, struct tally *tally)
 {
 	struct rule_checker *checker;
 

@@ -8,14 +8,14 @@
 #include "agent/agent_metrics.h"
 #include "base/log.h"
 #include "checks/rule_runner.h"
-#include "export/export_jsonl.h"
+#include "checks/violation_stream.h"
 #include "infer/rule_checker.h"
 
 struct agent_rules {
 	struct rule_set *set;
 	struct rule_checker *checker;
 	struct agent_metrics *metrics;
-	FILE *events;
+	struct violation_stream stream; /* --events */
 };
 
 static void report(const struct rule_violation *violation, void *context)
@@ -25,7 +25,6 @@ static void report(const struct rule_violation *violation, void *context)
 	size_t position = (size_t)(violation->rule - rules->set->rules);
 	const char *relation = rule_relation_name(violation->rule->relation);
 	char rule[24];
-	json_t *line, *details;
 
 	snprintf(rule, sizeof(rule), "%zu", position);
 	log_warning("rule %zu violated at step %d by %s in process %u (rank %d of its "
@@ -33,18 +32,7 @@ static void report(const struct rule_violation *violation, void *context)
 		    position, violation->step, event->name, event->pid, event->rank,
 		    violation->text);
 	agent_metrics_violation(rules->metrics, event->pid, rule, relation, event->name);
-	if (!rules->events)
-		return;
-	line = json_pack("{s:s, s:I, s:I}", "kind", "violation", "rule", (json_int_t)position,
-			 "pid", (json_int_t)event->pid);
-	details = rule_violation_json(violation);
-	if (line && details && json_object_update(line, details) == 0) {
-		export_json_write(rules->events, "", line, JSON_COMPACT | JSON_PRESERVE_ORDER,
-				  "\n");
-		fflush(rules->events);
-	}
-	json_decref(details);
-	json_decref(line);
+	violation_stream_write(&rules->stream, violation);
 }
 
 const struct rule_set *agent_rules_set(const struct agent_rules *rules)
@@ -63,11 +51,11 @@ struct agent_rules *agent_rules_start(const char *rules_path, struct agent_metri
 		return NULL;
 	}
 	rules->metrics = metrics;
-	rules->events = events;
+	violation_stream_init(&rules->stream, events);
 	rules->set = rule_set_load(rules_path, error, sizeof(error));
 	if (!rules->set) {
 		log_error("%s", error);
-		free(rules);
+		agent_rules_finish(rules);
 		return NULL;
 	}
 	rules->checker = rule_checker_new(rules->set, report, rules);
@@ -82,6 +70,7 @@ struct agent_rules *agent_rules_start(const char *rules_path, struct agent_metri
 
 void agent_rules_observe(struct agent_rules *rules, const struct trace_record *record)
 {
+	violation_stream_note(&rules->stream, record);
 	if (rule_checker_observe(rules->checker, record))
 		log_warning("out of memory checking rules: a call was not checked");
 }
@@ -94,5 +83,6 @@ void agent_rules_finish(struct agent_rules *rules)
 		rule_check_finish(rules->checker, rules->set, "");
 	rule_checker_free(rules->checker);
 	rule_set_free(rules->set);
+	violation_stream_free(&rules->stream);
 	free(rules);
 }

@@ -9,12 +9,13 @@
 
 #include "base/log.h"
 #include "checks/rule_runner.h"
+#include "checks/violation_stream.h"
 #include "infer/rule_checker.h"
 #include "record/recorder.h"
 #include "trace/trace_replay.h"
 
 struct report {
-	FILE *jsonl;
+	struct violation_stream stream; /* --jsonl or --events, when given */
 };
 
 static json_t *event_json(const struct infer_event *event)
@@ -94,26 +95,30 @@ static void report_violation(const struct rule_violation *violation, void *conte
 		       violation->rule->relation == RELATION_API_SEQUENCE ? "expected first"
 									  : "disagrees with",
 		       other);
-	if (report->jsonl) {
-		json_t *line = rule_violation_json(violation);
-
-		json_dumpf(line, report->jsonl, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		fputc('\n', report->jsonl);
-		json_decref(line);
-	}
+	violation_stream_write(&report->stream, violation);
 }
+
+/* Offline: the checker and the report the trace's records go to. */
+struct offline_check {
+	struct rule_checker *checker;
+	struct report *report;
+};
 
 static int observe(void *context, const struct trace_record *record)
 {
-	return rule_checker_observe(context, record);
+	struct offline_check *check = context;
+
+	violation_stream_note(&check->report->stream, record);
+	return rule_checker_observe(check->checker, record);
 }
 
 int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 			const char *jsonl_path)
 {
-	struct report report = { NULL };
-	struct rule_checker *checker = NULL;
+	struct report report;
+	struct offline_check check = { NULL, &report };
 	struct rule_set *rules;
+	FILE *jsonl = NULL;
 	char error[512];
 	int status = 2;
 
@@ -122,29 +127,29 @@ int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 		log_error("%s", error);
 		return 2;
 	}
-	if (jsonl_path) {
-		report.jsonl = fopen(jsonl_path, "w");
-		if (!report.jsonl) {
-			log_error("cannot write %s: %m", jsonl_path);
-			goto out;
-		}
+	if (jsonl_path && !(jsonl = fopen(jsonl_path, "w"))) {
+		log_error("cannot write %s: %m", jsonl_path);
+		rule_set_free(rules);
+		return 2;
 	}
-	checker = rule_checker_new(rules, report_violation, &report);
-	if (!checker) {
+	violation_stream_init(&report.stream, jsonl);
+	check.checker = rule_checker_new(rules, report_violation, &report);
+	if (!check.checker) {
 		log_error("out of memory");
 		goto out;
 	}
 	for (int i = 0; i < trace_count; i++)
-		if (trace_replay(traces[i], observe, checker, 0) < 0)
+		if (trace_replay(traces[i], observe, &check, 0) < 0)
 			goto out;
-	rule_check_finish(checker, rules, "");
-	status = rule_checker_violations(checker) ? 1 : 0;
+	rule_check_finish(check.checker, rules, "");
+	status = rule_checker_violations(check.checker) ? 1 : 0;
 out:
-	if (report.jsonl && fclose(report.jsonl)) {
+	if (jsonl && fclose(jsonl)) {
 		log_error("cannot write %s: %m", jsonl_path);
 		status = 2;
 	}
-	rule_checker_free(checker);
+	violation_stream_free(&report.stream);
+	rule_checker_free(check.checker);
 	rule_set_free(rules);
 	return status;
 }
@@ -167,12 +172,14 @@ static void observe_live(void *context, const struct trace_record *record)
 {
 	struct live_rules *live = context;
 
+	violation_stream_note(&live->report.stream, record);
 	if (rule_checker_observe(live->checker, record))
 		log_warning("out of memory checking rules: a call was not checked");
 	fflush(stdout);
 }
 
-struct live_rules *live_rules_start(const char *rules_path, struct recorder_observer *observer)
+struct live_rules *live_rules_start(const char *rules_path, struct recorder_observer *observer,
+				    FILE *events)
 {
 	struct live_rules *live = calloc(1, sizeof(*live));
 	char error[512];
@@ -181,6 +188,7 @@ struct live_rules *live_rules_start(const char *rules_path, struct recorder_obse
 		log_error("out of memory");
 		return NULL;
 	}
+	violation_stream_init(&live->report.stream, events);
 	live->rules = rule_set_load(rules_path, error, sizeof(error));
 	if (!live->rules) {
 		log_error("%s", error);
@@ -208,6 +216,7 @@ const struct rule_set *live_rules_set(const struct live_rules *live)
 int live_rules_finish(struct live_rules *live, int status)
 {
 	rule_check_finish(live->checker, live->rules, " live");
+	violation_stream_free(&live->report.stream);
 	rule_checker_free(live->checker);
 	rule_set_free(live->rules);
 	free(live);

@@ -27,7 +27,8 @@ static void usage(FILE *out)
 		"  -o, --output FILE  the rules file to write (required)\n"
 		"  -h, --help         this text\n\n"
 		"Examples:\n"
-		"  tcheck-bpf infer -o rules.json cnn.trace mlp.trace ddp-node0.trace,ddp-node1.trace\n"
+		"  tcheck-bpf infer -o rules.json cnn.trace mlp.trace "
+		"ddp-node0.trace,ddp-node1.trace\n"
 		"  tcheck-bpf infer -o rules.json traincheck-traces/\n");
 }
 
@@ -47,14 +48,22 @@ static double seconds_since(const struct timespec *start)
 static void print_summary(const struct rule_set *rules, uint32_t programs, size_t events,
 			  double seconds)
 {
-	size_t by_relation[RELATION_LAST + 1] = { 0 };
+	size_t by_relation[RELATION_LAST + 1] = { 0 }, for_any_program = 0;
 
-	for (size_t i = 0; i < rules->count; i++)
+	for (size_t i = 0; i < rules->count; i++) {
 		by_relation[rules->rules[i].relation]++;
+		for_any_program += rules->rules[i].scope == RULE_SCOPE_ALL;
+	}
 	log_notice("%zu events from %zu trace(s) of %u program(s): %zu invariants in %.2f s",
 		   events, rules->source_count, programs, rules->count, seconds);
 	for (uint32_t r = 1; r <= RELATION_LAST; r++)
 		log_notice("  %-12s %zu", rule_relation_name(r), by_relation[r]);
+	log_notice("  %zu hold for any program (every reference supports them), %zu where a "
+		   "process makes the calls they name",
+		   for_any_program, rules->count - for_any_program);
+	if (programs < 2)
+		log_notice("  one reference program: no rule can hold for every program; give "
+			   "programs of other shapes too");
 }
 
 /* One reference program: its traces, joined by commas. 0, or -1 when one could not be read. */

@@ -44,7 +44,8 @@ static const char record_help[] =
 	"                           Python functions and torch operators it names are traced\n"
 	"  -d, --duration SECONDS   stop after this long (default: when the targets end)\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
-	"      --events FILE        hangs and slowdowns found live, as JSON Lines\n"
+	"      --events FILE        hangs, slowdowns and rule violations found live, as JSON "
+	"Lines\n"
 	"      --hang-factor N      expected steps without progress that make a hang\n"
 	"                           (default 2)\n"
 	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.4)\n"
@@ -79,7 +80,8 @@ static const char attach_help[] =
 	"                           Python functions and torch operators it names are traced\n"
 	"  -d, --duration SECONDS   detach after this long\n"
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
-	"      --events FILE        hangs and slowdowns found live, as JSON Lines\n"
+	"      --events FILE        hangs, slowdowns and rule violations found live, as JSON "
+	"Lines\n"
 	"      --hang-factor N      expected steps without progress that make a hang\n"
 	"                           (default 2)\n"
 	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.4)\n"
@@ -156,34 +158,23 @@ static int parse_diagnosis_option(int option, const char *text, struct live_diag
 	}
 }
 
-/* Runs the recorder with the detectors fed live; findings go to stderr and --events. */
+/* Runs the recorder with the detectors fed live; findings go to stderr and 'events'. */
 static int run_with_diagnosis(struct recorder_options *options,
-			      struct live_diagnosis *live_diagnosis)
+			      struct live_diagnosis *live_diagnosis, FILE *events)
 {
-	FILE *events = NULL;
 	int status;
 
 	if (!live_diagnosis->enabled)
 		return recorder_run(options);
 	if (!live_diagnosis->options_set)
 		progress_options_default(&live_diagnosis->options);
-	if (live_diagnosis->events_path && !(events = fopen(live_diagnosis->events_path, "w"))) {
-		log_error("cannot write the events file %s: %m", live_diagnosis->events_path);
-		return 2;
-	}
 	options->diagnosis = job_diagnosis_new(&live_diagnosis->options, stderr, events);
 	if (!options->diagnosis) {
 		log_error("out of memory");
-		if (events)
-			fclose(events);
 		return 1;
 	}
 	status = recorder_run(options);
 	job_diagnosis_free(options->diagnosis);
-	if (events && fclose(events)) {
-		log_error("cannot write the events file %s: %m", live_diagnosis->events_path);
-		status = status ? status : 1;
-	}
 	return status;
 }
 
@@ -358,11 +349,11 @@ static int targets_check(int argc, char **argv, int attach, struct recorder_opti
 }
 
 /* --rules: the live checker, and the probes its rules need; -1 to go on, else the exit status. */
-static int live_rules_begin(const char *rules_path, struct recorder_options *options,
+static int live_rules_begin(const char *rules_path, FILE *events, struct recorder_options *options,
 			    struct recorder_observer *observer, struct rules_selection *selection,
 			    struct live_rules **live_rules)
 {
-	*live_rules = live_rules_start(rules_path, observer);
+	*live_rules = live_rules_start(rules_path, observer, events);
 	if (!*live_rules)
 		return 2;
 	if (rules_selection_configure(live_rules_set(*live_rules), options, selection)) {
@@ -383,6 +374,8 @@ static int run(int argc, char **argv, int attach)
 	struct recorder_observer rules_observer;
 	struct live_rules *live_rules = NULL;
 	struct rules_selection selection = { 0 };
+	const char *events_path;
+	FILE *events = NULL;
 	int status;
 
 	options->pids = pids;
@@ -391,14 +384,25 @@ static int run(int argc, char **argv, int attach)
 	status = parse_options(argc, argv, attach, &arguments);
 	if (status < 0)
 		status = targets_check(argc, argv, attach, options);
+	events_path = arguments.diagnosis.events_path;
+	if (status < 0 && events_path && !(events = fopen(events_path, "w"))) {
+		log_error("cannot write the events file %s: %m", events_path);
+		status = 2;
+	}
 	if (status < 0 && arguments.rules_path)
-		status = live_rules_begin(arguments.rules_path, options, &rules_observer,
+		status = live_rules_begin(arguments.rules_path, events, options, &rules_observer,
 					  &selection, &live_rules);
-	if (status >= 0)
-		return status;
-	status = run_with_diagnosis(options, &arguments.diagnosis);
+	if (status < 0) {
+		status = run_with_diagnosis(options, &arguments.diagnosis, events);
+		if (live_rules)
+			status = live_rules_finish(live_rules, status);
+	}
 	rules_selection_free(&selection);
-	return live_rules ? live_rules_finish(live_rules, status) : status;
+	if (events && fclose(events)) {
+		log_error("cannot write the events file %s: %m", events_path);
+		status = status ? status : 1;
+	}
+	return status;
 }
 
 int command_record(int argc, char **argv)

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+/* Rule violations as JSON Lines, with the job rank of their process. */
+#include "checks/violation_stream.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "checks/rule_runner.h"
+#include "export/export_jsonl.h"
+#include "infer/rule_checker.h"
+#include "model/trace_records.h"
+
+void violation_stream_init(struct violation_stream *stream, FILE *out)
+{
+	stream->out = out;
+	u64_map_init(&stream->job_ranks);
+}
+
+void violation_stream_free(struct violation_stream *stream)
+{
+	u64_map_free(&stream->job_ranks);
+}
+
+void violation_stream_note(struct violation_stream *stream, const struct trace_record *record)
+{
+	if (record->kind != TRACE_RECORD_PROCESS || record->process.rank < 0)
+		return;
+	/* Stored plus one: a map value is never NULL. Out of memory: the rank stays unknown. */
+	(void)u64_map_put(&stream->job_ranks, record->process.pid,
+			  (void *)(uintptr_t)(record->process.rank + 1));
+}
+
+int violation_stream_job_rank(const struct violation_stream *stream,
+			      const struct rule_violation *violation)
+{
+	const struct infer_event *event = violation->event;
+	uintptr_t known = (uintptr_t)u64_map_get(&stream->job_ranks, event->pid);
+
+	if (known)
+		return (int)(known - 1);
+	/* A Python event's rank is the job's; an NCCL call's is its communicator's. */
+	return event->kind == INFER_EVENT_PYTHON ? event->rank : -1;
+}
+
+void violation_stream_write(struct violation_stream *stream, const struct rule_violation *violation)
+{
+	json_t *line, *details;
+
+	if (!stream->out)
+		return;
+	line = json_pack("{s:s, s:I, s:I, s:o}", "kind", "violation", "rule",
+			 (json_int_t)violation->rule_index, "pid",
+			 (json_int_t)violation->event->pid, "job_rank",
+			 export_json_known_or_null(violation_stream_job_rank(stream, violation)));
+	details = rule_violation_json(violation);
+	if (line && details && json_object_update(line, details) == 0) {
+		export_json_write(stream->out, "", line, JSON_COMPACT | JSON_PRESERVE_ORDER, "\n");
+		fflush(stream->out);
+	}
+	json_decref(details);
+	json_decref(line);
+}
