@@ -343,6 +343,10 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 	} else if (record->kind == TRACE_RECORD_PYTHON_CALL) {
 		const struct trace_python_call *call = &record->python_call;
 
+		/* A module or class body runs once, at import: nothing about training. */
+		if (call->flags & TRACE_PYTHON_RUNS_ONCE)
+			return 0;
+
 		event->kind = INFER_EVENT_PYTHON;
 		event->name = string_pool_intern(pool, call->qualified_name);
 		event->pid = call->pid;

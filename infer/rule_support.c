@@ -4,9 +4,6 @@
 
 #include <stdlib.h>
 
-/* Least pipelines that must agree on a value when several were given. */
-#define VALUE_PIPELINES_MIN 2
-
 bool rule_states_value(const struct rule *rule)
 {
 	switch (rule->relation) {
@@ -47,5 +44,6 @@ bool rule_support_judge(struct rule *rule, const struct infer_event *const *pass
 	/* One program cannot tell what every program does: its rules apply where used. */
 	rule->scope =
 		pipeline_count >= 2 && support == pipeline_count ? RULE_SCOPE_ALL : RULE_SCOPE_USED;
-	return pipeline_count < 2 || !rule_states_value(rule) || support >= VALUE_PIPELINES_MIN;
+	/* A value some programs chose (a learning rate two of them share) is no rule. */
+	return !rule_states_value(rule) || rule->scope == RULE_SCOPE_ALL || pipeline_count < 2;
 }

@@ -22,7 +22,7 @@ static void usage(FILE *out)
 		"runs): a tcheck-bpf trace, a TrainCheck JSON Lines trace (trace_API_*.log,\n"
 		"trace_VAR_*.log) or a folder of TrainCheck traces. What every program does\n"
 		"becomes a rule for any program; what only some do applies where a process\n"
-		"makes the calls the rule names; a value only one program shows is dropped\n"
+		"makes the calls the rule names; a value not every program shows is dropped\n"
 		"(docs/rules-format.md, \"Scope\"). Give programs of several shapes.\n\n"
 		"  -o, --output FILE  the rules file to write (required)\n"
 		"  -h, --help         this text\n\n"
