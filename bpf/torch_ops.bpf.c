@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
  * Selected torch operators (at::_ops::add__Tensor::call, ...): a probe pair
- * on each operator's entry point. The attach cookie numbers the operator;
+ * on each operator's entry point. The attach cookie numbers the operator and
+ * names the registers of the tensor and scalar arguments read at entry;
  * a per-thread stack pairs each return with its call by the stack pointer,
  * so returns the kernel did not report never pair with the wrong call.
  */
@@ -19,8 +20,60 @@ struct torch_op_call {
 	__u64 entry_ns;
 	__u64 stack; /* the stack pointer at entry */
 	__u32 operator;
-	__u32 reserved;
+	__u32 scalar_tag;
+	__u64 tensor;
+	__u64 scalar;
 };
+
+/*
+ * c10::Scalar: the tag (an int-sized enum), then the value union at offset
+ * 16 (it holds a 16-byte-aligned complex<double>): Scalar::log of Debian's
+ * torch 1.13 and 2.6 libc10 reads a double there for tag 0.
+ */
+struct scalar_layout {
+	__u32 tag;
+	__u32 padding;
+	__u64 padding_to_value;
+	__u64 value;
+};
+
+/* Argument register 'which' (1 rdi ... 5 r8) at entry; 0 for none. */
+static __always_inline __u64 argument_register(const __u64 *registers, __u64 which)
+{
+	return which >= 1 && which <= 5 ? registers[which & 7] : 0;
+}
+
+/* The tensor and scalar arguments the cookie names: two reads of the caller's memory. */
+static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
+					   struct torch_op_call *call)
+{
+	/* Read at fixed context offsets first: the verifier refuses a computed one. */
+	__u64 registers[8] = { 0,
+			       PT_REGS_PARM1(ctx),
+			       PT_REGS_PARM2(ctx),
+			       PT_REGS_PARM3(ctx),
+			       PT_REGS_PARM4(ctx),
+			       PT_REGS_PARM5(ctx) };
+	__u64 tensor_slot = argument_register(
+		registers, (cookie >> TCHECK_TORCH_OP_TENSOR_SHIFT) & TCHECK_TORCH_OP_REGISTER_MASK);
+	__u64 scalar_at = argument_register(
+		registers, (cookie >> TCHECK_TORCH_OP_SCALAR_SHIFT) & TCHECK_TORCH_OP_REGISTER_MASK);
+	struct scalar_layout scalar = { .tag = TCHECK_SCALAR_NONE };
+
+	call->tensor = 0;
+	call->scalar = 0;
+	call->scalar_tag = TCHECK_SCALAR_NONE;
+	/* An at::Tensor is one pointer, its TensorImpl: the tensor's identity. */
+	if (tensor_slot && bpf_probe_read_user(&call->tensor, sizeof(call->tensor),
+					       (const void *)tensor_slot))
+		call->tensor = 0;
+	if (scalar_at &&
+	    !bpf_probe_read_user(&scalar, sizeof(scalar), (const void *)scalar_at) &&
+	    (scalar.tag == TCHECK_SCALAR_DOUBLE || scalar.tag == TCHECK_SCALAR_INT)) {
+		call->scalar = scalar.value;
+		call->scalar_tag = scalar.tag;
+	}
+}
 
 struct torch_op_stack {
 	__u32 depth;
@@ -38,6 +91,7 @@ int torch_op_entry(struct pt_regs *ctx)
 	__u64 stack_pointer = PT_REGS_SP(ctx);
 	struct torch_op_stack *stack;
 	struct torch_op_call *call;
+	__u64 cookie;
 
 	if (!is_traced(pid))
 		return 0;
@@ -51,9 +105,11 @@ int torch_op_entry(struct pt_regs *ctx)
 		count(TCHECK_COUNTER_PYTHON_DROPS);
 		return 0;
 	}
+	cookie = bpf_get_attach_cookie(ctx);
 	call->entry_ns = bpf_ktime_get_ns();
 	call->stack = stack_pointer;
-	call->operator=(__u32) bpf_get_attach_cookie(ctx);
+	call->operator=(__u32)(cookie & TCHECK_TORCH_OP_INDEX_MASK);
+	read_arguments(ctx, cookie, call);
 	stack->depth++;
 	return 0;
 }
@@ -88,6 +144,10 @@ int torch_op_return(struct pt_regs *ctx)
 	record->return_ns = bpf_ktime_get_ns();
 	record->depth = stack->depth;
 	record->operator= call->operator;
+	record->tensor = call->tensor;
+	record->scalar = call->scalar;
+	record->scalar_tag = call->scalar_tag;
+	record->reserved = 0;
 	bpf_ringbuf_submit(record, call_wakeup_flags());
 	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;

@@ -272,12 +272,35 @@ struct tcheck_torch_scope_record {
 	char name[TCHECK_TORCH_SCOPE_NAME_BYTES]; /* NUL-terminated, cut to fit */
 };
 
+/*
+ * A torch operator probe's attach cookie: the operator's number in the low
+ * bits, and which argument registers hold, at entry, a pointer to the
+ * at::Tensor whose TensorImpl the record names (an in-place operator's self,
+ * linear's weight) and a pointer to the c10::Scalar it reports (add_'s
+ * alpha): 1 rdi, 2 rsi, 3 rdx, 4 rcx, 5 r8, 0 none.
+ */
+#define TCHECK_TORCH_OP_INDEX_MASK 0xffffULL
+#define TCHECK_TORCH_OP_TENSOR_SHIFT 16
+#define TCHECK_TORCH_OP_SCALAR_SHIFT 20
+#define TCHECK_TORCH_OP_REGISTER_MASK 0xfULL
+/*
+ * c10::Scalar's tag values read: HAS_d and HAS_i are 0 and 1 in torch 1.13
+ * and 2.x (2.x inserts HAS_u after them); anything else is not read.
+ */
+#define TCHECK_SCALAR_DOUBLE 0
+#define TCHECK_SCALAR_INT 1
+#define TCHECK_SCALAR_NONE 0xffffffffU
+
 /* A call of a selected torch operator (at::_ops::NAME::call): entry and return paired. */
 struct tcheck_torch_op_record {
 	struct tcheck_record_header header; /* timestamp = entry time */
 	tcheck_u64 return_ns;
 	tcheck_u32 depth;    /* selected operator calls already open on the thread */
-	tcheck_u32 operator; /* the attach cookie: which operator, as the daemon numbered them */
+	tcheck_u32 operator; /* the cookie's operator number, as the daemon numbered them */
+	tcheck_u64 tensor;   /* the TensorImpl * of the cookie's tensor argument; 0 none */
+	tcheck_u64 scalar;   /* the c10::Scalar's value bits (a double or an int64) */
+	tcheck_u32 scalar_tag; /* TCHECK_SCALAR_DOUBLE, _INT, or _NONE */
+	tcheck_u32 reserved;
 };
 
 /*

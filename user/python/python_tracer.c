@@ -130,6 +130,7 @@ void python_tracer_free(struct python_tracer *tracer)
 	for (size_t i = 0; i < tracer->operator_name_count; i++)
 		free(tracer->operator_names[i]);
 	free(tracer->operator_names);
+	free(tracer->operator_readings);
 	free(tracer);
 }
 

@@ -108,7 +108,17 @@ int python_tracer_meta(struct python_tracer *tracer, uint32_t pid, uint64_t at_n
 void python_tracer_set_torch_ops(struct python_tracer *tracer, const char *const *ops,
 				 size_t count);
 
-/* Handles one TCHECK_RECORD_TORCH_OP record: the operator as "aten::add_.Tensor". */
+/*
+ * Also watch the training operators (torch_op_readings.h): what an optimizer
+ * step updates and with which scalar, what the forward reads. Set with
+ * --python, where no operator name is typed.
+ */
+void python_tracer_watch_training(struct python_tracer *tracer, bool watch);
+
+/*
+ * Handles one TCHECK_RECORD_TORCH_OP record: the operator as
+ * "aten::add_.Tensor", with its tensor's identity and its scalar as arguments.
+ */
 int python_tracer_handle_op(struct python_tracer *tracer,
 			    const struct tcheck_torch_op_record *record);
 

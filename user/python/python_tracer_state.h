@@ -16,6 +16,7 @@
 #include "python/python_layout.h"
 #include "python/python_meta.h"
 #include "python/python_tracer.h"
+#include "python/torch_op_readings.h"
 
 struct python_process {
 	bool torch_looked_up;		  /* libtorch_cpu was found (and probed, or refused) */
@@ -43,7 +44,9 @@ struct python_tracer {
 	struct python_tracer_losses losses;
 	const char *const *torch_ops; /* --torch-op requests */
 	size_t torch_op_count;
-	char **operator_names; /* by attach cookie: "aten::add_.Tensor" */
+	bool training_ops; /* also the operators of updates and forward reads (torch_op_readings.h) */
+	char **operator_names; /* by operator number: "aten::add_.Tensor" */
+	struct torch_op_reading *operator_readings; /* by operator number */
 	size_t operator_name_count;
 };
 

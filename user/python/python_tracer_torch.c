@@ -27,6 +27,11 @@ void python_tracer_set_torch_ops(struct python_tracer *tracer, const char *const
 	tracer->torch_op_count = count;
 }
 
+void python_tracer_watch_training(struct python_tracer *tracer, bool watch)
+{
+	tracer->training_ops = watch;
+}
+
 void torch_operator_display_name(const char *request, const char *operator_name, char *name,
 				 size_t size)
 {
@@ -40,22 +45,30 @@ void torch_operator_display_name(const char *request, const char *operator_name,
 		snprintf(name, size, "aten::%s", operator_name);
 }
 
-/* Attaches the --torch-op probes; their cookies index tracer->operator_names. */
+/*
+ * Attaches the operator probes; their cookies number the operators
+ * (tracer->operator_names, operator_readings) and say what to read.
+ */
 static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
 			     const struct torch_probes *probes)
 {
 	uint64_t *offsets, *cookies;
 	char **names, error[512], name[256];
+	struct torch_op_reading *readings;
 	size_t first = tracer->operator_name_count;
 
 	if (probes->op_count == 0)
 		return;
 	names = realloc(tracer->operator_names, (first + probes->op_count) * sizeof(*names));
-	offsets = calloc(probes->op_count, sizeof(*offsets));
-	cookies = calloc(probes->op_count, sizeof(*cookies));
 	if (names)
 		tracer->operator_names = names;
-	if (!names || !offsets || !cookies)
+	readings = realloc(tracer->operator_readings,
+			   (first + probes->op_count) * sizeof(*readings));
+	if (readings)
+		tracer->operator_readings = readings;
+	offsets = calloc(probes->op_count, sizeof(*offsets));
+	cookies = calloc(probes->op_count, sizeof(*cookies));
+	if (!names || !readings || !offsets || !cookies)
 		goto out;
 	for (size_t i = 0; i < probes->op_count; i++) {
 		torch_operator_display_name(probes->ops[i].request, probes->ops[i].operator_name,
@@ -67,7 +80,8 @@ static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
 			goto out;
 		}
 		offsets[i] = probes->ops[i].site.file_offset;
-		cookies[i] = first + i;
+		readings[first + i] = torch_op_reading_of(probes->ops[i].operator_name);
+		cookies[i] = torch_op_cookie(first + i, &readings[first + i]);
 	}
 	tracer->operator_name_count = first + probes->op_count;
 	if (probe_session_attach_torch_ops(tracer->session, probes->host_path, offsets, cookies,
@@ -121,6 +135,10 @@ void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
 		log_warning("process %d: %s; following its scopes without operators", pid, error);
 		result = torch_probes_resolve_process(pid, NULL, 0, &probes, error, sizeof(error));
 	}
+	if (!result && tracer->training_ops &&
+	    torch_operators_resolve_available(probes, torch_training_ops, torch_training_op_count,
+					      error, sizeof(error)))
+		log_warning("process %d: the training operators are not watched: %s", pid, error);
 	if (result) {
 		/*
 		 * Not mapped yet: asked again as libraries load. Mapped but refused
@@ -263,6 +281,31 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 	return result;
 }
 
+/* The operator's tensor (its TensorImpl address) and scalar, as arguments. */
+static void op_arguments(const struct torch_op_reading *reading,
+			 const struct tcheck_torch_op_record *record, struct trace_python_call *call)
+{
+	struct trace_python_arg *arg;
+
+	if (reading->tensor_field && record->tensor) {
+		arg = &call->args[call->arg_count++];
+		arg->name = reading->tensor_field;
+		arg->type = TRACE_VALUE_INT;
+		arg->integer = (int64_t)record->tensor;
+	}
+	if (reading->scalar_field && record->scalar_tag != TCHECK_SCALAR_NONE) {
+		arg = &call->args[call->arg_count++];
+		arg->name = reading->scalar_field;
+		if (record->scalar_tag == TCHECK_SCALAR_DOUBLE) {
+			arg->type = TRACE_VALUE_FLOAT;
+			memcpy(&arg->real, &record->scalar, sizeof(arg->real));
+		} else {
+			arg->type = TRACE_VALUE_INT;
+			arg->integer = (int64_t)record->scalar;
+		}
+	}
+}
+
 int python_tracer_handle_op(struct python_tracer *tracer,
 			    const struct tcheck_torch_op_record *record)
 {
@@ -279,5 +322,6 @@ int python_tracer_handle_op(struct python_tracer *tracer,
 	out.python_call.qualified_name = tracer->operator_names[record->operator];
 	fill_torch_event(process, &record->header, record->return_ns, record->depth,
 			 TRACE_PYTHON_TORCH_OP, &out.python_call);
+	op_arguments(&tracer->operator_readings[record->operator], record, &out.python_call);
 	return tracer->emit(tracer->context, &out);
 }

@@ -119,8 +119,34 @@ static int add_operator(struct torch_probes *probes, const char *request, const 
 					    operator_reading(operator_name, symbol));
 }
 
+/* Whether an operator entry point is probed already (asked twice, by two names). */
+static bool already_probed(const struct torch_probes *probes, uint64_t file_offset)
+{
+	for (size_t i = 0; i < probes->op_count; i++)
+		if (probes->ops[i].site.file_offset == file_offset)
+			return true;
+	return false;
+}
+
+static int resolve_requests(struct torch_probes *probes, const char *const *requests,
+			    size_t request_count, bool skip_missing, char *error,
+			    size_t error_size);
+
 int torch_operators_resolve(struct torch_probes *probes, const char *const *requests,
 			    size_t request_count, char *error, size_t error_size)
+{
+	return resolve_requests(probes, requests, request_count, false, error, error_size);
+}
+
+int torch_operators_resolve_available(struct torch_probes *probes, const char *const *requests,
+				      size_t request_count, char *error, size_t error_size)
+{
+	return resolve_requests(probes, requests, request_count, true, error, error_size);
+}
+
+static int resolve_requests(struct torch_probes *probes, const char *const *requests,
+			    size_t request_count, bool skip_missing, char *error,
+			    size_t error_size)
 {
 	struct torch_name_list names = { 0 };
 	int err;
@@ -143,13 +169,15 @@ int torch_operators_resolve(struct torch_probes *probes, const char *const *requ
 			    elf_symbol_find(probes->host_path, names.names[i], &location, NULL,
 					    0) != 0)
 				continue;
+			found++;
+			if (already_probed(probes, location.file_offset))
+				continue;
 			err = add_operator(probes, requests[r], names.names[i], operator_name,
 					   &location);
 			if (err)
 				error_format(error, error_size, "out of memory");
-			found++;
 		}
-		if (!err && found == 0)
+		if (!err && found == 0 && !skip_missing)
 			err = error_fail(error, error_size, ENOENT,
 					 "%s has no ATen operator %s: no exported "
 					 "at::_ops::...::call matches it; name it as PyTorch's "

@@ -62,8 +62,13 @@ int torch_probe_site_move_to_emulated_instruction(const char *path, struct torch
  */
 int torch_scopes_resolve(struct torch_probes *probes, char *error, size_t error_size);
 
-/* Every overload of every requested ATen operator (torch_operators.c). */
+/*
+ * Every overload of every requested ATen operator (torch_operators.c); an
+ * entry point already in probes->ops is not added twice. -ENOENT naming the
+ * first request the library lacks.
+ */
 int torch_operators_resolve(struct torch_probes *probes, const char *const *requests,
 			    size_t request_count, char *error, size_t error_size);
+
 
 #endif /* TCHECK_TORCH_PROBE_SITES_H */

@@ -120,6 +120,14 @@ int torch_probes_resolve(const char *library_path, const char *const *ops, size_
 int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_count,
 				 struct torch_probes **probes, char *error, size_t error_size);
 
+/*
+ * Adds to resolved probes the requested operators this torch has, skipping
+ * those it lacks (the training operators, whatever the version); 0 or
+ * -ENOMEM (torch_operators.c).
+ */
+int torch_operators_resolve_available(struct torch_probes *probes, const char *const *requests,
+				      size_t request_count, char *error, size_t error_size);
+
 void torch_probes_free(struct torch_probes *probes);
 
 /* Writes the probe sites and how to read them, one line each. */

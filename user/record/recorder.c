@@ -584,7 +584,7 @@ static int set_up(struct recorder *recorder, int *release_fd)
 		.ring_buffer_bytes = options->ring_buffer_bytes ? options->ring_buffer_bytes
 								: DEFAULT_RING_BUFFER_BYTES,
 		.python = options->python,
-		.torch_ops = options->python && options->torch_op_count > 0,
+		.torch_ops = options->python && (options->torch_op_count > 0 || options->training_ops),
 	};
 	char error[512];
 
@@ -617,6 +617,7 @@ static int set_up(struct recorder *recorder, int *release_fd)
 		python_tracer_set_step_marker(recorder->python, options->step_marker);
 		python_tracer_set_torch_ops(recorder->python, options->torch_ops,
 					    options->torch_op_count);
+		python_tracer_watch_training(recorder->python, options->training_ops);
 	}
 	if (!recorder->discovery || !recorder->builder || !recorder->work_requests ||
 	    (options->python && !recorder->python)) {

@@ -41,6 +41,7 @@ struct recorder_options {
 	const char *step_marker;      /* what advances the step; NULL: Optimizer.step's scope */
 	const char *const *torch_ops; /* --torch-op requests ("add_", "zero_.default") */
 	size_t torch_op_count;
+	bool training_ops; /* also the training operators: updates, forward reads (--python) */
 	const struct recorder_observer *observer; /* NULL: none */
 	bool until_stopped; /* run on when no target is left (the agent): until a signal */
 	struct job_diagnosis *diagnosis; /* hang and slowdown detectors fed live, or NULL */

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a torch operator's probe reads besides its times: the tensor it
+ * names by identity (the TensorImpl address of an in-place operator's self,
+ * of linear's or conv's weight) and the scalar argument it reports (add_'s
+ * alpha, addcdiv_'s value). The training operators are the ones an
+ * optimizer's step, zero_grad and a model's forward run, watched with
+ * --python without any name to type (docs/torch-scopes.md).
+ */
+#ifndef TCHECK_TORCH_OP_READINGS_H
+#define TCHECK_TORCH_OP_READINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The field a tensor read is recorded under: updated in place, or read as a weight. */
+#define TORCH_TENSOR_UPDATED "tensor:self"
+#define TORCH_TENSOR_READ "tensor:weight"
+
+struct torch_op_reading {
+	const char *operator_name;  /* the at::_ops struct: "add__Tensor" */
+	uint8_t tensor_register;    /* 1 rdi ... 5 r8; 0 none */
+	const char *tensor_field;   /* TORCH_TENSOR_UPDATED or TORCH_TENSOR_READ */
+	uint8_t scalar_register;    /* the const c10::Scalar &; 0 none */
+	const char *scalar_field;   /* "arg:alpha" */
+};
+
+/* The requests (as --torch-op takes them) of the training operators. */
+extern const char *const torch_training_ops[];
+extern const size_t torch_training_op_count;
+
+/*
+ * How to read an operator's arguments: from the table for the training
+ * operators, else from its name (an in-place or out= operator's first
+ * argument is its tensor; others report no tensor).
+ */
+struct torch_op_reading torch_op_reading_of(const char *operator_name);
+
+/* The attach cookie of operator number 'index' read as 'reading'. */
+uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading);
+
+#endif /* TCHECK_TORCH_OP_READINGS_H */
