@@ -2,7 +2,8 @@
 """What the pipeline workloads share: options, the per-step truth log, the DDP launcher.
 
 Every script of this folder takes --steps, --seed and --log; a case also takes
---bug (the buggy twin) and --trigger K. The log is one JSON object:
+--bug (the buggy twin) and, unless its bug is in the set-up (step 0), --trigger K.
+The log is one JSON object:
 {"bug": NAME or null, "trigger_step": K or null, "steps": [{"step": ..., ...}]},
 one record per optimizer step (counted from 0), with what the script saw itself.
 Torch APIs used here work on torch 1.13 and 2.6 (CPU).
@@ -21,7 +22,8 @@ MASTER_ADDR = "127.0.0.1"
 
 
 def parser(description, bug=None, trigger=None, steps=12, distributed=False):
-    """Options of a workload; bug (a sentence) and trigger (the default K) for a case;
+    """Options of a workload; bug (a sentence) and trigger (the default K; None: a set-up
+    mistake, in effect from step 0) for a case;
     distributed adds the hidden --worker a rank is started with (see launch())."""
     options = argparse.ArgumentParser(
         description=description,
@@ -32,6 +34,7 @@ def parser(description, bug=None, trigger=None, steps=12, distributed=False):
     options.add_argument("--log", default=None, metavar="FILE", help="write the truth as JSON")
     if bug:
         options.add_argument("--bug", action="store_true", help="the buggy twin: " + bug)
+    if trigger is not None:
         options.add_argument("--trigger", type=int, default=trigger, metavar="K",
                              help="the step the bug takes effect (default {})".format(trigger))
     if distributed:
@@ -74,7 +77,7 @@ def write_log(path, bug, trigger, steps, **extra):
 
 def case_truth(args, name):
     """The bug and trigger step a case logs: none for the fixed twin."""
-    return (name, args.trigger) if args.bug else (None, None)
+    return (name, getattr(args, "trigger", 0)) if args.bug else (None, None)
 
 
 # Distributed: the `exec` launcher of ../train_ddp.py (each rank a fresh interpreter with
