@@ -1,0 +1,260 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The cross-pipeline silent-error suite: rules from three healthy programs, cases of other shapes.
+
+Used as a user would use the tool: every program is recorded with
+`tcheck-bpf record -o X.trace --python -- PYTHON SCRIPT ...` (no operator, no
+filter, no other tuning), `tcheck-bpf infer` runs once on the traces of the
+three references in tests/workloads/python/pipelines/ (a CNN with SGD and
+evaluation passes, an MLP with Adam, warm-up and clipping, 2-rank DDP with
+clipping), and each case, a program of another shape with a buggy and a fixed
+twin, is checked with `tcheck-bpf check --rules`. The truth is each case's own
+JSON log: the step its bug takes effect. A case is detected when its first
+violation is at that step or the next one and none comes before it.
+
+Also reported: the share of rules that fire on healthy programs of other
+shapes (the distinct rules violated on any fixed twin, out of the rules file).
+Writes a Markdown table (--markdown) and the results as JSON (--results).
+Exit status: 0 every case detected and no violation on a fixed twin, 1
+otherwise, 2 on errors. Needs root (BPF).
+"""
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PIPELINES = os.path.join(ROOT, "tests", "workloads", "python", "pipelines")
+
+REFERENCES = ["ref_cnn_sgd.py", "ref_mlp_adam.py", "ref_ddp_clip.py"]
+
+# script, case, shape, what goes wrong
+CASES = [
+    ("case_gru_zero_grad.py", "zero_grad missing", "GRU, RMSprop",
+     "zero_grad() no longer called from step 5"),
+    ("case_attention_prefix.py", "every layer frozen by a wrong prefix", "attention block, Adam",
+     "freeze-all-but-head by name with a wrong prefix at step 5: Adam steps on nothing"),
+    ("case_autoencoder_recreated.py", "optimizer on a re-created model",
+     "autoencoder, SGD Nesterov",
+     "model re-created at step 5, the optimizer keeps the old one's parameters"),
+    ("case_conv1d_eval.py", "eval() never undone", "Conv1d, Adam + StepLR",
+     "model.train() missing after the validation pass before step 4"),
+    ("case_embeddingbag_warmup.py", "warm-up at learning rate 0", "EmbeddingBag, Adagrad",
+     "hand-written warm-up with integer division: lr 0 from step 0"),
+    ("case_ddp_clip_one_rank.py", "clipping on one DDP rank", "DDP Conv1d, 2 ranks, SGD",
+     "from step 5 only rank 0 clips: the replicas diverge"),
+    ("case_resmlp_unused.py", "optimizer on unused parameters", "residual MLP, SGD",
+     "optimizer built on a layer forward() never calls (from step 0)"),
+    ("case_lstm_lr_rebuild.py", "learning rate silently changed", "LSTM, SGD",
+     "optimizer rebuilt with 10x lr at step 5"),
+    ("case_bilinear_frozen.py", "layer frozen mid-run", "Bilinear + MLP, Adamax",
+     "layer deep.0 frozen from step 5"),
+    ("case_batchnorm_skip.py", "optimizer.step skipped", "BatchNorm MLP, SGD",
+     "a too tight loss-spike guard skips the update of step 5"),
+]
+
+
+def progress(message):
+    print("silent_cross_eval: " + message, file=sys.stderr, flush=True)
+
+
+def run(command, allowed=(0,)):
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            check=False)
+    if result.returncode not in allowed:
+        raise RuntimeError("{} exited {}: {}".format(" ".join(command), result.returncode,
+                                                     (result.stdout + result.stderr)[-2000:]))
+    return result
+
+
+class Suite:
+    def __init__(self, tcheck, work, python):
+        self.tcheck, self.work, self.python = tcheck, work, python
+        self.count = 0
+        self.total = len(REFERENCES) + 2 * len(CASES)
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def record(self, stem, script, extra=()):
+        """Records a script as README.md shows; returns (trace, its JSON log, steps seen)."""
+        trace, log = self.path(stem + ".trace"), self.path(stem + ".json")
+        self.count += 1
+        started = time.monotonic()
+        progress("[{}/{}] recording {} {}".format(self.count, self.total, script, " ".join(extra)))
+        run([self.tcheck, "record", "-o", trace, "--python", "--", *self.python,
+             os.path.join(PIPELINES, script), *extra, "--log", log])
+        seen = self.steps_seen(trace)
+        progress("[{}/{}] {:.1f} s, Optimizer.step scopes per process: {}".format(
+            self.count, self.total, time.monotonic() - started, seen or "none"))
+        return trace, log, seen
+
+    def steps_seen(self, trace):
+        """How many Optimizer.step scopes each process of the trace shows (the tool's steps)."""
+        counts = {}
+        for line in run([self.tcheck, "dump", trace]).stdout.splitlines():
+            record = json.loads(line)
+            if record.get("kind") == "torch_scope" and record["name"].startswith("Optimizer.step"):
+                counts[record["pid"]] = counts.get(record["pid"], 0) + 1
+        return sorted(counts.values())
+
+    def infer(self):
+        traces = [self.record("reference-" + script[:-3], script)[0] for script in REFERENCES]
+        rules = self.path("rules.json")
+        progress("inferring rules from the {} references".format(len(traces)))
+        run([self.tcheck, "infer", "-o", rules, *traces])
+        return rules
+
+    def check(self, rules, trace):
+        jsonl = trace + ".violations.jsonl"
+        run([self.tcheck, "check", "--rules", rules, "--jsonl", jsonl, trace], allowed=(0, 1))
+        with open(jsonl, encoding="utf-8") as lines:
+            return [json.loads(line) for line in lines if line.strip()]
+
+    def run_case(self, rules, index, case):
+        script, name, shape, what = case
+        stem = "case{}-{}".format(index, script[:-3])
+        buggy, buggy_log, buggy_steps = self.record(stem + "-buggy", script, ["--bug"])
+        fixed, _, fixed_steps = self.record(stem + "-fixed", script)
+        with open(buggy_log, encoding="utf-8") as log:
+            trigger = json.load(log)["trigger_step"]
+        violations = self.check(rules, buggy)
+        placed = [v for v in violations if v.get("step") is not None]
+        first = min((v["step"] for v in placed), default=None)
+        early = [v for v in placed if v["step"] < trigger]
+        fixed_violations = self.check(rules, fixed)
+        return {
+            "case": name,
+            "script": script,
+            "shape": shape,
+            "what": what,
+            "trigger_step": trigger,
+            "detection_step": first,
+            "detected": first is not None and 0 <= first - trigger <= 1 and not early,
+            "relations": sorted({v["relation"] for v in placed if v["step"] == first}),
+            "first_violations": sorted({v["invariant"] for v in placed if v["step"] == first}),
+            "violations_buggy": len(violations),
+            "violations_before_trigger": len(early),
+            "violations_without_step": len(violations) - len(placed),
+            "violations_fixed": len(fixed_violations),
+            "fixed_rules": sorted({v["invariant"] for v in fixed_violations}),
+            "optimizer_steps_seen": {"buggy": buggy_steps, "fixed": fixed_steps},
+        }
+
+
+def rule_texts(rules):
+    with open(rules, encoding="utf-8") as handle:
+        return [rule.get("text", "") for rule in json.load(handle)["rules"]]
+
+
+def summary(results, rules):
+    texts = rule_texts(rules)
+    firing = sorted({text for result in results for text in result["fixed_rules"]})
+    return {
+        "rules": len(texts),
+        "rules_firing_on_fixed": len(firing),
+        "share_firing_on_fixed": len(firing) / len(texts) if texts else None,
+        "firing_rules": firing,
+        "cases": len(results),
+        "detected": sum(result["detected"] for result in results),
+        "violations_fixed": sum(result["violations_fixed"] for result in results),
+    }
+
+
+def markdown(results, totals, command, python, elapsed):
+    lines = [
+        "## Silent errors across pipelines",
+        "",
+        "Measured with `{}` on {}, {} CPUs, kernel {}; workloads run by `{}`.".format(
+            command, time.strftime("%Y-%m-%d", time.gmtime()), os.cpu_count(),
+            os.uname().release, " ".join(python)),
+        "Rules are inferred once from three healthy references of other shapes than the",
+        "cases (`tests/workloads/python/pipelines/`: a CNN with SGD and evaluation passes,",
+        "an MLP with Adam, warm-up and clipping, 2-rank DDP with clipping), each recorded",
+        "as README.md shows (`record --python`, no operator, filter or other option).",
+        "Each case's buggy and fixed twins are recorded the same way. The step of the",
+        "trigger is the case's own log's; a case is detected when its first violation is",
+        "at that step or the next and none comes before.",
+        "",
+        "| case | program | what goes wrong | step of trigger | step of detection | "
+        "detected? | relation | violations on the fixed twin |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for result in results:
+        lines.append("| {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            result["case"], result["shape"], result["what"], result["trigger_step"],
+            "-" if result["detection_step"] is None else result["detection_step"],
+            "yes" if result["detected"] else "**no**", ", ".join(result["relations"]) or "-",
+            result["violations_fixed"]))
+    share = totals["share_firing_on_fixed"]
+    lines += ["", "{} of {} cases detected; {} violations on the fixed twins; {} of the {} "
+              "rules ({}) fire on healthy programs of other shapes; the suite took {:.0f} s.".format(
+                  totals["detected"], totals["cases"], totals["violations_fixed"],
+                  totals["rules_firing_on_fixed"], totals["rules"],
+                  "-" if share is None else "{:.0%}".format(share), elapsed)]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="example: sudo %(prog)s --markdown /tmp/cross.md --results /tmp/cross.json")
+    parser.add_argument("--tcheck", default=os.path.join(ROOT, "tcheck-bpf"),
+                        help="the tcheck-bpf binary (default: the one built in this checkout)")
+    parser.add_argument("--work", default=None, metavar="DIR",
+                        help="keep traces, logs and violations here (default: a new folder in "
+                             "/tmp); a chrooted --python must see it")
+    parser.add_argument("--python", default="/usr/bin/python3", metavar="CMD",
+                        help="the command line that runs the workloads (default "
+                             "/usr/bin/python3), e.g. a chrooted interpreter")
+    parser.add_argument("--markdown", default=None, metavar="FILE", help="write the table here")
+    parser.add_argument("--results", default=None, metavar="FILE",
+                        help="write the per-case results and the summary as JSON here")
+    parser.add_argument("--command", default="sudo make eval-silent",
+                        help="the command named in the Markdown")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("silent_cross_eval: records with BPF: run it as root", file=sys.stderr)
+        return 2
+    work = args.work or tempfile.mkdtemp(prefix="tcheck-cross.")
+    os.makedirs(work, exist_ok=True)
+    python = shlex.split(args.python)
+    suite = Suite(args.tcheck, work, python)
+    started = time.monotonic()
+    try:
+        rules = suite.infer()
+        results = []
+        for index, case in enumerate(CASES):
+            result = suite.run_case(rules, index, case)
+            results.append(result)
+            progress("{}: detected={} trigger={} detection={} {} fixed-violations={}".format(
+                result["case"], result["detected"], result["trigger_step"],
+                result["detection_step"], ",".join(result["relations"]),
+                result["violations_fixed"]))
+    except (RuntimeError, OSError, ValueError, KeyError) as error:
+        print("silent_cross_eval: {} (work folder {})".format(error, work), file=sys.stderr)
+        return 2
+    elapsed = time.monotonic() - started
+    totals = summary(results, rules)
+    totals.update(seconds=round(elapsed, 1), python=args.python, work=work)
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as out:
+            out.write(markdown(results, totals, args.command, python, elapsed))
+    if args.results:
+        with open(args.results, "w", encoding="utf-8") as out:
+            json.dump({"summary": totals, "cases": results}, out, indent=1)
+            out.write("\n")
+    progress("{} of {} detected, {} violations on fixed twins, {} of {} rules fire on healthy "
+             "programs, {:.0f} s".format(totals["detected"], totals["cases"],
+                                         totals["violations_fixed"],
+                                         totals["rules_firing_on_fixed"], totals["rules"], elapsed))
+    ok = all(result["detected"] and result["violations_fixed"] == 0 for result in results)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
