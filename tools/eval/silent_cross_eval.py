@@ -127,6 +127,8 @@ class Suite:
         first = min((v["step"] for v in placed), default=None)
         early = [v for v in placed if v["step"] < trigger]
         fixed_violations = self.check(rules, fixed)
+        first_rules = {v["invariant"] for v in placed if v["step"] == first}
+        fixed_rules = {v["invariant"] for v in fixed_violations}
         return {
             "case": name,
             "script": script,
@@ -136,12 +138,14 @@ class Suite:
             "detection_step": first,
             "detected": first is not None and 0 <= first - trigger <= 1 and not early,
             "relations": sorted({v["relation"] for v in placed if v["step"] == first}),
-            "first_violations": sorted({v["invariant"] for v in placed if v["step"] == first}),
+            "first_violations": sorted(first_rules),
+            # The first violations are all of rules the fixed twin violates too: not the bug's.
+            "first_also_on_fixed": bool(first_rules) and first_rules <= fixed_rules,
             "violations_buggy": len(violations),
             "violations_before_trigger": len(early),
             "violations_without_step": len(violations) - len(placed),
             "violations_fixed": len(fixed_violations),
-            "fixed_rules": sorted({v["invariant"] for v in fixed_violations}),
+            "fixed_rules": sorted(fixed_rules),
             "optimizer_steps_seen": {"buggy": buggy_steps, "fixed": fixed_steps},
         }
 
@@ -188,7 +192,8 @@ def markdown(results, totals, command, python, elapsed):
         lines.append("| {} | {} | {} | {} | {} | {} | {} | {} |".format(
             result["case"], result["shape"], result["what"], result["trigger_step"],
             "-" if result["detection_step"] is None else result["detection_step"],
-            "yes" if result["detected"] else "**no**", ", ".join(result["relations"]) or "-",
+            ("yes" if result["detected"] else "**no**") + ("*" if result["first_also_on_fixed"] else ""),
+            ", ".join(result["relations"]) or "-",
             result["violations_fixed"]))
     share = totals["share_firing_on_fixed"]
     lines += ["", "{} of {} cases detected; {} violations on the fixed twins; {} of the {} "
@@ -196,6 +201,8 @@ def markdown(results, totals, command, python, elapsed):
                   totals["detected"], totals["cases"], totals["violations_fixed"],
                   totals["rules_firing_on_fixed"], totals["rules"],
                   "-" if share is None else "{:.0%}".format(share), elapsed)]
+    if any(result["first_also_on_fixed"] for result in results):
+        lines += ["", "\\* the first violations are all of rules the fixed twin violates too."]
     return "\n".join(lines) + "\n"
 
 

@@ -25,7 +25,7 @@ import pipeline_common as common  # noqa: E402
 def train_rank(args, rank, world_size):
     torch.manual_seed(args.seed)
     model = DistributedDataParallel(nn.Sequential(nn.Linear(10, 20), nn.ReLU(), nn.Linear(20, 1)))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     generator = torch.Generator().manual_seed(args.seed + 100 * (rank + 1))
     inputs = torch.randn(args.steps, 8, 10, generator=generator)
     targets = torch.randn(args.steps, 8, 1, generator=generator)
