@@ -9,8 +9,10 @@ three references in tests/workloads/python/pipelines/ (a CNN with SGD and
 evaluation passes, an MLP with Adam, warm-up and clipping, 2-rank DDP with
 clipping), and each case, a program of another shape with a buggy and a fixed
 twin, is checked with `tcheck-bpf check --rules`. The truth is each case's own
-JSON log: the step its bug takes effect. A case is detected when its first
-violation is at that step or the next one and none comes before it.
+JSON log: the step its bug takes effect, confirmed by the first step where the
+twins' logs differ in the fact the bug is about (or the suite stops, status 2).
+A case is detected when its first violation is at that step or the next one
+and none comes before it.
 
 Also reported: the share of rules that fire on healthy programs of other
 shapes (the distinct rules violated on any fixed twin, out of the rules file).
@@ -32,28 +34,30 @@ PIPELINES = os.path.join(ROOT, "tests", "workloads", "python", "pipelines")
 
 REFERENCES = ["ref_cnn_sgd.py", "ref_mlp_adam.py", "ref_ddp_clip.py"]
 
-# script, case, shape, what goes wrong
+# script, the fact of its log the bug shows in, case, shape, what goes wrong
 CASES = [
-    ("case_gru_zero_grad.py", "zero_grad missing", "GRU, RMSprop",
+    ("case_gru_zero_grad.py", "zero_grad", "zero_grad missing", "GRU, RMSprop",
      "zero_grad() no longer called from step 5"),
-    ("case_attention_prefix.py", "every layer frozen by a wrong prefix", "attention block, Adam",
+    ("case_attention_prefix.py", "trainable_parameters", "every layer frozen by a wrong prefix",
+     "attention block, Adam",
      "freeze-all-but-head by name with a wrong prefix at step 5: Adam steps on nothing"),
-    ("case_autoencoder_recreated.py", "optimizer on a re-created model",
+    ("case_autoencoder_recreated.py", "optimizer_updates_model", "optimizer on a re-created model",
      "autoencoder, SGD Nesterov",
      "model re-created at step 5, the optimizer keeps the old one's parameters"),
-    ("case_conv1d_eval.py", "eval() never undone", "Conv1d, Adam + StepLR",
+    ("case_conv1d_eval.py", "training", "eval() never undone", "Conv1d, Adam + StepLR",
      "model.train() missing after the validation pass before step 4"),
-    ("case_embeddingbag_warmup.py", "warm-up at learning rate 0", "EmbeddingBag, Adagrad",
+    ("case_embeddingbag_warmup.py", "lr", "warm-up at learning rate 0", "EmbeddingBag, Adagrad",
      "hand-written warm-up with integer division: lr 0 from step 0"),
-    ("case_ddp_clip_one_rank.py", "clipping on one DDP rank", "DDP Conv1d, 2 ranks, SGD",
+    ("case_ddp_clip_one_rank.py", "clipped", "clipping on one DDP rank", "DDP Conv1d, 2 ranks, SGD",
      "from step 5 only rank 0 clips: the replicas diverge"),
-    ("case_resmlp_unused.py", "optimizer on unused parameters", "residual MLP, SGD",
+    ("case_resmlp_unused.py", "optimizer_updates_model", "optimizer on unused parameters",
+     "residual MLP, SGD",
      "optimizer built on a layer forward() never calls (from step 0)"),
-    ("case_lstm_lr_rebuild.py", "learning rate silently changed", "LSTM, SGD",
+    ("case_lstm_lr_rebuild.py", "lr", "learning rate silently changed", "LSTM, SGD",
      "optimizer rebuilt with 10x lr at step 5"),
-    ("case_bilinear_frozen.py", "layer frozen mid-run", "Bilinear + MLP, Adamax",
+    ("case_bilinear_frozen.py", "trainable_parameters", "layer frozen mid-run", "Bilinear + MLP, Adamax",
      "layer deep.0 frozen from step 5"),
-    ("case_batchnorm_skip.py", "optimizer.step skipped", "BatchNorm MLP, SGD",
+    ("case_batchnorm_skip.py", "optimizer_step", "optimizer.step skipped", "BatchNorm MLP, SGD",
      "a too tight loss-spike guard skips the update of step 5"),
 ]
 
@@ -116,12 +120,11 @@ class Suite:
             return [json.loads(line) for line in lines if line.strip()]
 
     def run_case(self, rules, index, case):
-        script, name, shape, what = case
+        script, evidence, name, shape, what = case
         stem = "case{}-{}".format(index, script[:-3])
         buggy, buggy_log, buggy_steps = self.record(stem + "-buggy", script, ["--bug"])
-        fixed, _, fixed_steps = self.record(stem + "-fixed", script)
-        with open(buggy_log, encoding="utf-8") as log:
-            trigger = json.load(log)["trigger_step"]
+        fixed, fixed_log, fixed_steps = self.record(stem + "-fixed", script)
+        trigger = confirmed_trigger(buggy_log, fixed_log, evidence)
         violations = self.check(rules, buggy)
         placed = [v for v in violations if v.get("step") is not None]
         first = min((v["step"] for v in placed), default=None)
@@ -148,6 +151,25 @@ class Suite:
             "fixed_rules": sorted(fixed_rules),
             "optimizer_steps_seen": {"buggy": buggy_steps, "fixed": fixed_steps},
         }
+
+
+def confirmed_trigger(buggy_log, fixed_log, evidence):
+    """The buggy twin's trigger step, once its log and the fixed twin's show the bug there:
+    the fact `evidence` first differs between them (on some rank) at that step."""
+    with open(buggy_log, encoding="utf-8") as buggy, open(fixed_log, encoding="utf-8") as fixed:
+        buggy, fixed = json.load(buggy), json.load(fixed)
+    if fixed["trigger_step"] is not None or buggy["trigger_step"] is None:
+        raise RuntimeError("{}: a buggy twin's log needs a trigger step, a fixed twin's none".format(
+            buggy_log))
+    ranks = zip(buggy.get("ranks", {"0": buggy["steps"]}).values(),
+                fixed.get("ranks", {"0": fixed["steps"]}).values())
+    first = min((mine["step"] for buggy_steps, fixed_steps in ranks
+                 for mine, healthy in zip(buggy_steps, fixed_steps)
+                 if mine[evidence] != healthy[evidence]), default=None)
+    if first != buggy["trigger_step"]:
+        raise RuntimeError("{}: trigger step {}, but {} first differs from the fixed twin's at "
+                           "step {}".format(buggy_log, buggy["trigger_step"], evidence, first))
+    return first
 
 
 def rule_texts(rules):
