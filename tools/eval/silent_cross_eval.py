@@ -55,7 +55,8 @@ CASES = [
      "optimizer built on a layer forward() never calls (from step 0)"),
     ("case_lstm_lr_rebuild.py", "lr", "learning rate silently changed", "LSTM, SGD",
      "optimizer rebuilt with 10x lr at step 5"),
-    ("case_bilinear_frozen.py", "trainable_parameters", "layer frozen mid-run", "Bilinear + MLP, Adamax",
+    ("case_bilinear_frozen.py", "trainable_parameters", "layer frozen mid-run",
+     "Bilinear + MLP, Adamax",
      "layer deep.0 frozen from step 5"),
     ("case_batchnorm_skip.py", "optimizer_step", "optimizer.step skipped", "BatchNorm MLP, SGD",
      "a too tight loss-spike guard skips the update of step 5"),
@@ -159,8 +160,8 @@ def confirmed_trigger(buggy_log, fixed_log, evidence):
     with open(buggy_log, encoding="utf-8") as buggy, open(fixed_log, encoding="utf-8") as fixed:
         buggy, fixed = json.load(buggy), json.load(fixed)
     if fixed["trigger_step"] is not None or buggy["trigger_step"] is None:
-        raise RuntimeError("{}: a buggy twin's log needs a trigger step, a fixed twin's none".format(
-            buggy_log))
+        raise RuntimeError("{}: a buggy twin's log needs a trigger step, a fixed twin's "
+                           "none".format(buggy_log))
     ranks = zip(buggy.get("ranks", {"0": buggy["steps"]}).values(),
                 fixed.get("ranks", {"0": fixed["steps"]}).values())
     first = min((mine["step"] for buggy_steps, fixed_steps in ranks
@@ -214,12 +215,13 @@ def markdown(results, totals, command, python, elapsed):
         lines.append("| {} | {} | {} | {} | {} | {} | {} | {} |".format(
             result["case"], result["shape"], result["what"], result["trigger_step"],
             "-" if result["detection_step"] is None else result["detection_step"],
-            ("yes" if result["detected"] else "**no**") + ("*" if result["first_also_on_fixed"] else ""),
+            ("yes" if result["detected"] else "**no**") +
+            ("*" if result["first_also_on_fixed"] else ""),
             ", ".join(result["relations"]) or "-",
             result["violations_fixed"]))
     share = totals["share_firing_on_fixed"]
-    lines += ["", "{} of {} cases detected; {} violations on the fixed twins; {} of the {} "
-              "rules ({}) fire on healthy programs of other shapes; the suite took {:.0f} s.".format(
+    lines += ["", "{} of {} cases detected; {} violations on the fixed twins; {} of the {} rules "
+              "({}) fire on healthy programs of other shapes; the suite took {:.0f} s.".format(
                   totals["detected"], totals["cases"], totals["violations_fixed"],
                   totals["rules_firing_on_fixed"], totals["rules"],
                   "-" if share is None else "{:.0%}".format(share), elapsed)]

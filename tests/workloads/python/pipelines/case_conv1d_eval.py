@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Case: a Conv1d net (with dropout) with Adam and StepLR; validated before step K and every K steps.
+"""Case: a Conv1d net (dropout) with Adam and StepLR, validated before step K and every K steps.
 
 Each validation pass is model.eval(), a forward under torch.no_grad() on held-out
 data, then model.train(). The buggy twin forgets model.train(): from step K the

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Case: 2-rank DDP (gloo, CPU) of a small Conv1d model with SGD; clipping on one rank only from step K.
+"""Case: 2-rank DDP (gloo, CPU) of a Conv1d model with SGD; only one rank clips from step K.
 
 Both ranks clip their gradients with clip_grad_norm_(max_norm 0.2) after
 backward (DDP has averaged them). In the buggy twin only rank 0 clips from
