@@ -291,7 +291,7 @@ eval-hangs: all
 
 # The silent-error suites, as BENCHMARKS.md's tables (root): rules from healthy reference runs
 # against each case's buggy and fixed variants (about 2 minutes), then rules from three
-# references against cases of other shapes, recorded as a user would (about 8 minutes; its
+# references against cases of other shapes, recorded as a user would (3 to 4 minutes; its
 # table is written also when a case is missed, exit status 1).
 eval-silent: all
 	python3 tools/eval/silent_eval.py --markdown $(OUTPUT)/silent-errors.md
