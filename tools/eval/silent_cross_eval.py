@@ -216,7 +216,7 @@ def markdown(results, totals, command, python, elapsed):
             result["case"], result["shape"], result["what"], result["trigger_step"],
             "-" if result["detection_step"] is None else result["detection_step"],
             ("yes" if result["detected"] else "**no**") +
-            ("*" if result["first_also_on_fixed"] else ""),
+            (" †" if result["first_also_on_fixed"] else ""),
             ", ".join(result["relations"]) or "-",
             result["violations_fixed"]))
     share = totals["share_firing_on_fixed"]
@@ -226,7 +226,7 @@ def markdown(results, totals, command, python, elapsed):
                   totals["rules_firing_on_fixed"], totals["rules"],
                   "-" if share is None else "{:.0%}".format(share), elapsed)]
     if any(result["first_also_on_fixed"] for result in results):
-        lines += ["", "\\* the first violations are all of rules the fixed twin violates too."]
+        lines += ["", "† the first violations are all of rules the fixed twin violates too."]
     return "\n".join(lines) + "\n"
 
 
