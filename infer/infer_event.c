@@ -386,6 +386,11 @@ const char *infer_event_field(const struct infer_event *event, const char *name)
 static const char *const meta_variables[] = { "rank", "nranks",	 "stage",
 					      "comm", "context", "first_step" };
 
+bool infer_field_is_identity(const char *name)
+{
+	return strncmp(name, "tensor:", strlen("tensor:")) == 0;
+}
+
 int infer_event_is_operation(const struct infer_event *event)
 {
 	return event->kind == INFER_EVENT_NCCL ||
@@ -441,7 +446,8 @@ size_t infer_event_variables(const struct infer_event *event, const char **names
 	     i++)
 		names[count++] = meta_variables[i];
 	for (uint32_t i = 0; i < event->field_count && count < max; i++)
-		if (!is_meta_variable(event->fields[i].name))
+		if (!is_meta_variable(event->fields[i].name) &&
+		    !infer_field_is_identity(event->fields[i].name))
 			names[count++] = event->fields[i].name;
 	return count;
 }

@@ -8,6 +8,7 @@
 #ifndef TCHECK_INFER_EVENT_H
 #define TCHECK_INFER_EVENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -89,6 +90,12 @@ const char *infer_event_field(const struct infer_event *event, const char *name)
  */
 const char *infer_event_variable(struct string_pool *pool, const struct infer_event *event,
 				 const char *variable);
+
+/*
+ * Whether a field is a tensor's identity ("tensor:self", its TensorImpl
+ * address): compared only as identity, never as a value or precondition.
+ */
+bool infer_field_is_identity(const char *name);
 
 /* Whether an event is an operation (NCCL call, torch scope or operator), not a Python frame. */
 int infer_event_is_operation(const struct infer_event *event);

@@ -8,6 +8,7 @@
 #include "base/u64_map.h"
 #include "event_contain.h"
 #include "inference.h"
+#include "parameter_updates.h"
 #include "process_uses.h"
 #include "rule_support.h"
 
@@ -116,16 +117,22 @@ static int by_group(const void *left, const void *right)
 	return order ? order : compare_i64(a->rank, b->rank);
 }
 
-/* By process, step, then entry time. */
+/* By pipeline, process, step, then entry time. */
 static int by_process_step(const void *left, const void *right)
 {
 	const struct infer_event *a = *(const struct infer_event *const *)left;
 	const struct infer_event *b = *(const struct infer_event *const *)right;
 	int order;
 
-	if ((order = compare_u64(a->pid, b->pid)) || (order = compare_i64(a->step, b->step)))
+	if ((order = compare_u64(a->pipeline, b->pipeline)) ||
+	    (order = compare_u64(a->pid, b->pid)) || (order = compare_i64(a->step, b->step)))
 		return order;
 	return compare_u64(a->entry_ns, b->entry_ns);
+}
+
+static bool same_process_step(const struct infer_event *a, const struct infer_event *b)
+{
+	return a->pipeline == b->pipeline && a->pid == b->pid && a->step == b->step;
 }
 
 static int same_group(const struct inference *inference, const struct infer_event *a,
@@ -303,8 +310,8 @@ static int infer_consistent(struct inference *inference, const struct infer_even
 					     .event = { first->kind, first->name },
 					     .field = field };
 
-			/* One communicator's ranks share its size by construction. */
-			if (strcmp(field, "nranks") == 0)
+			/* One communicator's ranks share its size; a tensor's address is no value. */
+			if (strcmp(field, "nranks") == 0 || infer_field_is_identity(field))
 				continue;
 			failed = infer_distinct(inference, order, start, end, field, passing,
 						passing_peers, failing, failing_peers);
@@ -356,7 +363,7 @@ static int infer_constants(struct inference *inference, const struct infer_event
 			const char *field = first->fields[f].name;
 			const char *values[MAX_CONSTANT_VALUES];
 			size_t value_count = 0, i;
-			int too_many = 0;
+			int too_many = infer_field_is_identity(field);
 
 			for (i = start; i < end && !too_many; i++) {
 				const char *value = infer_event_field(order[i], field);
@@ -426,6 +433,16 @@ static bool sequence_name_before(const struct u64_map *steps_seen, const char *a
 	return steps_a != steps_b ? steps_a > steps_b : strcmp(a, b) < 0;
 }
 
+/*
+ * Whether APISequence orders an event: Python calls and torch scopes, not
+ * operators (called many times a step, in the forward and the optimizer
+ * alike: EventContain counts them, ParametersUpdated judges them).
+ */
+static bool sequenced(const struct infer_event *event)
+{
+	return event->kind == INFER_EVENT_PYTHON && !(event->flags & TRACE_PYTHON_TORCH_OP);
+}
+
 static int choose_sequence_names(const struct infer_event **order, size_t count, const char **names,
 				 size_t *name_count)
 {
@@ -441,7 +458,7 @@ static int choose_sequence_names(const struct infer_event **order, size_t count,
 
 		segment += i > 0 && (order[i]->pid != order[i - 1]->pid ||
 				     order[i]->step != order[i - 1]->step);
-		if (order[i]->kind != INFER_EVENT_PYTHON || order[i]->step < 0)
+		if (!sequenced(order[i]) || order[i]->step < 0)
 			continue;
 		/* Segment numbers are stored plus one: a map value is never NULL. */
 		if ((uintptr_t)u64_map_get(&last_segment, name) == segment + 1)
@@ -493,8 +510,7 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 		order[i] = &inference->events[i];
 	qsort(order, inference->count, sizeof(*order), by_process_step);
 	for (size_t i = 0; i < inference->count; i++)
-		segment_count += i == 0 || order[i]->pid != order[i - 1]->pid ||
-				 order[i]->step != order[i - 1]->step;
+		segment_count += i == 0 || !same_process_step(order[i], order[i - 1]);
 	segments = calloc(segment_count ? segment_count : 1, sizeof(*segments));
 	segment_count = 0;
 	if (!segments)
@@ -506,8 +522,7 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 	while (start < inference->count) {
 		size_t end = start;
 
-		while (end < inference->count && order[end]->pid == order[start]->pid &&
-		       order[end]->step == order[start]->step)
+		while (end < inference->count && same_process_step(order[end], order[start]))
 			end++;
 		if (order[start]->step >= 0) {
 			struct segment *segment = &segments[segment_count++];
@@ -515,7 +530,7 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 			for (size_t i = start; i < end; i++) {
 				size_t n = 0;
 
-				if (order[i]->kind != INFER_EVENT_PYTHON)
+				if (!sequenced(order[i]))
 					continue;
 				while (n < name_count && names[n] != order[i]->name)
 					n++;
@@ -558,6 +573,50 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 	return failed;
 }
 
+/*
+ * ParametersUpdated: in each step of each process, the weights its forward
+ * reads against what its optimizer step changes. 'order' is sorted by
+ * process and step (infer_sequences leaves it so).
+ */
+static int infer_parameter_updates(struct inference *inference, const struct infer_event **order,
+				   const struct infer_event **passing,
+				   const struct infer_event **failing)
+{
+	struct rule rule = { .relation = RELATION_PARAMETERS_UPDATED,
+			     .event = { INFER_EVENT_PYTHON,
+					string_pool_intern(inference->rules->pool,
+							   OPTIMIZER_STEP_FAMILY) } };
+	const struct infer_event **wanted = malloc((inference->count + 1) * sizeof(*wanted));
+	size_t passing_count = 0, failing_count = 0, start = 0;
+	int failed = rule.event.name && wanted ? 0 : -ENOMEM;
+
+	while (start < inference->count && !failed) {
+		struct parameter_updates_finding finding;
+		size_t end = start, count = 0;
+
+		while (end < inference->count && same_process_step(order[end], order[start])) {
+			if (parameter_updates_wants(order[end]))
+				wanted[count++] = order[end];
+			end++;
+		}
+		if (order[start]->step >= 0 && count > 0) {
+			failed = parameter_updates_judge(wanted, count, &finding);
+			if (!failed && finding.applies) {
+				if (finding.holds)
+					passing[passing_count++] = finding.step;
+				else
+					failing[failing_count++] = finding.step;
+			}
+		}
+		start = end;
+	}
+	if (!failed && several_steps(passing, passing_count))
+		failed = emit(inference, &rule, passing, passing_count, failing, failing_count,
+			      NULL);
+	free(wanted);
+	return failed;
+}
+
 int inference_run(struct inference *inference)
 {
 	size_t size = (inference->count ? inference->count : 1) * sizeof(void *);
@@ -585,6 +644,8 @@ int inference_run(struct inference *inference)
 			failed = infer_constants(inference, order, passing, failing);
 		if (!failed)
 			failed = infer_sequences(inference, order, passing, failing);
+		if (!failed)
+			failed = infer_parameter_updates(inference, order, passing, failing);
 		if (!failed)
 			failed = infer_event_contain(inference->rules, inference->events,
 						     inference->count, &inference->evidence);

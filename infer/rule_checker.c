@@ -6,6 +6,7 @@
 
 #include "base/u64_map.h"
 #include "contain_checker.h"
+#include "parameter_updates.h"
 #include "process_uses.h"
 #include "rule_checker.h"
 
@@ -29,6 +30,13 @@ struct process_step {
 	struct infer_event first[STEP_NAMES_MAX];
 };
 
+/* The events of one process's current step that ParametersUpdated judges. */
+struct update_step {
+	int32_t step;
+	size_t count, capacity;
+	struct infer_event *events;
+};
+
 struct rule_checker {
 	struct rule_set *rules;
 	rule_violation_fn report;
@@ -38,6 +46,8 @@ struct rule_checker {
 	struct u64_map processes;   /* pid -> struct process_step */
 	struct contain_checker *contains;
 	struct process_uses uses; /* what each process has called so far */
+	struct u64_map update_steps; /* pid -> struct update_step, with ParametersUpdated rules */
+	int has_parameter_updates;
 	uint64_t violations;
 	uint64_t events;
 	int has_sequences;
@@ -66,8 +76,12 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	u64_map_init(&checker->occurrences);
 	u64_map_init(&checker->processes);
 	process_uses_init(&checker->uses);
-	for (size_t i = 0; i < rules->count; i++)
+	u64_map_init(&checker->update_steps);
+	for (size_t i = 0; i < rules->count; i++) {
 		checker->has_sequences |= rules->rules[i].relation == RELATION_API_SEQUENCE;
+		checker->has_parameter_updates |=
+			rules->rules[i].relation == RELATION_PARAMETERS_UPDATED;
+	}
 	checker->contains = contain_checker_new(rules, &checker->uses, contain_violation, checker);
 	if (!checker->contains) {
 		free(checker);
@@ -246,7 +260,8 @@ static int track_step(struct rule_checker *checker, const struct infer_event *ev
 	struct process_step *state;
 	uint32_t n;
 
-	if (!checker->has_sequences || event->kind != INFER_EVENT_PYTHON || event->step < 0)
+	if (!checker->has_sequences || event->kind != INFER_EVENT_PYTHON ||
+	    (event->flags & TRACE_PYTHON_TORCH_OP) || event->step < 0)
 		return 0;
 	state = u64_map_get(&checker->processes, event->pid);
 	if (!state) {
@@ -279,6 +294,69 @@ static int track_step(struct rule_checker *checker, const struct infer_event *ev
 	return 0;
 }
 
+/* Judges a finished step of one process against the ParametersUpdated rules. */
+static int close_update_step(struct rule_checker *checker, struct update_step *state)
+{
+	const struct infer_event **events = malloc((state->count + 1) * sizeof(*events));
+	struct parameter_updates_finding finding;
+	int failed;
+
+	if (!events)
+		return -ENOMEM;
+	for (size_t i = 0; i < state->count; i++)
+		events[i] = &state->events[i];
+	failed = parameter_updates_judge(events, state->count, &finding);
+	for (size_t i = 0; i < checker->rules->count && !failed && !finding.holds; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+
+		if (rule->relation == RELATION_PARAMETERS_UPDATED &&
+		    rule->event.name == finding.step->name &&
+		    precondition_holds(checker->rules->pool, &rule->precondition, finding.step))
+			violation(checker, rule, finding.read, finding.update);
+	}
+	free(events);
+	state->count = 0;
+	return failed;
+}
+
+static int track_update_step(struct rule_checker *checker, const struct infer_event *event)
+{
+	struct update_step *state;
+
+	if (!checker->has_parameter_updates || event->step < 0 || !parameter_updates_wants(event))
+		return 0;
+	state = u64_map_get(&checker->update_steps, event->pid);
+	if (!state) {
+		state = calloc(1, sizeof(*state));
+		if (!state || u64_map_put(&checker->update_steps, event->pid, state)) {
+			free(state);
+			return -ENOMEM;
+		}
+		state->step = event->step;
+	}
+	if (event->step < state->step)
+		return 0; /* a late record of a step already judged */
+	if (event->step > state->step) {
+		int failed = close_update_step(checker, state);
+
+		state->step = event->step;
+		if (failed)
+			return failed;
+	}
+	if (state->count == state->capacity) {
+		size_t capacity = state->capacity ? state->capacity * 2 : 64;
+		struct infer_event *events =
+			realloc(state->events, capacity * sizeof(*events));
+
+		if (!events)
+			return -ENOMEM;
+		state->events = events;
+		state->capacity = capacity;
+	}
+	state->events[state->count++] = *event;
+	return 0;
+}
+
 int rule_checker_observe(struct rule_checker *checker, const struct trace_record *record)
 {
 	struct infer_event event;
@@ -290,7 +368,8 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 	if (process_uses_add(&checker->uses, &event))
 		return -ENOMEM;
 	check_constants(checker, &event);
-	if (check_consistent(checker, &event) || contain_checker_observe(checker->contains, &event))
+	if (check_consistent(checker, &event) || contain_checker_observe(checker->contains, &event) ||
+	    track_update_step(checker, &event))
 		return -ENOMEM;
 	return track_step(checker, &event);
 }
@@ -306,6 +385,8 @@ void rule_checker_finish(struct rule_checker *checker)
 
 	for (size_t i = 0; u64_map_next(&checker->processes, &i, &key, &value);)
 		close_step(checker, value);
+	for (size_t i = 0; u64_map_next(&checker->update_steps, &i, &key, &value);)
+		(void)close_update_step(checker, value); /* out of memory: that step is not judged */
 	contain_checker_finish(checker->contains);
 }
 
@@ -342,6 +423,13 @@ void rule_checker_free(struct rule_checker *checker)
 	u64_map_free(&checker->groups);
 	u64_map_free(&checker->occurrences);
 	u64_map_free(&checker->processes);
+	for (size_t i = 0; u64_map_next(&checker->update_steps, &i, &key, &value);) {
+		struct update_step *state = value;
+
+		free(state->events);
+		free(state);
+	}
+	u64_map_free(&checker->update_steps);
 	process_uses_free(&checker->uses);
 	free(checker);
 }

@@ -8,8 +8,9 @@
 
 #include "rules.h"
 
-static const char *const relation_names[] = { NULL,	   "Consistent",  "APIArg",
-					      "APIOutput", "APISequence", "EventContain" };
+static const char *const relation_names[] = {
+	NULL, "Consistent", "APIArg", "APIOutput", "APISequence", "EventContain", "ParametersUpdated",
+};
 
 /* A rule with its description, for sorting. */
 struct described_rule {
@@ -45,7 +46,7 @@ int rule_set_sort(struct rule_set *set)
 
 const char *rule_relation_name(uint32_t relation)
 {
-	if (relation >= 1 && relation <= RELATION_EVENT_CONTAIN)
+	if (relation >= 1 && relation <= RELATION_LAST)
 		return relation_names[relation];
 	return "unknown";
 }
@@ -69,7 +70,7 @@ const char *rule_used_name(const struct rule *rule)
 
 static uint32_t relation_from_name(const char *name)
 {
-	for (uint32_t i = 1; i <= RELATION_EVENT_CONTAIN; i++)
+	for (uint32_t i = 1; i <= RELATION_LAST; i++)
 		if (strcmp(relation_names[i], name) == 0)
 			return i;
 	return 0;
@@ -196,6 +197,12 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 		else
 			used = (size_t)snprintf(text, size, "every %s contains %s",
 						rule->event.name, rule->child.name);
+		break;
+	case RELATION_PARAMETERS_UPDATED:
+		used = (size_t)snprintf(text, size,
+					"in every step, every weight the forward reads (linear, conv, "
+					"embedding) is changed by %s",
+					rule->event.name);
 		break;
 	default:
 		used = (size_t)snprintf(text, size, "unknown relation");
@@ -381,7 +388,7 @@ static int rule_load(struct rule_set *set, json_t *object, struct rule *rule)
 	} else if (rule->relation == RELATION_EVENT_CONTAIN) {
 		if (!child || descriptor_load(set, child, &rule->child))
 			return -1;
-	} else if (!field) {
+	} else if (!field && rule->relation != RELATION_PARAMETERS_UPDATED) {
 		return -1;
 	}
 	rule->distinct = rule->relation == RELATION_API_ARG && distinct;

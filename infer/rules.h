@@ -30,7 +30,9 @@ enum rule_relation {
 	RELATION_API_OUTPUT = 3,    /* a result is constant */
 	RELATION_API_SEQUENCE = 4,  /* within a step, 'first' is entered before 'event' */
 	RELATION_EVENT_CONTAIN = 5, /* 'event' (a call or a step) contains 'child' (n times) */
-	RELATION_LAST = RELATION_EVENT_CONTAIN,
+	/* every weight a step's forward reads is changed by 'event', the optimizer's step */
+	RELATION_PARAMETERS_UPDATED = 6,
+	RELATION_LAST = RELATION_PARAMETERS_UPDATED,
 };
 
 /*

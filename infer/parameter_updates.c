@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+/* ParametersUpdated: the weights a step's forward reads against what its optimizer step changes. */
+#include "parameter_updates.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/u64_map.h"
+
+#define UPDATED_FIELD "tensor:self"
+#define READ_FIELD "tensor:weight"
+
+static bool is_optimizer_step(const struct infer_event *event)
+{
+	return event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_SCOPE) &&
+	       strcmp(event->name, OPTIMIZER_STEP_FAMILY) == 0;
+}
+
+bool parameter_updates_wants(const struct infer_event *event)
+{
+	return is_optimizer_step(event) ||
+	       (event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
+		(infer_event_field(event, UPDATED_FIELD) || infer_event_field(event, READ_FIELD)));
+}
+
+static uint64_t tensor_of(const struct infer_event *event, const char *field)
+{
+	const char *text = infer_event_field(event, field);
+
+	return text ? strtoull(text, NULL, 10) : 0;
+}
+
+/*
+ * Whether an update changes its tensor: an additive scale (alpha, value,
+ * weight) of 0 or a factor (mul_'s, div_'s other) of 1 leaves it as it was.
+ */
+static bool update_changes(const struct infer_event *update)
+{
+	static const char *const additive[] = { "arg:alpha", "arg:value", "arg:weight" };
+	const char *factor = infer_event_field(update, "arg:other");
+
+	for (size_t i = 0; i < sizeof(additive) / sizeof(additive[0]); i++) {
+		const char *scale = infer_event_field(update, additive[i]);
+
+		if (scale)
+			return strtod(scale, NULL) != 0.0;
+	}
+	return !factor || strtod(factor, NULL) != 1.0;
+}
+
+static bool inside(const struct infer_event *event, const struct infer_event *scope)
+{
+	return event->tid == scope->tid && event->entry_ns >= scope->entry_ns &&
+	       event->exit_ns <= scope->exit_ns;
+}
+
+/* The optimizer step an operator ran in, or NULL. */
+static const struct infer_event *step_around(const struct infer_event *const *events, size_t count,
+					     const struct infer_event *event)
+{
+	for (size_t i = 0; i < count; i++)
+		if (is_optimizer_step(events[i]) && inside(event, events[i]))
+			return events[i];
+	return NULL;
+}
+
+/* Tensor -> its first update in an optimizer step (changed: the map holds changing ones). */
+struct updates {
+	struct u64_map any;	 /* tensor -> an update */
+	struct u64_map changing; /* tensor -> an update that changes it */
+};
+
+static int collect_updates(const struct infer_event *const *events, size_t count,
+			   struct updates *updates, struct parameter_updates_finding *finding)
+{
+	for (size_t i = 0; i < count; i++) {
+		const struct infer_event *event = events[i];
+		uint64_t tensor;
+
+		if (is_optimizer_step(event)) {
+			if (!finding->step || event->entry_ns < finding->step->entry_ns)
+				finding->step = event;
+			continue;
+		}
+		tensor = tensor_of(event, UPDATED_FIELD);
+		if (!tensor || !step_around(events, count, event))
+			continue;
+		if (!u64_map_get(&updates->any, tensor) &&
+		    u64_map_put(&updates->any, tensor, (void *)event))
+			return -ENOMEM;
+		if (update_changes(event) && !u64_map_get(&updates->changing, tensor) &&
+		    u64_map_put(&updates->changing, tensor, (void *)event))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int parameter_updates_judge(const struct infer_event *const *events, size_t count,
+			    struct parameter_updates_finding *finding)
+{
+	struct updates updates;
+	struct u64_map seen;
+	int failed;
+
+	memset(finding, 0, sizeof(*finding));
+	finding->holds = true;
+	u64_map_init(&updates.any);
+	u64_map_init(&updates.changing);
+	u64_map_init(&seen);
+	failed = collect_updates(events, count, &updates, finding);
+	for (size_t i = 0; i < count && !failed && finding->step; i++) {
+		const struct infer_event *read = events[i];
+		uint64_t weight = tensor_of(read, READ_FIELD);
+
+		/* A weight read inside the optimizer's step is no forward read. */
+		if (!weight || u64_map_get(&seen, weight) || step_around(events, count, read))
+			continue;
+		if (u64_map_put(&seen, weight, (void *)read)) {
+			failed = -ENOMEM;
+			break;
+		}
+		finding->weights++;
+		if (finding->holds && !u64_map_get(&updates.changing, weight)) {
+			/* Events come in any order: report the earliest weight left as it was. */
+			finding->holds = false;
+			finding->read = read;
+		} else if (!finding->holds && !u64_map_get(&updates.changing, weight) &&
+			   read->entry_ns < finding->read->entry_ns) {
+			finding->read = read;
+		}
+	}
+	if (!finding->holds)
+		finding->update = u64_map_get(&updates.any, tensor_of(finding->read, READ_FIELD));
+	finding->applies = finding->step && finding->weights > 0;
+	if (!finding->applies)
+		finding->holds = true;
+	u64_map_free(&updates.any);
+	u64_map_free(&updates.changing);
+	u64_map_free(&seen);
+	return failed;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ParametersUpdated: in a training step, every parameter the forward reads
+ * (the weight of linear, conv and embedding, by its TensorImpl address) is
+ * changed by an update operator inside the optimizer's step, with a scale
+ * that changes it (add_'s alpha, addcdiv_'s value, lerp_'s weight not 0;
+ * mul_'s factor not 1). It fails for an optimizer that holds parameters the
+ * model does not use (another model's, a re-created model's old ones), for
+ * layers frozen by mistake, and for a learning rate of 0.
+ */
+#ifndef TCHECK_PARAMETER_UPDATES_H
+#define TCHECK_PARAMETER_UPDATES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "infer_event.h"
+
+/* The parent a ParametersUpdated rule names: any optimizer's step. */
+#define OPTIMIZER_STEP_FAMILY "Optimizer.step#" INFER_SCOPE_ANY
+
+/* What one step of one process shows. */
+struct parameter_updates_finding {
+	bool applies; /* the step has an optimizer step and a forward that reads weights */
+	bool holds;
+	const struct infer_event *step;	  /* the (first) optimizer step: the example */
+	const struct infer_event *read;	  /* violated: the first weight read and not changed */
+	const struct infer_event *update; /* ... and its update that changed nothing, or NULL */
+	size_t weights;			  /* distinct weights the forward read */
+};
+
+/* Whether an event takes part (an optimizer step, or an operator naming a tensor). */
+bool parameter_updates_wants(const struct infer_event *event);
+
+/*
+ * Judges the events of one step of one process (any order; those
+ * parameter_updates_wants refuses are ignored). Returns 0, or -ENOMEM.
+ */
+int parameter_updates_judge(const struct infer_event *const *events, size_t count,
+			    struct parameter_updates_finding *finding);
+
+#endif /* TCHECK_PARAMETER_UPDATES_H */
