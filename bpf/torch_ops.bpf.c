@@ -54,21 +54,20 @@ static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
 			       PT_REGS_PARM3(ctx),
 			       PT_REGS_PARM4(ctx),
 			       PT_REGS_PARM5(ctx) };
-	__u64 tensor_slot = argument_register(
-		registers, (cookie >> TCHECK_TORCH_OP_TENSOR_SHIFT) & TCHECK_TORCH_OP_REGISTER_MASK);
-	__u64 scalar_at = argument_register(
-		registers, (cookie >> TCHECK_TORCH_OP_SCALAR_SHIFT) & TCHECK_TORCH_OP_REGISTER_MASK);
+	__u64 tensor_slot = argument_register(registers, (cookie >> TCHECK_TORCH_OP_TENSOR_SHIFT) &
+								 TCHECK_TORCH_OP_REGISTER_MASK);
+	__u64 scalar_at = argument_register(registers, (cookie >> TCHECK_TORCH_OP_SCALAR_SHIFT) &
+							       TCHECK_TORCH_OP_REGISTER_MASK);
 	struct scalar_layout scalar = { .tag = TCHECK_SCALAR_NONE };
 
 	call->tensor = 0;
 	call->scalar = 0;
 	call->scalar_tag = TCHECK_SCALAR_NONE;
 	/* An at::Tensor is one pointer, its TensorImpl: the tensor's identity. */
-	if (tensor_slot && bpf_probe_read_user(&call->tensor, sizeof(call->tensor),
-					       (const void *)tensor_slot))
+	if (tensor_slot &&
+	    bpf_probe_read_user(&call->tensor, sizeof(call->tensor), (const void *)tensor_slot))
 		call->tensor = 0;
-	if (scalar_at &&
-	    !bpf_probe_read_user(&scalar, sizeof(scalar), (const void *)scalar_at) &&
+	if (scalar_at && !bpf_probe_read_user(&scalar, sizeof(scalar), (const void *)scalar_at) &&
 	    (scalar.tag == TCHECK_SCALAR_DOUBLE || scalar.tag == TCHECK_SCALAR_INT)) {
 		call->scalar = scalar.value;
 		call->scalar_tag = scalar.tag;

@@ -266,8 +266,10 @@ static int python_fields(struct string_pool *pool, const struct trace_python_cal
 	char name[96], text[128];
 
 	for (uint32_t i = 0; i < call->arg_count && i < TRACE_PY_ARGS_MAX; i++) {
-		snprintf(name, sizeof(name), "arg:%s",
-			 call->args[i].name ? call->args[i].name : "");
+		const char *arg_name = call->args[i].name ? call->args[i].name : "";
+
+		/* A torch operator's arguments come named as fields: "tensor:self", "arg:alpha". */
+		snprintf(name, sizeof(name), strchr(arg_name, ':') ? "%s" : "arg:%s", arg_name);
 		python_value(&call->args[i], text, sizeof(text));
 		if (add_field(pool, list, name, text))
 			return -1;

@@ -310,7 +310,8 @@ static int infer_consistent(struct inference *inference, const struct infer_even
 					     .event = { first->kind, first->name },
 					     .field = field };
 
-			/* One communicator's ranks share its size; a tensor's address is no value. */
+			/* One communicator's ranks share its size; a tensor's address is no value.
+			 */
 			if (strcmp(field, "nranks") == 0 || infer_field_is_identity(field))
 				continue;
 			failed = infer_distinct(inference, order, start, end, field, passing,

@@ -45,7 +45,7 @@ struct rule_checker {
 	struct u64_map occurrences; /* hash (pid, name, step) -> count + 1 */
 	struct u64_map processes;   /* pid -> struct process_step */
 	struct contain_checker *contains;
-	struct process_uses uses; /* what each process has called so far */
+	struct process_uses uses;    /* what each process has called so far */
 	struct u64_map update_steps; /* pid -> struct update_step, with ParametersUpdated rules */
 	int has_parameter_updates;
 	uint64_t violations;
@@ -345,8 +345,7 @@ static int track_update_step(struct rule_checker *checker, const struct infer_ev
 	}
 	if (state->count == state->capacity) {
 		size_t capacity = state->capacity ? state->capacity * 2 : 64;
-		struct infer_event *events =
-			realloc(state->events, capacity * sizeof(*events));
+		struct infer_event *events = realloc(state->events, capacity * sizeof(*events));
 
 		if (!events)
 			return -ENOMEM;
@@ -368,7 +367,8 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 	if (process_uses_add(&checker->uses, &event))
 		return -ENOMEM;
 	check_constants(checker, &event);
-	if (check_consistent(checker, &event) || contain_checker_observe(checker->contains, &event) ||
+	if (check_consistent(checker, &event) ||
+	    contain_checker_observe(checker->contains, &event) ||
 	    track_update_step(checker, &event))
 		return -ENOMEM;
 	return track_step(checker, &event);
@@ -386,7 +386,8 @@ void rule_checker_finish(struct rule_checker *checker)
 	for (size_t i = 0; u64_map_next(&checker->processes, &i, &key, &value);)
 		close_step(checker, value);
 	for (size_t i = 0; u64_map_next(&checker->update_steps, &i, &key, &value);)
-		(void)close_update_step(checker, value); /* out of memory: that step is not judged */
+		(void)close_update_step(checker,
+					value); /* out of memory: that step is not judged */
 	contain_checker_finish(checker->contains);
 }
 

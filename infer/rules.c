@@ -9,7 +9,8 @@
 #include "rules.h"
 
 static const char *const relation_names[] = {
-	NULL, "Consistent", "APIArg", "APIOutput", "APISequence", "EventContain", "ParametersUpdated",
+	NULL,		"Consistent",	     "APIArg", "APIOutput", "APISequence",
+	"EventContain", "ParametersUpdated",
 };
 
 /* A rule with its description, for sorting. */
@@ -199,10 +200,11 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 						rule->event.name, rule->child.name);
 		break;
 	case RELATION_PARAMETERS_UPDATED:
-		used = (size_t)snprintf(text, size,
-					"in every step, every weight the forward reads (linear, conv, "
-					"embedding) is changed by %s",
-					rule->event.name);
+		used = (size_t)snprintf(
+			text, size,
+			"in every step, every weight the forward reads (linear, conv, "
+			"embedding) is changed by %s",
+			rule->event.name);
 		break;
 	default:
 		used = (size_t)snprintf(text, size, "unknown relation");

@@ -44,8 +44,9 @@ struct python_tracer {
 	struct python_tracer_losses losses;
 	const char *const *torch_ops; /* --torch-op requests */
 	size_t torch_op_count;
-	bool training_ops; /* also the operators of updates and forward reads (torch_op_readings.h) */
-	char **operator_names; /* by operator number: "aten::add_.Tensor" */
+	bool training_ops; /* also the operators of updates and forward reads (torch_op_readings.h)
+			    */
+	char **operator_names;			    /* by operator number: "aten::add_.Tensor" */
 	struct torch_op_reading *operator_readings; /* by operator number */
 	size_t operator_name_count;
 };

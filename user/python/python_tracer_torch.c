@@ -62,8 +62,8 @@ static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
 	names = realloc(tracer->operator_names, (first + probes->op_count) * sizeof(*names));
 	if (names)
 		tracer->operator_names = names;
-	readings = realloc(tracer->operator_readings,
-			   (first + probes->op_count) * sizeof(*readings));
+	readings =
+		realloc(tracer->operator_readings, (first + probes->op_count) * sizeof(*readings));
 	if (readings)
 		tracer->operator_readings = readings;
 	offsets = calloc(probes->op_count, sizeof(*offsets));
@@ -283,7 +283,8 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 
 /* The operator's tensor (its TensorImpl address) and scalar, as arguments. */
 static void op_arguments(const struct torch_op_reading *reading,
-			 const struct tcheck_torch_op_record *record, struct trace_python_call *call)
+			 const struct tcheck_torch_op_record *record,
+			 struct trace_python_call *call)
 {
 	struct trace_python_arg *arg;
 

@@ -12,7 +12,8 @@
  * by value has a hidden return slot in rdi and its arguments start at rsi.
  */
 static const struct torch_op_reading training_readings[] = {
-	/* Updates: param.add_(grad, alpha=-lr), buf.mul_(momentum), param.addcdiv_(m, v, value=-lr). */
+	/* Updates: param.add_(grad, alpha=-lr), buf.mul_(momentum), param.addcdiv_(m, v,
+	   value=-lr). */
 	{ "add__Tensor", 1, TORCH_TENSOR_UPDATED, 3, "arg:alpha" },
 	{ "sub__Tensor", 1, TORCH_TENSOR_UPDATED, 3, "arg:alpha" },
 	{ "mul__Scalar", 1, TORCH_TENSOR_UPDATED, 2, "arg:other" },
@@ -22,7 +23,8 @@ static const struct torch_op_reading training_readings[] = {
 	{ "addcmul_", 1, TORCH_TENSOR_UPDATED, 4, "arg:value" },
 	{ "lerp__Scalar", 1, TORCH_TENSOR_UPDATED, 3, "arg:weight" },
 	{ "zero_", 1, TORCH_TENSOR_UPDATED, 0, NULL },
-	/* Forward reads: linear(input, weight, bias), conv(input, weight, ...), embedding(weight, ...). */
+	/* Forward reads: linear(input, weight, bias), conv(input, weight, ...), embedding(weight,
+	   ...). */
 	{ "linear", 3, TORCH_TENSOR_READ, 0, NULL },
 	{ "conv1d", 3, TORCH_TENSOR_READ, 0, NULL },
 	{ "conv2d", 3, TORCH_TENSOR_READ, 0, NULL },
@@ -30,9 +32,9 @@ static const struct torch_op_reading training_readings[] = {
 };
 
 const char *const torch_training_ops[] = {
-	"add_.Tensor",	    "sub_.Tensor",     "mul_.Scalar",	    "mul_.Tensor",
-	"div_.Scalar",	    "addcdiv_.default", "addcmul_.default", "lerp_.Scalar",
-	"zero_.default",    "linear.default",   "conv1d.default",   "conv2d.default",
+	"add_.Tensor",	     "sub_.Tensor",	 "mul_.Scalar",	     "mul_.Tensor",
+	"div_.Scalar",	     "addcdiv_.default", "addcmul_.default", "lerp_.Scalar",
+	"zero_.default",     "linear.default",	 "conv1d.default",   "conv2d.default",
 	"embedding.default",
 };
 const size_t torch_training_op_count = sizeof(torch_training_ops) / sizeof(torch_training_ops[0]);
@@ -44,10 +46,12 @@ struct torch_op_reading torch_op_reading_of(const char *operator_name)
 	for (size_t i = 0; i < sizeof(training_readings) / sizeof(training_readings[0]); i++)
 		if (strcmp(training_readings[i].operator_name, operator_name) == 0)
 			return training_readings[i];
-	/* Python's special names return by value; a _foreach_ operator's first argument is a list. */
+	/* Python's special names return by value; a _foreach_ operator's first argument is a list.
+	 */
 	if (strncmp(operator_name, "__", 2) == 0 || strncmp(operator_name, "_foreach_", 9) == 0)
 		return (struct torch_op_reading){ operator_name, 0, NULL, 0, NULL };
-	/* add_, add__Tensor, foo_out: an in-place or out= operator's first argument is a Tensor &. */
+	/* add_, add__Tensor, foo_out: an in-place or out= operator's first argument is a Tensor &.
+	 */
 	if ((length && operator_name[length - 1] == '_') || strstr(operator_name, "__") ||
 	    (length > 4 && strcmp(operator_name + length - 4, "_out") == 0))
 		return (struct torch_op_reading){ operator_name, 1, TORCH_TENSOR_UPDATED, 0, NULL };

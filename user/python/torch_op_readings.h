@@ -18,11 +18,11 @@
 #define TORCH_TENSOR_READ "tensor:weight"
 
 struct torch_op_reading {
-	const char *operator_name;  /* the at::_ops struct: "add__Tensor" */
-	uint8_t tensor_register;    /* 1 rdi ... 5 r8; 0 none */
-	const char *tensor_field;   /* TORCH_TENSOR_UPDATED or TORCH_TENSOR_READ */
-	uint8_t scalar_register;    /* the const c10::Scalar &; 0 none */
-	const char *scalar_field;   /* "arg:alpha" */
+	const char *operator_name; /* the at::_ops struct: "add__Tensor" */
+	uint8_t tensor_register;   /* 1 rdi ... 5 r8; 0 none */
+	const char *tensor_field;  /* TORCH_TENSOR_UPDATED or TORCH_TENSOR_READ */
+	uint8_t scalar_register;   /* the const c10::Scalar &; 0 none */
+	const char *scalar_field;  /* "arg:alpha" */
 };
 
 /* The requests (as --torch-op takes them) of the training operators. */

@@ -145,8 +145,7 @@ int torch_operators_resolve_available(struct torch_probes *probes, const char *c
 }
 
 static int resolve_requests(struct torch_probes *probes, const char *const *requests,
-			    size_t request_count, bool skip_missing, char *error,
-			    size_t error_size)
+			    size_t request_count, bool skip_missing, char *error, size_t error_size)
 {
 	struct torch_name_list names = { 0 };
 	int err;

@@ -70,5 +70,4 @@ int torch_scopes_resolve(struct torch_probes *probes, char *error, size_t error_
 int torch_operators_resolve(struct torch_probes *probes, const char *const *requests,
 			    size_t request_count, char *error, size_t error_size);
 
-
 #endif /* TCHECK_TORCH_PROBE_SITES_H */

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ParametersUpdated on hand-built steps with known answers: the weights a
+ * forward reads against the updates inside the optimizer's step, the rule
+ * inferred from healthy steps and its violations at the steps that break it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "infer/inference.h"
+#include "infer/parameter_updates.h"
+#include "infer/rule_checker.h"
+#include "unit.h"
+
+#define WEIGHT_1 0x5000
+#define WEIGHT_2 0x6000
+#define BUFFER 0x7000
+
+/* How one step goes wrong, if it does. */
+enum step_fault {
+	HEALTHY,
+	SECOND_NOT_UPDATED, /* the optimizer holds one parameter only */
+	ZERO_SCALE,	    /* learning rate 0: alpha = -0.0 */
+	NO_UPDATE,	    /* every layer frozen */
+};
+
+static struct trace_record record_of(uint32_t pid, int step, uint64_t entry_ns,
+				     uint64_t duration_ns, const char *name, uint32_t flags)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_PYTHON_CALL };
+	struct trace_python_call *call = &record.python_call;
+
+	call->entry_ns = entry_ns;
+	call->duration_ns = duration_ns;
+	call->pid = pid;
+	call->tid = pid;
+	call->qualified_name = name;
+	call->file = "";
+	call->flags = flags;
+	call->step = step;
+	call->stage = TRACE_STAGE_TRAIN;
+	call->rank = -1;
+	call->world_size = -1;
+	return record;
+}
+
+static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
+{
+	struct trace_python_arg *arg = &record->python_call.args[record->python_call.arg_count++];
+
+	*arg = (struct trace_python_arg){ .name = field,
+					  .type = TRACE_VALUE_INT,
+					  .integer = (int64_t)tensor };
+}
+
+static void scalar_argument(struct trace_record *record, const char *field, double value)
+{
+	struct trace_python_arg *arg = &record->python_call.args[record->python_call.arg_count++];
+
+	*arg = (struct trace_python_arg){ .name = field, .type = TRACE_VALUE_FLOAT, .real = value };
+}
+
+/* A forward that reads two weights, then an SGD step with momentum; records in arrival order. */
+static size_t build_step(uint32_t pid, int step, enum step_fault fault,
+			 struct trace_record *records)
+{
+	uint64_t base = 1000000ULL * (uint64_t)(step + 1);
+	size_t count = 0;
+
+	records[count] = record_of(pid, step, base + 10, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
+	tensor_argument(&records[count++], "tensor:weight", WEIGHT_1);
+	records[count] = record_of(pid, step, base + 20, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
+	tensor_argument(&records[count++], "tensor:weight", WEIGHT_2);
+	/* The momentum buffer's update is no parameter's. */
+	records[count] =
+		record_of(pid, step, base + 105, 3, "aten::mul_.Scalar", TRACE_PYTHON_TORCH_OP);
+	tensor_argument(&records[count], "tensor:self", BUFFER);
+	scalar_argument(&records[count++], "arg:other", 0.9);
+	if (fault != NO_UPDATE) {
+		records[count] = record_of(pid, step, base + 110, 3, "aten::add_.Tensor",
+					   TRACE_PYTHON_TORCH_OP);
+		tensor_argument(&records[count], "tensor:self", WEIGHT_1);
+		scalar_argument(&records[count++], "arg:alpha", fault == ZERO_SCALE ? -0.0 : -0.1);
+	}
+	if (fault == HEALTHY || fault == ZERO_SCALE) {
+		records[count] = record_of(pid, step, base + 120, 3, "aten::add_.Tensor",
+					   TRACE_PYTHON_TORCH_OP);
+		tensor_argument(&records[count], "tensor:self", WEIGHT_2);
+		scalar_argument(&records[count++], "arg:alpha", fault == ZERO_SCALE ? -0.0 : -0.1);
+	}
+	/* The scope's record comes when it ends, after what ran inside it. */
+	records[count++] = record_of(pid, step, base + 100, 100, "Optimizer.step#SGD.step",
+				     TRACE_PYTHON_TORCH_SCOPE);
+	return count;
+}
+
+/* Judges one step; 'unchanged' is the weight the finding must name first (0: none). */
+static void judge(enum step_fault fault, uint64_t unchanged,
+		  struct parameter_updates_finding *finding)
+{
+	struct string_pool *pool = string_pool_new();
+	struct trace_record records[8];
+	struct infer_event events[8];
+	const struct infer_event *pointers[8];
+	size_t count = build_step(10, 3, fault, records);
+
+	for (size_t i = 0; i < count; i++) {
+		CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &events[i]), 1);
+		CU_ASSERT_TRUE(parameter_updates_wants(&events[i]));
+		pointers[i] = &events[i];
+	}
+	CU_ASSERT_EQUAL(parameter_updates_judge(pointers, count, finding), 0);
+	/* The finding points into 'events': keep only what the caller checks. */
+	CU_ASSERT_EQUAL(finding->read ? strtoull(infer_event_field(finding->read, "tensor:weight"),
+						 NULL, 10)
+				      : 0,
+			unchanged);
+	string_pool_free(pool);
+}
+
+UNIT_TEST(parameter_updates, each_weight_read_against_what_the_step_changes)
+{
+	struct parameter_updates_finding finding;
+
+	judge(HEALTHY, 0, &finding);
+	CU_ASSERT_TRUE(finding.applies);
+	CU_ASSERT_TRUE(finding.holds);
+	CU_ASSERT_EQUAL(finding.weights, 2);
+
+	judge(SECOND_NOT_UPDATED, WEIGHT_2, &finding);
+	CU_ASSERT_TRUE(finding.applies);
+	CU_ASSERT_FALSE(finding.holds);
+	CU_ASSERT_PTR_NULL(finding.update);
+
+	/* Both updates scale by 0: the first weight read is named. */
+	judge(ZERO_SCALE, WEIGHT_1, &finding);
+	CU_ASSERT_FALSE(finding.holds);
+	CU_ASSERT_PTR_NOT_NULL(finding.update);
+}
+
+struct update_violations {
+	int at[8];
+	int total;
+};
+
+static void count_violation(const struct rule_violation *violation, void *context)
+{
+	struct update_violations *seen = context;
+
+	if (violation->rule->relation != RELATION_PARAMETERS_UPDATED)
+		return;
+	seen->total++;
+	if (violation->step >= 0 && violation->step < 8)
+		seen->at[violation->step]++;
+}
+
+UNIT_TEST(parameter_updates, inferred_from_healthy_steps_and_caught_where_they_break)
+{
+	static const enum step_fault broken[6] = { HEALTHY, HEALTHY,	NO_UPDATE,
+						   HEALTHY, ZERO_SCALE, SECOND_NOT_UPDATED };
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct update_violations seen = { { 0 }, 0 };
+	struct trace_record records[8];
+	const struct rule *rule = NULL;
+	struct rule_checker *checker;
+
+	for (int step = 0; step < 4; step++) {
+		size_t count = build_step(20, step, HEALTHY, records);
+
+		for (size_t i = 0; i < count; i++)
+			CU_ASSERT_EQUAL(inference_add(inference, &records[i]), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(inference_run(inference), 0);
+	for (size_t i = 0; i < set->count; i++)
+		if (set->rules[i].relation == RELATION_PARAMETERS_UPDATED)
+			rule = &set->rules[i];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rule);
+	CU_ASSERT_STRING_EQUAL(rule->event.name, OPTIMIZER_STEP_FAMILY);
+	CU_ASSERT_EQUAL(rule->passing, 4);
+	CU_ASSERT_EQUAL(rule->precondition.group_count, 0);
+
+	checker = rule_checker_new(set, count_violation, &seen);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	for (int step = 0; step < 6; step++) {
+		size_t count = build_step(30, step, broken[step], records);
+
+		for (size_t i = 0; i < count; i++)
+			CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]), 0);
+	}
+	rule_checker_finish(checker);
+	/* Frozen, zero learning rate, a parameter missing: at those steps, once each. */
+	CU_ASSERT_EQUAL(seen.total, 3);
+	CU_ASSERT_EQUAL(seen.at[2], 1);
+	CU_ASSERT_EQUAL(seen.at[4], 1);
+	CU_ASSERT_EQUAL(seen.at[5], 1);
+	rule_checker_free(checker);
+	inference_free(inference);
+	rule_set_free(set);
+}
