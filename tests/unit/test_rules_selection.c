@@ -94,6 +94,27 @@ UNIT_TEST(rules_selection, nccl_rules_leave_python_off)
 	rule_set_free(set);
 }
 
+UNIT_TEST(rules_selection, parameters_updated_watches_the_training_operators)
+{
+	struct rule_set *set = rule_set_new();
+	struct recorder_options options = { 0 };
+	struct rules_selection selection;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(set);
+	add_rule(set, RELATION_PARAMETERS_UPDATED, INFER_EVENT_PYTHON, "Optimizer.step#*", 0,
+		 NULL);
+	CU_ASSERT_EQUAL_FATAL(rules_selection_build(set, &selection), 0);
+	CU_ASSERT_TRUE(selection.python);
+	CU_ASSERT_TRUE(selection.training_ops);
+	CU_ASSERT_EQUAL(rules_selection_apply(&selection, &options), 0);
+	CU_ASSERT_TRUE(options.python);
+	CU_ASSERT_TRUE(options.training_ops);
+	/* A scope family is no Python function to follow. */
+	CU_ASSERT_EQUAL(selection.function_count, 0);
+	rules_selection_free(&selection);
+	rule_set_free(set);
+}
+
 UNIT_TEST(rules_selection, without_user_selection_only_what_rules_name)
 {
 	struct rule_set *set = torch_rules();

@@ -93,6 +93,7 @@ int rules_selection_build(const struct rule_set *rules, struct rules_selection *
 		for (size_t j = 0; j < sizeof(descriptors) / sizeof(descriptors[0]) && !error; j++)
 			error = add_descriptor(descriptors[j], &functions, &ops,
 					       &selection->python);
+		selection->training_ops |= rule->relation == RELATION_PARAMETERS_UPDATED;
 	}
 	if (!error)
 		error = name_list_finish(&functions);
@@ -147,6 +148,7 @@ int rules_selection_apply(struct rules_selection *selection, struct recorder_opt
 	selection->merged_functions = functions.names;
 	selection->merged_torch_ops = operators.names;
 	options->python = true;
+	options->training_ops |= selection->training_ops;
 	options->python_prefixes = functions.names;
 	options->torch_ops = operators.names;
 	options->torch_op_count = operators.count;

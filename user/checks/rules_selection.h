@@ -16,6 +16,7 @@
 
 struct rules_selection {
 	bool python;		/* some rule is about a Python call, scope or operator */
+	bool training_ops;	/* a ParametersUpdated rule: watch the training operators */
 	const char **functions; /* qualified names to follow, NULL-ended (the rule set's strings) */
 	size_t function_count;
 	const char **torch_ops; /* --torch-op requests ("add_.Tensor"), NULL-ended */
