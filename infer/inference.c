@@ -590,10 +590,19 @@ static int infer_parameter_updates(struct inference *inference, const struct inf
 	const struct infer_event **wanted = malloc((inference->count + 1) * sizeof(*wanted));
 	size_t passing_count = 0, failing_count = 0, start = 0;
 	int failed = rule.event.name && wanted ? 0 : -ENOMEM;
+	struct u64_map history; /* the weights the current process's steps changed */
 
+	u64_map_init(&history);
 	while (start < inference->count && !failed) {
 		struct parameter_updates_finding finding;
 		size_t end = start, count = 0;
+
+		/* Steps come in order within a process; a new process starts a new history. */
+		if (start > 0 && (order[start]->pipeline != order[start - 1]->pipeline ||
+				  order[start]->pid != order[start - 1]->pid)) {
+			u64_map_free(&history);
+			u64_map_init(&history);
+		}
 
 		while (end < inference->count && same_process_step(order[end], order[start])) {
 			if (parameter_updates_wants(order[end]))
@@ -601,7 +610,7 @@ static int infer_parameter_updates(struct inference *inference, const struct inf
 			end++;
 		}
 		if (order[start]->step >= 0 && count > 0) {
-			failed = parameter_updates_judge(wanted, count, &finding);
+			failed = parameter_updates_judge(wanted, count, &history, &finding);
 			if (!failed && finding.applies) {
 				if (finding.holds)
 					passing[passing_count++] = finding.step;
@@ -614,6 +623,7 @@ static int infer_parameter_updates(struct inference *inference, const struct inf
 	if (!failed && several_steps(passing, passing_count))
 		failed = emit(inference, &rule, passing, passing_count, failing, failing_count,
 			      NULL);
+	u64_map_free(&history);
 	free(wanted);
 	return failed;
 }

@@ -97,15 +97,22 @@ static int collect_updates(const struct infer_event *const *events, size_t count
 	return 0;
 }
 
-int parameter_updates_judge(const struct infer_event *const *events, size_t count,
-			    struct parameter_updates_finding *finding)
+/* Keeps the earliest read: events come in any order. */
+static void note_unchanged(const struct infer_event **first, const struct infer_event *read)
 {
+	if (!*first || read->entry_ns < (*first)->entry_ns)
+		*first = read;
+}
+
+int parameter_updates_judge(const struct infer_event *const *events, size_t count,
+			    struct u64_map *history, struct parameter_updates_finding *finding)
+{
+	const struct infer_event *first_unchanged = NULL, *first_stopped = NULL;
 	struct updates updates;
 	struct u64_map seen;
 	int failed;
 
 	memset(finding, 0, sizeof(*finding));
-	finding->holds = true;
 	u64_map_init(&updates.any);
 	u64_map_init(&updates.changing);
 	u64_map_init(&seen);
@@ -122,20 +129,30 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 			break;
 		}
 		finding->weights++;
-		if (finding->holds && !u64_map_get(&updates.changing, weight)) {
-			/* Events come in any order: report the earliest weight left as it was. */
-			finding->holds = false;
-			finding->read = read;
-		} else if (!finding->holds && !u64_map_get(&updates.changing, weight) &&
-			   read->entry_ns < finding->read->entry_ns) {
-			finding->read = read;
+		if (u64_map_get(&updates.changing, weight)) {
+			finding->changed++;
+			continue;
 		}
+		note_unchanged(&first_unchanged, read);
+		if (u64_map_get(history, weight))
+			note_unchanged(&first_stopped, read);
 	}
-	if (!finding->holds)
+	finding->applies = !failed && finding->step && finding->weights > 0;
+	/* Nothing the forward reads changes, or what changed before stopped changing. */
+	finding->holds = !finding->applies || (finding->changed > 0 && !first_stopped);
+	if (!finding->holds) {
+		finding->stopped = first_stopped != NULL;
+		finding->read = first_stopped ? first_stopped : first_unchanged;
 		finding->update = u64_map_get(&updates.any, tensor_of(finding->read, READ_FIELD));
-	finding->applies = finding->step && finding->weights > 0;
-	if (!finding->applies)
-		finding->holds = true;
+	}
+	/* What this step changed is history for the next. */
+	for (size_t i = 0; i < count && !failed && finding->applies; i++) {
+		uint64_t weight = tensor_of(events[i], READ_FIELD);
+
+		if (weight && u64_map_get(&updates.changing, weight) &&
+		    !u64_map_get(history, weight) && u64_map_put(history, weight, history))
+			failed = -ENOMEM;
+	}
 	u64_map_free(&updates.any);
 	u64_map_free(&updates.changing);
 	u64_map_free(&seen);

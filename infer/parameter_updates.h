@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ParametersUpdated: in a training step, every parameter the forward reads
- * (the weight of linear, conv and embedding, by its TensorImpl address) is
- * changed by an update operator inside the optimizer's step, with a scale
- * that changes it (add_'s alpha, addcdiv_'s value, lerp_'s weight not 0;
- * mul_'s factor not 1). It fails for an optimizer that holds parameters the
- * model does not use (another model's, a re-created model's old ones), for
- * layers frozen by mistake, and for a learning rate of 0.
+ * ParametersUpdated: in a training step, the optimizer's step changes some
+ * weight the forward reads (the weight of linear, conv and embedding, by its
+ * TensorImpl address), and every weight it changed in an earlier step of the
+ * process that the forward still reads, with an update operator inside the
+ * optimizer's step whose scale changes it (add_'s alpha, addcdiv_'s value,
+ * lerp_'s weight not 0; mul_'s factor not 1). Layers frozen from the start
+ * (fine-tuning a head) are never updated and never expected to be. It fails
+ * for an optimizer that holds parameters the model does not read (another
+ * model's, a re-created model's old ones), for every layer frozen, for a
+ * layer frozen mid-run, and for a learning rate of 0.
  */
 #ifndef TCHECK_PARAMETER_UPDATES_H
 #define TCHECK_PARAMETER_UPDATES_H
@@ -14,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/u64_map.h"
 #include "infer_event.h"
 
 /* The parent a ParametersUpdated rule names: any optimizer's step. */
@@ -27,6 +31,8 @@ struct parameter_updates_finding {
 	const struct infer_event *read;	  /* violated: the first weight read and not changed */
 	const struct infer_event *update; /* ... and its update that changed nothing, or NULL */
 	size_t weights;			  /* distinct weights the forward read */
+	size_t changed;			  /* ... of them changed by the optimizer's step */
+	bool stopped; /* violated by a weight changed in an earlier step, not in this one */
 };
 
 /* Whether an event takes part (an optimizer step, or an operator naming a tensor). */
@@ -34,9 +40,12 @@ bool parameter_updates_wants(const struct infer_event *event);
 
 /*
  * Judges the events of one step of one process (any order; those
- * parameter_updates_wants refuses are ignored). Returns 0, or -ENOMEM.
+ * parameter_updates_wants refuses are ignored). 'history' holds the
+ * weights the process's earlier steps changed (a map of TensorImpl
+ * addresses, empty at its first step); the ones this step changes are
+ * added. Returns 0, or -ENOMEM.
  */
 int parameter_updates_judge(const struct infer_event *const *events, size_t count,
-			    struct parameter_updates_finding *finding);
+			    struct u64_map *history, struct parameter_updates_finding *finding);
 
 #endif /* TCHECK_PARAMETER_UPDATES_H */

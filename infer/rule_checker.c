@@ -35,6 +35,7 @@ struct update_step {
 	int32_t step;
 	size_t count, capacity;
 	struct infer_event *events;
+	struct u64_map history; /* the weights the process's earlier steps changed */
 };
 
 struct rule_checker {
@@ -305,7 +306,7 @@ static int close_update_step(struct rule_checker *checker, struct update_step *s
 		return -ENOMEM;
 	for (size_t i = 0; i < state->count; i++)
 		events[i] = &state->events[i];
-	failed = parameter_updates_judge(events, state->count, &finding);
+	failed = parameter_updates_judge(events, state->count, &state->history, &finding);
 	for (size_t i = 0; i < checker->rules->count && !failed && !finding.holds; i++) {
 		const struct rule *rule = &checker->rules->rules[i];
 
@@ -332,6 +333,7 @@ static int track_update_step(struct rule_checker *checker, const struct infer_ev
 			free(state);
 			return -ENOMEM;
 		}
+		u64_map_init(&state->history);
 		state->step = event->step;
 	}
 	if (event->step < state->step)
@@ -427,6 +429,7 @@ void rule_checker_free(struct rule_checker *checker)
 	for (size_t i = 0; u64_map_next(&checker->update_steps, &i, &key, &value);) {
 		struct update_step *state = value;
 
+		u64_map_free(&state->history);
 		free(state->events);
 		free(state);
 	}

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/u64_map.h"
 #include "infer/inference.h"
 #include "infer/parameter_updates.h"
 #include "infer/rule_checker.h"
@@ -94,8 +95,12 @@ static size_t build_step(uint32_t pid, int step, enum step_fault fault,
 	return count;
 }
 
-/* Judges one step; 'unchanged' is the weight the finding must name first (0: none). */
-static void judge(enum step_fault fault, uint64_t unchanged,
+/*
+ * Judges one step after earlier steps that changed 'before' weights
+ * (WEIGHT_1 and WEIGHT_2, or none); 'unchanged' is the weight the finding
+ * must name (0: none).
+ */
+static void judge(enum step_fault fault, bool before, uint64_t unchanged,
 		  struct parameter_updates_finding *finding)
 {
 	struct string_pool *pool = string_pool_new();
@@ -103,18 +108,27 @@ static void judge(enum step_fault fault, uint64_t unchanged,
 	struct infer_event events[8];
 	const struct infer_event *pointers[8];
 	size_t count = build_step(10, 3, fault, records);
+	struct u64_map history;
 
+	u64_map_init(&history);
+	if (before) {
+		CU_ASSERT_EQUAL(u64_map_put(&history, WEIGHT_1, &history), 0);
+		CU_ASSERT_EQUAL(u64_map_put(&history, WEIGHT_2, &history), 0);
+	}
 	for (size_t i = 0; i < count; i++) {
 		CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &events[i]), 1);
 		CU_ASSERT_TRUE(parameter_updates_wants(&events[i]));
 		pointers[i] = &events[i];
 	}
-	CU_ASSERT_EQUAL(parameter_updates_judge(pointers, count, finding), 0);
-	/* The finding points into 'events': keep only what the caller checks. */
+	CU_ASSERT_EQUAL(parameter_updates_judge(pointers, count, &history, finding), 0);
 	CU_ASSERT_EQUAL(finding->read ? strtoull(infer_event_field(finding->read, "tensor:weight"),
 						 NULL, 10)
 				      : 0,
 			unchanged);
+	/* What the step changed is remembered. */
+	if (fault == HEALTHY)
+		CU_ASSERT_PTR_NOT_NULL(u64_map_get(&history, WEIGHT_2));
+	u64_map_free(&history);
 	string_pool_free(pool);
 }
 
@@ -122,18 +136,28 @@ UNIT_TEST(parameter_updates, each_weight_read_against_what_the_step_changes)
 {
 	struct parameter_updates_finding finding;
 
-	judge(HEALTHY, 0, &finding);
+	judge(HEALTHY, false, 0, &finding);
 	CU_ASSERT_TRUE(finding.applies);
 	CU_ASSERT_TRUE(finding.holds);
 	CU_ASSERT_EQUAL(finding.weights, 2);
+	CU_ASSERT_EQUAL(finding.changed, 2);
 
-	judge(SECOND_NOT_UPDATED, WEIGHT_2, &finding);
-	CU_ASSERT_TRUE(finding.applies);
+	/* A layer frozen from the start (a fine-tuned head's backbone): fine. */
+	judge(SECOND_NOT_UPDATED, false, 0, &finding);
+	CU_ASSERT_TRUE(finding.holds);
+	CU_ASSERT_EQUAL(finding.changed, 1);
+	/* One that was updated before and is no longer. */
+	judge(SECOND_NOT_UPDATED, true, WEIGHT_2, &finding);
 	CU_ASSERT_FALSE(finding.holds);
+	CU_ASSERT_TRUE(finding.stopped);
 	CU_ASSERT_PTR_NULL(finding.update);
 
-	/* Both updates scale by 0: the first weight read is named. */
-	judge(ZERO_SCALE, WEIGHT_1, &finding);
+	/* Nothing the forward reads changes: every layer frozen, or a zero learning rate. */
+	judge(NO_UPDATE, false, WEIGHT_1, &finding);
+	CU_ASSERT_FALSE(finding.holds);
+	CU_ASSERT_FALSE(finding.stopped);
+	CU_ASSERT_PTR_NULL(finding.update);
+	judge(ZERO_SCALE, false, WEIGHT_1, &finding);
 	CU_ASSERT_FALSE(finding.holds);
 	CU_ASSERT_PTR_NOT_NULL(finding.update);
 }
@@ -189,11 +213,25 @@ UNIT_TEST(parameter_updates, inferred_from_healthy_steps_and_caught_where_they_b
 			CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]), 0);
 	}
 	rule_checker_finish(checker);
-	/* Frozen, zero learning rate, a parameter missing: at those steps, once each. */
+	/* Frozen, zero learning rate, a parameter no longer updated: at those steps, once each. */
 	CU_ASSERT_EQUAL(seen.total, 3);
 	CU_ASSERT_EQUAL(seen.at[2], 1);
 	CU_ASSERT_EQUAL(seen.at[4], 1);
 	CU_ASSERT_EQUAL(seen.at[5], 1);
+	rule_checker_free(checker);
+
+	/* A process whose second layer is frozen from its first step: nothing. */
+	memset(&seen, 0, sizeof(seen));
+	checker = rule_checker_new(set, count_violation, &seen);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	for (int step = 0; step < 6; step++) {
+		size_t count = build_step(40, step, SECOND_NOT_UPDATED, records);
+
+		for (size_t i = 0; i < count; i++)
+			CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]), 0);
+	}
+	rule_checker_finish(checker);
+	CU_ASSERT_EQUAL(seen.total, 0);
 	rule_checker_free(checker);
 	inference_free(inference);
 	rule_set_free(set);

@@ -40,7 +40,7 @@ CASES = [
      "zero_grad() no longer called from step 5"),
     ("case_attention_prefix.py", "trainable_parameters", "every layer frozen by a wrong prefix",
      "attention block, Adam",
-     "freeze-all-but-head by name with a wrong prefix at step 5: Adam steps on nothing"),
+     "head-only fine-tuning set up by name with a wrong prefix: Adam steps on nothing"),
     ("case_autoencoder_recreated.py", "optimizer_updates_model", "optimizer on a re-created model",
      "autoencoder, SGD Nesterov",
      "model re-created at step 5, the optimizer keeps the old one's parameters"),

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Case: a tiny attention block with Adam; at step K only the head is left trainable, by name.
+"""Case: a tiny attention block with Adam; only the head is left trainable, by name.
 
-From step K the script fine-tunes the head alone: every parameter's
+The script fine-tunes the head alone: before training, every parameter's
 requires_grad becomes name.startswith(PREFIX). The buggy twin uses the prefix
 "head." but the model is wrapped in an nn.Sequential, so every name starts
 with "0.": no parameter matches, every layer is frozen, and Adam steps on
@@ -37,19 +37,18 @@ class AttentionBlock(nn.Module):
 
 def main():
     args = common.parser(__doc__.splitlines()[0],
-                         bug="a wrong name prefix freezes every layer at step K (Adam steps on "
-                             "nothing)", trigger=5).parse_args()
+                         bug="a wrong name prefix freezes every layer (Adam steps on "
+                             "nothing)").parse_args()
     torch.manual_seed(args.seed)
     model = nn.Sequential(AttentionBlock())
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     tokens, labels = torch.randn(args.steps, 8, 4, 8), torch.randint(0, 2, (args.steps, 8))
     prefix = "head." if args.bug else "0.head."
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad_(name.startswith(prefix))
     steps = []
     model.train()
     for step in range(args.steps):
-        if step == args.trigger:
-            for name, parameter in model.named_parameters():
-                parameter.requires_grad_(name.startswith(prefix))
         before = common.snapshot(model)
         optimizer.zero_grad(set_to_none=True)
         loss = nn.functional.cross_entropy(model(tokens[step]), labels[step])
