@@ -11,6 +11,8 @@
 #define CHILDREN_MAX 32
 /* Nesting of scopes followed on one thread. */
 #define DEPTH_MAX 16
+/* How torch operators are named (aten::add_.Tensor). */
+#define TORCH_OPERATOR_PREFIX "aten::"
 /* Most distinct counts tried as "exactly N times". */
 #define COUNT_VALUES_MAX 4
 
@@ -81,6 +83,11 @@ static int by_process_step(const void *left, const void *right)
 	    (order = compare_u64((uint64_t)(int64_t)a->step, (uint64_t)(int64_t)b->step)))
 		return order;
 	return compare_u64(a->entry_ns, b->entry_ns);
+}
+
+static bool is_torch_operator(const struct infer_event *event)
+{
+	return event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP);
 }
 
 static void count_child(struct open_parent *parent, const struct infer_event *child)
@@ -217,7 +224,8 @@ static int count_in_steps(struct contain_state *state, const struct infer_event 
 			}
 			if (event->exit_ns > step->exit_ns)
 				step->exit_ns = event->exit_ns;
-			if (infer_event_is_operation(event))
+			/* The model's forward and backward run operators too: a step counts calls. */
+			if (infer_event_is_operation(event) && !is_torch_operator(event))
 				count_child(&parent, event);
 		}
 		close_parent(state, &parent);
@@ -277,6 +285,12 @@ static int emit(struct contain_state *state, const struct infer_event *parent, c
 		return 0;
 	if (!rule_support_judge(&rule, passing, passing_count, state->evidence, &ok))
 		return ok ? 0 : -ENOMEM;
+	/*
+	 * Which operators an optimizer's step runs is its implementation's choice
+	 * (lerp_ or add_, a _foreach_ variant on a device): at most where used.
+	 */
+	if (strncmp(child, TORCH_OPERATOR_PREFIX, strlen(TORCH_OPERATOR_PREFIX)) == 0)
+		rule.scope = RULE_SCOPE_USED;
 	found = precondition_deduce(state->rules->pool, passing, passing_count, failing,
 				    failing_count, NULL, &rule.precondition);
 	if (found <= 0)

@@ -2,8 +2,10 @@
 /*
  * EventContain: what a parent contains. Parents are torch scopes
  * (Optimizer.step#*) and whole steps of a process; children are
- * operations (NCCL calls, torch scopes and operators) that ran inside the
- * parent's interval on its thread, or in the step. Found as "every parent
+ * operations that ran inside the parent's interval on its thread (NCCL
+ * calls, torch scopes and operators), or in the step (NCCL calls and
+ * scopes: the model's forward and backward run operators of their own).
+ * A rule about an operator applies at most where the process uses it. Found as "every parent
  * contains the child" and "every parent contains the child exactly N
  * times", each under a safe precondition.
  */
