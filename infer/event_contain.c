@@ -224,8 +224,12 @@ static int count_in_steps(struct contain_state *state, const struct infer_event 
 			}
 			if (event->exit_ns > step->exit_ns)
 				step->exit_ns = event->exit_ns;
-			/* The model's forward and backward run operators too: a step counts calls. */
-			if (infer_event_is_operation(event) && !is_torch_operator(event))
+			/*
+			 * The model's forward and backward run operators too: across programs
+			 * a step counts calls and scopes; within one, its operators as well.
+			 */
+			if (infer_event_is_operation(event) &&
+			    (!is_torch_operator(event) || state->evidence->pipeline_count < 2))
 				count_child(&parent, event);
 		}
 		close_parent(state, &parent);

@@ -4,8 +4,9 @@
  * (Optimizer.step#*) and whole steps of a process; children are
  * operations that ran inside the parent's interval on its thread (NCCL
  * calls, torch scopes and operators), or in the step (NCCL calls and
- * scopes: the model's forward and backward run operators of their own).
- * A rule about an operator applies at most where the process uses it. Found as "every parent
+ * scopes, and operators only when one program is given: the model's
+ * forward and backward run operators of their own). A rule about an
+ * operator applies at most where the process uses it. Found as "every parent
  * contains the child" and "every parent contains the child exactly N
  * times", each under a safe precondition.
  */

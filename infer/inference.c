@@ -435,16 +435,19 @@ static bool sequence_name_before(const struct u64_map *steps_seen, const char *a
 }
 
 /*
- * Whether APISequence orders an event: Python calls and torch scopes, not
- * operators (called many times a step, in the forward and the optimizer
- * alike: EventContain counts them, ParametersUpdated judges them).
+ * Whether APISequence orders an event: Python calls and torch scopes; torch
+ * operators only when one program is given (called many times a step, in
+ * the forward and the optimizer alike, their order is that program's
+ * implementation, not something another program shares).
  */
-static bool sequenced(const struct infer_event *event)
+static bool sequenced(const struct inference *inference, const struct infer_event *event)
 {
-	return event->kind == INFER_EVENT_PYTHON && !(event->flags & TRACE_PYTHON_TORCH_OP);
+	return event->kind == INFER_EVENT_PYTHON &&
+	       (!(event->flags & TRACE_PYTHON_TORCH_OP) || inference->pipeline_count < 2);
 }
 
-static int choose_sequence_names(const struct infer_event **order, size_t count, const char **names,
+static int choose_sequence_names(const struct inference *inference,
+				 const struct infer_event **order, size_t count, const char **names,
 				 size_t *name_count)
 {
 	struct u64_map steps_seen, last_segment;
@@ -459,7 +462,7 @@ static int choose_sequence_names(const struct infer_event **order, size_t count,
 
 		segment += i > 0 && (order[i]->pid != order[i - 1]->pid ||
 				     order[i]->step != order[i - 1]->step);
-		if (!sequenced(order[i]) || order[i]->step < 0)
+		if (!sequenced(inference, order[i]) || order[i]->step < 0)
 			continue;
 		/* Segment numbers are stored plus one: a map value is never NULL. */
 		if ((uintptr_t)u64_map_get(&last_segment, name) == segment + 1)
@@ -516,7 +519,7 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 	segment_count = 0;
 	if (!segments)
 		return -ENOMEM;
-	if (choose_sequence_names(order, inference->count, names, &name_count)) {
+	if (choose_sequence_names(inference, order, inference->count, names, &name_count)) {
 		free(segments);
 		return -ENOMEM;
 	}
@@ -531,7 +534,7 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 			for (size_t i = start; i < end; i++) {
 				size_t n = 0;
 
-				if (!sequenced(order[i]))
+				if (!sequenced(inference, order[i]))
 					continue;
 				while (n < name_count && names[n] != order[i]->name)
 					n++;

@@ -49,6 +49,8 @@ struct rule_checker {
 	struct process_uses uses;    /* what each process has called so far */
 	struct u64_map update_steps; /* pid -> struct update_step, with ParametersUpdated rules */
 	int has_parameter_updates;
+	int has_operator_sequences; /* an APISequence names a torch operator (one program's rules)
+				     */
 	uint64_t violations;
 	uint64_t events;
 	int has_sequences;
@@ -80,6 +82,10 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	u64_map_init(&checker->update_steps);
 	for (size_t i = 0; i < rules->count; i++) {
 		checker->has_sequences |= rules->rules[i].relation == RELATION_API_SEQUENCE;
+		checker->has_operator_sequences |=
+			rules->rules[i].relation == RELATION_API_SEQUENCE &&
+			(strncmp(rules->rules[i].event.name, "aten::", 6) == 0 ||
+			 strncmp(rules->rules[i].first.name, "aten::", 6) == 0);
 		checker->has_parameter_updates |=
 			rules->rules[i].relation == RELATION_PARAMETERS_UPDATED;
 	}
@@ -262,7 +268,8 @@ static int track_step(struct rule_checker *checker, const struct infer_event *ev
 	uint32_t n;
 
 	if (!checker->has_sequences || event->kind != INFER_EVENT_PYTHON ||
-	    (event->flags & TRACE_PYTHON_TORCH_OP) || event->step < 0)
+	    ((event->flags & TRACE_PYTHON_TORCH_OP) && !checker->has_operator_sequences) ||
+	    event->step < 0)
 		return 0;
 	state = u64_map_get(&checker->processes, event->pid);
 	if (!state) {

@@ -220,12 +220,10 @@ UNIT_TEST(event_contain, a_scope_and_a_step_contain_operators_n_times)
 	CU_ASSERT_EQUAL(inference_run(inference), 0);
 	always = contain_rule(set, INFER_EVENT_PYTHON, SCOPE_FAMILY, NULL);
 	exactly = contain_rule(set, INFER_EVENT_PYTHON, SCOPE_FAMILY, "4");
-	/* A step counts calls and scopes, not operators: its model runs them too. */
 	step_exactly = contain_rule(set, INFER_EVENT_STEP, "step", "5");
-	CU_ASSERT_PTR_NULL(step_exactly);
-	CU_ASSERT_PTR_NULL(contain_rule(set, INFER_EVENT_STEP, "step", NULL));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(always);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(exactly);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(step_exactly);
 	/* Which operators an optimizer runs is its implementation's: where used. */
 	CU_ASSERT_EQUAL(always->scope, RULE_SCOPE_USED);
 	/* Every scope has an add_: no precondition; exactly 4 but in the first step. */
@@ -237,6 +235,8 @@ UNIT_TEST(event_contain, a_scope_and_a_step_contain_operators_n_times)
 	CU_ASSERT_STRING_EQUAL(exactly->precondition.groups[0].clauses[0].value, "False");
 	CU_ASSERT_EQUAL(exactly->passing, 9);
 	CU_ASSERT_EQUAL(exactly->failing, 2);
+	/* The step holds the scope's adds and one more; the last step of each is left out. */
+	CU_ASSERT_EQUAL(step_exactly->passing + step_exactly->failing, 9);
 	CU_ASSERT_PTR_NULL(contain_rule(set, INFER_EVENT_PYTHON, SCOPE_FAMILY, "2"));
 
 	checker = rule_checker_new(set, contain_violation, &counts);
@@ -249,10 +249,35 @@ UNIT_TEST(event_contain, a_scope_and_a_step_contain_operators_n_times)
 	CU_ASSERT_EQUAL(counts.scope_at[0] + counts.scope_at[1] + counts.scope_at[2] +
 				counts.scope_at[5] + counts.scope_at[6] + counts.scope_at[7],
 			0);
-	/* No step rule: nothing at the steps' ends. */
-	for (int step = 0; step < 8; step++)
-		CU_ASSERT_EQUAL(counts.step_at[step], 0);
+	/* The step rules see the same steps, at the step's end. */
+	CU_ASSERT_TRUE(counts.step_at[3] >= 1 && counts.step_at[4] >= 1);
+	CU_ASSERT_EQUAL(counts.step_at[0] + counts.step_at[1] + counts.step_at[2] +
+				counts.step_at[5] + counts.step_at[6] + counts.step_at[7],
+			0);
 	rule_checker_free(checker);
+	inference_free(inference);
+	rule_set_free(set);
+}
+
+UNIT_TEST(event_contain, across_programs_a_step_counts_no_operators)
+{
+	static const int healthy[6] = { 2, 4, 4, 4, 4, 4 };
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	const struct rule *always;
+
+	/* Two programs: the model's forward and backward run operators of their own. */
+	add_steps(inference, NULL, 10, healthy, 6);
+	inference_set_pipeline(inference, 1);
+	add_steps(inference, NULL, 11, healthy, 5);
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	CU_ASSERT_PTR_NULL(contain_rule(set, INFER_EVENT_STEP, "step", NULL));
+	CU_ASSERT_PTR_NULL(contain_rule(set, INFER_EVENT_STEP, "step", "5"));
+	/* The optimizer's step still counts them, where used, supported by both. */
+	always = contain_rule(set, INFER_EVENT_PYTHON, SCOPE_FAMILY, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(always);
+	CU_ASSERT_EQUAL(always->scope, RULE_SCOPE_USED);
+	CU_ASSERT_EQUAL(always->pipelines, 2);
 	inference_free(inference);
 	rule_set_free(set);
 }

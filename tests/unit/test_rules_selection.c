@@ -101,8 +101,7 @@ UNIT_TEST(rules_selection, parameters_updated_watches_the_training_operators)
 	struct rules_selection selection;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(set);
-	add_rule(set, RELATION_PARAMETERS_UPDATED, INFER_EVENT_PYTHON, "Optimizer.step#*", 0,
-		 NULL);
+	add_rule(set, RELATION_PARAMETERS_UPDATED, INFER_EVENT_PYTHON, "Optimizer.step#*", 0, NULL);
 	CU_ASSERT_EQUAL_FATAL(rules_selection_build(set, &selection), 0);
 	CU_ASSERT_TRUE(selection.python);
 	CU_ASSERT_TRUE(selection.training_ops);

@@ -151,7 +151,8 @@ class Suite:
             traces = [self.record("ddp-reference", self.ddp_command("ddp-reference", 8, 21),
                                   TORCH_OPS, log_dir=self.path("ddp-reference-log"))]
         rules = self.path(family + "-rules.json")
-        run([self.tcheck, "--quiet", "infer", "-o", rules, *traces])
+        # Runs of one program (other seeds, lengths, layouts) are one reference program.
+        run([self.tcheck, "--quiet", "infer", "-o", rules, ",".join(traces)])
         self.rules[family] = rules
         return rules
 
