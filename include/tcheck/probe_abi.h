@@ -295,10 +295,10 @@ struct tcheck_torch_scope_record {
 struct tcheck_torch_op_record {
 	struct tcheck_record_header header; /* timestamp = entry time */
 	tcheck_u64 return_ns;
-	tcheck_u32 depth;    /* selected operator calls already open on the thread */
-	tcheck_u32 operator; /* the cookie's operator number, as the daemon numbered them */
-	tcheck_u64 tensor;   /* the TensorImpl * of the cookie's tensor argument; 0 none */
-	tcheck_u64 scalar;   /* the c10::Scalar's value bits (a double or an int64) */
+	tcheck_u32 depth;      /* selected operator calls already open on the thread */
+	tcheck_u32 operator;   /* the cookie's operator number, as the daemon numbered them */
+	tcheck_u64 tensor;     /* the TensorImpl * of the cookie's tensor argument; 0 none */
+	tcheck_u64 scalar;     /* the c10::Scalar's value bits (a double or an int64) */
 	tcheck_u32 scalar_tag; /* TCHECK_SCALAR_DOUBLE, _INT, or _NONE */
 	tcheck_u32 reserved;
 };

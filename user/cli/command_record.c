@@ -249,7 +249,8 @@ static int apply_recorder_option(int option, const char *text, struct record_arg
 		options->follow_children = false;
 		return 0;
 	case 'Y':
-		/* Everything a user records as a reference: calls, and what training does to the model. */
+		/* Everything a user records as a reference: calls, and what training does to the
+		 * model. */
 		options->python = true;
 		options->training_ops = true;
 		return 0;

@@ -584,7 +584,8 @@ static int set_up(struct recorder *recorder, int *release_fd)
 		.ring_buffer_bytes = options->ring_buffer_bytes ? options->ring_buffer_bytes
 								: DEFAULT_RING_BUFFER_BYTES,
 		.python = options->python,
-		.torch_ops = options->python && (options->torch_op_count > 0 || options->training_ops),
+		.torch_ops =
+			options->python && (options->torch_op_count > 0 || options->training_ops),
 	};
 	char error[512];
 
