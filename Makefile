@@ -59,7 +59,7 @@ TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES))
 	$(INTERPOSER) $(PROBE_FLOOR)
 
 .PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs rules \
-	eval-silent bench-inference bench-traincheck fuzz fuzz-build fuzz-targets fuzz-seeds sanitize
+	eval-silent bench-inference bench-traincheck fuzz fuzz-build fuzz-targets fuzz-seeds sanitize soak
 .DELETE_ON_ERROR:
 
 all: tcheck-bpf test-programs
@@ -279,6 +279,18 @@ bench: all
 bench-inference: all
 	tools/bench/inference-scale.sh > $(OUTPUT)/inference-scale.md
 	python3 tools/bench/replace-section.py BENCHMARKS.md invariant-inference $(OUTPUT)/inference-scale.md
+
+# The soak (tools/soak/soak.py; root, about 20 minutes on 2 cores; not part of
+# `make test`): SOAK_CYCLES attach/record cycles on one live multi-rank job, the
+# agent attached throughout, then SOAK_KILLS recorders killed with SIGKILL. The
+# kernel's BPF objects, the job's and the agent's fds and memory must come back
+# to their baseline and the job's results must equal an untraced run's. Rewrites
+# the soak section of BENCHMARKS.md when every check holds.
+SOAK_CYCLES ?= 1000
+SOAK_KILLS ?= 50
+soak: all
+	python3 tools/soak/soak.py --cycles $(SOAK_CYCLES) --kills $(SOAK_KILLS) --result $(OUTPUT)/soak.md
+	python3 tools/bench/replace-section.py BENCHMARKS.md soak $(OUTPUT)/soak.md
 
 # Our inference beside TrainCheck's on its own traces (skipped when they are absent).
 bench-traincheck: tcheck-bpf
