@@ -346,8 +346,8 @@ def run_tool(arguments, timeout, err_path, interrupt_after=None, during=None):
         time.sleep(interrupt_after)
     if during and probes_in_place(tool):
         sample = during(tool.pid)
-        if interrupt_after and tool.poll() is None:
-            tool.send_signal(signal.SIGINT)
+    if interrupt_after and tool.poll() is None:
+        tool.send_signal(signal.SIGINT)
     deadline = began + timeout
     while True:
         pid, wait_status, usage = os.wait4(tool.pid, os.WNOHANG)
@@ -472,7 +472,7 @@ def main():
                         help="count while a cycle's probes are in place every N cycles")
     parser.add_argument("--dump-every", type=int, default=10,
                         help="dump every Nth record cycle's trace and check it reads")
-    parser.add_argument("--margin", type=float, default=1.5,
+    parser.add_argument("--margin", type=float, default=1.3,
                         help="the job runs this many times the cycles' estimated time")
     parser.add_argument("--work-dir", default=os.path.join(ROOT, ".output", "soak"))
     parser.add_argument("--result", default=None, help="Markdown result (default WORK/result.md)")
@@ -482,6 +482,9 @@ def main():
 
     if os.geteuid() != 0:
         sys.exit("soak: needs root (BPF)")
+    # A shell starts a background command with SIGINT ignored, and its children
+    # would inherit that: the agent and `attach` are stopped with SIGINT here.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for path in (TCHECK, WORKLOAD):
         if not os.access(path, os.X_OK):
             sys.exit(f"soak: {path} is missing: run make first")
