@@ -95,6 +95,7 @@ struct options {
 	long step_sleep_ms;
 	const char *log_dir;
 	const char *wait_file;
+	const char *stop_file;
 	struct rank_step skip;
 	struct rank_step stall;
 	struct rank_step mismatch;
@@ -159,6 +160,7 @@ static void usage(FILE *out)
 		"                     [--stall R:K] [--slow R:F] [--mismatch-count R:K]\n"
 		"                     [--mismatch-datatype R:K] [--skip-replicated R:K]\n"
 		"                     [--wrong-comm K] [--extra-call R:K] [--wait-file PATH]\n"
+		"                     [--stop-file PATH]\n"
 		"Runs N rank processes of a training-like job over libnccl.so.2 and writes\n"
 		"DIR/rank-R.jsonl (every NCCL call made, as JSON lines) and DIR/rank-R.progress\n"
 		"(the last finished step). Defaults: N=4 S=10 U=200 M=0; T=2 and P=2 where N "
@@ -186,6 +188,10 @@ static void usage(FILE *out)
 		"                         waits for\n"
 		"  --wait-file PATH       ranks wait for PATH to exist before their first NCCL "
 		"call\n"
+		"  --stop-file PATH       once PATH holds a step number K, ranks stop after\n"
+		"                         step K (read before every step: all ranks stop after\n"
+		"                         the same step when K lies ahead of each; write it\n"
+		"                         atomically)\n"
 		"Example: nccl-workload --ranks 8 --steps 20 --log-dir /tmp/job\n");
 }
 
@@ -264,6 +270,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 		{ "wrong-comm", required_argument, NULL, 'C' },
 		{ "extra-call", required_argument, NULL, 'E' },
 		{ "wait-file", required_argument, NULL, 'f' },
+		{ "stop-file", required_argument, NULL, 'F' },
 		{ "worker", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -345,6 +352,9 @@ static int parse_options(int argc, char **argv, struct options *options)
 			break;
 		case 'f':
 			options->wait_file = optarg;
+			break;
+		case 'F':
+			options->stop_file = optarg;
 			break;
 		case 'W':
 			options->worker = true;
@@ -1135,6 +1145,20 @@ static void run_step(struct worker *worker, int step)
 	write_progress(worker, step);
 }
 
+/* True when --stop-file names a step before 'step': the job ends after that one. */
+static bool stop_before(const struct options *options, int step)
+{
+	FILE *file;
+	long last;
+	bool stop;
+
+	if (!options->stop_file || !(file = fopen(options->stop_file, "re")))
+		return false;
+	stop = fscanf(file, "%ld", &last) == 1 && step > last;
+	fclose(file);
+	return stop;
+}
+
 static int run_worker(const struct options *options)
 {
 	struct worker worker = { .options = options };
@@ -1159,7 +1183,7 @@ static int run_worker(const struct options *options)
 		wait_for_file(options->wait_file);
 
 	setup(&worker);
-	for (int step = 0; step < options->steps; step++)
+	for (int step = 0; step < options->steps && !stop_before(options, step); step++)
 		run_step(&worker, step);
 	teardown(&worker);
 	ground_truth_close(&worker.log);
