@@ -15,7 +15,8 @@ recorders killed with SIGKILL mid-run.
 3. After the cycles, with the job still running: every count back to its
    baseline; the agent stopped: the kernel's counts back to what they
    were before the soak, and no breakpoint page left in the job's code.
-   When the jobs end: the traced job's logs (every NCCL call with its
+   Then both jobs are told to stop after the same step (--stop-file), and
+   when they end: the traced job's logs (every NCCL call with its
    arguments and result, addresses and process ids renamed by first
    appearance) identical to the reference's, both exit 0.
 4. KILLS recorders (`record -o T -- job`, a fresh 2-rank job each) killed
@@ -30,7 +31,6 @@ Prints progress; writes a Markdown result (--result) and the raw samples
 import argparse
 import glob
 import json
-import math
 import os
 import random
 import re
@@ -77,6 +77,10 @@ def start(command, out_path):
                              start_new_session=True)
     GROUPS.append(child.pid)
     return child
+# The jobs' step limit: never reached, the soak stops them with --stop-file
+# this many steps ahead of the furthest rank.
+JOB_STEPS = 100000000
+STOP_AHEAD_STEPS = 50
 # What the agent's RSS may grow from a tenth of the cycles to their end.
 AGENT_RSS_SLACK_KB = 1024
 # How long a cycle sampled while its probes are in place lasts at least.
@@ -312,12 +316,14 @@ def progress(log_dir, rank=0):
         return -1
 
 
-def start_job(log_dir, ranks, steps, step_sleep_ms, wait_file, out_path):
+def start_job(log_dir, ranks, steps, step_sleep_ms, wait_file, out_path, stop_file=None):
     os.makedirs(log_dir, exist_ok=True)
     command = [WORKLOAD, "--ranks", str(ranks), "--steps", str(steps),
                "--step-sleep-ms", str(step_sleep_ms), "--log-dir", log_dir]
     if wait_file:
         command += ["--wait-file", wait_file]
+    if stop_file:
+        command += ["--stop-file", stop_file]
     return start(command, out_path)
 
 
@@ -465,15 +471,13 @@ def main():
     parser.add_argument("--kills", type=int, default=50)
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--step-sleep-ms", type=int, default=30)
-    parser.add_argument("--attach-seconds", type=float, default=0.3)
-    parser.add_argument("--record-seconds", type=float, default=0.3)
+    parser.add_argument("--attach-seconds", type=float, default=0.1)
+    parser.add_argument("--record-seconds", type=float, default=0.1)
     parser.add_argument("--sample-every", type=int, default=10)
     parser.add_argument("--during-every", type=int, default=50,
                         help="count while a cycle's probes are in place every N cycles")
     parser.add_argument("--dump-every", type=int, default=10,
                         help="dump every Nth record cycle's trace and check it reads")
-    parser.add_argument("--margin", type=float, default=1.3,
-                        help="the job runs this many times the cycles' estimated time")
     parser.add_argument("--work-dir", default=os.path.join(ROOT, ".output", "soak"))
     parser.add_argument("--result", default=None, help="Markdown result (default WORK/result.md)")
     parser.add_argument("--samples", default=None, help="samples as JSON (default WORK/samples.json)")
@@ -512,10 +516,9 @@ def main():
     estimate = (args.cycles * cycle_seconds +
                 args.cycles / args.during_every * (DURING_SECONDS + 1.0) +
                 args.cycles / args.sample_every * 0.5)
-    steps = int(math.ceil(estimate * args.margin / step_seconds)) + 50
-    record.update(cycle_seconds=cycle_seconds, step_seconds=step_seconds, steps=steps)
+    record.update(cycle_seconds=cycle_seconds, step_seconds=step_seconds)
     say(f"one cycle {cycle_seconds:.2f} s, one step {step_seconds * 1000:.1f} ms: cycles about "
-        f"{estimate / 60:.1f} min, job of {steps} steps ({steps * step_seconds / 60:.1f} min)")
+        f"{estimate / 60:.1f} min")
 
     # ---- the job, its untraced twin and the agent ----
     go = os.path.join(work, "go")
@@ -538,10 +541,12 @@ def main():
     wait_until(lambda: scrape() is not None, 30, "the agent's metrics")
     agent_start = process_figures(agent.pid)
     record["agent_start"] = agent_start
-    traced = start_job(traced_dir, args.ranks, steps, args.step_sleep_ms, go,
-                       os.path.join(work, "traced.out"))
-    reference = start_job(reference_dir, args.ranks, steps, args.step_sleep_ms, go,
-                          os.path.join(work, "reference.out"))
+    # Both jobs run until told to stop (--stop-file), after the last sample.
+    stop = os.path.join(work, "stop")
+    traced = start_job(traced_dir, args.ranks, JOB_STEPS, args.step_sleep_ms, go,
+                       os.path.join(work, "traced.out"), stop)
+    reference = start_job(reference_dir, args.ranks, JOB_STEPS, args.step_sleep_ms, go,
+                          os.path.join(work, "reference.out"), stop)
 
     def attached():
         try:
@@ -585,8 +590,7 @@ def main():
     cycle = 0
     for cycle in range(1, args.cycles + 1):
         if traced.poll() is not None:
-            failure(f"the traced job ended (status {traced.returncode}) before cycle {cycle}: "
-                    "raise --margin")
+            failure(f"the traced job ended (status {traced.returncode}) before cycle {cycle}")
             break
         during = ((lambda pid: sample("during", cycle, tool=pid)[0])
                   if cycle % args.during_every == args.during_every // 2 else None)
@@ -634,7 +638,7 @@ def main():
             last = record["samples"][-1]
             rate = (time.monotonic() - cycle_start) / cycle
             say(f"cycle {cycle}/{args.cycles} ({rate:.2f} s each, job step {progress(traced_dir)}"
-                f"/{steps}): kernel {last['kernel']} job fds {last['job'].get('fds')} rss "
+                f"): kernel {last['kernel']} job fds {last['job'].get('fds')} rss "
                 f"{last['job'].get('rss_kb')} kB, agent fds {last['agent'] and last['agent']['fds']}"
                 f" rss {last['agent'] and last['agent']['rss_kb']} kB")
     cycles_done = cycle if traced.poll() is None else cycle - 1
@@ -646,7 +650,7 @@ def main():
     # ---- after the cycles, the job still running ----
     time.sleep(0.5)
     if traced.poll() is not None:
-        failure("the traced job ended before the after-cycles sample: raise --margin")
+        failure("the traced job ended before the after-cycles sample")
         return 1
     after_cycles, after_cycles_kernel = sample("after-cycles", cycles_done,
                                                want=baseline["kernel"])
@@ -712,6 +716,15 @@ def main():
     if after_agent["job"].get("fds") != after_agent["reference"].get("fds"):
         failure("the traced job's fds differ from its untraced twin's")
 
+    # Both jobs stop after the same step, well ahead of where either is.
+    last_step = max(progress(d, r) for d in (traced_dir, reference_dir)
+                    for r in range(args.ranks)) + STOP_AHEAD_STEPS
+    with open(stop + ".tmp", "w") as handle:
+        handle.write(f"{last_step}\n")
+    os.rename(stop + ".tmp", stop)
+    record["steps"] = last_step + 1
+    say(f"both jobs stop after step {last_step}")
+
     # ---- recorders killed with SIGKILL, while the two jobs finish ----
     kill_start = time.monotonic()
     kill_steps = 300
@@ -769,7 +782,7 @@ def main():
                 f"{record['kernel_before']} before the soak")
     # ---- the jobs end (they ran on while recorders were killed) ----
     say("waiting for both jobs to finish their steps")
-    remaining = (steps - max(0, progress(traced_dir))) * step_seconds * 3 + 120
+    remaining = STOP_AHEAD_STEPS * step_seconds * 10 + 120
     for name, job in (("traced", traced), ("reference", reference)):
         try:
             status = job.wait(timeout=remaining)
@@ -865,7 +878,7 @@ def write_result(path, record, agent_series, after_cycles, after_agent, baseline
         "left out of the counts below). Seed " + str(record["seed"]) + ".",
         "",
         f"One {record['ranks']}-rank job of the NCCL test double's workload, {record['steps']} "
-        f"steps (`--step-sleep-ms {args.step_sleep_ms}`, {record['step_seconds'] * 1000:.1f} ms a "
+        f"steps (run until the soak ends it with `--stop-file`; `--step-sleep-ms {args.step_sleep_ms}`, {record['step_seconds'] * 1000:.1f} ms a "
         "step), run twice at once: traced, and untraced as the reference. `tcheck-bpf agent` "
         "stays attached to the traced job through the cycles (`--select`); kernel counts are "
         "the BPF objects no other process holds (`bpftool prog/link/map/btf show`, holders from "
