@@ -79,6 +79,16 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 
 	if (check_kernel(error, error_size))
 		return NULL;
+	if (config->ring_buffer_bytes &&
+	    (config->ring_buffer_bytes < PROBE_RING_BUFFER_MIN_BYTES ||
+	     config->ring_buffer_bytes > PROBE_RING_BUFFER_MAX_BYTES ||
+	     (config->ring_buffer_bytes & (config->ring_buffer_bytes - 1)))) {
+		snprintf(error, error_size,
+			 "a ring buffer of %zu bytes cannot be made: the kernel takes a power of "
+			 "two from 4 KiB to 2 GiB (--ring-buffer-mb 2048 at most)",
+			 config->ring_buffer_bytes);
+		return NULL;
+	}
 	libbpf_set_print(print_libbpf);
 	session = calloc(1, sizeof(*session));
 	if (!session) {

@@ -18,6 +18,10 @@ struct probe_session;
 /* Called for every ring-buffer record. Non-zero stops the poll. */
 typedef int (*probe_record_fn)(void *context, const void *record, size_t size);
 
+/* The kernel-to-daemon ring buffer: a power of two, at least a page, its size a u32. */
+#define PROBE_RING_BUFFER_MIN_BYTES 4096UL
+#define PROBE_RING_BUFFER_MAX_BYTES (2048UL * 1024 * 1024)
+
 struct probe_session_config {
 	size_t ring_buffer_bytes; /* a power of two, at least a page */
 	bool python;		  /* load the Python frame probes too */
