@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "agent/agent_metrics.h"
 #include "agent/agent_rules.h"
@@ -23,6 +24,7 @@
 #include "diagnose/job_diagnosis.h"
 #include "diagnose/step_time.h"
 #include "export/export_jsonl.h"
+#include "probe/probe_session.h"
 #include "probe/process_finder.h"
 #include "record/recorder.h"
 
@@ -155,10 +157,42 @@ static int parse_ranks(struct agent_settings *settings, const char *value)
 	return 0;
 }
 
-static bool true_text(const char *value)
+/* A flag's value: none, true, yes or 1 sets it; false, no or 0 clears it. */
+static int flag_value(const char *name, const char *value, bool *flag)
 {
-	return !value || !*value || strcmp(value, "true") == 0 || strcmp(value, "yes") == 0 ||
-	       strcmp(value, "1") == 0;
+	if (!value || !*value || strcmp(value, "true") == 0 || strcmp(value, "yes") == 0 ||
+	    strcmp(value, "1") == 0) {
+		*flag = true;
+		return 0;
+	}
+	if (strcmp(value, "false") == 0 || strcmp(value, "no") == 0 || strcmp(value, "0") == 0) {
+		*flag = false;
+		return 0;
+	}
+	log_error("%s is yes or no (true/false, 1/0), not '%s'", name, value);
+	return -1;
+}
+
+/* The kernel takes a power of two: the size asked for, rounded up, 2 GiB at most. */
+static int parse_ring_buffer_mb(const char *value, double *megabytes)
+{
+	if (parse_positive_number("--ring-buffer-mb", value, megabytes))
+		return -1;
+	if (*megabytes > PROBE_RING_BUFFER_MAX_BYTES / (1024 * 1024)) {
+		log_error("--ring-buffer-mb is at most %lu (2 GiB), not '%s'",
+			  PROBE_RING_BUFFER_MAX_BYTES / (1024 * 1024), value);
+		return -1;
+	}
+	return 0;
+}
+
+static size_t ring_buffer_bytes(double megabytes)
+{
+	size_t bytes = PROBE_RING_BUFFER_MIN_BYTES;
+
+	while (bytes < (size_t)(megabytes * 1024 * 1024))
+		bytes *= 2;
+	return bytes;
 }
 
 /* One option, from the command line or a config line; value NULL for a flag. */
@@ -183,15 +217,13 @@ static int apply_option(struct agent_settings *settings, int option, const char 
 	case OPTION_RANKS:
 		return parse_ranks(settings, value);
 	case OPTION_TORCH:
-		settings->torch = true_text(value);
-		return 0;
+		return flag_value("torch", value, &settings->torch);
 	case OPTION_PYTHON:
-		settings->python = true_text(value);
-		return 0;
+		return flag_value("python", value, &settings->python);
 	case OPTION_RETENTION:
 		return parse_positive_number("--retention", value, &settings->retention_seconds);
 	case OPTION_RING_BUFFER_MB:
-		return parse_positive_number("--ring-buffer-mb", value, &settings->ring_buffer_mb);
+		return parse_ring_buffer_mb(value, &settings->ring_buffer_mb);
 	case OPTION_DURATION:
 		return parse_positive_number("--duration", value, &settings->duration_seconds);
 	}
@@ -216,18 +248,33 @@ static char *trimmed(char *text)
 static int read_config(struct agent_settings *settings, const char *path)
 {
 	FILE *file = fopen(path, "re");
-	char line[4096];
+	char *line = NULL;
+	size_t capacity = 0;
+	ssize_t length;
+	struct stat status;
 	int number = 0, result = 0;
 
 	if (!file) {
 		log_error("cannot read the config file %s: %s", path, strerror(errno));
 		return -1;
 	}
-	while (!result && fgets(line, sizeof(line), file)) {
-		char *text = trimmed(line), *equals, *key, *value = NULL;
+	if (fstat(fileno(file), &status) == 0 && S_ISDIR(status.st_mode)) {
+		log_error("the config file %s is a directory: give the file inside it", path);
+		fclose(file);
+		return -1;
+	}
+	while (!result && (length = getline(&line, &capacity, file)) >= 0) {
+		char *text, *equals, *key, *value = NULL;
 		const struct option *option;
 
 		number++;
+		if (strlen(line) != (size_t)length) {
+			log_error("%s:%d: the line holds a NUL byte: is this a text file?", path,
+				  number);
+			result = -1;
+			break;
+		}
+		text = trimmed(line);
 		if (!*text || *text == '#')
 			continue;
 		equals = strchr(text, '=');
@@ -251,6 +298,11 @@ static int read_config(struct agent_settings *settings, const char *path)
 		if (result)
 			log_error("in %s, line %d", path, number);
 	}
+	if (!result && ferror(file)) {
+		log_error("cannot read the config file %s: %s", path, strerror(errno));
+		result = -1;
+	}
+	free(line);
 	fclose(file);
 	return result;
 }
@@ -449,7 +501,8 @@ int command_agent(int argc, char **argv)
 	    rules_selection_configure(agent_rules_set(agent.rules), &options, &selection))
 		goto out;
 	options.duration_seconds = settings.duration_seconds;
-	options.ring_buffer_bytes = (size_t)(settings.ring_buffer_mb * 1024 * 1024);
+	options.ring_buffer_bytes =
+		settings.ring_buffer_mb > 0 ? ring_buffer_bytes(settings.ring_buffer_mb) : 0;
 	options.argc = argc;
 	options.argv = argv;
 	result = recorder_run(&options);
