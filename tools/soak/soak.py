@@ -44,8 +44,11 @@ import time
 import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-TCHECK = os.path.join(ROOT, "tcheck-bpf")
-WORKLOAD = os.path.join(ROOT, ".output", "tests", "nccl-workload")
+# The soak runs a copy of the binary, so a rebuild meanwhile does not stop it.
+BUILT = os.path.join(ROOT, "tcheck-bpf")
+TCHECK = BUILT
+BUILT_WORKLOAD = os.path.join(ROOT, ".output", "tests", "nccl-workload")
+WORKLOAD = BUILT_WORKLOAD
 TRACEFS = "/sys/kernel/tracing"
 
 # Log fields that hold an address or an identity the run chose: renamed by
@@ -341,17 +344,18 @@ def wait_until(predicate, seconds, what):
 
 def run_tool(arguments, timeout, err_path, interrupt_after=None, during=None):
     """Runs tcheck-bpf; optionally calls during(pid) once its probes are in
-    place and sends SIGINT after interrupt_after seconds. Returns (status,
+    place and sends SIGINT interrupt_after seconds after that. Returns (status,
     seconds, peak RSS in kB, stderr tail, what during() returned)."""
     began = time.monotonic()
     with open(err_path, "w") as err:
         tool = subprocess.Popen([TCHECK, "--quiet"] + arguments, stdout=subprocess.DEVNULL,
                                 stderr=err)
     sample = None
-    if interrupt_after:
-        time.sleep(interrupt_after)
-    if during and probes_in_place(tool):
+    in_place = (during or interrupt_after) and probes_in_place(tool)
+    if during and in_place:
         sample = during(tool.pid)
+    if interrupt_after and in_place:
+        time.sleep(interrupt_after)
     if interrupt_after and tool.poll() is None:
         tool.send_signal(signal.SIGINT)
     deadline = began + timeout
@@ -489,7 +493,7 @@ def main():
     # A shell starts a background command with SIGINT ignored, and its children
     # would inherit that: the agent and `attach` are stopped with SIGINT here.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    for path in (TCHECK, WORKLOAD):
+    for path in (BUILT, BUILT_WORKLOAD):
         if not os.access(path, os.X_OK):
             sys.exit(f"soak: {path} is missing: run make first")
     if not shutil.which("bpftool"):
@@ -501,6 +505,14 @@ def main():
     work = os.path.abspath(args.work_dir)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
+    global TCHECK, WORKLOAD
+    TCHECK = os.path.join(work, "tcheck-bpf")
+    shutil.copy2(BUILT, TCHECK)
+    # The workload finds libnccl.so.2 through $ORIGIN/lib.
+    WORKLOAD = os.path.join(work, "bin", "nccl-workload")
+    shutil.copytree(os.path.join(ROOT, ".output", "tests", "lib"), os.path.join(work, "bin", "lib"),
+                    symlinks=True)
+    shutil.copy2(BUILT_WORKLOAD, WORKLOAD)
     result_path = args.result or os.path.join(work, "result.md")
     samples_path = args.samples or os.path.join(work, "samples.json")
     record = {"seed": seed, "cycles_asked": args.cycles, "kills_asked": args.kills,
@@ -597,7 +609,7 @@ def main():
         if cycle % 2 == 1:
             interrupt = None
             if cycle % 8 == 7:
-                interrupt = rng.uniform(0.15, args.attach_seconds * 2)
+                interrupt = rng.uniform(0, args.attach_seconds * 3)
                 kind = "attach-sigint"
                 arguments = ["attach", "--pid", str(traced.pid)]
             else:
@@ -893,8 +905,8 @@ def write_result(path, record, agent_series, after_cycles, after_agent, baseline
         f"{record['cycles_seconds'] / 60:.1f} min "
         f"({record['cycles_seconds'] / max(1, record['cycles_done']):.2f} s each): "
         f"{record['kinds']['attach']} `attach --pid --duration {args.attach_seconds}`, "
-        f"{record['kinds']['attach-sigint']} `attach --pid` ended by SIGINT after 0.15-"
-        f"{args.attach_seconds * 2:g} s, {record['kinds']['record']} `record -o T --pid "
+        f"{record['kinds']['attach-sigint']} `attach --pid` ended by SIGINT 0-"
+        f"{args.attach_seconds * 3:g} s after its probes were in place, {record['kinds']['record']} `record -o T --pid "
         f"--duration {args.record_seconds}` ({record['dumped']} of their traces read back with "
         f"`dump`); exit statuses {record['statuses']} |",
         f"| kernel before the soak | {kernel(record['kernel_before'])} |",
