@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The agent's config file reader, through `agent --config FILE --help`: the
+ * file is read and checked, then the help is printed and nothing attaches.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "scratch_files.h"
+#include "unit.h"
+
+/* Writes 'size' bytes to the scratch file 'name' and returns its path. */
+static const char *config_file(const char *name, const char *text, size_t size)
+{
+	const char *path = scratch_path(name);
+	FILE *file = fopen(path, "w");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(file);
+	CU_ASSERT_EQUAL(fwrite(text, 1, size, file), size);
+	fclose(file);
+	return path;
+}
+
+/* The exit status of `agent --config PATH --help`, its help text discarded. */
+static int agent_status(const char *path)
+{
+	char verb[] = "agent", config[] = "--config", help[] = "--help", copy[256];
+	char *argv[] = { verb, config, copy, help, NULL };
+	int saved, null, status;
+
+	snprintf(copy, sizeof(copy), "%s", path);
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	null = open("/dev/null", O_WRONLY);
+	CU_ASSERT_FATAL(saved >= 0 && null >= 0);
+	dup2(null, STDOUT_FILENO);
+	close(null);
+	status = command_agent(4, argv);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	return status;
+}
+
+#define TEXT(name, text) config_file(name, text, sizeof(text) - 1)
+
+UNIT_TEST(agent_config, a_directory_is_refused)
+{
+	const char *path = scratch_path("config-directory");
+
+	CU_ASSERT_EQUAL_FATAL(mkdir(path, 0700), 0);
+	CU_ASSERT_EQUAL(agent_status(path), 2);
+}
+
+UNIT_TEST(agent_config, a_line_longer_than_any_buffer_is_one_line)
+{
+	static char text[9000];
+
+	memcpy(text, "select = ", 9);
+	memset(text + 9, 'a', sizeof(text) - 11);
+	text[sizeof(text) - 2] = '\n';
+	CU_ASSERT_EQUAL(agent_status(config_file("long-line", text, sizeof(text) - 1)), 0);
+}
+
+UNIT_TEST(agent_config, a_nul_byte_is_refused)
+{
+	CU_ASSERT_EQUAL(agent_status(TEXT("nul", "select = a\0b\n")), 2);
+}
+
+UNIT_TEST(agent_config, flags_are_yes_or_no)
+{
+	CU_ASSERT_EQUAL(agent_status(TEXT("flag-no", "torch = no\npython = false\n")), 0);
+	CU_ASSERT_EQUAL(agent_status(TEXT("flag-bare", "torch\n")), 0);
+	CU_ASSERT_EQUAL(agent_status(TEXT("flag-maybe", "torch = maybe\n")), 2);
+}
+
+UNIT_TEST(agent_config, the_ring_buffer_is_at_most_2_gib)
+{
+	CU_ASSERT_EQUAL(agent_status(TEXT("ring-3", "ring-buffer-mb = 3\n")), 0);
+	CU_ASSERT_EQUAL(agent_status(TEXT("ring-2048", "ring-buffer-mb = 2048\n")), 0);
+	CU_ASSERT_EQUAL(agent_status(TEXT("ring-3000", "ring-buffer-mb = 3000\n")), 2);
+	CU_ASSERT_EQUAL(agent_status(TEXT("ring-huge", "ring-buffer-mb = 99999999999999999999\n")),
+			2);
+}
