@@ -368,3 +368,37 @@ UNIT_TEST(traincheck_trace, time_beyond_any_clock_is_refused)
 	CU_ASSERT_PTR_NOT_NULL(strstr(error, "snippet.log:1: a \"time\" of 1e+300 seconds"));
 	CU_ASSERT_EQUAL(seen.count, 0);
 }
+
+/* A field of the wrong JSON type is a damaged line, not a 0 or an empty argument list. */
+UNIT_TEST(traincheck_trace, fields_of_the_wrong_type_are_refused)
+{
+	static const char *const lines[] = {
+		"{\"func_call_id\": \"1_1\", \"thread_id\": 1, \"process_id\": \"4101\", "
+		"\"type\": \"function_call (pre)\", \"function\": \"f\", \"time\": 1}\n",
+		"{\"func_call_id\": \"1_1\", \"thread_id\": -1, \"process_id\": 4101, "
+		"\"type\": \"function_call (pre)\", \"function\": \"f\", \"time\": 1}\n",
+		"{\"func_call_id\": \"1_1\", \"thread_id\": 1, \"process_id\": 4101, "
+		"\"type\": \"function_call (pre)\", \"function\": \"f\", \"time\": \"noon\"}\n",
+		"{\"func_call_id\": \"1_1\", \"thread_id\": 1, \"process_id\": 4101, "
+		"\"type\": \"function_call (pre)\", \"function\": \"f\", \"args\": [1], \"time\": "
+		"1}\n",
+		"{\"var_name\": \"w\", " WHO ", \"meta_vars\": 7, \"type\": \"state_change\", "
+		"\"attributes\": {}, \"time\": 1}\n",
+	};
+	static const char *const said[] = {
+		"\"process_id\" is a string, not a process or thread id",
+		"\"thread_id\" is a negative number, not a process or thread id",
+		"\"time\" is a string, not a time",
+		"\"args\" is an array, not an object",
+		"\"meta_vars\" is a number, not an object",
+	};
+	struct traincheck_stats stats = { 0 };
+	struct seen seen;
+	char error[256];
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		CU_ASSERT_EQUAL(read_text(lines[i], &seen, &stats, error, sizeof(error)), -1);
+		CU_ASSERT_PTR_NOT_NULL(strstr(error, said[i]));
+		CU_ASSERT_EQUAL(seen.count, 0);
+	}
+}

@@ -245,6 +245,58 @@ static int check_time(struct reading *reading, json_t *record)
 	return 0;
 }
 
+static const char *json_kind(json_t *value)
+{
+	switch (json_typeof(value)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return json_number_value(value) < 0 ? "a negative number" : "a number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "true or false";
+	case JSON_NULL:
+		break;
+	}
+	return "null";
+}
+
+/*
+ * The fields read as numbers or objects must be those: a value of another
+ * type is a damaged or foreign line, not a 0 or an empty argument list.
+ */
+static int check_types(struct reading *reading, json_t *record)
+{
+	static const char *const ids[] = { "process_id", "thread_id" };
+	static const char *const objects[] = { "args", "kwargs", "meta_vars" };
+	json_t *value;
+
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		value = json_object_get(record, ids[i]);
+		if (value && (!json_is_integer(value) || json_integer_value(value) < 0))
+			return fail(reading,
+				    "\"%s\" is %s, not a process or thread id: is the line "
+				    "damaged?",
+				    ids[i], json_kind(value));
+	}
+	value = json_object_get(record, "time");
+	if (value && (!json_is_number(value) || json_number_value(value) < 0))
+		return fail(reading, "\"time\" is %s, not a time: is the line damaged?",
+			    json_kind(value));
+	for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++) {
+		value = json_object_get(record, objects[i]);
+		if (value && !json_is_object(value) && !json_is_null(value))
+			return fail(reading, "\"%s\" is %s, not an object: is the line damaged?",
+				    objects[i], json_kind(value));
+	}
+	return check_time(reading, record);
+}
+
 static int hand_out(struct reading *reading, const struct trace_record *record)
 {
 	int failed = reading->callback(reading->context, record);
@@ -462,7 +514,7 @@ static int read_record(struct reading *reading, json_t *record)
 	if (!type)
 		return fail(reading, "a record without \"type\": is this a TrainCheck trace?");
 	if (strcmp(type, "state_change") == 0)
-		return check_time(reading, record) ? -1 : read_state(reading, record);
+		return check_types(reading, record) ? -1 : read_state(reading, record);
 	if (strncmp(type, "function_call ", strlen("function_call ")) != 0) {
 		reading->stats->ignored++;
 		return 0;
@@ -471,7 +523,7 @@ static int read_record(struct reading *reading, json_t *record)
 	function = json_string_value(json_object_get(record, "function"));
 	if (!id || !function)
 		return fail(reading, "a %s record without \"func_call_id\" or \"function\"", type);
-	if (check_time(reading, record))
+	if (check_types(reading, record))
 		return -1;
 	if (strcmp(type, "function_call (pre)") == 0)
 		return read_pre(reading, record, id, function);
