@@ -437,3 +437,17 @@ UNIT_TEST(process_maps, finds_a_deleted_file_through_the_kernel_handle)
 	close(ready[0]);
 	close(ready[1]);
 }
+
+UNIT_TEST(process_maps, a_kernel_thread_is_told_apart)
+{
+	char comm[32] = "";
+	FILE *file = fopen("/proc/2/comm", "r");
+
+	CU_ASSERT_FALSE(process_is_kernel_thread(getpid()));
+	CU_ASSERT_FALSE(process_is_kernel_thread(-5));
+	/* Pid 2 is kthreadd outside a pid namespace. */
+	if (file && fgets(comm, sizeof(comm), file) && strncmp(comm, "kthreadd", 8) == 0)
+		CU_ASSERT_TRUE(process_is_kernel_thread(2));
+	if (file)
+		fclose(file);
+}

@@ -117,6 +117,32 @@ int process_check(pid_t pid, char *error, size_t error_size)
 	return 0;
 }
 
+/* The kernel's PF_KTHREAD, in the flags field of /proc/PID/stat. */
+#define KERNEL_THREAD_FLAG 0x00200000UL
+
+bool process_is_kernel_thread(pid_t pid)
+{
+	char path[64], text[1024], *after_name;
+	unsigned long flags;
+	ssize_t length;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	length = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (length <= 0)
+		return false;
+	text[length] = '\0';
+	/* The name may hold spaces and parentheses: the fields follow its last ')'. */
+	after_name = strrchr(text, ')');
+	if (!after_name || sscanf(after_name + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return false;
+	return (flags & KERNEL_THREAD_FLAG) != 0;
+}
+
 void mapped_file_list_free(struct mapped_file_list *list)
 {
 	if (!list)

@@ -93,6 +93,9 @@ void process_info_free(struct process_info *info);
 /* 0 when the process exists and its /proc entries can be read. */
 int process_check(pid_t pid, char *error, size_t error_size);
 
+/* True for a kernel thread (PF_KTHREAD in /proc/PID/stat): it runs no program. */
+bool process_is_kernel_thread(pid_t pid);
+
 /*
  * The processes whose parent is pid, or with descendants set, the whole
  * tree below it (a launcher's workers may sit under an intermediate

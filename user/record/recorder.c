@@ -589,11 +589,18 @@ static int set_up(struct recorder *recorder, int *release_fd)
 	};
 	char error[512];
 
-	for (size_t i = 0; i < options->pid_count; i++)
+	for (size_t i = 0; i < options->pid_count; i++) {
 		if (process_check(options->pids[i], error, sizeof(error))) {
 			log_error("%s", error);
 			return -1;
 		}
+		if (process_is_kernel_thread(options->pids[i])) {
+			log_error("pid %d is a kernel thread: it runs no program that could load "
+				  "NCCL; give the pid of a training process",
+				  (int)options->pids[i]);
+			return -1;
+		}
+	}
 	recorder->session =
 		probe_session_new(&config, handle_probe_record, recorder, error, sizeof(error));
 	if (!recorder->session) {
