@@ -66,9 +66,11 @@ UNIT_TEST(agent_config, a_line_longer_than_any_buffer_is_one_line)
 	CU_ASSERT_EQUAL(agent_status(config_file("long-line", text, sizeof(text) - 1)), 0);
 }
 
-UNIT_TEST(agent_config, a_nul_byte_is_refused)
+UNIT_TEST(agent_config, a_control_byte_is_refused)
 {
 	CU_ASSERT_EQUAL(agent_status(TEXT("nul", "select = a\0b\n")), 2);
+	CU_ASSERT_EQUAL(agent_status(TEXT("escape", "select = a\033b\n")), 2);
+	CU_ASSERT_EQUAL(agent_status(TEXT("tab", "select\t= a b\r\n")), 0);
 }
 
 UNIT_TEST(agent_config, flags_are_yes_or_no)

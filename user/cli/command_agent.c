@@ -244,6 +244,18 @@ static char *trimmed(char *text)
 	return text;
 }
 
+/* The first byte of a line that no text file holds (NUL, escape...), or -1. */
+static int control_byte(const char *line, size_t length)
+{
+	for (size_t i = 0; i < length; i++) {
+		unsigned char byte = (unsigned char)line[i];
+
+		if ((byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') || byte == 0x7f)
+			return byte;
+	}
+	return -1;
+}
+
 /* "key = value" lines, '#' comments; keys are the long options without --. */
 static int read_config(struct agent_settings *settings, const char *path)
 {
@@ -268,9 +280,10 @@ static int read_config(struct agent_settings *settings, const char *path)
 		const struct option *option;
 
 		number++;
-		if (strlen(line) != (size_t)length) {
-			log_error("%s:%d: the line holds a NUL byte: is this a text file?", path,
-				  number);
+		if (control_byte(line, (size_t)length) >= 0) {
+			log_error("%s:%d: the line holds the control byte 0x%02x: is this a text "
+				  "file?",
+				  path, number, control_byte(line, (size_t)length));
 			result = -1;
 			break;
 		}
