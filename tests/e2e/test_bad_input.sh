@@ -45,3 +45,7 @@ head -c $((size - 7)) "$SCRATCH/good.trace" >"$SCRATCH/truncated.trace"
 "$TCHECK" dump "$SCRATCH/truncated.trace" >/dev/null 2>"$SCRATCH/err" ||
 	fail "a truncated trace must read up to its last complete chunk"
 grep -qi "truncat\|cut" "$SCRATCH/err" || fail "a truncated trace must be reported: $(cat "$SCRATCH/err")"
+# Every row of docs/bad-input.md's table: each input made, its command run,
+# the exit status and the first line of standard error as the table says.
+python3 "$ROOT/tests/e2e/bad_input_cases.py" --check "$ROOT/docs/bad-input.md" --tcheck "$TCHECK" ||
+	fail "docs/bad-input.md and the tool disagree (see above)"
