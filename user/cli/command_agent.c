@@ -176,11 +176,12 @@ static int flag_value(const char *name, const char *value, bool *flag)
 /* The kernel takes a power of two: the size asked for, rounded up, 2 GiB at most. */
 static int parse_ring_buffer_mb(const char *value, double *megabytes)
 {
+	unsigned long most = PROBE_RING_BUFFER_MAX_BYTES / (1024 * 1024);
+
 	if (parse_positive_number("--ring-buffer-mb", value, megabytes))
 		return -1;
-	if (*megabytes > PROBE_RING_BUFFER_MAX_BYTES / (1024 * 1024)) {
-		log_error("--ring-buffer-mb is at most %lu (2 GiB), not '%s'",
-			  PROBE_RING_BUFFER_MAX_BYTES / (1024 * 1024), value);
+	if (*megabytes > (double)most) {
+		log_error("--ring-buffer-mb is at most %lu (2 GiB), not '%s'", most, value);
 		return -1;
 	}
 	return 0;
