@@ -515,7 +515,9 @@ def main():
     shutil.copy2(BUILT_WORKLOAD, WORKLOAD)
     result_path = args.result or os.path.join(work, "result.md")
     samples_path = args.samples or os.path.join(work, "samples.json")
-    record = {"seed": seed, "cycles_asked": args.cycles, "kills_asked": args.kills,
+    record = {"seed": seed, "commit": commit(), "started": time.strftime("%Y-%m-%d %H:%M UTC",
+                                                                          time.gmtime()),
+              "cycles_asked": args.cycles, "kills_asked": args.kills,
               "ranks": args.ranks, "samples": []}
     say(f"soak: {args.cycles} cycles, {args.kills} killed recorders, seed {seed}, work {work}")
 
@@ -884,8 +886,7 @@ def write_result(path, record, agent_series, after_cycles, after_agent, baseline
     lines = [
         "## Soak: attach/detach cycles and killed recorders",
         "",
-        f"Command: `{command}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"commit {commit()}. Machine: {machine()}, shared (other sessions' tracers and tests "
+        f"Command: `{command}`, started {record['started']}, commit {record['commit']}. Machine: {machine()}, shared (other sessions' tracers and tests "
         f"ran beside it: up to {foreign} BPF objects held by other processes at a sample, "
         "left out of the counts below). Seed " + str(record["seed"]) + ".",
         "",
