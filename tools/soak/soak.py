@@ -607,7 +607,8 @@ def main():
             failure(f"the traced job ended (status {traced.returncode}) before cycle {cycle}")
             break
         during = ((lambda pid: sample("during", cycle, tool=pid)[0])
-                  if cycle % args.during_every == args.during_every // 2 else None)
+                  if cycle % args.during_every == args.during_every // 2 +
+                  (cycle // args.during_every) % 2 else None)
         if cycle % 2 == 1:
             interrupt = None
             if cycle % 8 == 7:
@@ -880,13 +881,13 @@ def write_result(path, record, agent_series, after_cycles, after_agent, baseline
     chunks = [k["chunks"] for k in kills]
     tenth = next((s for s in samples if s["label"] == "between" and
                   s["cycle"] >= record["cycles_done"] // 10), baseline)
-    command = "tools/soak/soak.py " + " ".join(sys.argv[1:])
+    command = "`tools/soak/soak.py " + " ".join(sys.argv[1:]) + "`"
     if os.environ.get("MAKELEVEL"):
-        command = f"make soak` (`{command}"
+        command = f"`make soak` ({command})"
     lines = [
         "## Soak: attach/detach cycles and killed recorders",
         "",
-        f"Command: `{command}`, started {record['started']}, commit {record['commit']}. Machine: {machine()}, shared (other sessions' tracers and tests "
+        f"Command: {command}, started {record['started']}, commit {record['commit']}. Machine: {machine()}, shared (other sessions' tracers and tests "
         f"ran beside it: up to {foreign} BPF objects held by other processes at a sample, "
         "left out of the counts below). Seed " + str(record["seed"]) + ".",
         "",
