@@ -280,7 +280,7 @@ bench-inference: all
 	tools/bench/inference-scale.sh > $(OUTPUT)/inference-scale.md
 	python3 tools/bench/replace-section.py BENCHMARKS.md invariant-inference $(OUTPUT)/inference-scale.md
 
-# The soak (tools/soak/soak.py; root, about 20 minutes on 2 cores; not part of
+# The soak (tools/soak/soak.py; root, 20 to 30 minutes on 2 cores; not part of
 # `make test`): SOAK_CYCLES attach/record cycles on one live multi-rank job, the
 # agent attached throughout, then SOAK_KILLS recorders killed with SIGKILL. The
 # kernel's BPF objects, the job's and the agent's fds and memory must come back
