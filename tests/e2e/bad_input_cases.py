@@ -119,6 +119,7 @@ RULES = "rules file"
 TRAINCHECK = "TrainCheck JSON Lines trace"
 CONFIG = "agent config file"
 PID = "process id"
+OPTION = "command-line option"
 
 DUMP = ["dump", "IN"]
 CHECK_RULES = ["check", "--rules", "IN", "good.trace"]
@@ -407,6 +408,10 @@ def cases():
          ["record", "-o", "x.trace", "--pid", "2", "--duration", "1"], False),
         ("pid-no-permission", PID, "not root (run as nobody)", None, None,
          ["attach", "--pid", "1"], False),
+        # Options.
+        ("option-huge-ring-buffer", OPTION, "a ring buffer beyond any size", None, None,
+         ["record", "--ring-buffer-mb", "99999999999999999999", "-o", "x.trace", "--", "true"],
+         False),
     ]
     return out
 

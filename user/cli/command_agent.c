@@ -79,7 +79,7 @@ struct agent_settings {
 	bool python;
 	double retention_seconds;
 	double duration_seconds;
-	double ring_buffer_mb;
+	size_t ring_buffer_bytes; /* --ring-buffer-mb, rounded; 0: the default */
 };
 
 struct agent {
@@ -173,29 +173,6 @@ static int flag_value(const char *name, const char *value, bool *flag)
 	return -1;
 }
 
-/* The kernel takes a power of two: the size asked for, rounded up, 2 GiB at most. */
-static int parse_ring_buffer_mb(const char *value, double *megabytes)
-{
-	unsigned long most = PROBE_RING_BUFFER_MAX_BYTES / (1024 * 1024);
-
-	if (parse_positive_number("--ring-buffer-mb", value, megabytes))
-		return -1;
-	if (*megabytes > (double)most) {
-		log_error("--ring-buffer-mb is at most %lu (2 GiB), not '%s'", most, value);
-		return -1;
-	}
-	return 0;
-}
-
-static size_t ring_buffer_bytes(double megabytes)
-{
-	size_t bytes = PROBE_RING_BUFFER_MIN_BYTES;
-
-	while (bytes < (size_t)(megabytes * 1024 * 1024))
-		bytes *= 2;
-	return bytes;
-}
-
 /* One option, from the command line or a config line; value NULL for a flag. */
 static int apply_option(struct agent_settings *settings, int option, const char *name,
 			const char *value)
@@ -224,7 +201,7 @@ static int apply_option(struct agent_settings *settings, int option, const char 
 	case OPTION_RETENTION:
 		return parse_positive_number("--retention", value, &settings->retention_seconds);
 	case OPTION_RING_BUFFER_MB:
-		return parse_ring_buffer_mb(value, &settings->ring_buffer_mb);
+		return parse_ring_buffer_mb(value, &settings->ring_buffer_bytes);
 	case OPTION_DURATION:
 		return parse_positive_number("--duration", value, &settings->duration_seconds);
 	}
@@ -515,8 +492,7 @@ int command_agent(int argc, char **argv)
 	    rules_selection_configure(agent_rules_set(agent.rules), &options, &selection))
 		goto out;
 	options.duration_seconds = settings.duration_seconds;
-	options.ring_buffer_bytes =
-		settings.ring_buffer_mb > 0 ? ring_buffer_bytes(settings.ring_buffer_mb) : 0;
+	options.ring_buffer_bytes = settings.ring_buffer_bytes;
 	options.argc = argc;
 	options.argv = argv;
 	result = recorder_run(&options);

@@ -10,6 +10,7 @@
 #include "checks/rule_runner.h"
 #include "checks/rules_selection.h"
 #include "cli/commands.h"
+#include "probe/probe_session.h"
 #include "diagnose/job_diagnosis.h"
 #include "record/recorder.h"
 
@@ -102,6 +103,24 @@ int parse_positive_number(const char *option, const char *text, double *value)
 		log_error("%s needs a positive number, not '%s'", option, text);
 		return -1;
 	}
+	return 0;
+}
+
+int parse_ring_buffer_mb(const char *text, size_t *bytes)
+{
+	unsigned long most = PROBE_RING_BUFFER_MAX_BYTES / (1024 * 1024);
+	double megabytes;
+
+	if (parse_positive_number("--ring-buffer-mb", text, &megabytes))
+		return -1;
+	if (megabytes > (double)most) {
+		log_error("--ring-buffer-mb is at most %lu (2 GiB), not '%s'", most, text);
+		return -1;
+	}
+	/* The kernel takes a power of two: the size asked for, rounded up. */
+	*bytes = PROBE_RING_BUFFER_MIN_BYTES;
+	while (*bytes < (size_t)(megabytes * 1024 * 1024))
+		*bytes *= 2;
 	return 0;
 }
 
@@ -227,7 +246,6 @@ static int append_text(const char **values, size_t *count, size_t limit, const c
 static int apply_recorder_option(int option, const char *text, struct record_arguments *arguments)
 {
 	struct recorder_options *options = &arguments->options;
-	double number;
 
 	switch (option) {
 	case 'o':
@@ -278,13 +296,7 @@ static int apply_recorder_option(int option, const char *text, struct record_arg
 	case 'd':
 		return parse_positive_number("--duration", text, &options->duration_seconds);
 	case 'R':
-		if (parse_positive_number("--ring-buffer-mb", text, &number))
-			return -1;
-		/* The kernel wants a power of two. */
-		options->ring_buffer_bytes = 4096;
-		while (options->ring_buffer_bytes < (size_t)(number * 1048576.0))
-			options->ring_buffer_bytes *= 2;
-		return 0;
+		return parse_ring_buffer_mb(text, &options->ring_buffer_bytes);
 	}
 	return 1;
 }

@@ -3,6 +3,8 @@
 #ifndef TCHECK_COMMANDS_H
 #define TCHECK_COMMANDS_H
 
+#include <stddef.h>
+
 /* Each takes the arguments after the verb (argv[0] is the verb). */
 int command_record(int argc, char **argv);
 int command_attach(int argc, char **argv);
@@ -17,5 +19,11 @@ int command_check_rules(int argc, char **argv);
 
 /* Parses a positive integer option; prints a sentence and returns -1 when bad. */
 int parse_positive_number(const char *option, const char *text, double *value);
+
+/*
+ * Parses --ring-buffer-mb: at most 2 GiB, rounded up to the power of two
+ * the kernel takes, in bytes; prints a sentence and returns -1 when bad.
+ */
+int parse_ring_buffer_mb(const char *text, size_t *bytes);
 
 #endif /* TCHECK_COMMANDS_H */
