@@ -1,6 +1,8 @@
 #!/bin/bash
 # Training-step time of the CPU training workload, untraced and traced with
-# --python (default selection; everything selectable plus torch operators),
+# --python (default selection: the reference recording), with --rules (the
+# deploy mode: the rules of a --python run checked live; only the probes they
+# need), and with everything selectable plus torch operators,
 # and under bcc's Python USDT tool (pythoncalls -L) when bcc can compile here;
 # for a benchmark-sized MLP and for the tests' tiny one. Runs are interleaved
 # round by round and each traced run is divided by the untraced run of its own
@@ -58,7 +60,7 @@ bcc_kernel_source() {
 	echo "$scratch/kernel-headers"
 }
 bcc_headers=$(bcc_kernel_source || true)
-modes=(untraced default everything)
+modes=(untraced default deploy everything)
 [ -n "$bcc_headers" ] && modes+=(bcc)
 # modes_of STACK: bcc's USDT probes exist only in Debian 12's python3.11.
 modes_of() {
@@ -122,8 +124,15 @@ run() {
 	case $mode in
 	untraced) $python "$workload" --steps "$steps" --no-module-hooks --log "$log" \
 		"$@" >/dev/null ;;
-	default) "$tcheck" --quiet record -o "$scratch/t.trace" --python -- $python \
-		"$workload" --steps "$steps" --no-module-hooks --log "$log" "$@" >/dev/null ;;
+	default)
+		"$tcheck" --quiet record -o "$scratch/t.trace" --python -- $python \
+			"$workload" --steps "$steps" --no-module-hooks --log "$log" "$@" >/dev/null
+		# The deploy mode's rules: inferred once per model from its first reference run.
+		[ -f "$scratch/$model.rules" ] ||
+			"$tcheck" --quiet infer -o "$scratch/$model.rules" "$scratch/t.trace" ;;
+	deploy) "$tcheck" --quiet record -o "$scratch/t.trace" --rules "$scratch/$model.rules" \
+		-- $python "$workload" --steps "$steps" --no-module-hooks --log "$log" "$@" \
+		>/dev/null ;;
 	everything) "$tcheck" --quiet record -o "$scratch/t.trace" --python-filter "" "${ops[@]}" \
 		-- $python "$workload" --steps "$steps" --no-module-hooks --log "$log" \
 		"$@" >/dev/null ;;
@@ -131,7 +140,7 @@ run() {
 	esac
 	step_time "$log" >"$scratch/$model-$mode-$round.us"
 	case $mode in
-	default | everything) events_per_step "$scratch/t.trace" "$steps" \
+	default | deploy | everything) events_per_step "$scratch/t.trace" "$steps" \
 		>"$scratch/$model-$mode-$round.events" ;;
 	esac
 }
@@ -161,7 +170,8 @@ ratio() {
 label() {
 	case $1 in
 	untraced) echo "untraced" ;;
-	default) echo "\`--python\` (default selection)" ;;
+	default) echo "\`--python\` (default selection: the reference recording)" ;;
+	deploy) echo "\`--rules\` (deploy: the rules of a \`--python\` run, checked live)" ;;
 	everything) echo "\`--python-filter '' --torch-op add_ --torch-op mul_ --torch-op zero_\`" ;;
 	bcc) echo "bcc \`ucalls -L -l python\` (pythoncalls-bpfcc, USDT)" ;;
 	esac
