@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv_hash.h"
 #include "base/u64_map.h"
 #include "contain_checker.h"
 #include "event_contain.h"
@@ -38,7 +39,8 @@ struct step_state {
 
 struct contain_checker {
 	struct rule_set *rules;
-	const struct process_uses *uses;
+	/* (pid, rule) -> non-NULL once the process's parent held the rule's child */
+	struct u64_map contained;
 	contain_violation_fn report;
 	void *context;
 	struct u64_map threads; /* tid -> struct thread_log */
@@ -47,15 +49,15 @@ struct contain_checker {
 	int has_scope_rules, has_step_rules;
 };
 
-struct contain_checker *contain_checker_new(struct rule_set *rules, const struct process_uses *uses,
-					    contain_violation_fn report, void *context)
+struct contain_checker *contain_checker_new(struct rule_set *rules, contain_violation_fn report,
+					    void *context)
 {
 	struct contain_checker *checker = calloc(1, sizeof(*checker));
 
 	if (!checker)
 		return NULL;
 	checker->rules = rules;
-	checker->uses = uses;
+	u64_map_init(&checker->contained);
 	checker->report = report;
 	checker->context = context;
 	checker->step_name = string_pool_intern(rules->pool, STEP_PARENT_NAME);
@@ -98,6 +100,7 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 	for (size_t i = 0; i < checker->rules->count; i++) {
 		const struct rule *rule = &checker->rules->rules[i];
 		struct infer_event shown;
+		uint64_t key;
 		uint32_t count;
 		char name[160], text[16];
 		int violated;
@@ -105,15 +108,18 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 		if (rule->relation != RELATION_EVENT_CONTAIN || rule->event.name != parent->name ||
 		    rule->event.kind != parent->kind)
 			continue;
-		if (rule_used_name(rule) &&
-		    !process_uses_name(checker->uses, parent, rule_used_name(rule)))
-			continue;
 		if (!precondition_holds(checker->rules->pool, &rule->precondition, parent))
 			continue;
 		count = count_of(source, rule->child.name, parent);
+		key = fnv1a_add_u64(fnv1a_add_u64(FNV1A_OFFSET_BASIS, parent->pid), i);
+		/* Out of memory: the rule waits a little longer for its process. */
+		if (count && !u64_map_get(&checker->contained, key))
+			(void)u64_map_put(&checker->contained, key, checker);
 		snprintf(text, sizeof(text), "%u", count);
 		violated = rule->value ? strcmp(rule->value, text) != 0 : count == 0;
-		if (!violated)
+		/* Scope "used": only once this process's parent has held the child. */
+		if (!violated ||
+		    (rule->scope == RULE_SCOPE_USED && !u64_map_get(&checker->contained, key)))
 			continue;
 		/* The parent as reported, with what it held: "contains:CHILD" = count. */
 		shown = *parent;
@@ -302,5 +308,6 @@ void contain_checker_free(struct contain_checker *checker)
 		free(value);
 	u64_map_free(&checker->threads);
 	u64_map_free(&checker->steps);
+	u64_map_free(&checker->contained);
 	free(checker);
 }

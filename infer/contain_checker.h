@@ -8,7 +8,6 @@
 #ifndef TCHECK_CONTAIN_CHECKER_H
 #define TCHECK_CONTAIN_CHECKER_H
 
-#include "process_uses.h"
 #include "rules.h"
 
 /* A violated rule and the parent (a scope, or the step) that violates it. */
@@ -19,12 +18,11 @@ struct contain_checker;
 
 /*
  * NULL when out of memory; a checker of a rule set without EventContain does
- * nothing. A rule of scope "used" is checked on a parent only when 'uses'
- * (kept by the caller, with every event observed) says its process has made
- * the child.
+ * nothing. A rule of scope "used" is checked on a process's parent only once
+ * a parent of that process has held the rule's child.
  */
-struct contain_checker *contain_checker_new(struct rule_set *rules, const struct process_uses *uses,
-					    contain_violation_fn report, void *context);
+struct contain_checker *contain_checker_new(struct rule_set *rules, contain_violation_fn report,
+					    void *context);
 /* 0 or -ENOMEM. */
 int contain_checker_observe(struct contain_checker *checker, const struct infer_event *event);
 /* Checks the steps still open. */

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv_hash.h"
+#include "base/u64_map.h"
 #include "event_contain.h"
 
 /* Distinct child names counted per parent; a parent with more is left out. */
@@ -83,6 +85,12 @@ static int by_process_step(const void *left, const void *right)
 	    (order = compare_u64((uint64_t)(int64_t)a->step, (uint64_t)(int64_t)b->step)))
 		return order;
 	return compare_u64(a->entry_ns, b->entry_ns);
+}
+
+/* A process of a pipeline, as a map key. */
+static uint64_t process_key(const struct infer_event *event)
+{
+	return fnv1a_add_u64(fnv1a_add_u64(FNV1A_OFFSET_BASIS, event->pipeline), event->pid);
 }
 
 static bool is_torch_operator(const struct infer_event *event)
@@ -291,10 +299,14 @@ static int emit(struct contain_state *state, const struct infer_event *parent, c
 		return ok ? 0 : -ENOMEM;
 	/*
 	 * Which operators an optimizer's step runs is its implementation's choice
-	 * (lerp_ or add_, a _foreach_ variant on a device): at most where used.
+	 * (lerp_ or add_, a _foreach_ variant on a device): at most where used;
+	 * how many times, the number of parameters: across programs, no rule.
 	 */
-	if (strncmp(child, TORCH_OPERATOR_PREFIX, strlen(TORCH_OPERATOR_PREFIX)) == 0)
+	if (strncmp(child, TORCH_OPERATOR_PREFIX, strlen(TORCH_OPERATOR_PREFIX)) == 0) {
+		if (value && state->evidence->pipeline_count >= 2)
+			return 0;
 		rule.scope = RULE_SCOPE_USED;
+	}
 	found = precondition_deduce(state->rules->pool, passing, passing_count, failing,
 				    failing_count, NULL, &rule.precondition);
 	if (found <= 0)
@@ -314,12 +326,24 @@ static int infer_pair(struct contain_state *state, const struct infer_event **by
 	size_t value_count = 0, passing_count = 0, failing_count = 0;
 	int too_many = 0, failed;
 
+	struct u64_map holders; /* processes whose parents of this name held the child */
+	int failed_holders = 0;
+
+	u64_map_init(&holders);
+	for (size_t i = first; i < end && !failed_holders; i++)
+		if (counts[i - first] &&
+		    u64_map_put(&holders, process_key(by_parent[i]), (void *)by_parent[i]))
+			failed_holders = -ENOMEM;
+	if (failed_holders) {
+		u64_map_free(&holders);
+		return failed_holders;
+	}
 	for (size_t i = first; i < end; i++) {
 		uint32_t count = counts[i - first];
 		size_t known = 0;
 
-		/* Where the process never made the child, the parent says nothing of it. */
-		if (!process_uses_name(state->evidence->uses, by_parent[i], child))
+		/* Where the process's parents never held the child, they say nothing of it. */
+		if (!u64_map_get(&holders, process_key(by_parent[i])))
 			continue;
 		if (count)
 			passing[passing_count++] = by_parent[i];
@@ -344,11 +368,13 @@ static int infer_pair(struct contain_state *state, const struct infer_event **by
 			continue;
 		snprintf(text, sizeof(text), "%u", values[v]);
 		value = string_pool_intern(state->rules->pool, text);
-		if (!value)
-			return -ENOMEM;
+		if (!value) {
+			failed = -ENOMEM;
+			break;
+		}
 		passing_count = failing_count = 0;
 		for (size_t i = first; i < end; i++) {
-			if (!process_uses_name(state->evidence->uses, by_parent[i], child))
+			if (!u64_map_get(&holders, process_key(by_parent[i])))
 				continue;
 			if (counts[i - first] == values[v])
 				passing[passing_count++] = by_parent[i];
@@ -358,6 +384,7 @@ static int infer_pair(struct contain_state *state, const struct infer_event **by
 		failed = emit(state, by_parent[first], child, child_kind, value, passing,
 			      passing_count, failing, failing_count);
 	}
+	u64_map_free(&holders);
 	return failed;
 }
 

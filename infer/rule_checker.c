@@ -89,7 +89,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 		checker->has_parameter_updates |=
 			rules->rules[i].relation == RELATION_PARAMETERS_UPDATED;
 	}
-	checker->contains = contain_checker_new(rules, &checker->uses, contain_violation, checker);
+	checker->contains = contain_checker_new(rules, contain_violation, checker);
 	if (!checker->contains) {
 		free(checker);
 		return NULL;

@@ -211,7 +211,11 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 	}
 	if (used < size)
 		used += describe_precondition(&rule->precondition, text + used, size - used);
-	if (rule_used_name(rule) && used < size)
+	if (rule->scope == RULE_SCOPE_USED && rule->relation == RELATION_EVENT_CONTAIN &&
+	    used < size)
+		snprintf(text + used, size - used, " (in a process whose %s has held %s)",
+			 rule->event.name, rule->child.name);
+	else if (rule_used_name(rule) && used < size)
 		snprintf(text + used, size - used, " (in a process that calls %s)",
 			 rule_used_name(rule));
 }

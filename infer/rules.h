@@ -91,7 +91,8 @@ const char *rule_relation_name(uint32_t relation);
 const char *rule_scope_name(uint32_t scope);
 /*
  * The call a rule of scope "used" waits for, beyond its own event: the
- * first call of an APISequence, the child of an EventContain; else NULL.
+ * first call of an APISequence; the child of an EventContain, which must
+ * have been held by the process's parent; else NULL.
  */
 const char *rule_used_name(const struct rule *rule);
 

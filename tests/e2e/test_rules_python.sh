@@ -1,14 +1,19 @@
 #!/bin/bash
-# A Python-level silent error end to end: rules inferred from the reference
-# CPU training workload (train_cpu.py) flag a loop that stops calling
-# optimizer.zero_grad() at the step it stops, and nothing on the loop that
-# keeps calling it (another script than the reference).
+# A Python-level silent error end to end, as the README says to work: rules
+# inferred from two healthy reference programs of other shapes (a CNN with
+# SGD and evaluation passes, an MLP with Adam, warm-up and clipping) flag a
+# loop that stops calling optimizer.zero_grad() at the step it stops, and
+# nothing on the loop that keeps calling it (another script than either).
 source "$(dirname "$0")/lib.sh"
 torch_stack
 PY="$ROOT/tests/workloads/python"
-"$TCHECK" --quiet record -o "$SCRATCH/reference.trace" --python -- $TORCH_PYTHON \
-	"$PY/train_cpu.py" --steps 8 >/dev/null || fail "reference run"
-"$TCHECK" --quiet infer -o "$SCRATCH/rules.json" "$SCRATCH/reference.trace" || fail "infer"
+references=()
+for reference in ref_cnn_sgd ref_mlp_adam; do
+	"$TCHECK" --quiet record -o "$SCRATCH/$reference.trace" --python -- $TORCH_PYTHON \
+		"$PY/pipelines/$reference.py" --steps 8 >/dev/null || fail "reference run $reference"
+	references+=("$SCRATCH/$reference.trace")
+done
+"$TCHECK" --quiet infer -o "$SCRATCH/rules.json" "${references[@]}" || fail "infer"
 for variant in fixed buggy; do
 	bug=()
 	[ $variant = buggy ] && bug=(--missing-zero-grad 5)
