@@ -390,7 +390,7 @@ static const char *const meta_variables[] = { "rank", "nranks",	 "stage",
 
 bool infer_field_is_identity(const char *name)
 {
-	return strncmp(name, "tensor:", strlen("tensor:")) == 0;
+	return trace_arg_is_identity(name);
 }
 
 int infer_event_is_operation(const struct infer_event *event)

@@ -488,6 +488,8 @@ int command_agent(int argc, char **argv)
 	options.until_stopped = true;
 	options.follow_children = true;
 	options.python = settings.python;
+	/* As record --python: what training does to the model too. */
+	options.training_ops = settings.python;
 	if (agent.rules &&
 	    rules_selection_configure(agent_rules_set(agent.rules), &options, &selection))
 		goto out;

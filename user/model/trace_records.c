@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* What every trace record kind shares: the time it is filed under. */
+/* What every trace record kind shares: the time it is filed under; which arguments are identities.
+ */
 #include "model/trace_records.h"
+
+#include <string.h>
 
 uint64_t trace_record_time(const struct trace_record *record)
 {
@@ -21,4 +24,9 @@ uint64_t trace_record_time(const struct trace_record *record)
 		return record->network.timestamp_ns;
 	}
 	return 0;
+}
+
+bool trace_arg_is_identity(const char *name)
+{
+	return name && strncmp(name, "tensor:", strlen("tensor:")) == 0;
 }

@@ -8,6 +8,7 @@
 #ifndef TCHECK_TRACE_RECORDS_H
 #define TCHECK_TRACE_RECORDS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model/nccl_api.h"
@@ -226,6 +227,13 @@ struct trace_record {
 		struct trace_network_sample network;
 	};
 };
+
+/*
+ * Whether a Python call's argument names an object's identity, not a value:
+ * a torch operator's tensor ("tensor:self", its TensorImpl address), which
+ * differs from run to run and is compared only as identity.
+ */
+bool trace_arg_is_identity(const char *name);
 
 /*
  * The time a record stands for: a call's or Python call's entry, a process's
