@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "rules.h"
 
@@ -411,11 +412,21 @@ static int rule_load(struct rule_set *set, json_t *object, struct rule *rule)
 struct rule_set *rule_set_load(const char *path, char *error, size_t size)
 {
 	json_error_t json_error;
-	json_t *root = json_load_file(path, 0, &json_error), *rules, *item;
+	json_t *root, *rules, *item;
 	const char *format = NULL;
 	json_int_t version = 0;
 	struct rule_set *set;
+	struct stat status;
 	size_t i;
+
+	if (stat(path, &status) == 0 && S_ISDIR(status.st_mode)) {
+		snprintf(error, size,
+			 "%s is a directory, not a rules file: give the file "
+			 "'tcheck-bpf infer -o' wrote",
+			 path);
+		return NULL;
+	}
+	root = json_load_file(path, 0, &json_error);
 
 	if (!root && json_error.line < 1) {
 		/* Not opened or not read: jansson's text already names the file and why. */
