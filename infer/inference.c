@@ -642,7 +642,6 @@ int inference_run(struct inference *inference)
 	inference->evidence = (struct rule_evidence){
 		.pipeline_count = inference->pipeline_count ? inference->pipeline_count : 1,
 		.min_passing = MIN_PASSING,
-		.uses = &inference->uses,
 	};
 	for (size_t i = 0; i < inference->count && order; i++)
 		if (process_uses_add(&inference->uses, &inference->events[i])) {

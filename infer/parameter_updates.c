@@ -109,7 +109,9 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 {
 	const struct infer_event *first_unchanged = NULL, *first_stopped = NULL;
 	struct updates updates;
-	struct u64_map seen;
+	struct u64_map seen; /* weight read -> its first read */
+	uint64_t weight;
+	void *value;
 	int failed;
 
 	memset(finding, 0, sizeof(*finding));
@@ -119,7 +121,8 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	failed = collect_updates(events, count, &updates, finding);
 	for (size_t i = 0; i < count && !failed && finding->step; i++) {
 		const struct infer_event *read = events[i];
-		uint64_t weight = tensor_of(read, READ_FIELD);
+
+		weight = tensor_of(read, READ_FIELD);
 
 		/* A weight read inside the optimizer's step is no forward read. */
 		if (!weight || u64_map_get(&seen, weight) || step_around(events, count, read))
@@ -145,14 +148,10 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 		finding->read = first_stopped ? first_stopped : first_unchanged;
 		finding->update = u64_map_get(&updates.any, tensor_of(finding->read, READ_FIELD));
 	}
-	/* What this step changed is history for the next. */
-	for (size_t i = 0; i < count && !failed && finding->applies; i++) {
-		uint64_t weight = tensor_of(events[i], READ_FIELD);
-
-		if (weight && u64_map_get(&updates.changing, weight) &&
-		    !u64_map_get(history, weight) && u64_map_put(history, weight, history))
+	/* The weights read and changed in this step are history for the next. */
+	for (size_t i = 0; !failed && u64_map_next(&seen, &i, &weight, &value);)
+		if (u64_map_get(&updates.changing, weight) && u64_map_put(history, weight, history))
 			failed = -ENOMEM;
-	}
 	u64_map_free(&updates.any);
 	u64_map_free(&updates.changing);
 	u64_map_free(&seen);

@@ -16,14 +16,12 @@
 #include <stdint.h>
 
 #include "infer_event.h"
-#include "process_uses.h"
 #include "rules.h"
 
 /* What the inference of every relation shares. */
 struct rule_evidence {
-	uint32_t pipeline_count;	 /* the reference programs given, at least 1 */
-	size_t min_passing;		 /* least passing examples of a rule */
-	const struct process_uses *uses; /* the calls each process made */
+	uint32_t pipeline_count; /* the reference programs given, at least 1 */
+	size_t min_passing;	 /* least passing examples of a rule */
 };
 
 /*

@@ -58,16 +58,11 @@ const char *rule_scope_name(uint32_t scope)
 	return scope == RULE_SCOPE_USED ? "used" : "all";
 }
 
-/* The name a rule of scope "used" waits for, beyond its own event; NULL for none. */
 const char *rule_used_name(const struct rule *rule)
 {
 	if (rule->scope != RULE_SCOPE_USED)
 		return NULL;
-	if (rule->relation == RELATION_API_SEQUENCE)
-		return rule->first.name;
-	if (rule->relation == RELATION_EVENT_CONTAIN)
-		return rule->child.name;
-	return NULL;
+	return rule->relation == RELATION_API_SEQUENCE ? rule->first.name : NULL;
 }
 
 static uint32_t relation_from_name(const char *name)

@@ -90,9 +90,10 @@ int rule_set_sort(struct rule_set *set);
 const char *rule_relation_name(uint32_t relation);
 const char *rule_scope_name(uint32_t scope);
 /*
- * The call a rule of scope "used" waits for, beyond its own event: the
- * first call of an APISequence; the child of an EventContain, which must
- * have been held by the process's parent; else NULL.
+ * The call a process must have made before an APISequence of scope "used"
+ * applies to it (its first call); NULL for other rules. An EventContain of
+ * scope "used" waits instead for the process's parent to hold its child
+ * (contain_checker.h).
  */
 const char *rule_used_name(const struct rule *rule);
 

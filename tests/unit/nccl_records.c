@@ -32,3 +32,24 @@ struct trace_record all_reduce_record(uint32_t pid, int rank, int nranks, uint64
 	return nccl_call_record("ncclAllReduce", pid, rank, nranks, comm, seq, count,
 				1000 + (uint64_t)seq * 100);
 }
+
+struct trace_record python_call_record(uint32_t pid, int step, uint64_t entry_ns,
+				       uint64_t duration_ns, const char *name, uint32_t flags)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_PYTHON_CALL };
+	struct trace_python_call *call = &record.python_call;
+
+	call->entry_ns = entry_ns;
+	call->duration_ns = duration_ns;
+	call->pid = pid;
+	call->tid = pid;
+	call->flags = flags;
+	call->first_line = -1;
+	call->qualified_name = name;
+	call->file = "";
+	call->step = step;
+	call->stage = TRACE_STAGE_TRAIN;
+	call->rank = -1;
+	call->world_size = -1;
+	return record;
+}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* NCCL call records built by hand for the inference and checking tests. */
+/* NCCL and Python call records built by hand for the inference and checking tests. */
 #ifndef TCHECK_TESTS_NCCL_RECORDS_H
 #define TCHECK_TESTS_NCCL_RECORDS_H
 
@@ -20,5 +20,13 @@ struct trace_record nccl_call_record(const char *function, uint32_t pid, int ran
 /* nccl_call_record of an ncclAllReduce entered at 1000 + seq * 100 ns. */
 struct trace_record all_reduce_record(uint32_t pid, int rank, int nranks, uint64_t comm,
 				      int64_t seq, uint64_t count);
+
+/*
+ * A Python call, torch scope or operator ('flags': TRACE_PYTHON_TORCH_SCOPE,
+ * TRACE_PYTHON_TORCH_OP) of process 'pid' on its main thread, in step 'step'
+ * and training mode, with no rank and no argument.
+ */
+struct trace_record python_call_record(uint32_t pid, int step, uint64_t entry_ns,
+				       uint64_t duration_ns, const char *name, uint32_t flags);
 
 #endif /* TCHECK_TESTS_NCCL_RECORDS_H */

@@ -20,32 +20,12 @@
 #define SCOPE_FAMILY "Optimizer.step#*"
 #define OP "aten::add_.Tensor"
 
-static struct trace_record torch_event(uint32_t pid, int step, uint64_t entry_ns,
-				       uint64_t duration_ns, const char *name, uint32_t flags)
-{
-	struct trace_record record = { .kind = TRACE_RECORD_PYTHON_CALL };
-	struct trace_python_call *call = &record.python_call;
-
-	call->entry_ns = entry_ns;
-	call->duration_ns = duration_ns;
-	call->pid = pid;
-	call->tid = pid;
-	call->flags = flags;
-	call->first_line = -1;
-	call->qualified_name = name;
-	call->file = "";
-	call->step = step;
-	call->stage = TRACE_STAGE_TRAIN;
-	call->rank = -1;
-	call->world_size = -1;
-	return record;
-}
-
 /* A Python call with one primitive argument. */
 static struct trace_record with_argument(uint32_t pid, int rank, int step, const char *name,
 					 const char *argument, int64_t value)
 {
-	struct trace_record record = torch_event(pid, step, (uint64_t)step * 1000 + 1, 5, name, 0);
+	struct trace_record record =
+		python_call_record(pid, step, (uint64_t)step * 1000 + 1, 5, name, 0);
 
 	record.python_call.rank = rank;
 	record.python_call.world_size = 2;
@@ -138,12 +118,12 @@ static void add_steps(struct inference *inference, struct rule_checker *checker,
 	for (int step = 0; step < steps; step++) {
 		uint64_t base = (uint64_t)step * 1000 + 100;
 		struct trace_record scope =
-			torch_event(pid, step, base, 500, SCOPE, TRACE_PYTHON_TORCH_SCOPE);
+			python_call_record(pid, step, base, 500, SCOPE, TRACE_PYTHON_TORCH_SCOPE);
 
 		for (int i = 0; i < adds[step]; i++) {
 			struct trace_record op =
-				torch_event(pid, step, base + 10 + (uint64_t)i * 20, 5, OP,
-					    TRACE_PYTHON_TORCH_OP);
+				python_call_record(pid, step, base + 10 + (uint64_t)i * 20, 5, OP,
+						   TRACE_PYTHON_TORCH_OP);
 
 			if (inference)
 				CU_ASSERT_EQUAL(inference_add(inference, &op), 0);
@@ -152,8 +132,8 @@ static void add_steps(struct inference *inference, struct rule_checker *checker,
 		}
 		/* An operator outside the scope, in the step but not in the scope. */
 		{
-			struct trace_record outside =
-				torch_event(pid, step, base + 700, 5, OP, TRACE_PYTHON_TORCH_OP);
+			struct trace_record outside = python_call_record(pid, step, base + 700, 5,
+									 OP, TRACE_PYTHON_TORCH_OP);
 
 			if (inference)
 				CU_ASSERT_EQUAL(inference_add(inference, &outside), 0);

@@ -11,6 +11,7 @@
 #include "infer/inference.h"
 #include "infer/parameter_updates.h"
 #include "infer/rule_checker.h"
+#include "nccl_records.h"
 #include "unit.h"
 
 #define WEIGHT_1 0x5000
@@ -24,26 +25,6 @@ enum step_fault {
 	ZERO_SCALE,	    /* learning rate 0: alpha = -0.0 */
 	NO_UPDATE,	    /* every layer frozen */
 };
-
-static struct trace_record record_of(uint32_t pid, int step, uint64_t entry_ns,
-				     uint64_t duration_ns, const char *name, uint32_t flags)
-{
-	struct trace_record record = { .kind = TRACE_RECORD_PYTHON_CALL };
-	struct trace_python_call *call = &record.python_call;
-
-	call->entry_ns = entry_ns;
-	call->duration_ns = duration_ns;
-	call->pid = pid;
-	call->tid = pid;
-	call->qualified_name = name;
-	call->file = "";
-	call->flags = flags;
-	call->step = step;
-	call->stage = TRACE_STAGE_TRAIN;
-	call->rank = -1;
-	call->world_size = -1;
-	return record;
-}
 
 static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
 {
@@ -68,30 +49,32 @@ static size_t build_step(uint32_t pid, int step, enum step_fault fault,
 	uint64_t base = 1000000ULL * (uint64_t)(step + 1);
 	size_t count = 0;
 
-	records[count] = record_of(pid, step, base + 10, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
+	records[count] =
+		python_call_record(pid, step, base + 10, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
 	tensor_argument(&records[count++], "tensor:weight", WEIGHT_1);
-	records[count] = record_of(pid, step, base + 20, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
+	records[count] =
+		python_call_record(pid, step, base + 20, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
 	tensor_argument(&records[count++], "tensor:weight", WEIGHT_2);
 	/* The momentum buffer's update is no parameter's. */
-	records[count] =
-		record_of(pid, step, base + 105, 3, "aten::mul_.Scalar", TRACE_PYTHON_TORCH_OP);
+	records[count] = python_call_record(pid, step, base + 105, 3, "aten::mul_.Scalar",
+					    TRACE_PYTHON_TORCH_OP);
 	tensor_argument(&records[count], "tensor:self", BUFFER);
 	scalar_argument(&records[count++], "arg:other", 0.9);
 	if (fault != NO_UPDATE) {
-		records[count] = record_of(pid, step, base + 110, 3, "aten::add_.Tensor",
-					   TRACE_PYTHON_TORCH_OP);
+		records[count] = python_call_record(pid, step, base + 110, 3, "aten::add_.Tensor",
+						    TRACE_PYTHON_TORCH_OP);
 		tensor_argument(&records[count], "tensor:self", WEIGHT_1);
 		scalar_argument(&records[count++], "arg:alpha", fault == ZERO_SCALE ? -0.0 : -0.1);
 	}
 	if (fault == HEALTHY || fault == ZERO_SCALE) {
-		records[count] = record_of(pid, step, base + 120, 3, "aten::add_.Tensor",
-					   TRACE_PYTHON_TORCH_OP);
+		records[count] = python_call_record(pid, step, base + 120, 3, "aten::add_.Tensor",
+						    TRACE_PYTHON_TORCH_OP);
 		tensor_argument(&records[count], "tensor:self", WEIGHT_2);
 		scalar_argument(&records[count++], "arg:alpha", fault == ZERO_SCALE ? -0.0 : -0.1);
 	}
 	/* The scope's record comes when it ends, after what ran inside it. */
-	records[count++] = record_of(pid, step, base + 100, 100, "Optimizer.step#SGD.step",
-				     TRACE_PYTHON_TORCH_SCOPE);
+	records[count++] = python_call_record(pid, step, base + 100, 100, "Optimizer.step#SGD.step",
+					      TRACE_PYTHON_TORCH_SCOPE);
 	return count;
 }
 

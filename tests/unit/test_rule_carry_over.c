@@ -11,6 +11,7 @@
 
 #include "infer/inference.h"
 #include "infer/rule_checker.h"
+#include "nccl_records.h"
 #include "unit.h"
 
 #define ZERO_GRAD_FAMILY "Optimizer.zero_grad#*"
@@ -32,20 +33,11 @@ struct program {
 static struct trace_record call(const struct program *program, int step, uint64_t entry_ns,
 				const char *name, uint32_t flags)
 {
-	struct trace_record record = { .kind = TRACE_RECORD_PYTHON_CALL };
-	struct trace_python_call *python = &record.python_call;
+	struct trace_record record =
+		python_call_record(program->pid, step, entry_ns, 10, name, flags);
 
-	python->entry_ns = entry_ns;
-	python->duration_ns = 10;
-	python->pid = program->pid;
-	python->tid = program->pid;
-	python->qualified_name = name;
-	python->file = "train.py";
-	python->flags = flags;
-	python->step = step;
-	python->stage = step == program->eval_at ? TRACE_STAGE_EVAL : TRACE_STAGE_TRAIN;
-	python->rank = -1;
-	python->world_size = -1;
+	if (step == program->eval_at)
+		record.python_call.stage = TRACE_STAGE_EVAL;
 	return record;
 }
 
