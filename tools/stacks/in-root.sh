@@ -21,8 +21,15 @@ done
 mountpoint -q "$ROOT/proc" || mount -t proc proc "$ROOT/proc"
 mountpoint -q "$ROOT/dev" || mount --bind /dev "$ROOT/dev"
 mountpoint -q "$ROOT/dev/shm" || mount --bind /dev/shm "$ROOT/dev/shm"
+# A share bound by an earlier run may hold a folder since deleted and made
+# anew at the same path (a fresh checkout where the root is cached): bind it
+# again unless it is the very folder the host has there now.
+same_folder() { [ "$(stat -c %d:%i "$1")" = "$(stat -c %d:%i "$2")" ]; }
 for path in $shares; do
 	mkdir -p "$ROOT$path"
+	if mountpoint -q "$ROOT$path" && ! same_folder "$path" "$ROOT$path"; then
+		umount -l "$ROOT$path"
+	fi
 	mountpoint -q "$ROOT$path" || mount --bind "$path" "$ROOT$path"
 done
 exec chroot "$ROOT" "$@"
