@@ -10,6 +10,7 @@
 #include "inference.h"
 #include "parameter_updates.h"
 #include "process_uses.h"
+#include "rank_updates.h"
 #include "rule_support.h"
 
 /* Least passing examples for an invariant to be emitted. */
@@ -631,6 +632,90 @@ static int infer_parameter_updates(struct inference *inference, const struct inf
 	return failed;
 }
 
+/* By source, job size, step, then rank: the ranks of one step in a row. */
+static int by_job_step(const void *left, const void *right)
+{
+	const struct infer_event *a = *(const struct infer_event *const *)left;
+	const struct infer_event *b = *(const struct infer_event *const *)right;
+	int order;
+
+	if ((order = compare_u64(a->pipeline, b->pipeline)) ||
+	    (order = compare_i64(a->nranks, b->nranks)) || (order = compare_i64(a->step, b->step)))
+		return order;
+	return compare_i64(a->rank, b->rank);
+}
+
+static bool same_job_step(const struct infer_event *a, const struct infer_event *b)
+{
+	return a->pipeline == b->pipeline && a->nranks == b->nranks && a->step == b->step;
+}
+
+/*
+ * Consistent on the update operators of a step across the ranks of a job
+ * (rank_updates.h): an example is a step every rank finished.
+ */
+static int infer_rank_updates(struct inference *inference, const struct infer_event **order,
+			      const struct infer_event **passing,
+			      const struct infer_event **failing)
+{
+	struct infer_event *steps = malloc((inference->count + 1) * sizeof(*steps));
+	const struct infer_event **by_step = malloc((inference->count + 1) * sizeof(*by_step));
+	const struct infer_event **peers = malloc((inference->count + 1) * sizeof(*peers));
+	const struct infer_event **failing_peers = malloc((inference->count + 1) * sizeof(*peers));
+	size_t step_count = 0, passing_count = 0, failing_count = 0;
+	struct rank_updates updates;
+	struct rule rule = { .relation = RELATION_CONSISTENT };
+	int failed = rank_updates_init(&updates, inference->rules->pool);
+
+	if (!steps || !by_step || !peers || !failing_peers)
+		failed = -ENOMEM;
+	for (size_t i = 0; i < inference->count; i++)
+		order[i] = &inference->events[i];
+	qsort(order, inference->count, sizeof(*order), by_process_step);
+	for (size_t i = 0; i < inference->count && !failed; i++) {
+		int finished = rank_updates_observe(&updates, order[i], &steps[step_count]);
+
+		if (finished < 0)
+			failed = finished;
+		else
+			step_count += (size_t)finished;
+	}
+	for (size_t i = 0; i < step_count; i++)
+		by_step[i] = &steps[i];
+	if (!failed)
+		qsort(by_step, step_count, sizeof(*by_step), by_job_step);
+	for (size_t start = 0, end; start < step_count && !failed; start = end) {
+		const struct infer_event *disagreeing = NULL;
+		const char *first = infer_event_field(by_step[start], RANK_UPDATES_FIELD);
+
+		for (end = start + 1; end < step_count && same_job_step(by_step[start], by_step[end]);
+		     end++)
+			if (!disagreeing && infer_event_field(by_step[end], RANK_UPDATES_FIELD) != first)
+				disagreeing = by_step[end];
+		if (end - start != (size_t)by_step[start]->nranks)
+			continue; /* a rank's step is missing: no example */
+		if (disagreeing) {
+			failing_peers[failing_count] = disagreeing;
+			failing[failing_count++] = by_step[start];
+		} else {
+			peers[passing_count] = by_step[start + 1];
+			passing[passing_count++] = by_step[start];
+		}
+	}
+	if (!failed && step_count) {
+		rule.event = (struct rule_descriptor){ INFER_EVENT_STEP, steps[0].name };
+		rule.field = updates.field_name;
+		failed = emit_pairs(inference, &rule, passing, peers, passing_count, failing,
+				    failing_peers, failing_count, RANK_UPDATES_FIELD);
+	}
+	rank_updates_free(&updates);
+	free(steps);
+	free(by_step);
+	free(peers);
+	free(failing_peers);
+	return failed;
+}
+
 int inference_run(struct inference *inference)
 {
 	size_t size = (inference->count ? inference->count : 1) * sizeof(void *);
@@ -659,6 +744,8 @@ int inference_run(struct inference *inference)
 			failed = infer_sequences(inference, order, passing, failing);
 		if (!failed)
 			failed = infer_parameter_updates(inference, order, passing, failing);
+		if (!failed)
+			failed = infer_rank_updates(inference, order, passing, failing);
 		if (!failed)
 			failed = infer_event_contain(inference->rules, inference->events,
 						     inference->count, &inference->evidence);

@@ -8,6 +8,7 @@
 #include "contain_checker.h"
 #include "parameter_updates.h"
 #include "process_uses.h"
+#include "rank_updates.h"
 #include "rule_checker.h"
 
 /* Python names remembered per process and step for APISequence. */
@@ -49,6 +50,8 @@ struct rule_checker {
 	struct process_uses uses;    /* what each process has called so far */
 	struct u64_map update_steps; /* pid -> struct update_step, with ParametersUpdated rules */
 	int has_parameter_updates;
+	int has_rank_updates;
+	struct rank_updates rank_updates; /* each rank's step, with Consistent rules on "updates" */
 	int has_operator_sequences; /* an APISequence names a torch operator (one program's rules)
 				     */
 	uint64_t violations;
@@ -88,9 +91,12 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 			 strncmp(rules->rules[i].first.name, "aten::", 6) == 0);
 		checker->has_parameter_updates |=
 			rules->rules[i].relation == RELATION_PARAMETERS_UPDATED;
+		checker->has_rank_updates |= rule_checks_rank_updates(&rules->rules[i]);
 	}
 	checker->contains = contain_checker_new(rules, contain_violation, checker);
-	if (!checker->contains) {
+	if (!checker->contains || rank_updates_init(&checker->rank_updates, rules->pool)) {
+		contain_checker_free(checker->contains);
+		rank_updates_free(&checker->rank_updates);
 		free(checker);
 		return NULL;
 	}
@@ -176,6 +182,7 @@ static int check_consistent(struct rule_checker *checker, const struct infer_eve
 
 	for (size_t i = 0; i < checker->rules->count && !wanted; i++)
 		wanted = group_rule(&checker->rules->rules[i]) &&
+			 checker->rules->rules[i].event.kind == event->kind &&
 			 checker->rules->rules[i].event.name == event->name;
 	if (!wanted)
 		return 0;
@@ -216,7 +223,8 @@ static int check_consistent(struct rule_checker *checker, const struct infer_eve
 		const struct rule *rule = &checker->rules->rules[i];
 		uint64_t bit;
 
-		if (!group_rule(rule) || rule->event.name != event->name)
+		if (!group_rule(rule) || rule->event.kind != event->kind ||
+		    rule->event.name != event->name)
 			continue;
 		bit = 1ULL << (nth++ % 64);
 		if (group->reported & bit)
@@ -365,6 +373,29 @@ static int track_update_step(struct rule_checker *checker, const struct infer_ev
 	return 0;
 }
 
+/* A rank's finished step against the same step of the job's other ranks. */
+static int track_rank_updates(struct rule_checker *checker, const struct infer_event *event)
+{
+	struct infer_event finished, peer;
+	int result;
+
+	if (!checker->has_rank_updates)
+		return 0;
+	result = rank_updates_observe(&checker->rank_updates, event, &finished);
+	if (result <= 0)
+		return result;
+	result = rank_updates_join(&checker->rank_updates, &finished, &peer, NULL);
+	for (size_t i = 0; i < checker->rules->count && result > 0; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+
+		if (rule_checks_rank_updates(rule) &&
+		    precondition_holds_pair(checker->rules->pool, &rule->precondition, &peer,
+					    &finished))
+			violation(checker, rule, &finished, &peer);
+	}
+	return result < 0 ? result : 0;
+}
+
 int rule_checker_observe(struct rule_checker *checker, const struct trace_record *record)
 {
 	struct infer_event event;
@@ -378,7 +409,7 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 	check_constants(checker, &event);
 	if (check_consistent(checker, &event) ||
 	    contain_checker_observe(checker->contains, &event) ||
-	    track_update_step(checker, &event))
+	    track_update_step(checker, &event) || track_rank_updates(checker, &event))
 		return -ENOMEM;
 	return track_step(checker, &event);
 }
@@ -441,6 +472,7 @@ void rule_checker_free(struct rule_checker *checker)
 		free(state);
 	}
 	u64_map_free(&checker->update_steps);
+	rank_updates_free(&checker->rank_updates);
 	process_uses_free(&checker->uses);
 	free(checker);
 }

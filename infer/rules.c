@@ -166,6 +166,13 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 
 	switch (rule->relation) {
 	case RELATION_CONSISTENT:
+		if (rule->event.kind == INFER_EVENT_STEP) {
+			used = (size_t)snprintf(text, size,
+						"the %s of a step (in-place operators and their "
+						"scalars) agree across the ranks of the job",
+						rule->field);
+			break;
+		}
 		used = (size_t)snprintf(text, size,
 					"%s of %s agrees across ranks (same communicator and "
 					"sequence number, or same step and occurrence)",

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "checks/rules_selection.h"
+#include "infer/rank_updates.h"
 #include "python/python_tracer.h"
 
 /* How the trace names a --torch-op operator: "aten::" then the request. */
@@ -93,7 +94,10 @@ int rules_selection_build(const struct rule_set *rules, struct rules_selection *
 		for (size_t j = 0; j < sizeof(descriptors) / sizeof(descriptors[0]) && !error; j++)
 			error = add_descriptor(descriptors[j], &functions, &ops,
 					       &selection->python);
-		selection->training_ops |= rule->relation == RELATION_PARAMETERS_UPDATED;
+		/* Steps are counted from the optimizer's scopes: Python tracing. */
+		selection->python |= rule_checks_rank_updates(rule);
+		selection->training_ops |= rule->relation == RELATION_PARAMETERS_UPDATED ||
+					   rule_checks_rank_updates(rule);
 	}
 	if (!error)
 		error = name_list_finish(&functions);

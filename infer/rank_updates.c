@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+/* The update operators of each rank's step as a signature, compared across the ranks of a job. */
+#include "rank_updates.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "event_contain.h"
+
+#define UPDATED_FIELD "tensor:self"
+#define SCALAR_PREFIX "arg:"
+/* Distinct (operator, scalars) pairs kept per step; more are marked, not listed. */
+#define UPDATE_KINDS_MAX 32
+#define SIGNATURE_SIZE 2048
+
+struct update_kind {
+	const char *what; /* interned "operator arg:x=v" */
+	uint32_t count;
+};
+
+/* The step of one process being gathered. */
+struct process_updates {
+	struct infer_event step;
+	uint32_t kind_count;
+	bool overflow;
+	struct update_kind kinds[UPDATE_KINDS_MAX];
+};
+
+/* The first rank's finished step of one step number, and how many ranks joined. */
+struct rank_group {
+	struct infer_event first;
+	uint32_t members;
+	struct rank_group *next; /* same hash */
+};
+
+static uint64_t mix(uint64_t hash, uint64_t value)
+{
+	hash ^= value + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2);
+	return hash * 0xff51afd7ed558ccdULL;
+}
+
+bool rule_checks_rank_updates(const struct rule *rule)
+{
+	return rule->relation == RELATION_CONSISTENT && rule->event.kind == INFER_EVENT_STEP &&
+	       rule->field && strcmp(rule->field, RANK_UPDATES_FIELD) == 0;
+}
+
+int rank_updates_init(struct rank_updates *updates, struct string_pool *pool)
+{
+	memset(updates, 0, sizeof(*updates));
+	updates->pool = pool;
+	updates->step_name = string_pool_intern(pool, STEP_PARENT_NAME);
+	updates->field_name = string_pool_intern(pool, RANK_UPDATES_FIELD);
+	u64_map_init(&updates->processes);
+	u64_map_init(&updates->groups);
+	return updates->step_name && updates->field_name ? 0 : -ENOMEM;
+}
+
+void rank_updates_free(struct rank_updates *updates)
+{
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&updates->processes, &i, &key, &value);)
+		free(value);
+	for (size_t i = 0; u64_map_next(&updates->groups, &i, &key, &value);) {
+		for (struct rank_group *group = value, *next; group; group = next) {
+			next = group->next;
+			free(group);
+		}
+	}
+	u64_map_free(&updates->processes);
+	u64_map_free(&updates->groups);
+}
+
+bool rank_updates_wants(const struct infer_event *event)
+{
+	return event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
+	       event->rank >= 0 && event->nranks >= 2 && event->step >= 0 &&
+	       infer_event_field(event, UPDATED_FIELD);
+}
+
+/* "operator arg:x=v ..." for an update: what it is, without the tensor it changes. */
+static const char *describe_update(struct string_pool *pool, const struct infer_event *event)
+{
+	char text[512];
+	size_t used = (size_t)snprintf(text, sizeof(text), "%s", event->name);
+
+	for (uint32_t i = 0; i < event->field_count && used < sizeof(text); i++)
+		if (strncmp(event->fields[i].name, SCALAR_PREFIX, strlen(SCALAR_PREFIX)) == 0)
+			used += (size_t)snprintf(text + used, sizeof(text) - used, " %s=%s",
+						 event->fields[i].name, event->fields[i].value);
+	return string_pool_intern(pool, text);
+}
+
+static int by_what(const void *left, const void *right)
+{
+	return strcmp(((const struct update_kind *)left)->what,
+		      ((const struct update_kind *)right)->what);
+}
+
+/* Fills 'finished' from a process's gathered step: its signature as the field "updates". */
+static int finish_step(struct rank_updates *updates, struct process_updates *state,
+		       struct infer_event *finished)
+{
+	char signature[SIGNATURE_SIZE] = "";
+	size_t used = 0;
+	struct infer_field field;
+
+	qsort(state->kinds, state->kind_count, sizeof(state->kinds[0]), by_what);
+	for (uint32_t i = 0; i < state->kind_count && used < sizeof(signature); i++)
+		used += (size_t)snprintf(signature + used, sizeof(signature) - used, "%s%s x%u",
+					 i ? ", " : "", state->kinds[i].what,
+					 state->kinds[i].count);
+	if (state->overflow && used < sizeof(signature))
+		snprintf(signature + used, sizeof(signature) - used, ", ...");
+	field.name = updates->field_name;
+	field.value = string_pool_intern(updates->pool, signature);
+	*finished = state->step;
+	finished->field_count = 1;
+	finished->fields = field.value ? string_pool_intern_fields(updates->pool, &field, 1) : NULL;
+	return finished->fields ? 0 : -ENOMEM;
+}
+
+static void start_step(struct rank_updates *updates, struct process_updates *state,
+		       const struct infer_event *event)
+{
+	memset(state, 0, sizeof(*state));
+	state->step = (struct infer_event){ .kind = INFER_EVENT_STEP,
+					    .name = updates->step_name,
+					    .pipeline = event->pipeline,
+					    .pid = event->pid,
+					    .tid = event->pid,
+					    .rank = event->rank,
+					    .nranks = event->nranks,
+					    .step = event->step,
+					    .stage = event->stage,
+					    .seq = -1,
+					    .entry_ns = event->entry_ns,
+					    .exit_ns = event->exit_ns,
+					    .context = event->context };
+}
+
+int rank_updates_observe(struct rank_updates *updates, const struct infer_event *event,
+			 struct infer_event *finished)
+{
+	uint64_t key = mix(mix(3, event->pipeline), event->pid);
+	struct process_updates *state;
+	const char *what;
+	int result = 0;
+	uint32_t i;
+
+	if (!rank_updates_wants(event))
+		return 0;
+	state = u64_map_get(&updates->processes, key);
+	if (!state) {
+		state = malloc(sizeof(*state));
+		if (!state || u64_map_put(&updates->processes, key, state)) {
+			free(state);
+			return -ENOMEM;
+		}
+		start_step(updates, state, event);
+	}
+	if (event->step < state->step.step)
+		return 0; /* a late record of a step already finished */
+	if (event->step > state->step.step) {
+		if (finish_step(updates, state, finished))
+			return -ENOMEM;
+		start_step(updates, state, event);
+		result = 1;
+	}
+	what = describe_update(updates->pool, event);
+	if (!what)
+		return -ENOMEM;
+	if (event->exit_ns > state->step.exit_ns)
+		state->step.exit_ns = event->exit_ns;
+	for (i = 0; i < state->kind_count && state->kinds[i].what != what; i++)
+		;
+	if (i < state->kind_count)
+		state->kinds[i].count++;
+	else if (i < UPDATE_KINDS_MAX)
+		state->kinds[state->kind_count++] = (struct update_kind){ what, 1 };
+	else
+		state->overflow = true;
+	return result;
+}
+
+static bool same_step(const struct infer_event *a, const struct infer_event *b)
+{
+	return a->pipeline == b->pipeline && a->nranks == b->nranks && a->step == b->step;
+}
+
+int rank_updates_join(struct rank_updates *updates, const struct infer_event *finished,
+		      struct infer_event *peer, bool *complete)
+{
+	uint64_t key = mix(mix(mix(5, finished->pipeline), (uint64_t)(int64_t)finished->nranks),
+			   (uint64_t)(int64_t)finished->step);
+	struct rank_group *head = u64_map_get(&updates->groups, key), *group;
+	int differs;
+
+	if (complete)
+		*complete = false;
+	for (group = head; group && !same_step(&group->first, finished); group = group->next)
+		;
+	if (!group) {
+		group = calloc(1, sizeof(*group));
+		if (!group)
+			return -ENOMEM;
+		group->first = *finished;
+		group->members = 1;
+		group->next = head;
+		if (u64_map_put(&updates->groups, key, group)) {
+			free(group);
+			return -ENOMEM;
+		}
+		return 0;
+	}
+	differs = infer_event_field(finished, RANK_UPDATES_FIELD) !=
+		  infer_event_field(&group->first, RANK_UPDATES_FIELD);
+	if (differs)
+		*peer = group->first;
+	if (++group->members >= (uint32_t)finished->nranks) {
+		struct rank_group **link = &head;
+
+		while (*link != group)
+			link = &(*link)->next;
+		*link = group->next;
+		/* Removed first, the key's slot is free again: the put never grows the map. */
+		u64_map_remove(&updates->groups, key);
+		if (head)
+			(void)u64_map_put(&updates->groups, key, head);
+		free(group);
+		if (complete)
+			*complete = true;
+	}
+	return differs;
+}

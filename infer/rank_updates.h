@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What each rank of a data-parallel job does to its replica in a step: the
+ * in-place update operators (those naming the tensor they change,
+ * "tensor:self") a process ran in one step, with their scalar arguments,
+ * as one signature ("aten::add_.Tensor arg:alpha=-0.05 x4, aten::mul_.Tensor
+ * x8"). Every replica applies the same updates with the same scalars, so
+ * the signatures of one step agree across the ranks of a job; a rank that
+ * clips, skips, rescales or zeroes alone shows as a step whose signature
+ * differs from its peers'. Rules name it as Consistent on the field
+ * "updates" of the step.
+ */
+#ifndef TCHECK_RANK_UPDATES_H
+#define TCHECK_RANK_UPDATES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/u64_map.h"
+#include "infer_event.h"
+#include "rules.h"
+
+#define RANK_UPDATES_FIELD "updates"
+
+struct rank_updates {
+	struct string_pool *pool;
+	const char *step_name;	 /* interned STEP_PARENT_NAME */
+	const char *field_name;	 /* interned RANK_UPDATES_FIELD */
+	struct u64_map processes; /* (source, pid) -> the step being gathered */
+	struct u64_map groups;	  /* (source, job size, step) -> the ranks' steps so far */
+};
+
+/* Whether a rule is about this: Consistent on the field "updates" of the step. */
+bool rule_checks_rank_updates(const struct rule *rule);
+
+/* 0 or -ENOMEM. */
+int rank_updates_init(struct rank_updates *updates, struct string_pool *pool);
+void rank_updates_free(struct rank_updates *updates);
+
+/* Whether an event counts: an update operator of a rank in a job of two ranks or more. */
+bool rank_updates_wants(const struct infer_event *event);
+
+/*
+ * Adds an event rank_updates_wants accepts (others are ignored). When it
+ * opens a later step of its process, the step just finished is written to
+ * 'finished' (kind INFER_EVENT_STEP, its signature as the field "updates")
+ * and 1 is returned; else 0; -ENOMEM when out of memory. A process's last
+ * step stays open: it may have been cut short.
+ */
+int rank_updates_observe(struct rank_updates *updates, const struct infer_event *event,
+			 struct infer_event *finished);
+
+/*
+ * Joins a finished step to the other ranks' same step (same source and job
+ * size). Returns 1 and copies the first rank's step to 'peer' when the
+ * signatures differ, 0 when they agree or it is the first, -ENOMEM. A group
+ * is forgotten once every rank has joined it; 'complete' (may be NULL) says
+ * whether this step was the last to join.
+ */
+int rank_updates_join(struct rank_updates *updates, const struct infer_event *finished,
+		      struct infer_event *peer, bool *complete);
+
+#endif /* TCHECK_RANK_UPDATES_H */

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The update operators of each rank's step compared across the ranks of a
+ * data-parallel job, on hand-built steps with known answers: the rule
+ * inferred from a healthy 2-rank job (and not from one process), and its
+ * violations where one rank clips alone or steps with another learning rate.
+ */
+#include <string.h>
+
+#include "infer/inference.h"
+#include "infer/rank_updates.h"
+#include "infer/rule_checker.h"
+#include "nccl_records.h"
+#include "unit.h"
+
+#define WEIGHT 0x5000
+#define LR 0.1
+
+/* How one rank's step goes. */
+struct rank_step {
+	bool clips;    /* scales its gradients (clip_grad_norm_) */
+	double alpha;  /* the SGD update's scale: -lr */
+};
+
+static struct trace_record update(uint32_t pid, int rank, int world_size, int step,
+				  uint64_t at, const char *name, uint64_t tensor,
+				  const char *scalar, double value)
+{
+	struct trace_record record =
+		python_call_record(pid, step, at, 3, name, TRACE_PYTHON_TORCH_OP);
+	struct trace_python_call *call = &record.python_call;
+
+	call->rank = rank;
+	call->world_size = world_size;
+	call->args[call->arg_count++] = (struct trace_python_arg){
+		.name = "tensor:self", .type = TRACE_VALUE_INT, .integer = (int64_t)tensor
+	};
+	if (scalar)
+		call->args[call->arg_count++] = (struct trace_python_arg){
+			.name = scalar, .type = TRACE_VALUE_FLOAT, .real = value
+		};
+	return record;
+}
+
+/* One rank's step: clipping scales two gradients, then SGD updates two weights. */
+static size_t build_rank_step(uint32_t pid, int rank, int world_size, int step,
+			      struct rank_step how, struct trace_record *records)
+{
+	uint64_t at = 1000000ULL * (uint64_t)(step + 1) + 1000ULL * (uint64_t)rank;
+	size_t count = 0;
+
+	for (uint64_t p = 0; p < 2 && how.clips; p++)
+		records[count++] = update(pid, rank, world_size, step, at + p, "aten::mul_.Tensor",
+					  WEIGHT + 0x100 + p, NULL, 0);
+	for (uint64_t p = 0; p < 2; p++)
+		records[count++] = update(pid, rank, world_size, step, at + 10 + p,
+					  "aten::add_.Tensor", WEIGHT + p, "arg:alpha", how.alpha);
+	return count;
+}
+
+static const struct rank_step HEALTHY = { true, -LR };
+
+UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
+{
+	struct string_pool *pool = string_pool_new();
+	struct rank_updates updates;
+	struct trace_record records[8];
+	struct infer_event event, finished[2], peer;
+	int results[2] = { 0, 0 };
+	bool complete = true;
+
+	CU_ASSERT_EQUAL_FATAL(rank_updates_init(&updates, pool), 0);
+	/* Steps 0 and 1 of rank 0, then steps 0 and 1 of rank 1, which does not clip. */
+	for (int rank = 0; rank < 2; rank++)
+		for (int step = 0; step < 2; step++) {
+			struct rank_step how = { rank == 0, -LR };
+			size_t count = build_rank_step(100 + rank, rank, 2, step, how, records);
+
+			for (size_t i = 0; i < count; i++) {
+				int result;
+
+				CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &event), 1);
+				CU_ASSERT_TRUE(rank_updates_wants(&event));
+				result = rank_updates_observe(&updates, &event, &finished[rank]);
+				CU_ASSERT_TRUE(result == 0 || result == 1);
+				results[rank] += result;
+			}
+		}
+	/* Each rank's step 0 finished when its step 1 began; step 1 stays open. */
+	CU_ASSERT_EQUAL(results[0], 1);
+	CU_ASSERT_EQUAL(results[1], 1);
+	CU_ASSERT_EQUAL(finished[0].kind, INFER_EVENT_STEP);
+	CU_ASSERT_EQUAL(finished[0].step, 0);
+	CU_ASSERT_EQUAL(finished[1].rank, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(infer_event_field(&finished[0], RANK_UPDATES_FIELD),
+				      "aten::mul_.Tensor x2"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(infer_event_field(&finished[0], RANK_UPDATES_FIELD),
+				      "aten::add_.Tensor arg:alpha=-0.1"));
+	CU_ASSERT_PTR_NULL(strstr(infer_event_field(&finished[1], RANK_UPDATES_FIELD), "mul_"));
+	/* The first rank opens the group; the second differs and completes it. */
+	CU_ASSERT_EQUAL(rank_updates_join(&updates, &finished[0], &peer, &complete), 0);
+	CU_ASSERT_FALSE(complete);
+	CU_ASSERT_EQUAL(rank_updates_join(&updates, &finished[1], &peer, &complete), 1);
+	CU_ASSERT_TRUE(complete);
+	CU_ASSERT_EQUAL(peer.rank, 0);
+	/* A process outside a job of two ranks or more does not count. */
+	build_rank_step(200, 0, 1, 0, HEALTHY, records);
+	CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[0], &event), 1);
+	CU_ASSERT_FALSE(rank_updates_wants(&event));
+	rank_updates_free(&updates);
+	string_pool_free(pool);
+}
+
+struct rank_violations {
+	int at[8];
+	int total;
+};
+
+static void count_violation(const struct rule_violation *violation, void *context)
+{
+	struct rank_violations *seen = context;
+
+	if (!rule_checks_rank_updates(violation->rule))
+		return;
+	seen->total++;
+	if (violation->step >= 0 && violation->step < 8)
+		seen->at[violation->step]++;
+}
+
+/* A 2-rank job of 'steps' steps; rank 1 steps as 'faulty' from step 'from'. */
+static void run_job(struct rank_violations *seen, const struct rule_set *rules, int steps,
+		    int from, struct rank_step faulty)
+{
+	struct rule_checker *checker =
+		rule_checker_new((struct rule_set *)rules, count_violation, seen);
+	struct trace_record records[8];
+
+	memset(seen, 0, sizeof(*seen));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	for (int step = 0; step < steps; step++)
+		for (int rank = 0; rank < 2; rank++) {
+			struct rank_step how = rank == 1 && step >= from ? faulty : HEALTHY;
+			size_t count = build_rank_step(300 + rank, rank, 2, step, how, records);
+
+			for (size_t i = 0; i < count; i++)
+				CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]), 0);
+		}
+	rule_checker_finish(checker);
+	rule_checker_free(checker);
+}
+
+static const struct rule *rank_rule(const struct rule_set *set)
+{
+	for (size_t i = 0; i < set->count; i++)
+		if (rule_checks_rank_updates(&set->rules[i]))
+			return &set->rules[i];
+	return NULL;
+}
+
+UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_strays)
+{
+	struct rule_set *set = rule_set_new(), *single = rule_set_new();
+	struct inference *inference = inference_new(set), *alone = inference_new(single);
+	struct rank_violations seen;
+	struct trace_record records[8];
+	const struct rule *rule;
+
+	for (int step = 0; step < 5; step++)
+		for (int rank = 0; rank < 2; rank++) {
+			size_t count = build_rank_step(400 + rank, rank, 2, step, HEALTHY, records);
+
+			for (size_t i = 0; i < count; i++)
+				CU_ASSERT_EQUAL(inference_add(inference, &records[i]), 0);
+			/* The same steps in a process of its own teach nothing across ranks. */
+			count = build_rank_step(500, 0, 1, step, HEALTHY, records);
+			for (size_t i = 0; rank == 0 && i < count; i++)
+				CU_ASSERT_EQUAL(inference_add(alone, &records[i]), 0);
+		}
+	CU_ASSERT_EQUAL_FATAL(inference_run(inference), 0);
+	CU_ASSERT_EQUAL_FATAL(inference_run(alone), 0);
+	CU_ASSERT_PTR_NULL(rank_rule(single));
+	rule = rank_rule(set);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rule);
+	/* Steps 0 to 3 finished on both ranks; step 4 stays open. */
+	CU_ASSERT_EQUAL(rule->passing, 4);
+	CU_ASSERT_EQUAL(rule->precondition.group_count, 0);
+
+	/* Healthy: nothing. */
+	run_job(&seen, set, 7, 7, HEALTHY);
+	CU_ASSERT_EQUAL(seen.total, 0);
+	/* Rank 1 stops clipping from step 3: steps 3 to 5 (6 is never finished). */
+	run_job(&seen, set, 7, 3, (struct rank_step){ false, -LR });
+	CU_ASSERT_EQUAL(seen.total, 3);
+	CU_ASSERT_EQUAL(seen.at[2], 0);
+	CU_ASSERT_EQUAL(seen.at[3], 1);
+	CU_ASSERT_EQUAL(seen.at[5], 1);
+	/* Rank 1 steps with ten times the learning rate from step 4. */
+	run_job(&seen, set, 7, 4, (struct rank_step){ true, -10 * LR });
+	CU_ASSERT_EQUAL(seen.total, 2);
+	CU_ASSERT_EQUAL(seen.at[4], 1);
+	inference_free(inference);
+	inference_free(alone);
+	rule_set_free(set);
+	rule_set_free(single);
+}
