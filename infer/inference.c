@@ -688,9 +688,10 @@ static int infer_rank_updates(struct inference *inference, const struct infer_ev
 		const struct infer_event *disagreeing = NULL;
 		const char *first = infer_event_field(by_step[start], RANK_UPDATES_FIELD);
 
-		for (end = start + 1; end < step_count && same_job_step(by_step[start], by_step[end]);
-		     end++)
-			if (!disagreeing && infer_event_field(by_step[end], RANK_UPDATES_FIELD) != first)
+		for (end = start + 1;
+		     end < step_count && same_job_step(by_step[start], by_step[end]); end++)
+			if (!disagreeing &&
+			    infer_event_field(by_step[end], RANK_UPDATES_FIELD) != first)
 				disagreeing = by_step[end];
 		if (end - start != (size_t)by_step[start]->nranks)
 			continue; /* a rank's step is missing: no example */

@@ -24,8 +24,8 @@
 
 struct rank_updates {
 	struct string_pool *pool;
-	const char *step_name;	 /* interned STEP_PARENT_NAME */
-	const char *field_name;	 /* interned RANK_UPDATES_FIELD */
+	const char *step_name;	  /* interned STEP_PARENT_NAME */
+	const char *field_name;	  /* interned RANK_UPDATES_FIELD */
 	struct u64_map processes; /* (source, pid) -> the step being gathered */
 	struct u64_map groups;	  /* (source, job size, step) -> the ranks' steps so far */
 };

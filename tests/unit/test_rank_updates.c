@@ -18,13 +18,13 @@
 
 /* How one rank's step goes. */
 struct rank_step {
-	bool clips;    /* scales its gradients (clip_grad_norm_) */
-	double alpha;  /* the SGD update's scale: -lr */
+	bool clips;   /* scales its gradients (clip_grad_norm_) */
+	double alpha; /* the SGD update's scale: -lr */
 };
 
-static struct trace_record update(uint32_t pid, int rank, int world_size, int step,
-				  uint64_t at, const char *name, uint64_t tensor,
-				  const char *scalar, double value)
+static struct trace_record update(uint32_t pid, int rank, int world_size, int step, uint64_t at,
+				  const char *name, uint64_t tensor, const char *scalar,
+				  double value)
 {
 	struct trace_record record =
 		python_call_record(pid, step, at, 3, name, TRACE_PYTHON_TORCH_OP);
@@ -32,9 +32,9 @@ static struct trace_record update(uint32_t pid, int rank, int world_size, int st
 
 	call->rank = rank;
 	call->world_size = world_size;
-	call->args[call->arg_count++] = (struct trace_python_arg){
-		.name = "tensor:self", .type = TRACE_VALUE_INT, .integer = (int64_t)tensor
-	};
+	call->args[call->arg_count++] = (struct trace_python_arg){ .name = "tensor:self",
+								   .type = TRACE_VALUE_INT,
+								   .integer = (int64_t)tensor };
 	if (scalar)
 		call->args[call->arg_count++] = (struct trace_python_arg){
 			.name = scalar, .type = TRACE_VALUE_FLOAT, .real = value
@@ -79,7 +79,8 @@ UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
 			for (size_t i = 0; i < count; i++) {
 				int result;
 
-				CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &event), 1);
+				CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &event),
+						1);
 				CU_ASSERT_TRUE(rank_updates_wants(&event));
 				result = rank_updates_observe(&updates, &event, &finished[rank]);
 				CU_ASSERT_TRUE(result == 0 || result == 1);
@@ -128,8 +129,8 @@ static void count_violation(const struct rule_violation *violation, void *contex
 }
 
 /* A 2-rank job of 'steps' steps; rank 1 steps as 'faulty' from step 'from'. */
-static void run_job(struct rank_violations *seen, const struct rule_set *rules, int steps,
-		    int from, struct rank_step faulty)
+static void run_job(struct rank_violations *seen, const struct rule_set *rules, int steps, int from,
+		    struct rank_step faulty)
 {
 	struct rule_checker *checker =
 		rule_checker_new((struct rule_set *)rules, count_violation, seen);
