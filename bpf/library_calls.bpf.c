@@ -22,7 +22,7 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* open_calls lives in tracer_maps.bpf.h: the process-exit program deletes its threads. */
-THREAD_STACK_GETTER(open_calls, thread_calls_of, struct thread_calls)
+THREAD_STACK_GETTER(open_calls, thread_calls_of, struct tcheck_thread_calls)
 
 static __always_inline void notify_library_change(__u32 pid, __u32 tid)
 {
@@ -46,8 +46,8 @@ int library_call_entry(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct thread_calls *calls;
-	struct open_call *frame;
+	struct tcheck_thread_calls *calls;
+	struct tcheck_open_call *frame;
 	__u64 stack;
 	__u32 depth;
 
@@ -98,7 +98,7 @@ static __always_inline __u32 cookie_arg(__u64 cookie, int shift)
 }
 
 static __always_inline void read_out_value(struct tcheck_call_record *record,
-					   const struct open_call *frame)
+					   const struct tcheck_open_call *frame)
 {
 	__u32 arg = cookie_arg(frame->cookie, TCHECK_COOKIE_OUT_ARG_SHIFT);
 	void *pointer;
@@ -124,7 +124,7 @@ static __always_inline void read_out_value(struct tcheck_call_record *record,
 
 /* A communicator just created: read who it is before the process can end. */
 static __always_inline void read_created_communicator(struct tcheck_call_record *record,
-						      const struct open_call *frame,
+						      const struct tcheck_open_call *frame,
 						      __u32 return_code)
 {
 	__u32 slot = (frame->cookie >> TCHECK_COOKIE_LAYOUT_SHIFT) & TCHECK_COOKIE_LAYOUT_MASK;
@@ -155,7 +155,7 @@ static __always_inline void read_created_communicator(struct tcheck_call_record 
 }
 
 static __always_inline void read_blob(struct tcheck_call_record *record,
-				      const struct open_call *frame)
+				      const struct tcheck_open_call *frame)
 {
 	__u32 arg = cookie_arg(frame->cookie, TCHECK_COOKIE_BLOB_ARG_SHIFT);
 
@@ -179,8 +179,8 @@ int library_call_return(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct tcheck_call_record *record;
-	struct thread_calls *calls;
-	struct open_call *frame;
+	struct tcheck_thread_calls *calls;
+	struct tcheck_open_call *frame;
 	__u64 return_value;
 	__u32 depth;
 

@@ -60,6 +60,51 @@ int BPF_PROG(process_exec, struct task_struct *task, pid_t old_pid, struct linux
 	return 0;
 }
 
+/*
+ * The calls a thread leaves open as it ends (killed inside a collective)
+ * will never return: each becomes a call record flagged open, so the trace
+ * keeps what the thread was inside, and since when.
+ */
+static __always_inline void report_open_calls(__u32 pid, __u32 tid)
+{
+	struct tcheck_thread_calls *calls = bpf_map_lookup_elem(&open_calls, &tid);
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!calls)
+		return;
+	for (__u32 i = 0; i < TCHECK_MAX_NESTING; i++) {
+		const struct tcheck_open_call *frame = &calls->frames[i];
+		struct tcheck_call_record *record;
+
+		if (i >= calls->depth)
+			break;
+		/* A poll (ncclCommGetAsyncError) a watchdog thread was in as it ended says nothing.
+		 */
+		if (frame->cookie & TCHECK_COOKIE_ONLY_FAILURES)
+			continue;
+		record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+		if (!record) {
+			count(TCHECK_COUNTER_RINGBUF_DROPS);
+			return;
+		}
+		__builtin_memset(record, 0, sizeof(*record));
+		fill_header(&record->header, TCHECK_RECORD_CALL, pid, tid, frame->entry_ns);
+		record->return_ns = now;
+		__builtin_memcpy(record->args, frame->args, sizeof(record->args));
+		record->function_index = frame->cookie & TCHECK_COOKIE_FUNCTION_MASK;
+		record->depth = i;
+		record->flags = TCHECK_CALL_OPEN | frame->py_flags;
+		if (frame->cookie & TCHECK_COOKIE_BLOB_FROM_STACK) {
+			__builtin_memcpy(record->blob, frame->blob, TCHECK_BLOB_BYTES);
+			record->flags |= TCHECK_CALL_HAS_BLOB;
+		}
+		record->py_depth = frame->py_depth;
+		__builtin_memcpy(record->py_code, frame->py_code, sizeof(record->py_code));
+		__builtin_memcpy(record->py_name, frame->py_name, sizeof(record->py_name));
+		bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
+	}
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(process_exit, struct task_struct *task)
 {
@@ -67,6 +112,8 @@ int BPF_PROG(process_exit, struct task_struct *task)
 	__u32 tid = BPF_CORE_READ(task, pid);
 
 	/* The thread's open calls will never return. */
+	if (is_in_traced_set(pid))
+		report_open_calls(pid, tid);
 	bpf_map_delete_elem(&open_calls, &tid);
 	/* Report the process once, when its last thread leaves. */
 	if (BPF_CORE_READ(task, signal, live.counter) != 0 || !is_in_traced_set(pid))

@@ -72,7 +72,7 @@ static __always_inline __u64 header_u64(const struct python_frame_header *header
 }
 
 /* Fills the call's Python frames when its process's Python is traced. */
-static __always_inline void python_context_read(__u32 pid, struct open_call *call)
+static __always_inline void python_context_read(__u32 pid, struct tcheck_open_call *call)
 {
 	const struct tcheck_python_stack_layout *layout;
 	struct python_frame_header *header;
@@ -120,7 +120,7 @@ static __always_inline void python_context_read(__u32 pid, struct open_call *cal
  * Whether the daemon has named every frame of the call: a code object it
  * has not seen must be read while the process lives, so the call wakes it.
  */
-static __always_inline bool python_context_named(__u32 pid, const struct open_call *call)
+static __always_inline bool python_context_named(__u32 pid, const struct tcheck_open_call *call)
 {
 	struct tcheck_code_key key = { .pid = pid, .reserved = 0 };
 

@@ -34,26 +34,6 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps") __weak;
 
-/* An entered call waiting for its return. */
-struct open_call {
-	__u64 cookie;
-	__u64 entry_ns;
-	__u64 args[TCHECK_CALL_ARGS];
-	__u8 blob[TCHECK_BLOB_BYTES];
-	/* The Python caller at entry (python_context.bpf.h). */
-	__u32 py_depth;
-	__u32 py_flags; /* TCHECK_CALL_PY_* */
-	__u64 py_code[TCHECK_PY_STACK_MAX];
-	__u64 py_name[TCHECK_PY_STACK_MAX];
-};
-
-/* The calls open on one thread, innermost last. */
-struct thread_calls {
-	__u32 depth;
-	__u32 overflow; /* entries beyond TCHECK_MAX_NESTING, skipped */
-	struct open_call frames[TCHECK_MAX_NESTING];
-};
-
 /*
  * A plain hash: an LRU one costs more on every call. Slots of exiting
  * threads are deleted by the process_exit tracepoint.
@@ -62,7 +42,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, struct thread_calls);
+	__type(value, struct tcheck_thread_calls);
 } open_calls SEC(".maps") __weak;
 
 /* Per library, where struct ncclComm keeps identity (filled by the daemon from DWARF). */

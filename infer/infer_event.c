@@ -324,6 +324,9 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 
 	memset(event, 0, sizeof(*event));
 	list.count = 0;
+	/* A call that never returned has no result or end: the hang detectors judge it. */
+	if (record->kind == TRACE_RECORD_NCCL_CALL && (record->call.flags & TRACE_CALL_OPEN))
+		return 0;
 	if (record->kind == TRACE_RECORD_NCCL_CALL) {
 		const struct trace_nccl_call *call = &record->call;
 

@@ -74,8 +74,9 @@ void string_pool_free(struct string_pool *pool);
 
 /*
  * Fills 'event' from an NCCL or Python call record. Returns 1 when the
- * record is such a call, 0 for other records and for code that runs once
- * (module and class bodies), -1 when out of memory.
+ * record is such a call, 0 for other records, for code that runs once
+ * (module and class bodies) and for calls that never returned, -1 when out
+ * of memory.
  */
 int infer_event_from_record(struct string_pool *pool, const struct trace_record *record,
 			    struct infer_event *event);

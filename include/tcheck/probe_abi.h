@@ -95,6 +95,12 @@ enum tcheck_record_type {
 #define TCHECK_CALL_HAS_COMM_RANK (1U << 5) /* comm_rank and comm_nranks read likewise */
 /* The calling thread runs no Python: py_code holds the process's main thread's frames. */
 #define TCHECK_CALL_PY_MAIN_THREAD (1U << 6)
+/*
+ * The call had not returned: its thread ended inside it (the record comes
+ * from the exit probe), or the reader saw it in flight in open_calls.
+ * return_ns and return_value mean nothing.
+ */
+#define TCHECK_CALL_OPEN (1U << 7)
 
 /*
  * Python frames kept with an event, innermost first: the callers of a Python
@@ -131,6 +137,30 @@ struct tcheck_call_record {
 	tcheck_u32 py_reserved;
 	tcheck_u64 py_code[TCHECK_PY_STACK_MAX];
 	tcheck_u64 py_name[TCHECK_PY_STACK_MAX];
+};
+
+/*
+ * An entered library call waiting for its return, kept per thread in the
+ * open_calls map: user space reads it to see the calls in flight (a rank
+ * blocked inside a collective) and those that never returned.
+ */
+struct tcheck_open_call {
+	tcheck_u64 cookie; /* the attach cookie: function index and argument layout */
+	tcheck_u64 entry_ns;
+	tcheck_u64 args[TCHECK_CALL_ARGS];
+	tcheck_u8 blob[TCHECK_BLOB_BYTES];
+	/* The Python caller at entry (python_context.bpf.h). */
+	tcheck_u32 py_depth;
+	tcheck_u32 py_flags; /* TCHECK_CALL_PY_* */
+	tcheck_u64 py_code[TCHECK_PY_STACK_MAX];
+	tcheck_u64 py_name[TCHECK_PY_STACK_MAX];
+};
+
+/* The calls open on one thread, innermost last: the open_calls map's value, keyed by thread id. */
+struct tcheck_thread_calls {
+	tcheck_u32 depth;
+	tcheck_u32 overflow; /* entries beyond TCHECK_MAX_NESTING, skipped */
+	struct tcheck_open_call frames[TCHECK_MAX_NESTING];
 };
 
 /* Fork, exec, exit and library-change notices. */

@@ -59,6 +59,72 @@ status=0
 [ $status -eq 3 ] || fail "check should exit 3 when it finds a hang, not $status"
 expect_hang "$SCRATCH/stall.jsonl" "$ROOT" "$SCRATCH/stall.trace"
 
+# Blocking mode (as gloo, and NCCL's blocking paths): the ranks that came wait inside
+# the collective, so only the calls in flight show who came and who did not. The
+# trace keeps those calls as open ones; check names the rank that never issued it.
+mkdir -p "$SCRATCH/blocking.jsonl.log"
+NCCL_DOUBLE_BLOCKING=1 setsid "$TCHECK" record --events "$SCRATCH/blocking-live.jsonl" \
+	-o "$SCRATCH/blocking.trace" \
+	--duration 4 -- "$WORKLOAD" --ranks 4 --steps 100000 --step-sleep-ms 60 \
+	--delay 2:12:collective:0 --log-dir "$SCRATCH/blocking.jsonl.log" \
+	>/dev/null 2>"$SCRATCH/blocking.err" &
+session=$!
+wait "$session" || fail "record exited $?: $(cat "$SCRATCH/blocking.err")"
+kill -9 -- "-$session" 2>/dev/null || true
+[ -e "$SCRATCH/blocking.jsonl.log/rank-2.fault" ] || fail "the workload did not reach its fault"
+grep -q "never returned" "$SCRATCH/blocking.err" ||
+	fail "record did not say calls were left open: $(cat "$SCRATCH/blocking.err")"
+"$TCHECK" dump "$SCRATCH/blocking.trace" >"$SCRATCH/blocking.calls"
+python3 - "$SCRATCH/blocking.calls" "$SCRATCH/blocking.jsonl.log" <<'PYTHON' ||
+import json, sys
+calls = [json.loads(line) for line in open(sys.argv[1])]
+fault = json.load(open(sys.argv[2] + "/rank-2.fault"))
+open_calls = [c for c in calls if c["kind"] == "nccl" and c["open"]]
+print("open calls:", [(c["rank"], c["name"], c["seq"]) for c in open_calls])
+stalled = {p["pid"] for p in calls if p["kind"] == "process" and p.get("rank") == 2}
+assert stalled, "no process of job rank 2 in the trace"
+# The others block inside collectives; the stalled rank is inside none (it sleeps).
+assert open_calls, "no call kept open"
+assert not any(c["pid"] in stalled for c in open_calls), "the stalled rank is not inside a call"
+assert all(c["ret"] is None and c["dur_ns"] > 0 for c in open_calls)
+assert all(c["ts_ns"] >= fault["start_ns"] - 200_000_000 for c in open_calls), "opened too early"
+PYTHON
+	fail "the open calls do not match the blocking run"
+status=0
+"$TCHECK" check --json "$SCRATCH/blocking.trace" >"$SCRATCH/blocking.jsonl" || status=$?
+[ $status -eq 3 ] || fail "check should find the blocking hang (exit 3), not $status"
+# The truth: rank 2 stopped before the step's world collectives, which open with an
+# all-reduce of the gradient norm on the world communicator (first made, first in its
+# log); its peers logged only the calls that returned, so the call it never issued is
+# the one after the last its own log holds there.
+python3 - "$SCRATCH/blocking.jsonl" "$ROOT" "$SCRATCH/blocking.trace" "$TCHECK" \
+	"$SCRATCH/blocking.jsonl.log" <<'PYTHON' || fail "the blocking hang report does not match the workload's log"
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("evaluation", sys.argv[2] + "/tools/eval/hang-eval.py")
+evaluation = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(evaluation)
+report_path, root, trace, tcheck, log_dir = sys.argv[1:6]
+hangs = [json.loads(line) for line in open(report_path) if '"hang"' in line]
+assert hangs, "no hang reported"
+evaluation.translate(hangs, evaluation.nccl_hashes(tcheck, trace)[0])
+print("hang report:", json.dumps(hangs[0]))
+calls, seqs = evaluation.rank_log(log_dir, 2)
+world = calls[0]["args"]["comm_hash"]
+assert [r["job_rank"] for r in hangs[0]["lagging_ranks"]] == [2], "wrong rank"
+assert evaluation.comm_hex(hangs[0]["comm_id"]) == world, "not the world communicator"
+assert hangs[0]["collective"] == "ncclAllReduce" and hangs[0]["seq"] == seqs[world], \
+    ("wrong call", hangs[0]["collective"], hangs[0]["seq"], seqs[world])
+assert hangs[0]["class"] == "host" and hangs[0]["ranks_inside"] == 3, "the others are inside it"
+# Live, from the calls in flight: the same rank and call, as it happened.
+live = [json.loads(line) for line in open(sys.argv[5] + "/../blocking-live.jsonl")
+        if '"hang"' in line]
+assert live, "no hang reported live"
+print("live report:", json.dumps(live[0]))
+assert [r["job_rank"] for r in live[0]["lagging_ranks"]] == [2], "wrong rank live"
+assert live[0]["collective"] == "ncclAllReduce" and live[0]["ranks_inside"] == 3
+assert int(live[0]["comm_id"], 16) == world
+PYTHON
+
 # The same, found live by attach and written to --events.
 mkdir -p "$SCRATCH/live.jsonl.log"
 start_workload "$SCRATCH/live.jsonl.log" --delay 2:40:collective:0

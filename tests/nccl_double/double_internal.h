@@ -228,6 +228,8 @@ uint32_t double_wake_word(const struct ncclComm *comm);
 void double_wait(struct ncclComm *comm, uint32_t seen, int slice_ms);
 uint64_t double_now_ms(void);
 uint64_t double_timeout_ms(void);
+/* Whether calls wait for their operations to finish (DOUBLE_BLOCKING_ENV). */
+bool double_blocking(void);
 bool double_peer_died(const struct ncclComm *comm, const bool *ignored_ranks);
 bool double_comm_failed(const struct ncclComm *comm);
 void double_comm_break(struct ncclComm *comm, ncclResult_t reason);

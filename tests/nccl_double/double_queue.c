@@ -254,7 +254,21 @@ static void *stream_worker(void *argument)
 	return NULL;
 }
 
-static ncclResult_t enqueue(struct double_stream *stream, struct double_work *work)
+/* Blocking mode: waits until the stream has finished its first 'target' works. */
+static ncclResult_t wait_for(struct double_stream *stream, uint64_t target)
+{
+	ncclResult_t result;
+
+	pthread_mutex_lock(&stream->lock);
+	while (stream->completed < target)
+		pthread_cond_wait(&stream->changed, &stream->lock);
+	result = stream->first_error;
+	pthread_mutex_unlock(&stream->lock);
+	return result;
+}
+
+static ncclResult_t enqueue(struct double_stream *stream, struct double_work *work,
+			    uint64_t *position)
 {
 	ncclResult_t result = ncclSuccess;
 
@@ -281,7 +295,7 @@ static ncclResult_t enqueue(struct double_stream *stream, struct double_work *wo
 		else
 			stream->head = work;
 		stream->tail = work;
-		stream->enqueued++;
+		*position = ++stream->enqueued;
 		pthread_cond_broadcast(&stream->changed);
 	}
 	pthread_mutex_unlock(&stream->lock);
@@ -299,9 +313,16 @@ static ncclResult_t launch(struct double_op *ops, int op_count)
 {
 	ncclResult_t result = ncclSuccess;
 	bool *taken = calloc((size_t)op_count, sizeof(*taken));
+	struct double_stream **waited = calloc((size_t)op_count, sizeof(*waited));
+	uint64_t *positions = calloc((size_t)op_count, sizeof(*positions));
+	int streams = 0;
 
-	if (!taken)
+	if (!taken || !waited || !positions) {
+		free(taken);
+		free(waited);
+		free(positions);
 		return ncclSystemError;
+	}
 	for (int first = 0; first < op_count; first++) {
 		struct double_work *work;
 		int matching = 0;
@@ -322,10 +343,22 @@ static ncclResult_t launch(struct double_op *ops, int op_count)
 			taken[i] = true;
 			work->ops[work->op_count++] = ops[i];
 		}
-		if (enqueue(double_stream_from(ops[first].stream), work) != ncclSuccess)
+		if (enqueue(double_stream_from(ops[first].stream), work, &positions[streams]) !=
+		    ncclSuccess)
 			result = ncclSystemError;
+		else
+			waited[streams++] = double_stream_from(ops[first].stream);
 	}
 	free(taken);
+	/* Blocking mode: the call returns when what it launched has finished everywhere. */
+	for (int i = 0; i < streams && double_blocking(); i++) {
+		ncclResult_t finished = wait_for(waited[i], positions[i]);
+
+		if (result == ncclSuccess)
+			result = finished;
+	}
+	free(waited);
+	free(positions);
 	return result;
 }
 

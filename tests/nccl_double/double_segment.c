@@ -174,13 +174,22 @@ uint64_t double_now_ms(void)
 }
 
 static uint64_t configured_timeout_ms;
+static bool configured_blocking;
 static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
 
 static void read_settings(void)
 {
 	const char *text = getenv(DOUBLE_TIMEOUT_ENV);
+	const char *blocking = getenv(DOUBLE_BLOCKING_ENV);
 
 	configured_timeout_ms = text ? strtoull(text, NULL, 10) : 0;
+	configured_blocking = blocking && strcmp(blocking, "0") != 0 && blocking[0];
+}
+
+bool double_blocking(void)
+{
+	double_library_init();
+	return configured_blocking;
 }
 
 void double_library_init(void)

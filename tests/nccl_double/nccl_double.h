@@ -44,6 +44,13 @@ extern "C" {
 #define DOUBLE_MAX_RANKS 64
 /* Milliseconds a blocked operation waits for its peers before failing; 0 waits for ever. */
 #define DOUBLE_TIMEOUT_ENV "NCCL_DOUBLE_TIMEOUT_MS"
+/*
+ * "1": blocking mode, as gloo and NCCL's blocking paths are: every collective,
+ * send, receive and ncclGroupEnd returns only once its operations have
+ * finished on every rank taking part, so a rank that never joins leaves the
+ * others blocked inside the call. Unset or "0": calls enqueue and return.
+ */
+#define DOUBLE_BLOCKING_ENV "NCCL_DOUBLE_BLOCKING"
 
 /* Streams stand in for CUDA streams: operations enqueued on one complete in order. */
 ncclResult_t doubleStreamCreate(cudaStream_t *stream);

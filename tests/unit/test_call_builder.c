@@ -164,6 +164,58 @@ UNIT_TEST(call_builder, sequence_numbers_count_accepted_top_level_calls_per_comm
 	call_builder_free(builder);
 }
 
+/*
+ * A call seen in flight (flagged open) carries the sequence number it will
+ * have and its communicator, and takes nothing from the calls that return:
+ * seen twice and then returned, it is numbered once. An init still open
+ * made no communicator: it is named by its rank, size and unique id.
+ */
+UNIT_TEST(call_builder, open_calls_are_named_without_consuming_a_sequence_number)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_new(collect, NULL, &emitted);
+	struct tcheck_call_record call, init = make_call("ncclCommInitRank", 2, 900);
+	const struct trace_nccl_call *built;
+
+	create_world(builder, 0xa, 1, 4);
+	for (int seen = 0; seen < 2; seen++) {
+		call = make_call("ncclAllReduce", 1, 2000);
+		call.args[5] = 0xa;
+		call.flags = TCHECK_CALL_OPEN;
+		call.return_ns = 2000 + 700 * (uint64_t)(seen + 1);
+		CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+		built = last_call(&emitted);
+		CU_ASSERT_TRUE(built->flags & TRACE_CALL_OPEN);
+		CU_ASSERT_EQUAL(built->seq, 0);
+		CU_ASSERT_EQUAL(built->rank, 1);
+		CU_ASSERT_EQUAL(built->nranks, 4);
+		CU_ASSERT_EQUAL(built->duration_ns, 700 * (uint64_t)(seen + 1));
+	}
+	call = make_call("ncclAllReduce", 1, 2000);
+	call.args[5] = 0xa;
+	call_builder_add(builder, &call, NULL);
+	CU_ASSERT_FALSE(last_call(&emitted)->flags & TRACE_CALL_OPEN);
+	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 0);
+	call = make_call("ncclAllReduce", 1, 3000);
+	call.args[5] = 0xa;
+	call_builder_add(builder, &call, NULL);
+	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 1);
+
+	/* Rank 3 of 4 waiting in its init: the identity its communicator will have. */
+	init.args[1] = 4;
+	init.args[2] = 3;
+	memcpy(init.blob, id_bytes, sizeof(id_bytes));
+	init.flags = TCHECK_CALL_HAS_BLOB | TCHECK_CALL_OPEN;
+	CU_ASSERT_EQUAL(call_builder_add(builder, &init, NULL), 0);
+	built = last_call(&emitted);
+	CU_ASSERT_TRUE(built->flags & TRACE_CALL_OPEN);
+	CU_ASSERT_EQUAL(built->rank, 3);
+	CU_ASSERT_EQUAL(built->nranks, 4);
+	CU_ASSERT_EQUAL(built->comm_id, nccl_unique_id_hash(id_bytes, TCHECK_BLOB_BYTES));
+	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 1);
+	call_builder_free(builder);
+}
+
 UNIT_TEST(call_builder, group_depth_follows_start_and_end_per_thread)
 {
 	struct emitted emitted = { 0 };

@@ -148,6 +148,63 @@ UNIT_TEST(hang_detection, rank_that_never_issued_the_collective_is_named)
 	progress_model_free(job.model);
 }
 
+/*
+ * Blocking calls: the ranks that came wait inside the all-reduce of step
+ * 10 and are seen there in flight at every tick (open calls); rank 2
+ * never came. Only the calls in flight tell them apart.
+ */
+UNIT_TEST(hang_detection, ranks_blocked_inside_a_collective_name_the_one_that_never_came)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+	uint64_t start = 10 * STEP_NS + 1000000000ull + 1000000, last;
+	char text[1024];
+
+	for (int step = 0; step < 10; step++)
+		run_step(&job, step, -1, -1, 0, 0);
+	last = job.model->comms[0].last_progress_ns;
+	for (int tick = 1; tick <= 30; tick++)
+		for (int rank = 0; rank < RANKS; rank++) {
+			struct trace_nccl_call call =
+				collective("ncclAllReduce", 256, rank, 20, start + (uint64_t)rank);
+
+			if (rank == 2)
+				continue;
+			call.flags |= TRACE_CALL_OPEN;
+			call.duration_ns = (uint64_t)tick * STEP_NS / 10;
+			feed(&job, &call);
+		}
+	/* Seen thirty times, counted once: one collective more than rank 2. */
+	CU_ASSERT_EQUAL(job.model->comms[0].ranks[0].collectives, 21);
+	CU_ASSERT_EQUAL(job.model->comms[0].ranks[2].collectives, 20);
+	CU_ASSERT_TRUE(job.model->comms[0].ranks[0].last.open);
+	/* Their entry is the last progress: the silence runs from there. */
+	CU_ASSERT_TRUE(job.model->comms[0].last_progress_ns > last);
+	progress_model_advance(job.model, start + 21 * STEP_NS / 10);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].hang_class, HANG_HOST);
+	CU_ASSERT_STRING_EQUAL(reports[0].function, "ncclAllReduce");
+	CU_ASSERT_EQUAL(reports[0].seq, 20);
+	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
+	CU_ASSERT_EQUAL(reports[0].inside_count, 3);
+	CU_ASSERT_EQUAL(reports[0].inside_since_ns, start);
+	reports[0].reported_ns = start + 3 * STEP_NS;
+	diagnosis_report_text(&reports[0], text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "3 rank(s) blocked inside it for 0.030 s"));
+	/* One returns at last: the same call, not a second one. */
+	{
+		struct trace_nccl_call call = collective("ncclAllReduce", 256, 0, 20, start);
+
+		call.duration_ns = 5 * STEP_NS;
+		feed(&job, &call);
+	}
+	CU_ASSERT_EQUAL(job.model->comms[0].ranks[0].collectives, 21);
+	CU_ASSERT_FALSE(job.model->comms[0].ranks[0].last.open);
+	CU_ASSERT_EQUAL(job.model->comms[0].ranks[0].last.duration_ns, 5 * STEP_NS);
+	progress_model_free(job.model);
+}
+
 UNIT_TEST(hang_detection, collective_issued_by_all_without_probes_is_device_or_network)
 {
 	struct job job = new_job();

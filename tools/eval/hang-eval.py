@@ -34,8 +34,9 @@ NICENESS = -15
 SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
-def run(tcheck, workload, directory, ranks, steps, delay, duration):
-    """Records one run; kills what is left of the job afterwards."""
+def run(tcheck, workload, directory, ranks, steps, delay, duration, blocking=False):
+    """Records one run; kills what is left of the job afterwards. With 'blocking' the
+    double's calls return only once their operations finished on every rank."""
     log_dir = os.path.join(directory, "log")
     trace = os.path.join(directory, "job.trace")
     events = os.path.join(directory, "live.jsonl")
@@ -46,8 +47,9 @@ def run(tcheck, workload, directory, ranks, steps, delay, duration):
                "--step-sleep-ms", str(STEP_SLEEP_MS), "--log-dir", log_dir]
     if delay:
         command += ["--delay", delay]
+    environment = dict(os.environ, NCCL_DOUBLE_BLOCKING="1" if blocking else "0")
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+                               start_new_session=True, env=environment)
     process.wait()
     try:
         os.killpg(process.pid, signal.SIGKILL)
@@ -190,6 +192,8 @@ def main():
     parser.add_argument("--clean", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--details", help="write one JSON line per run here")
+    parser.add_argument("--blocking", action="store_true",
+                        help="the double's blocking mode: ranks wait inside their calls")
     options = parser.parse_args()
     rng = random.Random(options.seed)
     plan = [("hang", i) for i in range(options.hangs)] + \
@@ -211,7 +215,8 @@ def main():
         delay = None if kind == "clean" else f"{rank}:{step}:{where}:{delay_ms}"
         with tempfile.TemporaryDirectory(prefix="tcheck-eval.", dir=SCRATCH) as directory:
             trace, log_dir, events = run(options.tcheck, options.workload, directory, ranks,
-                                         step + 6, delay, 4 if kind == "hang" else 20)
+                                         step + 6, delay, 4 if kind == "hang" else 20,
+                                         options.blocking)
             mapping, last_call = nccl_hashes(options.tcheck, trace)
             reports = translate(check(options.tcheck, trace), mapping)
             live = translate(live_findings(events), mapping)
@@ -296,6 +301,11 @@ def print_table(options, tally, latencies, elapsed):
         values = sorted(values)
         return f"median {values[len(values) // 2]:.2f}, max {values[-1]:.2f}"
 
+    print("**Blocking mode** (`NCCL_DOUBLE_BLOCKING=1`: every call returns once its operations "
+          "finished on every rank, as gloo's do; ranks wait inside their calls)."
+          if options.blocking else
+          "**Asynchronous mode** (calls enqueue and return, as NCCL's collectives do).")
+    print()
     print(f"{options.hangs} injected hangs, {options.slowdowns} injected slowdowns and "
           f"{options.clean} fault-free runs (seed {options.seed}; 4 or 8 ranks; steps of "
           f"about {STEP_SLEEP_MS + 5} ms; slowdowns of {SLOWDOWN_MS[0]}-{SLOWDOWN_MS[1]} ms) in "

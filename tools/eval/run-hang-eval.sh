@@ -26,6 +26,8 @@ echo "false positive. Fault-free runs: every report is a false positive."
 echo
 python3 tools/eval/hang-eval.py --details .output/hang-eval-runs.jsonl "$@"
 echo
+python3 tools/eval/hang-eval.py --blocking --details .output/hang-eval-runs-blocking.jsonl "$@"
+echo
 echo "Hang latency is measured from the moment progress stopped, the last call anywhere"
 echo "on the stuck communicator, because the detector's limit is itself \`--hang-factor\`"
 echo "(2) expected steps of silence: \`detected_ns\` is that moment plus the limit, so 2.00"
@@ -36,4 +38,4 @@ echo
 echo "Other work on the machine moves these figures from run to run: a rank it deschedules"
 echo "for longer than the threshold is a real straggler to the detector, and a false"
 echo "positive here. Each run's faults, reports and verdicts are in"
-echo "\`.output/hang-eval-runs.jsonl\`."
+echo "\`.output/hang-eval-runs.jsonl\` (blocking mode: \`.output/hang-eval-runs-blocking.jsonl\`)."

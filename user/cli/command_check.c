@@ -93,7 +93,108 @@ static int advance(struct merged_trace *trace)
 	return 0;
 }
 
-static int run_merged(struct merged_trace *traces, int count, struct job_diagnosis *diagnosis)
+/*
+ * The calls the traces hold open (never returned: written when recording
+ * stopped, or when their thread ended), handed to the detectors at their
+ * entry as the live detectors see calls in flight, not at the end of the
+ * file where they are written.
+ */
+struct open_calls {
+	struct trace_reader **readers; /* kept open: the records point into them */
+	struct trace_record *records;
+	int64_t *shifts;
+	size_t count, capacity, next;
+};
+
+static int add_open_call(struct open_calls *open, const struct trace_record *record,
+			 int64_t shift_ns)
+{
+	if (open->count == open->capacity) {
+		size_t capacity = open->capacity ? open->capacity * 2 : 16;
+		struct trace_record *records = realloc(open->records, capacity * sizeof(*records));
+		int64_t *shifts =
+			records ? realloc(open->shifts, capacity * sizeof(*shifts)) : NULL;
+
+		if (records)
+			open->records = records;
+		if (!records || !shifts)
+			return -1;
+		open->shifts = shifts;
+		open->capacity = capacity;
+	}
+	open->records[open->count] = *record;
+	open->shifts[open->count++] = shift_ns;
+	return 0;
+}
+
+/* A first pass over each trace for its open calls. 0, or -1 after saying why. */
+static int find_open_calls(struct merged_trace *traces, int count, struct open_calls *open)
+{
+	char error[512];
+
+	open->readers = calloc((size_t)count, sizeof(*open->readers));
+	if (!open->readers)
+		return -1;
+	for (int i = 0; i < count; i++) {
+		struct trace_record record;
+
+		open->readers[i] = trace_reader_open(traces[i].path, error, sizeof(error));
+		if (!open->readers[i]) {
+			log_error("%s", error);
+			return -1;
+		}
+		/* A trace that cannot be read to its end is reported by the main pass. */
+		while (trace_reader_next(open->readers[i], &record) > 0)
+			if (record.kind == TRACE_RECORD_NCCL_CALL &&
+			    (record.call.flags & TRACE_CALL_OPEN) &&
+			    add_open_call(open, &record, traces[i].shift_ns)) {
+				log_error("out of memory");
+				return -1;
+			}
+	}
+	/* Few, and in the order their threads were seen: sorted by entry, simply. */
+	for (size_t a = 1; a < open->count; a++)
+		for (size_t b = a;
+		     b > 0 &&
+		     (int64_t)open->records[b].call.entry_ns + open->shifts[b] <
+			     (int64_t)open->records[b - 1].call.entry_ns + open->shifts[b - 1];
+		     b--) {
+			struct trace_record record = open->records[b];
+			int64_t shift = open->shifts[b];
+
+			open->records[b] = open->records[b - 1];
+			open->shifts[b] = open->shifts[b - 1];
+			open->records[b - 1] = record;
+			open->shifts[b - 1] = shift;
+		}
+	return 0;
+}
+
+/* Hands the detectors the open calls entered by 'until_ns' (all with UINT64_MAX). */
+static void enter_open_calls(struct open_calls *open, uint64_t until_ns,
+			     struct job_diagnosis *diagnosis)
+{
+	while (open->next < open->count &&
+	       (int64_t)open->records[open->next].call.entry_ns + open->shifts[open->next] <=
+		       (int64_t)until_ns) {
+		job_diagnosis_record(diagnosis, &open->records[open->next],
+				     open->shifts[open->next]);
+		open->next++;
+	}
+}
+
+static void free_open_calls(struct open_calls *open, int count)
+{
+	for (int i = 0; open->readers && i < count; i++)
+		if (open->readers[i])
+			trace_reader_close(open->readers[i]);
+	free(open->readers);
+	free(open->records);
+	free(open->shifts);
+}
+
+static int run_merged(struct merged_trace *traces, int count, struct job_diagnosis *diagnosis,
+		      struct open_calls *open)
 {
 	for (int i = 0; i < count; i++)
 		if (advance(&traces[i]))
@@ -110,8 +211,12 @@ static int run_merged(struct merged_trace *traces, int count, struct job_diagnos
 						 (int64_t)earliest->next_ns + earliest->shift_ns)
 				earliest = trace;
 		}
-		if (!earliest)
+		if (!earliest) {
+			enter_open_calls(open, UINT64_MAX, diagnosis);
 			return 0;
+		}
+		enter_open_calls(open, (uint64_t)((int64_t)earliest->next_ns + earliest->shift_ns),
+				 diagnosis);
 		job_diagnosis_record(diagnosis, &earliest->next, earliest->shift_ns);
 		if (advance(earliest))
 			return -1;
@@ -189,6 +294,7 @@ int command_check(int argc, char **argv)
 {
 	struct progress_options options;
 	struct merged_trace *traces;
+	struct open_calls open = { 0 };
 	struct job_diagnosis *diagnosis;
 	int json = 0, status, count;
 	char error[512];
@@ -227,7 +333,8 @@ int command_check(int argc, char **argv)
 			traces[i].shift_ns =
 				(int64_t)(header->anchor_realtime_ns - header->anchor_monotonic_ns);
 	}
-	if (!status && run_merged(traces, count, diagnosis))
+	if (!status &&
+	    (find_open_calls(traces, count, &open) || run_merged(traces, count, diagnosis, &open)))
 		status = 1;
 	job_diagnosis_finish(diagnosis);
 	for (int i = 0; i < count && !status; i++)
@@ -242,6 +349,7 @@ int command_check(int argc, char **argv)
 	for (int i = 0; i < count; i++)
 		if (traces[i].reader)
 			trace_reader_close(traces[i].reader);
+	free_open_calls(&open, count);
 	free(traces);
 	job_diagnosis_free(diagnosis);
 	return status;

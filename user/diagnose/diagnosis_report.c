@@ -77,6 +77,16 @@ void diagnosis_report_text(const struct diagnosis_report *report, char *text, si
 				   (double)report->stalled_ns / 1e9,
 				   hang_class_sentence(report->hang_class));
 		used = written > 0 ? (size_t)written : 0;
+		if (report->inside_count && used < size) {
+			written = snprintf(
+				text + used, size - used,
+				"; %u rank(s) blocked inside it for %.3f s", report->inside_count,
+				report->reported_ns > report->inside_since_ns
+					? (double)(report->reported_ns - report->inside_since_ns) /
+						  1e9
+					: 0.0);
+			used += written > 0 ? (size_t)written : 0;
+		}
 		if (report->waiting_comms && used < size) {
 			written = snprintf(text + used, size - used,
 					   "; %u other communicator(s) wait on it",
@@ -141,6 +151,11 @@ json_t *diagnosis_report_json(const struct diagnosis_report *report)
 		json_object_set_new(object, "stalled_ns", export_json_unsigned(report->stalled_ns));
 		json_object_set_new(object, "waiting_communicators",
 				    json_integer(report->waiting_comms));
+		json_object_set_new(object, "ranks_inside", json_integer(report->inside_count));
+		json_object_set_new(object, "inside_since_ns",
+				    report->inside_count
+					    ? export_json_unsigned(report->inside_since_ns)
+					    : json_null());
 		return object;
 	}
 	json_object_set_new(object, "step", json_integer(report->step));

@@ -46,7 +46,10 @@ struct diagnosis_report {
 	uint64_t stalled_ns;	 /* time without progress */
 	uint64_t quiet_since_ns; /* the lagging ranks' last call on any communicator */
 	unsigned waiting_comms;	 /* other stuck communicators that wait on this one */
-	unsigned rank_count;	 /* lagging ranks (hang) or the straggler (slowdown) */
+	/* Ranks seen blocked inside the collective concerned (calls in flight), since when. */
+	unsigned inside_count;
+	uint64_t inside_since_ns;
+	unsigned rank_count; /* lagging ranks (hang) or the straggler (slowdown) */
 	struct diagnosis_rank ranks[PROGRESS_MAX_RANKS];
 	/* Slowdowns. */
 	int64_t step;		      /* the slow step on this communicator */

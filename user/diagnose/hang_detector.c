@@ -106,6 +106,15 @@ static void report_stuck(const struct progress_model *model, const struct progre
 		report->hang_class =
 			hang_classify_issued(samples, pids, pid_count, comm->last_progress_ns);
 	}
+	for (int32_t r = 0; r < comm->nranks; r++) {
+		const struct progress_rank *rank = &comm->ranks[r];
+
+		if (!rank->last.open || rank->collectives != report->collective_index + 1)
+			continue;
+		if (!report->inside_count || rank->last.entry_ns < report->inside_since_ns)
+			report->inside_since_ns = rank->last.entry_ns;
+		report->inside_count++;
+	}
 	slot = progress_comm_slot(comm, report->collective_index);
 	if (slot) {
 		report->function = slot->function;

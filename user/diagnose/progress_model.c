@@ -271,6 +271,26 @@ static void add_collective(struct progress_comm *comm, struct progress_rank *ran
 	}
 }
 
+/* A call counted while open, seen again: its duration so far, or its end. */
+static void taken_again(struct progress_comm *comm, struct progress_rank *rank,
+			const struct trace_nccl_call *call, bool collective)
+{
+	bool open = (call->flags & TRACE_CALL_OPEN) != 0;
+	int32_t r = (int32_t)(rank - comm->ranks);
+
+	rank->last.duration_ns = call->duration_ns;
+	rank->last.open = open;
+	if (!open)
+		rank->open_entry_ns = 0;
+	if (collective && rank->collectives > 0) {
+		struct progress_slot *slot =
+			&comm->window[(rank->collectives - 1) % PROGRESS_WINDOW];
+
+		if (slot->index == rank->collectives - 1)
+			slot->duration_ns[r] = call->duration_ns;
+	}
+}
+
 struct progress_comm *progress_model_add_call(struct progress_model *model,
 					      const struct trace_nccl_call *call,
 					      int64_t *completed_step)
@@ -281,7 +301,9 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	struct progress_rank *rank;
 
 	*completed_step = -1;
-	progress_model_advance(model, call->entry_ns + call->duration_ns);
+	/* An open call's duration is as last seen (the end of a trace): only its entry is now. */
+	progress_model_advance(
+		model, call->entry_ns + ((call->flags & TRACE_CALL_OPEN) ? 0 : call->duration_ns));
 	if (!call->comm_id || call->rank < 0 || call->nranks <= 0 ||
 	    call->nranks > PROGRESS_MAX_RANKS || call->rank >= call->nranks || call->depth > 0)
 		return NULL;
@@ -297,8 +319,21 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	}
 	rank->present = true;
 	rank->pid = call->pid;
-	rank->last = (struct progress_event){ call->function,	 count_of(call), call->entry_ns,
-					      call->duration_ns, call->seq,	 -1 };
+	if (rank->open_entry_ns && rank->open_entry_ns == call->entry_ns &&
+	    rank->open_tid == call->tid) {
+		/* Counted while in flight: now it returned, or is still open. */
+		taken_again(comm, rank, call, collective);
+		return comm;
+	}
+	rank->open_entry_ns = (call->flags & TRACE_CALL_OPEN) ? call->entry_ns : 0;
+	rank->open_tid = call->tid;
+	rank->last = (struct progress_event){ call->function,
+					      count_of(call),
+					      call->entry_ns,
+					      call->duration_ns,
+					      call->seq,
+					      -1,
+					      (call->flags & TRACE_CALL_OPEN) != 0 };
 	if (call->entry_ns > comm->last_progress_ns) {
 		comm->last_progress_ns = call->entry_ns;
 		comm->hang_reported = false; /* it moves again: a later stall is a new hang */

@@ -37,6 +37,7 @@ struct progress_event {
 	uint64_t duration_ns;
 	int64_t seq;
 	int32_t step; /* Python step at the call, -1 unknown */
+	bool open;    /* not returned when last seen: the rank is inside it (duration so far) */
 };
 
 struct progress_rank {
@@ -46,6 +47,9 @@ struct progress_rank {
 	int64_t collectives; /* collective calls issued on the communicator */
 	int64_t p2p_calls;
 	struct progress_event last;
+	/* The call counted while still open (entry time and thread), 0 when none. */
+	uint64_t open_entry_ns;
+	uint32_t open_tid;
 };
 
 /* The n-th collective of a communicator, as each rank reached it. */
@@ -90,9 +94,11 @@ struct progress_model *progress_model_new(const struct progress_options *options
 void progress_model_free(struct progress_model *model);
 
 /*
- * Takes one call. Returns the communicator it advanced (NULL when the call
- * is not a communication call with a known communicator and rank), and
- * sets *completed_step to the last step it completed, or -1.
+ * Takes one call. A call still open (TRACE_CALL_OPEN, a rank blocked
+ * inside it) counts as issued from its entry; when it returns, or is seen
+ * open again, it is the same call, not a new one. Returns the communicator it advanced (NULL when
+ * the call is not a communication call with a known communicator and rank), and sets
+ * *completed_step to the last step it completed, or -1.
  */
 struct progress_comm *progress_model_add_call(struct progress_model *model,
 					      const struct trace_nccl_call *call,

@@ -267,8 +267,13 @@ static json_t *call_object(const struct trace_nccl_call *call)
 	failed |= put(object, "tid", json_integer(call->tid));
 	failed |= put(object, "ts_ns", export_json_unsigned(call->entry_ns));
 	failed |= put(object, "dur_ns", export_json_unsigned(call->duration_ns));
-	failed |= put(object, "ret", json_integer(call->result));
-	failed |= put(object, "ret_name", result_name ? json_string(result_name) : json_null());
+	/* Never returned: open for dur_ns when last seen, with no result. */
+	failed |= put(object, "open", json_boolean(call->flags & TRACE_CALL_OPEN));
+	failed |= put(object, "ret",
+		      call->flags & TRACE_CALL_OPEN ? json_null() : json_integer(call->result));
+	failed |= put(object, "ret_name",
+		      result_name && !(call->flags & TRACE_CALL_OPEN) ? json_string(result_name)
+								      : json_null());
 	failed |= put(object, "depth", json_integer(call->depth));
 	failed |= put(object, "group_depth", json_integer(call->group_depth));
 	failed |= put(object, "args", export_json_call_args(call));

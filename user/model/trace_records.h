@@ -53,6 +53,12 @@ enum trace_stage {
 #define TRACE_CALL_OUT_VALUE_VALID (1U << 0) /* out_value was read at return */
 #define TRACE_CALL_UNIQUE_ID_VALID (1U << 1) /* unique_id_hash was read */
 #define TRACE_CALL_COMM_UNRESOLVED (1U << 2) /* comm identity could not be found */
+/*
+ * Entered and not returned when last seen: the thread is blocked inside it
+ * or ended inside it. duration_ns is how long it had been open then; result
+ * means nothing. A communication call's seq is the one it will have.
+ */
+#define TRACE_CALL_OPEN (1U << 3)
 
 /* One NCCL API call: entry and return paired. */
 struct trace_nccl_call {

@@ -373,6 +373,11 @@ int probe_session_network_counters_fd(struct probe_session *session)
 	return bpf_map__fd(session->skeleton->maps.network_counters);
 }
 
+int probe_session_open_calls_fd(struct probe_session *session)
+{
+	return bpf_map__fd(session->skeleton->maps.open_calls);
+}
+
 int probe_session_poll(struct probe_session *session, int timeout_ms)
 {
 	int result = ring_buffer__poll(session->ring_buffer, timeout_ms);

@@ -144,4 +144,11 @@ int probe_session_attach_network(struct probe_session *session, enum probe_netwo
 /* The file descriptor of the per-process network counters map. */
 int probe_session_network_counters_fd(struct probe_session *session);
 
+/*
+ * The file descriptor of the open_calls map: thread id -> struct
+ * tcheck_thread_calls, the library calls each thread has entered and not
+ * left (user/record/open_calls.h reads it).
+ */
+int probe_session_open_calls_fd(struct probe_session *session);
+
 #endif /* TCHECK_PROBE_SESSION_H */

@@ -460,6 +460,44 @@ static int emit_call(struct call_builder *builder, const struct trace_nccl_call 
 	return builder->emit(builder->context, &record);
 }
 
+/*
+ * A call not returned: what it is and on which communicator, with the
+ * sequence number it will have, changing nothing the calls that return
+ * will find (group depth, sequence numbers, communicators). An init call
+ * still open has made no communicator: it is named by its unique id, rank
+ * and size.
+ */
+static int emit_open_call(struct call_builder *builder, const struct nccl_function *function,
+			  struct thread_state *thread, struct process_state *process,
+			  struct trace_nccl_call *call, uint64_t seen_ns)
+{
+	int comm_param = nccl_param_find(function, NCCL_PARAM_COMM);
+	struct known_communicator *known;
+
+	call->flags |= TRACE_CALL_OPEN;
+	call->flags &= ~TRACE_CALL_OUT_VALUE_VALID;
+	call->result = 0;
+	call->duration_ns = seen_ns > call->entry_ns ? seen_ns - call->entry_ns : 0;
+	call->group_depth = thread->group_depth;
+	if (function->kind == NCCL_KIND_COMM_INIT) {
+		call->nranks = int_param(call, function, "nranks");
+		call->rank = nccl_param_find(function, NCCL_PARAM_UNIQUE_ID) < 0
+				     ? int_param(call, function, "myrank")
+				     : int_param(call, function, "rank");
+		/* The identity the communicator will have: ranks waiting in one init share it. */
+		if (call->flags & TRACE_CALL_UNIQUE_ID_VALID)
+			call->comm_id = call->unique_id_hash;
+	} else if (comm_param >= 0 && (call->comm = call->params[comm_param]) != 0) {
+		known = u64_map_get(&process->communicators, call->comm);
+		if (known) {
+			describe_call_communicator(call, known);
+			if (nccl_function_is_communication(function) && call->depth == 0)
+				call->seq = known->next_seq;
+		}
+	}
+	return emit_call(builder, call);
+}
+
 int call_builder_add(struct call_builder *builder, const struct tcheck_call_record *record,
 		     const struct trace_python_context *python)
 {
@@ -481,6 +519,8 @@ int call_builder_add(struct call_builder *builder, const struct tcheck_call_reco
 		call.stage = python->stage;
 		call.py_stack = python->py_stack;
 	}
+	if (record->flags & TCHECK_CALL_OPEN)
+		return emit_open_call(builder, function, thread, process, &call, record->return_ns);
 	update_group_depth(thread, function, &call);
 	switch (function->kind) {
 	case NCCL_KIND_COMM_INIT:

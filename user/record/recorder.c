@@ -25,6 +25,7 @@
 #include "python/python_tracer.h"
 #include "record/call_builder.h"
 #include "record/live_status.h"
+#include "record/open_calls.h"
 #include "trace/trace_writer.h"
 
 #define POLL_INTERVAL_MS 100
@@ -59,6 +60,9 @@ struct recorder {
 	uint64_t calls;
 	uint64_t python_events; /* Python calls, torch scopes and operators written */
 	uint64_t python_lost;	/* those the kernel or the tracer is known to have missed */
+	/* Reading the calls in flight for the detectors only: they are not written. */
+	int reading_calls_in_flight;
+	uint64_t open_calls_written; /* calls left open at the end, kept in the trace */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -95,6 +99,15 @@ static int emit_built_record(void *context, const struct trace_record *record)
 
 	if (record->kind == TRACE_RECORD_PYTHON_CALL)
 		recorder->python_events++;
+	if (recorder->reading_calls_in_flight) {
+		/* Still in flight: the detectors see who is inside what; the trace gets the return.
+		 */
+		if (recorder->options->diagnosis)
+			job_diagnosis_record(recorder->options->diagnosis, record, 0);
+		return 0;
+	}
+	if (record->kind == TRACE_RECORD_NCCL_CALL && (record->call.flags & TRACE_CALL_OPEN))
+		recorder->open_calls_written++;
 	if (record->kind == TRACE_RECORD_NCCL_CALL) {
 		recorder->calls++;
 		/* Only the live line counts calls per function. */
@@ -410,6 +423,32 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 }
 
 /* The Python events the kernel or the tracer is known to have missed; 0 without Python tracing. */
+static int take_open_call(void *context, const struct tcheck_call_record *record)
+{
+	struct recorder *recorder = context;
+	struct trace_python_context python;
+
+	if (!u64_map_get(&recorder->processes, record->header.pid))
+		return 0;
+	(void)call_builder_add(recorder->builder, record,
+			       python_context_of(recorder, record, &python));
+	return 0;
+}
+
+/*
+ * The calls the traced threads are inside: to the detectors while the job
+ * runs ('in_flight'), to the trace as open calls when recording ends.
+ */
+static void read_open_calls(struct recorder *recorder, bool in_flight)
+{
+	recorder->reading_calls_in_flight = in_flight;
+	if (open_calls_read(probe_session_open_calls_fd(recorder->session), monotonic_ns(),
+			    take_open_call, recorder) < 0 &&
+	    !in_flight)
+		log_warning("the calls still open could not be read: %s", strerror(errno));
+	recorder->reading_calls_in_flight = 0;
+}
+
 static uint64_t python_events_lost(const struct recorder *recorder, const uint64_t *counters)
 {
 	struct python_tracer_losses losses;
@@ -723,8 +762,10 @@ static void run_loop(struct recorder *recorder)
 			log_warning("reading the ring buffer failed: %s", strerror(errno));
 		reap_command(recorder);
 		now = monotonic_ns();
-		if (recorder->options->diagnosis)
+		if (recorder->options->diagnosis) {
+			read_open_calls(recorder, true);
 			job_diagnosis_tick(recorder->options->diagnosis, now);
+		}
 		if (now - last_rescan >= RESCAN_INTERVAL_NS) {
 			check_liveness(recorder);
 			add_discovered(recorder);
@@ -749,8 +790,9 @@ static void run_loop(struct recorder *recorder)
 			last_status = now;
 		}
 	}
-	/* Everything the kernel already holds belongs in the trace. */
+	/* Everything the kernel already holds belongs in the trace, and what is still open. */
 	probe_session_drain(recorder->session);
+	read_open_calls(recorder, false);
 	probe_session_counters(recorder->session, counters);
 	write_stats(recorder, counters);
 	work_requests_sample(recorder->work_requests, monotonic_ns(), write_network_sample,
@@ -812,6 +854,10 @@ int recorder_run(const struct recorder_options *options)
 	log_notice("%llu NCCL calls recorded%s%s", (unsigned long long)recorder.calls,
 		   options->output_path ? " to " : "",
 		   options->output_path ? options->output_path : "");
+	if (recorder.open_calls_written)
+		log_notice("%llu of them never returned (a thread blocked or ended inside): "
+			   "kept as open calls",
+			   (unsigned long long)recorder.open_calls_written);
 	if (recorder.python)
 		report_python_coverage(&recorder);
 out:
