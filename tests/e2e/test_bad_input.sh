@@ -33,8 +33,16 @@ expect_error 1 "" "$TCHECK" dump "$SCRATCH/missing.trace"
 	--log-dir "$SCRATCH/log"
 size=$(stat -c %s "$SCRATCH/good.trace")
 cp "$SCRATCH/good.trace" "$SCRATCH/flipped.trace"
-# Flip a byte in the middle of the first chunk's payload.
-printf '\xff' | dd of="$SCRATCH/flipped.trace" bs=1 seek=$((size / 3)) conv=notrunc 2>/dev/null
+# Flip every bit of a byte in the middle of the first chunk's payload (writing a fixed
+# value would change nothing where the byte already holds it: -1 fields are all 0xff).
+python3 - "$SCRATCH/flipped.trace" $((size / 3)) <<'PYTHON'
+import sys
+with open(sys.argv[1], "r+b") as trace:
+    trace.seek(int(sys.argv[2]))
+    byte = trace.read(1)[0]
+    trace.seek(int(sys.argv[2]))
+    trace.write(bytes([byte ^ 0xff]))
+PYTHON
 set +e
 "$TCHECK" dump "$SCRATCH/flipped.trace" >/dev/null 2>"$SCRATCH/err"
 status=$?

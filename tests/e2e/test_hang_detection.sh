@@ -125,6 +125,34 @@ assert live[0]["collective"] == "ncclAllReduce" and live[0]["ranks_inside"] == 3
 assert int(live[0]["comm_id"], 16) == world
 PYTHON
 
+# Killed inside: the job is killed while its ranks wait inside the collective; the
+# exit probe keeps each call its thread was inside, open until the kill.
+mkdir -p "$SCRATCH/killed.log"
+NCCL_DOUBLE_BLOCKING=1 "$TCHECK" record --no-diagnosis -o "$SCRATCH/killed.trace" -- \
+	"$WORKLOAD" --ranks 4 --steps 100000 --step-sleep-ms 60 --delay 2:8:collective:0 \
+	--log-dir "$SCRATCH/killed.log" >/dev/null 2>"$SCRATCH/killed.err" &
+recorder=$!
+BACKGROUND_PIDS+=("$recorder")
+wait_for_file "$SCRATCH/killed.log/rank-2.fault" 20
+sleep 0.5
+launcher=$(pgrep -P "$recorder")
+killed_ns=$(python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC))')
+kill -9 $(pgrep -P "$launcher") "$launcher"
+wait "$recorder" || true
+"$TCHECK" dump "$SCRATCH/killed.trace" >"$SCRATCH/killed.jsonl" || fail "dump of the killed job"
+python3 - "$SCRATCH/killed.jsonl" "$killed_ns" <<'PYTHON' || fail "the killed ranks' open calls are not in the trace: $(cat "$SCRATCH/killed.err")"
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+killed_ns = int(sys.argv[2])
+ranks = {p["pid"]: p.get("rank") for p in records if p["kind"] == "process" and p.get("rank") is not None}
+open_calls = [c for c in records if c["kind"] == "nccl" and c["open"]]
+print("open calls of the killed job:", [(ranks.get(c["pid"]), c["name"], c["seq"], c["dur_ns"]) for c in open_calls])
+# Ranks 0, 1 and 3 were inside the world all-reduce rank 2 never joined; each until the kill.
+assert sorted(ranks.get(c["pid"]) for c in open_calls) == [0, 1, 3]
+assert all(c["name"] == "ncclAllReduce" for c in open_calls)
+assert all(abs(c["ts_ns"] + c["dur_ns"] - killed_ns) < 500_000_000 for c in open_calls)
+PYTHON
+
 # The same, found live by attach and written to --events.
 mkdir -p "$SCRATCH/live.jsonl.log"
 start_workload "$SCRATCH/live.jsonl.log" --delay 2:40:collective:0
