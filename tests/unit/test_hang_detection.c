@@ -205,6 +205,62 @@ UNIT_TEST(hang_detection, ranks_blocked_inside_a_collective_name_the_one_that_ne
 	progress_model_free(job.model);
 }
 
+/* A call of the pair communicator of job ranks 0 and 3 (pids 1000 and 1003). */
+static void pair_call(struct job *job, int pair_rank, int64_t seq, uint64_t entry_ns, bool open)
+{
+	struct trace_nccl_call call = collective("ncclAllReduce", 512, pair_rank, seq, entry_ns);
+
+	call.comm_id = PAIR_COMM_ID;
+	call.nranks = 2;
+	call.pid = pair_rank == 0 ? 1000 : 1003;
+	call.tid = call.pid;
+	call.flags |= open ? TRACE_CALL_OPEN : 0;
+	feed(job, &call);
+}
+
+/*
+ * Blocking calls on two communicators: rank 2 never issues the world
+ * all-reduce of step 10 and ranks 0 and 1 wait inside it. Rank 3 waits
+ * inside the pair all-reduce for rank 0, which is inside the world one:
+ * on the world communicator rank 3 lags too, and on the pair one rank 0
+ * does, but both are blocked elsewhere. One report, naming rank 2 alone.
+ */
+UNIT_TEST(hang_detection, ranks_blocked_on_another_communicator_are_not_the_cause)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+	uint64_t start = 10 * STEP_NS + 1000000000ull;
+
+	for (int step = 0; step < 10; step++) {
+		uint64_t at = (uint64_t)step * STEP_NS + 1000000000ull + 8000000;
+
+		run_step(&job, step, -1, -1, 0, 0);
+		pair_call(&job, 0, step, at, false);
+		pair_call(&job, 1, step, at, false);
+	}
+	pair_call(&job, 1, 10, start + 500000, true);
+	for (int rank = 0; rank < 2; rank++) {
+		struct trace_nccl_call call =
+			collective("ncclAllReduce", 256, rank, 20, start + 1000000);
+
+		call.flags |= TRACE_CALL_OPEN;
+		feed(&job, &call);
+	}
+	CU_ASSERT_TRUE(progress_model_blocked_elsewhere(job.model, NULL, 1003));
+	CU_ASSERT_FALSE(progress_model_blocked_elsewhere(job.model, NULL, 1002));
+	progress_model_advance(job.model, start + 3 * STEP_NS);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
+	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
+	CU_ASSERT_EQUAL(reports[0].inside_count, 2);
+	CU_ASSERT_EQUAL(reports[0].waiting_comms, 1);
+	/* Nothing more later: what is left waits on that stall. */
+	progress_model_advance(job.model, start + 6 * STEP_NS);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	progress_model_free(job.model);
+}
+
 UNIT_TEST(hang_detection, collective_issued_by_all_without_probes_is_device_or_network)
 {
 	struct job job = new_job();

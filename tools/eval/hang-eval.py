@@ -144,6 +144,7 @@ def judge_hang(report, fault, log_dir, ranks):
     comm_id = comm_hex(report["comm_id"])
     expected_seq = seqs.get(comm_id)
     collective_ok = False
+    truth = None
     if rank_ok and expected_seq is not None and report["seq"] == expected_seq:
         for peer in range(ranks):
             if peer == fault["rank"]:
@@ -151,8 +152,26 @@ def judge_hang(report, fault, log_dir, ranks):
             peer_calls, _ = rank_log(log_dir, peer)
             for call in peer_calls:
                 if call["comm_id"] == comm_id and call["seq"] == expected_seq:
-                    collective_ok = call["name"] == report["collective"]
+                    truth = call["name"]
+        if truth is None:
+            truth = same_call_a_step_earlier(calls, comm_id, expected_seq, fault["step"])
+        collective_ok = truth == report["collective"]
     return rank_ok, collective_ok
+
+
+def same_call_a_step_earlier(calls, comm_id, seq, step):
+    """What the rank issued on the communicator at the same place one step before.
+
+    The logs hold the calls that returned: in blocking mode the peers never returned
+    from the call the faulty rank never made, and none logged it. The workload makes
+    the same calls every step, so the call at that place is the one of the step before.
+    """
+    on_comm = [c for c in calls if c["comm_id"] == comm_id and c["seq"] is not None]
+    per_step = sum(1 for c in on_comm if c.get("step") == step - 1)
+    earlier = seq - per_step
+    if per_step == 0 or earlier < 0 or earlier >= len(on_comm):
+        return None
+    return on_comm[earlier]["name"]
 
 
 def judge_slowdown(report, fault, log_dir):

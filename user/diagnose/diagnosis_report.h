@@ -49,6 +49,8 @@ struct diagnosis_report {
 	/* Ranks seen blocked inside the collective concerned (calls in flight), since when. */
 	unsigned inside_count;
 	uint64_t inside_since_ns;
+	/* Every rank that never issued it is blocked inside a call on another communicator. */
+	bool waits_elsewhere;
 	unsigned rank_count; /* lagging ranks (hang) or the straggler (slowdown) */
 	struct diagnosis_rank ranks[PROGRESS_MAX_RANKS];
 	/* Slowdowns. */

@@ -94,12 +94,25 @@ static void report_stuck(const struct progress_model *model, const struct progre
 			pids[pid_count++] = comm->ranks[r].pid;
 	}
 	if (fewest < most) {
+		unsigned free_ranks = 0;
+
 		/* The first collective some rank never issued. */
 		report->collective_index = fewest;
 		report->hang_class = HANG_HOST;
+		/*
+		 * Of the ranks that never issued it, those blocked inside a call
+		 * on another communicator wait there: the others are the cause.
+		 */
 		for (int32_t r = 0; r < comm->nranks; r++)
-			if (comm->ranks[r].collectives == fewest)
+			free_ranks +=
+				comm->ranks[r].collectives == fewest &&
+				!progress_model_blocked_elsewhere(model, comm, comm->ranks[r].pid);
+		for (int32_t r = 0; r < comm->nranks; r++)
+			if (comm->ranks[r].collectives == fewest &&
+			    (!free_ranks ||
+			     !progress_model_blocked_elsewhere(model, comm, comm->ranks[r].pid)))
 				describe_rank(comm, r, &report->ranks[report->rank_count++]);
+		report->waits_elsewhere = !free_ranks;
 	} else {
 		/* Every rank issued the last one: it never finished. */
 		report->collective_index = most - 1;
@@ -242,6 +255,9 @@ static uint64_t quiet_since(const struct progress_model *model,
 
 static bool comes_before(const struct diagnosis_report *a, const struct diagnosis_report *b)
 {
+	/* A rank blocked on another communicator waits on the stall found there. */
+	if (a->waits_elsewhere != b->waits_elsewhere)
+		return !a->waits_elsewhere;
 	if ((a->hang_class == HANG_HOST) != (b->hang_class == HANG_HOST))
 		return a->hang_class == HANG_HOST;
 	return a->hang_class == HANG_HOST && a->quiet_since_ns < b->quiet_since_ns;
@@ -253,10 +269,12 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 	double step_ns = progress_model_job_step_ns(model);
 	struct progress_comm *first_waiting = NULL;
 	unsigned found = 0, waiting = 0;
-	bool behind;
+	bool behind, reported_before = false;
 
 	if (step_ns <= 0)
 		return 0;
+	for (unsigned i = 0; i < model->comm_count; i++)
+		reported_before |= model->comms[i].hang_reported;
 	behind = rank_left_behind(model, step_ns);
 	/*
 	 * Communicators whose ranks all issued their last collective and
@@ -299,6 +317,15 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 			reports[j] = reports[j - 1];
 			reports[j - 1] = swap;
 		}
+	/*
+	 * Stalls whose ranks all wait inside a call on another communicator
+	 * are consequences of the first one: counted there, not reported.
+	 */
+	while (found > 0 && reports[found - 1].waits_elsewhere &&
+	       ((found > 1 && !reports[0].waits_elsewhere) || reported_before)) {
+		found--;
+		waiting++;
+	}
 	if (found)
 		reports[0].waiting_comms = waiting;
 	return found;

@@ -271,6 +271,45 @@ static void add_collective(struct progress_comm *comm, struct progress_rank *ran
 	}
 }
 
+/* A call on no communicator seen open (blocked) or returned (no longer). */
+static void track_blocked(struct progress_model *model, const struct trace_nccl_call *call)
+{
+	unsigned i;
+
+	for (i = 0; i < model->blocked_count; i++)
+		if (model->blocked[i].tid == call->tid && model->blocked[i].pid == call->pid)
+			break;
+	if (call->flags & TRACE_CALL_OPEN) {
+		if (i < model->blocked_count)
+			model->blocked[i].entry_ns = call->entry_ns;
+		else if (model->blocked_count < PROGRESS_BLOCKED_MAX)
+			model->blocked[model->blocked_count++] =
+				(struct progress_blocked){ call->pid, call->tid, call->entry_ns };
+		return;
+	}
+	/* It returned: the thread is no longer blocked there. */
+	if (i < model->blocked_count && model->blocked[i].entry_ns == call->entry_ns)
+		model->blocked[i] = model->blocked[--model->blocked_count];
+}
+
+bool progress_model_blocked_elsewhere(const struct progress_model *model,
+				      const struct progress_comm *comm, uint32_t pid)
+{
+	for (unsigned i = 0; i < model->blocked_count; i++)
+		if (model->blocked[i].pid == pid)
+			return true;
+	for (unsigned i = 0; i < model->comm_count; i++) {
+		const struct progress_comm *other = &model->comms[i];
+
+		if (other == comm)
+			continue;
+		for (int32_t r = 0; r < other->nranks; r++)
+			if (other->ranks[r].pid == pid && other->ranks[r].last.open)
+				return true;
+	}
+	return false;
+}
+
 /* A call counted while open, seen again: its duration so far, or its end. */
 static void taken_again(struct progress_comm *comm, struct progress_rank *rank,
 			const struct trace_nccl_call *call, bool collective)
@@ -304,6 +343,8 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	/* An open call's duration is as last seen (the end of a trace): only its entry is now. */
 	progress_model_advance(
 		model, call->entry_ns + ((call->flags & TRACE_CALL_OPEN) ? 0 : call->duration_ns));
+	if (call->depth == 0 && !call->comm)
+		track_blocked(model, call);
 	if (!call->comm_id || call->rank < 0 || call->nranks <= 0 ||
 	    call->nranks > PROGRESS_MAX_RANKS || call->rank >= call->nranks || call->depth > 0)
 		return NULL;
@@ -373,6 +414,11 @@ double progress_model_job_step_ns(const struct progress_model *model)
 
 void progress_model_process_ended(struct progress_model *model, uint32_t pid)
 {
+	for (unsigned i = 0; i < model->blocked_count;)
+		if (model->blocked[i].pid == pid)
+			model->blocked[i] = model->blocked[--model->blocked_count];
+		else
+			i++;
 	for (unsigned i = 0; i < model->comm_count; i++)
 		for (int32_t r = 0; r < model->comms[i].nranks; r++)
 			if (model->comms[i].ranks[r].pid == pid)

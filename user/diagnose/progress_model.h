@@ -82,12 +82,30 @@ struct progress_comm {
 	bool hang_reported;
 };
 
+#define PROGRESS_BLOCKED_MAX 256
+
+/* A thread blocked in a call on no communicator (ncclGroupEnd of blocking sends). */
+struct progress_blocked {
+	uint32_t pid, tid;
+	uint64_t entry_ns;
+};
+
 struct progress_model {
 	struct progress_options options;
 	struct progress_comm *comms;
 	unsigned comm_count, comm_capacity;
 	uint64_t now_ns; /* latest time seen in any record or tick */
+	struct progress_blocked blocked[PROGRESS_BLOCKED_MAX];
+	unsigned blocked_count;
 };
+
+/*
+ * Whether the process is blocked inside a call (seen open and not returned)
+ * other than on 'comm' (NULL: any): on another communicator, or in a call on
+ * none (ncclGroupEnd waiting for its sends and receives).
+ */
+bool progress_model_blocked_elsewhere(const struct progress_model *model,
+				      const struct progress_comm *comm, uint32_t pid);
 
 /* NULL when out of memory; 'options' NULL for the defaults. */
 struct progress_model *progress_model_new(const struct progress_options *options);
