@@ -366,6 +366,9 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 		taken_again(comm, rank, call, collective);
 		return comm;
 	}
+	/* Seen open, then returned before it was handed over: the return counted it. */
+	if ((call->flags & TRACE_CALL_OPEN) && call->entry_ns <= rank->last.entry_ns)
+		return comm;
 	rank->open_entry_ns = (call->flags & TRACE_CALL_OPEN) ? call->entry_ns : 0;
 	rank->open_tid = call->tid;
 	rank->last = (struct progress_event){ call->function,

@@ -33,6 +33,8 @@
 #define STATUS_INTERVAL_NS 1000000000ULL
 #define RESCAN_INTERVAL_NS 500000000ULL
 #define DEFAULT_RING_BUFFER_BYTES (16u << 20)
+/* Calls in flight read at one tick: a thread has at most TCHECK_MAX_NESTING. */
+#define OPEN_CALLS_MAX 1024
 
 struct traced_process {
 	struct trace_process record;
@@ -63,6 +65,8 @@ struct recorder {
 	/* Reading the calls in flight for the detectors only: they are not written. */
 	int reading_calls_in_flight;
 	uint64_t open_calls_written; /* calls left open at the end, kept in the trace */
+	struct tcheck_call_record *open_calls; /* OPEN_CALLS_MAX, read from the map, then handed */
+	size_t open_call_count;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -426,26 +430,38 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 static int take_open_call(void *context, const struct tcheck_call_record *record)
 {
 	struct recorder *recorder = context;
-	struct trace_python_context python;
 
-	if (!u64_map_get(&recorder->processes, record->header.pid))
+	if (!u64_map_get(&recorder->processes, record->header.pid) ||
+	    recorder->open_call_count == OPEN_CALLS_MAX)
 		return 0;
-	(void)call_builder_add(recorder->builder, record,
-			       python_context_of(recorder, record, &python));
+	if (!recorder->open_calls &&
+	    !(recorder->open_calls = malloc(OPEN_CALLS_MAX * sizeof(*recorder->open_calls))))
+		return 1;
+	recorder->open_calls[recorder->open_call_count++] = *record;
 	return 0;
 }
 
 /*
  * The calls the traced threads are inside: to the detectors while the job
- * runs ('in_flight'), to the trace as open calls when recording ends.
+ * runs ('in_flight'), to the trace as open calls when recording ends. The
+ * ring buffer is read after the map: a call returned before its thread
+ * entered the one now open, so the calls before each open one are all in.
  */
 static void read_open_calls(struct recorder *recorder, bool in_flight)
 {
-	recorder->reading_calls_in_flight = in_flight;
+	struct trace_python_context python;
+
+	recorder->open_call_count = 0;
 	if (open_calls_read(probe_session_open_calls_fd(recorder->session), monotonic_ns(),
 			    take_open_call, recorder) < 0 &&
 	    !in_flight)
 		log_warning("the calls still open could not be read: %s", strerror(errno));
+	probe_session_drain(recorder->session);
+	recorder->reading_calls_in_flight = in_flight;
+	for (size_t i = 0; i < recorder->open_call_count; i++)
+		(void)call_builder_add(recorder->builder, &recorder->open_calls[i],
+				       python_context_of(recorder, &recorder->open_calls[i],
+							 &python));
 	recorder->reading_calls_in_flight = 0;
 }
 
@@ -724,6 +740,7 @@ static void tear_down(struct recorder *recorder)
 	library_discovery_free(recorder->discovery);
 	work_requests_free(recorder->work_requests);
 	probe_session_free(recorder->session);
+	free(recorder->open_calls);
 }
 
 static void report_losses(struct recorder *recorder, const uint64_t *counters)
