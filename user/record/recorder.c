@@ -64,7 +64,7 @@ struct recorder {
 	uint64_t python_lost;	/* those the kernel or the tracer is known to have missed */
 	/* Reading the calls in flight for the detectors only: they are not written. */
 	int reading_calls_in_flight;
-	uint64_t open_calls_written; /* calls left open at the end, kept in the trace */
+	uint64_t open_calls_written;	       /* calls left open at the end, kept in the trace */
 	struct tcheck_call_record *open_calls; /* OPEN_CALLS_MAX, read from the map, then handed */
 	size_t open_call_count;
 };
@@ -459,9 +459,9 @@ static void read_open_calls(struct recorder *recorder, bool in_flight)
 	probe_session_drain(recorder->session);
 	recorder->reading_calls_in_flight = in_flight;
 	for (size_t i = 0; i < recorder->open_call_count; i++)
-		(void)call_builder_add(recorder->builder, &recorder->open_calls[i],
-				       python_context_of(recorder, &recorder->open_calls[i],
-							 &python));
+		(void)call_builder_add(
+			recorder->builder, &recorder->open_calls[i],
+			python_context_of(recorder, &recorder->open_calls[i], &python));
 	recorder->reading_calls_in_flight = 0;
 }
 
