@@ -91,7 +91,8 @@ static void write_host(const char *path, int first_rank, uint64_t clock_ahead_ns
 /* Runs `check --json` on the traces; returns its exit status, its output in 'out'. */
 static int run_check(char *first, char *second, const char *out)
 {
-	char *argv[] = { "check", "--json", first, second, NULL };
+	/* Steps of 10 ms: hang_factor steps alone make a hang, not a second at least. */
+	char *argv[] = { "check", "--json", "--hang-min-seconds", "0", first, second, NULL };
 	int saved, fd, status;
 
 	fflush(stdout);
@@ -100,7 +101,7 @@ static int run_check(char *first, char *second, const char *out)
 	CU_ASSERT_FATAL(saved >= 0 && fd >= 0);
 	dup2(fd, STDOUT_FILENO);
 	close(fd);
-	status = command_check(second ? 4 : 3, argv);
+	status = command_check(second ? 6 : 5, argv);
 	fflush(stdout);
 	dup2(saved, STDOUT_FILENO);
 	close(saved);

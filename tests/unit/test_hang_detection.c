@@ -85,10 +85,16 @@ static void run_step(struct job *job, int step, int missing, int late_rank, uint
 	}
 }
 
+/* Steps of 10 ms judged by hang_factor alone (no floor of a second). */
 static struct job new_job(void)
 {
-	struct job job = { .model = progress_model_new(NULL) };
+	struct progress_options options;
+	struct job job;
 
+	progress_options_default(&options);
+	options.hang_min_ns = 0;
+	job.model = progress_model_new(&options);
+	job.slow_count = 0;
 	CU_ASSERT_PTR_NOT_NULL_FATAL(job.model);
 	return job;
 }
@@ -117,6 +123,29 @@ UNIT_TEST(hang_detection, fault_free_job_has_no_hang_before_the_limit)
 	/* 1.9 expected steps after the last call: still within hang_factor 2. */
 	progress_model_advance(job.model, job.model->comms[0].last_progress_ns + 19 * STEP_NS / 10);
 	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	progress_model_free(job.model);
+}
+
+/*
+ * By default a hang lasts a second at least: a job of 10 ms steps quiet for
+ * three steps (a pause of a GPU job's Python) is not one; a second is.
+ */
+UNIT_TEST(hang_detection, short_steps_need_a_second_of_silence)
+{
+	struct job job = { .model = progress_model_new(NULL) };
+	struct diagnosis_report reports[4];
+	uint64_t last;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(job.model);
+	for (int step = 0; step < 10; step++)
+		run_step(&job, step, -1, -1, 0, 0);
+	run_step(&job, 10, 2, -1, 0, 0);
+	last = job.model->comms[0].last_progress_ns;
+	progress_model_advance(job.model, last + 3 * STEP_NS);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	progress_model_advance(job.model, last + 1000000000ull + 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
 	progress_model_free(job.model);
 }
 

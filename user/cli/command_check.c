@@ -20,7 +20,8 @@
 #define MAX_TRACES 256
 
 static const char check_help[] =
-	"Usage: tcheck-bpf check TRACE... [--json] [--hang-factor N] [--slowdown-threshold R]\n"
+	"Usage: tcheck-bpf check TRACE... [--json] [--hang-factor N] [--hang-min-seconds S]\n"
+	"                        [--slowdown-threshold R]\n"
 	"                        [--warmup-steps N] [--alpha R] [--beta R]\n"
 	"       tcheck-bpf check --rules RULES TRACE... [--jsonl FILE]\n"
 	"\n"
@@ -39,6 +40,7 @@ static const char check_help[] =
 	"Options:\n"
 	"      --json                   JSON Lines findings on standard output\n"
 	"      --hang-factor N          expected steps without progress (default 2)\n"
+	"      --hang-min-seconds S     and at least this long (default 1)\n"
 	"      --slowdown-threshold R   slow step ratio, the same as --beta (default 1.4)\n"
 	"      --beta R                 the same as --slowdown-threshold\n"
 	"      --alpha R                steps within this ratio update the expected\n"
@@ -228,6 +230,7 @@ static int parse_options(int argc, char **argv, struct progress_options *options
 	static const struct option long_options[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "hang-factor", required_argument, NULL, 'n' },
+		{ "hang-min-seconds", required_argument, NULL, 'm' },
 		{ "slowdown-threshold", required_argument, NULL, 'b' },
 		{ "beta", required_argument, NULL, 'b' },
 		{ "alpha", required_argument, NULL, 'a' },
@@ -247,6 +250,14 @@ static int parse_options(int argc, char **argv, struct progress_options *options
 		case 'n':
 			if (parse_positive_number("--hang-factor", optarg, &options->hang_factor))
 				return 2;
+			break;
+		case 'm':
+			/* 0 is allowed: hang_factor steps alone. */
+			number = 0;
+			if (strcmp(optarg, "0") != 0 &&
+			    parse_positive_number("--hang-min-seconds", optarg, &number))
+				return 2;
+			options->hang_min_ns = number * 1e9;
 			break;
 		case 'b':
 			if (parse_positive_number("--slowdown-threshold", optarg,

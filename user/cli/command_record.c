@@ -49,6 +49,7 @@ static const char record_help[] =
 	"Lines\n"
 	"      --hang-factor N      expected steps without progress that make a hang\n"
 	"                           (default 2)\n"
+	"      --hang-min-seconds S and at least this long (default 1)\n"
 	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.4)\n"
 	"      --no-diagnosis       do not look for hangs and slowdowns\n"
 	"  -h, --help               this text\n"
@@ -85,6 +86,7 @@ static const char attach_help[] =
 	"Lines\n"
 	"      --hang-factor N      expected steps without progress that make a hang\n"
 	"                           (default 2)\n"
+	"      --hang-min-seconds S and at least this long (default 1)\n"
 	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.4)\n"
 	"      --no-diagnosis       do not look for hangs and slowdowns\n"
 	"  -h, --help               this text\n"
@@ -163,6 +165,16 @@ static int parse_diagnosis_option(int option, const char *text, struct live_diag
 	case 'H':
 		return parse_positive_number("--hang-factor", text,
 					     &diagnosis->options.hang_factor);
+	case 'M': {
+		double seconds = 0;
+
+		/* 0 is allowed: hang_factor steps alone. */
+		if (strcmp(text, "0") != 0 &&
+		    parse_positive_number("--hang-min-seconds", text, &seconds))
+			return -1;
+		diagnosis->options.hang_min_ns = seconds * 1e9;
+		return 0;
+	}
 	default:
 		if (parse_positive_number("--slowdown-threshold", text,
 					  &diagnosis->options.slowdown_threshold))
@@ -224,6 +236,7 @@ static const struct option long_options[] = {
 	{ "events", required_argument, NULL, 'E' },
 	{ "no-diagnosis", no_argument, NULL, 'N' },
 	{ "hang-factor", required_argument, NULL, 'H' },
+	{ "hang-min-seconds", required_argument, NULL, 'M' },
 	{ "slowdown-threshold", required_argument, NULL, 'W' },
 	{ "rules", required_argument, NULL, 'U' },
 	{ "help", no_argument, NULL, 'h' },
@@ -314,6 +327,7 @@ static int parse_options(int argc, char **argv, int attach, struct record_argume
 		case 'E':
 		case 'N':
 		case 'H':
+		case 'M':
 		case 'W':
 			if (parse_diagnosis_option(option, optarg, &arguments->diagnosis))
 				return 2;

@@ -151,8 +151,9 @@ static bool ranks_disagree(const struct progress_comm *comm)
 /*
  * How long the communicator may stay quiet: hang_factor times the job's
  * step, or times its own longest normal wait between two collectives when
- * that is clearly longer (a communicator used once every few steps). A
- * wait about one step long is the job's step itself, measured with noise.
+ * that is clearly longer (a communicator used once every few steps), and
+ * hang_min_ns at least. A wait about one step long is the job's step
+ * itself, measured with noise.
  */
 static double silence_limit(const struct progress_model *model, const struct progress_comm *comm,
 			    double step_ns)
@@ -162,7 +163,9 @@ static double silence_limit(const struct progress_model *model, const struct pro
 	for (int32_t p = 0; p < comm->period && p < PROGRESS_MAX_PERIOD; p++)
 		if (comm->expected_gap_ns[p] > 1.5 * step_ns && comm->expected_gap_ns[p] > longest)
 			longest = comm->expected_gap_ns[p];
-	return model->options.hang_factor * longest;
+	double limit = model->options.hang_factor * longest;
+
+	return limit > model->options.hang_min_ns ? limit : model->options.hang_min_ns;
 }
 
 static bool any_rank_finished(const struct progress_comm *comm)

@@ -13,6 +13,8 @@
 void progress_options_default(struct progress_options *options)
 {
 	options->hang_factor = 2.0;
+	/* A GPU job's 2 ms step pauses for milliseconds all the time (GC, scheduling). */
+	options->hang_min_ns = 1e9;
 	options->slowdown_threshold = 1.4;
 	options->alpha = 1.15;
 	options->warmup_steps = 2;
