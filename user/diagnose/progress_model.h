@@ -21,8 +21,8 @@
 #define PROGRESS_MAX_PERIOD 64
 
 struct progress_options {
-	double hang_factor;	   /* no progress for this many expected steps is a hang */
-	double hang_min_ns;	   /* ... and for this long at least: a short step's pause is none */
+	double hang_factor; /* no progress for this many expected steps is a hang */
+	double hang_min_ns; /* ... and for this long at least: a short step's pause is none */
 	double slowdown_threshold; /* a step this many times the expected one is slow (beta) */
 	double alpha;		   /* steps within this ratio update the expected time */
 	unsigned warmup_steps;	   /* steps not learned from */
