@@ -30,8 +30,11 @@ python3 tools/eval/hang-eval.py --blocking --details .output/hang-eval-runs-bloc
 echo
 echo "Hang latency is measured from the moment progress stopped, the last call anywhere"
 echo "on the stuck communicator, because the detector's limit is itself \`--hang-factor\`"
-echo "(2) expected steps of silence: \`detected_ns\` is that moment plus the limit, so 2.00"
-echo "is the least possible; the live figure adds the recorder's tick (a tenth of a step)."
+echo "(2) expected steps of silence, and \`--hang-min-seconds\` (1) at least: \`detected_ns\` is"
+echo "that moment plus the limit, so about 15.4 steps of 65 ms (one second) is the least"
+echo "possible; the live figure adds the recorder's tick (a tenth of a step). A hang run"
+echo "records for 4 s: where the fault came late, the recording ended before the live"
+echo "detectors' second of silence had passed, and only \`check\` of the trace reports it."
 echo "Slowdown latency runs from the end of the injected delay to the report, which comes"
 echo "when the delayed rank reaches its next collective."
 echo
