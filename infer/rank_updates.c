@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv_hash.h"
 #include "event_contain.h"
 
 #define UPDATED_FIELD "tensor:self"
@@ -34,12 +35,6 @@ struct rank_group {
 	uint32_t members;
 	struct rank_group *next; /* same hash */
 };
-
-static uint64_t mix(uint64_t hash, uint64_t value)
-{
-	hash ^= value + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2);
-	return hash * 0xff51afd7ed558ccdULL;
-}
 
 bool rule_checks_rank_updates(const struct rule *rule)
 {
@@ -146,7 +141,7 @@ static void start_step(struct rank_updates *updates, struct process_updates *sta
 int rank_updates_observe(struct rank_updates *updates, const struct infer_event *event,
 			 struct infer_event *finished)
 {
-	uint64_t key = mix(mix(3, event->pipeline), event->pid);
+	uint64_t key = fnv1a_add_u64(fnv1a_add_u64(3, event->pipeline), event->pid);
 	struct process_updates *state;
 	const char *what;
 	int result = 0;
@@ -195,8 +190,9 @@ static bool same_step(const struct infer_event *a, const struct infer_event *b)
 int rank_updates_join(struct rank_updates *updates, const struct infer_event *finished,
 		      struct infer_event *peer, bool *complete)
 {
-	uint64_t key = mix(mix(mix(5, finished->pipeline), (uint64_t)(int64_t)finished->nranks),
-			   (uint64_t)(int64_t)finished->step);
+	uint64_t key = fnv1a_add_u64(fnv1a_add_u64(fnv1a_add_u64(5, finished->pipeline),
+						   (uint64_t)(int64_t)finished->nranks),
+				     (uint64_t)(int64_t)finished->step);
 	struct rank_group *head = u64_map_get(&updates->groups, key), *group;
 	int differs;
 

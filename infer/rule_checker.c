@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv_hash.h"
 #include "base/u64_map.h"
 #include "contain_checker.h"
 #include "parameter_updates.h"
@@ -61,12 +62,6 @@ struct rule_checker {
 
 static void contain_violation(void *context, const struct rule *rule,
 			      const struct infer_event *parent);
-
-static uint64_t mix(uint64_t hash, uint64_t value)
-{
-	hash ^= value + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2);
-	return hash * 0xff51afd7ed558ccdULL;
-}
 
 struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn report,
 				      void *context)
@@ -195,15 +190,18 @@ static int check_consistent(struct rule_checker *checker, const struct infer_eve
 
 		if (event->step < 0 || event->rank < 0)
 			return 0;
-		occurrence_key = mix(mix(mix(7, event->pid), (uintptr_t)event->name),
-				     (uint64_t)(int64_t)event->step);
+		occurrence_key = fnv1a_add_u64(
+			fnv1a_add_u64(fnv1a_add_u64(7, event->pid), (uintptr_t)event->name),
+			(uint64_t)(int64_t)event->step);
 		count = (uintptr_t)u64_map_get(&checker->occurrences, occurrence_key);
 		occurrence = (uint32_t)count;
 		if (u64_map_put(&checker->occurrences, occurrence_key, (void *)(count + 1)))
 			return -ENOMEM;
 	}
-	key = mix(mix(mix(mix(11, (uintptr_t)event->name), event->comm_id), (uint64_t)event->seq),
-		  mix((uint64_t)(int64_t)event->step, occurrence));
+	key = fnv1a_add_u64(fnv1a_add_u64(fnv1a_add_u64(fnv1a_add_u64(11, (uintptr_t)event->name),
+							event->comm_id),
+					  (uint64_t)event->seq),
+			    fnv1a_add_u64((uint64_t)(int64_t)event->step, occurrence));
 	head = u64_map_get(&checker->groups, key);
 	for (group = head; group; group = group->next)
 		if (same_group(&group->first, event, group->occurrence, occurrence))
