@@ -159,6 +159,9 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		if (completed >= 0 && progress_is_collective(call.api) &&
 		    slowdown_detector_check(diagnosis->model, comm, completed, &report))
 			publish_slowdown(diagnosis, &report);
+		/* Learned after it is judged, so that it is not judged against itself. */
+		if (completed >= 0 && progress_is_collective(call.api))
+			slowdown_detector_learn(comm, completed);
 		if (comm && step >= 0 && diagnosis->on_step)
 			diagnosis->on_step(diagnosis->step_context, comm, step);
 		break;

@@ -16,6 +16,8 @@ void progress_options_default(struct progress_options *options)
 	/* A GPU job's 2 ms step pauses for milliseconds all the time (GC, scheduling). */
 	options->hang_min_ns = 1e9;
 	options->slowdown_threshold = 1.4;
+	/* A step of a few milliseconds late by one is scheduling noise, not a straggler. */
+	options->slowdown_min_ns = 10e6;
 	options->alpha = 1.15;
 	options->warmup_steps = 2;
 }
@@ -84,6 +86,7 @@ static struct progress_comm *find_comm(struct progress_model *model, uint64_t co
 		comm->window[i].index = -1;
 	comm->comm_id = comm_id;
 	comm->nranks = nranks;
+	comm->lead_learned_index = -1;
 	model->comm_count++;
 	return comm;
 }

@@ -24,6 +24,7 @@ struct progress_options {
 	double hang_factor; /* no progress for this many expected steps is a hang */
 	double hang_min_ns; /* ... and for this long at least: a short step's pause is none */
 	double slowdown_threshold; /* a step this many times the expected one is slow (beta) */
+	double slowdown_min_ns;	   /* ... and late by this much at least */
 	double alpha;		   /* steps within this ratio update the expected time */
 	unsigned warmup_steps;	   /* steps not learned from */
 };
@@ -81,6 +82,15 @@ struct progress_comm {
 	double expected_gap_ns[PROGRESS_MAX_PERIOD];
 	uint64_t last_progress_ns; /* last time any rank issued a call here */
 	bool hang_reported;
+	/*
+	 * The job's own jitter: how long the last rank came after the others at
+	 * each collective, its running mean and mean deviation from it
+	 * (slowdown_detector_learn).
+	 */
+	double lead_mean_ns;
+	double lead_jitter_ns;
+	uint32_t lead_samples;
+	int64_t lead_learned_index; /* the last collective learned from, -1 none */
 };
 
 #define PROGRESS_BLOCKED_MAX 256

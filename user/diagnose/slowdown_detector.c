@@ -120,6 +120,8 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 	 * spans several steps sees a one-step delay as the others do.
 	 */
 	threshold_ns = (model->options.slowdown_threshold - 1) * progress_model_job_step_ns(model);
+	if (threshold_ns < model->options.slowdown_min_ns)
+		threshold_ns = model->options.slowdown_min_ns;
 	/* The step is late here, and the time went just before this collective. */
 	late_ns = (double)(arrivals.last_ns - start_ns) - expected_so_far;
 	excess_ns = (double)(arrivals.last_ns - previous_ns) - comm->expected_gap_ns[position];
@@ -132,9 +134,39 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 	 */
 	if ((double)(arrivals.last_ns - arrivals.second_latest_ns) <= threshold_ns)
 		return false;
+	/* Within what this job does all the time, or before that is known: no straggler. */
+	if (comm->lead_samples < SLOWDOWN_JITTER_SAMPLES ||
+	    (double)(arrivals.last_ns - arrivals.second_latest_ns) <=
+		    comm->lead_mean_ns + SLOWDOWN_JITTER_FACTOR * comm->lead_jitter_ns)
+		return false;
 	fill_report(model, comm, index, step, &arrivals, excess_ns, report);
 	report->late_ns = late_ns;
 	/* What the step will take if the rest of it keeps to the expected waits. */
 	report->step_ns = (double)(arrivals.last_ns - start_ns) + remaining;
 	return true;
+}
+
+void slowdown_detector_learn(struct progress_comm *comm, int64_t index)
+{
+	const struct progress_slot *slot = progress_comm_slot(comm, index);
+	struct arrivals arrivals;
+	double lead, weight;
+
+	if (!slot || comm->nranks < 2 || index <= comm->lead_learned_index || !comm->period)
+		return;
+	arrivals_of(comm, slot, &arrivals);
+	if (arrivals.last_rank < 0 || !arrivals.second_latest_ns)
+		return;
+	comm->lead_learned_index = index;
+	lead = (double)(arrivals.last_ns - arrivals.second_latest_ns);
+	if (comm->lead_samples++ == 0) {
+		comm->lead_mean_ns = lead; /* the first sample sets the mean, with no deviation */
+		return;
+	}
+	weight = 1.0 / (comm->lead_samples < 64 ? comm->lead_samples : 64);
+	/* Upwards only: a rank earlier than usual (a delay a bubble absorbed) is no jitter. */
+	comm->lead_jitter_ns += ((lead > comm->lead_mean_ns ? lead - comm->lead_mean_ns : 0.0) -
+				 comm->lead_jitter_ns) *
+				weight;
+	comm->lead_mean_ns += (lead - comm->lead_mean_ns) * weight;
 }

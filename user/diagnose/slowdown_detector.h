@@ -9,7 +9,7 @@
  * arrival only grow on the critical path, so a delay a pipeline bubble
  * absorbs does not make the step late and is not reported; every rank
  * late together (they all waited for something else) names no straggler
- * and is not reported either.
+ * and is not reported either, nor a straggler within the job's own jitter.
  */
 #ifndef TCHECK_SLOWDOWN_DETECTOR_H
 #define TCHECK_SLOWDOWN_DETECTOR_H
@@ -26,6 +26,19 @@
  */
 bool slowdown_detector_check(const struct progress_model *model, const struct progress_comm *comm,
 			     int64_t index, struct diagnosis_report *report);
+
+/*
+ * Learns the communicator's jitter from collective 'index', every rank
+ * reached and judged: how long its last rank came after the others, its
+ * running mean and mean deviation. A straggler is reported only when it
+ * came later than the mean plus SLOWDOWN_JITTER_FACTOR deviations: a job of
+ * short steps on a busy host has ranks late by a good share of a step all
+ * the time, while a pipeline stage that always comes last by its bubble
+ * has no deviation.
+ */
+#define SLOWDOWN_JITTER_FACTOR 8.0
+#define SLOWDOWN_JITTER_SAMPLES 6 /* collectives learned from before anything is judged */
+void slowdown_detector_learn(struct progress_comm *comm, int64_t index);
 
 /* The collective that the call just added completed (every rank reached it), or -1. */
 int64_t slowdown_completed_collective(const struct progress_comm *comm, int32_t rank);
