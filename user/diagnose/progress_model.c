@@ -324,8 +324,6 @@ static void taken_again(struct progress_comm *comm, struct progress_rank *rank,
 
 	rank->last.duration_ns = call->duration_ns;
 	rank->last.open = open;
-	if (!open)
-		rank->open_entry_ns = 0;
 	if (collective && rank->collectives > 0) {
 		struct progress_slot *slot =
 			&comm->window[(rank->collectives - 1) % PROGRESS_WINDOW];
@@ -365,8 +363,8 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	}
 	rank->present = true;
 	rank->pid = call->pid;
-	if (rank->open_entry_ns && rank->open_entry_ns == call->entry_ns &&
-	    rank->open_tid == call->tid) {
+	if (rank->last.open && rank->last.entry_ns == call->entry_ns &&
+	    rank->last_tid == call->tid) {
 		/* Counted while in flight: now it returned, or is still open. */
 		taken_again(comm, rank, call, collective);
 		return comm;
@@ -374,8 +372,7 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	/* Seen open, then returned before it was handed over: the return counted it. */
 	if ((call->flags & TRACE_CALL_OPEN) && call->entry_ns <= rank->last.entry_ns)
 		return comm;
-	rank->open_entry_ns = (call->flags & TRACE_CALL_OPEN) ? call->entry_ns : 0;
-	rank->open_tid = call->tid;
+	rank->last_tid = call->tid;
 	rank->last = (struct progress_event){ call->function,
 					      count_of(call),
 					      call->entry_ns,

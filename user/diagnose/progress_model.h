@@ -49,9 +49,7 @@ struct progress_rank {
 	int64_t collectives; /* collective calls issued on the communicator */
 	int64_t p2p_calls;
 	struct progress_event last;
-	/* The call counted while still open (entry time and thread), 0 when none. */
-	uint64_t open_entry_ns;
-	uint32_t open_tid;
+	uint32_t last_tid; /* the thread of 'last': an open call seen again is the same call */
 };
 
 /* The n-th collective of a communicator, as each rank reached it. */
