@@ -3,7 +3,8 @@
  * c10d process groups as they are built: an entry probe on the base
  * constructor every backend runs (c10d::Backend::Backend(int rank, int
  * size) in torch 1.13 and 2.x, and ProcessGroup::ProcessGroup(int, int)),
- * reporting the rank and size it is given. Rare: once per group.
+ * reporting the rank and size it is given. Rare: once per group. And the
+ * collectives the groups run (c10d_collective).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -31,6 +32,91 @@ int process_group_init(struct pt_regs *ctx)
 	/* rdi is the object being built; rank and size follow it. */
 	record->rank = (__s32)PT_REGS_PARM2(ctx);
 	record->size = (__s32)PT_REGS_PARM3(ctx);
+	record->group = PT_REGS_PARM1(ctx);
+	bpf_ringbuf_submit(record, 0);
+	return 0;
+}
+
+/* Argument register 'which' (1 rdi ... 5 r8) at entry; 0 for none. */
+static __always_inline __u64 entry_register(const __u64 *registers, __u64 which)
+{
+	return which >= 1 && which <= 5 ? registers[which & 7] : 0;
+}
+
+/* The first tensor's element count and dtype, at the offsets this torch keeps them. */
+static __always_inline void read_first_tensor(__u64 tensor_impl, __u64 numel_offset,
+					      struct tcheck_c10d_call_record *record)
+{
+	__u16 dtype;
+
+	if (!tensor_impl || !numel_offset)
+		return;
+	if (bpf_probe_read_user(&record->numel, sizeof(record->numel),
+				(const void *)(tensor_impl + numel_offset)))
+		record->numel = 0;
+	if (!bpf_probe_read_user(&dtype, sizeof(dtype),
+				 (const void *)(tensor_impl + numel_offset + 8)))
+		record->dtype = dtype;
+}
+
+/*
+ * A c10d collective entered (ProcessGroupGloo::allreduce, send, barrier,
+ * ...). It queues the work and returns; a rank then waits in Work::wait,
+ * so what tells ranks apart is what each one entered. The cookie says
+ * which registers hold the group, the tensors and the peer.
+ */
+SEC("uprobe")
+int c10d_collective(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct tcheck_c10d_call_record *record;
+	__u32 pid = pid_tgid >> 32;
+	__u64 tensors, first = 0, span[2] = { 0, 0 };
+	__u64 peer_register;
+
+	if (!is_traced(pid))
+		return 0;
+	/* Read at fixed context offsets first: the verifier refuses a computed one. */
+	__u64 registers[8] = { 0,
+			       PT_REGS_PARM1(ctx),
+			       PT_REGS_PARM2(ctx),
+			       PT_REGS_PARM3(ctx),
+			       PT_REGS_PARM4(ctx),
+			       PT_REGS_PARM5(ctx) };
+	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+	if (!record) {
+		count(TCHECK_COUNTER_PYTHON_DROPS);
+		return 0;
+	}
+	fill_header(&record->header, TCHECK_RECORD_C10D_CALL, pid, (__u32)pid_tgid,
+		    bpf_ktime_get_ns());
+	record->group = entry_register(registers, (cookie >> TCHECK_C10D_GROUP_SHIFT) &
+							  TCHECK_C10D_REGISTER_MASK);
+	record->operation = cookie & TCHECK_C10D_OPERATION_MASK;
+	record->tensor_count = 0;
+	record->numel = 0;
+	record->dtype = -1;
+	peer_register = (cookie >> TCHECK_C10D_PEER_SHIFT) & TCHECK_C10D_REGISTER_MASK;
+	record->peer = peer_register ? (__s32)entry_register(registers, peer_register) : -1;
+	tensors = entry_register(registers,
+				 (cookie >> TCHECK_C10D_TENSOR_SHIFT) & TCHECK_C10D_REGISTER_MASK);
+	if (tensors && (cookie & TCHECK_C10D_TENSOR_IS_REFERENCE)) {
+		/* An at::Tensor is one pointer, its TensorImpl. */
+		record->tensor_count = 1;
+		if (bpf_probe_read_user(&first, sizeof(first), (const void *)tensors))
+			first = 0;
+	} else if (tensors && !bpf_probe_read_user(span, sizeof(span), (const void *)tensors) &&
+		   span[1] >= span[0]) {
+		/* std::vector: begin and end pointers; each element is one at::Tensor. */
+		record->tensor_count = (span[1] - span[0]) / 8;
+		if (span[1] > span[0] &&
+		    bpf_probe_read_user(&first, sizeof(first), (const void *)span[0]))
+			first = 0;
+	}
+	read_first_tensor(
+		first, (cookie >> TCHECK_C10D_NUMEL_OFFSET_SHIFT) & TCHECK_C10D_NUMEL_OFFSET_MASK,
+		record);
 	bpf_ringbuf_submit(record, 0);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/fnv_hash.h"
+#include "model/c10d_api.h"
 #include "model/nccl_api.h"
 #include "infer_event.h"
 
@@ -223,6 +224,11 @@ static int nccl_fields(struct string_pool *pool, const struct trace_nccl_call *c
 				break;
 			case NCCL_PARAM_REDOP:
 				value = nccl_redop_name((int64_t)call->params[i]);
+				break;
+			case NCCL_PARAM_TORCH_DTYPE:
+				value = torch_scalar_type_name((int64_t)call->params[i]);
+				if (!value)
+					continue; /* not read: no value to compare */
 				break;
 			default:
 				continue;

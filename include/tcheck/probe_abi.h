@@ -84,6 +84,7 @@ enum tcheck_record_type {
 	TCHECK_RECORD_TORCH_OP = 8,	  /* a selected torch operator call, paired */
 	TCHECK_RECORD_VERBS_CONTEXT = 9,  /* a traced process opened a verbs device */
 	TCHECK_RECORD_PROCESS_GROUP = 10, /* a traced process built a c10d process group */
+	TCHECK_RECORD_C10D_CALL = 11,	  /* a traced process called a c10d collective */
 };
 
 /* Flags of a call record. */
@@ -344,6 +345,37 @@ struct tcheck_process_group_record {
 	struct tcheck_record_header header; /* timestamp = the constructor's entry */
 	tcheck_s32 rank;
 	tcheck_s32 size;
+	tcheck_u64 group; /* the object being built: a collective's 'this' names it */
+};
+
+/*
+ * A c10d collective's attach cookie (ProcessGroupGloo::allreduce, ...): the
+ * operation's number in the low byte; which argument register holds its
+ * tensors at entry (1 rdi ... 5 r8, 0 none), as a std::vector<at::Tensor> &
+ * or, with TCHECK_C10D_TENSOR_IS_REFERENCE, one at::Tensor &; the register
+ * of a point-to-point call's peer rank; and where this torch keeps a
+ * TensorImpl's element count (0: not read) and, 8 bytes on, its dtype;
+ * and the register of the object called.
+ */
+#define TCHECK_C10D_OPERATION_MASK 0xffULL
+#define TCHECK_C10D_TENSOR_SHIFT 8
+#define TCHECK_C10D_PEER_SHIFT 12
+#define TCHECK_C10D_REGISTER_MASK 0x7ULL
+#define TCHECK_C10D_TENSOR_IS_REFERENCE (1ULL << 15)
+#define TCHECK_C10D_NUMEL_OFFSET_SHIFT 16
+#define TCHECK_C10D_NUMEL_OFFSET_MASK 0xfffULL
+#define TCHECK_C10D_GROUP_SHIFT 28 /* the register of 'this' (rsi under a hidden return slot) */
+#define TCHECK_C10D_SITES_MAX 32
+
+/* A c10d collective entered: it queues work and returns; entry only. */
+struct tcheck_c10d_call_record {
+	struct tcheck_record_header header; /* timestamp = the entry */
+	tcheck_u64 group;		    /* the backend object ('this'): which process group */
+	tcheck_u32 operation;		    /* the cookie's operation number */
+	tcheck_u32 tensor_count;	    /* tensors in the vector (1 for a reference) */
+	tcheck_u64 numel;		    /* elements of the first tensor; 0 not read */
+	tcheck_s32 peer;		    /* point-to-point: the other rank; -1 none */
+	tcheck_s32 dtype;		    /* c10::ScalarType of the first tensor; -1 not read */
 };
 
 /* Counters the BPF side keeps, one slot each in a per-CPU array. */

@@ -169,7 +169,7 @@ mkdir -p "$SCRATCH/clean"
 	fail "record of the fault-free run exited $?"
 "$TCHECK" check "$SCRATCH/clean.trace" >"$SCRATCH/clean.out" ||
 	fail "check found something in a fault-free run: $(cat "$SCRATCH/clean.out")"
-grep -q "0 hang(s), 0 slowdown(s)" "$SCRATCH/clean.out" || fail "unexpected summary: $(cat "$SCRATCH/clean.out")"
+grep -q "0 hang(s), 0 slowdown(s), 0 mismatch(es)" "$SCRATCH/clean.out" || fail "unexpected summary: $(cat "$SCRATCH/clean.out")"
 
 # One slow step of rank 1 (two thirds of a step): named as the straggler.
 mkdir -p "$SCRATCH/slow"

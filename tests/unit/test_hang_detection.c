@@ -10,6 +10,7 @@
 #include "diagnose/diagnosis_report.h"
 #include "diagnose/hang_detector.h"
 #include "diagnose/job_diagnosis.h"
+#include "diagnose/mismatch_detector.h"
 #include "diagnose/progress_model.h"
 #include "diagnose/slowdown_detector.h"
 #include "unit.h"
@@ -619,4 +620,131 @@ UNIT_TEST(hang_detection, report_as_json)
 			json_array_get(json_object_get(object, "lagging_ranks"), 0), "job_rank")),
 		6);
 	json_decref(object);
+}
+
+/* Feeds one all-reduce per rank at 'index' of the job; rank 'odd' passes 'odd_count'. */
+static void mismatch_round(struct progress_model *model, int64_t index, int odd,
+			   const char *odd_function, uint64_t odd_count,
+			   struct diagnosis_report *report, unsigned *found)
+{
+	for (int rank = 0; rank < RANKS; rank++) {
+		struct trace_nccl_call call = collective(
+			rank == odd ? odd_function : "ncclAllReduce", rank == odd ? odd_count : 256,
+			rank, index, 1000000000ull + (uint64_t)index * STEP_NS + (uint64_t)rank);
+		int64_t completed_step, completed;
+		struct progress_comm *comm = progress_model_add_call(model, &call, &completed_step);
+
+		completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
+		if (completed >= 0 && mismatch_detector_check(model, comm, completed, report))
+			(*found)++;
+	}
+}
+
+/* Rank 2 all-reduces 257 values where every other rank all-reduces 256: it is named. */
+UNIT_TEST(hang_detection, rank_with_another_count_is_named)
+{
+	struct progress_model *model = progress_model_new(NULL);
+	struct diagnosis_report report;
+	unsigned found = 0;
+	char text[1024];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	for (int64_t index = 0; index < 5; index++)
+		mismatch_round(model, index, -1, NULL, 0, &report, &found);
+	CU_ASSERT_EQUAL(found, 0);
+	mismatch_round(model, 5, 2, "ncclAllReduce", 257, &report, &found);
+	CU_ASSERT_EQUAL_FATAL(found, 1);
+	CU_ASSERT_EQUAL(report.kind, DIAGNOSIS_MISMATCH);
+	CU_ASSERT_EQUAL(report.odd_rank, 2);
+	CU_ASSERT_EQUAL(report.seq, 5);
+	CU_ASSERT_STRING_EQUAL(report.function, "ncclAllReduce");
+	CU_ASSERT_EQUAL(report.count, 256);
+	CU_ASSERT_EQUAL_FATAL(report.rank_count, RANKS);
+	CU_ASSERT_EQUAL(report.ranks[2].last.count, 257);
+	CU_ASSERT_EQUAL(report.ranks[2].pid, 1002);
+	diagnosis_report_text(&report, text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "rank 2 (job rank -1, pid 1002) called ncclAllReduce "
+					    "with 257 elements where the others called "
+					    "ncclAllReduce with 256"));
+	/* And the next healthy collective is not one. */
+	mismatch_round(model, 6, -1, NULL, 0, &report, &found);
+	CU_ASSERT_EQUAL(found, 1);
+	progress_model_free(model);
+}
+
+/* A rank that calls another collective at the same place is named the same way. */
+UNIT_TEST(hang_detection, rank_with_another_collective_is_named)
+{
+	struct progress_model *model = progress_model_new(NULL);
+	struct diagnosis_report report;
+	unsigned found = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	mismatch_round(model, 0, 3, "ncclBroadcast", 256, &report, &found);
+	CU_ASSERT_EQUAL_FATAL(found, 1);
+	CU_ASSERT_EQUAL(report.odd_rank, 3);
+	CU_ASSERT_STRING_EQUAL(report.ranks[3].last.function, "ncclBroadcast");
+	progress_model_free(model);
+}
+
+/* Two ranks that disagree: both values are listed, and neither is blamed. */
+UNIT_TEST(hang_detection, two_ranks_that_disagree_name_no_culprit)
+{
+	struct progress_options options;
+	struct progress_model *model;
+	struct diagnosis_report report;
+	unsigned found = 0;
+
+	progress_options_default(&options);
+	model = progress_model_new(&options);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	for (int rank = 0; rank < 2; rank++) {
+		struct trace_nccl_call call =
+			collective("ncclAllReduce", rank ? 72 : 64, rank, 0, 1000 + (uint64_t)rank);
+		int64_t completed_step, completed;
+		struct progress_comm *comm;
+
+		call.nranks = 2;
+		comm = progress_model_add_call(model, &call, &completed_step);
+		completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
+		if (completed >= 0 && mismatch_detector_check(model, comm, completed, &report))
+			found++;
+	}
+	CU_ASSERT_EQUAL_FATAL(found, 1);
+	CU_ASSERT_EQUAL(report.odd_rank, -1);
+	CU_ASSERT_EQUAL(report.ranks[0].last.count, 64);
+	CU_ASSERT_EQUAL(report.ranks[1].last.count, 72);
+	progress_model_free(model);
+}
+
+/*
+ * Before the step time is learned (a rank stops in the job's second step),
+ * a rank left behind is a hang after the start-up limit, not before; ranks
+ * that all agree and went quiet (a long first step) are none.
+ */
+UNIT_TEST(hang_detection, rank_left_behind_before_the_step_is_learned)
+{
+	struct job job = { .model = progress_model_new(NULL) };
+	struct diagnosis_report reports[4];
+	uint64_t last;
+	char text[1024];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(job.model);
+	run_step(&job, 0, -1, -1, 0, 0);
+	last = job.model->comms[0].last_progress_ns;
+	progress_model_advance(job.model, last + 20000000000ull);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	run_step(&job, 1, 1, -1, 0, 20000000000ull); /* rank 1 never issues step 1 */
+	last = job.model->comms[0].last_progress_ns;
+	CU_ASSERT_EQUAL(progress_model_job_step_ns(job.model), 0);
+	progress_model_advance(job.model, last + 9000000000ull);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	progress_model_advance(job.model, last + 10000000001ull);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 1);
+	CU_ASSERT_STRING_EQUAL(reports[0].function, "ncclAllReduce");
+	CU_ASSERT_EQUAL(reports[0].expected_step_ns, 0);
+	diagnosis_report_text(&reports[0], text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "before its step time was learned"));
+	progress_model_free(job.model);
 }

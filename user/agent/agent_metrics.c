@@ -122,9 +122,10 @@ static void declare_finding_series(struct agent_metrics *metrics)
 					       10,    25,     60,    120,  300 };
 	struct metrics_registry *registry = metrics->registry;
 
-	metrics->findings = metrics_declare(registry, "tcheck_findings_total",
-					    "Hangs and slowdowns the detectors reported, by kind.",
-					    METRICS_COUNTER, finding_labels, 1);
+	metrics->findings = metrics_declare(
+		registry, "tcheck_findings_total",
+		"Hangs, slowdowns and mismatched collectives the detectors reported, by kind.",
+		METRICS_COUNTER, finding_labels, 1);
 	metrics->violations = metrics_declare(
 		registry, "tcheck_violations_total",
 		"Calls that violated a rule of the rules file (rule: its position in the file's "
@@ -306,12 +307,14 @@ static void observe_network(struct agent_metrics *metrics,
 	metrics_set(metrics->bytes_in_flight, values, (double)bytes);
 }
 
-void agent_metrics_findings(struct agent_metrics *metrics, unsigned hangs, unsigned slowdowns)
+void agent_metrics_findings(struct agent_metrics *metrics, unsigned hangs, unsigned slowdowns,
+			    unsigned mismatches)
 {
-	const char *hang[] = { "hang" }, *slowdown[] = { "slowdown" };
+	const char *hang[] = { "hang" }, *slowdown[] = { "slowdown" }, *mismatch[] = { "mismatch" };
 
 	metrics_set(metrics->findings, hang, hangs);
 	metrics_set(metrics->findings, slowdown, slowdowns);
+	metrics_set(metrics->findings, mismatch, mismatches);
 }
 
 void agent_metrics_violation(struct agent_metrics *metrics, uint32_t pid, const char *rule,

@@ -28,7 +28,8 @@ void agent_metrics_free(struct agent_metrics *metrics);
 void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_record *record);
 
 /* The detectors' totals so far (hangs, slowdowns). */
-void agent_metrics_findings(struct agent_metrics *metrics, unsigned hangs, unsigned slowdowns);
+void agent_metrics_findings(struct agent_metrics *metrics, unsigned hangs, unsigned slowdowns,
+			    unsigned mismatches);
 
 /*
  * A violation of rule 'rule' (its position in the rules file) by process

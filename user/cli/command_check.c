@@ -351,11 +351,13 @@ int command_check(int argc, char **argv)
 	for (int i = 0; i < count && !status; i++)
 		trace_losses_warn(traces[i].path, traces[i].reader);
 	if (!status && !json)
-		printf("tcheck-bpf: %u hang(s), %u slowdown(s) found in %d trace(s)\n",
+		printf("tcheck-bpf: %u hang(s), %u slowdown(s), %u mismatch(es) found in %d "
+		       "trace(s)\n",
 		       job_diagnosis_hang_count(diagnosis), job_diagnosis_slowdown_count(diagnosis),
-		       count);
-	if (!status &&
-	    job_diagnosis_hang_count(diagnosis) + job_diagnosis_slowdown_count(diagnosis))
+		       job_diagnosis_mismatch_count(diagnosis), count);
+	if (!status && job_diagnosis_hang_count(diagnosis) +
+			       job_diagnosis_slowdown_count(diagnosis) +
+			       job_diagnosis_mismatch_count(diagnosis))
 		status = 3;
 	for (int i = 0; i < count; i++)
 		if (traces[i].reader)

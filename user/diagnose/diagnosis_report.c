@@ -60,22 +60,61 @@ static size_t append_ranks(const struct diagnosis_report *report, char *text, si
 	return used;
 }
 
+/* "mismatch: ... rank 1 (job rank 1, pid P) called c10d::allreduce with 72 elements; ..." */
+static void mismatch_text(const struct diagnosis_report *report, char *text, size_t size)
+{
+	int written = snprintf(text, size,
+			       "mismatch: communicator 0x%016" PRIx64
+			       " (%d ranks) at %s seq %" PRId64 ": the ranks' calls differ",
+			       report->comm_id, report->nranks, name_or_unknown(report->function),
+			       report->seq);
+	size_t used = written > 0 ? (size_t)written : 0;
+
+	if (report->odd_rank >= 0 && used < size) {
+		const struct diagnosis_rank *odd = &report->ranks[report->odd_rank];
+
+		written = snprintf(text + used, size - used,
+				   "; rank %d (job rank %d, pid %u) called %s with %" PRIu64
+				   " elements where the others called %s with %" PRIu64,
+				   odd->rank, odd->job_rank, odd->pid,
+				   name_or_unknown(odd->last.function), odd->last.count,
+				   name_or_unknown(report->function), report->count);
+		used += written > 0 ? (size_t)written : 0;
+	}
+	for (unsigned i = 0; i < report->rank_count && used < size; i++) {
+		const struct diagnosis_rank *rank = &report->ranks[i];
+
+		written = snprintf(text + used, size - used, "%s rank %d: %s %" PRIu64,
+				   i ? "," : ";", rank->rank, name_or_unknown(rank->last.function),
+				   rank->last.count);
+		used += written > 0 ? (size_t)written : 0;
+	}
+}
+
 void diagnosis_report_text(const struct diagnosis_report *report, char *text, size_t size)
 {
 	size_t used;
 	int written;
 
 	if (report->kind == DIAGNOSIS_HANG) {
-		written = snprintf(text, size,
-				   "hang: communicator 0x%016" PRIx64 " (%d ranks) stuck at %s "
-				   "seq %" PRId64 " for %.1f expected steps (%.3f s); %s",
-				   report->comm_id, report->nranks,
-				   name_or_unknown(report->function), report->seq,
-				   report->expected_step_ns > 0
-					   ? (double)report->stalled_ns / report->expected_step_ns
-					   : 0,
-				   (double)report->stalled_ns / 1e9,
-				   hang_class_sentence(report->hang_class));
+		if (report->expected_step_ns > 0)
+			written = snprintf(
+				text, size,
+				"hang: communicator 0x%016" PRIx64 " (%d ranks) stuck at %s "
+				"seq %" PRId64 " for %.1f expected steps (%.3f s); %s",
+				report->comm_id, report->nranks, name_or_unknown(report->function),
+				report->seq, (double)report->stalled_ns / report->expected_step_ns,
+				(double)report->stalled_ns / 1e9,
+				hang_class_sentence(report->hang_class));
+		else
+			written = snprintf(
+				text, size,
+				"hang: communicator 0x%016" PRIx64 " (%d ranks) stuck at %s "
+				"seq %" PRId64 " for %.3f s, before its step time was "
+				"learned; %s",
+				report->comm_id, report->nranks, name_or_unknown(report->function),
+				report->seq, (double)report->stalled_ns / 1e9,
+				hang_class_sentence(report->hang_class));
 		used = written > 0 ? (size_t)written : 0;
 		if (report->inside_count && used < size) {
 			written = snprintf(
@@ -98,6 +137,10 @@ void diagnosis_report_text(const struct diagnosis_report *report, char *text, si
 			used += written > 0 ? (size_t)written : 0;
 			append_ranks(report, text, size, used);
 		}
+		return;
+	}
+	if (report->kind == DIAGNOSIS_MISMATCH) {
+		mismatch_text(report, text, size);
 		return;
 	}
 	snprintf(text, size,
@@ -129,19 +172,26 @@ static json_t *rank_json(const struct diagnosis_rank *rank)
 json_t *diagnosis_report_json(const struct diagnosis_report *report)
 {
 	bool hang = report->kind == DIAGNOSIS_HANG;
+	bool mismatch = report->kind == DIAGNOSIS_MISMATCH;
 	json_t *object, *ranks = json_array();
 
 	for (unsigned i = 0; ranks && i < report->rank_count; i++)
 		json_array_append_new(ranks, rank_json(&report->ranks[i]));
-	object = json_pack(
-		"{s:s, s:o, s:i, s:o, s:o, s:o, s:o, s:f, s:o}", "kind", hang ? "hang" : "slowdown",
-		"comm_id", export_json_identity(report->comm_id), "nranks",
-		(json_int_t)report->nranks, "detected_ns",
-		export_json_unsigned(report->detected_ns), "collective",
-		export_json_text(name_or_unknown(report->function)), "seq",
-		export_json_known_or_null(report->seq), "count",
-		export_json_unsigned(report->count), "expected_step_ns", report->expected_step_ns,
-		hang ? "lagging_ranks" : "stragglers", ranks ? ranks : json_null());
+	object = json_pack("{s:s, s:o, s:i, s:o, s:o, s:o, s:o, s:f, s:o}", "kind",
+			   hang	      ? "hang"
+			   : mismatch ? "mismatch"
+				      : "slowdown",
+			   "comm_id", export_json_identity(report->comm_id), "nranks",
+			   (json_int_t)report->nranks, "detected_ns",
+			   export_json_unsigned(report->detected_ns), "collective",
+			   export_json_text(name_or_unknown(report->function)), "seq",
+			   export_json_known_or_null(report->seq), "count",
+			   export_json_unsigned(report->count), "expected_step_ns",
+			   report->expected_step_ns,
+			   hang	      ? "lagging_ranks"
+			   : mismatch ? "ranks"
+				      : "stragglers",
+			   ranks ? ranks : json_null());
 	if (!object)
 		return NULL;
 	json_object_set_new(object, "reported_ns", export_json_unsigned(report->reported_ns));
@@ -156,6 +206,12 @@ json_t *diagnosis_report_json(const struct diagnosis_report *report)
 				    report->inside_count
 					    ? export_json_unsigned(report->inside_since_ns)
 					    : json_null());
+		return object;
+	}
+	if (mismatch) {
+		json_object_set_new(object, "odd_rank",
+				    report->odd_rank >= 0 ? json_integer(report->odd_rank)
+							  : json_null());
 		return object;
 	}
 	json_object_set_new(object, "step", json_integer(report->step));

@@ -12,7 +12,7 @@
 
 #include "diagnose/progress_model.h"
 
-enum diagnosis_kind { DIAGNOSIS_HANG = 1, DIAGNOSIS_SLOWDOWN = 2 };
+enum diagnosis_kind { DIAGNOSIS_HANG = 1, DIAGNOSIS_SLOWDOWN = 2, DIAGNOSIS_MISMATCH = 3 };
 
 enum hang_class {
 	HANG_HOST = 1,		    /* a rank never issued the collective */
@@ -63,6 +63,8 @@ struct diagnosis_report {
 	const char *previous_function; /* the call before the stage, NULL at a step's start */
 	uint64_t skew_ns;	       /* the straggler's lateness at the stage */
 	uint64_t lead_ns;	       /* how long after the latest of the other ranks it came */
+	/* Mismatches: ranks[] holds every rank's call; the rank outside the majority, or -1. */
+	int32_t odd_rank;
 };
 
 const char *hang_class_name(enum hang_class hang_class);
@@ -70,7 +72,8 @@ const char *hang_class_name(enum hang_class hang_class);
 /* One line (no newline) a person reads. */
 void diagnosis_report_text(const struct diagnosis_report *report, char *text, size_t size);
 
-/* The JSON Lines object of a report ("kind": "hang" or "slowdown"); NULL when out of memory. */
+/* The JSON Lines object of a report ("kind": "hang", "slowdown" or "mismatch"); NULL when out of
+ * memory. */
 json_t *diagnosis_report_json(const struct diagnosis_report *report);
 
 #endif /* TCHECK_DIAGNOSIS_REPORT_H */

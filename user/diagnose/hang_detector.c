@@ -272,10 +272,19 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 	double step_ns = progress_model_job_step_ns(model);
 	struct progress_comm *first_waiting = NULL;
 	unsigned found = 0, waiting = 0;
-	bool behind, reported_before = false;
+	bool behind, reported_before = false, unlearned = false;
 
-	if (step_ns <= 0)
-		return 0;
+	if (step_ns <= 0) {
+		/*
+		 * No step time yet: only a rank left behind, for the start-up limit,
+		 * is a hang. Its limit stands in for hang_factor steps.
+		 */
+		unlearned = true;
+		step_ns = (model->options.hang_unlearned_ns > model->options.hang_min_ns
+				   ? model->options.hang_unlearned_ns
+				   : model->options.hang_min_ns) /
+			  model->options.hang_factor;
+	}
 	for (unsigned i = 0; i < model->comm_count; i++)
 		reported_before |= model->comms[i].hang_reported;
 	behind = rank_left_behind(model, step_ns);
@@ -297,7 +306,7 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 	for (unsigned i = 0; i < model->comm_count && found < capacity; i++) {
 		struct progress_comm *comm = &model->comms[i];
 
-		if (!is_stuck(model, comm, step_ns))
+		if (!is_stuck(model, comm, step_ns) || (unlearned && !ranks_disagree(comm)))
 			continue;
 		comm->hang_reported = true;
 		if (!ranks_disagree(comm) && comm != first_waiting) {
@@ -305,7 +314,10 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 			continue;
 		}
 		report_stuck(model, comm, samples, step_ns, silence_limit(model, comm, step_ns),
-			     &reports[found++]);
+			     &reports[found]);
+		if (unlearned)
+			reports[found].expected_step_ns = 0;
+		found++;
 	}
 	/*
 	 * Ranks that never issued the call come first; among them, the one

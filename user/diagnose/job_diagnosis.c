@@ -5,6 +5,7 @@
 #include "diagnose/diagnosis_report.h"
 #include "diagnose/hang_detector.h"
 #include "diagnose/job_diagnosis.h"
+#include "diagnose/mismatch_detector.h"
 #include "diagnose/slowdown_detector.h"
 #include "export/export_jsonl.h"
 
@@ -22,7 +23,7 @@ struct job_diagnosis {
 	struct progress_model *model;
 	struct network_samples samples;
 	FILE *text, *events;
-	unsigned hangs, slowdowns;
+	unsigned hangs, slowdowns, mismatches;
 	struct diagnosis_report published[MAX_RECENT_SLOWDOWNS]; /* the latest, a ring */
 	unsigned published_count;
 	struct process_rank processes[MAX_PROCESSES];
@@ -73,6 +74,8 @@ static void publish(struct job_diagnosis *diagnosis, struct diagnosis_report *re
 		report->ranks[i].job_rank = job_rank_of(diagnosis, report->ranks[i].pid);
 	if (report->kind == DIAGNOSIS_HANG)
 		diagnosis->hangs++;
+	else if (report->kind == DIAGNOSIS_MISMATCH)
+		diagnosis->mismatches++;
 	else
 		diagnosis->slowdowns++;
 	if (diagnosis->text) {
@@ -157,6 +160,9 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		comm = progress_model_add_call(diagnosis->model, &call, &step);
 		completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
 		if (completed >= 0 && progress_is_collective(call.api) &&
+		    mismatch_detector_check(diagnosis->model, comm, completed, &report))
+			publish(diagnosis, &report);
+		if (completed >= 0 && progress_is_collective(call.api) &&
 		    slowdown_detector_check(diagnosis->model, comm, completed, &report))
 			publish_slowdown(diagnosis, &report);
 		/* Learned after it is judged, so that it is not judged against itself. */
@@ -224,6 +230,11 @@ void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step,
 unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis)
 {
 	return diagnosis->hangs;
+}
+
+unsigned job_diagnosis_mismatch_count(const struct job_diagnosis *diagnosis)
+{
+	return diagnosis->mismatches;
 }
 
 unsigned job_diagnosis_slowdown_count(const struct job_diagnosis *diagnosis)

@@ -52,6 +52,8 @@ void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step,
 
 unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis);
 unsigned job_diagnosis_slowdown_count(const struct job_diagnosis *diagnosis);
+/* Collectives whose ranks disagreed on the function or the element count. */
+unsigned job_diagnosis_mismatch_count(const struct job_diagnosis *diagnosis);
 
 void job_diagnosis_free(struct job_diagnosis *diagnosis);
 

@@ -15,6 +15,8 @@ void progress_options_default(struct progress_options *options)
 	options->hang_factor = 2.0;
 	/* A GPU job's 2 ms step pauses for milliseconds all the time (GC, scheduling). */
 	options->hang_min_ns = 1e9;
+	/* Before the job's step is learned: a rank left behind this long (start-up is slow). */
+	options->hang_unlearned_ns = 10e9;
 	options->slowdown_threshold = 1.4;
 	/* A step of a few milliseconds late by one is scheduling noise, not a straggler. */
 	options->slowdown_min_ns = 10e6;
@@ -269,6 +271,8 @@ static void add_collective(struct progress_comm *comm, struct progress_rank *ran
 	slot->arrival_ns[r] = call->entry_ns ? call->entry_ns : 1;
 	slot->duration_ns[r] = call->duration_ns;
 	slot->seq[r] = call->seq;
+	slot->functions[r] = call->function;
+	slot->counts[r] = count;
 	if (index == comm->signature_count && index < PROGRESS_SIGNATURES) {
 		comm->signatures[index] = signature_of(call->function, count);
 		comm->signature_count++;

@@ -23,6 +23,11 @@
 struct progress_options {
 	double hang_factor; /* no progress for this many expected steps is a hang */
 	double hang_min_ns; /* ... and for this long at least: a short step's pause is none */
+	/*
+	 * Before the job's step time is learned (the first steps): a rank that
+	 * never issued a call the others did, for this long, is a hang.
+	 */
+	double hang_unlearned_ns;
 	double slowdown_threshold; /* a step this many times the expected one is slow (beta) */
 	double slowdown_min_ns;	   /* ... and late by this much at least */
 	double alpha;		   /* steps within this ratio update the expected time */
@@ -60,6 +65,9 @@ struct progress_slot {
 	uint64_t arrival_ns[PROGRESS_MAX_RANKS]; /* 0: not yet */
 	uint64_t duration_ns[PROGRESS_MAX_RANKS];
 	int64_t seq[PROGRESS_MAX_RANKS]; /* the rank's NCCL sequence number of the call */
+	/* What each rank called there (its function and element count): ranks may disagree. */
+	const char *functions[PROGRESS_MAX_RANKS];
+	uint64_t counts[PROGRESS_MAX_RANKS];
 };
 
 struct progress_comm {

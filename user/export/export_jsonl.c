@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/error_message.h"
+#include "model/c10d_api.h"
 #include "model/nccl_api.h"
 
 /* Bytes U+FFFD takes in UTF-8: the replacement for each byte that is not valid. */
@@ -144,6 +145,8 @@ static int put_param(json_t *args, const struct nccl_param *param,
 		return put(args, param->name, enum_value(nccl_datatype_name(as_int), as_int));
 	case NCCL_PARAM_REDOP:
 		return put(args, param->name, enum_value(nccl_redop_name(as_int), as_int));
+	case NCCL_PARAM_TORCH_DTYPE:
+		return put(args, param->name, enum_value(torch_scalar_type_name(as_int), as_int));
 	case NCCL_PARAM_UNIQUE_ID:
 		/* By value: the recorder stores the id's hash in place of its 128 bytes. */
 		return put(args, param->name,

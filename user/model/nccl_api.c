@@ -2,6 +2,8 @@
 /* The table of probed NCCL functions and the decoders of their enum values. */
 #include "model/nccl_api.h"
 
+#include "model/c10d_api.h"
+
 #include <string.h>
 
 #include "tcheck/probe_abi.h"
@@ -137,7 +139,7 @@ const struct nccl_function *nccl_function_by_name(const char *name)
 	for (size_t i = 0; i < FUNCTION_COUNT; i++)
 		if (strcmp(functions[i].name, name) == 0)
 			return &functions[i];
-	return NULL;
+	return c10d_function_by_name(name);
 }
 
 int nccl_function_index(const struct nccl_function *function)

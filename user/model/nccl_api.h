@@ -27,6 +27,7 @@ enum nccl_param_type {
 	NCCL_PARAM_UNIQUE_ID_ARRAY, /* ncclUniqueId*: read by the call */
 	NCCL_PARAM_RESULT_OUT,	    /* ncclResult_t*: written by the call */
 	NCCL_PARAM_INT_OUT,	    /* int*: written by the call */
+	NCCL_PARAM_TORCH_DTYPE,	    /* c10::ScalarType of a c10d call's tensors (c10d_api.h) */
 };
 
 enum nccl_function_kind {
@@ -64,7 +65,7 @@ enum nccl_param_source {
 
 size_t nccl_function_count(void);
 const struct nccl_function *nccl_function_at(size_t index);
-/* Looks a function up by its public or its "pnccl" profiling name. */
+/* Looks a function up by its public or its "pnccl" profiling name, or a c10d operation's. */
 const struct nccl_function *nccl_function_by_name(const char *name);
 /* Index of a function in the table, or -1. */
 int nccl_function_index(const struct nccl_function *function);

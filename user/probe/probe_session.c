@@ -110,6 +110,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_enter, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_exit, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.process_group_init, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.c10d_collective, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_op_entry, config->torch_ops);
 	bpf_program__set_autoload(session->skeleton->progs.torch_op_return, config->torch_ops);
 	if (uprobe_link_prepare(session->skeleton->progs.library_call_entry) ||
@@ -119,6 +120,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_enter) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_exit) ||
 	    uprobe_link_prepare(session->skeleton->progs.process_group_init) ||
+	    uprobe_link_prepare(session->skeleton->progs.c10d_collective) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_entry) ||
@@ -265,6 +267,16 @@ int probe_session_attach_process_groups(struct probe_session *session, const cha
 		return -E2BIG;
 	return uprobe_link_attach(&session->links, session->skeleton->progs.process_group_init,
 				  false, path, offsets, cookies, count, -1, error, error_size);
+}
+
+int probe_session_attach_c10d_collectives(struct probe_session *session, const char *path,
+					  const uint64_t *offsets, const uint64_t *cookies,
+					  size_t count, char *error, size_t error_size)
+{
+	if (count > TCHECK_C10D_SITES_MAX)
+		return -E2BIG;
+	return uprobe_link_attach(&session->links, session->skeleton->progs.c10d_collective, false,
+				  path, offsets, cookies, count, -1, error, error_size);
 }
 
 int probe_session_attach_torch_ops(struct probe_session *session, const char *path,

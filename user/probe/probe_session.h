@@ -94,6 +94,10 @@ int probe_session_attach_torch_scopes(struct probe_session *session, const char 
 int probe_session_attach_process_groups(struct probe_session *session, const char *path,
 					const uint64_t *offsets, size_t count, char *error,
 					size_t error_size);
+/* The entry probe on c10d collectives at offsets of path; cookies as TCHECK_C10D_* say. */
+int probe_session_attach_c10d_collectives(struct probe_session *session, const char *path,
+					  const uint64_t *offsets, const uint64_t *cookies,
+					  size_t count, char *error, size_t error_size);
 /* Attaches the torch operator probe pair at offsets of path; each cookie numbers its operator. */
 int probe_session_attach_torch_ops(struct probe_session *session, const char *path,
 				   const uint64_t *offsets, const uint64_t *cookies, size_t count,

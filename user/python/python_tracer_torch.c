@@ -116,6 +116,37 @@ static void attach_process_groups(struct python_tracer *tracer, pid_t pid,
 		log_warning("process %d: %s; ranks come from the environment only", pid, error);
 }
 
+/* PyTorch's own collectives (gloo): what each rank entered, whatever the scopes. */
+static void attach_c10d_collectives(struct python_tracer *tracer, pid_t pid,
+				    const struct torch_probes *probes)
+{
+	uint64_t offsets[TORCH_C10D_SITES], cookies[TORCH_C10D_SITES];
+	size_t count = 0;
+	char error[512];
+
+	for (size_t i = 0; i < TORCH_C10D_SITES; i++)
+		if (probes->c10d[i].symbol) {
+			offsets[count] = probes->c10d[i].file_offset;
+			cookies[count++] = torch_c10d_cookie(probes, i);
+		}
+	if (count == 0) {
+		log_info("process %d: %s has no ProcessGroupGloo: c10d collectives are not traced "
+			 "(NCCL's are, in libnccl)",
+			 pid, probes->library_path);
+		return;
+	}
+	if (probe_session_attach_c10d_collectives(tracer->session, probes->host_path, offsets,
+						  cookies, count, error, sizeof(error))) {
+		log_warning("process %d: gloo collectives are not traced: %s", pid, error);
+		return;
+	}
+	if (!probes->tensor_numel_offset)
+		log_warning("process %d: torch %s: where its tensors keep their size is not known; "
+			    "gloo collectives are traced without element count and dtype",
+			    pid, probes->version.text);
+	log_info("probed %zu gloo collectives in %s", count, probes->library_path);
+}
+
 void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
 				struct python_process *process)
 {
@@ -180,10 +211,12 @@ void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
 			    "function instead (docs/torch-scopes.md)",
 			    pid, probes->version.text);
 		attach_process_groups(tracer, pid, probes);
+		attach_c10d_collectives(tracer, pid, probes);
 		attach_torch_ops(tracer, pid, probes);
 		goto out;
 	}
 	attach_process_groups(tracer, pid, probes);
+	attach_c10d_collectives(tracer, pid, probes);
 	cookie = torch_register_bits(scopes->name_register) << TCHECK_TORCH_NAME_REGISTER_SHIFT |
 		 torch_register_bits(scopes->key_register) << TCHECK_TORCH_KEY_REGISTER_SHIFT;
 	if (probe_session_attach_torch_scopes(tracer->session, probes->host_path,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
+#include "model/c10d_api.h"
 #include "probe/process_maps.h"
 #include "python/torch_probe_sites.h"
 
@@ -110,6 +111,8 @@ static int resolve_all(struct torch_probes *probes, const char *const *ops, size
 	if (!err)
 		err = resolve_process_groups(probes, error, error_size);
 	if (!err)
+		err = torch_c10d_resolve(probes, error, error_size);
+	if (!err)
 		err = torch_operators_resolve(probes, ops, op_count, error, error_size);
 	return err;
 }
@@ -206,6 +209,8 @@ void torch_probes_free(struct torch_probes *probes)
 	torch_probe_site_free(&probes->backward);
 	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
 		torch_probe_site_free(&probes->process_groups[i]);
+	for (int i = 0; i < TORCH_C10D_SITES; i++)
+		torch_probe_site_free(&probes->c10d[i]);
 	for (size_t i = 0; i < probes->op_count; i++) {
 		free(probes->ops[i].request);
 		free(probes->ops[i].operator_name);
@@ -240,6 +245,11 @@ void torch_probes_print(const struct torch_probes *probes, FILE *out)
 	print_site(out, "backward", &probes->backward);
 	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
 		print_site(out, "process group", &probes->process_groups[i]);
+	for (int i = 0; i < TORCH_C10D_SITES; i++)
+		if (probes->c10d[i].symbol)
+			print_site(out, c10d_operation_at((size_t)i)->api.name, &probes->c10d[i]);
+	fprintf(out, "tensors    element count at TensorImpl+%u%s\n", probes->tensor_numel_offset,
+		probes->tensor_numel_offset ? "" : " (unknown for this version: not read)");
 	for (size_t i = 0; i < probes->op_count; i++)
 		print_site(out, probes->ops[i].operator_name, &probes->ops[i].site);
 }

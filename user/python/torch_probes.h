@@ -90,6 +90,9 @@ struct torch_op_probe {
 /* c10d::ProcessGroup(int, int) (1.13's backends) and c10d::Backend(int, int) (2.x's). */
 #define TORCH_PROCESS_GROUP_SITES 2
 
+/* As many as the c10d operation table has room for (TCHECK_C10D_SITES_MAX). */
+#define TORCH_C10D_SITES 32
+
 struct torch_probes {
 	char *library_path; /* as the process sees it, or as given */
 	char *host_path;    /* openable from here */
@@ -98,7 +101,10 @@ struct torch_probes {
 	struct torch_probe_site backward; /* Engine::execute; symbol NULL when absent */
 	/* The base constructors of c10d process groups (rank, size); symbol NULL when absent. */
 	struct torch_probe_site process_groups[TORCH_PROCESS_GROUP_SITES];
-	struct torch_op_probe *ops; /* every overload of every request, in request order */
+	/* The c10d collectives, by c10d_api.h's operation number; symbol NULL when absent. */
+	struct torch_probe_site c10d[TORCH_C10D_SITES];
+	uint32_t tensor_numel_offset; /* TensorImpl::numel_ in this version; 0 unknown */
+	struct torch_op_probe *ops;   /* every overload of every request, in request order */
 	size_t op_count;
 };
 
@@ -127,6 +133,15 @@ int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_co
  */
 int torch_operators_resolve_available(struct torch_probes *probes, const char *const *requests,
 				      size_t request_count, char *error, size_t error_size);
+
+/*
+ * The c10d collectives this library defines, and where its tensors keep
+ * their element count (torch_c10d.c); 0 or -ENOMEM. Absent ones stay empty.
+ */
+int torch_c10d_resolve(struct torch_probes *probes, char *error, size_t error_size);
+
+/* The attach cookie of c10d operation 'index' (probe_abi.h's TCHECK_C10D_*). */
+uint64_t torch_c10d_cookie(const struct torch_probes *probes, size_t index);
 
 void torch_probes_free(struct torch_probes *probes);
 

@@ -23,6 +23,7 @@
 #include "python/python_call_context.h"
 #include "python/python_losses.h"
 #include "python/python_tracer.h"
+#include "record/c10d_calls.h"
 #include "record/call_builder.h"
 #include "record/live_status.h"
 #include "record/open_calls.h"
@@ -47,6 +48,7 @@ struct recorder {
 	struct probe_session *session;
 	struct library_discovery *discovery;
 	struct call_builder *builder;
+	struct c10d_calls *c10d;      /* PyTorch's own collectives, as calls */
 	struct python_tracer *python; /* NULL unless --python */
 	struct work_requests *work_requests;
 	struct trace_writer *writer;
@@ -351,6 +353,25 @@ static const struct trace_python_context *python_context_of(struct recorder *rec
 	return context;
 }
 
+/* A c10d collective entered: a call of its process group, with the process's step and stage. */
+static void take_c10d_call(struct recorder *recorder, const struct tcheck_c10d_call_record *record)
+{
+	uint32_t pid = record->header.pid;
+	struct traced_process *process;
+	struct trace_python_context python = { .step = -1 };
+	bool known;
+
+	adopt_process(recorder, pid);
+	process = u64_map_get(&recorder->processes, pid);
+	known = recorder->python &&
+		!python_tracer_meta(recorder->python, pid, record->header.timestamp_ns,
+				    &python.step, &python.stage);
+	if (c10d_calls_add(recorder->c10d, record, process ? process->record.rank : -1,
+			   process ? process->record.world_size : -1,
+			   known ? &python : NULL) == -ENOMEM)
+		log_warning("process %u: out of memory for its c10d calls", pid);
+}
+
 static int handle_probe_record(void *context, const void *data, size_t size)
 {
 	const struct tcheck_record_header *header = data;
@@ -378,6 +399,7 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 	case TCHECK_RECORD_PROCESS_EXEC:
 		/* A new image: new libraries, new environment, no communicators. */
 		call_builder_forget_process(recorder->builder, header->pid);
+		c10d_calls_forget_process(recorder->c10d, header->pid);
 		if (recorder->python)
 			python_tracer_forget_process(recorder->python, (pid_t)header->pid);
 		process = add_process(recorder, header->pid, 0);
@@ -413,8 +435,16 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 			python_tracer_handle_scope(recorder->python, data);
 		return 0;
 	case TCHECK_RECORD_PROCESS_GROUP:
-		if (size >= sizeof(struct tcheck_process_group_record))
+		if (size >= sizeof(struct tcheck_process_group_record)) {
+			if (c10d_calls_group_built(recorder->c10d, data))
+				log_warning("process %u: out of memory for its process groups",
+					    header->pid);
 			take_process_group_rank(recorder, data);
+		}
+		return 0;
+	case TCHECK_RECORD_C10D_CALL:
+		if (size >= sizeof(struct tcheck_c10d_call_record))
+			take_c10d_call(recorder, data);
 		return 0;
 	case TCHECK_RECORD_TORCH_OP:
 		adopt_process(recorder, header->pid);
@@ -673,6 +703,7 @@ static int set_up(struct recorder *recorder, int *release_fd)
 		library_discovery_set_file_hook(recorder->discovery, check_work_request_file,
 						recorder->work_requests);
 	recorder->builder = call_builder_new(emit_built_record, resolve_communicator, recorder);
+	recorder->c10d = c10d_calls_new(emit_built_record, recorder);
 	if (options->python)
 		recorder->python = python_tracer_new(recorder->session, options->python_prefixes,
 						     emit_built_record, recorder);
@@ -682,8 +713,8 @@ static int set_up(struct recorder *recorder, int *release_fd)
 					    options->torch_op_count);
 		python_tracer_watch_training(recorder->python, options->training_ops);
 	}
-	if (!recorder->discovery || !recorder->builder || !recorder->work_requests ||
-	    (options->python && !recorder->python)) {
+	if (!recorder->discovery || !recorder->builder || !recorder->c10d ||
+	    !recorder->work_requests || (options->python && !recorder->python)) {
 		log_error("out of memory");
 		return -1;
 	}
@@ -736,6 +767,7 @@ static void tear_down(struct recorder *recorder)
 		free(value);
 	u64_map_free(&recorder->notes);
 	call_builder_free(recorder->builder);
+	c10d_calls_free(recorder->c10d);
 	python_tracer_free(recorder->python);
 	library_discovery_free(recorder->discovery);
 	work_requests_free(recorder->work_requests);

@@ -60,6 +60,12 @@ def parse_arguments(argv):
                              "replaced by the rank, otherwise only rank 0 writes it")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                         help="the launcher stops the ranks after SECONDS (default 120)")
+    parser.add_argument("--fault", default=None, metavar="KIND:R:K[:MS]",
+                        help="inject a fault on rank R at step K, before its backward pass: "
+                             "stop (the rank sleeps until killed and never all-reduces that "
+                             "step's gradients), slow:R:K:MS (from step K on, the rank sleeps MS "
+                             "ms each step), mismatch (every rank all-reduces a tensor, rank R "
+                             "one of another size). Logged as a 'fault' record first")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -97,7 +103,52 @@ def worker_argv(args):
             argv += [option, value]
     if args.no_module_hooks:
         argv.append("--no-module-hooks")
+    if args.fault:
+        argv += ["--fault", args.fault]
     return argv
+
+
+def parse_fault(text):
+    """--fault KIND:R:K[:MS] as (kind, rank, step, milliseconds), or None."""
+    if not text:
+        return None
+    parts = text.split(":")
+    if parts[0] not in ("stop", "slow", "mismatch") or len(parts) != (4 if parts[0] == "slow" else 3):
+        raise SystemExit("train_ddp: --fault {!r}: expected stop:R:K, slow:R:K:MS or mismatch:R:K"
+                         .format(text))
+    return parts[0], int(parts[1]), int(parts[2]), float(parts[3]) if parts[0] == "slow" else 0.0
+
+
+MISMATCH_ELEMENTS = 64
+
+
+def fault_before_backward(fault, call_log, rank):
+    """The hook train() runs before each backward pass: the fault, where and when it is due."""
+    kind, fault_rank, fault_step, milliseconds = fault
+
+    def log_fault(step, **details):
+        record = call_log._new_record("fault")
+        record.update({"fault": kind, "fault_rank": fault_rank, "fault_step": fault_step})
+        record.update(details)
+        call_log.flush()
+
+    def hook(step):
+        if kind == "stop" and rank == fault_rank and step == fault_step:
+            log_fault(step, next_call="c10d::allreduce")
+            while True:
+                time.sleep(3600)
+        if kind == "slow" and rank == fault_rank and step >= fault_step:
+            if step == fault_step:
+                log_fault(step, sleep_ms=milliseconds)
+            time.sleep(milliseconds / 1000.0)
+        if kind == "mismatch" and step == fault_step:
+            elements = MISMATCH_ELEMENTS + (8 if rank == fault_rank else 0)
+            log_fault(step, elements=elements)
+            record = call_log.begin("torch.distributed.all_reduce(tensor)", dist.all_reduce)
+            dist.all_reduce(torch.ones(elements))
+            call_log.end(record)
+
+    return hook
 
 
 def progress_path_for(template, rank):
@@ -149,8 +200,11 @@ def train_rank(args, call_log, rank, world_size, progress_path):
     call_log.end(record)
     call_log.flush()
 
-    final_loss = training_common.train(call_log, args, model, optimizer, parameters, inputs, targets,
-                                       progress_path, forward_scope=DDP_FORWARD_SCOPE)
+    fault = parse_fault(args.fault)
+    final_loss = training_common.train(
+        call_log, args, model, optimizer, parameters, inputs, targets, progress_path,
+        forward_scope=DDP_FORWARD_SCOPE,
+        before_backward=fault_before_backward(fault, call_log, rank) if fault else None)
 
     checksum = training_common.parameter_checksum(model)
     gathered = [torch.zeros_like(checksum) for _ in range(world_size)]

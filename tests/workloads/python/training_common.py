@@ -405,12 +405,15 @@ def clips_at(args, rank, step):
     return step < from_step or rank == only_rank
 
 
-def train(call_log, args, model, optimizer, parameters, inputs, targets, progress_path, forward_scope=None):
+def train(call_log, args, model, optimizer, parameters, inputs, targets, progress_path, forward_scope=None,
+          before_backward=None):
     """The training loop both workloads run; returns the last loss.
 
     ``model`` is what the loop calls (the DistributedDataParallel wrapper in
     train_ddp.py); ``forward_scope`` the record_function name its forward opens.
-    Every call's function is resolved from the object's type at run time.
+    ``before_backward(step)``, when given, runs before each backward pass (a
+    fault train_ddp.py injects). Every call's function is resolved from the
+    object's type at run time.
     """
     zero_grad_scope, step_scope = optimizer_scopes(optimizer)
     evaluation_batch = inputs[-1]
@@ -438,6 +441,9 @@ def train(call_log, args, model, optimizer, parameters, inputs, targets, progres
                                 torch.nn.functional.mse_loss)
         loss = torch.nn.functional.mse_loss(output, target)
         call_log.end(record)
+
+        if before_backward:
+            before_backward(step)
 
         record = call_log.begin("loss.backward()", type(loss).backward)
         loss.backward()

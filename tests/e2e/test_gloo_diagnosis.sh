@@ -1,0 +1,111 @@
+#!/bin/bash
+# PyTorch's own collectives: CPU DistributedDataParallel over gloo makes no
+# NCCL call, and `record --python` traces its c10d collectives instead
+# (ProcessGroupGloo::allreduce, broadcast, barrier, ...). Each run injects
+# one fault, logged by the workload itself before it happens (a "fault"
+# record: the rank, the step, what it does), and the report is held against
+# that log:
+# - a rank that stops before its backward pass: a hang naming that rank, the
+#   collective it never issued (the step's all-reduce) and its last one, live
+#   (--events) and offline (check) alike;
+# - a rank that sleeps before each backward from step K: slowdowns naming it
+#   as the straggler, none before step K;
+# - a rank that all-reduces a tensor of another size (3 ranks): a mismatch
+#   naming that rank and both element counts the ranks logged;
+# - a fault-free run: no report at all.
+source "$(dirname "$0")/lib.sh"
+torch_stack
+DDP="$ROOT/tests/workloads/python/train_ddp.py"
+
+# run NAME ARGS...: records a train_ddp.py run with --python and --events.
+run() {
+	local name=$1
+	shift
+	mkdir -p "$SCRATCH/$name"
+	"$TCHECK" record --python --events "$SCRATCH/$name/events.jsonl" -o "$SCRATCH/$name/trace" \
+		-- $TORCH_PYTHON "$DDP" --log-dir "$SCRATCH/$name/log" "$@" \
+		>"$SCRATCH/$name/out" 2>&1 || true
+	"$TCHECK" check --json "$SCRATCH/$name/trace" >"$SCRATCH/$name/check.jsonl" 2>/dev/null || true
+	"$TCHECK" dump "$SCRATCH/$name/trace" >"$SCRATCH/$name/calls.jsonl" ||
+		fail "dump of the $name run: $(tail -3 "$SCRATCH/$name/out")"
+}
+
+run stop --steps 40 --fault stop:1:15 --timeout 20
+run slow --steps 30 --fault slow:1:15:200
+run mismatch --world-size 3 --steps 12 --fault mismatch:1:6 --timeout 20
+run clean --steps 30
+"$TCHECK" check "$SCRATCH/clean/trace" >"$SCRATCH/clean/check.txt" || true
+
+python3 - "$SCRATCH" <<'PY' || fail "the reports do not match what the workload logged"
+import glob, json, os, sys
+scratch = sys.argv[1]
+
+def jsonl(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+def fault_of(name):
+    faults = [r for path in glob.glob(os.path.join(scratch, name, "log", "rank-*.jsonl"))
+              for r in jsonl(path) if r.get("kind") == "fault"]
+    assert faults, (name, "the workload logged no fault")
+    return faults
+
+def reports(name, kind):
+    live = [r for r in jsonl(os.path.join(scratch, name, "events.jsonl")) if r["kind"] == kind]
+    offline = [r for r in jsonl(os.path.join(scratch, name, "check.jsonl")) if r.get("kind") == kind]
+    return live, offline
+
+# The trace holds the gloo collectives, with ranks from the process group.
+calls = [r for r in jsonl(os.path.join(scratch, "clean", "calls.jsonl")) if r["kind"] == "nccl"]
+allreduces = [c for c in calls if c["name"] == "c10d::allreduce"]
+assert {c["rank"] for c in allreduces} == {0, 1}, "no gloo all-reduce of both ranks in the trace"
+assert len({c["comm_id"] for c in allreduces}) == 1, "the ranks' all-reduces are on several groups"
+assert all(c["args"]["dtype"] == "Float" and c["args"]["count"] > 0 for c in allreduces), allreduces[0]
+per_rank = {r: [c for c in allreduces if c["rank"] == r] for r in (0, 1)}
+assert len(per_rank[0]) == len(per_rank[1]) >= 30, {r: len(v) for r, v in per_rank.items()}
+
+# Stop: the hang names the rank that stopped and the all-reduce it never issued.
+fault = fault_of("stop")[0]
+live, offline = reports("stop", "hang")
+assert live and offline, ("no hang reported", live, offline)
+for hang in (live[0], offline[0]):
+    lagging = hang["lagging_ranks"]
+    assert [r["job_rank"] for r in lagging] == [fault["rank"]], hang
+    assert hang["collective"] == fault["next_call"], hang
+    assert lagging[0]["last_seq"] + 1 == hang["seq"], hang
+    assert lagging[0]["last_ts_ns"] <= fault["ts_ns"], (hang, fault)
+    assert hang["class"] == "host", hang
+print("stop: hang at", live[0]["collective"], "seq", live[0]["seq"], "names job rank",
+      live[0]["lagging_ranks"][0]["job_rank"])
+
+# Slow: every slowdown names the slow rank, and none comes before its first sleep.
+fault = fault_of("slow")[0]
+live, offline = reports("slow", "slowdown")
+assert live and offline, ("no slowdown reported", live, offline)
+for slowdown in live + offline:
+    assert [s["job_rank"] for s in slowdown["stragglers"]] == [fault["rank"]], slowdown
+    assert slowdown["detected_ns"] > fault["ts_ns"], (slowdown, fault)
+    assert slowdown["lead_ns"] >= 0.5 * fault["sleep_ms"] * 1e6, slowdown
+print("slow:", len(live), "slowdown(s), straggler job rank", fault["rank"])
+
+# Mismatch: the odd rank and both counts, as the ranks logged them.
+faults = fault_of("mismatch")
+elements = {f["rank"]: f["elements"] for f in faults}
+odd_rank = faults[0]["fault_rank"]
+live, offline = reports("mismatch", "mismatch")
+assert live and offline, ("no mismatch reported", live, offline)
+for mismatch in (live[0], offline[0]):
+    odd = mismatch["ranks"][mismatch["odd_rank"]]
+    assert odd["job_rank"] == odd_rank and odd["last_count"] == elements[odd_rank], mismatch
+    assert {r["job_rank"]: r["last_count"] for r in mismatch["ranks"]} == elements, mismatch
+    assert mismatch["collective"] == "c10d::allreduce", mismatch
+print("mismatch: job rank", odd_rank, "all-reduced", elements[odd_rank], "elements, the others",
+      elements[(odd_rank + 1) % len(elements)])
+
+# Clean: nothing at all.
+live = jsonl(os.path.join(scratch, "clean", "events.jsonl"))
+assert live == [], live
+text = open(os.path.join(scratch, "clean", "check.txt")).read()
+assert "0 hang(s), 0 slowdown(s), 0 mismatch(es)" in text, text
+print("clean: no report")
+PY
+echo "PASS"

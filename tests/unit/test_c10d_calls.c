@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tests of the c10d call builder: gloo collectives of hand-built probe
+ * records become trace calls whose communicator identity, rank, size and
+ * sequence agree across the ranks of a job as torch builds its groups.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/c10d_api.h"
+#include "record/c10d_calls.h"
+#include "unit.h"
+
+#define MAX_EMITTED 32
+
+struct emitted {
+	struct trace_record records[MAX_EMITTED];
+	unsigned count;
+};
+
+static int keep(void *context, const struct trace_record *record)
+{
+	struct emitted *emitted = context;
+
+	if (emitted->count < MAX_EMITTED)
+		emitted->records[emitted->count++] = *record;
+	return 0;
+}
+
+static struct tcheck_process_group_record group_built(uint32_t pid, uint64_t object, int rank,
+						      int size)
+{
+	struct tcheck_process_group_record record;
+
+	memset(&record, 0, sizeof(record));
+	record.header.type = TCHECK_RECORD_PROCESS_GROUP;
+	record.header.pid = pid;
+	record.header.tid = pid;
+	record.group = object;
+	record.rank = rank;
+	record.size = size;
+	return record;
+}
+
+/* The probe's record of operation 'name' ("allreduce") on 'object', one tensor. */
+static struct tcheck_c10d_call_record c10d_call(uint32_t pid, uint64_t object, const char *name,
+						uint64_t numel, uint64_t entry_ns)
+{
+	struct tcheck_c10d_call_record record;
+
+	memset(&record, 0, sizeof(record));
+	record.header.type = TCHECK_RECORD_C10D_CALL;
+	record.header.pid = pid;
+	record.header.tid = pid;
+	record.header.timestamp_ns = entry_ns;
+	record.group = object;
+	record.tensor_count = 1;
+	record.numel = numel;
+	record.dtype = 6; /* Float */
+	record.peer = -1;
+	for (size_t i = 0; i < c10d_operation_count(); i++)
+		if (strcmp(c10d_operation_at(i)->method, name) == 0)
+			record.operation = (uint32_t)i;
+	return record;
+}
+
+/* The last call emitted. */
+static const struct trace_nccl_call *last_call(const struct emitted *emitted)
+{
+	for (unsigned i = emitted->count; i > 0; i--)
+		if (emitted->records[i - 1].kind == TRACE_RECORD_NCCL_CALL)
+			return &emitted->records[i - 1].call;
+	return NULL;
+}
+
+/*
+ * torch 2.x builds a ProcessGroup and its gloo Backend, both of the world's
+ * size, on every rank, at other addresses: the backend's calls of the two
+ * ranks share one identity, and each rank numbers its calls from 0.
+ */
+UNIT_TEST(c10d_calls, world_group_has_one_identity_on_every_rank)
+{
+	struct emitted emitted = { .count = 0 };
+	struct c10d_calls *calls = c10d_calls_new(keep, &emitted);
+	struct tcheck_process_group_record built;
+	struct tcheck_c10d_call_record raw;
+	const struct trace_nccl_call *call;
+	uint64_t identity;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+	for (int rank = 0; rank < 2; rank++) {
+		built = group_built(100 + (uint32_t)rank, 0x1000 + 0x100 * (uint64_t)rank, rank, 2);
+		CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+		built = group_built(100 + (uint32_t)rank, 0x2000 + 0x100 * (uint64_t)rank, rank, 2);
+		CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	}
+	raw = c10d_call(100, 0x2000, "allreduce", 1732, 5000);
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(emitted.count, 2);
+	CU_ASSERT_EQUAL(emitted.records[0].kind, TRACE_RECORD_COMMUNICATOR);
+	CU_ASSERT_EQUAL(emitted.records[0].communicator.rank, 0);
+	CU_ASSERT_EQUAL(emitted.records[0].communicator.nranks, 2);
+	call = last_call(&emitted);
+	CU_ASSERT_STRING_EQUAL(call->function, "c10d::allreduce");
+	CU_ASSERT_PTR_EQUAL(call->api, nccl_function_by_name("c10d::allreduce"));
+	CU_ASSERT_EQUAL(call->api->kind, NCCL_KIND_COLLECTIVE);
+	CU_ASSERT_EQUAL(call->params[C10D_PARAM_COUNT], 1732);
+	CU_ASSERT_STRING_EQUAL(torch_scalar_type_name((int64_t)call->params[C10D_PARAM_DTYPE]),
+			       "Float");
+	CU_ASSERT_EQUAL(call->rank, 0);
+	CU_ASSERT_EQUAL(call->nranks, 2);
+	CU_ASSERT_EQUAL(call->seq, 0);
+	identity = call->comm_id;
+	CU_ASSERT_NOT_EQUAL(identity, 0);
+
+	raw = c10d_call(101, 0x2100, "allreduce", 1732, 5100);
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	call = last_call(&emitted);
+	CU_ASSERT_EQUAL(call->comm_id, identity);
+	CU_ASSERT_EQUAL(call->rank, 1);
+	CU_ASSERT_EQUAL(call->seq, 0);
+	/* The group is announced once; its next call is numbered on. */
+	raw = c10d_call(101, 0x2100, "barrier", 0, 5200);
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(emitted.count, 5);
+	CU_ASSERT_STRING_EQUAL(last_call(&emitted)->function, "c10d::barrier");
+	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 1);
+	c10d_calls_free(calls);
+}
+
+/* A subgroup is built by its members only: its calls are kept, not matched across ranks. */
+UNIT_TEST(c10d_calls, subgroup_has_no_shared_identity)
+{
+	struct emitted emitted = { .count = 0 };
+	struct c10d_calls *calls = c10d_calls_new(keep, &emitted);
+	struct tcheck_process_group_record built = group_built(100, 0x1000, 2, 4);
+	struct tcheck_c10d_call_record raw;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	built = group_built(100, 0x3000, 0, 2);
+	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	raw = c10d_call(100, 0x3000, "broadcast", 10, 5000);
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, 2, 4, NULL), 0);
+	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0);
+	CU_ASSERT_EQUAL(last_call(&emitted)->rank, 0);
+	CU_ASSERT_EQUAL(last_call(&emitted)->nranks, 2);
+	CU_ASSERT_NOT_EQUAL(strlen(emitted.records[0].communicator.note), 0);
+	c10d_calls_free(calls);
+}
+
+/*
+ * Attached after the groups were built: a group first seen in a call is
+ * the world where the process's rank is known (numbered by first use on
+ * every rank alike), and has no identity where it is not.
+ */
+UNIT_TEST(c10d_calls, group_built_before_tracing_is_the_world_when_the_rank_is_known)
+{
+	struct emitted emitted = { .count = 0 };
+	struct c10d_calls *calls = c10d_calls_new(keep, &emitted);
+	struct tcheck_c10d_call_record raw;
+	uint64_t identity;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+	raw = c10d_call(100, 0x1000, "allreduce", 5, 5000);
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, 0, 2, NULL), 0);
+	identity = last_call(&emitted)->comm_id;
+	CU_ASSERT_NOT_EQUAL(identity, 0);
+	CU_ASSERT_EQUAL(emitted.records[0].communicator.origin, TRACE_COMM_UNKNOWN);
+	raw = c10d_call(101, 0x1800, "allreduce", 5, 5000);
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, 1, 2, NULL), 0);
+	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, identity);
+	CU_ASSERT_EQUAL(last_call(&emitted)->rank, 1);
+	raw = c10d_call(102, 0x1000, "allreduce", 5, 5000);
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0);
+	CU_ASSERT_EQUAL(last_call(&emitted)->rank, -1);
+	c10d_calls_free(calls);
+}
+
+/* A group destroyed and another built at its address is a new group: a new identity, seq 0. */
+UNIT_TEST(c10d_calls, group_rebuilt_at_the_same_address_is_new)
+{
+	struct emitted emitted = { .count = 0 };
+	struct c10d_calls *calls = c10d_calls_new(keep, &emitted);
+	struct tcheck_process_group_record built = group_built(100, 0x1000, 0, 2);
+	struct tcheck_c10d_call_record raw = c10d_call(100, 0x1000, "allreduce", 5, 5000);
+	uint64_t first;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	first = last_call(&emitted)->comm_id;
+	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 1);
+	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_NOT_EQUAL(last_call(&emitted)->comm_id, first);
+	CU_ASSERT_NOT_EQUAL(last_call(&emitted)->comm_id, 0);
+	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 0);
+	/* Forgotten with its process: the next call is of a group never seen. */
+	c10d_calls_forget_process(calls, 100);
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0);
+	c10d_calls_free(calls);
+}
+
+/* Point-to-point calls carry their peer; the table's names resolve both ways. */
+UNIT_TEST(c10d_calls, send_carries_its_peer)
+{
+	struct emitted emitted = { .count = 0 };
+	struct c10d_calls *calls = c10d_calls_new(keep, &emitted);
+	struct tcheck_process_group_record built = group_built(100, 0x1000, 0, 2);
+	struct tcheck_c10d_call_record raw = c10d_call(100, 0x1000, "send", 5, 5000);
+	const struct trace_nccl_call *call;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+	raw.peer = 1;
+	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	call = last_call(&emitted);
+	CU_ASSERT_EQUAL(call->api->kind, NCCL_KIND_POINT_TO_POINT);
+	CU_ASSERT_EQUAL(call->param_count, 5);
+	CU_ASSERT_EQUAL((int64_t)call->params[C10D_PARAM_PEER], 1);
+	CU_ASSERT_PTR_NULL(nccl_function_by_name("c10d::nothing"));
+	CU_ASSERT_EQUAL(nccl_function_index(call->api), -1);
+	for (size_t i = 0; i < c10d_operation_count(); i++)
+		CU_ASSERT_PTR_EQUAL(nccl_function_by_name(c10d_operation_at(i)->api.name),
+				    &c10d_operation_at(i)->api);
+	c10d_calls_free(calls);
+}

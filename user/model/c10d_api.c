@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+/* The table of probed c10d operations and torch's dtype names. */
+#include "model/c10d_api.h"
+
+#include <string.h>
+
+#define P(param_name, param_type)                                   \
+	{                                                           \
+		.name = param_name, .type = NCCL_PARAM_##param_type \
+	}
+
+#define COLLECTIVE_PARAMS                                                                      \
+	4,                                                                                     \
+	{                                                                                      \
+		P("group", COMM), P("tensors", INT), P("count", SIZE), P("dtype", TORCH_DTYPE) \
+	}
+#define POINT_TO_POINT_PARAMS                                                                   \
+	5,                                                                                      \
+	{                                                                                       \
+		P("group", COMM), P("tensors", INT), P("count", SIZE), P("dtype", TORCH_DTYPE), \
+			P("peer", INT)                                                          \
+	}
+
+#define GLOO(length_and_name, arguments) "_ZN4c10d16ProcessGroupGloo" length_and_name "E" arguments
+
+/* Registers: rdi the return slot, rsi 'this', rdx (3) the first argument, rcx (4) the second. */
+static const struct c10d_operation operations[] = {
+	{ "allreduce",
+	  GLOO("9allreduce", "RSt6vectorIN2at6TensorESaIS3_EERKNS_16AllreduceOptionsE"),
+	  3,
+	  false,
+	  0,
+	  { "c10d::allreduce", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	{ "allreduce_coalesced",
+	  GLOO("19allreduce_coalesced",
+	       "RSt6vectorIN2at6TensorESaIS3_EERKNS_25AllreduceCoalescedOptionsE"),
+	  3,
+	  false,
+	  0,
+	  { "c10d::allreduce_coalesced", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	{ "broadcast",
+	  GLOO("9broadcast", "RSt6vectorIN2at6TensorESaIS3_EERKNS_16BroadcastOptionsE"),
+	  3,
+	  false,
+	  0,
+	  { "c10d::broadcast", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	{ "reduce",
+	  GLOO("6reduce", "RSt6vectorIN2at6TensorESaIS3_EERKNS_13ReduceOptionsE"),
+	  3,
+	  false,
+	  0,
+	  { "c10d::reduce", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	/* allgather(outputs, inputs, options): the inputs are what this rank sends. */
+	{ "allgather",
+	  GLOO("9allgather",
+	       "RSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_RKNS_16AllgatherOptionsE"),
+	  4,
+	  false,
+	  0,
+	  { "c10d::allgather", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	{ "allgather_coalesced",
+	  GLOO("19allgather_coalesced",
+	       "RSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_RKNS_16AllgatherOptionsE"),
+	  4,
+	  false,
+	  0,
+	  { "c10d::allgather_coalesced", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	{ "_allgather_base",
+	  GLOO("15_allgather_base", "RN2at6TensorES3_RKNS_16AllgatherOptionsE"),
+	  4,
+	  true,
+	  0,
+	  { "c10d::_allgather_base", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	{ "gather",
+	  GLOO("6gather", "RSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_RKNS_13GatherOptionsE"),
+	  4,
+	  false,
+	  0,
+	  { "c10d::gather", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	/* scatter(outputs, inputs, options): the outputs are what this rank gets. */
+	{ "scatter",
+	  GLOO("7scatter", "RSt6vectorIN2at6TensorESaIS3_EERS1_IS5_SaIS5_EERKNS_14ScatterOptionsE"),
+	  3,
+	  false,
+	  0,
+	  { "c10d::scatter", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	{ "reduce_scatter",
+	  GLOO("14reduce_scatter",
+	       "RSt6vectorIN2at6TensorESaIS3_EERS1_IS5_SaIS5_EERKNS_20ReduceScatterOptionsE"),
+	  3,
+	  false,
+	  0,
+	  { "c10d::reduce_scatter", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	{ "_reduce_scatter_base",
+	  GLOO("20_reduce_scatter_base", "RN2at6TensorES3_RKNS_20ReduceScatterOptionsE"),
+	  4,
+	  true,
+	  0,
+	  { "c10d::_reduce_scatter_base", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	{ "alltoall_base",
+	  GLOO("13alltoall_base", "RN2at6TensorES3_RSt6vectorIlSaIlEES7_RKNS_15AllToAllOptionsE"),
+	  4,
+	  true,
+	  0,
+	  { "c10d::alltoall_base", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	{ "barrier",
+	  GLOO("7barrier", "RKNS_14BarrierOptionsE"),
+	  0,
+	  false,
+	  0,
+	  { "c10d::barrier", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
+	/* send(tensors, dstRank, tag) and recv(tensors, srcRank, tag): the rank in rcx. */
+	{ "send",
+	  GLOO("4send", "RSt6vectorIN2at6TensorESaIS3_EEii"),
+	  3,
+	  false,
+	  4,
+	  { "c10d::send", NCCL_KIND_POINT_TO_POINT, POINT_TO_POINT_PARAMS } },
+	{ "recv",
+	  GLOO("4recv", "RSt6vectorIN2at6TensorESaIS3_EEii"),
+	  3,
+	  false,
+	  4,
+	  { "c10d::recv", NCCL_KIND_POINT_TO_POINT, POINT_TO_POINT_PARAMS } },
+};
+
+#define OPERATION_COUNT (sizeof(operations) / sizeof(operations[0]))
+
+size_t c10d_operation_count(void)
+{
+	return OPERATION_COUNT;
+}
+
+const struct c10d_operation *c10d_operation_at(size_t index)
+{
+	return index < OPERATION_COUNT ? &operations[index] : NULL;
+}
+
+const struct nccl_function *c10d_function_by_name(const char *name)
+{
+	if (!name || strncmp(name, "c10d::", 6) != 0)
+		return NULL;
+	for (size_t i = 0; i < OPERATION_COUNT; i++)
+		if (strcmp(operations[i].api.name, name) == 0)
+			return &operations[i].api;
+	return NULL;
+}
+
+/* c10/core/ScalarType.h's order, the same in torch 1.13 and 2.x for these. */
+static const char *const scalar_type_names[] = {
+	"Byte",	 "Char",   "Short",	  "Int",	  "Long",	   "Half",
+	"Float", "Double", "ComplexHalf", "ComplexFloat", "ComplexDouble", "Bool",
+	"QInt8", "QUInt8", "QInt32",	  "BFloat16",
+};
+
+const char *torch_scalar_type_name(int64_t scalar_type)
+{
+	if (scalar_type < 0 ||
+	    (uint64_t)scalar_type >= sizeof(scalar_type_names) / sizeof(scalar_type_names[0]))
+		return NULL;
+	return scalar_type_names[scalar_type];
+}

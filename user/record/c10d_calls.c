@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+/* c10d process groups and their calls, as trace records. */
+#include "record/c10d_calls.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fnv_hash.h"
+#include "model/c10d_api.h"
+
+struct c10d_group {
+	uint32_t pid;
+	uint64_t object; /* the backend's 'this' */
+	int32_t rank;
+	int32_t size;
+	uint64_t comm_id; /* 0: not shared across ranks */
+	int64_t next_seq;
+	bool built; /* seen being built; false: first seen in a call */
+	bool announced;
+};
+
+struct c10d_calls {
+	c10d_calls_emit_fn emit;
+	void *context;
+	struct c10d_group *groups;
+	size_t count;
+	size_t capacity;
+};
+
+struct c10d_calls *c10d_calls_new(c10d_calls_emit_fn emit, void *context)
+{
+	struct c10d_calls *calls = calloc(1, sizeof(*calls));
+
+	if (calls) {
+		calls->emit = emit;
+		calls->context = context;
+	}
+	return calls;
+}
+
+void c10d_calls_free(struct c10d_calls *calls)
+{
+	if (!calls)
+		return;
+	free(calls->groups);
+	free(calls);
+}
+
+static struct c10d_group *find_group(struct c10d_calls *calls, uint32_t pid, uint64_t object)
+{
+	if (!object)
+		return NULL;
+	for (size_t i = 0; i < calls->count; i++)
+		if (calls->groups[i].pid == pid && calls->groups[i].object == object)
+			return &calls->groups[i];
+	return NULL;
+}
+
+/* The process's world size: the size of the first group it built, or -1. */
+static int32_t world_size_of(const struct c10d_calls *calls, uint32_t pid)
+{
+	for (size_t i = 0; i < calls->count; i++)
+		if (calls->groups[i].pid == pid && calls->groups[i].built)
+			return calls->groups[i].size;
+	return -1;
+}
+
+/* Groups of this process that share 'built' and 'size', before the new one. */
+static uint32_t groups_before(const struct c10d_calls *calls, uint32_t pid, bool built,
+			      int32_t size)
+{
+	uint32_t count = 0;
+
+	for (size_t i = 0; i < calls->count; i++)
+		if (calls->groups[i].pid == pid && calls->groups[i].built == built &&
+		    calls->groups[i].size == size)
+			count++;
+	return count;
+}
+
+static uint64_t group_identity(bool built, int32_t size, uint32_t ordinal)
+{
+	uint64_t words[3] = { built ? 1 : 2, (uint64_t)(uint32_t)size, ordinal };
+
+	return fnv1a_add_bytes(fnv1a_string("c10d"), words, sizeof(words));
+}
+
+static struct c10d_group *add_group(struct c10d_calls *calls, uint32_t pid, uint64_t object)
+{
+	struct c10d_group *group;
+
+	if (calls->count == calls->capacity) {
+		size_t capacity = calls->capacity ? calls->capacity * 2 : 8;
+		struct c10d_group *grown = realloc(calls->groups, capacity * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		calls->groups = grown;
+		calls->capacity = capacity;
+	}
+	group = &calls->groups[calls->count++];
+	memset(group, 0, sizeof(*group));
+	group->pid = pid;
+	group->object = object;
+	group->rank = -1;
+	group->size = -1;
+	return group;
+}
+
+int c10d_calls_group_built(struct c10d_calls *calls,
+			   const struct tcheck_process_group_record *record)
+{
+	uint32_t pid = record->header.pid;
+	struct c10d_group *group;
+	int32_t world;
+	uint32_t ordinal;
+
+	/* An object built again at a freed group's address is a new group; the old one still
+	 * counts. */
+	group = find_group(calls, pid, record->group);
+	if (group)
+		group->object = 0;
+	world = world_size_of(calls, pid);
+	ordinal = groups_before(calls, pid, true, record->size);
+	group = add_group(calls, pid, record->group);
+	if (!group)
+		return -ENOMEM;
+	group->rank = record->rank;
+	group->size = record->size;
+	group->built = true;
+	/* The first group is the world; so is any later one of its size. */
+	if (record->size > 0 && (world < 0 || record->size == world))
+		group->comm_id = group_identity(true, record->size, ordinal);
+	return 0;
+}
+
+/* A group first seen in a call: the world, where the process's rank and size are known. */
+static struct c10d_group *unseen_group(struct c10d_calls *calls, uint32_t pid, uint64_t object,
+				       int32_t job_rank, int32_t job_size)
+{
+	uint32_t ordinal = groups_before(calls, pid, false, job_size);
+	struct c10d_group *group = add_group(calls, pid, object);
+
+	if (group && job_rank >= 0 && job_size > 0 && job_rank < job_size) {
+		group->rank = job_rank;
+		group->size = job_size;
+		group->comm_id = group_identity(false, job_size, ordinal);
+	}
+	return group;
+}
+
+static int announce(struct c10d_calls *calls, struct c10d_group *group, uint64_t seen_ns)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_COMMUNICATOR };
+	struct trace_communicator *communicator = &record.communicator;
+
+	group->announced = true;
+	communicator->pid = group->pid;
+	communicator->origin = group->built ? TRACE_COMM_CREATED : TRACE_COMM_UNKNOWN;
+	communicator->handle = group->object;
+	communicator->comm_id = group->comm_id;
+	communicator->rank = group->rank;
+	communicator->nranks = group->size;
+	communicator->seen_ns = seen_ns;
+	if (!group->comm_id)
+		communicator->note = group->built ? "a c10d subgroup: not matched across ranks"
+						  : "a c10d group built before tracing began, "
+						    "in a process whose rank is unknown";
+	else if (!group->built)
+		communicator->note = "a c10d group built before tracing began: "
+				     "taken as the world group, numbered by first use";
+	else
+		communicator->note = "";
+	return calls->emit(calls->context, &record);
+}
+
+int c10d_calls_add(struct c10d_calls *calls, const struct tcheck_c10d_call_record *raw,
+		   int32_t job_rank, int32_t job_size, const struct trace_python_context *python)
+{
+	const struct c10d_operation *operation = c10d_operation_at(raw->operation);
+	struct trace_record record = { .kind = TRACE_RECORD_NCCL_CALL };
+	struct trace_nccl_call *call = &record.call;
+	struct c10d_group *group;
+	int result;
+
+	if (!operation)
+		return 0;
+	group = find_group(calls, raw->header.pid, raw->group);
+	if (!group)
+		group = unseen_group(calls, raw->header.pid, raw->group, job_rank, job_size);
+	if (!group)
+		return -ENOMEM;
+	if (!group->announced && (result = announce(calls, group, raw->header.timestamp_ns)))
+		return result;
+	call->entry_ns = raw->header.timestamp_ns;
+	call->pid = raw->header.pid;
+	call->tid = raw->header.tid;
+	call->function = operation->api.name;
+	call->api = &operation->api;
+	call->param_count = (uint32_t)operation->api.param_count;
+	call->params[C10D_PARAM_GROUP] = raw->group;
+	call->params[C10D_PARAM_TENSORS] = raw->tensor_count;
+	call->params[C10D_PARAM_COUNT] = raw->numel;
+	call->params[C10D_PARAM_DTYPE] = (uint64_t)(int64_t)raw->dtype;
+	if (operation->api.kind == NCCL_KIND_POINT_TO_POINT)
+		call->params[C10D_PARAM_PEER] = (uint64_t)(int64_t)raw->peer;
+	call->comm = raw->group;
+	call->comm_id = group->comm_id;
+	call->rank = group->rank;
+	call->nranks = group->size;
+	call->seq = group->next_seq++;
+	call->step = python ? python->step : -1;
+	call->stage = python ? python->stage : TRACE_STAGE_UNKNOWN;
+	return calls->emit(calls->context, &record);
+}
+
+void c10d_calls_forget_process(struct c10d_calls *calls, uint32_t pid)
+{
+	size_t kept = 0;
+
+	/* In order: a process's first group is its world. */
+	for (size_t i = 0; i < calls->count; i++)
+		if (calls->groups[i].pid != pid)
+			calls->groups[kept++] = calls->groups[i];
+	calls->count = kept;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Turns raw c10d records into trace calls: keeps each process's process
+ * groups (the object, its rank and size as built), numbers each group's
+ * calls, and gives every group of the job's full size an identity all its
+ * ranks share, so a gloo collective reaches the trace and the detectors as
+ * an NCCL collective does. Needs no kernel: the unit tests drive it.
+ *
+ * Identity: the n-th group of the world's size that a process builds is the
+ * same group on every rank (every rank builds it, in the same order).
+ * Smaller groups (subgroups) are built only by their members and carry no
+ * shared identity: their calls are recorded, not matched across ranks. A
+ * group built before the tracer came is taken as a world group numbered by
+ * first use, when the process's job rank and size are known.
+ */
+#ifndef TCHECK_C10D_CALLS_H
+#define TCHECK_C10D_CALLS_H
+
+#include <stdint.h>
+
+#include "model/trace_records.h"
+#include "tcheck/probe_abi.h"
+
+struct c10d_calls;
+
+typedef int (*c10d_calls_emit_fn)(void *context, const struct trace_record *record);
+
+struct c10d_calls *c10d_calls_new(c10d_calls_emit_fn emit, void *context);
+void c10d_calls_free(struct c10d_calls *calls);
+
+/* A process group being built: its object, rank and size. 0 or -ENOMEM. */
+int c10d_calls_group_built(struct c10d_calls *calls,
+			   const struct tcheck_process_group_record *record);
+
+/*
+ * One collective entered: emits its communicator the first time the group
+ * is used, then the call. job_rank and job_size are the process's (-1
+ * unknown); python is its step and stage then, or NULL. Returns the
+ * emitter's result, or -ENOMEM.
+ */
+int c10d_calls_add(struct c10d_calls *calls, const struct tcheck_c10d_call_record *record,
+		   int32_t job_rank, int32_t job_size, const struct trace_python_context *python);
+
+/* Forgets a process's groups (it exited or exec'ed). */
+void c10d_calls_forget_process(struct c10d_calls *calls, uint32_t pid);
+
+#endif /* TCHECK_C10D_CALLS_H */
