@@ -28,6 +28,20 @@ python3 tools/eval/hang-eval.py --details .output/hang-eval-runs.jsonl "$@"
 echo
 python3 tools/eval/hang-eval.py --blocking --details .output/hang-eval-runs-blocking.jsonl "$@"
 echo
+echo "### PyTorch's gloo collectives"
+echo
+echo "The same faults in a PyTorch job that makes no NCCL call: its collectives are"
+echo "ProcessGroupGloo's, traced by \`record --python\`. The workload's own log holds the truth."
+echo
+python3 tools/eval/gloo-eval.py --details .output/gloo-eval-runs.jsonl "$@"
+root=${TORCH2_ROOT:-/var/cache/tcheck-bpf/trixie-torch}
+if [ -f "$root/.tcheck-ready" ]; then
+	echo
+	python3 tools/eval/gloo-eval.py --stack "torch 2.6" \
+		--python "tools/stacks/in-root.sh $root --share $PWD --share /tmp -- /usr/bin/python3" \
+		--details .output/gloo-eval-runs-torch2.jsonl "$@"
+fi
+echo
 echo "Hang latency is measured from the moment progress stopped, the last call anywhere"
 echo "on the stuck communicator, because the detector's limit is itself \`--hang-factor\`"
 echo "(2) expected steps of silence, and \`--hang-min-seconds\` (1) at least: \`detected_ns\` is"
