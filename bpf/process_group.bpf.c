@@ -10,6 +10,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "entry_registers.bpf.h"
 #include "tcheck/probe_abi.h"
 #include "tracer_maps.bpf.h"
 
@@ -35,12 +36,6 @@ int process_group_init(struct pt_regs *ctx)
 	record->group = PT_REGS_PARM1(ctx);
 	bpf_ringbuf_submit(record, 0);
 	return 0;
-}
-
-/* Argument register 'which' (1 rdi ... 5 r8) at entry; 0 for none. */
-static __always_inline __u64 entry_register(const __u64 *registers, __u64 which)
-{
-	return which >= 1 && which <= 5 ? registers[which & 7] : 0;
 }
 
 /* The first tensor's element count and dtype, at the offsets this torch keeps them. */
@@ -73,17 +68,11 @@ int c10d_collective(struct pt_regs *ctx)
 	struct tcheck_c10d_call_record *record;
 	__u32 pid = pid_tgid >> 32;
 	__u64 tensors, first = 0, span[2] = { 0, 0 };
-	__u64 peer_register;
+	__u64 registers[ENTRY_REGISTERS], peer_register;
 
 	if (!is_traced(pid))
 		return 0;
-	/* Read at fixed context offsets first: the verifier refuses a computed one. */
-	__u64 registers[8] = { 0,
-			       PT_REGS_PARM1(ctx),
-			       PT_REGS_PARM2(ctx),
-			       PT_REGS_PARM3(ctx),
-			       PT_REGS_PARM4(ctx),
-			       PT_REGS_PARM5(ctx) };
+	entry_registers_read(ctx, registers);
 	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
 	if (!record) {
 		count(TCHECK_COUNTER_PYTHON_DROPS);

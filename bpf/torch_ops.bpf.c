@@ -10,6 +10,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "entry_registers.bpf.h"
 #include "tcheck/probe_abi.h"
 #include "thread_stack.bpf.h"
 #include "tracer_maps.bpf.h"
@@ -37,28 +38,18 @@ struct scalar_layout {
 	__u64 value;
 };
 
-/* Argument register 'which' (1 rdi ... 5 r8) at entry; 0 for none. */
-static __always_inline __u64 argument_register(const __u64 *registers, __u64 which)
-{
-	return which >= 1 && which <= 5 ? registers[which & 7] : 0;
-}
-
 /* The tensor and scalar arguments the cookie names: two reads of the caller's memory. */
 static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
 					   struct torch_op_call *call)
 {
-	/* Read at fixed context offsets first: the verifier refuses a computed one. */
-	__u64 registers[8] = { 0,
-			       PT_REGS_PARM1(ctx),
-			       PT_REGS_PARM2(ctx),
-			       PT_REGS_PARM3(ctx),
-			       PT_REGS_PARM4(ctx),
-			       PT_REGS_PARM5(ctx) };
-	__u64 tensor_slot = argument_register(registers, (cookie >> TCHECK_TORCH_OP_TENSOR_SHIFT) &
-								 TCHECK_TORCH_OP_REGISTER_MASK);
-	__u64 scalar_at = argument_register(registers, (cookie >> TCHECK_TORCH_OP_SCALAR_SHIFT) &
-							       TCHECK_TORCH_OP_REGISTER_MASK);
+	__u64 registers[ENTRY_REGISTERS], tensor_slot, scalar_at;
 	struct scalar_layout scalar = { .tag = TCHECK_SCALAR_NONE };
+
+	entry_registers_read(ctx, registers);
+	tensor_slot = entry_register(registers, (cookie >> TCHECK_TORCH_OP_TENSOR_SHIFT) &
+							TCHECK_TORCH_OP_REGISTER_MASK);
+	scalar_at = entry_register(registers, (cookie >> TCHECK_TORCH_OP_SCALAR_SHIFT) &
+						      TCHECK_TORCH_OP_REGISTER_MASK);
 
 	call->tensor = 0;
 	call->scalar = 0;

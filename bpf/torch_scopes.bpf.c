@@ -10,6 +10,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "entry_registers.bpf.h"
 #include "tcheck/probe_abi.h"
 #include "thread_stack.bpf.h"
 #include "tracer_maps.bpf.h"
@@ -30,18 +31,6 @@ struct torch_scope_stack {
 
 THREAD_STACKS(torch_scope_stacks, torch_scope_stack_of, struct torch_scope_stack, 0)
 
-/* The verifier allows only fixed offsets into the registers: read all three, then choose. */
-static __always_inline __u64 argument_register(const __u64 *arguments, __u64 which)
-{
-	if (which == 1)
-		return arguments[0];
-	if (which == 2)
-		return arguments[1];
-	if (which == 3)
-		return arguments[2];
-	return 0;
-}
-
 SEC("uprobe")
 int torch_scope_enter(struct pt_regs *ctx)
 {
@@ -50,13 +39,11 @@ int torch_scope_enter(struct pt_regs *ctx)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct torch_scope_stack *stack;
 	struct torch_scope *scope;
-	__u64 name_string, name_data = 0, arguments[3];
+	__u64 name_string, name_data = 0, arguments[ENTRY_REGISTERS];
 
 	if (!is_traced(pid))
 		return 0;
-	arguments[0] = PT_REGS_PARM1(ctx);
-	arguments[1] = PT_REGS_PARM2(ctx);
-	arguments[2] = PT_REGS_PARM3(ctx);
+	entry_registers_read(ctx, arguments);
 	stack = torch_scope_stack_of(tid, true);
 	if (!stack)
 		return 0;
@@ -66,13 +53,13 @@ int torch_scope_enter(struct pt_regs *ctx)
 		return 0;
 	}
 	/* A std::string (C++11 ABI): its characters' address first, NUL-terminated. */
-	name_string = argument_register(arguments, (cookie >> TCHECK_TORCH_NAME_REGISTER_SHIFT) &
-							   TCHECK_TORCH_REGISTER_MASK);
+	name_string = entry_register(arguments, (cookie >> TCHECK_TORCH_NAME_REGISTER_SHIFT) &
+							TCHECK_TORCH_REGISTER_MASK);
 	if (!name_string || !(name_data = user_u64(name_string)) ||
 	    bpf_probe_read_user_str(scope->name, sizeof(scope->name), (void *)name_data) <= 0)
 		return 0;
-	scope->key = argument_register(arguments, (cookie >> TCHECK_TORCH_KEY_REGISTER_SHIFT) &
-							  TCHECK_TORCH_REGISTER_MASK);
+	scope->key = entry_register(arguments, (cookie >> TCHECK_TORCH_KEY_REGISTER_SHIFT) &
+						       TCHECK_TORCH_REGISTER_MASK);
 	scope->entry_ns = bpf_ktime_get_ns();
 	stack->depth++;
 	return 0;

@@ -153,6 +153,37 @@ assert all(c["name"] == "ncclAllReduce" for c in open_calls)
 assert all(abs(c["ts_ns"] + c["dur_ns"] - killed_ns) < 500_000_000 for c in open_calls)
 PYTHON
 
+# Communicator creation, in both modes: rank 2 never enters ncclCommInitRank, the
+# others wait inside it. After the start-up limit (10 s, the default) the
+# communicator is reported as not created, naming rank 2, live and offline.
+for blocking in 0 1; do
+	mkdir -p "$SCRATCH/init$blocking.log"
+	NCCL_DOUBLE_BLOCKING=$blocking setsid "$TCHECK" record --events "$SCRATCH/init$blocking.live" \
+		-o "$SCRATCH/init$blocking.trace" --duration 13 -- "$WORKLOAD" --ranks 4 --steps 10 \
+		--delay 2:0:init:0 --log-dir "$SCRATCH/init$blocking.log" >/dev/null \
+		2>"$SCRATCH/init$blocking.err" &
+	session=$!
+	wait "$session" || fail "record exited $?: $(cat "$SCRATCH/init$blocking.err")"
+	kill -9 -- "-$session" 2>/dev/null || true
+	"$TCHECK" check --json "$SCRATCH/init$blocking.trace" >"$SCRATCH/init$blocking.jsonl" || true
+	python3 - "$SCRATCH/init$blocking.live" "$SCRATCH/init$blocking.jsonl" \
+		"$SCRATCH/init$blocking.log/rank-2.fault" <<'PYTHON' ||
+import json, sys
+fault = json.load(open(sys.argv[3]))
+assert fault["where"] == "init", fault
+for path in sys.argv[1:3]:
+    hangs = [r for r in map(json.loads, open(path)) if r["kind"] == "hang"]
+    assert len(hangs) == 1, (path, hangs)
+    hang = hangs[0]
+    assert hang["creating"] and hang["collective"] == "ncclCommInitRank", hang
+    assert [r["rank"] for r in hang["lagging_ranks"]] == [fault["rank"]], hang
+    assert hang["ranks_inside"] == 3 and hang["nranks"] == 4, hang
+    assert hang["detected_ns"] - fault["start_ns"] >= 9e9, (hang, fault)
+print("not created: rank", fault["rank"], "never entered ncclCommInitRank")
+PYTHON
+		fail "the communicator not created was not reported (blocking=$blocking): $(cat "$SCRATCH/init$blocking.err")"
+done
+
 # The same, found live by attach and written to --events.
 mkdir -p "$SCRATCH/live.jsonl.log"
 start_workload "$SCRATCH/live.jsonl.log" --delay 2:40:collective:0

@@ -748,3 +748,92 @@ UNIT_TEST(hang_detection, rank_left_behind_before_the_step_is_learned)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "before its step time was learned"));
 	progress_model_free(job.model);
 }
+
+/* An init call of 'rank' of a 4-rank communicator being created, open (inside) or returned. */
+static struct trace_nccl_call init_call(int rank, uint64_t entry_ns, bool open)
+{
+	struct trace_nccl_call call;
+
+	memset(&call, 0, sizeof(call));
+	call.function = "ncclCommInitRank";
+	call.api = nccl_function_by_name(call.function);
+	call.entry_ns = entry_ns;
+	call.pid = 1000 + (uint32_t)rank;
+	call.tid = call.pid;
+	call.comm_id = COMM_ID;
+	call.rank = rank;
+	call.nranks = RANKS;
+	call.seq = -1;
+	call.flags = open ? TRACE_CALL_OPEN : 0;
+	return call;
+}
+
+/*
+ * Ranks 0, 1 and 3 wait inside ncclCommInitRank, seen there at every tick;
+ * rank 2 never enters it: after the start-up limit the communicator is
+ * reported as not created, naming rank 2 alone, once.
+ */
+UNIT_TEST(hang_detection, rank_that_never_enters_the_init_call_is_named)
+{
+	struct progress_model *model = progress_model_new(NULL);
+	struct diagnosis_report reports[4];
+	int64_t completed_step;
+	char text[1024];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	for (int tick = 0; tick <= 110; tick++)
+		for (int rank = 0; rank < RANKS; rank++) {
+			struct trace_nccl_call call =
+				init_call(rank, 1000000000ull + (uint64_t)rank, true);
+
+			if (rank == 2)
+				continue;
+			progress_model_add_call(model, &call, &completed_step);
+			progress_model_advance(model,
+					       1000000000ull + (uint64_t)tick * 100000000ull);
+			if (tick == 90)
+				CU_ASSERT_EQUAL(hang_detector_check(model, NULL, reports, 4), 0);
+		}
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(model, NULL, reports, 4), 1);
+	CU_ASSERT_TRUE(reports[0].creating);
+	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
+	CU_ASSERT_EQUAL(reports[0].inside_count, 3);
+	CU_ASSERT_EQUAL(reports[0].inside_since_ns, 1000000000ull);
+	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].pid, 0);
+	diagnosis_report_text(&reports[0], text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(text, "not created: 3 rank(s) blocked inside ncclCommInitRank"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "never entered by rank 2"));
+	CU_ASSERT_EQUAL(hang_detector_check(model, NULL, reports, 4), 0);
+	progress_model_free(model);
+}
+
+/* Every rank entered and returned (a slow but complete creation): no hang. */
+UNIT_TEST(hang_detection, init_that_every_rank_entered_is_no_hang)
+{
+	struct progress_model *model = progress_model_new(NULL);
+	struct diagnosis_report reports[4];
+	int64_t completed_step;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	for (int rank = 0; rank < RANKS; rank++) {
+		struct trace_nccl_call call =
+			init_call(rank, 1000000000ull * (uint64_t)(rank + 1), true);
+
+		progress_model_add_call(model, &call, &completed_step);
+	}
+	/* Rank 3 came 3 s after rank 0; every rank is inside: no rank is missing. */
+	progress_model_advance(model, 30000000000ull);
+	CU_ASSERT_EQUAL(hang_detector_check(model, NULL, reports, 4), 0);
+	for (int rank = 0; rank < RANKS; rank++) {
+		struct trace_nccl_call call =
+			init_call(rank, 1000000000ull * (uint64_t)(rank + 1), false);
+
+		progress_model_add_call(model, &call, &completed_step);
+	}
+	progress_model_advance(model, 60000000000ull);
+	CU_ASSERT_EQUAL(hang_detector_check(model, NULL, reports, 4), 0);
+	progress_model_free(model);
+}

@@ -72,11 +72,12 @@ enum delay_position {
 	DELAY_BACKWARD,	  /* before the backward compute */
 	DELAY_COLLECTIVE, /* before the world collectives of the step */
 	DELAY_SEND,	  /* before the backward pipeline send/recv group */
+	DELAY_INIT,	  /* before ncclCommInitRank of the world (step 0 only) */
 	DELAY_POSITIONS,
 };
 
 static const char *const delay_position_names[DELAY_POSITIONS] = { "forward", "backward",
-								   "collective", "send" };
+								   "collective", "send", "init" };
 
 /* A fault switch "RANK:STEP:POSITION:MS"; ms 0 holds the rank for ever. rank -1: off. */
 struct delay {
@@ -98,6 +99,7 @@ struct options {
 	const char *stop_file;
 	struct rank_step skip;
 	struct rank_step stall;
+	struct rank_step crash;
 	struct rank_step mismatch;
 	struct rank_step mismatch_datatype;
 	struct rank_step skip_replicated;
@@ -149,6 +151,8 @@ struct worker {
 	bool mismatched_datatype, skipped_replicated, wrong_comm, extra_call;
 };
 
+static void inject_delay(const struct worker *worker, int step, enum delay_position position);
+
 static volatile double compute_sink;
 
 static void usage(FILE *out)
@@ -157,7 +161,8 @@ static void usage(FILE *out)
 		"usage: nccl-workload --log-dir DIR [--ranks N] [--steps S] [--tp T] [--pp P]\n"
 		"                     [--compute-us U] [--step-sleep-ms M] [--skip-collective "
 		"R:K]\n"
-		"                     [--stall R:K] [--slow R:F] [--mismatch-count R:K]\n"
+		"                     [--stall R:K] [--crash R:K] [--slow R:F] [--mismatch-count "
+		"R:K]\n"
 		"                     [--mismatch-datatype R:K] [--skip-replicated R:K]\n"
 		"                     [--wrong-comm K] [--extra-call R:K] [--wait-file PATH]\n"
 		"                     [--stop-file PATH]\n"
@@ -168,9 +173,12 @@ static void usage(FILE *out)
 		"  --skip-collective R:K  rank R skips the data-parallel gradient all-reduces of\n"
 		"                         step K (the world grad-norm all-reduce when dp is 1)\n"
 		"  --stall R:K            rank R sleeps for ever at the start of step K\n"
+		"  --crash R:K            rank R writes through a null pointer (SIGSEGV) at the\n"
+		"                         start of step K, after writing rank-R.fault\n"
 		"  --slow R:F             rank R computes F times longer\n"
 		"  --delay R:K:WHERE:MS   rank R waits MS ms (0: for ever) at step K, WHERE is\n"
-		"                         forward, backward, collective or send; the rank\n"
+		"                         forward, backward, collective, send, or init (before\n"
+		"                         ncclCommInitRank; K 0); the rank\n"
 		"                         writes what it injected to rank-R.fault first\n"
 		"  --mismatch-count R:K   rank R passes count+1 to one gradient all-reduce of step "
 		"K\n"
@@ -262,6 +270,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 		{ "step-sleep-ms", required_argument, NULL, 'S' },
 		{ "skip-collective", required_argument, NULL, 'k' },
 		{ "stall", required_argument, NULL, 'x' },
+		{ "crash", required_argument, NULL, 'X' },
 		{ "slow", required_argument, NULL, 'w' },
 		{ "delay", required_argument, NULL, 'D' },
 		{ "mismatch-count", required_argument, NULL, 'm' },
@@ -284,6 +293,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 		.compute_us = 200,
 		.skip = { -1, -1 },
 		.stall = { -1, -1 },
+		.crash = { -1, -1 },
 		.mismatch = { -1, -1 },
 		.mismatch_datatype = { -1, -1 },
 		.skip_replicated = { -1, -1 },
@@ -327,6 +337,9 @@ static int parse_options(int argc, char **argv, struct options *options)
 			break;
 		case 'x':
 			valid = parse_rank_step(optarg, &options->stall);
+			break;
+		case 'X':
+			valid = parse_rank_step(optarg, &options->crash);
 			break;
 		case 'w':
 			valid = parse_slow(optarg, options);
@@ -676,6 +689,7 @@ static void setup(struct worker *worker)
 		die(worker, 1, "doubleStreamCreate failed");
 
 	exchange_unique_id(worker, &id);
+	inject_delay(worker, 0, DELAY_INIT);
 	ret = ncclCommInitRank(&worker->world, worker->world_size, id, worker->rank);
 	ground_truth_init_rank(&worker->log, ret, &worker->world, worker->world_size, &id,
 			       worker->rank, false, NULL, hash_of(worker->world));
@@ -1071,6 +1085,24 @@ static void inject_delay(const struct worker *worker, int step, enum delay_posit
 	sleep_ns(delay->ms * 1000000L);
 }
 
+/* The --crash fault: the ground truth first, then a write through a null pointer. */
+static void crash(const struct worker *worker, int step)
+{
+	char path[PATH_MAX], text[256];
+	int length = snprintf(text, sizeof(text),
+			      "{\"rank\":%d,\"step\":%d,\"where\":\"crash\",\"signal\":\"SIGSEGV\","
+			      "\"start_ns\":%llu}\n",
+			      worker->rank, step, (unsigned long long)now_ns());
+	volatile uintptr_t nowhere = 0; /* opaque to the compiler: a real fault, not a raise() */
+
+	snprintf(path, sizeof(path), "%s/rank-%d.fault", worker->options->log_dir, worker->rank);
+	if (write_file_atomically(path, text, (size_t)length) < 0)
+		die(worker, 1, "cannot write a file in the log directory");
+	/* The fault asked for: a real invalid write, as a bug in native code makes. */
+	/* cppcheck-suppress nullPointer */
+	*(volatile int *)nowhere = step;
+}
+
 static void run_step(struct worker *worker, int step)
 {
 	const struct options *options = worker->options;
@@ -1089,6 +1121,8 @@ static void run_step(struct worker *worker, int step)
 		options->extra_call.rank == worker->rank && options->extra_call.step == step;
 	worker->wrong_comm = options->wrong_comm_step == step && worker->tp > 1 && worker->dp > 1;
 	worker->world_collectives = step % WORLD_COLLECTIVE_PERIOD == 0;
+	if (options->crash.rank == worker->rank && options->crash.step == step)
+		crash(worker, step);
 	if (options->stall.rank == worker->rank && options->stall.step == step) {
 		fprintf(stderr, "nccl-workload: rank %d stalls at step %d\n", worker->rank, step);
 		for (;;)

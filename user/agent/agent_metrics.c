@@ -31,8 +31,8 @@ struct agent_metrics {
 	struct u64_map processes;   /* pid -> process_labels */
 	unsigned attached;
 	struct metrics_family *calls, *bytes, *sequence, *progress, *attached_gauge, *drops,
-		*process_drops, *python_lost, *in_flight, *bytes_in_flight, *findings, *violations,
-		*steps, *expected_step, *attach_failures;
+		*process_drops, *python_lost, *in_flight, *bytes_in_flight, *findings, *crashes,
+		*violations, *steps, *expected_step, *attach_failures;
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -122,10 +122,15 @@ static void declare_finding_series(struct agent_metrics *metrics)
 					       10,    25,     60,    120,  300 };
 	struct metrics_registry *registry = metrics->registry;
 
-	metrics->findings = metrics_declare(
-		registry, "tcheck_findings_total",
-		"Hangs, slowdowns and mismatched collectives the detectors reported, by kind.",
-		METRICS_COUNTER, finding_labels, 1);
+	metrics->findings =
+		metrics_declare(registry, "tcheck_findings_total",
+				"Hangs, slowdowns and mismatched collectives the detectors "
+				"reported, by kind; crashes are tcheck_crashes_total.",
+				METRICS_COUNTER, finding_labels, 1);
+	metrics->crashes = metrics_declare(
+		registry, "tcheck_crashes_total",
+		"Traced processes that died of a signal or exited with a non-zero status.",
+		METRICS_COUNTER, NULL, 0);
 	metrics->violations = metrics_declare(
 		registry, "tcheck_violations_total",
 		"Calls that violated a rule of the rules file (rule: its position in the file's "
@@ -160,9 +165,9 @@ static bool every_series_declared(const struct agent_metrics *metrics)
 {
 	return metrics->violations && metrics->steps && metrics->expected_step &&
 	       metrics->attach_failures && metrics->in_flight && metrics->bytes_in_flight &&
-	       metrics->findings && metrics->calls && metrics->bytes && metrics->sequence &&
-	       metrics->progress && metrics->attached_gauge && metrics->drops &&
-	       metrics->process_drops && metrics->python_lost;
+	       metrics->findings && metrics->crashes && metrics->calls && metrics->bytes &&
+	       metrics->sequence && metrics->progress && metrics->attached_gauge &&
+	       metrics->drops && metrics->process_drops && metrics->python_lost;
 }
 
 struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
@@ -308,13 +313,14 @@ static void observe_network(struct agent_metrics *metrics,
 }
 
 void agent_metrics_findings(struct agent_metrics *metrics, unsigned hangs, unsigned slowdowns,
-			    unsigned mismatches)
+			    unsigned mismatches, unsigned crashes)
 {
 	const char *hang[] = { "hang" }, *slowdown[] = { "slowdown" }, *mismatch[] = { "mismatch" };
 
 	metrics_set(metrics->findings, hang, hangs);
 	metrics_set(metrics->findings, slowdown, slowdowns);
 	metrics_set(metrics->findings, mismatch, mismatches);
+	metrics_set(metrics->crashes, NULL, crashes);
 }
 
 void agent_metrics_violation(struct agent_metrics *metrics, uint32_t pid, const char *rule,

@@ -29,7 +29,7 @@ void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_rec
 
 /* The detectors' totals so far (hangs, slowdowns). */
 void agent_metrics_findings(struct agent_metrics *metrics, unsigned hangs, unsigned slowdowns,
-			    unsigned mismatches);
+			    unsigned mismatches, unsigned crashes);
 
 /*
  * A violation of rule 'rule' (its position in the rules file) by process

@@ -399,7 +399,8 @@ static size_t discover(void *context, pid_t *pids, size_t capacity)
 	agent_metrics_expire(agent->metrics, now);
 	agent_metrics_findings(agent->metrics, job_diagnosis_hang_count(agent->diagnosis),
 			       job_diagnosis_slowdown_count(agent->diagnosis),
-			       job_diagnosis_mismatch_count(agent->diagnosis));
+			       job_diagnosis_mismatch_count(agent->diagnosis),
+			       job_diagnosis_crash_count(agent->diagnosis));
 	return process_finder_scan(&options, pids, capacity);
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * `tcheck-bpf check`: finds hangs and slowdowns in traces after the fact.
+ * `tcheck-bpf check`: finds hangs, slowdowns and mismatches in traces after the fact.
  * Traces of several hosts are merged in time order on their clock anchors
  * (each host's CLOCK_MONOTONIC mapped to CLOCK_REALTIME), so a job spread
  * over nodes is judged as one. Further checks join as more passes over
@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "cli/commands.h"
+#include "diagnose/flight_recorder.h"
 #include "diagnose/job_diagnosis.h"
 #include "trace/trace_losses.h"
 #include "trace/trace_reader.h"
@@ -21,6 +22,7 @@
 
 static const char check_help[] =
 	"Usage: tcheck-bpf check TRACE... [--json] [--hang-factor N] [--hang-min-seconds S]\n"
+	"                        [--hang-startup-seconds S]\n"
 	"                        [--slowdown-threshold R]\n"
 	"                        [--warmup-steps N] [--alpha R] [--beta R]\n"
 	"       tcheck-bpf check --rules RULES TRACE... [--jsonl FILE]\n"
@@ -28,19 +30,32 @@ static const char check_help[] =
 	"With --rules, checks the traces against invariants learned by tcheck-bpf\n"
 	"infer instead ('tcheck-bpf check --rules x --help' has the details).\n"
 	"\n"
-	"Finds hangs and slowdowns in traces. Traces of several hosts are merged on\n"
-	"their clock anchors. The step is the period of each communicator's\n"
+	"Finds hangs, slowdowns and mismatches in traces. Traces of several hosts\n"
+	"are merged on their clock anchors. Calls are NCCL's and, in traces recorded\n"
+	"with --python, PyTorch's gloo collectives (c10d::allreduce, ...).\n"
+	"The step is the period of each communicator's\n"
 	"collective pattern; its expected time is learned after the warm-up steps.\n"
 	"A communicator without a new call for N expected steps is a hang: the report\n"
 	"names the collective and sequence number it is stuck at, the ranks that never\n"
 	"issued it and what they last did. A step that runs more than R - 1 expected\n"
 	"steps late at a collective because one rank came late is a slowdown: the\n"
 	"report names the straggler rank and where the time went.\n"
+	"Before the step is learned, a rank left behind for 10 s is a hang. Ranks\n"
+	"whose calls at one collective differ in function or element count are a\n"
+	"mismatch: the report names the odd rank when all the others agree. A\n"
+	"process that died of a signal or exited with a non-zero status is a crash:\n"
+	"the report gives how, its step, its last calls and where every other rank\n"
+	"of its communicators stood.\n"
 	"\n"
 	"Options:\n"
 	"      --json                   JSON Lines findings on standard output\n"
 	"      --hang-factor N          expected steps without progress (default 2)\n"
 	"      --hang-min-seconds S     and at least this long (default 1)\n"
+	"      --hang-startup-seconds S before the step is learned (communicator\n"
+	"                               creation, the first steps): a rank left\n"
+	"                               behind this long is a hang (default 10)\n"
+	"      --flight-calls N         last calls a crash report gives per process\n"
+	"                               (default 16, at most 256)\n"
 	"      --slowdown-threshold R   slow step ratio, the same as --beta (default 1.4)\n"
 	"      --beta R                 the same as --slowdown-threshold\n"
 	"      --alpha R                steps within this ratio update the expected\n"
@@ -231,6 +246,8 @@ static int parse_options(int argc, char **argv, struct progress_options *options
 		{ "json", no_argument, NULL, 'j' },
 		{ "hang-factor", required_argument, NULL, 'n' },
 		{ "hang-min-seconds", required_argument, NULL, 'm' },
+		{ "hang-startup-seconds", required_argument, NULL, 's' },
+		{ "flight-calls", required_argument, NULL, 'f' },
 		{ "slowdown-threshold", required_argument, NULL, 'b' },
 		{ "beta", required_argument, NULL, 'b' },
 		{ "alpha", required_argument, NULL, 'a' },
@@ -258,6 +275,21 @@ static int parse_options(int argc, char **argv, struct progress_options *options
 			    parse_positive_number("--hang-min-seconds", optarg, &number))
 				return 2;
 			options->hang_min_ns = number * 1e9;
+			break;
+		case 'f':
+			if (parse_positive_number("--flight-calls", optarg, &number))
+				return 2;
+			if (number > FLIGHT_CALLS_MAX) {
+				log_error("--flight-calls is at most %d, not '%s'",
+					  FLIGHT_CALLS_MAX, optarg);
+				return 2;
+			}
+			options->flight_calls = (unsigned)number;
+			break;
+		case 's':
+			if (parse_positive_number("--hang-startup-seconds", optarg, &number))
+				return 2;
+			options->hang_unlearned_ns = number * 1e9;
 			break;
 		case 'b':
 			if (parse_positive_number("--slowdown-threshold", optarg,
@@ -351,13 +383,15 @@ int command_check(int argc, char **argv)
 	for (int i = 0; i < count && !status; i++)
 		trace_losses_warn(traces[i].path, traces[i].reader);
 	if (!status && !json)
-		printf("tcheck-bpf: %u hang(s), %u slowdown(s), %u mismatch(es) found in %d "
-		       "trace(s)\n",
+		printf("tcheck-bpf: %u hang(s), %u slowdown(s), %u mismatch(es), %u crash(es) "
+		       "found "
+		       "in %d trace(s)\n",
 		       job_diagnosis_hang_count(diagnosis), job_diagnosis_slowdown_count(diagnosis),
-		       job_diagnosis_mismatch_count(diagnosis), count);
-	if (!status && job_diagnosis_hang_count(diagnosis) +
-			       job_diagnosis_slowdown_count(diagnosis) +
-			       job_diagnosis_mismatch_count(diagnosis))
+		       job_diagnosis_mismatch_count(diagnosis),
+		       job_diagnosis_crash_count(diagnosis), count);
+	if (!status &&
+	    job_diagnosis_hang_count(diagnosis) + job_diagnosis_slowdown_count(diagnosis) +
+		    job_diagnosis_mismatch_count(diagnosis) + job_diagnosis_crash_count(diagnosis))
 		status = 3;
 	for (int i = 0; i < count; i++)
 		if (traces[i].reader)

@@ -10,8 +10,9 @@
 #include "checks/rule_runner.h"
 #include "checks/rules_selection.h"
 #include "cli/commands.h"
-#include "probe/probe_session.h"
+#include "diagnose/flight_recorder.h"
 #include "diagnose/job_diagnosis.h"
+#include "probe/probe_session.h"
 #include "record/recorder.h"
 
 /* How many of each repeatable option one command line may give. */
@@ -50,8 +51,13 @@ static const char record_help[] =
 	"      --hang-factor N      expected steps without progress that make a hang\n"
 	"                           (default 2)\n"
 	"      --hang-min-seconds S and at least this long (default 1)\n"
+	"      --hang-startup-seconds S  before the step is learned (communicator\n"
+	"                           creation, the first steps): a rank left behind\n"
+	"                           this long is a hang (default 10)\n"
+	"      --flight-calls N     last calls a crash report gives per process\n"
+	"                           (default 16, at most 256)\n"
 	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.4)\n"
-	"      --no-diagnosis       do not look for hangs and slowdowns\n"
+	"      --no-diagnosis       do not look for hangs, slowdowns and mismatches\n"
 	"  -h, --help               this text\n"
 	"\n"
 	"With a command, tcheck-bpf exits with the command's own exit status.\n"
@@ -87,8 +93,13 @@ static const char attach_help[] =
 	"      --hang-factor N      expected steps without progress that make a hang\n"
 	"                           (default 2)\n"
 	"      --hang-min-seconds S and at least this long (default 1)\n"
+	"      --hang-startup-seconds S  before the step is learned (communicator\n"
+	"                           creation, the first steps): a rank left behind\n"
+	"                           this long is a hang (default 10)\n"
+	"      --flight-calls N     last calls a crash report gives per process\n"
+	"                           (default 16, at most 256)\n"
 	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.4)\n"
-	"      --no-diagnosis       do not look for hangs and slowdowns\n"
+	"      --no-diagnosis       do not look for hangs, slowdowns and mismatches\n"
 	"  -h, --help               this text\n"
 	"\n"
 	"Examples:\n"
@@ -175,6 +186,26 @@ static int parse_diagnosis_option(int option, const char *text, struct live_diag
 		diagnosis->options.hang_min_ns = seconds * 1e9;
 		return 0;
 	}
+	case 'K': {
+		double calls = 0;
+
+		if (parse_positive_number("--flight-calls", text, &calls))
+			return -1;
+		if (calls > FLIGHT_CALLS_MAX) {
+			log_error("--flight-calls is at most %d, not '%s'", FLIGHT_CALLS_MAX, text);
+			return -1;
+		}
+		diagnosis->options.flight_calls = (unsigned)calls;
+		return 0;
+	}
+	case 'B': {
+		double seconds = 0;
+
+		if (parse_positive_number("--hang-startup-seconds", text, &seconds))
+			return -1;
+		diagnosis->options.hang_unlearned_ns = seconds * 1e9;
+		return 0;
+	}
 	default:
 		if (parse_positive_number("--slowdown-threshold", text,
 					  &diagnosis->options.slowdown_threshold))
@@ -237,6 +268,8 @@ static const struct option long_options[] = {
 	{ "no-diagnosis", no_argument, NULL, 'N' },
 	{ "hang-factor", required_argument, NULL, 'H' },
 	{ "hang-min-seconds", required_argument, NULL, 'M' },
+	{ "hang-startup-seconds", required_argument, NULL, 'B' },
+	{ "flight-calls", required_argument, NULL, 'K' },
 	{ "slowdown-threshold", required_argument, NULL, 'W' },
 	{ "rules", required_argument, NULL, 'U' },
 	{ "help", no_argument, NULL, 'h' },
@@ -328,6 +361,8 @@ static int parse_options(int argc, char **argv, int attach, struct record_argume
 		case 'N':
 		case 'H':
 		case 'M':
+		case 'B':
+		case 'K':
 		case 'W':
 			if (parse_diagnosis_option(option, optarg, &arguments->diagnosis))
 				return 2;

@@ -60,6 +60,31 @@ static size_t append_ranks(const struct diagnosis_report *report, char *text, si
 	return used;
 }
 
+/* "hang: communicator X (4 ranks) not created: 3 rank(s) blocked inside ncclCommInitRank ..." */
+static void creation_text(const struct diagnosis_report *report, char *text, size_t size)
+{
+	int written = snprintf(
+		text, size,
+		"hang: communicator 0x%016" PRIx64 " (%d ranks) not created: %u rank(s) blocked "
+		"inside %s for %.3f s; never entered by",
+		report->comm_id, report->nranks, report->inside_count,
+		name_or_unknown(report->function),
+		report->reported_ns > report->inside_since_ns
+			? (double)(report->reported_ns - report->inside_since_ns) / 1e9
+			: (double)report->stalled_ns / 1e9);
+	size_t used = written > 0 ? (size_t)written : 0;
+
+	for (unsigned i = 0; i < report->rank_count && used < size; i++) {
+		written = snprintf(text + used, size - used, "%s rank %d", i ? "," : "",
+				   report->ranks[i].rank);
+		used += written > 0 ? (size_t)written : 0;
+	}
+	if (used < size)
+		snprintf(text + used, size - used,
+			 " (no process of the job called it as that rank: it is late, stuck "
+			 "before it, or was never started)");
+}
+
 /* "mismatch: ... rank 1 (job rank 1, pid P) called c10d::allreduce with 72 elements; ..." */
 static void mismatch_text(const struct diagnosis_report *report, char *text, size_t size)
 {
@@ -96,6 +121,10 @@ void diagnosis_report_text(const struct diagnosis_report *report, char *text, si
 	size_t used;
 	int written;
 
+	if (report->kind == DIAGNOSIS_HANG && report->creating) {
+		creation_text(report, text, size);
+		return;
+	}
 	if (report->kind == DIAGNOSIS_HANG) {
 		if (report->expected_step_ns > 0)
 			written = snprintf(
@@ -160,11 +189,12 @@ void diagnosis_report_text(const struct diagnosis_report *report, char *text, si
 
 static json_t *rank_json(const struct diagnosis_rank *rank)
 {
-	return json_pack("{s:i, s:o, s:I, s:o, s:o, s:o, s:o}", "rank", (json_int_t)rank->rank,
+	/* A rank never seen (it never entered an init call) has no process and no last call. */
+	return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", (json_int_t)rank->rank,
 			 "job_rank", export_json_known_or_null(rank->job_rank), "pid",
-			 (json_int_t)rank->pid, "last_function",
-			 export_json_text(name_or_unknown(rank->last.function)), "last_seq",
-			 export_json_known_or_null(rank->last.seq), "last_ts_ns",
+			 rank->pid ? json_integer(rank->pid) : json_null(), "last_function",
+			 rank->last.function ? export_json_text(rank->last.function) : json_null(),
+			 "last_seq", export_json_known_or_null(rank->last.seq), "last_ts_ns",
 			 export_json_unsigned(rank->last.entry_ns), "last_count",
 			 export_json_unsigned(rank->last.count));
 }
@@ -206,6 +236,7 @@ json_t *diagnosis_report_json(const struct diagnosis_report *report)
 				    report->inside_count
 					    ? export_json_unsigned(report->inside_since_ns)
 					    : json_null());
+		json_object_set_new(object, "creating", json_boolean(report->creating));
 		return object;
 	}
 	if (mismatch) {

@@ -51,6 +51,8 @@ struct diagnosis_report {
 	uint64_t inside_since_ns;
 	/* Every rank that never issued it is blocked inside a call on another communicator. */
 	bool waits_elsewhere;
+	/* The communicator is still being created: ranks[] never entered its init call. */
+	bool creating;
 	unsigned rank_count; /* lagging ranks (hang) or the straggler (slowdown) */
 	struct diagnosis_rank ranks[PROGRESS_MAX_RANKS];
 	/* Slowdowns. */

@@ -266,12 +266,70 @@ static bool comes_before(const struct diagnosis_report *a, const struct diagnosi
 	return a->hang_class == HANG_HOST && a->quiet_since_ns < b->quiet_since_ns;
 }
 
+/*
+ * Communicators not created: ranks blocked inside the init call for the
+ * start-up limit while others of its ranks never entered it. No step is
+ * known before the first collective, so the limit is the start-up one.
+ */
+static unsigned init_hangs(struct progress_model *model, struct diagnosis_report *reports,
+			   unsigned capacity)
+{
+	double limit = model->options.hang_unlearned_ns > model->options.hang_min_ns
+			       ? model->options.hang_unlearned_ns
+			       : model->options.hang_min_ns;
+	unsigned found = 0;
+
+	for (unsigned i = 0; i < model->init_count && found < capacity; i++) {
+		struct progress_init *init = &model->inits[i];
+		struct diagnosis_report *report = &reports[found];
+		uint64_t since = 0;
+		unsigned inside = 0, missing = 0;
+
+		for (int32_t r = 0; r < init->nranks; r++) {
+			if (init->entry_ns[r] && !init->returned[r]) {
+				inside++;
+				if (!since || init->entry_ns[r] < since)
+					since = init->entry_ns[r];
+			}
+			missing += !init->entry_ns[r];
+		}
+		if (init->hang_reported || !inside || !missing ||
+		    (double)(model->now_ns - since) <= limit)
+			continue;
+		init->hang_reported = true;
+		memset(report, 0, sizeof(*report));
+		report->kind = DIAGNOSIS_HANG;
+		report->creating = true;
+		report->comm_id = init->comm_id;
+		report->nranks = init->nranks;
+		report->function = init->function;
+		report->seq = -1;
+		report->step = -1;
+		report->hang_class = HANG_HOST;
+		report->detected_ns = since + (uint64_t)limit;
+		report->stalled_ns = model->now_ns - since;
+		report->inside_count = inside;
+		report->inside_since_ns = since;
+		for (int32_t r = 0; r < init->nranks; r++)
+			if (!init->entry_ns[r]) {
+				struct diagnosis_rank *out = &report->ranks[report->rank_count++];
+
+				out->rank = r;
+				out->job_rank = -1;
+				out->last.seq = -1;
+				out->last.step = -1;
+			}
+		found++;
+	}
+	return found;
+}
+
 unsigned hang_detector_check(struct progress_model *model, const struct network_samples *samples,
 			     struct diagnosis_report *reports, unsigned capacity)
 {
 	double step_ns = progress_model_job_step_ns(model);
 	struct progress_comm *first_waiting = NULL;
-	unsigned found = 0, waiting = 0;
+	unsigned found = init_hangs(model, reports, capacity), waiting = 0;
 	bool behind, reported_before = false, unlearned = false;
 
 	if (step_ns <= 0) {

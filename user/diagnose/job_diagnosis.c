@@ -2,7 +2,9 @@
 /* The detectors on a record stream, with their output; see job_diagnosis.h. */
 #include <stdlib.h>
 
+#include "diagnose/crash_report.h"
 #include "diagnose/diagnosis_report.h"
+#include "diagnose/flight_recorder.h"
 #include "diagnose/hang_detector.h"
 #include "diagnose/job_diagnosis.h"
 #include "diagnose/mismatch_detector.h"
@@ -23,7 +25,9 @@ struct job_diagnosis {
 	struct progress_model *model;
 	struct network_samples samples;
 	FILE *text, *events;
-	unsigned hangs, slowdowns, mismatches;
+	unsigned hangs, slowdowns, mismatches, crashes;
+	struct flight_recorder flights;	 /* each process's last calls, for crash reports */
+	uint32_t crashed[MAX_PROCESSES]; /* processes already reported */
 	struct diagnosis_report published[MAX_RECENT_SLOWDOWNS]; /* the latest, a ring */
 	unsigned published_count;
 	struct process_rank processes[MAX_PROCESSES];
@@ -54,6 +58,7 @@ struct job_diagnosis *job_diagnosis_new(const struct progress_options *options, 
 	}
 	diagnosis->text = text;
 	diagnosis->events = events;
+	flight_recorder_init(&diagnosis->flights, options ? options->flight_calls : 0);
 	return diagnosis;
 }
 
@@ -62,6 +67,7 @@ void job_diagnosis_free(struct job_diagnosis *diagnosis)
 	if (!diagnosis)
 		return;
 	progress_model_free(diagnosis->model);
+	flight_recorder_free(&diagnosis->flights);
 	free(diagnosis);
 }
 
@@ -127,6 +133,43 @@ static void publish_slowdown(struct job_diagnosis *diagnosis, struct diagnosis_r
 	diagnosis->published[diagnosis->published_count++ % MAX_RECENT_SLOWDOWNS] = *report;
 }
 
+/* A process that died: reported once, from what was kept of it and of its peers. */
+static void publish_crash(struct job_diagnosis *diagnosis, const struct trace_process *process)
+{
+	static struct crash_report report;
+	char line[8192];
+
+	for (unsigned i = 0; i < diagnosis->crashes && i < MAX_PROCESSES; i++)
+		if (diagnosis->crashed[i] == process->pid)
+			return;
+	if (diagnosis->crashes < MAX_PROCESSES)
+		diagnosis->crashed[diagnosis->crashes] = process->pid;
+	diagnosis->crashes++;
+	crash_report_fill(diagnosis->model, &diagnosis->flights, process, &report);
+	if (report.job_rank < 0)
+		report.job_rank = job_rank_of(diagnosis, process->pid);
+	for (unsigned c = 0; c < report.comm_count; c++)
+		for (int32_t r = 0; r < report.comms[c].nranks; r++)
+			report.comms[c].ranks[r].job_rank =
+				report.comms[c].ranks[r].pid
+					? job_rank_of(diagnosis, report.comms[c].ranks[r].pid)
+					: -1;
+	if (diagnosis->text) {
+		crash_report_text(&report, line, sizeof(line));
+		fprintf(diagnosis->text, "tcheck-bpf: %s\n", line);
+		fflush(diagnosis->text);
+	}
+	if (diagnosis->events) {
+		json_t *object = crash_report_json(&report);
+
+		if (object) {
+			export_json_write(diagnosis->events, "", object, JSON_COMPACT, "\n");
+			fflush(diagnosis->events);
+			json_decref(object);
+		}
+	}
+}
+
 static void check_hangs(struct job_diagnosis *diagnosis)
 {
 	static struct diagnosis_report reports[HANG_REPORTS_PER_CHECK];
@@ -158,6 +201,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		/* A hang is judged before the call that would end it is counted. */
 		job_diagnosis_tick(diagnosis, call.entry_ns);
 		comm = progress_model_add_call(diagnosis->model, &call, &step);
+		flight_recorder_call(&diagnosis->flights, &call);
 		completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
 		if (completed >= 0 && progress_is_collective(call.api) &&
 		    mismatch_detector_check(diagnosis->model, comm, completed, &report))
@@ -172,6 +216,9 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 			diagnosis->on_step(diagnosis->step_context, comm, step);
 		break;
 	case TRACE_RECORD_PROCESS:
+		/* Reported before the model forgets where the process stood. */
+		if (record->process.end_ns && crash_ended_badly(record->process.exit_code))
+			publish_crash(diagnosis, &record->process);
 		if (record->process.end_ns)
 			progress_model_process_ended(diagnosis->model, record->process.pid);
 		if (diagnosis->process_count < MAX_PROCESSES)
@@ -184,6 +231,9 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		break;
 	case TRACE_RECORD_NETWORK:
 		job_diagnosis_network_sample(diagnosis, &record->network, time_shift_ns);
+		break;
+	case TRACE_RECORD_PYTHON_CALL:
+		flight_recorder_python(&diagnosis->flights, &record->python_call);
 		break;
 	default:
 		break;
@@ -230,6 +280,11 @@ void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step,
 unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis)
 {
 	return diagnosis->hangs;
+}
+
+unsigned job_diagnosis_crash_count(const struct job_diagnosis *diagnosis)
+{
+	return diagnosis->crashes;
 }
 
 unsigned job_diagnosis_mismatch_count(const struct job_diagnosis *diagnosis)

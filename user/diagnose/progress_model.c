@@ -119,8 +119,7 @@ uint64_t progress_comm_last_arrival(const struct progress_comm *comm, int64_t in
 	return latest;
 }
 
-/* The element count of a call ("count", "sendcount" or "recvcount"), 0 when it has none. */
-static uint64_t count_of(const struct trace_nccl_call *call)
+uint64_t progress_call_count(const struct trace_nccl_call *call)
 {
 	const struct nccl_function *function = call->api;
 	int param = function ? nccl_param_find(function, NCCL_PARAM_SIZE) : -1;
@@ -260,7 +259,7 @@ static void add_collective(struct progress_comm *comm, struct progress_rank *ran
 {
 	int64_t index = rank->collectives++;
 	struct progress_slot *slot = &comm->window[index % PROGRESS_WINDOW];
-	uint64_t count = count_of(call);
+	uint64_t count = progress_call_count(call);
 
 	if (slot->index != index) {
 		memset(slot, 0, sizeof(*slot));
@@ -278,6 +277,34 @@ static void add_collective(struct progress_comm *comm, struct progress_rank *ran
 		comm->signature_count++;
 		find_period(comm);
 	}
+}
+
+/* A rank's init call seen open (entered) or returned: communicators being created. */
+static void track_init(struct progress_model *model, const struct trace_nccl_call *call)
+{
+	struct progress_init *init = NULL;
+	unsigned oldest = 0;
+
+	for (unsigned i = 0; i < model->init_count; i++) {
+		if (model->inits[i].comm_id == call->comm_id &&
+		    model->inits[i].nranks == call->nranks)
+			init = &model->inits[i];
+		if (model->inits[i].entry_ns[0] < model->inits[oldest].entry_ns[0])
+			oldest = i;
+	}
+	if (!init) {
+		init = model->init_count < PROGRESS_INITS_MAX ? &model->inits[model->init_count++]
+							      : &model->inits[oldest];
+		memset(init, 0, sizeof(*init));
+		init->comm_id = call->comm_id;
+		init->nranks = call->nranks;
+		init->function = call->function;
+	}
+	if (!init->entry_ns[call->rank])
+		init->entry_ns[call->rank] = call->entry_ns ? call->entry_ns : 1;
+	init->pid[call->rank] = call->pid;
+	if (!(call->flags & TRACE_CALL_OPEN))
+		init->returned[call->rank] = true;
 }
 
 /* A call on no communicator seen open (blocked) or returned (no longer). */
@@ -355,6 +382,10 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	if (!call->comm_id || call->rank < 0 || call->nranks <= 0 ||
 	    call->nranks > PROGRESS_MAX_RANKS || call->rank >= call->nranks || call->depth > 0)
 		return NULL;
+	if (call->api && call->api->kind == NCCL_KIND_COMM_INIT) {
+		track_init(model, call);
+		return NULL;
+	}
 	if (!collective && !point_to_point && !ends_communicator(call->api))
 		return NULL;
 	comm = find_comm(model, call->comm_id, call->nranks);
@@ -378,7 +409,7 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 		return comm;
 	rank->last_tid = call->tid;
 	rank->last = (struct progress_event){ call->function,
-					      count_of(call),
+					      progress_call_count(call),
 					      call->entry_ns,
 					      call->duration_ns,
 					      call->seq,
@@ -432,4 +463,9 @@ void progress_model_process_ended(struct progress_model *model, uint32_t pid)
 		for (int32_t r = 0; r < model->comms[i].nranks; r++)
 			if (model->comms[i].ranks[r].pid == pid)
 				model->comms[i].ranks[r].finished = true;
+	/* A rank that died inside an init call no longer waits there. */
+	for (unsigned i = 0; i < model->init_count; i++)
+		for (int32_t r = 0; r < model->inits[i].nranks; r++)
+			if (model->inits[i].pid[r] == pid)
+				model->inits[i].returned[r] = true;
 }

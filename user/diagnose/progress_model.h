@@ -28,6 +28,7 @@ struct progress_options {
 	 * never issued a call the others did, for this long, is a hang.
 	 */
 	double hang_unlearned_ns;
+	unsigned flight_calls;	   /* calls kept per process for crash reports (0: 16) */
 	double slowdown_threshold; /* a step this many times the expected one is slow (beta) */
 	double slowdown_min_ns;	   /* ... and late by this much at least */
 	double alpha;		   /* steps within this ratio update the expected time */
@@ -107,6 +108,24 @@ struct progress_blocked {
 	uint64_t entry_ns;
 };
 
+#define PROGRESS_INITS_MAX 16
+
+/*
+ * A communicator being created (ncclCommInitRank): which of its ranks
+ * entered the init call, since when, and which returned. The call blocks
+ * until every rank has entered it, so a rank that never does leaves the
+ * others inside it.
+ */
+struct progress_init {
+	uint64_t comm_id; /* the identity the communicator will have (its unique id) */
+	int32_t nranks;
+	const char *function;
+	uint64_t entry_ns[PROGRESS_MAX_RANKS]; /* 0: never entered */
+	uint32_t pid[PROGRESS_MAX_RANKS];
+	bool returned[PROGRESS_MAX_RANKS];
+	bool hang_reported;
+};
+
 struct progress_model {
 	struct progress_options options;
 	struct progress_comm *comms;
@@ -114,6 +133,8 @@ struct progress_model {
 	uint64_t now_ns; /* latest time seen in any record or tick */
 	struct progress_blocked blocked[PROGRESS_BLOCKED_MAX];
 	unsigned blocked_count;
+	struct progress_init inits[PROGRESS_INITS_MAX]; /* the latest ones, oldest replaced */
+	unsigned init_count;
 };
 
 /*
@@ -123,6 +144,9 @@ struct progress_model {
  */
 bool progress_model_blocked_elsewhere(const struct progress_model *model,
 				      const struct progress_comm *comm, uint32_t pid);
+
+/* The element count of a call ("count", "sendcount" or "recvcount"), 0 when it has none. */
+uint64_t progress_call_count(const struct trace_nccl_call *call);
 
 /* NULL when out of memory; 'options' NULL for the defaults. */
 struct progress_model *progress_model_new(const struct progress_options *options);

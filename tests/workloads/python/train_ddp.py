@@ -65,7 +65,9 @@ def parse_arguments(argv):
                              "stop (the rank sleeps until killed and never all-reduces that "
                              "step's gradients), slow:R:K:MS (from step K on, the rank sleeps MS "
                              "ms each step), mismatch (every rank all-reduces a tensor, rank R "
-                             "one of another size). Logged as a 'fault' record first")
+                             "one of another size), raise (the rank raises RuntimeError), segv "
+                             "(the rank reads address 0: SIGSEGV). Logged as a 'fault' record "
+                             "first")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -113,9 +115,10 @@ def parse_fault(text):
     if not text:
         return None
     parts = text.split(":")
-    if parts[0] not in ("stop", "slow", "mismatch") or len(parts) != (4 if parts[0] == "slow" else 3):
-        raise SystemExit("train_ddp: --fault {!r}: expected stop:R:K, slow:R:K:MS or mismatch:R:K"
-                         .format(text))
+    if parts[0] not in ("stop", "slow", "mismatch", "raise", "segv") or \
+            len(parts) != (4 if parts[0] == "slow" else 3):
+        raise SystemExit("train_ddp: --fault {!r}: expected stop:R:K, slow:R:K:MS, mismatch:R:K, "
+                         "raise:R:K or segv:R:K".format(text))
     return parts[0], int(parts[1]), int(parts[2]), float(parts[3]) if parts[0] == "slow" else 0.0
 
 
@@ -141,6 +144,14 @@ def fault_before_backward(fault, call_log, rank):
             if step == fault_step:
                 log_fault(step, sleep_ms=milliseconds)
             time.sleep(milliseconds / 1000.0)
+        if kind == "raise" and rank == fault_rank and step == fault_step:
+            message = "injected fault at step {} on rank {}".format(step, rank)
+            log_fault(step, exception="RuntimeError", message=message)
+            raise RuntimeError(message)
+        if kind == "segv" and rank == fault_rank and step == fault_step:
+            log_fault(step, signal="SIGSEGV")
+            import ctypes
+            ctypes.string_at(0)
         if kind == "mismatch" and step == fault_step:
             elements = MISMATCH_ELEMENTS + (8 if rank == fault_rank else 0)
             log_fault(step, elements=elements)

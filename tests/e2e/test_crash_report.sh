@@ -1,0 +1,107 @@
+#!/bin/bash
+# Crash reports: a traced process that dies is reported with how it ended,
+# its step, its last calls and where the other ranks stood, held against
+# what the workloads log about themselves before they die:
+# - a 2-rank gloo DDP job whose rank 1 raises RuntimeError before its
+#   backward pass at step 6: the report names job rank 1, an exit status of
+#   1, step 6, its last calls (gloo collectives) and rank 0's process;
+# - the same job whose rank 1 stops at step 6 and is then killed with
+#   SIGKILL from outside: "killed", SIGKILL, step 6;
+# - the C workload over the NCCL test double whose rank 2 writes through a
+#   null pointer at step 5: SIGSEGV, its last NCCL calls, every rank of its
+#   world communicator with its last call;
+# - check of each trace reports the same crash offline.
+source "$(dirname "$0")/lib.sh"
+torch_stack
+DDP="$ROOT/tests/workloads/python/train_ddp.py"
+NCCL_WORKLOAD="$ROOT/.output/tests/nccl-workload"
+
+mkdir -p "$SCRATCH/raise" "$SCRATCH/kill" "$SCRATCH/segv"
+"$TCHECK" record --python --events "$SCRATCH/raise/events.jsonl" -o "$SCRATCH/raise/trace" -- \
+	$TORCH_PYTHON "$DDP" --steps 12 --fault raise:1:6 --timeout 30 \
+	--log-dir "$SCRATCH/raise/log" >"$SCRATCH/raise/out" 2>&1 && fail "the raising job exited 0"
+"$TCHECK" check --json "$SCRATCH/raise/trace" >"$SCRATCH/raise/check.jsonl" || true
+
+# Killed from outside: the rank that stopped is killed once it logged its stop.
+"$TCHECK" record --python --events "$SCRATCH/kill/events.jsonl" -o "$SCRATCH/kill/trace" -- \
+	$TORCH_PYTHON "$DDP" --steps 12 --fault stop:1:6 --timeout 30 \
+	--log-dir "$SCRATCH/kill/log" >"$SCRATCH/kill/out" 2>&1 &
+recorder=$!
+for _ in $(seq 300); do
+	grep -qs '"kind": "fault"' "$SCRATCH/kill/log/rank-1.jsonl" && break
+	sleep 0.1
+done
+victim=$(python3 -c 'import json, sys
+print(next(r["pid"] for r in map(json.loads, open(sys.argv[1])) if r.get("kind") == "fault"))' \
+	"$SCRATCH/kill/log/rank-1.jsonl") || fail "rank 1 never logged its stop"
+kill -KILL "$victim"
+wait "$recorder" || true
+"$TCHECK" check --json "$SCRATCH/kill/trace" >"$SCRATCH/kill/check.jsonl" || true
+
+"$TCHECK" record --events "$SCRATCH/segv/events.jsonl" -o "$SCRATCH/segv/trace" -- \
+	"$NCCL_WORKLOAD" --ranks 4 --steps 10 --crash 2:5 --log-dir "$SCRATCH/segv/log" \
+	>"$SCRATCH/segv/out" 2>&1 && fail "the crashing workload exited 0"
+"$TCHECK" check --json "$SCRATCH/segv/trace" >"$SCRATCH/segv/check.jsonl" || true
+
+python3 - "$SCRATCH" <<'PY' || fail "the crash reports do not match what the workloads logged"
+import glob, json, os, sys
+scratch = sys.argv[1]
+
+def jsonl(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+def crashes(name):
+    live = [r for r in jsonl(os.path.join(scratch, name, "events.jsonl")) if r["kind"] == "crash"]
+    offline = [r for r in jsonl(os.path.join(scratch, name, "check.jsonl")) if r.get("kind") == "crash"]
+    return live, offline
+
+def ddp_log(name, rank):
+    return jsonl(os.path.join(scratch, name, "log", f"rank-{rank}.jsonl"))
+
+def of_pid(reports, pid):
+    found = [r for r in reports if r["pid"] == pid]
+    assert len(found) == 1, (pid, reports)
+    return found[0]
+
+def peers_seen(report, pids):
+    standing = {r["pid"] for comm in report["communicators"] for r in comm["ranks"]}
+    assert set(pids) <= standing, (pids, report["communicators"])
+
+# Raise: job rank 1 exited with status 1 at the step it logged.
+for name, reason in (("raise", "exit"), ("kill", "killed")):
+    fault = next(r for r in ddp_log(name, 1) if r.get("kind") == "fault")
+    peer_pid = next(r["pid"] for r in ddp_log(name, 0) if "pid" in r)
+    live, offline = crashes(name)
+    for report in (of_pid(live, fault["pid"]), of_pid(offline, fault["pid"])):
+        assert report["job_rank"] == 1 and report["reason"] == reason, report
+        assert report["step"] == fault["step"], (report["step"], fault)
+        if reason == "exit":
+            assert report["exit_status"] == 1 and report["signal"] is None, report
+        else:
+            assert report["signal"] == "SIGKILL", report
+        calls = report["last_calls"]
+        assert calls and all(c["function"].startswith("c10d::") for c in calls), calls
+        assert len(calls) <= 16, len(calls)
+        peers_seen(report, [fault["pid"], peer_pid])
+    print(f"{name}: job rank 1 (pid {fault['pid']}) {reason} at step {fault['step']}, "
+          f"last call {calls[-1]['function']} seq {calls[-1]['seq']}")
+
+# SIGSEGV in the C workload: its fault file, its call log, every rank standing.
+fault = json.load(open(os.path.join(scratch, "segv", "log", "rank-2.fault")))
+rank_calls = jsonl(os.path.join(scratch, "segv", "log", "rank-2.jsonl"))
+live, offline = crashes("segv")
+segv = [r for r in live if r["job_rank"] == 2]
+assert len(segv) == 1, live
+for report in (segv[0], [r for r in offline if r["job_rank"] == 2][0]):
+    assert report["reason"] == "signal" and report["signal"] == "SIGSEGV", report
+    calls = report["last_calls"]
+    # Error polls that found none are not traced (the recorder keeps failed polls only).
+    logged = [c["name"] for c in rank_calls
+              if c["name"].startswith("nccl") and c["name"] != "ncclCommGetAsyncError"]
+    assert [c["function"] for c in calls] == logged[-len(calls):], (calls, logged[-len(calls):])
+    world = [comm for comm in report["communicators"] if comm["nranks"] == 4]
+    assert world and all(r["last_function"] for r in world[0]["ranks"]), report["communicators"]
+print(f"segv: job rank 2 died of SIGSEGV at step {fault['step']}, last call "
+      f"{calls[-1]['function']}; {len(report['communicators'])} communicator(s) standing")
+PY
+echo "PASS"

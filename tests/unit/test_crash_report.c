@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tests of the flight recorder and crash reports on hand-built call
+ * streams: a process's last calls, step and Python event, how it ended,
+ * and where its peers stood, each known by construction.
+ */
+#include <jansson.h>
+#include <signal.h>
+#include <string.h>
+
+#include "diagnose/crash_report.h"
+#include "diagnose/flight_recorder.h"
+#include "diagnose/progress_model.h"
+#include "unit.h"
+
+#define COMM 0x4242000000000001ull
+
+static struct trace_nccl_call all_reduce(uint32_t pid, int rank, int64_t seq, uint64_t entry_ns,
+					 bool open)
+{
+	struct trace_nccl_call call;
+
+	memset(&call, 0, sizeof(call));
+	call.function = "ncclAllReduce";
+	call.api = nccl_function_by_name(call.function);
+	call.entry_ns = entry_ns;
+	call.duration_ns = open ? 0 : 1000;
+	call.pid = pid;
+	call.tid = pid;
+	call.param_count = 7;
+	call.params[2] = 256;
+	call.comm = 0x5000;
+	call.comm_id = COMM;
+	call.rank = rank;
+	call.nranks = 2;
+	call.seq = seq;
+	call.step = (int32_t)seq;
+	call.flags = open ? TRACE_CALL_OPEN : 0;
+	return call;
+}
+
+/* The ring keeps the last calls oldest first; a call seen open and then returned is one. */
+UNIT_TEST(crash_report, flight_ring_keeps_the_last_calls)
+{
+	static struct flight_recorder flights;
+	const struct flight_process *process;
+	struct trace_nccl_call call;
+
+	flight_recorder_init(&flights, 4);
+	for (int64_t seq = 0; seq < 10; seq++) {
+		call = all_reduce(100, 0, seq, 1000 + (uint64_t)seq, false);
+		flight_recorder_call(&flights, &call);
+	}
+	call = all_reduce(100, 0, 10, 2000, true);
+	flight_recorder_call(&flights, &call);
+	flight_recorder_call(&flights, &call);
+	process = flight_recorder_find(&flights, 100);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(process);
+	CU_ASSERT_EQUAL_FATAL(process->count, 4);
+	for (unsigned i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(flight_process_call(process, i, 4)->seq, 7 + (int64_t)i);
+	CU_ASSERT_TRUE(flight_process_call(process, 3, 4)->open);
+	CU_ASSERT_EQUAL(flight_process_call(process, 3, 4)->count, 256);
+	call.flags = 0;
+	flight_recorder_call(&flights, &call);
+	CU_ASSERT_FALSE(flight_process_call(process, 3, 4)->open);
+	CU_ASSERT_EQUAL(process->count, 4);
+	CU_ASSERT_PTR_NULL(flight_recorder_find(&flights, 101));
+	flight_recorder_free(&flights);
+}
+
+/*
+ * Rank 1 (pid 101) dies of SIGSEGV at step 5 after its all-reduce seq 4;
+ * rank 0 is inside all-reduce seq 5: the report says so, with rank 1's
+ * last Python event and calls.
+ */
+UNIT_TEST(crash_report, signal_death_with_peers_standing)
+{
+	static struct flight_recorder flights;
+	static struct crash_report report;
+	struct progress_model *model = progress_model_new(NULL);
+	struct trace_python_call python;
+	struct trace_process process;
+	int64_t step;
+	char text[2048];
+	json_t *object;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	flight_recorder_init(&flights, 0);
+	for (int64_t seq = 0; seq <= 5; seq++)
+		for (int rank = 0; rank < 2; rank++) {
+			struct trace_nccl_call call;
+
+			if (rank == 1 && seq == 5)
+				continue;
+			call = all_reduce(100 + (uint32_t)rank, rank, seq, 1000000 * (uint64_t)seq,
+					  rank == 0 && seq == 5);
+			progress_model_add_call(model, &call, &step);
+			flight_recorder_call(&flights, &call);
+		}
+	memset(&python, 0, sizeof(python));
+	python.pid = 101;
+	python.entry_ns = 4500000;
+	python.step = 5;
+	python.stage = TRACE_STAGE_TRAIN;
+	python.qualified_name = "Model.forward";
+	flight_recorder_python(&flights, &python);
+
+	memset(&process, 0, sizeof(process));
+	process.pid = 101;
+	process.rank = 1;
+	process.end_ns = 6000000;
+	process.exit_code = SIGSEGV | 0x80;
+	CU_ASSERT_TRUE(crash_ended_badly(process.exit_code));
+	CU_ASSERT_FALSE(crash_ended_badly(0));
+	crash_report_fill(model, &flights, &process, &report);
+	CU_ASSERT_EQUAL(report.signal, SIGSEGV);
+	CU_ASSERT_TRUE(report.core_dumped);
+	CU_ASSERT_EQUAL(report.step, 5);
+	CU_ASSERT_STRING_EQUAL(report.last_python, "Model.forward");
+	CU_ASSERT_EQUAL_FATAL(report.call_count, 5);
+	CU_ASSERT_EQUAL(report.calls[4].seq, 4);
+	CU_ASSERT_EQUAL_FATAL(report.comm_count, 1);
+	CU_ASSERT_EQUAL(report.comms[0].ranks[0].pid, 100);
+	CU_ASSERT_EQUAL(report.comms[0].ranks[0].seq, 5);
+	CU_ASSERT_TRUE(report.comms[0].ranks[0].inside);
+	CU_ASSERT_EQUAL(report.comms[0].ranks[1].seq, 4);
+	CU_ASSERT_FALSE(report.comms[0].ranks[1].inside);
+	crash_report_text(&report, text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text,
+				      "process 101 (job rank 1) died of SIGSEGV (core dumped) "
+				      "at step 5"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "rank 0 at ncclAllReduce seq 5 (inside)"));
+	object = crash_report_json(&report);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(object);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(object, "kind")), "crash");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(object, "reason")), "signal");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(object, "signal")), "SIGSEGV");
+	CU_ASSERT_EQUAL(json_array_size(json_object_get(object, "last_calls")), 5);
+	json_decref(object);
+	progress_model_free(model);
+	flight_recorder_free(&flights);
+}
+
+/* Exit statuses and kills: what wait() says, in words. */
+UNIT_TEST(crash_report, exit_status_and_kill)
+{
+	static struct flight_recorder flights;
+	static struct crash_report report;
+	struct progress_model *model = progress_model_new(NULL);
+	struct trace_process process;
+	char text[1024];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	flight_recorder_init(&flights, 0);
+	memset(&process, 0, sizeof(process));
+	process.pid = 7;
+	process.rank = -1;
+	process.exit_code = 1 << 8;
+	crash_report_fill(model, &flights, &process, &report);
+	CU_ASSERT_EQUAL(report.signal, 0);
+	CU_ASSERT_EQUAL(report.exit_status, 1);
+	CU_ASSERT_EQUAL(report.step, -1);
+	CU_ASSERT_EQUAL(report.call_count, 0);
+	crash_report_text(&report, text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "exited with status 1"));
+	process.exit_code = SIGKILL;
+	crash_report_fill(model, &flights, &process, &report);
+	crash_report_text(&report, text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "was killed (SIGKILL"));
+	progress_model_free(model);
+	flight_recorder_free(&flights);
+}

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+/* Each process's last calls and Python state, for crash reports. */
+#include "diagnose/flight_recorder.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnose/progress_model.h"
+
+void flight_recorder_init(struct flight_recorder *recorder, unsigned ring_size)
+{
+	memset(recorder, 0, sizeof(*recorder));
+	if (!ring_size)
+		ring_size = FLIGHT_CALLS_DEFAULT;
+	recorder->ring_size = ring_size > FLIGHT_CALLS_MAX ? FLIGHT_CALLS_MAX : ring_size;
+}
+
+void flight_recorder_free(struct flight_recorder *recorder)
+{
+	for (unsigned i = 0; i < recorder->process_count; i++)
+		free(recorder->processes[i].calls);
+	recorder->process_count = 0;
+}
+
+static struct flight_process *process_of(struct flight_recorder *recorder, uint32_t pid)
+{
+	struct flight_process *process;
+
+	for (unsigned i = recorder->process_count; i > 0; i--)
+		if (recorder->processes[i - 1].pid == pid)
+			return &recorder->processes[i - 1];
+	if (recorder->process_count == FLIGHT_PROCESSES_MAX)
+		return NULL;
+	process = &recorder->processes[recorder->process_count];
+	memset(process, 0, sizeof(*process));
+	process->calls = calloc(recorder->ring_size, sizeof(*process->calls));
+	if (!process->calls)
+		return NULL;
+	process->pid = pid;
+	process->step = -1;
+	recorder->process_count++;
+	return process;
+}
+
+const struct flight_process *flight_recorder_find(const struct flight_recorder *recorder,
+						  uint32_t pid)
+{
+	for (unsigned i = recorder->process_count; i > 0; i--)
+		if (recorder->processes[i - 1].pid == pid)
+			return &recorder->processes[i - 1];
+	return NULL;
+}
+
+const struct flight_call *flight_process_call(const struct flight_process *process, unsigned i,
+					      unsigned ring_size)
+{
+	unsigned oldest = process->count < ring_size ? 0 : process->next;
+
+	return &process->calls[(oldest + i) % ring_size];
+}
+
+void flight_recorder_call(struct flight_recorder *recorder, const struct trace_nccl_call *call)
+{
+	struct flight_process *process = process_of(recorder, call->pid);
+	struct flight_call *slot;
+
+	if (!process)
+		return;
+	/* Seen open at every tick, then returned: one call, the latest state. */
+	for (unsigned i = 0; i < process->count; i++) {
+		slot = &process->calls[i];
+		if (slot->entry_ns == call->entry_ns && slot->function && call->function &&
+		    strcmp(slot->function, call->function) == 0) {
+			slot->open = (call->flags & TRACE_CALL_OPEN) != 0;
+			slot->duration_ns = call->duration_ns;
+			return;
+		}
+	}
+	slot = &process->calls[process->next];
+	process->next = (process->next + 1) % recorder->ring_size;
+	if (process->count < recorder->ring_size)
+		process->count++;
+	*slot = (struct flight_call){
+		.function = call->function,
+		.comm_id = call->comm_id,
+		.rank = call->rank,
+		.nranks = call->nranks,
+		.seq = call->seq,
+		.count = progress_call_count(call),
+		.entry_ns = call->entry_ns,
+		.duration_ns = call->duration_ns,
+		.step = call->step,
+		.open = (call->flags & TRACE_CALL_OPEN) != 0,
+	};
+	if (call->step >= 0 && call->step > process->step)
+		process->step = call->step;
+}
+
+void flight_recorder_python(struct flight_recorder *recorder,
+			    const struct trace_python_call *python)
+{
+	struct flight_process *process = process_of(recorder, python->pid);
+
+	if (!process)
+		return;
+	if (python->step >= 0)
+		process->step = python->step;
+	process->stage = python->stage;
+	/* Copied: a live tracer drops a process's names when the process ends. */
+	if (python->entry_ns >= process->last_python_ns && python->qualified_name) {
+		snprintf(process->last_python, sizeof(process->last_python), "%s",
+			 python->qualified_name);
+		process->last_python_ns = python->entry_ns;
+	}
+}
