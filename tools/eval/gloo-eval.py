@@ -56,6 +56,7 @@ def run(options, directory, world_size, fault):
         pass
     checked = subprocess.run([options.tcheck, "check", "--json", trace], capture_output=True,
                              text=True)
+    # Crash reports are judged apart: a fault run's launcher ends its ranks when one fails.
     reports = [json.loads(line) for line in checked.stdout.splitlines() if line.strip()]
     faults = [r for path in glob.glob(os.path.join(log_dir, "rank-*.jsonl"))
               for r in jsonl(path) if r.get("kind") == "fault"]
@@ -73,9 +74,11 @@ def names_rank(report, rank):
 
 def judge(kind, reports, faults, tally):
     """One run's verdicts: 'kind' is the fault injected, or None for a fault-free run."""
+    crashes = [r for r in reports if r["kind"] == "crash"]
+    reports = [r for r in reports if r["kind"] != "crash"]
     if kind is None:
-        tally["clean_fp"] += len(reports)
-        return {"false_positives": len(reports)}
+        tally["clean_fp"] += len(reports) + len(crashes)
+        return {"false_positives": len(reports) + len(crashes)}
     if not faults:
         tally[kind + "_fn"] += 1
         tally["not_injected"] += 1
@@ -179,7 +182,7 @@ def print_table(options, tally, elapsed):
     print(row("hang: rank and collective", "hang"))
     print(row("slowdown: straggler", "slowdown"))
     print(row("mismatch: rank and counts", "mismatch"))
-    print(f"| fault-free runs | - | {tally['clean_fp']} | - | - | - |")
+    print(f"| fault-free runs (any report, crashes included) | - | {tally['clean_fp']} | - | - | - |")
     latencies = sorted(tally["hang_latency"])
     if latencies:
         print()
