@@ -354,8 +354,11 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 	} else if (record->kind == TRACE_RECORD_PYTHON_CALL) {
 		const struct trace_python_call *call = &record->python_call;
 
-		/* A module or class body runs once, at import: nothing about training. */
-		if (call->flags & TRACE_PYTHON_RUNS_ONCE)
+		/*
+		 * A module or class body runs once, at import: nothing about training.
+		 * An uncaught exception is no call: crash reports give it.
+		 */
+		if (call->flags & (TRACE_PYTHON_RUNS_ONCE | TRACE_PYTHON_UNCAUGHT))
 			return 0;
 
 		event->kind = INFER_EVENT_PYTHON;

@@ -74,17 +74,18 @@ struct tcheck_comm_layout {
 };
 
 enum tcheck_record_type {
-	TCHECK_RECORD_CALL = 1,		  /* a library call, entry and return paired */
-	TCHECK_RECORD_PROCESS_FORK = 2,	  /* a traced process started a child */
-	TCHECK_RECORD_PROCESS_EXEC = 3,	  /* a traced process replaced its image */
-	TCHECK_RECORD_PROCESS_EXIT = 4,	  /* a traced process ended */
-	TCHECK_RECORD_LIBRARY_CHANGE = 5, /* a traced process loaded a library */
-	TCHECK_RECORD_PYTHON_CALL = 6,	  /* a Python frame evaluated from C, paired */
-	TCHECK_RECORD_TORCH_SCOPE = 7,	  /* a torch record_function scope, paired */
-	TCHECK_RECORD_TORCH_OP = 8,	  /* a selected torch operator call, paired */
-	TCHECK_RECORD_VERBS_CONTEXT = 9,  /* a traced process opened a verbs device */
-	TCHECK_RECORD_PROCESS_GROUP = 10, /* a traced process built a c10d process group */
-	TCHECK_RECORD_C10D_CALL = 11,	  /* a traced process called a c10d collective */
+	TCHECK_RECORD_CALL = 1,		     /* a library call, entry and return paired */
+	TCHECK_RECORD_PROCESS_FORK = 2,	     /* a traced process started a child */
+	TCHECK_RECORD_PROCESS_EXEC = 3,	     /* a traced process replaced its image */
+	TCHECK_RECORD_PROCESS_EXIT = 4,	     /* a traced process ended */
+	TCHECK_RECORD_LIBRARY_CHANGE = 5,    /* a traced process loaded a library */
+	TCHECK_RECORD_PYTHON_CALL = 6,	     /* a Python frame evaluated from C, paired */
+	TCHECK_RECORD_TORCH_SCOPE = 7,	     /* a torch record_function scope, paired */
+	TCHECK_RECORD_TORCH_OP = 8,	     /* a selected torch operator call, paired */
+	TCHECK_RECORD_VERBS_CONTEXT = 9,     /* a traced process opened a verbs device */
+	TCHECK_RECORD_PROCESS_GROUP = 10,    /* a traced process built a c10d process group */
+	TCHECK_RECORD_C10D_CALL = 11,	     /* a traced process called a c10d collective */
+	TCHECK_RECORD_PYTHON_EXCEPTION = 12, /* an uncaught Python exception is being printed */
 };
 
 /* Flags of a call record. */
@@ -222,6 +223,34 @@ struct tcheck_python_stack_layout {
 	tcheck_s32 code_name_offset;	/* as in tcheck_python_process */
 	/* Bytes of a frame read at once: its code, previous and owner members (at most 128). */
 	tcheck_u32 frame_header_size;
+	/* For uncaught exceptions (bpf/python_exceptions.bpf.c). */
+	tcheck_u64 unicode_type;	/* &PyUnicode_Type: a message is an exact str */
+	tcheck_s32 unicode_state;	/* PyASCIIObject.state: compact bit 5, ascii bit 6 */
+	tcheck_s32 unicode_ascii_data;	/* sizeof(PyASCIIObject) */
+	tcheck_s32 exception_args;	/* PyBaseExceptionObject.args */
+	tcheck_s32 exception_traceback; /* PyBaseExceptionObject.traceback */
+	tcheck_s32 frame_object_frame;	/* PyFrameObject.f_frame (3.11+), -1: the frame itself */
+	tcheck_s32 reserved;
+};
+
+/*
+ * An uncaught exception, read as CPython's default excepthook starts to
+ * print it (PyErr_Display(type, value, traceback)): the exception's type
+ * name, its first argument when that is an ASCII str (the message), and
+ * the code objects of its traceback, innermost last; the last
+ * TCHECK_PY_STACK_MAX of them are kept.
+ */
+#define TCHECK_EXCEPTION_TYPE_BYTES 64
+#define TCHECK_EXCEPTION_MESSAGE_BYTES 192
+#define TCHECK_EXCEPTION_TRACEBACK_MAX 64 /* traceback entries walked */
+
+struct tcheck_python_exception_record {
+	struct tcheck_record_header header; /* timestamp = PyErr_Display's entry */
+	tcheck_u32 frame_count;		    /* traceback entries seen (kept: the last 8) */
+	tcheck_u32 reserved;
+	char type_name[TCHECK_EXCEPTION_TYPE_BYTES];  /* NUL-terminated, cut to fit */
+	char message[TCHECK_EXCEPTION_MESSAGE_BYTES]; /* "" when not an ASCII str */
+	tcheck_u64 codes[TCHECK_PY_STACK_MAX];	      /* ring: entry i at i % 8 */
 };
 
 /* What the daemon decided about a code object; absent means not decided yet. */

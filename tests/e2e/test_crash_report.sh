@@ -4,12 +4,15 @@
 # what the workloads log about themselves before they die:
 # - a 2-rank gloo DDP job whose rank 1 raises RuntimeError before its
 #   backward pass at step 6: the report names job rank 1, an exit status of
-#   1, step 6, its last calls (gloo collectives) and rank 0's process;
+#   1, step 6, the exception's type and message and the function that raised
+#   it, its last calls (gloo collectives) and rank 0's process;
 # - the same job whose rank 1 stops at step 6 and is then killed with
 #   SIGKILL from outside: "killed", SIGKILL, step 6;
 # - the C workload over the NCCL test double whose rank 2 writes through a
 #   null pointer at step 5: SIGSEGV, its last NCCL calls, every rank of its
 #   world communicator with its last call;
+# - nccl-api-tour, whose ranks pass bad arguments on purpose: each rank's first
+#   call that returned an error is reported as an NCCL error, once per rank;
 # - check of each trace reports the same crash offline.
 source "$(dirname "$0")/lib.sh"
 torch_stack
@@ -42,6 +45,12 @@ wait "$recorder" || true
 	"$NCCL_WORKLOAD" --ranks 4 --steps 10 --crash 2:5 --log-dir "$SCRATCH/segv/log" \
 	>"$SCRATCH/segv/out" 2>&1 && fail "the crashing workload exited 0"
 "$TCHECK" check --json "$SCRATCH/segv/trace" >"$SCRATCH/segv/check.jsonl" || true
+
+mkdir -p "$SCRATCH/tour"
+"$TCHECK" record --events "$SCRATCH/tour/events.jsonl" -o "$SCRATCH/tour/trace" -- \
+	"$ROOT/.output/tests/nccl-api-tour" --log-dir "$SCRATCH/tour/log" >"$SCRATCH/tour/out" 2>&1 ||
+	fail "record of the API tour exited $?: $(tail -3 "$SCRATCH/tour/out")"
+"$TCHECK" check --json "$SCRATCH/tour/trace" >"$SCRATCH/tour/check.jsonl" || true
 
 python3 - "$SCRATCH" <<'PY' || fail "the crash reports do not match what the workloads logged"
 import glob, json, os, sys
@@ -77,7 +86,16 @@ for name, reason in (("raise", "exit"), ("kill", "killed")):
         assert report["step"] == fault["step"], (report["step"], fault)
         if reason == "exit":
             assert report["exit_status"] == 1 and report["signal"] is None, report
+            # The exception, read as the interpreter printed it: type, message, the
+            # function that raised it (innermost first).
+            exception = report["exception"]
+            assert exception and exception["type"] == fault["exception"], report
+            assert exception["message"] == fault["message"], (exception, fault)
+            assert exception["python_stack"][0].endswith("fault_before_backward.<locals>.hook"), \
+                exception
         else:
+            assert report["exception"] is None, report
+        if reason == "killed":
             assert report["signal"] == "SIGKILL", report
         calls = report["last_calls"]
         assert calls and all(c["function"].startswith("c10d::") for c in calls), calls
@@ -101,7 +119,23 @@ for report in (segv[0], [r for r in offline if r["job_rank"] == 2][0]):
     assert [c["function"] for c in calls] == logged[-len(calls):], (calls, logged[-len(calls):])
     world = [comm for comm in report["communicators"] if comm["nranks"] == 4]
     assert world and all(r["last_function"] for r in world[0]["ranks"]), report["communicators"]
+# NCCL errors: each tour rank's first failing call, live and offline.
+RESULTS = ["ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+           "ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress"]
+live, offline = crashes("tour")
+for path in glob.glob(os.path.join(scratch, "tour", "log", "*.jsonl")):
+    tour_calls = jsonl(path)
+    failed = [c for c in tour_calls if c.get("ret") not in (0, 7, None)]
+    if not failed:
+        continue
+    pid = failed[0]["pid"]
+    for report in (of_pid(live, pid), of_pid(offline, pid)):
+        assert report["reason"] == "nccl_error", report
+        assert report["nccl_function"] == failed[0]["name"], (report, failed[0])
+        assert report["nccl_error"] == RESULTS[failed[0]["ret"]], (report, failed[0])
+    print(f"tour: pid {pid} got {report['nccl_error']} from {report['nccl_function']} first")
 print(f"segv: job rank 2 died of SIGSEGV at step {fault['step']}, last call "
-      f"{calls[-1]['function']}; {len(report['communicators'])} communicator(s) standing")
+      f"{segv[0]['last_calls'][-1]['function']}; {len(segv[0]['communicators'])} "
+      "communicator(s) standing")
 PY
 echo "PASS"

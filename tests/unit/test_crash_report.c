@@ -171,3 +171,96 @@ UNIT_TEST(crash_report, exit_status_and_kill)
 	progress_model_free(model);
 	flight_recorder_free(&flights);
 }
+
+/* An NCCL call that returned an error, or a poll that found one: what and from where. */
+UNIT_TEST(crash_report, nccl_errors_returned_and_polled)
+{
+	static struct flight_recorder flights;
+	static struct crash_report report;
+	struct progress_model *model = progress_model_new(NULL);
+	struct trace_nccl_call call = all_reduce(100, 0, 3, 5000, false);
+	char text[1024];
+	json_t *object;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	flight_recorder_init(&flights, 0);
+	CU_ASSERT_EQUAL(crash_nccl_error_of(&call), 0);
+	call.result = NCCL_RESULT_IN_PROGRESS;
+	CU_ASSERT_EQUAL(crash_nccl_error_of(&call), 0);
+	call.result = 6; /* ncclRemoteError */
+	CU_ASSERT_EQUAL(crash_nccl_error_of(&call), 6);
+	memset(&call, 0, sizeof(call));
+	call.function = "ncclCommGetAsyncError";
+	call.api = nccl_function_by_name(call.function);
+	call.pid = 100;
+	call.out_value = 6;
+	CU_ASSERT_EQUAL(crash_nccl_error_of(&call), 0); /* the value was not read */
+	call.flags = TRACE_CALL_OUT_VALUE_VALID;
+	CU_ASSERT_EQUAL(crash_nccl_error_of(&call), 6);
+	crash_report_fill_nccl_error(model, &flights, &call, 6, 3, &report);
+	crash_report_text(&report, text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "process 100 (job rank 3) got ncclRemoteError from "
+					    "ncclCommGetAsyncError"));
+	object = crash_report_json(&report);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(object);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(object, "reason")), "nccl_error");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(object, "nccl_error")),
+			       "ncclRemoteError");
+	CU_ASSERT_TRUE(json_is_null(json_object_get(object, "exit_status")));
+	json_decref(object);
+	progress_model_free(model);
+	flight_recorder_free(&flights);
+}
+
+/* An uncaught exception the process printed: kept apart from its calls, given by the report. */
+UNIT_TEST(crash_report, uncaught_exception_is_reported)
+{
+	static struct flight_recorder flights;
+	static struct crash_report report;
+	struct progress_model *model = progress_model_new(NULL);
+	struct trace_python_call python;
+	struct trace_process process;
+	char text[2048];
+	json_t *object, *exception;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	flight_recorder_init(&flights, 0);
+	memset(&python, 0, sizeof(python));
+	python.pid = 55;
+	python.entry_ns = 100;
+	python.step = 4;
+	python.qualified_name = "torch.nn.modules.module.Module._call_impl";
+	flight_recorder_python(&flights, &python);
+	python.entry_ns = 200;
+	python.flags = TRACE_PYTHON_RAISED | TRACE_PYTHON_UNCAUGHT;
+	python.qualified_name = "ValueError";
+	python.arg_count = 1;
+	python.args[0] = (struct trace_python_arg){ .name = "message",
+						    .type = TRACE_VALUE_STR,
+						    .text = "bad shape at step 4" };
+	python.py_stack.depth = 2;
+	python.py_stack.frames[0] = "Model.forward";
+	python.py_stack.frames[1] = "train";
+	flight_recorder_python(&flights, &python);
+	memset(&process, 0, sizeof(process));
+	process.pid = 55;
+	process.rank = 0;
+	process.exit_code = 1 << 8;
+	crash_report_fill(model, &flights, &process, &report);
+	/* The exception record is no Python call: the last one stays the module call. */
+	CU_ASSERT_STRING_EQUAL(report.last_python, "torch.nn.modules.module.Module._call_impl");
+	CU_ASSERT_STRING_EQUAL(report.exception.type, "ValueError");
+	crash_report_text(&report, text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "uncaught ValueError: bad shape at step 4, raised in "
+					    "Model.forward"));
+	object = crash_report_json(&report);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(object);
+	exception = json_object_get(object, "exception");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(exception, "type")), "ValueError");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(exception, "message")),
+			       "bad shape at step 4");
+	CU_ASSERT_EQUAL(json_array_size(json_object_get(exception, "python_stack")), 2);
+	json_decref(object);
+	progress_model_free(model);
+	flight_recorder_free(&flights);
+}

@@ -24,7 +24,9 @@ import sys
 import tempfile
 import time
 
-WORKLOAD = "tests/workloads/python/train_ddp.py"
+# Absolute: a torch root runs it from its own working directory.
+WORKLOAD = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "tests", "workloads",
+                                        "python", "train_ddp.py"))
 STEPS = 40
 SLOW_MS = (150, 250)
 

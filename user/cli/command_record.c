@@ -34,6 +34,9 @@ static const char record_help[] =
 	"      --no-follow          do not trace the children the targets start\n"
 	"      --python             also trace Python calls entered from C (CPython\n"
 	"                           3.10-3.13: module calls, hooks, autograd functions)\n"
+	"      --freeze-on-crash    stop (SIGSTOP) a Python process whose uncaught exception\n"
+	"                           is about to end it, before it is printed, for py-spy or\n"
+	"                           gdb; kill -CONT lets it finish (implies --python)\n"
 	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
 	"                           (repeatable; default: torch training APIs)\n"
 	"      --step-marker NAME   advance the step at the end of the torch scope or\n"
@@ -81,6 +84,8 @@ static const char attach_help[] =
 	"      --nccl-lib PATH      probe this NCCL library instead of discovering it\n"
 	"      --no-follow          do not trace the children the targets start\n"
 	"      --python             also trace Python calls entered from C\n"
+	"      --freeze-on-crash    stop (SIGSTOP) a Python process whose uncaught exception\n"
+	"                           is about to end it, for inspection; kill -CONT resumes\n"
 	"      --python-filter P    keep Python calls whose qualified name starts with P\n"
 	"      --step-marker NAME   advance the step at this scope or call's end\n"
 	"      --torch-op OP        also trace calls of this torch operator (repeatable)\n"
@@ -261,6 +266,7 @@ static const struct option long_options[] = {
 	{ "duration", required_argument, NULL, 'd' },
 	{ "ring-buffer-mb", required_argument, NULL, 'R' },
 	{ "python", no_argument, NULL, 'Y' },
+	{ "freeze-on-crash", no_argument, NULL, 'Z' },
 	{ "python-filter", required_argument, NULL, 'P' },
 	{ "step-marker", required_argument, NULL, 'S' },
 	{ "torch-op", required_argument, NULL, 'T' },
@@ -337,6 +343,11 @@ static int apply_recorder_option(int option, const char *text, struct record_arg
 				text))
 			return -1;
 		options->torch_ops = torch_ops;
+		options->python = true;
+		return 0;
+	case 'Z':
+		/* The one case in which the tracer signals a traced process: only when asked. */
+		options->freeze_on_crash = true;
 		options->python = true;
 		return 0;
 	case 'd':

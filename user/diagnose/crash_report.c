@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "export/export_jsonl.h"
+#include "model/nccl_api.h"
 
 bool crash_ended_badly(int32_t wait_status)
 {
@@ -34,9 +35,11 @@ static const char *signal_name(int number)
 	return NULL;
 }
 
-/* "signal", "killed" or "exit": how the process ended, for machines. */
+/* "signal", "killed", "exit" or "nccl_error": how the process ended, for machines. */
 static const char *reason_of(const struct crash_report *report)
 {
+	if (report->error_function)
+		return "nccl_error";
 	if (report->signal == SIGKILL)
 		return "killed";
 	return report->signal ? "signal" : "exit";
@@ -46,8 +49,14 @@ static const char *reason_of(const struct crash_report *report)
 static void describe_end(const struct crash_report *report, char *text, size_t size)
 {
 	const char *name = signal_name(report->signal);
+	const char *error = nccl_result_name(report->error_result);
 
-	if (report->signal == SIGKILL)
+	if (report->error_function && error)
+		snprintf(text, size, "got %s from %s", error, report->error_function);
+	else if (report->error_function)
+		snprintf(text, size, "got NCCL error %d from %s", report->error_result,
+			 report->error_function);
+	else if (report->signal == SIGKILL)
 		snprintf(text, size,
 			 "was killed (SIGKILL: kill -9 from outside, or the OOM killer)");
 	else if (report->signal && name)
@@ -58,8 +67,9 @@ static void describe_end(const struct crash_report *report, char *text, size_t s
 			 report->core_dumped ? " (core dumped)" : "");
 	else
 		snprintf(text, size, "exited with status %d%s", report->exit_status,
-			 report->exit_status == 1 ? " (as an uncaught Python exception ends one)"
-						  : "");
+			 report->exit_status == 1 && report->last_python[0]
+				 ? " (as an uncaught Python exception ends one)"
+				 : "");
 }
 
 static void take_standing(const struct progress_model *model, uint32_t pid,
@@ -93,6 +103,35 @@ static void take_standing(const struct progress_model *model, uint32_t pid,
 	}
 }
 
+int32_t crash_nccl_error_of(const struct trace_nccl_call *call)
+{
+	int32_t polled = (int32_t)(uint32_t)call->out_value;
+
+	if (call->result != NCCL_RESULT_SUCCESS && call->result != NCCL_RESULT_IN_PROGRESS &&
+	    !(call->flags & TRACE_CALL_OPEN))
+		return call->result;
+	if (call->api && call->api->kind == NCCL_KIND_ERROR_QUERY &&
+	    (call->flags & TRACE_CALL_OUT_VALUE_VALID) && polled != NCCL_RESULT_SUCCESS &&
+	    polled != NCCL_RESULT_IN_PROGRESS)
+		return polled;
+	return 0;
+}
+
+void crash_report_fill_nccl_error(const struct progress_model *model,
+				  const struct flight_recorder *flights,
+				  const struct trace_nccl_call *call, int32_t result,
+				  int32_t job_rank, struct crash_report *report)
+{
+	struct trace_process process = { .pid = call->pid,
+					 .rank = job_rank,
+					 .exit_code = 0,
+					 .end_ns = call->entry_ns + call->duration_ns };
+
+	crash_report_fill(model, flights, &process, report);
+	report->error_function = call->function;
+	report->error_result = result;
+}
+
 void crash_report_fill(const struct progress_model *model, const struct flight_recorder *flights,
 		       const struct trace_process *process, struct crash_report *report)
 {
@@ -112,6 +151,7 @@ void crash_report_fill(const struct progress_model *model, const struct flight_r
 		report->stage = flight->stage;
 		snprintf(report->last_python, sizeof(report->last_python), "%s",
 			 flight->last_python);
+		report->exception = flight->exception;
 		for (unsigned i = 0; i < flight->count; i++)
 			report->calls[report->call_count++] =
 				*flight_process_call(flight, i, flights->ring_size);
@@ -131,6 +171,14 @@ void crash_report_text(const struct crash_report *report, char *text, size_t siz
 	used = written > 0 ? (size_t)written : 0;
 	if (report->step >= 0 && used < size) {
 		written = snprintf(text + used, size - used, " at step %d", report->step);
+		used += written > 0 ? (size_t)written : 0;
+	}
+	if (report->exception.type[0] && used < size) {
+		written = snprintf(
+			text + used, size - used, "; uncaught %s%s%s%s%s", report->exception.type,
+			report->exception.message[0] ? ": " : "", report->exception.message,
+			report->exception.frame_count ? ", raised in " : "",
+			report->exception.frame_count ? report->exception.frames[0] : "");
 		used += written > 0 ? (size_t)written : 0;
 	}
 	if (report->last_python[0] && used < size) {
@@ -202,6 +250,22 @@ static json_t *comm_json(const struct crash_comm *comm)
 			 "nranks", (json_int_t)comm->nranks, "ranks", ranks ? ranks : json_null());
 }
 
+/* {"type", "message", "python_stack"}, or null when no uncaught exception was seen. */
+static json_t *exception_json(const struct flight_exception *exception)
+{
+	json_t *stack = json_array();
+
+	if (!exception->type[0]) {
+		json_decref(stack);
+		return json_null();
+	}
+	for (unsigned i = 0; stack && i < exception->frame_count; i++)
+		json_array_append_new(stack, json_string(exception->frames[i]));
+	return json_pack("{s:s, s:o, s:o}", "type", exception->type, "message",
+			 exception->message[0] ? json_string(exception->message) : json_null(),
+			 "python_stack", stack ? stack : json_null());
+}
+
 json_t *crash_report_json(const struct crash_report *report)
 {
 	const char *name = signal_name(report->signal);
@@ -219,11 +283,22 @@ json_t *crash_report_json(const struct crash_report *report)
 		report->signal ? (name ? json_string(name) : json_integer(report->signal))
 			       : json_null(),
 		"core_dumped", report->core_dumped, "exit_status",
-		report->signal ? json_null() : json_integer(report->exit_status), "step",
-		export_json_known_or_null(report->step), "stage", export_json_stage(report->stage),
-		"last_python",
+		report->signal || report->error_function ? json_null()
+							 : json_integer(report->exit_status),
+		"step", export_json_known_or_null(report->step), "stage",
+		export_json_stage(report->stage), "last_python",
 		report->last_python[0] ? json_string(report->last_python) : json_null(),
 		"last_calls", calls ? calls : json_null(), "communicators",
 		comms ? comms : json_null());
+	if (object)
+		json_object_set_new(object, "exception", exception_json(&report->exception));
+	if (object && report->error_function) {
+		const char *error = nccl_result_name(report->error_result);
+
+		json_object_set_new(object, "nccl_function", json_string(report->error_function));
+		json_object_set_new(object, "nccl_error",
+				    error ? json_string(error)
+					  : json_integer(report->error_result));
+	}
 	return object;
 }

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A traced process that died: how (a fatal signal, a kill from outside, a
- * non-zero exit), where it was (its last step, stage and Python event), its
- * last calls (the flight recorder's ring), and where every other rank of
- * its communicators stood at that moment (last call and sequence number,
- * inside it or not). Built from what the tracer already kept: nothing is
- * read from the dead process.
+ * non-zero exit, or an NCCL call that reported an error), where it was (its last step, stage and
+ * Python event), its last calls (the flight recorder's ring), and where every other rank of its
+ * communicators stood at that moment (last call and sequence number, inside it or not). Built from
+ * what the tracer already kept: nothing is read from the dead process.
  */
 #ifndef TCHECK_CRASH_REPORT_H
 #define TCHECK_CRASH_REPORT_H
@@ -44,9 +43,13 @@ struct crash_report {
 	int signal;	     /* the fatal signal, 0 none */
 	bool core_dumped;
 	int exit_status; /* when no signal */
+	/* An NCCL error instead of a death: the call and what it returned (or polled). */
+	const char *error_function;
+	int32_t error_result;
 	int32_t step;
 	uint32_t stage;
 	char last_python[128];
+	struct flight_exception exception; /* type "" when none was seen */
 	unsigned call_count;
 	struct flight_call calls[FLIGHT_CALLS_MAX]; /* oldest first */
 	unsigned comm_count;
@@ -63,6 +66,22 @@ bool crash_ended_badly(int32_t wait_status);
  */
 void crash_report_fill(const struct progress_model *model, const struct flight_recorder *flights,
 		       const struct trace_process *process, struct crash_report *report);
+
+/*
+ * The ncclResult_t a call reports as an error: what it returned, or what an
+ * async-error poll wrote; 0 when it reports none (ncclInProgress is none).
+ */
+int32_t crash_nccl_error_of(const struct trace_nccl_call *call);
+
+/*
+ * Fills 'report' for an NCCL call that reported error 'result' in process
+ * 'pid' (job rank 'job_rank'): the process lives on, but its collectives
+ * failed. The rest as crash_report_fill.
+ */
+void crash_report_fill_nccl_error(const struct progress_model *model,
+				  const struct flight_recorder *flights,
+				  const struct trace_nccl_call *call, int32_t result,
+				  int32_t job_rank, struct crash_report *report);
 
 /* One line a person reads (no newline). */
 void crash_report_text(const struct crash_report *report, char *text, size_t size);

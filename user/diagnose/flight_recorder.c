@@ -97,6 +97,23 @@ void flight_recorder_call(struct flight_recorder *recorder, const struct trace_n
 		process->step = call->step;
 }
 
+/* Copied: the record's strings live only while it is handed round. */
+static void keep_exception(struct flight_exception *exception,
+			   const struct trace_python_call *python)
+{
+	memset(exception, 0, sizeof(*exception));
+	snprintf(exception->type, sizeof(exception->type), "%s",
+		 python->qualified_name ? python->qualified_name : "");
+	for (uint32_t i = 0; i < python->arg_count; i++)
+		if (python->args[i].type == TRACE_VALUE_STR && python->args[i].text &&
+		    strcmp(python->args[i].name, "message") == 0)
+			snprintf(exception->message, sizeof(exception->message), "%s",
+				 python->args[i].text);
+	for (uint32_t i = 0; i < python->py_stack.depth && i < TRACE_PY_STACK_MAX; i++)
+		snprintf(exception->frames[exception->frame_count++], sizeof(exception->frames[0]),
+			 "%s", python->py_stack.frames[i]);
+}
+
 void flight_recorder_python(struct flight_recorder *recorder,
 			    const struct trace_python_call *python)
 {
@@ -104,6 +121,10 @@ void flight_recorder_python(struct flight_recorder *recorder,
 
 	if (!process)
 		return;
+	if (python->flags & TRACE_PYTHON_UNCAUGHT) {
+		keep_exception(&process->exception, python);
+		return;
+	}
 	if (python->step >= 0)
 		process->step = python->step;
 	process->stage = python->stage;

@@ -41,6 +41,13 @@ struct flight_process {
 	uint32_t stage;
 	char last_python[128]; /* the last Python call or torch scope, "" none */
 	uint64_t last_python_ns;
+	/* The exception no code caught, as the process printed it; type "" none. */
+	struct flight_exception {
+		char type[64];
+		char message[192];
+		unsigned frame_count;
+		char frames[TRACE_PY_STACK_MAX][128]; /* innermost first */
+	} exception;
 };
 
 struct flight_recorder {

@@ -27,7 +27,10 @@ struct job_diagnosis {
 	FILE *text, *events;
 	unsigned hangs, slowdowns, mismatches, crashes;
 	struct flight_recorder flights;	 /* each process's last calls, for crash reports */
-	uint32_t crashed[MAX_PROCESSES]; /* processes already reported */
+	uint32_t crashed[MAX_PROCESSES]; /* processes whose death was reported */
+	unsigned crashed_count;
+	uint32_t errored[MAX_PROCESSES]; /* processes whose NCCL error was reported */
+	unsigned errored_count;
 	struct diagnosis_report published[MAX_RECENT_SLOWDOWNS]; /* the latest, a ring */
 	unsigned published_count;
 	struct process_rank processes[MAX_PROCESSES];
@@ -133,34 +136,65 @@ static void publish_slowdown(struct job_diagnosis *diagnosis, struct diagnosis_r
 	diagnosis->published[diagnosis->published_count++ % MAX_RECENT_SLOWDOWNS] = *report;
 }
 
+static void write_crash(struct job_diagnosis *diagnosis, struct crash_report *report);
+
+/* Whether 'pid' is in the first 'count' of 'pids'; adds it when it is not and there is room. */
+static bool seen_before(uint32_t *pids, unsigned *count, uint32_t pid)
+{
+	for (unsigned i = 0; i < *count && i < MAX_PROCESSES; i++)
+		if (pids[i] == pid)
+			return true;
+	if (*count < MAX_PROCESSES)
+		pids[*count] = pid;
+	(*count)++;
+	return false;
+}
+
 /* A process that died: reported once, from what was kept of it and of its peers. */
 static void publish_crash(struct job_diagnosis *diagnosis, const struct trace_process *process)
 {
 	static struct crash_report report;
+
+	if (seen_before(diagnosis->crashed, &diagnosis->crashed_count, process->pid))
+		return;
+	crash_report_fill(diagnosis->model, &diagnosis->flights, process, &report);
+	write_crash(diagnosis, &report);
+}
+
+/* An NCCL call of a process that reported an error: its first one, once. */
+static void publish_nccl_error(struct job_diagnosis *diagnosis, const struct trace_nccl_call *call,
+			       int32_t result)
+{
+	static struct crash_report report;
+
+	if (seen_before(diagnosis->errored, &diagnosis->errored_count, call->pid))
+		return;
+	crash_report_fill_nccl_error(diagnosis->model, &diagnosis->flights, call, result,
+				     job_rank_of(diagnosis, call->pid), &report);
+	write_crash(diagnosis, &report);
+}
+
+/* Counts a crash report and writes it out, job ranks filled in. */
+static void write_crash(struct job_diagnosis *diagnosis, struct crash_report *report)
+{
 	char line[8192];
 
-	for (unsigned i = 0; i < diagnosis->crashes && i < MAX_PROCESSES; i++)
-		if (diagnosis->crashed[i] == process->pid)
-			return;
-	if (diagnosis->crashes < MAX_PROCESSES)
-		diagnosis->crashed[diagnosis->crashes] = process->pid;
 	diagnosis->crashes++;
-	crash_report_fill(diagnosis->model, &diagnosis->flights, process, &report);
-	if (report.job_rank < 0)
-		report.job_rank = job_rank_of(diagnosis, process->pid);
-	for (unsigned c = 0; c < report.comm_count; c++)
-		for (int32_t r = 0; r < report.comms[c].nranks; r++)
-			report.comms[c].ranks[r].job_rank =
-				report.comms[c].ranks[r].pid
-					? job_rank_of(diagnosis, report.comms[c].ranks[r].pid)
+	if (report->job_rank < 0)
+		report->job_rank = job_rank_of(diagnosis, report->pid);
+	for (unsigned c = 0; c < report->comm_count; c++)
+		for (int32_t r = 0; r < report->comms[c].nranks; r++)
+			report->comms[c].ranks[r].job_rank =
+				report->comms[c].ranks[r].pid
+					? job_rank_of(diagnosis, report->comms[c].ranks[r].pid)
 					: -1;
 	if (diagnosis->text) {
-		crash_report_text(&report, line, sizeof(line));
+		crash_report_text(report, line, sizeof(line));
 		fprintf(diagnosis->text, "tcheck-bpf: %s\n", line);
 		fflush(diagnosis->text);
 	}
 	if (diagnosis->events) {
-		json_t *object = crash_report_json(&report);
+		json_t *object = crash_report_json(report);
 
 		if (object) {
 			export_json_write(diagnosis->events, "", object, JSON_COMPACT, "\n");
@@ -193,6 +227,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 	struct diagnosis_report report;
 	struct progress_comm *comm;
 	int64_t step, completed;
+	int32_t error;
 
 	switch (record->kind) {
 	case TRACE_RECORD_NCCL_CALL:
@@ -202,6 +237,9 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		job_diagnosis_tick(diagnosis, call.entry_ns);
 		comm = progress_model_add_call(diagnosis->model, &call, &step);
 		flight_recorder_call(&diagnosis->flights, &call);
+		error = crash_nccl_error_of(&call);
+		if (error)
+			publish_nccl_error(diagnosis, &call, error);
 		completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
 		if (completed >= 0 && progress_is_collective(call.api) &&
 		    mismatch_detector_check(diagnosis->model, comm, completed, &report))

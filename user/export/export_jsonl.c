@@ -447,6 +447,7 @@ static json_t *python_call_object(const struct trace_python_call *call)
 {
 	const char *kind = call->flags & TRACE_PYTHON_TORCH_SCOPE ? "torch_scope"
 			   : call->flags & TRACE_PYTHON_TORCH_OP  ? "torch_op"
+			   : call->flags & TRACE_PYTHON_UNCAUGHT  ? "exception"
 								  : "py";
 	json_t *object = json_object();
 	int failed = !object;

@@ -86,6 +86,10 @@ uint64_t nccl_function_cookie(size_t index);
 /* True for functions that move data over a communicator (sequence-numbered). */
 int nccl_function_is_communication(const struct nccl_function *function);
 
+/* ncclResult_t values the tracer tells apart: success, and a non-blocking call still at work. */
+#define NCCL_RESULT_SUCCESS 0
+#define NCCL_RESULT_IN_PROGRESS 7
+
 /* Names of enum values, or NULL when the value is outside the known set. */
 const char *nccl_datatype_name(int64_t datatype);
 const char *nccl_redop_name(int64_t op);

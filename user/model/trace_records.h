@@ -95,6 +95,12 @@ struct trace_nccl_call {
 #define TRACE_PYTHON_TORCH_OP (1U << 2)	   /* a torch C++ operator (at::_ops), not a frame */
 /* A module or class body: code run once, at import (no CO_NEWLOCALS). */
 #define TRACE_PYTHON_RUNS_ONCE (1U << 3)
+/*
+ * Not a call: an exception no code caught, as the interpreter prints it
+ * before exiting; the name is its type, the argument "message" its
+ * message, py_stack the functions it went through, innermost first.
+ */
+#define TRACE_PYTHON_UNCAUGHT (1U << 4)
 
 /* Types of a primitive argument value. */
 enum trace_value_type {

@@ -104,6 +104,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 		goto fail;
 	}
 	session->skeleton->rodata->filter_by_pid = true;
+	session->skeleton->rodata->freeze_on_crash = config->freeze_on_crash;
 	/* Programs not asked for are not loaded: nothing runs that was not wanted. */
 	bpf_program__set_autoload(session->skeleton->progs.python_frame_entry, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.python_frame_return, config->python);
@@ -111,6 +112,8 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_exit, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.process_group_init, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.c10d_collective, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.python_exception_display,
+				  config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_op_entry, config->torch_ops);
 	bpf_program__set_autoload(session->skeleton->progs.torch_op_return, config->torch_ops);
 	if (uprobe_link_prepare(session->skeleton->progs.library_call_entry) ||
@@ -121,6 +124,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_exit) ||
 	    uprobe_link_prepare(session->skeleton->progs.process_group_init) ||
 	    uprobe_link_prepare(session->skeleton->progs.c10d_collective) ||
+	    uprobe_link_prepare(session->skeleton->progs.python_exception_display) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_entry) ||
@@ -225,6 +229,16 @@ int probe_session_attach_floor(struct probe_session *session, const char *path, 
 		return result;
 	return uprobe_link_attach(&session->links, session->skeleton->progs.floor_entry, false,
 				  path, &offset, &cookie, 1, pid, error, error_size);
+}
+
+int probe_session_attach_python_exceptions(struct probe_session *session, const char *path,
+					   uint64_t offset, char *error, size_t error_size)
+{
+	uint64_t cookie = 0;
+
+	return uprobe_link_attach(&session->links,
+				  session->skeleton->progs.python_exception_display, false, path,
+				  &offset, &cookie, 1, -1, error, error_size);
 }
 
 int probe_session_attach_python(struct probe_session *session, const char *path, uint64_t offset,

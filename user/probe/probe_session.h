@@ -26,6 +26,8 @@ struct probe_session_config {
 	size_t ring_buffer_bytes; /* a power of two, at least a page */
 	bool python;		  /* load the Python frame probes too */
 	bool torch_ops;		  /* load the torch operator probes too */
+	/* Stop a process whose uncaught Python exception is being printed (SIGSTOP). */
+	bool freeze_on_crash;
 };
 
 /*
@@ -81,6 +83,9 @@ int probe_session_set_comm_layout(struct probe_session *session, uint32_t slot,
 				  const struct tcheck_comm_layout *layout);
 
 /* Python: the evaluator's probe pair, at a file offset, in every process mapping it. */
+/* The entry probe on PyErr_Display at offset of path: uncaught exceptions as they are printed. */
+int probe_session_attach_python_exceptions(struct probe_session *session, const char *path,
+					   uint64_t offset, char *error, size_t error_size);
 int probe_session_attach_python(struct probe_session *session, const char *path, uint64_t offset,
 				char *error, size_t error_size);
 /*

@@ -68,10 +68,11 @@ struct python_thread_local {
 /* The file of a process that holds the interpreter, and what it is. */
 struct python_runtime {
 	pid_t pid;
-	char path[PATH_MAX];		 /* as the process sees it */
-	char host_path[PATH_MAX];	 /* openable from here, through /proc/PID/root */
-	uint64_t load_bias;		 /* runtime address = ELF virtual address + load_bias */
-	uint64_t eval_frame_file_offset; /* where a uprobe on _PyEval_EvalFrameDefault attaches */
+	char path[PATH_MAX];		  /* as the process sees it */
+	char host_path[PATH_MAX];	  /* openable from here, through /proc/PID/root */
+	uint64_t load_bias;		  /* runtime address = ELF virtual address + load_bias */
+	uint64_t eval_frame_file_offset;  /* where a uprobe on _PyEval_EvalFrameDefault attaches */
+	uint64_t err_display_file_offset; /* PyErr_Display: uncaught exceptions; 0 absent */
 	uint64_t runtime_state_file_offset; /* of _PyRuntime's initial bytes; 0 when in .bss */
 	bool x86_64;			    /* the only machine the layouts are known for */
 	int major;

@@ -399,6 +399,9 @@ static int runtime_describe(pid_t pid, const struct mapped_file *file,
 	addresses->false_object = symbol_address(runtime, "_Py_FalseStruct");
 	if (elf_symbol_find(runtime->host_path, "_PyRuntime", &location, NULL, 0) == 0)
 		runtime->runtime_state_file_offset = location.file_offset;
+	/* What the default sys.excepthook calls with an uncaught exception. */
+	if (elf_symbol_find(runtime->host_path, "PyErr_Display", &location, NULL, 0) == 0)
+		runtime->err_display_file_offset = location.file_offset;
 	if (runtime->major == 3 && runtime->minor >= 12)
 		thread_local_find(&view, runtime);
 	elf_view_close(&view);

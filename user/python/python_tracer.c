@@ -201,6 +201,14 @@ static int share_stack_layout(struct python_tracer *tracer, pid_t pid,
 		.none = layout->addresses.none,
 		.code_name_offset = layout->code_qualified_name >= 0 ? layout->code_qualified_name
 								     : layout->code_name,
+		.unicode_type = layout->addresses.unicode_type,
+		.unicode_state = layout->unicode_state,
+		.unicode_ascii_data = layout->unicode_ascii_data,
+		/* PyBaseExceptionObject: head, dict, args, then (3.11+) notes, traceback. */
+		.exception_args = 24,
+		.exception_traceback = layout->minor >= 11 ? 40 : 32,
+		/* 3.11+: a traceback's frame object points at its interpreter frame. */
+		.frame_object_frame = layout->minor >= 11 ? 24 : -1,
 	};
 	/* The walk reads code, previous (8 bytes each) and owner (1 byte) in one go. */
 	int header_size = layout->frame_code + 8;
@@ -280,6 +288,7 @@ static int probe_evaluator(struct python_tracer *tracer, pid_t pid, struct pytho
 			   char *error, size_t error_size)
 {
 	const struct python_runtime *runtime = &process->runtime;
+	char exception_error[256];
 	uint64_t identity;
 	int result = 0;
 
@@ -292,6 +301,14 @@ static int probe_evaluator(struct python_tracer *tracer, pid_t pid, struct pytho
 		result = probe_session_attach_python(tracer->session, runtime->host_path,
 						     runtime->eval_frame_file_offset, error,
 						     error_size);
+	/* Uncaught exceptions, for crash reports: without them a crash still has its exit. */
+	if (!result && !u64_map_get(&tracer->probed_files, identity) &&
+	    runtime->err_display_file_offset &&
+	    probe_session_attach_python_exceptions(tracer->session, runtime->host_path,
+						   runtime->err_display_file_offset,
+						   exception_error, sizeof(exception_error)))
+		log_warning("process %d: its uncaught exceptions are not read: %s", pid,
+			    exception_error);
 	if (result) {
 		if (process->evaluator_failure_said)
 			return 0;
@@ -605,6 +622,54 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 		tracer->losses.step_marks++;
 	}
 	return result;
+}
+
+int python_tracer_handle_exception(struct python_tracer *tracer,
+				   const struct tcheck_python_exception_record *record)
+{
+	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
+				    .python_call = { .rank = -1, .world_size = -1 } };
+	struct trace_python_call *call = &out.python_call;
+	char type_name[TCHECK_EXCEPTION_TYPE_BYTES + 1],
+		message[TCHECK_EXCEPTION_MESSAGE_BYTES + 1];
+	const char *names[TCHECK_PY_STACK_MAX];
+	uint64_t codes[TCHECK_PY_STACK_MAX];
+	uint32_t kept = record->frame_count < TCHECK_PY_STACK_MAX ? record->frame_count
+								  : TCHECK_PY_STACK_MAX;
+
+	if (!process) {
+		tracer->losses.unfollowed_events++;
+		return 0;
+	}
+	snprintf(type_name, sizeof(type_name), "%.*s", (int)sizeof(record->type_name),
+		 record->type_name);
+	snprintf(message, sizeof(message), "%.*s", (int)sizeof(record->message), record->message);
+	/* The ring holds the last entries of the traceback: innermost first here. */
+	for (uint32_t i = 0; i < kept; i++)
+		codes[i] = record->codes[(record->frame_count - 1 - i) % TCHECK_PY_STACK_MAX];
+	name_callers(tracer, process, record->header.pid, codes, kept, names);
+	call->entry_ns = record->header.timestamp_ns;
+	call->pid = record->header.pid;
+	call->tid = record->header.tid;
+	call->flags = TRACE_PYTHON_RAISED | TRACE_PYTHON_UNCAUGHT;
+	call->first_line = -1;
+	call->qualified_name = type_name[0] ? type_name : "<unknown exception>";
+	call->file = "";
+	python_tracer_fill_meta(process, record->header.timestamp_ns, call);
+	for (uint32_t i = 0; i < kept; i++) {
+		if (!codes[i])
+			continue;
+		if (!names[i])
+			tracer->losses.unnamed_callers++;
+		call->py_stack.frames[call->py_stack.depth++] =
+			names[i] ? names[i] : PYTHON_UNREADABLE_FRAME;
+	}
+	call->args[0] = (struct trace_python_arg){ .name = "message",
+						   .type = TRACE_VALUE_STR,
+						   .text = message };
+	call->arg_count = 1;
+	return tracer->emit(tracer->context, &out);
 }
 
 const char *python_tracer_code_name(struct python_tracer *tracer, uint32_t pid, uint64_t code,

@@ -75,6 +75,14 @@ void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid);
 
 /* Handles one TCHECK_RECORD_PYTHON_CALL record. */
 int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record);
+/*
+ * An uncaught exception as the process prints it: emitted as a Python call
+ * record flagged TRACE_PYTHON_UNCAUGHT, named by the exception's type, its
+ * message as the argument "message", the traceback's functions as its
+ * stack (innermost first). Returns the emitter's result.
+ */
+int python_tracer_handle_exception(struct python_tracer *tracer,
+				   const struct tcheck_python_exception_record *record);
 
 /*
  * Handles one TCHECK_RECORD_PROCESS_GROUP record: the first group of a

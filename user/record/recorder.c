@@ -15,6 +15,7 @@
 #include "base/system_clock.h"
 #include "base/u64_map.h"
 #include "diagnose/job_diagnosis.h"
+#include "model/nccl_api.h"
 #include "network/work_requests.h"
 #include "probe/library_discovery.h"
 #include "probe/nccl_comm_layout.h"
@@ -62,6 +63,7 @@ struct recorder {
 	int command_exited;
 	int failed;
 	uint64_t calls;
+	uint64_t c10d_calls;	/* PyTorch's own collectives (gloo) */
 	uint64_t python_events; /* Python calls, torch scopes and operators written */
 	uint64_t python_lost;	/* those the kernel or the tracer is known to have missed */
 	/* Reading the calls in flight for the detectors only: they are not written. */
@@ -115,7 +117,11 @@ static int emit_built_record(void *context, const struct trace_record *record)
 	if (record->kind == TRACE_RECORD_NCCL_CALL && (record->call.flags & TRACE_CALL_OPEN))
 		recorder->open_calls_written++;
 	if (record->kind == TRACE_RECORD_NCCL_CALL) {
-		recorder->calls++;
+		/* Calls outside the nccl.h table are PyTorch's own collectives (c10d). */
+		if (record->call.api && nccl_function_index(record->call.api) < 0)
+			recorder->c10d_calls++;
+		else
+			recorder->calls++;
 		/* Only the live line counts calls per function. */
 		if (recorder->options->live_status)
 			live_status_count(&recorder->status, record->call.api);
@@ -429,6 +435,22 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 						sizeof(error)))
 			log_warning("%s", error);
 		return 0;
+	case TCHECK_RECORD_PYTHON_EXCEPTION:
+		adopt_process(recorder, header->pid);
+		if (recorder->python && size >= sizeof(struct tcheck_python_exception_record))
+			python_tracer_handle_exception(recorder->python, data);
+		if (recorder->options->freeze_on_crash)
+			log_warning(
+				"process %u is stopped before printing its uncaught %.*s "
+				"(--freeze-on-crash): inspect it (py-spy dump --pid %u, gdb -p "
+				"%u), "
+				"then kill -CONT %u lets it finish, kill %u ends it",
+				header->pid,
+				(int)sizeof(((const struct tcheck_python_exception_record *)data)
+						    ->type_name),
+				((const struct tcheck_python_exception_record *)data)->type_name,
+				header->pid, header->pid, header->pid, header->pid);
+		return 0;
 	case TCHECK_RECORD_TORCH_SCOPE:
 		adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_torch_scope_record))
@@ -671,6 +693,7 @@ static int set_up(struct recorder *recorder, int *release_fd)
 		.python = options->python,
 		.torch_ops =
 			options->python && (options->torch_op_count > 0 || options->training_ops),
+		.freeze_on_crash = options->freeze_on_crash,
 	};
 	char error[512];
 
@@ -900,9 +923,16 @@ int recorder_run(const struct recorder_options *options)
 	result = options->command ? command_exit_status(&recorder) : 0;
 	if (recorder.failed)
 		result = 1;
-	log_notice("%llu NCCL calls recorded%s%s", (unsigned long long)recorder.calls,
-		   options->output_path ? " to " : "",
-		   options->output_path ? options->output_path : "");
+	if (recorder.c10d_calls)
+		log_notice("%llu NCCL calls recorded, and %llu of PyTorch's gloo collectives%s%s",
+			   (unsigned long long)recorder.calls,
+			   (unsigned long long)recorder.c10d_calls,
+			   options->output_path ? " to " : "",
+			   options->output_path ? options->output_path : "");
+	else
+		log_notice("%llu NCCL calls recorded%s%s", (unsigned long long)recorder.calls,
+			   options->output_path ? " to " : "",
+			   options->output_path ? options->output_path : "");
 	if (recorder.open_calls_written)
 		log_notice("%llu of them never returned (a thread blocked or ended inside): "
 			   "kept as open calls",

@@ -44,6 +44,8 @@ struct recorder_options {
 	bool training_ops; /* also the training operators: updates, forward reads (--python) */
 	const struct recorder_observer *observer; /* NULL: none */
 	bool until_stopped; /* run on when no target is left (the agent): until a signal */
+	/* Stop a process as its uncaught Python exception is about to end it (SIGSTOP). */
+	bool freeze_on_crash;
 	struct job_diagnosis *diagnosis; /* hang and slowdown detectors fed live, or NULL */
 	int argc;			 /* the tcheck-bpf command line, for the trace header */
 	char *const *argv;

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * Uncaught Python exceptions: an entry probe on PyErr_Display(type, value,
+ * traceback), which CPython's default sys.excepthook calls when an
+ * exception reaches the top of the main thread and the process is about to
+ * exit. Everything is read here, while the objects are alive: the type's
+ * tp_name, the message (the exception's first argument, when it is an
+ * ASCII str) and the code objects along its traceback. The process's
+ * layout comes from python_stack_layouts.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "tcheck/probe_abi.h"
+#include "thread_stack.bpf.h"
+#include "tracer_maps.bpf.h"
+
+/* ob_type, PyTypeObject.tp_name, PyTupleObject's size and items, the traceback's links. */
+#define OBJECT_TYPE 8
+#define TYPE_NAME 24
+#define TUPLE_SIZE 16
+#define TUPLE_ITEMS 24
+#define TRACEBACK_NEXT 16
+#define TRACEBACK_FRAME 24
+#define UNICODE_COMPACT_ASCII (3U << 5)
+#define SIGNAL_STOP 19 /* SIGSTOP */
+
+/*
+ * --freeze-on-crash: stop the process here, before the exception is printed
+ * and the interpreter torn down, for an operator to look at it live. The
+ * only signal the tracer ever sends, and only when asked.
+ */
+const volatile bool freeze_on_crash = false;
+
+/* The message: the first argument, when it is a compact ASCII str. */
+static __always_inline void read_message(const struct tcheck_python_stack_layout *layout,
+					 __u64 value, struct tcheck_python_exception_record *record)
+{
+	__u64 args = user_u64(value + layout->exception_args), text;
+	__u32 state = 0;
+
+	if (!args || user_u64(args + TUPLE_SIZE) < 1)
+		return;
+	text = user_u64(args + TUPLE_ITEMS);
+	if (!text || user_u64(text + OBJECT_TYPE) != layout->unicode_type)
+		return;
+	if (bpf_probe_read_user(&state, sizeof(state),
+				(const void *)(text + layout->unicode_state)) ||
+	    (state & UNICODE_COMPACT_ASCII) != UNICODE_COMPACT_ASCII)
+		return;
+	if (bpf_probe_read_user_str(record->message, sizeof(record->message),
+				    (const void *)(text + layout->unicode_ascii_data)) < 0)
+		record->message[0] = 0;
+}
+
+/* The traceback's code objects, outermost first; the last ones kept in a ring. */
+static __always_inline void read_traceback(const struct tcheck_python_stack_layout *layout,
+					   __u64 traceback,
+					   struct tcheck_python_exception_record *record)
+{
+	__u32 count = 0;
+
+	for (int i = 0; i < TCHECK_EXCEPTION_TRACEBACK_MAX && traceback; i++) {
+		__u64 frame = user_u64(traceback + TRACEBACK_FRAME);
+
+		/* 3.11+: the frame object owns a copy of the interpreter frame. */
+		if (frame && layout->frame_object_frame >= 0)
+			frame = user_u64(frame + layout->frame_object_frame);
+		if (frame && layout->frame_code >= 0)
+			record->codes[count % TCHECK_PY_STACK_MAX] =
+				user_u64(frame + layout->frame_code);
+		count++;
+		traceback = user_u64(traceback + TRACEBACK_NEXT);
+	}
+	record->frame_count = count;
+}
+
+SEC("uprobe")
+int python_exception_display(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	const struct tcheck_python_stack_layout *layout;
+	struct tcheck_python_exception_record *record;
+	__u32 pid = pid_tgid >> 32;
+	__u64 value = PT_REGS_PARM2(ctx), traceback = PT_REGS_PARM3(ctx), type_name;
+
+	if (!is_traced(pid) || !value)
+		return 0;
+	layout = bpf_map_lookup_elem(&python_stack_layouts, &pid);
+	if (!layout)
+		return 0;
+	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+	if (!record) {
+		count(TCHECK_COUNTER_PYTHON_DROPS);
+		return 0;
+	}
+	fill_header(&record->header, TCHECK_RECORD_PYTHON_EXCEPTION, pid, (__u32)pid_tgid,
+		    bpf_ktime_get_ns());
+	__builtin_memset(record->codes, 0, sizeof(record->codes));
+	record->type_name[0] = 0;
+	record->message[0] = 0;
+	record->reserved = 0;
+	type_name = user_u64(user_u64(value + OBJECT_TYPE) + TYPE_NAME);
+	if (!type_name || bpf_probe_read_user_str(record->type_name, sizeof(record->type_name),
+						  (const void *)type_name) < 0)
+		record->type_name[0] = 0;
+	read_message(layout, value, record);
+	/* 3.12+ pass no traceback of their own: the exception carries it. */
+	if (!traceback && layout->exception_traceback > 0)
+		traceback = user_u64(value + layout->exception_traceback);
+	read_traceback(layout, traceback, record);
+	bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
+	if (freeze_on_crash)
+		bpf_send_signal(SIGNAL_STOP);
+	return 0;
+}
