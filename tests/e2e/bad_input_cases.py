@@ -412,6 +412,10 @@ def cases():
         ("option-huge-ring-buffer", OPTION, "a ring buffer beyond any size", None, None,
          ["record", "--ring-buffer-mb", "99999999999999999999", "-o", "x.trace", "--", "true"],
          False),
+        ("option-huge-flight-ring", OPTION, "a flight-recorder ring beyond its limit", None, None,
+         ["record", "--flight-calls", "100000", "-o", "x.trace", "--", "true"], False),
+        ("option-negative-startup-limit", OPTION, "a negative start-up limit", None, None,
+         ["check", "--hang-startup-seconds", "-3", "x.trace"], False),
     ]
     return out
 

@@ -52,6 +52,12 @@ mkdir -p "$SCRATCH/tour"
 	fail "record of the API tour exited $?: $(tail -3 "$SCRATCH/tour/out")"
 "$TCHECK" check --json "$SCRATCH/tour/trace" >"$SCRATCH/tour/check.jsonl" || true
 
+# The crashes are marked on the Perfetto timeline, on the crashed process's track.
+"$TCHECK" dump --format perfetto -o "$SCRATCH/raise/perfetto.json" "$SCRATCH/raise/trace" ||
+	fail "perfetto export of the raising job"
+"$TCHECK" dump --format perfetto -o "$SCRATCH/segv/perfetto.json" "$SCRATCH/segv/trace" ||
+	fail "perfetto export of the crashing workload"
+
 python3 - "$SCRATCH" <<'PY' || fail "the crash reports do not match what the workloads logged"
 import glob, json, os, sys
 scratch = sys.argv[1]
@@ -134,6 +140,15 @@ for path in glob.glob(os.path.join(scratch, "tour", "log", "*.jsonl")):
         assert report["nccl_function"] == failed[0]["name"], (report, failed[0])
         assert report["nccl_error"] == RESULTS[failed[0]["ret"]], (report, failed[0])
     print(f"tour: pid {pid} got {report['nccl_error']} from {report['nccl_function']} first")
+def marks(name):
+    document = json.load(open(os.path.join(scratch, name, "perfetto.json")))
+    return [(e["name"], e["tid"]) for e in document["traceEvents"]
+            if e.get("ph") == "i" and e.get("cat") == "crash"]
+raise_fault = next(r for r in ddp_log("raise", 1) if r.get("kind") == "fault")
+assert ("crash: uncaught RuntimeError", raise_fault["pid"]) in marks("raise"), marks("raise")
+assert ("crash: exit status 1", raise_fault["pid"]) in marks("raise"), marks("raise")
+assert any(n.startswith("crash: Segmentation fault") and pid == segv[0]["pid"]
+           for n, pid in marks("segv")), marks("segv")
 print(f"segv: job rank 2 died of SIGSEGV at step {fault['step']}, last call "
       f"{segv[0]['last_calls'][-1]['function']}; {len(segv[0]['communicators'])} "
       "communicator(s) standing")

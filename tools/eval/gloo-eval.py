@@ -46,7 +46,7 @@ def run(options, directory, world_size, fault):
     command = [options.tcheck, "record", "--python", "--events", events, "-o", trace, "--"]
     command += shlex.split(options.python) + [
         WORKLOAD, "--world-size", str(world_size), "--steps", str(STEPS), "--log-dir", log_dir,
-        "--timeout", "16"]
+        "--timeout", str(options.timeout)]
     if fault:
         command += ["--fault", fault]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -125,6 +125,9 @@ def main():
     parser.add_argument("--mismatches", type=int, default=5)
     parser.add_argument("--clean", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=int, default=30,
+                        help="seconds the workload's launcher gives its ranks (a hang run "
+                             "lasts this long; torch 2.6 in its root takes seconds to start)")
     parser.add_argument("--details", help="write one JSON line per run here")
     options = parser.parse_args()
     if os.geteuid() != 0:

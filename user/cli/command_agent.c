@@ -2,7 +2,7 @@
 /*
  * `tcheck-bpf agent`: the node agent. Finds training processes on the node
  * as they start, attaches to them, detaches when they end, and serves what
- * it sees as Prometheus metrics; process events, hangs, slowdowns and rule
+ * it sees as Prometheus metrics; process events, hangs, slowdowns, crashes and rule
  * violations go to a JSON Lines stream.
  */
 #include <errno.h>
@@ -21,6 +21,7 @@
 #include "base/system_clock.h"
 #include "checks/rules_selection.h"
 #include "cli/commands.h"
+#include "diagnose/flight_recorder.h"
 #include "diagnose/job_diagnosis.h"
 #include "diagnose/step_time.h"
 #include "export/export_jsonl.h"
@@ -45,7 +46,7 @@ static const char agent_help[] =
 	"      --config FILE         read options from FILE first\n"
 	"      --listen HOST:PORT    serve /metrics there (default " METRICS_DEFAULT_LISTEN ";\n"
 	"                            0.0.0.0:9477 to let Prometheus reach it)\n"
-	"      --events FILE         append process events, hangs, slowdowns and rule\n"
+	"      --events FILE         append process events, hangs, slowdowns, crashes and rule\n"
 	"                            violations as JSON Lines (- for stdout)\n"
 	"      --rules FILE          check every process's calls against this rules file (and\n"
 	"                            trace the Python functions and torch operators it names)\n"
@@ -59,6 +60,8 @@ static const char agent_help[] =
 	"      --containers-dir DIR  the kubelet's container log links (default\n"
 	"                            /var/log/containers): pod and container names\n"
 	"      --ring-buffer-mb N    kernel-to-agent buffer size (default 16)\n"
+	"      --flight-calls N      last calls a crash report gives per process (default\n"
+	"                            16, at most 256)\n"
 	"  -d, --duration SECONDS    stop after this long\n"
 	"  -h, --help                this text\n"
 	"\n"
@@ -80,6 +83,7 @@ struct agent_settings {
 	double retention_seconds;
 	double duration_seconds;
 	size_t ring_buffer_bytes; /* --ring-buffer-mb, rounded; 0: the default */
+	double flight_calls;	  /* --flight-calls; 0: the default */
 };
 
 struct agent {
@@ -103,6 +107,7 @@ enum agent_option {
 	OPTION_RING_BUFFER_MB,
 	OPTION_RANKS,
 	OPTION_RULES,
+	OPTION_FLIGHT_CALLS,
 	OPTION_DURATION = 'd',
 	OPTION_HELP = 'h',
 };
@@ -119,6 +124,7 @@ static const struct option long_options[] = {
 	{ "ring-buffer-mb", required_argument, NULL, OPTION_RING_BUFFER_MB },
 	{ "ranks", required_argument, NULL, OPTION_RANKS },
 	{ "rules", required_argument, NULL, OPTION_RULES },
+	{ "flight-calls", required_argument, NULL, OPTION_FLIGHT_CALLS },
 	{ "duration", required_argument, NULL, OPTION_DURATION },
 	{ "help", no_argument, NULL, OPTION_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -204,6 +210,15 @@ static int apply_option(struct agent_settings *settings, int option, const char 
 		return parse_ring_buffer_mb(value, &settings->ring_buffer_bytes);
 	case OPTION_DURATION:
 		return parse_positive_number("--duration", value, &settings->duration_seconds);
+	case OPTION_FLIGHT_CALLS:
+		if (parse_positive_number("--flight-calls", value, &settings->flight_calls))
+			return -1;
+		if (settings->flight_calls > FLIGHT_CALLS_MAX) {
+			log_error("--flight-calls is at most %d, not '%s'", FLIGHT_CALLS_MAX,
+				  value);
+			return -1;
+		}
+		return 0;
 	}
 	log_error("unknown option %s", name);
 	return -1;
@@ -462,6 +477,7 @@ int command_agent(int argc, char **argv)
 		struct progress_options detection;
 
 		progress_options_default(&detection);
+		detection.flight_calls = (unsigned)settings.flight_calls;
 		/* Findings go to the events stream and the log, as in attach. */
 		agent.diagnosis = job_diagnosis_new(&detection, stderr, agent.events);
 		if (!agent.diagnosis) {

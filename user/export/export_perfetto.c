@@ -245,33 +245,6 @@ static int emit_call(struct perfetto_export *export, const struct trace_nccl_cal
 }
 
 /* A Python function or torch scope, on the same process and thread track as NCCL calls. */
-static int emit_python_call(struct perfetto_export *export, const struct trace_python_call *call)
-{
-	int torch_scope = (call->flags & TRACE_PYTHON_TORCH_SCOPE) != 0;
-	int precision = microsecond_digits(call->entry_ns);
-	int64_t track;
-	int err;
-
-	if (microsecond_digits(call->duration_ns) > precision)
-		precision = microsecond_digits(call->duration_ns);
-	err = track_of(export, call->pid, &track);
-	if (!err)
-		err = name_thread(export, track, call->pid, call->tid);
-	if (err)
-		return err;
-	return emit(export,
-		    json_pack("{s:o, s:s, s:s, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:b, s:o}}", "name",
-			      export_json_text(call->qualified_name), "cat",
-			      torch_scope ? "torch_scope" : "python", "ph", "X", "ts",
-			      (double)call->entry_ns / 1000.0, "dur",
-			      (double)call->duration_ns / 1000.0, "pid", (json_int_t)track, "tid",
-			      (json_int_t)call->tid, "args", "file", export_json_text(call->file),
-			      "line", export_json_known_or_null(call->first_line), "raised",
-			      (call->flags & TRACE_PYTHON_RAISED) != 0, "step",
-			      export_json_known_or_null(call->step)),
-		    precision);
-}
-
 /* A marker on a process's track, e.g. a communicator appearing or the process exiting. */
 static int emit_instant(struct perfetto_export *export, uint32_t pid, uint64_t timestamp_ns,
 			const char *name, const char *category, json_t *args)
@@ -293,6 +266,40 @@ static int emit_instant(struct perfetto_export *export, uint32_t pid, uint64_t t
 		    microsecond_digits(timestamp_ns));
 }
 
+static int emit_python_call(struct perfetto_export *export, const struct trace_python_call *call)
+{
+	int torch_scope = (call->flags & TRACE_PYTHON_TORCH_SCOPE) != 0;
+	char name[128];
+	int precision = microsecond_digits(call->entry_ns);
+	int64_t track;
+	int err;
+
+	/* An uncaught exception is a moment, not a call: a crash mark. */
+	if (call->flags & TRACE_PYTHON_UNCAUGHT) {
+		snprintf(name, sizeof(name), "crash: uncaught %s", call->qualified_name);
+		return emit_instant(export, call->pid, call->entry_ns, name, "crash",
+				    export_json_python_args(call));
+	}
+	if (microsecond_digits(call->duration_ns) > precision)
+		precision = microsecond_digits(call->duration_ns);
+	err = track_of(export, call->pid, &track);
+	if (!err)
+		err = name_thread(export, track, call->pid, call->tid);
+	if (err)
+		return err;
+	return emit(export,
+		    json_pack("{s:o, s:s, s:s, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:b, s:o}}", "name",
+			      export_json_text(call->qualified_name), "cat",
+			      torch_scope ? "torch_scope" : "python", "ph", "X", "ts",
+			      (double)call->entry_ns / 1000.0, "dur",
+			      (double)call->duration_ns / 1000.0, "pid", (json_int_t)track, "tid",
+			      (json_int_t)call->tid, "args", "file", export_json_text(call->file),
+			      "line", export_json_known_or_null(call->first_line), "raised",
+			      (call->flags & TRACE_PYTHON_RAISED) != 0, "step",
+			      export_json_known_or_null(call->step)),
+		    precision);
+}
+
 static int emit_communicator(struct perfetto_export *export, const struct trace_record *record)
 {
 	const struct trace_communicator *comm = &record->communicator;
@@ -306,7 +313,7 @@ static int emit_communicator(struct perfetto_export *export, const struct trace_
 static int emit_process(struct perfetto_export *export, const struct trace_record *record)
 {
 	const struct trace_process *process = &record->process;
-	char name[48];
+	char name[96];
 	int err;
 
 	if (process->rank >= 0 && !id_map_find(&export->ranks, process->pid)) {
@@ -316,12 +323,19 @@ static int emit_process(struct perfetto_export *export, const struct trace_recor
 	}
 	if (export->flags & EXPORT_CALLS_ONLY || !process->end_ns)
 		return 0;
-	if (process->exit_code >= 0)
-		snprintf(name, sizeof(name), "process exited (status %" PRId32 ")",
-			 process->exit_code);
+	/* A death the crash report gives (docs/crash-reports.md): marked as a crash. */
+	if (process->exit_code > 0 && (process->exit_code & 0x7f))
+		snprintf(name, sizeof(name), "crash: %s (signal %d)",
+			 strsignal(process->exit_code & 0x7f), process->exit_code & 0x7f);
+	else if (process->exit_code > 0)
+		snprintf(name, sizeof(name), "crash: exit status %d",
+			 (process->exit_code >> 8) & 0xff);
+	else if (process->exit_code == 0)
+		snprintf(name, sizeof(name), "process exited (status 0)");
 	else
 		snprintf(name, sizeof(name), "process exited");
-	return emit_instant(export, process->pid, process->end_ns, name, "process",
+	return emit_instant(export, process->pid, process->end_ns, name,
+			    process->exit_code > 0 ? "crash" : "process",
 			    export_json_record(record));
 }
 
