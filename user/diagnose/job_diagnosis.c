@@ -74,9 +74,23 @@ void job_diagnosis_free(struct job_diagnosis *diagnosis)
 	free(diagnosis);
 }
 
+/* A finding's line for people ('line', when there is a text stream) and its JSON object (taken). */
+static void write_finding(struct job_diagnosis *diagnosis, const char *line, json_t *object)
+{
+	if (diagnosis->text) {
+		fprintf(diagnosis->text, "tcheck-bpf: %s\n", line);
+		fflush(diagnosis->text);
+	}
+	if (diagnosis->events && object)
+		export_json_write(diagnosis->events, "", object, JSON_COMPACT, "\n");
+	if (diagnosis->events)
+		fflush(diagnosis->events);
+	json_decref(object);
+}
+
 static void publish(struct job_diagnosis *diagnosis, struct diagnosis_report *report)
 {
-	char line[4096];
+	char line[4096] = "";
 
 	report->reported_ns = diagnosis->model->now_ns;
 	for (unsigned i = 0; i < report->rank_count; i++)
@@ -87,20 +101,9 @@ static void publish(struct job_diagnosis *diagnosis, struct diagnosis_report *re
 		diagnosis->mismatches++;
 	else
 		diagnosis->slowdowns++;
-	if (diagnosis->text) {
+	if (diagnosis->text)
 		diagnosis_report_text(report, line, sizeof(line));
-		fprintf(diagnosis->text, "tcheck-bpf: %s\n", line);
-		fflush(diagnosis->text);
-	}
-	if (diagnosis->events) {
-		json_t *object = diagnosis_report_json(report);
-
-		if (object) {
-			export_json_write(diagnosis->events, "", object, JSON_COMPACT, "\n");
-			fflush(diagnosis->events);
-			json_decref(object);
-		}
-	}
+	write_finding(diagnosis, line, diagnosis->events ? diagnosis_report_json(report) : NULL);
 }
 
 /*
@@ -177,7 +180,7 @@ static void publish_nccl_error(struct job_diagnosis *diagnosis, const struct tra
 /* Counts a crash report and writes it out, job ranks filled in. */
 static void write_crash(struct job_diagnosis *diagnosis, struct crash_report *report)
 {
-	char line[8192];
+	char line[8192] = "";
 
 	diagnosis->crashes++;
 	if (report->job_rank < 0)
@@ -188,20 +191,9 @@ static void write_crash(struct job_diagnosis *diagnosis, struct crash_report *re
 				report->comms[c].ranks[r].pid
 					? job_rank_of(diagnosis, report->comms[c].ranks[r].pid)
 					: -1;
-	if (diagnosis->text) {
+	if (diagnosis->text)
 		crash_report_text(report, line, sizeof(line));
-		fprintf(diagnosis->text, "tcheck-bpf: %s\n", line);
-		fflush(diagnosis->text);
-	}
-	if (diagnosis->events) {
-		json_t *object = crash_report_json(report);
-
-		if (object) {
-			export_json_write(diagnosis->events, "", object, JSON_COMPACT, "\n");
-			fflush(diagnosis->events);
-			json_decref(object);
-		}
-	}
+	write_finding(diagnosis, line, diagnosis->events ? crash_report_json(report) : NULL);
 }
 
 static void check_hangs(struct job_diagnosis *diagnosis)
