@@ -63,9 +63,11 @@ expect_hang "$SCRATCH/stall.jsonl" "$ROOT" "$SCRATCH/stall.trace"
 # the collective, so only the calls in flight show who came and who did not. The
 # trace keeps those calls as open ones; check names the rank that never issued it.
 mkdir -p "$SCRATCH/blocking.jsonl.log"
+# (6 s: the live report needs the start-up, 12 steps and a second of silence inside it,
+# which a loaded machine stretches past 4 s.)
 NCCL_DOUBLE_BLOCKING=1 setsid "$TCHECK" record --events "$SCRATCH/blocking-live.jsonl" \
 	-o "$SCRATCH/blocking.trace" \
-	--duration 4 -- "$WORKLOAD" --ranks 4 --steps 100000 --step-sleep-ms 60 \
+	--duration 6 -- "$WORKLOAD" --ranks 4 --steps 100000 --step-sleep-ms 60 \
 	--delay 2:12:collective:0 --log-dir "$SCRATCH/blocking.jsonl.log" \
 	>/dev/null 2>"$SCRATCH/blocking.err" &
 session=$!

@@ -111,8 +111,8 @@ UNIT_TEST(crash_report, signal_death_with_peers_standing)
 	process.rank = 1;
 	process.end_ns = 6000000;
 	process.exit_code = SIGSEGV | 0x80;
-	CU_ASSERT_TRUE(crash_ended_badly(process.exit_code));
-	CU_ASSERT_FALSE(crash_ended_badly(0));
+	CU_ASSERT_TRUE(trace_exit_crashed(process.exit_code));
+	CU_ASSERT_FALSE(trace_exit_crashed(0));
 	crash_report_fill(model, &flights, &process, &report);
 	CU_ASSERT_EQUAL(report.signal, SIGSEGV);
 	CU_ASSERT_TRUE(report.core_dumped);

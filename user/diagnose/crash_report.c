@@ -10,11 +10,6 @@
 #include "export/export_jsonl.h"
 #include "model/nccl_api.h"
 
-bool crash_ended_badly(int32_t wait_status)
-{
-	return wait_status > 0;
-}
-
 static const char *signal_name(int number)
 {
 	static const struct {
@@ -142,9 +137,9 @@ void crash_report_fill(const struct progress_model *model, const struct flight_r
 	report->job_rank = process->rank;
 	report->ended_ns = process->end_ns;
 	report->wait_status = process->exit_code;
-	report->signal = process->exit_code & 0x7f;
-	report->core_dumped = (process->exit_code & 0x80) != 0;
-	report->exit_status = (process->exit_code >> 8) & 0xff;
+	report->signal = trace_exit_signal(process->exit_code);
+	report->core_dumped = trace_exit_core_dumped(process->exit_code);
+	report->exit_status = trace_exit_status(process->exit_code);
 	report->step = -1;
 	if (flight) {
 		report->step = flight->step;

@@ -56,9 +56,6 @@ struct crash_report {
 	struct crash_comm comms[CRASH_COMMS_MAX];
 };
 
-/* Whether a process that ended with 'wait_status' crashed: a signal or a non-zero status. */
-bool crash_ended_badly(int32_t wait_status);
-
 /*
  * Fills 'report' for 'process' (ended), from the flight recorder and the
  * progress model as they stood when it died (before the model forgets it).

@@ -266,6 +266,14 @@ static bool comes_before(const struct diagnosis_report *a, const struct diagnosi
 	return a->hang_class == HANG_HOST && a->quiet_since_ns < b->quiet_since_ns;
 }
 
+/* Before any step time is known: the start-up limit, and the floor at least. */
+static double startup_limit_ns(const struct progress_model *model)
+{
+	return model->options.hang_unlearned_ns > model->options.hang_min_ns
+		       ? model->options.hang_unlearned_ns
+		       : model->options.hang_min_ns;
+}
+
 /*
  * Communicators not created: ranks blocked inside the init call for the
  * start-up limit while others of its ranks never entered it. No step is
@@ -274,9 +282,7 @@ static bool comes_before(const struct diagnosis_report *a, const struct diagnosi
 static unsigned init_hangs(struct progress_model *model, struct diagnosis_report *reports,
 			   unsigned capacity)
 {
-	double limit = model->options.hang_unlearned_ns > model->options.hang_min_ns
-			       ? model->options.hang_unlearned_ns
-			       : model->options.hang_min_ns;
+	double limit = startup_limit_ns(model);
 	unsigned found = 0;
 
 	for (unsigned i = 0; i < model->init_count && found < capacity; i++) {
@@ -338,10 +344,7 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 		 * is a hang. Its limit stands in for hang_factor steps.
 		 */
 		unlearned = true;
-		step_ns = (model->options.hang_unlearned_ns > model->options.hang_min_ns
-				   ? model->options.hang_unlearned_ns
-				   : model->options.hang_min_ns) /
-			  model->options.hang_factor;
+		step_ns = startup_limit_ns(model) / model->options.hang_factor;
 	}
 	for (unsigned i = 0; i < model->comm_count; i++)
 		reported_before |= model->comms[i].hang_reported;

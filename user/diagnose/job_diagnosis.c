@@ -247,7 +247,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		break;
 	case TRACE_RECORD_PROCESS:
 		/* Reported before the model forgets where the process stood. */
-		if (record->process.end_ns && crash_ended_badly(record->process.exit_code))
+		if (record->process.end_ns && trace_exit_crashed(record->process.exit_code))
 			publish_crash(diagnosis, &record->process);
 		if (record->process.end_ns)
 			progress_model_process_ended(diagnosis->model, record->process.pid);

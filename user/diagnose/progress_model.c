@@ -283,18 +283,16 @@ static void add_collective(struct progress_comm *comm, struct progress_rank *ran
 static void track_init(struct progress_model *model, const struct trace_nccl_call *call)
 {
 	struct progress_init *init = NULL;
-	unsigned oldest = 0;
 
-	for (unsigned i = 0; i < model->init_count; i++) {
+	for (unsigned i = 0; i < model->init_count && !init; i++)
 		if (model->inits[i].comm_id == call->comm_id &&
 		    model->inits[i].nranks == call->nranks)
 			init = &model->inits[i];
-		if (model->inits[i].entry_ns[0] < model->inits[oldest].entry_ns[0])
-			oldest = i;
-	}
 	if (!init) {
-		init = model->init_count < PROGRESS_INITS_MAX ? &model->inits[model->init_count++]
-							      : &model->inits[oldest];
+		/* A ring: the oldest creation gives way. */
+		init = &model->inits[model->inits_seen++ % PROGRESS_INITS_MAX];
+		if (model->init_count < PROGRESS_INITS_MAX)
+			model->init_count++;
 		memset(init, 0, sizeof(*init));
 		init->comm_id = call->comm_id;
 		init->nranks = call->nranks;

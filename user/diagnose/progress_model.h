@@ -134,7 +134,8 @@ struct progress_model {
 	struct progress_blocked blocked[PROGRESS_BLOCKED_MAX];
 	unsigned blocked_count;
 	struct progress_init inits[PROGRESS_INITS_MAX]; /* the latest ones, oldest replaced */
-	unsigned init_count;
+	unsigned init_count;				/* of inits[] in use */
+	unsigned inits_seen; /* ever: the next goes at inits_seen % MAX */
 };
 
 /*

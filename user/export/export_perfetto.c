@@ -324,18 +324,19 @@ static int emit_process(struct perfetto_export *export, const struct trace_recor
 	if (export->flags & EXPORT_CALLS_ONLY || !process->end_ns)
 		return 0;
 	/* A death the crash report gives (docs/crash-reports.md): marked as a crash. */
-	if (process->exit_code > 0 && (process->exit_code & 0x7f))
+	if (trace_exit_signal(process->exit_code))
 		snprintf(name, sizeof(name), "crash: %s (signal %d)",
-			 strsignal(process->exit_code & 0x7f), process->exit_code & 0x7f);
-	else if (process->exit_code > 0)
+			 strsignal(trace_exit_signal(process->exit_code)),
+			 trace_exit_signal(process->exit_code));
+	else if (trace_exit_crashed(process->exit_code))
 		snprintf(name, sizeof(name), "crash: exit status %d",
-			 (process->exit_code >> 8) & 0xff);
+			 trace_exit_status(process->exit_code));
 	else if (process->exit_code == 0)
 		snprintf(name, sizeof(name), "process exited (status 0)");
 	else
 		snprintf(name, sizeof(name), "process exited");
 	return emit_instant(export, process->pid, process->end_ns, name,
-			    process->exit_code > 0 ? "crash" : "process",
+			    trace_exit_crashed(process->exit_code) ? "crash" : "process",
 			    export_json_record(record));
 }
 

@@ -30,3 +30,23 @@ bool trace_arg_is_identity(const char *name)
 {
 	return name && strncmp(name, "tensor:", strlen("tensor:")) == 0;
 }
+
+int trace_exit_signal(int32_t wait_status)
+{
+	return wait_status > 0 ? wait_status & 0x7f : 0;
+}
+
+bool trace_exit_core_dumped(int32_t wait_status)
+{
+	return wait_status > 0 && (wait_status & 0x80) != 0;
+}
+
+int trace_exit_status(int32_t wait_status)
+{
+	return wait_status > 0 ? (wait_status >> 8) & 0xff : 0;
+}
+
+bool trace_exit_crashed(int32_t wait_status)
+{
+	return wait_status > 0;
+}

@@ -254,4 +254,14 @@ bool trace_arg_is_identity(const char *name);
  */
 uint64_t trace_record_time(const struct trace_record *record);
 
+/*
+ * A process's end as wait() reports it (trace_process.exit_code): the fatal
+ * signal (0 none), whether it dumped core, the exit status (without a
+ * signal), and whether it is a crash: a signal or a non-zero status.
+ */
+int trace_exit_signal(int32_t wait_status);
+bool trace_exit_core_dumped(int32_t wait_status);
+int trace_exit_status(int32_t wait_status);
+bool trace_exit_crashed(int32_t wait_status);
+
 #endif /* TCHECK_TRACE_RECORDS_H */

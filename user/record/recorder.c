@@ -359,6 +359,18 @@ static const struct trace_python_context *python_context_of(struct recorder *rec
 	return context;
 }
 
+/* --freeze-on-crash stopped this process: which one, and how to go on. */
+static void say_frozen(const struct tcheck_python_exception_record *exception)
+{
+	uint32_t pid = exception->header.pid;
+
+	log_warning("process %u is stopped before printing its uncaught %.*s "
+		    "(--freeze-on-crash): inspect it (py-spy dump --pid %u, gdb -p %u), "
+		    "then kill -CONT %u lets it finish, kill %u ends it",
+		    pid, (int)sizeof(exception->type_name), exception->type_name, pid, pid, pid,
+		    pid);
+}
+
 /* A c10d collective entered: a call of its process group, with the process's step and stage. */
 static void take_c10d_call(struct recorder *recorder, const struct tcheck_c10d_call_record *record)
 {
@@ -439,17 +451,9 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 		adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_python_exception_record))
 			python_tracer_handle_exception(recorder->python, data);
-		if (recorder->options->freeze_on_crash)
-			log_warning(
-				"process %u is stopped before printing its uncaught %.*s "
-				"(--freeze-on-crash): inspect it (py-spy dump --pid %u, gdb -p "
-				"%u), "
-				"then kill -CONT %u lets it finish, kill %u ends it",
-				header->pid,
-				(int)sizeof(((const struct tcheck_python_exception_record *)data)
-						    ->type_name),
-				((const struct tcheck_python_exception_record *)data)->type_name,
-				header->pid, header->pid, header->pid, header->pid);
+		if (recorder->options->freeze_on_crash &&
+		    size >= sizeof(struct tcheck_python_exception_record))
+			say_frozen(data);
 		return 0;
 	case TCHECK_RECORD_TORCH_SCOPE:
 		adopt_process(recorder, header->pid);
