@@ -416,6 +416,8 @@ def cases():
          ["record", "--flight-calls", "100000", "-o", "x.trace", "--", "true"], False),
         ("option-negative-startup-limit", OPTION, "a negative start-up limit", None, None,
          ["check", "--hang-startup-seconds", "-3", "x.trace"], False),
+        ("option-stall-limit-not-a-number", OPTION, "a stall limit that is no number", None,
+         None, ["record", "--hang-stall-seconds", "soon", "-o", "x.trace", "--", "true"], False),
     ]
     return out
 

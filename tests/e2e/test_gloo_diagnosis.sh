@@ -73,6 +73,8 @@ assert len(per_rank[0]) == len(per_rank[1]) >= 30, {r: len(v) for r, v in per_ra
 fault = fault_of("stop")[0]
 live, offline = reports("stop", "hang")
 assert live and offline, ("no hang reported", live, offline)
+# One stall, one report: the stopped ranks' step progress is not another.
+assert len(live) == len(offline) == 1, (live, offline)
 for hang in (live[0], offline[0]):
     lagging = hang["lagging_ranks"]
     assert [r["job_rank"] for r in lagging] == [fault["rank"]], hang

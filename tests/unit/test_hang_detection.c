@@ -406,10 +406,70 @@ UNIT_TEST(hang_detection, lateness_within_the_jobs_own_jitter_is_no_slowdown)
 	for (int step = 0; step < 30; step++)
 		run_step(&job, step, -1, step % RANKS, (uint64_t)(step * 7 % 10) * 500000, 0);
 	CU_ASSERT_EQUAL(job.slow_count, 0);
-	CU_ASSERT_TRUE(job.model->comms[0].lead_jitter_ns > 0);
+	CU_ASSERT_TRUE(job.model->comms[0].arrival_lead.jitter_ns > 0);
 	run_step(&job, 30, -1, 2, 2 * STEP_NS, 0);
 	CU_ASSERT_EQUAL_FATAL(job.slow_count, 1);
 	CU_ASSERT_EQUAL(job.slow[0].ranks[0].rank, 2);
+	progress_model_free(job.model);
+}
+
+/*
+ * A step where calls block: rank 0 sends to rank 1 (an ncclSend on the
+ * pair communicator, whose ncclRecv in rank 1 returns only once the send
+ * came), then every rank all-reduces on the world and waits inside it for
+ * the last. Rank 0 computes 'extra_ns' longer before its send in this step.
+ */
+static void blocking_step(struct job *job, int step, uint64_t extra_ns)
+{
+	uint64_t start = (uint64_t)step * STEP_NS + 1000000000ull,
+		 send = start + 2000000 + extra_ns;
+	uint64_t arrival[RANKS], last = 0;
+
+	for (int rank = 0; rank < RANKS; rank++) {
+		struct trace_nccl_call call;
+
+		if (rank <= 1) {
+			/* Rank 1 enters its receive on time and returns when the send came. */
+			call = collective(rank == 0 ? "ncclSend" : "ncclRecv", 512, rank, step,
+					  rank == 0 ? send : start + 2000000);
+			call.param_count = 6;
+			call.comm_id = PAIR_COMM_ID;
+			call.nranks = 2;
+			call.duration_ns = rank == 0 ? 1000 : send + 1000 - call.entry_ns;
+			feed(job, &call);
+		}
+		arrival[rank] = rank <= 1 ? send + 1000 + 3000000 : start + 5000000;
+		last = arrival[rank] > last ? arrival[rank] : last;
+	}
+	for (int rank = 0; rank < RANKS; rank++) {
+		struct trace_nccl_call call =
+			collective("ncclAllReduce", 256, rank, step, arrival[rank]);
+
+		call.duration_ns = last + 1000 - arrival[rank];
+		feed(job, &call);
+	}
+}
+
+/*
+ * Rank 0 computes 6 ms longer before its send at step 12: rank 1 waits for
+ * it inside its receive and reaches the all-reduce with it, so no rank
+ * arrives after the others, yet rank 0 is the straggler: it computed 6 ms
+ * longer than any other rank, rank 1 spent them inside its receive.
+ */
+UNIT_TEST(hang_detection, straggler_others_waited_for_inside_blocking_calls)
+{
+	struct job job = new_job();
+
+	for (int step = 0; step < 12; step++)
+		blocking_step(&job, step, (uint64_t)(step % 3) * 100000);
+	CU_ASSERT_EQUAL(job.slow_count, 0);
+	blocking_step(&job, 12, 6000000);
+	CU_ASSERT_EQUAL_FATAL(job.slow_count, 1);
+	CU_ASSERT_EQUAL(job.slow[0].ranks[0].rank, 0);
+	CU_ASSERT_TRUE(job.slow[0].others_waited);
+	CU_ASSERT_FALSE(job.slow[0].in_collective);
+	CU_ASSERT_DOUBLE_EQUAL((double)job.slow[0].lead_ns, 6e6, 0.2e6);
+	CU_ASSERT_EQUAL(job.slow[0].step, 12);
 	progress_model_free(job.model);
 }
 

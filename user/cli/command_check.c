@@ -22,7 +22,7 @@
 
 static const char check_help[] =
 	"Usage: tcheck-bpf check TRACE... [--json] [--hang-factor N] [--hang-min-seconds S]\n"
-	"                        [--hang-startup-seconds S]\n"
+	"                        [--hang-startup-seconds S] [--hang-stall-seconds S]\n"
 	"                        [--slowdown-threshold R]\n"
 	"                        [--warmup-steps N] [--alpha R] [--beta R]\n"
 	"       tcheck-bpf check --rules RULES TRACE... [--jsonl FILE]\n"
@@ -40,7 +40,9 @@ static const char check_help[] =
 	"issued it and what they last did. A step that runs more than R - 1 expected\n"
 	"steps late at a collective because one rank came late is a slowdown: the\n"
 	"report names the straggler rank and where the time went.\n"
-	"Before the step is learned, a rank left behind for 10 s is a hang. Ranks\n"
+	"Before the step is learned, a rank left behind for 10 s is a hang. With\n"
+	"--python traces, processes that stopped stepping (and make no call at all)\n"
+	"are a hang too, with no collective to wait on. Ranks\n"
 	"whose calls at one collective differ in function or element count are a\n"
 	"mismatch: the report names the odd rank when all the others agree. A\n"
 	"process that died of a signal or exited with a non-zero status is a crash:\n"
@@ -54,6 +56,9 @@ static const char check_help[] =
 	"      --hang-startup-seconds S before the step is learned (communicator\n"
 	"                               creation, the first steps): a rank left\n"
 	"                               behind this long is a hang (default 10)\n"
+	"      --hang-stall-seconds S   processes that stopped stepping, with no call\n"
+	"                               in flight, silent this long (and N times\n"
+	"                               their longest step) are a hang (default 30)\n"
 	"      --flight-calls N         last calls a crash report gives per process\n"
 	"                               (default 16, at most 256)\n"
 	"      --slowdown-threshold R   slow step ratio, the same as --beta (default 1.4)\n"
@@ -247,6 +252,7 @@ static int parse_options(int argc, char **argv, struct progress_options *options
 		{ "hang-factor", required_argument, NULL, 'n' },
 		{ "hang-min-seconds", required_argument, NULL, 'm' },
 		{ "hang-startup-seconds", required_argument, NULL, 's' },
+		{ "hang-stall-seconds", required_argument, NULL, 'g' },
 		{ "flight-calls", required_argument, NULL, 'f' },
 		{ "slowdown-threshold", required_argument, NULL, 'b' },
 		{ "beta", required_argument, NULL, 'b' },
@@ -290,6 +296,11 @@ static int parse_options(int argc, char **argv, struct progress_options *options
 			if (parse_positive_number("--hang-startup-seconds", optarg, &number))
 				return 2;
 			options->hang_unlearned_ns = number * 1e9;
+			break;
+		case 'g':
+			if (parse_positive_number("--hang-stall-seconds", optarg, &number))
+				return 2;
+			options->stall_min_ns = number * 1e9;
 			break;
 		case 'b':
 			if (parse_positive_number("--slowdown-threshold", optarg,

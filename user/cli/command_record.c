@@ -57,6 +57,9 @@ static const char record_help[] =
 	"      --hang-startup-seconds S  before the step is learned (communicator\n"
 	"                           creation, the first steps): a rank left behind\n"
 	"                           this long is a hang (default 10)\n"
+	"      --hang-stall-seconds S  processes that stopped stepping, with no\n"
+	"                           call in flight, silent this long (and hang-factor\n"
+	"                           times their longest step) are a hang (default 30)\n"
 	"      --flight-calls N     last calls a crash report gives per process\n"
 	"                           (default 16, at most 256)\n"
 	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.4)\n"
@@ -101,6 +104,9 @@ static const char attach_help[] =
 	"      --hang-startup-seconds S  before the step is learned (communicator\n"
 	"                           creation, the first steps): a rank left behind\n"
 	"                           this long is a hang (default 10)\n"
+	"      --hang-stall-seconds S  processes that stopped stepping, with no\n"
+	"                           call in flight, silent this long (and hang-factor\n"
+	"                           times their longest step) are a hang (default 30)\n"
 	"      --flight-calls N     last calls a crash report gives per process\n"
 	"                           (default 16, at most 256)\n"
 	"      --slowdown-threshold R  a step R times the expected one is slow (default 1.4)\n"
@@ -191,6 +197,14 @@ static int parse_diagnosis_option(int option, const char *text, struct live_diag
 		diagnosis->options.hang_min_ns = seconds * 1e9;
 		return 0;
 	}
+	case 'G': {
+		double seconds = 0;
+
+		if (parse_positive_number("--hang-stall-seconds", text, &seconds))
+			return -1;
+		diagnosis->options.stall_min_ns = seconds * 1e9;
+		return 0;
+	}
 	case 'K': {
 		double calls = 0;
 
@@ -275,6 +289,7 @@ static const struct option long_options[] = {
 	{ "hang-factor", required_argument, NULL, 'H' },
 	{ "hang-min-seconds", required_argument, NULL, 'M' },
 	{ "hang-startup-seconds", required_argument, NULL, 'B' },
+	{ "hang-stall-seconds", required_argument, NULL, 'G' },
 	{ "flight-calls", required_argument, NULL, 'K' },
 	{ "slowdown-threshold", required_argument, NULL, 'W' },
 	{ "rules", required_argument, NULL, 'U' },
@@ -373,6 +388,7 @@ static int parse_options(int argc, char **argv, int attach, struct record_argume
 		case 'H':
 		case 'M':
 		case 'B':
+		case 'G':
 		case 'K':
 		case 'W':
 			if (parse_diagnosis_option(option, optarg, &arguments->diagnosis))

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "diagnose/diagnosis_report.h"
 #include "export/export_jsonl.h"
@@ -116,6 +117,28 @@ static void mismatch_text(const struct diagnosis_report *report, char *text, siz
 	}
 }
 
+/* A job that stopped stepping with no collective to wait on: each process's step and last call. */
+static void step_progress_text(const struct diagnosis_report *report, char *text, size_t size)
+{
+	int written = snprintf(text, size,
+			       "hang: no training step and no call for %.1f s in %d process(es) "
+			       "(the longest step so far took %.3f s), none inside a call on a "
+			       "communicator; the ranks stopped on the host",
+			       (double)report->stalled_ns / 1e9, report->nranks,
+			       report->expected_step_ns / 1e9);
+	size_t used = written > 0 ? (size_t)written : 0;
+
+	for (unsigned i = 0; i < report->rank_count && used < size; i++) {
+		const struct diagnosis_rank *rank = &report->ranks[i];
+
+		written = snprintf(text + used, size - used,
+				   "%s pid %u (job rank %d) at step %d, last in Python: %s",
+				   i ? "," : ";", rank->pid, rank->job_rank, rank->last.step,
+				   rank->last.function ? rank->last.function : "nothing traced");
+		used += written > 0 ? (size_t)written : 0;
+	}
+}
+
 void diagnosis_report_text(const struct diagnosis_report *report, char *text, size_t size)
 {
 	size_t used;
@@ -123,6 +146,10 @@ void diagnosis_report_text(const struct diagnosis_report *report, char *text, si
 
 	if (report->kind == DIAGNOSIS_HANG && report->creating) {
 		creation_text(report, text, size);
+		return;
+	}
+	if (report->kind == DIAGNOSIS_HANG && report->step_progress) {
+		step_progress_text(report, text, size);
 		return;
 	}
 	if (report->kind == DIAGNOSIS_HANG) {
@@ -185,18 +212,27 @@ void diagnosis_report_text(const struct diagnosis_report *report, char *text, si
 		 report->in_collective ? "inside " : "in compute before ",
 		 report->in_collective ? name_or_unknown(report->previous_function)
 				       : name_or_unknown(report->function));
+	if (report->others_waited) {
+		size_t used = strlen(text);
+
+		snprintf(text + used, size - used,
+			 " (it computed %.3f ms longer than any other rank, which waited for it "
+			 "inside blocking calls)",
+			 (double)report->lead_ns / 1e6);
+	}
 }
 
 static json_t *rank_json(const struct diagnosis_rank *rank)
 {
 	/* A rank never seen (it never entered an init call) has no process and no last call. */
-	return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", (json_int_t)rank->rank,
+	return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", (json_int_t)rank->rank,
 			 "job_rank", export_json_known_or_null(rank->job_rank), "pid",
 			 rank->pid ? json_integer(rank->pid) : json_null(), "last_function",
 			 rank->last.function ? export_json_text(rank->last.function) : json_null(),
 			 "last_seq", export_json_known_or_null(rank->last.seq), "last_ts_ns",
 			 export_json_unsigned(rank->last.entry_ns), "last_count",
-			 export_json_unsigned(rank->last.count));
+			 export_json_unsigned(rank->last.count), "last_step",
+			 export_json_known_or_null(rank->last.step));
 }
 
 json_t *diagnosis_report_json(const struct diagnosis_report *report)
@@ -237,6 +273,9 @@ json_t *diagnosis_report_json(const struct diagnosis_report *report)
 					    ? export_json_unsigned(report->inside_since_ns)
 					    : json_null());
 		json_object_set_new(object, "creating", json_boolean(report->creating));
+		json_object_set_new(object, "step_progress", json_boolean(report->step_progress));
+		if (report->step_progress)
+			json_object_set_new(object, "collective", json_null());
 		return object;
 	}
 	if (mismatch) {
@@ -253,6 +292,7 @@ json_t *diagnosis_report_json(const struct diagnosis_report *report)
 	json_object_set_new(object, "excess_ns", json_real(report->excess_ns));
 	json_object_set_new(object, "skew_ns", export_json_unsigned(report->skew_ns));
 	json_object_set_new(object, "lead_ns", export_json_unsigned(report->lead_ns));
+	json_object_set_new(object, "others_waited", json_boolean(report->others_waited));
 	json_object_set_new(object, "stage",
 			    json_string(report->in_collective ? "collective" : "compute"));
 	json_object_set_new(

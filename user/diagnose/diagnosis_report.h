@@ -53,6 +53,12 @@ struct diagnosis_report {
 	bool waits_elsewhere;
 	/* The communicator is still being created: ranks[] never entered its init call. */
 	bool creating;
+	/*
+	 * No communicator involved: the job's processes stopped stepping, and
+	 * ranks[] holds each one's step and last Python call (expected_step_ns is
+	 * the longest step it learned).
+	 */
+	bool step_progress;
 	unsigned rank_count; /* lagging ranks (hang) or the straggler (slowdown) */
 	struct diagnosis_rank ranks[PROGRESS_MAX_RANKS];
 	/* Slowdowns. */
@@ -65,6 +71,14 @@ struct diagnosis_report {
 	const char *previous_function; /* the call before the stage, NULL at a step's start */
 	uint64_t skew_ns;	       /* the straggler's lateness at the stage */
 	uint64_t lead_ns;	       /* how long after the latest of the other ranks it came */
+	/*
+	 * The others arrived with it, having waited for it inside blocking
+	 * calls: lead_ns is how much longer it computed than any of them.
+	 */
+	bool others_waited;
+	/* The straggler's arrival at the communicator's previous collective: its delay came after.
+	 */
+	uint64_t since_ns;
 	/* Mismatches: ranks[] holds every rank's call; the rank outside the majority, or -1. */
 	int32_t odd_rank;
 };

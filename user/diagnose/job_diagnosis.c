@@ -9,6 +9,7 @@
 #include "diagnose/job_diagnosis.h"
 #include "diagnose/mismatch_detector.h"
 #include "diagnose/slowdown_detector.h"
+#include "diagnose/step_stall_detector.h"
 #include "export/export_jsonl.h"
 
 #define HANG_REPORTS_PER_CHECK 16
@@ -26,8 +27,9 @@ struct job_diagnosis {
 	struct network_samples samples;
 	FILE *text, *events;
 	unsigned hangs, slowdowns, mismatches, crashes;
-	struct flight_recorder flights;	 /* each process's last calls, for crash reports */
-	uint32_t crashed[MAX_PROCESSES]; /* processes whose death was reported */
+	struct flight_recorder flights;	   /* each process's last calls, for crash reports */
+	struct step_stall_detector stalls; /* step progress of processes with Python steps */
+	uint32_t crashed[MAX_PROCESSES];   /* processes whose death was reported */
 	unsigned crashed_count;
 	uint32_t errored[MAX_PROCESSES]; /* processes whose NCCL error was reported */
 	unsigned errored_count;
@@ -111,7 +113,10 @@ static void publish(struct job_diagnosis *diagnosis, struct diagnosis_report *re
  * every communicator it belongs to, and a rank that waited on it is late
  * after it on communicators of its own, by up to one step of work after
  * the straggler came: the first late arrival of a slow stretch is the
- * report, the others within one expected step of it belong to it.
+ * report, the others within one expected step of it belong to it. So does a
+ * later one naming the same straggler on a communicator it used less
+ * often, whose previous collective came before the first report: its
+ * delay is in that stretch.
  */
 static bool already_published(const struct job_diagnosis *diagnosis,
 			      const struct diagnosis_report *report)
@@ -126,6 +131,9 @@ static bool already_published(const struct job_diagnosis *diagnosis,
 		double after_ns = (double)report->detected_ns - (double)earlier->detected_ns;
 
 		if (after_ns >= 0 && after_ns < window_ns)
+			return true;
+		if (after_ns >= 0 && report->ranks[0].pid == earlier->ranks[0].pid &&
+		    report->since_ns && report->since_ns <= earlier->detected_ns)
 			return true;
 	}
 	return false;
@@ -204,6 +212,8 @@ static void check_hangs(struct job_diagnosis *diagnosis)
 
 	for (unsigned i = 0; i < found; i++)
 		publish(diagnosis, &reports[i]);
+	if (step_stall_check(&diagnosis->stalls, diagnosis->model, &reports[0]))
+		publish(diagnosis, &reports[0]);
 }
 
 static void shift(uint64_t *time_ns, int64_t shift_ns)
@@ -216,6 +226,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 			  int64_t time_shift_ns)
 {
 	struct trace_nccl_call call;
+	struct trace_python_call python;
 	struct diagnosis_report report;
 	struct progress_comm *comm;
 	int64_t step, completed;
@@ -229,6 +240,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		job_diagnosis_tick(diagnosis, call.entry_ns);
 		comm = progress_model_add_call(diagnosis->model, &call, &step);
 		flight_recorder_call(&diagnosis->flights, &call);
+		step_stall_nccl(&diagnosis->stalls, &call);
 		error = crash_nccl_error_of(&call);
 		if (error)
 			publish_nccl_error(diagnosis, &call, error);
@@ -249,8 +261,10 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		/* Reported before the model forgets where the process stood. */
 		if (record->process.end_ns && trace_exit_crashed(record->process.exit_code))
 			publish_crash(diagnosis, &record->process);
-		if (record->process.end_ns)
+		if (record->process.end_ns) {
 			progress_model_process_ended(diagnosis->model, record->process.pid);
+			step_stall_process_ended(&diagnosis->stalls, record->process.pid);
+		}
 		if (diagnosis->process_count < MAX_PROCESSES)
 			diagnosis->processes[diagnosis->process_count++] =
 				(struct process_rank){ record->process.pid, record->process.rank };
@@ -264,6 +278,9 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		break;
 	case TRACE_RECORD_PYTHON_CALL:
 		flight_recorder_python(&diagnosis->flights, &record->python_call);
+		python = record->python_call;
+		shift(&python.entry_ns, time_shift_ns);
+		step_stall_python(&diagnosis->stalls, &python);
 		break;
 	default:
 		break;

@@ -17,9 +17,15 @@ void progress_options_default(struct progress_options *options)
 	options->hang_min_ns = 1e9;
 	/* Before the job's step is learned: a rank left behind this long (start-up is slow). */
 	options->hang_unlearned_ns = 10e9;
+	/* A stall outside any collective: longer than a checkpoint or an evaluation usually takes.
+	 */
+	options->stall_min_ns = 30e9;
 	options->slowdown_threshold = 1.4;
-	/* A step of a few milliseconds late by one is scheduling noise, not a straggler. */
-	options->slowdown_min_ns = 10e6;
+	/*
+	 * A step late by a few milliseconds is scheduling noise, not a
+	 * straggler: a busy host's scheduler delays a rank by 10-20 ms now and then.
+	 */
+	options->slowdown_min_ns = 20e6;
 	options->alpha = 1.15;
 	options->warmup_steps = 2;
 }
@@ -254,9 +260,34 @@ static int64_t complete_steps(struct progress_model *model, struct progress_comm
 	return completed;
 }
 
-static void add_collective(struct progress_comm *comm, struct progress_rank *rank, int32_t r,
+static struct progress_process *process_of(struct progress_model *model, uint32_t pid)
+{
+	for (unsigned i = 0; i < model->process_count; i++)
+		if (model->processes[i].pid == pid)
+			return &model->processes[i];
+	if (model->process_count == PROGRESS_PROCESSES_MAX)
+		return NULL;
+	model->processes[model->process_count] = (struct progress_process){ pid, 0 };
+	return &model->processes[model->process_count++];
+}
+
+/* A call of the process returned: its time inside calls grows by its duration. */
+static void count_time_inside(struct progress_model *model, const struct trace_nccl_call *call)
+{
+	struct progress_process *process;
+
+	if (call->depth > 0 || (call->flags & TRACE_CALL_OPEN))
+		return;
+	process = process_of(model, call->pid);
+	if (process)
+		process->inside_ns += call->duration_ns;
+}
+
+static void add_collective(struct progress_model *model, struct progress_comm *comm,
+			   struct progress_rank *rank, int32_t r,
 			   const struct trace_nccl_call *call)
 {
+	struct progress_process *process = process_of(model, call->pid);
 	int64_t index = rank->collectives++;
 	struct progress_slot *slot = &comm->window[index % PROGRESS_WINDOW];
 	uint64_t count = progress_call_count(call);
@@ -272,6 +303,12 @@ static void add_collective(struct progress_comm *comm, struct progress_rank *ran
 	slot->seq[r] = call->seq;
 	slot->functions[r] = call->function;
 	slot->counts[r] = count;
+	/* The calls before this one returned before it was entered; this one is not counted yet. */
+	slot->inside_before_ns[r] =
+		process ? process->inside_ns - ((call->flags & TRACE_CALL_OPEN) || call->depth > 0
+							? 0
+							: call->duration_ns)
+			: 0;
 	if (index == comm->signature_count && index < PROGRESS_SIGNATURES) {
 		comm->signatures[index] = signature_of(call->function, count);
 		comm->signature_count++;
@@ -377,6 +414,7 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 		model, call->entry_ns + ((call->flags & TRACE_CALL_OPEN) ? 0 : call->duration_ns));
 	if (call->depth == 0 && !call->comm)
 		track_blocked(model, call);
+	count_time_inside(model, call);
 	if (!call->comm_id || call->rank < 0 || call->nranks <= 0 ||
 	    call->nranks > PROGRESS_MAX_RANKS || call->rank >= call->nranks || call->depth > 0)
 		return NULL;
@@ -421,7 +459,7 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 		rank->p2p_calls++;
 		return comm;
 	}
-	add_collective(comm, rank, call->rank, call);
+	add_collective(model, comm, rank, call->rank, call);
 	*completed_step = complete_steps(model, comm);
 	return comm;
 }

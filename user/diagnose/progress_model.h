@@ -28,6 +28,11 @@ struct progress_options {
 	 * never issued a call the others did, for this long, is a hang.
 	 */
 	double hang_unlearned_ns;
+	/*
+	 * A job whose processes stopped stepping with no call in flight (no
+	 * collective to wait on): silent for this long at least is a hang.
+	 */
+	double stall_min_ns;
 	unsigned flight_calls;	   /* calls kept per process for crash reports (0: 16) */
 	double slowdown_threshold; /* a step this many times the expected one is slow (beta) */
 	double slowdown_min_ns;	   /* ... and late by this much at least */
@@ -69,6 +74,23 @@ struct progress_slot {
 	/* What each rank called there (its function and element count): ranks may disagree. */
 	const char *functions[PROGRESS_MAX_RANKS];
 	uint64_t counts[PROGRESS_MAX_RANKS];
+	/*
+	 * The time the rank's process had spent inside calls that returned
+	 * (on any communicator, or none) when it arrived: between two
+	 * collectives, what it did not spend waiting it spent computing.
+	 */
+	uint64_t inside_before_ns[PROGRESS_MAX_RANKS];
+};
+
+/*
+ * How far the last rank comes after the others at a communicator's
+ * collectives, learned over them: its running mean and mean deviation
+ * upwards (slowdown_detector_learn).
+ */
+struct progress_lead {
+	double mean_ns;
+	double jitter_ns;
+	uint32_t samples;
 };
 
 struct progress_comm {
@@ -90,13 +112,11 @@ struct progress_comm {
 	uint64_t last_progress_ns; /* last time any rank issued a call here */
 	bool hang_reported;
 	/*
-	 * The job's own jitter: how long the last rank came after the others at
-	 * each collective, its running mean and mean deviation from it
-	 * (slowdown_detector_learn).
+	 * The job's own jitter: how long the last rank arrived after the others
+	 * at each collective, and how much longer the rank that computed
+	 * longest between two collectives computed than the others.
 	 */
-	double lead_mean_ns;
-	double lead_jitter_ns;
-	uint32_t lead_samples;
+	struct progress_lead arrival_lead, compute_lead;
 	int64_t lead_learned_index; /* the last collective learned from, -1 none */
 };
 
@@ -106,6 +126,14 @@ struct progress_comm {
 struct progress_blocked {
 	uint32_t pid, tid;
 	uint64_t entry_ns;
+};
+
+#define PROGRESS_PROCESSES_MAX 256
+
+/* The time a process spent inside calls that returned (depth 0, any thread). */
+struct progress_process {
+	uint32_t pid;
+	uint64_t inside_ns;
 };
 
 #define PROGRESS_INITS_MAX 16
@@ -136,6 +164,8 @@ struct progress_model {
 	struct progress_init inits[PROGRESS_INITS_MAX]; /* the latest ones, oldest replaced */
 	unsigned init_count;				/* of inits[] in use */
 	unsigned inits_seen; /* ever: the next goes at inits_seen % MAX */
+	struct progress_process processes[PROGRESS_PROCESSES_MAX];
+	unsigned process_count;
 };
 
 /*

@@ -81,16 +81,122 @@ static void fill_report(const struct progress_model *model, const struct progres
 	 * collective) rather than computing between the two.
 	 */
 	if (previous) {
+		report->since_ns = previous->arrival_ns[straggler];
 		report->previous_function = previous->function;
 		report->in_collective = (double)previous->duration_ns[straggler] > excess_ns / 2;
 	}
+}
+
+/*
+ * What rank 'r' did between collective index - 1 and this one: the time
+ * it spent inside calls that returned (on any communicator) and the rest,
+ * computing. False when either collective is not remembered.
+ */
+static bool time_between(const struct progress_comm *comm, int64_t index, int32_t r,
+			 double *computed_ns, double *inside_ns)
+{
+	const struct progress_slot *slot = progress_comm_slot(comm, index);
+	const struct progress_slot *previous = progress_comm_slot(comm, index - 1);
+	double wall;
+
+	if (!slot || !previous || !slot->arrival_ns[r] || !previous->arrival_ns[r] ||
+	    slot->arrival_ns[r] < previous->arrival_ns[r] ||
+	    slot->inside_before_ns[r] < previous->inside_before_ns[r])
+		return false;
+	wall = (double)(slot->arrival_ns[r] - previous->arrival_ns[r]);
+	*inside_ns = (double)(slot->inside_before_ns[r] - previous->inside_before_ns[r]);
+	*computed_ns = wall > *inside_ns ? wall - *inside_ns : 0;
+	return true;
+}
+
+/*
+ * The rank that computed longest since the communicator's previous
+ * collective, and how much longer than the next one. Ranks that waited for
+ * a straggler inside blocking calls (a receive it had not sent to yet)
+ * arrive with it, but their wait went inside those calls.
+ */
+static bool compute_lead_of(const struct progress_comm *comm, int64_t index, int32_t *longest_rank,
+			    double *lead_ns)
+{
+	double longest = 0, second = 0, computed, inside;
+
+	*longest_rank = -1;
+	if (comm->nranks < 2)
+		return false;
+	for (int32_t r = 0; r < comm->nranks; r++) {
+		if (!time_between(comm, index, r, &computed, &inside))
+			return false;
+		if (*longest_rank < 0 || computed > longest) {
+			second = *longest_rank < 0 ? 0 : longest;
+			longest = computed;
+			*longest_rank = r;
+		} else if (computed > second) {
+			second = computed;
+		}
+	}
+	*lead_ns = longest - second;
+	return true;
+}
+
+/*
+ * Whether the rank that arrived last spent most of its lead waiting inside
+ * blocking calls (for a rank elsewhere) rather than computing: it spent
+ * more than half the lead longer inside calls than the other rank that
+ * spent least there.
+ */
+static bool waited_inside_calls(const struct progress_comm *comm, int64_t index, int32_t late_rank,
+				double lead_ns)
+{
+	double computed, inside, late_inside, least = -1;
+
+	if (!time_between(comm, index, late_rank, &computed, &late_inside))
+		return false;
+	for (int32_t r = 0; r < comm->nranks; r++) {
+		if (r == late_rank || !time_between(comm, index, r, &computed, &inside))
+			continue;
+		if (least < 0 || inside < least)
+			least = inside;
+	}
+	return least >= 0 && late_inside - least > lead_ns / 2;
+}
+
+enum lead_kind { ARRIVAL_LEAD, COMPUTE_LEAD };
+
+static const struct progress_lead *lead_of(const struct progress_comm *comm, enum lead_kind kind)
+{
+	return kind == ARRIVAL_LEAD ? &comm->arrival_lead : &comm->compute_lead;
+}
+
+/*
+ * Whether 'lead_ns' is beyond what the job does all the time: the
+ * communicator's own jitter once learned, before that the widest bound of
+ * any communicator of the job that learned it (the host's noise is the
+ * same for all), and nothing before any did.
+ */
+static bool beyond_jitter(const struct progress_model *model, const struct progress_comm *comm,
+			  enum lead_kind kind, double lead_ns)
+{
+	const struct progress_lead *own = lead_of(comm, kind);
+	double bound = -1;
+
+	if (own->samples >= SLOWDOWN_JITTER_SAMPLES)
+		return lead_ns > own->mean_ns + SLOWDOWN_JITTER_FACTOR * own->jitter_ns;
+	for (unsigned i = 0; i < model->comm_count; i++) {
+		const struct progress_lead *other = lead_of(&model->comms[i], kind);
+		double other_bound = other->mean_ns + SLOWDOWN_JITTER_FACTOR * other->jitter_ns;
+
+		if (other->samples >= SLOWDOWN_JITTER_SAMPLES && other_bound > bound)
+			bound = other_bound;
+	}
+	return bound >= 0 && lead_ns > bound;
 }
 
 bool slowdown_detector_check(const struct progress_model *model, const struct progress_comm *comm,
 			     int64_t index, struct diagnosis_report *report)
 {
 	const struct progress_slot *slot = progress_comm_slot(comm, index);
-	double threshold_ns, expected_so_far = 0, late_ns, excess_ns, remaining = 0;
+	double threshold_ns, expected_so_far = 0, late_ns, excess_ns, remaining = 0, lead_ns;
+	int32_t waited_for = -1;
 	int64_t step, position;
 	uint64_t start_ns, previous_ns;
 	struct arrivals arrivals;
@@ -129,28 +235,54 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 		return false;
 	/*
 	 * One rank explains it: it came more than the threshold after the
-	 * latest of the others. Every rank late together (they waited on
-	 * something else, or the host stalled) names no straggler.
+	 * latest of the others, beyond the job's own jitter. Every rank late
+	 * together names no straggler, unless the others spent the time
+	 * waiting inside blocking calls while one rank computed it.
 	 */
-	if ((double)(arrivals.last_ns - arrivals.second_latest_ns) <= threshold_ns)
+	lead_ns = (double)(arrivals.last_ns - arrivals.second_latest_ns);
+	if (lead_ns <= threshold_ns ||
+	    waited_inside_calls(comm, index, arrivals.last_rank, lead_ns)) {
+		if (!compute_lead_of(comm, index, &waited_for, &lead_ns) ||
+		    lead_ns <= threshold_ns || !beyond_jitter(model, comm, COMPUTE_LEAD, lead_ns))
+			return false;
+		arrivals.last_rank = waited_for;
+	} else if (!beyond_jitter(model, comm, ARRIVAL_LEAD, lead_ns)) {
 		return false;
-	/* Within what this job does all the time, or before that is known: no straggler. */
-	if (comm->lead_samples < SLOWDOWN_JITTER_SAMPLES ||
-	    (double)(arrivals.last_ns - arrivals.second_latest_ns) <=
-		    comm->lead_mean_ns + SLOWDOWN_JITTER_FACTOR * comm->lead_jitter_ns)
-		return false;
+	}
 	fill_report(model, comm, index, step, &arrivals, excess_ns, report);
+	if (waited_for >= 0) {
+		report->lead_ns = (uint64_t)lead_ns;
+		report->others_waited = true;
+		report->in_collective = 0;
+	}
 	report->late_ns = late_ns;
 	/* What the step will take if the rest of it keeps to the expected waits. */
 	report->step_ns = (double)(arrivals.last_ns - start_ns) + remaining;
 	return true;
 }
 
+static void learn_lead(struct progress_lead *lead, double lead_ns)
+{
+	double weight;
+
+	if (lead->samples++ == 0) {
+		lead->mean_ns = lead_ns; /* the first sample sets the mean, with no deviation */
+		return;
+	}
+	weight = 1.0 / (lead->samples < 64 ? lead->samples : 64);
+	/* Upwards only: a rank earlier than usual (a delay a bubble absorbed) is no jitter. */
+	lead->jitter_ns +=
+		((lead_ns > lead->mean_ns ? lead_ns - lead->mean_ns : 0.0) - lead->jitter_ns) *
+		weight;
+	lead->mean_ns += (lead_ns - lead->mean_ns) * weight;
+}
+
 void slowdown_detector_learn(struct progress_comm *comm, int64_t index)
 {
 	const struct progress_slot *slot = progress_comm_slot(comm, index);
 	struct arrivals arrivals;
-	double lead, weight;
+	int32_t longest_rank;
+	double compute_lead;
 
 	if (!slot || comm->nranks < 2 || index <= comm->lead_learned_index || !comm->period)
 		return;
@@ -158,15 +290,7 @@ void slowdown_detector_learn(struct progress_comm *comm, int64_t index)
 	if (arrivals.last_rank < 0 || !arrivals.second_latest_ns)
 		return;
 	comm->lead_learned_index = index;
-	lead = (double)(arrivals.last_ns - arrivals.second_latest_ns);
-	if (comm->lead_samples++ == 0) {
-		comm->lead_mean_ns = lead; /* the first sample sets the mean, with no deviation */
-		return;
-	}
-	weight = 1.0 / (comm->lead_samples < 64 ? comm->lead_samples : 64);
-	/* Upwards only: a rank earlier than usual (a delay a bubble absorbed) is no jitter. */
-	comm->lead_jitter_ns += ((lead > comm->lead_mean_ns ? lead - comm->lead_mean_ns : 0.0) -
-				 comm->lead_jitter_ns) *
-				weight;
-	comm->lead_mean_ns += (lead - comm->lead_mean_ns) * weight;
+	learn_lead(&comm->arrival_lead, (double)(arrivals.last_ns - arrivals.second_latest_ns));
+	if (compute_lead_of(comm, index, &longest_rank, &compute_lead))
+		learn_lead(&comm->compute_lead, compute_lead);
 }

@@ -10,6 +10,11 @@
  * absorbs does not make the step late and is not reported; every rank
  * late together (they all waited for something else) names no straggler
  * and is not reported either, nor a straggler within the job's own jitter.
+ * Where calls block (gloo, NCCL's blocking mode, a receive posted before
+ * its send), the ranks that waited for a straggler inside those calls
+ * arrive with it: then the straggler is the rank that spent more time
+ * outside calls since the communicator's previous collective than any
+ * other, by more than the threshold and beyond the job's jitter of that.
  */
 #ifndef TCHECK_SLOWDOWN_DETECTOR_H
 #define TCHECK_SLOWDOWN_DETECTOR_H
@@ -29,12 +34,14 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 
 /*
  * Learns the communicator's jitter from collective 'index', every rank
- * reached and judged: how long its last rank came after the others, its
- * running mean and mean deviation. A straggler is reported only when it
- * came later than the mean plus SLOWDOWN_JITTER_FACTOR deviations: a job of
- * short steps on a busy host has ranks late by a good share of a step all
- * the time, while a pipeline stage that always comes last by its bubble
- * has no deviation.
+ * reached and judged: how long its last rank came after the others (and
+ * how much longer the rank that computed longest computed), running mean
+ * and mean deviation. A straggler is reported only when it came later than
+ * the mean plus SLOWDOWN_JITTER_FACTOR deviations: a job of short steps on
+ * a busy host has ranks late by a good share of a step all the time, while
+ * a pipeline stage that always comes last by its bubble has no deviation.
+ * Until a communicator has learned from SLOWDOWN_JITTER_SAMPLES
+ * collectives, the widest bound of those of the job that have stands in.
  */
 #define SLOWDOWN_JITTER_FACTOR 8.0
 #define SLOWDOWN_JITTER_SAMPLES 6 /* collectives learned from before anything is judged */

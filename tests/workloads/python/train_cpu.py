@@ -14,6 +14,7 @@ run can be compared with that log. Format and options: README.md.
 import argparse
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,10 +27,28 @@ def parse_arguments(argv):
         epilog="example: %(prog)s --steps 20 --eval-every 5 --clip 1.0 --log /tmp/cpu.jsonl")
     training_common.add_training_options(parser)
     parser.add_argument("--log", default=None, metavar="PATH", help="JSON Lines log to write")
+    parser.add_argument("--stall-at-step", type=int, default=None, metavar="K",
+                        help="before the backward pass of step K, log a fault record and block "
+                             "for good on an event no one sets (a hang outside any collective)")
     parser.add_argument("--progress", default=None, metavar="PATH",
                         help="file rewritten (temp file + rename) with the last finished step; "
                              "-1 once torch is loaded, before waiting for --wait-file")
     return parser.parse_args(argv)
+
+
+def stall_at(fault_step, call_log):
+    """The hook train() runs before each backward pass: blocks for good at 'fault_step'."""
+    if fault_step is None:
+        return None
+
+    def hook(step):
+        if step == fault_step:
+            record = call_log._new_record("fault")
+            record.update({"fault": "stall", "fault_step": fault_step})
+            call_log.flush()
+            threading.Event().wait()
+
+    return hook
 
 
 def main(argv=None):
@@ -51,7 +70,8 @@ def main(argv=None):
             training_common.register_module_hooks(model, call_log)
         optimizer, parameters = training_common.build_optimizer(call_log, args, model)
         final_loss = training_common.train(call_log, args, model, optimizer, parameters,
-                                           inputs, targets, args.progress)
+                                           inputs, targets, args.progress,
+                                           before_backward=stall_at(args.stall_at_step, call_log))
         checksum = training_common.parameter_checksum(model).tolist()
         call_log.write_summary(args.steps, final_loss=final_loss, parameter_checksum=checksum,
                                optimizer=type(optimizer).__qualname__,
