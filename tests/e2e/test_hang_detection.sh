@@ -40,15 +40,24 @@ print("hang report:", json.dumps(hangs[0]))
 assert rank_ok, "the first hang report names the wrong rank"
 if trace != "live":
     assert collective_ok, "the first hang report names the wrong collective or sequence number"
+    # The first call the rank did not make, by its own pattern, on whichever communicator.
+    assert evaluation.judge_missed_call(hangs[0], fault, log_dir), \
+        "the first hang report names the wrong first call not made"
+    if fault["where"] == "send":
+        missed = hangs[0]["lagging_ranks"][0]["missed_call"]
+        assert missed["function"] in ("ncclSend", "ncclRecv"), missed
+        assert missed["comm_id"] != hangs[0]["comm_id"], "the send is on another communicator"
 assert hangs[0]["class"] == "host", "a rank that never issued the call is a host-side hang"
 PYTHON
 }
 
-# A rank that stops for ever before its forward compute, recorded from the
-# job's start (in a session of its own, so what is left of the job goes after).
+# A rank that stops for ever before its pipeline send, recorded from the
+# job's start (in a session of its own, so what is left of the job goes after):
+# its peers go on to a collective it never issues, and the first call it did
+# not make is the send or receive on its pipeline communicator.
 mkdir -p "$SCRATCH/stall.jsonl.log"
 setsid "$TCHECK" --quiet record --no-diagnosis -o "$SCRATCH/stall.trace" --duration 4 -- \
-	"$WORKLOAD" --ranks 4 --steps 100000 --step-sleep-ms 60 --delay 2:12:forward:0 \
+	"$WORKLOAD" --ranks 4 --steps 100000 --step-sleep-ms 60 --delay 2:12:send:0 \
 	--log-dir "$SCRATCH/stall.jsonl.log" 2>"$SCRATCH/stall.err" &
 session=$!
 wait "$session" || fail "record exited $?: $(cat "$SCRATCH/stall.err")"

@@ -897,3 +897,57 @@ UNIT_TEST(hang_detection, init_that_every_rank_entered_is_no_hang)
 	CU_ASSERT_EQUAL(hang_detector_check(model, NULL, reports, 4), 0);
 	progress_model_free(model);
 }
+
+/* A call of process 'pid' on 'comm_id' (rank 0 of 2), as the model takes it. */
+static void pattern_call(struct progress_model *model, const char *function, uint64_t comm_id,
+			 int64_t seq, uint64_t entry_ns)
+{
+	struct trace_nccl_call call = collective(function, 64, 0, seq, entry_ns);
+	int64_t completed_step;
+
+	call.comm_id = comm_id;
+	call.nranks = 2;
+	progress_model_add_call(model, &call, &completed_step);
+}
+
+/*
+ * A rank's own step across two communicators: four all-reduces on the
+ * world, then a send on the pair. Stopped after the fourth all-reduce of
+ * step 5, the first call it did not make is the pair's send (seq 5), not a
+ * fifth all-reduce, though its last three calls repeat with a period of one.
+ */
+UNIT_TEST(hang_detection, first_call_not_made_follows_the_ranks_own_pattern)
+{
+	struct progress_model *model = progress_model_new(NULL);
+	struct progress_call_mark next;
+	uint64_t t = 1000000000ull;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	for (int step = 0; step < 6; step++) {
+		for (int i = 0; i < 4; i++)
+			pattern_call(model, "ncclAllReduce", COMM_ID, step * 4 + i, t += 1000000);
+		if (step < 5)
+			pattern_call(model, "ncclSend", PAIR_COMM_ID, step, t += 1000000);
+	}
+	CU_ASSERT_TRUE_FATAL(progress_model_next_call(model, 1000, &next));
+	CU_ASSERT_STRING_EQUAL(next.function, "ncclSend");
+	CU_ASSERT_EQUAL(next.comm_id, PAIR_COMM_ID);
+	CU_ASSERT_EQUAL(next.seq, 5);
+	/* Stopped after three of them: the fourth all-reduce, seq 23. */
+	progress_model_free(model);
+	model = progress_model_new(NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	for (int step = 0; step < 6; step++)
+		for (int i = 0; i < (step < 5 ? 5 : 3); i++)
+			if (i < 4)
+				pattern_call(model, "ncclAllReduce", COMM_ID, step * 4 + i,
+					     t += 1000000);
+			else
+				pattern_call(model, "ncclSend", PAIR_COMM_ID, step, t += 1000000);
+	CU_ASSERT_TRUE_FATAL(progress_model_next_call(model, 1000, &next));
+	CU_ASSERT_STRING_EQUAL(next.function, "ncclAllReduce");
+	CU_ASSERT_EQUAL(next.seq, 23);
+	/* A process with no repeating pattern yet gives none. */
+	CU_ASSERT_FALSE(progress_model_next_call(model, 4242, &next));
+	progress_model_free(model);
+}

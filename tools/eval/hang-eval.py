@@ -93,8 +93,14 @@ def nccl_hashes(tcheck, trace):
 def translate(reports, mapping):
     """Report comm ids in the log's terms (NCCL's commHash)."""
     for report in reports:
-        comm_id = int(report["comm_id"], 16)
-        report["comm_id"] = mapping.get(comm_id, comm_id)
+        if report.get("comm_id"):
+            comm_id = int(report["comm_id"], 16)
+            report["comm_id"] = mapping.get(comm_id, comm_id)
+        for rank in report.get("lagging_ranks") or []:
+            missed = rank.get("missed_call")
+            if missed and missed.get("comm_id"):
+                comm_id = int(missed["comm_id"], 16)
+                missed["comm_id"] = mapping.get(comm_id, comm_id)
     return reports
 
 
@@ -157,6 +163,22 @@ def judge_hang(report, fault, log_dir, ranks):
             truth = same_call_a_step_earlier(calls, comm_id, expected_seq, fault["step"])
         collective_ok = truth == report["collective"]
     return rank_ok, collective_ok
+
+
+def judge_missed_call(report, fault, log_dir):
+    """Whether the hang names the first call the stopped rank did not make, on whichever
+    communicator: from its own log, the call at the same place one step earlier (the
+    workload makes the same calls every step), with the seq after its last there."""
+    calls, seqs = rank_log(log_dir, fault["rank"])
+    made = [c for c in calls if c["name"] in COMMUNICATION and c["comm_id"] is not None]
+    in_step = [c for c in made if c.get("step") == fault["step"]]
+    before = [c for c in made if c.get("step") == fault["step"] - 1]
+    if len(before) <= len(in_step):
+        return False
+    truth = before[len(in_step)]
+    missed = (report.get("lagging_ranks") or [{}])[0].get("missed_call") or {}
+    return (missed.get("function") == truth["name"] and missed.get("comm_id") == truth["comm_id"]
+            and missed.get("seq") == seqs.get(truth["comm_id"]))
 
 
 def same_call_a_step_earlier(calls, comm_id, seq, step):
@@ -222,6 +244,7 @@ def main():
         [("clean", i) for i in range(options.clean)]
     rng.shuffle(plan)
     tally = {key: 0 for key in ("hang_tp", "hang_fn", "hang_fp", "hang_rank", "hang_collective",
+                                "hang_missed",
                                 "slow_tp", "slow_fn", "slow_fp", "slow_rank", "slow_stage")}
     hang_latency, hang_latency_fault, hang_latency_live = [], [], []
     slow_latency, slow_latency_live = [], []
@@ -253,6 +276,8 @@ def main():
                     rank_ok, collective_ok = judge_hang(hangs[0], fault, log_dir, ranks)
                     tally["hang_rank"] += rank_ok
                     tally["hang_collective"] += rank_ok and collective_ok
+                    missed_ok = rank_ok and judge_missed_call(hangs[0], fault, log_dir)
+                    tally["hang_missed"] += missed_ok
                     # From the moment progress stopped: the last call anywhere on the
                     # communicator the report names, as the trace saw it.
                     stopped = last_call.get(hangs[0]["comm_id"], fault["start_ns"])
@@ -266,7 +291,8 @@ def main():
                     if same:
                         hang_latency_live.append((same[0]["reported_ns"] - stopped) /
                                                  same[0]["expected_step_ns"])
-                    record.update(rank_ok=rank_ok, collective_ok=collective_ok)
+                    record.update(rank_ok=rank_ok, collective_ok=collective_ok,
+                                  missed_ok=missed_ok)
                     # Later reports of the same hang must name the same rank: a report
                     # of a stall with no rank behind, or of another rank, is a false alarm.
                     tally["hang_fp"] += sum(
@@ -386,6 +412,9 @@ def print_table(options, tally, latencies, elapsed):
     print(row("hang rank", tally["hang_rank"], tally["hang_fp"] + wrong, tally["hang_fn"] + wrong))
     wrong = tally["hang_tp"] - tally["hang_collective"]
     print(row("hang rank and collective", tally["hang_collective"], tally["hang_fp"] + wrong,
+              tally["hang_fn"] + wrong))
+    wrong = tally["hang_tp"] - tally["hang_missed"]
+    print(row("hang rank and first call not made", tally["hang_missed"], tally["hang_fp"] + wrong,
               tally["hang_fn"] + wrong))
     print(row("slowdown detected", tally["slow_tp"], tally["slow_fp"], tally["slow_fn"]))
     wrong = tally["slow_tp"] - tally["slow_rank"]

@@ -50,13 +50,25 @@ static size_t append_ranks(const struct diagnosis_report *report, char *text, si
 	for (unsigned i = 0; i < report->rank_count && used < size; i++) {
 		const struct diagnosis_rank *rank = &report->ranks[i];
 		int written = snprintf(text + used, size - used,
-				       "%s rank %d (job rank %d, pid %u, last %s seq %" PRId64 ")",
+				       "%s rank %d (job rank %d, pid %u, last %s seq %" PRId64,
 				       i ? "," : "", rank->rank, rank->job_rank, rank->pid,
 				       name_or_unknown(rank->last.function), rank->last.seq);
 
 		if (written < 0)
 			break;
 		used += (size_t)written;
+		if (rank->missed.function && used < size) {
+			written = snprintf(text + used, size - used,
+					   "; the first call it did not make: %s seq %" PRId64
+					   " on communicator 0x%016" PRIx64,
+					   rank->missed.function, rank->missed.seq,
+					   rank->missed.comm_id);
+			used += written > 0 ? (size_t)written : 0;
+		}
+		if (used < size) {
+			written = snprintf(text + used, size - used, ")");
+			used += written > 0 ? (size_t)written : 0;
+		}
 	}
 	return used;
 }
@@ -222,17 +234,28 @@ void diagnosis_report_text(const struct diagnosis_report *report, char *text, si
 	}
 }
 
+static json_t *missed_call_json(const struct progress_call_mark *missed)
+{
+	if (!missed->function)
+		return json_null();
+	return json_pack("{s:o, s:o, s:o}", "function", export_json_text(missed->function),
+			 "comm_id", export_json_identity(missed->comm_id), "seq",
+			 export_json_known_or_null(missed->seq));
+}
+
 static json_t *rank_json(const struct diagnosis_rank *rank)
 {
 	/* A rank never seen (it never entered an init call) has no process and no last call. */
-	return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", (json_int_t)rank->rank,
-			 "job_rank", export_json_known_or_null(rank->job_rank), "pid",
+	return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "rank",
+			 (json_int_t)rank->rank, "job_rank",
+			 export_json_known_or_null(rank->job_rank), "pid",
 			 rank->pid ? json_integer(rank->pid) : json_null(), "last_function",
 			 rank->last.function ? export_json_text(rank->last.function) : json_null(),
 			 "last_seq", export_json_known_or_null(rank->last.seq), "last_ts_ns",
 			 export_json_unsigned(rank->last.entry_ns), "last_count",
 			 export_json_unsigned(rank->last.count), "last_step",
-			 export_json_known_or_null(rank->last.step));
+			 export_json_known_or_null(rank->last.step), "missed_call",
+			 missed_call_json(&rank->missed));
 }
 
 json_t *diagnosis_report_json(const struct diagnosis_report *report)

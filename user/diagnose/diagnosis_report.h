@@ -27,6 +27,12 @@ struct diagnosis_rank {
 	int32_t job_rank; /* RANK of the process, -1 unknown */
 	uint32_t pid;
 	struct progress_event last;
+	/*
+	 * A rank that never issued the call: the first call its own pattern
+	 * says it did not make, on whichever communicator (function NULL: none
+	 * found).
+	 */
+	struct progress_call_mark missed;
 };
 
 struct diagnosis_report {

@@ -107,11 +107,19 @@ static void report_stuck(const struct progress_model *model, const struct progre
 			free_ranks +=
 				comm->ranks[r].collectives == fewest &&
 				!progress_model_blocked_elsewhere(model, comm, comm->ranks[r].pid);
-		for (int32_t r = 0; r < comm->nranks; r++)
-			if (comm->ranks[r].collectives == fewest &&
-			    (!free_ranks ||
-			     !progress_model_blocked_elsewhere(model, comm, comm->ranks[r].pid)))
-				describe_rank(comm, r, &report->ranks[report->rank_count++]);
+		for (int32_t r = 0; r < comm->nranks; r++) {
+			struct diagnosis_rank *out = &report->ranks[report->rank_count];
+
+			if (comm->ranks[r].collectives != fewest ||
+			    (free_ranks &&
+			     progress_model_blocked_elsewhere(model, comm, comm->ranks[r].pid)))
+				continue;
+			describe_rank(comm, r, out);
+			report->rank_count++;
+			/* What it failed to make may be on another communicator (a send). */
+			if (free_ranks && !progress_model_next_call(model, out->pid, &out->missed))
+				out->missed.function = NULL;
+		}
 		report->waits_elsewhere = !free_ranks;
 	} else {
 		/* Every rank issued the last one: it never finished. */

@@ -129,11 +129,26 @@ struct progress_blocked {
 };
 
 #define PROGRESS_PROCESSES_MAX 256
+#define PROGRESS_CALLS_KEPT 256 /* a process's latest communication calls, for its pattern */
 
-/* The time a process spent inside calls that returned (depth 0, any thread). */
+/* One communication call of a process: where, what, which of that communicator's calls. */
+struct progress_call_mark {
+	uint64_t comm_id;
+	const char *function;
+	int64_t seq;
+};
+
+/*
+ * A process across its communicators: the time it spent inside calls that
+ * returned (depth 0, any thread), and its latest communication calls in
+ * the order it made them (a ring), from which its own per-step pattern is
+ * found.
+ */
 struct progress_process {
 	uint32_t pid;
 	uint64_t inside_ns;
+	struct progress_call_mark calls[PROGRESS_CALLS_KEPT];
+	uint64_t call_count; /* ever: the next goes at call_count % PROGRESS_CALLS_KEPT */
 };
 
 #define PROGRESS_INITS_MAX 16
@@ -196,6 +211,17 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 
 /* A process exited: its communicators are done, not stuck. */
 void progress_model_process_ended(struct progress_model *model, uint32_t pid);
+
+/*
+ * The call the process would make next if it kept to its own pattern: of
+ * the periods its latest calls (on all its communicators) repeat with,
+ * three times over at least (twice for periods of four calls or more), the
+ * one that holds over the longest stretch gives the call one period before
+ * the next; its seq is the one after the process's last on that
+ * communicator. False when no pattern is found.
+ */
+bool progress_model_next_call(const struct progress_model *model, uint32_t pid,
+			      struct progress_call_mark *next);
 
 /* Moves the clock without a call (periodic ticks, stats records). */
 void progress_model_advance(struct progress_model *model, uint64_t now_ns);
