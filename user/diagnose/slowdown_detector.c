@@ -160,6 +160,26 @@ static bool waited_inside_calls(const struct progress_comm *comm, int64_t index,
 	return least >= 0 && late_inside - least > lead_ns / 2;
 }
 
+/*
+ * Whether the time another rank spent inside calls shows it waited for
+ * 'straggler': more than half its lead longer inside calls than the
+ * straggler. Calls seen at their entry only (gloo's, whose waits are not
+ * timed) show no wait, and a rank that merely computed less is no evidence.
+ */
+static bool someone_waited_for(const struct progress_comm *comm, int64_t index, int32_t straggler,
+			       double lead_ns)
+{
+	double computed, inside, straggler_inside;
+
+	if (!time_between(comm, index, straggler, &computed, &straggler_inside))
+		return false;
+	for (int32_t r = 0; r < comm->nranks; r++)
+		if (r != straggler && time_between(comm, index, r, &computed, &inside) &&
+		    inside - straggler_inside > lead_ns / 2)
+			return true;
+	return false;
+}
+
 enum lead_kind { ARRIVAL_LEAD, COMPUTE_LEAD };
 
 static const struct progress_lead *lead_of(const struct progress_comm *comm, enum lead_kind kind)
@@ -243,7 +263,8 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 	if (lead_ns <= threshold_ns ||
 	    waited_inside_calls(comm, index, arrivals.last_rank, lead_ns)) {
 		if (!compute_lead_of(comm, index, &waited_for, &lead_ns) ||
-		    lead_ns <= threshold_ns || !beyond_jitter(model, comm, COMPUTE_LEAD, lead_ns))
+		    lead_ns <= threshold_ns || !beyond_jitter(model, comm, COMPUTE_LEAD, lead_ns) ||
+		    !someone_waited_for(comm, index, waited_for, lead_ns))
 			return false;
 		arrivals.last_rank = waited_for;
 	} else if (!beyond_jitter(model, comm, ARRIVAL_LEAD, lead_ns)) {
