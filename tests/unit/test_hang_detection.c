@@ -951,3 +951,26 @@ UNIT_TEST(hang_detection, first_call_not_made_follows_the_ranks_own_pattern)
 	CU_ASSERT_FALSE(progress_model_next_call(model, 4242, &next));
 	progress_model_free(model);
 }
+
+/*
+ * Rank 2 stops before step 1, too early for a pattern of its own: the first
+ * call it is known not to have made is the all-reduce its peers issued
+ * (seq 2 on the stuck communicator), reported once the start-up limit passed.
+ */
+UNIT_TEST(hang_detection, first_call_not_made_before_a_pattern_is_the_peers_collective)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+
+	run_step(&job, 0, -1, -1, 0, 0);
+	run_step(&job, 1, 2, -1, 0, 0);
+	progress_model_advance(job.model, job.model->comms[0].last_progress_ns + 11000000000ull);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
+	CU_ASSERT_FALSE(reports[0].ranks[0].missed_from_pattern);
+	CU_ASSERT_STRING_EQUAL(reports[0].ranks[0].missed.function, "ncclAllReduce");
+	CU_ASSERT_EQUAL(reports[0].ranks[0].missed.comm_id, COMM_ID);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].missed.seq, 2);
+	progress_model_free(job.model);
+}

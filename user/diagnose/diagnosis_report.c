@@ -234,28 +234,29 @@ void diagnosis_report_text(const struct diagnosis_report *report, char *text, si
 	}
 }
 
-static json_t *missed_call_json(const struct progress_call_mark *missed)
+static json_t *missed_call_json(const struct diagnosis_rank *rank)
 {
-	if (!missed->function)
+	if (!rank->missed.function)
 		return json_null();
-	return json_pack("{s:o, s:o, s:o}", "function", export_json_text(missed->function),
-			 "comm_id", export_json_identity(missed->comm_id), "seq",
-			 export_json_known_or_null(missed->seq));
+	return json_pack("{s:o, s:o, s:o, s:s}", "function",
+			 export_json_text(rank->missed.function), "comm_id",
+			 export_json_identity(rank->missed.comm_id), "seq",
+			 export_json_known_or_null(rank->missed.seq), "from",
+			 rank->missed_from_pattern ? "pattern" : "communicator");
 }
 
 static json_t *rank_json(const struct diagnosis_rank *rank)
 {
 	/* A rank never seen (it never entered an init call) has no process and no last call. */
-	return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "rank",
-			 (json_int_t)rank->rank, "job_rank",
-			 export_json_known_or_null(rank->job_rank), "pid",
-			 rank->pid ? json_integer(rank->pid) : json_null(), "last_function",
-			 rank->last.function ? export_json_text(rank->last.function) : json_null(),
-			 "last_seq", export_json_known_or_null(rank->last.seq), "last_ts_ns",
-			 export_json_unsigned(rank->last.entry_ns), "last_count",
-			 export_json_unsigned(rank->last.count), "last_step",
-			 export_json_known_or_null(rank->last.step), "missed_call",
-			 missed_call_json(&rank->missed));
+	return json_pack(
+		"{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", (json_int_t)rank->rank,
+		"job_rank", export_json_known_or_null(rank->job_rank), "pid",
+		rank->pid ? json_integer(rank->pid) : json_null(), "last_function",
+		rank->last.function ? export_json_text(rank->last.function) : json_null(),
+		"last_seq", export_json_known_or_null(rank->last.seq), "last_ts_ns",
+		export_json_unsigned(rank->last.entry_ns), "last_count",
+		export_json_unsigned(rank->last.count), "last_step",
+		export_json_known_or_null(rank->last.step), "missed_call", missed_call_json(rank));
 }
 
 json_t *diagnosis_report_json(const struct diagnosis_report *report)

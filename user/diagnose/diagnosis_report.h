@@ -33,6 +33,7 @@ struct diagnosis_rank {
 	 * found).
 	 */
 	struct progress_call_mark missed;
+	bool missed_from_pattern; /* its own pattern; false: the collective its peers issued */
 };
 
 struct diagnosis_report {

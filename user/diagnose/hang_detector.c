@@ -117,8 +117,9 @@ static void report_stuck(const struct progress_model *model, const struct progre
 			describe_rank(comm, r, out);
 			report->rank_count++;
 			/* What it failed to make may be on another communicator (a send). */
-			if (free_ranks && !progress_model_next_call(model, out->pid, &out->missed))
-				out->missed.function = NULL;
+			out->missed_from_pattern =
+				free_ranks &&
+				progress_model_next_call(model, out->pid, &out->missed);
 		}
 		report->waits_elsewhere = !free_ranks;
 	} else {
@@ -146,6 +147,16 @@ static void report_stuck(const struct progress_model *model, const struct progre
 				break;
 			}
 	}
+	/*
+	 * A rank with no pattern of its own yet (the first steps): the first
+	 * call it is known not to have made is the collective its peers issued.
+	 */
+	for (unsigned i = 0; i < report->rank_count && fewest < most && !report->waits_elsewhere;
+	     i++)
+		if (!report->ranks[i].missed_from_pattern && report->function)
+			report->ranks[i].missed =
+				(struct progress_call_mark){ comm->comm_id, report->function,
+							     report->seq };
 }
 
 static bool ranks_disagree(const struct progress_comm *comm)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "diagnose/progress_model.h"
+#include "diagnose/progress_processes.h"
 #include "model/nccl_api.h"
 
 void progress_options_default(struct progress_options *options)
@@ -260,114 +261,11 @@ static int64_t complete_steps(struct progress_model *model, struct progress_comm
 	return completed;
 }
 
-static const struct progress_process *find_process(const struct progress_model *model, uint32_t pid)
-{
-	for (unsigned i = 0; i < model->process_count; i++)
-		if (model->processes[i].pid == pid)
-			return &model->processes[i];
-	return NULL;
-}
-
-static struct progress_process *process_of(struct progress_model *model, uint32_t pid)
-{
-	struct progress_process *process = (struct progress_process *)find_process(model, pid);
-
-	if (process || model->process_count == PROGRESS_PROCESSES_MAX)
-		return process;
-	process = &model->processes[model->process_count++];
-	memset(process, 0, sizeof(*process));
-	process->pid = pid;
-	return process;
-}
-
-/* A communication call the process made, in its order. */
-static void remember_call(struct progress_model *model, const struct trace_nccl_call *call)
-{
-	struct progress_process *process = process_of(model, call->pid);
-
-	if (process)
-		process->calls[process->call_count++ % PROGRESS_CALLS_KEPT] =
-			(struct progress_call_mark){ call->comm_id, call->function, call->seq };
-}
-
-/* The process's i-th latest call (0: the last one). */
-static const struct progress_call_mark *latest_call(const struct progress_process *process,
-						    uint64_t i)
-{
-	return &process->calls[(process->call_count - 1 - i) % PROGRESS_CALLS_KEPT];
-}
-
-static bool same_place(const struct progress_call_mark *a, const struct progress_call_mark *b)
-{
-	return a->comm_id == b->comm_id && a->function && b->function &&
-	       strcmp(a->function, b->function) == 0;
-}
-
-/* How many of the process's latest calls (of 'kept') follow 'period'. */
-static uint64_t periodic_suffix(const struct progress_process *process, uint64_t kept,
-				uint64_t period)
-{
-	uint64_t i = 0;
-
-	while (i + period < kept &&
-	       same_place(latest_call(process, i), latest_call(process, i + period)))
-		i++;
-	return i + period;
-}
-
-bool progress_model_next_call(const struct progress_model *model, uint32_t pid,
-			      struct progress_call_mark *next)
-{
-	const struct progress_process *process = find_process(model, pid);
-	uint64_t kept, best_period = 0, best_stretch = 0;
-
-	if (!process)
-		return false;
-	kept = process->call_count < PROGRESS_CALLS_KEPT ? process->call_count
-							 : PROGRESS_CALLS_KEPT;
-	/*
-	 * Of the periods that hold long enough, the one that explains the
-	 * longest stretch: a step's run of four all-reduces is a period of one
-	 * over its last three, but not over the step.
-	 */
-	for (uint64_t period = 1; period <= kept / 2; period++) {
-		uint64_t repeats = period >= 4 ? 2 : 3,
-			 stretch = periodic_suffix(process, kept, period);
-
-		if (stretch >= repeats * period && stretch > best_stretch) {
-			best_stretch = stretch;
-			best_period = period;
-		}
-	}
-	if (!best_period)
-		return false;
-	*next = *latest_call(process, best_period - 1);
-	next->seq = -1;
-	for (uint64_t i = 0; i < kept; i++)
-		if (latest_call(process, i)->comm_id == next->comm_id) {
-			next->seq = latest_call(process, i)->seq + 1;
-			break;
-		}
-	return true;
-}
-
-/* A call of the process returned: its time inside calls grows by its duration. */
-static void count_time_inside(struct progress_model *model, const struct trace_nccl_call *call)
-{
-	struct progress_process *process;
-
-	if (call->depth > 0 || (call->flags & TRACE_CALL_OPEN))
-		return;
-	process = process_of(model, call->pid);
-	if (process)
-		process->inside_ns += call->duration_ns;
-}
-
 static void add_collective(struct progress_model *model, struct progress_comm *comm,
 			   struct progress_rank *rank, int32_t r,
 			   const struct trace_nccl_call *call)
 {
-	struct progress_process *process = process_of(model, call->pid);
+	struct progress_process *process = progress_process_of(model, call->pid);
 	int64_t index = rank->collectives++;
 	struct progress_slot *slot = &comm->window[index % PROGRESS_WINDOW];
 	uint64_t count = progress_call_count(call);
@@ -494,7 +392,7 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 		model, call->entry_ns + ((call->flags & TRACE_CALL_OPEN) ? 0 : call->duration_ns));
 	if (call->depth == 0 && !call->comm)
 		track_blocked(model, call);
-	count_time_inside(model, call);
+	progress_process_count_inside(model, call);
 	if (!call->comm_id || call->rank < 0 || call->nranks <= 0 ||
 	    call->nranks > PROGRESS_MAX_RANKS || call->rank >= call->nranks || call->depth > 0)
 		return NULL;
@@ -524,7 +422,7 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	if ((call->flags & TRACE_CALL_OPEN) && call->entry_ns <= rank->last.entry_ns)
 		return comm;
 	rank->last_tid = call->tid;
-	remember_call(model, call);
+	progress_process_remember(model, call);
 	rank->last = (struct progress_event){ call->function,
 					      progress_call_count(call),
 					      call->entry_ns,

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The processes of the progress model, across their communicators: the
+ * time each spent inside calls (what it did not spend there between two
+ * collectives, it spent computing) and its latest communication calls in
+ * its own order, from which the call it would make next is found
+ * (progress_model_next_call, declared in progress_model.h).
+ */
+#ifndef TCHECK_PROGRESS_PROCESSES_H
+#define TCHECK_PROGRESS_PROCESSES_H
+
+#include "diagnose/progress_model.h"
+
+/* The process's entry, added when new; NULL when PROGRESS_PROCESSES_MAX are kept. */
+struct progress_process *progress_process_of(struct progress_model *model, uint32_t pid);
+
+/* A communication call the process made (seen for the first time), in its order. */
+void progress_process_remember(struct progress_model *model, const struct trace_nccl_call *call);
+
+/* A call of the process returned (depth 0): its time inside calls grows by its duration. */
+void progress_process_count_inside(struct progress_model *model,
+				   const struct trace_nccl_call *call);
+
+#endif /* TCHECK_PROGRESS_PROCESSES_H */
