@@ -72,14 +72,22 @@ expect_hang "$SCRATCH/stall.jsonl" "$ROOT" "$SCRATCH/stall.trace"
 # the collective, so only the calls in flight show who came and who did not. The
 # trace keeps those calls as open ones; check names the rank that never issued it.
 mkdir -p "$SCRATCH/blocking.jsonl.log"
-# (6 s: the live report needs the start-up, 12 steps and a second of silence inside it,
-# which a loaded machine stretches past 4 s.)
+# The recording is stopped (SIGINT, as an operator's Ctrl-C) once the live report is
+# out, or after 30 s: a loaded machine stretches the start-up, 12 steps and a second of
+# silence well past a fixed few seconds.
 NCCL_DOUBLE_BLOCKING=1 setsid "$TCHECK" record --events "$SCRATCH/blocking-live.jsonl" \
 	-o "$SCRATCH/blocking.trace" \
-	--duration 6 -- "$WORKLOAD" --ranks 4 --steps 100000 --step-sleep-ms 60 \
+	--duration 30 -- "$WORKLOAD" --ranks 4 --steps 100000 --step-sleep-ms 60 \
 	--delay 2:12:collective:0 --log-dir "$SCRATCH/blocking.jsonl.log" \
 	>/dev/null 2>"$SCRATCH/blocking.err" &
 session=$!
+for _ in $(seq 300); do
+	grep -q '"hang"' "$SCRATCH/blocking-live.jsonl" 2>/dev/null && break
+	kill -0 "$session" 2>/dev/null || break
+	sleep 0.1
+done
+sleep 0.5 # calls still open are read once more before the recorder stops
+kill -INT "$session" 2>/dev/null || true
 wait "$session" || fail "record exited $?: $(cat "$SCRATCH/blocking.err")"
 kill -9 -- "-$session" 2>/dev/null || true
 [ -e "$SCRATCH/blocking.jsonl.log/rank-2.fault" ] || fail "the workload did not reach its fault"
