@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "diagnose/flight_recorder.h"
 #include "diagnose/progress_model.h"
 #include "diagnose/step_stall_detector.h"
 #include "unit.h"
@@ -18,6 +19,7 @@
 struct stall_job {
 	struct progress_model *model;
 	struct step_stall_detector detector;
+	struct flight_recorder flights; /* where the last Python call's name is kept */
 	struct diagnosis_report report;
 	uint64_t now_ns;
 };
@@ -33,7 +35,8 @@ static void python_call(struct stall_job *job, const char *name, int32_t step, u
 	call.tid = PID;
 	call.step = step;
 	call.qualified_name = name;
-	step_stall_python(&job->detector, &call);
+	step_stall_python(&job->detector, &call, 0);
+	flight_recorder_python(&job->flights, &call);
 	progress_model_advance(job->model, entry_ns + 1000);
 	job->now_ns = entry_ns + 1000;
 }
@@ -52,7 +55,7 @@ static void run_steps(struct stall_job *job, int32_t steps)
 static bool stalled_at(struct stall_job *job, uint64_t now_ns)
 {
 	progress_model_advance(job->model, now_ns);
-	return step_stall_check(&job->detector, job->model, &job->report);
+	return step_stall_check(&job->detector, job->model, &job->flights, &job->report);
 }
 
 static struct stall_job *new_stall_job(void)
@@ -60,9 +63,16 @@ static struct stall_job *new_stall_job(void)
 	static struct stall_job job;
 
 	memset(&job, 0, sizeof(job));
+	flight_recorder_init(&job.flights, 0);
 	job.model = progress_model_new(NULL); /* the defaults: 30 s at least */
 	CU_ASSERT_PTR_NOT_NULL_FATAL(job.model);
 	return &job;
+}
+
+static void stall_job_free(struct stall_job *job)
+{
+	progress_model_free(job->model);
+	flight_recorder_free(&job->flights);
 }
 
 UNIT_TEST(step_stall, silent_process_is_a_hang_after_the_limit)
@@ -83,7 +93,7 @@ UNIT_TEST(step_stall, silent_process_is_a_hang_after_the_limit)
 	CU_ASSERT_STRING_EQUAL(job->report.ranks[0].last.function, "torch.optim.sgd.SGD.step");
 	/* Once per stall. */
 	CU_ASSERT_FALSE(stalled_at(job, last + 40 * SECOND_NS));
-	progress_model_free(job->model);
+	stall_job_free(job);
 }
 
 /* A minute of evaluation (forwards returning, no step) is work, not a hang. */
@@ -96,9 +106,10 @@ UNIT_TEST(step_stall, busy_in_python_without_steps_is_no_hang)
 	start = job->now_ns;
 	for (uint64_t t = 0; t < 60 * SECOND_NS; t += SECOND_NS / 2) {
 		python_call(job, "torch.nn.modules.module.Module._call_impl", 19, start + t);
-		CU_ASSERT_FALSE(step_stall_check(&job->detector, job->model, &job->report));
+		CU_ASSERT_FALSE(
+			step_stall_check(&job->detector, job->model, &job->flights, &job->report));
 	}
-	progress_model_free(job->model);
+	stall_job_free(job);
 }
 
 /* A process blocked inside a collective is the hang detector's, not this one's. */
@@ -122,7 +133,7 @@ UNIT_TEST(step_stall, blocked_inside_a_collective_is_left_to_the_hang_detector)
 	progress_model_add_call(job->model, &call, &completed);
 	step_stall_nccl(&job->detector, &call);
 	CU_ASSERT_FALSE(stalled_at(job, call.entry_ns + 60 * SECOND_NS));
-	progress_model_free(job->model);
+	stall_job_free(job);
 }
 
 UNIT_TEST(step_stall, ended_process_is_no_hang)
@@ -132,7 +143,7 @@ UNIT_TEST(step_stall, ended_process_is_no_hang)
 	run_steps(job, 20);
 	step_stall_process_ended(&job->detector, PID);
 	CU_ASSERT_FALSE(stalled_at(job, job->now_ns + 60 * SECOND_NS));
-	progress_model_free(job->model);
+	stall_job_free(job);
 }
 
 /*
@@ -153,7 +164,7 @@ UNIT_TEST(step_stall, a_pause_the_job_made_before_sets_the_limit)
 	last = job->now_ns;
 	CU_ASSERT_FALSE(stalled_at(job, last + 50 * SECOND_NS));
 	CU_ASSERT_TRUE(stalled_at(job, last + 81 * SECOND_NS));
-	progress_model_free(job->model);
+	stall_job_free(job);
 }
 
 /* Before a process has learned a step (warm-up), silence proves nothing. */
@@ -163,5 +174,5 @@ UNIT_TEST(step_stall, no_hang_before_a_step_is_learned)
 
 	run_steps(job, 2);
 	CU_ASSERT_FALSE(stalled_at(job, job->now_ns + 60 * SECOND_NS));
-	progress_model_free(job->model);
+	stall_job_free(job);
 }

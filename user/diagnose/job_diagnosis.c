@@ -212,7 +212,8 @@ static void check_hangs(struct job_diagnosis *diagnosis)
 
 	for (unsigned i = 0; i < found; i++)
 		publish(diagnosis, &reports[i]);
-	if (step_stall_check(&diagnosis->stalls, diagnosis->model, &reports[0]))
+	if (step_stall_check(&diagnosis->stalls, diagnosis->model, &diagnosis->flights,
+			     &reports[0]))
 		publish(diagnosis, &reports[0]);
 }
 
@@ -226,7 +227,6 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 			  int64_t time_shift_ns)
 {
 	struct trace_nccl_call call;
-	struct trace_python_call python;
 	struct diagnosis_report report;
 	struct progress_comm *comm;
 	int64_t step, completed;
@@ -278,9 +278,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		break;
 	case TRACE_RECORD_PYTHON_CALL:
 		flight_recorder_python(&diagnosis->flights, &record->python_call);
-		python = record->python_call;
-		shift(&python.entry_ns, time_shift_ns);
-		step_stall_python(&diagnosis->stalls, &python);
+		step_stall_python(&diagnosis->stalls, &record->python_call, time_shift_ns);
 		break;
 	default:
 		break;

@@ -139,45 +139,59 @@ static bool compute_lead_of(const struct progress_comm *comm, int64_t index, int
 }
 
 /*
+ * How much longer 'rank' spent inside calls since the communicator's
+ * previous collective than the other rank that spent least there, and
+ * than the one that spent most (negative when that one spent longer).
+ * False when no other rank can be compared.
+ */
+static bool inside_against_others(const struct progress_comm *comm, int64_t index, int32_t rank,
+				  double *over_least_ns, double *over_most_ns)
+{
+	double computed, inside, own, least = -1, most = -1;
+
+	if (!time_between(comm, index, rank, &computed, &own))
+		return false;
+	for (int32_t r = 0; r < comm->nranks; r++) {
+		if (r == rank || !time_between(comm, index, r, &computed, &inside))
+			continue;
+		if (least < 0 || inside < least)
+			least = inside;
+		if (inside > most)
+			most = inside;
+	}
+	*over_least_ns = own - least;
+	*over_most_ns = own - most;
+	return least >= 0;
+}
+
+/*
  * Whether the rank that arrived last spent most of its lead waiting inside
- * blocking calls (for a rank elsewhere) rather than computing: it spent
- * more than half the lead longer inside calls than the other rank that
- * spent least there.
+ * blocking calls (for a rank elsewhere) rather than computing: more than
+ * half the lead longer inside calls than the other rank that spent least
+ * there.
  */
 static bool waited_inside_calls(const struct progress_comm *comm, int64_t index, int32_t late_rank,
 				double lead_ns)
 {
-	double computed, inside, late_inside, least = -1;
+	double over_least, over_most;
 
-	if (!time_between(comm, index, late_rank, &computed, &late_inside))
-		return false;
-	for (int32_t r = 0; r < comm->nranks; r++) {
-		if (r == late_rank || !time_between(comm, index, r, &computed, &inside))
-			continue;
-		if (least < 0 || inside < least)
-			least = inside;
-	}
-	return least >= 0 && late_inside - least > lead_ns / 2;
+	return inside_against_others(comm, index, late_rank, &over_least, &over_most) &&
+	       over_least > lead_ns / 2;
 }
 
 /*
- * Whether the time another rank spent inside calls shows it waited for
- * 'straggler': more than half its lead longer inside calls than the
- * straggler. Calls seen at their entry only (gloo's, whose waits are not
- * timed) show no wait, and a rank that merely computed less is no evidence.
+ * Whether another rank waited for 'straggler' inside calls: one spent more
+ * than half its lead longer there than the straggler. Calls seen at their
+ * entry only (gloo's, whose waits are not timed) show no wait, and a rank
+ * that merely computed less is no evidence.
  */
 static bool someone_waited_for(const struct progress_comm *comm, int64_t index, int32_t straggler,
 			       double lead_ns)
 {
-	double computed, inside, straggler_inside;
+	double over_least, over_most;
 
-	if (!time_between(comm, index, straggler, &computed, &straggler_inside))
-		return false;
-	for (int32_t r = 0; r < comm->nranks; r++)
-		if (r != straggler && time_between(comm, index, r, &computed, &inside) &&
-		    inside - straggler_inside > lead_ns / 2)
-			return true;
-	return false;
+	return inside_against_others(comm, index, straggler, &over_least, &over_most) &&
+	       -over_most > lead_ns / 2;
 }
 
 enum lead_kind { ARRIVAL_LEAD, COMPUTE_LEAD };

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 /* Hangs from step progress; see step_stall_detector.h. */
-#include <stdio.h>
 #include <string.h>
 
 #include "diagnose/step_stall_detector.h"
@@ -30,27 +29,26 @@ static void active(struct step_stall_detector *detector, struct step_stall_proce
 	}
 }
 
-void step_stall_python(struct step_stall_detector *detector, const struct trace_python_call *call)
+void step_stall_python(struct step_stall_detector *detector, const struct trace_python_call *call,
+		       int64_t time_shift_ns)
 {
 	struct step_stall_process *process;
+	uint64_t entry_ns = (uint64_t)((int64_t)call->entry_ns + time_shift_ns);
 
 	if (call->flags & TRACE_PYTHON_UNCAUGHT)
 		return;
 	process = process_of(detector, call->pid);
 	if (!process)
 		return;
-	active(detector, process, call->entry_ns + call->duration_ns);
-	if (call->qualified_name && call->entry_ns + call->duration_ns >= process->last_activity_ns)
-		snprintf(process->last_python, sizeof(process->last_python), "%s",
-			 call->qualified_name);
+	active(detector, process, entry_ns + call->duration_ns);
 	if (call->step <= process->step)
 		return;
 	if (process->step >= STEP_STALL_WARMUP_STEPS && call->step == process->step + 1 &&
-	    call->entry_ns > process->step_since_ns &&
-	    (double)(call->entry_ns - process->step_since_ns) > process->longest_step_ns)
-		process->longest_step_ns = (double)(call->entry_ns - process->step_since_ns);
+	    entry_ns > process->step_since_ns &&
+	    (double)(entry_ns - process->step_since_ns) > process->longest_step_ns)
+		process->longest_step_ns = (double)(entry_ns - process->step_since_ns);
 	process->step = call->step;
-	process->step_since_ns = call->entry_ns;
+	process->step_since_ns = entry_ns;
 }
 
 void step_stall_nccl(struct step_stall_detector *detector, const struct trace_nccl_call *call)
@@ -85,7 +83,7 @@ static bool stepping(const struct step_stall_process *process)
 }
 
 bool step_stall_check(struct step_stall_detector *detector, const struct progress_model *model,
-		      struct diagnosis_report *report)
+		      const struct flight_recorder *flights, struct diagnosis_report *report)
 {
 	double longest = 0, limit;
 	uint64_t latest = 0;
@@ -127,13 +125,15 @@ bool step_stall_check(struct step_stall_detector *detector, const struct progres
 	for (unsigned i = 0; i < detector->count && report->rank_count < PROGRESS_MAX_RANKS; i++) {
 		const struct step_stall_process *process = &detector->processes[i];
 		struct diagnosis_rank *rank = &report->ranks[report->rank_count];
+		const struct flight_process *kept;
 
 		if (!stepping(process))
 			continue;
 		rank->rank = (int32_t)report->rank_count++;
 		rank->job_rank = -1;
 		rank->pid = process->pid;
-		rank->last.function = process->last_python[0] ? process->last_python : NULL;
+		kept = flight_recorder_find(flights, process->pid);
+		rank->last.function = kept && kept->last_python[0] ? kept->last_python : NULL;
 		rank->last.entry_ns = process->last_activity_ns;
 		rank->last.seq = -1;
 		rank->last.step = process->step;

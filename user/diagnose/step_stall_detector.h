@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "diagnose/diagnosis_report.h"
+#include "diagnose/flight_recorder.h"
 #include "diagnose/progress_model.h"
 #include "model/trace_records.h"
 
@@ -32,7 +33,6 @@ struct step_stall_process {
 	uint64_t step_since_ns;	   /* when it reached that step */
 	double longest_step_ns;	   /* the longest step interval after warm-up, 0 none yet */
 	uint64_t last_activity_ns; /* the end of its latest Python or NCCL call */
-	char last_python[128];	   /* its latest Python call's name */
 };
 
 struct step_stall_detector {
@@ -41,16 +41,18 @@ struct step_stall_detector {
 	bool reported; /* the current stall was reported; any activity ends it */
 };
 
-void step_stall_python(struct step_stall_detector *detector, const struct trace_python_call *call);
+/* 'time_shift_ns' is added to the call's times (traces of several hosts on one clock). */
+void step_stall_python(struct step_stall_detector *detector, const struct trace_python_call *call,
+		       int64_t time_shift_ns);
 void step_stall_nccl(struct step_stall_detector *detector, const struct trace_nccl_call *call);
 void step_stall_process_ended(struct step_stall_detector *detector, uint32_t pid);
 
 /*
  * At the model's current time: true with 'report' filled (a hang with
- * step_progress set, one rank per stepping process) when the job stalled.
- * Reported once per stall.
+ * step_progress set, one rank per stepping process, its last Python call
+ * as 'flights' kept it) when the job stalled. Reported once per stall.
  */
 bool step_stall_check(struct step_stall_detector *detector, const struct progress_model *model,
-		      struct diagnosis_report *report);
+		      const struct flight_recorder *flights, struct diagnosis_report *report);
 
 #endif /* TCHECK_STEP_STALL_DETECTOR_H */
