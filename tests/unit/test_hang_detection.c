@@ -294,6 +294,66 @@ UNIT_TEST(hang_detection, ranks_blocked_on_another_communicator_are_not_the_caus
 	progress_model_free(job.model);
 }
 
+/* A call on no communicator (ncclGroupEnd) of 'rank', returned or seen open. */
+static struct trace_nccl_call group_end(int rank, uint64_t entry_ns, bool open)
+{
+	struct trace_nccl_call call;
+
+	memset(&call, 0, sizeof(call));
+	call.function = "ncclGroupEnd";
+	call.api = nccl_function_by_name(call.function);
+	call.entry_ns = entry_ns;
+	call.duration_ns = open ? 0 : 1000;
+	call.pid = 1000 + (uint32_t)rank;
+	call.tid = call.pid;
+	call.rank = -1;
+	call.flags = open ? TRACE_CALL_OPEN : 0;
+	return call;
+}
+
+/*
+ * The recorder reads the calls in flight, then the ring buffer: rank 2's
+ * ncclGroupEnd is seen open, its return is counted, and the sighting is
+ * handed over after it. Rank 2 then stops before the world all-reduce the
+ * others wait inside. It is not blocked (the stale sighting is not taken),
+ * so it is the cause; a later group call it stays inside is.
+ */
+UNIT_TEST(hang_detection, a_call_seen_in_flight_after_its_return_does_not_block)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+	uint64_t start = 10 * STEP_NS + 1000000000ull;
+	struct trace_nccl_call call;
+
+	for (int step = 0; step < 10; step++)
+		run_step(&job, step, -1, -1, 0, 0);
+	call = group_end(2, start + 200000, false);
+	feed(&job, &call);
+	call = group_end(2, start + 200000, true);
+	feed(&job, &call);
+	CU_ASSERT_FALSE(progress_model_blocked_elsewhere(job.model, NULL, 1002));
+	for (int rank = 0; rank < RANKS; rank++) {
+		if (rank == 2)
+			continue;
+		call = collective("ncclAllReduce", 256, rank, 20, start + 1000000);
+		call.flags |= TRACE_CALL_OPEN;
+		feed(&job, &call);
+	}
+	progress_model_advance(job.model, start + 3 * STEP_NS);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
+	CU_ASSERT_FALSE(reports[0].waits_elsewhere);
+	/* A group call entered later and not returned: blocked there. */
+	call = group_end(2, start + 400000, true);
+	feed(&job, &call);
+	CU_ASSERT_TRUE(progress_model_blocked_elsewhere(job.model, NULL, 1002));
+	call = group_end(2, start + 400000, false);
+	feed(&job, &call);
+	CU_ASSERT_FALSE(progress_model_blocked_elsewhere(job.model, NULL, 1002));
+	progress_model_free(job.model);
+}
+
 UNIT_TEST(hang_detection, collective_issued_by_all_without_probes_is_device_or_network)
 {
 	struct job job = new_job();

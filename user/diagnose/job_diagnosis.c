@@ -258,6 +258,10 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 			diagnosis->on_step(diagnosis->step_context, comm, step);
 		break;
 	case TRACE_RECORD_PROCESS:
+		/* Judged as of its end, as a live check would have before it. */
+		if (record->process.end_ns)
+			job_diagnosis_tick(diagnosis, (uint64_t)((int64_t)record->process.end_ns +
+								 time_shift_ns));
 		/* Reported before the model forgets where the process stood. */
 		if (record->process.end_ns && trace_exit_crashed(record->process.exit_code))
 			publish_crash(diagnosis, &record->process);

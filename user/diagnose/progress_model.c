@@ -320,32 +320,48 @@ static void track_init(struct progress_model *model, const struct trace_nccl_cal
 		init->returned[call->rank] = true;
 }
 
+/* Where a thread's latest call on no communicator is kept: its slot, or a free one. */
+static struct progress_blocked *blocked_slot(struct progress_model *model, uint32_t pid,
+					     uint32_t tid)
+{
+	struct progress_blocked *returned = NULL;
+
+	for (unsigned i = 0; i < model->blocked_count; i++) {
+		if (model->blocked[i].tid == tid && model->blocked[i].pid == pid)
+			return &model->blocked[i];
+		if (!model->blocked[i].open && !returned)
+			returned = &model->blocked[i];
+	}
+	if (model->blocked_count < PROGRESS_BLOCKED_MAX)
+		return &model->blocked[model->blocked_count++];
+	/* Full: a thread not blocked gives way (its next sighting is then taken as new). */
+	return returned;
+}
+
 /* A call on no communicator seen open (blocked) or returned (no longer). */
 static void track_blocked(struct progress_model *model, const struct trace_nccl_call *call)
 {
-	unsigned i;
+	struct progress_blocked *slot = blocked_slot(model, call->pid, call->tid);
+	bool open = (call->flags & TRACE_CALL_OPEN) != 0;
 
-	for (i = 0; i < model->blocked_count; i++)
-		if (model->blocked[i].tid == call->tid && model->blocked[i].pid == call->pid)
-			break;
-	if (call->flags & TRACE_CALL_OPEN) {
-		if (i < model->blocked_count)
-			model->blocked[i].entry_ns = call->entry_ns;
-		else if (model->blocked_count < PROGRESS_BLOCKED_MAX)
-			model->blocked[model->blocked_count++] =
-				(struct progress_blocked){ call->pid, call->tid, call->entry_ns };
+	if (!slot)
 		return;
+	if (slot->pid == call->pid && slot->tid == call->tid) {
+		/* Seen open, then returned before it was handed over: the return stands. */
+		if (open && call->entry_ns <= slot->entry_ns && !slot->open)
+			return;
+		/* A return of an older call than the one it is inside changes nothing. */
+		if (!open && call->entry_ns < slot->entry_ns)
+			return;
 	}
-	/* It returned: the thread is no longer blocked there. */
-	if (i < model->blocked_count && model->blocked[i].entry_ns == call->entry_ns)
-		model->blocked[i] = model->blocked[--model->blocked_count];
+	*slot = (struct progress_blocked){ call->pid, call->tid, call->entry_ns, open };
 }
 
 bool progress_model_blocked_elsewhere(const struct progress_model *model,
 				      const struct progress_comm *comm, uint32_t pid)
 {
 	for (unsigned i = 0; i < model->blocked_count; i++)
-		if (model->blocked[i].pid == pid)
+		if (model->blocked[i].pid == pid && model->blocked[i].open)
 			return true;
 	for (unsigned i = 0; i < model->comm_count; i++) {
 		const struct progress_comm *other = &model->comms[i];

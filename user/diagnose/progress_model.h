@@ -122,10 +122,16 @@ struct progress_comm {
 
 #define PROGRESS_BLOCKED_MAX 256
 
-/* A thread blocked in a call on no communicator (ncclGroupEnd of blocking sends). */
+/*
+ * A thread's latest call on no communicator (ncclGroupEnd of blocking
+ * sends): blocked while 'open'. A returned one is kept so that a sighting
+ * in flight read before its return, and handed over after it, is known
+ * as stale.
+ */
 struct progress_blocked {
 	uint32_t pid, tid;
 	uint64_t entry_ns;
+	bool open;
 };
 
 #define PROGRESS_PROCESSES_MAX 256
