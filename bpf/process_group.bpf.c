@@ -3,8 +3,10 @@
  * c10d process groups as they are built: an entry probe on the base
  * constructor every backend runs (c10d::Backend::Backend(int rank, int
  * size) in torch 1.13 and 2.x, and ProcessGroup::ProcessGroup(int, int)),
- * reporting the rank and size it is given. Rare: once per group. And the
- * collectives the groups run (c10d_collective).
+ * reporting the rank and size it is given. Rare: once per group. The
+ * PrefixStore each group's keys go through, built just before it, whose
+ * prefix names the group alike on every rank. And the collectives the
+ * groups run (c10d_collective).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -34,6 +36,45 @@ int process_group_init(struct pt_regs *ctx)
 	record->rank = (__s32)PT_REGS_PARM2(ctx);
 	record->size = (__s32)PT_REGS_PARM3(ctx);
 	record->group = PT_REGS_PARM1(ctx);
+	bpf_ringbuf_submit(record, 0);
+	return 0;
+}
+
+/*
+ * A PrefixStore being built: rdi is the object, rsi the prefix (a
+ * std::string, by reference or, passed by value, by invisible reference:
+ * its data pointer, then its length), rdx the wrapped store (an
+ * intrusive_ptr, by invisible reference: the Store *).
+ */
+SEC("uprobe")
+int store_prefix_built(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct tcheck_store_prefix_record *record;
+	__u32 pid = pid_tgid >> 32;
+	__u64 text[2] = { 0, 0 }, length;
+
+	if (!is_traced(pid))
+		return 0;
+	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+	if (!record) {
+		count(TCHECK_COUNTER_PYTHON_DROPS);
+		return 0;
+	}
+	fill_header(&record->header, TCHECK_RECORD_STORE_PREFIX, pid, (__u32)pid_tgid,
+		    bpf_ktime_get_ns());
+	record->store = PT_REGS_PARM1(ctx);
+	if (bpf_probe_read_user(&record->parent, sizeof(record->parent),
+				(const void *)PT_REGS_PARM3(ctx)))
+		record->parent = 0;
+	if (bpf_probe_read_user(text, sizeof(text), (const void *)PT_REGS_PARM2(ctx)))
+		text[1] = 0;
+	record->length = (__u32)text[1];
+	/* At most the first 63 bytes: the mask bounds the read for the verifier. */
+	length = text[1] < TCHECK_STORE_PREFIX_BYTES ? text[1] : TCHECK_STORE_PREFIX_BYTES - 1;
+	if (length && bpf_probe_read_user(record->prefix, length & (TCHECK_STORE_PREFIX_BYTES - 1),
+					  (const void *)text[0]))
+		record->length = 0;
 	bpf_ringbuf_submit(record, 0);
 	return 0;
 }

@@ -86,6 +86,7 @@ enum tcheck_record_type {
 	TCHECK_RECORD_PROCESS_GROUP = 10,    /* a traced process built a c10d process group */
 	TCHECK_RECORD_C10D_CALL = 11,	     /* a traced process called a c10d collective */
 	TCHECK_RECORD_PYTHON_EXCEPTION = 12, /* an uncaught Python exception is being printed */
+	TCHECK_RECORD_STORE_PREFIX = 13,     /* a traced process built a c10d PrefixStore */
 };
 
 /* Flags of a call record. */
@@ -375,6 +376,23 @@ struct tcheck_process_group_record {
 	tcheck_s32 rank;
 	tcheck_s32 size;
 	tcheck_u64 group; /* the object being built: a collective's 'this' names it */
+};
+
+/*
+ * A c10d PrefixStore being built (c10d::PrefixStore::PrefixStore(prefix,
+ * store)): torch names each process group's keys with one, the group's
+ * name ("1", "2/" then "cpu/" ...), the same on every rank, and builds the
+ * group right after it on the same thread. The prefix's first bytes.
+ */
+#define TCHECK_STORE_PREFIX_BYTES 64
+
+struct tcheck_store_prefix_record {
+	struct tcheck_record_header header; /* timestamp = the constructor's entry */
+	tcheck_u64 store;		    /* the PrefixStore being built */
+	tcheck_u64 parent;		    /* the store it prefixes (a PrefixStore too, or not) */
+	tcheck_u32 length;		    /* the prefix's length, in full */
+	tcheck_u32 reserved;
+	char prefix[TCHECK_STORE_PREFIX_BYTES]; /* its first 63 bytes at most, not terminated */
 };
 
 /*

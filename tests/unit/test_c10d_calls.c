@@ -128,7 +128,7 @@ UNIT_TEST(c10d_calls, world_group_has_one_identity_on_every_rank)
 	c10d_calls_free(calls);
 }
 
-/* A subgroup is built by its members only: its calls are kept, not matched across ranks. */
+/* A subgroup whose new_group call was not counted: its calls are kept, not matched across ranks. */
 UNIT_TEST(c10d_calls, subgroup_has_no_shared_identity)
 {
 	struct emitted emitted = { .count = 0 };
@@ -146,6 +146,93 @@ UNIT_TEST(c10d_calls, subgroup_has_no_shared_identity)
 	CU_ASSERT_EQUAL(last_call(&emitted)->rank, 0);
 	CU_ASSERT_EQUAL(last_call(&emitted)->nranks, 2);
 	CU_ASSERT_NOT_EQUAL(strlen(emitted.records[0].communicator.note), 0);
+	c10d_calls_free(calls);
+}
+
+/* The identity of the group 'object' of process 'pid', from its first call. */
+static uint64_t identity_of(struct c10d_calls *calls, struct emitted *emitted, uint32_t pid,
+			    uint64_t object, int32_t *rank)
+{
+	struct tcheck_c10d_call_record raw = c10d_call(pid, object, "allreduce", 16, 6000);
+
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	*rank = last_call(emitted)->rank;
+	return last_call(emitted)->comm_id;
+}
+
+/* Process 'pid' builds the PrefixStore 'object' of 'prefix' over 'parent'. */
+static void store_built(struct c10d_calls *calls, uint32_t pid, uint64_t object, uint64_t parent,
+			const char *prefix)
+{
+	struct tcheck_store_prefix_record record;
+
+	memset(&record, 0, sizeof(record));
+	record.header.type = TCHECK_RECORD_STORE_PREFIX;
+	record.header.pid = pid;
+	record.header.tid = pid;
+	record.store = object;
+	record.parent = parent;
+	record.length = (uint32_t)strlen(prefix);
+	memcpy(record.prefix, prefix, record.length);
+	CU_ASSERT_EQUAL(c10d_calls_store_prefix(calls, &record), 0);
+}
+
+/*
+ * Three ranks, as torch 2.x builds groups: each group on a store of its
+ * name ("1/", "2/"), wrapped in one of its device ("cpu/"). Every rank
+ * names new_group([0, 1]) "1" and new_group([1, 2]) "2", and only the
+ * members build each. Each subgroup has one identity on its two members,
+ * and the two differ although each is the first group of size 2 that
+ * ranks 0 and 2 build. A group built with no store of its own before it
+ * (the last store's group already built) is not matched.
+ */
+UNIT_TEST(c10d_calls, subgroups_are_matched_by_their_store_name)
+{
+	struct emitted emitted = { .count = 0 };
+	struct c10d_calls *calls = c10d_calls_new(keep, &emitted);
+	struct tcheck_process_group_record built;
+	uint64_t first_on_0, first_on_1, second_on_1, second_on_2, world;
+	int32_t rank;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+	for (uint32_t r = 0; r < 3; r++) {
+		store_built(calls, 100 + r, 0x500, 0x400, "0/");
+		store_built(calls, 100 + r, 0x600, 0x500, "cpu/");
+		built = group_built(100 + r, 0x1000, (int)r, 3);
+		CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	}
+	for (uint32_t r = 0; r < 2; r++) {
+		store_built(calls, 100 + r, 0x700, 0x400, "1/");
+		store_built(calls, 100 + r, 0x780, 0x700, "cpu/");
+		built = group_built(100 + r, 0x2000, (int)r, 2);
+		CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	}
+	for (uint32_t r = 1; r < 3; r++) {
+		store_built(calls, 100 + r, 0x800, 0x400, "2/");
+		store_built(calls, 100 + r, 0x880, 0x800, "cpu/");
+		built = group_built(100 + r, r == 1 ? 0x3000 : 0x2800, (int)r - 1, 2);
+		CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	}
+	world = identity_of(calls, &emitted, 100, 0x1000, &rank);
+	first_on_0 = identity_of(calls, &emitted, 100, 0x2000, &rank);
+	CU_ASSERT_EQUAL(rank, 0);
+	first_on_1 = identity_of(calls, &emitted, 101, 0x2000, &rank);
+	CU_ASSERT_EQUAL(rank, 1);
+	second_on_1 = identity_of(calls, &emitted, 101, 0x3000, &rank);
+	CU_ASSERT_EQUAL(rank, 0);
+	second_on_2 = identity_of(calls, &emitted, 102, 0x2800, &rank);
+	CU_ASSERT_EQUAL(rank, 1);
+	CU_ASSERT_NOT_EQUAL(first_on_0, 0);
+	CU_ASSERT_NOT_EQUAL(second_on_1, 0);
+	CU_ASSERT_EQUAL(first_on_0, first_on_1);
+	CU_ASSERT_EQUAL(second_on_1, second_on_2);
+	CU_ASSERT_NOT_EQUAL(first_on_0, second_on_2);
+	CU_ASSERT_NOT_EQUAL(first_on_0, world);
+	CU_ASSERT_NOT_EQUAL(second_on_1, world);
+	/* Another group on the same thread with no new store: no name to take. */
+	built = group_built(102, 0x2900, 0, 2);
+	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(identity_of(calls, &emitted, 102, 0x2900, &rank), 0);
 	c10d_calls_free(calls);
 }
 

@@ -370,6 +370,50 @@ UNIT_TEST(hang_detection, collective_issued_by_all_without_probes_is_device_or_n
 	progress_model_free(job.model);
 }
 
+/*
+ * The same stall with c10d's collectives, which are seen entered only:
+ * every rank issued the last all-reduce, which may well have finished (a
+ * job tearing down, or between phases, is as quiet). Not a hang after the
+ * steps' limit; one after the start-up limit (10 s). A rank that never
+ * issued one is a hang after the steps' limit as before.
+ */
+UNIT_TEST(hang_detection, c10d_collective_issued_by_all_waits_for_the_startup_limit)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+	uint64_t quiet_since;
+
+	for (int step = 0; step < 10; step++)
+		for (int rank = 0; rank < RANKS; rank++) {
+			struct trace_nccl_call call = collective(
+				"c10d::allreduce", 64, rank, step,
+				1000000000ull + (uint64_t)step * STEP_NS + (uint64_t)rank * 1000);
+
+			feed(&job, &call);
+		}
+	quiet_since = job.model->comms[0].last_progress_ns;
+	CU_ASSERT_TRUE(job.model->comms[0].entries_only);
+	progress_model_advance(job.model, quiet_since + 3 * STEP_NS);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	progress_model_advance(job.model, quiet_since + 9000000000ull);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	progress_model_advance(job.model, quiet_since + 10100000000ull);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].rank_count, 0);
+	/* It moves on; rank 3 then never issues the next one: a hang after the steps' limit. */
+	for (int rank = 0; rank < RANKS - 1; rank++) {
+		struct trace_nccl_call call =
+			collective("c10d::allreduce", 64, rank, 10, quiet_since + 10200000000ull);
+
+		feed(&job, &call);
+	}
+	progress_model_advance(job.model, quiet_since + 10200000000ull + 3 * STEP_NS);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 3);
+	progress_model_free(job.model);
+}
+
 static struct trace_network_sample sample(uint32_t pid, uint64_t signalled, uint64_t completions,
 					  uint64_t last_completion_ns)
 {

@@ -177,14 +177,21 @@ static bool ranks_disagree(const struct progress_comm *comm)
 static double silence_limit(const struct progress_model *model, const struct progress_comm *comm,
 			    double step_ns)
 {
-	double longest = step_ns;
+	double longest = step_ns, floor = model->options.hang_min_ns;
 
 	for (int32_t p = 0; p < comm->period && p < PROGRESS_MAX_PERIOD; p++)
 		if (comm->expected_gap_ns[p] > 1.5 * step_ns && comm->expected_gap_ns[p] > longest)
 			longest = comm->expected_gap_ns[p];
 	double limit = model->options.hang_factor * longest;
 
-	return limit > model->options.hang_min_ns ? limit : model->options.hang_min_ns;
+	/*
+	 * Every rank issued the last collective of a communicator whose calls
+	 * are seen entered only (c10d's): nothing says it has not finished, and
+	 * a job tearing down or between phases is as quiet. The start-up limit.
+	 */
+	if (comm->entries_only && !ranks_disagree(comm) && model->options.hang_unlearned_ns > floor)
+		floor = model->options.hang_unlearned_ns;
+	return limit > floor ? limit : floor;
 }
 
 static bool any_rank_finished(const struct progress_comm *comm)

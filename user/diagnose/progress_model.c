@@ -428,6 +428,9 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	}
 	rank->present = true;
 	rank->pid = call->pid;
+	/* Calls outside nccl.h's table are c10d's, entered only. */
+	if (nccl_function_index(call->api) < 0)
+		comm->entries_only = true;
 	if (rank->last.open && rank->last.entry_ns == call->entry_ns &&
 	    rank->last_tid == call->tid) {
 		/* Counted while in flight: now it returned, or is still open. */

@@ -112,6 +112,11 @@ struct progress_comm {
 	uint64_t last_progress_ns; /* last time any rank issued a call here */
 	bool hang_reported;
 	/*
+	 * Its calls are seen entered only (c10d's: the work runs and completes
+	 * unseen): a collective every rank issued may well have finished.
+	 */
+	bool entries_only;
+	/*
 	 * The job's own jitter: how long the last rank arrived after the others
 	 * at each collective, and how much longer the rank that computed
 	 * longest between two collectives computed than the others.

@@ -111,6 +111,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_enter, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_exit, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.process_group_init, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.store_prefix_built, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.c10d_collective, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.python_exception_display,
 				  config->python);
@@ -123,6 +124,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_enter) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_exit) ||
 	    uprobe_link_prepare(session->skeleton->progs.process_group_init) ||
+	    uprobe_link_prepare(session->skeleton->progs.store_prefix_built) ||
 	    uprobe_link_prepare(session->skeleton->progs.c10d_collective) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_exception_display) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_entry) ||
@@ -281,6 +283,15 @@ int probe_session_attach_process_groups(struct probe_session *session, const cha
 		return -E2BIG;
 	return uprobe_link_attach(&session->links, session->skeleton->progs.process_group_init,
 				  false, path, offsets, cookies, count, -1, error, error_size);
+}
+
+int probe_session_attach_store_prefix(struct probe_session *session, const char *path,
+				      uint64_t offset, char *error, size_t error_size)
+{
+	uint64_t cookie = 0;
+
+	return uprobe_link_attach(&session->links, session->skeleton->progs.store_prefix_built,
+				  false, path, &offset, &cookie, 1, -1, error, error_size);
 }
 
 int probe_session_attach_c10d_collectives(struct probe_session *session, const char *path,

@@ -99,6 +99,9 @@ int probe_session_attach_torch_scopes(struct probe_session *session, const char 
 int probe_session_attach_process_groups(struct probe_session *session, const char *path,
 					const uint64_t *offsets, size_t count, char *error,
 					size_t error_size);
+/* The entry probe on c10d's PrefixStore constructor at offset of path (the group's name). */
+int probe_session_attach_store_prefix(struct probe_session *session, const char *path,
+				      uint64_t offset, char *error, size_t error_size);
 /* The entry probe on c10d collectives at offsets of path; cookies as TCHECK_C10D_* say. */
 int probe_session_attach_c10d_collectives(struct probe_session *session, const char *path,
 					  const uint64_t *offsets, const uint64_t *cookies,

@@ -114,6 +114,15 @@ static void attach_process_groups(struct python_tracer *tracer, pid_t pid,
 	if (probe_session_attach_process_groups(tracer->session, probes->host_path, offsets, count,
 						error, sizeof(error)))
 		log_warning("process %d: %s; ranks come from the environment only", pid, error);
+	if (!probes->prefix_store.symbol)
+		log_info("process %d: %s has no c10d PrefixStore constructor: c10d subgroups are "
+			 "not matched across ranks",
+			 pid, probes->library_path);
+	else if (probe_session_attach_store_prefix(tracer->session, probes->host_path,
+						   probes->prefix_store.file_offset, error,
+						   sizeof(error)))
+		log_warning("process %d: %s; c10d subgroups are not matched across ranks", pid,
+			    error);
 }
 
 /* PyTorch's own collectives (gloo): what each rank entered, whatever the scopes. */

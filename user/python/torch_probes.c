@@ -19,6 +19,7 @@
 
 /* A mangled-name prefix; the rest of the name encodes a signature that varies by release. */
 #define ENGINE_EXECUTE_PREFIX "_ZN5torch8autograd6Engine7executeE"
+#define PREFIX_STORE_PREFIX "_ZN4c10d11PrefixStoreC2E"
 
 const char *const torch_default_ops[] = {
 	"add_", "mul_", "zero_", "_foreach_add_", "_foreach_mul_", "_foreach_zero_",
@@ -98,6 +99,37 @@ static int resolve_process_groups(struct torch_probes *probes, char *error, size
 	return err ? error_fail(error, error_size, ENOMEM, "out of memory") : 0;
 }
 
+/*
+ * c10d::PrefixStore::PrefixStore(prefix, store): the prefix is the name of
+ * the group built next on the thread. Optional: left empty when absent.
+ */
+static int resolve_prefix_store(struct torch_probes *probes, char *error, size_t error_size)
+{
+	struct torch_name_list names = { 0 };
+	struct elf_symbol_location location;
+	const char *symbol;
+	int err;
+
+	err = torch_dynamic_names_with_prefix(probes->host_path, PREFIX_STORE_PREFIX, &names, error,
+					      error_size);
+	if (err)
+		return err;
+	if (torch_single_defined_symbol(probes->host_path, &names, &symbol, &location) == 0) {
+		err = torch_probe_site_set(&probes->prefix_store, symbol, true, &location);
+		if (!err)
+			err = torch_probe_site_set_reading(
+				&probes->prefix_store,
+				"rdi -> the store being built, rsi -> the prefix (a "
+				"std::string: data, length), rdx -> the wrapped store "
+				"(an intrusive_ptr: the Store *)");
+		if (!err)
+			err = torch_probe_site_move_to_emulated_instruction(probes->host_path,
+									    &probes->prefix_store);
+	}
+	torch_name_list_free(&names);
+	return err ? error_fail(error, error_size, ENOMEM, "out of memory") : 0;
+}
+
 static int resolve_all(struct torch_probes *probes, const char *const *ops, size_t op_count,
 		       char *error, size_t error_size)
 {
@@ -110,6 +142,8 @@ static int resolve_all(struct torch_probes *probes, const char *const *ops, size
 		err = resolve_backward(probes, error, error_size);
 	if (!err)
 		err = resolve_process_groups(probes, error, error_size);
+	if (!err)
+		err = resolve_prefix_store(probes, error, error_size);
 	if (!err)
 		err = torch_c10d_resolve(probes, error, error_size);
 	if (!err)
@@ -207,6 +241,7 @@ void torch_probes_free(struct torch_probes *probes)
 	torch_probe_site_free(&probes->scopes.key);
 	torch_probe_site_free(&probes->scopes.exit);
 	torch_probe_site_free(&probes->backward);
+	torch_probe_site_free(&probes->prefix_store);
 	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
 		torch_probe_site_free(&probes->process_groups[i]);
 	for (int i = 0; i < TORCH_C10D_SITES; i++)
@@ -243,6 +278,7 @@ void torch_probes_print(const struct torch_probes *probes, FILE *out)
 	print_site(out, "key", &probes->scopes.key);
 	print_site(out, "exit", &probes->scopes.exit);
 	print_site(out, "backward", &probes->backward);
+	print_site(out, "prefix store", &probes->prefix_store);
 	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
 		print_site(out, "process group", &probes->process_groups[i]);
 	for (int i = 0; i < TORCH_C10D_SITES; i++)

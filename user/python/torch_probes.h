@@ -101,6 +101,7 @@ struct torch_probes {
 	struct torch_probe_site backward; /* Engine::execute; symbol NULL when absent */
 	/* The base constructors of c10d process groups (rank, size); symbol NULL when absent. */
 	struct torch_probe_site process_groups[TORCH_PROCESS_GROUP_SITES];
+	struct torch_probe_site prefix_store; /* PrefixStore's constructor; symbol NULL absent */
 	/* The c10d collectives, by c10d_api.h's operation number; symbol NULL when absent. */
 	struct torch_probe_site c10d[TORCH_C10D_SITES];
 	uint32_t tensor_numel_offset; /* TensorImpl::numel_ in this version; 0 unknown */

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,12 +22,26 @@ struct c10d_group {
 	bool announced;
 };
 
+#define C10D_STORES_KEPT 4096
+
+/* A PrefixStore a process built: its full prefix names the group built next on its thread. */
+struct c10d_store {
+	uint32_t pid, tid;
+	uint64_t object;
+	bool taken; /* a group was built on it already */
+	char name[4 *
+		  TCHECK_STORE_PREFIX_BYTES]; /* the prefixes of the stores it wraps, then its */
+};
+
 struct c10d_calls {
 	c10d_calls_emit_fn emit;
 	void *context;
 	struct c10d_group *groups;
 	size_t count;
 	size_t capacity;
+	struct c10d_store *stores; /* in the order built */
+	size_t store_count;
+	size_t store_capacity;
 };
 
 struct c10d_calls *c10d_calls_new(c10d_calls_emit_fn emit, void *context)
@@ -45,6 +60,7 @@ void c10d_calls_free(struct c10d_calls *calls)
 	if (!calls)
 		return;
 	free(calls->groups);
+	free(calls->stores);
 	free(calls);
 }
 
@@ -80,11 +96,84 @@ static uint32_t groups_before(const struct c10d_calls *calls, uint32_t pid, bool
 	return count;
 }
 
-static uint64_t group_identity(bool built, int32_t size, uint32_t ordinal)
+/* How a group's identity was told: the same on every rank for the same group. */
+enum group_numbering {
+	NUMBERED_BUILT = 1,  /* the n-th group of its size the process built */
+	NUMBERED_BY_USE = 2, /* built before tracing: the n-th of its size first used */
+	NAMED = 3	     /* a subgroup: by the name torch gave it (ordinal: its hash) */
+};
+
+static uint64_t group_identity(enum group_numbering numbering, int32_t size, uint64_t ordinal)
 {
-	uint64_t words[3] = { built ? 1 : 2, (uint64_t)(uint32_t)size, ordinal };
+	uint64_t words[3] = { numbering, (uint64_t)(uint32_t)size, ordinal };
 
 	return fnv1a_add_bytes(fnv1a_string("c10d"), words, sizeof(words));
+}
+
+static struct c10d_store *find_store(struct c10d_calls *calls, uint32_t pid, uint64_t object)
+{
+	/* The latest first: an address freed and reused names the newer store. */
+	for (size_t i = calls->store_count; object && i-- > 0;)
+		if (calls->stores[i].pid == pid && calls->stores[i].object == object)
+			return &calls->stores[i];
+	return NULL;
+}
+
+int c10d_calls_store_prefix(struct c10d_calls *calls,
+			    const struct tcheck_store_prefix_record *record)
+{
+	const struct c10d_store *parent;
+	uint32_t length = record->length < TCHECK_STORE_PREFIX_BYTES
+				  ? record->length
+				  : TCHECK_STORE_PREFIX_BYTES - 1;
+	struct c10d_store *store;
+
+	/* Stores are made with groups, a few per job; a process making many forgets the oldest. */
+	if (calls->store_count == C10D_STORES_KEPT) {
+		memmove(calls->stores, calls->stores + C10D_STORES_KEPT / 2,
+			(C10D_STORES_KEPT / 2) * sizeof(*calls->stores));
+		calls->store_count = C10D_STORES_KEPT / 2;
+	}
+	if (calls->store_count == calls->store_capacity) {
+		size_t capacity = calls->store_capacity ? calls->store_capacity * 2 : 8;
+		struct c10d_store *grown = realloc(calls->stores, capacity * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		calls->stores = grown;
+		calls->store_capacity = capacity;
+	}
+	/* Looked up once the array has its room: growing it moves the stores. */
+	parent = find_store(calls, record->header.pid, record->parent);
+	store = &calls->stores[calls->store_count++];
+	memset(store, 0, sizeof(*store));
+	store->pid = record->header.pid;
+	store->tid = record->header.tid;
+	store->object = record->store;
+	/* Cut alike on every rank when too long: it stays one name for one group. */
+	if (snprintf(store->name, sizeof(store->name), "%s%.*s", parent ? parent->name : "",
+		     (int)length, record->prefix) < 0)
+		store->name[0] = '\0';
+	return 0;
+}
+
+/*
+ * The name of the group 'tid' builds now: its thread's last store, if no
+ * group was built on it yet. NULL when there is none.
+ */
+static const char *take_store_name(struct c10d_calls *calls, uint32_t pid, uint32_t tid)
+{
+	for (size_t i = calls->store_count; i-- > 0;) {
+		struct c10d_store *store = &calls->stores[i];
+
+		if (store->pid != pid || store->tid != tid)
+			continue;
+		if (store->taken || !store->name[0])
+			return NULL;
+		store->taken = true;
+		return store->name;
+	}
+	return NULL;
 }
 
 static struct c10d_group *add_group(struct c10d_calls *calls, uint32_t pid, uint64_t object)
@@ -112,6 +201,7 @@ static struct c10d_group *add_group(struct c10d_calls *calls, uint32_t pid, uint
 int c10d_calls_group_built(struct c10d_calls *calls,
 			   const struct tcheck_process_group_record *record)
 {
+	const char *name = take_store_name(calls, record->header.pid, record->header.tid);
 	uint32_t pid = record->header.pid;
 	struct c10d_group *group;
 	int32_t world;
@@ -132,7 +222,10 @@ int c10d_calls_group_built(struct c10d_calls *calls,
 	group->built = true;
 	/* The first group is the world; so is any later one of its size. */
 	if (record->size > 0 && (world < 0 || record->size == world))
-		group->comm_id = group_identity(true, record->size, ordinal);
+		group->comm_id = group_identity(NUMBERED_BUILT, record->size, ordinal);
+	/* A subgroup: by its name, when its thread built its store just before. */
+	else if (record->size > 0 && name)
+		group->comm_id = group_identity(NAMED, record->size, fnv1a_string(name));
 	return 0;
 }
 
@@ -146,7 +239,7 @@ static struct c10d_group *unseen_group(struct c10d_calls *calls, uint32_t pid, u
 	if (group && job_rank >= 0 && job_size > 0 && job_rank < job_size) {
 		group->rank = job_rank;
 		group->size = job_size;
-		group->comm_id = group_identity(false, job_size, ordinal);
+		group->comm_id = group_identity(NUMBERED_BY_USE, job_size, ordinal);
 	}
 	return group;
 }
@@ -165,7 +258,8 @@ static int announce(struct c10d_calls *calls, struct c10d_group *group, uint64_t
 	communicator->nranks = group->size;
 	communicator->seen_ns = seen_ns;
 	if (!group->comm_id)
-		communicator->note = group->built ? "a c10d subgroup: not matched across ranks"
+		communicator->note = group->built ? "a c10d subgroup built with no store of its "
+						    "name seen: not matched across ranks"
 						  : "a c10d group built before tracing began, "
 						    "in a process whose rank is unknown";
 	else if (!group->built)
@@ -225,4 +319,9 @@ void c10d_calls_forget_process(struct c10d_calls *calls, uint32_t pid)
 		if (calls->groups[i].pid != pid)
 			calls->groups[kept++] = calls->groups[i];
 	calls->count = kept;
+	kept = 0;
+	for (size_t i = 0; i < calls->store_count; i++)
+		if (calls->stores[i].pid != pid)
+			calls->stores[kept++] = calls->stores[i];
+	calls->store_count = kept;
 }

@@ -8,10 +8,16 @@
  *
  * Identity: the n-th group of the world's size that a process builds is the
  * same group on every rank (every rank builds it, in the same order).
- * Smaller groups (subgroups) are built only by their members and carry no
- * shared identity: their calls are recorded, not matched across ranks. A
- * group built before the tracer came is taken as a world group numbered by
- * first use, when the process's job rank and size are known.
+ * Smaller groups (subgroups) are built only by their members. torch gives
+ * every group a name, the same on every rank (a count of the groups the job
+ * made, or a hash of its ranks), and builds it on a c10d PrefixStore of
+ * that name, made just before on the same thread: a subgroup's identity is
+ * the name of the last PrefixStore its thread built (with the prefixes of
+ * the stores it wraps) and its size. A subgroup built with no new store
+ * before it carries no shared identity: its calls are recorded, not
+ * matched across ranks. A group built before the tracer came is taken as a
+ * world group numbered by first use, when the process's job rank and size
+ * are known.
  */
 #ifndef TCHECK_C10D_CALLS_H
 #define TCHECK_C10D_CALLS_H
@@ -31,6 +37,10 @@ void c10d_calls_free(struct c10d_calls *calls);
 /* A process group being built: its object, rank and size. 0 or -ENOMEM. */
 int c10d_calls_group_built(struct c10d_calls *calls,
 			   const struct tcheck_process_group_record *record);
+
+/* A PrefixStore being built: the name of the group its thread builds next. 0 or -ENOMEM. */
+int c10d_calls_store_prefix(struct c10d_calls *calls,
+			    const struct tcheck_store_prefix_record *record);
 
 /*
  * One collective entered: emits its communicator the first time the group

@@ -468,6 +468,11 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 			take_process_group_rank(recorder, data);
 		}
 		return 0;
+	case TCHECK_RECORD_STORE_PREFIX:
+		if (size >= sizeof(struct tcheck_store_prefix_record) &&
+		    c10d_calls_store_prefix(recorder->c10d, data))
+			log_warning("process %u: out of memory for its c10d stores", header->pid);
+		return 0;
 	case TCHECK_RECORD_C10D_CALL:
 		if (size >= sizeof(struct tcheck_c10d_call_record))
 			take_c10d_call(recorder, data);

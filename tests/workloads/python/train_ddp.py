@@ -68,6 +68,12 @@ def parse_arguments(argv):
                              "one of another size), raise (the rank raises RuntimeError), segv "
                              "(the rank reads address 0: SIGSEGV). Logged as a 'fault' record "
                              "first")
+    parser.add_argument("--pair-groups", action="store_true",
+                        help="every rank calls torch.distributed.new_group([r, r + 1]) for each "
+                             "pair of neighbouring ranks, in order; before each backward pass a "
+                             "rank all-reduces {} elements on each pair group it belongs to. "
+                             "With it, --fault pair-mismatch:R:K: at step K rank R all-reduces "
+                             "8 more on the group of ranks R-1 and R".format(PAIR_ELEMENTS))
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -107,6 +113,8 @@ def worker_argv(args):
         argv.append("--no-module-hooks")
     if args.fault:
         argv += ["--fault", args.fault]
+    if args.pair_groups:
+        argv.append("--pair-groups")
     return argv
 
 
@@ -115,14 +123,50 @@ def parse_fault(text):
     if not text:
         return None
     parts = text.split(":")
-    if parts[0] not in ("stop", "slow", "mismatch", "raise", "segv") or \
+    if parts[0] not in ("stop", "slow", "mismatch", "pair-mismatch", "raise", "segv") or \
             len(parts) != (4 if parts[0] == "slow" else 3):
         raise SystemExit("train_ddp: --fault {!r}: expected stop:R:K, slow:R:K:MS, mismatch:R:K, "
-                         "raise:R:K or segv:R:K".format(text))
+                         "pair-mismatch:R:K, raise:R:K or segv:R:K".format(text))
     return parts[0], int(parts[1]), int(parts[2]), float(parts[3]) if parts[0] == "slow" else 0.0
 
 
 MISMATCH_ELEMENTS = 64
+PAIR_ELEMENTS = 16
+
+
+def make_pair_groups(call_log, world_size):
+    """new_group([r, r + 1]) for every pair of neighbours, on every rank: {first rank: group}."""
+    groups = {}
+    for first in range(world_size - 1):
+        record = call_log.begin("torch.distributed.new_group([{}, {}])".format(first, first + 1),
+                                dist.new_group)
+        groups[first] = dist.new_group([first, first + 1])
+        call_log.end(record)
+    return groups
+
+
+def pair_all_reduces(groups, fault, call_log, rank):
+    """The hook that all-reduces on each pair group of this rank, with pair-mismatch if due."""
+    kind, fault_rank, fault_step = fault[:3] if fault else (None, -1, -1)
+
+    def hook(step):
+        for first in (rank - 1, rank):
+            if first not in groups:
+                continue
+            elements = PAIR_ELEMENTS
+            if kind == "pair-mismatch" and step == fault_step and first == fault_rank - 1:
+                elements += 8 if rank == fault_rank else 0
+                record = call_log._new_record("fault")
+                record.update({"fault": kind, "fault_rank": fault_rank, "fault_step": fault_step,
+                               "step": step, "elements": elements,
+                               "group_ranks": [first, first + 1]})
+                call_log.flush()
+            record = call_log.begin("torch.distributed.all_reduce(tensor, group=[{}, {}])".format(
+                first, first + 1), dist.all_reduce)
+            dist.all_reduce(torch.ones(elements), group=groups[first])
+            call_log.end(record)
+
+    return hook
 
 
 def fault_before_backward(fault, call_log, rank):
@@ -212,10 +256,16 @@ def train_rank(args, call_log, rank, world_size, progress_path):
     call_log.flush()
 
     fault = parse_fault(args.fault)
+    hooks = []
+    if args.pair_groups:
+        hooks.append(pair_all_reduces(make_pair_groups(call_log, world_size), fault, call_log,
+                                      rank))
+    if fault and fault[0] != "pair-mismatch":
+        hooks.append(fault_before_backward(fault, call_log, rank))
     final_loss = training_common.train(
         call_log, args, model, optimizer, parameters, inputs, targets, progress_path,
         forward_scope=DDP_FORWARD_SCOPE,
-        before_backward=fault_before_backward(fault, call_log, rank) if fault else None)
+        before_backward=(lambda step: [hook(step) for hook in hooks]) if hooks else None)
 
     checksum = training_common.parameter_checksum(model)
     gathered = [torch.zeros_like(checksum) for _ in range(world_size)]
