@@ -393,6 +393,9 @@ UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
 	assert_shared_enter_method(probes);
 	CU_ASSERT_EQUAL(probes->scopes.key.file_offset, probes->scopes.enter.file_offset);
 	CU_ASSERT_PTR_NOT_NULL(probes->backward.symbol);
+	/* The constructor whose prefix names each c10d group alike on every rank. */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(probes->prefix_store.symbol);
+	CU_ASSERT_PTR_NOT_NULL(strstr(probes->prefix_store.symbol, "PrefixStoreC2E"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(probes->scopes.enter.reading, "data pointer at +0"));
 	/*
 	 * add_ and mul_ have .Tensor and .Scalar; zero_ one; _foreach_add_ three;
@@ -538,6 +541,9 @@ UNIT_TEST(torch_probes, torch_26_sites_match_nm_and_objdump)
 						   error, sizeof(error)),
 			      0);
 	CU_ASSERT_EQUAL(probes->version.major, 2);
+	CU_ASSERT_PTR_NOT_NULL(probes->backward.symbol);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(probes->prefix_store.symbol);
+	CU_ASSERT_PTR_NOT_NULL(strstr(probes->prefix_store.symbol, "PrefixStoreC2E"));
 	CU_ASSERT_EQUAL(probes->version.minor, 6);
 	assert_shared_enter_method(probes);
 	end_address = nm_symbol(library, "_ZN2at14RecordFunction3endEv", &end_size);

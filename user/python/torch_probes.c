@@ -41,29 +41,39 @@ const char *torch_register_name(enum torch_register which)
 	return "none";
 }
 
-/* torch::autograd::Engine::execute: optional, left empty when the library lacks it. */
-static int resolve_backward(struct torch_probes *probes, char *error, size_t error_size)
+/*
+ * The one function of the library whose mangled name starts with 'prefix',
+ * as 'site', with what its probe reads there. Optional: 'site' stays empty
+ * when the library lacks it.
+ */
+static int resolve_optional(struct torch_probes *probes, const char *prefix, const char *reading,
+			    struct torch_probe_site *site, char *error, size_t error_size)
 {
 	struct torch_name_list names = { 0 };
 	struct elf_symbol_location location;
 	const char *symbol;
 	int err;
 
-	err = torch_dynamic_names_with_prefix(probes->host_path, ENGINE_EXECUTE_PREFIX, &names,
-					      error, error_size);
+	err = torch_dynamic_names_with_prefix(probes->host_path, prefix, &names, error, error_size);
 	if (err)
 		return err;
 	if (torch_single_defined_symbol(probes->host_path, &names, &symbol, &location) == 0) {
-		err = torch_probe_site_set(&probes->backward, symbol, true, &location);
+		err = torch_probe_site_set(site, symbol, true, &location);
 		if (!err)
-			err = torch_probe_site_set_reading(
-				&probes->backward,
-				"rdi -> the slot of the returned gradients (a "
-				"std::vector returned by value), rsi -> the Engine; "
-				"entry: a backward pass starts, return: it has ended");
+			err = torch_probe_site_set_reading(site, "%s", reading);
 	}
 	torch_name_list_free(&names);
 	return err ? error_fail(error, error_size, ENOMEM, "out of memory") : 0;
+}
+
+/* torch::autograd::Engine::execute: optional, left empty when the library lacks it. */
+static int resolve_backward(struct torch_probes *probes, char *error, size_t error_size)
+{
+	return resolve_optional(probes, ENGINE_EXECUTE_PREFIX,
+				"rdi -> the slot of the returned gradients (a "
+				"std::vector returned by value), rsi -> the Engine; "
+				"entry: a backward pass starts, return: it has ended",
+				&probes->backward, error, error_size);
 }
 
 /*
@@ -105,29 +115,16 @@ static int resolve_process_groups(struct torch_probes *probes, char *error, size
  */
 static int resolve_prefix_store(struct torch_probes *probes, char *error, size_t error_size)
 {
-	struct torch_name_list names = { 0 };
-	struct elf_symbol_location location;
-	const char *symbol;
-	int err;
+	int err = resolve_optional(probes, PREFIX_STORE_PREFIX,
+				   "rdi -> the store being built, rsi -> the prefix (a "
+				   "std::string: data, length), rdx -> the wrapped store "
+				   "(an intrusive_ptr: the Store *)",
+				   &probes->prefix_store, error, error_size);
 
-	err = torch_dynamic_names_with_prefix(probes->host_path, PREFIX_STORE_PREFIX, &names, error,
-					      error_size);
-	if (err)
-		return err;
-	if (torch_single_defined_symbol(probes->host_path, &names, &symbol, &location) == 0) {
-		err = torch_probe_site_set(&probes->prefix_store, symbol, true, &location);
-		if (!err)
-			err = torch_probe_site_set_reading(
-				&probes->prefix_store,
-				"rdi -> the store being built, rsi -> the prefix (a "
-				"std::string: data, length), rdx -> the wrapped store "
-				"(an intrusive_ptr: the Store *)");
-		if (!err)
-			err = torch_probe_site_move_to_emulated_instruction(probes->host_path,
-									    &probes->prefix_store);
-	}
-	torch_name_list_free(&names);
-	return err ? error_fail(error, error_size, ENOMEM, "out of memory") : 0;
+	if (!err && probes->prefix_store.symbol &&
+	    torch_probe_site_move_to_emulated_instruction(probes->host_path, &probes->prefix_store))
+		return error_fail(error, error_size, ENOMEM, "out of memory");
+	return err;
 }
 
 static int resolve_all(struct torch_probes *probes, const char *const *ops, size_t op_count,
