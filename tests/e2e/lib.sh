@@ -115,3 +115,18 @@ assert len(live) >= int(sys.argv[3]), live
 print(f"{len(live)} violation(s), the same live and offline")
 PY
 }
+
+# ddp_run NAME ARGS...: records a train_ddp.py run (torch_stack's Python) with
+# --python and --events into $SCRATCH/NAME: events.jsonl, trace, out,
+# check.jsonl (check --json) and calls.jsonl (dump); log/ holds the ranks' logs.
+ddp_run() {
+	local name=$1
+	shift
+	mkdir -p "$SCRATCH/$name"
+	"$TCHECK" record --python --events "$SCRATCH/$name/events.jsonl" -o "$SCRATCH/$name/trace" \
+		-- $TORCH_PYTHON "$ROOT/tests/workloads/python/train_ddp.py" \
+		--log-dir "$SCRATCH/$name/log" "$@" >"$SCRATCH/$name/out" 2>&1 || true
+	"$TCHECK" check --json "$SCRATCH/$name/trace" >"$SCRATCH/$name/check.jsonl" 2>/dev/null || true
+	"$TCHECK" dump "$SCRATCH/$name/trace" >"$SCRATCH/$name/calls.jsonl" ||
+		fail "dump of the $name run: $(tail -3 "$SCRATCH/$name/out")"
+}

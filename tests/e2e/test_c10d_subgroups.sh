@@ -13,24 +13,10 @@
 #   counts as the ranks logged them, and none on [0, 1].
 source "$(dirname "$0")/lib.sh"
 torch_stack
-DDP="$ROOT/tests/workloads/python/train_ddp.py"
-
-# run NAME ARGS...: records a 3-rank train_ddp.py --pair-groups run.
-run() {
-	local name=$1
-	shift
-	mkdir -p "$SCRATCH/$name"
-	"$TCHECK" record --python --events "$SCRATCH/$name/events.jsonl" -o "$SCRATCH/$name/trace" \
-		-- $TORCH_PYTHON "$DDP" --world-size 3 --pair-groups --log-dir "$SCRATCH/$name/log" "$@" \
-		>"$SCRATCH/$name/out" 2>&1 || true
-	"$TCHECK" check --json "$SCRATCH/$name/trace" >"$SCRATCH/$name/check.jsonl" 2>/dev/null || true
-	"$TCHECK" dump "$SCRATCH/$name/trace" >"$SCRATCH/$name/records.jsonl" ||
-		fail "dump of the $name run: $(tail -3 "$SCRATCH/$name/out")"
-}
 # Three ranks importing torch 2.6 under --python on two cores take 20 s at
 # times; a mismatch run ends itself when gloo aborts.
-run clean --steps 16 --timeout 90
-run mismatch --steps 12 --fault pair-mismatch:2:6 --timeout 90
+ddp_run clean --world-size 3 --pair-groups --steps 16 --timeout 90
+ddp_run mismatch --world-size 3 --pair-groups --steps 12 --fault pair-mismatch:2:6 --timeout 90
 
 python3 - "$SCRATCH" <<'PY' || fail "the subgroups in the trace do not match the workload's logs"
 import glob, json, os, sys
@@ -52,7 +38,7 @@ def logs(name):
 
 def pair_groups(name):
     """{comm_id: {job rank: (group rank, all-reduces of 16 elements)}} from the trace."""
-    records = jsonl(os.path.join(scratch, name, "records.jsonl"))
+    records = jsonl(os.path.join(scratch, name, "calls.jsonl"))
     job_rank = {}
     for rank, records_of_rank in logs(name).items():
         job_rank[records_of_rank[0]["pid"]] = rank

@@ -15,28 +15,13 @@
 # - a fault-free run: no report at all.
 source "$(dirname "$0")/lib.sh"
 torch_stack
-DDP="$ROOT/tests/workloads/python/train_ddp.py"
-
-# run NAME ARGS...: records a train_ddp.py run with --python and --events.
-run() {
-	local name=$1
-	shift
-	mkdir -p "$SCRATCH/$name"
-	"$TCHECK" record --python --events "$SCRATCH/$name/events.jsonl" -o "$SCRATCH/$name/trace" \
-		-- $TORCH_PYTHON "$DDP" --log-dir "$SCRATCH/$name/log" "$@" \
-		>"$SCRATCH/$name/out" 2>&1 || true
-	"$TCHECK" check --json "$SCRATCH/$name/trace" >"$SCRATCH/$name/check.jsonl" 2>/dev/null || true
-	"$TCHECK" dump "$SCRATCH/$name/trace" >"$SCRATCH/$name/calls.jsonl" ||
-		fail "dump of the $name run: $(tail -3 "$SCRATCH/$name/out")"
-}
-
 # The time limits leave room for three ranks importing torch 2.6 under
 # --python on two cores (over 20 s at times); a mismatch run ends itself
 # when gloo aborts, a stopped rank's run at its limit.
-run stop --steps 40 --fault stop:1:15 --timeout 45
-run slow --steps 30 --fault slow:1:15:200
-run mismatch --world-size 3 --steps 12 --fault mismatch:1:6 --timeout 90
-run clean --steps 30
+ddp_run stop --steps 40 --fault stop:1:15 --timeout 45
+ddp_run slow --steps 30 --fault slow:1:15:200
+ddp_run mismatch --world-size 3 --steps 12 --fault mismatch:1:6 --timeout 90
+ddp_run clean --steps 30
 "$TCHECK" check "$SCRATCH/clean/trace" >"$SCRATCH/clean/check.txt" || true
 
 python3 - "$SCRATCH" <<'PY' || fail "the reports do not match what the workload logged"

@@ -64,6 +64,22 @@ void c10d_calls_free(struct c10d_calls *calls)
 	free(calls);
 }
 
+/* Room for one more element in an array of 'count' (doubled when full). 0 or -ENOMEM. */
+static int room_for_one(void **array, size_t count, size_t *capacity, size_t element_size)
+{
+	size_t grown_capacity = *capacity ? *capacity * 2 : 8;
+	void *grown;
+
+	if (count < *capacity)
+		return 0;
+	grown = realloc(*array, grown_capacity * element_size);
+	if (!grown)
+		return -ENOMEM;
+	*array = grown;
+	*capacity = grown_capacity;
+	return 0;
+}
+
 static struct c10d_group *find_group(struct c10d_calls *calls, uint32_t pid, uint64_t object)
 {
 	if (!object)
@@ -134,15 +150,9 @@ int c10d_calls_store_prefix(struct c10d_calls *calls,
 			(C10D_STORES_KEPT / 2) * sizeof(*calls->stores));
 		calls->store_count = C10D_STORES_KEPT / 2;
 	}
-	if (calls->store_count == calls->store_capacity) {
-		size_t capacity = calls->store_capacity ? calls->store_capacity * 2 : 8;
-		struct c10d_store *grown = realloc(calls->stores, capacity * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		calls->stores = grown;
-		calls->store_capacity = capacity;
-	}
+	if (room_for_one((void **)&calls->stores, calls->store_count, &calls->store_capacity,
+			 sizeof(*calls->stores)))
+		return -ENOMEM;
 	/* Looked up once the array has its room: growing it moves the stores. */
 	parent = find_store(calls, record->header.pid, record->parent);
 	store = &calls->stores[calls->store_count++];
@@ -180,15 +190,9 @@ static struct c10d_group *add_group(struct c10d_calls *calls, uint32_t pid, uint
 {
 	struct c10d_group *group;
 
-	if (calls->count == calls->capacity) {
-		size_t capacity = calls->capacity ? calls->capacity * 2 : 8;
-		struct c10d_group *grown = realloc(calls->groups, capacity * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		calls->groups = grown;
-		calls->capacity = capacity;
-	}
+	if (room_for_one((void **)&calls->groups, calls->count, &calls->capacity,
+			 sizeof(*calls->groups)))
+		return NULL;
 	group = &calls->groups[calls->count++];
 	memset(group, 0, sizeof(*group));
 	group->pid = pid;
