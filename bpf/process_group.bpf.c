@@ -96,7 +96,7 @@ static __always_inline void read_first_tensor(__u64 tensor_impl, __u64 numel_off
 }
 
 /*
- * A c10d collective entered (ProcessGroupGloo::allreduce, send, barrier,
+ * A c10d collective entered (ProcessGroupGloo's or ProcessGroupNCCL's allreduce, send, barrier,
  * ...). It queues the work and returns; a rank then waits in Work::wait,
  * so what tells ranks apart is what each one entered. The cookie says
  * which registers hold the group, the tensors and the peer.

@@ -25,3 +25,8 @@ $SUDO apt-get install -y -qq --no-install-recommends bpfcc-tools linux-headers-a
 if [ "${TCHECK_SKIP_TORCH2_ROOT:-0}" != 1 ]; then
 	$SUDO "$(dirname "$0")/stacks/torch2-root.sh" >/dev/null
 fi
+# The CUDA build of the same torch, only read (no GPU here): where
+# ProcessGroupNCCL's collectives are probed (about 30 s and 1.4 GB once).
+if [ "${TCHECK_SKIP_TORCH_CUDA_LIBRARIES:-0}" != 1 ]; then
+	$SUDO "$(dirname "$0")/stacks/torch-cuda-libraries.sh" >/dev/null
+fi

@@ -396,7 +396,7 @@ struct tcheck_store_prefix_record {
 };
 
 /*
- * A c10d collective's attach cookie (ProcessGroupGloo::allreduce, ...): the
+ * A c10d collective's attach cookie (ProcessGroupGloo::allreduce, ProcessGroupNCCL's ...): the
  * operation's number in the low byte; which argument register holds its
  * tensors at entry (1 rdi ... 5 r8, 0 none), as a std::vector<at::Tensor> &
  * or, with TCHECK_C10D_TENSOR_IS_REFERENCE, one at::Tensor &; the register

@@ -1078,3 +1078,47 @@ UNIT_TEST(hang_detection, first_call_not_made_before_a_pattern_is_the_peers_coll
 	CU_ASSERT_EQUAL(reports[0].ranks[0].missed.seq, 2);
 	progress_model_free(job.model);
 }
+
+/*
+ * A GPU job traced at both layers: each all-reduce is ProcessGroupNCCL's
+ * c10d::allreduce (entered only) and, inside it, the ncclAllReduce it
+ * enqueues (returned at once). Rank 2 stops before step 10's: one hang,
+ * naming rank 2, not one per layer.
+ */
+UNIT_TEST(hang_detection, nccl_process_group_and_its_nccl_calls_make_one_hang)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+	uint64_t last;
+	unsigned count;
+
+	for (int step = 0; step <= 10; step++)
+		for (int rank = 0; rank < RANKS; rank++) {
+			uint64_t at =
+				1000000000ull + (uint64_t)step * STEP_NS + (uint64_t)rank * 1000;
+			struct trace_nccl_call group_call =
+				collective("c10d::allreduce", 64, rank, step, at);
+			struct trace_nccl_call nccl_call =
+				collective("ncclAllReduce", 64, rank, step, at + 20000);
+
+			if (step == 10 && rank == 2)
+				continue;
+			group_call.comm = 0x7000;
+			group_call.comm_id = PAIR_COMM_ID + 1;
+			feed(&job, &group_call);
+			feed(&job, &nccl_call);
+		}
+	CU_ASSERT_EQUAL(job.model->comm_count, 2);
+	last = job.model->comms[0].last_progress_ns;
+	progress_model_advance(job.model, last + 21 * STEP_NS / 10);
+	count = hang_detector_check(job.model, NULL, reports, 4);
+	CU_ASSERT_EQUAL_FATAL(count, 1);
+	CU_ASSERT_STRING_EQUAL(reports[0].function, "ncclAllReduce");
+	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
+	CU_ASSERT_EQUAL(reports[0].waiting_comms, 1);
+	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
+	CU_ASSERT_EQUAL(reports[0].ranks[0].pid, 1002);
+	CU_ASSERT_EQUAL(job.slow_count, 0);
+	progress_model_free(job.model);
+}

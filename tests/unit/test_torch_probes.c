@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "model/c10d_api.h"
 #include "python/torch_probes.h"
 #include "loaded_code.h"
 #include "unit.h"
@@ -669,4 +671,220 @@ UNIT_TEST(torch_probes, process_without_torch_is_told_apart)
 	CU_ASSERT_PTR_NOT_NULL(strstr(error, "has not mapped libtorch_cpu.so"));
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
+}
+
+/* The libraries of Debian trixie's CUDA build of torch 2.6 (tools/stacks/torch-cuda-libraries.sh).
+ */
+static bool torch_cuda_libraries(char *cpu, size_t cpu_size, char *cuda, size_t cuda_size)
+{
+	const char *directory = getenv("TCHECK_TORCH_CUDA_LIBRARIES");
+
+	if (!directory || !directory[0])
+		directory = "/var/cache/tcheck-bpf/torch-cuda-2.6";
+	snprintf(cpu, cpu_size, "%s/libtorch_cpu.so.2.6.0", directory);
+	snprintf(cuda, cuda_size, "%s/libtorch_cuda.so.2.6.0", directory);
+	return access(cpu, R_OK) == 0 && access(cuda, R_OK) == 0;
+}
+
+/* A process-group method as nm lists it. */
+struct nm_method {
+	char name[512];
+	uint64_t address;
+};
+
+/*
+ * The methods of the class ("ProcessGroupNCCL") nm lists under the names of
+ * c10d_api.c's operations ("allreduce", "send", ...), whatever their
+ * arguments: read apart from the tracer's own mangling. Returns how many, at
+ * most 'capacity'.
+ */
+static size_t nm_process_group_methods(const char *library, const char *class_name,
+				       struct nm_method *methods, size_t capacity)
+{
+	char command[1024], line[2048], name[512], expected[128];
+	unsigned long long address;
+	size_t count = 0;
+	FILE *output;
+
+	snprintf(command, sizeof(command),
+		 "nm -D --defined-only '%s' 2>/dev/null | grep _ZN4c10d%zu%s", library,
+		 strlen(class_name), class_name);
+	output = popen(command, "r");
+	if (!output)
+		return 0;
+	while (fgets(line, sizeof(line), output)) {
+		if (sscanf(line, "%llx %*s %511s", &address, name) != 2)
+			continue;
+		for (size_t i = 0; i < c10d_operation_count() && count < capacity; i++) {
+			const char *method = c10d_operation_at(i)->method;
+
+			snprintf(expected, sizeof(expected), "_ZN4c10d%zu%s%zu%sE",
+				 strlen(class_name), class_name, strlen(method), method);
+			if (strncmp(name, expected, strlen(expected)) == 0) {
+				snprintf(methods[count].name, sizeof(methods[count].name), "%s",
+					 name);
+				methods[count++].address = address;
+			}
+		}
+	}
+	pclose(output);
+	return count;
+}
+
+/* Every probed NCCL collective is one nm lists, at its start or a few bytes in; none missed. */
+static void assert_nccl_sites_match_nm(const struct torch_probes *probes, const char *cuda)
+{
+	const struct torch_c10d_probes *nccl = &probes->c10d[1];
+	struct nm_method methods[64];
+	size_t listed = nm_process_group_methods(cuda, "ProcessGroupNCCL", methods, 64),
+	       matched = 0;
+
+	CU_ASSERT_STRING_EQUAL(c10d_backend_at(1)->name, "nccl");
+	/* allreduce, broadcast, reduce, allgather, send, recv, barrier ... every one of the table.
+	 */
+	CU_ASSERT_EQUAL(listed, c10d_operation_count());
+	CU_ASSERT_EQUAL(torch_c10d_site_count(nccl), listed);
+	for (size_t i = 0; i < TORCH_C10D_SITES; i++) {
+		const struct torch_probe_site *site = &nccl->sites[i];
+
+		if (!site->symbol)
+			continue;
+		for (size_t m = 0; m < listed; m++)
+			if (strcmp(methods[m].name, site->symbol) == 0 &&
+			    site->address >= methods[m].address &&
+			    site->address < methods[m].address + 16)
+				matched++;
+		CU_ASSERT_PTR_NOT_NULL(strstr(site->reading, "(nccl)"));
+	}
+	CU_ASSERT_EQUAL(matched, listed);
+}
+
+/*
+ * The CUDA build: ProcessGroupNCCL's collectives are probed in the
+ * libtorch_cuda.so beside its libtorch_cpu.so, gloo's still in
+ * libtorch_cpu.so, and its scopes resolve as the CPU build's do.
+ */
+UNIT_TEST(torch_probes, cuda_build_probes_nccl_process_groups_in_libtorch_cuda)
+{
+	struct torch_probes *probes = NULL;
+	char cpu[1024], cuda[1024], error[1024] = "";
+
+	if (!torch_cuda_libraries(cpu, sizeof(cpu), cuda, sizeof(cuda))) {
+		CU_PASS("no CUDA torch libraries (tools/stacks/torch-cuda-libraries.sh): skipped");
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(torch_probes_resolve(cpu, checked_ops, CHECKED_OP_COUNT, &probes,
+						   error, sizeof(error)),
+			      0);
+	CU_ASSERT_EQUAL(probes->version.major, 2);
+	CU_ASSERT_EQUAL(probes->version.minor, 6);
+	assert_shared_enter_method(probes);
+	CU_ASSERT_PTR_NOT_NULL(probes->prefix_store.symbol);
+	CU_ASSERT_EQUAL(torch_c10d_site_count(&probes->c10d[0]), c10d_operation_count());
+	CU_ASSERT_STRING_EQUAL(probes->c10d[0].library_path, cpu);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(probes->c10d[1].library_path);
+	CU_ASSERT_STRING_EQUAL(probes->c10d[1].library_path, cuda);
+	assert_nccl_sites_match_nm(probes, cuda);
+	torch_probes_free(probes);
+}
+
+/*
+ * A CPU build has no libtorch_cuda.so: gloo's collectives only (as many as
+ * nm lists; 1.13's gloo lacks some), and no NCCL library named.
+ */
+UNIT_TEST(torch_probes, cpu_build_has_no_nccl_process_groups)
+{
+	struct torch_probes *probes = NULL;
+	struct nm_method methods[64];
+	char error[1024] = "";
+
+	if (!debian_torch_present()) {
+		CU_PASS("no Debian python3-torch at " DEBIAN_TORCH ": skipped");
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(
+		torch_probes_resolve(DEBIAN_TORCH, NULL, 0, &probes, error, sizeof(error)), 0);
+	CU_ASSERT_EQUAL(torch_c10d_site_count(&probes->c10d[0]),
+			nm_process_group_methods(DEBIAN_TORCH, "ProcessGroupGloo", methods, 64));
+	CU_ASSERT(torch_c10d_site_count(&probes->c10d[0]) >= 10);
+	CU_ASSERT_PTR_NULL(probes->c10d[1].library_path);
+	CU_ASSERT_EQUAL(torch_c10d_site_count(&probes->c10d[1]), 0);
+	torch_probes_free(probes);
+}
+
+/*
+ * A process that maps libtorch_cpu.so and, when 'map_cuda', libtorch_cuda.so
+ * (as a CUDA torch does at import, one after the other; here a child maps
+ * the files without running them): the NCCL sites come from the
+ * libtorch_cuda.so in its maps, or beside its libtorch_cpu.so before that
+ * is mapped, and equal those found from the files.
+ */
+static void assert_process_gets_nccl_sites(bool map_cuda)
+{
+	struct torch_probes *from_process = NULL, *from_file = NULL;
+	char cpu[1024], cuda[1024], error[1024] = "", byte;
+	int ready[2], hold[2], status;
+	pid_t child;
+
+	if (!torch_cuda_libraries(cpu, sizeof(cpu), cuda, sizeof(cuda))) {
+		CU_PASS("no CUDA torch libraries (tools/stacks/torch-cuda-libraries.sh): skipped");
+		return;
+	}
+	CU_ASSERT_FATAL(pipe(ready) == 0 && pipe(hold) == 0);
+	child = fork();
+	if (child == 0) {
+		const char *paths[] = { cpu, cuda };
+
+		close(ready[0]);
+		close(hold[1]);
+		for (int i = 0; i < (map_cuda ? 2 : 1); i++) {
+			int fd = open(paths[i], O_RDONLY);
+			struct stat info;
+
+			if (fd < 0 || fstat(fd, &info) != 0 ||
+			    mmap(NULL, (size_t)info.st_size, PROT_READ, MAP_PRIVATE, fd, 0) ==
+				    MAP_FAILED)
+				_exit(1);
+			close(fd);
+		}
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		/* Until the test closes its end. */
+		while (read(hold[0], &byte, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	CU_ASSERT_FATAL(child > 0);
+	CU_ASSERT_FATAL(read(ready[0], &byte, 1) == 1);
+	close(ready[0]);
+	CU_ASSERT_EQUAL(
+		torch_probes_resolve_process(child, NULL, 0, &from_process, error, sizeof(error)),
+		0);
+	CU_ASSERT_EQUAL(torch_probes_resolve(cpu, NULL, 0, &from_file, error, sizeof(error)), 0);
+	if (from_process && from_file) {
+		CU_ASSERT_PTR_NOT_NULL_FATAL(from_process->c10d[1].library_path);
+		CU_ASSERT_STRING_EQUAL(from_process->c10d[1].library_path, cuda);
+		CU_ASSERT_EQUAL(torch_c10d_site_count(&from_process->c10d[1]),
+				c10d_operation_count());
+		for (size_t i = 0; i < TORCH_C10D_SITES; i++)
+			CU_ASSERT_EQUAL(from_process->c10d[1].sites[i].file_offset,
+					from_file->c10d[1].sites[i].file_offset);
+	}
+	torch_probes_free(from_process);
+	torch_probes_free(from_file);
+	close(hold[1]);
+	CU_ASSERT_EQUAL(waitpid(child, &status, 0), child);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+UNIT_TEST(torch_probes, process_mapping_libtorch_cuda_gets_nccl_sites)
+{
+	assert_process_gets_nccl_sites(true);
+}
+
+UNIT_TEST(torch_probes, process_yet_to_map_libtorch_cuda_gets_nccl_sites_beside)
+{
+	assert_process_gets_nccl_sites(false);
 }

@@ -32,7 +32,7 @@ static const char check_help[] =
 	"\n"
 	"Finds hangs, slowdowns and mismatches in traces. Traces of several hosts\n"
 	"are merged on their clock anchors. Calls are NCCL's and, in traces recorded\n"
-	"with --python, PyTorch's gloo collectives (c10d::allreduce, ...).\n"
+	"with --python, PyTorch's c10d collectives (c10d::allreduce, ...).\n"
 	"The step is the period of each communicator's\n"
 	"collective pattern; its expected time is learned after the warm-up steps.\n"
 	"A communicator without a new call for N expected steps is a hang: the report\n"

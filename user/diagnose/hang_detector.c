@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "diagnose/hang_detector.h"
+#include "model/c10d_api.h"
 
 void network_samples_add(struct network_samples *samples, const struct trace_network_sample *sample)
 {
@@ -356,6 +357,48 @@ static unsigned init_hangs(struct progress_model *model, struct diagnosis_report
 	return found;
 }
 
+/* Whether two reports leave the same processes behind. */
+static bool same_ranks_behind(const struct diagnosis_report *a, const struct diagnosis_report *b)
+{
+	if (a->rank_count == 0 || a->rank_count != b->rank_count)
+		return false;
+	for (unsigned i = 0; i < a->rank_count; i++) {
+		bool found = false;
+
+		for (unsigned j = 0; j < b->rank_count && !found; j++)
+			found = a->ranks[i].pid && a->ranks[i].pid == b->ranks[j].pid;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A c10d group over NCCL (ProcessGroupNCCL) stalls with the NCCL
+ * communicator its calls go through: the same processes left behind, seen
+ * at two layers. The NCCL report stands for both; the c10d ones are
+ * dropped and returned as a count.
+ */
+static unsigned drop_layered_c10d_reports(struct diagnosis_report *reports, unsigned *found)
+{
+	unsigned kept = 0, dropped = 0;
+
+	for (unsigned i = 0; i < *found; i++) {
+		bool below = false;
+
+		for (unsigned j = 0;
+		     j < *found && !below && c10d_function_by_name(reports[i].function); j++)
+			below = j != i && !c10d_function_by_name(reports[j].function) &&
+				same_ranks_behind(&reports[i], &reports[j]);
+		if (below)
+			dropped++;
+		else
+			reports[kept++] = reports[i];
+	}
+	*found = kept;
+	return dropped;
+}
+
 unsigned hang_detector_check(struct progress_model *model, const struct network_samples *samples,
 			     struct diagnosis_report *reports, unsigned capacity)
 {
@@ -419,6 +462,7 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 			reports[j] = reports[j - 1];
 			reports[j - 1] = swap;
 		}
+	waiting += drop_layered_c10d_reports(reports, &found);
 	/*
 	 * Stalls whose ranks all wait inside a call on another communicator
 	 * are consequences of the first one: counted there, not reported.

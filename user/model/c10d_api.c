@@ -2,6 +2,8 @@
 /* The table of probed c10d operations and torch's dtype names. */
 #include "model/c10d_api.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #define P(param_name, param_type)                                   \
@@ -21,103 +23,111 @@
 			P("peer", INT)                                                          \
 	}
 
-#define GLOO(length_and_name, arguments) "_ZN4c10d16ProcessGroupGloo" length_and_name "E" arguments
+/* A member function's mangled name after its class: length and name, 'E', the arguments. */
+#define METHOD(length_and_name, arguments) length_and_name "E" arguments
+
+/* Each backend's methods keep the same signatures: one table serves both. */
+static const struct c10d_backend backends[] = {
+	{ "gloo", "16ProcessGroupGloo", "libtorch_cpu.so" },
+	{ "nccl", "16ProcessGroupNCCL", "libtorch_cuda.so" },
+};
 
 /* Registers: rdi the return slot, rsi 'this', rdx (3) the first argument, rcx (4) the second. */
 static const struct c10d_operation operations[] = {
 	{ "allreduce",
-	  GLOO("9allreduce", "RSt6vectorIN2at6TensorESaIS3_EERKNS_16AllreduceOptionsE"),
+	  METHOD("9allreduce", "RSt6vectorIN2at6TensorESaIS3_EERKNS_16AllreduceOptionsE"),
 	  3,
 	  false,
 	  0,
 	  { "c10d::allreduce", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "allreduce_coalesced",
-	  GLOO("19allreduce_coalesced",
-	       "RSt6vectorIN2at6TensorESaIS3_EERKNS_25AllreduceCoalescedOptionsE"),
+	  METHOD("19allreduce_coalesced",
+		 "RSt6vectorIN2at6TensorESaIS3_EERKNS_25AllreduceCoalescedOptionsE"),
 	  3,
 	  false,
 	  0,
 	  { "c10d::allreduce_coalesced", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "broadcast",
-	  GLOO("9broadcast", "RSt6vectorIN2at6TensorESaIS3_EERKNS_16BroadcastOptionsE"),
+	  METHOD("9broadcast", "RSt6vectorIN2at6TensorESaIS3_EERKNS_16BroadcastOptionsE"),
 	  3,
 	  false,
 	  0,
 	  { "c10d::broadcast", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "reduce",
-	  GLOO("6reduce", "RSt6vectorIN2at6TensorESaIS3_EERKNS_13ReduceOptionsE"),
+	  METHOD("6reduce", "RSt6vectorIN2at6TensorESaIS3_EERKNS_13ReduceOptionsE"),
 	  3,
 	  false,
 	  0,
 	  { "c10d::reduce", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	/* allgather(outputs, inputs, options): the inputs are what this rank sends. */
 	{ "allgather",
-	  GLOO("9allgather",
-	       "RSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_RKNS_16AllgatherOptionsE"),
+	  METHOD("9allgather",
+		 "RSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_RKNS_16AllgatherOptionsE"),
 	  4,
 	  false,
 	  0,
 	  { "c10d::allgather", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "allgather_coalesced",
-	  GLOO("19allgather_coalesced",
-	       "RSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_RKNS_16AllgatherOptionsE"),
+	  METHOD("19allgather_coalesced",
+		 "RSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_RKNS_16AllgatherOptionsE"),
 	  4,
 	  false,
 	  0,
 	  { "c10d::allgather_coalesced", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "_allgather_base",
-	  GLOO("15_allgather_base", "RN2at6TensorES3_RKNS_16AllgatherOptionsE"),
+	  METHOD("15_allgather_base", "RN2at6TensorES3_RKNS_16AllgatherOptionsE"),
 	  4,
 	  true,
 	  0,
 	  { "c10d::_allgather_base", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "gather",
-	  GLOO("6gather", "RSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_RKNS_13GatherOptionsE"),
+	  METHOD("6gather", "RSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_RKNS_13GatherOptionsE"),
 	  4,
 	  false,
 	  0,
 	  { "c10d::gather", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	/* scatter(outputs, inputs, options): the outputs are what this rank gets. */
 	{ "scatter",
-	  GLOO("7scatter", "RSt6vectorIN2at6TensorESaIS3_EERS1_IS5_SaIS5_EERKNS_14ScatterOptionsE"),
+	  METHOD("7scatter",
+		 "RSt6vectorIN2at6TensorESaIS3_EERS1_IS5_SaIS5_EERKNS_14ScatterOptionsE"),
 	  3,
 	  false,
 	  0,
 	  { "c10d::scatter", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "reduce_scatter",
-	  GLOO("14reduce_scatter",
-	       "RSt6vectorIN2at6TensorESaIS3_EERS1_IS5_SaIS5_EERKNS_20ReduceScatterOptionsE"),
+	  METHOD("14reduce_scatter",
+		 "RSt6vectorIN2at6TensorESaIS3_EERS1_IS5_SaIS5_EERKNS_20ReduceScatterOptionsE"),
 	  3,
 	  false,
 	  0,
 	  { "c10d::reduce_scatter", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "_reduce_scatter_base",
-	  GLOO("20_reduce_scatter_base", "RN2at6TensorES3_RKNS_20ReduceScatterOptionsE"),
+	  METHOD("20_reduce_scatter_base", "RN2at6TensorES3_RKNS_20ReduceScatterOptionsE"),
 	  4,
 	  true,
 	  0,
 	  { "c10d::_reduce_scatter_base", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "alltoall_base",
-	  GLOO("13alltoall_base", "RN2at6TensorES3_RSt6vectorIlSaIlEES7_RKNS_15AllToAllOptionsE"),
+	  METHOD("13alltoall_base", "RN2at6TensorES3_RSt6vectorIlSaIlEES7_RKNS_15AllToAllOptionsE"),
 	  4,
 	  true,
 	  0,
 	  { "c10d::alltoall_base", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "barrier",
-	  GLOO("7barrier", "RKNS_14BarrierOptionsE"),
+	  METHOD("7barrier", "RKNS_14BarrierOptionsE"),
 	  0,
 	  false,
 	  0,
 	  { "c10d::barrier", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	/* send(tensors, dstRank, tag) and recv(tensors, srcRank, tag): the rank in rcx. */
 	{ "send",
-	  GLOO("4send", "RSt6vectorIN2at6TensorESaIS3_EEii"),
+	  METHOD("4send", "RSt6vectorIN2at6TensorESaIS3_EEii"),
 	  3,
 	  false,
 	  4,
 	  { "c10d::send", NCCL_KIND_POINT_TO_POINT, POINT_TO_POINT_PARAMS } },
 	{ "recv",
-	  GLOO("4recv", "RSt6vectorIN2at6TensorESaIS3_EEii"),
+	  METHOD("4recv", "RSt6vectorIN2at6TensorESaIS3_EEii"),
 	  3,
 	  false,
 	  4,
@@ -125,6 +135,25 @@ static const struct c10d_operation operations[] = {
 };
 
 #define OPERATION_COUNT (sizeof(operations) / sizeof(operations[0]))
+
+size_t c10d_backend_count(void)
+{
+	return sizeof(backends) / sizeof(backends[0]);
+}
+
+const struct c10d_backend *c10d_backend_at(size_t index)
+{
+	return index < c10d_backend_count() ? &backends[index] : NULL;
+}
+
+int c10d_operation_symbol(const struct c10d_operation *operation,
+			  const struct c10d_backend *backend, char *symbol, size_t size)
+{
+	int length = snprintf(symbol, size, "_ZN4c10d%s%s", backend->mangled_class,
+			      operation->mangled_method);
+
+	return length < 0 || (size_t)length >= size ? -ENAMETOOLONG : 0;
+}
 
 size_t c10d_operation_count(void)
 {

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * PyTorch's own collectives (c10d) as the tracer knows them: each
- * ProcessGroupGloo operation it probes, where its arguments sit at entry,
+ * operation it probes in the backends it knows (ProcessGroupGloo in
+ * libtorch_cpu, ProcessGroupNCCL in libtorch_cuda, whose methods keep the
+ * same signatures), where its arguments sit at entry,
  * and the call-table entry its trace calls carry ("c10d::allreduce", a
  * collective with tensors, count and dtype), so the progress model, the
  * detectors, exports and rules take them as they take NCCL calls.
@@ -19,13 +21,26 @@
 #include "model/nccl_api.h"
 
 struct c10d_operation {
-	const char *method;	  /* "allreduce": the member function of the backend */
-	const char *gloo_symbol;  /* its mangled name in libtorch_cpu (torch 1.13 and 2.x) */
-	int tensor_register;	  /* 1 rdi ... 5 r8; 0 none */
-	bool tensor_is_reference; /* one at::Tensor & rather than a std::vector<at::Tensor> & */
-	int peer_register;	  /* point-to-point: the other rank's int; 0 none */
-	struct nccl_function api; /* name "c10d::allreduce", kind, parameters */
+	const char *method;	    /* "allreduce": the member function of the backend */
+	const char *mangled_method; /* its mangled name after the class (torch 1.13 and 2.x) */
+	int tensor_register;	    /* 1 rdi ... 5 r8; 0 none */
+	bool tensor_is_reference;   /* one at::Tensor & rather than a std::vector<at::Tensor> & */
+	int peer_register;	    /* point-to-point: the other rank's int; 0 none */
+	struct nccl_function api;   /* name "c10d::allreduce", kind, parameters */
 };
+
+/* A process-group backend whose operations are probed. */
+struct c10d_backend {
+	const char *name;	   /* "gloo", "nccl" */
+	const char *mangled_class; /* "16ProcessGroupGloo" */
+	const char *library_name;  /* the library that defines it: "libtorch_cpu.so" */
+};
+
+size_t c10d_backend_count(void);
+const struct c10d_backend *c10d_backend_at(size_t index);
+/* The mangled name of 'operation' in 'backend'; -ENAMETOOLONG when 'size' is short. */
+int c10d_operation_symbol(const struct c10d_operation *operation,
+			  const struct c10d_backend *backend, char *symbol, size_t size);
 
 /* The register of 'this' in every operation. */
 #define C10D_GROUP_REGISTER 2

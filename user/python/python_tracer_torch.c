@@ -10,6 +10,7 @@
 #include "base/fnv_hash.h"
 #include "base/log.h"
 #include "base/system_clock.h"
+#include "model/c10d_api.h"
 #include "python/python_tracer_state.h"
 #include "python/torch_probes.h"
 
@@ -125,35 +126,47 @@ static void attach_process_groups(struct python_tracer *tracer, pid_t pid,
 			    error);
 }
 
-/* PyTorch's own collectives (gloo): what each rank entered, whatever the scopes. */
-static void attach_c10d_collectives(struct python_tracer *tracer, pid_t pid,
-				    const struct torch_probes *probes)
+/* One backend's collectives: what each rank entered, whatever the scopes. */
+static void attach_c10d_backend(struct python_tracer *tracer, pid_t pid,
+				const struct torch_probes *probes, size_t backend_index)
 {
+	const struct torch_c10d_probes *backend = &probes->c10d[backend_index];
+	const char *name = c10d_backend_at(backend_index)->name;
 	uint64_t offsets[TORCH_C10D_SITES], cookies[TORCH_C10D_SITES];
 	size_t count = 0;
 	char error[512];
 
 	for (size_t i = 0; i < TORCH_C10D_SITES; i++)
-		if (probes->c10d[i].symbol) {
-			offsets[count] = probes->c10d[i].file_offset;
+		if (backend->sites[i].symbol) {
+			offsets[count] = backend->sites[i].file_offset;
 			cookies[count++] = torch_c10d_cookie(probes, i);
 		}
 	if (count == 0) {
-		log_info("process %d: %s has no ProcessGroupGloo: c10d collectives are not traced "
-			 "(NCCL's are, in libnccl)",
-			 pid, probes->library_path);
+		log_info("process %d: %s has no %s process group: its c10d collectives are not "
+			 "traced%s",
+			 pid, backend->library_path, name,
+			 strcmp(name, "gloo") == 0 ? " (NCCL's are, in libnccl)" : "");
 		return;
 	}
-	if (probe_session_attach_c10d_collectives(tracer->session, probes->host_path, offsets,
+	if (probe_session_attach_c10d_collectives(tracer->session, backend->host_path, offsets,
 						  cookies, count, error, sizeof(error))) {
-		log_warning("process %d: gloo collectives are not traced: %s", pid, error);
+		log_warning("process %d: %s collectives are not traced: %s", pid, name, error);
 		return;
 	}
 	if (!probes->tensor_numel_offset)
 		log_warning("process %d: torch %s: where its tensors keep their size is not known; "
-			    "gloo collectives are traced without element count and dtype",
-			    pid, probes->version.text);
-	log_info("probed %zu gloo collectives in %s", count, probes->library_path);
+			    "%s collectives are traced without element count and dtype",
+			    pid, probes->version.text, name);
+	log_info("probed %zu %s collectives in %s", count, name, backend->library_path);
+}
+
+/* PyTorch's own collectives, in every backend this torch has (gloo; NCCL in CUDA builds). */
+static void attach_c10d_collectives(struct python_tracer *tracer, pid_t pid,
+				    const struct torch_probes *probes)
+{
+	for (size_t b = 0; b < c10d_backend_count() && b < TORCH_C10D_BACKENDS; b++)
+		if (probes->c10d[b].library_path)
+			attach_c10d_backend(tracer, pid, probes, b);
 }
 
 void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * Where the c10d collectives of a libtorch_cpu.so are probed: the
- * ProcessGroupGloo methods of model/c10d_api.c, and where this torch keeps
- * a TensorImpl's element count, so the probe reads the count and dtype of
- * a collective's first tensor.
+ * Where the c10d collectives of a torch are probed: the methods of
+ * model/c10d_api.c in each backend's library (ProcessGroupGloo in
+ * libtorch_cpu, ProcessGroupNCCL in libtorch_cuda when the build has one),
+ * and where this torch keeps a TensorImpl's element count, so the probe
+ * reads the count and dtype of a collective's first tensor.
  */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "base/error_message.h"
 #include "model/c10d_api.h"
@@ -37,30 +40,77 @@ static uint32_t numel_offset_of(const struct torch_version *version)
 	return 0;
 }
 
-int torch_c10d_resolve(struct torch_probes *probes, char *error, size_t error_size)
+/* The operations 'backend' defines in its library; absent ones stay empty. */
+static int resolve_backend(const struct c10d_backend *backend, struct torch_c10d_probes *out)
 {
 	struct elf_symbol_location location;
+	char symbol[512];
+	int err = 0;
+
+	for (size_t i = 0; !err && i < c10d_operation_count() && i < TCHECK_C10D_SITES_MAX; i++) {
+		const struct c10d_operation *operation = c10d_operation_at(i);
+		struct torch_probe_site *site = &out->sites[i];
+
+		if (c10d_operation_symbol(operation, backend, symbol, sizeof(symbol)) ||
+		    elf_symbol_find(out->host_path, symbol, &location, NULL, 0))
+			continue;
+		err = torch_probe_site_set(site, symbol, true, &location);
+		if (!err)
+			err = torch_probe_site_set_reading(
+				site,
+				"rsi -> the process group (%s), register %d -> its tensors; "
+				"entry: %s is queued",
+				backend->name, operation->tensor_register, operation->api.name);
+		if (!err)
+			err = torch_probe_site_move_to_emulated_instruction(out->host_path, site);
+	}
+	return err;
+}
+
+static int set_library(struct torch_c10d_probes *out, const char *path, const char *host_path)
+{
+	out->library_path = strdup(path);
+	out->host_path = strdup(host_path);
+	return out->library_path && out->host_path ? 0 : -ENOMEM;
+}
+
+int torch_c10d_resolve(struct torch_probes *probes, const char *cuda_path,
+		       const char *cuda_host_path, char *error, size_t error_size)
+{
 	int err = 0;
 
 	probes->tensor_numel_offset = numel_offset_of(&probes->version);
-	for (size_t i = 0; !err && i < c10d_operation_count() && i < TCHECK_C10D_SITES_MAX; i++) {
-		const struct c10d_operation *operation = c10d_operation_at(i);
+	for (size_t b = 0; !err && b < c10d_backend_count() && b < TORCH_C10D_BACKENDS; b++) {
+		const struct c10d_backend *backend = c10d_backend_at(b);
+		bool in_cuda = strcmp(backend->library_name, TORCH_LIBRARY_NAME) != 0;
 
-		if (elf_symbol_find(probes->host_path, operation->gloo_symbol, &location, NULL, 0))
+		if (in_cuda && !cuda_path)
 			continue;
-		err = torch_probe_site_set(&probes->c10d[i], operation->gloo_symbol, true,
-					   &location);
+		err = set_library(&probes->c10d[b], in_cuda ? cuda_path : probes->library_path,
+				  in_cuda ? cuda_host_path : probes->host_path);
 		if (!err)
-			err = torch_probe_site_set_reading(
-				&probes->c10d[i],
-				"rsi -> the ProcessGroupGloo, register %d -> its tensors; "
-				"entry: %s is queued",
-				operation->tensor_register, operation->api.name);
-		if (!err)
-			err = torch_probe_site_move_to_emulated_instruction(probes->host_path,
-									    &probes->c10d[i]);
+			err = resolve_backend(backend, &probes->c10d[b]);
 	}
 	return err ? error_fail(error, error_size, ENOMEM, "out of memory") : 0;
+}
+
+size_t torch_c10d_site_count(const struct torch_c10d_probes *backend)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < TORCH_C10D_SITES; i++)
+		count += backend->sites[i].symbol != NULL;
+	return count;
+}
+
+void torch_c10d_free(struct torch_probes *probes)
+{
+	for (int b = 0; b < TORCH_C10D_BACKENDS; b++) {
+		for (int i = 0; i < TORCH_C10D_SITES; i++)
+			torch_probe_site_free(&probes->c10d[b].sites[i]);
+		free(probes->c10d[b].library_path);
+		free(probes->c10d[b].host_path);
+	}
 }
 
 uint64_t torch_c10d_cookie(const struct torch_probes *probes, size_t index)

@@ -16,6 +16,8 @@
 #include "python/torch_probes.h"
 
 #define TORCH_LIBRARY_NAME "libtorch_cpu.so"
+/* Where a CUDA build keeps its CUDA code, ProcessGroupNCCL among it. */
+#define TORCH_CUDA_LIBRARY_NAME "libtorch_cuda.so"
 
 /* Names found in a string table, sorted and without repeats once finished. */
 struct torch_name_list {

@@ -7,6 +7,7 @@
 #include "python/torch_probes.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,8 +128,14 @@ static int resolve_prefix_store(struct torch_probes *probes, char *error, size_t
 	return err;
 }
 
-static int resolve_all(struct torch_probes *probes, const char *const *ops, size_t op_count,
-		       char *error, size_t error_size)
+/* Where a torch's CUDA library is: openable as 'path' here and as seen by the process. */
+struct cuda_library {
+	const char *path; /* NULL: none */
+	const char *host_path;
+};
+
+static int resolve_all(struct torch_probes *probes, const struct cuda_library *cuda,
+		       const char *const *ops, size_t op_count, char *error, size_t error_size)
 {
 	int err;
 
@@ -142,7 +149,7 @@ static int resolve_all(struct torch_probes *probes, const char *const *ops, size
 	if (!err)
 		err = resolve_prefix_store(probes, error, error_size);
 	if (!err)
-		err = torch_c10d_resolve(probes, error, error_size);
+		err = torch_c10d_resolve(probes, cuda->path, cuda->host_path, error, error_size);
 	if (!err)
 		err = torch_operators_resolve(probes, ops, op_count, error, error_size);
 	return err;
@@ -163,10 +170,37 @@ static struct torch_probes *probes_create(const char *path, const char *host_pat
 	return probes;
 }
 
+/* The length of 'path' up to and with its last '/' (0 without one). */
+static size_t directory_length(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? (size_t)(slash - path) + 1 : 0;
+}
+
+/*
+ * The libtorch_cuda.so beside 'library_path', with the same suffix
+ * (libtorch_cpu.so.2.6.0 beside libtorch_cuda.so.2.6.0); false when absent.
+ */
+static bool cuda_library_beside(const char *library_path, char *path, size_t size)
+{
+	size_t directory = directory_length(library_path);
+	const char *suffix = library_path + directory + strlen(TORCH_LIBRARY_NAME);
+	int length;
+
+	if (strncmp(library_path + directory, TORCH_LIBRARY_NAME, strlen(TORCH_LIBRARY_NAME)) != 0)
+		return false;
+	length = snprintf(path, size, "%.*s%s%s", (int)directory, library_path,
+			  TORCH_CUDA_LIBRARY_NAME, suffix);
+	return length > 0 && (size_t)length < size && access(path, R_OK) == 0;
+}
+
 int torch_probes_resolve(const char *library_path, const char *const *ops, size_t op_count,
 			 struct torch_probes **probes, char *error, size_t error_size)
 {
+	struct cuda_library cuda = { NULL, NULL };
 	struct torch_probes *result;
+	char cuda_path[4096];
 	int err;
 
 	*probes = NULL;
@@ -176,7 +210,9 @@ int torch_probes_resolve(const char *library_path, const char *const *ops, size_
 	result = probes_create(library_path, library_path);
 	if (!result)
 		return error_fail(error, error_size, ENOMEM, "out of memory");
-	err = resolve_all(result, ops, op_count, error, error_size);
+	if (cuda_library_beside(library_path, cuda_path, sizeof(cuda_path)))
+		cuda = (struct cuda_library){ cuda_path, cuda_path };
+	err = resolve_all(result, &cuda, ops, op_count, error, error_size);
 	if (err) {
 		torch_probes_free(result);
 		return err;
@@ -185,14 +221,14 @@ int torch_probes_resolve(const char *library_path, const char *const *ops, size_
 	return 0;
 }
 
-static bool is_torch_library(const char *path)
+/* Whether 'path' names the library 'name' ("libtorch_cpu.so"), with a version suffix or not. */
+static bool is_library(const char *path, const char *name)
 {
 	const char *slash = strrchr(path, '/');
-	const char *name = slash ? slash + 1 : path;
-	size_t length = strlen(TORCH_LIBRARY_NAME);
+	const char *base = slash ? slash + 1 : path;
+	size_t length = strlen(name);
 
-	return strncmp(name, TORCH_LIBRARY_NAME, length) == 0 &&
-	       (name[length] == '\0' || name[length] == '.');
+	return strncmp(base, name, length) == 0 && (base[length] == '\0' || base[length] == '.');
 }
 
 int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_count,
@@ -200,6 +236,8 @@ int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_co
 {
 	struct mapped_file_list list = { 0 };
 	const struct mapped_file *library = NULL;
+	struct cuda_library cuda = { NULL, NULL };
+	char cuda_path[4096], cuda_host_path[4096];
 	struct torch_probes *result;
 	int err;
 
@@ -207,9 +245,12 @@ int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_co
 	err = process_maps_read(pid, &list, error, error_size);
 	if (err)
 		return err;
-	for (size_t i = 0; i < list.count && !library; i++)
-		if (is_torch_library(list.files[i].path))
+	for (size_t i = 0; i < list.count; i++) {
+		if (!library && is_library(list.files[i].path, TORCH_LIBRARY_NAME))
 			library = &list.files[i];
+		else if (!cuda.path && is_library(list.files[i].path, TORCH_CUDA_LIBRARY_NAME))
+			cuda = (struct cuda_library){ list.files[i].path, list.files[i].host_path };
+	}
 	if (!library) {
 		mapped_file_list_free(&list);
 		return error_fail(error, error_size, ENOENT,
@@ -217,11 +258,23 @@ int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_co
 				  "process, or it has not imported torch yet",
 				  (int)pid);
 	}
+	/*
+	 * Not mapped yet (the loader maps torch's libraries one after the
+	 * other) or never: the one beside libtorch_cpu.so is the one it loads.
+	 */
+	if (!cuda.path &&
+	    cuda_library_beside(library->host_path, cuda_host_path, sizeof(cuda_host_path)) &&
+	    snprintf(cuda_path, sizeof(cuda_path), "%.*s%s", (int)directory_length(library->path),
+		     library->path,
+		     cuda_host_path + directory_length(cuda_host_path)) < (int)sizeof(cuda_path))
+		cuda = (struct cuda_library){ cuda_path, cuda_host_path };
 	result = probes_create(library->path, library->host_path);
-	mapped_file_list_free(&list);
-	if (!result)
+	if (!result) {
+		mapped_file_list_free(&list);
 		return error_fail(error, error_size, ENOMEM, "out of memory");
-	err = resolve_all(result, ops, op_count, error, error_size);
+	}
+	err = resolve_all(result, &cuda, ops, op_count, error, error_size);
+	mapped_file_list_free(&list);
 	if (err) {
 		torch_probes_free(result);
 		return err;
@@ -241,8 +294,7 @@ void torch_probes_free(struct torch_probes *probes)
 	torch_probe_site_free(&probes->prefix_store);
 	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
 		torch_probe_site_free(&probes->process_groups[i]);
-	for (int i = 0; i < TORCH_C10D_SITES; i++)
-		torch_probe_site_free(&probes->c10d[i]);
+	torch_c10d_free(probes);
 	for (size_t i = 0; i < probes->op_count; i++) {
 		free(probes->ops[i].request);
 		free(probes->ops[i].operator_name);
@@ -278,9 +330,11 @@ void torch_probes_print(const struct torch_probes *probes, FILE *out)
 	print_site(out, "prefix store", &probes->prefix_store);
 	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
 		print_site(out, "process group", &probes->process_groups[i]);
-	for (int i = 0; i < TORCH_C10D_SITES; i++)
-		if (probes->c10d[i].symbol)
-			print_site(out, c10d_operation_at((size_t)i)->api.name, &probes->c10d[i]);
+	for (int b = 0; b < TORCH_C10D_BACKENDS; b++)
+		for (int i = 0; i < TORCH_C10D_SITES; i++)
+			if (probes->c10d[b].sites[i].symbol)
+				print_site(out, c10d_operation_at((size_t)i)->api.name,
+					   &probes->c10d[b].sites[i]);
 	fprintf(out, "tensors    element count at TensorImpl+%u%s\n", probes->tensor_numel_offset,
 		probes->tensor_numel_offset ? "" : " (unknown for this version: not read)");
 	for (size_t i = 0; i < probes->op_count; i++)

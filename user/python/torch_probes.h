@@ -92,6 +92,16 @@ struct torch_op_probe {
 
 /* As many as the c10d operation table has room for (TCHECK_C10D_SITES_MAX). */
 #define TORCH_C10D_SITES 32
+/* As many as c10d_api.c's backends: gloo, NCCL. */
+#define TORCH_C10D_BACKENDS 2
+
+/* One c10d backend's collectives, in the library that defines them. */
+struct torch_c10d_probes {
+	char *library_path; /* as the process sees it; NULL: not mapped, not found */
+	char *host_path;    /* openable from here */
+	/* By c10d_api.h's operation number; symbol NULL when absent. */
+	struct torch_probe_site sites[TORCH_C10D_SITES];
+};
 
 struct torch_probes {
 	char *library_path; /* as the process sees it, or as given */
@@ -102,8 +112,11 @@ struct torch_probes {
 	/* The base constructors of c10d process groups (rank, size); symbol NULL when absent. */
 	struct torch_probe_site process_groups[TORCH_PROCESS_GROUP_SITES];
 	struct torch_probe_site prefix_store; /* PrefixStore's constructor; symbol NULL absent */
-	/* The c10d collectives, by c10d_api.h's operation number; symbol NULL when absent. */
-	struct torch_probe_site c10d[TORCH_C10D_SITES];
+	/*
+	 * The c10d collectives, by c10d_api.c's backend number: gloo's in this
+	 * library, NCCL's in the libtorch_cuda.so beside it or mapped with it.
+	 */
+	struct torch_c10d_probes c10d[TORCH_C10D_BACKENDS];
 	uint32_t tensor_numel_offset; /* TensorImpl::numel_ in this version; 0 unknown */
 	struct torch_op_probe *ops;   /* every overload of every request, in request order */
 	size_t op_count;
@@ -114,7 +127,8 @@ extern const char *const torch_default_ops[];
 extern const size_t torch_default_op_count;
 
 /*
- * Resolves everything for the libtorch_cpu.so at library_path and the
+ * Resolves everything for the libtorch_cpu.so at library_path (and the
+ * libtorch_cuda.so beside it, of the same version suffix, if any) and the
  * operators named in ops ("add_" for every overload, "add_.Tensor" for
  * one, "zero_.default" for the overload without a name). Refuses torch
  * versions whose scope functions are not known, and fails with -ENOENT
@@ -123,7 +137,10 @@ extern const size_t torch_default_op_count;
 int torch_probes_resolve(const char *library_path, const char *const *ops, size_t op_count,
 			 struct torch_probes **probes, char *error, size_t error_size);
 
-/* The same for the libtorch_cpu.so a running process has mapped. */
+/*
+ * The same for the libtorch_cpu.so a running process has mapped, and the
+ * libtorch_cuda.so mapped with it (NCCL's process groups) when there is one.
+ */
 int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_count,
 				 struct torch_probes **probes, char *error, size_t error_size);
 
@@ -136,10 +153,18 @@ int torch_operators_resolve_available(struct torch_probes *probes, const char *c
 				      size_t request_count, char *error, size_t error_size);
 
 /*
- * The c10d collectives this library defines, and where its tensors keep
- * their element count (torch_c10d.c); 0 or -ENOMEM. Absent ones stay empty.
+ * The c10d collectives each backend defines, gloo's in this library and
+ * NCCL's in the libtorch_cuda.so at cuda_path (NULL: none), and where its
+ * tensors keep their element count (torch_c10d.c); 0 or -ENOMEM. Absent
+ * ones stay empty.
  */
-int torch_c10d_resolve(struct torch_probes *probes, char *error, size_t error_size);
+int torch_c10d_resolve(struct torch_probes *probes, const char *cuda_path,
+		       const char *cuda_host_path, char *error, size_t error_size);
+
+/* How many of a backend's operations were found. */
+size_t torch_c10d_site_count(const struct torch_c10d_probes *backend);
+
+void torch_c10d_free(struct torch_probes *probes);
 
 /* The attach cookie of c10d operation 'index' (probe_abi.h's TCHECK_C10D_*). */
 uint64_t torch_c10d_cookie(const struct torch_probes *probes, size_t index);

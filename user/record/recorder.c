@@ -933,7 +933,7 @@ int recorder_run(const struct recorder_options *options)
 	if (recorder.failed)
 		result = 1;
 	if (recorder.c10d_calls)
-		log_notice("%llu NCCL calls recorded, and %llu of PyTorch's gloo collectives%s%s",
+		log_notice("%llu NCCL calls recorded, and %llu of PyTorch's c10d collectives%s%s",
 			   (unsigned long long)recorder.calls,
 			   (unsigned long long)recorder.c10d_calls,
 			   options->output_path ? " to " : "",
