@@ -9,6 +9,7 @@
  * groups run (c10d_collective).
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
@@ -96,6 +97,19 @@ static __always_inline void read_first_tensor(__u64 tensor_impl, __u64 numel_off
 }
 
 /*
+ * How long the current thread has waited for a CPU, runnable (the
+ * scheduler's run_delay); 0 on a kernel built without it.
+ */
+static __always_inline __u64 thread_cpu_wait(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	if (!bpf_core_field_exists(task->sched_info))
+		return 0;
+	return BPF_CORE_READ(task, sched_info.run_delay);
+}
+
+/*
  * A c10d collective entered (ProcessGroupGloo's or ProcessGroupNCCL's allreduce, send, barrier,
  * ...). It queues the work and returns; a rank then waits in Work::wait,
  * so what tells ranks apart is what each one entered. The cookie says
@@ -124,6 +138,7 @@ int c10d_collective(struct pt_regs *ctx)
 	record->group = entry_register(registers, (cookie >> TCHECK_C10D_GROUP_SHIFT) &
 							  TCHECK_C10D_REGISTER_MASK);
 	record->operation = cookie & TCHECK_C10D_OPERATION_MASK;
+	record->flags = (cookie & TCHECK_C10D_AWAITS_WORK) ? TCHECK_C10D_CALL_AWAITS_WORK : 0;
 	record->tensor_count = 0;
 	record->numel = 0;
 	record->dtype = -1;
@@ -147,6 +162,35 @@ int c10d_collective(struct pt_regs *ctx)
 	read_first_tensor(
 		first, (cookie >> TCHECK_C10D_NUMEL_OFFSET_SHIFT) & TCHECK_C10D_NUMEL_OFFSET_MASK,
 		record);
+	record->cpu_wait_ns = thread_cpu_wait();
+	bpf_ringbuf_submit(record, 0);
+	return 0;
+}
+
+/*
+ * A gloo work built (its constructor, inside the collective on the
+ * caller's thread) or ended (finishWorkGloo or finishWorkGlooError, on a
+ * worker thread): rdi is the work; the cookie says which.
+ */
+SEC("uprobe")
+int c10d_work_event(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct tcheck_c10d_work_record *record;
+	__u32 pid = pid_tgid >> 32;
+
+	if (!is_traced(pid))
+		return 0;
+	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+	if (!record) {
+		count(TCHECK_COUNTER_PYTHON_DROPS);
+		return 0;
+	}
+	fill_header(&record->header, TCHECK_RECORD_C10D_WORK, pid, (__u32)pid_tgid,
+		    bpf_ktime_get_ns());
+	record->work = PT_REGS_PARM1(ctx);
+	record->event = (__u32)bpf_get_attach_cookie(ctx);
+	record->reserved = 0;
 	bpf_ringbuf_submit(record, 0);
 	return 0;
 }

@@ -87,6 +87,7 @@ enum tcheck_record_type {
 	TCHECK_RECORD_C10D_CALL = 11,	     /* a traced process called a c10d collective */
 	TCHECK_RECORD_PYTHON_EXCEPTION = 12, /* an uncaught Python exception is being printed */
 	TCHECK_RECORD_STORE_PREFIX = 13,     /* a traced process built a c10d PrefixStore */
+	TCHECK_RECORD_C10D_WORK = 14,	     /* a c10d work was built or ended */
 };
 
 /* Flags of a call record. */
@@ -412,17 +413,47 @@ struct tcheck_store_prefix_record {
 #define TCHECK_C10D_NUMEL_OFFSET_SHIFT 16
 #define TCHECK_C10D_NUMEL_OFFSET_MASK 0xfffULL
 #define TCHECK_C10D_GROUP_SHIFT 28 /* the register of 'this' (rsi under a hidden return slot) */
+/* Its work's completion is probed (TCHECK_RECORD_C10D_WORK): the call's record says so. */
+#define TCHECK_C10D_AWAITS_WORK (1ULL << 31)
 #define TCHECK_C10D_SITES_MAX 32
 
-/* A c10d collective entered: it queues work and returns; entry only. */
+/* tcheck_c10d_call_record.flags */
+#define TCHECK_C10D_CALL_AWAITS_WORK 1U /* a work record follows: built, then finished */
+
+/*
+ * A c10d collective entered: it queues work and returns. Awaited
+ * (TCHECK_C10D_CALL_AWAITS_WORK), the work it builds on the same thread,
+ * and its end on a worker thread, follow as TCHECK_RECORD_C10D_WORK.
+ */
 struct tcheck_c10d_call_record {
 	struct tcheck_record_header header; /* timestamp = the entry */
 	tcheck_u64 group;		    /* the backend object ('this'): which process group */
-	tcheck_u32 operation;		    /* the cookie's operation number */
+	tcheck_u16 operation;		    /* the cookie's operation number */
+	tcheck_u16 flags;		    /* TCHECK_C10D_CALL_* */
 	tcheck_u32 tensor_count;	    /* tensors in the vector (1 for a reference) */
 	tcheck_u64 numel;		    /* elements of the first tensor; 0 not read */
 	tcheck_s32 peer;		    /* point-to-point: the other rank; -1 none */
 	tcheck_s32 dtype;		    /* c10::ScalarType of the first tensor; -1 not read */
+	/*
+	 * The calling thread's time so far runnable but waiting for a CPU (the
+	 * scheduler's run_delay); 0 where the kernel does not keep it.
+	 */
+	tcheck_u64 cpu_wait_ns;
+};
+
+/* What befell a c10d work (tcheck_c10d_work_record.event; the probe's cookie). */
+enum tcheck_c10d_work_event {
+	TCHECK_C10D_WORK_BUILT = 1,    /* constructed, inside the collective, on its thread */
+	TCHECK_C10D_WORK_FINISHED = 2, /* completed: every rank took part */
+	TCHECK_C10D_WORK_FAILED = 3,   /* ended with an error */
+};
+
+/* A gloo work (ProcessGroupGloo::AsyncWork) built or ended. */
+struct tcheck_c10d_work_record {
+	struct tcheck_record_header header; /* timestamp = the event */
+	tcheck_u64 work;		    /* the AsyncWork object */
+	tcheck_u32 event;		    /* enum tcheck_c10d_work_event */
+	tcheck_u32 reserved;
 };
 
 /* Counters the BPF side keeps, one slot each in a per-CPU array. */

@@ -7,7 +7,8 @@
 # that log:
 # - a rank that stops before its backward pass: a hang naming that rank, the
 #   collective it never issued (the step's all-reduce) and its last one, live
-#   (--events) and offline (check) alike;
+#   (--events) and offline (check) alike, the other rank inside that
+#   all-reduce, its work unfinished (an open call in the trace);
 # - a rank that sleeps before each backward from step K: slowdowns naming it
 #   as the straggler, none before step K;
 # - a rank that all-reduces a tensor of another size (3 ranks): a mismatch
@@ -53,6 +54,16 @@ assert len({c["comm_id"] for c in allreduces}) == 1, "the ranks' all-reduces are
 assert all(c["args"]["dtype"] == "Float" and c["args"]["count"] > 0 for c in allreduces), allreduces[0]
 per_rank = {r: [c for c in allreduces if c["rank"] == r] for r in (0, 1)}
 assert len(per_rank[0]) == len(per_rank[1]) >= 30, {r: len(v) for r, v in per_rank.items()}
+# Each lasts until its work ended on a worker thread: the run finished every step.
+backwards = [r for r in jsonl(os.path.join(scratch, "clean", "log", "rank-0.jsonl"))
+             if r.get("api") == "torch._tensor.Tensor.backward"]
+assert len(backwards) == 30, len(backwards)
+assert all(c["work"] == "ended" and c["dur_ns"] > 0 and not c["open"] for c in allreduces), \
+    [c for c in allreduces if c["work"] != "ended" or c["dur_ns"] <= 0][:2]
+# Each carries its thread's time waiting for a CPU so far, which only grows.
+for thread in {(c["pid"], c["tid"]) for c in allreduces}:
+    waits = [c["args"]["cpu_wait_ns"] for c in allreduces if (c["pid"], c["tid"]) == thread]
+    assert all(w and w > 0 for w in waits) and waits == sorted(waits), (thread, waits)
 
 # Stop: the hang names the rank that stopped and the all-reduce it never issued.
 fault = fault_of("stop")[0]
@@ -67,6 +78,14 @@ for hang in (live[0], offline[0]):
     assert lagging[0]["last_seq"] + 1 == hang["seq"], hang
     assert lagging[0]["last_ts_ns"] <= fault["ts_ns"], (hang, fault)
     assert hang["class"] == "host", hang
+    # The rank that came waits inside the all-reduce, its work unfinished.
+    assert hang["ranks_inside"] == 1, hang
+# The trace keeps that wait as an open call: the other rank's all-reduce the stopped one never
+# joined, its work unfinished when the run ended; the stopped rank has none.
+stop_calls = [r for r in jsonl(os.path.join(scratch, "stop", "calls.jsonl")) if r["kind"] == "nccl"]
+unfinished = [c for c in stop_calls if c["work"] == "unfinished"]
+assert [(c["rank"], c["seq"], c["open"]) for c in unfinished] == \
+    [(1 - fault["rank"], live[0]["seq"], True)], unfinished
 print("stop: hang at", live[0]["collective"], "seq", live[0]["seq"], "names job rank",
       live[0]["lagging_ranks"][0]["job_rank"])
 

@@ -81,7 +81,7 @@ static const struct trace_nccl_call *last_call(const struct emitted *emitted)
 UNIT_TEST(c10d_calls, world_group_has_one_identity_on_every_rank)
 {
 	struct emitted emitted = { .count = 0 };
-	struct c10d_calls *calls = c10d_calls_new(keep, &emitted);
+	struct c10d_calls *calls = c10d_calls_new(keep, NULL, &emitted);
 	struct tcheck_process_group_record built;
 	struct tcheck_c10d_call_record raw;
 	const struct trace_nccl_call *call;
@@ -132,7 +132,7 @@ UNIT_TEST(c10d_calls, world_group_has_one_identity_on_every_rank)
 UNIT_TEST(c10d_calls, subgroup_has_no_shared_identity)
 {
 	struct emitted emitted = { .count = 0 };
-	struct c10d_calls *calls = c10d_calls_new(keep, &emitted);
+	struct c10d_calls *calls = c10d_calls_new(keep, NULL, &emitted);
 	struct tcheck_process_group_record built = group_built(100, 0x1000, 2, 4);
 	struct tcheck_c10d_call_record raw;
 
@@ -189,7 +189,7 @@ static void store_built(struct c10d_calls *calls, uint32_t pid, uint64_t object,
 UNIT_TEST(c10d_calls, subgroups_are_matched_by_their_store_name)
 {
 	struct emitted emitted = { .count = 0 };
-	struct c10d_calls *calls = c10d_calls_new(keep, &emitted);
+	struct c10d_calls *calls = c10d_calls_new(keep, NULL, &emitted);
 	struct tcheck_process_group_record built;
 	uint64_t first_on_0, first_on_1, second_on_1, second_on_2, world;
 	int32_t rank;
@@ -244,7 +244,7 @@ UNIT_TEST(c10d_calls, subgroups_are_matched_by_their_store_name)
 UNIT_TEST(c10d_calls, group_built_before_tracing_is_the_world_when_the_rank_is_known)
 {
 	struct emitted emitted = { .count = 0 };
-	struct c10d_calls *calls = c10d_calls_new(keep, &emitted);
+	struct c10d_calls *calls = c10d_calls_new(keep, NULL, &emitted);
 	struct tcheck_c10d_call_record raw;
 	uint64_t identity;
 
@@ -269,7 +269,7 @@ UNIT_TEST(c10d_calls, group_built_before_tracing_is_the_world_when_the_rank_is_k
 UNIT_TEST(c10d_calls, group_rebuilt_at_the_same_address_is_new)
 {
 	struct emitted emitted = { .count = 0 };
-	struct c10d_calls *calls = c10d_calls_new(keep, &emitted);
+	struct c10d_calls *calls = c10d_calls_new(keep, NULL, &emitted);
 	struct tcheck_process_group_record built = group_built(100, 0x1000, 0, 2);
 	struct tcheck_c10d_call_record raw = c10d_call(100, 0x1000, "allreduce", 5, 5000);
 	uint64_t first;
@@ -296,23 +296,211 @@ UNIT_TEST(c10d_calls, group_rebuilt_at_the_same_address_is_new)
 UNIT_TEST(c10d_calls, send_carries_its_peer)
 {
 	struct emitted emitted = { .count = 0 };
-	struct c10d_calls *calls = c10d_calls_new(keep, &emitted);
+	struct c10d_calls *calls = c10d_calls_new(keep, NULL, &emitted);
 	struct tcheck_process_group_record built = group_built(100, 0x1000, 0, 2);
 	struct tcheck_c10d_call_record raw = c10d_call(100, 0x1000, "send", 5, 5000);
 	const struct trace_nccl_call *call;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
 	raw.peer = 1;
+	raw.cpu_wait_ns = 777000;
 	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
 	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
 	call = last_call(&emitted);
 	CU_ASSERT_EQUAL(call->api->kind, NCCL_KIND_POINT_TO_POINT);
-	CU_ASSERT_EQUAL(call->param_count, 5);
+	CU_ASSERT_EQUAL(call->param_count, 6);
 	CU_ASSERT_EQUAL((int64_t)call->params[C10D_PARAM_PEER], 1);
+	/* The thread's wait for a CPU, measured at the entry, comes last. */
+	CU_ASSERT_EQUAL(trace_call_cpu_wait(call), 777000);
 	CU_ASSERT_PTR_NULL(nccl_function_by_name("c10d::nothing"));
 	CU_ASSERT_EQUAL(nccl_function_index(call->api), -1);
 	for (size_t i = 0; i < c10d_operation_count(); i++)
 		CU_ASSERT_PTR_EQUAL(nccl_function_by_name(c10d_operation_at(i)->api.name),
 				    &c10d_operation_at(i)->api);
+	c10d_calls_free(calls);
+}
+
+static struct tcheck_c10d_work_record work_event(uint32_t pid, uint32_t tid, uint64_t work,
+						 enum tcheck_c10d_work_event event, uint64_t at_ns)
+{
+	struct tcheck_c10d_work_record record;
+
+	memset(&record, 0, sizeof(record));
+	record.header.type = TCHECK_RECORD_C10D_WORK;
+	record.header.pid = pid;
+	record.header.tid = tid;
+	record.header.timestamp_ns = at_ns;
+	record.work = work;
+	record.event = event;
+	return record;
+}
+
+/* The calls handed over in flight, apart from those emitted for the trace. */
+static struct emitted in_flight_calls;
+
+static int keep_in_flight(void *context, const struct trace_record *record)
+{
+	(void)context;
+	return keep(&in_flight_calls, record);
+}
+
+/*
+ * An awaited gloo all-reduce: in flight from its entry (to the detectors
+ * only), emitted when the work built inside it ends on a worker thread, its
+ * duration up to then. Two calls of one thread in a row each get their own
+ * work; a work ending with an error is flagged.
+ */
+UNIT_TEST(c10d_calls, awaited_call_lasts_until_its_work_ends)
+{
+	struct emitted emitted = { .count = 0 };
+	struct c10d_calls *calls = c10d_calls_new(keep, keep_in_flight, &emitted);
+	struct tcheck_process_group_record built = group_built(100, 0x2000, 0, 2);
+	struct tcheck_c10d_call_record raw = c10d_call(100, 0x2000, "allreduce", 64, 5000);
+	struct tcheck_c10d_work_record work;
+	const struct trace_nccl_call *call;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+	memset(&in_flight_calls, 0, sizeof(in_flight_calls));
+	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	raw.flags = TCHECK_C10D_CALL_AWAITS_WORK;
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	/* The group's announcement only; the call is in flight. */
+	CU_ASSERT_EQUAL(emitted.count, 1);
+	CU_ASSERT_PTR_NULL(last_call(&emitted));
+	CU_ASSERT_EQUAL_FATAL(in_flight_calls.count, 1);
+	call = last_call(&in_flight_calls);
+	CU_ASSERT_EQUAL(call->flags & (TRACE_CALL_OPEN | TRACE_CALL_WORK_AWAITED),
+			TRACE_CALL_OPEN | TRACE_CALL_WORK_AWAITED);
+	CU_ASSERT_EQUAL(call->entry_ns, 5000);
+	work = work_event(100, 100, 0xaa00, TCHECK_C10D_WORK_BUILT, 5010);
+	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
+	/* The next one, on the same thread, before the first ends. */
+	raw = c10d_call(100, 0x2000, "broadcast", 64, 6000);
+	raw.flags = TCHECK_C10D_CALL_AWAITS_WORK;
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	work = work_event(100, 100, 0xbb00, TCHECK_C10D_WORK_BUILT, 6010);
+	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
+	CU_ASSERT_EQUAL(emitted.count, 1);
+	/* The worker thread ends the first work, then the second with an error. */
+	work = work_event(100, 107, 0xaa00, TCHECK_C10D_WORK_FINISHED, 9000);
+	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
+	CU_ASSERT_EQUAL_FATAL(emitted.count, 2);
+	call = last_call(&emitted);
+	CU_ASSERT_STRING_EQUAL(call->function, "c10d::allreduce");
+	CU_ASSERT_EQUAL(call->entry_ns, 5000);
+	CU_ASSERT_EQUAL(call->duration_ns, 4000);
+	CU_ASSERT_EQUAL(call->tid, 100);
+	CU_ASSERT_EQUAL(call->seq, 0);
+	CU_ASSERT_EQUAL(
+		call->flags & (TRACE_CALL_OPEN | TRACE_CALL_WORK_AWAITED | TRACE_CALL_WORK_FAILED),
+		TRACE_CALL_WORK_AWAITED);
+	work = work_event(100, 107, 0xbb00, TCHECK_C10D_WORK_FAILED, 9500);
+	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
+	CU_ASSERT_EQUAL_FATAL(emitted.count, 3);
+	call = last_call(&emitted);
+	CU_ASSERT_STRING_EQUAL(call->function, "c10d::broadcast");
+	CU_ASSERT_EQUAL(call->duration_ns, 3500);
+	CU_ASSERT_EQUAL(call->seq, 1);
+	CU_ASSERT(call->flags & TRACE_CALL_WORK_FAILED);
+	/* A work nobody waits on (its call came before tracing) is ignored. */
+	work = work_event(100, 107, 0xcc00, TCHECK_C10D_WORK_FINISHED, 9900);
+	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
+	CU_ASSERT_EQUAL(emitted.count, 3);
+	c10d_calls_free(calls);
+}
+
+/*
+ * An awaited call whose work is never built (it failed before queueing
+ * one) is emitted entered only: at the thread's next call, or once the
+ * time a work takes to be built has passed. One still waiting when its
+ * process ends is an open call that lasted until then.
+ */
+UNIT_TEST(c10d_calls, awaited_calls_without_work_or_end_are_still_written)
+{
+	struct emitted emitted = { .count = 0 };
+	struct c10d_calls *calls = c10d_calls_new(keep, NULL, &emitted);
+	struct tcheck_process_group_record built = group_built(100, 0x2000, 0, 2);
+	struct tcheck_c10d_call_record raw = c10d_call(100, 0x2000, "allreduce", 64, 5000);
+	struct tcheck_c10d_work_record work;
+	const struct trace_nccl_call *call;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	raw.flags = TCHECK_C10D_CALL_AWAITS_WORK;
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	raw = c10d_call(100, 0x2000, "allreduce", 64, 6000);
+	raw.flags = TCHECK_C10D_CALL_AWAITS_WORK;
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(emitted.count, 2);
+	call = last_call(&emitted);
+	CU_ASSERT_EQUAL(call->entry_ns, 5000);
+	CU_ASSERT_EQUAL(call->flags & (TRACE_CALL_OPEN | TRACE_CALL_WORK_AWAITED), 0);
+	/* The second gets no work either: written at the first tick a second later. */
+	CU_ASSERT_EQUAL(c10d_calls_tick(calls, 6000 + C10D_WORK_BUILT_WITHIN_NS - 1), 0);
+	CU_ASSERT_EQUAL(emitted.count, 2);
+	CU_ASSERT_EQUAL(c10d_calls_tick(calls, 6001 + C10D_WORK_BUILT_WITHIN_NS), 0);
+	CU_ASSERT_EQUAL_FATAL(emitted.count, 3);
+	CU_ASSERT_EQUAL(last_call(&emitted)->entry_ns, 6000);
+	/* A third whose work never ends: open when its process ends, for as long as it lasted. */
+	raw = c10d_call(100, 0x2000, "allreduce", 64, 7000000000ull);
+	raw.flags = TCHECK_C10D_CALL_AWAITS_WORK;
+	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	work = work_event(100, 100, 0xaa00, TCHECK_C10D_WORK_BUILT, 7000000100ull);
+	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
+	CU_ASSERT_EQUAL(c10d_calls_tick(calls, 9000000000ull), 0);
+	CU_ASSERT_EQUAL(emitted.count, 3);
+	CU_ASSERT_EQUAL(c10d_calls_end(calls, 101, 9500000000ull), 0);
+	CU_ASSERT_EQUAL(emitted.count, 3);
+	CU_ASSERT_EQUAL(c10d_calls_end(calls, 100, 9500000000ull), 0);
+	CU_ASSERT_EQUAL_FATAL(emitted.count, 4);
+	call = last_call(&emitted);
+	CU_ASSERT_EQUAL(call->flags & (TRACE_CALL_OPEN | TRACE_CALL_WORK_AWAITED),
+			TRACE_CALL_OPEN | TRACE_CALL_WORK_AWAITED);
+	CU_ASSERT_EQUAL(call->duration_ns, 2500000000ull);
+	CU_ASSERT_EQUAL(call->seq, 2);
+	/* Its work ending later finds nothing to end. */
+	work = work_event(100, 107, 0xaa00, TCHECK_C10D_WORK_FINISHED, 9600000000ull);
+	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
+	CU_ASSERT_EQUAL(emitted.count, 4);
+	c10d_calls_free(calls);
+}
+
+/*
+ * gloo runs a group's works on two worker threads: a thread's second call
+ * may end first. Its calls still leave in the order it made them, each with
+ * its own duration, so every rank's collectives reach the detectors in one
+ * order.
+ */
+UNIT_TEST(c10d_calls, a_threads_calls_leave_in_the_order_made)
+{
+	struct emitted emitted = { .count = 0 };
+	struct c10d_calls *calls = c10d_calls_new(keep, NULL, &emitted);
+	struct tcheck_process_group_record built = group_built(100, 0x2000, 0, 2);
+	struct tcheck_c10d_work_record work;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	for (int i = 0; i < 2; i++) {
+		struct tcheck_c10d_call_record raw = c10d_call(
+			100, 0x2000, "allreduce", 64 + (uint64_t)i, 5000 + 1000 * (uint64_t)i);
+
+		raw.flags = TCHECK_C10D_CALL_AWAITS_WORK;
+		CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+		work = work_event(100, 100, 0xaa00 + 0x100 * (uint64_t)i, TCHECK_C10D_WORK_BUILT,
+				  5010 + 1000 * (uint64_t)i);
+		CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
+	}
+	work = work_event(100, 108, 0xab00, TCHECK_C10D_WORK_FINISHED, 8000);
+	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
+	CU_ASSERT_EQUAL(emitted.count, 1); /* the announcement: the first still runs */
+	work = work_event(100, 107, 0xaa00, TCHECK_C10D_WORK_FINISHED, 9000);
+	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
+	CU_ASSERT_EQUAL_FATAL(emitted.count, 3);
+	CU_ASSERT_EQUAL(emitted.records[1].call.params[C10D_PARAM_COUNT], 64);
+	CU_ASSERT_EQUAL(emitted.records[1].call.duration_ns, 4000);
+	CU_ASSERT_EQUAL(emitted.records[1].call.seq, 0);
+	CU_ASSERT_EQUAL(emitted.records[2].call.params[C10D_PARAM_COUNT], 65);
+	CU_ASSERT_EQUAL(emitted.records[2].call.duration_ns, 2000);
+	CU_ASSERT_EQUAL(emitted.records[2].call.seq, 1);
 	c10d_calls_free(calls);
 }

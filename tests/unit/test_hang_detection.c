@@ -1122,3 +1122,130 @@ UNIT_TEST(hang_detection, nccl_process_group_and_its_nccl_calls_make_one_hang)
 	CU_ASSERT_EQUAL(job.slow_count, 0);
 	progress_model_free(job.model);
 }
+
+/*
+ * gloo collectives whose work is awaited: each lasts until every rank took
+ * part. Quiet after every rank's last one ended is a job between phases
+ * (the start-up limit, as for calls seen entered only); every rank inside
+ * the next one, its work unfinished, is a hang after the steps' limit, the
+ * ranks named inside it.
+ */
+UNIT_TEST(hang_detection, awaited_c10d_work_unfinished_on_every_rank_is_a_hang)
+{
+	struct job job = new_job();
+	struct diagnosis_report reports[4];
+	uint64_t quiet_since, inside_from;
+
+	for (int step = 0; step < 10; step++)
+		for (int rank = 0; rank < RANKS; rank++) {
+			struct trace_nccl_call call = collective(
+				"c10d::allreduce", 64, rank, step,
+				1000000000ull + (uint64_t)step * STEP_NS + (uint64_t)rank * 1000);
+
+			call.flags = TRACE_CALL_WORK_AWAITED;
+			call.duration_ns = 500000;
+			feed(&job, &call);
+		}
+	CU_ASSERT_FALSE(job.model->comms[0].entries_only);
+	CU_ASSERT_TRUE(job.model->comms[0].work_awaited);
+	quiet_since = job.model->comms[0].last_progress_ns;
+	progress_model_advance(job.model, quiet_since + 9000000000ull);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	/* Every rank enters the next one; its work never ends. */
+	inside_from = quiet_since + 9100000000ull;
+	for (int rank = 0; rank < RANKS; rank++) {
+		struct trace_nccl_call call = collective("c10d::allreduce", 64, rank, 10,
+							 inside_from + (uint64_t)rank * 1000);
+
+		call.flags = TRACE_CALL_WORK_AWAITED | TRACE_CALL_OPEN;
+		call.duration_ns = 0;
+		feed(&job, &call);
+	}
+	progress_model_advance(job.model, inside_from + 3 * STEP_NS);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL(reports[0].rank_count, 0);
+	CU_ASSERT_EQUAL(reports[0].inside_count, RANKS);
+	CU_ASSERT_STRING_EQUAL(reports[0].function, "c10d::allreduce");
+	CU_ASSERT_EQUAL(reports[0].seq, 10);
+	progress_model_free(job.model);
+}
+
+/*
+ * DDP queues one all-reduce per gradient bucket: a rank enters the second
+ * before the first one's work ends. Each is seen in flight at its entry
+ * and again when its work ends, in the order made: counted once.
+ */
+UNIT_TEST(hang_detection, awaited_c10d_calls_overlapping_on_a_thread_count_once)
+{
+	struct job job = new_job();
+
+	for (int step = 0; step < 10; step++)
+		for (int rank = 0; rank < RANKS; rank++) {
+			uint64_t start =
+				1000000000ull + (uint64_t)step * STEP_NS + (uint64_t)rank * 1000;
+			struct trace_nccl_call calls[2];
+
+			for (int bucket = 0; bucket < 2; bucket++) {
+				calls[bucket] = collective("c10d::allreduce", 64 + (uint64_t)bucket,
+							   rank, 2 * step + bucket,
+							   start + (uint64_t)bucket * 100000);
+				calls[bucket].flags = TRACE_CALL_WORK_AWAITED | TRACE_CALL_OPEN;
+				calls[bucket].duration_ns = 0;
+				feed(&job, &calls[bucket]);
+			}
+			for (int bucket = 0; bucket < 2; bucket++) {
+				calls[bucket].flags = TRACE_CALL_WORK_AWAITED;
+				calls[bucket].duration_ns = 3000000;
+				feed(&job, &calls[bucket]);
+			}
+		}
+	CU_ASSERT_EQUAL(job.model->comm_count, 1);
+	for (int rank = 0; rank < RANKS; rank++)
+		CU_ASSERT_EQUAL(job.model->comms[0].ranks[rank].collectives, 20);
+	CU_ASSERT_EQUAL(job.model->comms[0].period, 2);
+	CU_ASSERT_FALSE(job.model->comms[0].ranks[0].last.open);
+	CU_ASSERT_EQUAL(job.slow_count, 0);
+	progress_model_free(job.model);
+}
+
+/*
+ * Step 8: rank 1 reaches the all-reduce 6 ms late, as in
+ * slowdown_is_judged_when_the_straggler_arrives, but its thread spent those
+ * 6 ms runnable, waiting for a CPU (its calls' run delay grows by that
+ * much): the host's scheduler, no straggler. A rank late by its own work
+ * (its run delay unchanged) still is one.
+ */
+static void run_c10d_step(struct job *job, int step, int late_rank, uint64_t late_ns,
+			  uint64_t cpu_wait_ns)
+{
+	uint64_t start = (uint64_t)step * STEP_NS + 1000000000ull;
+
+	for (int rank = 0; rank < RANKS; rank++) {
+		uint64_t delay = rank == late_rank ? late_ns : 0;
+		struct trace_nccl_call call =
+			collective("c10d::allreduce", 256, rank, step, start + 1000000 + delay);
+
+		/* Every thread waits 50 us a step; the late one 'cpu_wait_ns' more this step. */
+		call.param_count = 5;
+		call.params[4] = 1000000 + (uint64_t)step * 50000 +
+				 (rank == late_rank ? cpu_wait_ns : 0) +
+				 (rank == 1 && step > 8 ? cpu_wait_ns : 0);
+		feed(job, &call);
+	}
+}
+
+UNIT_TEST(hang_detection, a_rank_late_waiting_for_a_cpu_is_no_straggler)
+{
+	struct job descheduled = new_job(), slow = new_job();
+
+	for (int step = 0; step < 10; step++) {
+		run_c10d_step(&descheduled, step, step == 8 ? 1 : -1, 6 * STEP_NS / 10,
+			      step == 8 ? 6 * STEP_NS / 10 : 0);
+		run_c10d_step(&slow, step, step == 8 ? 1 : -1, 6 * STEP_NS / 10, 0);
+	}
+	CU_ASSERT_EQUAL(descheduled.slow_count, 0);
+	CU_ASSERT_EQUAL_FATAL(slow.slow_count, 1);
+	CU_ASSERT_EQUAL(slow.slow[0].ranks[0].rank, 1);
+	progress_model_free(descheduled.model);
+	progress_model_free(slow.model);
+}

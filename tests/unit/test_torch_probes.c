@@ -375,6 +375,20 @@ static void assert_shared_enter_method(const struct torch_probes *probes)
 	CU_ASSERT_STRING_EQUAL(probes->scopes.exit.symbol, "_ZN2at14RecordFunction3endEv");
 }
 
+/* Where gloo's works are built and end: all three sites, named as nm names them. */
+static void assert_gloo_work_sites(const struct torch_probes *probes)
+{
+	static const char *const names[TORCH_GLOO_WORK_SITES] = {
+		"9AsyncWorkC2E", "9AsyncWork14finishWorkGlooEv", "9AsyncWork19finishWorkGlooErrorE"
+	};
+
+	for (int i = 0; i < TORCH_GLOO_WORK_SITES; i++) {
+		CU_ASSERT_PTR_NOT_NULL_FATAL(probes->gloo_work[i].symbol);
+		CU_ASSERT_PTR_NOT_NULL(strstr(probes->gloo_work[i].symbol, names[i]));
+		CU_ASSERT(probes->gloo_work[i].file_offset != 0);
+	}
+}
+
 UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
 {
 	struct torch_probes *probes = NULL;
@@ -398,6 +412,7 @@ UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
 	/* The constructor whose prefix names each c10d group alike on every rank. */
 	CU_ASSERT_PTR_NOT_NULL_FATAL(probes->prefix_store.symbol);
 	CU_ASSERT_PTR_NOT_NULL(strstr(probes->prefix_store.symbol, "PrefixStoreC2E"));
+	assert_gloo_work_sites(probes);
 	CU_ASSERT_PTR_NOT_NULL(strstr(probes->scopes.enter.reading, "data pointer at +0"));
 	/*
 	 * add_ and mul_ have .Tensor and .Scalar; zero_ one; _foreach_add_ three;
@@ -546,6 +561,7 @@ UNIT_TEST(torch_probes, torch_26_sites_match_nm_and_objdump)
 	CU_ASSERT_PTR_NOT_NULL(probes->backward.symbol);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(probes->prefix_store.symbol);
 	CU_ASSERT_PTR_NOT_NULL(strstr(probes->prefix_store.symbol, "PrefixStoreC2E"));
+	assert_gloo_work_sites(probes);
 	CU_ASSERT_EQUAL(probes->version.minor, 6);
 	assert_shared_enter_method(probes);
 	end_address = nm_symbol(library, "_ZN2at14RecordFunction3endEv", &end_size);
@@ -780,6 +796,7 @@ UNIT_TEST(torch_probes, cuda_build_probes_nccl_process_groups_in_libtorch_cuda)
 	CU_ASSERT_EQUAL(probes->version.minor, 6);
 	assert_shared_enter_method(probes);
 	CU_ASSERT_PTR_NOT_NULL(probes->prefix_store.symbol);
+	assert_gloo_work_sites(probes);
 	CU_ASSERT_EQUAL(torch_c10d_site_count(&probes->c10d[0]), c10d_operation_count());
 	CU_ASSERT_STRING_EQUAL(probes->c10d[0].library_path, cpu);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(probes->c10d[1].library_path);

@@ -168,6 +168,15 @@ static bool ranks_disagree(const struct progress_comm *comm)
 	return false;
 }
 
+/* Whether some rank's last call on the communicator had not returned when last seen. */
+static bool any_rank_inside(const struct progress_comm *comm)
+{
+	for (int32_t r = 0; r < comm->nranks; r++)
+		if (comm->ranks[r].last.open)
+			return true;
+	return false;
+}
+
 /*
  * How long the communicator may stay quiet: hang_factor times the job's
  * step, or times its own longest normal wait between two collectives when
@@ -188,9 +197,11 @@ static double silence_limit(const struct progress_model *model, const struct pro
 	/*
 	 * Every rank issued the last collective of a communicator whose calls
 	 * are seen entered only (c10d's): nothing says it has not finished, and
-	 * a job tearing down or between phases is as quiet. The start-up limit.
+	 * a job tearing down or between phases is as quiet. The start-up limit;
+	 * so too where their work is awaited and it ended on every rank.
 	 */
-	if (comm->entries_only && !ranks_disagree(comm) && model->options.hang_unlearned_ns > floor)
+	if ((comm->entries_only || (comm->work_awaited && !any_rank_inside(comm))) &&
+	    !ranks_disagree(comm) && model->options.hang_unlearned_ns > floor)
 		floor = model->options.hang_unlearned_ns;
 	return limit > floor ? limit : floor;
 }

@@ -279,13 +279,14 @@ static void add_collective(struct progress_model *model, struct progress_comm *c
 	slot->arrival_ns[r] = call->entry_ns ? call->entry_ns : 1;
 	slot->duration_ns[r] = call->duration_ns;
 	slot->seq[r] = call->seq;
+	slot->cpu_wait_ns[r] = trace_call_cpu_wait(call);
+	slot->tid[r] = call->tid;
 	slot->functions[r] = call->function;
 	slot->counts[r] = count;
 	/* The calls before this one returned before it was entered; this one is not counted yet. */
 	slot->inside_before_ns[r] =
-		process ? process->inside_ns - ((call->flags & TRACE_CALL_OPEN) || call->depth > 0
-							? 0
-							: call->duration_ns)
+		process ? process->inside_ns -
+				  (progress_call_counts_inside(call) ? call->duration_ns : 0)
 			: 0;
 	if (index == comm->signature_count && index < PROGRESS_SIGNATURES) {
 		comm->signatures[index] = signature_of(call->function, count);
@@ -428,9 +429,11 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	}
 	rank->present = true;
 	rank->pid = call->pid;
-	/* Calls outside nccl.h's table are c10d's, entered only. */
-	if (nccl_function_index(call->api) < 0)
+	/* Calls outside nccl.h's table are c10d's: entered only, unless their work is awaited. */
+	if (nccl_function_index(call->api) < 0 && !(call->flags & TRACE_CALL_WORK_AWAITED))
 		comm->entries_only = true;
+	else if (nccl_function_index(call->api) < 0)
+		comm->work_awaited = true;
 	if (rank->last.open && rank->last.entry_ns == call->entry_ns &&
 	    rank->last_tid == call->tid) {
 		/* Counted while in flight: now it returned, or is still open. */
@@ -439,6 +442,14 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	}
 	/* Seen open, then returned before it was handed over: the return counted it. */
 	if ((call->flags & TRACE_CALL_OPEN) && call->entry_ns <= rank->last.entry_ns)
+		return comm;
+	/*
+	 * An awaited c10d call whose work ended after its thread made a later
+	 * one: counted when it was seen in flight at its entry (a thread's
+	 * calls reach the model in the order made).
+	 */
+	if ((call->flags & TRACE_CALL_WORK_AWAITED) && rank->last_tid == call->tid &&
+	    call->entry_ns < rank->last.entry_ns)
 		return comm;
 	rank->last_tid = call->tid;
 	progress_process_remember(model, call);

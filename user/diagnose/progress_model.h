@@ -80,6 +80,10 @@ struct progress_slot {
 	 * collectives, what it did not spend waiting it spent computing.
 	 */
 	uint64_t inside_before_ns[PROGRESS_MAX_RANKS];
+	/* The calling thread's time waiting for a CPU at its arrival, and which thread (0 unknown).
+	 */
+	uint64_t cpu_wait_ns[PROGRESS_MAX_RANKS];
+	uint32_t tid[PROGRESS_MAX_RANKS];
 };
 
 /*
@@ -116,6 +120,11 @@ struct progress_comm {
 	 * unseen): a collective every rank issued may well have finished.
 	 */
 	bool entries_only;
+	/*
+	 * Its calls last until their work ends (c10d's, awaited): a rank
+	 * inside one is waiting for the others.
+	 */
+	bool work_awaited;
 	/*
 	 * The job's own jitter: how long the last rank arrived after the others
 	 * at each collective, and how much longer the rank that computed

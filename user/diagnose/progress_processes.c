@@ -94,11 +94,16 @@ bool progress_model_next_call(const struct progress_model *model, uint32_t pid,
 	return true;
 }
 
+bool progress_call_counts_inside(const struct trace_nccl_call *call)
+{
+	return call->depth == 0 && !(call->flags & (TRACE_CALL_OPEN | TRACE_CALL_WORK_AWAITED));
+}
+
 void progress_process_count_inside(struct progress_model *model, const struct trace_nccl_call *call)
 {
 	struct progress_process *process;
 
-	if (call->depth > 0 || (call->flags & TRACE_CALL_OPEN))
+	if (!progress_call_counts_inside(call))
 		return;
 	process = progress_process_of(model, call->pid);
 	if (process)

@@ -17,6 +17,13 @@ struct progress_process *progress_process_of(struct progress_model *model, uint3
 /* A communication call the process made (seen for the first time), in its order. */
 void progress_process_remember(struct progress_model *model, const struct trace_nccl_call *call);
 
+/*
+ * Whether a call's duration is time its thread spent inside it: one made
+ * from the application (depth 0) that returned. Not an awaited c10d call's,
+ * which runs to its work's end while the thread goes on.
+ */
+bool progress_call_counts_inside(const struct trace_nccl_call *call);
+
 /* A call of the process returned (depth 0): its time inside calls grows by its duration. */
 void progress_process_count_inside(struct progress_model *model,
 				   const struct trace_nccl_call *call);

@@ -194,6 +194,26 @@ static bool someone_waited_for(const struct progress_comm *comm, int64_t index, 
 	       -over_most > lead_ns / 2;
 }
 
+/*
+ * Whether 'straggler' spent at least half its lead runnable but waiting for
+ * a CPU between the communicator's previous collective and this one (its
+ * thread's run delay, where the calls say it): the host's scheduler made it
+ * late, not the rank's work.
+ */
+static bool waited_for_a_cpu(const struct progress_comm *comm, int64_t index, int32_t straggler,
+			     double lead_ns)
+{
+	const struct progress_slot *slot = progress_comm_slot(comm, index);
+	const struct progress_slot *previous = progress_comm_slot(comm, index - 1);
+
+	if (!slot || !previous || !slot->cpu_wait_ns[straggler] ||
+	    !previous->cpu_wait_ns[straggler] || slot->tid[straggler] != previous->tid[straggler] ||
+	    slot->cpu_wait_ns[straggler] < previous->cpu_wait_ns[straggler])
+		return false;
+	return (double)(slot->cpu_wait_ns[straggler] - previous->cpu_wait_ns[straggler]) >=
+	       lead_ns / 2;
+}
+
 enum lead_kind { ARRIVAL_LEAD, COMPUTE_LEAD };
 
 static const struct progress_lead *lead_of(const struct progress_comm *comm, enum lead_kind kind)
@@ -284,6 +304,8 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 	} else if (!beyond_jitter(model, comm, ARRIVAL_LEAD, lead_ns)) {
 		return false;
 	}
+	if (waited_for_a_cpu(comm, index, arrivals.last_rank, lead_ns))
+		return false;
 	fill_report(model, comm, index, step, &arrivals, excess_ns, report);
 	if (waited_for >= 0) {
 		report->lead_ns = (uint64_t)lead_ns;

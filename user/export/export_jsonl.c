@@ -139,6 +139,8 @@ static int put_param(json_t *args, const struct nccl_param *param,
 	case NCCL_PARAM_UNIQUE_ID_OUT:
 	case NCCL_PARAM_UNIQUE_ID_ARRAY:
 		return put(args, param->name, export_json_unsigned(raw));
+	case NCCL_PARAM_THREAD_CPU_WAIT:
+		return put(args, param->name, raw ? export_json_unsigned(raw) : json_null());
 	case NCCL_PARAM_INT:
 		return put(args, param->name, json_integer(as_int));
 	case NCCL_PARAM_DATATYPE:
@@ -256,6 +258,21 @@ json_t *export_json_python_args(const struct trace_python_call *call)
 	return args;
 }
 
+/*
+ * A c10d call's work: "ended", "failed", "unfinished" when last seen, or
+ * "not followed" (seen entered only); null for an NCCL call.
+ */
+static json_t *work_state(const struct trace_nccl_call *call)
+{
+	if (!call->api || nccl_function_index(call->api) >= 0)
+		return json_null();
+	if (!(call->flags & TRACE_CALL_WORK_AWAITED))
+		return json_string("not followed");
+	if (call->flags & TRACE_CALL_OPEN)
+		return json_string("unfinished");
+	return json_string(call->flags & TRACE_CALL_WORK_FAILED ? "failed" : "ended");
+}
+
 static json_t *call_object(const struct trace_nccl_call *call)
 {
 	const char *result_name = nccl_result_name(call->result);
@@ -289,6 +306,7 @@ static json_t *call_object(const struct trace_nccl_call *call)
 		      call->flags & TRACE_CALL_UNIQUE_ID_VALID ? hexadecimal(call->unique_id_hash)
 							       : json_null());
 	failed |= put(object, "flags", json_integer(call->flags));
+	failed |= put(object, "work", work_state(call));
 	failed |= put(object, "step", export_json_known_or_null(call->step));
 	failed |= put(object, "stage", export_json_stage(call->stage));
 	failed |= put(object, "py_stack", export_json_python_stack(&call->py_stack));

@@ -11,16 +11,17 @@
 		.name = param_name, .type = NCCL_PARAM_##param_type \
 	}
 
-#define COLLECTIVE_PARAMS                                                                      \
-	4,                                                                                     \
-	{                                                                                      \
-		P("group", COMM), P("tensors", INT), P("count", SIZE), P("dtype", TORCH_DTYPE) \
-	}
-#define POINT_TO_POINT_PARAMS                                                                   \
+#define COLLECTIVE_PARAMS                                                                       \
 	5,                                                                                      \
 	{                                                                                       \
 		P("group", COMM), P("tensors", INT), P("count", SIZE), P("dtype", TORCH_DTYPE), \
-			P("peer", INT)                                                          \
+			P("cpu_wait_ns", THREAD_CPU_WAIT)                                       \
+	}
+#define POINT_TO_POINT_PARAMS                                                                   \
+	6,                                                                                      \
+	{                                                                                       \
+		P("group", COMM), P("tensors", INT), P("count", SIZE), P("dtype", TORCH_DTYPE), \
+			P("peer", INT), P("cpu_wait_ns", THREAD_CPU_WAIT)                       \
 	}
 
 /* A member function's mangled name after its class: length and name, 'E', the arguments. */
@@ -32,13 +33,18 @@ static const struct c10d_backend backends[] = {
 	{ "nccl", "16ProcessGroupNCCL", "libtorch_cuda.so" },
 };
 
-/* Registers: rdi the return slot, rsi 'this', rdx (3) the first argument, rcx (4) the second. */
+/*
+ * Registers: rdi the return slot, rsi 'this', rdx (3) the first argument,
+ * rcx (4) the second. gloo runs every operation but send and recv as an
+ * AsyncWork on a worker thread (send and recv complete in wait()).
+ */
 static const struct c10d_operation operations[] = {
 	{ "allreduce",
 	  METHOD("9allreduce", "RSt6vectorIN2at6TensorESaIS3_EERKNS_16AllreduceOptionsE"),
 	  3,
 	  false,
 	  0,
+	  true,
 	  { "c10d::allreduce", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "allreduce_coalesced",
 	  METHOD("19allreduce_coalesced",
@@ -46,18 +52,21 @@ static const struct c10d_operation operations[] = {
 	  3,
 	  false,
 	  0,
+	  true,
 	  { "c10d::allreduce_coalesced", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "broadcast",
 	  METHOD("9broadcast", "RSt6vectorIN2at6TensorESaIS3_EERKNS_16BroadcastOptionsE"),
 	  3,
 	  false,
 	  0,
+	  true,
 	  { "c10d::broadcast", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "reduce",
 	  METHOD("6reduce", "RSt6vectorIN2at6TensorESaIS3_EERKNS_13ReduceOptionsE"),
 	  3,
 	  false,
 	  0,
+	  true,
 	  { "c10d::reduce", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	/* allgather(outputs, inputs, options): the inputs are what this rank sends. */
 	{ "allgather",
@@ -66,6 +75,7 @@ static const struct c10d_operation operations[] = {
 	  4,
 	  false,
 	  0,
+	  true,
 	  { "c10d::allgather", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "allgather_coalesced",
 	  METHOD("19allgather_coalesced",
@@ -73,18 +83,21 @@ static const struct c10d_operation operations[] = {
 	  4,
 	  false,
 	  0,
+	  true,
 	  { "c10d::allgather_coalesced", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "_allgather_base",
 	  METHOD("15_allgather_base", "RN2at6TensorES3_RKNS_16AllgatherOptionsE"),
 	  4,
 	  true,
 	  0,
+	  true,
 	  { "c10d::_allgather_base", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "gather",
 	  METHOD("6gather", "RSt6vectorIS1_IN2at6TensorESaIS3_EESaIS5_EERS5_RKNS_13GatherOptionsE"),
 	  4,
 	  false,
 	  0,
+	  true,
 	  { "c10d::gather", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	/* scatter(outputs, inputs, options): the outputs are what this rank gets. */
 	{ "scatter",
@@ -93,6 +106,7 @@ static const struct c10d_operation operations[] = {
 	  3,
 	  false,
 	  0,
+	  true,
 	  { "c10d::scatter", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "reduce_scatter",
 	  METHOD("14reduce_scatter",
@@ -100,24 +114,28 @@ static const struct c10d_operation operations[] = {
 	  3,
 	  false,
 	  0,
+	  true,
 	  { "c10d::reduce_scatter", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "_reduce_scatter_base",
 	  METHOD("20_reduce_scatter_base", "RN2at6TensorES3_RKNS_20ReduceScatterOptionsE"),
 	  4,
 	  true,
 	  0,
+	  true,
 	  { "c10d::_reduce_scatter_base", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "alltoall_base",
 	  METHOD("13alltoall_base", "RN2at6TensorES3_RSt6vectorIlSaIlEES7_RKNS_15AllToAllOptionsE"),
 	  4,
 	  true,
 	  0,
+	  true,
 	  { "c10d::alltoall_base", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	{ "barrier",
 	  METHOD("7barrier", "RKNS_14BarrierOptionsE"),
 	  0,
 	  false,
 	  0,
+	  true,
 	  { "c10d::barrier", NCCL_KIND_COLLECTIVE, COLLECTIVE_PARAMS } },
 	/* send(tensors, dstRank, tag) and recv(tensors, srcRank, tag): the rank in rcx. */
 	{ "send",
@@ -125,12 +143,14 @@ static const struct c10d_operation operations[] = {
 	  3,
 	  false,
 	  4,
+	  false,
 	  { "c10d::send", NCCL_KIND_POINT_TO_POINT, POINT_TO_POINT_PARAMS } },
 	{ "recv",
 	  METHOD("4recv", "RSt6vectorIN2at6TensorESaIS3_EEii"),
 	  3,
 	  false,
 	  4,
+	  false,
 	  { "c10d::recv", NCCL_KIND_POINT_TO_POINT, POINT_TO_POINT_PARAMS } },
 };
 

@@ -26,6 +26,7 @@ struct c10d_operation {
 	int tensor_register;	    /* 1 rdi ... 5 r8; 0 none */
 	bool tensor_is_reference;   /* one at::Tensor & rather than a std::vector<at::Tensor> & */
 	int peer_register;	    /* point-to-point: the other rank's int; 0 none */
+	bool gloo_async_work;	    /* gloo runs it as a ProcessGroupGloo::AsyncWork */
 	struct nccl_function api;   /* name "c10d::allreduce", kind, parameters */
 };
 
@@ -50,7 +51,11 @@ const struct c10d_operation *c10d_operation_at(size_t index);
 /* The call-table entry of a c10d operation named "c10d::allreduce"; NULL otherwise. */
 const struct nccl_function *c10d_function_by_name(const char *name);
 
-/* The parameters of a c10d call, in the order of its table entry. */
+/*
+ * The parameters of a c10d call, in the order of its table entry, and
+ * last the calling thread's time waiting for a CPU (after the peer of a
+ * point-to-point call; trace_call_cpu_wait finds it).
+ */
 enum c10d_param {
 	C10D_PARAM_GROUP,
 	C10D_PARAM_TENSORS,

@@ -28,6 +28,11 @@ enum nccl_param_type {
 	NCCL_PARAM_RESULT_OUT,	    /* ncclResult_t*: written by the call */
 	NCCL_PARAM_INT_OUT,	    /* int*: written by the call */
 	NCCL_PARAM_TORCH_DTYPE,	    /* c10::ScalarType of a c10d call's tensors (c10d_api.h) */
+	/*
+	 * Not an argument: measured by the tracer at the entry, the calling
+	 * thread's time so far waiting for a CPU (ns; 0 unknown). c10d calls.
+	 */
+	NCCL_PARAM_THREAD_CPU_WAIT,
 };
 
 enum nccl_function_kind {

@@ -50,3 +50,13 @@ bool trace_exit_crashed(int32_t wait_status)
 {
 	return wait_status > 0;
 }
+
+uint64_t trace_call_cpu_wait(const struct trace_nccl_call *call)
+{
+	if (!call->api)
+		return 0;
+	for (int i = 0; i < call->api->param_count && i < (int)call->param_count; i++)
+		if (call->api->params[i].type == NCCL_PARAM_THREAD_CPU_WAIT)
+			return call->params[i];
+	return 0;
+}

@@ -59,6 +59,14 @@ enum trace_stage {
  * means nothing. A communication call's seq is the one it will have.
  */
 #define TRACE_CALL_OPEN (1U << 3)
+/*
+ * A c10d call whose work's end was probed: its duration runs from its
+ * entry to the end of its work (every rank took part), or, with
+ * TRACE_CALL_OPEN, to when it was last seen unfinished. Without it a c10d
+ * call is seen entered only.
+ */
+#define TRACE_CALL_WORK_AWAITED (1U << 4)
+#define TRACE_CALL_WORK_FAILED (1U << 5) /* its work ended with an error */
 
 /* One NCCL API call: entry and return paired. */
 struct trace_nccl_call {
@@ -246,6 +254,12 @@ struct trace_record {
  * differs from run to run and is compared only as identity.
  */
 bool trace_arg_is_identity(const char *name);
+
+/*
+ * The calling thread's time waiting for a CPU when the call was entered
+ * (its NCCL_PARAM_THREAD_CPU_WAIT parameter, c10d calls); 0 unknown.
+ */
+uint64_t trace_call_cpu_wait(const struct trace_nccl_call *call);
 
 /*
  * The time a record stands for: a call's or Python call's entry, a process's

@@ -113,6 +113,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	bpf_program__set_autoload(session->skeleton->progs.process_group_init, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.store_prefix_built, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.c10d_collective, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.c10d_work_event, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.python_exception_display,
 				  config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_op_entry, config->torch_ops);
@@ -126,6 +127,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	    uprobe_link_prepare(session->skeleton->progs.process_group_init) ||
 	    uprobe_link_prepare(session->skeleton->progs.store_prefix_built) ||
 	    uprobe_link_prepare(session->skeleton->progs.c10d_collective) ||
+	    uprobe_link_prepare(session->skeleton->progs.c10d_work_event) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_exception_display) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_return) ||
@@ -301,6 +303,14 @@ int probe_session_attach_c10d_collectives(struct probe_session *session, const c
 	if (count > TCHECK_C10D_SITES_MAX)
 		return -E2BIG;
 	return uprobe_link_attach(&session->links, session->skeleton->progs.c10d_collective, false,
+				  path, offsets, cookies, count, -1, error, error_size);
+}
+
+int probe_session_attach_c10d_work(struct probe_session *session, const char *path,
+				   const uint64_t *offsets, const uint64_t *cookies, size_t count,
+				   char *error, size_t error_size)
+{
+	return uprobe_link_attach(&session->links, session->skeleton->progs.c10d_work_event, false,
 				  path, offsets, cookies, count, -1, error, error_size);
 }
 

@@ -106,6 +106,13 @@ int probe_session_attach_store_prefix(struct probe_session *session, const char 
 int probe_session_attach_c10d_collectives(struct probe_session *session, const char *path,
 					  const uint64_t *offsets, const uint64_t *cookies,
 					  size_t count, char *error, size_t error_size);
+/*
+ * The entry probe on where gloo works are built and end, at offsets of
+ * path; each cookie is its enum tcheck_c10d_work_event.
+ */
+int probe_session_attach_c10d_work(struct probe_session *session, const char *path,
+				   const uint64_t *offsets, const uint64_t *cookies, size_t count,
+				   char *error, size_t error_size);
 /* Attaches the torch operator probe pair at offsets of path; each cookie numbers its operator. */
 int probe_session_attach_torch_ops(struct probe_session *session, const char *path,
 				   const uint64_t *offsets, const uint64_t *cookies, size_t count,

@@ -126,26 +126,63 @@ static void attach_process_groups(struct python_tracer *tracer, pid_t pid,
 			    error);
 }
 
+/*
+ * Where gloo's works are built and end: a gloo collective's call then
+ * lasts until its work ends. False (its calls seen entered only) when the
+ * build lacks one of the sites or they cannot be probed.
+ */
+static bool attach_gloo_work(struct python_tracer *tracer, pid_t pid,
+			     const struct torch_probes *probes)
+{
+	uint64_t offsets[TORCH_GLOO_WORK_SITES], cookies[TORCH_GLOO_WORK_SITES];
+	char error[512];
+	size_t count = 0;
+
+	for (int i = 0; i < TORCH_GLOO_WORK_SITES; i++)
+		if (probes->gloo_work[i].symbol) {
+			offsets[count] = probes->gloo_work[i].file_offset;
+			cookies[count++] = (uint64_t)TCHECK_C10D_WORK_BUILT + (uint64_t)i;
+		}
+	/* Built and finished at least: a work that fails unseen stays open, as it is. */
+	if (!probes->gloo_work[0].symbol || !probes->gloo_work[1].symbol) {
+		log_info("process %d: %s has no gloo AsyncWork constructor or finishWorkGloo: "
+			 "gloo collectives are seen entered only, not completed",
+			 pid, probes->library_path);
+		return false;
+	}
+	if (probe_session_attach_c10d_work(tracer->session, probes->host_path, offsets, cookies,
+					   count, error, sizeof(error))) {
+		log_warning("process %d: gloo collectives are seen entered only, not completed: %s",
+			    pid, error);
+		return false;
+	}
+	return true;
+}
+
 /* One backend's collectives: what each rank entered, whatever the scopes. */
 static void attach_c10d_backend(struct python_tracer *tracer, pid_t pid,
-				const struct torch_probes *probes, size_t backend_index)
+				const struct torch_probes *probes, size_t backend_index,
+				bool gloo_work_probed)
 {
 	const struct torch_c10d_probes *backend = &probes->c10d[backend_index];
 	const char *name = c10d_backend_at(backend_index)->name;
+	bool gloo = strcmp(name, "gloo") == 0;
 	uint64_t offsets[TORCH_C10D_SITES], cookies[TORCH_C10D_SITES];
 	size_t count = 0;
 	char error[512];
 
 	for (size_t i = 0; i < TORCH_C10D_SITES; i++)
 		if (backend->sites[i].symbol) {
+			bool awaited =
+				gloo && gloo_work_probed && c10d_operation_at(i)->gloo_async_work;
+
 			offsets[count] = backend->sites[i].file_offset;
-			cookies[count++] = torch_c10d_cookie(probes, i);
+			cookies[count++] = torch_c10d_cookie(probes, i, awaited);
 		}
 	if (count == 0) {
 		log_info("process %d: %s has no %s process group: its c10d collectives are not "
 			 "traced%s",
-			 pid, backend->library_path, name,
-			 strcmp(name, "gloo") == 0 ? " (NCCL's are, in libnccl)" : "");
+			 pid, backend->library_path, name, gloo ? " (NCCL's are, in libnccl)" : "");
 		return;
 	}
 	if (probe_session_attach_c10d_collectives(tracer->session, backend->host_path, offsets,
@@ -164,9 +201,12 @@ static void attach_c10d_backend(struct python_tracer *tracer, pid_t pid,
 static void attach_c10d_collectives(struct python_tracer *tracer, pid_t pid,
 				    const struct torch_probes *probes)
 {
+	bool gloo_work_probed = torch_c10d_site_count(&probes->c10d[0]) > 0 &&
+				attach_gloo_work(tracer, pid, probes);
+
 	for (size_t b = 0; b < c10d_backend_count() && b < TORCH_C10D_BACKENDS; b++)
 		if (probes->c10d[b].library_path)
-			attach_c10d_backend(tracer, pid, probes, b);
+			attach_c10d_backend(tracer, pid, probes, b, gloo_work_probed);
 }
 
 void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,

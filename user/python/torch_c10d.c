@@ -113,13 +113,14 @@ void torch_c10d_free(struct torch_probes *probes)
 	}
 }
 
-uint64_t torch_c10d_cookie(const struct torch_probes *probes, size_t index)
+uint64_t torch_c10d_cookie(const struct torch_probes *probes, size_t index, bool awaited)
 {
 	const struct c10d_operation *operation = c10d_operation_at(index);
 
 	if (!operation)
 		return 0;
-	return (uint64_t)index | (uint64_t)operation->tensor_register << TCHECK_C10D_TENSOR_SHIFT |
+	return (uint64_t)index | (awaited ? TCHECK_C10D_AWAITS_WORK : 0) |
+	       (uint64_t)operation->tensor_register << TCHECK_C10D_TENSOR_SHIFT |
 	       (uint64_t)operation->peer_register << TCHECK_C10D_PEER_SHIFT |
 	       (operation->tensor_is_reference ? TCHECK_C10D_TENSOR_IS_REFERENCE : 0) |
 	       ((uint64_t)probes->tensor_numel_offset & TCHECK_C10D_NUMEL_OFFSET_MASK)

@@ -134,6 +134,36 @@ struct cuda_library {
 	const char *host_path;
 };
 
+/*
+ * Where gloo's works are built and end: their constructor (inside the
+ * collective, on its thread) and the two ways execute() ends one. Optional.
+ */
+static int resolve_gloo_work(struct torch_probes *probes, char *error, size_t error_size)
+{
+	static const struct {
+		const char *prefix;
+		const char *reading;
+	} sites[TORCH_GLOO_WORK_SITES] = {
+		{ "_ZN4c10d16ProcessGroupGloo9AsyncWorkC2E",
+		  "rdi -> the work being built, inside the collective that queues it" },
+		{ "_ZN4c10d16ProcessGroupGloo9AsyncWork14finishWorkGlooEv",
+		  "rdi -> the work: it completed, every rank took part" },
+		{ "_ZN4c10d16ProcessGroupGloo9AsyncWork19finishWorkGlooErrorE",
+		  "rdi -> the work: it ended with an error" },
+	};
+	int err = 0;
+
+	for (int i = 0; !err && i < TORCH_GLOO_WORK_SITES; i++) {
+		err = resolve_optional(probes, sites[i].prefix, sites[i].reading,
+				       &probes->gloo_work[i], error, error_size);
+		if (!err && probes->gloo_work[i].symbol &&
+		    torch_probe_site_move_to_emulated_instruction(probes->host_path,
+								  &probes->gloo_work[i]))
+			err = error_fail(error, error_size, ENOMEM, "out of memory");
+	}
+	return err;
+}
+
 static int resolve_all(struct torch_probes *probes, const struct cuda_library *cuda,
 		       const char *const *ops, size_t op_count, char *error, size_t error_size)
 {
@@ -148,6 +178,8 @@ static int resolve_all(struct torch_probes *probes, const struct cuda_library *c
 		err = resolve_process_groups(probes, error, error_size);
 	if (!err)
 		err = resolve_prefix_store(probes, error, error_size);
+	if (!err)
+		err = resolve_gloo_work(probes, error, error_size);
 	if (!err)
 		err = torch_c10d_resolve(probes, cuda->path, cuda->host_path, error, error_size);
 	if (!err)
@@ -292,6 +324,8 @@ void torch_probes_free(struct torch_probes *probes)
 	torch_probe_site_free(&probes->scopes.exit);
 	torch_probe_site_free(&probes->backward);
 	torch_probe_site_free(&probes->prefix_store);
+	for (int i = 0; i < TORCH_GLOO_WORK_SITES; i++)
+		torch_probe_site_free(&probes->gloo_work[i]);
 	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
 		torch_probe_site_free(&probes->process_groups[i]);
 	torch_c10d_free(probes);
@@ -328,6 +362,8 @@ void torch_probes_print(const struct torch_probes *probes, FILE *out)
 	print_site(out, "exit", &probes->scopes.exit);
 	print_site(out, "backward", &probes->backward);
 	print_site(out, "prefix store", &probes->prefix_store);
+	for (int i = 0; i < TORCH_GLOO_WORK_SITES; i++)
+		print_site(out, "gloo work", &probes->gloo_work[i]);
 	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
 		print_site(out, "process group", &probes->process_groups[i]);
 	for (int b = 0; b < TORCH_C10D_BACKENDS; b++)

@@ -90,6 +90,9 @@ struct torch_op_probe {
 /* c10d::ProcessGroup(int, int) (1.13's backends) and c10d::Backend(int, int) (2.x's). */
 #define TORCH_PROCESS_GROUP_SITES 2
 
+/* Built, finished, failed. */
+#define TORCH_GLOO_WORK_SITES 3
+
 /* As many as the c10d operation table has room for (TCHECK_C10D_SITES_MAX). */
 #define TORCH_C10D_SITES 32
 /* As many as c10d_api.c's backends: gloo, NCCL. */
@@ -112,6 +115,12 @@ struct torch_probes {
 	/* The base constructors of c10d process groups (rank, size); symbol NULL when absent. */
 	struct torch_probe_site process_groups[TORCH_PROCESS_GROUP_SITES];
 	struct torch_probe_site prefix_store; /* PrefixStore's constructor; symbol NULL absent */
+	/*
+	 * Where a gloo work is built and ends (AsyncWork's constructor,
+	 * finishWorkGloo, finishWorkGlooError), by tcheck_c10d_work_event - 1;
+	 * symbol NULL when absent.
+	 */
+	struct torch_probe_site gloo_work[TORCH_GLOO_WORK_SITES];
 	/*
 	 * The c10d collectives, by c10d_api.c's backend number: gloo's in this
 	 * library, NCCL's in the libtorch_cuda.so beside it or mapped with it.
@@ -166,8 +175,11 @@ size_t torch_c10d_site_count(const struct torch_c10d_probes *backend);
 
 void torch_c10d_free(struct torch_probes *probes);
 
-/* The attach cookie of c10d operation 'index' (probe_abi.h's TCHECK_C10D_*). */
-uint64_t torch_c10d_cookie(const struct torch_probes *probes, size_t index);
+/*
+ * The attach cookie of c10d operation 'index' (probe_abi.h's TCHECK_C10D_*);
+ * 'awaited' when its work's end is probed.
+ */
+uint64_t torch_c10d_cookie(const struct torch_probes *probes, size_t index, bool awaited);
 
 void torch_probes_free(struct torch_probes *probes);
 

@@ -10,6 +10,7 @@
 
 #include "base/fnv_hash.h"
 #include "model/c10d_api.h"
+#include "record/c10d_pending.h"
 
 struct c10d_group {
 	uint32_t pid;
@@ -35,7 +36,9 @@ struct c10d_store {
 
 struct c10d_calls {
 	c10d_calls_emit_fn emit;
+	c10d_calls_emit_fn in_flight;
 	void *context;
+	struct c10d_pending pending; /* awaited calls whose work has not ended */
 	struct c10d_group *groups;
 	size_t count;
 	size_t capacity;
@@ -44,12 +47,14 @@ struct c10d_calls {
 	size_t store_capacity;
 };
 
-struct c10d_calls *c10d_calls_new(c10d_calls_emit_fn emit, void *context)
+struct c10d_calls *c10d_calls_new(c10d_calls_emit_fn emit, c10d_calls_emit_fn in_flight,
+				  void *context)
 {
 	struct c10d_calls *calls = calloc(1, sizeof(*calls));
 
 	if (calls) {
 		calls->emit = emit;
+		calls->in_flight = in_flight;
 		calls->context = context;
 	}
 	return calls;
@@ -61,6 +66,7 @@ void c10d_calls_free(struct c10d_calls *calls)
 		return;
 	free(calls->groups);
 	free(calls->stores);
+	c10d_pending_free(&calls->pending);
 	free(calls);
 }
 
@@ -274,6 +280,8 @@ static int announce(struct c10d_calls *calls, struct c10d_group *group, uint64_t
 	return calls->emit(calls->context, &record);
 }
 
+static int await_work(struct c10d_calls *calls, struct trace_record *record);
+
 int c10d_calls_add(struct c10d_calls *calls, const struct tcheck_c10d_call_record *raw,
 		   int32_t job_rank, int32_t job_size, const struct trace_python_context *python)
 {
@@ -304,6 +312,8 @@ int c10d_calls_add(struct c10d_calls *calls, const struct tcheck_c10d_call_recor
 	call->params[C10D_PARAM_DTYPE] = (uint64_t)(int64_t)raw->dtype;
 	if (operation->api.kind == NCCL_KIND_POINT_TO_POINT)
 		call->params[C10D_PARAM_PEER] = (uint64_t)(int64_t)raw->peer;
+	/* The table's last parameter, measured at the entry. */
+	call->params[operation->api.param_count - 1] = raw->cpu_wait_ns;
 	call->comm = raw->group;
 	call->comm_id = group->comm_id;
 	call->rank = group->rank;
@@ -311,7 +321,118 @@ int c10d_calls_add(struct c10d_calls *calls, const struct tcheck_c10d_call_recor
 	call->seq = group->next_seq++;
 	call->step = python ? python->step : -1;
 	call->stage = python ? python->stage : TRACE_STAGE_UNKNOWN;
+	if (!(raw->flags & TCHECK_C10D_CALL_AWAITS_WORK))
+		return calls->emit(calls->context, &record);
+	return await_work(calls, &record);
+}
+
+/* Writes a call taken from the pending ones as its flags say it is. */
+static int emit_taken(struct c10d_calls *calls, const struct trace_nccl_call *call)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_NCCL_CALL, .call = *call };
+
 	return calls->emit(calls->context, &record);
+}
+
+static int emit_ended(void *context, struct c10d_pending_call *taken)
+{
+	return emit_taken(context, &taken->call);
+}
+
+/* A call no work was built for (it failed before queueing one): seen entered only. */
+static int emit_entered_only(void *context, struct c10d_pending_call *taken)
+{
+	struct c10d_calls *calls = context;
+	int result;
+
+	taken->call.flags &= ~TRACE_CALL_WORK_AWAITED;
+	result = emit_taken(calls, &taken->call);
+	/* The thread's calls queued behind it whose work ended go with it. */
+	return result ? result
+		      : c10d_pending_take_ended(&calls->pending, taken->call.pid, taken->call.tid,
+						emit_ended, calls);
+}
+
+int c10d_calls_work(struct c10d_calls *calls, const struct tcheck_c10d_work_record *raw)
+{
+	uint32_t tid;
+
+	if (raw->event == TCHECK_C10D_WORK_BUILT) {
+		c10d_pending_work_built(&calls->pending, raw->header.pid, raw->header.tid,
+					raw->work);
+		return 0;
+	}
+	tid = c10d_pending_work_ended(
+		&calls->pending, raw->header.pid, raw->work, raw->header.timestamp_ns,
+		raw->event == TCHECK_C10D_WORK_FAILED ? TRACE_CALL_WORK_FAILED : 0);
+	if (!tid)
+		return 0;
+	return c10d_pending_take_ended(&calls->pending, raw->header.pid, tid, emit_ended, calls);
+}
+
+/*
+ * Awaited: kept until its work ends, and meanwhile handed to the
+ * detectors as a call in flight. A call of the same thread still without
+ * a work built none: entered only.
+ */
+static int await_work(struct c10d_calls *calls, struct trace_record *record)
+{
+	struct c10d_pending_filter earlier = { .pid = record->call.pid,
+					       .tid = record->call.tid,
+					       .without_work_only = true };
+	int result = c10d_pending_take_each(&calls->pending, &earlier, emit_entered_only, calls);
+
+	if (result)
+		return result;
+	record->call.flags |= TRACE_CALL_WORK_AWAITED;
+	if (c10d_pending_add(&calls->pending, &record->call))
+		return -ENOMEM;
+	if (!calls->in_flight)
+		return 0;
+	record->call.flags |= TRACE_CALL_OPEN;
+	return calls->in_flight(calls->context, record);
+}
+
+int c10d_calls_tick(struct c10d_calls *calls, uint64_t now_ns)
+{
+	struct c10d_pending_filter stale = { .without_work_only = true };
+
+	if (now_ns <= C10D_WORK_BUILT_WITHIN_NS)
+		return 0;
+	stale.entered_before = now_ns - C10D_WORK_BUILT_WITHIN_NS;
+	return c10d_pending_take_each(&calls->pending, &stale, emit_entered_only, calls);
+}
+
+/*
+ * Still waiting when its process or the recording ended: an open call, as
+ * long as it lasted. One whose work ended, queued behind it, as it ended.
+ */
+struct open_until {
+	struct c10d_calls *calls;
+	uint64_t end_ns;
+};
+
+static int emit_open(void *context, struct c10d_pending_call *taken)
+{
+	struct open_until *until = context;
+	struct trace_nccl_call *call = &taken->call;
+
+	if (!taken->ended && (call->flags & TRACE_CALL_WORK_AWAITED) && taken->work) {
+		call->flags |= TRACE_CALL_OPEN;
+		call->duration_ns =
+			until->end_ns > call->entry_ns ? until->end_ns - call->entry_ns : 0;
+	} else if (!taken->ended) {
+		call->flags &= ~TRACE_CALL_WORK_AWAITED;
+	}
+	return emit_taken(until->calls, call);
+}
+
+int c10d_calls_end(struct c10d_calls *calls, uint32_t pid, uint64_t end_ns)
+{
+	struct c10d_pending_filter ended = { .pid = pid };
+	struct open_until until = { calls, end_ns };
+
+	return c10d_pending_take_each(&calls->pending, &ended, emit_open, &until);
 }
 
 void c10d_calls_forget_process(struct c10d_calls *calls, uint32_t pid)

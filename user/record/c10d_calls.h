@@ -31,7 +31,14 @@ struct c10d_calls;
 
 typedef int (*c10d_calls_emit_fn)(void *context, const struct trace_record *record);
 
-struct c10d_calls *c10d_calls_new(c10d_calls_emit_fn emit, void *context);
+/*
+ * 'emit' takes the records for the trace and the detectors; 'in_flight'
+ * (NULL: none) takes awaited calls as they are entered, flagged
+ * TRACE_CALL_OPEN, for the detectors only: their records come when their
+ * work ends.
+ */
+struct c10d_calls *c10d_calls_new(c10d_calls_emit_fn emit, c10d_calls_emit_fn in_flight,
+				  void *context);
 void c10d_calls_free(struct c10d_calls *calls);
 
 /* A process group being built: its object, rank and size. 0 or -ENOMEM. */
@@ -50,6 +57,31 @@ int c10d_calls_store_prefix(struct c10d_calls *calls,
  */
 int c10d_calls_add(struct c10d_calls *calls, const struct tcheck_c10d_call_record *record,
 		   int32_t job_rank, int32_t job_size, const struct trace_python_context *python);
+
+/*
+ * A gloo work built or ended. Built, it is the work of its thread's newest
+ * awaited call; ended, that call is emitted, flagged
+ * TRACE_CALL_WORK_AWAITED, its duration up to the end (and
+ * TRACE_CALL_WORK_FAILED after an error). Returns the emitter's result.
+ */
+int c10d_calls_work(struct c10d_calls *calls, const struct tcheck_c10d_work_record *record);
+
+/*
+ * How soon after its entry an awaited call's work is built (inside the
+ * call, on its thread); later, none will be (the call failed first), and
+ * the call is emitted as entered only.
+ */
+#define C10D_WORK_BUILT_WITHIN_NS 1000000000ull
+
+/* Emits the awaited calls whose work was not built in time, as entered only. */
+int c10d_calls_tick(struct c10d_calls *calls, uint64_t now_ns);
+
+/*
+ * Emits the awaited calls of process 'pid' (0: every process) still
+ * waiting at 'end_ns' (the process ended, or the recording did) as open
+ * calls that lasted until then.
+ */
+int c10d_calls_end(struct c10d_calls *calls, uint32_t pid, uint64_t end_ns);
 
 /* Forgets a process's groups (it exited or exec'ed). */
 void c10d_calls_forget_process(struct c10d_calls *calls, uint32_t pid);

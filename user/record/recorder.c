@@ -101,6 +101,16 @@ static int write_record(struct recorder *recorder, const struct trace_record *re
 	return 0;
 }
 
+/* A call still in flight, for the detectors only: its record comes when it ends. */
+static int emit_in_flight(void *context, const struct trace_record *record)
+{
+	struct recorder *recorder = context;
+
+	if (recorder->options->diagnosis)
+		job_diagnosis_record(recorder->options->diagnosis, record, 0);
+	return 0;
+}
+
 static int emit_built_record(void *context, const struct trace_record *record)
 {
 	struct recorder *recorder = context;
@@ -332,6 +342,9 @@ static void end_process(struct recorder *recorder, uint32_t pid, int exit_code)
 	recorder->alive_count--;
 	process->record.end_ns = monotonic_ns();
 	process->record.exit_code = exit_code;
+	/* Its c10d calls still waiting on their work end with it, open. */
+	if (c10d_calls_end(recorder->c10d, pid, process->record.end_ns) == -ENOMEM)
+		log_warning("process %u: out of memory for its c10d calls", pid);
 	library_discovery_forget_process(recorder->discovery, (pid_t)pid);
 	write_process(recorder, process);
 	work_requests_forget_process(recorder->work_requests, pid, process->record.end_ns,
@@ -476,6 +489,11 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 	case TCHECK_RECORD_C10D_CALL:
 		if (size >= sizeof(struct tcheck_c10d_call_record))
 			take_c10d_call(recorder, data);
+		return 0;
+	case TCHECK_RECORD_C10D_WORK:
+		if (size >= sizeof(struct tcheck_c10d_work_record) &&
+		    c10d_calls_work(recorder->c10d, data) == -ENOMEM)
+			log_warning("process %u: out of memory for its c10d calls", header->pid);
 		return 0;
 	case TCHECK_RECORD_TORCH_OP:
 		adopt_process(recorder, header->pid);
@@ -735,7 +753,7 @@ static int set_up(struct recorder *recorder, int *release_fd)
 		library_discovery_set_file_hook(recorder->discovery, check_work_request_file,
 						recorder->work_requests);
 	recorder->builder = call_builder_new(emit_built_record, resolve_communicator, recorder);
-	recorder->c10d = c10d_calls_new(emit_built_record, recorder);
+	recorder->c10d = c10d_calls_new(emit_built_record, emit_in_flight, recorder);
 	if (options->python)
 		recorder->python = python_tracer_new(recorder->session, options->python_prefixes,
 						     emit_built_record, recorder);
@@ -843,6 +861,8 @@ static void run_loop(struct recorder *recorder)
 			log_warning("reading the ring buffer failed: %s", strerror(errno));
 		reap_command(recorder);
 		now = monotonic_ns();
+		if (c10d_calls_tick(recorder->c10d, now) == -ENOMEM)
+			log_warning("out of memory for the c10d calls");
 		if (recorder->options->diagnosis) {
 			read_open_calls(recorder, true);
 			job_diagnosis_tick(recorder->options->diagnosis, now);
@@ -874,6 +894,8 @@ static void run_loop(struct recorder *recorder)
 	/* Everything the kernel already holds belongs in the trace, and what is still open. */
 	probe_session_drain(recorder->session);
 	read_open_calls(recorder, false);
+	if (c10d_calls_end(recorder->c10d, 0, monotonic_ns()) == -ENOMEM)
+		log_warning("out of memory for the c10d calls");
 	probe_session_counters(recorder->session, counters);
 	write_stats(recorder, counters);
 	work_requests_sample(recorder->work_requests, monotonic_ns(), write_network_sample,
