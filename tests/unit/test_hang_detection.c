@@ -1249,3 +1249,44 @@ UNIT_TEST(hang_detection, a_rank_late_waiting_for_a_cpu_is_no_straggler)
 	progress_model_free(descheduled.model);
 	progress_model_free(slow.model);
 }
+
+/*
+ * Three ranks, rank 2 all-reducing 72 elements where the others reduce 64,
+ * at step 5; gloo aborts. Each rank's call is seen in flight at its entry
+ * and again when its work fails or its process ends with it open: the
+ * collective is one mismatch, reported once.
+ */
+UNIT_TEST(hang_detection, a_mismatched_collective_seen_twice_is_one_mismatch)
+{
+	struct progress_options options;
+	struct job_diagnosis *diagnosis;
+	struct trace_nccl_call calls[3];
+
+	progress_options_default(&options);
+	diagnosis = job_diagnosis_new(&options, NULL, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(diagnosis);
+	for (int step = 0; step <= 5; step++)
+		for (int rank = 0; rank < 3; rank++) {
+			calls[rank] = collective(
+				"c10d::allreduce", step == 5 && rank == 2 ? 72 : 64, rank, step,
+				1000000000ull + (uint64_t)step * STEP_NS + (uint64_t)rank * 1000);
+			calls[rank].nranks = 3;
+			calls[rank].flags = TRACE_CALL_WORK_AWAITED | TRACE_CALL_OPEN;
+			calls[rank].duration_ns = 0;
+			record_call(diagnosis, &calls[rank]);
+			if (step < 5) {
+				calls[rank].flags = TRACE_CALL_WORK_AWAITED;
+				calls[rank].duration_ns = 500000;
+				record_call(diagnosis, &calls[rank]);
+			}
+		}
+	for (int rank = 0; rank < 3; rank++) {
+		calls[rank].flags = TRACE_CALL_WORK_AWAITED |
+				    (rank == 0 ? TRACE_CALL_WORK_FAILED : TRACE_CALL_OPEN);
+		calls[rank].duration_ns = 40000000;
+		record_call(diagnosis, &calls[rank]);
+	}
+	job_diagnosis_finish(diagnosis);
+	CU_ASSERT_EQUAL(job_diagnosis_mismatch_count(diagnosis), 1);
+	job_diagnosis_free(diagnosis);
+}

@@ -68,22 +68,30 @@ uint32_t c10d_pending_work_ended(struct c10d_pending *pending, uint32_t pid, uin
 	return 0;
 }
 
-int c10d_pending_take_ended(struct c10d_pending *pending, uint32_t pid, uint32_t tid,
-			    int (*visit)(void *context, struct c10d_pending_call *taken),
-			    void *context)
+/* Which calls a walk takes, and where it stops. */
+enum walk_step { WALK_SKIP, WALK_TAKE, WALK_STOP };
+
+typedef enum walk_step (*walk_choice_fn)(const struct c10d_pending_call *entry,
+					 const void *choice_context);
+
+/* Takes the calls 'choose' picks, in the order entered, handing each to 'visit'. */
+static int take_walk(struct c10d_pending *pending, walk_choice_fn choose,
+		     const void *choice_context,
+		     int (*visit)(void *context, struct c10d_pending_call *taken), void *context)
 {
 	size_t i = 0;
 
 	while (i < pending->count) {
+		enum walk_step step = choose(&pending->calls[i], choice_context);
 		struct c10d_pending_call taken;
 		int result;
 
-		if (pending->calls[i].call.pid != pid || pending->calls[i].call.tid != tid) {
+		if (step == WALK_STOP)
+			return 0;
+		if (step == WALK_SKIP) {
 			i++;
 			continue;
 		}
-		if (!pending->calls[i].ended)
-			return 0;
 		taken = pending->calls[i];
 		remove_at(pending, i);
 		result = visit(context, &taken);
@@ -93,34 +101,46 @@ int c10d_pending_take_ended(struct c10d_pending *pending, uint32_t pid, uint32_t
 	return 0;
 }
 
-static bool selected(const struct c10d_pending_call *entry,
-		     const struct c10d_pending_filter *filter)
+struct thread_of {
+	uint32_t pid, tid;
+};
+
+/* The thread's calls while their work ended; stops at its first still waiting. */
+static enum walk_step ended_of_thread(const struct c10d_pending_call *entry,
+				      const void *choice_context)
 {
+	const struct thread_of *thread = choice_context;
+
+	if (entry->call.pid != thread->pid || entry->call.tid != thread->tid)
+		return WALK_SKIP;
+	return entry->ended ? WALK_TAKE : WALK_STOP;
+}
+
+int c10d_pending_take_ended(struct c10d_pending *pending, uint32_t pid, uint32_t tid,
+			    int (*visit)(void *context, struct c10d_pending_call *taken),
+			    void *context)
+{
+	struct thread_of thread = { pid, tid };
+
+	return take_walk(pending, ended_of_thread, &thread, visit, context);
+}
+
+static enum walk_step selected(const struct c10d_pending_call *entry, const void *choice_context)
+{
+	const struct c10d_pending_filter *filter = choice_context;
+
 	return (!filter->pid || entry->call.pid == filter->pid) &&
-	       (!filter->tid || entry->call.tid == filter->tid) &&
-	       (!filter->without_work_only || !entry->work) &&
-	       (!filter->entered_before || entry->call.entry_ns < filter->entered_before);
+			       (!filter->tid || entry->call.tid == filter->tid) &&
+			       (!filter->without_work_only || !entry->work) &&
+			       (!filter->entered_before ||
+				entry->call.entry_ns < filter->entered_before)
+		       ? WALK_TAKE
+		       : WALK_SKIP;
 }
 
 int c10d_pending_take_each(struct c10d_pending *pending, const struct c10d_pending_filter *filter,
 			   int (*visit)(void *context, struct c10d_pending_call *taken),
 			   void *context)
 {
-	size_t i = 0;
-
-	while (i < pending->count) {
-		struct c10d_pending_call taken;
-		int result;
-
-		if (!selected(&pending->calls[i], filter)) {
-			i++;
-			continue;
-		}
-		taken = pending->calls[i];
-		remove_at(pending, i);
-		result = visit(context, &taken);
-		if (result)
-			return result;
-	}
-	return 0;
+	return take_walk(pending, selected, filter, visit, context);
 }

@@ -430,6 +430,8 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 	case TCHECK_RECORD_PROCESS_EXEC:
 		/* A new image: new libraries, new environment, no communicators. */
 		call_builder_forget_process(recorder->builder, header->pid);
+		if (c10d_calls_end(recorder->c10d, header->pid, header->timestamp_ns) == -ENOMEM)
+			log_warning("process %u: out of memory for its c10d calls", header->pid);
 		c10d_calls_forget_process(recorder->c10d, header->pid);
 		if (recorder->python)
 			python_tracer_forget_process(recorder->python, (pid_t)header->pid);
