@@ -13,7 +13,7 @@ fi
 $SUDO apt-get install -y -qq --no-install-recommends \
 	make gcc clang libclang-rt-dev llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
 	libjansson-dev libcunit1-dev libmicrohttpd-dev libcurl4-openssl-dev libibverbs-dev iproute2 curl \
-	pkg-config python3 python3-torch \
+	pkg-config python3 python3-torch xz-utils \
 	clang-format clang-tidy cppcheck procps util-linux yamllint python3-yaml \
 	prometheus >/dev/null
 # The Python benchmark's peer: bcc's USDT tools, and kernel headers it can
