@@ -750,12 +750,12 @@ static size_t nm_process_group_methods(const char *library, const char *class_na
 /* Every probed NCCL collective is one nm lists, at its start or a few bytes in; none missed. */
 static void assert_nccl_sites_match_nm(const struct torch_probes *probes, const char *cuda)
 {
-	const struct torch_c10d_probes *nccl = &probes->c10d[1];
+	const struct torch_c10d_probes *nccl = &probes->c10d[C10D_BACKEND_NCCL];
 	struct nm_method methods[64];
 	size_t listed = nm_process_group_methods(cuda, "ProcessGroupNCCL", methods, 64),
 	       matched = 0;
 
-	CU_ASSERT_STRING_EQUAL(c10d_backend_at(1)->name, "nccl");
+	CU_ASSERT_STRING_EQUAL(c10d_backend_at(C10D_BACKEND_NCCL)->name, "nccl");
 	/* allreduce, broadcast, reduce, allgather, send, recv, barrier ... every one of the table.
 	 */
 	CU_ASSERT_EQUAL(listed, c10d_operation_count());
@@ -797,10 +797,11 @@ UNIT_TEST(torch_probes, cuda_build_probes_nccl_process_groups_in_libtorch_cuda)
 	assert_shared_enter_method(probes);
 	CU_ASSERT_PTR_NOT_NULL(probes->prefix_store.symbol);
 	assert_gloo_work_sites(probes);
-	CU_ASSERT_EQUAL(torch_c10d_site_count(&probes->c10d[0]), c10d_operation_count());
-	CU_ASSERT_STRING_EQUAL(probes->c10d[0].library_path, cpu);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(probes->c10d[1].library_path);
-	CU_ASSERT_STRING_EQUAL(probes->c10d[1].library_path, cuda);
+	CU_ASSERT_EQUAL(torch_c10d_site_count(&probes->c10d[C10D_BACKEND_GLOO]),
+			c10d_operation_count());
+	CU_ASSERT_STRING_EQUAL(probes->c10d[C10D_BACKEND_GLOO].library_path, cpu);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(probes->c10d[C10D_BACKEND_NCCL].library_path);
+	CU_ASSERT_STRING_EQUAL(probes->c10d[C10D_BACKEND_NCCL].library_path, cuda);
 	assert_nccl_sites_match_nm(probes, cuda);
 	torch_probes_free(probes);
 }
@@ -821,11 +822,11 @@ UNIT_TEST(torch_probes, cpu_build_has_no_nccl_process_groups)
 	}
 	CU_ASSERT_EQUAL_FATAL(
 		torch_probes_resolve(DEBIAN_TORCH, NULL, 0, &probes, error, sizeof(error)), 0);
-	CU_ASSERT_EQUAL(torch_c10d_site_count(&probes->c10d[0]),
+	CU_ASSERT_EQUAL(torch_c10d_site_count(&probes->c10d[C10D_BACKEND_GLOO]),
 			nm_process_group_methods(DEBIAN_TORCH, "ProcessGroupGloo", methods, 64));
-	CU_ASSERT(torch_c10d_site_count(&probes->c10d[0]) >= 10);
-	CU_ASSERT_PTR_NULL(probes->c10d[1].library_path);
-	CU_ASSERT_EQUAL(torch_c10d_site_count(&probes->c10d[1]), 0);
+	CU_ASSERT(torch_c10d_site_count(&probes->c10d[C10D_BACKEND_GLOO]) >= 10);
+	CU_ASSERT_PTR_NULL(probes->c10d[C10D_BACKEND_NCCL].library_path);
+	CU_ASSERT_EQUAL(torch_c10d_site_count(&probes->c10d[C10D_BACKEND_NCCL]), 0);
 	torch_probes_free(probes);
 }
 
@@ -881,13 +882,13 @@ static void assert_process_gets_nccl_sites(bool map_cuda)
 		0);
 	CU_ASSERT_EQUAL(torch_probes_resolve(cpu, NULL, 0, &from_file, error, sizeof(error)), 0);
 	if (from_process && from_file) {
-		CU_ASSERT_PTR_NOT_NULL_FATAL(from_process->c10d[1].library_path);
-		CU_ASSERT_STRING_EQUAL(from_process->c10d[1].library_path, cuda);
-		CU_ASSERT_EQUAL(torch_c10d_site_count(&from_process->c10d[1]),
+		CU_ASSERT_PTR_NOT_NULL_FATAL(from_process->c10d[C10D_BACKEND_NCCL].library_path);
+		CU_ASSERT_STRING_EQUAL(from_process->c10d[C10D_BACKEND_NCCL].library_path, cuda);
+		CU_ASSERT_EQUAL(torch_c10d_site_count(&from_process->c10d[C10D_BACKEND_NCCL]),
 				c10d_operation_count());
 		for (size_t i = 0; i < TORCH_C10D_SITES; i++)
-			CU_ASSERT_EQUAL(from_process->c10d[1].sites[i].file_offset,
-					from_file->c10d[1].sites[i].file_offset);
+			CU_ASSERT_EQUAL(from_process->c10d[C10D_BACKEND_NCCL].sites[i].file_offset,
+					from_file->c10d[C10D_BACKEND_NCCL].sites[i].file_offset);
 	}
 	torch_probes_free(from_process);
 	torch_probes_free(from_file);

@@ -15,7 +15,6 @@
 #define HANG_REPORTS_PER_CHECK 16
 #define MAX_PROCESSES 4096
 #define MAX_RECENT_SLOWDOWNS 16
-#define MAX_RECENT_MISMATCHES 16
 
 /* The RANK its launcher gave a process. */
 struct process_rank {
@@ -36,12 +35,6 @@ struct job_diagnosis {
 	unsigned errored_count;
 	struct diagnosis_report published[MAX_RECENT_SLOWDOWNS]; /* the latest, a ring */
 	unsigned published_count;
-	/* The collectives found mismatched lately (communicator, index), a ring. */
-	struct mismatch_seen {
-		uint64_t comm_id;
-		int64_t index;
-	} mismatched[MAX_RECENT_MISMATCHES];
-	unsigned mismatched_count;
 	struct process_rank processes[MAX_PROCESSES];
 	unsigned process_count;
 	job_step_fn on_step;
@@ -154,25 +147,6 @@ static void publish_slowdown(struct job_diagnosis *diagnosis, struct diagnosis_r
 	diagnosis->published[diagnosis->published_count++ % MAX_RECENT_SLOWDOWNS] = *report;
 }
 
-/*
- * A mismatch, once per collective: a rank's call seen again (in flight,
- * then returned or still open at the end) judges the same collective again.
- */
-static void publish_mismatch(struct job_diagnosis *diagnosis, struct diagnosis_report *report)
-{
-	unsigned kept = diagnosis->mismatched_count < MAX_RECENT_MISMATCHES
-				? diagnosis->mismatched_count
-				: MAX_RECENT_MISMATCHES;
-
-	for (unsigned i = 0; i < kept; i++)
-		if (diagnosis->mismatched[i].comm_id == report->comm_id &&
-		    diagnosis->mismatched[i].index == report->collective_index)
-			return;
-	diagnosis->mismatched[diagnosis->mismatched_count++ % MAX_RECENT_MISMATCHES] =
-		(struct mismatch_seen){ report->comm_id, report->collective_index };
-	publish(diagnosis, report);
-}
-
 static void write_crash(struct job_diagnosis *diagnosis, struct crash_report *report);
 
 /* Whether 'pid' is in the first 'count' of 'pids'; adds it when it is not and there is room. */
@@ -273,7 +247,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
 		if (completed >= 0 && progress_is_collective(call.api) &&
 		    mismatch_detector_check(diagnosis->model, comm, completed, &report))
-			publish_mismatch(diagnosis, &report);
+			publish(diagnosis, &report);
 		if (completed >= 0 && progress_is_collective(call.api) &&
 		    slowdown_detector_check(diagnosis->model, comm, completed, &report))
 			publish_slowdown(diagnosis, &report);

@@ -96,6 +96,7 @@ static struct progress_comm *find_comm(struct progress_model *model, uint64_t co
 	comm->comm_id = comm_id;
 	comm->nranks = nranks;
 	comm->lead_learned_index = -1;
+	comm->judged_index = -1;
 	model->comm_count++;
 	return comm;
 }

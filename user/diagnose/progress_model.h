@@ -132,6 +132,7 @@ struct progress_comm {
 	 */
 	struct progress_lead arrival_lead, compute_lead;
 	int64_t lead_learned_index; /* the last collective learned from, -1 none */
+	int64_t judged_index;	    /* the last collective found completed and judged, -1 none */
 };
 
 #define PROGRESS_BLOCKED_MAX 256

@@ -4,14 +4,17 @@
 
 #include "diagnose/slowdown_detector.h"
 
-int64_t slowdown_completed_collective(const struct progress_comm *comm, int32_t rank)
+int64_t slowdown_completed_collective(struct progress_comm *comm, int32_t rank)
 {
 	int64_t index;
 
 	if (rank < 0 || rank >= comm->nranks || comm->ranks[rank].collectives <= 0)
 		return -1;
 	index = comm->ranks[rank].collectives - 1;
-	return progress_comm_last_arrival(comm, index) ? index : -1;
+	if (index <= comm->judged_index || !progress_comm_last_arrival(comm, index))
+		return -1;
+	comm->judged_index = index;
+	return index;
 }
 
 /* The arrivals at a collective: who came last, when, and when the others came. */

@@ -47,7 +47,11 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 #define SLOWDOWN_JITTER_SAMPLES 6 /* collectives learned from before anything is judged */
 void slowdown_detector_learn(struct progress_comm *comm, int64_t index);
 
-/* The collective that the call just added completed (every rank reached it), or -1. */
-int64_t slowdown_completed_collective(const struct progress_comm *comm, int32_t rank);
+/*
+ * The collective that the call just added completed (every rank reached
+ * it), or -1: each once, so a call seen again (in flight, then returned or
+ * still open) does not have its collective judged again.
+ */
+int64_t slowdown_completed_collective(struct progress_comm *comm, int32_t rank);
 
 #endif /* TCHECK_SLOWDOWN_DETECTOR_H */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/error_message.h"
+#include "base/growable_array.h"
 #include "diff/run_model.h"
 #include "trace/trace_reader.h"
 
@@ -34,22 +35,6 @@ struct run_model {
 	size_t process_count, process_capacity;
 };
 
-/* Makes room for one more item. Returns 0 or -ENOMEM. */
-static int grow(void **items, size_t *capacity, size_t count, size_t item_size)
-{
-	size_t wanted = *capacity ? *capacity * 2 : 16;
-	void *bigger;
-
-	if (count < *capacity)
-		return 0;
-	bigger = realloc(*items, wanted * item_size);
-	if (!bigger)
-		return -ENOMEM;
-	*items = bigger;
-	*capacity = wanted;
-	return 0;
-}
-
 static struct run_process *process_find(struct run_model *model, int trace, uint32_t pid)
 {
 	for (size_t i = model->process_count; i-- > 0;)
@@ -65,8 +50,8 @@ static struct run_process *process_get(struct run_model *model, int trace, uint3
 
 	if (process)
 		return process;
-	if (grow((void **)&model->processes, &model->process_capacity, model->process_count,
-		 sizeof(*model->processes)))
+	if (growable_array_room_for_one((void **)&model->processes, model->process_count,
+					&model->process_capacity, sizeof(*model->processes)))
 		return NULL;
 	process = &model->processes[model->process_count++];
 	*process = (struct run_process){ trace, pid, -1 };
@@ -101,8 +86,8 @@ static int communicator_index(struct run_rank *rank, uint64_t key, int32_t nrank
 	for (size_t i = 0; i < rank->communicator_count; i++)
 		if (rank->communicators[i].key == key)
 			return (int)i;
-	if (grow((void **)&rank->communicators, &rank->communicator_capacity,
-		 rank->communicator_count, sizeof(*rank->communicators)))
+	if (growable_array_room_for_one((void **)&rank->communicators, rank->communicator_count,
+					&rank->communicator_capacity, sizeof(*rank->communicators)))
 		return -1;
 	rank->communicators[rank->communicator_count] =
 		(struct run_communicator){ .key = key, .nranks = nranks };
@@ -137,8 +122,9 @@ static int add_call(struct run_rank *rank, const struct trace_nccl_call *call, i
 	int communicator = communicator_index(rank, key, call->nranks);
 	struct run_call *entry;
 
-	if (communicator < 0 || grow((void **)&rank->calls, &rank->call_capacity, rank->call_count,
-				     sizeof(*rank->calls)))
+	if (communicator < 0 ||
+	    growable_array_room_for_one((void **)&rank->calls, rank->call_count,
+					&rank->call_capacity, sizeof(*rank->calls)))
 		return -ENOMEM;
 	entry = &rank->calls[rank->call_count++];
 	*entry = (struct run_call){
@@ -262,8 +248,8 @@ static int take_python_call(struct run_model *model, int trace,
 	else
 		rank = process->unranked ? process->unranked
 					 : (process->unranked = calloc(1, sizeof(*rank)));
-	if (!rank || grow((void **)&rank->python, &rank->python_capacity, rank->python_count,
-			  sizeof(*rank->python)))
+	if (!rank || growable_array_room_for_one((void **)&rank->python, rank->python_count,
+						 &rank->python_capacity, sizeof(*rank->python)))
 		return -ENOMEM;
 	event = &rank->python[rank->python_count];
 	*event = (struct run_python_event){
@@ -376,8 +362,8 @@ static void finish_rank(struct run_rank *rank)
 static int move_python_events(struct run_rank *to, struct run_rank *from)
 {
 	for (size_t i = 0; i < from->python_count; i++) {
-		if (grow((void **)&to->python, &to->python_capacity, to->python_count,
-			 sizeof(*to->python)))
+		if (growable_array_room_for_one((void **)&to->python, to->python_count,
+						&to->python_capacity, sizeof(*to->python)))
 			return -ENOMEM;
 		to->python[to->python_count++] = from->python[i];
 	}

@@ -30,6 +30,12 @@ struct c10d_operation {
 	struct nccl_function api;   /* name "c10d::allreduce", kind, parameters */
 };
 
+/* The backends' numbers, in c10d_api.c's table. */
+enum c10d_backend_index {
+	C10D_BACKEND_GLOO,
+	C10D_BACKEND_NCCL,
+};
+
 /* A process-group backend whose operations are probed. */
 struct c10d_backend {
 	const char *name;	   /* "gloo", "nccl" */

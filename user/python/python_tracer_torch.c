@@ -166,7 +166,7 @@ static void attach_c10d_backend(struct python_tracer *tracer, pid_t pid,
 {
 	const struct torch_c10d_probes *backend = &probes->c10d[backend_index];
 	const char *name = c10d_backend_at(backend_index)->name;
-	bool gloo = strcmp(name, "gloo") == 0;
+	bool gloo = backend_index == C10D_BACKEND_GLOO;
 	uint64_t offsets[TORCH_C10D_SITES], cookies[TORCH_C10D_SITES];
 	size_t count = 0;
 	char error[512];
@@ -201,7 +201,7 @@ static void attach_c10d_backend(struct python_tracer *tracer, pid_t pid,
 static void attach_c10d_collectives(struct python_tracer *tracer, pid_t pid,
 				    const struct torch_probes *probes)
 {
-	bool gloo_work_probed = torch_c10d_site_count(&probes->c10d[0]) > 0 &&
+	bool gloo_work_probed = torch_c10d_site_count(&probes->c10d[C10D_BACKEND_GLOO]) > 0 &&
 				attach_gloo_work(tracer, pid, probes);
 
 	for (size_t b = 0; b < c10d_backend_count() && b < TORCH_C10D_BACKENDS; b++)

@@ -67,6 +67,22 @@ static int resolve_optional(struct torch_probes *probes, const char *prefix, con
 	return err ? error_fail(error, error_size, ENOMEM, "out of memory") : 0;
 }
 
+/*
+ * The same for a function probed at its entry only: the site moves past a
+ * leading compare the kernel would single-step (torch_probe_sites.h).
+ */
+static int resolve_optional_entry(struct torch_probes *probes, const char *prefix,
+				  const char *reading, struct torch_probe_site *site, char *error,
+				  size_t error_size)
+{
+	int err = resolve_optional(probes, prefix, reading, site, error, error_size);
+
+	if (!err && site->symbol &&
+	    torch_probe_site_move_to_emulated_instruction(probes->host_path, site))
+		return error_fail(error, error_size, ENOMEM, "out of memory");
+	return err;
+}
+
 /* torch::autograd::Engine::execute: optional, left empty when the library lacks it. */
 static int resolve_backward(struct torch_probes *probes, char *error, size_t error_size)
 {
@@ -116,16 +132,11 @@ static int resolve_process_groups(struct torch_probes *probes, char *error, size
  */
 static int resolve_prefix_store(struct torch_probes *probes, char *error, size_t error_size)
 {
-	int err = resolve_optional(probes, PREFIX_STORE_PREFIX,
-				   "rdi -> the store being built, rsi -> the prefix (a "
-				   "std::string: data, length), rdx -> the wrapped store "
-				   "(an intrusive_ptr: the Store *)",
-				   &probes->prefix_store, error, error_size);
-
-	if (!err && probes->prefix_store.symbol &&
-	    torch_probe_site_move_to_emulated_instruction(probes->host_path, &probes->prefix_store))
-		return error_fail(error, error_size, ENOMEM, "out of memory");
-	return err;
+	return resolve_optional_entry(probes, PREFIX_STORE_PREFIX,
+				      "rdi -> the store being built, rsi -> the prefix (a "
+				      "std::string: data, length), rdx -> the wrapped store "
+				      "(an intrusive_ptr: the Store *)",
+				      &probes->prefix_store, error, error_size);
 }
 
 /* Where a torch's CUDA library is: openable as 'path' here and as seen by the process. */
@@ -153,14 +164,9 @@ static int resolve_gloo_work(struct torch_probes *probes, char *error, size_t er
 	};
 	int err = 0;
 
-	for (int i = 0; !err && i < TORCH_GLOO_WORK_SITES; i++) {
-		err = resolve_optional(probes, sites[i].prefix, sites[i].reading,
-				       &probes->gloo_work[i], error, error_size);
-		if (!err && probes->gloo_work[i].symbol &&
-		    torch_probe_site_move_to_emulated_instruction(probes->host_path,
-								  &probes->gloo_work[i]))
-			err = error_fail(error, error_size, ENOMEM, "out of memory");
-	}
+	for (int i = 0; !err && i < TORCH_GLOO_WORK_SITES; i++)
+		err = resolve_optional_entry(probes, sites[i].prefix, sites[i].reading,
+					     &probes->gloo_work[i], error, error_size);
 	return err;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/fnv_hash.h"
+#include "base/growable_array.h"
 #include "model/c10d_api.h"
 #include "record/c10d_pending.h"
 
@@ -68,22 +69,6 @@ void c10d_calls_free(struct c10d_calls *calls)
 	free(calls->stores);
 	c10d_pending_free(&calls->pending);
 	free(calls);
-}
-
-/* Room for one more element in an array of 'count' (doubled when full). 0 or -ENOMEM. */
-static int room_for_one(void **array, size_t count, size_t *capacity, size_t element_size)
-{
-	size_t grown_capacity = *capacity ? *capacity * 2 : 8;
-	void *grown;
-
-	if (count < *capacity)
-		return 0;
-	grown = realloc(*array, grown_capacity * element_size);
-	if (!grown)
-		return -ENOMEM;
-	*array = grown;
-	*capacity = grown_capacity;
-	return 0;
 }
 
 static struct c10d_group *find_group(struct c10d_calls *calls, uint32_t pid, uint64_t object)
@@ -156,8 +141,8 @@ int c10d_calls_store_prefix(struct c10d_calls *calls,
 			(C10D_STORES_KEPT / 2) * sizeof(*calls->stores));
 		calls->store_count = C10D_STORES_KEPT / 2;
 	}
-	if (room_for_one((void **)&calls->stores, calls->store_count, &calls->store_capacity,
-			 sizeof(*calls->stores)))
+	if (growable_array_room_for_one((void **)&calls->stores, calls->store_count,
+					&calls->store_capacity, sizeof(*calls->stores)))
 		return -ENOMEM;
 	/* Looked up once the array has its room: growing it moves the stores. */
 	parent = find_store(calls, record->header.pid, record->parent);
@@ -196,8 +181,8 @@ static struct c10d_group *add_group(struct c10d_calls *calls, uint32_t pid, uint
 {
 	struct c10d_group *group;
 
-	if (room_for_one((void **)&calls->groups, calls->count, &calls->capacity,
-			 sizeof(*calls->groups)))
+	if (growable_array_room_for_one((void **)&calls->groups, calls->count, &calls->capacity,
+					sizeof(*calls->groups)))
 		return NULL;
 	group = &calls->groups[calls->count++];
 	memset(group, 0, sizeof(*group));
@@ -417,12 +402,12 @@ static int emit_open(void *context, struct c10d_pending_call *taken)
 	struct open_until *until = context;
 	struct trace_nccl_call *call = &taken->call;
 
-	if (!taken->ended && (call->flags & TRACE_CALL_WORK_AWAITED) && taken->work) {
+	if (!taken->ended && !taken->work) {
+		call->flags &= ~TRACE_CALL_WORK_AWAITED; /* no work built: entered only */
+	} else if (!taken->ended) {
 		call->flags |= TRACE_CALL_OPEN;
 		call->duration_ns =
 			until->end_ns > call->entry_ns ? until->end_ns - call->entry_ns : 0;
-	} else if (!taken->ended) {
-		call->flags &= ~TRACE_CALL_WORK_AWAITED;
 	}
 	return emit_taken(until->calls, call);
 }

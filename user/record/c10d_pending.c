@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "base/growable_array.h"
+
 void c10d_pending_free(struct c10d_pending *pending)
 {
 	free(pending->calls);
@@ -14,16 +16,9 @@ void c10d_pending_free(struct c10d_pending *pending)
 
 int c10d_pending_add(struct c10d_pending *pending, const struct trace_nccl_call *call)
 {
-	if (pending->count == pending->capacity) {
-		size_t capacity = pending->capacity ? pending->capacity * 2 : 16;
-		struct c10d_pending_call *grown =
-			realloc(pending->calls, capacity * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		pending->calls = grown;
-		pending->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&pending->calls, pending->count,
+					&pending->capacity, sizeof(*pending->calls)))
+		return -ENOMEM;
 	pending->calls[pending->count++] = (struct c10d_pending_call){ *call, 0, false };
 	return 0;
 }
