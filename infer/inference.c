@@ -11,6 +11,7 @@
 #include "parameter_updates.h"
 #include "process_uses.h"
 #include "rank_updates.h"
+#include "scalars_steady.h"
 #include "rule_support.h"
 
 /* Least passing examples for an invariant to be emitted. */
@@ -750,6 +751,9 @@ int inference_run(struct inference *inference)
 		if (!failed)
 			failed = infer_event_contain(inference->rules, inference->events,
 						     inference->count, &inference->evidence);
+		if (!failed)
+			failed = infer_scalars_steady(inference->rules, inference->events,
+						      inference->count, &inference->evidence);
 		if (!failed)
 			failed = rule_set_sort(inference->rules);
 	}

@@ -12,7 +12,7 @@
 #define UPDATED_FIELD "tensor:self"
 #define READ_FIELD "tensor:weight"
 
-static bool is_optimizer_step(const struct infer_event *event)
+bool parameter_updates_is_optimizer_step(const struct infer_event *event)
 {
 	return event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_SCOPE) &&
 	       strcmp(event->name, OPTIMIZER_STEP_FAMILY) == 0;
@@ -20,7 +20,7 @@ static bool is_optimizer_step(const struct infer_event *event)
 
 bool parameter_updates_wants(const struct infer_event *event)
 {
-	return is_optimizer_step(event) ||
+	return parameter_updates_is_optimizer_step(event) ||
 	       (event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
 		(infer_event_field(event, UPDATED_FIELD) || infer_event_field(event, READ_FIELD)));
 }
@@ -56,12 +56,12 @@ static bool inside(const struct infer_event *event, const struct infer_event *sc
 	       event->exit_ns <= scope->exit_ns;
 }
 
-/* The optimizer step an operator ran in, or NULL. */
-static const struct infer_event *step_around(const struct infer_event *const *events, size_t count,
-					     const struct infer_event *event)
+const struct infer_event *parameter_updates_step_around(const struct infer_event *const *events,
+							size_t count,
+							const struct infer_event *event)
 {
 	for (size_t i = 0; i < count; i++)
-		if (is_optimizer_step(events[i]) && inside(event, events[i]))
+		if (parameter_updates_is_optimizer_step(events[i]) && inside(event, events[i]))
 			return events[i];
 	return NULL;
 }
@@ -79,13 +79,13 @@ static int collect_updates(const struct infer_event *const *events, size_t count
 		const struct infer_event *event = events[i];
 		uint64_t tensor;
 
-		if (is_optimizer_step(event)) {
+		if (parameter_updates_is_optimizer_step(event)) {
 			if (!finding->step || event->entry_ns < finding->step->entry_ns)
 				finding->step = event;
 			continue;
 		}
 		tensor = tensor_of(event, UPDATED_FIELD);
-		if (!tensor || !step_around(events, count, event))
+		if (!tensor || !parameter_updates_step_around(events, count, event))
 			continue;
 		if (!u64_map_get(&updates->any, tensor) &&
 		    u64_map_put(&updates->any, tensor, (void *)event))
@@ -125,7 +125,8 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 		weight = tensor_of(read, READ_FIELD);
 
 		/* A weight read inside the optimizer's step is no forward read. */
-		if (!weight || u64_map_get(&seen, weight) || step_around(events, count, read))
+		if (!weight || u64_map_get(&seen, weight) ||
+		    parameter_updates_step_around(events, count, read))
 			continue;
 		if (u64_map_put(&seen, weight, (void *)read)) {
 			failed = -ENOMEM;

@@ -35,6 +35,14 @@ struct parameter_updates_finding {
 	bool stopped; /* violated by a weight changed in an earlier step, not in this one */
 };
 
+/* Whether an event is an optimizer's step (a torch scope of the family). */
+bool parameter_updates_is_optimizer_step(const struct infer_event *event);
+
+/* The optimizer step among 'events' an operator ran in (same thread, inside it), or NULL. */
+const struct infer_event *parameter_updates_step_around(const struct infer_event *const *events,
+							size_t count,
+							const struct infer_event *event);
+
 /* Whether an event takes part (an optimizer step, or an operator naming a tensor). */
 bool parameter_updates_wants(const struct infer_event *event);
 

@@ -11,6 +11,7 @@
 #include "process_uses.h"
 #include "rank_updates.h"
 #include "rule_checker.h"
+#include "scalars_steady.h"
 
 /* Python names remembered per process and step for APISequence. */
 #define STEP_NAMES_MAX 128
@@ -32,12 +33,13 @@ struct process_step {
 	struct infer_event first[STEP_NAMES_MAX];
 };
 
-/* The events of one process's current step that ParametersUpdated judges. */
+/* The events of one process's current step that ParametersUpdated and ScalarsSteady judge. */
 struct update_step {
 	int32_t step;
 	size_t count, capacity;
 	struct infer_event *events;
-	struct u64_map history; /* the weights the process's earlier steps changed */
+	struct u64_map history;		/* the weights the process's earlier steps changed */
+	struct scalars_history scalars; /* what its last optimizer step applied */
 };
 
 struct rule_checker {
@@ -48,9 +50,11 @@ struct rule_checker {
 	struct u64_map occurrences; /* hash (pid, name, step) -> count + 1 */
 	struct u64_map processes;   /* pid -> struct process_step */
 	struct contain_checker *contains;
-	struct process_uses uses;    /* what each process has called so far */
-	struct u64_map update_steps; /* pid -> struct update_step, with ParametersUpdated rules */
+	struct process_uses uses; /* what each process has called so far */
+	/* pid -> struct update_step, with ParametersUpdated or ScalarsSteady rules */
+	struct u64_map update_steps;
 	int has_parameter_updates;
+	int has_scalars_steady;
 	int has_rank_updates;
 	struct rank_updates rank_updates; /* each rank's step, with Consistent rules on "updates" */
 	int has_operator_sequences; /* an APISequence names a torch operator (one program's rules)
@@ -86,6 +90,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 			 strncmp(rules->rules[i].first.name, "aten::", 6) == 0);
 		checker->has_parameter_updates |=
 			rules->rules[i].relation == RELATION_PARAMETERS_UPDATED;
+		checker->has_scalars_steady |= rules->rules[i].relation == RELATION_SCALARS_STEADY;
 		checker->has_rank_updates |= rule_checks_rank_updates(&rules->rules[i]);
 	}
 	checker->contains = contain_checker_new(rules, contain_violation, checker);
@@ -309,17 +314,12 @@ static int track_step(struct rule_checker *checker, const struct infer_event *ev
 }
 
 /* Judges a finished step of one process against the ParametersUpdated rules. */
-static int close_update_step(struct rule_checker *checker, struct update_step *state)
+static int judge_parameter_updates(struct rule_checker *checker, struct update_step *state,
+				   const struct infer_event *const *events)
 {
-	const struct infer_event **events = malloc((state->count + 1) * sizeof(*events));
 	struct parameter_updates_finding finding;
-	int failed;
+	int failed = parameter_updates_judge(events, state->count, &state->history, &finding);
 
-	if (!events)
-		return -ENOMEM;
-	for (size_t i = 0; i < state->count; i++)
-		events[i] = &state->events[i];
-	failed = parameter_updates_judge(events, state->count, &state->history, &finding);
 	for (size_t i = 0; i < checker->rules->count && !failed && !finding.holds; i++) {
 		const struct rule *rule = &checker->rules->rules[i];
 
@@ -328,6 +328,39 @@ static int close_update_step(struct rule_checker *checker, struct update_step *s
 		    precondition_holds(checker->rules->pool, &rule->precondition, finding.step))
 			violation(checker, rule, finding.read, finding.update);
 	}
+	return failed;
+}
+
+/* Judges a finished step of one process against the ScalarsSteady rules. */
+static int judge_scalars_steady(struct rule_checker *checker, struct update_step *state,
+				const struct infer_event *const *events)
+{
+	struct scalars_steady_finding finding;
+	int failed = scalars_steady_judge(events, state->count, &state->scalars, &finding);
+
+	for (size_t i = 0; i < checker->rules->count && !failed && !finding.holds; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+
+		if (scalars_steady_rule_applies(checker->rules->pool, rule, finding.step))
+			violation(checker, rule, finding.update, &finding.before);
+	}
+	return failed;
+}
+
+/* Judges a finished step of one process against the rules on what its updates do. */
+static int close_update_step(struct rule_checker *checker, struct update_step *state)
+{
+	const struct infer_event **events = malloc((state->count + 1) * sizeof(*events));
+	int failed = 0;
+
+	if (!events)
+		return -ENOMEM;
+	for (size_t i = 0; i < state->count; i++)
+		events[i] = &state->events[i];
+	if (checker->has_parameter_updates)
+		failed = judge_parameter_updates(checker, state, events);
+	if (!failed && checker->has_scalars_steady)
+		failed = judge_scalars_steady(checker, state, events);
 	free(events);
 	state->count = 0;
 	return failed;
@@ -337,7 +370,9 @@ static int track_update_step(struct rule_checker *checker, const struct infer_ev
 {
 	struct update_step *state;
 
-	if (!checker->has_parameter_updates || event->step < 0 || !parameter_updates_wants(event))
+	if (event->step < 0 ||
+	    !((checker->has_parameter_updates && parameter_updates_wants(event)) ||
+	      (checker->has_scalars_steady && scalars_steady_wants(event))))
 		return 0;
 	state = u64_map_get(&checker->update_steps, event->pid);
 	if (!state) {
@@ -466,6 +501,7 @@ void rule_checker_free(struct rule_checker *checker)
 		struct update_step *state = value;
 
 		u64_map_free(&state->history);
+		scalars_history_free(&state->scalars);
 		free(state->events);
 		free(state);
 	}

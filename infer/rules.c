@@ -10,8 +10,8 @@
 #include "rules.h"
 
 static const char *const relation_names[] = {
-	NULL,		"Consistent",	     "APIArg", "APIOutput", "APISequence",
-	"EventContain", "ParametersUpdated",
+	NULL,		"Consistent",	     "APIArg",	      "APIOutput", "APISequence",
+	"EventContain", "ParametersUpdated", "ScalarsSteady",
 };
 
 /* A rule with its description, for sorting. */
@@ -209,6 +209,14 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 			"embedding) is changed by %s",
 			rule->event.name);
 		break;
+	case RELATION_SCALARS_STEADY:
+		used = (size_t)snprintf(
+			text, size,
+			"in every step, %s with %s = %s applies the scalars of its previous "
+			"step (learning rate, momentum, ...) unless a learning-rate scheduler "
+			"ran",
+			rule->event.name, rule->field, rule->value);
+		break;
 	default:
 		used = (size_t)snprintf(text, size, "unknown relation");
 	}
@@ -401,7 +409,8 @@ static int rule_load(struct rule_set *set, json_t *object, struct rule *rule)
 		return -1;
 	}
 	rule->distinct = rule->relation == RELATION_API_ARG && distinct;
-	if ((rule->relation == RELATION_API_ARG || rule->relation == RELATION_API_OUTPUT) &&
+	if ((rule->relation == RELATION_API_ARG || rule->relation == RELATION_API_OUTPUT ||
+	     rule->relation == RELATION_SCALARS_STEADY) &&
 	    !value && !rule->distinct)
 		return -1;
 	rule->field = field ? string_pool_intern(set->pool, field) : NULL;

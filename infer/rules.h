@@ -14,13 +14,14 @@
 #include "precondition.h"
 
 #define RULES_FORMAT_NAME "tcheck-bpf-rules"
-#define RULES_FORMAT_VERSION 3
+#define RULES_FORMAT_VERSION 4
 
 /* Room for a rule in words (rule_describe). */
 #define RULE_TEXT_SIZE 1024
 /*
  * The oldest version still read: version 1 has no EventContain and no peer
- * clauses, version 2 no scope (its rules apply to every process).
+ * clauses, version 2 no scope (its rules apply to every process), version
+ * 3 no ScalarsSteady.
  */
 #define RULES_FORMAT_OLDEST_VERSION 1
 
@@ -32,7 +33,10 @@ enum rule_relation {
 	RELATION_EVENT_CONTAIN = 5, /* 'event' (a call or a step) contains 'child' (n times) */
 	/* every weight a step's forward reads is changed by 'event', the optimizer's step */
 	RELATION_PARAMETERS_UPDATED = 6,
-	RELATION_LAST = RELATION_PARAMETERS_UPDATED,
+	/* 'event' (an optimizer's step of the implementation 'value') applies its scalars steadily
+	 */
+	RELATION_SCALARS_STEADY = 7,
+	RELATION_LAST = RELATION_SCALARS_STEADY,
 };
 
 /*
@@ -56,8 +60,10 @@ struct rule {
 	struct rule_descriptor event;
 	struct rule_descriptor first; /* API_SEQUENCE only */
 	struct rule_descriptor child; /* EVENT_CONTAIN only */
-	const char *field;	      /* CONSISTENT, API_ARG, API_OUTPUT */
-	const char *value; /* API_ARG, API_OUTPUT: the constant; EVENT_CONTAIN: the count or NULL */
+	const char *field;	      /* CONSISTENT, API_ARG, API_OUTPUT, SCALARS_STEADY */
+	/* API_ARG, API_OUTPUT: the constant; EVENT_CONTAIN: the count or NULL;
+	 * SCALARS_STEADY: the implementation */
+	const char *value;
 	/* API_ARG without a value: the field differs between the events of every group. */
 	uint32_t distinct;
 	struct precondition precondition;

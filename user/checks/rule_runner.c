@@ -75,6 +75,19 @@ json_t *rule_violation_json(const struct rule_violation *violation)
 	return line;
 }
 
+/* The first scalar argument ("arg:...") two updates apply with different values, or NULL. */
+static const char *changed_scalar(const struct infer_event *event, const struct infer_event *other)
+{
+	for (uint32_t i = 0; other && i < event->field_count; i++) {
+		const char *before = infer_event_field(other, event->fields[i].name);
+
+		if (strncmp(event->fields[i].name, "arg:", 4) == 0 && before &&
+		    strcmp(before, event->fields[i].value) != 0)
+			return event->fields[i].name;
+	}
+	return NULL;
+}
+
 static void report_violation(const struct rule_violation *violation, void *context)
 {
 	struct report *report = context;
@@ -84,16 +97,24 @@ static void report_violation(const struct rule_violation *violation, void *conte
 	if (violation->rule->relation == RELATION_EVENT_CONTAIN) {
 		snprintf(contained, sizeof(contained), "contains:%s", violation->rule->child.name);
 		field = contained;
+	} else if (violation->rule->relation == RELATION_SCALARS_STEADY) {
+		field = changed_scalar(violation->event, violation->other);
 	}
 	describe_event(violation->event, field, offending, sizeof(offending));
 	if (violation->other)
-		describe_event(violation->other, violation->rule->field, other, sizeof(other));
+		describe_event(violation->other,
+			       violation->rule->relation == RELATION_EVENT_CONTAIN
+				       ? violation->rule->field
+				       : field,
+			       other, sizeof(other));
 	printf("violation at step %d: %s\n  offending: %s\n", violation->step, violation->text,
 	       offending);
 	if (violation->other)
 		printf("  %s: %s\n",
 		       violation->rule->relation == RELATION_API_SEQUENCE ? "expected first"
-									  : "disagrees with",
+		       : violation->rule->relation == RELATION_SCALARS_STEADY
+			       ? "the step before applied"
+			       : "disagrees with",
 		       other);
 	violation_stream_write(&report->stream, violation);
 }

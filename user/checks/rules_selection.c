@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "checks/rules_selection.h"
 #include "infer/rank_updates.h"
+#include "infer/scalars_steady.h"
 #include "python/python_tracer.h"
 
 /* How the trace names a --torch-op operator: "aten::" then the request. */
@@ -97,7 +98,11 @@ int rules_selection_build(const struct rule_set *rules, struct rules_selection *
 		/* Steps are counted from the optimizer's scopes: Python tracing. */
 		selection->python |= rule_checks_rank_updates(rule);
 		selection->training_ops |= rule->relation == RELATION_PARAMETERS_UPDATED ||
+					   rule->relation == RELATION_SCALARS_STEADY ||
 					   rule_checks_rank_updates(rule);
+		/* A scheduler's run in a step lets its scalars change: its code is followed. */
+		if (rule->relation == RELATION_SCALARS_STEADY && !error)
+			error = name_list_add(&functions, SCALARS_STEADY_SCHEDULER_PREFIX);
 	}
 	if (!error)
 		error = name_list_finish(&functions);

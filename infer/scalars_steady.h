@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ScalarsSteady: an optimizer applies the same scalars from step to step
+ * (SGD's add_ alpha is minus its learning rate) unless a learning-rate
+ * scheduler ran in between. A step's scalars are the (operator, argument,
+ * value) triples of the update operators inside its optimizer step; a
+ * change is a value of an operator's argument that the previous step
+ * applied and this one replaced with another (a value only added, such as
+ * SGD's momentum from its second step, is no change). What an optimizer
+ * does with its scalars is its own (Adam rescales its step size every
+ * step), so a rule names the implementation it was seen with. It fails for
+ * a learning rate changed by hand or by an optimizer rebuilt with another
+ * configuration.
+ */
+#ifndef TCHECK_SCALARS_STEADY_H
+#define TCHECK_SCALARS_STEADY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "infer_event.h"
+#include "rule_support.h"
+#include "rules.h"
+
+/* The field a ScalarsSteady rule names: the optimizer step's implementation ("SGD.step"). */
+#define SCALARS_STEADY_FIELD "implementation"
+/* Python code whose run in a step lets its scalars change: torch's schedulers. */
+#define SCALARS_STEADY_SCHEDULER_PREFIX "torch.optim.lr_scheduler."
+
+/* One (operator, argument, value) an optimizer step applied, with an update that did. */
+struct applied_scalar {
+	struct infer_event update;
+	const char *argument; /* "arg:alpha" */
+	const char *value;
+};
+
+/* What the process's last optimizer step applied. */
+struct scalars_history {
+	bool known;
+	size_t count, capacity;
+	struct applied_scalar *scalars;
+};
+
+/* What one step of one process shows. */
+struct scalars_steady_finding {
+	bool applies; /* an optimizer step after an earlier one, with no scheduler in between */
+	bool holds;
+	const struct infer_event *step;	  /* the (first) optimizer step: the example */
+	const struct infer_event *update; /* violated: an update applying a new value */
+	struct infer_event before;	  /* ... and the previous step's with the value replaced */
+};
+
+/* Whether an event takes part (an optimizer step, an update operator, a scheduler's code). */
+bool scalars_steady_wants(const struct infer_event *event);
+
+/*
+ * Judges the events of one step of one process (any order; those
+ * scalars_steady_wants refuses are ignored) against what 'history' holds
+ * of the process's previous optimizer step, then keeps this step's scalars
+ * there when it has an optimizer step. Returns 0, or -ENOMEM.
+ */
+int scalars_steady_judge(const struct infer_event *const *events, size_t count,
+			 struct scalars_history *history, struct scalars_steady_finding *finding);
+
+void scalars_history_free(struct scalars_history *history);
+
+/* Whether a rule applies to a step's example (its optimizer step). */
+bool scalars_steady_rule_applies(struct string_pool *pool, const struct rule *rule,
+				 const struct infer_event *step);
+
+/*
+ * Finds the ScalarsSteady invariants of 'events', one per optimizer
+ * implementation, and adds them to 'rules'. Returns 0 or -ENOMEM.
+ */
+int infer_scalars_steady(struct rule_set *rules, const struct infer_event *events, size_t count,
+			 const struct rule_evidence *evidence);
+
+#endif /* TCHECK_SCALARS_STEADY_H */
