@@ -5,6 +5,8 @@
  * a scope reads its name and the at::RecordFunction it is kept in; a probe
  * on RecordFunction::end closes the scope on top of the thread's stack
  * whose RecordFunction it is (other ends, of unnamed scopes, cost a lookup).
+ * The backward pass is a scope of the same stack: opened at the entry of
+ * the autograd engine's execute(), closed at its return.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -31,6 +33,20 @@ struct torch_scope_stack {
 
 THREAD_STACKS(torch_scope_stacks, torch_scope_stack_of, struct torch_scope_stack, 0)
 
+/* The thread's next free scope slot (its stack in *stack), or NULL when there is none. */
+static __always_inline struct torch_scope *next_scope(__u32 tid, struct torch_scope_stack **stack)
+{
+	struct torch_scope *scope;
+
+	*stack = torch_scope_stack_of(tid, true);
+	if (!*stack)
+		return NULL;
+	scope = THREAD_STACK_SLOT(*stack, scopes, TORCH_SCOPE_DEPTH);
+	if (!scope)
+		count(TCHECK_COUNTER_PYTHON_DROPS);
+	return scope;
+}
+
 SEC("uprobe")
 int torch_scope_enter(struct pt_regs *ctx)
 {
@@ -44,14 +60,9 @@ int torch_scope_enter(struct pt_regs *ctx)
 	if (!is_traced(pid))
 		return 0;
 	entry_registers_read(ctx, arguments);
-	stack = torch_scope_stack_of(tid, true);
-	if (!stack)
+	scope = next_scope(tid, &stack);
+	if (!scope)
 		return 0;
-	scope = THREAD_STACK_SLOT(stack, scopes, TORCH_SCOPE_DEPTH);
-	if (!scope) {
-		count(TCHECK_COUNTER_PYTHON_DROPS);
-		return 0;
-	}
 	/* A std::string (C++11 ABI): its characters' address first, NUL-terminated. */
 	name_string = entry_register(arguments, (cookie >> TCHECK_TORCH_NAME_REGISTER_SHIFT) &
 							TCHECK_TORCH_REGISTER_MASK);
@@ -65,8 +76,8 @@ int torch_scope_enter(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uprobe")
-int torch_scope_exit(struct pt_regs *ctx)
+/* Closes the scope on top of the thread's stack when its key is 'key', and records it. */
+static __always_inline int close_scope(__u64 key)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
@@ -81,7 +92,7 @@ int torch_scope_exit(struct pt_regs *ctx)
 		return 0;
 	scope = THREAD_STACK_TOP(stack, scopes, TORCH_SCOPE_DEPTH);
 	/* The end of another RecordFunction (an autograd node, a second end()). */
-	if (!scope || scope->key != PT_REGS_PARM1(ctx))
+	if (!scope || scope->key != key)
 		return 0;
 	stack->depth--;
 	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
@@ -97,4 +108,38 @@ int torch_scope_exit(struct pt_regs *ctx)
 	bpf_ringbuf_submit(record, call_wakeup_flags());
 	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;
+}
+
+SEC("uprobe")
+int torch_scope_exit(struct pt_regs *ctx)
+{
+	return close_scope(PT_REGS_PARM1(ctx));
+}
+
+SEC("uprobe")
+int backward_enter(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct torch_scope_stack *stack;
+	struct torch_scope *scope;
+
+	if (!is_traced(pid))
+		return 0;
+	scope = next_scope(tid, &stack);
+	if (!scope)
+		return 0;
+	/* Stored as immediates: no string in a data section. */
+	__builtin_memcpy(scope->name, TCHECK_BACKWARD_SCOPE_NAME,
+			 sizeof(TCHECK_BACKWARD_SCOPE_NAME));
+	scope->key = TCHECK_BACKWARD_SCOPE_KEY;
+	scope->entry_ns = bpf_ktime_get_ns();
+	stack->depth++;
+	return 0;
+}
+
+SEC("uretprobe")
+int backward_exit(struct pt_regs *ctx)
+{
+	return close_scope(TCHECK_BACKWARD_SCOPE_KEY);
 }

@@ -324,6 +324,12 @@ struct tcheck_python_record {
 #define TCHECK_TORCH_KEY_REGISTER_SHIFT 2
 #define TCHECK_TORCH_REGISTER_MASK 0x3ULL
 #define TCHECK_TORCH_SCOPE_NAME_BYTES 64
+/*
+ * The backward pass (torch::autograd::Engine::execute, entry and return) as
+ * a scope of its own, under this name; the scope's key, no RecordFunction's.
+ */
+#define TCHECK_BACKWARD_SCOPE_NAME "Autograd.backward#Engine.execute"
+#define TCHECK_BACKWARD_SCOPE_KEY 0xffffffffffffffffULL
 
 /* A torch record_function scope (Optimizer.step#SGD.step): entry and end paired. */
 struct tcheck_torch_scope_record {

@@ -2,7 +2,9 @@
 # A PyTorch CPU training script (Debian's torch 1.13): for every step its own
 # log says it ran, the trace holds the optimizer's zero_grad and step scopes
 # (seen through torch's record_function, though they never leave Python),
-# one Module call per module invocation the script's hooks counted, the step
+# the backward pass as a scope of its own (the autograd engine's execute(),
+# within the script's own loss.backward() call), one Module call per module
+# invocation the script's hooks counted, the step
 # (advanced by the step marker) and the stage (train, or eval in the eval
 # phase every few steps, from Module.training) the script logged, the
 # optimizer's primitive arguments, the callers of the model's call, rank and
@@ -51,6 +53,13 @@ for log_path in sys.argv[3:]:
         got_scopes = collections.Counter(t["name"] for t in trace
                                          if t["kind"] == "torch_scope" and t["step"] == step)
         assert want_scopes == got_scopes, (log_path, step, dict(want_scopes), dict(got_scopes))
+        # Each scope within the call the script timed around it (one monotonic clock).
+        for r in records:
+            if r["kind"] != "api" or not r["scope"]:
+                continue
+            inside = [t for t in trace if t["kind"] == "torch_scope" and t["name"] == r["scope"]
+                      and r["ts_ns"] <= t["ts_ns"] and t["ts_ns"] + t["dur_ns"] <= r["end_ns"]]
+            assert len(inside) == 1, (log_path, step, r["call"], len(inside))
         # Module calls per stage: the module's own training flag, as its hook saw it.
         want_modules = collections.Counter("train" if r["training"] else "eval" for r in records
                                            if r["kind"] == "module" and r["phase"] == "enter")
@@ -171,5 +180,7 @@ PY
 	>/dev/null 2>"$SCRATCH/bad-op.err" || fail "record with an unknown --torch-op failed"
 grep -q "no ATen operator no_such_operator_" "$SCRATCH/bad-op.err" ||
 	fail "no warning names the unknown operator: $(cat "$SCRATCH/bad-op.err")"
-[ "$("$TCHECK" dump "$SCRATCH/bad-op.trace" --calls-only | grep -c '"kind": *"torch_scope"')" -eq 4 ] ||
-	fail "with an unknown operator the 2 steps' 4 scopes were not all traced"
+[ "$("$TCHECK" dump "$SCRATCH/bad-op.trace" --calls-only | grep -c '"kind": *"torch_scope", *"name": *"Optimizer\.')" -eq 4 ] ||
+	fail "with an unknown operator the 2 steps' 4 optimizer scopes were not all traced"
+[ "$("$TCHECK" dump "$SCRATCH/bad-op.trace" --calls-only | grep -c '"name": *"Autograd\.backward#')" -eq 2 ] ||
+	fail "with an unknown operator the 2 steps' backward passes were not both traced"

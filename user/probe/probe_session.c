@@ -110,6 +110,8 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	bpf_program__set_autoload(session->skeleton->progs.python_frame_return, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_enter, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_exit, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.backward_enter, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.backward_exit, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.process_group_init, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.store_prefix_built, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.c10d_collective, config->python);
@@ -124,6 +126,8 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	    uprobe_link_prepare(session->skeleton->progs.python_frame_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_enter) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_exit) ||
+	    uprobe_link_prepare(session->skeleton->progs.backward_enter) ||
+	    uprobe_link_prepare(session->skeleton->progs.backward_exit) ||
 	    uprobe_link_prepare(session->skeleton->progs.process_group_init) ||
 	    uprobe_link_prepare(session->skeleton->progs.store_prefix_built) ||
 	    uprobe_link_prepare(session->skeleton->progs.c10d_collective) ||
@@ -273,6 +277,19 @@ int probe_session_attach_torch_scopes(struct probe_session *session, const char 
 	return uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_enter,
 				  false, path, &enter_offset, &enter_cookie, 1, -1, error,
 				  error_size);
+}
+
+int probe_session_attach_backward(struct probe_session *session, const char *path, uint64_t offset,
+				  char *error, size_t error_size)
+{
+	uint64_t cookie = 0;
+	int result = uprobe_link_attach(&session->links, session->skeleton->progs.backward_exit,
+					true, path, &offset, &cookie, 1, -1, error, error_size);
+
+	if (result)
+		return result;
+	return uprobe_link_attach(&session->links, session->skeleton->progs.backward_enter, false,
+				  path, &offset, &cookie, 1, -1, error, error_size);
 }
 
 int probe_session_attach_process_groups(struct probe_session *session, const char *path,

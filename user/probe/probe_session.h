@@ -95,6 +95,12 @@ int probe_session_attach_python(struct probe_session *session, const char *path,
 int probe_session_attach_torch_scopes(struct probe_session *session, const char *path,
 				      uint64_t enter_offset, uint64_t enter_cookie,
 				      uint64_t exit_offset, char *error, size_t error_size);
+/*
+ * The backward pass: entry and return probes on the autograd engine's
+ * execute() at 'offset' of path, a scope named TCHECK_BACKWARD_SCOPE_NAME.
+ */
+int probe_session_attach_backward(struct probe_session *session, const char *path, uint64_t offset,
+				  char *error, size_t error_size);
 /* The entry probe on c10d process-group constructors (rank, size) at offsets of path. */
 int probe_session_attach_process_groups(struct probe_session *session, const char *path,
 					const uint64_t *offsets, size_t count, char *error,

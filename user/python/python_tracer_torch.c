@@ -96,6 +96,25 @@ out:
 	free(cookies);
 }
 
+/* The backward pass as a scope of its own: the autograd engine's execute(), entry and return. */
+static void attach_backward(struct python_tracer *tracer, pid_t pid,
+			    const struct torch_probes *probes)
+{
+	char error[512];
+
+	if (!probes->backward.symbol) {
+		log_info(
+			"process %d: %s has no torch::autograd::Engine::execute: the backward pass "
+			"is not an event of its own",
+			pid, probes->library_path);
+		return;
+	}
+	if (probe_session_attach_backward(tracer->session, probes->host_path,
+					  probes->backward.file_offset, error, sizeof(error)))
+		log_warning("process %d: %s; the backward pass is not an event of its own", pid,
+			    error);
+}
+
 /* The rank and size a process's process groups are built with: its job rank without RANK. */
 static void attach_process_groups(struct python_tracer *tracer, pid_t pid,
 				  const struct torch_probes *probes)
@@ -288,6 +307,7 @@ void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
 	else
 		log_info("probed torch %s's record_function scopes in %s", probes->version.text,
 			 probes->library_path);
+	attach_backward(tracer, pid, probes);
 	attach_torch_ops(tracer, pid, probes);
 out:
 	torch_probes_free(probes);

@@ -266,6 +266,10 @@ def register_module_hooks(model, call_log):
     return handles
 
 
+# The scope the tracer gives the backward pass: the autograd engine's execute(), entry to return.
+BACKWARD_SCOPE = "Autograd.backward#Engine.execute"
+
+
 def optimizer_scopes(optimizer):
     """The record_function names torch 1.13 opens in zero_grad() and step().
 
@@ -445,7 +449,7 @@ def train(call_log, args, model, optimizer, parameters, inputs, targets, progres
         if before_backward:
             before_backward(step)
 
-        record = call_log.begin("loss.backward()", type(loss).backward)
+        record = call_log.begin("loss.backward()", type(loss).backward, BACKWARD_SCOPE)
         loss.backward()
         call_log.end(record)
 
