@@ -5,8 +5,8 @@
 Used as a user would use the tool: every program is recorded with
 `tcheck-bpf record -o X.trace --python -- PYTHON SCRIPT ...` (no operator, no
 filter, no other tuning), `tcheck-bpf infer` runs once on the traces of the
-three references in tests/workloads/python/pipelines/ (a CNN with SGD and
-evaluation passes, an MLP with Adam, warm-up and clipping, 2-rank DDP with
+three references in tests/workloads/python/pipelines/ (a CNN with SGD,
+gradient accumulation and evaluation passes, an MLP with Adam, warm-up and clipping, 2-rank DDP with
 clipping), and each case, a program of another shape with a buggy and a fixed
 twin, is checked with `tcheck-bpf check --rules`. The truth is each case's own
 JSON log: the step its bug takes effect, confirmed by the first step where the
@@ -15,9 +15,11 @@ A case is detected when its first violation is at that step or the next one
 and none comes before it.
 
 Also reported: the share of rules that fire on healthy programs of other
-shapes (the distinct rules violated on any fixed twin, out of the rules file).
+shapes (the distinct rules violated on any fixed twin or on a healthy program
+with no twin, HEALTHY below, out of the rules file).
 Writes a Markdown table (--markdown) and the results as JSON (--results).
-Exit status: 0 every case detected and no violation on a fixed twin, 1
+Exit status: 0 every case detected and no violation on a fixed twin or a
+healthy program, 1
 otherwise, 2 on errors. Needs root (BPF).
 """
 import argparse
@@ -62,6 +64,12 @@ CASES = [
      "a too tight loss-spike guard skips the update of step 5"),
 ]
 
+# Healthy programs of yet other shapes, with no bug: script, shape
+HEALTHY = [
+    ("healthy_encoder_cosine.py",
+     "Transformer encoder, SGD + cosine schedule, 3 micro-batches accumulated, clipping"),
+]
+
 
 def progress(message):
     print("silent_cross_eval: " + message, file=sys.stderr, flush=True)
@@ -80,7 +88,7 @@ class Suite:
     def __init__(self, tcheck, work, python):
         self.tcheck, self.work, self.python = tcheck, work, python
         self.count = 0
-        self.total = len(REFERENCES) + 2 * len(CASES)
+        self.total = len(REFERENCES) + 2 * len(CASES) + len(HEALTHY)
 
     def path(self, name):
         return os.path.join(self.work, name)
@@ -154,6 +162,15 @@ class Suite:
         }
 
 
+    def run_healthy(self, rules, index, program):
+        script, shape = program
+        trace, _, seen = self.record("healthy{}-{}".format(index, script[:-3]), script)
+        violations = self.check(rules, trace)
+        return {"script": script, "shape": shape, "violations": len(violations),
+                "rules": sorted({v["invariant"] for v in violations}),
+                "optimizer_steps_seen": seen}
+
+
 def confirmed_trigger(buggy_log, fixed_log, evidence):
     """The buggy twin's trigger step, once its log and the fixed twin's show the bug there:
     the fact `evidence` first differs between them (on some rank) at that step."""
@@ -178,9 +195,10 @@ def rule_texts(rules):
         return [rule.get("text", "") for rule in json.load(handle)["rules"]]
 
 
-def summary(results, rules):
+def summary(results, healthy, rules):
     texts = rule_texts(rules)
-    firing = sorted({text for result in results for text in result["fixed_rules"]})
+    firing = sorted({text for result in results for text in result["fixed_rules"]} |
+                    {text for program in healthy for text in program["rules"]})
     return {
         "rules": len(texts),
         "rules_firing_on_fixed": len(firing),
@@ -189,10 +207,12 @@ def summary(results, rules):
         "cases": len(results),
         "detected": sum(result["detected"] for result in results),
         "violations_fixed": sum(result["violations_fixed"] for result in results),
+        "healthy_programs": len(healthy),
+        "violations_healthy": sum(program["violations"] for program in healthy),
     }
 
 
-def markdown(results, totals, command, python, elapsed):
+def markdown(results, healthy, totals, command, python, elapsed):
     lines = [
         "## Silent errors across pipelines",
         "",
@@ -200,8 +220,9 @@ def markdown(results, totals, command, python, elapsed):
             command, time.strftime("%Y-%m-%d", time.gmtime()), os.cpu_count(),
             os.uname().release, " ".join(python)),
         "Rules are inferred once from three healthy references of other shapes than the",
-        "cases (`tests/workloads/python/pipelines/`: a CNN with SGD and evaluation passes,",
-        "an MLP with Adam, warm-up and clipping, 2-rank DDP with clipping), each recorded",
+        "cases (`tests/workloads/python/pipelines/`: a CNN with SGD, gradient accumulation",
+        "and evaluation passes, an MLP with Adam, warm-up and clipping, 2-rank DDP with",
+        "clipping), each recorded",
         "as README.md shows (`record --python`, no operator, filter or other option).",
         "Each case's buggy and fixed twins are recorded the same way. The step of the",
         "trigger is the case's own log's; a case is detected when its first violation is",
@@ -220,8 +241,12 @@ def markdown(results, totals, command, python, elapsed):
             ", ".join(result["relations"]) or "-",
             result["violations_fixed"]))
     share = totals["share_firing_on_fixed"]
+    for program in healthy:
+        lines += ["", "Healthy program with no twin, `{}` ({}): {} violations.".format(
+            program["script"], program["shape"], program["violations"])]
     lines += ["", "{} of {} cases detected; {} violations on the fixed twins; {} of the {} rules "
-              "({}) fire on healthy programs of other shapes; the suite took {:.0f} s.".format(
+              "({}) fire on healthy programs of other shapes (the fixed twins and the healthy "
+              "programs); the suite took {:.0f} s.".format(
                   totals["detected"], totals["cases"], totals["violations_fixed"],
                   totals["rules_firing_on_fixed"], totals["rules"],
                   "-" if share is None else "{:.0%}".format(share), elapsed)]
@@ -266,24 +291,29 @@ def main():
                 result["case"], result["detected"], result["trigger_step"],
                 result["detection_step"], ",".join(result["relations"]),
                 result["violations_fixed"]))
+        healthy = []
+        for index, program in enumerate(HEALTHY):
+            healthy.append(suite.run_healthy(rules, index, program))
+            progress("{}: {} violations".format(program[0], healthy[-1]["violations"]))
     except (RuntimeError, OSError, ValueError, KeyError) as error:
         print("silent_cross_eval: {} (work folder {})".format(error, work), file=sys.stderr)
         return 2
     elapsed = time.monotonic() - started
-    totals = summary(results, rules)
+    totals = summary(results, healthy, rules)
     totals.update(seconds=round(elapsed, 1), python=args.python, work=work)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as out:
-            out.write(markdown(results, totals, args.command, python, elapsed))
+            out.write(markdown(results, healthy, totals, args.command, python, elapsed))
     if args.results:
         with open(args.results, "w", encoding="utf-8") as out:
-            json.dump({"summary": totals, "cases": results}, out, indent=1)
+            json.dump({"summary": totals, "cases": results, "healthy": healthy}, out, indent=1)
             out.write("\n")
     progress("{} of {} detected, {} violations on fixed twins, {} of {} rules fire on healthy "
              "programs, {:.0f} s".format(totals["detected"], totals["cases"],
                                          totals["violations_fixed"],
                                          totals["rules_firing_on_fixed"], totals["rules"], elapsed))
-    ok = all(result["detected"] and result["violations_fixed"] == 0 for result in results)
+    ok = all(result["detected"] and result["violations_fixed"] == 0 for result in results) and \
+        all(program["violations"] == 0 for program in healthy)
     return 0 if ok else 1
 
 

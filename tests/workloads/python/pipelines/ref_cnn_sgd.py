@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Reference (healthy): a small CNN trained with SGD (momentum 0.9), evaluated every few steps.
+"""Reference (healthy): a small CNN trained with SGD (momentum 0.9), gradients accumulated, evaluated every few steps.
 
-After every --eval-every-th optimizer step: model.eval(), a forward pass under
+Each optimizer step accumulates the gradients of --micro-batches forward and
+backward passes (each loss divided by their number). After every
+--eval-every-th optimizer step: model.eval(), a forward pass under
 torch.no_grad() on held-out data, model.train(). One process, CPU.
 
     /usr/bin/python3 ref_cnn_sgd.py --steps 12 --log /tmp/cnn.json
@@ -33,21 +35,29 @@ def main():
     options = common.parser(__doc__.splitlines()[0])
     options.add_argument("--eval-every", type=int, default=4, metavar="N",
                          help="evaluate after every N-th step (default 4)")
+    options.add_argument("--micro-batches", type=int, default=2, metavar="N",
+                         help="forward and backward passes per optimizer step (default 2)")
     args = options.parse_args()
     torch.manual_seed(args.seed)
     model = SmallCNN()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    images, labels = torch.randn(args.steps, 8, 1, 8, 8), torch.randint(0, 3, (args.steps, 8))
+    micro = args.micro_batches
+    images = torch.randn(args.steps, micro, 8, 1, 8, 8)
+    labels = torch.randint(0, 3, (args.steps, micro, 8))
     held_out = torch.randn(16, 1, 8, 8)
     steps = []
     model.train()
     for step in range(args.steps):
         before = common.snapshot(model)
         optimizer.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(model(images[step]), labels[step])
-        loss.backward()
+        total = 0.0
+        for part in range(micro):
+            loss = nn.functional.cross_entropy(model(images[step][part]), labels[step][part]) / micro
+            loss.backward()
+            total += loss.item()
         optimizer.step()
-        record = common.fact(step, model, optimizer, before, loss=loss.item(), evaluated=False)
+        record = common.fact(step, model, optimizer, before, loss=total, evaluated=False,
+                             micro_batches=micro)
         if (step + 1) % args.eval_every == 0:
             model.eval()
             with torch.no_grad():
