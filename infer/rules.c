@@ -213,8 +213,8 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 		used = (size_t)snprintf(
 			text, size,
 			"in every step, %s with %s = %s applies the scalars of its previous "
-			"step (learning rate, momentum, ...) unless a learning-rate scheduler "
-			"ran",
+			"step (learning rate, momentum, ...) in a process that runs no "
+			"learning-rate scheduler",
 			rule->event.name, rule->field, rule->value);
 		break;
 	default:

@@ -109,6 +109,7 @@ int scalars_steady_judge(const struct infer_event *const *events, size_t count,
 			finding->step = events[i];
 		scheduled |= is_scheduler_code(events[i]);
 	}
+	history->scheduled |= scheduled;
 	if (!finding->step)
 		return 0; /* no optimizer step: the previous one stays the one to compare with */
 	for (size_t i = 0; i < count && !failed; i++)
@@ -118,7 +119,8 @@ int scalars_steady_judge(const struct infer_event *const *events, size_t count,
 		scalars_history_free(&current);
 		return failed;
 	}
-	finding->applies = history->known && !scheduled && current.count > 0;
+	current.scheduled = history->scheduled;
+	finding->applies = history->known && !current.scheduled && current.count > 0;
 	if (finding->applies && find_replaced(history, &current, &old, &new)) {
 		finding->holds = false;
 		finding->before = old->update;

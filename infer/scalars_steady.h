@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ScalarsSteady: an optimizer applies the same scalars from step to step
- * (SGD's add_ alpha is minus its learning rate) unless a learning-rate
- * scheduler ran in between. A step's scalars are the (operator, argument,
+ * (SGD's add_ alpha is minus its learning rate) in a process that runs no
+ * learning-rate scheduler. Once scheduler code ran in a process (its
+ * construction included), its scalars are the scheduler's: a scheduler's
+ * step() called from Python runs inside the caller's evaluator loop, where
+ * it may not be seen at all (ReduceLROnPlateau under CPython 3.13), so no
+ * step of that process is an example. A step's scalars are the (operator, argument,
  * value) triples of the update operators inside its optimizer step; a
  * change is a value of an operator's argument that the previous step
  * applied and this one replaced with another (a value only added, such as
@@ -37,13 +41,14 @@ struct applied_scalar {
 /* What the process's last optimizer step applied. */
 struct scalars_history {
 	bool known;
+	bool scheduled; /* scheduler code ran in the process: its scalars are the scheduler's */
 	size_t count, capacity;
 	struct applied_scalar *scalars;
 };
 
 /* What one step of one process shows. */
 struct scalars_steady_finding {
-	bool applies; /* an optimizer step after an earlier one, with no scheduler in between */
+	bool applies; /* an optimizer step after an earlier one, in a process with no scheduler */
 	bool holds;
 	const struct infer_event *step;	  /* the (first) optimizer step: the example */
 	const struct infer_event *update; /* violated: an update applying a new value */

@@ -68,6 +68,8 @@ CASES = [
 HEALTHY = [
     ("healthy_encoder_cosine.py",
      "Transformer encoder, SGD + cosine schedule, 3 micro-batches accumulated, clipping"),
+    ("healthy_mlp_plateau.py",
+     "MLP, SGD + ReduceLROnPlateau halving the learning rate, validation every step"),
 ]
 
 
