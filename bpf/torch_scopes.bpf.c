@@ -5,8 +5,8 @@
  * a scope reads its name and the at::RecordFunction it is kept in; a probe
  * on RecordFunction::end closes the scope on top of the thread's stack
  * whose RecordFunction it is (other ends, of unnamed scopes, cost a lookup).
- * The backward pass is a scope of the same stack: opened at the entry of
- * the autograd engine's execute(), closed at its return.
+ * The backward pass is recorded where the autograd engine's execute() is
+ * entered.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -116,30 +116,37 @@ int torch_scope_exit(struct pt_regs *ctx)
 	return close_scope(PT_REGS_PARM1(ctx));
 }
 
+/*
+ * The backward pass, recorded at the engine's entry, without a duration: a
+ * return probe on Engine::execute breaks the unwinding of the C++ exception
+ * a failing backward pass (a hook that raises) throws through it, and the
+ * process aborts.
+ */
 SEC("uprobe")
 int backward_enter(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct tcheck_torch_scope_record *record;
 	struct torch_scope_stack *stack;
-	struct torch_scope *scope;
 
 	if (!is_traced(pid))
 		return 0;
-	scope = next_scope(tid, &stack);
-	if (!scope)
+	stack = torch_scope_stack_of(tid, false);
+	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+	if (!record) {
+		count(TCHECK_COUNTER_PYTHON_DROPS);
 		return 0;
+	}
+	fill_header(&record->header, TCHECK_RECORD_TORCH_SCOPE, pid, tid, bpf_ktime_get_ns());
+	record->return_ns = record->header.timestamp_ns;
+	record->depth = stack ? stack->depth : 0;
+	record->reserved = 0;
+	__builtin_memset(record->name, 0, sizeof(record->name));
 	/* Stored as immediates: no string in a data section. */
-	__builtin_memcpy(scope->name, TCHECK_BACKWARD_SCOPE_NAME,
+	__builtin_memcpy(record->name, TCHECK_BACKWARD_SCOPE_NAME,
 			 sizeof(TCHECK_BACKWARD_SCOPE_NAME));
-	scope->key = TCHECK_BACKWARD_SCOPE_KEY;
-	scope->entry_ns = bpf_ktime_get_ns();
-	stack->depth++;
+	bpf_ringbuf_submit(record, call_wakeup_flags());
+	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;
-}
-
-SEC("uretprobe")
-int backward_exit(struct pt_regs *ctx)
-{
-	return close_scope(TCHECK_BACKWARD_SCOPE_KEY);
 }

@@ -325,11 +325,10 @@ struct tcheck_python_record {
 #define TCHECK_TORCH_REGISTER_MASK 0x3ULL
 #define TCHECK_TORCH_SCOPE_NAME_BYTES 64
 /*
- * The backward pass (torch::autograd::Engine::execute, entry and return) as
- * a scope of its own, under this name; the scope's key, no RecordFunction's.
+ * The backward pass (torch::autograd::Engine::execute entered) as a scope
+ * record of this name, without a duration.
  */
 #define TCHECK_BACKWARD_SCOPE_NAME "Autograd.backward#Engine.execute"
-#define TCHECK_BACKWARD_SCOPE_KEY 0xffffffffffffffffULL
 
 /* A torch record_function scope (Optimizer.step#SGD.step): entry and end paired. */
 struct tcheck_torch_scope_record {

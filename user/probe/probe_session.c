@@ -111,7 +111,6 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_enter, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_exit, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.backward_enter, config->python);
-	bpf_program__set_autoload(session->skeleton->progs.backward_exit, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.process_group_init, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.store_prefix_built, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.c10d_collective, config->python);
@@ -119,7 +118,6 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	bpf_program__set_autoload(session->skeleton->progs.python_exception_display,
 				  config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_op_entry, config->torch_ops);
-	bpf_program__set_autoload(session->skeleton->progs.torch_op_return, config->torch_ops);
 	if (uprobe_link_prepare(session->skeleton->progs.library_call_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.library_call_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_frame_entry) ||
@@ -127,14 +125,12 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_enter) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_exit) ||
 	    uprobe_link_prepare(session->skeleton->progs.backward_enter) ||
-	    uprobe_link_prepare(session->skeleton->progs.backward_exit) ||
 	    uprobe_link_prepare(session->skeleton->progs.process_group_init) ||
 	    uprobe_link_prepare(session->skeleton->progs.store_prefix_built) ||
 	    uprobe_link_prepare(session->skeleton->progs.c10d_collective) ||
 	    uprobe_link_prepare(session->skeleton->progs.c10d_work_event) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_exception_display) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_entry) ||
-	    uprobe_link_prepare(session->skeleton->progs.torch_op_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_return) ||
 	    prepare_work_request_programs(session->skeleton)) {
@@ -283,11 +279,7 @@ int probe_session_attach_backward(struct probe_session *session, const char *pat
 				  char *error, size_t error_size)
 {
 	uint64_t cookie = 0;
-	int result = uprobe_link_attach(&session->links, session->skeleton->progs.backward_exit,
-					true, path, &offset, &cookie, 1, -1, error, error_size);
 
-	if (result)
-		return result;
 	return uprobe_link_attach(&session->links, session->skeleton->progs.backward_enter, false,
 				  path, &offset, &cookie, 1, -1, error, error_size);
 }
@@ -335,11 +327,6 @@ int probe_session_attach_torch_ops(struct probe_session *session, const char *pa
 				   const uint64_t *offsets, const uint64_t *cookies, size_t count,
 				   char *error, size_t error_size)
 {
-	int result = uprobe_link_attach(&session->links, session->skeleton->progs.torch_op_return,
-					true, path, offsets, cookies, count, -1, error, error_size);
-
-	if (result)
-		return result;
 	return uprobe_link_attach(&session->links, session->skeleton->progs.torch_op_entry, false,
 				  path, offsets, cookies, count, -1, error, error_size);
 }

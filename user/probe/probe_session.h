@@ -96,8 +96,8 @@ int probe_session_attach_torch_scopes(struct probe_session *session, const char 
 				      uint64_t enter_offset, uint64_t enter_cookie,
 				      uint64_t exit_offset, char *error, size_t error_size);
 /*
- * The backward pass: entry and return probes on the autograd engine's
- * execute() at 'offset' of path, a scope named TCHECK_BACKWARD_SCOPE_NAME.
+ * The backward pass: an entry probe on the autograd engine's execute() at
+ * 'offset' of path, a scope named TCHECK_BACKWARD_SCOPE_NAME, no duration.
  */
 int probe_session_attach_backward(struct probe_session *session, const char *path, uint64_t offset,
 				  char *error, size_t error_size);
@@ -119,7 +119,7 @@ int probe_session_attach_c10d_collectives(struct probe_session *session, const c
 int probe_session_attach_c10d_work(struct probe_session *session, const char *path,
 				   const uint64_t *offsets, const uint64_t *cookies, size_t count,
 				   char *error, size_t error_size);
-/* Attaches the torch operator probe pair at offsets of path; each cookie numbers its operator. */
+/* Attaches the torch operator entry probes at offsets of path; each cookie numbers its operator. */
 int probe_session_attach_torch_ops(struct probe_session *session, const char *path,
 				   const uint64_t *offsets, const uint64_t *cookies, size_t count,
 				   char *error, size_t error_size);

@@ -86,11 +86,11 @@ static int resolve_optional_entry(struct torch_probes *probes, const char *prefi
 /* torch::autograd::Engine::execute: optional, left empty when the library lacks it. */
 static int resolve_backward(struct torch_probes *probes, char *error, size_t error_size)
 {
-	return resolve_optional(probes, ENGINE_EXECUTE_PREFIX,
-				"rdi -> the slot of the returned gradients (a "
-				"std::vector returned by value), rsi -> the Engine; "
-				"entry: a backward pass starts, return: it has ended",
-				&probes->backward, error, error_size);
+	return resolve_optional_entry(probes, ENGINE_EXECUTE_PREFIX,
+				      "rdi -> the slot of the returned gradients (a "
+				      "std::vector returned by value), rsi -> the Engine; "
+				      "entry: a backward pass starts",
+				      &probes->backward, error, error_size);
 }
 
 /*
