@@ -21,7 +21,94 @@ struct torch_op_call {
 	__u32 scalar_tag;
 	__u64 tensor;
 	__u64 scalar;
+	__u32 contents;
+	__u64 digest;
+	__u64 numel;
+	__u32 dims;
+	__u32 dtype;
+	__u64 sizes[TCHECK_TORCH_OP_DIMS_MAX];
 };
+
+/* TensorImpl from its SizesAndStrides to its dtype, as the cookie's numel offset places it. */
+struct shape_layout {
+	__u64 dims;
+	__u64 sizes[TCHECK_TORCH_OP_SIZES_BEFORE_NUMEL / 8 - 1];
+	__u64 numel;
+	__u8 dtype;
+};
+
+/*
+ * Where a tensor's bytes are (the cookie gives the header size: 24 bytes in
+ * torch 1.13, 16 in 2.x): a TensorImpl and a StorageImpl both start with
+ * c10::intrusive_ptr_target (vtable, reference and weak counts). The
+ * TensorImpl's first member is its Storage (one StorageImpl pointer); the
+ * StorageImpl's is its DataPtr (the data pointer, the deleter context's
+ * two words, then the c10::Device, whose first byte is the device type, 0
+ * for the CPU), then its size in bytes (a size_t in 1.13, a SymInt holding
+ * the integer in 2.x).
+ */
+struct storage_layout {
+	__u64 data;
+	__u64 deleter_context[2];
+	__s8 device_type;
+	__u8 device_index;
+	__u8 padding[6];
+	__u64 size_bytes;
+};
+#define DEVICE_TYPE_CPU 0
+#define DIGEST_SAMPLE_BYTES 64
+
+/* FNV-1a over 64-bit words: only equality across processes matters. */
+static __always_inline __u64 digest_words(__u64 hash, const __u64 *words, int count)
+{
+	for (int i = 0; i < count; i++) {
+		hash ^= words[i];
+		hash *= 0x100000001b3ULL;
+	}
+	return hash;
+}
+
+/*
+ * The first and the last 64 bytes of the tensor's storage (fewer for a
+ * smaller one) and its size, hashed: a cheap digest of a parameter that
+ * replicas holding the same values share. Device memory is not read.
+ */
+static __always_inline void read_contents(struct torch_op_call *call, __u64 header)
+{
+	struct storage_layout storage;
+	__u64 storage_at = 0, sample[DIGEST_SAMPLE_BYTES / 8], hash = 0xcbf29ce484222325ULL;
+	__u64 size;
+
+	call->contents = TCHECK_TENSOR_CONTENTS_UNREADABLE;
+	if (!header ||
+	    bpf_probe_read_user(&storage_at, sizeof(storage_at),
+				(const void *)(call->tensor + header)) ||
+	    !storage_at ||
+	    bpf_probe_read_user(&storage, sizeof(storage), (const void *)(storage_at + header)))
+		return;
+	if (storage.device_type != DEVICE_TYPE_CPU) {
+		call->contents = TCHECK_TENSOR_CONTENTS_DEVICE;
+		return;
+	}
+	size = storage.size_bytes;
+	if (!storage.data || !size)
+		return;
+	__builtin_memset(sample, 0, sizeof(sample));
+	if (size >= DIGEST_SAMPLE_BYTES) {
+		if (bpf_probe_read_user(sample, DIGEST_SAMPLE_BYTES, (const void *)storage.data))
+			return;
+		hash = digest_words(hash, sample, DIGEST_SAMPLE_BYTES / 8);
+		if (bpf_probe_read_user(sample, DIGEST_SAMPLE_BYTES,
+					(const void *)(storage.data + size - DIGEST_SAMPLE_BYTES)))
+			return;
+	} else if (bpf_probe_read_user(sample, size & (DIGEST_SAMPLE_BYTES - 1),
+				       (const void *)storage.data)) {
+		return;
+	}
+	hash = digest_words(hash, sample, DIGEST_SAMPLE_BYTES / 8);
+	call->digest = digest_words(hash, &size, 1);
+	call->contents = TCHECK_TENSOR_CONTENTS_READ;
+}
 
 /*
  * c10::Scalar: the tag (an int-sized enum), then the value union at offset
@@ -35,7 +122,30 @@ struct scalar_layout {
 	__u64 value;
 };
 
-/* The tensor and scalar arguments the cookie names: two reads of the caller's memory. */
+/* The tensor's element count, dtype and sizes (up to 4 dimensions): one read. */
+static __always_inline void read_shape(struct torch_op_call *call, __u64 numel_offset)
+{
+	struct shape_layout shape;
+
+	call->numel = 0;
+	call->dims = 0;
+	call->dtype = 0;
+	if (!numel_offset || numel_offset < TCHECK_TORCH_OP_SIZES_BEFORE_NUMEL ||
+	    bpf_probe_read_user(&shape, sizeof(shape),
+				(const void *)(call->tensor + numel_offset -
+					       TCHECK_TORCH_OP_SIZES_BEFORE_NUMEL)))
+		return;
+	call->numel = shape.numel;
+	call->dims = (__u32)shape.dims;
+	call->dtype = shape.dtype;
+	for (int i = 0; i < TCHECK_TORCH_OP_DIMS_MAX; i++)
+		call->sizes[i] = shape.sizes[i];
+}
+
+/*
+ * The tensor and scalar arguments the cookie names, and the tensor's
+ * contents and shape: a few reads of the caller's memory.
+ */
 static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
 					   struct torch_op_call *call)
 {
@@ -51,10 +161,21 @@ static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
 	call->tensor = 0;
 	call->scalar = 0;
 	call->scalar_tag = TCHECK_SCALAR_NONE;
+	call->contents = TCHECK_TENSOR_CONTENTS_NONE;
+	call->digest = 0;
 	/* An at::Tensor is one pointer, its TensorImpl: the tensor's identity. */
 	if (tensor_slot &&
 	    bpf_probe_read_user(&call->tensor, sizeof(call->tensor), (const void *)tensor_slot))
 		call->tensor = 0;
+	call->numel = 0;
+	call->dims = 0;
+	call->dtype = 0;
+	if (call->tensor) {
+		read_contents(call, (cookie >> TCHECK_TORCH_OP_HEADER_SHIFT) &
+					    TCHECK_TORCH_OP_HEADER_MASK);
+		read_shape(call,
+			   (cookie >> TCHECK_TORCH_OP_NUMEL_SHIFT) & TCHECK_TORCH_OP_NUMEL_MASK);
+	}
 	if (scalar_at && !bpf_probe_read_user(&scalar, sizeof(scalar), (const void *)scalar_at) &&
 	    (scalar.tag == TCHECK_SCALAR_DOUBLE || scalar.tag == TCHECK_SCALAR_INT)) {
 		call->scalar = scalar.value;
@@ -95,7 +216,13 @@ int torch_op_entry(struct pt_regs *ctx)
 	record->tensor = call.tensor;
 	record->scalar = call.scalar;
 	record->scalar_tag = call.scalar_tag;
-	record->reserved = 0;
+	record->contents = call.contents;
+	record->digest = call.digest;
+	record->numel = call.numel;
+	record->dims = call.dims;
+	record->dtype = call.dtype;
+	for (int i = 0; i < TCHECK_TORCH_OP_DIMS_MAX; i++)
+		record->sizes[i] = call.sizes[i];
 	bpf_ringbuf_submit(record, call_wakeup_flags());
 	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;

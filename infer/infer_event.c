@@ -400,9 +400,9 @@ const char *infer_event_field(const struct infer_event *event, const char *name)
 static const char *const meta_variables[] = { "rank", "nranks",	 "stage",
 					      "comm", "context", "first_step" };
 
-bool infer_field_is_identity(const char *name)
+bool infer_field_describes_tensor(const char *name)
 {
-	return trace_arg_is_identity(name);
+	return trace_arg_describes_tensor(name);
 }
 
 int infer_event_is_operation(const struct infer_event *event)
@@ -461,7 +461,7 @@ size_t infer_event_variables(const struct infer_event *event, const char **names
 		names[count++] = meta_variables[i];
 	for (uint32_t i = 0; i < event->field_count && count < max; i++)
 		if (!is_meta_variable(event->fields[i].name) &&
-		    !infer_field_is_identity(event->fields[i].name))
+		    !infer_field_describes_tensor(event->fields[i].name))
 			names[count++] = event->fields[i].name;
 	return count;
 }

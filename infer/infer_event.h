@@ -93,10 +93,11 @@ const char *infer_event_variable(struct string_pool *pool, const struct infer_ev
 				 const char *variable);
 
 /*
- * Whether a field is a tensor's identity ("tensor:self", its TensorImpl
- * address): compared only as identity, never as a value or precondition.
+ * Whether a field describes a tensor (trace_arg_describes_tensor): its
+ * identity, a digest of its contents or its shape, compared only as
+ * identity or across replicas, never as a value or precondition.
  */
-bool infer_field_is_identity(const char *name);
+bool infer_field_describes_tensor(const char *name);
 
 /* Whether an event is an operation (NCCL call, torch scope or operator), not a Python frame. */
 int infer_event_is_operation(const struct infer_event *event);

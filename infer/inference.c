@@ -314,7 +314,7 @@ static int infer_consistent(struct inference *inference, const struct infer_even
 
 			/* One communicator's ranks share its size; a tensor's address is no value.
 			 */
-			if (strcmp(field, "nranks") == 0 || infer_field_is_identity(field))
+			if (strcmp(field, "nranks") == 0 || infer_field_describes_tensor(field))
 				continue;
 			failed = infer_distinct(inference, order, start, end, field, passing,
 						passing_peers, failing, failing_peers);
@@ -366,7 +366,7 @@ static int infer_constants(struct inference *inference, const struct infer_event
 			const char *field = first->fields[f].name;
 			const char *values[MAX_CONSTANT_VALUES];
 			size_t value_count = 0, i;
-			int too_many = infer_field_is_identity(field);
+			int too_many = infer_field_describes_tensor(field);
 
 			for (i = start; i < end && !too_many; i++) {
 				const char *value = infer_event_field(order[i], field);

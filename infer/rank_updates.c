@@ -9,16 +9,28 @@
 
 #include "base/fnv_hash.h"
 #include "event_contain.h"
+#include "parameter_updates.h"
 
 #define UPDATED_FIELD "tensor:self"
+#define DIGEST_FIELD "digest:self"
 #define SCALAR_PREFIX "arg:"
 /* Distinct (operator, scalars) pairs kept per step; more are marked, not listed. */
 #define UPDATE_KINDS_MAX 32
+/* Optimizer steps and updated tensors' digests kept per step; later ones are left out. */
+#define OPTIMIZER_STEPS_MAX 4
+#define DIGESTS_MAX 512
 #define SIGNATURE_SIZE 2048
 
 struct update_kind {
 	const char *what; /* interned "operator arg:x=v" */
 	uint32_t count;
+};
+
+/* An updated tensor's contents at the entry of the operator that changes it. */
+struct update_digest {
+	uint32_t tid;
+	uint64_t entry_ns;
+	const char *digest; /* interned, as the trace gave it */
 };
 
 /* The step of one process being gathered. */
@@ -27,6 +39,10 @@ struct process_updates {
 	uint32_t kind_count;
 	bool overflow;
 	struct update_kind kinds[UPDATE_KINDS_MAX];
+	uint32_t optimizer_step_count;
+	struct infer_event optimizer_steps[OPTIMIZER_STEPS_MAX];
+	uint32_t digest_count;
+	struct update_digest digests[DIGESTS_MAX];
 };
 
 /* The first rank's finished step of one step number, and how many ranks joined. */
@@ -72,9 +88,11 @@ void rank_updates_free(struct rank_updates *updates)
 
 bool rank_updates_wants(const struct infer_event *event)
 {
-	return event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
-	       event->rank >= 0 && event->nranks >= 2 && event->step >= 0 &&
-	       infer_event_field(event, UPDATED_FIELD);
+	if (event->kind != INFER_EVENT_PYTHON || event->rank < 0 || event->nranks < 2 ||
+	    event->step < 0)
+		return false;
+	return parameter_updates_is_optimizer_step(event) ||
+	       ((event->flags & TRACE_PYTHON_TORCH_OP) && infer_event_field(event, UPDATED_FIELD));
 }
 
 /* "operator arg:x=v ..." for an update: what it is, without the tensor it changes. */
@@ -96,6 +114,50 @@ static int by_what(const void *left, const void *right)
 		      ((const struct update_kind *)right)->what);
 }
 
+static int by_entry(const void *left, const void *right)
+{
+	const struct update_digest *a = left, *b = right;
+
+	return a->entry_ns < b->entry_ns ? -1 : a->entry_ns > b->entry_ns;
+}
+
+static bool in_optimizer_step(const struct process_updates *state,
+			      const struct update_digest *digest)
+{
+	for (uint32_t i = 0; i < state->optimizer_step_count; i++) {
+		const struct infer_event *step = &state->optimizer_steps[i];
+
+		if (step->tid == digest->tid && digest->entry_ns >= step->entry_ns &&
+		    digest->entry_ns <= step->exit_ns)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * What the optimizer's step found in the tensors it updates (parameters,
+ * momentum and moment buffers), in the order it updated them: their
+ * contents after the step before, the same on every replica. Gradients are
+ * left out: before their all-reduce they are each rank's own.
+ */
+static size_t describe_contents(struct process_updates *state, char *text, size_t size)
+{
+	uint64_t hash = FNV1A_OFFSET_BASIS;
+	uint32_t read = 0;
+
+	qsort(state->digests, state->digest_count, sizeof(state->digests[0]), by_entry);
+	for (uint32_t i = 0; i < state->digest_count; i++)
+		if (in_optimizer_step(state, &state->digests[i])) {
+			hash = fnv1a_add_u64(hash, fnv1a_string(state->digests[i].digest));
+			read++;
+		}
+	if (!read)
+		return 0;
+	return (size_t)snprintf(
+		text, size, "; contents of the %u tensors the optimizer updates, before: %016llx",
+		read, (unsigned long long)hash);
+}
+
 /* Fills 'finished' from a process's gathered step: its signature as the field "updates". */
 static int finish_step(struct rank_updates *updates, struct process_updates *state,
 		       struct infer_event *finished)
@@ -110,7 +172,9 @@ static int finish_step(struct rank_updates *updates, struct process_updates *sta
 					 i ? ", " : "", state->kinds[i].what,
 					 state->kinds[i].count);
 	if (state->overflow && used < sizeof(signature))
-		snprintf(signature + used, sizeof(signature) - used, ", ...");
+		used += (size_t)snprintf(signature + used, sizeof(signature) - used, ", ...");
+	if (used < sizeof(signature))
+		describe_contents(state, signature + used, sizeof(signature) - used);
 	field.name = updates->field_name;
 	field.value = string_pool_intern(updates->pool, signature);
 	*finished = state->step;
@@ -122,7 +186,10 @@ static int finish_step(struct rank_updates *updates, struct process_updates *sta
 static void start_step(struct rank_updates *updates, struct process_updates *state,
 		       const struct infer_event *event)
 {
-	memset(state, 0, sizeof(*state));
+	state->kind_count = 0;
+	state->overflow = false;
+	state->optimizer_step_count = 0;
+	state->digest_count = 0;
 	state->step = (struct infer_event){ .kind = INFER_EVENT_STEP,
 					    .name = updates->step_name,
 					    .pipeline = event->pipeline,
@@ -143,7 +210,7 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 {
 	uint64_t key = fnv1a_add_u64(fnv1a_add_u64(3, event->pipeline), event->pid);
 	struct process_updates *state;
-	const char *what;
+	const char *what, *digest;
 	int result = 0;
 	uint32_t i;
 
@@ -166,11 +233,20 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 		start_step(updates, state, event);
 		result = 1;
 	}
+	if (event->exit_ns > state->step.exit_ns)
+		state->step.exit_ns = event->exit_ns;
+	if (parameter_updates_is_optimizer_step(event)) {
+		if (state->optimizer_step_count < OPTIMIZER_STEPS_MAX)
+			state->optimizer_steps[state->optimizer_step_count++] = *event;
+		return result;
+	}
+	digest = infer_event_field(event, DIGEST_FIELD);
+	if (digest && state->digest_count < DIGESTS_MAX)
+		state->digests[state->digest_count++] =
+			(struct update_digest){ event->tid, event->entry_ns, digest };
 	what = describe_update(updates->pool, event);
 	if (!what)
 		return -ENOMEM;
-	if (event->exit_ns > state->step.exit_ns)
-		state->step.exit_ns = event->exit_ns;
 	for (i = 0; i < state->kind_count && state->kinds[i].what != what; i++)
 		;
 	if (i < state->kind_count)

@@ -4,11 +4,15 @@
  * in-place update operators (those naming the tensor they change,
  * "tensor:self") a process ran in one step, with their scalar arguments,
  * as one signature ("aten::add_.Tensor arg:alpha=-0.05 x4, aten::mul_.Tensor
- * x8"). Every replica applies the same updates with the same scalars, so
- * the signatures of one step agree across the ranks of a job; a rank that
- * clips, skips, rescales or zeroes alone shows as a step whose signature
- * differs from its peers'. Rules name it as Consistent on the field
- * "updates" of the step.
+ * x8"), followed by a digest of what the tensors the optimizer's step
+ * updates (parameters and their momentum or moment buffers) held at the
+ * entry of their updates, where the trace has their contents ("digest:self",
+ * host memory only). Every replica applies the same updates with the same
+ * scalars to the same values, so the signatures of one step agree across
+ * the ranks of a job; a rank that clips, skips, rescales or zeroes alone, or
+ * whose parameters were changed behind the optimizer's back (a checkpoint
+ * loaded on one rank), shows as a step whose signature differs from its
+ * peers'. Rules name it as Consistent on the field "updates" of the step.
  */
 #ifndef TCHECK_RANK_UPDATES_H
 #define TCHECK_RANK_UPDATES_H
@@ -37,7 +41,10 @@ bool rule_checks_rank_updates(const struct rule *rule);
 int rank_updates_init(struct rank_updates *updates, struct string_pool *pool);
 void rank_updates_free(struct rank_updates *updates);
 
-/* Whether an event counts: an update operator of a rank in a job of two ranks or more. */
+/*
+ * Whether an event counts: an update operator, or an optimizer's step, of a
+ * rank in a job of two ranks or more.
+ */
 bool rank_updates_wants(const struct infer_event *event);
 
 /*

@@ -169,7 +169,8 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 		if (rule->event.kind == INFER_EVENT_STEP) {
 			used = (size_t)snprintf(text, size,
 						"the %s of a step (in-place operators and their "
-						"scalars) agree across the ranks of the job",
+						"scalars, and what the optimizer's tensors held "
+						"before them) agree across the ranks of the job",
 						rule->field);
 			break;
 		}

@@ -344,12 +344,25 @@ struct tcheck_torch_scope_record {
  * bits, and which argument registers hold, at entry, a pointer to the
  * at::Tensor whose TensorImpl the record names (an in-place operator's self,
  * linear's weight) and a pointer to the c10::Scalar it reports (add_'s
- * alpha): 1 rdi, 2 rsi, 3 rdx, 4 rcx, 5 r8, 0 none.
+ * alpha): 1 rdi, 2 rsi, 3 rdx, 4 rcx, 5 r8, 0 none; and the size of the
+ * header a TensorImpl and a StorageImpl start with in this torch, which
+ * the Storage pointer and the data pointer follow (0: contents not read).
  */
 #define TCHECK_TORCH_OP_INDEX_MASK 0xffffULL
 #define TCHECK_TORCH_OP_TENSOR_SHIFT 16
 #define TCHECK_TORCH_OP_SCALAR_SHIFT 20
 #define TCHECK_TORCH_OP_REGISTER_MASK 0xfULL
+#define TCHECK_TORCH_OP_HEADER_SHIFT 24
+#define TCHECK_TORCH_OP_HEADER_MASK 0xffULL
+/*
+ * And where this torch keeps a TensorImpl's element count (0: shape not
+ * read): its c10::ScalarType is 8 bytes on, its SizesAndStrides (the
+ * dimension count, then up to 5 sizes held inline) 96 bytes before.
+ */
+#define TCHECK_TORCH_OP_NUMEL_SHIFT 32
+#define TCHECK_TORCH_OP_NUMEL_MASK 0xfffULL
+#define TCHECK_TORCH_OP_SIZES_BEFORE_NUMEL 96
+#define TCHECK_TORCH_OP_DIMS_MAX 4
 /*
  * c10::Scalar's tag values read: HAS_d and HAS_i are 0 and 1 in torch 1.13
  * and 2.x (2.x inserts HAS_u after them); anything else is not read.
@@ -357,6 +370,16 @@ struct tcheck_torch_scope_record {
 #define TCHECK_SCALAR_DOUBLE 0
 #define TCHECK_SCALAR_INT 1
 #define TCHECK_SCALAR_NONE 0xffffffffU
+
+/*
+ * The tensor's contents at the operator's entry: a digest of the first and
+ * the last 64 bytes of its storage (at most its size), read only where the
+ * storage is in host memory.
+ */
+#define TCHECK_TENSOR_CONTENTS_NONE 0	/* no tensor argument */
+#define TCHECK_TENSOR_CONTENTS_READ 1	/* 'digest' holds them */
+#define TCHECK_TENSOR_CONTENTS_DEVICE 2 /* in device memory: not read */
+#define TCHECK_TENSOR_CONTENTS_UNREADABLE 3
 
 /* A call of a selected torch operator (at::_ops::NAME::call): entry and return paired. */
 struct tcheck_torch_op_record {
@@ -367,7 +390,12 @@ struct tcheck_torch_op_record {
 	tcheck_u64 tensor;     /* the TensorImpl * of the cookie's tensor argument; 0 none */
 	tcheck_u64 scalar;     /* the c10::Scalar's value bits (a double or an int64) */
 	tcheck_u32 scalar_tag; /* TCHECK_SCALAR_DOUBLE, _INT, or _NONE */
-	tcheck_u32 reserved;
+	tcheck_u32 contents;   /* TCHECK_TENSOR_CONTENTS_*: whether 'digest' was read */
+	tcheck_u64 digest;     /* a hash of sampled bytes of the tensor's storage, at entry */
+	tcheck_u64 numel;      /* its element count; 0 with dims 0: shape not read */
+	tcheck_u32 dims;  /* its dimensions; more than TCHECK_TORCH_OP_DIMS_MAX: sizes unread */
+	tcheck_u32 dtype; /* its c10::ScalarType */
+	tcheck_u64 sizes[TCHECK_TORCH_OP_DIMS_MAX];
 };
 
 /*

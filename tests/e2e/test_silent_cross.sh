@@ -19,20 +19,20 @@ python3 - "$SCRATCH/results.json" "$SCRATCH/suite" <<'PY' || fail "results: $(ta
 import glob, json, os, sys
 results = json.load(open(sys.argv[1]))
 summary, cases, healthy = results["summary"], results["cases"], results["healthy"]
-assert len(cases) >= 10, len(cases)
+assert len(cases) >= 11, len(cases)
 # Healthy programs of other shapes: nothing fires.
 assert summary["violations_fixed"] == 0, [(c["case"], c["fixed_rules"]) for c in cases]
 assert healthy and all(p["violations"] == 0 for p in healthy), healthy
 assert all(min(p["optimizer_steps_seen"]) >= 10 for p in healthy), healthy
 assert summary["rules_firing_on_fixed"] == 0, summary["firing_rules"]
 # What the rules see from outside: zero_grad, the optimizer's step in training mode, the
-# weights it changes, the scalars its updates apply from step to step and what each DDP
-# rank does to its replica.
+# weights it changes, the scalars its updates apply from step to step, what each DDP
+# rank does to its replica and what its replica holds (a digest of the tensors' bytes).
 expected = {"zero_grad missing", "every layer frozen by a wrong prefix",
             "optimizer on a re-created model", "eval() never undone",
             "warm-up at learning rate 0", "optimizer on unused parameters",
             "layer frozen mid-run", "optimizer.step skipped", "clipping on one DDP rank",
-            "learning rate silently changed"}
+            "learning rate silently changed", "rollback on one DDP rank"}
 by_name = {c["case"]: c for c in cases}
 assert expected <= by_name.keys(), by_name.keys()
 for name in expected:

@@ -3,7 +3,8 @@
  * The update operators of each rank's step compared across the ranks of a
  * data-parallel job, on hand-built steps with known answers: the rule
  * inferred from a healthy 2-rank job (and not from one process), and its
- * violations where one rank clips alone or steps with another learning rate.
+ * violations where one rank clips alone, steps with another learning rate,
+ * or updates weights that hold other values than its peer's.
  */
 #include <string.h>
 
@@ -18,13 +19,14 @@
 
 /* How one rank's step goes. */
 struct rank_step {
-	bool clips;   /* scales its gradients (clip_grad_norm_) */
-	double alpha; /* the SGD update's scale: -lr */
+	bool clips;	 /* scales its gradients (clip_grad_norm_) */
+	double alpha;	 /* the SGD update's scale: -lr */
+	int64_t weights; /* what its weights hold before the update (their digest, in part) */
 };
 
 static struct trace_record update(uint32_t pid, int rank, int world_size, int step, uint64_t at,
-				  const char *name, uint64_t tensor, const char *scalar,
-				  double value)
+				  const char *name, uint64_t tensor, int64_t digest,
+				  const char *scalar, double value)
 {
 	struct trace_record record =
 		python_call_record(pid, step, at, 3, name, TRACE_PYTHON_TORCH_OP);
@@ -35,6 +37,9 @@ static struct trace_record update(uint32_t pid, int rank, int world_size, int st
 	call->args[call->arg_count++] = (struct trace_python_arg){ .name = "tensor:self",
 								   .type = TRACE_VALUE_INT,
 								   .integer = (int64_t)tensor };
+	call->args[call->arg_count++] = (struct trace_python_arg){ .name = "digest:self",
+								   .type = TRACE_VALUE_INT,
+								   .integer = digest };
 	if (scalar)
 		call->args[call->arg_count++] = (struct trace_python_arg){
 			.name = scalar, .type = TRACE_VALUE_FLOAT, .real = value
@@ -42,7 +47,11 @@ static struct trace_record update(uint32_t pid, int rank, int world_size, int st
 	return record;
 }
 
-/* One rank's step: clipping scales two gradients, then SGD updates two weights. */
+/*
+ * One rank's step: clipping scales two gradients (each rank's own contents:
+ * not compared), then SGD's step updates two weights, then its scope ends,
+ * as the tracer emits them.
+ */
 static size_t build_rank_step(uint32_t pid, int rank, int world_size, int step,
 			      struct rank_step how, struct trace_record *records)
 {
@@ -50,21 +59,27 @@ static size_t build_rank_step(uint32_t pid, int rank, int world_size, int step,
 	size_t count = 0;
 
 	for (uint64_t p = 0; p < 2 && how.clips; p++)
-		records[count++] = update(pid, rank, world_size, step, at + p, "aten::mul_.Tensor",
-					  WEIGHT + 0x100 + p, NULL, 0);
+		records[count++] =
+			update(pid, rank, world_size, step, at + p, "aten::mul_.Tensor",
+			       WEIGHT + 0x100 + p, 7000 + 10 * rank + (int64_t)p, NULL, 0);
 	for (uint64_t p = 0; p < 2; p++)
-		records[count++] = update(pid, rank, world_size, step, at + 10 + p,
-					  "aten::add_.Tensor", WEIGHT + p, "arg:alpha", how.alpha);
+		records[count++] = update(
+			pid, rank, world_size, step, at + 10 + p, "aten::add_.Tensor", WEIGHT + p,
+			how.weights + 100 * step + (int64_t)p, "arg:alpha", how.alpha);
+	records[count] = python_call_record(pid, step, at + 5, 20, "Optimizer.step#SGD.step",
+					    TRACE_PYTHON_TORCH_SCOPE);
+	records[count].python_call.rank = rank;
+	records[count++].python_call.world_size = world_size;
 	return count;
 }
 
-static const struct rank_step HEALTHY = { true, -LR };
+static const struct rank_step HEALTHY = { true, -LR, 1 };
 
 UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
 {
 	struct string_pool *pool = string_pool_new();
 	struct rank_updates updates;
-	struct trace_record records[8];
+	struct trace_record records[16];
 	struct infer_event event, finished[2], peer;
 	int results[2] = { 0, 0 };
 	bool complete = true;
@@ -73,7 +88,7 @@ UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
 	/* Steps 0 and 1 of rank 0, then steps 0 and 1 of rank 1, which does not clip. */
 	for (int rank = 0; rank < 2; rank++)
 		for (int step = 0; step < 2; step++) {
-			struct rank_step how = { rank == 0, -LR };
+			struct rank_step how = { rank == 0, -LR, 1 };
 			size_t count = build_rank_step(100 + rank, rank, 2, step, how, records);
 
 			for (size_t i = 0; i < count; i++) {
@@ -98,6 +113,9 @@ UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
 	CU_ASSERT_PTR_NOT_NULL(strstr(infer_event_field(&finished[0], RANK_UPDATES_FIELD),
 				      "aten::add_.Tensor arg:alpha=-0.1"));
 	CU_ASSERT_PTR_NULL(strstr(infer_event_field(&finished[1], RANK_UPDATES_FIELD), "mul_"));
+	/* The two weights the optimizer's step updated, not the clipped gradients. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(infer_event_field(&finished[0], RANK_UPDATES_FIELD),
+				      "contents of the 2 tensors the optimizer updates"));
 	/* The first rank opens the group; the second differs and completes it. */
 	CU_ASSERT_EQUAL(rank_updates_join(&updates, &finished[0], &peer, &complete), 0);
 	CU_ASSERT_FALSE(complete);
@@ -134,7 +152,7 @@ static void run_job(struct rank_violations *seen, const struct rule_set *rules, 
 {
 	struct rule_checker *checker =
 		rule_checker_new((struct rule_set *)rules, count_violation, seen);
-	struct trace_record records[8];
+	struct trace_record records[16];
 
 	memset(seen, 0, sizeof(*seen));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
@@ -163,7 +181,7 @@ UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_
 	struct rule_set *set = rule_set_new(), *single = rule_set_new();
 	struct inference *inference = inference_new(set), *alone = inference_new(single);
 	struct rank_violations seen;
-	struct trace_record records[8];
+	struct trace_record records[16];
 	const struct rule *rule;
 
 	for (int step = 0; step < 5; step++)
@@ -196,9 +214,14 @@ UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_
 	CU_ASSERT_EQUAL(seen.at[3], 1);
 	CU_ASSERT_EQUAL(seen.at[5], 1);
 	/* Rank 1 steps with ten times the learning rate from step 4. */
-	run_job(&seen, set, 7, 4, (struct rank_step){ true, -10 * LR });
+	run_job(&seen, set, 7, 4, (struct rank_step){ true, -10 * LR, 1 });
 	CU_ASSERT_EQUAL(seen.total, 2);
 	CU_ASSERT_EQUAL(seen.at[4], 1);
+	/* Rank 1's weights hold other values from step 2 (restored alone), same updates. */
+	run_job(&seen, set, 7, 2, (struct rank_step){ true, -LR, 2 });
+	CU_ASSERT_EQUAL(seen.total, 4);
+	CU_ASSERT_EQUAL(seen.at[1], 0);
+	CU_ASSERT_EQUAL(seen.at[2], 1);
 	inference_free(inference);
 	inference_free(alone);
 	rule_set_free(set);

@@ -62,6 +62,9 @@ CASES = [
      "layer deep.0 frozen from step 5"),
     ("case_batchnorm_skip.py", "optimizer_step", "optimizer.step skipped", "BatchNorm MLP, SGD",
      "a too tight loss-spike guard skips the update of step 5"),
+    ("case_ddp_rollback_one_rank.py", "replicas_identical", "rollback on one DDP rank",
+     "DDP LayerNorm MLP, 2 ranks, Adam",
+     "at step 5 only rank 0 restores the last good weights: same updates, other values"),
 ]
 
 # Healthy programs of yet other shapes, with no bug: script, shape

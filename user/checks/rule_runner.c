@@ -43,12 +43,23 @@ static json_t *event_json(const struct infer_event *event)
 	return object;
 }
 
+/* An operator's tensor, as the trace names it: "Float[20, 10]", or NULL. */
+static const char *tensor_shape(const struct infer_event *event)
+{
+	const char *shape = infer_event_field(event, "shape:weight");
+
+	return shape ? shape : infer_event_field(event, "shape:self");
+}
+
 static void describe_event(const struct infer_event *event, const char *field, char *text,
 			   size_t size)
 {
 	int used = snprintf(text, size, "%s on rank %d (pid %u)", event->name, event->rank,
 			    event->pid);
 
+	if (tensor_shape(event) && used > 0 && (size_t)used < size)
+		used += snprintf(text + used, size - (size_t)used, " of the tensor %s",
+				 tensor_shape(event));
 	if (field && used > 0 && (size_t)used < size)
 		used += snprintf(text + used, size - (size_t)used, " with %s = %s", field,
 				 infer_event_field(event, field) ? infer_event_field(event, field)

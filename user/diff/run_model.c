@@ -193,7 +193,7 @@ static char *python_arguments(const struct trace_python_call *call)
 
 	for (uint32_t i = 0; i < call->arg_count && i < TRACE_PY_ARGS_MAX; i++) {
 		/* A tensor's address differs from run to run: not compared. */
-		if (trace_arg_is_identity(call->args[i].name))
+		if (trace_arg_describes_tensor(call->args[i].name))
 			continue;
 		format_argument(&call->args[i], one, sizeof(one));
 		used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%s", used ? ", " : "",

@@ -26,9 +26,11 @@ uint64_t trace_record_time(const struct trace_record *record)
 	return 0;
 }
 
-bool trace_arg_is_identity(const char *name)
+bool trace_arg_describes_tensor(const char *name)
 {
-	return name && strncmp(name, "tensor:", strlen("tensor:")) == 0;
+	return name && (strncmp(name, "tensor:", strlen("tensor:")) == 0 ||
+			strncmp(name, "digest:", strlen("digest:")) == 0 ||
+			strncmp(name, "shape:", strlen("shape:")) == 0);
 }
 
 int trace_exit_signal(int32_t wait_status)

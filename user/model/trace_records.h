@@ -249,11 +249,14 @@ struct trace_record {
 };
 
 /*
- * Whether a Python call's argument names an object's identity, not a value:
- * a torch operator's tensor ("tensor:self", its TensorImpl address), which
- * differs from run to run and is compared only as identity.
+ * Whether a Python call's argument describes a torch operator's tensor, not
+ * a value the program chose: its identity ("tensor:self", its TensorImpl
+ * address), which differs from run to run and is compared only as
+ * identity; a digest of its contents ("digest:self"), which changes with
+ * every update and is compared only across replicas; its dtype and sizes
+ * ("shape:self"), which are the model's own and only name the tensor.
  */
-bool trace_arg_is_identity(const char *name);
+bool trace_arg_describes_tensor(const char *name);
 
 /*
  * The calling thread's time waiting for a CPU when the call was entered

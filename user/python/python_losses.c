@@ -64,4 +64,15 @@ void python_losses_report(const struct python_tracer *tracer, uint64_t kernel_dr
 			   "\"" PYTHON_UNREADABLE_FRAME "\": their code objects were freed (module "
 			   "bodies run at import) or their process had ended before they were read",
 			   (unsigned long long)losses.unnamed_callers);
+	if (losses.device_contents)
+		log_notice(
+			"%llu torch operators worked on tensors in device memory, which is not "
+			"read: replicas are compared by their update operators and scalars only, "
+			"not by their parameters' contents",
+			(unsigned long long)losses.device_contents);
+	if (losses.unreadable_contents)
+		log_notice("the contents of %llu torch operators' tensors could not be read "
+			   "(freed, or laid out otherwise than in torch 1.13 and 2.x): no digest "
+			   "for them",
+			   (unsigned long long)losses.unreadable_contents);
 }

@@ -82,7 +82,9 @@ static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
 		}
 		offsets[i] = probes->ops[i].site.file_offset;
 		readings[first + i] = torch_op_reading_of(probes->ops[i].operator_name);
-		cookies[i] = torch_op_cookie(first + i, &readings[first + i]);
+		cookies[i] =
+			torch_op_cookie(first + i, &readings[first + i],
+					probes->tensor_object_header, probes->tensor_numel_offset);
 	}
 	tracer->operator_name_count = first + probes->op_count;
 	if (probe_session_attach_torch_ops(tracer->session, probes->host_path, offsets, cookies,
@@ -396,18 +398,65 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 	return result;
 }
 
-/* The operator's tensor (its TensorImpl address) and scalar, as arguments. */
-static void op_arguments(const struct torch_op_reading *reading,
+/* "Float[101, 7]", "Long[12 elements]"; false when the shape was not read. */
+static bool describe_shape(const struct tcheck_torch_op_record *record, char *text, size_t size)
+{
+	const char *dtype = torch_scalar_type_name(record->dtype);
+	int used;
+
+	if (!dtype || (!record->numel && !record->dims))
+		return false;
+	used = snprintf(text, size, "%s[", dtype);
+	if (record->dims > TCHECK_TORCH_OP_DIMS_MAX)
+		used += snprintf(text + used, size - (size_t)used, "%llu elements",
+				 (unsigned long long)record->numel);
+	for (uint32_t i = 0;
+	     i < record->dims && i < TCHECK_TORCH_OP_DIMS_MAX && used > 0 && (size_t)used < size;
+	     i++)
+		used += snprintf(text + used, size - (size_t)used, "%s%llu", i ? ", " : "",
+				 (unsigned long long)record->sizes[i]);
+	if (used > 0 && (size_t)used < size)
+		snprintf(text + used, size - (size_t)used, "]");
+	return true;
+}
+
+/*
+ * The operator's tensor (its TensorImpl address), its shape and the digest
+ * of its contents where they were read, and its scalar, as arguments; the
+ * shape's text is written to 'shape', which must outlive the call's emission.
+ */
+static void op_arguments(struct python_tracer *tracer, const struct torch_op_reading *reading,
 			 const struct tcheck_torch_op_record *record,
-			 struct trace_python_call *call)
+			 struct trace_python_call *call, char *shape, size_t shape_size)
 {
 	struct trace_python_arg *arg;
 
 	if (reading->tensor_field && record->tensor) {
+		bool updated = strcmp(reading->tensor_field, TORCH_TENSOR_UPDATED) == 0;
+
 		arg = &call->args[call->arg_count++];
 		arg->name = reading->tensor_field;
 		arg->type = TRACE_VALUE_INT;
 		arg->integer = (int64_t)record->tensor;
+		if (describe_shape(record, shape, shape_size)) {
+			arg = &call->args[call->arg_count++];
+			arg->name = updated ? TORCH_TENSOR_UPDATED_SHAPE : TORCH_TENSOR_READ_SHAPE;
+			arg->type = TRACE_VALUE_STR;
+			arg->text = shape;
+		}
+		/* What an operator that overwrites its tensor replaces says nothing. */
+		if (record->contents == TCHECK_TENSOR_CONTENTS_READ && !reading->overwrites) {
+			arg = &call->args[call->arg_count++];
+			arg->name =
+				updated ? TORCH_TENSOR_UPDATED_DIGEST : TORCH_TENSOR_READ_DIGEST;
+			arg->type = TRACE_VALUE_INT;
+			/* 48 bits: an integer every JSON reader keeps exactly. */
+			arg->integer = (int64_t)(record->digest >> 16);
+		} else if (record->contents == TCHECK_TENSOR_CONTENTS_DEVICE) {
+			tracer->losses.device_contents++;
+		} else if (record->contents != TCHECK_TENSOR_CONTENTS_READ) {
+			tracer->losses.unreadable_contents++;
+		}
 	}
 	if (reading->scalar_field && record->scalar_tag != TCHECK_SCALAR_NONE) {
 		arg = &call->args[call->arg_count++];
@@ -428,6 +477,7 @@ int python_tracer_handle_op(struct python_tracer *tracer,
 	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
 	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
 				    .python_call = { .rank = -1, .world_size = -1 } };
+	char shape[128];
 
 	if (!process) {
 		tracer->losses.unfollowed_events++;
@@ -438,6 +488,7 @@ int python_tracer_handle_op(struct python_tracer *tracer,
 	out.python_call.qualified_name = tracer->operator_names[record->operator];
 	fill_torch_event(process, &record->header, record->return_ns, record->depth,
 			 TRACE_PYTHON_TORCH_OP, &out.python_call);
-	op_arguments(&tracer->operator_readings[record->operator], record, &out.python_call);
+	op_arguments(tracer, &tracer->operator_readings[record->operator], record,
+		     &out.python_call, shape, sizeof(shape));
 	return tracer->emit(tracer->context, &out);
 }

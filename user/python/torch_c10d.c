@@ -2,9 +2,9 @@
 /*
  * Where the c10d collectives of a torch are probed: the methods of
  * model/c10d_api.c in each backend's library (ProcessGroupGloo in
- * libtorch_cpu, ProcessGroupNCCL in libtorch_cuda when the build has one),
- * and where this torch keeps a TensorImpl's element count, so the probe
- * reads the count and dtype of a collective's first tensor.
+ * libtorch_cpu, ProcessGroupNCCL in libtorch_cuda when the build has one).
+ * The probe reads the count and dtype of a collective's first tensor where
+ * torch_tensor_layout.h knows the version.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,29 +16,6 @@
 #include "python/torch_probe_sites.h"
 #include "python/torch_probes.h"
 #include "tcheck/probe_abi.h"
-
-/*
- * TensorImpl::numel_, found on a live tensor of each version (a 101 x 7
- * tensor's 707 at this offset, its c10::ScalarType 8 bytes on, for Float,
- * Double, Long and BFloat16 alike). Other versions: not read.
- */
-static const struct {
-	int major;
-	int minor;
-	uint32_t numel_offset;
-} tensor_layouts[] = {
-	{ 1, 13, 168 },
-	{ 2, 6, 160 },
-};
-
-static uint32_t numel_offset_of(const struct torch_version *version)
-{
-	for (size_t i = 0; i < sizeof(tensor_layouts) / sizeof(tensor_layouts[0]); i++)
-		if (tensor_layouts[i].major == version->major &&
-		    tensor_layouts[i].minor == version->minor)
-			return tensor_layouts[i].numel_offset;
-	return 0;
-}
 
 /* The operations 'backend' defines in its library; absent ones stay empty. */
 static int resolve_backend(const struct c10d_backend *backend, struct torch_c10d_probes *out)
@@ -79,7 +56,6 @@ int torch_c10d_resolve(struct torch_probes *probes, const char *cuda_path,
 {
 	int err = 0;
 
-	probes->tensor_numel_offset = numel_offset_of(&probes->version);
 	for (size_t b = 0; !err && b < c10d_backend_count() && b < TORCH_C10D_BACKENDS; b++) {
 		const struct c10d_backend *backend = c10d_backend_at(b);
 		bool in_cuda = strcmp(backend->library_name, TORCH_LIBRARY_NAME) != 0;

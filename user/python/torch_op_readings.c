@@ -22,7 +22,8 @@ static const struct torch_op_reading training_readings[] = {
 	{ "addcdiv_", 1, TORCH_TENSOR_UPDATED, 4, "arg:value" },
 	{ "addcmul_", 1, TORCH_TENSOR_UPDATED, 4, "arg:value" },
 	{ "lerp__Scalar", 1, TORCH_TENSOR_UPDATED, 3, "arg:weight" },
-	{ "zero_", 1, TORCH_TENSOR_UPDATED, 0, NULL },
+	/* zeros_like() is empty_like() then zero_(): what zero_ finds is uninitialised memory. */
+	{ "zero_", 1, TORCH_TENSOR_UPDATED, 0, NULL, true },
 	/* Forward reads: linear(input, weight, bias), conv(input, weight, ...), embedding(weight,
 	   ...). */
 	{ "linear", 3, TORCH_TENSOR_READ, 0, NULL },
@@ -49,20 +50,25 @@ struct torch_op_reading torch_op_reading_of(const char *operator_name)
 	/* Python's special names return by value; a _foreach_ operator's first argument is a list.
 	 */
 	if (strncmp(operator_name, "__", 2) == 0 || strncmp(operator_name, "_foreach_", 9) == 0)
-		return (struct torch_op_reading){ operator_name, 0, NULL, 0, NULL };
+		return (struct torch_op_reading){ operator_name, 0, NULL, 0, NULL, false };
 	/* add_, add__Tensor, foo_out: an in-place or out= operator's first argument is a Tensor &.
 	 */
 	if ((length && operator_name[length - 1] == '_') || strstr(operator_name, "__") ||
 	    (length > 4 && strcmp(operator_name + length - 4, "_out") == 0))
-		return (struct torch_op_reading){ operator_name, 1, TORCH_TENSOR_UPDATED, 0, NULL };
-	return (struct torch_op_reading){ operator_name, 0, NULL, 0, NULL };
+		return (struct torch_op_reading){ operator_name, 1,    TORCH_TENSOR_UPDATED, 0,
+						  NULL,		 false };
+	return (struct torch_op_reading){ operator_name, 0, NULL, 0, NULL, false };
 }
 
-uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading)
+uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading,
+			 uint32_t object_header, uint32_t numel_offset)
 {
 	return (index & TCHECK_TORCH_OP_INDEX_MASK) |
 	       ((uint64_t)reading->tensor_register & TCHECK_TORCH_OP_REGISTER_MASK)
 		       << TCHECK_TORCH_OP_TENSOR_SHIFT |
 	       ((uint64_t)reading->scalar_register & TCHECK_TORCH_OP_REGISTER_MASK)
-		       << TCHECK_TORCH_OP_SCALAR_SHIFT;
+		       << TCHECK_TORCH_OP_SCALAR_SHIFT |
+	       ((uint64_t)object_header & TCHECK_TORCH_OP_HEADER_MASK)
+		       << TCHECK_TORCH_OP_HEADER_SHIFT |
+	       ((uint64_t)numel_offset & TCHECK_TORCH_OP_NUMEL_MASK) << TCHECK_TORCH_OP_NUMEL_SHIFT;
 }

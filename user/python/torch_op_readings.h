@@ -10,12 +10,19 @@
 #ifndef TCHECK_TORCH_OP_READINGS_H
 #define TCHECK_TORCH_OP_READINGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* The field a tensor read is recorded under: updated in place, or read as a weight. */
 #define TORCH_TENSOR_UPDATED "tensor:self"
 #define TORCH_TENSOR_READ "tensor:weight"
+/* The digest of the updated tensor's contents at the operator's entry (host memory only). */
+#define TORCH_TENSOR_UPDATED_DIGEST "digest:self"
+#define TORCH_TENSOR_READ_DIGEST "digest:weight"
+/* Its dtype and sizes: "Float[101, 7]" (the element count alone past 4 dimensions). */
+#define TORCH_TENSOR_UPDATED_SHAPE "shape:self"
+#define TORCH_TENSOR_READ_SHAPE "shape:weight"
 
 struct torch_op_reading {
 	const char *operator_name; /* the at::_ops struct: "add__Tensor" */
@@ -23,6 +30,7 @@ struct torch_op_reading {
 	const char *tensor_field;  /* TORCH_TENSOR_UPDATED or TORCH_TENSOR_READ */
 	uint8_t scalar_register;   /* the const c10::Scalar &; 0 none */
 	const char *scalar_field;  /* "arg:alpha" */
+	bool overwrites;	   /* replaces the tensor's contents whole: they are not recorded */
 };
 
 /* The requests (as --torch-op takes them) of the training operators. */
@@ -37,6 +45,7 @@ extern const size_t torch_training_op_count;
 struct torch_op_reading torch_op_reading_of(const char *operator_name);
 
 /* The attach cookie of operator number 'index' read as 'reading'. */
-uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading);
+uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading,
+			 uint32_t object_header, uint32_t numel_offset);
 
 #endif /* TCHECK_TORCH_OP_READINGS_H */

@@ -17,6 +17,7 @@
 #include "model/c10d_api.h"
 #include "probe/process_maps.h"
 #include "python/torch_probe_sites.h"
+#include "python/torch_tensor_layout.h"
 
 /* A mangled-name prefix; the rest of the name encodes a signature that varies by release. */
 #define ENGINE_EXECUTE_PREFIX "_ZN5torch8autograd6Engine7executeE"
@@ -173,9 +174,14 @@ static int resolve_gloo_work(struct torch_probes *probes, char *error, size_t er
 static int resolve_all(struct torch_probes *probes, const struct cuda_library *cuda,
 		       const char *const *ops, size_t op_count, char *error, size_t error_size)
 {
+	struct torch_tensor_layout layout;
 	int err;
 
 	err = torch_version_detect(probes->host_path, &probes->version, error, error_size);
+	if (!err && torch_tensor_layout_of(&probes->version, &layout)) {
+		probes->tensor_numel_offset = layout.numel_offset;
+		probes->tensor_object_header = layout.object_header;
+	}
 	if (!err)
 		err = torch_scopes_resolve(probes, error, error_size);
 	if (!err)

@@ -126,8 +126,9 @@ struct torch_probes {
 	 * library, NCCL's in the libtorch_cuda.so beside it or mapped with it.
 	 */
 	struct torch_c10d_probes c10d[TORCH_C10D_BACKENDS];
-	uint32_t tensor_numel_offset; /* TensorImpl::numel_ in this version; 0 unknown */
-	struct torch_op_probe *ops;   /* every overload of every request, in request order */
+	uint32_t tensor_numel_offset;  /* TensorImpl::numel_ in this version; 0 unknown */
+	uint32_t tensor_object_header; /* bytes before a TensorImpl's Storage; 0 unknown */
+	struct torch_op_probe *ops;    /* every overload of every request, in request order */
 	size_t op_count;
 };
 

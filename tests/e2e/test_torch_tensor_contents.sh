@@ -1,0 +1,60 @@
+#!/bin/bash
+# What record --python reads of the tensors the optimizer updates, against
+# the program's own log: for every step and parameter, the update operator
+# (SGD's add_ with alpha -lr, in parameter order) names the parameter's dtype
+# and sizes as the program logged them ("Float[5, 6]") and a digest equal to
+# the one computed here from the bytes the program logged just before its
+# optimizer's step (FNV-1a over the first and last 64 bytes of the storage,
+# or all of a smaller one, then its size; the upper 48 bits); no contents
+# said unread.
+source "$(dirname "$0")/lib.sh"
+torch_stack
+SCRIPT="$ROOT/tests/workloads/python/tensor_contents.py"
+"$TCHECK" record -o "$SCRATCH/t.trace" --python -- $TORCH_PYTHON "$SCRIPT" --steps 4 \
+	--log "$SCRATCH/contents.jsonl" >"$SCRATCH/out" 2>"$SCRATCH/record.err" ||
+	fail "traced run failed: $(cat "$SCRATCH/out" "$SCRATCH/record.err")"
+if grep -q "could not be read\|device memory" "$SCRATCH/record.err"; then
+	fail "contents said unread: $(cat "$SCRATCH/record.err")"
+fi
+"$TCHECK" dump --calls-only "$SCRATCH/t.trace" >"$SCRATCH/calls.jsonl"
+python3 - "$SCRATCH/contents.jsonl" "$SCRATCH/calls.jsonl" <<'PY' || fail "the trace's tensors differ from the program's log"
+import collections, json, sys
+FNV_BASIS, FNV_PRIME, MASK = 0xcbf29ce484222325, 0x100000001b3, (1 << 64) - 1
+def fold(value, words):
+    for word in words:
+        value = ((value ^ word) * FNV_PRIME) & MASK
+    return value
+def words(data):
+    data = data.ljust(64, b"\0")
+    return [int.from_bytes(data[i:i + 8], "little") for i in range(0, 64, 8)]
+def digest(entry):
+    head, tail = bytes.fromhex(entry["head"]), bytes.fromhex(entry["tail"])
+    value = fold(FNV_BASIS, words(head))
+    if entry["nbytes"] >= 64:
+        value = fold(value, words(tail))
+    return fold(value, [entry["nbytes"]]) >> 16
+DTYPES = {"torch.float32": "Float", "torch.int64": "Long", "torch.float64": "Double"}
+logged = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    entry = json.loads(line)
+    logged[entry["step"]].append(entry)
+calls = [json.loads(line) for line in open(sys.argv[2])]
+updates = collections.defaultdict(list)
+for c in calls:
+    if c["kind"] == "torch_op" and c["name"] == "aten::add_.Tensor" and c["args"].get("arg:alpha") == -0.1:
+        updates[c["step"]].append(c)
+assert sorted(logged) == sorted(updates) == [0, 1, 2, 3], (sorted(logged), sorted(updates))
+checked = 0
+for step, entries in logged.items():
+    entries.sort(key=lambda e: e["position"])
+    ops = sorted(updates[step], key=lambda c: c["ts_ns"])
+    assert len(ops) == len(entries), (step, len(ops), len(entries))
+    for entry, op in zip(entries, ops):
+        shape = "{}[{}]".format(DTYPES[entry["dtype"]], ", ".join(map(str, entry["sizes"])))
+        assert op["args"].get("shape:self") == shape, (step, entry["position"], op["args"], shape)
+        assert op["args"].get("digest:self") == digest(entry), (step, entry["position"], op["args"], digest(entry))
+        checked += 1
+# The parameters change from step to step, and so do their digests.
+assert len({op["args"]["digest:self"] for ops in updates.values() for op in ops}) == checked
+print("{} updates: shapes and digests as the program logged them".format(checked))
+PY

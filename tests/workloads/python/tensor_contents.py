@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""What the optimizer's updates find in each parameter, logged by the program itself.
+
+A small model (Linear 6->5, an Embedding 4x5 added in, Linear 5->2, and a
+3x1x2 parameter of its own, whose sum is added to the output) trained with
+plain SGD (lr 0.1, no momentum: one update, param.add_(grad, alpha=-0.1),
+per parameter and step, in the order of model.parameters()). Before each
+step's optimizer.step() the log gets one JSON line per parameter: the step,
+its position, dtype, sizes, size in bytes, and the first and last 64 bytes
+of its storage (all of it when smaller), as hex. A tracer that reads the
+tensors' contents must agree with this.
+
+    /usr/bin/python3 tensor_contents.py --steps 4 --log /tmp/contents.jsonl
+"""
+import argparse
+import json
+
+import torch
+from torch import nn
+
+SAMPLE_BYTES = 64
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(6, 5)
+        self.table = nn.Embedding(4, 5)
+        self.last = nn.Linear(5, 2)
+        self.cube = nn.Parameter(torch.randn(3, 1, 2))
+
+    def forward(self, features, tokens):
+        hidden = torch.relu(self.first(features) + self.table(tokens))
+        return self.last(hidden) + self.cube.sum()
+
+
+def storage_bytes(parameter):
+    data = parameter.detach().contiguous().numpy().tobytes()
+    return data[:SAMPLE_BYTES], data[-SAMPLE_BYTES:] if len(data) >= SAMPLE_BYTES else b"", len(data)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--log", required=True)
+    args = parser.parse_args()
+    torch.manual_seed(7)
+    model = Model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    features, tokens = torch.randn(args.steps, 8, 6), torch.randint(0, 4, (args.steps, 8))
+    targets = torch.randn(args.steps, 8, 2)
+    with open(args.log, "w", encoding="utf-8") as log:
+        for step in range(args.steps):
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(features[step], tokens[step]), targets[step])
+            loss.backward()
+            for position, parameter in enumerate(model.parameters()):
+                head, tail, size = storage_bytes(parameter)
+                log.write(json.dumps({"step": step, "position": position,
+                                      "dtype": str(parameter.dtype), "sizes": list(parameter.shape),
+                                      "nbytes": size, "head": head.hex(), "tail": tail.hex()}) + "\n")
+            optimizer.step()
+    print("trained {} steps".format(args.steps))
+
+
+if __name__ == "__main__":
+    main()
