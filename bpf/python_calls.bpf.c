@@ -273,8 +273,8 @@ static __always_inline void capture_callers(const struct tcheck_python_process *
 	frame->caller_count = kept;
 }
 
-SEC("uprobe")
-int python_frame_entry(struct pt_regs *ctx)
+/* A call of a code object not ignored: its frame pushed. False: nothing to do at its return. */
+static __always_inline bool frame_entered(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
@@ -284,25 +284,25 @@ int python_frame_entry(struct pt_regs *ctx)
 	__u64 code = 0, name = 0, stack_pointer = PT_REGS_SP(ctx);
 
 	if (!is_traced(pid))
-		return 0;
+		return false;
 	process = bpf_map_lookup_elem(&python_processes, &pid);
 	if (!process)
-		return 0;
+		return false;
 	if (bpf_probe_read_user(&code, sizeof(code),
 				(void *)(PT_REGS_PARM2(ctx) + process->frame_code_offset)) ||
 	    !code ||
 	    bpf_probe_read_user(&name, sizeof(name), (void *)(code + process->code_name_offset)) ||
 	    verdict_of(pid, code, name) == TCHECK_CODE_IGNORED)
-		return 0;
+		return false;
 	stack = python_stack_of(tid, true);
 	if (!stack)
-		return 0;
+		return false;
 	/* Past the kernel's nesting limit returns go unreported: those frames ended. */
 	THREAD_STACK_DROP_ENDED(stack, frames, PYTHON_MAX_DEPTH, PYTHON_STALE_POPS, stack_pointer);
 	frame = THREAD_STACK_SLOT(stack, frames, PYTHON_MAX_DEPTH);
 	if (!frame) {
 		count(TCHECK_COUNTER_PYTHON_DROPS);
-		return 0;
+		return false;
 	}
 	frame->code = code;
 	frame->name = name;
@@ -311,11 +311,18 @@ int python_frame_entry(struct pt_regs *ctx)
 	capture_arguments(process, PT_REGS_PARM2(ctx), code, frame);
 	capture_callers(process, PT_REGS_PARM1(ctx), frame);
 	stack->depth++;
+	return true;
+}
+
+SEC("uprobe")
+int python_frame_entry(struct pt_regs *ctx)
+{
+	frame_entered(ctx);
 	return 0;
 }
 
-SEC("uretprobe")
-int python_frame_return(struct pt_regs *ctx)
+/* The return of a call frame_entered pushed (or of an ignored one, then dropped). */
+static __always_inline void frame_returned(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
@@ -327,24 +334,24 @@ int python_frame_return(struct pt_regs *ctx)
 	__u8 verdict;
 
 	if (!is_traced(pid))
-		return 0;
+		return;
 	stack = python_stack_of(tid, false);
 	if (!stack)
-		return 0;
+		return;
 	THREAD_STACK_DROP_ENDED(stack, frames, PYTHON_MAX_DEPTH, PYTHON_STALE_POPS,
 				entry_stack - 1);
 	frame = THREAD_STACK_TOP(stack, frames, PYTHON_MAX_DEPTH);
 	/* Not the call on top: the return of an ignored one. */
 	if (!frame || frame->stack != entry_stack)
-		return 0;
+		return;
 	stack->depth--;
 	verdict = verdict_of(pid, frame->code, frame->name);
 	if (verdict == TCHECK_CODE_IGNORED)
-		return 0;
+		return;
 	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
 	if (!record) {
 		count(TCHECK_COUNTER_PYTHON_DROPS);
-		return 0;
+		return;
 	}
 	fill_header(&record->header, TCHECK_RECORD_PYTHON_CALL, pid, tid, frame->entry_ns);
 	record->return_ns = bpf_ktime_get_ns();
@@ -362,5 +369,30 @@ int python_frame_return(struct pt_regs *ctx)
 	 */
 	bpf_ringbuf_submit(record, verdict ? call_wakeup_flags() : BPF_RB_FORCE_WAKEUP);
 	count(TCHECK_COUNTER_PYTHON_CALLS);
+}
+
+SEC("uretprobe")
+int python_frame_return(struct pt_regs *ctx)
+{
+	frame_returned(ctx);
 	return 0;
+}
+
+/* The kernel's (6.13+): whether a session program runs at the return. */
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+/*
+ * The same as one uprobe session (kernels with them): the entry answers 1
+ * for a call that is not followed, and the kernel then sets up no return
+ * probe for it, which halves the probe hits of the calls of ignored code
+ * (most of them).
+ */
+SEC("uprobe")
+int python_frame_session(struct pt_regs *ctx)
+{
+	if (bpf_session_is_return()) {
+		frame_returned(ctx);
+		return 0;
+	}
+	return frame_entered(ctx) ? 0 : 1;
 }

@@ -74,7 +74,9 @@ for mode in ignored selected; do
 		'BEGIN { printf "| %s | %s | %.0f |\n", label, ns, ns - base }'
 done
 echo
-echo "Not selected: the uprobe/uretprobe pair and one verdict lookup. Selected: also"
+echo "Not selected: the entry probe and one verdict lookup (on a kernel with uprobe"
+echo "sessions, 6.13 and later; the uprobe/uretprobe pair on older ones). Selected: also"
+echo "the return probe,"
 echo "the four arguments (one read of the argument slots, then type and value per"
 echo "argument), the callers' code objects (one read per frame) and one ring-buffer"
 echo "record per call; the daemon names the function and its callers once. On a"

@@ -23,6 +23,7 @@ struct probe_session {
 	int possible_cpus;
 	probe_record_fn on_record;
 	void *context;
+	bool python_session; /* the frame evaluator probed as one uprobe session */
 };
 
 static int print_libbpf(enum libbpf_print_level level, const char *format, va_list args)
@@ -106,8 +107,14 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	session->skeleton->rodata->filter_by_pid = true;
 	session->skeleton->rodata->freeze_on_crash = config->freeze_on_crash;
 	/* Programs not asked for are not loaded: nothing runs that was not wanted. */
-	bpf_program__set_autoload(session->skeleton->progs.python_frame_entry, config->python);
-	bpf_program__set_autoload(session->skeleton->progs.python_frame_return, config->python);
+	/* The frame evaluator as one uprobe session where the kernel has them, else a pair. */
+	session->python_session = config->python && uprobe_session_supported();
+	bpf_program__set_autoload(session->skeleton->progs.python_frame_session,
+				  session->python_session);
+	bpf_program__set_autoload(session->skeleton->progs.python_frame_entry,
+				  config->python && !session->python_session);
+	bpf_program__set_autoload(session->skeleton->progs.python_frame_return,
+				  config->python && !session->python_session);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_enter, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_exit, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.backward_enter, config->python);
@@ -122,6 +129,8 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	    uprobe_link_prepare(session->skeleton->progs.library_call_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_frame_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_frame_return) ||
+	    (session->python_session &&
+	     uprobe_session_prepare(session->skeleton->progs.python_frame_session)) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_enter) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_exit) ||
 	    uprobe_link_prepare(session->skeleton->progs.backward_enter) ||
@@ -249,10 +258,14 @@ int probe_session_attach_python(struct probe_session *session, const char *path,
 				char *error, size_t error_size)
 {
 	uint64_t cookie = 0;
-	int result =
-		uprobe_link_attach(&session->links, session->skeleton->progs.python_frame_return,
-				   true, path, &offset, &cookie, 1, -1, error, error_size);
+	int result;
 
+	if (session->python_session)
+		return uprobe_session_attach(&session->links,
+					     session->skeleton->progs.python_frame_session, path,
+					     &offset, &cookie, 1, -1, error, error_size);
+	result = uprobe_link_attach(&session->links, session->skeleton->progs.python_frame_return,
+				    true, path, &offset, &cookie, 1, -1, error, error_size);
 	if (result)
 		return result;
 	return uprobe_link_attach(&session->links, session->skeleton->progs.python_frame_entry,

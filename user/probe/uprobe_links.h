@@ -38,6 +38,23 @@ struct uprobe_link_list {
 bool uprobe_multi_supported(void);
 
 /*
+ * Whether it has uprobe sessions too (6.13+): one program run at entry and
+ * at return, whose entry can decline the return (asked once).
+ */
+bool uprobe_session_supported(void);
+
+/* Prepares a session program before the skeleton is loaded; -EOPNOTSUPP without sessions. */
+int uprobe_session_prepare(struct bpf_program *program);
+
+/*
+ * Attaches a session program, prepared, as uprobe_link_attach does; with
+ * uprobe_session_supported() only.
+ */
+int uprobe_session_attach(struct uprobe_link_list *list, struct bpf_program *program,
+			  const char *path, const uint64_t *offsets, const uint64_t *cookies,
+			  size_t count, int pid, char *error, size_t error_size);
+
+/*
  * Prepares a program, before the skeleton is loaded, for the kind of
  * attachment uprobe_link_attach will make: the kernel binds a program to
  * uprobe_multi links at load time.

@@ -267,6 +267,11 @@ void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
 		return;
 	}
 	process->torch_looked_up = true;
+	/* -vv: where each probe goes and what it reads, as docs/torch-scopes.md explains. */
+	if (log_verbosity() >= 2) {
+		fprintf(stderr, "tcheck-bpf: process %d: torch probe sites\n", pid);
+		torch_probes_print(probes, stderr);
+	}
 	scopes = &probes->scopes;
 	if (file_identity(probes->host_path, &identity)) {
 		log_warning("process %d: cannot open %s, its libtorch_cpu", pid, probes->host_path);

@@ -385,6 +385,9 @@ void torch_probes_print(const struct torch_probes *probes, FILE *out)
 					   &probes->c10d[b].sites[i]);
 	fprintf(out, "tensors    element count at TensorImpl+%u%s\n", probes->tensor_numel_offset,
 		probes->tensor_numel_offset ? "" : " (unknown for this version: not read)");
+	fprintf(out, "           storage after a %u-byte header%s\n", probes->tensor_object_header,
+		probes->tensor_object_header ? ""
+					     : " (unknown for this version: contents not read)");
 	for (size_t i = 0; i < probes->op_count; i++)
 		print_site(out, probes->ops[i].operator_name, &probes->ops[i].site);
 }
