@@ -153,9 +153,25 @@ static size_t describe_contents(struct process_updates *state, char *text, size_
 		}
 	if (!read)
 		return 0;
-	return (size_t)snprintf(
-		text, size, "; contents of the %u tensors the optimizer updates, before: %016llx",
-		read, (unsigned long long)hash);
+	return (size_t)snprintf(text, size,
+				RANK_UPDATES_CONTENTS_MARK
+				"%u tensors the optimizer updates, before: %016llx",
+				read, (unsigned long long)hash);
+}
+
+bool rank_updates_only_contents_differ(const struct infer_event *step,
+				       const struct infer_event *peer)
+{
+	const char *mine = infer_event_field(step, RANK_UPDATES_FIELD);
+	const char *theirs = infer_event_field(peer, RANK_UPDATES_FIELD);
+	const char *my_contents, *their_contents;
+
+	if (!mine || !theirs || mine == theirs)
+		return false;
+	my_contents = strstr(mine, RANK_UPDATES_CONTENTS_MARK);
+	their_contents = strstr(theirs, RANK_UPDATES_CONTENTS_MARK);
+	return my_contents && their_contents && my_contents - mine == their_contents - theirs &&
+	       strncmp(mine, theirs, (size_t)(my_contents - mine)) == 0;
 }
 
 /* Fills 'finished' from a process's gathered step: its signature as the field "updates". */

@@ -25,6 +25,8 @@
 #include "rules.h"
 
 #define RANK_UPDATES_FIELD "updates"
+/* Where a signature's digest of the optimizer's tensors starts. */
+#define RANK_UPDATES_CONTENTS_MARK "; contents of the "
 
 struct rank_updates {
 	struct string_pool *pool;
@@ -36,6 +38,13 @@ struct rank_updates {
 
 /* Whether a rule is about this: Consistent on the field "updates" of the step. */
 bool rule_checks_rank_updates(const struct rule *rule);
+
+/*
+ * Whether two ranks' steps ran the same updates with the same scalars on
+ * tensors that held other values: replicas that diverged before the step.
+ */
+bool rank_updates_only_contents_differ(const struct infer_event *step,
+				       const struct infer_event *peer);
 
 /* 0 or -ENOMEM. */
 int rank_updates_init(struct rank_updates *updates, struct string_pool *pool);

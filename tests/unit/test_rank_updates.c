@@ -133,6 +133,7 @@ UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
 struct rank_violations {
 	int at[8];
 	int total;
+	int contents_only; /* same updates and scalars, other values */
 };
 
 static void count_violation(const struct rule_violation *violation, void *context)
@@ -142,6 +143,9 @@ static void count_violation(const struct rule_violation *violation, void *contex
 	if (!rule_checks_rank_updates(violation->rule))
 		return;
 	seen->total++;
+	if (violation->other &&
+	    rank_updates_only_contents_differ(violation->event, violation->other))
+		seen->contents_only++;
 	if (violation->step >= 0 && violation->step < 8)
 		seen->at[violation->step]++;
 }
@@ -210,6 +214,7 @@ UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_
 	/* Rank 1 stops clipping from step 3: steps 3 to 5 (6 is never finished). */
 	run_job(&seen, set, 7, 3, (struct rank_step){ false, -LR });
 	CU_ASSERT_EQUAL(seen.total, 3);
+	CU_ASSERT_EQUAL(seen.contents_only, 0);
 	CU_ASSERT_EQUAL(seen.at[2], 0);
 	CU_ASSERT_EQUAL(seen.at[3], 1);
 	CU_ASSERT_EQUAL(seen.at[5], 1);
@@ -220,6 +225,7 @@ UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_
 	/* Rank 1's weights hold other values from step 2 (restored alone), same updates. */
 	run_job(&seen, set, 7, 2, (struct rank_step){ true, -LR, 2 });
 	CU_ASSERT_EQUAL(seen.total, 4);
+	CU_ASSERT_EQUAL(seen.contents_only, 4);
 	CU_ASSERT_EQUAL(seen.at[1], 0);
 	CU_ASSERT_EQUAL(seen.at[2], 1);
 	inference_free(inference);

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "checks/rule_runner.h"
 #include "checks/violation_stream.h"
+#include "infer/rank_updates.h"
 #include "infer/rule_checker.h"
 #include "record/recorder.h"
 #include "trace/trace_replay.h"
@@ -127,6 +128,12 @@ static void report_violation(const struct rule_violation *violation, void *conte
 			       ? "the step before applied"
 			       : "disagrees with",
 		       other);
+	if (rule_checks_rank_updates(violation->rule) && violation->other &&
+	    rank_updates_only_contents_differ(violation->event, violation->other))
+		printf("  the same updates with the same scalars, applied to other values: rank "
+		       "%d's replica no longer holds what rank %d's does (changed outside the "
+		       "optimizer's updates, or diverged in an earlier step)\n",
+		       violation->event->rank, violation->other->rank);
 	violation_stream_write(&report->stream, violation);
 }
 
