@@ -27,6 +27,7 @@ struct torch_op_call {
 	__u32 dims;
 	__u32 dtype;
 	__u64 sizes[TCHECK_TORCH_OP_DIMS_MAX];
+	__u32 requires_grad;
 };
 
 /* TensorImpl from its SizesAndStrides to its dtype, as the cookie's numel offset places it. */
@@ -143,8 +144,28 @@ static __always_inline void read_shape(struct torch_op_call *call, __u64 numel_o
 }
 
 /*
+ * Whether the tensor requires grad: its AutogradMeta (the TensorImpl's
+ * member after its Storage; none for a tensor that never did) and the
+ * flag's byte in it, at the offset the cookie gives.
+ */
+static __always_inline __u32 read_requires_grad(__u64 tensor, __u64 header, __u64 flag_offset)
+{
+	__u64 meta = 0;
+	__u8 flag = 0;
+
+	if (!header || !flag_offset ||
+	    bpf_probe_read_user(&meta, sizeof(meta), (const void *)(tensor + header + 8)))
+		return TCHECK_REQUIRES_GRAD_UNKNOWN;
+	if (!meta)
+		return TCHECK_REQUIRES_GRAD_NO;
+	if (bpf_probe_read_user(&flag, sizeof(flag), (const void *)(meta + flag_offset)))
+		return TCHECK_REQUIRES_GRAD_UNKNOWN;
+	return flag ? TCHECK_REQUIRES_GRAD_YES : TCHECK_REQUIRES_GRAD_NO;
+}
+
+/*
  * The tensor and scalar arguments the cookie names, and the tensor's
- * contents and shape: a few reads of the caller's memory.
+ * contents, shape and requires_grad: a few reads of the caller's memory.
  */
 static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
 					   struct torch_op_call *call)
@@ -170,11 +191,17 @@ static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
 	call->numel = 0;
 	call->dims = 0;
 	call->dtype = 0;
+	call->requires_grad = TCHECK_REQUIRES_GRAD_UNKNOWN;
 	if (call->tensor) {
 		read_contents(call, (cookie >> TCHECK_TORCH_OP_HEADER_SHIFT) &
 					    TCHECK_TORCH_OP_HEADER_MASK);
 		read_shape(call,
 			   (cookie >> TCHECK_TORCH_OP_NUMEL_SHIFT) & TCHECK_TORCH_OP_NUMEL_MASK);
+		call->requires_grad = read_requires_grad(
+			call->tensor,
+			(cookie >> TCHECK_TORCH_OP_HEADER_SHIFT) & TCHECK_TORCH_OP_HEADER_MASK,
+			(cookie >> TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT) &
+				TCHECK_TORCH_OP_REQUIRES_GRAD_MASK);
 	}
 	if (scalar_at && !bpf_probe_read_user(&scalar, sizeof(scalar), (const void *)scalar_at) &&
 	    (scalar.tag == TCHECK_SCALAR_DOUBLE || scalar.tag == TCHECK_SCALAR_INT)) {
@@ -223,6 +250,8 @@ int torch_op_entry(struct pt_regs *ctx)
 	record->dtype = call.dtype;
 	for (int i = 0; i < TCHECK_TORCH_OP_DIMS_MAX; i++)
 		record->sizes[i] = call.sizes[i];
+	record->requires_grad = call.requires_grad;
+	record->reserved = 0;
 	bpf_ringbuf_submit(record, call_wakeup_flags());
 	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;

@@ -364,6 +364,16 @@ struct tcheck_torch_scope_record {
 #define TCHECK_TORCH_OP_SIZES_BEFORE_NUMEL 96
 #define TCHECK_TORCH_OP_DIMS_MAX 4
 /*
+ * And where an AutogradMeta keeps requires_grad_ (0: not read); the
+ * TensorImpl's AutogradMeta pointer follows its Storage pointer.
+ */
+#define TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT 44
+#define TCHECK_TORCH_OP_REQUIRES_GRAD_MASK 0xffULL
+/* tcheck_torch_op_record.requires_grad */
+#define TCHECK_REQUIRES_GRAD_NO 0
+#define TCHECK_REQUIRES_GRAD_YES 1
+#define TCHECK_REQUIRES_GRAD_UNKNOWN 2
+/*
  * c10::Scalar's tag values read: HAS_d and HAS_i are 0 and 1 in torch 1.13
  * and 2.x (2.x inserts HAS_u after them); anything else is not read.
  */
@@ -396,6 +406,8 @@ struct tcheck_torch_op_record {
 	tcheck_u32 dims;  /* its dimensions; more than TCHECK_TORCH_OP_DIMS_MAX: sizes unread */
 	tcheck_u32 dtype; /* its c10::ScalarType */
 	tcheck_u64 sizes[TCHECK_TORCH_OP_DIMS_MAX];
+	tcheck_u32 requires_grad; /* TCHECK_REQUIRES_GRAD_* */
+	tcheck_u32 reserved;
 };
 
 /*

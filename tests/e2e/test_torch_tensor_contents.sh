@@ -1,12 +1,14 @@
 #!/bin/bash
 # What record --python reads of the tensors the optimizer updates, against
-# the program's own log: for every step and parameter, the update operator
-# (SGD's add_ with alpha -lr, in parameter order) names the parameter's dtype
-# and sizes as the program logged them ("Float[5, 6]") and a digest equal to
-# the one computed here from the bytes the program logged just before its
-# optimizer's step (FNV-1a over the first and last 64 bytes of the storage,
-# or all of a smaller one, then its size; the upper 48 bits); no contents
-# said unread.
+# the program's own log: for every step and parameter that requires grad,
+# the update operator (SGD's add_ with alpha -lr, in parameter order) names
+# the parameter's dtype and sizes as the program logged them ("Float[5, 6]"),
+# that it requires grad, and a digest equal to the one computed here from
+# the bytes the program logged just before its optimizer's step (FNV-1a over
+# the first and last 64 bytes of the storage, or all of a smaller one, then
+# its size; the upper 48 bits); the forward's reads of the frozen weight say
+# it does not require grad, those of the trained one that it does; no
+# contents said unread.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 SCRIPT="$ROOT/tests/workloads/python/tensor_contents.py"
@@ -46,14 +48,21 @@ for c in calls:
 assert sorted(logged) == sorted(updates) == [0, 1, 2, 3], (sorted(logged), sorted(updates))
 checked = 0
 for step, entries in logged.items():
-    entries.sort(key=lambda e: e["position"])
+    entries = sorted((e for e in entries if e["requires_grad"]), key=lambda e: e["position"])
     ops = sorted(updates[step], key=lambda c: c["ts_ns"])
     assert len(ops) == len(entries), (step, len(ops), len(entries))
     for entry, op in zip(entries, ops):
         shape = "{}[{}]".format(DTYPES[entry["dtype"]], ", ".join(map(str, entry["sizes"])))
         assert op["args"].get("shape:self") == shape, (step, entry["position"], op["args"], shape)
+        assert op["args"].get("requires_grad:self") is True, op["args"]
         assert op["args"].get("digest:self") == digest(entry), (step, entry["position"], op["args"], digest(entry))
         checked += 1
+# The forward reads both Linear weights: the frozen one (5 -> 2) says so.
+reads = collections.defaultdict(set)
+for c in calls:
+    if c["kind"] == "torch_op" and c["name"] == "aten::linear":
+        reads[c["args"].get("shape:weight")].add(c["args"].get("requires_grad:weight"))
+assert reads == {"Float[5, 6]": {True}, "Float[2, 5]": {False}}, dict(reads)
 # The parameters change from step to step, and so do their digests.
 assert len({op["args"]["digest:self"] for ops in updates.values() for op in ops}) == checked
 print("{} updates: shapes and digests as the program logged them".format(checked))

@@ -44,23 +44,40 @@ static json_t *event_json(const struct infer_event *event)
 	return object;
 }
 
-/* An operator's tensor, as the trace names it: "Float[20, 10]", or NULL. */
-static const char *tensor_shape(const struct infer_event *event)
+/* What the trace says of an operator's tensor ("shape", "requires_grad"), or NULL. */
+static const char *tensor_detail(const struct infer_event *event, const char *detail)
 {
-	const char *shape = infer_event_field(event, "shape:weight");
+	char name[64];
+	const char *value;
 
-	return shape ? shape : infer_event_field(event, "shape:self");
+	snprintf(name, sizeof(name), "%s:weight", detail);
+	value = infer_event_field(event, name);
+	if (value)
+		return value;
+	snprintf(name, sizeof(name), "%s:self", detail);
+	return infer_event_field(event, name);
 }
 
 static void describe_event(const struct infer_event *event, const char *field, char *text,
 			   size_t size)
 {
+	const char *shape = tensor_detail(event, "shape");
 	int used = snprintf(text, size, "%s on rank %d (pid %u)", event->name, event->rank,
 			    event->pid);
 
-	if (tensor_shape(event) && used > 0 && (size_t)used < size)
-		used += snprintf(text + used, size - (size_t)used, " of the tensor %s",
-				 tensor_shape(event));
+	if (shape && used > 0 && (size_t)used < size) {
+		size_t length = strlen(shape);
+		bool quoted = length >= 2 && shape[0] == '\'' && shape[length - 1] == '\'';
+
+		/* A string argument comes quoted, as Python prints it. */
+		used += snprintf(text + used, size - (size_t)used, " of the tensor %.*s",
+				 (int)(quoted ? length - 2 : length), quoted ? shape + 1 : shape);
+	}
+	if (tensor_detail(event, "requires_grad") && used > 0 && (size_t)used < size)
+		used += snprintf(text + used, size - (size_t)used, "%s",
+				 strcmp(tensor_detail(event, "requires_grad"), "True") == 0
+					 ? " (requires grad)"
+					 : " (does not require grad: frozen)");
 	if (field && used > 0 && (size_t)used < size)
 		used += snprintf(text + used, size - (size_t)used, " with %s = %s", field,
 				 infer_event_field(event, field) ? infer_event_field(event, field)

@@ -254,7 +254,9 @@ struct trace_record {
  * address), which differs from run to run and is compared only as
  * identity; a digest of its contents ("digest:self"), which changes with
  * every update and is compared only across replicas; its dtype and sizes
- * ("shape:self"), which are the model's own and only name the tensor.
+ * ("shape:self") and whether it requires grad ("requires_grad:self"), which
+ * are the model's own (a fine-tuning program freezes layers on purpose) and
+ * only describe the tensor.
  */
 bool trace_arg_describes_tensor(const char *name);
 

@@ -83,8 +83,7 @@ static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
 		offsets[i] = probes->ops[i].site.file_offset;
 		readings[first + i] = torch_op_reading_of(probes->ops[i].operator_name);
 		cookies[i] =
-			torch_op_cookie(first + i, &readings[first + i],
-					probes->tensor_object_header, probes->tensor_numel_offset);
+			torch_op_cookie(first + i, &readings[first + i], &probes->tensor_layout);
 	}
 	tracer->operator_name_count = first + probes->op_count;
 	if (probe_session_attach_torch_ops(tracer->session, probes->host_path, offsets, cookies,
@@ -211,7 +210,7 @@ static void attach_c10d_backend(struct python_tracer *tracer, pid_t pid,
 		log_warning("process %d: %s collectives are not traced: %s", pid, name, error);
 		return;
 	}
-	if (!probes->tensor_numel_offset)
+	if (!probes->tensor_layout.numel_offset)
 		log_warning("process %d: torch %s: where its tensors keep their size is not known; "
 			    "%s collectives are traced without element count and dtype",
 			    pid, probes->version.text, name);
@@ -426,8 +425,9 @@ static bool describe_shape(const struct tcheck_torch_op_record *record, char *te
 }
 
 /*
- * The operator's tensor (its TensorImpl address), its shape and the digest
- * of its contents where they were read, and its scalar, as arguments; the
+ * The operator's tensor (its TensorImpl address), its shape, whether it
+ * requires grad and the digest of its contents where they were read, and
+ * its scalar, as arguments; the
  * shape's text is written to 'shape', which must outlive the call's emission.
  */
 static void op_arguments(struct python_tracer *tracer, const struct torch_op_reading *reading,
@@ -448,6 +448,13 @@ static void op_arguments(struct python_tracer *tracer, const struct torch_op_rea
 			arg->name = updated ? TORCH_TENSOR_UPDATED_SHAPE : TORCH_TENSOR_READ_SHAPE;
 			arg->type = TRACE_VALUE_STR;
 			arg->text = shape;
+		}
+		if (record->requires_grad != TCHECK_REQUIRES_GRAD_UNKNOWN) {
+			arg = &call->args[call->arg_count++];
+			arg->name = updated ? TORCH_TENSOR_UPDATED_REQUIRES_GRAD
+					    : TORCH_TENSOR_READ_REQUIRES_GRAD;
+			arg->type = TRACE_VALUE_BOOL;
+			arg->integer = record->requires_grad == TCHECK_REQUIRES_GRAD_YES;
 		}
 		/* What an operator that overwrites its tensor replaces says nothing. */
 		if (record->contents == TCHECK_TENSOR_CONTENTS_READ && !reading->overwrites) {

@@ -99,7 +99,7 @@ uint64_t torch_c10d_cookie(const struct torch_probes *probes, size_t index, bool
 	       (uint64_t)operation->tensor_register << TCHECK_C10D_TENSOR_SHIFT |
 	       (uint64_t)operation->peer_register << TCHECK_C10D_PEER_SHIFT |
 	       (operation->tensor_is_reference ? TCHECK_C10D_TENSOR_IS_REFERENCE : 0) |
-	       ((uint64_t)probes->tensor_numel_offset & TCHECK_C10D_NUMEL_OFFSET_MASK)
+	       ((uint64_t)probes->tensor_layout.numel_offset & TCHECK_C10D_NUMEL_OFFSET_MASK)
 		       << TCHECK_C10D_NUMEL_OFFSET_SHIFT |
 	       (uint64_t)C10D_GROUP_REGISTER << TCHECK_C10D_GROUP_SHIFT;
 }

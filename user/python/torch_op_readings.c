@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "python/torch_tensor_layout.h"
 #include "tcheck/probe_abi.h"
 
 /*
@@ -61,14 +62,17 @@ struct torch_op_reading torch_op_reading_of(const char *operator_name)
 }
 
 uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading,
-			 uint32_t object_header, uint32_t numel_offset)
+			 const struct torch_tensor_layout *layout)
 {
 	return (index & TCHECK_TORCH_OP_INDEX_MASK) |
 	       ((uint64_t)reading->tensor_register & TCHECK_TORCH_OP_REGISTER_MASK)
 		       << TCHECK_TORCH_OP_TENSOR_SHIFT |
 	       ((uint64_t)reading->scalar_register & TCHECK_TORCH_OP_REGISTER_MASK)
 		       << TCHECK_TORCH_OP_SCALAR_SHIFT |
-	       ((uint64_t)object_header & TCHECK_TORCH_OP_HEADER_MASK)
+	       ((uint64_t)layout->object_header & TCHECK_TORCH_OP_HEADER_MASK)
 		       << TCHECK_TORCH_OP_HEADER_SHIFT |
-	       ((uint64_t)numel_offset & TCHECK_TORCH_OP_NUMEL_MASK) << TCHECK_TORCH_OP_NUMEL_SHIFT;
+	       ((uint64_t)layout->numel_offset & TCHECK_TORCH_OP_NUMEL_MASK)
+		       << TCHECK_TORCH_OP_NUMEL_SHIFT |
+	       ((uint64_t)layout->requires_grad_offset & TCHECK_TORCH_OP_REQUIRES_GRAD_MASK)
+		       << TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT;
 }

@@ -23,6 +23,9 @@
 /* Its dtype and sizes: "Float[101, 7]" (the element count alone past 4 dimensions). */
 #define TORCH_TENSOR_UPDATED_SHAPE "shape:self"
 #define TORCH_TENSOR_READ_SHAPE "shape:weight"
+/* Whether it requires grad (a frozen parameter does not). */
+#define TORCH_TENSOR_UPDATED_REQUIRES_GRAD "requires_grad:self"
+#define TORCH_TENSOR_READ_REQUIRES_GRAD "requires_grad:weight"
 
 struct torch_op_reading {
 	const char *operator_name; /* the at::_ops struct: "add__Tensor" */
@@ -45,7 +48,9 @@ extern const size_t torch_training_op_count;
 struct torch_op_reading torch_op_reading_of(const char *operator_name);
 
 /* The attach cookie of operator number 'index' read as 'reading'. */
+struct torch_tensor_layout;
+
 uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading,
-			 uint32_t object_header, uint32_t numel_offset);
+			 const struct torch_tensor_layout *layout);
 
 #endif /* TCHECK_TORCH_OP_READINGS_H */

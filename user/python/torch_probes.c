@@ -174,14 +174,11 @@ static int resolve_gloo_work(struct torch_probes *probes, char *error, size_t er
 static int resolve_all(struct torch_probes *probes, const struct cuda_library *cuda,
 		       const char *const *ops, size_t op_count, char *error, size_t error_size)
 {
-	struct torch_tensor_layout layout;
 	int err;
 
 	err = torch_version_detect(probes->host_path, &probes->version, error, error_size);
-	if (!err && torch_tensor_layout_of(&probes->version, &layout)) {
-		probes->tensor_numel_offset = layout.numel_offset;
-		probes->tensor_object_header = layout.object_header;
-	}
+	if (!err)
+		torch_tensor_layout_of(&probes->version, &probes->tensor_layout);
 	if (!err)
 		err = torch_scopes_resolve(probes, error, error_size);
 	if (!err)
@@ -383,11 +380,19 @@ void torch_probes_print(const struct torch_probes *probes, FILE *out)
 			if (probes->c10d[b].sites[i].symbol)
 				print_site(out, c10d_operation_at((size_t)i)->api.name,
 					   &probes->c10d[b].sites[i]);
-	fprintf(out, "tensors    element count at TensorImpl+%u%s\n", probes->tensor_numel_offset,
-		probes->tensor_numel_offset ? "" : " (unknown for this version: not read)");
-	fprintf(out, "           storage after a %u-byte header%s\n", probes->tensor_object_header,
-		probes->tensor_object_header ? ""
-					     : " (unknown for this version: contents not read)");
+	fprintf(out, "tensors    element count at TensorImpl+%u%s\n",
+		probes->tensor_layout.numel_offset,
+		probes->tensor_layout.numel_offset ? "" : " (unknown for this version: not read)");
+	fprintf(out, "           storage after a %u-byte header%s\n",
+		probes->tensor_layout.object_header,
+		probes->tensor_layout.object_header
+			? ""
+			: " (unknown for this version: contents not read)");
+	fprintf(out, "           requires_grad at AutogradMeta+%u%s\n",
+		probes->tensor_layout.requires_grad_offset,
+		probes->tensor_layout.requires_grad_offset
+			? ""
+			: " (unknown for this version: not read)");
 	for (size_t i = 0; i < probes->op_count; i++)
 		print_site(out, probes->ops[i].operator_name, &probes->ops[i].site);
 }

@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "python/torch_tensor_layout.h"
+
 /* The torch release a libtorch_cpu.so belongs to. */
 struct torch_version {
 	int major;
@@ -126,9 +128,8 @@ struct torch_probes {
 	 * library, NCCL's in the libtorch_cuda.so beside it or mapped with it.
 	 */
 	struct torch_c10d_probes c10d[TORCH_C10D_BACKENDS];
-	uint32_t tensor_numel_offset;  /* TensorImpl::numel_ in this version; 0 unknown */
-	uint32_t tensor_object_header; /* bytes before a TensorImpl's Storage; 0 unknown */
-	struct torch_op_probe *ops;    /* every overload of every request, in request order */
+	struct torch_tensor_layout tensor_layout; /* zeros for a version not checked */
+	struct torch_op_probe *ops; /* every overload of every request, in request order */
 	size_t op_count;
 };
 

@@ -12,15 +12,18 @@
  * BFloat16 alike); the TensorImpl's Storage right after the header, and
  * the StorageImpl's data pointer right after its own, equal to
  * untyped_storage().data_ptr() (1.13: 8-byte reference and weak counts;
- * 2.x: two 4-byte counts in one word).
+ * 2.x: two 4-byte counts in one word); AutogradMeta's requires_grad_ byte
+ * 1 for a parameter and 0 once requires_grad_(False) (after its vtable,
+ * name, grad, grad_fn, grad accumulator, forward grad, hooks and hook list;
+ * 2.x adds the post-accumulate-grad hooks before it).
  */
 static const struct {
 	int major;
 	int minor;
 	struct torch_tensor_layout layout;
 } tensor_layouts[] = {
-	{ 1, 13, { 168, 24 } },
-	{ 2, 6, { 160, 16 } },
+	{ 1, 13, { 168, 24, 136 } },
+	{ 2, 6, { 160, 16, 144 } },
 };
 
 bool torch_tensor_layout_of(const struct torch_version *version, struct torch_tensor_layout *out)

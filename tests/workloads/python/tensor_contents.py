@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: MIT
 """What the optimizer's updates find in each parameter, logged by the program itself.
 
-A small model (Linear 6->5, an Embedding 4x5 added in, Linear 5->2, and a
-3x1x2 parameter of its own, whose sum is added to the output) trained with
-plain SGD (lr 0.1, no momentum: one update, param.add_(grad, alpha=-0.1),
-per parameter and step, in the order of model.parameters()). Before each
-step's optimizer.step() the log gets one JSON line per parameter: the step,
-its position, dtype, sizes, size in bytes, and the first and last 64 bytes
+A small model (Linear 6->5, an Embedding 4x5 added in, Linear 5->2 whose
+weight is frozen, and a 3x1x2 parameter of its own, whose sum is added to
+the output) trained with plain SGD (lr 0.1, no momentum: one update,
+param.add_(grad, alpha=-0.1), per parameter that requires grad and step, in
+the order of model.parameters()). Before each step's optimizer.step() the
+log gets one JSON line per parameter: the step, its position, whether it
+requires grad, dtype, sizes, size in bytes, and the first and last 64 bytes
 of its storage (all of it when smaller), as hex. A tracer that reads the
 tensors' contents must agree with this.
 
@@ -29,6 +30,7 @@ class Model(nn.Module):
         self.table = nn.Embedding(4, 5)
         self.last = nn.Linear(5, 2)
         self.cube = nn.Parameter(torch.randn(3, 1, 2))
+        self.last.weight.requires_grad_(False)
 
     def forward(self, features, tokens):
         hidden = torch.relu(self.first(features) + self.table(tokens))
@@ -58,6 +60,7 @@ def main():
             for position, parameter in enumerate(model.parameters()):
                 head, tail, size = storage_bytes(parameter)
                 log.write(json.dumps({"step": step, "position": position,
+                                      "requires_grad": parameter.requires_grad,
                                       "dtype": str(parameter.dtype), "sizes": list(parameter.shape),
                                       "nbytes": size, "head": head.hex(), "tail": tail.hex()}) + "\n")
             optimizer.step()
