@@ -128,9 +128,6 @@ static __always_inline void read_shape(struct torch_op_call *call, __u64 numel_o
 {
 	struct shape_layout shape;
 
-	call->numel = 0;
-	call->dims = 0;
-	call->dtype = 0;
 	if (!numel_offset || numel_offset < TCHECK_TORCH_OP_SIZES_BEFORE_NUMEL ||
 	    bpf_probe_read_user(&shape, sizeof(shape),
 				(const void *)(call->tensor + numel_offset -
@@ -171,6 +168,7 @@ static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
 					   struct torch_op_call *call)
 {
 	__u64 registers[ENTRY_REGISTERS], tensor_slot, scalar_at;
+	__u64 header = (cookie >> TCHECK_TORCH_OP_HEADER_SHIFT) & TCHECK_TORCH_OP_HEADER_MASK;
 	struct scalar_layout scalar = { .tag = TCHECK_SCALAR_NONE };
 
 	entry_registers_read(ctx, registers);
@@ -193,15 +191,15 @@ static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
 	call->dtype = 0;
 	call->requires_grad = TCHECK_REQUIRES_GRAD_UNKNOWN;
 	if (call->tensor) {
-		read_contents(call, (cookie >> TCHECK_TORCH_OP_HEADER_SHIFT) &
-					    TCHECK_TORCH_OP_HEADER_MASK);
+		/* The bytes only where the daemon keeps them: an update's old value. */
+		if (cookie & TCHECK_TORCH_OP_READ_CONTENTS)
+			read_contents(call, header);
 		read_shape(call,
 			   (cookie >> TCHECK_TORCH_OP_NUMEL_SHIFT) & TCHECK_TORCH_OP_NUMEL_MASK);
-		call->requires_grad = read_requires_grad(
-			call->tensor,
-			(cookie >> TCHECK_TORCH_OP_HEADER_SHIFT) & TCHECK_TORCH_OP_HEADER_MASK,
-			(cookie >> TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT) &
-				TCHECK_TORCH_OP_REQUIRES_GRAD_MASK);
+		call->requires_grad =
+			read_requires_grad(call->tensor, header,
+					   (cookie >> TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT) &
+						   TCHECK_TORCH_OP_REQUIRES_GRAD_MASK);
 	}
 	if (scalar_at && !bpf_probe_read_user(&scalar, sizeof(scalar), (const void *)scalar_at) &&
 	    (scalar.tag == TCHECK_SCALAR_DOUBLE || scalar.tag == TCHECK_SCALAR_INT)) {

@@ -374,6 +374,12 @@ struct tcheck_torch_scope_record {
 #define TCHECK_REQUIRES_GRAD_YES 1
 #define TCHECK_REQUIRES_GRAD_UNKNOWN 2
 /*
+ * Whether the probe reads the tensor's contents (a digest): only for an
+ * in-place update's self whose old value matters (not zero_'s, not a
+ * weight the forward reads), so other operators pay no reads for them.
+ */
+#define TCHECK_TORCH_OP_READ_CONTENTS (1ULL << 52)
+/*
  * c10::Scalar's tag values read: HAS_d and HAS_i are 0 and 1 in torch 1.13
  * and 2.x (2.x inserts HAS_u after them); anything else is not read.
  */
@@ -386,7 +392,7 @@ struct tcheck_torch_scope_record {
  * the last 64 bytes of its storage (at most its size), read only where the
  * storage is in host memory.
  */
-#define TCHECK_TENSOR_CONTENTS_NONE 0	/* no tensor argument */
+#define TCHECK_TENSOR_CONTENTS_NONE 0	/* no tensor argument, or not asked */
 #define TCHECK_TENSOR_CONTENTS_READ 1	/* 'digest' holds them */
 #define TCHECK_TENSOR_CONTENTS_DEVICE 2 /* in device memory: not read */
 #define TCHECK_TENSOR_CONTENTS_UNREADABLE 3

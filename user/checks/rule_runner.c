@@ -62,6 +62,7 @@ static void describe_event(const struct infer_event *event, const char *field, c
 			   size_t size)
 {
 	const char *shape = tensor_detail(event, "shape");
+	const char *requires_grad = tensor_detail(event, "requires_grad");
 	int used = snprintf(text, size, "%s on rank %d (pid %u)", event->name, event->rank,
 			    event->pid);
 
@@ -73,9 +74,9 @@ static void describe_event(const struct infer_event *event, const char *field, c
 		used += snprintf(text + used, size - (size_t)used, " of the tensor %.*s",
 				 (int)(quoted ? length - 2 : length), quoted ? shape + 1 : shape);
 	}
-	if (tensor_detail(event, "requires_grad") && used > 0 && (size_t)used < size)
+	if (requires_grad && used > 0 && (size_t)used < size)
 		used += snprintf(text + used, size - (size_t)used, "%s",
-				 strcmp(tensor_detail(event, "requires_grad"), "True") == 0
+				 strcmp(requires_grad, "True") == 0
 					 ? " (requires grad)"
 					 : " (does not require grad: frozen)");
 	if (field && used > 0 && (size_t)used < size)

@@ -427,8 +427,8 @@ static bool describe_shape(const struct tcheck_torch_op_record *record, char *te
 /*
  * The operator's tensor (its TensorImpl address), its shape, whether it
  * requires grad and the digest of its contents where they were read, and
- * its scalar, as arguments; the
- * shape's text is written to 'shape', which must outlive the call's emission.
+ * its scalar, as arguments; the shape's text is written to 'shape', which
+ * must outlive the call's emission.
  */
 static void op_arguments(struct python_tracer *tracer, const struct torch_op_reading *reading,
 			 const struct tcheck_torch_op_record *record,
@@ -456,17 +456,16 @@ static void op_arguments(struct python_tracer *tracer, const struct torch_op_rea
 			arg->type = TRACE_VALUE_BOOL;
 			arg->integer = record->requires_grad == TCHECK_REQUIRES_GRAD_YES;
 		}
-		/* What an operator that overwrites its tensor replaces says nothing. */
-		if (record->contents == TCHECK_TENSOR_CONTENTS_READ && !reading->overwrites) {
+		/* Read only where torch_op_reads_contents asked for them. */
+		if (record->contents == TCHECK_TENSOR_CONTENTS_READ) {
 			arg = &call->args[call->arg_count++];
-			arg->name =
-				updated ? TORCH_TENSOR_UPDATED_DIGEST : TORCH_TENSOR_READ_DIGEST;
+			arg->name = TORCH_TENSOR_UPDATED_DIGEST;
 			arg->type = TRACE_VALUE_INT;
 			/* 48 bits: an integer every JSON reader keeps exactly. */
 			arg->integer = (int64_t)(record->digest >> 16);
 		} else if (record->contents == TCHECK_TENSOR_CONTENTS_DEVICE) {
 			tracer->losses.device_contents++;
-		} else if (record->contents != TCHECK_TENSOR_CONTENTS_READ) {
+		} else if (record->contents == TCHECK_TENSOR_CONTENTS_UNREADABLE) {
 			tracer->losses.unreadable_contents++;
 		}
 	}

@@ -17,9 +17,12 @@
 /* The field a tensor read is recorded under: updated in place, or read as a weight. */
 #define TORCH_TENSOR_UPDATED "tensor:self"
 #define TORCH_TENSOR_READ "tensor:weight"
-/* The digest of the updated tensor's contents at the operator's entry (host memory only). */
+/*
+ * The digest of the updated tensor's contents at the operator's entry (host
+ * memory only): what replicas compare. Weights the forward reads, and what
+ * zero_ overwrites, are not read.
+ */
 #define TORCH_TENSOR_UPDATED_DIGEST "digest:self"
-#define TORCH_TENSOR_READ_DIGEST "digest:weight"
 /* Its dtype and sizes: "Float[101, 7]" (the element count alone past 4 dimensions). */
 #define TORCH_TENSOR_UPDATED_SHAPE "shape:self"
 #define TORCH_TENSOR_READ_SHAPE "shape:weight"
@@ -47,10 +50,13 @@ extern const size_t torch_training_op_count;
  */
 struct torch_op_reading torch_op_reading_of(const char *operator_name);
 
-/* The attach cookie of operator number 'index' read as 'reading'. */
 struct torch_tensor_layout;
 
+/* The attach cookie of operator number 'index' read as 'reading', in a torch laid out so. */
 uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading,
 			 const struct torch_tensor_layout *layout);
+
+/* Whether the probe reads the contents of the operator's tensor: an update's, not zero_'s. */
+bool torch_op_reads_contents(const struct torch_op_reading *reading);
 
 #endif /* TCHECK_TORCH_OP_READINGS_H */
