@@ -40,6 +40,37 @@ static __always_inline void notify_library_change(__u32 pid, __u32 tid)
 	bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
 }
 
+/*
+ * The operation counter of the communicator the call works on, read before
+ * the call moves it: the number of operations the rank issued there before
+ * this one, which places a call the same on every rank even when the
+ * tracing started mid-run.
+ */
+static __always_inline void read_op_count(struct tcheck_open_call *frame)
+{
+	__u32 arg = (frame->cookie >> TCHECK_COOKIE_COMM_ARG_SHIFT) & TCHECK_COOKIE_COMM_ARG_MASK;
+	__u32 slot = (frame->cookie >> TCHECK_COOKIE_LAYOUT_SHIFT) & TCHECK_COOKIE_LAYOUT_MASK;
+	const struct tcheck_comm_layout *layout;
+	__u64 comm;
+
+	frame->call_flags = 0;
+	frame->comm_op_count = 0;
+	if (!arg || arg > TCHECK_CALL_ARGS || !slot)
+		return;
+	arg = (arg - 1) & 0xf;
+	/* Bounded again where the verifier sees it. */
+	if (arg >= TCHECK_CALL_ARGS)
+		return;
+	comm = frame->args[arg];
+	slot -= 1;
+	layout = bpf_map_lookup_elem(&comm_layouts, &slot);
+	if (!comm || !layout || layout->op_count_offset < 0)
+		return;
+	if (!bpf_probe_read_user(&frame->comm_op_count, sizeof(frame->comm_op_count),
+				 (void *)(comm + layout->op_count_offset)))
+		frame->call_flags = TCHECK_CALL_HAS_OP_COUNT;
+}
+
 SEC("uprobe")
 int library_call_entry(struct pt_regs *ctx)
 {
@@ -86,6 +117,7 @@ int library_call_entry(struct pt_regs *ctx)
 		if (bpf_probe_read_user(frame->blob, TCHECK_BLOB_BYTES, (void *)stack))
 			frame->cookie &= ~TCHECK_COOKIE_BLOB_FROM_STACK;
 	}
+	read_op_count(frame);
 	python_context_read(pid, frame);
 	calls->depth = depth + 1;
 	return 0;
@@ -228,7 +260,8 @@ int library_call_return(struct pt_regs *ctx)
 	record->reserved = 0;
 	read_created_communicator(record, frame, (__u32)return_value);
 	read_blob(record, frame);
-	record->flags |= frame->py_flags;
+	record->flags |= frame->py_flags | frame->call_flags;
+	record->comm_op_count = frame->comm_op_count;
 	record->py_depth = frame->py_depth;
 	record->py_reserved = 0;
 	if (frame->py_depth) {

@@ -93,7 +93,8 @@ static __always_inline void report_open_calls(__u32 pid, __u32 tid)
 		__builtin_memcpy(record->args, frame->args, sizeof(record->args));
 		record->function_index = frame->cookie & TCHECK_COOKIE_FUNCTION_MASK;
 		record->depth = i;
-		record->flags = TCHECK_CALL_OPEN | frame->py_flags;
+		record->flags = TCHECK_CALL_OPEN | frame->py_flags | frame->call_flags;
+		record->comm_op_count = frame->comm_op_count;
 		if (frame->cookie & TCHECK_COOKIE_BLOB_FROM_STACK) {
 			__builtin_memcpy(record->blob, frame->blob, TCHECK_BLOB_BYTES);
 			record->flags |= TCHECK_CALL_HAS_BLOB;

@@ -64,13 +64,20 @@ typedef int64_t tcheck_s64;
 #define TCHECK_MAX_COMM_LAYOUTS 15
 /* Bit 32: the function takes arguments on the stack (more than six): read them. */
 #define TCHECK_COOKIE_STACK_ARGS (1ULL << 32)
+/*
+ * Bits 33-36: 1 + the argument slot (register or stack word) holding the
+ * communicator a call works on: its operation counter is read at entry,
+ * before the call can move it, with the layout named by bits 28-31.
+ */
+#define TCHECK_COOKIE_COMM_ARG_SHIFT 33
+#define TCHECK_COOKIE_COMM_ARG_MASK 0xfULL
 
 /* Where a library keeps a communicator's identity; -1 for a member it lacks. */
 struct tcheck_comm_layout {
 	tcheck_s32 comm_hash_offset;
 	tcheck_s32 rank_offset;
 	tcheck_s32 nranks_offset;
-	tcheck_s32 reserved;
+	tcheck_s32 op_count_offset; /* a 64-bit count of the operations issued on it */
 };
 
 enum tcheck_record_type {
@@ -105,6 +112,8 @@ enum tcheck_record_type {
  * return_ns and return_value mean nothing.
  */
 #define TCHECK_CALL_OPEN (1U << 7)
+/* comm_op_count holds the communicator's operation counter as the call was entered. */
+#define TCHECK_CALL_HAS_OP_COUNT (1U << 8)
 
 /*
  * Python frames kept with an event, innermost first: the callers of a Python
@@ -135,6 +144,7 @@ struct tcheck_call_record {
 	tcheck_u64 comm_hash; /* of the communicator created, when flagged */
 	tcheck_s32 comm_rank;
 	tcheck_s32 comm_nranks;
+	tcheck_u64 comm_op_count; /* when flagged TCHECK_CALL_HAS_OP_COUNT */
 	tcheck_u8 blob[TCHECK_BLOB_BYTES];
 	/* The Python caller: code objects and their name objects (see tcheck_code_key). */
 	tcheck_u32 py_depth; /* frames filled; 0 when the process's Python is not traced */
@@ -152,6 +162,9 @@ struct tcheck_open_call {
 	tcheck_u64 cookie; /* the attach cookie: function index and argument layout */
 	tcheck_u64 entry_ns;
 	tcheck_u64 args[TCHECK_CALL_ARGS];
+	tcheck_u64 comm_op_count; /* the communicator's operation counter at entry */
+	tcheck_u32 call_flags;	  /* TCHECK_CALL_HAS_OP_COUNT when comm_op_count was read */
+	tcheck_u32 reserved;
 	tcheck_u8 blob[TCHECK_BLOB_BYTES];
 	/* The Python caller at entry (python_context.bpf.h). */
 	tcheck_u32 py_depth;

@@ -7,7 +7,7 @@ order, with the same values; the trace must hold nothing the application did
 not call (calls NCCL makes inside another, depth > 0, are reported apart).
 Communicator identities must agree across ranks exactly where the library's
 own commHash agrees, and sequence numbers must count each communicator's
-calls. Exit status 0 when everything matches; the first differences otherwise.
+calls from its start, in a trace attached mid-run as well. Exit status 0 when everything matches; the first differences otherwise.
 """
 import argparse
 import collections
@@ -48,12 +48,27 @@ def load_jsonl(path):
         return [json.loads(line) for line in handle if line.strip()]
 
 
+def number_from_start(logged):
+    """Gives each communication call NCCL accepted its place among its communicator's
+    calls since the communicator was made (as "seq_from_start")."""
+    seq = collections.Counter()
+    for call in logged:
+        comm = call["args"].get("comm")
+        if call["name"] in COMMUNICATION and call["ret"] == 0:
+            call["seq_from_start"] = seq[comm]
+            seq[comm] += 1
+        # A destroyed handle may come back from the allocator as a new communicator.
+        if call["name"] in ("ncclCommDestroy", "ncclCommAbort") and call["ret"] == 0:
+            seq.pop(comm, None)
+
+
 def expected_calls(log_dir, since_step):
     by_pid = {}
     for path in sorted(glob.glob(os.path.join(log_dir, "rank-*.jsonl"))):
         rank = int(os.path.basename(path)[5:-6])
         calls = []
         logged = load_jsonl(path)
+        number_from_start(logged)
         # From the first call of the step on (teardown calls are logged as step -1).
         first = next((i for i, c in enumerate(logged) if c.get("step", -1) >= since_step), 0)
         for call in logged[first:]:
@@ -164,19 +179,13 @@ def main():
                             f"{len(actual)} in the trace")
         if env_rank.get(pid) != rank:
             problems.append(f"rank {rank} (pid {pid}): trace says RANK={env_rank.get(pid)}")
-        seq = collections.Counter()
         for index, (expected, got) in enumerate(zip(calls, actual)):
             where = f"rank {rank} call {index}"
             compare_call(expected, got, problems, where)
-            if args.since_step < 0 and expected["name"] in COMMUNICATION and expected["ret"] == 0:
-                comm = expected["args"]["comm"]
-                if got["seq"] != seq[comm]:
-                    problems.append(f"{where} {expected['name']}: seq {got['seq']}, "
-                                    f"expected {seq[comm]}")
-                seq[comm] += 1
-            # A destroyed handle may come back from the allocator as a new communicator.
-            if expected["name"] in ("ncclCommDestroy", "ncclCommAbort") and expected["ret"] == 0:
-                seq.pop(expected["args"].get("comm"), None)
+            # Attached mid-run too, numbered from the communicator's start (the library's count).
+            if "seq_from_start" in expected and got["seq"] != expected["seq_from_start"]:
+                problems.append(f"{where} {expected['name']}: seq {got['seq']}, "
+                                f"expected {expected['seq_from_start']}")
             compared += 1
     for pid, extra in traced.items():
         problems.append(f"pid {pid}: {len(extra)} calls in the trace from a process not in the log")

@@ -38,8 +38,9 @@ if trace != "live":
 rank_ok, collective_ok = evaluation.judge_hang(hangs[0], fault, log_dir, 4)
 print("hang report:", json.dumps(hangs[0]))
 assert rank_ok, "the first hang report names the wrong rank"
+# Attached mid-run too: sequence numbers count from the communicator's start.
+assert collective_ok, "the first hang report names the wrong collective or sequence number"
 if trace != "live":
-    assert collective_ok, "the first hang report names the wrong collective or sequence number"
     # The first call the rank did not make, by its own pattern, on whichever communicator.
     assert evaluation.judge_missed_call(hangs[0], fault, log_dir), \
         "the first hang report names the wrong first call not made"

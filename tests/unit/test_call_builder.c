@@ -362,6 +362,117 @@ UNIT_TEST(call_builder, unknown_handle_is_resolved_once_and_reported)
 	call_builder_free(builder);
 }
 
+/* The communicator record a process's builder emitted for a handle, or NULL. */
+static const struct trace_communicator *communicator_of(const struct emitted *emitted, uint32_t pid,
+							uint64_t handle)
+{
+	for (int i = 0; i < emitted->count; i++)
+		if (emitted->records[i].kind == TRACE_RECORD_COMMUNICATOR &&
+		    emitted->records[i].communicator.pid == pid &&
+		    emitted->records[i].communicator.handle == handle)
+			return &emitted->records[i].communicator;
+	return NULL;
+}
+
+/*
+ * Attached mid-run: a communicator made before is numbered from the count
+ * of operations the probe read as the rank entered its first traced call,
+ * whether that call returned or was seen in flight; without that count,
+ * from the first call traced, unflagged.
+ */
+UNIT_TEST(call_builder, communicator_made_before_the_attach_counts_from_the_library)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_new(collect, answer_resolve, &emitted);
+	struct tcheck_call_record call;
+	const struct trace_nccl_call *built;
+
+	emitted.resolve_answer.origin = TRACE_COMM_RECOVERED;
+	emitted.resolve_answer.nranks = 4;
+	/* Process 100: two all-reduces, the first entered with 40 operations behind it. */
+	for (int i = 0; i < 2; i++) {
+		call = make_call("ncclAllReduce", 1, 1000 + (uint64_t)i * 1000);
+		call.args[5] = 0xa;
+		call.flags = TCHECK_CALL_HAS_OP_COUNT;
+		call.comm_op_count = 40 + (uint64_t)i;
+		CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+		built = last_call(&emitted);
+		CU_ASSERT_EQUAL(built->seq, 40 + i);
+		CU_ASSERT(built->flags & TRACE_CALL_SEQ_FROM_LIBRARY);
+	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(communicator_of(&emitted, 100, 0xa));
+	CU_ASSERT_EQUAL(communicator_of(&emitted, 100, 0xa)->seq_base, 40);
+
+	/* Process 200, one operation behind: first seen in flight, then returned. */
+	call = make_call("ncclAllReduce", 1, 1500);
+	call.header.pid = 200;
+	call.args[5] = 0xb;
+	call.flags = TCHECK_CALL_HAS_OP_COUNT | TCHECK_CALL_OPEN;
+	call.comm_op_count = 39;
+	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+	call.flags = TCHECK_CALL_HAS_OP_COUNT;
+	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+	built = last_call(&emitted);
+	CU_ASSERT_EQUAL(built->seq, 39);
+	CU_ASSERT(built->flags & TRACE_CALL_SEQ_FROM_LIBRARY);
+	call = make_call("ncclAllReduce", 1, 2500);
+	call.header.pid = 200;
+	call.args[5] = 0xb;
+	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 40);
+
+	/* Process 300: no count from the probe. */
+	call = make_call("ncclAllReduce", 1, 1700);
+	call.header.pid = 300;
+	call.args[5] = 0xc;
+	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+	built = last_call(&emitted);
+	CU_ASSERT_EQUAL(built->seq, 0);
+	CU_ASSERT_FALSE(built->flags & TRACE_CALL_SEQ_FROM_LIBRARY);
+	CU_ASSERT_EQUAL(communicator_of(&emitted, 300, 0xc)->seq_base, -1);
+	call_builder_free(builder);
+}
+
+/* A communicator made while traced counts from 0 whatever the library's counter says. */
+UNIT_TEST(call_builder, communicator_made_while_traced_counts_from_zero)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_new(collect, NULL, &emitted);
+	struct tcheck_call_record call;
+
+	create_world(builder, 0xa, 1, 4);
+	call = make_call("ncclAllReduce", 1, 2000);
+	call.args[5] = 0xa;
+	call.flags = TCHECK_CALL_HAS_OP_COUNT;
+	call.comm_op_count = 7;
+	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 0);
+	CU_ASSERT_FALSE(last_call(&emitted)->flags & TRACE_CALL_SEQ_FROM_LIBRARY);
+	call_builder_free(builder);
+}
+
+/* The probe reads the counter of the communicator argument, register or stack. */
+UNIT_TEST(nccl_api, cookie_names_the_communicator_argument_of_communication_calls)
+{
+	static const struct {
+		const char *name;
+		uint64_t field;
+	} cases[] = { { "ncclAllReduce", 6 },
+		      { "ncclReduce", 7 },
+		      { "ncclSend", 5 },
+		      { "ncclCommInitRank", 0 },
+		      { "ncclCommDestroy", 0 } };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t cookie = nccl_function_cookie(
+			(size_t)nccl_function_index(nccl_function_by_name(cases[i].name)));
+
+		CU_ASSERT_EQUAL((cookie >> TCHECK_COOKIE_COMM_ARG_SHIFT) &
+					TCHECK_COOKIE_COMM_ARG_MASK,
+				cases[i].field);
+	}
+}
+
 UNIT_TEST(call_builder, destroyed_handle_reused_gets_a_new_identity)
 {
 	struct emitted emitted = { 0 };

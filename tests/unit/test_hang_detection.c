@@ -1290,3 +1290,50 @@ UNIT_TEST(hang_detection, a_mismatched_collective_seen_twice_is_one_mismatch)
 	CU_ASSERT_EQUAL(job_diagnosis_mismatch_count(diagnosis), 1);
 	job_diagnosis_free(diagnosis);
 }
+
+/*
+ * The calls ranks attached mid-run make from their first traced one: rank r
+ * is first seen at seq 100 + first[r]. The job alternates an all-reduce of
+ * 256 elements (even seq) and a broadcast of 8 (odd); steps are 4 seqs.
+ * Returns how many mismatches the detector found.
+ */
+static unsigned attached_mid_run(uint32_t flags)
+{
+	static const int64_t first[RANKS] = { 0, 2, -1, 1 };
+	struct progress_model *model = progress_model_new(NULL);
+	struct diagnosis_report report;
+	unsigned found = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	for (int64_t seq = 99; seq < 140; seq++)
+		for (int rank = 0; rank < RANKS; rank++) {
+			bool even = seq % 2 == 0;
+			struct trace_nccl_call call = collective(
+				even ? "ncclAllReduce" : "ncclBroadcast", even ? 256 : 8, rank, seq,
+				1000000000ull + (uint64_t)seq * STEP_NS / 4 + (uint64_t)rank);
+			int64_t completed_step, completed;
+			struct progress_comm *comm;
+
+			if (seq < 100 + first[rank])
+				continue;
+			call.flags = flags;
+			comm = progress_model_add_call(model, &call, &completed_step);
+			completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
+			if (completed >= 0 &&
+			    mismatch_detector_check(model, comm, completed, &report))
+				found++;
+		}
+	progress_model_free(model);
+	return found;
+}
+
+/*
+ * Ranks found at different points of their work by a mid-run attach line up
+ * by the library's count of operations: no mismatch. Counted from each
+ * rank's first traced call instead, the same calls look like disagreements.
+ */
+UNIT_TEST(hang_detection, ranks_attached_mid_run_line_up_by_the_library_count)
+{
+	CU_ASSERT_EQUAL(attached_mid_run(TRACE_CALL_SEQ_FROM_LIBRARY), 0);
+	CU_ASSERT(attached_mid_run(0) > 0);
+}

@@ -377,6 +377,35 @@ bool progress_model_blocked_elsewhere(const struct progress_model *model,
 	return false;
 }
 
+/*
+ * Where a rank's first collective goes. Traced from the communicator's
+ * start, each rank's n-th collective is the n-th of the others. Attached
+ * mid-run, ranks are found at different points of their work: where their
+ * sequence numbers count from the library's own count, a rank starts at its
+ * distance from the first collective seen, and one found behind that
+ * collective is left out until it reaches it. Returns whether the call
+ * is counted.
+ */
+static bool place_rank(struct progress_comm *comm, struct progress_rank *rank,
+		       const struct trace_nccl_call *call)
+{
+	if (rank->placed)
+		return true;
+	if (!(call->flags & TRACE_CALL_SEQ_FROM_LIBRARY) || call->seq < 0) {
+		rank->placed = true;
+		return true;
+	}
+	if (!comm->seq_origin_known) {
+		comm->seq_origin = call->seq;
+		comm->seq_origin_known = true;
+	}
+	if (call->seq < comm->seq_origin)
+		return false;
+	rank->collectives = call->seq - comm->seq_origin;
+	rank->placed = true;
+	return true;
+}
+
 /* A call counted while open, seen again: its duration so far, or its end. */
 static void taken_again(struct progress_comm *comm, struct progress_rank *rank,
 			const struct trace_nccl_call *call, bool collective)
@@ -469,6 +498,8 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 		rank->p2p_calls++;
 		return comm;
 	}
+	if (!place_rank(comm, rank, call))
+		return comm;
 	add_collective(model, comm, rank, call->rank, call);
 	*completed_step = complete_steps(model, comm);
 	return comm;

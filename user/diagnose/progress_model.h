@@ -59,6 +59,8 @@ struct progress_rank {
 	uint32_t pid;
 	int64_t collectives; /* collective calls issued on the communicator */
 	int64_t p2p_calls;
+	/* Its first collective has its place among the others' (progress_model.c: place_rank). */
+	bool placed;
 	struct progress_event last;
 	uint32_t last_tid; /* the thread of 'last': an open call seen again is the same call */
 };
@@ -104,6 +106,12 @@ struct progress_comm {
 	struct progress_slot *window; /* PROGRESS_WINDOW slots */
 	uint64_t signatures[PROGRESS_SIGNATURES];
 	int64_t signature_count;
+	/*
+	 * The sequence number of the first collective seen here, where ranks
+	 * number alike (TRACE_CALL_SEQ_FROM_LIBRARY): index 0 of the window.
+	 */
+	int64_t seq_origin;
+	bool seq_origin_known;
 	int32_t period; /* collectives per step, 0 not known yet */
 	int32_t offset; /* collectives before the first periodic step */
 	int64_t steps_completed;

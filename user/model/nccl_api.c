@@ -189,6 +189,17 @@ static uint64_t register_field(const struct nccl_function *function, int param)
 	return (uint64_t)slot + 1;
 }
 
+/* 1 + the argument slot (register or stack word) of a parameter, or 0. */
+static uint64_t argument_field(const struct nccl_function *function, int param)
+{
+	int slot = -1;
+
+	if (nccl_param_location(function, param, &slot) != NCCL_SOURCE_ARG_SLOT || slot < 0 ||
+	    slot >= TCHECK_CALL_ARGS)
+		return 0;
+	return (uint64_t)slot + 1;
+}
+
 uint64_t nccl_function_cookie(size_t index)
 {
 	const struct nccl_function *function = nccl_function_at(index);
@@ -222,6 +233,9 @@ uint64_t nccl_function_cookie(size_t index)
 		param = 0;
 	if (param >= 0)
 		cookie |= register_field(function, param) << TCHECK_COOKIE_BLOB_ARG_SHIFT;
+	param = nccl_param_find(function, NCCL_PARAM_COMM);
+	if (nccl_function_is_communication(function) && param >= 0)
+		cookie |= argument_field(function, param) << TCHECK_COOKIE_COMM_ARG_SHIFT;
 	return cookie;
 }
 

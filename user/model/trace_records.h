@@ -67,6 +67,13 @@ enum trace_stage {
  */
 #define TRACE_CALL_WORK_AWAITED (1U << 4)
 #define TRACE_CALL_WORK_FAILED (1U << 5) /* its work ended with an error */
+/*
+ * seq counts from the library's own count of the operations issued on a
+ * communicator made before the tracing started (read as the rank entered
+ * its first traced call there), not from that first call: every rank
+ * numbers the same operation alike, wherever the attach found it.
+ */
+#define TRACE_CALL_SEQ_FROM_LIBRARY (1U << 6)
 
 /* One NCCL API call: entry and return paired. */
 struct trace_nccl_call {

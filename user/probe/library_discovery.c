@@ -79,12 +79,13 @@ void library_discovery_free(struct library_discovery *discovery)
 
 /*
  * Gives the probes the library's struct ncclComm layout (from its DWARF),
- * so they read each new communicator's identity at once. Returns the
+ * so they read each new communicator's identity at once, and the operation
+ * counter of the communicator each call works on as it is entered. Returns the
  * cookie bits naming the slot, or 0 when the library has no such layout.
  */
 static uint64_t share_comm_layout(struct library_discovery *discovery, const char *path)
 {
-	struct tcheck_comm_layout shared = { .reserved = 0 };
+	struct tcheck_comm_layout shared = { .op_count_offset = -1 };
 	struct nccl_comm_layout layout;
 	char error[256];
 	uint32_t slot;
@@ -97,6 +98,9 @@ static uint64_t share_comm_layout(struct library_discovery *discovery, const cha
 	shared.comm_hash_offset = (int32_t)layout.comm_hash.offset;
 	shared.rank_offset = (int32_t)layout.rank.offset;
 	shared.nranks_offset = (int32_t)layout.nranks.offset;
+	/* The probe reads it as 64 bits; a counter of another width is left unread. */
+	if (layout.op_count.size == 8)
+		shared.op_count_offset = (int32_t)layout.op_count.offset;
 	slot = discovery->comm_layouts_used;
 	if (probe_session_set_comm_layout(discovery->session, slot, &shared))
 		return 0;

@@ -15,6 +15,12 @@ struct known_communicator {
 	struct trace_communicator info;
 	int64_t next_seq;
 	uint32_t splits_made; /* this rank's splits of it so far */
+	/*
+	 * Made before the tracing started: its sequence numbers start from
+	 * the library's count of the operations issued on it, once a call
+	 * has brought that count (seq_counted).
+	 */
+	bool predates_trace, seq_counted;
 };
 
 struct thread_state {
@@ -166,10 +172,37 @@ static struct known_communicator *add_communicator(struct call_builder *builder,
 	return known;
 }
 
-/* A handle seen for the first time in use: it predates the attach. */
+/*
+ * Where the sequence numbers of a communicator made before the tracing
+ * start: at the count of operations the library had seen issued on it when
+ * the rank entered its first traced call, read by the probe at that entry.
+ * Ranks attached at different points of their work then number the same
+ * collective alike. Without that count (a library whose layout is unknown)
+ * they count from the first call traced.
+ */
+static void count_seq_from(struct known_communicator *known,
+			   const struct tcheck_call_record *record)
+{
+	const struct nccl_function *function =
+		record ? nccl_function_at(record->function_index) : NULL;
+
+	if (!known->predates_trace || known->seq_counted || !function ||
+	    !nccl_function_is_communication(function) || record->depth != 0 ||
+	    !(record->flags & TCHECK_CALL_HAS_OP_COUNT))
+		return;
+	known->seq_counted = true;
+	known->next_seq = (int64_t)record->comm_op_count;
+	known->info.seq_base = known->next_seq;
+}
+
+/*
+ * A handle seen for the first time in use: it predates the attach. record
+ * is the call that brought it, or NULL for a split's parent.
+ */
 static struct known_communicator *recover_communicator(struct call_builder *builder,
 						       struct process_state *process, uint32_t pid,
-						       uint64_t handle, uint64_t seen_ns)
+						       uint64_t handle, uint64_t seen_ns,
+						       const struct tcheck_call_record *record)
 {
 	struct known_communicator *known = add_communicator(builder, process, pid, handle, seen_ns);
 
@@ -186,6 +219,9 @@ static struct known_communicator *recover_communicator(struct call_builder *buil
 		known->info.note = "";
 	if (known->info.origin != TRACE_COMM_RECOVERED)
 		known->info.origin = TRACE_COMM_UNKNOWN;
+	known->predates_trace = true;
+	known->info.seq_base = -1;
+	count_seq_from(known, record);
 	if (emit_communicator(builder, known))
 		return NULL;
 	return known;
@@ -377,7 +413,7 @@ static int handle_split(struct call_builder *builder, struct process_state *proc
 
 	if (!parent)
 		parent = recover_communicator(builder, process, call->pid, parent_handle,
-					      call->entry_ns);
+					      call->entry_ns, NULL);
 	if (!parent)
 		return -ENOMEM;
 	/*
@@ -428,7 +464,8 @@ static int handle_split(struct call_builder *builder, struct process_state *proc
 }
 
 static int handle_communication(struct call_builder *builder, struct process_state *process,
-				const struct nccl_function *function, struct trace_nccl_call *call)
+				const struct nccl_function *function, struct trace_nccl_call *call,
+				const struct tcheck_call_record *record)
 {
 	int comm_param = nccl_param_find(function, NCCL_PARAM_COMM);
 	struct known_communicator *known;
@@ -441,14 +478,18 @@ static int handle_communication(struct call_builder *builder, struct process_sta
 	known = u64_map_get(&process->communicators, call->comm);
 	if (!known)
 		known = recover_communicator(builder, process, call->pid, call->comm,
-					     call->entry_ns);
+					     call->entry_ns, record);
 	if (!known)
 		return -ENOMEM;
 	describe_call_communicator(call, known);
 	/* Numbered: the application's own calls that NCCL accepted. */
 	if (nccl_function_is_communication(function) && call->depth == 0 &&
-	    (call->result == 0 || call->result == NCCL_IN_PROGRESS))
+	    (call->result == 0 || call->result == NCCL_IN_PROGRESS)) {
+		count_seq_from(known, record);
 		call->seq = known->next_seq++;
+		if (known->seq_counted)
+			call->flags |= TRACE_CALL_SEQ_FROM_LIBRARY;
+	}
 	return 0;
 }
 
@@ -469,8 +510,9 @@ static int emit_call(struct call_builder *builder, const struct trace_nccl_call 
  */
 static int emit_open_call(struct call_builder *builder, const struct nccl_function *function,
 			  struct thread_state *thread, struct process_state *process,
-			  struct trace_nccl_call *call, uint64_t seen_ns)
+			  struct trace_nccl_call *call, const struct tcheck_call_record *record)
 {
+	uint64_t seen_ns = record->return_ns;
 	int comm_param = nccl_param_find(function, NCCL_PARAM_COMM);
 	struct known_communicator *known;
 
@@ -491,8 +533,12 @@ static int emit_open_call(struct call_builder *builder, const struct nccl_functi
 		known = u64_map_get(&process->communicators, call->comm);
 		if (known) {
 			describe_call_communicator(call, known);
-			if (nccl_function_is_communication(function) && call->depth == 0)
+			if (nccl_function_is_communication(function) && call->depth == 0) {
+				count_seq_from(known, record);
 				call->seq = known->next_seq;
+				if (known->seq_counted)
+					call->flags |= TRACE_CALL_SEQ_FROM_LIBRARY;
+			}
 		}
 	}
 	return emit_call(builder, call);
@@ -520,7 +566,7 @@ int call_builder_add(struct call_builder *builder, const struct tcheck_call_reco
 		call.py_stack = python->py_stack;
 	}
 	if (record->flags & TCHECK_CALL_OPEN)
-		return emit_open_call(builder, function, thread, process, &call, record->return_ns);
+		return emit_open_call(builder, function, thread, process, &call, record);
 	update_group_depth(thread, function, &call);
 	switch (function->kind) {
 	case NCCL_KIND_COMM_INIT:
@@ -533,7 +579,7 @@ int call_builder_add(struct call_builder *builder, const struct tcheck_call_reco
 		error = handle_init_all(builder, process, function, &call, record);
 		break;
 	default:
-		error = handle_communication(builder, process, function, &call);
+		error = handle_communication(builder, process, function, &call, record);
 		break;
 	}
 	if (error)

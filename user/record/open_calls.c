@@ -38,7 +38,8 @@ void open_call_record(const struct tcheck_open_call *call, uint32_t pid, uint32_
 	memcpy(record->args, call->args, sizeof(record->args));
 	record->function_index = (uint32_t)(call->cookie & TCHECK_COOKIE_FUNCTION_MASK);
 	record->depth = depth;
-	record->flags = TCHECK_CALL_OPEN | call->py_flags;
+	record->flags = TCHECK_CALL_OPEN | call->py_flags | call->call_flags;
+	record->comm_op_count = call->comm_op_count;
 	if (call->cookie & TCHECK_COOKIE_BLOB_FROM_STACK) {
 		memcpy(record->blob, call->blob, sizeof(record->blob));
 		record->flags |= TCHECK_CALL_HAS_BLOB;

@@ -198,8 +198,7 @@ static void resolve_communicator(void *context, uint32_t pid, uint64_t handle,
 	}
 	communicator->rank = values.rank;
 	communicator->nranks = values.nranks;
-	communicator->seq_base =
-		values.valid & NCCL_COMM_HAS_OP_COUNT ? (int64_t)values.op_count : -1;
+	/* Not values.op_count: it has moved on since the call; the probe read it at entry. */
 	communicator->note = "";
 }
 
