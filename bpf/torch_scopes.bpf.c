@@ -6,7 +6,7 @@
  * on RecordFunction::end closes the scope on top of the thread's stack
  * whose RecordFunction it is (other ends, of unnamed scopes, cost a lookup).
  * The backward pass is recorded where the autograd engine's execute() is
- * entered.
+ * entered and where it returns.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -103,7 +103,7 @@ static __always_inline int close_scope(__u64 key)
 	fill_header(&record->header, TCHECK_RECORD_TORCH_SCOPE, pid, tid, scope->entry_ns);
 	record->return_ns = bpf_ktime_get_ns();
 	record->depth = stack->depth;
-	record->reserved = 0;
+	record->flags = 0;
 	__builtin_memcpy(record->name, scope->name, sizeof(record->name));
 	bpf_ringbuf_submit(record, call_wakeup_flags());
 	count(TCHECK_COUNTER_PYTHON_CALLS);
@@ -117,13 +117,14 @@ int torch_scope_exit(struct pt_regs *ctx)
 }
 
 /*
- * The backward pass, recorded at the engine's entry, without a duration: a
- * return probe on Engine::execute breaks the unwinding of the C++ exception
- * a failing backward pass (a hook that raises) throws through it, and the
- * process aborts.
+ * The backward pass: a record at the engine's entry, and one at each of its
+ * return instructions where those are probed (the cookie says so), which
+ * the daemon pairs. No return probe: one on Engine::execute breaks the
+ * unwinding of the C++ exception a failing backward pass (a hook that
+ * raises) throws through it, and the process aborts; a probe on a "ret"
+ * changes nothing on the stack.
  */
-SEC("uprobe")
-int backward_enter(struct pt_regs *ctx)
+static __always_inline int backward_record(__u32 flags)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
@@ -141,7 +142,7 @@ int backward_enter(struct pt_regs *ctx)
 	fill_header(&record->header, TCHECK_RECORD_TORCH_SCOPE, pid, tid, bpf_ktime_get_ns());
 	record->return_ns = record->header.timestamp_ns;
 	record->depth = stack ? stack->depth : 0;
-	record->reserved = 0;
+	record->flags = flags;
 	__builtin_memset(record->name, 0, sizeof(record->name));
 	/* Stored as immediates: no string in a data section. */
 	__builtin_memcpy(record->name, TCHECK_BACKWARD_SCOPE_NAME,
@@ -149,4 +150,18 @@ int backward_enter(struct pt_regs *ctx)
 	bpf_ringbuf_submit(record, call_wakeup_flags());
 	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;
+}
+
+SEC("uprobe")
+int backward_enter(struct pt_regs *ctx)
+{
+	return backward_record(bpf_get_attach_cookie(ctx) & TCHECK_BACKWARD_ENDS_PROBED
+				       ? TCHECK_TORCH_SCOPE_END_FOLLOWS
+				       : 0);
+}
+
+SEC("uprobe")
+int backward_return(struct pt_regs *ctx)
+{
+	return backward_record(TCHECK_TORCH_SCOPE_BACKWARD_END);
 }

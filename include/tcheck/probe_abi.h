@@ -338,17 +338,24 @@ struct tcheck_python_record {
 #define TCHECK_TORCH_REGISTER_MASK 0x3ULL
 #define TCHECK_TORCH_SCOPE_NAME_BYTES 64
 /*
- * The backward pass (torch::autograd::Engine::execute entered) as a scope
- * record of this name, without a duration.
+ * The backward pass (torch::autograd::Engine::execute) as a scope record of
+ * this name: one at its entry and, where probes sit on the function's
+ * return instructions, one at each return (flagged), which the daemon
+ * pairs per thread, innermost first.
  */
 #define TCHECK_BACKWARD_SCOPE_NAME "Autograd.backward#Engine.execute"
+/* The entry probe's cookie: its returns are probed too. */
+#define TCHECK_BACKWARD_ENDS_PROBED 1ULL
+/* Flags of a scope record: an entry whose end record will follow, and that end. */
+#define TCHECK_TORCH_SCOPE_END_FOLLOWS (1U << 0)
+#define TCHECK_TORCH_SCOPE_BACKWARD_END (1U << 1)
 
 /* A torch record_function scope (Optimizer.step#SGD.step): entry and end paired. */
 struct tcheck_torch_scope_record {
 	struct tcheck_record_header header; /* timestamp = entry time */
 	tcheck_u64 return_ns;
-	tcheck_u32 depth; /* scopes already open on the thread */
-	tcheck_u32 reserved;
+	tcheck_u32 depth;			  /* scopes already open on the thread */
+	tcheck_u32 flags;			  /* TCHECK_TORCH_SCOPE_* */
 	char name[TCHECK_TORCH_SCOPE_NAME_BYTES]; /* NUL-terminated, cut to fit */
 };
 

@@ -3,7 +3,8 @@
 # log says it ran, the trace holds the optimizer's zero_grad and step scopes
 # (seen through torch's record_function, though they never leave Python),
 # the backward pass as a scope of its own (the autograd engine's execute(),
-# within the script's own loss.backward() call), one Module call per module
+# from its entry to its return, within the script's own loss.backward()
+# call), one Module call per module
 # invocation the script's hooks counted, the step
 # (advanced by the step marker) and the stage (train, or eval in the eval
 # phase every few steps, from Module.training) the script logged, the
@@ -60,6 +61,9 @@ for log_path in sys.argv[3:]:
             inside = [t for t in trace if t["kind"] == "torch_scope" and t["name"] == r["scope"]
                       and r["ts_ns"] <= t["ts_ns"] and t["ts_ns"] + t["dur_ns"] <= r["end_ns"]]
             assert len(inside) == 1, (log_path, step, r["call"], len(inside))
+            # The backward pass ends where the engine returns: a duration, inside the call.
+            if r["scope"].startswith("Autograd.backward#"):
+                assert inside[0]["dur_ns"] > 0, (log_path, step, inside[0])
         # Module calls per stage: the module's own training flag, as its hook saw it.
         want_modules = collections.Counter("train" if r["training"] else "eval" for r in records
                                            if r["kind"] == "module" and r["phase"] == "enter")

@@ -12,7 +12,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "base/error_message.h"
 #include "base/log.h"
+#include "probe/function_returns.h"
 #include "probe/uprobe_links.h"
 #include "tracer.skel.h"
 
@@ -118,6 +120,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_enter, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_exit, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.backward_enter, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.backward_return, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.process_group_init, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.store_prefix_built, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.c10d_collective, config->python);
@@ -134,6 +137,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_enter) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_exit) ||
 	    uprobe_link_prepare(session->skeleton->progs.backward_enter) ||
+	    uprobe_link_prepare(session->skeleton->progs.backward_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.process_group_init) ||
 	    uprobe_link_prepare(session->skeleton->progs.store_prefix_built) ||
 	    uprobe_link_prepare(session->skeleton->progs.c10d_collective) ||
@@ -289,12 +293,30 @@ int probe_session_attach_torch_scopes(struct probe_session *session, const char 
 }
 
 int probe_session_attach_backward(struct probe_session *session, const char *path, uint64_t offset,
-				  char *error, size_t error_size)
+				  const uint64_t *return_offsets, size_t return_count,
+				  bool *ends_probed, char *error, size_t error_size)
 {
-	uint64_t cookie = 0;
+	uint64_t cookies[FUNCTION_RETURNS_MAX] = { 0 }, cookie = 0;
+	char return_error[256] = "";
 
-	return uprobe_link_attach(&session->links, session->skeleton->progs.backward_enter, false,
-				  path, &offset, &cookie, 1, -1, error, error_size);
+	*ends_probed = false;
+	if (return_count > FUNCTION_RETURNS_MAX)
+		return_count = 0;
+	if (return_count &&
+	    !uprobe_link_attach(&session->links, session->skeleton->progs.backward_return, false,
+				path, return_offsets, cookies, return_count, -1, return_error,
+				sizeof(return_error))) {
+		*ends_probed = true;
+		cookie = TCHECK_BACKWARD_ENDS_PROBED;
+	}
+	int err = uprobe_link_attach(&session->links, session->skeleton->progs.backward_enter,
+				     false, path, &offset, &cookie, 1, -1, error, error_size);
+
+	if (err)
+		return err;
+	if (return_count && !*ends_probed)
+		error_format(error, error_size, "%s", return_error);
+	return 0;
 }
 
 int probe_session_attach_process_groups(struct probe_session *session, const char *path,

@@ -97,10 +97,14 @@ int probe_session_attach_torch_scopes(struct probe_session *session, const char 
 				      uint64_t exit_offset, char *error, size_t error_size);
 /*
  * The backward pass: an entry probe on the autograd engine's execute() at
- * 'offset' of path, a scope named TCHECK_BACKWARD_SCOPE_NAME, no duration.
+ * 'offset' of path, a scope named TCHECK_BACKWARD_SCOPE_NAME, and probes on
+ * its return instructions at 'return_offsets' (none: recorded at its entry
+ * only). When the return probes cannot be attached, the entry still is;
+ * *ends_probed says which, and error why not.
  */
 int probe_session_attach_backward(struct probe_session *session, const char *path, uint64_t offset,
-				  char *error, size_t error_size);
+				  const uint64_t *return_offsets, size_t return_count,
+				  bool *ends_probed, char *error, size_t error_size);
 /* The entry probe on c10d process-group constructors (rank, size) at offsets of path. */
 int probe_session_attach_process_groups(struct probe_session *session, const char *path,
 					const uint64_t *offsets, size_t count, char *error,

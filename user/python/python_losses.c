@@ -70,6 +70,11 @@ void python_losses_report(const struct python_tracer *tracer, uint64_t kernel_dr
 			"read: replicas are compared by their update operators and scalars only, "
 			"not by their parameters' contents",
 			(unsigned long long)losses.device_contents);
+	if (losses.backward_ends_missed)
+		log_notice("%llu backward passes have no end in the trace (an exception left "
+			   "them, the recording stopped inside, or they returned by a path the "
+			   "probes do not cover): recorded at their start only",
+			   (unsigned long long)losses.backward_ends_missed);
 	if (losses.unreadable_contents)
 		log_notice("the contents of %llu torch operators' tensors could not be read "
 			   "(freed, or laid out otherwise than in torch 1.13 and 2.x): no digest "

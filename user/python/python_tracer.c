@@ -176,9 +176,19 @@ void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid)
 
 	u64_map_remove(&tracer->refused, (uint64_t)pid);
 	if (process) {
+		python_tracer_close_backward(tracer, process);
 		probe_session_set_python_stack_layout(tracer->session, (uint32_t)pid, NULL);
 		free_process(process);
 	}
+}
+
+void python_tracer_end(struct python_tracer *tracer)
+{
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&tracer->processes, &i, &key, &value);)
+		python_tracer_close_backward(tracer, value);
 }
 
 /* What the NCCL probes need to walk a thread's frames; -ENOENT without _PyRuntime. */

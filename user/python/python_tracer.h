@@ -63,7 +63,8 @@ struct python_tracer_losses {
 	uint32_t unprobed_processes; /* processes whose frame evaluator could not be probed */
 	uint64_t step_marks;	  /* calls and scopes that matched the step marker (not a loss) */
 	uint64_t device_contents; /* operators whose tensor was in device memory: not read */
-	uint64_t unreadable_contents; /* operators whose tensor's bytes could not be read */
+	uint64_t unreadable_contents;  /* operators whose tensor's bytes could not be read */
+	uint64_t backward_ends_missed; /* backward passes recorded without their end */
 };
 
 void python_tracer_get_losses(const struct python_tracer *tracer,
@@ -72,8 +73,14 @@ void python_tracer_get_losses(const struct python_tracer *tracer,
 /* What advances the step: the marker set, or the default. */
 const char *python_tracer_step_marker(const struct python_tracer *tracer);
 
-/* Forgets a process (it exited, or exec'ed another program). */
+/*
+ * Forgets a process (it exited, or exec'ed another program); the backward
+ * passes it left open are recorded at their start.
+ */
 void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid);
+
+/* The recording ends: backward passes still open are recorded at their start. */
+void python_tracer_end(struct python_tracer *tracer);
 
 /* Handles one TCHECK_RECORD_PYTHON_CALL record. */
 int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record);

@@ -18,6 +18,9 @@
 #include "python/python_tracer.h"
 #include "python/torch_op_readings.h"
 
+/* Backward passes kept open per process, nested or on several threads. */
+#define PYTHON_BACKWARD_OPEN_MAX 8
+
 struct python_process {
 	bool torch_looked_up;		  /* libtorch_cpu was found (and probed, or refused) */
 	bool evaluator_probed;		  /* its interpreter's frame evaluator carries the probes */
@@ -29,6 +32,9 @@ struct python_process {
 	struct python_meta_timeline meta; /* step and stage over time */
 	struct python_layout layout;
 	struct u64_map codes; /* code address -> named_code */
+	/* Backward passes entered whose end is awaited, oldest first (any thread). */
+	struct trace_python_call backward_open[PYTHON_BACKWARD_OPEN_MAX];
+	unsigned backward_open_count;
 };
 
 struct python_tracer {
@@ -50,6 +56,12 @@ struct python_tracer {
 	struct torch_op_reading *operator_readings; /* by operator number */
 	size_t operator_name_count;
 };
+
+/*
+ * Emits the backward passes the process left open, at their start (their
+ * end was not seen), and counts them.
+ */
+void python_tracer_close_backward(struct python_tracer *tracer, struct python_process *process);
 
 /* Step, stage, rank and world size of an event that began at entry_ns. */
 void python_tracer_fill_meta(const struct python_process *process, uint64_t entry_ns,

@@ -97,10 +97,14 @@ out:
 	free(cookies);
 }
 
-/* The backward pass as a scope of its own: the autograd engine's execute(), entry and return. */
+/*
+ * The backward pass as a scope of its own: the autograd engine's execute(),
+ * its entry and its return instructions.
+ */
 static void attach_backward(struct python_tracer *tracer, pid_t pid,
 			    const struct torch_probes *probes)
 {
+	bool ends_probed = false;
 	char error[512];
 
 	if (!probes->backward.symbol) {
@@ -110,10 +114,20 @@ static void attach_backward(struct python_tracer *tracer, pid_t pid,
 			pid, probes->library_path);
 		return;
 	}
-	if (probe_session_attach_backward(tracer->session, probes->host_path,
-					  probes->backward.file_offset, error, sizeof(error)))
+	if (probe_session_attach_backward(
+		    tracer->session, probes->host_path, probes->backward.file_offset,
+		    probes->backward_returns.offsets, probes->backward_returns.count, &ends_probed,
+		    error, sizeof(error)))
 		log_warning("process %d: %s; the backward pass is not an event of its own", pid,
 			    error);
+	else if (!probes->backward_returns.count)
+		log_warning("process %d: the backward pass is recorded at its start only: "
+			    "torch::autograd::Engine::execute in %s: %s",
+			    pid, probes->library_path, probes->backward_returns_note);
+	else if (!ends_probed)
+		log_warning("process %d: the backward pass is recorded at its start only: the "
+			    "probes on its returns could not be attached: %s",
+			    pid, error);
 }
 
 /* The rank and size a process's process groups are built with: its job rank without RANK. */
@@ -373,6 +387,64 @@ static const char *kept_scope_name(struct python_tracer *tracer, const char *nam
 	return kept;
 }
 
+void python_tracer_close_backward(struct python_tracer *tracer, struct python_process *process)
+{
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL };
+
+	for (unsigned i = 0; i < process->backward_open_count; i++) {
+		out.python_call = process->backward_open[i];
+		tracer->emit(tracer->context, &out);
+		tracer->losses.backward_ends_missed++;
+	}
+	process->backward_open_count = 0;
+}
+
+/*
+ * A backward pass entered whose end will be probed: kept until then. The
+ * oldest gives way when too many are open (ends missed, an exception's).
+ */
+static void open_backward(struct python_tracer *tracer, struct python_process *process,
+			  const struct trace_python_call *call)
+{
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL };
+
+	if (process->backward_open_count == PYTHON_BACKWARD_OPEN_MAX) {
+		out.python_call = process->backward_open[0];
+		tracer->emit(tracer->context, &out);
+		tracer->losses.backward_ends_missed++;
+		memmove(&process->backward_open[0], &process->backward_open[1],
+			sizeof(process->backward_open[0]) * (PYTHON_BACKWARD_OPEN_MAX - 1));
+		process->backward_open_count--;
+	}
+	process->backward_open[process->backward_open_count++] = *call;
+}
+
+/*
+ * A backward pass's end: the innermost pass open on the thread ends here
+ * and is emitted with its duration. An end with none open (the pass began
+ * before the probes) is dropped.
+ */
+static int close_backward(struct python_tracer *tracer, struct python_process *process,
+			  const struct tcheck_torch_scope_record *record)
+{
+	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL };
+
+	for (unsigned i = process->backward_open_count; i-- > 0;) {
+		struct trace_python_call *call = &process->backward_open[i];
+
+		if (call->tid != record->header.tid)
+			continue;
+		out.python_call = *call;
+		out.python_call.duration_ns = record->header.timestamp_ns > call->entry_ns
+						      ? record->header.timestamp_ns - call->entry_ns
+						      : 0;
+		memmove(call, call + 1, sizeof(*call) * (process->backward_open_count - i - 1));
+		process->backward_open_count--;
+		return tracer->emit(tracer->context, &out);
+	}
+	return 0;
+}
+
 int python_tracer_handle_scope(struct python_tracer *tracer,
 			       const struct tcheck_torch_scope_record *record)
 {
@@ -391,8 +463,14 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 	out.python_call.qualified_name = kept_scope_name(tracer, name);
 	if (!out.python_call.qualified_name)
 		return -ENOMEM;
+	if (record->flags & TCHECK_TORCH_SCOPE_BACKWARD_END)
+		return close_backward(tracer, process, record);
 	fill_torch_event(process, &record->header, record->return_ns, record->depth,
 			 TRACE_PYTHON_TORCH_SCOPE, &out.python_call);
+	if (record->flags & TCHECK_TORCH_SCOPE_END_FOLLOWS) {
+		open_backward(tracer, process, &out.python_call);
+		return 0;
+	}
 	result = tracer->emit(tracer->context, &out);
 	/* The step marker (by default an optimizer's step) ends a training step. */
 	if (strncmp(name, tracer->step_marker, strlen(tracer->step_marker)) == 0) {

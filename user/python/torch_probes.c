@@ -84,14 +84,48 @@ static int resolve_optional_entry(struct torch_probes *probes, const char *prefi
 	return err;
 }
 
+/*
+ * Where Engine::execute returns, as file offsets: the backward pass's end.
+ * Left empty, with the reason in backward_returns_note, when its code
+ * cannot be decoded safely (function_returns.h).
+ */
+static void resolve_backward_returns(struct torch_probes *probes)
+{
+	struct function_returns *returns = &probes->backward_returns;
+	struct elf_symbol_location location;
+	char reason[200];
+
+	returns->count = 0;
+	if (elf_symbol_find(probes->host_path, probes->backward.symbol, &location, reason,
+			    sizeof(reason)) ||
+	    function_returns_find(probes->host_path, location.file_offset, location.address,
+				  location.size, returns, reason, sizeof(reason))) {
+		returns->count = 0;
+		snprintf(probes->backward_returns_note, sizeof(probes->backward_returns_note),
+			 "its returns are not probed: %s", reason);
+		return;
+	}
+	for (size_t i = 0; i < returns->count; i++)
+		returns->offsets[i] += location.file_offset;
+	snprintf(probes->backward_returns_note, sizeof(probes->backward_returns_note),
+		 "%zu return instruction(s) probed: the backward pass ends there; %zu jump(s) "
+		 "leave the function (cold paths, tail calls): an end there is missed and "
+		 "counted",
+		 returns->count, returns->jumps_out);
+}
+
 /* torch::autograd::Engine::execute: optional, left empty when the library lacks it. */
 static int resolve_backward(struct torch_probes *probes, char *error, size_t error_size)
 {
-	return resolve_optional_entry(probes, ENGINE_EXECUTE_PREFIX,
-				      "rdi -> the slot of the returned gradients (a "
-				      "std::vector returned by value), rsi -> the Engine; "
-				      "entry: a backward pass starts",
-				      &probes->backward, error, error_size);
+	int err = resolve_optional_entry(probes, ENGINE_EXECUTE_PREFIX,
+					 "rdi -> the slot of the returned gradients (a "
+					 "std::vector returned by value), rsi -> the Engine; "
+					 "entry: a backward pass starts",
+					 &probes->backward, error, error_size);
+
+	if (!err && probes->backward.symbol)
+		resolve_backward_returns(probes);
+	return err;
 }
 
 /*
@@ -370,6 +404,8 @@ void torch_probes_print(const struct torch_probes *probes, FILE *out)
 	print_site(out, "key", &probes->scopes.key);
 	print_site(out, "exit", &probes->scopes.exit);
 	print_site(out, "backward", &probes->backward);
+	if (probes->backward.symbol)
+		fprintf(out, "           %s\n", probes->backward_returns_note);
 	print_site(out, "prefix store", &probes->prefix_store);
 	for (int i = 0; i < TORCH_GLOO_WORK_SITES; i++)
 		print_site(out, "gloo work", &probes->gloo_work[i]);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "probe/function_returns.h"
 #include "python/torch_tensor_layout.h"
 
 /* The torch release a libtorch_cpu.so belongs to. */
@@ -114,6 +115,9 @@ struct torch_probes {
 	struct torch_version version;
 	struct torch_scope_probes scopes;
 	struct torch_probe_site backward; /* Engine::execute; symbol NULL when absent */
+	/* Its return instructions (file offsets); none, with the reason, when not found. */
+	struct function_returns backward_returns;
+	char backward_returns_note[256];
 	/* The base constructors of c10d process groups (rank, size); symbol NULL when absent. */
 	struct torch_probe_site process_groups[TORCH_PROCESS_GROUP_SITES];
 	struct torch_probe_site prefix_store; /* PrefixStore's constructor; symbol NULL absent */

@@ -895,6 +895,8 @@ static void run_loop(struct recorder *recorder)
 	/* Everything the kernel already holds belongs in the trace, and what is still open. */
 	probe_session_drain(recorder->session);
 	read_open_calls(recorder, false);
+	if (recorder->python)
+		python_tracer_end(recorder->python);
 	if (c10d_calls_end(recorder->c10d, 0, monotonic_ns()) == -ENOMEM)
 		log_warning("out of memory for the c10d calls");
 	probe_session_counters(recorder->session, counters);
