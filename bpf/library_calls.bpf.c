@@ -55,10 +55,10 @@ static __always_inline void read_op_count(struct tcheck_open_call *frame)
 
 	frame->call_flags = 0;
 	frame->comm_op_count = 0;
-	if (!arg || arg > TCHECK_CALL_ARGS || !slot)
+	if (!arg || !slot)
 		return;
+	/* Masked and compared where the verifier sees the index. */
 	arg = (arg - 1) & 0xf;
-	/* Bounded again where the verifier sees it. */
 	if (arg >= TCHECK_CALL_ARGS)
 		return;
 	comm = frame->args[arg];

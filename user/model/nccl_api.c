@@ -179,25 +179,20 @@ int nccl_param_find(const struct nccl_function *function, enum nccl_param_type t
 	return -1;
 }
 
-static uint64_t register_field(const struct nccl_function *function, int param)
+/* 1 + the argument slot of a parameter when it is below 'slots' (registers, or all), or 0. */
+static uint64_t slot_field(const struct nccl_function *function, int param, int slots)
 {
 	int slot = -1;
 
 	if (param < 0 || nccl_param_location(function, param, &slot) != NCCL_SOURCE_ARG_SLOT ||
-	    slot >= TCHECK_REGISTER_ARGS)
+	    slot < 0 || slot >= slots)
 		return 0;
 	return (uint64_t)slot + 1;
 }
 
-/* 1 + the argument slot (register or stack word) of a parameter, or 0. */
-static uint64_t argument_field(const struct nccl_function *function, int param)
+static uint64_t register_field(const struct nccl_function *function, int param)
 {
-	int slot = -1;
-
-	if (nccl_param_location(function, param, &slot) != NCCL_SOURCE_ARG_SLOT || slot < 0 ||
-	    slot >= TCHECK_CALL_ARGS)
-		return 0;
-	return (uint64_t)slot + 1;
+	return slot_field(function, param, TCHECK_REGISTER_ARGS);
 }
 
 uint64_t nccl_function_cookie(size_t index)
@@ -233,9 +228,10 @@ uint64_t nccl_function_cookie(size_t index)
 		param = 0;
 	if (param >= 0)
 		cookie |= register_field(function, param) << TCHECK_COOKIE_BLOB_ARG_SHIFT;
-	param = nccl_param_find(function, NCCL_PARAM_COMM);
-	if (nccl_function_is_communication(function) && param >= 0)
-		cookie |= argument_field(function, param) << TCHECK_COOKIE_COMM_ARG_SHIFT;
+	if (nccl_function_is_communication(function))
+		cookie |= slot_field(function, nccl_param_find(function, NCCL_PARAM_COMM),
+				     TCHECK_CALL_ARGS)
+			  << TCHECK_COOKIE_COMM_ARG_SHIFT;
 	return cookie;
 }
 

@@ -298,6 +298,7 @@ int probe_session_attach_backward(struct probe_session *session, const char *pat
 {
 	uint64_t cookies[FUNCTION_RETURNS_MAX] = { 0 }, cookie = 0;
 	char return_error[256] = "";
+	int err;
 
 	*ends_probed = false;
 	if (return_count > FUNCTION_RETURNS_MAX)
@@ -309,9 +310,8 @@ int probe_session_attach_backward(struct probe_session *session, const char *pat
 		*ends_probed = true;
 		cookie = TCHECK_BACKWARD_ENDS_PROBED;
 	}
-	int err = uprobe_link_attach(&session->links, session->skeleton->progs.backward_enter,
-				     false, path, &offset, &cookie, 1, -1, error, error_size);
-
+	err = uprobe_link_attach(&session->links, session->skeleton->progs.backward_enter, false,
+				 path, &offset, &cookie, 1, -1, error, error_size);
 	if (err)
 		return err;
 	if (return_count && !*ends_probed)

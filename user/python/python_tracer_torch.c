@@ -387,15 +387,20 @@ static const char *kept_scope_name(struct python_tracer *tracer, const char *nam
 	return kept;
 }
 
-void python_tracer_close_backward(struct python_tracer *tracer, struct python_process *process)
+/* A backward pass whose end was not seen: recorded at its start, and counted. */
+static void emit_without_end(struct python_tracer *tracer, const struct trace_python_call *call)
 {
 	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL };
 
-	for (unsigned i = 0; i < process->backward_open_count; i++) {
-		out.python_call = process->backward_open[i];
-		tracer->emit(tracer->context, &out);
-		tracer->losses.backward_ends_missed++;
-	}
+	out.python_call = *call;
+	tracer->emit(tracer->context, &out);
+	tracer->losses.backward_ends_missed++;
+}
+
+void python_tracer_close_backward(struct python_tracer *tracer, struct python_process *process)
+{
+	for (unsigned i = 0; i < process->backward_open_count; i++)
+		emit_without_end(tracer, &process->backward_open[i]);
 	process->backward_open_count = 0;
 }
 
@@ -406,12 +411,8 @@ void python_tracer_close_backward(struct python_tracer *tracer, struct python_pr
 static void open_backward(struct python_tracer *tracer, struct python_process *process,
 			  const struct trace_python_call *call)
 {
-	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL };
-
 	if (process->backward_open_count == PYTHON_BACKWARD_OPEN_MAX) {
-		out.python_call = process->backward_open[0];
-		tracer->emit(tracer->context, &out);
-		tracer->losses.backward_ends_missed++;
+		emit_without_end(tracer, &process->backward_open[0]);
 		memmove(&process->backward_open[0], &process->backward_open[1],
 			sizeof(process->backward_open[0]) * (PYTHON_BACKWARD_OPEN_MAX - 1));
 		process->backward_open_count--;
@@ -458,13 +459,13 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 		tracer->losses.unfollowed_events++;
 		return 0;
 	}
+	if (record->flags & TCHECK_TORCH_SCOPE_BACKWARD_END)
+		return close_backward(tracer, process, record);
 	memcpy(name, record->name, TCHECK_TORCH_SCOPE_NAME_BYTES);
 	name[TCHECK_TORCH_SCOPE_NAME_BYTES] = '\0';
 	out.python_call.qualified_name = kept_scope_name(tracer, name);
 	if (!out.python_call.qualified_name)
 		return -ENOMEM;
-	if (record->flags & TCHECK_TORCH_SCOPE_BACKWARD_END)
-		return close_backward(tracer, process, record);
 	fill_torch_event(process, &record->header, record->return_ns, record->depth,
 			 TRACE_PYTHON_TORCH_SCOPE, &out.python_call);
 	if (record->flags & TCHECK_TORCH_SCOPE_END_FOLLOWS) {

@@ -195,6 +195,16 @@ static void count_seq_from(struct known_communicator *known,
 	known->info.seq_base = known->next_seq;
 }
 
+/* Gives a communication call the communicator's next sequence number (not consumed). */
+static void number_call(struct known_communicator *known, const struct tcheck_call_record *record,
+			struct trace_nccl_call *call)
+{
+	count_seq_from(known, record);
+	call->seq = known->next_seq;
+	if (known->seq_counted)
+		call->flags |= TRACE_CALL_SEQ_FROM_LIBRARY;
+}
+
 /*
  * A handle seen for the first time in use: it predates the attach. record
  * is the call that brought it, or NULL for a split's parent.
@@ -485,10 +495,8 @@ static int handle_communication(struct call_builder *builder, struct process_sta
 	/* Numbered: the application's own calls that NCCL accepted. */
 	if (nccl_function_is_communication(function) && call->depth == 0 &&
 	    (call->result == 0 || call->result == NCCL_IN_PROGRESS)) {
-		count_seq_from(known, record);
-		call->seq = known->next_seq++;
-		if (known->seq_counted)
-			call->flags |= TRACE_CALL_SEQ_FROM_LIBRARY;
+		number_call(known, record, call);
+		known->next_seq++;
 	}
 	return 0;
 }
@@ -533,12 +541,8 @@ static int emit_open_call(struct call_builder *builder, const struct nccl_functi
 		known = u64_map_get(&process->communicators, call->comm);
 		if (known) {
 			describe_call_communicator(call, known);
-			if (nccl_function_is_communication(function) && call->depth == 0) {
-				count_seq_from(known, record);
-				call->seq = known->next_seq;
-				if (known->seq_counted)
-					call->flags |= TRACE_CALL_SEQ_FROM_LIBRARY;
-			}
+			if (nccl_function_is_communication(function) && call->depth == 0)
+				number_call(known, record, call);
 		}
 	}
 	return emit_call(builder, call);
