@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* Tests of choosing an emulated instruction for a function's entry uprobe. */
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "probe/uprobe_entry_site.h"
 #include "python/python_tracer.h"
@@ -68,6 +72,34 @@ UNIT_TEST(uprobe_entry_site, other_starts_are_left_single_stepped)
 	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(rip_compare, sizeof(rip_compare)), -1);
 	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(cut, sizeof(cut)), -1);
 	CU_ASSERT_EQUAL(uprobe_cheap_entry_offset(cut, 0), -1);
+}
+
+/* Functions laid out in a file as a library holds them, probed where the kernel emulates. */
+UNIT_TEST(uprobe_entry_site, file_offsets_move_past_what_is_single_stepped)
+{
+	/* _PyEval_EvalFrameDefault in Debian trixie's python3.13, at 0x10: endbr64; push %r15 */
+	static const uint8_t evaluator_3_13[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x41, 0x57, 0x41, 0x56 };
+	/* the same in Debian 12's python3.11, at 0x30: push %r15 first */
+	static const uint8_t evaluator_3_11[] = { 0x41, 0x57, 0x41, 0x56, 0x41, 0x55 };
+	/* a RIP-relative load at 0x50: nothing cheaper near */
+	static const uint8_t rip_load[] = { 0x48, 0x8b, 0x05, 0x10, 0x00, 0x00, 0x00 };
+	char path[] = "/tmp/tcheck-entry-site.XXXXXX";
+	uint8_t image[0x80] = { 0 };
+	int fd = mkstemp(path);
+
+	CU_ASSERT_TRUE_FATAL(fd >= 0);
+	memcpy(image + 0x10, evaluator_3_13, sizeof(evaluator_3_13));
+	memcpy(image + 0x30, evaluator_3_11, sizeof(evaluator_3_11));
+	memcpy(image + 0x50, rip_load, sizeof(rip_load));
+	CU_ASSERT_EQUAL_FATAL(write(fd, image, sizeof(image)), (ssize_t)sizeof(image));
+	close(fd);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_file_offset(path, 0x10), 0x14);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_file_offset(path, 0x30), 0x30);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_file_offset(path, 0x50), 0x50);
+	/* Past the end, or no file: where it was asked. */
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_file_offset(path, 0x1000), 0x1000);
+	unlink(path);
+	CU_ASSERT_EQUAL(uprobe_cheap_entry_file_offset(path, 0x10), 0x10);
 }
 
 UNIT_TEST(uprobe_entry_site, operator_names_read_as_pytorch_schemas)

@@ -16,6 +16,7 @@
 #include "network/network_window.h"
 #include "probe/elf_symbols.h"
 #include "probe/process_maps.h"
+#include "probe/uprobe_entry_site.h"
 #include "tcheck/work_request_abi.h"
 
 /* How far back the live bandwidth looks. */
@@ -148,6 +149,9 @@ static int attach_nccl_transport(struct work_requests *tracker, const char *path
 
 		known[i] = elf_symbol_file_offset(path, nccl_ib_functions[i].mangled_name,
 						  &offsets[i], error, sizeof(error)) == 0;
+		/* Once per message: past an endbr64 the kernel would single-step. */
+		if (known[i])
+			offsets[i] = uprobe_cheap_entry_file_offset(path, offsets[i]);
 		if (known[i] && probe != WORK_REQUEST_PROBE_NCCL_MULTI_SEND)
 			kinds |= 1 << probe;
 	}

@@ -18,6 +18,7 @@
 #include "probe/library_file.h"
 #include "probe/nccl_comm_layout.h"
 #include "probe/process_maps.h"
+#include "probe/uprobe_entry_site.h"
 
 /* Whether a file was looked at, and what it held. */
 struct checked_file {
@@ -129,7 +130,7 @@ static int attach_nccl(struct library_discovery *discovery, const char *path, ui
 	}
 	layout_bits = share_comm_layout(discovery, path);
 	for (size_t i = 0; i < library->symbol_count; i++) {
-		offsets[i] = library->symbols[i].file_offset;
+		offsets[i] = uprobe_cheap_entry_file_offset(path, library->symbols[i].file_offset);
 		cookies[i] = nccl_function_cookie((size_t)library->symbols[i].function_index) |
 			     layout_bits;
 	}

@@ -2,6 +2,8 @@
 /* Chooses an emulated instruction near a function's start for its entry uprobe. */
 #include "probe/uprobe_entry_site.h"
 
+#include "probe/library_file.h"
+
 #define REX_B 0x41
 #define MODRM_MOD(byte) ((byte) >> 6)
 #define MODRM_REG(byte) (((byte) >> 3) & 7)
@@ -92,4 +94,15 @@ int uprobe_cheap_entry_offset(const uint8_t *code, size_t size)
 	    code[length + 1] <= 0x8f)
 		return (int)length;
 	return -1;
+}
+
+uint64_t uprobe_cheap_entry_file_offset(const char *path, uint64_t file_offset)
+{
+	uint8_t code[16];
+	int offset;
+
+	if (library_file_read_at(path, file_offset, code, sizeof(code), NULL, 0))
+		return file_offset;
+	offset = uprobe_cheap_entry_offset(code, sizeof(code));
+	return offset > 0 ? file_offset + (uint64_t)offset : file_offset;
 }

@@ -26,6 +26,13 @@ bool uprobe_instruction_is_emulated(const uint8_t *code, size_t size);
  */
 int uprobe_cheap_entry_offset(const uint8_t *code, size_t size);
 
+/*
+ * The file offset to probe for the function whose first byte is at
+ * file_offset in path: moved by uprobe_cheap_entry_offset, or file_offset
+ * itself when its code cannot be read or nothing near is emulated.
+ */
+uint64_t uprobe_cheap_entry_file_offset(const char *path, uint64_t file_offset);
+
 /* endbr64: the landing pad of indirect branches in builds with CET (-fcf-protection). */
 #define UPROBE_BRANCH_LANDING_PAD_SIZE 4
 bool uprobe_is_branch_landing_pad(const uint8_t *code, size_t size);

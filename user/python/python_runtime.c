@@ -15,6 +15,7 @@
 #include "probe/elf_symbols.h"
 #include "probe/library_file.h"
 #include "probe/process_maps.h"
+#include "probe/uprobe_entry_site.h"
 
 #define EVAL_FRAME_SYMBOL "_PyEval_EvalFrameDefault"
 
@@ -375,7 +376,13 @@ static int runtime_describe(pid_t pid, const struct mapped_file *file,
 	runtime->pid = pid;
 	snprintf(runtime->path, sizeof(runtime->path), "%s", file->path);
 	snprintf(runtime->host_path, sizeof(runtime->host_path), "%s", file->host_path);
-	runtime->eval_frame_file_offset = eval_frame->file_offset;
+	/*
+	 * A build with CET (Debian trixie's 3.13) opens the evaluator with
+	 * endbr64, which the kernel single-steps: a second trap on every entry,
+	 * more than three times the cost of the push behind it, where the probe goes.
+	 */
+	runtime->eval_frame_file_offset =
+		uprobe_cheap_entry_file_offset(file->host_path, eval_frame->file_offset);
 	err = elf_view_open(file->host_path, &view, error, error_size);
 	if (err)
 		return err;

@@ -112,18 +112,20 @@ static int add_operator(struct torch_probes *probes, const char *request, const 
 	memset(op, 0, sizeof(*op));
 	op->request = strdup(request);
 	op->operator_name = strdup(operator_name);
+	op->function_offset = location->file_offset;
 	if (!op->request || !op->operator_name ||
-	    torch_probe_site_set(&op->site, symbol, true, location))
+	    torch_probe_site_set(&op->site, symbol, true, location) ||
+	    torch_probe_site_set_reading(&op->site, "%s", operator_reading(operator_name, symbol)))
 		return -ENOMEM;
-	return torch_probe_site_set_reading(&op->site, "%s",
-					    operator_reading(operator_name, symbol));
+	/* After the reading: moving the site adds to it. */
+	return torch_probe_site_move_to_emulated_instruction(probes->host_path, &op->site);
 }
 
 /* Whether an operator entry point is probed already (asked twice, by two names). */
 static bool already_probed(const struct torch_probes *probes, uint64_t file_offset)
 {
 	for (size_t i = 0; i < probes->op_count; i++)
-		if (probes->ops[i].site.file_offset == file_offset)
+		if (probes->ops[i].function_offset == file_offset)
 			return true;
 	return false;
 }

@@ -154,23 +154,19 @@ void torch_probe_site_free(struct torch_probe_site *site)
 
 int torch_probe_site_move_to_emulated_instruction(const char *path, struct torch_probe_site *site)
 {
-	uint8_t code[16];
-	char *reading, error[256];
-	int offset;
+	uint64_t moved =
+		uprobe_cheap_entry_file_offset(path, site->file_offset) - site->file_offset;
+	char *reading;
 
-	/* Unreadable here: the probe stays on the function's first instruction. */
-	if (library_file_read_at(path, site->file_offset, code, sizeof(code), error, sizeof(error)))
+	if (moved == 0)
 		return 0;
-	offset = uprobe_cheap_entry_offset(code, sizeof(code));
-	if (offset <= 0)
-		return 0;
-	site->file_offset += (uint64_t)offset;
-	site->address += (uint64_t)offset;
+	site->file_offset += moved;
+	site->address += moved;
 	if (asprintf(&reading,
-		     "%s (probed +%d bytes in, on the conditional jump after the "
-		     "leading compare: the kernel emulates it instead of single-stepping "
-		     "the compare; the registers are still the entry's)",
-		     site->reading ? site->reading : "", offset) < 0)
+		     "%s (probed +%d bytes in, on the first instruction the kernel emulates "
+		     "instead of single-stepping: past a leading endbr64 or compare; the "
+		     "registers are still the entry's)",
+		     site->reading ? site->reading : "", (int)moved) < 0)
 		return -ENOMEM;
 	free(site->reading);
 	site->reading = reading;

@@ -85,8 +85,9 @@ struct torch_scope_probes {
 
 /* The entry point of one ATen operator overload: at::_ops::NAME::call. */
 struct torch_op_probe {
-	char *request;	     /* as asked: "add_" or "add_.Tensor" */
-	char *operator_name; /* the at::_ops struct: "add__Tensor" */
+	char *request;		  /* as asked: "add_" or "add_.Tensor" */
+	char *operator_name;	  /* the at::_ops struct: "add__Tensor" */
+	uint64_t function_offset; /* its first byte's file offset: the site may lie past it */
 	struct torch_probe_site site;
 };
 
