@@ -10,10 +10,12 @@
 # the figures are medians over rounds. Both torch stacks: Debian 12's torch
 # 1.13 / Python 3.11, and torch 2.6 / Python 3.13 in the trixie root that
 # tools/stacks/torch2-root.sh builds (left out when it is not built). Prints a
-# Markdown section.
+# Markdown section. BASELINE=path adds the deploy row of a second build (an
+# earlier commit), run in the same rounds with the same rules.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tcheck="$root/tcheck-bpf"
+baseline=${BASELINE:-}
 workload="$root/tests/workloads/python/train_cpu.py"
 rounds=${PYTHON_BENCH_ROUNDS:-5}
 scratch=$(mktemp -d /tmp/tcheck-pybench.XXXXXX)
@@ -61,6 +63,7 @@ bcc_kernel_source() {
 }
 bcc_headers=$(bcc_kernel_source || true)
 modes=(untraced default deploy everything)
+[ -n "$baseline" ] && modes+=(baseline)
 [ -n "$bcc_headers" ] && modes+=(bcc)
 # modes_of STACK: bcc's USDT probes exist only in Debian 12's python3.11.
 modes_of() {
@@ -133,6 +136,9 @@ run() {
 	deploy) "$tcheck" --quiet record -o "$scratch/t.trace" --rules "$scratch/$model.rules" \
 		-- $python "$workload" --steps "$steps" --no-module-hooks --log "$log" "$@" \
 		>/dev/null ;;
+	baseline) "$baseline" --quiet record -o "$scratch/t.trace" --rules "$scratch/$model.rules" \
+		-- $python "$workload" --steps "$steps" --no-module-hooks --log "$log" "$@" \
+		>/dev/null ;;
 	everything) "$tcheck" --quiet record -o "$scratch/t.trace" --python-filter "" "${ops[@]}" \
 		-- $python "$workload" --steps "$steps" --no-module-hooks --log "$log" \
 		"$@" >/dev/null ;;
@@ -140,7 +146,7 @@ run() {
 	esac
 	step_time "$log" >"$scratch/$model-$mode-$round.us"
 	case $mode in
-	default | deploy | everything) events_per_step "$scratch/t.trace" "$steps" \
+	default | deploy | baseline | everything) events_per_step "$scratch/t.trace" "$steps" \
 		>"$scratch/$model-$mode-$round.events" ;;
 	esac
 }
@@ -174,6 +180,7 @@ label() {
 	deploy) echo "\`--rules\` (deploy: the rules of a \`--python\` run, checked live)" ;;
 	everything) echo "\`--python-filter '' --torch-op add_ --torch-op mul_ --torch-op zero_\`" ;;
 	bcc) echo "bcc \`ucalls -L -l python\` (pythoncalls-bpfcc, USDT)" ;;
+	baseline) echo "earlier build: \`--rules\`, the same rules (\`$baseline\`)" ;;
 	esac
 }
 

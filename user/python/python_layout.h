@@ -72,6 +72,7 @@ struct python_runtime {
 	char host_path[PATH_MAX];	  /* openable from here, through /proc/PID/root */
 	uint64_t load_bias;		  /* runtime address = ELF virtual address + load_bias */
 	uint64_t eval_frame_file_offset;  /* where a uprobe on _PyEval_EvalFrameDefault attaches */
+	uint64_t eval_frame_probe_skip;	  /* bytes past its first (an endbr64 before a push) */
 	uint64_t err_display_file_offset; /* PyErr_Display: uncaught exceptions; 0 absent */
 	uint64_t runtime_state_file_offset; /* of _PyRuntime's initial bytes; 0 when in .bss */
 	bool x86_64;			    /* the only machine the layouts are known for */

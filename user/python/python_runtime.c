@@ -383,6 +383,7 @@ static int runtime_describe(pid_t pid, const struct mapped_file *file,
 	 */
 	runtime->eval_frame_file_offset =
 		uprobe_cheap_entry_file_offset(file->host_path, eval_frame->file_offset);
+	runtime->eval_frame_probe_skip = runtime->eval_frame_file_offset - eval_frame->file_offset;
 	err = elf_view_open(file->host_path, &view, error, error_size);
 	if (err)
 		return err;

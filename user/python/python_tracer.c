@@ -328,8 +328,11 @@ static int probe_evaluator(struct python_tracer *tracer, pid_t pid, struct pytho
 	}
 	if (!u64_map_get(&tracer->probed_files, identity)) {
 		u64_map_put(&tracer->probed_files, identity, tracer);
-		log_info("probed Python %s's frame evaluator in %s", runtime->version,
-			 runtime->path);
+		log_info("probed Python %s's frame evaluator in %s at file offset 0x%llx "
+			 "(_PyEval_EvalFrameDefault+%llu)",
+			 runtime->version, runtime->path,
+			 (unsigned long long)runtime->eval_frame_file_offset,
+			 (unsigned long long)runtime->eval_frame_probe_skip);
 	}
 	if (process->evaluator_failure_said)
 		tracer->losses.unprobed_processes--;
