@@ -2,12 +2,12 @@
 /* Tests of choosing an emulated instruction for a function's entry uprobe. */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "probe/uprobe_entry_site.h"
 #include "python/python_tracer.h"
+#include "scratch_files.h"
 #include "unit.h"
 
 UNIT_TEST(uprobe_entry_site, emulated_first_instructions_stay_at_the_start)
@@ -83,16 +83,16 @@ UNIT_TEST(uprobe_entry_site, file_offsets_move_past_what_is_single_stepped)
 	static const uint8_t evaluator_3_11[] = { 0x41, 0x57, 0x41, 0x56, 0x41, 0x55 };
 	/* a RIP-relative load at 0x50: nothing cheaper near */
 	static const uint8_t rip_load[] = { 0x48, 0x8b, 0x05, 0x10, 0x00, 0x00, 0x00 };
-	char path[] = "/tmp/tcheck-entry-site.XXXXXX";
+	const char *path = scratch_path("entry-sites.so");
 	uint8_t image[0x80] = { 0 };
-	int fd = mkstemp(path);
+	FILE *file = fopen(path, "wb");
 
-	CU_ASSERT_TRUE_FATAL(fd >= 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(file);
 	memcpy(image + 0x10, evaluator_3_13, sizeof(evaluator_3_13));
 	memcpy(image + 0x30, evaluator_3_11, sizeof(evaluator_3_11));
 	memcpy(image + 0x50, rip_load, sizeof(rip_load));
-	CU_ASSERT_EQUAL_FATAL(write(fd, image, sizeof(image)), (ssize_t)sizeof(image));
-	close(fd);
+	CU_ASSERT_EQUAL_FATAL(fwrite(image, 1, sizeof(image), file), sizeof(image));
+	fclose(file);
 	CU_ASSERT_EQUAL(uprobe_cheap_entry_file_offset(path, 0x10), 0x14);
 	CU_ASSERT_EQUAL(uprobe_cheap_entry_file_offset(path, 0x30), 0x30);
 	CU_ASSERT_EQUAL(uprobe_cheap_entry_file_offset(path, 0x50), 0x50);
