@@ -13,6 +13,11 @@
 #   world communicator with its last call;
 # - nccl-api-tour, whose ranks pass bad arguments on purpose: each rank's first
 #   call that returned an error is reported as an NCCL error, once per rank;
+# - a healthy job started by a shell that first runs a helper failing by
+#   design (`mountpoint -q` of a directory that is no mount point): the
+#   helper is traced and its status recorded as the shell got it, but
+#   nothing is reported as a crash, live or offline, nor marked as one on
+#   the timeline;
 # - check of each trace reports the same crash offline.
 source "$(dirname "$0")/lib.sh"
 torch_stack
@@ -51,6 +56,20 @@ mkdir -p "$SCRATCH/tour"
 	"$ROOT/.output/tests/nccl-api-tour" --log-dir "$SCRATCH/tour/log" >"$SCRATCH/tour/out" 2>&1 ||
 	fail "record of the API tour exited $?: $(tail -3 "$SCRATCH/tour/out")"
 "$TCHECK" check --json "$SCRATCH/tour/trace" >"$SCRATCH/tour/check.jsonl" || true
+
+# A helper failing by design; the shell writes the status it got.
+mkdir -p "$SCRATCH/helper"
+"$TCHECK" record --python --events "$SCRATCH/helper/events.jsonl" -o "$SCRATCH/helper/trace" -- \
+	bash -c 'mountpoint -q "$1"; echo $? >"$2"; shift 2; exec "$@"' helper "$SCRATCH/helper" \
+	"$SCRATCH/helper/status" $TORCH_PYTHON "$ROOT/tests/workloads/python/train_cpu.py" \
+	--steps 3 >"$SCRATCH/helper/out" 2>&1 ||
+	fail "record of the healthy job with a failing helper exited $?: $(tail -3 "$SCRATCH/helper/out")"
+"$TCHECK" check --json "$SCRATCH/helper/trace" >"$SCRATCH/helper/check.jsonl" ||
+	fail "check of the healthy job with a failing helper exited $?"
+"$TCHECK" dump --format jsonl -o "$SCRATCH/helper/dump.jsonl" "$SCRATCH/helper/trace" ||
+	fail "dump of the healthy job with a failing helper"
+"$TCHECK" dump --format perfetto -o "$SCRATCH/helper/perfetto.json" "$SCRATCH/helper/trace" ||
+	fail "perfetto export of the healthy job with a failing helper"
 
 # The crashes are marked on the Perfetto timeline, on the crashed process's track.
 "$TCHECK" dump --format perfetto -o "$SCRATCH/raise/perfetto.json" "$SCRATCH/raise/trace" ||
@@ -149,6 +168,17 @@ assert ("crash: uncaught RuntimeError", raise_fault["pid"]) in marks("raise"), m
 assert ("crash: exit status 1", raise_fault["pid"]) in marks("raise"), marks("raise")
 assert any(n.startswith("crash: Segmentation fault") and pid == segv[0]["pid"]
            for n, pid in marks("segv")), marks("segv")
+# The helper: traced, its status recorded as the shell got it, no crash anywhere.
+status = int(open(os.path.join(scratch, "helper", "status")).read())
+assert status != 0, "the helper succeeded: the case tests nothing"
+ended = [r for r in jsonl(os.path.join(scratch, "helper", "dump.jsonl"))
+         if r["kind"] == "process" and r["exit_code"] is not None
+         and r["command"] == f"mountpoint -q {os.path.join(scratch, 'helper')}"]
+assert len(ended) == 1 and ended[0]["exit_code"] == status << 8, (ended, status)
+live, offline = crashes("helper")
+assert not live and not offline, (live, offline)
+assert not marks("helper"), marks("helper")
+print(f"helper: mountpoint exited with status {status}, no crash reported")
 print(f"segv: job rank 2 died of SIGSEGV at step {fault['step']}, last call "
       f"{segv[0]['last_calls'][-1]['function']}; {len(segv[0]['communicators'])} "
       "communicator(s) standing")

@@ -10,6 +10,7 @@
 
 #include "diagnose/crash_report.h"
 #include "diagnose/flight_recorder.h"
+#include "diagnose/job_diagnosis.h"
 #include "diagnose/progress_model.h"
 #include "unit.h"
 
@@ -111,8 +112,8 @@ UNIT_TEST(crash_report, signal_death_with_peers_standing)
 	process.rank = 1;
 	process.end_ns = 6000000;
 	process.exit_code = SIGSEGV | 0x80;
-	CU_ASSERT_TRUE(trace_exit_crashed(process.exit_code));
-	CU_ASSERT_FALSE(trace_exit_crashed(0));
+	CU_ASSERT_TRUE(trace_exit_crashed(process.exit_code, false));
+	CU_ASSERT_FALSE(trace_exit_crashed(0, true));
 	crash_report_fill(model, &flights, &process, &report);
 	CU_ASSERT_EQUAL(report.signal, SIGSEGV);
 	CU_ASSERT_TRUE(report.core_dumped);
@@ -170,6 +171,80 @@ UNIT_TEST(crash_report, exit_status_and_kill)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "was killed (SIGKILL"));
 	progress_model_free(model);
 	flight_recorder_free(&flights);
+}
+
+/* Feeds a process record as the recorder writes one: started (end_ns 0), or ended. */
+static void feed_process(struct job_diagnosis *diagnosis, uint32_t pid, uint32_t parent_pid,
+			 int32_t rank, int32_t wait_status, uint64_t end_ns)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_PROCESS };
+
+	record.process.pid = pid;
+	record.process.parent_pid = parent_pid;
+	record.process.rank = rank;
+	record.process.local_rank = record.process.world_size = -1;
+	record.process.exit_code = end_ns ? wait_status : -1;
+	record.process.start_ns = 1000;
+	record.process.end_ns = end_ns;
+	record.process.command = "test";
+	job_diagnosis_record(diagnosis, &record, 0);
+}
+
+/*
+ * Which ends are the job's crashes: a non-zero exit of the command the
+ * tracer started, of a rank, or of a process whose calls were followed; any
+ * fatal signal; not the non-zero exit of a helper the job ran (no rank, no
+ * call followed), such as `mountpoint -q`.
+ */
+UNIT_TEST(crash_report, helpers_failing_are_not_crashes)
+{
+	struct trace_record python = { .kind = TRACE_RECORD_PYTHON_CALL };
+	struct progress_options options = { 0 };
+	struct job_diagnosis *diagnosis;
+	char *text = NULL;
+	size_t text_size = 0;
+	FILE *out = open_memstream(&text, &text_size);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	diagnosis = job_diagnosis_new(&options, out, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(diagnosis);
+	/* The command the tracer started (its parent, 1, is not traced), and a helper of it. */
+	feed_process(diagnosis, 200, 1, -1, 0, 0);
+	feed_process(diagnosis, 201, 200, -1, 0, 0);
+	feed_process(diagnosis, 201, 200, -1, 1 << 8, 5000);
+	CU_ASSERT_EQUAL(job_diagnosis_crash_count(diagnosis), 0);
+	/* A helper that dies of a signal is reported. */
+	feed_process(diagnosis, 202, 200, -1, 0, 0);
+	feed_process(diagnosis, 202, 200, -1, SIGSEGV, 5100);
+	CU_ASSERT_EQUAL(job_diagnosis_crash_count(diagnosis), 1);
+	/* A rank. */
+	feed_process(diagnosis, 203, 200, 1, 0, 0);
+	feed_process(diagnosis, 203, 200, 1, 1 << 8, 5200);
+	CU_ASSERT_EQUAL(job_diagnosis_crash_count(diagnosis), 2);
+	/* A worker without a rank whose Python was followed, and a helper of it that succeeds. */
+	feed_process(diagnosis, 204, 200, -1, 0, 0);
+	python.python_call.pid = 204;
+	python.python_call.step = 3;
+	python.python_call.qualified_name = "train.step";
+	python.python_call.file = "train.py";
+	python.python_call.entry_ns = 2000;
+	job_diagnosis_record(diagnosis, &python, 0);
+	feed_process(diagnosis, 205, 204, -1, 0, 0);
+	feed_process(diagnosis, 205, 204, -1, 0, 5300);
+	feed_process(diagnosis, 204, 200, -1, 2 << 8, 5400);
+	CU_ASSERT_EQUAL(job_diagnosis_crash_count(diagnosis), 3);
+	/* The command itself. */
+	feed_process(diagnosis, 200, 1, -1, 1 << 8, 5500);
+	CU_ASSERT_EQUAL(job_diagnosis_crash_count(diagnosis), 4);
+	job_diagnosis_finish(diagnosis);
+	fclose(out);
+	CU_ASSERT_PTR_NULL(strstr(text, "process 201 "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "process 202 (job rank -1) died of SIGSEGV"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "process 203 (job rank 1) exited with status 1"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "process 204 (job rank -1) exited with status 2"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "process 200 (job rank -1) exited with status 1"));
+	free(text);
+	job_diagnosis_free(diagnosis);
 }
 
 /* An NCCL call that returned an error, or a poll that found one: what and from where. */

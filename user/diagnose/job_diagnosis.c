@@ -41,12 +41,46 @@ struct job_diagnosis {
 	void *step_context;
 };
 
+/* Where 'pid' is in diagnosis->processes; -1 when it is not. */
+static int process_index(const struct job_diagnosis *diagnosis, uint32_t pid)
+{
+	for (unsigned i = 0; i < diagnosis->process_count; i++)
+		if (diagnosis->processes[i].pid == pid)
+			return (int)i;
+	return -1;
+}
+
 static int32_t job_rank_of(const struct job_diagnosis *diagnosis, uint32_t pid)
 {
-	for (unsigned i = diagnosis->process_count; i > 0; i--)
-		if (diagnosis->processes[i - 1].pid == pid)
-			return diagnosis->processes[i - 1].rank;
-	return -1;
+	int index = process_index(diagnosis, pid);
+
+	return index >= 0 ? diagnosis->processes[index].rank : -1;
+}
+
+/* A process record kept once per process, with the rank its latest record gives. */
+static void keep_process(struct job_diagnosis *diagnosis, const struct trace_process *record)
+{
+	int index = process_index(diagnosis, record->pid);
+
+	if (index >= 0)
+		diagnosis->processes[index].rank = record->rank;
+	else if (diagnosis->process_count < MAX_PROCESSES)
+		diagnosis->processes[diagnosis->process_count++] =
+			(struct process_rank){ record->pid, record->rank };
+}
+
+/*
+ * Whether a process did the job's own work (trace_exit_crashed): it has a
+ * rank, the tracer followed calls of it (NCCL, c10d, Python, torch), or it
+ * is the command the tracer started or attached to (its parent is not
+ * traced).
+ */
+static bool does_job_work(const struct job_diagnosis *diagnosis,
+			  const struct trace_process *process)
+{
+	return process->rank >= 0 || job_rank_of(diagnosis, process->pid) >= 0 ||
+	       flight_recorder_find(&diagnosis->flights, process->pid) ||
+	       process_index(diagnosis, process->parent_pid) < 0;
 }
 
 struct job_diagnosis *job_diagnosis_new(const struct progress_options *options, FILE *text,
@@ -263,15 +297,15 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 			job_diagnosis_tick(diagnosis, (uint64_t)((int64_t)record->process.end_ns +
 								 time_shift_ns));
 		/* Reported before the model forgets where the process stood. */
-		if (record->process.end_ns && trace_exit_crashed(record->process.exit_code))
+		if (record->process.end_ns &&
+		    trace_exit_crashed(record->process.exit_code,
+				       does_job_work(diagnosis, &record->process)))
 			publish_crash(diagnosis, &record->process);
 		if (record->process.end_ns) {
 			progress_model_process_ended(diagnosis->model, record->process.pid);
 			step_stall_process_ended(&diagnosis->stalls, record->process.pid);
 		}
-		if (diagnosis->process_count < MAX_PROCESSES)
-			diagnosis->processes[diagnosis->process_count++] =
-				(struct process_rank){ record->process.pid, record->process.rank };
+		keep_process(diagnosis, &record->process);
 		break;
 	case TRACE_RECORD_STATS:
 		job_diagnosis_tick(diagnosis,

@@ -40,6 +40,7 @@ struct perfetto_export {
 	struct id_map tracks;	   /* OS pid -> track number */
 	struct id_map used_tracks; /* track number -> OS pid */
 	struct id_map threads;	   /* pid << 32 | tid -> named */
+	struct id_map processes;   /* OS pid -> 1, every process a record names */
 	int recorder_named;
 	json_t *libraries;
 };
@@ -310,14 +311,35 @@ static int emit_communicator(struct perfetto_export *export, const struct trace_
 			    export_json_record(record));
 }
 
+/*
+ * Whether a process did the job's own work (trace_exit_crashed): it has a
+ * rank, it has a track (its calls were followed), or its parent is not
+ * traced (the command the tracer started or attached to).
+ */
+static bool does_job_work(const struct perfetto_export *export, const struct trace_process *process)
+{
+	return process->rank >= 0 || id_map_find(&export->ranks, process->pid) ||
+	       id_map_find(&export->tracks, process->pid) ||
+	       !id_map_find(&export->processes, process->parent_pid);
+}
+
 static int emit_process(struct perfetto_export *export, const struct trace_record *record)
 {
 	const struct trace_process *process = &record->process;
 	char name[96];
+	bool crashed;
 	int err;
 
 	if (process->rank >= 0 && !id_map_find(&export->ranks, process->pid)) {
 		err = id_map_put(&export->ranks, process->pid, process->rank);
+		if (err)
+			return err;
+	}
+	/* Judged before it is known: the command the tracer started has no traced parent. */
+	crashed = process->end_ns &&
+		  trace_exit_crashed(process->exit_code, does_job_work(export, process));
+	if (!id_map_find(&export->processes, process->pid)) {
+		err = id_map_put(&export->processes, process->pid, 1);
 		if (err)
 			return err;
 	}
@@ -328,16 +350,16 @@ static int emit_process(struct perfetto_export *export, const struct trace_recor
 		snprintf(name, sizeof(name), "crash: %s (signal %d)",
 			 strsignal(trace_exit_signal(process->exit_code)),
 			 trace_exit_signal(process->exit_code));
-	else if (trace_exit_crashed(process->exit_code))
+	else if (crashed)
 		snprintf(name, sizeof(name), "crash: exit status %d",
 			 trace_exit_status(process->exit_code));
-	else if (process->exit_code == 0)
-		snprintf(name, sizeof(name), "process exited (status 0)");
+	else if (process->exit_code >= 0)
+		snprintf(name, sizeof(name), "process exited (status %d)",
+			 trace_exit_status(process->exit_code));
 	else
 		snprintf(name, sizeof(name), "process exited");
 	return emit_instant(export, process->pid, process->end_ns, name,
-			    trace_exit_crashed(process->exit_code) ? "crash" : "process",
-			    export_json_record(record));
+			    crashed ? "crash" : "process", export_json_record(record));
 }
 
 static int emit_stats(struct perfetto_export *export, const struct trace_stats *stats)
@@ -495,5 +517,6 @@ int export_perfetto(struct trace_reader *reader, FILE *out, unsigned flags, char
 	free(export.tracks.entries);
 	free(export.used_tracks.entries);
 	free(export.threads.entries);
+	free(export.processes.entries);
 	return err;
 }

@@ -49,9 +49,9 @@ int trace_exit_status(int32_t wait_status)
 	return wait_status > 0 ? (wait_status >> 8) & 0xff : 0;
 }
 
-bool trace_exit_crashed(int32_t wait_status)
+bool trace_exit_crashed(int32_t wait_status, bool job_work)
 {
-	return wait_status > 0;
+	return trace_exit_signal(wait_status) || (job_work && trace_exit_status(wait_status));
 }
 
 uint64_t trace_call_cpu_wait(const struct trace_nccl_call *call)

@@ -283,11 +283,21 @@ uint64_t trace_record_time(const struct trace_record *record);
 /*
  * A process's end as wait() reports it (trace_process.exit_code): the fatal
  * signal (0 none), whether it dumped core, the exit status (without a
- * signal), and whether it is a crash: a signal or a non-zero status.
+ * signal).
  */
 int trace_exit_signal(int32_t wait_status);
 bool trace_exit_core_dumped(int32_t wait_status);
 int trace_exit_status(int32_t wait_status);
-bool trace_exit_crashed(int32_t wait_status);
+
+/*
+ * Whether a process's end is a crash of the job: a fatal signal always; a
+ * non-zero exit status only for a process of the job's own work
+ * ('job_work': it has a rank, the tracer followed calls of it, or it is
+ * the command the tracer started or attached to). A helper the job ran (a
+ * shell's test, `mountpoint -q`, a probe of the GPUs) may fail by design:
+ * the job reads its status, and a failure that matters ends a process of
+ * the job with it.
+ */
+bool trace_exit_crashed(int32_t wait_status, bool job_work);
 
 #endif /* TCHECK_TRACE_RECORDS_H */
