@@ -17,7 +17,7 @@
 #   design (`mountpoint -q` of a directory that is no mount point): the
 #   helper is traced and its status recorded as the shell got it, but
 #   nothing is reported as a crash, live or offline, nor marked as one on
-#   the timeline;
+#   the timeline; check -v says why;
 # - check of each trace reports the same crash offline.
 source "$(dirname "$0")/lib.sh"
 torch_stack
@@ -64,7 +64,8 @@ mkdir -p "$SCRATCH/helper"
 	"$SCRATCH/helper/status" $TORCH_PYTHON "$ROOT/tests/workloads/python/train_cpu.py" \
 	--steps 3 >"$SCRATCH/helper/out" 2>&1 ||
 	fail "record of the healthy job with a failing helper exited $?: $(tail -3 "$SCRATCH/helper/out")"
-"$TCHECK" check --json "$SCRATCH/helper/trace" >"$SCRATCH/helper/check.jsonl" ||
+"$TCHECK" -v check --json "$SCRATCH/helper/trace" >"$SCRATCH/helper/check.jsonl" \
+	2>"$SCRATCH/helper/check.err" ||
 	fail "check of the healthy job with a failing helper exited $?"
 "$TCHECK" dump --format jsonl -o "$SCRATCH/helper/dump.jsonl" "$SCRATCH/helper/trace" ||
 	fail "dump of the healthy job with a failing helper"
@@ -178,6 +179,8 @@ assert len(ended) == 1 and ended[0]["exit_code"] == status << 8, (ended, status)
 live, offline = crashes("helper")
 assert not live and not offline, (live, offline)
 assert not marks("helper"), marks("helper")
+said = f"process {ended[0]['pid']} ({ended[0]['command']}) exited with status {status}: a helper"
+assert said in open(os.path.join(scratch, "helper", "check.err")).read(), said
 print(f"helper: mountpoint exited with status {status}, no crash reported")
 print(f"segv: job rank 2 died of SIGSEGV at step {fault['step']}, last call "
       f"{segv[0]['last_calls'][-1]['function']}; {len(segv[0]['communicators'])} "

@@ -2,6 +2,7 @@
 /* The detectors on a record stream, with their output; see job_diagnosis.h. */
 #include <stdlib.h>
 
+#include "base/log.h"
 #include "diagnose/crash_report.h"
 #include "diagnose/diagnosis_report.h"
 #include "diagnose/flight_recorder.h"
@@ -238,6 +239,20 @@ static void write_crash(struct job_diagnosis *diagnosis, struct crash_report *re
 	write_finding(diagnosis, line, diagnosis->events ? crash_report_json(report) : NULL);
 }
 
+/* A process that ended: a crash of the job, or said with -v when it is a helper's failure. */
+static void judge_end(struct job_diagnosis *diagnosis, const struct trace_process *process)
+{
+	bool job_work = does_job_work(diagnosis, process);
+
+	if (trace_exit_crashed(process->exit_code, job_work))
+		publish_crash(diagnosis, process);
+	else if (!job_work && trace_exit_status(process->exit_code))
+		log_info("process %u (%s) exited with status %d: a helper of the job (no rank, no "
+			 "call followed, a traced parent), not reported as a crash",
+			 process->pid, process->command ? process->command : "?",
+			 trace_exit_status(process->exit_code));
+}
+
 static void check_hangs(struct job_diagnosis *diagnosis)
 {
 	static struct diagnosis_report reports[HANG_REPORTS_PER_CHECK];
@@ -297,10 +312,8 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 			job_diagnosis_tick(diagnosis, (uint64_t)((int64_t)record->process.end_ns +
 								 time_shift_ns));
 		/* Reported before the model forgets where the process stood. */
-		if (record->process.end_ns &&
-		    trace_exit_crashed(record->process.exit_code,
-				       does_job_work(diagnosis, &record->process)))
-			publish_crash(diagnosis, &record->process);
+		if (record->process.end_ns)
+			judge_end(diagnosis, &record->process);
 		if (record->process.end_ns) {
 			progress_model_process_ended(diagnosis->model, record->process.pid);
 			step_stall_process_ended(&diagnosis->stalls, record->process.pid);
