@@ -311,10 +311,9 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		if (record->process.end_ns)
 			job_diagnosis_tick(diagnosis, (uint64_t)((int64_t)record->process.end_ns +
 								 time_shift_ns));
-		/* Reported before the model forgets where the process stood. */
-		if (record->process.end_ns)
-			judge_end(diagnosis, &record->process);
 		if (record->process.end_ns) {
+			/* Reported before the model forgets where the process stood. */
+			judge_end(diagnosis, &record->process);
 			progress_model_process_ended(diagnosis->model, record->process.pid);
 			step_stall_process_ended(&diagnosis->stalls, record->process.pid);
 		}

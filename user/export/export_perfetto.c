@@ -313,12 +313,13 @@ static int emit_communicator(struct perfetto_export *export, const struct trace_
 
 /*
  * Whether a process did the job's own work (trace_exit_crashed): it has a
- * rank, it has a track (its calls were followed), or its parent is not
- * traced (the command the tracer started or attached to).
+ * rank (its own record's is already in export->ranks), it has a track (its
+ * calls were followed), or its parent is not traced (the command the tracer
+ * started or attached to).
  */
 static bool does_job_work(const struct perfetto_export *export, const struct trace_process *process)
 {
-	return process->rank >= 0 || id_map_find(&export->ranks, process->pid) ||
+	return id_map_find(&export->ranks, process->pid) ||
 	       id_map_find(&export->tracks, process->pid) ||
 	       !id_map_find(&export->processes, process->parent_pid);
 }
