@@ -60,7 +60,7 @@ TOOL_SOURCES := $(filter-out tools/bench/nccl-interposer.c tools/bench/probe-flo
 TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES)) \
 	$(INTERPOSER) $(PROBE_FLOOR)
 
-.PHONY: all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs rules \
+.PHONY: FORCE all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs rules \
 	eval-silent bench-inference bench-traincheck fuzz fuzz-build fuzz-targets fuzz-seeds sanitize soak
 .DELETE_ON_ERROR:
 
@@ -84,6 +84,17 @@ $(OUTPUT)/tracer.bpf.o: $(BPF_OBJECTS)
 $(OUTPUT)/tracer.skel.h: $(OUTPUT)/tracer.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name tracer_bpf > $@
+
+# The commit the binary is built from, for --version and the agent's tcheck_build_info;
+# rewritten only when it changes, so a build of the same commit rebuilds nothing.
+BUILD_COMMIT := $(or $(shell git rev-parse --short=12 HEAD 2>/dev/null),unknown)
+$(OUTPUT)/build_commit.h: FORCE | $(OUTPUT)
+	$(Q)printf '#define TCHECK_BUILD_COMMIT "%s"\n' '$(BUILD_COMMIT)' >$@.new
+	$(Q)cmp -s $@.new $@ && rm -f $@.new || mv $@.new $@
+
+$(OUTPUT)/user/base/build_version.o: $(OUTPUT)/build_commit.h
+
+FORCE:
 
 $(OUTPUT)/user/%.o: user/%.c $(USER_HEADERS) $(wildcard infer/*.h) $(wildcard include/tcheck/*.h) $(SKELETONS)
 	$(call msg,CC,$@)
@@ -253,7 +264,7 @@ LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*
 # The daemon's own code and the fuzz targets; other tests are checked by the compiler,
 # cppcheck and by running.
 TIDY_SOURCES = $(wildcard user/*.c user/*/*.c infer/*.c tools/bench/*.c tests/fuzz/*.c)
-lint: $(SKELETONS)
+lint: $(SKELETONS) $(OUTPUT)/build_commit.h
 	clang-format --dry-run --Werror $(LINT_SOURCES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem --inline-suppr -D__x86_64__ \

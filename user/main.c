@@ -4,10 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/build_version.h"
 #include "base/log.h"
 #include "cli/commands.h"
-
-#define TCHECK_VERSION "0.1.0"
 
 struct command {
 	const char *name;
@@ -55,7 +54,7 @@ int main(int argc, char **argv)
 		else if (strcmp(argv[first], "--quiet") == 0 || strcmp(argv[first], "-q") == 0)
 			log_set_quiet(1);
 		else if (strcmp(argv[first], "--version") == 0 || strcmp(argv[first], "-V") == 0) {
-			printf("tcheck-bpf %s\n", TCHECK_VERSION);
+			printf("tcheck-bpf %s (commit %s)\n", build_version(), build_commit());
 			return 0;
 		} else if (strcmp(argv[first], "--help") == 0 || strcmp(argv[first], "-h") == 0) {
 			usage(stdout);

@@ -111,6 +111,10 @@ def check_agent(objects):
         problem(f"DaemonSet: metrics port {ports.get('metrics')} is not agent.conf's {port}")
     if str(port) != metadata.get("annotations", {}).get("prometheus.io/port"):
         problem("DaemonSet: prometheus.io/port annotation disagrees with the metrics port")
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        get = container.get(probe, {}).get("httpGet", {})
+        if get.get("path") != path or get.get("port") not in ("metrics", port):
+            problem(f"DaemonSet: no {probe} asking {path} on the metrics port")
     mounts = {m["name"]: m for m in container.get("volumeMounts", [])}
     for volume in spec.get("volumes", []):
         host = volume.get("hostPath")

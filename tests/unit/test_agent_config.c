@@ -88,3 +88,30 @@ UNIT_TEST(agent_config, the_ring_buffer_is_at_most_2_gib)
 	CU_ASSERT_EQUAL(agent_status(TEXT("ring-huge", "ring-buffer-mb = 99999999999999999999\n")),
 			2);
 }
+
+UNIT_TEST(agent_config, only_a_small_regular_file_is_read)
+{
+	const char *fifo = scratch_path("config-fifo"), *big = scratch_path("config-big");
+	int fd;
+
+	/* A device would be read for ever (getline grew to 1.7 GB on /dev/zero). */
+	CU_ASSERT_EQUAL(agent_status("/dev/zero"), 2);
+	/* A FIFO with no writer: refused at once, not waited on. */
+	CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+	CU_ASSERT_EQUAL(agent_status(fifo), 2);
+	/* A sparse file of 2 GB: refused by its size, before a byte is read. */
+	fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(ftruncate(fd, 2LL << 30), 0);
+	close(fd);
+	CU_ASSERT_EQUAL(agent_status(big), 2);
+	/* The last line needs no newline; 64 KiB is the bound, inclusive. */
+	CU_ASSERT_EQUAL(agent_status(TEXT("no-newline", "torch = yes")), 0);
+	{
+		static char text[64 * 1024 + 1];
+
+		memset(text, '#', sizeof(text));
+		CU_ASSERT_EQUAL(agent_status(config_file("at-bound", text, 64 * 1024)), 0);
+		CU_ASSERT_EQUAL(agent_status(config_file("past-bound", text, sizeof(text))), 2);
+	}
+}

@@ -13,8 +13,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agent/agent_health.h"
 #include "agent/metrics.h"
 #include "agent/metrics_http.h"
+#include "base/build_version.h"
 #include "unit.h"
 
 #define ERROR_SIZE 256
@@ -194,7 +196,7 @@ UNIT_TEST(metrics, concurrent_scrapes_while_counters_move)
 
 	family = metrics_declare(registry, "tcheck_nccl_calls_total", "Calls.", METRICS_COUNTER,
 				 labels, 1);
-	server = metrics_server_start(registry, "127.0.0.1:0", error, sizeof(error));
+	server = metrics_server_start(registry, "127.0.0.1:0", NULL, error, sizeof(error));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(server);
 	CU_ASSERT(metrics_server_port(server) != 0);
 
@@ -225,18 +227,85 @@ UNIT_TEST(metrics, concurrent_scrapes_while_counters_move)
 	metrics_server_stop(server);
 
 	/* A taken port is an error that says what to do. */
-	server = metrics_server_start(registry, "127.0.0.1:0", error, sizeof(error));
+	server = metrics_server_start(registry, "127.0.0.1:0", NULL, error, sizeof(error));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(server);
 	{
 		char taken[32];
 		struct metrics_server *second;
 
 		snprintf(taken, sizeof(taken), "127.0.0.1:%u", metrics_server_port(server));
-		second = metrics_server_start(registry, taken, error, sizeof(error));
+		second = metrics_server_start(registry, taken, NULL, error, sizeof(error));
 		CU_ASSERT_PTR_NULL(second);
 		CU_ASSERT(strstr(error, "--listen") != NULL);
 		metrics_server_stop(second);
 	}
 	metrics_server_stop(server);
+	metrics_registry_free(registry);
+}
+
+/* A readiness test the unit test controls. */
+static bool test_readiness(void *context, char *reason, size_t reason_size)
+{
+	const bool *ready = context;
+
+	if (!*ready)
+		snprintf(reason, reason_size, "the probes are not attached yet");
+	return *ready;
+}
+
+UNIT_TEST(metrics, liveness_and_readiness_endpoints)
+{
+	struct metrics_registry *registry = metrics_registry_new();
+	bool ready = false;
+	struct metrics_readiness readiness = { .ready = test_readiness, .context = &ready };
+	struct metrics_server *server;
+	char error[ERROR_SIZE], *response;
+
+	server = metrics_server_start(registry, "127.0.0.1:0", &readiness, error, sizeof(error));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(server);
+	response = http_get(metrics_server_port(server), "/healthz");
+	CU_ASSERT(response && strncmp(response, "HTTP/1.1 200", 12) == 0);
+	free(response);
+	response = http_get(metrics_server_port(server), "/readyz");
+	CU_ASSERT(response && strncmp(response, "HTTP/1.1 503", 12) == 0 &&
+		  strstr(response, "not ready: the probes are not attached yet"));
+	free(response);
+	ready = true;
+	response = http_get(metrics_server_port(server), "/readyz");
+	CU_ASSERT(response && strncmp(response, "HTTP/1.1 200", 12) == 0 &&
+		  strstr(response, "\r\n\r\nready\n"));
+	free(response);
+	/* A probe is no scrape. */
+	CU_ASSERT_EQUAL(metrics_server_scrapes(server), 0);
+	metrics_server_stop(server);
+	metrics_registry_free(registry);
+}
+
+UNIT_TEST(metrics, agent_health_says_build_and_readiness)
+{
+	struct metrics_registry *registry = metrics_registry_new();
+	struct agent_health *health = agent_health_new(registry);
+	const uint64_t second = 1000000000ULL, start = 1000 * second;
+	char reason[256], expected[128], *text;
+	size_t length;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(health);
+	CU_ASSERT_FALSE(agent_health_ready_at(health, start, reason, sizeof(reason)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(reason, "not loaded and attached yet"));
+	agent_health_polled(health, start);
+	CU_ASSERT_TRUE(agent_health_ready_at(health, start + 4 * second, reason, sizeof(reason)));
+	CU_ASSERT_FALSE(agent_health_ready_at(health, start + 6 * second, reason, sizeof(reason)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(reason, "last read 6.0 s ago"));
+	agent_health_polled(health, start + 6 * second);
+	CU_ASSERT_TRUE(agent_health_ready_at(health, start + 6 * second, reason, sizeof(reason)));
+
+	text = metrics_render(registry, &length);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	snprintf(expected, sizeof(expected), "tcheck_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+		 build_version(), build_commit());
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, expected));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_ring_buffer_last_read_timestamp_seconds "));
+	free(text);
+	agent_health_free(health);
 	metrics_registry_free(registry);
 }

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* The /metrics endpoint: libmicrohttpd renders the registry on each scrape. */
+/*
+ * The agent's HTTP endpoints: /metrics (libmicrohttpd renders the registry on
+ * each scrape), /healthz and /readyz for the probes of a DaemonSet.
+ */
 #include "agent/metrics_http.h"
 
 #include <arpa/inet.h>
@@ -11,18 +14,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "agent/metrics.h"
 #include "base/error_message.h"
 #include "base/log.h"
 
-/* Connections served at once; scrapes are short. */
+/* Threads serving requests; scrapes are short. */
 #define SERVER_THREADS 2
-#define CONNECTION_TIMEOUT_SECONDS 10
+/* Descriptors kept for the probes, maps and files beside the connections. */
+#define DESCRIPTORS_RESERVED 512
 
 struct metrics_server {
 	struct MHD_Daemon *daemon;
 	struct metrics_registry *registry;
+	struct metrics_readiness readiness; /* ready NULL: always ready */
 	uint16_t port;
 	atomic_uint_least64_t scrapes;
 };
@@ -96,6 +102,42 @@ static enum MHD_Result respond_text(struct MHD_Connection *connection, unsigned 
 		    : MHD_NO;
 }
 
+/* 200 "ready", or 503 with the owner's reason. */
+static enum MHD_Result respond_readiness(struct metrics_server *server,
+					 struct MHD_Connection *connection)
+{
+	char reason[256] = "", text[300];
+
+	if (!server->readiness.ready ||
+	    server->readiness.ready(server->readiness.context, reason, sizeof(reason)))
+		return respond_text(connection, MHD_HTTP_OK, "ready\n");
+	snprintf(text, sizeof(text), "not ready: %s\n", reason[0] ? reason : "no reason given");
+	return respond_text(connection, MHD_HTTP_SERVICE_UNAVAILABLE, text);
+}
+
+/*
+ * The connections the server may hold: METRICS_CONNECTION_LIMIT, within the
+ * open-file limit (raised to its hard limit first) less what the rest of the
+ * process needs.
+ */
+static unsigned connection_limit(void)
+{
+	struct rlimit files;
+	rlim_t room;
+
+	if (getrlimit(RLIMIT_NOFILE, &files))
+		return 64;
+	if (files.rlim_cur < files.rlim_max) {
+		struct rlimit raised = { .rlim_cur = files.rlim_max, .rlim_max = files.rlim_max };
+
+		if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+			files = raised;
+	}
+	room = files.rlim_cur > 2 * DESCRIPTORS_RESERVED ? files.rlim_cur - DESCRIPTORS_RESERVED
+							 : files.rlim_cur / 2;
+	return room < METRICS_CONNECTION_LIMIT ? (unsigned)room : METRICS_CONNECTION_LIMIT;
+}
+
 static enum MHD_Result handle(void *context, struct MHD_Connection *connection, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **request_state)
@@ -113,9 +155,15 @@ static enum MHD_Result handle(void *context, struct MHD_Connection *connection, 
 				    "only GET is served here\n");
 	if (strcmp(url, "/") == 0)
 		return respond_text(connection, MHD_HTTP_OK,
-				    "tcheck-bpf agent: metrics at /metrics\n");
+				    "tcheck-bpf agent: metrics at /metrics, probes at /healthz "
+				    "and /readyz\n");
+	if (strcmp(url, "/healthz") == 0)
+		return respond_text(connection, MHD_HTTP_OK, "ok\n");
+	if (strcmp(url, "/readyz") == 0)
+		return respond_readiness(server, connection);
 	if (strcmp(url, "/metrics") != 0)
-		return respond_text(connection, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+		return respond_text(connection, MHD_HTTP_NOT_FOUND,
+				    "not found: try /metrics, /healthz or /readyz\n");
 	body = metrics_render(server->registry, &length);
 	if (!body)
 		return respond_text(connection, MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -126,7 +174,8 @@ static enum MHD_Result handle(void *context, struct MHD_Connection *connection, 
 }
 
 struct metrics_server *metrics_server_start(struct metrics_registry *registry, const char *listen,
-					    char *error, size_t error_size)
+					    const struct metrics_readiness *readiness, char *error,
+					    size_t error_size)
 {
 	struct sockaddr_in bind_address = { .sin_family = AF_INET };
 	struct metrics_server *server;
@@ -144,12 +193,15 @@ struct metrics_server *metrics_server_start(struct metrics_registry *registry, c
 		return NULL;
 	}
 	server->registry = registry;
+	if (readiness)
+		server->readiness = *readiness;
 	server->daemon = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, port, NULL, NULL, handle, server,
 		MHD_OPTION_SOCK_ADDR, &bind_address, MHD_OPTION_THREAD_POOL_SIZE,
 		(unsigned)SERVER_THREADS, MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned)CONNECTION_TIMEOUT_SECONDS, MHD_OPTION_EXTERNAL_LOGGER,
-		log_server_message, NULL, MHD_OPTION_END);
+		(unsigned)METRICS_CONNECTION_TIMEOUT_SECONDS, MHD_OPTION_CONNECTION_LIMIT,
+		connection_limit(), MHD_OPTION_EXTERNAL_LOGGER, log_server_message, NULL,
+		MHD_OPTION_END);
 	if (!server->daemon) {
 		error_format(error, error_size,
 			     "cannot serve metrics on %s: the address is taken or not on this "

@@ -11,14 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
+#include "agent/agent_health.h"
 #include "agent/agent_metrics.h"
 #include "agent/agent_rules.h"
 #include "agent/metrics.h"
 #include "agent/metrics_http.h"
 #include "base/log.h"
+#include "base/small_file.h"
 #include "base/system_clock.h"
+#include "base/u64_map.h"
 #include "checks/rules_selection.h"
 #include "cli/commands.h"
 #include "diagnose/flight_recorder.h"
@@ -27,11 +30,14 @@
 #include "export/export_jsonl.h"
 #include "probe/probe_session.h"
 #include "probe/process_finder.h"
+#include "probe/process_maps.h"
 #include "record/recorder.h"
 
 /* How often /proc is searched for new training processes. */
 #define DISCOVERY_INTERVAL_NS 2000000000ULL
 #define DEFAULT_RETENTION_SECONDS 300.0
+/* The config file's size limit: a few dozen settings fit many times over. */
+#define CONFIG_MAX_BYTES (64 * 1024)
 
 static const char agent_help[] =
 	"Usage: tcheck-bpf agent [--config FILE] [OPTIONS]\n"
@@ -92,6 +98,8 @@ struct agent {
 	FILE *events;
 	struct job_diagnosis *diagnosis; /* hang and slowdown detectors */
 	struct agent_rules *rules;	 /* NULL without --rules */
+	struct agent_health *health;	 /* build, last read of the ring buffer, readiness */
+	struct u64_map cpu_jobs_said;	 /* pids of CPU jobs said to be left unfollowed */
 	uint64_t last_discovery_ns;
 };
 
@@ -249,67 +257,70 @@ static int control_byte(const char *line, size_t length)
 	return -1;
 }
 
-/* "key = value" lines, '#' comments; keys are the long options without --. */
+/* One "key = value" line of the config file (number: its line number), NUL-ended. */
+static int apply_config_line(struct agent_settings *settings, const char *path, int number,
+			     char *line, size_t length)
+{
+	char *text, *equals, *key, *value = NULL;
+	const struct option *option;
+	int result;
+
+	if (control_byte(line, length) >= 0) {
+		log_error("%s:%d: the line holds the control byte 0x%02x: is this a text file?",
+			  path, number, control_byte(line, length));
+		return -1;
+	}
+	text = trimmed(line);
+	if (!*text || *text == '#')
+		return 0;
+	equals = strchr(text, '=');
+	if (equals) {
+		*equals = '\0';
+		value = trimmed(equals + 1);
+	}
+	key = trimmed(text);
+	for (option = long_options; option->name; option++)
+		if (strcmp(option->name, key) == 0)
+			break;
+	if (!option->name || option->val == OPTION_CONFIG || option->val == OPTION_HELP ||
+	    (option->has_arg == required_argument && (!value || !*value))) {
+		log_error("%s:%d: '%s' is not a setting of tcheck-bpf agent (or lacks a value); "
+			  "see tcheck-bpf agent --help",
+			  path, number, key);
+		return -1;
+	}
+	result = apply_option(settings, option->val, key, value);
+	if (result)
+		log_error("in %s, line %d", path, number);
+	return result;
+}
+
+/*
+ * "key = value" lines, '#' comments; keys are the long options without --.
+ * A regular file of at most CONFIG_MAX_BYTES, read whole first.
+ */
 static int read_config(struct agent_settings *settings, const char *path)
 {
-	FILE *file = fopen(path, "re");
-	char *line = NULL;
-	size_t capacity = 0;
-	ssize_t length;
-	struct stat status;
+	char error[512], *contents = NULL, *line;
+	size_t length = 0;
 	int number = 0, result = 0;
 
-	if (!file) {
-		log_error("cannot read the config file %s: %s", path, strerror(errno));
+	if (small_file_read(path, "the config file", CONFIG_MAX_BYTES, &contents, &length, error,
+			    sizeof(error))) {
+		log_error("%s", error);
 		return -1;
 	}
-	if (fstat(fileno(file), &status) == 0 && S_ISDIR(status.st_mode)) {
-		log_error("the config file %s is a directory: give the file inside it", path);
-		fclose(file);
-		return -1;
-	}
-	while (!result && (length = getline(&line, &capacity, file)) >= 0) {
-		char *text, *equals, *key, *value = NULL;
-		const struct option *option;
+	for (line = contents; !result && line < contents + length;) {
+		char *newline = memchr(line, '\n', (size_t)(contents + length - line));
+		size_t line_length =
+			newline ? (size_t)(newline - line) : (size_t)(contents + length - line);
 
+		line[line_length] = '\0';
 		number++;
-		if (control_byte(line, (size_t)length) >= 0) {
-			log_error("%s:%d: the line holds the control byte 0x%02x: is this a text "
-				  "file?",
-				  path, number, control_byte(line, (size_t)length));
-			result = -1;
-			break;
-		}
-		text = trimmed(line);
-		if (!*text || *text == '#')
-			continue;
-		equals = strchr(text, '=');
-		if (equals) {
-			*equals = '\0';
-			value = trimmed(equals + 1);
-		}
-		key = trimmed(text);
-		for (option = long_options; option->name; option++)
-			if (strcmp(option->name, key) == 0)
-				break;
-		if (!option->name || option->val == OPTION_CONFIG || option->val == OPTION_HELP ||
-		    (option->has_arg == required_argument && (!value || !*value))) {
-			log_error("%s:%d: '%s' is not a setting of tcheck-bpf agent (or lacks a "
-				  "value); see tcheck-bpf agent --help",
-				  path, number, key);
-			result = -1;
-			break;
-		}
-		result = apply_option(settings, option->val, key, value);
-		if (result)
-			log_error("in %s, line %d", path, number);
+		result = apply_config_line(settings, path, number, line, line_length);
+		line += line_length + 1;
 	}
-	if (!result && ferror(file)) {
-		log_error("cannot read the config file %s: %s", path, strerror(errno));
-		result = -1;
-	}
-	free(line);
-	fclose(file);
+	free(contents);
 	return result;
 }
 
@@ -397,6 +408,49 @@ static void attach_failed(void *context, const char *path)
 	agent_metrics_attach_failure(agent->metrics, path);
 }
 
+static void polled(void *context, uint64_t now_ns)
+{
+	struct agent *agent = context;
+
+	agent_health_polled(agent->health, now_ns);
+}
+
+/* A torch process without NCCL, left alone without --torch: said once per process. */
+static void cpu_job_skipped(void *context, pid_t pid)
+{
+	struct agent *agent = context;
+	struct process_info info;
+	char error[256];
+
+	if (u64_map_get(&agent->cpu_jobs_said, (uint64_t)pid))
+		return;
+	if (u64_map_put(&agent->cpu_jobs_said, (uint64_t)pid, agent))
+		return;
+	if (process_info_read(pid, &info, error, sizeof(error)) == 0) {
+		log_warning("process %d (%s) runs torch without NCCL (a CPU job): not followed; "
+			    "start the agent with --torch to follow it",
+			    (int)pid, info.command ? info.command : "?");
+		process_info_free(&info);
+	}
+}
+
+/* Forgets the CPU jobs that ended, so a new process with a reused pid is said again. */
+static void forget_ended_cpu_jobs(struct agent *agent)
+{
+	uint64_t pid;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&agent->cpu_jobs_said, &i, &pid, &value);) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/proc/%llu", (unsigned long long)pid);
+		if (access(path, F_OK) != 0) {
+			u64_map_remove(&agent->cpu_jobs_said, pid);
+			i = 0;
+		}
+	}
+}
+
 static size_t discover(void *context, pid_t *pids, size_t capacity)
 {
 	struct agent *agent = context;
@@ -405,12 +459,15 @@ static size_t discover(void *context, pid_t *pids, size_t capacity)
 		.command_contains = agent->settings->select,
 		.first_rank = agent->settings->first_rank,
 		.last_rank = agent->settings->last_rank,
+		.cpu_job_skipped = cpu_job_skipped,
+		.context = agent,
 	};
 	uint64_t now = monotonic_ns();
 
 	if (agent->last_discovery_ns && now - agent->last_discovery_ns < DISCOVERY_INTERVAL_NS)
 		return 0;
 	agent->last_discovery_ns = now;
+	forget_ended_cpu_jobs(agent);
 	agent_metrics_expire(agent->metrics, now);
 	agent_metrics_findings(agent->metrics, job_diagnosis_hang_count(agent->diagnosis),
 			       job_diagnosis_slowdown_count(agent->diagnosis),
@@ -450,11 +507,13 @@ int command_agent(int argc, char **argv)
 	struct recorder_observer observer = { .context = &agent,
 					      .record = observe_record,
 					      .discover = discover,
-					      .attach_failed = attach_failed };
+					      .attach_failed = attach_failed,
+					      .polled = polled };
 	struct recorder_options options = { 0 };
 	struct rules_selection selection = { 0 };
 	struct metrics_registry *registry = NULL;
 	struct metrics_server *server = NULL;
+	struct metrics_readiness readiness = { .ready = agent_health_ready };
 	char error[512];
 	int result = 1, parsed;
 
@@ -467,10 +526,13 @@ int command_agent(int argc, char **argv)
 	agent.metrics = registry ? agent_metrics_new(registry, settings.containers_dir,
 						     settings.retention_seconds)
 				 : NULL;
-	if (!agent.metrics) {
+	agent.health = registry ? agent_health_new(registry) : NULL;
+	u64_map_init(&agent.cpu_jobs_said);
+	if (!agent.metrics || !agent.health) {
 		log_error("out of memory");
 		goto out;
 	}
+	readiness.context = agent.health;
 	if (settings.events_path && !(agent.events = open_events(settings.events_path)))
 		goto out;
 	{
@@ -493,7 +555,7 @@ int command_agent(int argc, char **argv)
 	}
 	server = metrics_server_start(registry,
 				      settings.listen ? settings.listen : METRICS_DEFAULT_LISTEN,
-				      error, sizeof(error));
+				      &readiness, error, sizeof(error));
 	if (!server) {
 		log_error("%s", error);
 		goto out;
@@ -501,6 +563,8 @@ int command_agent(int argc, char **argv)
 	log_notice("serving metrics on %s (port %u)",
 		   settings.listen ? settings.listen : METRICS_DEFAULT_LISTEN,
 		   metrics_server_port(server));
+	log_notice("following the processes that map libnccl or libtorch_cuda%s as they start",
+		   settings.torch || settings.python ? " or libtorch_cpu" : "");
 	options.observer = &observer;
 	options.diagnosis = agent.diagnosis;
 	options.until_stopped = true;
@@ -524,6 +588,8 @@ out:
 	if (agent.events && agent.events != stdout)
 		fclose(agent.events);
 	agent_metrics_free(agent.metrics);
+	agent_health_free(agent.health);
+	u64_map_free(&agent.cpu_jobs_said);
 	metrics_registry_free(registry);
 	free_settings(&settings);
 	return result;

@@ -17,15 +17,24 @@ static bool name_starts_with(const char *path, const char *prefix)
 	return slash && strncmp(slash + 1, prefix, strlen(prefix)) == 0;
 }
 
-static bool list_has_training_library(const struct mapped_file_list *list, bool torch_without_nccl)
+/* Whether the process maps torch's CPU library (set only when it is no training process). */
+static bool list_has_training_library(const struct mapped_file_list *list, bool torch_without_nccl,
+				      bool *torch_cpu)
 {
+	bool cpu = false;
+
 	for (size_t i = 0; i < list->count; i++) {
 		const char *path = list->files[i].path;
 
-		if (name_starts_with(path, "libnccl") || name_starts_with(path, "libtorch_cuda") ||
-		    (torch_without_nccl && name_starts_with(path, "libtorch_cpu")))
+		if (name_starts_with(path, "libnccl") || name_starts_with(path, "libtorch_cuda"))
 			return true;
+		if (name_starts_with(path, "libtorch_cpu"))
+			cpu = true;
 	}
+	if (cpu && torch_without_nccl)
+		return true;
+	if (torch_cpu)
+		*torch_cpu = cpu;
 	return false;
 }
 
@@ -37,7 +46,7 @@ bool process_finder_maps_match(const char *maps_text, bool torch_without_nccl)
 
 	if (process_maps_parse(maps_text, 0, &list, error, sizeof(error)))
 		return false;
-	found = list_has_training_library(&list, torch_without_nccl);
+	found = list_has_training_library(&list, torch_without_nccl, NULL);
 	mapped_file_list_free(&list);
 	return found;
 }
@@ -65,12 +74,14 @@ static bool is_training_process(const struct process_finder_options *options, pi
 {
 	struct mapped_file_list list = { 0 };
 	char error[256];
-	bool found;
+	bool found, torch_cpu = false;
 
 	if (process_maps_read(pid, &list, error, sizeof(error)))
 		return false;
-	found = list_has_training_library(&list, options->torch_without_nccl);
+	found = list_has_training_library(&list, options->torch_without_nccl, &torch_cpu);
 	mapped_file_list_free(&list);
+	if (!found && torch_cpu && options->cpu_job_skipped && selected(options, pid))
+		options->cpu_job_skipped(options->context, pid);
 	return found && selected(options, pid);
 }
 

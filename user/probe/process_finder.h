@@ -17,6 +17,12 @@ struct process_finder_options {
 	const char *command_contains; /* NULL: any command line */
 	int first_rank;		      /* with last_rank >= 0: only RANK in [first, last] */
 	int last_rank;		      /* -1: any process, with a RANK or not */
+	/*
+	 * Without torch_without_nccl: told of each selected process that maps
+	 * libtorch_cpu and no NCCL library (a CPU job left unfollowed). NULL: none.
+	 */
+	void (*cpu_job_skipped)(void *context, pid_t pid);
+	void *context;
 };
 
 /* Whether the text of a /proc/PID/maps marks a training process. */

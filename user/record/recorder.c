@@ -796,7 +796,8 @@ static int set_up(struct recorder *recorder, int *release_fd)
 			free(children);
 		}
 	}
-	if (!options->command && !library_discovery_library_count(recorder->discovery))
+	if (!options->command && !options->until_stopped &&
+	    !library_discovery_library_count(recorder->discovery))
 		log_warning("no NCCL library is mapped yet; probes will be attached when one is "
 			    "loaded (or name it with --nccl-lib)");
 	return 0;
@@ -858,10 +859,16 @@ static void run_loop(struct recorder *recorder)
 				      ? job_diagnosis_tick_interval_ms(recorder->options->diagnosis)
 				      : POLL_INTERVAL_MS;
 
-		if (probe_session_poll(recorder->session, poll_ms) < 0 && !stop_requested)
+		bool read_failed = probe_session_poll(recorder->session, poll_ms) < 0;
+
+		if (read_failed && !stop_requested)
 			log_warning("reading the ring buffer failed: %s", strerror(errno));
 		reap_command(recorder);
 		now = monotonic_ns();
+		if (!read_failed && recorder->options->observer &&
+		    recorder->options->observer->polled)
+			recorder->options->observer->polled(recorder->options->observer->context,
+							    now);
 		if (c10d_calls_tick(recorder->c10d, now) == -ENOMEM)
 			log_warning("out of memory for the c10d calls");
 		if (recorder->options->diagnosis) {

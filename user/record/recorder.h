@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct trace_record;
@@ -24,6 +25,9 @@ struct recorder_observer {
 	size_t (*discover)(void *context, pid_t *pids, size_t capacity);
 	/* A probe attachment the kernel refused, on the file at path (host view). NULL: none. */
 	void (*attach_failed)(void *context, const char *path);
+	/* After each read of the ring buffer, its probes attached (monotonic now_ns). NULL: none.
+	 */
+	void (*polled)(void *context, uint64_t now_ns);
 };
 
 struct recorder_options {
@@ -43,7 +47,11 @@ struct recorder_options {
 	size_t torch_op_count;
 	bool training_ops; /* also the training operators: updates, forward reads (--python) */
 	const struct recorder_observer *observer; /* NULL: none */
-	bool until_stopped; /* run on when no target is left (the agent): until a signal */
+	/*
+	 * Run on when no target is left (the agent): until a signal; the caller
+	 * says what it waits for, so no hint about --nccl-lib is given.
+	 */
+	bool until_stopped;
 	/* Stop a process as its uncaught Python exception is about to end it (SIGSTOP). */
 	bool freeze_on_crash;
 	struct job_diagnosis *diagnosis; /* hang and slowdown detectors fed live, or NULL */
