@@ -60,7 +60,7 @@ TOOL_SOURCES := $(filter-out tools/bench/nccl-interposer.c tools/bench/probe-flo
 TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES)) \
 	$(INTERPOSER) $(PROBE_FLOOR)
 
-.PHONY: FORCE all clean test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs rules \
+.PHONY: FORCE all clean install uninstall test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs rules \
 	eval-silent bench-inference bench-traincheck fuzz fuzz-build fuzz-targets fuzz-seeds sanitize soak
 .DELETE_ON_ERROR:
 
@@ -339,6 +339,25 @@ rules: all
 
 deps:
 	tools/install-deps.sh
+
+# `make install` (PREFIX, DESTDIR as usual): the binary, the man page and the
+# bash and zsh completions; `make uninstall` removes exactly those files.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASH_COMPLETION_DIR ?= $(PREFIX)/share/bash-completion/completions
+ZSH_COMPLETION_DIR ?= $(PREFIX)/share/zsh/site-functions
+INSTALLED_FILES = $(DESTDIR)$(BINDIR)/tcheck-bpf $(DESTDIR)$(MANDIR)/man1/tcheck-bpf.1 \
+	$(DESTDIR)$(BASH_COMPLETION_DIR)/tcheck-bpf $(DESTDIR)$(ZSH_COMPLETION_DIR)/_tcheck-bpf
+
+install: tcheck-bpf
+	install -D -m 0755 tcheck-bpf $(DESTDIR)$(BINDIR)/tcheck-bpf
+	install -D -m 0644 man/tcheck-bpf.1 $(DESTDIR)$(MANDIR)/man1/tcheck-bpf.1
+	install -D -m 0644 tools/completion/tcheck-bpf.bash $(DESTDIR)$(BASH_COMPLETION_DIR)/tcheck-bpf
+	install -D -m 0644 tools/completion/_tcheck-bpf $(DESTDIR)$(ZSH_COMPLETION_DIR)/_tcheck-bpf
+
+uninstall:
+	rm -f $(INSTALLED_FILES)
 
 # Regenerates the checked-in vmlinux.h from the running kernel's BTF.
 vmlinux:

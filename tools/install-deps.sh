@@ -15,7 +15,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	libjansson-dev libcunit1-dev libmicrohttpd-dev libcurl4-openssl-dev libibverbs-dev iproute2 curl \
 	pkg-config python3 python3-torch xz-utils \
 	clang-format clang-tidy cppcheck procps util-linux yamllint python3-yaml \
-	prometheus >/dev/null
+	prometheus man-db mandoc zsh >/dev/null
 # The Python benchmark's peer: bcc's USDT tools, and kernel headers it can
 # compile against when the running kernel has none of its own.
 $SUDO apt-get install -y -qq --no-install-recommends bpfcc-tools linux-headers-amd64 >/dev/null
