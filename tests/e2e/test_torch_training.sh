@@ -110,8 +110,9 @@ for log_path in sys.argv[3:]:
     print(f"{log_path}: {len(steps)} steps: scopes, module calls, stages, steps, callers and arguments match")
 PY
 }
+# -v: the recorder's closing count of <unreadable> callers is said with -v only.
 run_cpu() {
-	"$TCHECK" record -o "$SCRATCH/train.trace" --python "$@" -- $TORCH_PYTHON \
+	"$TCHECK" -v record -o "$SCRATCH/train.trace" --python "$@" -- $TORCH_PYTHON \
 		"$WORKLOADS/train_cpu.py" --steps 7 --eval-every 3 --log "$SCRATCH/train.jsonl" \
 		>/dev/null 2>"$SCRATCH/record.err" || fail "record failed: $(cat "$SCRATCH/record.err")"
 	"$TCHECK" dump "$SCRATCH/train.trace" --calls-only >"$SCRATCH/calls.jsonl"
@@ -131,7 +132,7 @@ else
 	grep -q "the step marker 'torch.optim.sgd.SGD.step' matched no call or torch scope" \
 		"$SCRATCH/record.err" || fail "a step marker that never matched was not said: $(cat "$SCRATCH/record.err")"
 fi
-"$TCHECK" record -o "$SCRATCH/ddp.trace" --python -- $TORCH_PYTHON \
+"$TCHECK" -v record -o "$SCRATCH/ddp.trace" --python -- $TORCH_PYTHON \
 	"$WORKLOADS/train_ddp.py" --world-size 2 --steps 5 --eval-every 2 \
 	--log-dir "$SCRATCH/ddp" >/dev/null 2>"$SCRATCH/record.err" ||
 	fail "record of the DDP job failed: $(cat "$SCRATCH/record.err")"

@@ -4,7 +4,8 @@
 # device is opened and probed; the trace's counts (posted, signalled,
 # completions, errors, bytes) equal the workload's own log, in `record` and
 # in `attach` (whose live line shows them). A process that already maps
-# libibverbs at attach is told to be tracked only for devices opened later.
+# libibverbs at attach and holds no device is told (with -v) that devices it
+# opens from then on are tracked.
 source "$(dirname "$0")/lib.sh"
 VERBS_WORKLOAD="$TEST_BIN/verbs/verbs-workload"
 
@@ -41,7 +42,7 @@ PY
 
 # record: the device is opened after the probes are in place.
 mkfifo "$SCRATCH/gate"
-"$TCHECK" record -o "$SCRATCH/record.trace" -- "$VERBS_WORKLOAD" --iterations 300 --chain 8 \
+"$TCHECK" -v record -o "$SCRATCH/record.trace" -- "$VERBS_WORKLOAD" --iterations 300 --chain 8 \
 	--bytes 1500 --errors 5 --gate "$SCRATCH/gate" --log "$SCRATCH/record.log" \
 	2>"$SCRATCH/record.err" &
 recorder=$!
@@ -57,13 +58,13 @@ mkfifo "$SCRATCH/open-gate" "$SCRATCH/post-gate"
 	--open-gate "$SCRATCH/open-gate" --gate "$SCRATCH/post-gate" --log "$SCRATCH/attach.log" &
 workload=$!
 BACKGROUND_PIDS+=("$workload")
-"$TCHECK" attach --pid "$workload" -o "$SCRATCH/attach.trace" >"$SCRATCH/live.out" \
+"$TCHECK" -v attach --pid "$workload" -o "$SCRATCH/attach.trace" >"$SCRATCH/live.out" \
 	2>"$SCRATCH/attach.err" &
 attach=$!
 BACKGROUND_PIDS+=("$attach")
 wait_for_text "$SCRATCH/attach.err" "tracing 1 process" 20
-grep -q "maps .*libibverbs.so.1: verbs devices it opened before this moment are not tracked" \
-	"$SCRATCH/attach.err" || fail "attach should say which verbs devices it cannot see"
+grep -q "process $workload maps .*libibverbs.so.1 and holds no verbs device yet: devices it opens from now on are tracked" \
+	"$SCRATCH/attach.err" || fail "attach -v should say which verbs devices it tracks"
 echo go >"$SCRATCH/open-gate"
 wait_for_text "$SCRATCH/attach.err" "opened a verbs device" 20
 echo go >"$SCRATCH/post-gate"

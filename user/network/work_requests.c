@@ -3,11 +3,15 @@
 #include "network/work_requests.h"
 
 #include <bpf/bpf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/remote_memory.h"
@@ -111,6 +115,35 @@ static int attach_one(struct work_requests *tracker, enum probe_network_program 
 	return result;
 }
 
+/*
+ * Whether the process holds a verbs device open now (/dev/infiniband/uverbs*
+ * among its descriptors): only then did it open one the probes cannot see.
+ */
+static bool holds_verbs_device(uint32_t pid)
+{
+	char directory_path[64], link_path[320], target[256];
+	struct dirent *entry;
+	bool found = false;
+	DIR *directory;
+
+	snprintf(directory_path, sizeof(directory_path), "/proc/%u/fd", pid);
+	directory = opendir(directory_path);
+	if (!directory)
+		return false;
+	while (!found && (entry = readdir(directory))) {
+		ssize_t length;
+
+		snprintf(link_path, sizeof(link_path), "%s/%s", directory_path, entry->d_name);
+		length = readlink(link_path, target, sizeof(target) - 1);
+		if (length <= 0)
+			continue;
+		target[length] = '\0';
+		found = strncmp(target, "/dev/infiniband/uverbs", 22) == 0;
+	}
+	closedir(directory);
+	return found;
+}
+
 static int attach_verbs_library(struct work_requests *tracker, const char *path, uint32_t pid)
 {
 	char error[512];
@@ -120,11 +153,17 @@ static int attach_verbs_library(struct work_requests *tracker, const char *path,
 		return 0;
 	if (attach_one(tracker, PROBE_VERBS_OPEN_DEVICE_RETURN, path, offset, 0))
 		return 0;
-	if (pid)
-		log_notice("work requests: process %u maps %s: verbs devices it opened before "
-			   "this moment are not tracked, only those opened from now on (NCCL's IB "
-			   "transport functions are counted whenever its library has them)",
-			   pid, path);
+	/* Said by default only when it costs this job counts: a device is open already. */
+	if (pid && holds_verbs_device(pid))
+		log_notice("work requests: process %u holds a verbs device it opened before "
+			   "this moment: its work requests there are not tracked, only those of "
+			   "devices opened from now on (NCCL's IB transport functions are counted "
+			   "whenever its library has them)",
+			   pid);
+	else if (pid)
+		log_info("work requests: process %u maps %s and holds no verbs device yet: "
+			 "devices it opens from now on are tracked",
+			 pid, path);
 	else
 		log_info("work requests: %s probed; verbs devices opened from now on are tracked",
 			 path);
@@ -288,9 +327,9 @@ int work_requests_handle_record(struct work_requests *tracker, const void *data,
 	mapped_file_list_free(&maps);
 	if (result < 0)
 		return result;
-	log_notice("work requests: process %d opened a verbs device; its provider's post_send, "
-		   "post_recv and poll_cq are probed",
-		   pid);
+	log_info("work requests: process %d opened a verbs device; its provider's post_send, "
+		 "post_recv and poll_cq are probed",
+		 pid);
 	return 0;
 }
 

@@ -58,12 +58,15 @@ void python_losses_report(const struct python_tracer *tracer, uint64_t kernel_dr
 		log_info("%llu Python calls were of code objects freed before they could be named "
 			 "(module bodies run at import, short-lived functions): not recorded",
 			 (unsigned long long)losses.unnamed_calls);
-	/* The trace shows these frames as such; freed module bodies make most of them. */
+	/*
+	 * The trace shows these frames as such; freed module bodies make most of
+	 * them: about the recording, not the job (-v).
+	 */
 	if (losses.unnamed_callers)
-		log_notice("%llu callers in the Python stacks of recorded calls are written as "
-			   "\"" PYTHON_UNREADABLE_FRAME "\": their code objects were freed (module "
-			   "bodies run at import) or their process had ended before they were read",
-			   (unsigned long long)losses.unnamed_callers);
+		log_info("%llu callers in the Python stacks of recorded calls are written as "
+			 "\"" PYTHON_UNREADABLE_FRAME "\": their code objects were freed (module "
+			 "bodies run at import) or their process had ended before they were read",
+			 (unsigned long long)losses.unnamed_callers);
 	if (losses.device_contents)
 		log_notice(
 			"%llu torch operators worked on tensors in device memory, which is not "
