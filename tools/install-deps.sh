@@ -16,6 +16,13 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	pkg-config python3 python3-torch xz-utils \
 	clang-format clang-tidy cppcheck procps util-linux yamllint python3-yaml \
 	prometheus man-db mandoc zsh >/dev/null
+# Grafana's dashboard schema (@grafana/schema) and the TypeScript compiler
+# that checks the shipped dashboard against it, at the versions
+# tests/deploy/grafana-schema/package-lock.json pins (tests/e2e/test_grafana_dashboard.sh).
+if ! command -v npm >/dev/null 2>&1; then
+	$SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+npm ci --prefix "$(dirname "$0")/../tests/deploy/grafana-schema" --no-audit --no-fund >/dev/null
 # The Python benchmark's peer: bcc's USDT tools, and kernel headers it can
 # compile against when the running kernel has none of its own.
 $SUDO apt-get install -y -qq --no-install-recommends bpfcc-tools linux-headers-amd64 >/dev/null

@@ -141,12 +141,67 @@ def check_agent(objects):
     target = service["spec"]["ports"][0]["targetPort"]
     if target not in ports:
         problem(f"Service: targetPort {target} is no port of the agent")
-    monitor = objects_of((DEPLOY / "servicemonitor.yaml").read_text())[0]
+    monitor = objects_of((DEPLOY / "prometheus" / "servicemonitor.yaml").read_text())[0]
     wanted = monitor["spec"]["selector"]["matchLabels"]
     if wanted.items() - service["metadata"].get("labels", {}).items():
         problem("ServiceMonitor: selects labels the Service does not have")
     if monitor["spec"]["endpoints"][0]["port"] != service["spec"]["ports"][0]["name"]:
         problem("ServiceMonitor: scrapes a port the Service does not name")
+
+
+# Labels the agent puts on its series (docs/deployment.md), and the scrape's own.
+AGENT_LABELS = {"pid", "rank", "pod", "namespace", "container", "comm", "function", "rule",
+                "relation", "kind", "library", "version", "commit", "job", "instance"}
+
+
+def relabelled_node(relabellings, source_key, target_key):
+    return any(r.get(target_key) == "node" and
+               r.get(source_key) == ["__meta_kubernetes_pod_node_name"] for r in relabellings)
+
+
+def check_prometheus_wiring():
+    """The plain files and the operator's objects agree, and every label an alert names exists."""
+    folder = DEPLOY / "prometheus"
+    rules = yaml.safe_load((folder / "rules.yaml").read_text())
+    operator_rule = objects_of((folder / "prometheusrule.yaml").read_text())[0]
+    if operator_rule.get("kind") != "PrometheusRule":
+        problem("prometheusrule.yaml: not a PrometheusRule")
+    elif operator_rule["spec"]["groups"] != rules["groups"]:
+        problem("prometheusrule.yaml: its groups differ from rules.yaml's; run "
+                "tools/deploy/prometheus/make-prometheusrule.py")
+    scrape = yaml.safe_load((folder / "scrape-config.yaml").read_text())
+    for name in scrape.get("rule_files", []):
+        if not (folder / name).is_file():
+            problem(f"scrape-config.yaml: rule_files names {name}, which tools/deploy/prometheus "
+                    "does not hold")
+    job = scrape["scrape_configs"][0]
+    monitor = objects_of((folder / "servicemonitor.yaml").read_text())[0]
+    added = set()
+    if relabelled_node(job.get("relabel_configs", []), "source_labels", "target_label"):
+        added.add("node")
+    else:
+        problem("scrape-config.yaml: no relabelling of the pod's node name to the label node")
+    if not all(relabelled_node(e.get("relabelings", []), "sourceLabels", "targetLabel")
+               for e in monitor["spec"]["endpoints"]):
+        problem("servicemonitor.yaml: no relabeling of the pod's node name to the label node, "
+                "which the alerts and the dashboard read")
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            text = " ".join(rule.get("annotations", {}).values())
+            for label in sorted(set(re.findall(r"\$labels\.(\w+)", text))):
+                if label not in AGENT_LABELS | added:
+                    problem(f"rules: {rule.get('alert')} names $labels.{label}, which no series has")
+
+
+def check_dashboard_provisioning():
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    files = [f for g in kustomization.get("configMapGenerator", []) for f in g.get("files", [])]
+    dashboards = [f for f in files if f.endswith(".json")]
+    if not dashboards:
+        problem("kustomization.yaml: no ConfigMap carries the Grafana dashboard")
+    for name in dashboards:
+        if not (DEPLOY / name).is_file():
+            problem(f"kustomization.yaml: the dashboard {name} does not exist")
 
 
 def check_sidecar():
@@ -181,6 +236,8 @@ def main():
     check_agent(objects_of(Path(sys.argv[1]).read_text()))
     check_sidecar()
     check_rule_metrics()
+    check_prometheus_wiring()
+    check_dashboard_provisioning()
     for path in (DEPLOY / "daemonset.yaml", DEPLOY / "sidecar" / "training-pod.yaml"):
         check_commented_capabilities(path)
     for text in problems:
