@@ -130,3 +130,27 @@ ddp_run() {
 	"$TCHECK" dump "$SCRATCH/$name/trace" >"$SCRATCH/$name/calls.jsonl" ||
 		fail "dump of the $name run: $(tail -3 "$SCRATCH/$name/out")"
 }
+
+# wait_agent_events FILE COUNT EVENT TEXT: waits up to 20 s for COUNT process
+# events EVENT ("attached", "ended") whose line holds TEXT in the agent's
+# events stream FILE.
+wait_agent_events() {
+	for _ in $(seq 200); do
+		[ "$(grep -c "\"event\":\"$3\".*$4" "$1" 2>/dev/null)" -ge "$2" ] && return
+		sleep 0.1
+	done
+	fail "the agent did not report $2 '$3' events of $4: $(cat "$1")"
+}
+
+# start_unprobeable DIR: starts a process that maps the library the kernel
+# refuses to probe (x86-64) and exits 0 once DIR/go exists; its pid in
+# UNPROBEABLE_PID.
+start_unprobeable() {
+	mkdir -p "$1"
+	python3 -c 'import ctypes, os, sys, time
+ctypes.CDLL(sys.argv[1])
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)' "$TEST_BIN/lib/libnccl-unprobeable.so" "$1/go" &
+	UNPROBEABLE_PID=$!
+	BACKGROUND_PIDS+=("$UNPROBEABLE_PID")
+}

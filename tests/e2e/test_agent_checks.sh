@@ -47,23 +47,14 @@ grep -q '^# TYPE tcheck_step_duration_seconds histogram$' "$SCRATCH/start.prom" 
 	fail "attach failures counted before any process"
 
 wait_events() { # COUNT EVENT JOB
-	for _ in $(seq 200); do
-		[ "$(grep -c "\"event\":\"$2\".*$3" "$events" 2>/dev/null)" -ge "$1" ] && return
-		sleep 0.1
-	done
-	fail "the agent did not report $1 '$2' events of $3: $(cat "$events")"
+	wait_agent_events "$events" "$@"
 }
 
 # Probe attach failure: a process maps a library that looks like NCCL and
 # cannot be probed; it waits for a file, then exits 0 if nothing harmed it.
 if [ "$(uname -m)" = x86_64 ]; then
-	mkdir -p "$SCRATCH/job-unprobeable"
-	python3 -c 'import ctypes, os, sys, time
-ctypes.CDLL(sys.argv[1])
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.05)' "$TEST_BIN/lib/libnccl-unprobeable.so" "$SCRATCH/job-unprobeable/go" &
-	unprobeable=$!
-	BACKGROUND_PIDS+=("$unprobeable")
+	start_unprobeable "$SCRATCH/job-unprobeable"
+	unprobeable=$UNPROBEABLE_PID
 	wait_events 1 attached job-unprobeable
 	for _ in $(seq 100); do
 		metrics | grep -q '^tcheck_probe_attach_failures_total{' && break

@@ -7,7 +7,8 @@
 # ServiceMonitor label it, with the shipped rules. Then every query of every
 # panel, and each template variable's, runs against that Prometheus over the
 # job's time range and must return data; the findings and violations panels
-# must name what the job did (one mismatch, a violation by rank 1). The
+# must name what the job did (one mismatch, a violation by rank 1, the later
+# of the two to reach that all-reduce). The
 # dashboard must also pass Grafana's own dashboard schema (@grafana/schema,
 # type-checked by the TypeScript compiler: tests/deploy/grafana-schema) and
 # the structural checks below.
@@ -61,32 +62,22 @@ done
 curl -sf "$url/api/v1/query" --data-urlencode 'query=up{job="tcheck-bpf"} == 1' | grep -q '"value"' ||
 	fail "Prometheus does not reach the agent: $(tail -3 "$SCRATCH/prometheus.log") $(cat "$SCRATCH/agent.log")"
 
-wait_events() { # COUNT EVENT TEXT
-	for _ in $(seq 200); do
-		[ "$(grep -c "\"event\":\"$2\".*$3" "$events" 2>/dev/null)" -ge "$1" ] && return
-		sleep 0.1
-	done
-	fail "the agent did not report $1 '$2' events of $3: $(cat "$events")"
-}
 start=$(date +%s)
 # A library the kernel refuses to probe (x86-64 only): the probe-health panel's refusals.
 if [ "$(uname -m)" = x86_64 ]; then
-	mkdir -p "$SCRATCH/job-unprobeable"
-	python3 -c 'import ctypes, os, sys, time
-ctypes.CDLL(sys.argv[1])
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.05)' "$TEST_BIN/lib/libnccl-unprobeable.so" "$SCRATCH/job-unprobeable/go" &
-	BACKGROUND_PIDS+=($!)
-	wait_events 1 attached job-unprobeable
+	start_unprobeable "$SCRATCH/job-unprobeable"
+	wait_agent_events "$events" 1 attached job-unprobeable
 fi
-# The job: 2 ranks, 40 steps of 100 ms; rank 1 passes count+1 to step 7's all-reduce.
+# The job: 2 ranks, 40 steps of 100 ms; rank 1 passes count+1 to step 7's
+# all-reduce and reaches it 300 ms after rank 0 (a two-rank disagreement names
+# the later rank: docs/deployment.md).
 mkdir -p "$SCRATCH/job"
 LD_LIBRARY_PATH="$TEST_BIN/lib" "$WORKLOAD" --ranks 2 --steps 40 --step-sleep-ms 100 \
-	--mismatch-count 1:7 --log-dir "$SCRATCH/job" --wait-file "$SCRATCH/job/go" \
+	--mismatch-count 1:7 --delay 1:7:collective:300 --log-dir "$SCRATCH/job" --wait-file "$SCRATCH/job/go" \
 	>"$SCRATCH/job.out" 2>&1 &
 job=$!
 BACKGROUND_PIDS+=("$job")
-wait_events 3 attached "job/"
+wait_agent_events "$events" 3 attached "job/"
 touch "$SCRATCH/job/go"
 wait "$job" || fail "the job failed: $(cat "$SCRATCH/job.out")"
 touch "$SCRATCH/job-unprobeable/go" 2>/dev/null || true
