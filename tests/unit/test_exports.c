@@ -636,7 +636,8 @@ UNIT_TEST(exports, perfetto_document)
 	CU_ASSERT_EQUAL(json_array_size(json_object_get(metadata, "libraries")), 1);
 	events = json_object_get(document, "traceEvents");
 	CU_ASSERT_FATAL(json_is_array(events));
-	CU_ASSERT_EQUAL(count_phase(events, "X"), SAMPLE_CALLS + SAMPLE_PYTHON_CALLS);
+	/* And one step slice: the torch scope's step 5 (tests/unit/test_perfetto_steps.c). */
+	CU_ASSERT_EQUAL(count_phase(events, "X"), SAMPLE_CALLS + SAMPLE_PYTHON_CALLS + 1);
 
 	/* The rank from the process record that came after the calls numbers the track. */
 	event = find_event(events, "X", "ncclAllReduce", 3);
@@ -706,7 +707,9 @@ UNIT_TEST(exports, perfetto_document)
 	CU_ASSERT(distance_from_zero(number_of(event, "ts") * 1000.0 - 123456789012000.0) < 0.5);
 	CU_ASSERT(distance_from_zero(number_of(event, "dur") - 5.0) < 1e-9);
 	args = json_object_get(event, "args");
-	CU_ASSERT_EQUAL(json_object_size(args), 4);
+	CU_ASSERT_EQUAL(json_object_size(args), 5);
+	CU_ASSERT(has_string(json_object_get(args, "arguments"), "op", "sum"));
+	CU_ASSERT(has_integer(json_object_get(args, "arguments"), "bucket", -7));
 	CU_ASSERT(has_string(args, "file", "/usr/lib/python3/torch/distributed/c10d.py"));
 	CU_ASSERT(has_integer(args, "line", 120));
 	CU_ASSERT(has_boolean(args, "raised", 1));

@@ -18,6 +18,8 @@
 #define RECORDER_TRACK 0x7ffffff0LL
 /* Keeps the metadata object small however many libraries a trace lists. */
 #define MAX_LIBRARIES_LISTED 1024
+/* The thread number of each process's step track, clear of real thread ids. */
+#define STEP_TRACK_TID 0x7ffffffeLL
 
 /* A small hash map from 64-bit keys to 64-bit values, grown at half full. */
 struct id_entry {
@@ -43,6 +45,17 @@ struct perfetto_export {
 	struct id_map processes;   /* OS pid -> 1, every process a record names */
 	int recorder_named;
 	json_t *libraries;
+	struct id_map step_slots; /* OS pid -> index in steps + 1 */
+	struct process_steps *steps;
+	size_t step_count, step_capacity;
+};
+
+/* The step a process is in, from the step its Python events carry, for its step track. */
+struct process_steps {
+	uint32_t pid;
+	int32_t step;	   /* the step in progress */
+	uint64_t start_ns; /* its first event */
+	uint64_t last_ns;  /* the end of its latest event */
 };
 
 static size_t slot_of(uint64_t key, size_t slots)
@@ -267,12 +280,139 @@ static int emit_instant(struct perfetto_export *export, uint32_t pid, uint64_t t
 		    microsecond_digits(timestamp_ns));
 }
 
+/* A finished step as a slice on its process's step track, named once. */
+static int emit_step(struct perfetto_export *export, const struct process_steps *steps,
+		     uint64_t end_ns)
+{
+	int64_t track;
+	char name[32];
+	int err = track_of(export, steps->pid, &track);
+	uint64_t key = (uint64_t)steps->pid << 32 | (uint32_t)STEP_TRACK_TID;
+
+	if (!err && !id_map_find(&export->threads, key)) {
+		err = id_map_put(&export->threads, key, 1);
+		if (!err)
+			err = emit_metadata(export, "thread_name", track, STEP_TRACK_TID,
+					    json_pack("{s:s}", "name", "steps"));
+		if (!err)
+			err = emit_metadata(export, "thread_sort_index", track, STEP_TRACK_TID,
+					    json_pack("{s:i}", "sort_index", -1));
+	}
+	if (err)
+		return err;
+	snprintf(name, sizeof(name), "step %d", steps->step);
+	return emit(export,
+		    json_pack("{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:{s:i}}", "name", name, "cat",
+			      "step", "ph", "X", "ts", (double)steps->start_ns / 1000.0, "dur",
+			      (double)(end_ns - steps->start_ns) / 1000.0, "pid", (json_int_t)track,
+			      "tid", (json_int_t)STEP_TRACK_TID, "args", "step", steps->step),
+		    microsecond_digits(end_ns));
+}
+
+/*
+ * Follows the step of a process's Python events: a step runs from its
+ * first event to the next step's first; a late event of an earlier step
+ * (from another CPU's buffer) moves nothing back.
+ */
+static int follow_step(struct perfetto_export *export, const struct trace_python_call *call)
+{
+	const struct id_entry *slot;
+	struct process_steps *steps;
+	uint64_t end_ns = call->entry_ns + call->duration_ns;
+	int err;
+
+	if (call->step < 0 || export->flags & EXPORT_CALLS_ONLY)
+		return 0;
+	slot = id_map_find(&export->step_slots, call->pid);
+	if (!slot) {
+		if (export->step_count == export->step_capacity) {
+			size_t capacity = export->step_capacity ? export->step_capacity * 2 : 16;
+			struct process_steps *grown =
+				realloc(export->steps, capacity * sizeof(*grown));
+
+			if (!grown)
+				return -ENOMEM;
+			export->steps = grown;
+			export->step_capacity = capacity;
+		}
+		export->steps[export->step_count] =
+			(struct process_steps){ .pid = call->pid,
+						.step = call->step,
+						.start_ns = call->entry_ns,
+						.last_ns = end_ns };
+		return id_map_put(&export->step_slots, call->pid, (int64_t)++ export->step_count);
+	}
+	/* A slot is only ever made with its entry: steps is not NULL here. */
+	steps = export->steps ? &export->steps[slot->value - 1] : NULL;
+	if (!steps)
+		return -EINVAL;
+	if (call->step > steps->step) {
+		uint64_t boundary =
+			call->entry_ns > steps->start_ns ? call->entry_ns : steps->start_ns;
+
+		err = emit_step(export, steps, boundary);
+		if (err)
+			return err;
+		steps->step = call->step;
+		steps->start_ns = boundary;
+	}
+	if (end_ns > steps->last_ns)
+		steps->last_ns = end_ns;
+	return 0;
+}
+
+/* The steps still open at the end of the trace, up to their last event. */
+static int finish_steps(struct perfetto_export *export)
+{
+	for (size_t i = 0; i < export->step_count; i++) {
+		int err = emit_step(export, &export->steps[i], export->steps[i].last_ns);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * A torch operator: recorded at its entry only (no return probe on C++
+ * functions), so a moment on its thread with its arguments (tensor
+ * identities, shapes, digests, scalars such as alpha) unless a duration is
+ * known.
+ */
+static int emit_torch_op(struct perfetto_export *export, const struct trace_python_call *call,
+			 int64_t track, json_t *arguments)
+{
+	int precision = microsecond_digits(call->entry_ns);
+
+	if (!arguments)
+		return -ENOMEM;
+	if (call->duration_ns)
+		return emit(export,
+			    json_pack("{s:o, s:s, s:s, s:f, s:f, s:I, s:I, s:{s:o, s:o}}", "name",
+				      export_json_text(call->qualified_name), "cat", "torch_op",
+				      "ph", "X", "ts", (double)call->entry_ns / 1000.0, "dur",
+				      (double)call->duration_ns / 1000.0, "pid", (json_int_t)track,
+				      "tid", (json_int_t)call->tid, "args", "arguments", arguments,
+				      "step", export_json_known_or_null(call->step)),
+			    precision > microsecond_digits(call->duration_ns)
+				    ? precision
+				    : microsecond_digits(call->duration_ns));
+	return emit(export,
+		    json_pack("{s:o, s:s, s:s, s:s, s:f, s:I, s:I, s:{s:o, s:o}}", "name",
+			      export_json_text(call->qualified_name), "cat", "torch_op", "ph", "i",
+			      "s", "t", "ts", (double)call->entry_ns / 1000.0, "pid",
+			      (json_int_t)track, "tid", (json_int_t)call->tid, "args", "arguments",
+			      arguments, "step", export_json_known_or_null(call->step)),
+		    precision);
+}
+
 static int emit_python_call(struct perfetto_export *export, const struct trace_python_call *call)
 {
 	int torch_scope = (call->flags & TRACE_PYTHON_TORCH_SCOPE) != 0;
 	char name[128];
 	int precision = microsecond_digits(call->entry_ns);
 	int64_t track;
+	json_t *args;
 	int err;
 
 	/* An uncaught exception is a moment, not a call: a crash mark. */
@@ -283,21 +423,34 @@ static int emit_python_call(struct perfetto_export *export, const struct trace_p
 	}
 	if (microsecond_digits(call->duration_ns) > precision)
 		precision = microsecond_digits(call->duration_ns);
-	err = track_of(export, call->pid, &track);
+	err = follow_step(export, call);
+	if (!err)
+		err = track_of(export, call->pid, &track);
 	if (!err)
 		err = name_thread(export, track, call->pid, call->tid);
 	if (err)
 		return err;
+	if (call->flags & TRACE_PYTHON_TORCH_OP)
+		return emit_torch_op(export, call, track, export_json_python_args(call));
+	args = json_pack("{s:o, s:o, s:b, s:o}", "file", export_json_text(call->file), "line",
+			 export_json_known_or_null(call->first_line), "raised",
+			 (call->flags & TRACE_PYTHON_RAISED) != 0, "step",
+			 export_json_known_or_null(call->step));
+	/* The primitive arguments the probe read, by parameter name. */
+	if (args && call->arg_count &&
+	    json_object_set_new(args, "arguments", export_json_python_args(call))) {
+		json_decref(args);
+		args = NULL;
+	}
+	if (!args)
+		return -ENOMEM;
 	return emit(export,
-		    json_pack("{s:o, s:s, s:s, s:f, s:f, s:I, s:I, s:{s:o, s:o, s:b, s:o}}", "name",
+		    json_pack("{s:o, s:s, s:s, s:f, s:f, s:I, s:I, s:o}", "name",
 			      export_json_text(call->qualified_name), "cat",
 			      torch_scope ? "torch_scope" : "python", "ph", "X", "ts",
 			      (double)call->entry_ns / 1000.0, "dur",
 			      (double)call->duration_ns / 1000.0, "pid", (json_int_t)track, "tid",
-			      (json_int_t)call->tid, "args", "file", export_json_text(call->file),
-			      "line", export_json_known_or_null(call->first_line), "raised",
-			      (call->flags & TRACE_PYTHON_RAISED) != 0, "step",
-			      export_json_known_or_null(call->step)),
+			      (json_int_t)call->tid, "args", args),
 		    precision);
 }
 
@@ -476,6 +629,9 @@ static int write_document(struct perfetto_export *export, struct trace_reader *r
 		*reader_failed = 1;
 		return status;
 	}
+	err = finish_steps(export);
+	if (err)
+		return err;
 	metadata = metadata_object(reader, export->libraries);
 	if (!metadata)
 		return -ENOMEM;
@@ -519,5 +675,7 @@ int export_perfetto(struct trace_reader *reader, FILE *out, unsigned flags, char
 	free(export.used_tracks.entries);
 	free(export.threads.entries);
 	free(export.processes.entries);
+	free(export.step_slots.entries);
+	free(export.steps);
 	return err;
 }

@@ -18,7 +18,10 @@
 
 /*
  * Writes the trace 'reader' has left to 'out'. With EXPORT_CALLS_ONLY only
- * calls become events (no communicator markers or loss counters).
+ * calls become events (no communicator markers, loss counters or step
+ * track). Otherwise each process whose Python events carry a step gets a
+ * "steps" thread with one slice per step; torch operators, seen at entry
+ * only, are instants with their arguments (docs/trace-format.md).
  *
  * When the trace is a regular file it is read twice, so that every
  * process's track is numbered by the rank its process record gives even

@@ -3,6 +3,7 @@
 #include "record/recorder.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/command_text.h"
 #include "base/fnv_hash.h"
 #include "base/log.h"
 #include "base/system_clock.h"
@@ -61,6 +63,7 @@ struct recorder {
 	pid_t command_pid;
 	int command_status;
 	int command_exited;
+	int command_released; /* the started command was let through to its exec */
 	int failed;
 	uint64_t calls;
 	uint64_t c10d_calls;	/* PyTorch's own collectives (gloo) */
@@ -222,7 +225,15 @@ static void refresh_process(struct recorder *recorder, struct traced_process *pr
 		return;
 	}
 	free(process->command);
-	process->command = strdup(info.command ? info.command : "");
+	/* The started command before its exec still shows tcheck-bpf's own command line. */
+	if (!recorder->command_released && (pid_t)process->record.pid == recorder->command_pid) {
+		char command[4096];
+
+		process->command = strdup(command_text_join(command, sizeof(command), INT_MAX,
+							    recorder->options->command));
+	} else {
+		process->command = strdup(info.command ? info.command : "");
+	}
 	process->record.rank = info.rank;
 	process->record.local_rank = info.local_rank;
 	process->record.world_size = info.world_size;
@@ -945,6 +956,7 @@ int recorder_run(const struct recorder_options *options)
 		goto out;
 	}
 	if (release_fd >= 0) {
+		recorder.command_released = 1;
 		if (write(release_fd, "g", 1) != 1)
 			log_error("cannot start %s", options->command[0]);
 		close(release_fd);

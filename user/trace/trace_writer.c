@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/command_text.h"
 #include "base/error_message.h"
 #include "base/fnv_hash.h"
 #include "trace/trace_format.h"
@@ -108,20 +109,6 @@ static ssize_t read_small_file(const char *path, char *buffer, size_t size)
 	return (ssize_t)length;
 }
 
-static void join_arguments(char *out, size_t size, int argc, char *const argv[])
-{
-	size_t used = 0;
-
-	out[0] = '\0';
-	for (int i = 0; i < argc && argv[i]; i++) {
-		int written = snprintf(out + used, size - used, "%s%s", i ? " " : "", argv[i]);
-
-		if (written < 0 || (size_t)written >= size - used)
-			return;
-		used += (size_t)written;
-	}
-}
-
 int trace_header_init_local(struct trace_header *header, int argc, char *const argv[], char *error,
 			    size_t error_size)
 {
@@ -156,7 +143,7 @@ int trace_header_init_local(struct trace_header *header, int argc, char *const a
 	}
 
 	if (argv) {
-		join_arguments(header->command_line, sizeof(header->command_line), argc, argv);
+		command_text_join(header->command_line, sizeof(header->command_line), argc, argv);
 		return 0;
 	}
 	length = read_small_file("/proc/self/cmdline", header->command_line,
