@@ -13,15 +13,18 @@ port=19477
 events="$SCRATCH/events.jsonl"
 
 # Refused before anything else starts: a device, under a memory limit too
-# (getline on /dev/zero grew to 1.7 GB; with a limit it failed into a default run).
+# (getline on /dev/zero grew to 1.7 GB; with a limit its failure read as the
+# end of the file: a default run, or with --help the help and status 0).
 for limit in unlimited 200000; do
-	status=0
-	(ulimit -v "$limit"; exec "$TCHECK" agent --config /dev/zero --listen "127.0.0.1:$port" \
-		--duration 5) >"$SCRATCH/zero.out" 2>"$SCRATCH/zero.err" || status=$?
-	[ "$status" = 2 ] || fail "agent --config /dev/zero (ulimit -v $limit) exited $status, not 2"
-	grep -q "the config file /dev/zero is not a regular file" "$SCRATCH/zero.err" ||
-		fail "agent --config /dev/zero said: $(cat "$SCRATCH/zero.err")"
-	[ ! -s "$SCRATCH/zero.out" ] || fail "agent --config /dev/zero printed: $(head -3 "$SCRATCH/zero.out")"
+	for last in "--duration 5" --help; do
+		status=0
+		(ulimit -v "$limit"; exec "$TCHECK" agent --config /dev/zero --listen "127.0.0.1:$port" \
+			$last) >"$SCRATCH/zero.out" 2>"$SCRATCH/zero.err" || status=$?
+		[ "$status" = 2 ] || fail "agent --config /dev/zero $last (ulimit -v $limit) exited $status, not 2"
+		grep -q "the config file /dev/zero is not a regular file" "$SCRATCH/zero.err" ||
+			fail "agent --config /dev/zero $last said: $(cat "$SCRATCH/zero.err")"
+		[ ! -s "$SCRATCH/zero.out" ] || fail "agent --config /dev/zero $last printed: $(head -3 "$SCRATCH/zero.out")"
+	done
 done
 
 # A CPU job: a process mapping a library named libtorch_cpu and no NCCL.
