@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/error_message.h"
+#include "base/growable_array.h"
 #include "model/nccl_api.h"
 
 #define FIRST_MAP_SLOTS 64
@@ -325,16 +326,9 @@ static int follow_step(struct perfetto_export *export, const struct trace_python
 		return 0;
 	slot = id_map_find(&export->step_slots, call->pid);
 	if (!slot) {
-		if (export->step_count == export->step_capacity) {
-			size_t capacity = export->step_capacity ? export->step_capacity * 2 : 16;
-			struct process_steps *grown =
-				realloc(export->steps, capacity * sizeof(*grown));
-
-			if (!grown)
-				return -ENOMEM;
-			export->steps = grown;
-			export->step_capacity = capacity;
-		}
+		if (growable_array_room_for_one((void **)&export->steps, export->step_count,
+						&export->step_capacity, sizeof(*export->steps)))
+			return -ENOMEM;
 		export->steps[export->step_count] =
 			(struct process_steps){ .pid = call->pid,
 						.step = call->step,
