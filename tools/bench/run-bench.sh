@@ -194,6 +194,7 @@ print_variant() {
 measure_call_cost() {
 	local tag=$1 library=$2 i floor recorder calls recorded logged stats members=4
 	local untraced_pid floor_pid traced_pid interposer_pid baseline_pid baseline_recorder
+	local untraced_copy=$SCRATCH/$tag-untraced-lib/libnccl.so.2
 	local floor_copy=$SCRATCH/$tag-floor-lib/libnccl.so.2
 	local traced_copy=$SCRATCH/$tag-traced-lib/libnccl.so.2
 	local baseline_copy=$SCRATCH/$tag-baseline-lib/libnccl.so.2
@@ -201,8 +202,12 @@ measure_call_cost() {
 	local rounds=(--calls "$CALLS" --rounds "$ROUNDS")
 	echo "  $tag: $library"
 	[ -z "$BASELINE" ] || members=5
-	# A uprobe belongs to a file: the floor and each tracer get a copy of their own.
-	mkdir -p "$(dirname "$floor_copy")" "$(dirname "$traced_copy")" "$(dirname "$baseline_copy")"
+	# A uprobe belongs to a file: the floor and each tracer get a copy of their own, and so
+	# do the untraced process and the interposer, which another tracer on the machine
+	# (one that probes the installed library) would otherwise slow down.
+	mkdir -p "$(dirname "$untraced_copy")" "$(dirname "$floor_copy")" "$(dirname "$traced_copy")" \
+		"$(dirname "$baseline_copy")"
+	cp "$library" "$untraced_copy"
 	cp "$library" "$floor_copy"
 	cp "$library" "$traced_copy"
 	[ -z "$BASELINE" ] || cp "$library" "$baseline_copy"
@@ -210,7 +215,7 @@ measure_call_cost() {
 		mkfifo "$SCRATCH/$tag-turn-$i"
 	done
 	BENCH_ENV=()
-	start_call_bench "$tag-untraced" --lib "$library" "${rounds[@]}" \
+	start_call_bench "$tag-untraced" --lib "$untraced_copy" "${rounds[@]}" \
 		--turn-in "$SCRATCH/$tag-turn-0" --turn-out "$SCRATCH/$tag-turn-1"
 	untraced_pid=$STARTED_PID
 	start_call_bench "$tag-floor" --lib "$floor_copy" "${rounds[@]}" \
@@ -221,7 +226,7 @@ measure_call_cost() {
 	traced_pid=$STARTED_PID
 	BENCH_ENV=(LD_PRELOAD="$INTERPOSER" NCCL_INTERPOSER_LOG="$interposer_log"
 		NCCL_INTERPOSER_QUIET=1)
-	start_call_bench "$tag-interposer" --lib "$library" "${rounds[@]}" \
+	start_call_bench "$tag-interposer" --lib "$untraced_copy" "${rounds[@]}" \
 		--turn-in "$SCRATCH/$tag-turn-3" --turn-out "$SCRATCH/$tag-turn-$((4 % members))"
 	interposer_pid=$STARTED_PID
 	BENCH_ENV=()
@@ -254,7 +259,7 @@ measure_call_cost() {
 	stop_background "$floor" "$SCRATCH/$tag-floor.log"
 	stop_background "$recorder" "$SCRATCH/$tag-traced.log"
 	[ -z "$BASELINE" ] || stop_background "$baseline_recorder" "$SCRATCH/$tag-baseline.log"
-	rm -f "$floor_copy" "$traced_copy" "$baseline_copy" "$SCRATCH/$tag-baseline.trace"
+	rm -f "$untraced_copy" "$floor_copy" "$traced_copy" "$baseline_copy" "$SCRATCH/$tag-baseline.trace"
 
 	print_variant untraced "$tag-untraced" ""
 	print_variant "empty uprobe pair (floor)" "$tag-floor" ""
