@@ -82,15 +82,24 @@ int library_call_entry(struct pt_regs *ctx)
 	__u64 stack;
 	__u32 depth;
 
-	if (!is_traced(pid))
-		return 0;
 	if (cookie & TCHECK_COOKIE_LIBRARY_CHANGE) {
-		notify_library_change(pid, tid);
+		if (is_traced(pid))
+			notify_library_change(pid, tid);
 		return 0;
 	}
-	calls = thread_calls_of(tid, true);
-	if (!calls)
-		return 0;
+	/*
+	 * A thread gets its stack at its first call, only in a traced process,
+	 * and loses it as it ends (process_events.bpf.c): a stack found is a
+	 * traced thread's, and the set of traced processes is asked only once.
+	 */
+	calls = bpf_map_lookup_elem(&open_calls, &tid);
+	if (!calls) {
+		if (!is_traced(pid))
+			return 0;
+		calls = thread_calls_of(tid, true);
+		if (!calls)
+			return 0;
+	}
 	depth = calls->depth;
 	if (depth >= TCHECK_MAX_NESTING) {
 		calls->overflow++;
@@ -216,15 +225,20 @@ int library_call_return(struct pt_regs *ctx)
 	__u64 return_value;
 	__u32 depth;
 
-	if (!is_traced(pid))
+	/* Only a traced thread has a stack (see the entry). */
+	calls = bpf_map_lookup_elem(&open_calls, &tid);
+	if (!calls) {
+		/* A traced thread's first call entered before the probes were attached. */
+		if (is_traced(pid))
+			count(TCHECK_COUNTER_UNMATCHED_RETURNS);
 		return 0;
-	calls = thread_calls_of(tid, false);
-	if (calls && calls->overflow) {
+	}
+	if (calls->overflow) {
 		calls->overflow--;
 		return 0;
 	}
 	/* Entered before the entry probe was attached: nothing to pair with. */
-	if (!calls || calls->depth == 0) {
+	if (calls->depth == 0) {
 		count(TCHECK_COUNTER_UNMATCHED_RETURNS);
 		return 0;
 	}
@@ -270,7 +284,7 @@ int library_call_return(struct pt_regs *ctx)
 	}
 	bpf_ringbuf_submit(record, frame->py_depth && !python_context_named(pid, frame)
 					   ? BPF_RB_FORCE_WAKEUP
-					   : call_wakeup_flags());
+					   : call_wakeup_flags(record));
 	count(TCHECK_COUNTER_CALLS);
 	return 0;
 }

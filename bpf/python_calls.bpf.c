@@ -367,7 +367,7 @@ static __always_inline void frame_returned(struct pt_regs *ctx)
 	 * A code object not named yet must be read while it exists: wake the
 	 * daemon now. There are few of them, so this costs little.
 	 */
-	bpf_ringbuf_submit(record, verdict ? call_wakeup_flags() : BPF_RB_FORCE_WAKEUP);
+	bpf_ringbuf_submit(record, verdict ? call_wakeup_flags(record) : BPF_RB_FORCE_WAKEUP);
 	count(TCHECK_COUNTER_PYTHON_CALLS);
 }
 

@@ -82,6 +82,8 @@ static __always_inline void python_context_read(__u32 pid, struct tcheck_open_ca
 
 	call->py_depth = 0;
 	call->py_flags = 0;
+	if (!python_stacks_followed)
+		return;
 	layout = bpf_map_lookup_elem(&python_stack_layouts, &pid);
 	if (!layout)
 		return;

@@ -250,7 +250,7 @@ int torch_op_entry(struct pt_regs *ctx)
 		record->sizes[i] = call.sizes[i];
 	record->requires_grad = call.requires_grad;
 	record->reserved = 0;
-	bpf_ringbuf_submit(record, call_wakeup_flags());
+	bpf_ringbuf_submit(record, call_wakeup_flags(record));
 	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;
 }

@@ -105,7 +105,7 @@ static __always_inline int close_scope(__u64 key)
 	record->depth = stack->depth;
 	record->flags = 0;
 	__builtin_memcpy(record->name, scope->name, sizeof(record->name));
-	bpf_ringbuf_submit(record, call_wakeup_flags());
+	bpf_ringbuf_submit(record, call_wakeup_flags(record));
 	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;
 }
@@ -147,7 +147,7 @@ static __always_inline int backward_record(__u32 flags)
 	/* Stored as immediates: no string in a data section. */
 	__builtin_memcpy(record->name, TCHECK_BACKWARD_SCOPE_NAME,
 			 sizeof(TCHECK_BACKWARD_SCOPE_NAME));
-	bpf_ringbuf_submit(record, call_wakeup_flags());
+	bpf_ringbuf_submit(record, call_wakeup_flags(record));
 	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;
 }

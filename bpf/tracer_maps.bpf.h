@@ -71,16 +71,36 @@ struct {
 
 /*
  * Waking the reader costs more than a probe itself (a wake-up per call
- * doubled the cost per call): the reader polls on a short timer, and is
- * woken early only once the buffer is a quarter full.
+ * doubled the cost per call; so did one per call once the buffer was a
+ * quarter full, while the reader was behind): the reader polls on a short
+ * timer, and is woken early by the record that takes the buffer past a
+ * quarter, a half or three quarters of its size. wakeup_shift is log2 of a
+ * quarter of the buffer, set by the daemon with its size.
  */
-static __always_inline __u64 call_wakeup_flags(void)
+const volatile __u32 wakeup_shift __weak = 21; /* 8 MiB / 4 */
+
+/* Bytes a record of 'size' takes in the ring buffer: an 8-byte header, rounded to 8. */
+#define RINGBUF_FOOTPRINT(size) ((((__u64)(size)) + 8 + 7) & ~7ULL)
+
+static __always_inline __u64 ringbuf_wakeup_flags(__u64 record_size)
 {
 	__u64 waiting = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+	__u64 before = waiting - RINGBUF_FOOTPRINT(record_size);
 
-	return waiting > size / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	if (waiting < RINGBUF_FOOTPRINT(record_size))
+		return BPF_RB_NO_WAKEUP;
+	return (waiting >> wakeup_shift) != (before >> wakeup_shift) ? BPF_RB_FORCE_WAKEUP
+								     : BPF_RB_NO_WAKEUP;
 }
+
+/* For a reserved record: ringbuf_wakeup_flags of its size. */
+#define call_wakeup_flags(record) ringbuf_wakeup_flags(sizeof(*(record)))
+
+/*
+ * Whether any traced process's Python is followed (python_stack_layouts has
+ * an entry): set by the daemon, so that a process with none pays no look-up.
+ */
+volatile bool python_stacks_followed __weak = false;
 
 static __always_inline bool is_traced(__u32 pid)
 {

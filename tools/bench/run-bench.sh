@@ -7,7 +7,9 @@
 # between figures of one run. Knobs (environment): BENCH_CALLS (calls per
 # round, default 50000), BENCH_ROUNDS (default 21), BENCH_LOAD_SECONDS
 # (length of each event-rate run, default 3), REAL_NCCL (path of a real
-# libnccl.so.2, default /usr/local/cuda/lib/libnccl.so.2).
+# libnccl.so.2, default /usr/local/cuda/lib/libnccl.so.2), BASELINE (the root of
+# another build, main's say: its tcheck-bpf is measured in the same rounds and
+# its BPF programs in the same session).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,9 +32,14 @@ LOAD_RATES=(400000 200000 100000)
 PACED_RATES=(200000 50000)
 # sizeof(struct interposed_call) in tools/bench/nccl-interposer.c.
 INTERPOSER_RECORD_BYTES=88
+BASELINE=${BASELINE:-}
+BASELINE_TCHECK=${BASELINE:+$BASELINE/tcheck-bpf}
 RESULTS=$ROOT/BENCHMARKS.md
 BEGIN_MARKER='<!-- nccl-probe-cost:begin -->'
 END_MARKER='<!-- nccl-probe-cost:end -->'
+# One row per run, kept: each run's floor beside its ratio, so a run whose floor
+# was high (which hides the programs' own cost) is read as such.
+HISTORY_MARKER='<!-- nccl-probe-cost:history -->'
 CLOCK_TICKS=$(getconf CLK_TCK)
 
 SCRATCH=$(mktemp -d /tmp/tcheck-bench.XXXXXX)
@@ -123,7 +130,7 @@ finish_call_bench() {
 
 # Starts `tcheck-bpf record` on the given pids and waits until it traces. Sets STARTED_PID.
 start_recorder() {
-	local name=$1 pid_options=() pid keeper
+	local name=$1 pid_options=() pid keeper tracer=${RECORDER_BINARY:-$TCHECK}
 	shift
 	for pid in "$@"; do
 		pid_options+=(--pid "$pid")
@@ -134,7 +141,7 @@ start_recorder() {
 	keeper=$!
 	BACKGROUND_PIDS+=("$keeper")
 	pid_options+=(--pid "$keeper")
-	"$TCHECK" record -o "$SCRATCH/$name.trace" "${pid_options[@]}" 2>"$SCRATCH/$name.log" &
+	"$tracer" record -o "$SCRATCH/$name.trace" "${pid_options[@]}" 2>"$SCRATCH/$name.log" &
 	STARTED_PID=$!
 	BACKGROUND_PIDS+=("$STARTED_PID")
 	wait_for_text "$SCRATCH/$name.log" "tracing" "$STARTED_PID"
@@ -185,22 +192,30 @@ print_variant() {
 # ring of FIFOs passes the turn, so a drift of the machine's speed (large on
 # a shared VM) reaches all four alike.
 measure_call_cost() {
-	local tag=$1 library=$2 i floor recorder calls recorded logged stats
-	local untraced_pid floor_pid traced_pid interposer_pid
+	local tag=$1 library=$2 i floor recorder calls recorded logged stats members=4
+	local untraced_pid floor_pid traced_pid interposer_pid baseline_pid baseline_recorder
+	local untraced_copy=$SCRATCH/$tag-untraced-lib/libnccl.so.2
 	local floor_copy=$SCRATCH/$tag-floor-lib/libnccl.so.2
 	local traced_copy=$SCRATCH/$tag-traced-lib/libnccl.so.2
+	local baseline_copy=$SCRATCH/$tag-baseline-lib/libnccl.so.2
 	local interposer_log=$SCRATCH/$tag-interposer.calls
 	local rounds=(--calls "$CALLS" --rounds "$ROUNDS")
 	echo "  $tag: $library"
-	# A uprobe belongs to a file: the floor and the tracer each get a copy of their own.
-	mkdir -p "$(dirname "$floor_copy")" "$(dirname "$traced_copy")"
+	[ -z "$BASELINE" ] || members=5
+	# A uprobe belongs to a file: the floor and each tracer get a copy of their own, and so
+	# do the untraced process and the interposer, which another tracer on the machine
+	# (one that probes the installed library) would otherwise slow down.
+	mkdir -p "$(dirname "$untraced_copy")" "$(dirname "$floor_copy")" "$(dirname "$traced_copy")" \
+		"$(dirname "$baseline_copy")"
+	cp "$library" "$untraced_copy"
 	cp "$library" "$floor_copy"
 	cp "$library" "$traced_copy"
-	for i in 0 1 2 3; do
+	[ -z "$BASELINE" ] || cp "$library" "$baseline_copy"
+	for ((i = 0; i < members; i++)); do
 		mkfifo "$SCRATCH/$tag-turn-$i"
 	done
 	BENCH_ENV=()
-	start_call_bench "$tag-untraced" --lib "$library" "${rounds[@]}" \
+	start_call_bench "$tag-untraced" --lib "$untraced_copy" "${rounds[@]}" \
 		--turn-in "$SCRATCH/$tag-turn-0" --turn-out "$SCRATCH/$tag-turn-1"
 	untraced_pid=$STARTED_PID
 	start_call_bench "$tag-floor" --lib "$floor_copy" "${rounds[@]}" \
@@ -211,10 +226,15 @@ measure_call_cost() {
 	traced_pid=$STARTED_PID
 	BENCH_ENV=(LD_PRELOAD="$INTERPOSER" NCCL_INTERPOSER_LOG="$interposer_log"
 		NCCL_INTERPOSER_QUIET=1)
-	start_call_bench "$tag-interposer" --lib "$library" "${rounds[@]}" \
-		--turn-in "$SCRATCH/$tag-turn-3" --turn-out "$SCRATCH/$tag-turn-0"
+	start_call_bench "$tag-interposer" --lib "$untraced_copy" "${rounds[@]}" \
+		--turn-in "$SCRATCH/$tag-turn-3" --turn-out "$SCRATCH/$tag-turn-$((4 % members))"
 	interposer_pid=$STARTED_PID
 	BENCH_ENV=()
+	if [ -n "$BASELINE" ]; then
+		start_call_bench "$tag-baseline" --lib "$baseline_copy" "${rounds[@]}" \
+			--turn-in "$SCRATCH/$tag-turn-4" --turn-out "$SCRATCH/$tag-turn-0"
+		baseline_pid=$STARTED_PID
+	fi
 
 	"$PROBE_FLOOR" --lib "$floor_copy" --symbol ncclAllReduce --pid "$floor_pid" \
 		2>"$SCRATCH/$tag-floor.log" &
@@ -223,17 +243,23 @@ measure_call_cost() {
 	wait_for_text "$SCRATCH/$tag-floor.log" "attached" "$floor"
 	start_recorder "$tag-traced" "$traced_pid"
 	recorder=$STARTED_PID
+	if [ -n "$BASELINE" ]; then
+		RECORDER_BINARY=$BASELINE_TCHECK start_recorder "$tag-baseline" "$baseline_pid"
+		baseline_recorder=$STARTED_PID
+	fi
 
 	touch "$SCRATCH/$tag-untraced.go" "$SCRATCH/$tag-floor.go" "$SCRATCH/$tag-traced.go" \
-		"$SCRATCH/$tag-interposer.go"
+		"$SCRATCH/$tag-interposer.go" "$SCRATCH/$tag-baseline.go"
 	printf t >"$SCRATCH/$tag-turn-0"
 	finish_call_bench "$untraced_pid" "$tag-untraced"
 	finish_call_bench "$floor_pid" "$tag-floor"
 	finish_call_bench "$traced_pid" "$tag-traced"
 	finish_call_bench "$interposer_pid" "$tag-interposer"
+	[ -z "$BASELINE" ] || finish_call_bench "$baseline_pid" "$tag-baseline"
 	stop_background "$floor" "$SCRATCH/$tag-floor.log"
 	stop_background "$recorder" "$SCRATCH/$tag-traced.log"
-	rm -f "$floor_copy" "$traced_copy"
+	[ -z "$BASELINE" ] || stop_background "$baseline_recorder" "$SCRATCH/$tag-baseline.log"
+	rm -f "$untraced_copy" "$floor_copy" "$traced_copy" "$baseline_copy" "$SCRATCH/$tag-baseline.trace"
 
 	print_variant untraced "$tag-untraced" ""
 	print_variant "empty uprobe pair (floor)" "$tag-floor" ""
@@ -246,6 +272,7 @@ measure_call_cost() {
 	# Dropped calls take a cheaper path: the figure would flatter the tracer.
 	[ "$recorded" = "$calls" ] ||
 		note "$tag: $calls calls made but $recorded recorded (drops: ${stats#* }); its traced figure is too low"
+	[ -z "$BASELINE" ] || print_variant "earlier build ($BASELINE)" "$tag-baseline" ""
 
 	[ "$(field "$SCRATCH/$tag-interposer.out" function)" = "$INTERPOSER" ] ||
 		fail "ncclAllReduce resolved to $(field "$SCRATCH/$tag-interposer.out" function), not to the interposer"
@@ -256,20 +283,19 @@ measure_call_cost() {
 	[ "$logged" = "$calls" ] || fail "$tag: $calls calls made, the interposer logged $logged"
 }
 
-# Time inside tcheck-bpf's BPF programs per call, from kernel.bpf_stats_enabled.
-measure_program_time() {
-	local name=double-bpf-stats bench recorder fd_info id runs
-	step "  time in tcheck-bpf's BPF programs (bpf_stats)"
-	SAVED_BPF_STATS=$(sysctl -n kernel.bpf_stats_enabled)
+# Time inside tcheck-bpf's BPF programs per call, from kernel.bpf_stats_enabled:
+# one run of 5 x 50000 calls traced by the binary $2, its programs' run_cnt and
+# run_time_ns appended to $SCRATCH/$1.programs ("name runs ns" lines).
+measure_program_run() {
+	local name=$1 tracer=$2 bench recorder fd_info id runs
 	sysctl -qw kernel.bpf_stats_enabled=1
 	start_call_bench "$name" --lib "$NCCL_DOUBLE" --calls 50000 --rounds 5
 	bench=$STARTED_PID
-	start_recorder "$name" "$bench"
+	RECORDER_BINARY=$tracer start_recorder "$name" "$bench"
 	recorder=$STARTED_PID
 	touch "$SCRATCH/$name.go"
 	finish_call_bench "$bench" "$name"
 	# The recorder's program descriptors carry run_cnt and run_time_ns.
-	: >"$SCRATCH/$name.programs"
 	for fd_info in /proc/"$recorder"/fdinfo/*; do
 		# Links name their program too; only a program's own descriptor has run_cnt.
 		runs=$(sed -n 's/^run_cnt:[[:space:]]*//p' "$fd_info" 2>/dev/null || true)
@@ -281,13 +307,39 @@ measure_program_time() {
 			>>"$SCRATCH/$name.programs"
 	done
 	sysctl -qw kernel.bpf_stats_enabled="$SAVED_BPF_STATS"
-	SAVED_BPF_STATS=
 	stop_background "$recorder" "$SCRATCH/$name.log"
-	rm -f "$SCRATCH/$name.trace"
-	grep -q '^library_call_' "$SCRATCH/$name.programs" ||
+	rm -f "$SCRATCH/$name.trace" "$SCRATCH/$name.go" "$SCRATCH/$name.ready"
+}
+
+# ns per run of each library_call_ program over the runs of $1: "name runs ns_per_run".
+program_times() {
+	awk '$1 ~ /^library_call_/ { runs[$1] += $2; ns[$1] += $3 }
+		END { for (p in runs) if (runs[p] > 0) printf "%s %d %.0f\n", p, runs[p], ns[p] / runs[p] }' \
+		"$SCRATCH/$1.programs" | sort
+}
+
+# Entry + return, ns per call.
+program_time_per_call() {
+	program_times "$1" | awk '{ sum += $3 } END { printf "%.0f", sum }'
+}
+
+# This build's programs and, with BASELINE, the earlier build's, taking turns (3 runs each).
+measure_program_time() {
+	local i
+	step "  time in tcheck-bpf's BPF programs (bpf_stats)"
+	SAVED_BPF_STATS=$(sysctl -n kernel.bpf_stats_enabled)
+	: >"$SCRATCH/double-bpf-stats.programs"
+	: >"$SCRATCH/baseline-bpf-stats.programs"
+	for i in 1 2 3; do
+		measure_program_run double-bpf-stats "$TCHECK"
+		[ -z "$BASELINE" ] || measure_program_run baseline-bpf-stats "$BASELINE_TCHECK"
+	done
+	SAVED_BPF_STATS=
+	grep -q '^library_call_' "$SCRATCH/double-bpf-stats.programs" ||
 		note "the recorder's BPF program statistics could not be read"
-	awk '$1 ~ /^library_call_/ && $2 > 0 { printf "%s %.0f ns  ", $1, $3 / $2 }' \
-		"$SCRATCH/$name.programs"
+	program_times double-bpf-stats | awk '{ printf "%s %s ns  ", $1, $3 }'
+	printf 'together %s ns' "$(program_time_per_call double-bpf-stats)"
+	[ -z "$BASELINE" ] || printf '; earlier build %s ns' "$(program_time_per_call baseline-bpf-stats)"
 	echo
 }
 
@@ -348,18 +400,23 @@ ns() {
 }
 
 cost_rows() {
-	local tag=$1 label=$2 a b c d
+	local tag=$1 label=$2 a b c d e=
 	a=$(ns "$tag-untraced")
 	b=$(ns "$tag-floor")
 	c=$(ns "$tag-traced")
 	d=$(ns "$tag-interposer")
-	awk -v label="$label" -v a="$a" -v b="$b" -v c="$c" -v d="$d" 'BEGIN {
+	[ ! -e "$SCRATCH/$tag-baseline.out" ] || e=$(ns "$tag-baseline")
+	awk -v label="$label" -v a="$a" -v b="$b" -v c="$c" -v d="$d" -v e="$e" \
+		-v commit="$(git -C "$BASELINE" rev-parse --short HEAD 2>/dev/null || echo "$BASELINE")" 'BEGIN {
 		printf "| %s | untraced | %.1f | - | - |\n", label, a
 		printf "| %s | empty uprobe + uretprobe (floor) | %.1f | %.1f | 1.00 |\n", label, b, b - a
 		printf "| %s | tcheck-bpf record --pid | %.1f | %.1f | %.2f |\n", label, c, c - a,
 			(c - a) / (b - a)
 		printf "| %s | LD_PRELOAD interposer | %.1f | %.1f | %.2f |\n", label, d, d - a,
 			(d - a) / (b - a)
+		if (e != "")
+			printf "| %s | earlier build (%s): tcheck-bpf record --pid | %.1f | %.1f | %.2f |\n",
+				label, commit, e, e - a, (e - a) / (b - a)
 	}'
 }
 
@@ -381,7 +438,9 @@ write_section() {
 	echo "is the median round. The four variants are four processes that take turns round by round"
 	echo "(the floor and the tracer probe copies of the library of their own), so that the machine's"
 	echo "drifts reach them alike. Added = variant - untraced; the last column divides it by the"
-	echo "floor's: for tcheck-bpf that is (c - a) / (b - a), whose target is at most 1.5."
+	echo "floor's: for tcheck-bpf that is (c - a) / (b - a), whose target is at most 1.15."
+	[ -z "$BASELINE" ] || echo "A fifth process, traced by the earlier build named in its row, takes the same turns."
+	echo "Load average at the start and the end: $LOAD_BEFORE; $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo
 	echo "| Library | Variant | ns/call | added ns/call | added / floor's added |"
 	echo "|---|---|---:|---:|---:|"
@@ -390,9 +449,10 @@ write_section() {
 		cost_rows real "NCCL $(field "$SCRATCH/real-untraced.out" version) ($REAL_NCCL)"
 	echo
 	awk -v a="$(ns double-untraced)" -v b="$(ns double-floor)" -v c="$(ns double-traced)" \
-		-v d="$(ns double-interposer)" 'BEGIN {
-		printf "Test double: tcheck-bpf over the floor (c - a) / (b - a) = **%.2f** (target <= 1.5); ", (c - a) / (b - a)
-		printf "the interposer adds (d - a) = %.1f ns per call.\n", d - a
+		-v d="$(ns double-interposer)" -v bpf="$(program_time_per_call double-bpf-stats)" 'BEGIN {
+		printf "Test double: tcheck-bpf over the floor (c - a) / (b - a) = **%.2f** (target <= 1.15), ", (c - a) / (b - a)
+		printf "the floor (b - a) being %.1f ns; BPF programs **%d ns** per call, entry and return " \
+			"(bpf_stats, below; target <= 300); the interposer adds (d - a) = %.1f ns per call.\n", b - a, bpf, d - a
 	}'
 	if [ -e "$SCRATCH/real-untraced.out" ]; then
 		echo
@@ -404,10 +464,14 @@ write_section() {
 	echo "Time inside tcheck-bpf's own BPF programs (kernel.bpf_stats_enabled, a separate run on the"
 	echo "test double; the stats add a little of their own):"
 	echo
-	echo "| Program | runs | ns/run |"
-	echo "|---|---:|---:|"
-	awk '$1 ~ /^library_call_/ && $2 > 0 { printf "| %s | %d | %.0f |\n", $1, $2, $3 / $2 }' \
-		"$SCRATCH/double-bpf-stats.programs"
+	echo "| Build | Program | runs | ns/run |"
+	echo "|---|---|---:|---:|"
+	program_times double-bpf-stats | awk '{ printf "| this | %s | %d | %d |\n", $1, $2, $3 }'
+	[ -z "$BASELINE" ] ||
+		program_times baseline-bpf-stats | awk -v commit="$(git -C "$BASELINE" rev-parse --short HEAD 2>/dev/null)" \
+			'{ printf "| earlier (%s) | %s | %d | %d |\n", commit, $1, $2, $3 }'
+	echo
+	echo "Three runs of 5 x 50000 calls per build$([ -z "$BASELINE" ] || echo ", the builds taking turns"); entry + return: this build $(program_time_per_call double-bpf-stats) ns$([ -z "$BASELINE" ] || echo ", the earlier $(program_time_per_call baseline-bpf-stats) ns")."
 	echo
 	echo "### Event rate without drops, and the recorder's cost"
 	echo
@@ -440,24 +504,52 @@ write_section() {
 	echo "$END_MARKER"
 }
 
+# The run's row of the history table: its floor beside its ratio and BPF time.
+history_row() {
+	local commit real_ratio=-
+	commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+	[ ! -e "$SCRATCH/real-untraced.out" ] ||
+		real_ratio=$(awk -v a="$(ns real-untraced)" -v b="$(ns real-floor)" -v c="$(ns real-traced)" \
+			'BEGIN { printf "%.2f", (c - a) / (b - a) }')
+	awk -v a="$(ns double-untraced)" -v b="$(ns double-floor)" -v c="$(ns double-traced)" \
+		-v bpf="$(program_time_per_call double-bpf-stats)" -v real="$real_ratio" \
+		-v when="$(date -u '+%Y-%m-%d %H:%M')" -v commit="$commit" -v kernel="$(uname -r)" \
+		-v load="$LOAD_BEFORE" 'BEGIN {
+		printf "| %s | %s | %s | %s | %.0f | %.0f | %.2f | %d | %s |\n", when, commit, kernel, load,
+			b - a, c - a, (c - a) / (b - a), bpf, real
+	}'
+}
+
 update_results() {
 	local section=$SCRATCH/section.md
 	write_section >"$section"
+	history_row >"$SCRATCH/history-row.md"
 	if [ ! -e "$RESULTS" ]; then
 		printf "# Benchmarks\n\nBenchmarks of tcheck-bpf; every figure comes from \`make bench\` %s\n\n" \
 			"on the machine named with it." >"$RESULTS"
 	fi
-	python3 - "$RESULTS" "$section" "$BEGIN_MARKER" "$END_MARKER" <<'EOF'
+	python3 - "$RESULTS" "$section" "$BEGIN_MARKER" "$END_MARKER" "$HISTORY_MARKER" \
+		"$SCRATCH/history-row.md" <<'EOF'
 import sys
-path, section_path, begin, end = sys.argv[1:]
+path, section_path, begin, end, history, row_path = sys.argv[1:]
 text = open(path).read()
 section = open(section_path).read()
+row = open(row_path).read().rstrip("\n")
 if begin in text and end in text:
     head, rest = text.split(begin, 1)
     tail = rest.split(end, 1)[1]
     text = head + section.rstrip("\n") + tail
 else:
     text = text.rstrip("\n") + "\n\n" + section
+if history not in text:
+    table = ("\n\n### The floor of each run\n\n"
+             "Every `make bench` adds a row (the test double; added ns per call over the untraced "
+             "process; BPF = entry + return per call, bpf_stats; load = the load average at its start).\n\n"
+             "| Date (UTC) | commit | kernel | load | floor added ns | tcheck-bpf added ns | ratio | BPF ns/call | real NCCL ratio |\n"
+             "|---|---|---|---|---:|---:|---:|---:|---:|\n" + history)
+    text = text.replace(end, end + table, 1)
+# Rows go just above the marker: the newest last.
+text = text.replace(history, row + "\n" + history, 1)
 open(path, "w").write(text)
 EOF
 }
@@ -469,6 +561,8 @@ for program in "$TCHECK" "$CALL_BENCH" "$PROBE_FLOOR" "$INTERPOSER" "$NCCL_DOUBL
 	[ -e "$program" ] || fail "$program is missing: run make all"
 done
 started_at=$SECONDS
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+[ -z "$BASELINE" ] || [ -x "$BASELINE_TCHECK" ] || fail "BASELINE: $BASELINE_TCHECK is missing: build it first"
 check_quiet "before"
 echo "bench: call cost ($ROUNDS rounds of $CALLS calls)"
 measure_call_cost double "$NCCL_DOUBLE"

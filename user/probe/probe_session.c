@@ -150,9 +150,13 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 		snprintf(error, error_size, "cannot prepare the probe programs");
 		goto fail;
 	}
-	if (config->ring_buffer_bytes)
+	if (config->ring_buffer_bytes) {
 		bpf_map__set_max_entries(session->skeleton->maps.events,
 					 (uint32_t)config->ring_buffer_bytes);
+		/* A power of two: wake the reader at each quarter of it. */
+		session->skeleton->rodata->wakeup_shift =
+			(uint32_t)__builtin_ctzll(config->ring_buffer_bytes) - 2;
+	}
 	result = tracer_bpf__load(session->skeleton);
 	if (result) {
 		snprintf(error, error_size,
@@ -387,6 +391,8 @@ int probe_session_set_python_stack_layout(struct probe_session *session, uint32_
 		return bpf_map_delete_elem(map, &pid) && errno != ENOENT ? -errno : 0;
 	if (bpf_map_update_elem(map, &pid, layout, BPF_ANY))
 		return -errno;
+	/* From now on the NCCL entry probe looks its process up. */
+	session->skeleton->bss->python_stacks_followed = true;
 	return 0;
 }
 
