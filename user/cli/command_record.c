@@ -148,7 +148,7 @@ int parse_ring_buffer_mb(const char *text, size_t *bytes)
 	return 0;
 }
 
-static int parse_pid(const char *text, pid_t *pid)
+int parse_pid(const char *text, pid_t *pid)
 {
 	char *end;
 	long value;
