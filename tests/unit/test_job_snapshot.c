@@ -28,6 +28,7 @@ static void two_ranks_init(struct two_ranks *job)
 
 		process->pid = 100 + rank;
 		process->rank = rank;
+		process->maps_collectives = true;
 		process->threads = job->threads[rank];
 		process->thread_count = 2;
 		job->threads[rank][0].tid = process->pid;

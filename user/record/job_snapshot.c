@@ -338,8 +338,10 @@ static int threads_read(struct snapshot_process *process, struct file_tables *ca
 		return error_fail(error, error_size, ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < maps.count; i++)
-		if (strchr(maps.files[i].permissions, 'x'))
+		if (strchr(maps.files[i].permissions, 'x')) {
 			tables[i] = file_table_for(cache, maps.files[i].host_path);
+			process->maps_collectives |= tables[i] != NULL;
+		}
 	has_layout = nccl_layout_of(process, &maps, &layout);
 	u64_map_init(&tried);
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)process->pid);

@@ -44,7 +44,8 @@ struct snapshot_communicator {
 
 struct snapshot_process {
 	pid_t pid;
-	int rank; /* job rank: a communicator's rank, else RANK; -1 unknown */
+	int rank;	       /* job rank: a communicator's rank, else RANK; -1 unknown */
+	bool maps_collectives; /* maps NCCL or libtorch: a rank, not a launcher */
 	char command[256];
 	struct python_stacks python;
 	char python_note[512]; /* why no Python stack was read, "" when it was */
@@ -98,5 +99,13 @@ int job_snapshot_write_json(const struct job_snapshot *snapshot,
 /* The same as lines for people: the finding, then each rank's threads and stacks. */
 void job_snapshot_write_text(const struct job_snapshot *snapshot,
 			     const struct snapshot_diagnosis *diagnosis, FILE *out);
+
+/*
+ * What attach and record --pid say first: the state of the targets (and,
+ * with descendants, every process below them) read and judged at once,
+ * logged as the text form with "on arrival" before it. A state that cannot
+ * be read is a warning with the reason, never a silent nothing.
+ */
+void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants);
 
 #endif /* TCHECK_JOB_SNAPSHOT_H */

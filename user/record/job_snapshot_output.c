@@ -3,6 +3,11 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "probe/process_maps.h"
 
 #include "record/job_snapshot.h"
 
@@ -150,4 +155,65 @@ void job_snapshot_write_text(const struct job_snapshot *snapshot,
 					thread->python->frames[f].first_line);
 		}
 	}
+}
+
+/* The targets and their descendants, each once; *all is allocated. */
+static size_t arrival_pids(const pid_t *pids, size_t count, bool descendants, pid_t **all)
+{
+	size_t total = 0, capacity = count;
+
+	*all = malloc(capacity * sizeof(**all));
+	for (size_t i = 0; *all && i < count; i++) {
+		pid_t *children = NULL;
+		size_t child_count = 0;
+		pid_t *grown;
+
+		(*all)[total++] = pids[i];
+		if (!descendants ||
+		    process_children(pids[i], true, &children, &child_count, NULL, 0) != 0)
+			continue;
+		grown = realloc(*all, (capacity + child_count) * sizeof(**all));
+		if (grown) {
+			*all = grown;
+			capacity += child_count;
+			for (size_t j = 0; j < child_count; j++)
+				(*all)[total++] = children[j];
+		}
+		free(children);
+	}
+	return *all ? total : 0;
+}
+
+void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants)
+{
+	struct snapshot_diagnosis diagnosis;
+	struct job_snapshot snapshot;
+	char error[512], *text = NULL, *line, *saved = NULL;
+	size_t size = 0, total;
+	pid_t *all = NULL;
+	FILE *out;
+
+	total = arrival_pids(pids, count, descendants, &all);
+	if (!total || job_snapshot_read(all, total, &snapshot, error, sizeof(error)) != 0) {
+		log_warning("the job's state on arrival was not read: %s",
+			    total ? error : "out of memory");
+		free(all);
+		return;
+	}
+	free(all);
+	if (job_snapshot_diagnose(&snapshot, &diagnosis) != 0) {
+		log_warning("the job's state on arrival was not judged: out of memory");
+		job_snapshot_free(&snapshot);
+		return;
+	}
+	out = open_memstream(&text, &size);
+	if (out) {
+		job_snapshot_write_text(&snapshot, &diagnosis, out);
+		fclose(out);
+		for (line = strtok_r(text, "\n", &saved); line; line = strtok_r(NULL, "\n", &saved))
+			log_notice("on arrival: %s", line);
+	}
+	free(text);
+	snapshot_diagnosis_free(&diagnosis);
+	job_snapshot_free(&snapshot);
 }

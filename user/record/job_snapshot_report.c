@@ -177,21 +177,26 @@ static int judge_blocked_threads(const struct job_snapshot *snapshot, struct fin
 	char waiting[128] = "";
 	size_t inside = 0;
 
+	size_t ranks = 0;
+
 	for (size_t p = 0; p < snapshot->count; p++) {
 		const char *mine = process_collective(&snapshot->processes[p]);
 
+		ranks += snapshot->processes[p].maps_collectives;
 		if (!mine[0])
 			continue;
 		inside++;
 		collective = collective ? collective : mine;
 		append_rank(waiting, sizeof(waiting), snapshot->processes[p].rank);
 	}
-	if (!collective || inside == snapshot->count)
+	if (!collective || inside == ranks)
 		return 0;
 	for (size_t p = 0; p < snapshot->count; p++) {
 		struct snapshot_finding *finding;
 
-		if (process_collective(&snapshot->processes[p])[0])
+		/* A launcher that maps no collective library is no rank to lag. */
+		if (process_collective(&snapshot->processes[p])[0] ||
+		    !snapshot->processes[p].maps_collectives)
 			continue;
 		finding = finding_add(list, &snapshot->processes[p]);
 		if (!finding)
@@ -207,14 +212,16 @@ static void summary_write(const struct job_snapshot *snapshot, struct snapshot_d
 {
 	const struct snapshot_finding *finding;
 	char sequence[96];
-	size_t inside = 0;
+	size_t inside = 0, ranks = 0;
 
-	for (size_t p = 0; p < snapshot->count; p++)
+	for (size_t p = 0; p < snapshot->count; p++) {
 		inside += process_collective(&snapshot->processes[p])[0] != '\0';
+		ranks += snapshot->processes[p].maps_collectives;
+	}
 	if (diagnosis->count == 0) {
 		snprintf(
 			diagnosis->summary, sizeof(diagnosis->summary),
-			inside == snapshot->count && inside > 1
+			inside == ranks && inside > 1
 				? "every rank is inside a collective%s: no rank lags behind the "
 				  "others; if they stay there, the wait is in the network or device"
 				: "no rank waits for another in a collective%s",
