@@ -79,6 +79,25 @@ static void append_rank(char *text, size_t size, int rank)
 	snprintf(text + used, size - used, "%s%d", used ? ", " : "", rank);
 }
 
+/* The ranks past operation 'lowest' on the finding's communicator, and what they are in. */
+static void finding_fill_waiters(const struct job_snapshot *snapshot,
+				 struct snapshot_finding *finding, uint64_t lowest)
+{
+	for (size_t r = 0; r < snapshot->count; r++) {
+		const struct snapshot_process *waiter = &snapshot->processes[r];
+
+		for (size_t e = 0; e < waiter->communicator_count; e++) {
+			if (waiter->communicators[e].comm_hash != finding->comm_hash ||
+			    waiter->communicators[e].op_count <= lowest)
+				continue;
+			append_rank(finding->waiting, sizeof(finding->waiting), waiter->rank);
+			if (!finding->collective[0])
+				snprintf(finding->collective, sizeof(finding->collective), "%s",
+					 process_collective(waiter));
+		}
+	}
+}
+
 /*
  * NCCL: per communicator (by commHash), the ranks whose operation count is
  * the lowest while another's is higher never issued operation number
@@ -139,35 +158,43 @@ static int judge_communicators(const struct job_snapshot *snapshot, struct findi
 					finding->sequence = (int64_t)lowest;
 					finding->comm_hash = mine->comm_hash;
 					finding->nranks = mine->nranks;
-					for (size_t r = 0; r < snapshot->count; r++) {
-						const struct snapshot_process *waiter =
-							&snapshot->processes[r];
-
-						for (size_t e = 0; e < waiter->communicator_count;
-						     e++)
-							if (waiter->communicators[e].comm_hash ==
-								    mine->comm_hash &&
-							    waiter->communicators[e].op_count >
-								    lowest) {
-								append_rank(
-									finding->waiting,
-									sizeof(finding->waiting),
-									waiter->communicators[e]
-										.rank);
-								if (!finding->collective[0])
-									snprintf(
-										finding->collective,
-										sizeof(finding->collective),
-										"%s",
-										process_collective(
-											waiter));
-							}
-					}
+					finding_fill_waiters(snapshot, finding, lowest);
 				}
 			}
 		}
 	}
 	return 0;
+}
+
+/* Whether the process a finding names is itself waiting inside a collective. */
+static bool finding_is_waiting(const struct job_snapshot *snapshot,
+			       const struct snapshot_finding *finding)
+{
+	for (size_t p = 0; p < snapshot->count; p++)
+		if (snapshot->processes[p].pid == finding->pid)
+			return process_collective(&snapshot->processes[p])[0] != '\0';
+	return false;
+}
+
+/*
+ * A rank blocked inside a collective falls behind on its other
+ * communicators too: that is the stall spreading, not its cause. Where some
+ * lagging rank is inside no collective, only such ranks are named.
+ */
+static void drop_waiting_laggards(const struct job_snapshot *snapshot,
+				  struct snapshot_diagnosis *diagnosis)
+{
+	size_t kept = 0;
+	bool any_free = false;
+
+	for (size_t i = 0; i < diagnosis->count; i++)
+		any_free |= !finding_is_waiting(snapshot, &diagnosis->findings[i]);
+	if (!any_free)
+		return;
+	for (size_t i = 0; i < diagnosis->count; i++)
+		if (!finding_is_waiting(snapshot, &diagnosis->findings[i]))
+			diagnosis->findings[kept++] = diagnosis->findings[i];
+	diagnosis->count = kept;
 }
 
 /* c10d and the rest: a process no thread of which is in the collective the others are in. */
@@ -254,6 +281,8 @@ int job_snapshot_diagnose(const struct job_snapshot *snapshot, struct snapshot_d
 		return 0;
 	}
 	err = judge_communicators(snapshot, &list, &any_communicator);
+	if (!err)
+		drop_waiting_laggards(snapshot, diagnosis);
 	if (!err && diagnosis->count == 0)
 		err = judge_blocked_threads(snapshot, &list);
 	if (err) {
