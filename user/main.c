@@ -17,6 +17,8 @@ struct command {
 static const struct command commands[] = {
 	{ "record", command_record, "record NCCL calls of a command or of running processes" },
 	{ "attach", command_attach, "watch a running process live (and optionally record it)" },
+	{ "snapshot", command_snapshot,
+	  "read a running job's state now: stacks, blocked calls, the rank a hang waits for" },
 	{ "dump", command_dump, "export a trace as JSON Lines or Perfetto/Chrome trace JSON" },
 	{ "check", command_check,
 	  "find hangs and slowdowns in traces; with --rules, silent errors" },

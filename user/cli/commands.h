@@ -4,6 +4,7 @@
 #define TCHECK_COMMANDS_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Each takes the arguments after the verb (argv[0] is the verb). */
 int command_record(int argc, char **argv);
@@ -16,6 +17,11 @@ int command_check(int argc, char **argv);
 int command_diff(int argc, char **argv);
 /* check --rules: the invariant checker (user/cli/command_check_rules.c). */
 int command_check_rules(int argc, char **argv);
+
+int command_snapshot(int argc, char **argv);
+
+/* Parses a --pid value; prints a sentence and returns -1 when bad. */
+int parse_pid(const char *text, pid_t *pid);
 
 /* Parses a positive integer option; prints a sentence and returns -1 when bad. */
 int parse_positive_number(const char *option, const char *text, double *value);

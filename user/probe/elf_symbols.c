@@ -661,27 +661,39 @@ static bool find_in_table(struct elf_file *file, Elf_Scn *section, const char *n
 	return false;
 }
 
-int elf_symbol_find(const char *path, const char *name, struct elf_symbol_location *location,
-		    char *error, size_t error_size)
+/* Opens a file that has a symbol table; 'wanted' names what was looked for, for the sentence. */
+static int elf_file_open_with_symbols(const char *path, struct elf_file *file, const char *wanted,
+				      char *error, size_t error_size)
 {
 	struct file_identity identity = { 0 };
-	struct elf_file file;
-	GElf_Sym symbol;
 	int err;
 
 	err = stat_file(path, &identity, error, error_size);
 	if (err)
 		return err;
-	err = elf_file_open(path, &file, error, error_size);
+	err = elf_file_open(path, file, error, error_size);
 	if (err)
 		return err;
-	if (!file.dynsym && !file.symtab) {
-		elf_file_close(&file);
-		return error_fail(
-			error, error_size, ENODATA,
-			"%s has no symbol table (it was stripped): %s cannot be found in it", path,
-			name);
+	if (!file->dynsym && !file->symtab) {
+		elf_file_close(file);
+		return error_fail(error, error_size, ENODATA,
+				  "%s has no symbol table (it was stripped): %s cannot be found in "
+				  "it",
+				  path, wanted);
 	}
+	return 0;
+}
+
+int elf_symbol_find(const char *path, const char *name, struct elf_symbol_location *location,
+		    char *error, size_t error_size)
+{
+	struct elf_file file;
+	GElf_Sym symbol;
+	int err;
+
+	err = elf_file_open_with_symbols(path, &file, name, error, error_size);
+	if (err)
+		return err;
 	if (!find_in_table(&file, file.dynsym, name, &symbol) &&
 	    !find_in_table(&file, file.symtab, name, &symbol)) {
 		elf_file_close(&file);
@@ -712,5 +724,62 @@ int elf_symbol_file_offset(const char *path, const char *name, uint64_t *file_of
 
 	if (!err)
 		*file_offset = location.file_offset;
+	return err;
+}
+
+static bool name_has_prefix(const char *name, const char *const *prefixes, size_t prefix_count)
+{
+	for (size_t i = 0; i < prefix_count; i++)
+		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+static int visit_functions_in_table(struct elf_file *file, Elf_Scn *section,
+				    const char *const *prefixes, size_t prefix_count,
+				    elf_function_visit_fn visit, void *context)
+{
+	struct symbol_table table;
+
+	if (!symbol_table_open(file, section, &table))
+		return 0;
+	for (size_t i = 0; i < table.count; i++) {
+		struct elf_symbol_location location;
+		const char *text;
+		GElf_Sym symbol;
+		int err;
+
+		if (!gelf_getsym(table.symbols, (int)i, &symbol) || symbol.st_shndx == SHN_UNDEF ||
+		    GELF_ST_TYPE(symbol.st_info) != STT_FUNC || symbol.st_size == 0)
+			continue;
+		text = symbol_name(&table, &symbol);
+		if (!text || !name_has_prefix(text, prefixes, prefix_count))
+			continue;
+		location.address = symbol.st_value;
+		location.size = symbol.st_size;
+		if (!address_to_file_offset(file, symbol.st_value, &location.file_offset))
+			continue;
+		err = visit(context, text, &location);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int elf_functions_with_prefixes(const char *path, const char *const *prefixes, size_t prefix_count,
+				elf_function_visit_fn visit, void *context, char *error,
+				size_t error_size)
+{
+	struct elf_file file;
+	int err;
+
+	err = elf_file_open_with_symbols(path, &file, "its functions", error, error_size);
+	if (err)
+		return err;
+	err = visit_functions_in_table(&file, file.dynsym, prefixes, prefix_count, visit, context);
+	if (!err)
+		err = visit_functions_in_table(&file, file.symtab, prefixes, prefix_count, visit,
+					       context);
+	elf_file_close(&file);
 	return err;
 }

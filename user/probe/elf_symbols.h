@@ -80,6 +80,19 @@ int elf_symbol_find(const char *path, const char *name, struct elf_symbol_locati
 int elf_symbol_file_offset(const char *path, const char *name, uint64_t *file_offset, char *error,
 			   size_t error_size);
 
+/*
+ * Calls visit for every defined function symbol of .dynsym and .symtab
+ * whose name starts with one of prefixes, with its place in the file; a
+ * function named in both tables is visited twice. A non-zero return from
+ * visit stops the walk and is returned. -ENODATA when the file has no
+ * symbol table.
+ */
+typedef int (*elf_function_visit_fn)(void *context, const char *name,
+				     const struct elf_symbol_location *location);
+int elf_functions_with_prefixes(const char *path, const char *const *prefixes, size_t prefix_count,
+				elf_function_visit_fn visit, void *context, char *error,
+				size_t error_size);
+
 /* Drops every cached result (for tests and for long-running daemons). */
 void elf_symbols_cache_clear(void);
 

@@ -1,0 +1,81 @@
+#!/bin/bash
+# A 2-rank gloo DDP job already hung before tcheck-bpf arrives: rank 1 sleeps
+# for ever in Python before its backward at step 5 (outside any collective),
+# rank 0 waits in the step's all-reduce. `snapshot --json` and `attach` read
+# the state within seconds and name rank 1 and c10d::allreduce, with every
+# rank's Python stack, held against the workload's own log (the fault record:
+# rank, step, the call it never makes) and its source (where the sleep is).
+source "$(dirname "$0")/lib.sh"
+torch_stack
+
+dir="$SCRATCH/stop"
+mkdir -p "$dir"
+setsid $TORCH_PYTHON "$ROOT/tests/workloads/python/train_ddp.py" --steps 20 \
+	--fault stop:1:5 --timeout 120 --log-dir "$dir/log" >"$dir/out" 2>&1 &
+BACKGROUND_PIDS+=($!)
+deadline=$((SECONDS + 90))
+until grep -qs '"kind": "fault"' "$dir/log/rank-1.jsonl"; do
+	[ $SECONDS -lt $deadline ] || fail "rank 1 never logged its fault: $(tail -3 "$dir/out")"
+	sleep 0.2
+done
+# Rank 0 runs on into the step's all-reduce.
+sleep 2
+ranks=$(pgrep -f -- "train_ddp.py --worker .*--log-dir $dir/log" | sort -n)
+[ "$(echo "$ranks" | wc -l)" = 2 ] || fail "expected 2 rank processes, found: $ranks"
+pid_options=$(for pid in $ranks; do printf -- '--pid %s ' "$pid"; done)
+
+started=$(date +%s.%N)
+status=0
+"$TCHECK" snapshot $pid_options --json -o "$dir/snapshot.json" 2>"$dir/snapshot.err" || status=$?
+elapsed=$(echo "$(date +%s.%N) - $started" | bc)
+[ "$status" = 1 ] || fail "snapshot exited $status, not 1 (a rank lags): $(cat "$dir/snapshot.err")"
+echo "snapshot read and judged in $elapsed s"
+(($(echo "$elapsed < 5" | bc))) || fail "the snapshot took $elapsed s"
+"$TCHECK" attach $pid_options --python --duration 3 >"$dir/attach.out" 2>&1 ||
+	fail "attach failed: $(tail -3 "$dir/attach.out")"
+
+python3 - "$dir" "$ROOT/tests/workloads/python/train_ddp.py" <<'PY' || fail "the snapshot does not match the workload's log"
+import json, os, sys
+directory, source = sys.argv[1], sys.argv[2]
+records = [json.loads(l) for l in open(os.path.join(directory, "log", "rank-1.jsonl"))]
+fault = next(r for r in records if r.get("kind") == "fault")
+snapshot = json.load(open(os.path.join(directory, "snapshot.json")))
+by_rank = {p["rank"]: p for p in snapshot["processes"]}
+assert sorted(by_rank) == [0, 1], by_rank.keys()
+assert len(snapshot["findings"]) == 1, snapshot["findings"]
+finding = snapshot["findings"][0]
+assert finding["rank"] == fault["fault_rank"] == 1, (finding, fault)
+assert finding["pid"] == fault["pid"] == by_rank[1]["pid"], (finding, fault)
+assert finding["collective"] == fault["next_call"], (finding, fault)
+# gloo keeps its sequence number where no symbol or DWARF reaches: said as unknown.
+assert finding["seq"] is None, finding
+
+def main_stack(rank):
+    process = by_rank[rank]
+    thread = next(t for t in process["threads"] if t["tid"] == process["pid"])
+    assert thread.get("python"), (rank, thread, process.get("python_note"))
+    return thread["python"]
+
+# Rank 1 sleeps inside the fault hook: its innermost frame is the hook's, whose def
+# line in the source precedes the sleep.
+stuck = main_stack(1)
+lines = open(source).read().splitlines()
+outer = next(i for i, line in enumerate(lines) if line.startswith("def fault_before_backward("))
+hook_line = next(i for i in range(outer, len(lines)) if "def hook(step):" in lines[i]) + 1
+assert stuck[0]["function"].startswith("fault_before_backward.") and \
+    stuck[0]["file"].endswith("train_ddp.py") and stuck[0]["first_line"] == hook_line, stuck[0]
+assert stuck[-1]["function"] == "<module>", stuck[-1]
+assert not any(t["native"] and t["native"].get("collective") for t in by_rank[1]["threads"])
+# Rank 0 is in its backward pass, and one of its threads runs the all-reduce.
+waiting = main_stack(0)
+assert any(f["function"].endswith("backward") for f in waiting), waiting
+assert any(t["native"] and t["native"].get("collective") == "c10d::allreduce"
+           for t in by_rank[0]["threads"]), by_rank[0]["threads"]
+attach = open(os.path.join(directory, "attach.out")).read()
+said = "on arrival: snapshot of 2 process(es)"
+assert said in attach and "rank 1 (pid {}) never joined c10d::allreduce".format(
+    fault["pid"]) in attach, attach[:3000]
+assert "fault_before_backward" in attach, attach[:3000]
+print("rank 1 named in c10d::allreduce; stacks:", stuck[0]["function"], "|", waiting[0]["function"])
+PY
+echo "PASS: snapshot of a gloo DDP job hung before the attach"

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+/* `tcheck-bpf snapshot`: a running job's state read once, from outside, as text or JSON. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "cli/commands.h"
+#include "record/job_snapshot.h"
+
+#define SNAPSHOT_PIDS_MAX 1024
+
+static const char snapshot_help[] =
+	"Usage: tcheck-bpf snapshot --pid PID [--pid PID...] [--json] [-o FILE]\n"
+	"\n"
+	"Reads the state of the running processes of one job once, from outside and\n"
+	"without waiting for a call, and says which rank the others wait for. For each\n"
+	"process: every thread's Python stack (read from the interpreter's state), the\n"
+	"NCCL, c10d or gloo function each thread is blocked in (its stack words matched\n"
+	"against those functions), and each NCCL communicator's operation count. A rank\n"
+	"whose count is behind the others', or no thread of which is inside the\n"
+	"collective the others wait in, is named with that collective and its sequence\n"
+	"number (for NCCL). The processes are neither stopped, signalled nor written to:\n"
+	"the dump cannot hang on the GIL as an in-process one can. Needs root (or\n"
+	"CAP_SYS_PTRACE) to read another process's memory.\n"
+	"\n"
+	"Options:\n"
+	"  -p, --pid PID     a process of the job (repeat for every rank)\n"
+	"  -j, --json        one JSON object: findings, then every process's\n"
+	"                    communicators and threads with their stacks\n"
+	"  -o, --output FILE write there (through a temporary file) instead of standard\n"
+	"                    output\n"
+	"  -h, --help        this text\n"
+	"\n"
+	"Exit status: 0 no rank lags; 1 a rank lags (a hang); 2 bad input or a process\n"
+	"that cannot be read.\n"
+	"\n"
+	"Examples:\n"
+	"  sudo tcheck-bpf snapshot --pid 4242 --pid 4243\n"
+	"  sudo tcheck-bpf snapshot --pid 4242 --pid 4243 --json | jq '.findings'\n";
+
+static int write_output(const char *path, const struct job_snapshot *snapshot,
+			const struct snapshot_diagnosis *diagnosis, bool json)
+{
+	char temporary[4096];
+	FILE *out = stdout;
+	int err;
+
+	if (path) {
+		snprintf(temporary, sizeof(temporary), "%s.tmp", path);
+		out = fopen(temporary, "we");
+		if (!out) {
+			log_error("cannot write %s: %m; check that its folder exists and is "
+				  "writable",
+				  temporary);
+			return -1;
+		}
+	}
+	if (json)
+		err = job_snapshot_write_json(snapshot, diagnosis, out);
+	else {
+		job_snapshot_write_text(snapshot, diagnosis, out);
+		err = ferror(out) ? -1 : 0;
+	}
+	if (!path)
+		return err;
+	if (fclose(out) != 0 || err || rename(temporary, path) != 0) {
+		log_error("cannot write %s: %m", path);
+		remove(temporary);
+		return -1;
+	}
+	return 0;
+}
+
+int command_snapshot(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	pid_t pids[SNAPSHOT_PIDS_MAX];
+	struct snapshot_diagnosis diagnosis;
+	struct job_snapshot snapshot;
+	const char *output = NULL;
+	size_t pid_count = 0;
+	bool json = false;
+	char error[512];
+	int option, err;
+
+	optind = 1;
+	while ((option = getopt_long(argc, argv, "p:jo:h", long_options, NULL)) != -1) {
+		switch (option) {
+		case 'p':
+			if (pid_count == SNAPSHOT_PIDS_MAX) {
+				log_error("at most %d --pid options", SNAPSHOT_PIDS_MAX);
+				return 2;
+			}
+			if (parse_pid(optarg, &pids[pid_count]))
+				return 2;
+			pid_count++;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
+			fputs(snapshot_help, stdout);
+			return 0;
+		default:
+			fputs(snapshot_help, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc || pid_count == 0) {
+		log_error(pid_count ? "unexpected argument '%s' (see tcheck-bpf snapshot --help)"
+				    : "snapshot needs --pid PID, once for each process of the job",
+			  optind < argc ? argv[optind] : "");
+		return 2;
+	}
+	err = job_snapshot_read(pids, pid_count, &snapshot, error, sizeof(error));
+	if (err) {
+		log_error("%s", error);
+		return 2;
+	}
+	if (job_snapshot_diagnose(&snapshot, &diagnosis) != 0) {
+		log_error("out of memory judging the snapshot");
+		job_snapshot_free(&snapshot);
+		return 2;
+	}
+	err = write_output(output, &snapshot, &diagnosis, json);
+	if (!err && diagnosis.count)
+		err = 1;
+	else if (err)
+		err = 2;
+	snapshot_diagnosis_free(&diagnosis);
+	job_snapshot_free(&snapshot);
+	return err;
+}

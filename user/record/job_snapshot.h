@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The state of a running job read on arrival, out of process and without
+ * waiting for a call: every thread's Python stack (python_stacks.h), the
+ * NCCL, c10d or gloo function each thread is blocked in (native_stack.h),
+ * and each NCCL communicator's rank and operation count, found among the
+ * stack words and read at the offsets of the library's DWARF. Nothing is
+ * stopped, signalled or written. From it, job_snapshot_diagnose names a rank
+ * that lags: the one whose communicator count is behind, or the one no
+ * thread of which is inside the collective the others wait in.
+ * Functions return 0 or a negative errno and fill error with a sentence.
+ */
+#ifndef TCHECK_JOB_SNAPSHOT_H
+#define TCHECK_JOB_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "python/python_stacks.h"
+
+/* How far above its stack pointer a thread's stack is scanned. */
+#define JOB_SNAPSHOT_STACK_BYTES (512 * 1024)
+
+struct snapshot_thread {
+	pid_t tid;
+	char name[32];		   /* /proc/PID/task/TID/comm */
+	char native_function[256]; /* innermost known function on its stack, "" none */
+	char family[8];		   /* "nccl", "c10d", "gloo", "" */
+	char collective[64];	   /* what that call is: "ncclAllReduce", "c10d::allreduce", "" */
+	char native_note[256];	   /* why the stack was not read, "" when it was */
+	const struct python_thread_stack *python; /* NULL: no Python thread state */
+};
+
+struct snapshot_communicator {
+	uint64_t pointer; /* struct ncclComm * in the process */
+	uint64_t comm_hash;
+	int rank;
+	int nranks;
+	uint64_t op_count; /* operations this rank has issued on it */
+};
+
+struct snapshot_process {
+	pid_t pid;
+	int rank;	       /* job rank: a communicator's rank, else RANK; -1 unknown */
+	bool maps_collectives; /* maps NCCL or libtorch: a rank, not a launcher */
+	char command[256];
+	struct python_stacks python;
+	char python_note[512]; /* why no Python stack was read, "" when it was */
+	struct snapshot_thread *threads;
+	size_t thread_count;
+	struct snapshot_communicator *communicators;
+	size_t communicator_count;
+	char communicator_note[512]; /* why no NCCL communicator was read, "" when none was needed
+				      */
+};
+
+struct job_snapshot {
+	uint64_t time_ns; /* CLOCK_REALTIME when reading began */
+	uint64_t read_ns; /* how long reading took */
+	struct snapshot_process *processes;
+	size_t count;
+};
+
+/* A rank the state names as lagging. */
+struct snapshot_finding {
+	int rank;
+	pid_t pid;
+	char collective[64]; /* the collective the others wait in; "" unknown */
+	int64_t sequence;    /* its sequence number on the communicator, -1 unknown */
+	uint64_t comm_hash;  /* 0 unknown (c10d over gloo) */
+	int nranks;	     /* the communicator's size, 0 unknown */
+	char waiting[128];   /* the ranks waiting: "0, 2, 3" */
+	char doing[512];     /* where the lagging rank is: its innermost Python frame */
+};
+
+struct snapshot_diagnosis {
+	bool judged; /* false: nothing could be read to judge */
+	struct snapshot_finding *findings;
+	size_t count;
+	char summary[768]; /* one sentence: the finding, or why there is none */
+};
+
+/* Reads the state of every process in pids; a process that cannot be read is an error. */
+int job_snapshot_read(const pid_t *pids, size_t count, struct job_snapshot *snapshot, char *error,
+		      size_t error_size);
+void job_snapshot_free(struct job_snapshot *snapshot);
+
+/* Judges a snapshot (job_snapshot_report.c); free with snapshot_diagnosis_free. */
+int job_snapshot_diagnose(const struct job_snapshot *snapshot,
+			  struct snapshot_diagnosis *diagnosis);
+void snapshot_diagnosis_free(struct snapshot_diagnosis *diagnosis);
+
+/* The snapshot and its diagnosis as one JSON object, then a newline. */
+int job_snapshot_write_json(const struct job_snapshot *snapshot,
+			    const struct snapshot_diagnosis *diagnosis, FILE *out);
+/* The same as lines for people: the finding, then each rank's threads and stacks. */
+void job_snapshot_write_text(const struct job_snapshot *snapshot,
+			     const struct snapshot_diagnosis *diagnosis, FILE *out);
+
+/*
+ * What attach and record --pid say first: the state of the targets (and,
+ * with descendants, every process below them) read and judged at once,
+ * logged as the text form with "on arrival" before it. A state that cannot
+ * be read is a warning with the reason, never a silent nothing.
+ */
+void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants);
+
+#endif /* TCHECK_JOB_SNAPSHOT_H */

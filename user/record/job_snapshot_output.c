@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: MIT
+/* A job's state on arrival written out: one JSON object (a dump), or lines for people. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "probe/process_maps.h"
+
+#include "record/job_snapshot.h"
+
+static json_t *comm_id_json(uint64_t comm_hash)
+{
+	char text[24];
+
+	snprintf(text, sizeof(text), "0x%016" PRIx64, comm_hash);
+	return json_string(text);
+}
+
+static json_t *python_json(const struct python_thread_stack *stack)
+{
+	json_t *frames = json_array();
+
+	for (size_t i = 0; i < stack->frame_count; i++)
+		json_array_append_new(frames, json_pack("{s:s, s:s, s:i}", "function",
+							stack->frames[i].qualified_name, "file",
+							stack->frames[i].filename, "first_line",
+							stack->frames[i].first_line));
+	return frames;
+}
+
+static json_t *thread_json(const struct snapshot_thread *thread)
+{
+	json_t *object = json_pack("{s:i, s:s}", "tid", (int)thread->tid, "name", thread->name);
+
+	if (thread->native_function[0])
+		json_object_set_new(object, "native",
+				    json_pack("{s:s, s:s, s:s?}", "function",
+					      thread->native_function, "library", thread->family,
+					      "collective",
+					      thread->collective[0] ? thread->collective : NULL));
+	else
+		json_object_set_new(object, "native", json_null());
+	if (thread->native_note[0])
+		json_object_set_new(object, "native_note", json_string(thread->native_note));
+	if (thread->python) {
+		json_object_set_new(object, "python", python_json(thread->python));
+		if (thread->python->note[0])
+			json_object_set_new(object, "python_note",
+					    json_string(thread->python->note));
+	}
+	return object;
+}
+
+static json_t *process_json(const struct snapshot_process *process)
+{
+	json_t *threads = json_array(), *communicators = json_array();
+	json_t *object;
+
+	for (size_t i = 0; i < process->thread_count; i++)
+		json_array_append_new(threads, thread_json(&process->threads[i]));
+	for (size_t i = 0; i < process->communicator_count; i++) {
+		const struct snapshot_communicator *communicator = &process->communicators[i];
+
+		json_array_append_new(communicators,
+				      json_pack("{s:o, s:i, s:i, s:I}", "comm_id",
+						comm_id_json(communicator->comm_hash), "rank",
+						communicator->rank, "nranks", communicator->nranks,
+						"op_count", (json_int_t)communicator->op_count));
+	}
+	object = json_pack("{s:i, s:i, s:s, s:o, s:o}", "pid", (int)process->pid, "rank",
+			   process->rank, "command", process->command, "communicators",
+			   communicators, "threads", threads);
+	if (process->python_note[0])
+		json_object_set_new(object, "python_note", json_string(process->python_note));
+	if (process->communicator_note[0])
+		json_object_set_new(object, "communicator_note",
+				    json_string(process->communicator_note));
+	return object;
+}
+
+static json_t *finding_json(const struct snapshot_finding *finding)
+{
+	json_t *object = json_pack("{s:s, s:i, s:i, s:s?, s:s, s:s}", "kind", "hang", "rank",
+				   finding->rank, "pid", (int)finding->pid, "collective",
+				   finding->collective[0] ? finding->collective : NULL,
+				   "waiting_ranks", finding->waiting, "doing", finding->doing);
+
+	json_object_set_new(object, "seq",
+			    finding->sequence >= 0 ? json_integer(finding->sequence) : json_null());
+	json_object_set_new(object, "comm_id",
+			    finding->comm_hash ? comm_id_json(finding->comm_hash) : json_null());
+	if (finding->nranks)
+		json_object_set_new(object, "nranks", json_integer(finding->nranks));
+	return object;
+}
+
+int job_snapshot_write_json(const struct job_snapshot *snapshot,
+			    const struct snapshot_diagnosis *diagnosis, FILE *out)
+{
+	json_t *processes = json_array(), *findings = json_array(), *object;
+	int err;
+
+	for (size_t i = 0; i < snapshot->count; i++)
+		json_array_append_new(processes, process_json(&snapshot->processes[i]));
+	for (size_t i = 0; i < diagnosis->count; i++)
+		json_array_append_new(findings, finding_json(&diagnosis->findings[i]));
+	object = json_pack("{s:s, s:I, s:f, s:b, s:s, s:o, s:o}", "kind", "snapshot", "time_ns",
+			   (json_int_t)snapshot->time_ns, "read_seconds",
+			   (double)snapshot->read_ns / 1e9, "judged", diagnosis->judged, "summary",
+			   diagnosis->summary, "findings", findings, "processes", processes);
+	if (!object)
+		return -1;
+	err = json_dumpf(object, out, JSON_COMPACT);
+	json_decref(object);
+	if (err == 0 && fputc('\n', out) == EOF)
+		err = -1;
+	return err;
+}
+
+void job_snapshot_write_text(const struct job_snapshot *snapshot,
+			     const struct snapshot_diagnosis *diagnosis, FILE *out)
+{
+	fprintf(out, "snapshot of %zu process(es), read in %.3f s: %s\n", snapshot->count,
+		(double)snapshot->read_ns / 1e9, diagnosis->summary);
+	for (size_t p = 0; p < snapshot->count; p++) {
+		const struct snapshot_process *process = &snapshot->processes[p];
+
+		fprintf(out, "rank %d, pid %d: %s\n", process->rank, (int)process->pid,
+			process->command);
+		for (size_t c = 0; c < process->communicator_count; c++)
+			fprintf(out,
+				"  communicator 0x%016" PRIx64 " rank %d of %d, %" PRIu64
+				" operations issued\n",
+				process->communicators[c].comm_hash, process->communicators[c].rank,
+				process->communicators[c].nranks,
+				process->communicators[c].op_count);
+		if (process->communicator_note[0])
+			fprintf(out, "  %s\n", process->communicator_note);
+		if (process->python_note[0])
+			fprintf(out, "  no Python stacks: %s\n", process->python_note);
+		for (size_t t = 0; t < process->thread_count; t++) {
+			const struct snapshot_thread *thread = &process->threads[t];
+
+			if (!thread->native_function[0] && !thread->python)
+				continue;
+			fprintf(out, "  thread %d (%s)%s%s\n", (int)thread->tid, thread->name,
+				thread->native_function[0] ? " in " : "", thread->native_function);
+			for (size_t f = 0; thread->python && f < thread->python->frame_count; f++)
+				fprintf(out, "    %s (%s:%d)\n",
+					thread->python->frames[f].qualified_name,
+					thread->python->frames[f].filename,
+					thread->python->frames[f].first_line);
+		}
+	}
+}
+
+/* The targets and their descendants, each once; *all is allocated. */
+static size_t arrival_pids(const pid_t *pids, size_t count, bool descendants, pid_t **all)
+{
+	size_t total = 0, capacity = count;
+
+	*all = malloc(capacity * sizeof(**all));
+	for (size_t i = 0; *all && i < count; i++) {
+		pid_t *children = NULL;
+		size_t child_count = 0;
+		pid_t *grown;
+
+		(*all)[total++] = pids[i];
+		if (!descendants ||
+		    process_children(pids[i], true, &children, &child_count, NULL, 0) != 0)
+			continue;
+		grown = realloc(*all, (capacity + child_count) * sizeof(**all));
+		if (grown) {
+			*all = grown;
+			capacity += child_count;
+			for (size_t j = 0; j < child_count; j++)
+				(*all)[total++] = children[j];
+		}
+		free(children);
+	}
+	return *all ? total : 0;
+}
+
+void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants)
+{
+	struct snapshot_diagnosis diagnosis;
+	struct job_snapshot snapshot;
+	char error[512], *text = NULL, *line, *saved = NULL;
+	size_t size = 0, total;
+	pid_t *all = NULL;
+	FILE *out;
+
+	total = arrival_pids(pids, count, descendants, &all);
+	if (!total || job_snapshot_read(all, total, &snapshot, error, sizeof(error)) != 0) {
+		log_warning("the job's state on arrival was not read: %s",
+			    total ? error : "out of memory");
+		free(all);
+		return;
+	}
+	free(all);
+	if (job_snapshot_diagnose(&snapshot, &diagnosis) != 0) {
+		log_warning("the job's state on arrival was not judged: out of memory");
+		job_snapshot_free(&snapshot);
+		return;
+	}
+	out = open_memstream(&text, &size);
+	if (out) {
+		job_snapshot_write_text(&snapshot, &diagnosis, out);
+		fclose(out);
+		for (line = strtok_r(text, "\n", &saved); line; line = strtok_r(NULL, "\n", &saved))
+			log_notice("on arrival: %s", line);
+	}
+	free(text);
+	snapshot_diagnosis_free(&diagnosis);
+	job_snapshot_free(&snapshot);
+}

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What a job's state on arrival says: which rank lags, in which collective
+ * and sequence number the others wait, and the snapshot written out as
+ * JSON (what a Flight Recorder dump gives) or as lines for people.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/growable_array.h"
+#include "record/job_snapshot.h"
+
+struct finding_list {
+	struct snapshot_diagnosis *diagnosis;
+	size_t capacity;
+};
+
+/* The first Python frame of the process's main thread that is the program's, for "doing". */
+static void process_doing(const struct snapshot_process *process, char *text, size_t size)
+{
+	const struct snapshot_thread *blocked = NULL;
+
+	text[0] = '\0';
+	for (size_t i = 0; i < process->thread_count; i++) {
+		const struct snapshot_thread *thread = &process->threads[i];
+
+		if (thread->native_function[0] && !blocked)
+			blocked = thread;
+		if (thread->tid == process->pid && thread->python && thread->python->frame_count) {
+			const struct python_stack_frame *top = &thread->python->frames[0];
+
+			snprintf(text, size, "in Python %.200s (%.200s, def at line %d)",
+				 top->qualified_name, top->filename, top->first_line);
+			return;
+		}
+	}
+	if (blocked)
+		snprintf(text, size, "thread %d in %s", (int)blocked->tid,
+			 blocked->native_function);
+	else
+		snprintf(text, size, "inside no NCCL, c10d or gloo call%s",
+			 process->python_note[0] ? " (no Python stack)" : "");
+}
+
+/* The collective most threads of the other processes are inside, "" when none is. */
+static const char *process_collective(const struct snapshot_process *process)
+{
+	for (size_t i = 0; i < process->thread_count; i++)
+		if (process->threads[i].collective[0])
+			return process->threads[i].collective;
+	return "";
+}
+
+static struct snapshot_finding *finding_add(struct finding_list *list,
+					    const struct snapshot_process *process)
+{
+	struct snapshot_diagnosis *diagnosis = list->diagnosis;
+	struct snapshot_finding *finding;
+
+	if (growable_array_room_for_one((void **)&diagnosis->findings, diagnosis->count,
+					&list->capacity, sizeof(*diagnosis->findings)))
+		return NULL;
+	finding = &diagnosis->findings[diagnosis->count++];
+	memset(finding, 0, sizeof(*finding));
+	finding->rank = process->rank;
+	finding->pid = process->pid;
+	finding->sequence = -1;
+	process_doing(process, finding->doing, sizeof(finding->doing));
+	return finding;
+}
+
+static void append_rank(char *text, size_t size, int rank)
+{
+	size_t used = strlen(text);
+
+	snprintf(text + used, size - used, "%s%d", used ? ", " : "", rank);
+}
+
+/* The ranks past operation 'lowest' on the finding's communicator, and what they are in. */
+static void finding_fill_waiters(const struct job_snapshot *snapshot,
+				 struct snapshot_finding *finding, uint64_t lowest)
+{
+	for (size_t r = 0; r < snapshot->count; r++) {
+		const struct snapshot_process *waiter = &snapshot->processes[r];
+
+		for (size_t e = 0; e < waiter->communicator_count; e++) {
+			if (waiter->communicators[e].comm_hash != finding->comm_hash ||
+			    waiter->communicators[e].op_count <= lowest)
+				continue;
+			append_rank(finding->waiting, sizeof(finding->waiting), waiter->rank);
+			if (!finding->collective[0])
+				snprintf(finding->collective, sizeof(finding->collective), "%s",
+					 process_collective(waiter));
+		}
+	}
+}
+
+/*
+ * NCCL: per communicator (by commHash), the ranks whose operation count is
+ * the lowest while another's is higher never issued operation number
+ * min: the others wait in it.
+ */
+static int judge_communicators(const struct job_snapshot *snapshot, struct finding_list *list,
+			       bool *any_communicator)
+{
+	for (size_t p = 0; p < snapshot->count; p++) {
+		for (size_t c = 0; c < snapshot->processes[p].communicator_count; c++) {
+			const struct snapshot_communicator *first =
+				&snapshot->processes[p].communicators[c];
+			uint64_t lowest = UINT64_MAX, highest = 0;
+			bool seen_before = false;
+			size_t members = 0;
+
+			*any_communicator = true;
+			/* Each communicator once: at the first process that holds it. */
+			for (size_t q = 0; q < p && !seen_before; q++)
+				for (size_t d = 0; d < snapshot->processes[q].communicator_count;
+				     d++)
+					if (snapshot->processes[q].communicators[d].comm_hash ==
+					    first->comm_hash)
+						seen_before = true;
+			if (seen_before)
+				continue;
+			for (size_t q = 0; q < snapshot->count; q++)
+				for (size_t d = 0; d < snapshot->processes[q].communicator_count;
+				     d++) {
+					const struct snapshot_communicator *other =
+						&snapshot->processes[q].communicators[d];
+
+					if (other->comm_hash != first->comm_hash)
+						continue;
+					members++;
+					lowest =
+						other->op_count < lowest ? other->op_count : lowest;
+					highest = other->op_count > highest ? other->op_count
+									    : highest;
+				}
+			/* A word that only looked like a communicator is in one process alone. */
+			if (lowest == highest || members < 2)
+				continue;
+			for (size_t q = 0; q < snapshot->count; q++) {
+				const struct snapshot_process *process = &snapshot->processes[q];
+
+				for (size_t d = 0; d < process->communicator_count; d++) {
+					const struct snapshot_communicator *mine =
+						&process->communicators[d];
+					struct snapshot_finding *finding;
+
+					if (mine->comm_hash != first->comm_hash ||
+					    mine->op_count != lowest)
+						continue;
+					finding = finding_add(list, process);
+					if (!finding)
+						return -ENOMEM;
+					finding->sequence = (int64_t)lowest;
+					finding->comm_hash = mine->comm_hash;
+					finding->nranks = mine->nranks;
+					finding_fill_waiters(snapshot, finding, lowest);
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+/* Whether the process a finding names is itself waiting inside a collective. */
+static bool finding_is_waiting(const struct job_snapshot *snapshot,
+			       const struct snapshot_finding *finding)
+{
+	for (size_t p = 0; p < snapshot->count; p++)
+		if (snapshot->processes[p].pid == finding->pid)
+			return process_collective(&snapshot->processes[p])[0] != '\0';
+	return false;
+}
+
+/*
+ * A rank blocked inside a collective falls behind on its other
+ * communicators too: that is the stall spreading, not its cause. Where some
+ * lagging rank is inside no collective, only such ranks are named.
+ */
+static void drop_waiting_laggards(const struct job_snapshot *snapshot,
+				  struct snapshot_diagnosis *diagnosis)
+{
+	size_t kept = 0;
+	bool any_free = false;
+
+	for (size_t i = 0; i < diagnosis->count; i++)
+		any_free |= !finding_is_waiting(snapshot, &diagnosis->findings[i]);
+	if (!any_free)
+		return;
+	for (size_t i = 0; i < diagnosis->count; i++)
+		if (!finding_is_waiting(snapshot, &diagnosis->findings[i]))
+			diagnosis->findings[kept++] = diagnosis->findings[i];
+	diagnosis->count = kept;
+}
+
+/* c10d and the rest: a process no thread of which is in the collective the others are in. */
+static int judge_blocked_threads(const struct job_snapshot *snapshot, struct finding_list *list)
+{
+	const char *collective = NULL;
+	char waiting[128] = "";
+	size_t inside = 0;
+
+	size_t ranks = 0;
+
+	for (size_t p = 0; p < snapshot->count; p++) {
+		const char *mine = process_collective(&snapshot->processes[p]);
+
+		ranks += snapshot->processes[p].maps_collectives;
+		if (!mine[0])
+			continue;
+		inside++;
+		collective = collective ? collective : mine;
+		append_rank(waiting, sizeof(waiting), snapshot->processes[p].rank);
+	}
+	if (!collective || inside == ranks)
+		return 0;
+	for (size_t p = 0; p < snapshot->count; p++) {
+		struct snapshot_finding *finding;
+
+		/* A launcher that maps no collective library is no rank to lag. */
+		if (process_collective(&snapshot->processes[p])[0] ||
+		    !snapshot->processes[p].maps_collectives)
+			continue;
+		finding = finding_add(list, &snapshot->processes[p]);
+		if (!finding)
+			return -ENOMEM;
+		snprintf(finding->collective, sizeof(finding->collective), "%s", collective);
+		snprintf(finding->waiting, sizeof(finding->waiting), "%s", waiting);
+	}
+	return 0;
+}
+
+static void summary_write(const struct job_snapshot *snapshot, struct snapshot_diagnosis *diagnosis,
+			  bool any_communicator)
+{
+	const struct snapshot_finding *finding;
+	char sequence[96];
+	size_t inside = 0, ranks = 0;
+
+	for (size_t p = 0; p < snapshot->count; p++) {
+		inside += process_collective(&snapshot->processes[p])[0] != '\0';
+		ranks += snapshot->processes[p].maps_collectives;
+	}
+	if (diagnosis->count == 0) {
+		snprintf(
+			diagnosis->summary, sizeof(diagnosis->summary),
+			inside == ranks && inside > 1
+				? "every rank is inside a collective%s: no rank lags behind the "
+				  "others; if they stay there, the wait is in the network or device"
+				: "no rank waits for another in a collective%s",
+			any_communicator ? " and every communicator's count agrees" : "");
+		return;
+	}
+	finding = &diagnosis->findings[0];
+	if (finding->sequence >= 0)
+		snprintf(sequence, sizeof(sequence), " seq %" PRId64, finding->sequence);
+	else
+		snprintf(sequence, sizeof(sequence),
+			 " (its sequence number is not readable from a c10d process group)");
+	snprintf(diagnosis->summary, sizeof(diagnosis->summary),
+		 "rank %d (pid %d) never joined %.60s%s that rank(s) %.100s wait in; it is %.200s",
+		 finding->rank, (int)finding->pid,
+		 finding->collective[0] ? finding->collective : "the collective", sequence,
+		 finding->waiting, finding->doing[0] ? finding->doing : "not readable");
+}
+
+int job_snapshot_diagnose(const struct job_snapshot *snapshot, struct snapshot_diagnosis *diagnosis)
+{
+	struct finding_list list = { .diagnosis = diagnosis };
+	bool any_communicator = false;
+	int err;
+
+	memset(diagnosis, 0, sizeof(*diagnosis));
+	diagnosis->judged = snapshot->count > 0;
+	if (!diagnosis->judged) {
+		snprintf(diagnosis->summary, sizeof(diagnosis->summary), "no process was read");
+		return 0;
+	}
+	err = judge_communicators(snapshot, &list, &any_communicator);
+	if (!err)
+		drop_waiting_laggards(snapshot, diagnosis);
+	if (!err && diagnosis->count == 0)
+		err = judge_blocked_threads(snapshot, &list);
+	if (err) {
+		snapshot_diagnosis_free(diagnosis);
+		return err;
+	}
+	summary_write(snapshot, diagnosis, any_communicator);
+	return 0;
+}
+
+void snapshot_diagnosis_free(struct snapshot_diagnosis *diagnosis)
+{
+	free(diagnosis->findings);
+	memset(diagnosis, 0, sizeof(*diagnosis));
+}
