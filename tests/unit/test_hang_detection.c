@@ -956,7 +956,8 @@ UNIT_TEST(hang_detection, rank_that_never_enters_the_init_call_is_named)
 			progress_model_advance(model,
 					       1000000000ull + (uint64_t)tick * 100000000ull);
 			if (tick == 90)
-				CU_ASSERT_EQUAL(hang_detector_check(model, NULL, NULL, reports, 4), 0);
+				CU_ASSERT_EQUAL(hang_detector_check(model, NULL, NULL, reports, 4),
+						0);
 		}
 	CU_ASSERT_EQUAL_FATAL(hang_detector_check(model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_TRUE(reports[0].creating);

@@ -303,8 +303,8 @@ static uint64_t silence_start(const struct progress_model *model,
 		if (comm->ranks[r].collectives != fewest)
 			continue;
 		until = pause_tracker_active_until(pauses, pid, quiet, model->now_ns);
-		recurring_ns =
-			pause_tracker_recurring_ns(pauses, pid, comm->comm_id, step_position(comm, r));
+		recurring_ns = pause_tracker_recurring_ns(pauses, pid, comm->comm_id,
+							  step_position(comm, r));
 		if (recurring_ns > 0 &&
 		    quiet + (uint64_t)(model->options.hang_factor * recurring_ns) > until)
 			until = quiet + (uint64_t)(model->options.hang_factor * recurring_ns);
@@ -343,8 +343,7 @@ static void hold_pausing_ranks(const struct progress_model *model, struct pause_
 	int64_t fewest;
 
 	if (!pauses || comm->hang_reported || comm->nranks <= 0 || !ranks_disagree(comm) ||
-	    any_rank_finished(comm) ||
-	    (double)(model->now_ns - comm->last_progress_ns) <= limit)
+	    any_rank_finished(comm) || (double)(model->now_ns - comm->last_progress_ns) <= limit)
 		return;
 	fewest = fewest_collectives(comm);
 	for (int32_t r = 0; r < comm->nranks; r++)

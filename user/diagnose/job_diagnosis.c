@@ -333,7 +333,8 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		/* A hang is judged before the call that would end it is counted. */
 		job_diagnosis_tick(diagnosis, call.entry_ns);
 		comm = progress_model_add_call(diagnosis->model, &call, &step);
-		if (comm && pause_tracker_call(&diagnosis->pauses, call.pid, call.entry_ns, &pause)) {
+		if (comm &&
+		    pause_tracker_call(&diagnosis->pauses, call.pid, call.entry_ns, &pause)) {
 			publish_pause(diagnosis, &pause, &call);
 			paused = true;
 		}

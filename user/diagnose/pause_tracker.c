@@ -31,8 +31,8 @@ enum pause_cause pause_interval_cause(const struct trace_activity_sample *earlie
 		return PAUSE_FILE_IO;
 	if (later->threads_io_wait)
 		return PAUSE_IO_WAIT;
-	if (interval_ns &&
-	    (double)grew(earlier->cpu_ns, later->cpu_ns) >= PAUSE_BUSY_CPU_SHARE * (double)interval_ns)
+	if (interval_ns && (double)grew(earlier->cpu_ns, later->cpu_ns) >=
+				   PAUSE_BUSY_CPU_SHARE * (double)interval_ns)
 		return PAUSE_COMPUTING;
 	return PAUSE_IDLE;
 }
@@ -285,8 +285,8 @@ json_t *pause_finding_json(const struct pause_finding *pause)
 		return NULL;
 	failed |= json_object_set_new(object, "kind", json_string("pause"));
 	failed |= json_object_set_new(object, "pid", json_integer(pause->pid));
-	failed |= json_object_set_new(object, "job_rank",
-				      export_json_known_or_null(pause->job_rank));
+	failed |=
+		json_object_set_new(object, "job_rank", export_json_known_or_null(pause->job_rank));
 	failed |= json_object_set_new(object, "doing", json_string(pause_cause_name(pause->cause)));
 	failed |= json_object_set_new(object, "start_ns", export_json_unsigned(pause->start_ns));
 	failed |= json_object_set_new(object, "end_ns", export_json_unsigned(pause->end_ns));

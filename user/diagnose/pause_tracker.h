@@ -65,7 +65,7 @@ struct pause_process {
 	struct pause_stretch last; /* the stretch that ended with its latest call */
 	uint64_t last_end_ns;	   /* ... at that call's entry */
 	bool last_reported;	   /* reported as a pause */
-	double longest_ns; /* the longest pause learned, 0 none */
+	double longest_ns;	   /* the longest pause learned, 0 none */
 	/* Where it last paused, and for how long: a pause there again is expected. */
 	uint64_t learned_comm_id;
 	int64_t learned_position;
@@ -85,7 +85,7 @@ struct pause_finding {
 	uint64_t start_ns, end_ns;
 	uint64_t cpu_ns, storage_bytes, syscall_bytes;
 	unsigned io_wait_samples;
-	uint64_t comm_id; /* the communicator it lagged on, 0 unknown */
+	uint64_t comm_id;	  /* the communicator it lagged on, 0 unknown */
 	const char *resumed_with; /* the call it came back with */
 	int64_t resumed_seq;
 };

@@ -53,7 +53,8 @@ static void read_io(uint32_t pid, struct trace_activity_sample *sample)
 	snprintf(path, sizeof(path), "/proc/%u/io", pid);
 	if (read_small_file(path, text, sizeof(text)) <= 0)
 		return;
-	for (line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+	for (line = text; line && *line;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		if (sscanf(line, "rchar: %llu", &value) == 1)
 			sample->read_chars = value;
 		else if (sscanf(line, "wchar: %llu", &value) == 1)
