@@ -273,24 +273,52 @@ UNIT_TEST(pause_detection, a_rank_that_works_then_sits_idle_is_a_hang_from_its_l
 	pause_job_free(&job);
 }
 
-UNIT_TEST(pause_detection, an_idle_pause_where_it_paused_before_is_a_pause_up_to_twice_as_long)
+/* 'steps' steps of both ranks after the current time, sampled. */
+static void run_more_steps(struct pause_job *job, int steps)
+{
+	uint64_t start = job->now_ns;
+
+	for (int step = 0; step < steps; step++) {
+		all_reduce(job, 0, start + (uint64_t)step * STEP_NS + STEP_NS / 2);
+		all_reduce(job, 1, start + (uint64_t)step * STEP_NS + STEP_NS / 2 + 1000);
+		if (step % 2 == 1)
+			sample(job, start + (uint64_t)(step + 1) * STEP_NS, DOING_COMPUTE);
+	}
+	job->now_ns = start + (uint64_t)steps * STEP_NS;
+}
+
+UNIT_TEST(pause_detection, an_idle_pause_in_the_pattern_of_pauses_is_a_pause_up_to_twice_as_long)
 {
 	struct pause_job job;
 
 	new_pause_job(&job);
+	/* Two pauses 10 steps apart, at the same place of the step: the job's pattern. */
 	pause_rank_0(&job, 3.0, DOING_WRITES, (uint64_t)(3.1 * 1e9));
-	CU_ASSERT_EQUAL_FATAL(job_diagnosis_pause_count(job.diagnosis), 1);
-	/* The same place of the step, idle this time (waiting on a remote store): a pause. */
+	run_more_steps(&job, 8);
+	pause_rank_0(&job, 3.0, DOING_WRITES, (uint64_t)(3.1 * 1e9));
+	CU_ASSERT_EQUAL_FATAL(job_diagnosis_pause_count(job.diagnosis), 2);
+	/* 10 steps on, idle this time (waiting on a remote store): a pause. */
+	run_more_steps(&job, 8);
 	pause_rank_0(&job, 0, DOING_NOTHING, (uint64_t)(3.0 * 1e9));
 	CU_ASSERT_EQUAL(job_diagnosis_hang_count(job.diagnosis), 0);
 	CU_ASSERT_EQUAL(job_diagnosis_slowdown_count(job.diagnosis), 0);
-	CU_ASSERT_EQUAL(job_diagnosis_pause_count(job.diagnosis), 2);
-	/* Far longer than the one learned (over hang_factor 2 times it): a hang. */
-	pause_rank_0(&job, 0, DOING_NOTHING, 0);
-	for (uint64_t now = job.now_ns + SAMPLE_NS, end = job.now_ns + 8 * SECOND_NS; now < end;
-	     now += SAMPLE_NS)
-		sample(&job, now, DOING_NOTHING);
+	CU_ASSERT_EQUAL_FATAL(job_diagnosis_pause_count(job.diagnosis), 3);
+	CU_ASSERT(event_says(&job, "pause", "\"doing\":\"recurring\""));
+	/* Idle out of the pattern (5 steps on): a hang at the usual limit. */
+	run_more_steps(&job, 3);
+	pause_rank_0(&job, 0, DOING_NOTHING, (uint64_t)(1.5 * 1e9));
 	CU_ASSERT_EQUAL(job_diagnosis_hang_count(job.diagnosis), 1);
+	pause_job_free(&job);
+
+	new_pause_job(&job);
+	pause_rank_0(&job, 3.0, DOING_WRITES, (uint64_t)(3.1 * 1e9));
+	run_more_steps(&job, 8);
+	pause_rank_0(&job, 3.0, DOING_WRITES, (uint64_t)(3.1 * 1e9));
+	run_more_steps(&job, 8);
+	/* In the pattern, but far longer than the pauses learned (over 2 times): a hang. */
+	pause_rank_0(&job, 0, DOING_NOTHING, (uint64_t)(8.0 * 1e9));
+	CU_ASSERT_EQUAL(job_diagnosis_hang_count(job.diagnosis), 1);
+	CU_ASSERT_EQUAL(job_diagnosis_pause_count(job.diagnosis), 2);
 	pause_job_free(&job);
 }
 

@@ -278,42 +278,69 @@ static int64_t step_position(const struct progress_comm *comm, int32_t r)
 }
 
 /*
+ * Until when a rank left behind is explained by its own doing (0: not at
+ * all), and how: at work since the communicator went quiet (file I/O, I/O
+ * wait, the CPU: pause_tracker) up to the end of its latest busy sample
+ * interval, or idle where it paused before, hang_factor times that pause.
+ */
+static uint64_t explained_until(const struct progress_model *model,
+				const struct pause_tracker *pauses,
+				const struct progress_comm *comm, int32_t r,
+				enum pause_cause *cause)
+{
+	uint64_t quiet = comm->last_progress_ns;
+	uint32_t pid = comm->ranks[r].pid;
+	uint64_t until = pause_tracker_active_until(pauses, pid, quiet, model->now_ns, cause);
+	double recurring_ns = pause_tracker_recurring_ns(
+		pauses, pid, comm->comm_id, step_position(comm, r), comm->ranks[r].collectives);
+
+	if (recurring_ns > 0 &&
+	    quiet + (uint64_t)(model->options.hang_factor * recurring_ns) > until) {
+		until = quiet + (uint64_t)(model->options.hang_factor * recurring_ns);
+		*cause = PAUSE_RECURRING;
+	}
+	return until;
+}
+
+/*
  * When the communicator's silence began, as judged. The ranks left behind
- * (fewest collectives) may be at work of their own: a rank busy since
- * (file I/O, I/O wait, the CPU: pause_tracker) is silent from the end of
- * its latest busy sample interval, and one idle where it paused before is
- * given hang_factor times that pause. When every rank left behind is
- * explained so, the latest moment any is explained up to; otherwise the
- * communicator's last progress.
+ * (fewest collectives) may be at work of their own. The others left
+ * behind with one that reads or writes files (or pauses where it paused
+ * before) wait on it, idle or spinning; a rank only computing explains
+ * the lag only when every rank left behind is at work (a rank spinning in
+ * a device wait on a stuck peer computes too). When explained, the
+ * silence counts from the earliest end of the explaining ranks' work;
+ * otherwise from the communicator's last progress.
  */
 static uint64_t silence_start(const struct progress_model *model,
 			      const struct pause_tracker *pauses, const struct progress_comm *comm)
 {
 	uint64_t start = UINT64_MAX, quiet = comm->last_progress_ns;
+	bool waited_on = false, all_at_work = true;
 	int64_t fewest;
 
 	if (!pauses || !ranks_disagree(comm))
 		return quiet;
 	fewest = fewest_collectives(comm);
 	for (int32_t r = 0; r < comm->nranks; r++) {
-		uint32_t pid = comm->ranks[r].pid;
+		enum pause_cause cause = PAUSE_IDLE;
 		uint64_t until;
-		double recurring_ns;
 
 		if (comm->ranks[r].collectives != fewest)
 			continue;
-		until = pause_tracker_active_until(pauses, pid, quiet, model->now_ns);
-		recurring_ns = pause_tracker_recurring_ns(pauses, pid, comm->comm_id,
-							  step_position(comm, r));
-		if (recurring_ns > 0 &&
-		    quiet + (uint64_t)(model->options.hang_factor * recurring_ns) > until)
-			until = quiet + (uint64_t)(model->options.hang_factor * recurring_ns);
-		if (!until)
-			return quiet;
+		until = explained_until(model, pauses, comm, r, &cause);
+		if (!until) {
+			all_at_work = false;
+			continue;
+		}
+		waited_on |= cause == PAUSE_FILE_IO || cause == PAUSE_IO_WAIT ||
+			     cause == PAUSE_RECURRING;
 		if (until < start)
 			start = until;
 	}
-	return start != UINT64_MAX && start > quiet ? start : quiet;
+	if (start == UINT64_MAX || (!waited_on && !all_at_work))
+		return quiet;
+	return start > quiet ? start : quiet;
 }
 
 static bool is_stuck(const struct progress_model *model, const struct pause_tracker *pauses,
@@ -346,10 +373,15 @@ static void hold_pausing_ranks(const struct progress_model *model, struct pause_
 	    any_rank_finished(comm) || (double)(model->now_ns - comm->last_progress_ns) <= limit)
 		return;
 	fewest = fewest_collectives(comm);
-	for (int32_t r = 0; r < comm->nranks; r++)
-		if (comm->ranks[r].collectives == fewest)
-			pause_tracker_hold(pauses, comm->ranks[r].pid, comm->comm_id,
-					   step_position(comm, r));
+	for (int32_t r = 0; r < comm->nranks; r++) {
+		enum pause_cause cause = PAUSE_IDLE;
+
+		if (comm->ranks[r].collectives == fewest &&
+		    explained_until(model, pauses, comm, r, &cause))
+			pause_tracker_hold(pauses, comm->ranks[r].pid, comm->last_progress_ns,
+					   comm->comm_id, step_position(comm, r),
+					   comm->ranks[r].collectives);
+	}
 }
 
 /* The latest call of any lagging rank of the report on any communicator. */
@@ -537,6 +569,8 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 		}
 		report_stuck(model, comm, samples, step_ns, silence_limit(model, comm, step_ns),
 			     silence_start(model, pauses, comm), &reports[found]);
+		for (unsigned k = 0; pauses && k < reports[found].rank_count; k++)
+			pause_tracker_release(pauses, reports[found].ranks[k].pid);
 		if (unlearned)
 			reports[found].expected_step_ns = 0;
 		found++;

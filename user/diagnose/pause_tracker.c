@@ -142,8 +142,14 @@ static void learn(struct pause_process *process, const struct pause_stretch *str
 	if (length_ns > process->longest_ns)
 		process->longest_ns = length_ns;
 	if (stretch->held && stretch->held_position >= 0) {
+		bool same_place = process->learned_comm_id == stretch->held_comm_id &&
+				  process->learned_position == stretch->held_position;
+
+		process->learned_interval =
+			same_place ? stretch->held_collectives - process->learned_collectives : 0;
 		process->learned_comm_id = stretch->held_comm_id;
 		process->learned_position = stretch->held_position;
+		process->learned_collectives = stretch->held_collectives;
 		process->learned_ns = length_ns;
 	}
 }
@@ -187,6 +193,8 @@ bool pause_tracker_call(struct pause_tracker *tracker, uint32_t pid, uint64_t en
 	fill_finding(&stretch, pid, entry_ns, cause == PAUSE_IDLE ? PAUSE_RECURRING : cause, ended);
 	learn(process, &stretch, (double)(entry_ns - stretch.start_ns));
 	process->last_reported = true;
+	process->returned_ns = entry_ns;
+	process->returned_cause = ended->cause;
 	return true;
 }
 
@@ -206,46 +214,73 @@ bool pause_tracker_explains_lead(struct pause_tracker *tracker, uint32_t pid, ui
 	fill_finding(&process->last, pid, process->last_end_ns, cause, ended);
 	learn(process, &process->last, (double)length_ns);
 	process->last_reported = true;
+	process->returned_ns = process->last_end_ns;
+	process->returned_cause = cause;
 	return true;
 }
 
 uint64_t pause_tracker_active_until(const struct pause_tracker *tracker, uint32_t pid,
-				    uint64_t since_ns, uint64_t now_ns)
+				    uint64_t since_ns, uint64_t now_ns, enum pause_cause *cause)
 {
 	const struct pause_process *process = find(tracker, pid);
 	double limit_ns;
 
-	if (!process || !process->sampled || process->current.busy_until_ns <= since_ns)
+	if (!process || !process->sampled)
+		return 0;
+	/*
+	 * Back from a pause reported since: it has its peers' limit from its
+	 * return to catch up on its other communicators.
+	 */
+	if (process->current.start_ns > since_ns) {
+		if (process->returned_ns <= since_ns)
+			return 0;
+		if (cause)
+			*cause = process->returned_cause;
+		return process->returned_ns;
+	}
+	if (process->current.busy_until_ns <= since_ns)
 		return 0;
 	limit_ns = process->longest_ns > 0 ? PAUSE_LEARNED_FACTOR * process->longest_ns
 					   : PAUSE_UNLEARNED_MAX_NS;
 	if (now_ns > process->current.start_ns &&
 	    (double)(now_ns - process->current.start_ns) > limit_ns)
 		return 0;
+	if (cause)
+		*cause = pause_stretch_cause(&process->current, now_ns);
 	return process->current.busy_until_ns;
 }
 
 double pause_tracker_recurring_ns(const struct pause_tracker *tracker, uint32_t pid,
-				  uint64_t comm_id, int64_t position)
+				  uint64_t comm_id, int64_t position, int64_t collectives)
 {
 	const struct pause_process *process = find(tracker, pid);
 
 	if (!process || position < 0 || process->learned_comm_id != comm_id ||
-	    process->learned_position != position)
+	    process->learned_position != position || process->learned_interval <= 0 ||
+	    collectives - process->learned_collectives != process->learned_interval)
 		return 0;
 	return process->learned_ns;
 }
 
-void pause_tracker_hold(struct pause_tracker *tracker, uint32_t pid, uint64_t comm_id,
-			int64_t position)
+void pause_tracker_hold(struct pause_tracker *tracker, uint32_t pid, uint64_t since_ns,
+			uint64_t comm_id, int64_t position, int64_t collectives)
 {
 	struct pause_process *process = find_or_add(tracker, pid);
 
-	if (!process || process->current.held)
+	if (!process || process->current.held || process->current.start_ns > since_ns)
 		return;
 	process->current.held = true;
 	process->current.held_comm_id = comm_id;
 	process->current.held_position = position;
+	process->current.held_collectives = collectives;
+}
+
+void pause_tracker_release(struct pause_tracker *tracker, uint32_t pid)
+{
+	struct pause_process *process = find(tracker, pid);
+
+	if (process)
+		process->current.held = false;
 }
 
 bool pause_tracker_held(const struct pause_tracker *tracker, uint32_t pid)

@@ -7,8 +7,9 @@
  * since its last communication call, so the hang detector can tell a rank
  * at work outside any collective from one that sits idle, and the
  * diagnosis can report the pause for what it is when the rank comes back.
- * A pause recurring where the rank paused before (same communicator and
- * position in its step) is one too, idle or not. See docs/hang-detection.md,
+ * A pause recurring in the rank's pattern of pauses (same communicator and
+ * position in its step, as many collectives after the last one as between
+ * the two before) is one too, idle or not. See docs/hang-detection.md,
  * "Pauses".
  */
 #ifndef TCHECK_PAUSE_TRACKER_H
@@ -53,8 +54,9 @@ struct pause_stretch {
 	unsigned io_wait_samples;
 	/* The hang detector held back a hang for it: reported as a pause when it ends. */
 	bool held;
-	uint64_t held_comm_id; /* the communicator it lagged on */
-	int64_t held_position; /* its collectives there modulo the period, -1 unknown */
+	uint64_t held_comm_id;	  /* the communicator it lagged on */
+	int64_t held_position;	  /* its collectives there modulo the period, -1 unknown */
+	int64_t held_collectives; /* its collectives there */
 };
 
 struct pause_process {
@@ -65,10 +67,19 @@ struct pause_process {
 	struct pause_stretch last; /* the stretch that ended with its latest call */
 	uint64_t last_end_ns;	   /* ... at that call's entry */
 	bool last_reported;	   /* reported as a pause */
-	double longest_ns;	   /* the longest pause learned, 0 none */
-	/* Where it last paused, and for how long: a pause there again is expected. */
+	uint64_t returned_ns;	   /* when it came back from its latest pause reported, 0 none */
+	enum pause_cause returned_cause; /* ... and what that pause was */
+	double longest_ns;		 /* the longest pause learned, 0 none */
+	/*
+	 * Where it last paused (communicator, position in the step, its
+	 * collectives there), for how long, and how many collectives came
+	 * between its last two pauses there (0: unknown): the job's pattern
+	 * of pauses.
+	 */
 	uint64_t learned_comm_id;
 	int64_t learned_position;
+	int64_t learned_collectives;
+	int64_t learned_interval;
 	double learned_ns;
 };
 
@@ -121,25 +132,35 @@ bool pause_tracker_explains_lead(struct pause_tracker *tracker, uint32_t pid, ui
 
 /*
  * Until when the process's own activity explains its silence since
- * 'since_ns': the end of its latest busy sample interval, when it was busy
- * after 'since_ns' and its stretch is not longer than the pause limit
- * (PAUSE_LEARNED_FACTOR times the longest pause learned, or
- * PAUSE_UNLEARNED_MAX_NS). 0 when nothing explains it (no samples, idle).
+ * 'since_ns': the end of its latest busy sample interval, when it made no
+ * call since 'since_ns' (or the return from a pause it reported since, the
+ * pause's cause), was busy after it, and its stretch is not longer
+ * than the pause limit (PAUSE_LEARNED_FACTOR times the longest pause
+ * learned, or PAUSE_UNLEARNED_MAX_NS); 'cause' (may be NULL) is then what
+ * its stretch was so far. 0 when nothing explains it (no samples, idle).
  */
 uint64_t pause_tracker_active_until(const struct pause_tracker *tracker, uint32_t pid,
-				    uint64_t since_ns, uint64_t now_ns);
+				    uint64_t since_ns, uint64_t now_ns, enum pause_cause *cause);
 
 /*
- * The pause the process made before at this position (communicator,
- * collectives modulo the period), 0 when it made none there: an idle
- * pause there may last hang_factor times as long.
+ * The pause the process is due to make again here, by its pattern of
+ * pauses: one at this position (communicator, collectives modulo the
+ * period) as many collectives ('collectives': its count there now) after
+ * its last one as between the two before. Its length, 0 when none is
+ * due: an idle pause here may last hang_factor times as long.
  */
 double pause_tracker_recurring_ns(const struct pause_tracker *tracker, uint32_t pid,
-				  uint64_t comm_id, int64_t position);
+				  uint64_t comm_id, int64_t position, int64_t collectives);
 
-/* The hang detector held back a hang of this process lagging on a communicator. */
-void pause_tracker_hold(struct pause_tracker *tracker, uint32_t pid, uint64_t comm_id,
-			int64_t position);
+/*
+ * The hang detector held back a hang of this process lagging on a
+ * communicator quiet since 'since_ns' (nothing when it made a call since).
+ */
+void pause_tracker_hold(struct pause_tracker *tracker, uint32_t pid, uint64_t since_ns,
+			uint64_t comm_id, int64_t position, int64_t collectives);
+
+/* A hang was reported for the process after all: its stretch is no pause. */
+void pause_tracker_release(struct pause_tracker *tracker, uint32_t pid);
 
 /* Whether the process's stretch is held (a pause in progress). */
 bool pause_tracker_held(const struct pause_tracker *tracker, uint32_t pid);
