@@ -29,7 +29,7 @@ static ssize_t read_small_file(const char *path, char *text, size_t size)
 /* The state letter and user plus system ticks of a stat file; 0 or a negative errno. */
 static int read_stat(const char *path, char *state, unsigned long long *ticks)
 {
-	char text[1024], *after_name;
+	char text[1024] = "", *after_name;
 	unsigned long long user_ticks, system_ticks;
 
 	if (read_small_file(path, text, sizeof(text)) <= 0)
@@ -46,7 +46,7 @@ static int read_stat(const char *path, char *state, unsigned long long *ticks)
 
 static void read_io(uint32_t pid, struct trace_activity_sample *sample)
 {
-	char path[64], text[1024];
+	char path[64], text[1024] = "";
 	unsigned long long value;
 	const char *line;
 
