@@ -44,7 +44,8 @@ enum pause_cause pause_stretch_cause(const struct pause_stretch *stretch, uint64
 	if (stretch->storage_bytes >= PAUSE_STRETCH_STORAGE_BYTES ||
 	    stretch->syscall_bytes >= PAUSE_STRETCH_SYSCALL_BYTES)
 		return PAUSE_FILE_IO;
-	if (stretch->io_wait_samples)
+	/* A thread caught in I/O wait once is the job's own logging: half the samples. */
+	if (stretch->io_wait_samples >= 2 && 2 * stretch->io_wait_samples >= stretch->samples)
 		return PAUSE_IO_WAIT;
 	if (length_ns && (double)stretch->cpu_ns >= PAUSE_BUSY_CPU_SHARE * (double)length_ns)
 		return PAUSE_COMPUTING;
@@ -128,6 +129,7 @@ void pause_tracker_sample(struct pause_tracker *tracker, const struct trace_acti
 		stretch->syscall_bytes += grew(earlier->read_chars, sample->read_chars) +
 					  grew(earlier->write_chars, sample->write_chars);
 		stretch->io_wait_samples += sample->threads_io_wait > 0;
+		stretch->samples++;
 		if (pause_interval_cause(earlier, sample) != PAUSE_IDLE)
 			stretch->busy_until_ns = sample->timestamp_ns;
 	}

@@ -51,7 +51,7 @@ struct pause_stretch {
 	uint64_t busy_until_ns; /* the end of its latest busy sample interval after start, 0 none */
 	uint64_t sampled_ns;	/* time covered by sample intervals after start */
 	uint64_t cpu_ns, storage_bytes, syscall_bytes;
-	unsigned io_wait_samples;
+	unsigned samples, io_wait_samples;
 	/* The hang detector held back a hang for it: reported as a pause when it ends. */
 	bool held;
 	uint64_t held_comm_id;	  /* the communicator it lagged on */
