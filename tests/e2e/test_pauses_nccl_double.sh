@@ -6,8 +6,9 @@
 # judged again offline (check), in both of the double's modes: calls that
 # enqueue and return (as NCCL's collectives do), and calls that block until
 # every rank took part (NCCL_DOUBLE_BLOCKING=1, as gloo's):
-# - no hang, no slowdown; each checkpoint the workload logged reported as a
-#   pause of rank 1 doing file I/O, the same live and offline;
+# - no hang, and no slowdown of rank 1 or within a second of a checkpoint's
+#   end; each checkpoint the workload logged reported as a pause of rank 1
+#   doing file I/O, the same live and offline;
 # - the same job whose rank 1 then waits for ever (--delay 1:50:forward:0):
 #   its pauses, then one hang naming rank 1 within the usual limit.
 source "$(dirname "$0")/lib.sh"
@@ -56,13 +57,24 @@ for mode in ("async", "blocking"):
                 assert checkpoint["end_ns"] <= pause["end_ns"] <= checkpoint["end_ns"] + 1e9, \
                     (name, side, pause, checkpoint)
             others = [f for f in found if f["kind"] != "pause"]
+            # What the pauses caused: a report naming rank 1, or one within a second of a
+            # checkpoint's end. Four ranks on two cores make a straggler of 30-100 ms now and
+            # then elsewhere in the run (the hang tests see them too): not the pauses' doing.
+            caused = [f for f in others if f["kind"] != "slowdown" or
+                      1 in [s["job_rank"] for s in f["stragglers"]] or
+                      any(c["start_ns"] <= f["detected_ns"] <= c["end_ns"] + 1e9
+                          for c in checkpoints)]
             if run == "pauses":
-                assert not others, (name, side, others)
+                assert not caused, (name, side, caused)
+                if others:
+                    print("{} ({}): {} slowdown(s) away from the pauses: {}".format(
+                        name, side, len(others), [(s["stragglers"][0]["job_rank"], s["lead_ns"])
+                                                  for s in others]))
                 continue
             fault = jsonl(os.path.join(scratch, name, "log", "rank-1.fault"))
             assert fault, (name, "the workload did not reach its fault")
             hangs = [f for f in others if f["kind"] == "hang"]
-            assert hangs and not [f for f in others if f["kind"] == "slowdown"], (name, side, others)
+            assert hangs and not [f for f in caused if f["kind"] == "slowdown"], (name, side, others)
             hang = hangs[0]
             assert [r["job_rank"] for r in hang["lagging_ranks"]] == [1], (name, side, hang)
             late_s = (hang["detected_ns"] - hang["lagging_ranks"][0]["last_ts_ns"]) / 1e9
