@@ -132,6 +132,16 @@ static void write_calls(const char *directory)
 							.last_post_ns = 3050,
 							.last_completion_ns = 3060 };
 	add(writer, &record);
+	record = (struct trace_record){ .kind = TRACE_RECORD_ACTIVITY };
+	record.activity = (struct trace_activity_sample){ .timestamp_ns = 3200,
+							  .pid = 100,
+							  .threads = 4,
+							  .threads_running = 1,
+							  .threads_io_wait = 1,
+							  .cpu_ns = 50000000,
+							  .write_bytes = 1 << 20,
+							  .write_chars = 1 << 20 };
+	add(writer, &record);
 	close_trace(writer, path);
 }
 

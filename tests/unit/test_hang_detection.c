@@ -126,7 +126,7 @@ UNIT_TEST(hang_detection, fault_free_job_has_no_hang_before_the_limit)
 		run_step(&job, step, -1, -1, 0, 0);
 	/* 1.9 expected steps after the last call: still within hang_factor 2. */
 	progress_model_advance(job.model, job.model->comms[0].last_progress_ns + 19 * STEP_NS / 10);
-	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 0);
 	progress_model_free(job.model);
 }
 
@@ -146,9 +146,9 @@ UNIT_TEST(hang_detection, short_steps_need_a_second_of_silence)
 	run_step(&job, 10, 2, -1, 0, 0);
 	last = job.model->comms[0].last_progress_ns;
 	progress_model_advance(job.model, last + 3 * STEP_NS);
-	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 0);
 	progress_model_advance(job.model, last + 1000000000ull + 1);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
 	progress_model_free(job.model);
 }
@@ -164,7 +164,7 @@ UNIT_TEST(hang_detection, rank_that_never_issued_the_collective_is_named)
 	run_step(&job, 10, 2, -1, 0, 0); /* rank 2 never issues step 10 */
 	last = job.model->comms[0].last_progress_ns;
 	progress_model_advance(job.model, last + 21 * STEP_NS / 10);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL(reports[0].kind, DIAGNOSIS_HANG);
 	CU_ASSERT_EQUAL(reports[0].hang_class, HANG_HOST);
 	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
@@ -177,7 +177,7 @@ UNIT_TEST(hang_detection, rank_that_never_issued_the_collective_is_named)
 	CU_ASSERT_EQUAL(reports[0].ranks[0].last.seq, 19);
 	/* Reported once, not at every tick. */
 	progress_model_advance(job.model, last + 30 * STEP_NS / 10);
-	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 0);
 	progress_model_free(job.model);
 }
 
@@ -214,7 +214,7 @@ UNIT_TEST(hang_detection, ranks_blocked_inside_a_collective_name_the_one_that_ne
 	/* Their entry is the last progress: the silence runs from there. */
 	CU_ASSERT_TRUE(job.model->comms[0].last_progress_ns > last);
 	progress_model_advance(job.model, start + 21 * STEP_NS / 10);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL(reports[0].hang_class, HANG_HOST);
 	CU_ASSERT_STRING_EQUAL(reports[0].function, "ncclAllReduce");
 	CU_ASSERT_EQUAL(reports[0].seq, 20);
@@ -282,7 +282,7 @@ UNIT_TEST(hang_detection, ranks_blocked_on_another_communicator_are_not_the_caus
 	CU_ASSERT_TRUE(progress_model_blocked_elsewhere(job.model, NULL, 1003));
 	CU_ASSERT_FALSE(progress_model_blocked_elsewhere(job.model, NULL, 1002));
 	progress_model_advance(job.model, start + 3 * STEP_NS);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
 	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
 	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
@@ -290,7 +290,7 @@ UNIT_TEST(hang_detection, ranks_blocked_on_another_communicator_are_not_the_caus
 	CU_ASSERT_EQUAL(reports[0].waiting_comms, 1);
 	/* Nothing more later: what is left waits on that stall. */
 	progress_model_advance(job.model, start + 6 * STEP_NS);
-	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 0);
 	progress_model_free(job.model);
 }
 
@@ -340,7 +340,7 @@ UNIT_TEST(hang_detection, a_call_seen_in_flight_after_its_return_does_not_block)
 		feed(&job, &call);
 	}
 	progress_model_advance(job.model, start + 3 * STEP_NS);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
 	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
 	CU_ASSERT_FALSE(reports[0].waits_elsewhere);
@@ -362,7 +362,7 @@ UNIT_TEST(hang_detection, collective_issued_by_all_without_probes_is_device_or_n
 	for (int step = 0; step < 10; step++)
 		run_step(&job, step, -1, -1, 0, 0);
 	progress_model_advance(job.model, job.model->comms[0].last_progress_ns + 3 * STEP_NS);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL(reports[0].hang_class, HANG_DEVICE_OR_NETWORK);
 	CU_ASSERT_EQUAL(reports[0].rank_count, 0);
 	CU_ASSERT_STRING_EQUAL(reports[0].function, "ncclAllGather");
@@ -394,11 +394,11 @@ UNIT_TEST(hang_detection, c10d_collective_issued_by_all_waits_for_the_startup_li
 	quiet_since = job.model->comms[0].last_progress_ns;
 	CU_ASSERT_TRUE(job.model->comms[0].entries_only);
 	progress_model_advance(job.model, quiet_since + 3 * STEP_NS);
-	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 0);
 	progress_model_advance(job.model, quiet_since + 9000000000ull);
-	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 0);
 	progress_model_advance(job.model, quiet_since + 10100000000ull);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL(reports[0].rank_count, 0);
 	/* It moves on; rank 3 then never issues the next one: a hang after the steps' limit. */
 	for (int rank = 0; rank < RANKS - 1; rank++) {
@@ -408,7 +408,7 @@ UNIT_TEST(hang_detection, c10d_collective_issued_by_all_waits_for_the_startup_li
 		feed(&job, &call);
 	}
 	progress_model_advance(job.model, quiet_since + 10200000000ull + 3 * STEP_NS);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
 	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 3);
 	progress_model_free(job.model);
@@ -644,7 +644,7 @@ UNIT_TEST(hang_detection, communicators_waiting_on_a_rank_left_behind_are_one_re
 	run_step(&job, 10, 2, -1, 0, 0);
 	pair_step(&job, 10);
 	progress_model_advance(job.model, job.model->now_ns + 3 * STEP_NS);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
 	CU_ASSERT_EQUAL(reports[0].hang_class, HANG_HOST);
 	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
@@ -663,14 +663,14 @@ UNIT_TEST(hang_detection, communicators_stuck_together_are_one_stall)
 		pair_step(&job, step);
 	}
 	progress_model_advance(job.model, job.model->now_ns + 3 * STEP_NS);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	/* The all-gather at 6 ms went quiet before the pair's all-reduce at 8 ms. */
 	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
 	CU_ASSERT_EQUAL(reports[0].hang_class, HANG_DEVICE_OR_NETWORK);
 	CU_ASSERT_EQUAL(reports[0].waiting_comms, 1);
 	/* Reported once: a later check finds nothing new. */
 	progress_model_advance(job.model, job.model->now_ns + STEP_NS);
-	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 0);
 	progress_model_free(job.model);
 }
 
@@ -687,13 +687,13 @@ UNIT_TEST(hang_detection, stall_long_after_a_reported_one_is_reported_again)
 	for (int step = 11; step < 15; step++)
 		run_step(&job, step, -1, -1, 0, 0);
 	progress_model_advance(job.model, job.model->now_ns + STEP_NS / 2);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL(reports[0].comm_id, PAIR_COMM_ID);
 	/* Ten steps later the job's communicator stalls: a stall of its own. */
 	for (int step = 15; step < 25; step++)
 		run_step(&job, step, -1, -1, 0, 0);
 	progress_model_advance(job.model, job.model->now_ns + 3 * STEP_NS);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
 	CU_ASSERT_EQUAL(reports[0].waiting_comms, 0);
 	progress_model_free(job.model);
@@ -897,14 +897,14 @@ UNIT_TEST(hang_detection, rank_left_behind_before_the_step_is_learned)
 	run_step(&job, 0, -1, -1, 0, 0);
 	last = job.model->comms[0].last_progress_ns;
 	progress_model_advance(job.model, last + 20000000000ull);
-	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 0);
 	run_step(&job, 1, 1, -1, 0, 20000000000ull); /* rank 1 never issues step 1 */
 	last = job.model->comms[0].last_progress_ns;
 	CU_ASSERT_EQUAL(progress_model_job_step_ns(job.model), 0);
 	progress_model_advance(job.model, last + 9000000000ull);
-	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 0);
 	progress_model_advance(job.model, last + 10000000001ull);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 1);
 	CU_ASSERT_STRING_EQUAL(reports[0].function, "ncclAllReduce");
 	CU_ASSERT_EQUAL(reports[0].expected_step_ns, 0);
@@ -956,9 +956,10 @@ UNIT_TEST(hang_detection, rank_that_never_enters_the_init_call_is_named)
 			progress_model_advance(model,
 					       1000000000ull + (uint64_t)tick * 100000000ull);
 			if (tick == 90)
-				CU_ASSERT_EQUAL(hang_detector_check(model, NULL, reports, 4), 0);
+				CU_ASSERT_EQUAL(hang_detector_check(model, NULL, NULL, reports, 4),
+						0);
 		}
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_TRUE(reports[0].creating);
 	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
 	CU_ASSERT_EQUAL(reports[0].inside_count, 3);
@@ -970,7 +971,7 @@ UNIT_TEST(hang_detection, rank_that_never_enters_the_init_call_is_named)
 	CU_ASSERT_PTR_NOT_NULL(
 		strstr(text, "not created: 3 rank(s) blocked inside ncclCommInitRank"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "never entered by rank 2"));
-	CU_ASSERT_EQUAL(hang_detector_check(model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(model, NULL, NULL, reports, 4), 0);
 	progress_model_free(model);
 }
 
@@ -990,7 +991,7 @@ UNIT_TEST(hang_detection, init_that_every_rank_entered_is_no_hang)
 	}
 	/* Rank 3 came 3 s after rank 0; every rank is inside: no rank is missing. */
 	progress_model_advance(model, 30000000000ull);
-	CU_ASSERT_EQUAL(hang_detector_check(model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(model, NULL, NULL, reports, 4), 0);
 	for (int rank = 0; rank < RANKS; rank++) {
 		struct trace_nccl_call call =
 			init_call(rank, 1000000000ull * (uint64_t)(rank + 1), false);
@@ -998,7 +999,7 @@ UNIT_TEST(hang_detection, init_that_every_rank_entered_is_no_hang)
 		progress_model_add_call(model, &call, &completed_step);
 	}
 	progress_model_advance(model, 60000000000ull);
-	CU_ASSERT_EQUAL(hang_detector_check(model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(model, NULL, NULL, reports, 4), 0);
 	progress_model_free(model);
 }
 
@@ -1069,7 +1070,7 @@ UNIT_TEST(hang_detection, first_call_not_made_before_a_pattern_is_the_peers_coll
 	run_step(&job, 0, -1, -1, 0, 0);
 	run_step(&job, 1, 2, -1, 0, 0);
 	progress_model_advance(job.model, job.model->comms[0].last_progress_ns + 11000000000ull);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL_FATAL(reports[0].rank_count, 1);
 	CU_ASSERT_EQUAL(reports[0].ranks[0].rank, 2);
 	CU_ASSERT_FALSE(reports[0].ranks[0].missed_from_pattern);
@@ -1111,7 +1112,7 @@ UNIT_TEST(hang_detection, nccl_process_group_and_its_nccl_calls_make_one_hang)
 	CU_ASSERT_EQUAL(job.model->comm_count, 2);
 	last = job.model->comms[0].last_progress_ns;
 	progress_model_advance(job.model, last + 21 * STEP_NS / 10);
-	count = hang_detector_check(job.model, NULL, reports, 4);
+	count = hang_detector_check(job.model, NULL, NULL, reports, 4);
 	CU_ASSERT_EQUAL_FATAL(count, 1);
 	CU_ASSERT_STRING_EQUAL(reports[0].function, "ncclAllReduce");
 	CU_ASSERT_EQUAL(reports[0].comm_id, COMM_ID);
@@ -1150,7 +1151,7 @@ UNIT_TEST(hang_detection, awaited_c10d_work_unfinished_on_every_rank_is_a_hang)
 	CU_ASSERT_TRUE(job.model->comms[0].work_awaited);
 	quiet_since = job.model->comms[0].last_progress_ns;
 	progress_model_advance(job.model, quiet_since + 9000000000ull);
-	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, reports, 4), 0);
+	CU_ASSERT_EQUAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 0);
 	/* Every rank enters the next one; its work never ends. */
 	inside_from = quiet_since + 9100000000ull;
 	for (int rank = 0; rank < RANKS; rank++) {
@@ -1162,7 +1163,7 @@ UNIT_TEST(hang_detection, awaited_c10d_work_unfinished_on_every_rank_is_a_hang)
 		feed(&job, &call);
 	}
 	progress_model_advance(job.model, inside_from + 3 * STEP_NS);
-	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, reports, 4), 1);
+	CU_ASSERT_EQUAL_FATAL(hang_detector_check(job.model, NULL, NULL, reports, 4), 1);
 	CU_ASSERT_EQUAL(reports[0].rank_count, 0);
 	CU_ASSERT_EQUAL(reports[0].inside_count, RANKS);
 	CU_ASSERT_STRING_EQUAL(reports[0].function, "c10d::allreduce");

@@ -177,7 +177,7 @@ static const char *const python_names[] = { "torch.optim.sgd.SGD.step", "train.T
 					    "torch.nn.modules.module.Module._call_impl" };
 
 /* The kinds sample_record() cycles through. */
-#define SAMPLE_KINDS 7
+#define SAMPLE_KINDS 8
 
 /* A Python call or torch scope for sample 'index', its shape chosen by 'variant'. */
 static struct trace_python_call sample_python_call(unsigned index, unsigned variant)
@@ -320,6 +320,21 @@ static struct trace_record sample_record(unsigned index)
 			.last_completion_ns = UINT64_MAX,
 		};
 		break;
+	case 7:
+		record.kind = TRACE_RECORD_ACTIVITY;
+		record.activity = (struct trace_activity_sample){
+			.timestamp_ns = 99999 + index,
+			.pid = 4000000000U - index,
+			.threads = 17,
+			.threads_running = 2,
+			.threads_io_wait = index % 2,
+			.cpu_ns = UINT64_MAX - index,
+			.read_bytes = 1ULL << 41,
+			.write_bytes = 5ULL << 33,
+			.read_chars = 9,
+			.write_chars = UINT64_MAX,
+		};
+		break;
 	default:
 		record.kind = TRACE_RECORD_STATS;
 		record.stats = (struct trace_stats){
@@ -420,6 +435,8 @@ static int records_equal(const struct trace_record *a, const struct trace_record
 		return memcmp(&a->stats, &b->stats, sizeof(a->stats)) == 0;
 	case TRACE_RECORD_NETWORK:
 		return memcmp(&a->network, &b->network, sizeof(a->network)) == 0;
+	case TRACE_RECORD_ACTIVITY:
+		return memcmp(&a->activity, &b->activity, sizeof(a->activity)) == 0;
 	case TRACE_RECORD_PYTHON_CALL: {
 		const struct trace_python_call *x = &a->python_call, *y = &b->python_call;
 

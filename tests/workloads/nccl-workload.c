@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkpoint_pause.h"
 #include "nccl.h"
 #include "nccl_double.h"
 #include "nccl_ground_truth.h"
@@ -108,6 +109,7 @@ struct options {
 	int slow_rank;
 	double slow_factor;
 	struct delay delay;
+	struct checkpoint_pause checkpoint;
 	bool worker;
 };
 
@@ -180,6 +182,9 @@ static void usage(FILE *out)
 		"                         forward, backward, collective, send, or init (before\n"
 		"                         ncclCommInitRank; K 0); the rank\n"
 		"                         writes what it injected to rank-R.fault first\n"
+		"  --checkpoint R:N:MS    rank R writes a checkpoint file for MS ms at the start\n"
+		"                         of every N-th step (a healthy pause), logged to\n"
+		"                         DIR/rank-R.checkpoints\n"
 		"  --mismatch-count R:K   rank R passes count+1 to one gradient all-reduce of step "
 		"K\n"
 		"  --mismatch-datatype R:K  rank R reduces the int32 gradient bucket of step K as\n"
@@ -273,6 +278,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 		{ "crash", required_argument, NULL, 'X' },
 		{ "slow", required_argument, NULL, 'w' },
 		{ "delay", required_argument, NULL, 'D' },
+		{ "checkpoint", required_argument, NULL, 'K' },
 		{ "mismatch-count", required_argument, NULL, 'm' },
 		{ "mismatch-datatype", required_argument, NULL, 'T' },
 		{ "skip-replicated", required_argument, NULL, 'R' },
@@ -302,6 +308,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 		.slow_rank = -1,
 		.slow_factor = 1.0,
 		.delay = { .rank = -1, .step = -1 },
+		.checkpoint = { .rank = -1 },
 	};
 	while ((option = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
 		bool valid = true;
@@ -349,6 +356,9 @@ static int parse_options(int argc, char **argv, struct options *options)
 			break;
 		case 'D':
 			valid = parse_delay(optarg, &options->delay);
+			break;
+		case 'K':
+			valid = parse_checkpoint_pause(optarg, &options->checkpoint);
 			break;
 		case 'T':
 			valid = parse_rank_step(optarg, &options->mismatch_datatype);
@@ -1132,6 +1142,8 @@ static void run_step(struct worker *worker, int step)
 		fprintf(stderr, "nccl-workload: rank %d skips its gradient all-reduce at step %d\n",
 			worker->rank, step);
 
+	if (checkpoint_pause_run(&options->checkpoint, options->log_dir, worker->rank, step) < 0)
+		die(worker, 1, "cannot write a checkpoint in the log directory");
 	inject_delay(worker, step, DELAY_FORWARD);
 	compute(worker);
 	if (worker->tp > 1)

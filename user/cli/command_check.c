@@ -119,7 +119,11 @@ static int advance(struct merged_trace *trace)
  * The calls the traces hold open (never returned: written when recording
  * stopped, or when their thread ended), handed to the detectors at their
  * entry as the live detectors see calls in flight, not at the end of the
- * file where they are written.
+ * file where they are written. So are the calls that lasted longer than
+ * the live detectors' longest tick (a rank waiting in a blocking
+ * collective, a gloo all-reduce whose work waits for a late rank): live,
+ * they were seen in flight from their entry; their own record, when it
+ * comes, ends them, as it does live.
  */
 struct open_calls {
 	struct trace_reader **readers; /* kept open: the records point into them */
@@ -149,7 +153,18 @@ static int add_open_call(struct open_calls *open, const struct trace_record *rec
 	return 0;
 }
 
-/* A first pass over each trace for its open calls. 0, or -1 after saying why. */
+/* Live, the detectors tick every 100 ms at most: a call longer than that was seen in flight. */
+#define SEEN_IN_FLIGHT_NS 100000000ULL
+
+/* Whether a call is handed to the detectors at its entry, as in flight. */
+static bool seen_in_flight(const struct trace_record *record)
+{
+	return record->kind == TRACE_RECORD_NCCL_CALL &&
+	       ((record->call.flags & TRACE_CALL_OPEN) ||
+		record->call.duration_ns >= SEEN_IN_FLIGHT_NS);
+}
+
+/* A first pass over each trace for its calls in flight. 0, or -1 after saying why. */
 static int find_open_calls(struct merged_trace *traces, int count, struct open_calls *open)
 {
 	char error[512];
@@ -166,13 +181,18 @@ static int find_open_calls(struct merged_trace *traces, int count, struct open_c
 			return -1;
 		}
 		/* A trace that cannot be read to its end is reported by the main pass. */
-		while (trace_reader_next(open->readers[i], &record) > 0)
-			if (record.kind == TRACE_RECORD_NCCL_CALL &&
-			    (record.call.flags & TRACE_CALL_OPEN) &&
-			    add_open_call(open, &record, traces[i].shift_ns)) {
+		while (trace_reader_next(open->readers[i], &record) > 0) {
+			if (!seen_in_flight(&record))
+				continue;
+			if (!(record.call.flags & TRACE_CALL_OPEN)) {
+				record.call.flags |= TRACE_CALL_OPEN;
+				record.call.duration_ns = 0;
+			}
+			if (add_open_call(open, &record, traces[i].shift_ns)) {
 				log_error("out of memory");
 				return -1;
 			}
+		}
 	}
 	/* Few, and in the order their threads were seen: sorted by entry, simply. */
 	for (size_t a = 1; a < open->count; a++)

@@ -64,10 +64,10 @@ static void describe_rank(const struct progress_comm *comm, int32_t r, struct di
 	out->last = comm->ranks[r].last;
 }
 
-/* Fills 'report' for a communicator found stuck. */
+/* Fills 'report' for a communicator found stuck, silent as judged since 'quiet_ns'. */
 static void report_stuck(const struct progress_model *model, const struct progress_comm *comm,
 			 const struct network_samples *samples, double step_ns, double limit_ns,
-			 struct diagnosis_report *report)
+			 uint64_t quiet_ns, struct diagnosis_report *report)
 {
 	int64_t fewest = INT64_MAX, most = 0;
 	const struct progress_slot *slot;
@@ -79,7 +79,7 @@ static void report_stuck(const struct progress_model *model, const struct progre
 	report->comm_id = comm->comm_id;
 	report->nranks = comm->nranks;
 	/* The moment the silence passed the limit: a live tick sees it then. */
-	report->detected_ns = comm->last_progress_ns + (uint64_t)limit_ns;
+	report->detected_ns = quiet_ns + (uint64_t)limit_ns;
 	report->expected_step_ns = step_ns;
 	report->stalled_ns = model->now_ns - comm->last_progress_ns;
 	report->step = -1;
@@ -261,10 +261,93 @@ static bool part_of_reported_stall(const struct progress_model *model,
 	return false;
 }
 
-static bool is_stuck(const struct progress_model *model, const struct progress_comm *comm,
-		     double step_ns)
+static int64_t fewest_collectives(const struct progress_comm *comm)
+{
+	int64_t fewest = INT64_MAX;
+
+	for (int32_t r = 0; r < comm->nranks; r++)
+		if (comm->ranks[r].collectives < fewest)
+			fewest = comm->ranks[r].collectives;
+	return fewest;
+}
+
+/* Where a rank is in the communicator's step: its collectives modulo the period, -1 unknown. */
+static int64_t step_position(const struct progress_comm *comm, int32_t r)
+{
+	return comm->period > 0 ? comm->ranks[r].collectives % comm->period : -1;
+}
+
+/*
+ * Until when a rank left behind is explained by its own doing (0: not at
+ * all), and how: at work since the communicator went quiet (file I/O, I/O
+ * wait, the CPU: pause_tracker) up to the end of its latest busy sample
+ * interval, or idle where it paused before, hang_factor times that pause.
+ */
+static uint64_t explained_until(const struct progress_model *model,
+				const struct pause_tracker *pauses,
+				const struct progress_comm *comm, int32_t r,
+				enum pause_cause *cause)
+{
+	uint64_t quiet = comm->last_progress_ns;
+	uint32_t pid = comm->ranks[r].pid;
+	uint64_t until = pause_tracker_active_until(pauses, pid, quiet, model->now_ns, cause);
+	double recurring_ns = pause_tracker_recurring_ns(
+		pauses, pid, comm->comm_id, step_position(comm, r), comm->ranks[r].collectives);
+
+	if (recurring_ns > 0 &&
+	    quiet + (uint64_t)(model->options.hang_factor * recurring_ns) > until) {
+		until = quiet + (uint64_t)(model->options.hang_factor * recurring_ns);
+		*cause = PAUSE_RECURRING;
+	}
+	return until;
+}
+
+/*
+ * When the communicator's silence began, as judged. The ranks left behind
+ * (fewest collectives) may be at work of their own. The others left
+ * behind with one that reads or writes files (or pauses where it paused
+ * before) wait on it, idle or spinning; a rank only computing explains
+ * the lag only when every rank left behind is at work (a rank spinning in
+ * a device wait on a stuck peer computes too). When explained, the
+ * silence counts from the earliest end of the explaining ranks' work;
+ * otherwise from the communicator's last progress.
+ */
+static uint64_t silence_start(const struct progress_model *model,
+			      const struct pause_tracker *pauses, const struct progress_comm *comm)
+{
+	uint64_t start = UINT64_MAX, quiet = comm->last_progress_ns;
+	bool waited_on = false, all_at_work = true;
+	int64_t fewest;
+
+	if (!pauses || !ranks_disagree(comm))
+		return quiet;
+	fewest = fewest_collectives(comm);
+	for (int32_t r = 0; r < comm->nranks; r++) {
+		enum pause_cause cause = PAUSE_IDLE;
+		uint64_t until;
+
+		if (comm->ranks[r].collectives != fewest)
+			continue;
+		until = explained_until(model, pauses, comm, r, &cause);
+		if (!until) {
+			all_at_work = false;
+			continue;
+		}
+		waited_on |= cause == PAUSE_FILE_IO || cause == PAUSE_IO_WAIT ||
+			     cause == PAUSE_RECURRING;
+		if (until < start)
+			start = until;
+	}
+	if (start == UINT64_MAX || (!waited_on && !all_at_work))
+		return quiet;
+	return start > quiet ? start : quiet;
+}
+
+static bool is_stuck(const struct progress_model *model, const struct pause_tracker *pauses,
+		     const struct progress_comm *comm, double step_ns)
 {
 	double limit = silence_limit(model, comm, step_ns);
+	uint64_t quiet = silence_start(model, pauses, comm);
 
 	if (comm->hang_reported || comm->nranks <= 0)
 		return false;
@@ -273,7 +356,32 @@ static bool is_stuck(const struct progress_model *model, const struct progress_c
 		return false;
 	if (any_rank_finished(comm))
 		return false;
-	return (double)(model->now_ns - comm->last_progress_ns) > limit;
+	return model->now_ns > quiet && (double)(model->now_ns - quiet) > limit;
+}
+
+/*
+ * A communicator that would be stuck but for its lagging ranks' own work:
+ * their stretches are held, to be reported as pauses when they come back.
+ */
+static void hold_pausing_ranks(const struct progress_model *model, struct pause_tracker *pauses,
+			       const struct progress_comm *comm, double step_ns)
+{
+	double limit = silence_limit(model, comm, step_ns);
+	int64_t fewest;
+
+	if (!pauses || comm->hang_reported || comm->nranks <= 0 || !ranks_disagree(comm) ||
+	    any_rank_finished(comm) || (double)(model->now_ns - comm->last_progress_ns) <= limit)
+		return;
+	fewest = fewest_collectives(comm);
+	for (int32_t r = 0; r < comm->nranks; r++) {
+		enum pause_cause cause = PAUSE_IDLE;
+
+		if (comm->ranks[r].collectives == fewest &&
+		    explained_until(model, pauses, comm, r, &cause))
+			pause_tracker_hold(pauses, comm->ranks[r].pid, comm->last_progress_ns,
+					   comm->comm_id, step_position(comm, r),
+					   comm->ranks[r].collectives);
+	}
 }
 
 /* The latest call of any lagging rank of the report on any communicator. */
@@ -411,7 +519,8 @@ static unsigned drop_layered_c10d_reports(struct diagnosis_report *reports, unsi
 }
 
 unsigned hang_detector_check(struct progress_model *model, const struct network_samples *samples,
-			     struct diagnosis_report *reports, unsigned capacity)
+			     struct pause_tracker *pauses, struct diagnosis_report *reports,
+			     unsigned capacity)
 {
 	double step_ns = progress_model_job_step_ns(model);
 	struct progress_comm *first_waiting = NULL;
@@ -438,7 +547,7 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 	for (unsigned i = 0; i < model->comm_count; i++) {
 		struct progress_comm *comm = &model->comms[i];
 
-		if (behind || ranks_disagree(comm) || !is_stuck(model, comm, step_ns) ||
+		if (behind || ranks_disagree(comm) || !is_stuck(model, pauses, comm, step_ns) ||
 		    part_of_reported_stall(model, comm, silence_limit(model, comm, step_ns)))
 			continue;
 		if (!first_waiting || comm->last_progress_ns < first_waiting->last_progress_ns)
@@ -447,7 +556,11 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 	for (unsigned i = 0; i < model->comm_count && found < capacity; i++) {
 		struct progress_comm *comm = &model->comms[i];
 
-		if (!is_stuck(model, comm, step_ns) || (unlearned && !ranks_disagree(comm)))
+		if (!is_stuck(model, pauses, comm, step_ns)) {
+			hold_pausing_ranks(model, pauses, comm, step_ns);
+			continue;
+		}
+		if (unlearned && !ranks_disagree(comm))
 			continue;
 		comm->hang_reported = true;
 		if (!ranks_disagree(comm) && comm != first_waiting) {
@@ -455,7 +568,9 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 			continue;
 		}
 		report_stuck(model, comm, samples, step_ns, silence_limit(model, comm, step_ns),
-			     &reports[found]);
+			     silence_start(model, pauses, comm), &reports[found]);
+		for (unsigned k = 0; pauses && k < reports[found].rank_count; k++)
+			pause_tracker_release(pauses, reports[found].ranks[k].pid);
 		if (unlearned)
 			reports[found].expected_step_ns = 0;
 		found++;

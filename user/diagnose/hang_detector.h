@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include "diagnose/diagnosis_report.h"
+#include "diagnose/pause_tracker.h"
 #include "diagnose/progress_model.h"
 #include "model/trace_records.h"
 
@@ -45,8 +46,14 @@ enum hang_class hang_classify_issued(const struct network_samples *samples, cons
  * report's waiting_comms, not reported on their own. Without one, such
  * communicators stuck together are one stall, reported once, on the one
  * that went quiet first.
+ *
+ * 'pauses' (NULL: none) says what each process did since its last call: a
+ * rank left behind that is at work of its own, or pauses where it paused
+ * before, is not stuck while that lasts (its stretch is held, to be
+ * reported as a pause when it comes back).
  */
 unsigned hang_detector_check(struct progress_model *model, const struct network_samples *samples,
-			     struct diagnosis_report *reports, unsigned capacity);
+			     struct pause_tracker *pauses, struct diagnosis_report *reports,
+			     unsigned capacity);
 
 #endif /* TCHECK_HANG_DETECTOR_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The detectors on a record stream, with their output; see job_diagnosis.h. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/log.h"
 #include "diagnose/crash_report.h"
@@ -9,6 +10,7 @@
 #include "diagnose/hang_detector.h"
 #include "diagnose/job_diagnosis.h"
 #include "diagnose/mismatch_detector.h"
+#include "diagnose/pause_tracker.h"
 #include "diagnose/slowdown_detector.h"
 #include "diagnose/step_stall_detector.h"
 #include "export/export_jsonl.h"
@@ -26,8 +28,9 @@ struct process_rank {
 struct job_diagnosis {
 	struct progress_model *model;
 	struct network_samples samples;
+	struct pause_tracker pauses; /* what each process did since its last call */
 	FILE *text, *events;
-	unsigned hangs, slowdowns, mismatches, crashes;
+	unsigned hangs, slowdowns, mismatches, crashes, pauses_found;
 	struct flight_recorder flights;	   /* each process's last calls, for crash reports */
 	struct step_stall_detector stalls; /* step progress of processes with Python steps */
 	uint32_t crashed[MAX_PROCESSES];   /* processes whose death was reported */
@@ -174,12 +177,51 @@ static bool already_published(const struct job_diagnosis *diagnosis,
 	return false;
 }
 
-static void publish_slowdown(struct job_diagnosis *diagnosis, struct diagnosis_report *report)
+/*
+ * A rank that lagged while at work of its own: reported as a pause, and
+ * kept with the slowdowns published, so that the lateness it caused its
+ * peers within the next step is taken as part of it.
+ */
+static void publish_pause(struct job_diagnosis *diagnosis, struct pause_finding *pause,
+			  const struct trace_nccl_call *call)
 {
+	struct diagnosis_report *kept =
+		&diagnosis->published[diagnosis->published_count++ % MAX_RECENT_SLOWDOWNS];
+	char line[1024] = "";
+
+	pause->job_rank = job_rank_of(diagnosis, pause->pid);
+	if (!pause->comm_id)
+		pause->comm_id = call->comm_id;
+	pause->resumed_with = call->function;
+	pause->resumed_seq = call->seq;
+	diagnosis->pauses_found++;
+	if (diagnosis->text)
+		pause_finding_text(pause, line, sizeof(line));
+	write_finding(diagnosis, line, diagnosis->events ? pause_finding_json(pause) : NULL);
+	memset(kept, 0, sizeof(*kept));
+	kept->kind = DIAGNOSIS_SLOWDOWN;
+	kept->detected_ns = pause->end_ns;
+	kept->rank_count = 1;
+	kept->ranks[0].pid = pause->pid;
+}
+
+/* A slowdown whose straggler was reading or writing files for its lead is a pause. */
+static bool publish_slowdown(struct job_diagnosis *diagnosis, struct diagnosis_report *report,
+			     const struct trace_nccl_call *call)
+{
+	struct pause_finding pause;
+
 	if (already_published(diagnosis, report))
-		return;
+		return false;
+	if (report->rank_count &&
+	    pause_tracker_explains_lead(&diagnosis->pauses, report->ranks[0].pid, report->lead_ns,
+					&pause)) {
+		publish_pause(diagnosis, &pause, call);
+		return true;
+	}
 	publish(diagnosis, report);
 	diagnosis->published[diagnosis->published_count++ % MAX_RECENT_SLOWDOWNS] = *report;
+	return false;
 }
 
 static void write_crash(struct job_diagnosis *diagnosis, struct crash_report *report);
@@ -256,8 +298,8 @@ static void judge_end(struct job_diagnosis *diagnosis, const struct trace_proces
 static void check_hangs(struct job_diagnosis *diagnosis)
 {
 	static struct diagnosis_report reports[HANG_REPORTS_PER_CHECK];
-	unsigned found = hang_detector_check(diagnosis->model, &diagnosis->samples, reports,
-					     HANG_REPORTS_PER_CHECK);
+	unsigned found = hang_detector_check(diagnosis->model, &diagnosis->samples,
+					     &diagnosis->pauses, reports, HANG_REPORTS_PER_CHECK);
 
 	for (unsigned i = 0; i < found; i++)
 		publish(diagnosis, &reports[i]);
@@ -276,9 +318,12 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 			  int64_t time_shift_ns)
 {
 	struct trace_nccl_call call;
+	struct trace_activity_sample activity;
 	struct diagnosis_report report;
+	struct pause_finding pause;
 	struct progress_comm *comm;
 	int64_t step, completed;
+	bool paused = false;
 	int32_t error;
 
 	switch (record->kind) {
@@ -288,6 +333,11 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		/* A hang is judged before the call that would end it is counted. */
 		job_diagnosis_tick(diagnosis, call.entry_ns);
 		comm = progress_model_add_call(diagnosis->model, &call, &step);
+		if (comm &&
+		    pause_tracker_call(&diagnosis->pauses, call.pid, call.entry_ns, &pause)) {
+			publish_pause(diagnosis, &pause, &call);
+			paused = true;
+		}
 		flight_recorder_call(&diagnosis->flights, &call);
 		step_stall_nccl(&diagnosis->stalls, &call);
 		error = crash_nccl_error_of(&call);
@@ -299,9 +349,12 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 			publish(diagnosis, &report);
 		if (completed >= 0 && progress_is_collective(call.api) &&
 		    slowdown_detector_check(diagnosis->model, comm, completed, &report))
-			publish_slowdown(diagnosis, &report);
-		/* Learned after it is judged, so that it is not judged against itself. */
-		if (completed >= 0 && progress_is_collective(call.api))
+			paused |= publish_slowdown(diagnosis, &report, &call);
+		/*
+		 * Learned after it is judged, so that it is not judged against itself;
+		 * a pause is not the job's jitter.
+		 */
+		if (completed >= 0 && progress_is_collective(call.api) && !paused)
 			slowdown_detector_learn(comm, completed);
 		if (comm && step >= 0 && diagnosis->on_step)
 			diagnosis->on_step(diagnosis->step_context, comm, step);
@@ -316,6 +369,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 			judge_end(diagnosis, &record->process);
 			progress_model_process_ended(diagnosis->model, record->process.pid);
 			step_stall_process_ended(&diagnosis->stalls, record->process.pid);
+			pause_tracker_forget(&diagnosis->pauses, record->process.pid);
 		}
 		keep_process(diagnosis, &record->process);
 		break;
@@ -325,6 +379,13 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		break;
 	case TRACE_RECORD_NETWORK:
 		job_diagnosis_network_sample(diagnosis, &record->network, time_shift_ns);
+		break;
+	case TRACE_RECORD_ACTIVITY:
+		/* Judged as each sample comes, live and offline alike. */
+		activity = record->activity;
+		shift(&activity.timestamp_ns, time_shift_ns);
+		pause_tracker_sample(&diagnosis->pauses, &activity);
+		job_diagnosis_tick(diagnosis, activity.timestamp_ns);
 		break;
 	case TRACE_RECORD_PYTHON_CALL:
 		flight_recorder_python(&diagnosis->flights, &record->python_call);
@@ -375,6 +436,11 @@ void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step,
 unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis)
 {
 	return diagnosis->hangs;
+}
+
+unsigned job_diagnosis_pause_count(const struct job_diagnosis *diagnosis)
+{
+	return diagnosis->pauses_found;
 }
 
 unsigned job_diagnosis_crash_count(const struct job_diagnosis *diagnosis)

@@ -54,6 +54,8 @@ unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis);
 unsigned job_diagnosis_slowdown_count(const struct job_diagnosis *diagnosis);
 /* Collectives whose ranks disagreed on the function or the element count. */
 unsigned job_diagnosis_mismatch_count(const struct job_diagnosis *diagnosis);
+/* Ranks that lagged at work of their own (a checkpoint, an evaluation): no hang, no slowdown. */
+unsigned job_diagnosis_pause_count(const struct job_diagnosis *diagnosis);
 /* Traced processes that died of a signal or exited with a non-zero status. */
 unsigned job_diagnosis_crash_count(const struct job_diagnosis *diagnosis);
 

@@ -424,6 +424,45 @@ static void taken_again(struct progress_comm *comm, struct progress_rank *rank,
 	}
 }
 
+/* Where a call counted while open is among those the rank remembers; -1 when it is not. */
+static int remembered_open_call(const struct progress_rank *rank,
+				const struct trace_nccl_call *call)
+{
+	for (unsigned i = 0; i < PROGRESS_OPEN_REMEMBERED && i < rank->open_calls_seen; i++)
+		if (rank->open_calls[i].entry_ns == call->entry_ns &&
+		    rank->open_calls[i].tid == call->tid)
+			return (int)i;
+	return -1;
+}
+
+static void remember_open_call(struct progress_rank *rank, const struct trace_nccl_call *call,
+			       int64_t collective_index)
+{
+	rank->open_calls[rank->open_calls_seen++ % PROGRESS_OPEN_REMEMBERED] =
+		(struct progress_open_call){ call->entry_ns, call->tid, collective_index };
+}
+
+/*
+ * A call counted while open, seen again after later calls of the rank:
+ * its duration goes to its collective's slot; it is not counted again.
+ */
+static void taken_again_later(struct progress_comm *comm, struct progress_rank *rank,
+			      const struct trace_nccl_call *call, int remembered)
+{
+	int64_t index = rank->open_calls[remembered].collective_index;
+	int32_t r = (int32_t)(rank - comm->ranks);
+
+	if (call->flags & TRACE_CALL_OPEN)
+		return;
+	if (index >= 0) {
+		struct progress_slot *slot = &comm->window[index % PROGRESS_WINDOW];
+
+		if (slot->index == index)
+			slot->duration_ns[r] = call->duration_ns;
+	}
+	rank->open_calls[remembered].entry_ns = 0;
+}
+
 struct progress_comm *progress_model_add_call(struct progress_model *model,
 					      const struct trace_nccl_call *call,
 					      int64_t *completed_step)
@@ -470,6 +509,10 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 		taken_again(comm, rank, call, collective);
 		return comm;
 	}
+	if (remembered_open_call(rank, call) >= 0) {
+		taken_again_later(comm, rank, call, remembered_open_call(rank, call));
+		return comm;
+	}
 	/* Seen open, then returned before it was handed over: the return counted it. */
 	if ((call->flags & TRACE_CALL_OPEN) && call->entry_ns <= rank->last.entry_ns)
 		return comm;
@@ -496,11 +539,15 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	}
 	if (point_to_point) {
 		rank->p2p_calls++;
+		if (call->flags & TRACE_CALL_OPEN)
+			remember_open_call(rank, call, -1);
 		return comm;
 	}
 	if (!place_rank(comm, rank, call))
 		return comm;
 	add_collective(model, comm, rank, call->rank, call);
+	if (call->flags & TRACE_CALL_OPEN)
+		remember_open_call(rank, call, rank->collectives - 1);
 	*completed_step = complete_steps(model, comm);
 	return comm;
 }

@@ -53,6 +53,16 @@ struct progress_event {
 	bool open;    /* not returned when last seen: the rank is inside it (duration so far) */
 };
 
+/* How many calls counted while in flight a rank remembers, until they return. */
+#define PROGRESS_OPEN_REMEMBERED 8
+
+/* A call counted while in flight (open), remembered so its return is not counted again. */
+struct progress_open_call {
+	uint64_t entry_ns;
+	uint32_t tid;
+	int64_t collective_index; /* its collective on the communicator, -1 for none */
+};
+
 struct progress_rank {
 	bool present;
 	bool finished; /* destroyed the communicator */
@@ -63,6 +73,12 @@ struct progress_rank {
 	bool placed;
 	struct progress_event last;
 	uint32_t last_tid; /* the thread of 'last': an open call seen again is the same call */
+	/*
+	 * The latest calls counted while open (a ring): a gloo call's return comes
+	 * when its work ends, after later calls of other threads.
+	 */
+	struct progress_open_call open_calls[PROGRESS_OPEN_REMEMBERED];
+	unsigned open_calls_seen;
 };
 
 /* The n-th collective of a communicator, as each rank reached it. */

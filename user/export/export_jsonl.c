@@ -461,6 +461,31 @@ static json_t *network_object(const struct trace_network_sample *sample)
 	return object;
 }
 
+static json_t *activity_object(const struct trace_activity_sample *sample)
+{
+	json_t *object = json_object();
+	int failed = !object;
+
+	if (failed)
+		return NULL;
+	failed |= put(object, "kind", json_string("activity"));
+	failed |= put(object, "timestamp_ns", export_json_unsigned(sample->timestamp_ns));
+	failed |= put(object, "pid", json_integer(sample->pid));
+	failed |= put(object, "threads", json_integer(sample->threads));
+	failed |= put(object, "threads_running", json_integer(sample->threads_running));
+	failed |= put(object, "threads_io_wait", json_integer(sample->threads_io_wait));
+	failed |= put(object, "cpu_ns", export_json_unsigned(sample->cpu_ns));
+	failed |= put(object, "read_bytes", export_json_unsigned(sample->read_bytes));
+	failed |= put(object, "write_bytes", export_json_unsigned(sample->write_bytes));
+	failed |= put(object, "read_chars", export_json_unsigned(sample->read_chars));
+	failed |= put(object, "write_chars", export_json_unsigned(sample->write_chars));
+	if (failed) {
+		json_decref(object);
+		return NULL;
+	}
+	return object;
+}
+
 static json_t *python_call_object(const struct trace_python_call *call)
 {
 	const char *kind = call->flags & TRACE_PYTHON_TORCH_SCOPE ? "torch_scope"
@@ -512,6 +537,8 @@ json_t *export_json_record(const struct trace_record *record)
 		return python_call_object(&record->python_call);
 	case TRACE_RECORD_NETWORK:
 		return network_object(&record->network);
+	case TRACE_RECORD_ACTIVITY:
+		return activity_object(&record->activity);
 	}
 	return NULL;
 }

@@ -561,6 +561,7 @@ static int export_record(struct perfetto_export *export, const struct trace_reco
 	case TRACE_RECORD_PYTHON_CALL:
 		return emit_python_call(export, &record->python_call);
 	case TRACE_RECORD_NETWORK:
+	case TRACE_RECORD_ACTIVITY:
 		return 0;
 	}
 	return 0;

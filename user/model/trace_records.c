@@ -22,6 +22,8 @@ uint64_t trace_record_time(const struct trace_record *record)
 		return record->python_call.entry_ns;
 	case TRACE_RECORD_NETWORK:
 		return record->network.timestamp_ns;
+	case TRACE_RECORD_ACTIVITY:
+		return record->activity.timestamp_ns;
 	}
 	return 0;
 }

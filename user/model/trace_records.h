@@ -22,6 +22,7 @@ enum trace_record_kind {
 	TRACE_RECORD_STATS = 5,
 	TRACE_RECORD_PYTHON_CALL = 6,
 	TRACE_RECORD_NETWORK = 7,
+	TRACE_RECORD_ACTIVITY = 8,
 };
 
 /* How many of the innermost Python frames an event keeps: what the probes send. */
@@ -173,6 +174,25 @@ struct trace_network_sample {
 	uint64_t last_completion_ns; /* 0: none yet */
 };
 
+/*
+ * What one process was doing, read from /proc with no help from it (kind
+ * 8): its CPU time and I/O counters, cumulative since it started, and its
+ * threads' states at that moment. The detectors tell a rank that pauses
+ * (writing a checkpoint, computing) from one that is stuck with it.
+ */
+struct trace_activity_sample {
+	uint64_t timestamp_ns; /* CLOCK_MONOTONIC */
+	uint32_t pid;
+	uint32_t threads;	  /* threads of the process */
+	uint32_t threads_running; /* in state R */
+	uint32_t threads_io_wait; /* in state D (uninterruptible, I/O) */
+	uint64_t cpu_ns;	  /* user and system time of all its threads */
+	uint64_t read_bytes;	  /* /proc/PID/io: read from storage */
+	uint64_t write_bytes;	  /* /proc/PID/io: written to storage (page-dirtying time) */
+	uint64_t read_chars;	  /* /proc/PID/io rchar: read by system calls, sockets too */
+	uint64_t write_chars;	  /* /proc/PID/io wchar: written by system calls, sockets too */
+};
+
 /* A traced process, with the rank its launcher gave it. */
 struct trace_process {
 	uint32_t pid;
@@ -252,6 +272,7 @@ struct trace_record {
 		struct trace_stats stats;
 		struct trace_python_call python_call;
 		struct trace_network_sample network;
+		struct trace_activity_sample activity;
 	};
 };
 

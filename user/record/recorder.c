@@ -19,6 +19,7 @@
 #include "diagnose/job_diagnosis.h"
 #include "model/nccl_api.h"
 #include "network/work_requests.h"
+#include "record/process_activity.h"
 #include "probe/library_discovery.h"
 #include "probe/nccl_comm_layout.h"
 #include "probe/probe_session.h"
@@ -566,6 +567,27 @@ static uint64_t python_events_lost(const struct recorder *recorder, const uint64
 	return python_losses_events(&losses, counters[TCHECK_COUNTER_PYTHON_DROPS]);
 }
 
+/*
+ * What every live traced process is doing, one activity sample each,
+ * before the statistics record: the detectors judge a lagging rank on
+ * them, live and in the trace alike.
+ */
+static void write_activity_samples(struct recorder *recorder, uint64_t now_ns)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_ACTIVITY };
+	size_t position = 0;
+	uint64_t pid;
+	void *value;
+
+	while (u64_map_next(&recorder->processes, &position, &pid, &value)) {
+		const struct traced_process *process = value;
+
+		if (process->alive &&
+		    process_activity_read((uint32_t)pid, now_ns, &record.activity) == 0)
+			write_record(recorder, &record);
+	}
+}
+
 static void write_stats(struct recorder *recorder, const uint64_t *counters)
 {
 	struct trace_record record = { .kind = TRACE_RECORD_STATS };
@@ -894,6 +916,7 @@ static void run_loop(struct recorder *recorder)
 		}
 		if (now - last_flush >= FLUSH_INTERVAL_NS) {
 			probe_session_counters(recorder->session, counters);
+			write_activity_samples(recorder, now);
 			write_stats(recorder, counters);
 			work_requests_sample(recorder->work_requests, now, write_network_sample,
 					     recorder);

@@ -26,8 +26,9 @@
  * 1.2 appended the Python context to NCCL and Python call bodies, and added
  * work-request samples (kind 7), which 1.0 and 1.1 readers skip.
  * 1.3 appended the Python events lost to the stats body.
+ * 1.4 added process activity samples (kind 8), which older readers skip.
  */
-#define TRACE_FORMAT_VERSION_MINOR 3
+#define TRACE_FORMAT_VERSION_MINOR 4
 
 /* File header: a fixed part, then a body whose length the fixed part gives. */
 #define TRACE_FORMAT_FILE_MAGIC "TCHKTRC\n"
@@ -83,7 +84,7 @@ enum trace_format_record_header {
  * definition gives the bytes of an interned string id.
  */
 #define TRACE_FORMAT_KIND_STRING 32U
-#define TRACE_FORMAT_LAST_KNOWN_KIND TRACE_RECORD_NETWORK
+#define TRACE_FORMAT_LAST_KNOWN_KIND TRACE_RECORD_ACTIVITY
 
 /* String definition body: the id, then the bytes (no terminating NUL). */
 enum trace_format_string_body {
@@ -197,6 +198,21 @@ enum trace_format_network_body {
 	TRACE_FORMAT_NETWORK_LAST_POST_NS_AT = 64,	 /* u64 */
 	TRACE_FORMAT_NETWORK_LAST_COMPLETION_NS_AT = 72, /* u64 */
 	TRACE_FORMAT_NETWORK_SIZE = 80,
+};
+
+/* Process activity sample body (format 1.4): struct trace_activity_sample. */
+enum trace_format_activity_body {
+	TRACE_FORMAT_ACTIVITY_TIMESTAMP_NS_AT = 0,     /* u64 */
+	TRACE_FORMAT_ACTIVITY_PID_AT = 8,	       /* u32 */
+	TRACE_FORMAT_ACTIVITY_THREADS_AT = 12,	       /* u32 */
+	TRACE_FORMAT_ACTIVITY_THREADS_RUNNING_AT = 16, /* u32 */
+	TRACE_FORMAT_ACTIVITY_THREADS_IO_WAIT_AT = 20, /* u32 */
+	TRACE_FORMAT_ACTIVITY_CPU_NS_AT = 24,	       /* u64 */
+	TRACE_FORMAT_ACTIVITY_READ_BYTES_AT = 32,      /* u64 */
+	TRACE_FORMAT_ACTIVITY_WRITE_BYTES_AT = 40,     /* u64 */
+	TRACE_FORMAT_ACTIVITY_READ_CHARS_AT = 48,      /* u64 */
+	TRACE_FORMAT_ACTIVITY_WRITE_CHARS_AT = 56,     /* u64 */
+	TRACE_FORMAT_ACTIVITY_SIZE = 64,
 };
 
 /* Python call body (format 1.1): a traced Python function or a torch scope. */

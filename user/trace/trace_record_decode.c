@@ -25,6 +25,8 @@ const char *trace_record_kind_name(unsigned kind)
 		return "python_call";
 	case TRACE_RECORD_NETWORK:
 		return "network";
+	case TRACE_RECORD_ACTIVITY:
+		return "activity";
 	case TRACE_FORMAT_KIND_STRING:
 		return "string";
 	}
@@ -215,6 +217,22 @@ static void decode_network(const unsigned char *body, struct trace_network_sampl
 		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_LAST_COMPLETION_NS_AT);
 }
 
+static void decode_activity(const unsigned char *body, struct trace_activity_sample *sample)
+{
+	sample->timestamp_ns = trace_format_get_u64(body + TRACE_FORMAT_ACTIVITY_TIMESTAMP_NS_AT);
+	sample->pid = trace_format_get_u32(body + TRACE_FORMAT_ACTIVITY_PID_AT);
+	sample->threads = trace_format_get_u32(body + TRACE_FORMAT_ACTIVITY_THREADS_AT);
+	sample->threads_running =
+		trace_format_get_u32(body + TRACE_FORMAT_ACTIVITY_THREADS_RUNNING_AT);
+	sample->threads_io_wait =
+		trace_format_get_u32(body + TRACE_FORMAT_ACTIVITY_THREADS_IO_WAIT_AT);
+	sample->cpu_ns = trace_format_get_u64(body + TRACE_FORMAT_ACTIVITY_CPU_NS_AT);
+	sample->read_bytes = trace_format_get_u64(body + TRACE_FORMAT_ACTIVITY_READ_BYTES_AT);
+	sample->write_bytes = trace_format_get_u64(body + TRACE_FORMAT_ACTIVITY_WRITE_BYTES_AT);
+	sample->read_chars = trace_format_get_u64(body + TRACE_FORMAT_ACTIVITY_READ_CHARS_AT);
+	sample->write_chars = trace_format_get_u64(body + TRACE_FORMAT_ACTIVITY_WRITE_CHARS_AT);
+}
+
 /* One argument of a Python call; returns 0, or the failure with the error set. */
 static int decode_argument(struct trace_reader *reader, const unsigned char *at, size_t record_at,
 			   struct trace_python_arg *arg)
@@ -329,6 +347,8 @@ uint32_t trace_record_minimum_body(unsigned kind)
 		return TRACE_FORMAT_PYTHON_SIZE;
 	case TRACE_RECORD_NETWORK:
 		return TRACE_FORMAT_NETWORK_SIZE;
+	case TRACE_RECORD_ACTIVITY:
+		return TRACE_FORMAT_ACTIVITY_SIZE;
 	}
 	return 0;
 }
@@ -354,6 +374,9 @@ int trace_record_decode(struct trace_reader *reader, unsigned kind, const unsign
 		return decode_python_call(reader, body, length, record_at, &out->python_call);
 	case TRACE_RECORD_NETWORK:
 		decode_network(body, &out->network);
+		return 0;
+	case TRACE_RECORD_ACTIVITY:
+		decode_activity(body, &out->activity);
 		return 0;
 	}
 	return -EINVAL;

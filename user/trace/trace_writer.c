@@ -490,6 +490,7 @@ static int collect_strings(const struct trace_record *record, const char *texts[
 		break;
 	case TRACE_RECORD_STATS:
 	case TRACE_RECORD_NETWORK:
+	case TRACE_RECORD_ACTIVITY:
 		break;
 	case TRACE_RECORD_PYTHON_CALL:
 		texts[count++] = python->qualified_name;
@@ -607,6 +608,22 @@ static void encode_network(unsigned char *body, const struct trace_network_sampl
 			     sample->last_completion_ns);
 }
 
+static void encode_activity(unsigned char *body, const struct trace_activity_sample *sample)
+{
+	trace_format_put_u64(body + TRACE_FORMAT_ACTIVITY_TIMESTAMP_NS_AT, sample->timestamp_ns);
+	trace_format_put_u32(body + TRACE_FORMAT_ACTIVITY_PID_AT, sample->pid);
+	trace_format_put_u32(body + TRACE_FORMAT_ACTIVITY_THREADS_AT, sample->threads);
+	trace_format_put_u32(body + TRACE_FORMAT_ACTIVITY_THREADS_RUNNING_AT,
+			     sample->threads_running);
+	trace_format_put_u32(body + TRACE_FORMAT_ACTIVITY_THREADS_IO_WAIT_AT,
+			     sample->threads_io_wait);
+	trace_format_put_u64(body + TRACE_FORMAT_ACTIVITY_CPU_NS_AT, sample->cpu_ns);
+	trace_format_put_u64(body + TRACE_FORMAT_ACTIVITY_READ_BYTES_AT, sample->read_bytes);
+	trace_format_put_u64(body + TRACE_FORMAT_ACTIVITY_WRITE_BYTES_AT, sample->write_bytes);
+	trace_format_put_u64(body + TRACE_FORMAT_ACTIVITY_READ_CHARS_AT, sample->read_chars);
+	trace_format_put_u64(body + TRACE_FORMAT_ACTIVITY_WRITE_CHARS_AT, sample->write_chars);
+}
+
 static void encode_stats(unsigned char *body, const struct trace_stats *stats)
 {
 	trace_format_put_u64(body + TRACE_FORMAT_STATS_TIMESTAMP_NS_AT, stats->timestamp_ns);
@@ -718,6 +735,9 @@ static int add_encoded(struct trace_writer *writer, const struct trace_record *r
 	case TRACE_RECORD_NETWORK:
 		size = TRACE_FORMAT_NETWORK_SIZE;
 		break;
+	case TRACE_RECORD_ACTIVITY:
+		size = TRACE_FORMAT_ACTIVITY_SIZE;
+		break;
 	default:
 		return reject_record(writer, "the record is of an unknown kind");
 	}
@@ -752,6 +772,9 @@ static int add_encoded(struct trace_writer *writer, const struct trace_record *r
 		break;
 	case TRACE_RECORD_NETWORK:
 		encode_network(body, &record->network);
+		break;
+	case TRACE_RECORD_ACTIVITY:
+		encode_activity(body, &record->activity);
 		break;
 	}
 	return 0;

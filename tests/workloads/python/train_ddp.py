@@ -74,6 +74,15 @@ def parse_arguments(argv):
                              "rank all-reduces {} elements on each pair group it belongs to. "
                              "With it, --fault pair-mismatch:R:K: at step K rank R all-reduces "
                              "8 more on the group of ranks R-1 and R".format(PAIR_ELEMENTS))
+    parser.add_argument("--checkpoint-every", type=training_common.positive_int, default=None,
+                        metavar="N",
+                        help="rank 0 saves a checkpoint before the backward pass of every N-th "
+                             "step (N, 2N, ...): torch.save of the model to a file beside the "
+                             "logs, repeated until --checkpoint-seconds passed, while the other "
+                             "ranks wait in their all-reduce. Each pause is logged as a "
+                             "'checkpoint' record with its start and end")
+    parser.add_argument("--checkpoint-seconds", type=float, default=3.0, metavar="S",
+                        help="how long each checkpoint lasts (default 3)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -115,6 +124,9 @@ def worker_argv(args):
         argv += ["--fault", args.fault]
     if args.pair_groups:
         argv.append("--pair-groups")
+    if args.checkpoint_every:
+        argv += ["--checkpoint-every", str(args.checkpoint_every),
+                 "--checkpoint-seconds", repr(args.checkpoint_seconds)]
     return argv
 
 
@@ -206,6 +218,30 @@ def fault_before_backward(fault, call_log, rank):
     return hook
 
 
+def checkpoint_before_backward(args, model, call_log, rank):
+    """The hook that makes rank 0 pause for a checkpoint every --checkpoint-every steps."""
+    directory = args.log_dir or os.getcwd()
+    path = os.path.join(directory, "checkpoint-rank-{}.pt".format(rank))
+
+    def hook(step):
+        if rank != 0 or step == 0 or step % args.checkpoint_every:
+            return
+        record = call_log._new_record("checkpoint")
+        started = time.monotonic()
+        saves = 0
+        # Written aside and renamed, as a careful job does; repeated to last the time asked.
+        while saves == 0 or time.monotonic() - started < args.checkpoint_seconds:
+            torch.save({"step": step, "model": model.state_dict(), "padding": torch.zeros(1 << 20)},
+                       path + ".tmp")
+            os.replace(path + ".tmp", path)
+            saves += 1
+        record.update({"rank": rank, "step": step, "saves": saves, "path": path,
+                       "end_ns": training_common.monotonic_ns()})
+        call_log.flush()
+
+    return hook
+
+
 def progress_path_for(template, rank):
     if not template:
         return None
@@ -262,6 +298,8 @@ def train_rank(args, call_log, rank, world_size, progress_path):
                                       rank))
     if fault and fault[0] != "pair-mismatch":
         hooks.append(fault_before_backward(fault, call_log, rank))
+    if args.checkpoint_every:
+        hooks.append(checkpoint_before_backward(args, model, call_log, rank))
     final_loss = training_common.train(
         call_log, args, model, optimizer, parameters, inputs, targets, progress_path,
         forward_scope=DDP_FORWARD_SCOPE,

@@ -1,0 +1,75 @@
+#!/bin/bash
+# Healthy pauses are no hang. A 2-rank gloo DistributedDataParallel job
+# whose rank 0 saves a checkpoint (torch.save, about 3 s) every 10 steps
+# while rank 1 waits in its all-reduce, recorded with `record --python` as
+# the README says, and judged live (--events) and offline (check):
+# - no hang, no slowdown, either way; each pause reported as a pause of job
+#   rank 0, doing file I/O, matched against the checkpoint the workload
+#   logged (its start and end), the same pauses live and offline;
+# - the same job whose rank 0 then stops for good (sleeps, never issuing
+#   its all-reduce): its pauses, then one hang naming job rank 0, within the
+#   usual limit of its last call, live and offline.
+source "$(dirname "$0")/lib.sh"
+torch_stack
+ddp_run pauses --steps 35 --checkpoint-every 10 --checkpoint-seconds 3 --timeout 100
+ddp_run stop --steps 40 --checkpoint-every 10 --checkpoint-seconds 3 --fault stop:0:25 --timeout 70
+
+python3 - "$SCRATCH" <<'PY' || fail "the reports do not match what the workload logged"
+import json, os, sys
+scratch = sys.argv[1]
+
+def jsonl(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+def logged(name, kind):
+    return [r for r in jsonl(os.path.join(scratch, name, "log", "rank-0.jsonl"))
+            if r.get("kind") == kind]
+
+def findings(name):
+    return (jsonl(os.path.join(scratch, name, "events.jsonl")),
+            [r for r in jsonl(os.path.join(scratch, name, "check.jsonl")) if "kind" in r])
+
+def check_pauses(name, pauses, checkpoints):
+    assert len(pauses) == len(checkpoints), (name, pauses, checkpoints)
+    for pause, checkpoint in zip(pauses, checkpoints):
+        assert pause["job_rank"] == 0 and pause["pid"] == checkpoint["pid"], (pause, checkpoint)
+        assert pause["doing"] == "file_io", pause
+        # It starts at rank 0's last call before the checkpoint and ends at its next one.
+        assert checkpoint["ts_ns"] - 1.0e9 <= pause["start_ns"] <= checkpoint["ts_ns"], \
+            (pause, checkpoint)
+        assert checkpoint["end_ns"] <= pause["end_ns"] <= checkpoint["end_ns"] + 1.0e9, \
+            (pause, checkpoint)
+        assert pause["storage_bytes"] + pause["syscall_bytes"] > 0, pause
+
+checkpoints = logged("pauses", "checkpoint")
+assert len(checkpoints) == 3, ("the workload logged", checkpoints)
+assert all(c["end_ns"] - c["ts_ns"] >= 3e9 for c in checkpoints), checkpoints
+live, offline = findings("pauses")
+for side, found in (("live", live), ("offline", offline)):
+    assert not [f for f in found if f["kind"] != "pause"], (side, found)
+    check_pauses(side, [f for f in found if f["kind"] == "pause"], checkpoints)
+assert [(p["start_ns"], p["end_ns"]) for p in live] == \
+    [(p["start_ns"], p["end_ns"]) for p in offline], (live, offline)
+print("pauses: {} checkpoint(s) of job rank 0, {} pause(s) live, {} offline, no hang".format(
+    len(checkpoints), len(live), len(offline)))
+
+fault = logged("stop", "fault")
+assert fault, "the stop run logged no fault"
+fault = fault[0]
+checkpoints = [c for c in logged("stop", "checkpoint") if c["ts_ns"] < fault["ts_ns"]]
+assert len(checkpoints) == 2, checkpoints
+live, offline = findings("stop")
+for side, found in (("live", live), ("offline", offline)):
+    check_pauses(side, [f for f in found if f["kind"] == "pause"], checkpoints)
+    hangs = [f for f in found if f["kind"] == "hang"]
+    assert len(hangs) == 1 and not [f for f in found if f["kind"] == "slowdown"], (side, found)
+    hang = hangs[0]
+    assert [r["job_rank"] for r in hang["lagging_ranks"]] == [fault["rank"]] == [0], hang
+    assert hang["collective"] == fault["next_call"], hang
+    # The limit (2 steps, 1 s at least) after rank 0's last call, and a sample interval.
+    late_s = (hang["detected_ns"] - hang["lagging_ranks"][0]["last_ts_ns"]) / 1e9
+    assert late_s <= 1.5, (side, late_s, hang)
+    print("stop ({}): hang names job rank 0 at {} seq {}, {:.2f} s after its last call".format(
+        side, hang["collective"], hang["seq"], late_s))
+PY
+echo "PASS"
