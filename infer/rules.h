@@ -36,7 +36,11 @@ enum rule_relation {
 	/* 'event' (an optimizer's step of the implementation 'value') applies its scalars steadily
 	 */
 	RELATION_SCALARS_STEADY = 7,
-	RELATION_LAST = RELATION_SCALARS_STEADY,
+	/* no weight a step's forward reads frozen (requires_grad False) is changed by 'event' */
+	RELATION_FROZEN_UNCHANGED = 8,
+	/* once 'event' changes a weight the forward reads, it changes every one read trainable */
+	RELATION_TRAINABLE_UPDATED = 9,
+	RELATION_LAST = RELATION_TRAINABLE_UPDATED,
 };
 
 /*
