@@ -14,6 +14,8 @@
 #define UPDATED_FIELD "tensor:self"
 #define READ_FIELD "tensor:weight"
 #define READ_REQUIRES_GRAD_FIELD "requires_grad:weight"
+#define UPDATED_SHAPE_FIELD "shape:self"
+#define READ_SHAPE_FIELD "shape:weight"
 
 bool requires_grad_updates_wants(const struct infer_event *event)
 {
@@ -71,6 +73,23 @@ static int collect(const struct infer_event *const *events, size_t count,
 	return failed;
 }
 
+/*
+ * Whether an update changed the tensor a read saw: the same identity, and
+ * the same dtype and sizes where the trace has both. A TensorImpl freed in
+ * the step (autocast's bfloat16 copy of a weight) may come back at the
+ * same address as another tensor (an optimizer's moment buffer).
+ */
+static bool changed_what_was_read(const struct infer_event *read, const struct infer_event *update)
+{
+	const char *read_shape = infer_event_field(read, READ_SHAPE_FIELD);
+	const char *updated_shape;
+
+	if (!update)
+		return false;
+	updated_shape = infer_event_field(update, UPDATED_SHAPE_FIELD);
+	return !read_shape || !updated_shape || strcmp(read_shape, updated_shape) == 0;
+}
+
 /* The earliest read in 'reads' whose tensor 'changed' holds (want_changed) or lacks. */
 static const struct infer_event *first_read(const struct u64_map *reads,
 					    const struct u64_map *changed, bool want_changed,
@@ -83,7 +102,7 @@ static const struct infer_event *first_read(const struct u64_map *reads,
 	for (size_t i = 0; u64_map_next(reads, &i, &tensor, &value);) {
 		const struct infer_event *read = value;
 
-		if ((u64_map_get(changed, tensor) != NULL) != want_changed)
+		if (changed_what_was_read(read, u64_map_get(changed, tensor)) != want_changed)
 			continue;
 		(*matching)++;
 		if (!first || read->entry_ns < first->entry_ns)

@@ -25,6 +25,9 @@ enum second_weight {
 	FROZEN_STILL,	 /* read frozen, not updated */
 	LEFT_OUT,	 /* read trainable, not updated: the optimizer holds the first only */
 	NOTHING_UPDATED, /* the optimizer updates nothing */
+	/* read as autocast's frozen bfloat16 copy, whose address an optimizer buffer of another
+	 * dtype takes in the step */
+	CAST_REUSED,
 };
 
 static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
@@ -45,6 +48,13 @@ static void bool_argument(struct trace_record *record, const char *field, bool v
 					  .integer = value };
 }
 
+static void text_argument(struct trace_record *record, const char *field, const char *text)
+{
+	struct trace_python_arg *arg = &record->python_call.args[record->python_call.arg_count++];
+
+	*arg = (struct trace_python_arg){ .name = field, .type = TRACE_VALUE_STR, .text = text };
+}
+
 static void scalar_argument(struct trace_record *record, const char *field, double value)
 {
 	struct trace_python_arg *arg = &record->python_call.args[record->python_call.arg_count++];
@@ -53,12 +63,13 @@ static void scalar_argument(struct trace_record *record, const char *field, doub
 }
 
 static size_t read_weight(struct trace_record *records, size_t count, uint32_t pid, int step,
-			  uint64_t at, uint64_t weight, bool requires_grad)
+			  uint64_t at, uint64_t weight, bool requires_grad, const char *shape)
 {
 	records[count] =
 		python_call_record(pid, step, at, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
 	tensor_argument(&records[count], "tensor:weight", weight);
 	bool_argument(&records[count], "requires_grad:weight", requires_grad);
+	text_argument(&records[count], "shape:weight", shape);
 	return count + 1;
 }
 
@@ -68,6 +79,7 @@ static size_t update_weight(struct trace_record *records, size_t count, uint32_t
 	records[count] =
 		python_call_record(pid, step, at, 3, "aten::add_.Tensor", TRACE_PYTHON_TORCH_OP);
 	tensor_argument(&records[count], "tensor:self", weight);
+	text_argument(&records[count], "shape:self", "Float[4, 4]");
 	scalar_argument(&records[count], "arg:alpha", -0.1);
 	return count + 1;
 }
@@ -77,14 +89,15 @@ static size_t build_step(uint32_t pid, int step, enum second_weight second, int 
 			 struct trace_record *records)
 {
 	uint64_t base = 1000000ULL * (uint64_t)(step + 1);
-	bool frozen = second == FROZEN_MOVED || second == FROZEN_STILL;
+	bool frozen = second == FROZEN_MOVED || second == FROZEN_STILL || second == CAST_REUSED;
 	size_t count = 0;
 
-	count = read_weight(records, count, pid, step, base + 10, WEIGHT_1, true);
-	count = read_weight(records, count, pid, step, base + 20, WEIGHT_2, !frozen);
+	count = read_weight(records, count, pid, step, base + 10, WEIGHT_1, true, "Float[4, 4]");
+	count = read_weight(records, count, pid, step, base + 20, WEIGHT_2, !frozen,
+			    second == CAST_REUSED ? "BFloat16[4, 4]" : "Float[4, 4]");
 	if (second != NOTHING_UPDATED)
 		count = update_weight(records, count, pid, step, base + 110, WEIGHT_1);
-	if (second == TRAINED || second == FROZEN_MOVED)
+	if (second == TRAINED || second == FROZEN_MOVED || second == CAST_REUSED)
 		count = update_weight(records, count, pid, step, base + 120, WEIGHT_2);
 	/* The scope's record comes when it ends, after what ran inside it. */
 	records[count++] = python_call_record(pid, step, base + 100, 100, "Optimizer.step#SGD.step",
@@ -161,6 +174,11 @@ UNIT_TEST(requires_grad_updates, frozen_and_trainable_weights_against_the_step)
 	/* ... in a job of two ranks it may be a sharded optimizer: no example. */
 	found = judge(LEFT_OUT, 2);
 	CU_ASSERT_FALSE(found.trainable_applies);
+	CU_ASSERT_TRUE(found.trainable_holds);
+
+	/* A freed cast's address taken by a buffer of another dtype: not the tensor read. */
+	found = judge(CAST_REUSED, -1);
+	CU_ASSERT_TRUE(found.frozen_applies && found.frozen_holds);
 	CU_ASSERT_TRUE(found.trainable_holds);
 
 	/* An optimizer that changes nothing is ParametersUpdated's, not this rule's. */
