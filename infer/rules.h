@@ -14,14 +14,14 @@
 #include "precondition.h"
 
 #define RULES_FORMAT_NAME "tcheck-bpf-rules"
-#define RULES_FORMAT_VERSION 4
+#define RULES_FORMAT_VERSION 5
 
 /* Room for a rule in words (rule_describe). */
 #define RULE_TEXT_SIZE 1024
 /*
  * The oldest version still read: version 1 has no EventContain and no peer
  * clauses, version 2 no scope (its rules apply to every process), version
- * 3 no ScalarsSteady.
+ * 3 no ScalarsSteady, version 4 no FrozenUnchanged or TrainableUpdated.
  */
 #define RULES_FORMAT_OLDEST_VERSION 1
 
