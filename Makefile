@@ -61,7 +61,7 @@ TOOLS := $(patsubst tools/bench/%.c,$(TEST_PROGRAM_DIR)/bench/%,$(TOOL_SOURCES))
 	$(INTERPOSER) $(PROBE_FLOOR)
 
 .PHONY: FORCE all clean install uninstall test unit-test e2e-test lint bench deps vmlinux test-programs demo eval-hangs rules \
-	eval-silent bench-inference bench-traincheck fuzz fuzz-build fuzz-targets fuzz-seeds sanitize soak
+	eval-silent eval-real bench-inference bench-traincheck fuzz fuzz-build fuzz-targets fuzz-seeds sanitize soak
 .DELETE_ON_ERROR:
 
 all: tcheck-bpf test-programs
@@ -332,6 +332,23 @@ eval-silent: all
 		tail -n +2 $(OUTPUT)/silent-errors-cross-2.6.md >>$(OUTPUT)/silent-errors-cross.md; \
 	fi
 	python3 tools/bench/replace-section.py BENCHMARKS.md silent-errors-cross $(OUTPUT)/silent-errors-cross.md
+
+# The real-bug suite (tools/eval/real_bugs_eval.py): reproductions of public silent-error
+# reports and the healthy programs of tests/workloads/python/healthy_shapes/, on each torch
+# stack; its tables go to BENCHMARKS.md (section real-bugs). Needs root (BPF).
+eval-real: all
+	python3 tools/eval/real_bugs_eval.py --markdown $(OUTPUT)/real-bugs.md \
+		--results $(OUTPUT)/real-bugs.json || [ $$? = 1 ]
+	if [ -f $(TORCH2_ROOT)/.tcheck-ready ]; then \
+		python3 tools/eval/real_bugs_eval.py --markdown $(OUTPUT)/real-bugs-2.6.md \
+			--results $(OUTPUT)/real-bugs-2.6.json --python \
+			"$(CURDIR)/tools/stacks/in-root.sh $(TORCH2_ROOT) --share $(CURDIR) --share /tmp -- /usr/bin/python3" \
+			|| [ $$? = 1 ]; \
+		cat $(OUTPUT)/real-bugs-2.6.md >>$(OUTPUT)/real-bugs.md; \
+	fi
+	{ echo "## Silent errors from real bug reports"; echo; cat $(OUTPUT)/real-bugs.md; } \
+		>$(OUTPUT)/real-bugs-section.md
+	python3 tools/bench/replace-section.py BENCHMARKS.md real-bugs $(OUTPUT)/real-bugs-section.md
 
 # The shipped invariants, inferred from the reference workloads (records with BPF: root).
 rules: all

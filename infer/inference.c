@@ -8,6 +8,7 @@
 #include "base/u64_map.h"
 #include "event_contain.h"
 #include "inference.h"
+#include "requires_grad_updates.h"
 #include "parameter_updates.h"
 #include "process_uses.h"
 #include "rank_updates.h"
@@ -754,6 +755,10 @@ int inference_run(struct inference *inference)
 		if (!failed)
 			failed = infer_scalars_steady(inference->rules, inference->events,
 						      inference->count, &inference->evidence);
+		if (!failed)
+			failed =
+				infer_requires_grad_updates(inference->rules, inference->events,
+							    inference->count, &inference->evidence);
 		if (!failed)
 			failed = rule_set_sort(inference->rules);
 	}

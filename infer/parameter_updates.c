@@ -36,7 +36,7 @@ static uint64_t tensor_of(const struct infer_event *event, const char *field)
  * Whether an update changes its tensor: an additive scale (alpha, value,
  * weight) of 0 or a factor (mul_'s, div_'s other) of 1 leaves it as it was.
  */
-static bool update_changes(const struct infer_event *update)
+bool parameter_updates_changes(const struct infer_event *update)
 {
 	static const char *const additive[] = { "arg:alpha", "arg:value", "arg:weight" };
 	const char *factor = infer_event_field(update, "arg:other");
@@ -90,7 +90,7 @@ static int collect_updates(const struct infer_event *const *events, size_t count
 		if (!u64_map_get(&updates->any, tensor) &&
 		    u64_map_put(&updates->any, tensor, (void *)event))
 			return -ENOMEM;
-		if (update_changes(event) && !u64_map_get(&updates->changing, tensor) &&
+		if (parameter_updates_changes(event) && !u64_map_get(&updates->changing, tensor) &&
 		    u64_map_put(&updates->changing, tensor, (void *)event))
 			return -ENOMEM;
 	}

@@ -43,6 +43,12 @@ const struct infer_event *parameter_updates_step_around(const struct infer_event
 							size_t count,
 							const struct infer_event *event);
 
+/*
+ * Whether an update operator changes its tensor: an additive scale (alpha,
+ * value, weight) of 0 or a factor (mul_'s, div_'s other) of 1 leaves it as it was.
+ */
+bool parameter_updates_changes(const struct infer_event *update);
+
 /* Whether an event takes part (an optimizer step, or an operator naming a tensor). */
 bool parameter_updates_wants(const struct infer_event *event);
 

@@ -7,6 +7,7 @@
 #include "base/fnv_hash.h"
 #include "base/u64_map.h"
 #include "contain_checker.h"
+#include "requires_grad_updates.h"
 #include "parameter_updates.h"
 #include "process_uses.h"
 #include "rank_updates.h"
@@ -33,7 +34,7 @@ struct process_step {
 	struct infer_event first[STEP_NAMES_MAX];
 };
 
-/* The events of one process's current step that ParametersUpdated and ScalarsSteady judge. */
+/* The events of one process's current step that the rules on updates judge. */
 struct update_step {
 	int32_t step;
 	size_t count, capacity;
@@ -51,9 +52,10 @@ struct rule_checker {
 	struct u64_map processes;   /* pid -> struct process_step */
 	struct contain_checker *contains;
 	struct process_uses uses; /* what each process has called so far */
-	/* pid -> struct update_step, with ParametersUpdated or ScalarsSteady rules */
+	/* pid -> struct update_step, with rules on what the optimizer's updates do */
 	struct u64_map update_steps;
 	int has_parameter_updates;
+	int has_requires_grad_updates; /* FrozenUnchanged or TrainableUpdated rules */
 	int has_scalars_steady;
 	int has_rank_updates;
 	struct rank_updates rank_updates; /* each rank's step, with Consistent rules on "updates" */
@@ -90,6 +92,9 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 			 strncmp(rules->rules[i].first.name, "aten::", 6) == 0);
 		checker->has_parameter_updates |=
 			rules->rules[i].relation == RELATION_PARAMETERS_UPDATED;
+		checker->has_requires_grad_updates |=
+			rules->rules[i].relation == RELATION_FROZEN_UNCHANGED ||
+			rules->rules[i].relation == RELATION_TRAINABLE_UPDATED;
 		checker->has_scalars_steady |= rules->rules[i].relation == RELATION_SCALARS_STEADY;
 		checker->has_rank_updates |= rule_checks_rank_updates(&rules->rules[i]);
 	}
@@ -331,6 +336,29 @@ static int judge_parameter_updates(struct rule_checker *checker, struct update_s
 	return failed;
 }
 
+/* Judges a finished step of one process against the FrozenUnchanged and TrainableUpdated rules. */
+static int judge_requires_grad_updates(struct rule_checker *checker,
+				       const struct update_step *state,
+				       const struct infer_event *const *events)
+{
+	struct requires_grad_finding finding;
+	int failed = requires_grad_updates_judge(events, state->count, &finding);
+
+	for (size_t i = 0; i < checker->rules->count && !failed; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+		bool frozen = rule->relation == RELATION_FROZEN_UNCHANGED && !finding.frozen_holds;
+		bool trainable =
+			rule->relation == RELATION_TRAINABLE_UPDATED && !finding.trainable_holds;
+
+		if ((frozen || trainable) && rule->event.name == finding.step->name &&
+		    precondition_holds(checker->rules->pool, &rule->precondition, finding.step))
+			violation(checker, rule,
+				  frozen ? finding.frozen_update : finding.trainable_read,
+				  frozen ? finding.frozen_read : NULL);
+	}
+	return failed;
+}
+
 /* Judges a finished step of one process against the ScalarsSteady rules. */
 static int judge_scalars_steady(struct rule_checker *checker, struct update_step *state,
 				const struct infer_event *const *events)
@@ -359,6 +387,8 @@ static int close_update_step(struct rule_checker *checker, struct update_step *s
 		events[i] = &state->events[i];
 	if (checker->has_parameter_updates)
 		failed = judge_parameter_updates(checker, state, events);
+	if (!failed && checker->has_requires_grad_updates)
+		failed = judge_requires_grad_updates(checker, state, events);
 	if (!failed && checker->has_scalars_steady)
 		failed = judge_scalars_steady(checker, state, events);
 	free(events);
@@ -372,6 +402,7 @@ static int track_update_step(struct rule_checker *checker, const struct infer_ev
 
 	if (event->step < 0 ||
 	    !((checker->has_parameter_updates && parameter_updates_wants(event)) ||
+	      (checker->has_requires_grad_updates && requires_grad_updates_wants(event)) ||
 	      (checker->has_scalars_steady && scalars_steady_wants(event))))
 		return 0;
 	state = u64_map_get(&checker->update_steps, event->pid);

@@ -10,8 +10,8 @@
 #include "rules.h"
 
 static const char *const relation_names[] = {
-	NULL,		"Consistent",	     "APIArg",	      "APIOutput", "APISequence",
-	"EventContain", "ParametersUpdated", "ScalarsSteady",
+	NULL,		"Consistent",	     "APIArg",	      "APIOutput",	 "APISequence",
+	"EventContain", "ParametersUpdated", "ScalarsSteady", "FrozenUnchanged", "TrainableUpdated",
 };
 
 /* A rule with its description, for sorting. */
@@ -210,6 +210,20 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 			"embedding) is changed by %s",
 			rule->event.name);
 		break;
+	case RELATION_FROZEN_UNCHANGED:
+		used = (size_t)snprintf(text, size,
+					"in every step, %s changes no weight the forward reads "
+					"frozen (requires_grad False)",
+					rule->event.name);
+		break;
+	case RELATION_TRAINABLE_UPDATED:
+		used = (size_t)snprintf(
+			text, size,
+			"in every step where %s changes a weight the forward reads, "
+			"it changes every one read trainable (requires_grad True), "
+			"outside a job of several ranks",
+			rule->event.name);
+		break;
 	case RELATION_SCALARS_STEADY:
 		used = (size_t)snprintf(
 			text, size,
@@ -406,7 +420,9 @@ static int rule_load(struct rule_set *set, json_t *object, struct rule *rule)
 	} else if (rule->relation == RELATION_EVENT_CONTAIN) {
 		if (!child || descriptor_load(set, child, &rule->child))
 			return -1;
-	} else if (!field && rule->relation != RELATION_PARAMETERS_UPDATED) {
+	} else if (!field && rule->relation != RELATION_PARAMETERS_UPDATED &&
+		   rule->relation != RELATION_FROZEN_UNCHANGED &&
+		   rule->relation != RELATION_TRAINABLE_UPDATED) {
 		return -1;
 	}
 	rule->distinct = rule->relation == RELATION_API_ARG && distinct;

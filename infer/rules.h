@@ -14,14 +14,14 @@
 #include "precondition.h"
 
 #define RULES_FORMAT_NAME "tcheck-bpf-rules"
-#define RULES_FORMAT_VERSION 4
+#define RULES_FORMAT_VERSION 5
 
 /* Room for a rule in words (rule_describe). */
 #define RULE_TEXT_SIZE 1024
 /*
  * The oldest version still read: version 1 has no EventContain and no peer
  * clauses, version 2 no scope (its rules apply to every process), version
- * 3 no ScalarsSteady.
+ * 3 no ScalarsSteady, version 4 no FrozenUnchanged or TrainableUpdated.
  */
 #define RULES_FORMAT_OLDEST_VERSION 1
 
@@ -36,7 +36,11 @@ enum rule_relation {
 	/* 'event' (an optimizer's step of the implementation 'value') applies its scalars steadily
 	 */
 	RELATION_SCALARS_STEADY = 7,
-	RELATION_LAST = RELATION_SCALARS_STEADY,
+	/* no weight a step's forward reads frozen (requires_grad False) is changed by 'event' */
+	RELATION_FROZEN_UNCHANGED = 8,
+	/* once 'event' changes a weight the forward reads, it changes every one read trainable */
+	RELATION_TRAINABLE_UPDATED = 9,
+	RELATION_LAST = RELATION_TRAINABLE_UPDATED,
 };
 
 /*

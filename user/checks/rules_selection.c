@@ -98,6 +98,8 @@ int rules_selection_build(const struct rule_set *rules, struct rules_selection *
 		/* Steps are counted from the optimizer's scopes: Python tracing. */
 		selection->python |= rule_checks_rank_updates(rule);
 		selection->training_ops |= rule->relation == RELATION_PARAMETERS_UPDATED ||
+					   rule->relation == RELATION_FROZEN_UNCHANGED ||
+					   rule->relation == RELATION_TRAINABLE_UPDATED ||
 					   rule->relation == RELATION_SCALARS_STEADY ||
 					   rule_checks_rank_updates(rule);
 		/* A scheduler's run in a step lets its scalars change: its code is followed. */

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+/*
+ * FrozenUnchanged and TrainableUpdated on hand-built steps with known
+ * answers: the weights a forward reads, frozen or trainable, against the
+ * updates inside the optimizer's step; the rules inferred from healthy steps
+ * and their violations at the steps that break them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "infer/inference.h"
+#include "infer/parameter_updates.h"
+#include "infer/requires_grad_updates.h"
+#include "infer/rule_checker.h"
+#include "nccl_records.h"
+#include "unit.h"
+
+#define WEIGHT_1 0x5000
+#define WEIGHT_2 0x6000
+
+/* What the step does with its second weight. */
+enum second_weight {
+	TRAINED,	 /* read trainable, updated */
+	FROZEN_MOVED,	 /* read frozen, still updated (weight decay, momentum) */
+	FROZEN_STILL,	 /* read frozen, not updated */
+	LEFT_OUT,	 /* read trainable, not updated: the optimizer holds the first only */
+	NOTHING_UPDATED, /* the optimizer updates nothing */
+	/* read as autocast's frozen bfloat16 copy, whose address an optimizer buffer of another
+	 * dtype takes in the step */
+	CAST_REUSED,
+};
+
+static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
+{
+	struct trace_python_arg *arg = &record->python_call.args[record->python_call.arg_count++];
+
+	*arg = (struct trace_python_arg){ .name = field,
+					  .type = TRACE_VALUE_INT,
+					  .integer = (int64_t)tensor };
+}
+
+static void bool_argument(struct trace_record *record, const char *field, bool value)
+{
+	struct trace_python_arg *arg = &record->python_call.args[record->python_call.arg_count++];
+
+	*arg = (struct trace_python_arg){ .name = field,
+					  .type = TRACE_VALUE_BOOL,
+					  .integer = value };
+}
+
+static void text_argument(struct trace_record *record, const char *field, const char *text)
+{
+	struct trace_python_arg *arg = &record->python_call.args[record->python_call.arg_count++];
+
+	*arg = (struct trace_python_arg){ .name = field, .type = TRACE_VALUE_STR, .text = text };
+}
+
+static void scalar_argument(struct trace_record *record, const char *field, double value)
+{
+	struct trace_python_arg *arg = &record->python_call.args[record->python_call.arg_count++];
+
+	*arg = (struct trace_python_arg){ .name = field, .type = TRACE_VALUE_FLOAT, .real = value };
+}
+
+static size_t read_weight(struct trace_record *records, size_t count, uint32_t pid, int step,
+			  uint64_t at, uint64_t weight, bool requires_grad, const char *shape)
+{
+	records[count] =
+		python_call_record(pid, step, at, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
+	tensor_argument(&records[count], "tensor:weight", weight);
+	bool_argument(&records[count], "requires_grad:weight", requires_grad);
+	text_argument(&records[count], "shape:weight", shape);
+	return count + 1;
+}
+
+static size_t update_weight(struct trace_record *records, size_t count, uint32_t pid, int step,
+			    uint64_t at, uint64_t weight)
+{
+	records[count] =
+		python_call_record(pid, step, at, 3, "aten::add_.Tensor", TRACE_PYTHON_TORCH_OP);
+	tensor_argument(&records[count], "tensor:self", weight);
+	text_argument(&records[count], "shape:self", "Float[4, 4]");
+	scalar_argument(&records[count], "arg:alpha", -0.1);
+	return count + 1;
+}
+
+/* A forward that reads two weights, then an SGD step; 'ranks' is the job's world size. */
+static size_t build_step(uint32_t pid, int step, enum second_weight second, int ranks,
+			 struct trace_record *records)
+{
+	uint64_t base = 1000000ULL * (uint64_t)(step + 1);
+	bool frozen = second == FROZEN_MOVED || second == FROZEN_STILL || second == CAST_REUSED;
+	size_t count = 0;
+
+	count = read_weight(records, count, pid, step, base + 10, WEIGHT_1, true, "Float[4, 4]");
+	count = read_weight(records, count, pid, step, base + 20, WEIGHT_2, !frozen,
+			    second == CAST_REUSED ? "BFloat16[4, 4]" : "Float[4, 4]");
+	if (second != NOTHING_UPDATED)
+		count = update_weight(records, count, pid, step, base + 110, WEIGHT_1);
+	if (second == TRAINED || second == FROZEN_MOVED || second == CAST_REUSED)
+		count = update_weight(records, count, pid, step, base + 120, WEIGHT_2);
+	/* The scope's record comes when it ends, after what ran inside it. */
+	records[count++] = python_call_record(pid, step, base + 100, 100, "Optimizer.step#SGD.step",
+					      TRACE_PYTHON_TORCH_SCOPE);
+	for (size_t i = 0; i < count; i++)
+		records[i].python_call.world_size = ranks;
+	return count;
+}
+
+/* What a finding says, with the tensors it names (0: none), read before its events go. */
+struct outcome {
+	bool frozen_applies, frozen_holds, trainable_applies, trainable_holds;
+	uint64_t frozen_read, frozen_update, trainable_read;
+};
+
+static uint64_t tensor_field(const struct infer_event *event, const char *field)
+{
+	return event ? strtoull(infer_event_field(event, field), NULL, 10) : 0;
+}
+
+static struct outcome judge(enum second_weight second, int ranks)
+{
+	struct string_pool *pool = string_pool_new();
+	struct trace_record records[8];
+	struct infer_event events[8];
+	const struct infer_event *pointers[8];
+	size_t count = build_step(10, 3, second, ranks, records);
+	struct requires_grad_finding finding;
+	struct outcome outcome = { 0 };
+
+	for (size_t i = 0; i < count; i++) {
+		CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &events[i]), 1);
+		CU_ASSERT_TRUE(requires_grad_updates_wants(&events[i]));
+		pointers[i] = &events[i];
+	}
+	CU_ASSERT_EQUAL(requires_grad_updates_judge(pointers, count, &finding), 0);
+	outcome = (struct outcome){
+		.frozen_applies = finding.frozen_applies,
+		.frozen_holds = finding.frozen_holds,
+		.trainable_applies = finding.trainable_applies,
+		.trainable_holds = finding.trainable_holds,
+		.frozen_read = tensor_field(finding.frozen_read, "tensor:weight"),
+		.frozen_update = tensor_field(finding.frozen_update, "tensor:self"),
+		.trainable_read = tensor_field(finding.trainable_read, "tensor:weight"),
+	};
+	string_pool_free(pool);
+	return outcome;
+}
+
+UNIT_TEST(requires_grad_updates, frozen_and_trainable_weights_against_the_step)
+{
+	struct outcome found = judge(TRAINED, -1);
+
+	CU_ASSERT_TRUE(found.frozen_applies && found.frozen_holds);
+	CU_ASSERT_TRUE(found.trainable_applies && found.trainable_holds);
+
+	/* A frozen layer the optimizer still moves: the update and the read are named. */
+	found = judge(FROZEN_MOVED, -1);
+	CU_ASSERT_FALSE(found.frozen_holds);
+	CU_ASSERT_EQUAL(found.frozen_read, WEIGHT_2);
+	CU_ASSERT_EQUAL(found.frozen_update, WEIGHT_2);
+	CU_ASSERT_TRUE(found.trainable_holds);
+
+	/* Frozen and left alone: both hold. */
+	found = judge(FROZEN_STILL, -1);
+	CU_ASSERT_TRUE(found.frozen_holds);
+	CU_ASSERT_TRUE(found.trainable_holds);
+
+	/* An optimizer over part of the model. */
+	found = judge(LEFT_OUT, -1);
+	CU_ASSERT_TRUE(found.frozen_holds);
+	CU_ASSERT_FALSE(found.trainable_holds);
+	CU_ASSERT_EQUAL(found.trainable_read, WEIGHT_2);
+	/* ... in a job of two ranks it may be a sharded optimizer: no example. */
+	found = judge(LEFT_OUT, 2);
+	CU_ASSERT_FALSE(found.trainable_applies);
+	CU_ASSERT_TRUE(found.trainable_holds);
+
+	/* A freed cast's address taken by a buffer of another dtype: not the tensor read. */
+	found = judge(CAST_REUSED, -1);
+	CU_ASSERT_TRUE(found.frozen_applies && found.frozen_holds);
+	CU_ASSERT_TRUE(found.trainable_holds);
+
+	/* An optimizer that changes nothing is ParametersUpdated's, not this rule's. */
+	found = judge(NOTHING_UPDATED, -1);
+	CU_ASSERT_FALSE(found.trainable_applies);
+	CU_ASSERT_TRUE(found.frozen_holds);
+}
+
+struct seen_violations {
+	int frozen[8], trainable[8];
+	int total;
+};
+
+static void count_violation(const struct rule_violation *violation, void *context)
+{
+	struct seen_violations *seen = context;
+	bool frozen = violation->rule->relation == RELATION_FROZEN_UNCHANGED;
+
+	if (!frozen && violation->rule->relation != RELATION_TRAINABLE_UPDATED)
+		return;
+	seen->total++;
+	if (violation->step >= 0 && violation->step < 8)
+		(frozen ? seen->frozen : seen->trainable)[violation->step]++;
+}
+
+UNIT_TEST(requires_grad_updates, inferred_from_healthy_steps_and_caught_where_they_break)
+{
+	static const enum second_weight run[6] = { TRAINED, FROZEN_STILL, FROZEN_MOVED,
+						   TRAINED, LEFT_OUT,	  NOTHING_UPDATED };
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct seen_violations seen = { { 0 }, { 0 }, 0 };
+	struct trace_record records[8];
+	int rules = 0;
+	struct rule_checker *checker;
+
+	for (int step = 0; step < 4; step++) {
+		size_t count = build_step(20, step, step < 2 ? TRAINED : FROZEN_STILL, -1, records);
+
+		for (size_t i = 0; i < count; i++)
+			CU_ASSERT_EQUAL(inference_add(inference, &records[i]), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(inference_run(inference), 0);
+	for (size_t i = 0; i < set->count; i++) {
+		const struct rule *rule = &set->rules[i];
+
+		if (rule->relation != RELATION_FROZEN_UNCHANGED &&
+		    rule->relation != RELATION_TRAINABLE_UPDATED)
+			continue;
+		rules++;
+		CU_ASSERT_STRING_EQUAL(rule->event.name, OPTIMIZER_STEP_FAMILY);
+		CU_ASSERT_EQUAL(rule->passing, 4);
+		CU_ASSERT_EQUAL(rule->precondition.group_count, 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(rules, 2);
+
+	checker = rule_checker_new(set, count_violation, &seen);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	for (int step = 0; step < 6; step++) {
+		size_t count = build_step(30, step, run[step], -1, records);
+
+		for (size_t i = 0; i < count; i++)
+			CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]), 0);
+	}
+	rule_checker_finish(checker);
+	/* The frozen layer moved at step 2, the layer left out at step 4: once each. */
+	CU_ASSERT_EQUAL(seen.total, 2);
+	CU_ASSERT_EQUAL(seen.frozen[2], 1);
+	CU_ASSERT_EQUAL(seen.trainable[4], 1);
+	rule_checker_free(checker);
+	inference_free(inference);
+	rule_set_free(set);
+}
