@@ -65,7 +65,14 @@ void flight_recorder_call(struct flight_recorder *recorder, const struct trace_n
 	struct flight_process *process = process_of(recorder, call->pid);
 	struct flight_call *slot;
 
-	if (!process)
+	/*
+	 * The program's own calls only: a call a library makes inside another
+	 * (ncclBcast calls ncclBroadcast in NCCL itself) is not what the program
+	 * called. Kept, it would also make the ring's content hang on timing: an
+	 * outer call seen open at a tick enters the ring before the inner one
+	 * returns, one that is not enters after it.
+	 */
+	if (!process || call->depth != 0)
 		return;
 	/* Seen open at every tick, then returned: one call, the latest state. */
 	for (unsigned i = 0; i < process->count; i++) {

@@ -60,7 +60,11 @@ struct flight_recorder {
 void flight_recorder_init(struct flight_recorder *recorder, unsigned ring_size);
 void flight_recorder_free(struct flight_recorder *recorder);
 
-/* A call: a new one enters the ring; the same call again (returned, or open again) updates it. */
+/*
+ * A call the program made (depth 0; calls a library makes inside another are
+ * left out): a new one enters the ring; the same call again (returned, or
+ * open again) updates it.
+ */
 void flight_recorder_call(struct flight_recorder *recorder, const struct trace_nccl_call *call);
 /* A Python call or torch scope: the process's step, stage and last Python event. */
 void flight_recorder_python(struct flight_recorder *recorder,
