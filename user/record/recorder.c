@@ -229,6 +229,39 @@ static void refresh_process(struct recorder *recorder, struct traced_process *pr
 	process_info_free(&info);
 }
 
+/*
+ * The arguments the exec record carries: read as the image started, they
+ * name a process that ended before /proc could be read (a helper run by a
+ * shell), where /proc gives its parent's command, "" or its name alone.
+ * /proc's is kept when it is the same command given whole past the
+ * record's limit.
+ */
+static void take_exec_command(struct traced_process *process,
+			      const struct tcheck_process_record *notice)
+{
+	size_t length = notice->command_length;
+	char *command;
+
+	if (!length || length > sizeof(notice->command))
+		return;
+	while (length && notice->command[length - 1] == '\0')
+		length--;
+	command = malloc(length + 1);
+	if (!command)
+		return;
+	/* NUL-separated arguments: strndup would stop at the first. */
+	for (size_t i = 0; i < length; i++)
+		command[i] = notice->command[i] ? notice->command[i] : ' ';
+	command[length] = '\0';
+	if (notice->command_cut && process->command &&
+	    strncmp(process->command, command, length) == 0) {
+		free(command);
+		return;
+	}
+	free(process->command);
+	process->command = command;
+}
+
 /* A process group's rank and size stand in for the RANK and WORLD_SIZE the environment lacked. */
 static void take_process_group_rank(struct recorder *recorder,
 				    const struct tcheck_process_group_record *record)
@@ -437,6 +470,7 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 		process = add_process(recorder, header->pid, 0);
 		if (process) {
 			refresh_process(recorder, process);
+			take_exec_command(process, notice);
 			write_process(recorder, process);
 		}
 		/* The new image's libraries need a look too. */
