@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/output_file.h"
 #include "checks/rule_runner.h"
 #include "checks/violation_stream.h"
 #include "infer/rank_updates.h"
@@ -175,7 +176,7 @@ int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 	struct report report;
 	struct offline_check check = { NULL, &report };
 	struct rule_set *rules;
-	FILE *jsonl = NULL;
+	struct output_file jsonl = { 0 };
 	char error[512];
 	int status = 2;
 
@@ -184,12 +185,12 @@ int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 		log_error("%s", error);
 		return 2;
 	}
-	if (jsonl_path && !(jsonl = fopen(jsonl_path, "w"))) {
-		log_error("cannot write %s: %m", jsonl_path);
+	if (jsonl_path && output_file_open(&jsonl, jsonl_path, 0, error, sizeof(error))) {
+		log_error("%s", error);
 		rule_set_free(rules);
 		return 2;
 	}
-	violation_stream_init(&report.stream, jsonl);
+	violation_stream_init(&report.stream, jsonl.stream);
 	check.checker = rule_checker_new(rules, report_violation, &report);
 	if (!check.checker) {
 		log_error("out of memory");
@@ -201,8 +202,9 @@ int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 	rule_check_finish(check.checker, rules, "");
 	status = rule_checker_violations(check.checker) ? 1 : 0;
 out:
-	if (jsonl && fclose(jsonl)) {
-		log_error("cannot write %s: %m", jsonl_path);
+	/* Violations of a run that could not be read whole never take the file's place. */
+	if (output_file_close(&jsonl, status != 2, error, sizeof(error))) {
+		log_error("%s", error);
 		status = 2;
 	}
 	violation_stream_free(&report.stream);

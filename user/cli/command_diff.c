@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/output_file.h"
 #include "cli/commands.h"
 #include "diff/diff_perfetto.h"
 #include "diff/diff_report.h"
@@ -149,13 +150,21 @@ static struct run_model *load_side(const char *side, const char **paths, int cou
 static int write_perfetto(const char *path, const struct run_model *reference,
 			  const struct run_model *candidate, const struct run_diff *diff)
 {
-	FILE *out = fopen(path, "w");
-	int failed = !out || diff_perfetto_write(out, reference, candidate, diff);
+	struct output_file out;
+	char error[512];
+	int failed;
 
-	if (out && fclose(out) != 0)
-		failed = 1;
+	if (output_file_open(&out, path, 0, error, sizeof(error))) {
+		log_error("%s", error);
+		return 1;
+	}
+	failed = diff_perfetto_write(out.stream, reference, candidate, diff);
 	if (failed)
 		log_error("cannot write %s: %s", path, strerror(errno));
+	if (output_file_close(&out, !failed, error, sizeof(error))) {
+		log_error("%s", error);
+		failed = 1;
+	}
 	return failed;
 }
 

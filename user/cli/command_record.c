@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/output_file.h"
 #include "checks/rule_runner.h"
 #include "checks/rules_selection.h"
 #include "cli/commands.h"
@@ -27,7 +28,9 @@ static const char record_help[] =
 	"processes already running, into a trace file. Needs root.\n"
 	"\n"
 	"Options:\n"
-	"  -o, --output FILE        trace file to write (required)\n"
+	"  -o, --output FILE        trace file to write (required); a file that exists\n"
+	"                           is refused without --force\n"
+	"      --force              replace FILE (when the recording is closed whole)\n"
 	"  -p, --pid PID            trace a running process (repeatable)\n"
 	"      --nccl-lib PATH      probe this NCCL library (or the library NCCL is\n"
 	"                           linked into) instead of discovering it\n"
@@ -51,6 +54,7 @@ static const char record_help[] =
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"      --events FILE        hangs, slowdowns and rule violations found live, as JSON "
 	"Lines\n"
+	"                           (\"-\": standard output)\n"
 	"      --hang-factor N      expected steps without progress that make a hang\n"
 	"                           (default 2)\n"
 	"      --hang-min-seconds S and at least this long (default 1)\n"
@@ -83,7 +87,8 @@ static const char attach_help[] =
 	"\n"
 	"Options:\n"
 	"  -p, --pid PID            process to watch (repeatable; its children too)\n"
-	"  -o, --output FILE        also record a trace file\n"
+	"  -o, --output FILE        also record a trace file (refused if it exists)\n"
+	"      --force              replace FILE (when the recording is closed whole)\n"
 	"      --nccl-lib PATH      probe this NCCL library instead of discovering it\n"
 	"      --no-follow          do not trace the children the targets start\n"
 	"      --python             also trace Python calls entered from C\n"
@@ -274,6 +279,7 @@ static const char *torch_ops[MAX_TORCH_OPS];
 
 static const struct option long_options[] = {
 	{ "output", required_argument, NULL, 'o' },
+	{ "force", no_argument, NULL, 'O' },
 	{ "pid", required_argument, NULL, 'p' },
 	{ "nccl-lib", required_argument, NULL, 'L' },
 	{ "no-follow", no_argument, NULL, 'F' },
@@ -317,6 +323,9 @@ static int apply_recorder_option(int option, const char *text, struct record_arg
 	switch (option) {
 	case 'o':
 		options->output_path = text;
+		return 0;
+	case 'O':
+		options->replace_output = true;
 		return 0;
 	case 'p':
 		if (options->pid_count == MAX_PIDS) {
@@ -465,8 +474,9 @@ static int run(int argc, char **argv, int attach)
 	struct recorder_observer rules_observer;
 	struct live_rules *live_rules = NULL;
 	struct rules_selection selection = { 0 };
+	struct output_file events = { 0 };
 	const char *events_path;
-	FILE *events = NULL;
+	char error[512];
 	int status;
 
 	options->pids = pids;
@@ -476,21 +486,24 @@ static int run(int argc, char **argv, int attach)
 	if (status < 0)
 		status = targets_check(argc, argv, attach, options);
 	events_path = arguments.diagnosis.events_path;
-	if (status < 0 && events_path && !(events = fopen(events_path, "w"))) {
-		log_error("cannot write the events file %s: %m", events_path);
+	/* Grown in place when new: findings can be followed as they come. */
+	if (status < 0 && events_path &&
+	    output_file_open(&events, events_path, OUTPUT_FILE_GROW_IN_PLACE, error,
+			     sizeof(error))) {
+		log_error("%s", error);
 		status = 2;
 	}
 	if (status < 0 && arguments.rules_path)
-		status = live_rules_begin(arguments.rules_path, events, options, &rules_observer,
-					  &selection, &live_rules);
+		status = live_rules_begin(arguments.rules_path, events.stream, options,
+					  &rules_observer, &selection, &live_rules);
 	if (status < 0) {
-		status = run_with_diagnosis(options, &arguments.diagnosis, events);
+		status = run_with_diagnosis(options, &arguments.diagnosis, events.stream);
 		if (live_rules)
 			status = live_rules_finish(live_rules, status);
 	}
 	rules_selection_free(&selection);
-	if (events && fclose(events)) {
-		log_error("cannot write the events file %s: %m", events_path);
+	if (output_file_close(&events, true, error, sizeof(error))) {
+		log_error("%s", error);
 		status = status ? status : 1;
 	}
 	return status;

@@ -12,6 +12,7 @@
 
 #include "base/fnv_hash.h"
 #include "base/log.h"
+#include "base/output_file.h"
 #include "base/system_clock.h"
 #include "base/u64_map.h"
 #include "diagnose/job_diagnosis.h"
@@ -738,7 +739,9 @@ static int open_outputs(struct recorder *recorder)
 		log_error("%s", error);
 		return -1;
 	}
-	recorder->writer = trace_writer_new(options->output_path, &header, error, sizeof(error));
+	recorder->writer = trace_writer_open(
+		options->output_path, &header,
+		options->replace_output ? 0 : OUTPUT_FILE_REFUSE_EXISTING, error, sizeof(error));
 	if (!recorder->writer) {
 		log_error("%s", error);
 		return -1;
@@ -964,6 +967,9 @@ int recorder_run(const struct recorder_options *options)
 	signal(SIGPIPE, SIG_IGN);
 	if (set_up(&recorder, &release_fd)) {
 		result = 1;
+		/* Nothing was recorded: no trace file is left to look like one. */
+		trace_writer_discard(recorder.writer);
+		recorder.writer = NULL;
 		/* Never leave a started command waiting at its gate. */
 		if (recorder.command_pid > 0) {
 			kill(recorder.command_pid, SIGKILL);
