@@ -115,6 +115,47 @@ UNIT_TEST(crash_report, flight_ring_leaves_out_inner_library_calls)
 }
 
 /*
+ * Records that arrive late take their place by entry time: a tick's look at
+ * a call long returned and pushed out of the ring does not come back in, a
+ * returned call is not reopened by it, and a long call that returns after
+ * later ones sits before them.
+ */
+UNIT_TEST(crash_report, flight_ring_keeps_entry_order_whatever_the_arrival)
+{
+	static struct flight_recorder flights;
+	const struct flight_process *process;
+	struct trace_nccl_call call, stale;
+
+	flight_recorder_init(&flights, 3);
+	stale = all_reduce(100, 0, 0, 1000, true);
+	call = all_reduce(100, 0, 0, 1000, false);
+	flight_recorder_call(&flights, &call);
+	for (int64_t seq = 1; seq < 4; seq++) {
+		call = all_reduce(100, 0, seq, 1000 + 10 * (uint64_t)seq, false);
+		flight_recorder_call(&flights, &call);
+	}
+	flight_recorder_call(&flights, &stale);
+	process = flight_recorder_find(&flights, 100);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(process);
+	for (unsigned i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(flight_process_call(process, i, 3)->seq, 1 + (int64_t)i);
+		CU_ASSERT_FALSE(flight_process_call(process, i, 3)->open);
+	}
+	/* seq 3 seen open again after it returned: it stays returned. */
+	stale = all_reduce(100, 0, 3, 1030, true);
+	flight_recorder_call(&flights, &stale);
+	CU_ASSERT_FALSE(flight_process_call(process, 2, 3)->open);
+	/* seq 5 returns before seq 4, which began first. */
+	call = all_reduce(100, 0, 5, 1050, false);
+	flight_recorder_call(&flights, &call);
+	call = all_reduce(100, 0, 4, 1040, false);
+	flight_recorder_call(&flights, &call);
+	for (unsigned i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(flight_process_call(process, i, 3)->seq, 3 + (int64_t)i);
+	flight_recorder_free(&flights);
+}
+
+/*
  * Rank 1 (pid 101) dies of SIGSEGV at step 5 after its all-reduce seq 4;
  * rank 0 is inside all-reduce seq 5: the report says so, with rank 1's
  * last Python event and calls.

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What each traced process did last, kept from outside it: a ring of its
- * last calls (NCCL and c10d collectives, with communicator, sequence number
- * and whether it had returned), its last training step and stage, and its
+ * What each traced process did last, kept from outside it: a ring of the
+ * last calls it made itself (NCCL and c10d collectives, with communicator,
+ * sequence number and whether it had returned), in the order it entered
+ * them, whatever order their records arrive in, its last training step and stage, and its
  * last Python call or torch scope. A crash report reads it when the process
  * dies; nothing in the process is needed, so it works for a process that
  * was killed as for one that raised.
