@@ -418,6 +418,22 @@ def cases():
          ["check", "--hang-startup-seconds", "-3", "x.trace"], False),
         ("option-stall-limit-not-a-number", OPTION, "a stall limit that is no number", None,
          None, ["record", "--hang-stall-seconds", "soon", "-o", "x.trace", "--", "true"], False),
+        ("option-nan-hang-limit", OPTION, "NaN as the least hang time", None, None,
+         ["check", "--hang-min-seconds", "nan", "good.trace"], False),
+        ("option-infinite-duration", OPTION, "an infinite duration", None, None,
+         ["record", "--duration", "inf", "-o", "x.trace", "--", "true"], False),
+        ("option-nan-ring-buffer", OPTION, "NaN as the ring buffer size", None, None,
+         ["record", "--ring-buffer-mb", "nan", "-o", "x.trace", "--", "true"], False),
+        ("option-fractional-flight-ring", OPTION, "a fractional count of calls", None, None,
+         ["check", "--flight-calls", "2.5", "good.trace"], False),
+        ("option-hex-alpha", OPTION, "a hexadecimal factor", None, None,
+         ["check", "--alpha", "0x1p0", "good.trace"], False),
+        ("option-nan-time-tolerance", OPTION, "NaN as the time tolerance", None, None,
+         ["diff", "--time-tolerance", "nan", "good.trace", "good.trace"], False),
+        ("config-nan-retention", CONFIG, "retention = nan", "in.conf", b"retention = nan\n",
+         AGENT, False),
+        ("output-existing-trace", OPTION, "record -o onto a trace that exists, no --force",
+         None, None, ["record", "-o", "good.trace", "--", "true"], False),
     ]
     return out
 

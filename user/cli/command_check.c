@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/number_parse.h"
 #include "cli/commands.h"
 #include "diagnose/flight_recorder.h"
 #include "diagnose/job_diagnosis.h"
@@ -271,51 +272,45 @@ static int parse_options(int argc, char **argv, struct progress_options *options
 			*json = 1;
 			break;
 		case 'n':
-			if (parse_positive_number("--hang-factor", optarg, &options->hang_factor))
+			if (parse_positive_number("--hang-factor", optarg, NUMBER_MAX_FACTOR,
+						  &options->hang_factor))
 				return 2;
 			break;
 		case 'm':
 			/* 0 is allowed: hang_factor steps alone. */
-			number = 0;
-			if (strcmp(optarg, "0") != 0 &&
-			    parse_positive_number("--hang-min-seconds", optarg, &number))
+			if (parse_seconds("--hang-min-seconds", optarg, true, &number))
 				return 2;
 			options->hang_min_ns = number * 1e9;
 			break;
 		case 'f':
-			if (parse_positive_number("--flight-calls", optarg, &number))
+			if (parse_whole_number("--flight-calls", optarg, 1, FLIGHT_CALLS_MAX,
+					       &number))
 				return 2;
-			if (number > FLIGHT_CALLS_MAX) {
-				log_error("--flight-calls is at most %d, not '%s'",
-					  FLIGHT_CALLS_MAX, optarg);
-				return 2;
-			}
 			options->flight_calls = (unsigned)number;
 			break;
 		case 's':
-			if (parse_positive_number("--hang-startup-seconds", optarg, &number))
+			if (parse_seconds("--hang-startup-seconds", optarg, false, &number))
 				return 2;
 			options->hang_unlearned_ns = number * 1e9;
 			break;
 		case 'g':
-			if (parse_positive_number("--hang-stall-seconds", optarg, &number))
+			if (parse_seconds("--hang-stall-seconds", optarg, false, &number))
 				return 2;
 			options->stall_min_ns = number * 1e9;
 			break;
 		case 'b':
-			if (parse_positive_number("--slowdown-threshold", optarg,
+			if (parse_positive_number("--slowdown-threshold", optarg, NUMBER_MAX_FACTOR,
 						  &options->slowdown_threshold))
 				return 2;
 			break;
 		case 'a':
-			if (parse_positive_number("--alpha", optarg, &options->alpha))
+			if (parse_positive_number("--alpha", optarg, NUMBER_MAX_FACTOR,
+						  &options->alpha))
 				return 2;
 			break;
 		case 'w':
 			/* 0 is allowed: learn from the first step. */
-			number = 0;
-			if (strcmp(optarg, "0") != 0 &&
-			    parse_positive_number("--warmup-steps", optarg, &number))
+			if (parse_whole_number("--warmup-steps", optarg, 0, 1e9, &number))
 				return 2;
 			options->warmup_steps = (unsigned)number;
 			break;

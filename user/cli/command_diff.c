@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/number_parse.h"
 #include "base/output_file.h"
 #include "cli/commands.h"
 #include "diff/diff_perfetto.h"
@@ -93,15 +94,10 @@ static int split_sides(const char **paths, int count, int separator, struct diff
 
 static int parse_tolerance(const char *text, struct diff_options *options)
 {
-	char *end;
+	const struct number_bounds bounds = { .maximum = NUMBER_MAX_FACTOR };
 
-	options->time_tolerance = strtod(text, &end);
-	if (end == text || *end || !(options->time_tolerance >= 0)) {
-		log_error("--time-tolerance takes a ratio of 0 or more, such as 0.5, not '%s'",
-			  text);
-		return 2;
-	}
-	return 0;
+	return parse_number_option("--time-tolerance", text, &bounds, &options->time_tolerance) ? 2
+												: 0;
 }
 
 /* Returns -1 to go on, or the exit status (0 after --help). 'paths' holds argc entries. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/number_parse.h"
 #include "base/output_file.h"
 #include "checks/rule_runner.h"
 #include "checks/rules_selection.h"
@@ -122,17 +123,41 @@ static const char attach_help[] =
 	"  sudo tcheck-bpf attach --pid $(pgrep -f train.py | head -1)\n"
 	"  sudo tcheck-bpf attach --pid 4242 -o live.trace --duration 300\n";
 
-int parse_positive_number(const char *option, const char *text, double *value)
+int parse_number_option(const char *option, const char *text, const struct number_bounds *bounds,
+			double *value)
 {
-	char *end;
+	char error[256];
 
-	errno = 0;
-	*value = strtod(text, &end);
-	if (errno || end == text || *end || *value <= 0) {
-		log_error("%s needs a positive number, not '%s'", option, text);
+	if (number_parse(option, text, bounds, value, error, sizeof(error))) {
+		log_error("%s", error);
 		return -1;
 	}
 	return 0;
+}
+
+int parse_positive_number(const char *option, const char *text, double maximum, double *value)
+{
+	const struct number_bounds bounds = { .maximum = maximum, .above_minimum = true };
+
+	return parse_number_option(option, text, &bounds, value);
+}
+
+int parse_seconds(const char *option, const char *text, bool zero_allowed, double *seconds)
+{
+	const struct number_bounds bounds = { .maximum = NUMBER_MAX_SECONDS,
+					      .above_minimum = !zero_allowed };
+
+	return parse_number_option(option, text, &bounds, seconds);
+}
+
+int parse_whole_number(const char *option, const char *text, double minimum, double maximum,
+		       double *value)
+{
+	const struct number_bounds bounds = { .minimum = minimum,
+					      .maximum = maximum,
+					      .whole = true };
+
+	return parse_number_option(option, text, &bounds, value);
 }
 
 int parse_ring_buffer_mb(const char *text, size_t *bytes)
@@ -140,12 +165,8 @@ int parse_ring_buffer_mb(const char *text, size_t *bytes)
 	unsigned long most = PROBE_RING_BUFFER_MAX_BYTES / (1024 * 1024);
 	double megabytes;
 
-	if (parse_positive_number("--ring-buffer-mb", text, &megabytes))
+	if (parse_positive_number("--ring-buffer-mb", text, (double)most, &megabytes))
 		return -1;
-	if (megabytes > (double)most) {
-		log_error("--ring-buffer-mb is at most %lu (2 GiB), not '%s'", most, text);
-		return -1;
-	}
 	/* The kernel takes a power of two: the size asked for, rounded up. */
 	*bytes = PROBE_RING_BUFFER_MIN_BYTES;
 	while (*bytes < (size_t)(megabytes * 1024 * 1024))
@@ -155,12 +176,10 @@ int parse_ring_buffer_mb(const char *text, size_t *bytes)
 
 static int parse_pid(const char *text, pid_t *pid)
 {
-	char *end;
-	long value;
+	const struct number_bounds bounds = { .minimum = 1, .maximum = 0x3fffffff, .whole = true };
+	double value;
 
-	errno = 0;
-	value = strtol(text, &end, 10);
-	if (errno || end == text || *end || value <= 0 || value > 0x3fffffff) {
+	if (number_parse("--pid", text, &bounds, &value, NULL, 0)) {
 		log_error("--pid needs a process id, not '%s'", text);
 		return -1;
 	}
@@ -190,14 +209,13 @@ static int parse_diagnosis_option(int option, const char *text, struct live_diag
 		diagnosis->enabled = false;
 		return 0;
 	case 'H':
-		return parse_positive_number("--hang-factor", text,
+		return parse_positive_number("--hang-factor", text, NUMBER_MAX_FACTOR,
 					     &diagnosis->options.hang_factor);
 	case 'M': {
 		double seconds = 0;
 
 		/* 0 is allowed: hang_factor steps alone. */
-		if (strcmp(text, "0") != 0 &&
-		    parse_positive_number("--hang-min-seconds", text, &seconds))
+		if (parse_seconds("--hang-min-seconds", text, true, &seconds))
 			return -1;
 		diagnosis->options.hang_min_ns = seconds * 1e9;
 		return 0;
@@ -205,7 +223,7 @@ static int parse_diagnosis_option(int option, const char *text, struct live_diag
 	case 'G': {
 		double seconds = 0;
 
-		if (parse_positive_number("--hang-stall-seconds", text, &seconds))
+		if (parse_seconds("--hang-stall-seconds", text, false, &seconds))
 			return -1;
 		diagnosis->options.stall_min_ns = seconds * 1e9;
 		return 0;
@@ -213,25 +231,21 @@ static int parse_diagnosis_option(int option, const char *text, struct live_diag
 	case 'K': {
 		double calls = 0;
 
-		if (parse_positive_number("--flight-calls", text, &calls))
+		if (parse_whole_number("--flight-calls", text, 1, FLIGHT_CALLS_MAX, &calls))
 			return -1;
-		if (calls > FLIGHT_CALLS_MAX) {
-			log_error("--flight-calls is at most %d, not '%s'", FLIGHT_CALLS_MAX, text);
-			return -1;
-		}
 		diagnosis->options.flight_calls = (unsigned)calls;
 		return 0;
 	}
 	case 'B': {
 		double seconds = 0;
 
-		if (parse_positive_number("--hang-startup-seconds", text, &seconds))
+		if (parse_seconds("--hang-startup-seconds", text, false, &seconds))
 			return -1;
 		diagnosis->options.hang_unlearned_ns = seconds * 1e9;
 		return 0;
 	}
 	default:
-		if (parse_positive_number("--slowdown-threshold", text,
+		if (parse_positive_number("--slowdown-threshold", text, NUMBER_MAX_FACTOR,
 					  &diagnosis->options.slowdown_threshold))
 			return -1;
 		if (diagnosis->options.slowdown_threshold <= diagnosis->options.alpha) {
@@ -375,7 +389,7 @@ static int apply_recorder_option(int option, const char *text, struct record_arg
 		options->python = true;
 		return 0;
 	case 'd':
-		return parse_positive_number("--duration", text, &options->duration_seconds);
+		return parse_seconds("--duration", text, false, &options->duration_seconds);
 	case 'R':
 		return parse_ring_buffer_mb(text, &options->ring_buffer_bytes);
 	}
