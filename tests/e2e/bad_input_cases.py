@@ -432,6 +432,15 @@ def cases():
          ["diff", "--time-tolerance", "nan", "good.trace", "good.trace"], False),
         ("config-nan-retention", CONFIG, "retention = nan", "in.conf", b"retention = nan\n",
          AGENT, False),
+        # Nothing to judge: read, said, exit 3 (never "0 hangs" and 0).
+        ("judge-header-only-check", TRACE, "header only: no record to judge", "in.trace",
+         trace_cut(TRACE_HEADER_END), ["check", "IN"], False),
+        ("judge-header-only-rules", TRACE, "header only: no event to check", "in.trace",
+         trace_cut(TRACE_HEADER_END), ["check", "--rules", "good.rules", "IN"], False),
+        ("judge-header-only-diff", TRACE, "header only: no call to compare", "in.trace",
+         trace_cut(TRACE_HEADER_END), ["diff", "good.trace", "IN"], False),
+        ("judge-header-only-infer", TRACE, "header only: nothing to learn", "in.trace",
+         trace_cut(TRACE_HEADER_END), INFER, False),
         ("output-existing-trace", OPTION, "record -o onto a trace that exists, no --force",
          None, None, ["record", "-o", "good.trace", "--", "true"], False),
     ]
@@ -453,6 +462,7 @@ def run_case(case, tcheck, scratch):
     os.makedirs(folder)
     # The seed's first two chunks: a trace that reads without a warning.
     open(os.path.join(folder, "good.trace"), "wb").write(seed(SEED_TRACE)[:CHUNK_AT[2]])
+    open(os.path.join(folder, "good.rules"), "wb").write(seed(SEED_RULES))
     if name:
         path = os.path.join(folder, name)
         if make == "directory":

@@ -68,10 +68,7 @@ static const char check_help[] =
 	"                               time (default 1.15)\n"
 	"      --warmup-steps N         steps not learned from (default 2)\n"
 	"  -h, --help                   this text\n"
-	"\n"
-	"Exit status: 0 nothing found, 3 a hang or slowdown found, 1 a trace could\n"
-	"not be read, 2 bad usage.\n"
-	"\n"
+	"\n" EXIT_STATUS_HELP "\n"
 	"Examples:\n"
 	"  tcheck-bpf check job.trace\n"
 	"  tcheck-bpf check node0.trace node1.trace --json | jq 'select(.kind == \"hang\")'\n";
@@ -346,6 +343,7 @@ int command_check(int argc, char **argv)
 	struct open_calls open = { 0 };
 	struct job_diagnosis *diagnosis;
 	int json = 0, status, count;
+	unsigned found;
 	char error[512];
 
 	/* With a rules file, check is the invariant checker (tcheck-bpf infer's rules). */
@@ -363,7 +361,7 @@ int command_check(int argc, char **argv)
 		log_error("out of memory");
 		free(traces);
 		job_diagnosis_free(diagnosis);
-		return 1;
+		return EXIT_FAILED;
 	}
 	status = 0;
 	for (int i = 0; i < count && !status; i++) {
@@ -373,7 +371,7 @@ int command_check(int argc, char **argv)
 		traces[i].reader = trace_reader_open(traces[i].path, error, sizeof(error));
 		if (!traces[i].reader) {
 			log_error("%s", error);
-			status = 1;
+			status = EXIT_BAD_INPUT;
 			break;
 		}
 		/* Several hosts: one clock, CLOCK_REALTIME through each trace's anchor. */
@@ -384,10 +382,19 @@ int command_check(int argc, char **argv)
 	}
 	if (!status &&
 	    (find_open_calls(traces, count, &open) || run_merged(traces, count, diagnosis, &open)))
-		status = 1;
+		status = EXIT_BAD_INPUT;
 	job_diagnosis_finish(diagnosis);
 	for (int i = 0; i < count && !status; i++)
 		trace_losses_warn(traces[i].path, traces[i].reader);
+	found = job_diagnosis_hang_count(diagnosis) + job_diagnosis_slowdown_count(diagnosis) +
+		job_diagnosis_mismatch_count(diagnosis) + job_diagnosis_crash_count(diagnosis);
+	if (!status && !found && job_diagnosis_judged_count(diagnosis) == 0) {
+		/* "0 hangs" is said only when something was judged. */
+		log_error("nothing to judge: the %d trace(s) hold no call, process or Python event "
+			  "(the recorder stopped before the job did anything it traces)",
+			  count);
+		status = EXIT_NOTHING_TO_JUDGE;
+	}
 	if (!status && !json)
 		printf("tcheck-bpf: %u hang(s), %u slowdown(s), %u mismatch(es), %u crash(es) "
 		       "found "
@@ -395,10 +402,13 @@ int command_check(int argc, char **argv)
 		       job_diagnosis_hang_count(diagnosis), job_diagnosis_slowdown_count(diagnosis),
 		       job_diagnosis_mismatch_count(diagnosis),
 		       job_diagnosis_crash_count(diagnosis), count);
-	if (!status &&
-	    job_diagnosis_hang_count(diagnosis) + job_diagnosis_slowdown_count(diagnosis) +
-		    job_diagnosis_mismatch_count(diagnosis) + job_diagnosis_crash_count(diagnosis))
-		status = 3;
+	if (!status && found)
+		status = EXIT_FINDINGS;
+	/* Findings that did not reach their reader are no result. */
+	if (fflush(stdout) || ferror(stdout)) {
+		log_error("cannot write the findings to standard output: %m");
+		status = EXIT_FAILED;
+	}
 	for (int i = 0; i < count; i++)
 		if (traces[i].reader)
 			trace_reader_close(traces[i].reader);

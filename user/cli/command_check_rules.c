@@ -9,15 +9,17 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: tcheck-bpf check --rules RULES.json [--jsonl FILE] TRACE...\n\n"
-		     "Checks recorded traces (all ranks of a job together) against the invariants\n"
-		     "of a rules file made by 'tcheck-bpf infer', and reports each violation: the\n"
-		     "invariant in words, the step, the rank(s), the offending events and their\n"
-		     "Python context. Exit status: 0 none, 1 violations found, 2 bad input.\n"
-		     "A TRACE may also be a TrainCheck JSON Lines trace or a folder of them.\n\n"
-		     "  -r, --rules FILE  the rules file (required)\n"
-		     "  -j, --jsonl FILE  also write the violations as JSON Lines\n"
-		     "  -h, --help        this text\n");
+	fprintf(out,
+		"Usage: tcheck-bpf check --rules RULES.json [--jsonl FILE] TRACE...\n\n"
+		"Checks recorded traces (all ranks of a job together) against the invariants\n"
+		"of a rules file made by 'tcheck-bpf infer', and reports each violation: the\n"
+		"invariant in words, the step, the rank(s), the offending events and their\n"
+		"Python context.\n"
+		"A TRACE may also be a TrainCheck JSON Lines trace or a folder of them.\n\n"
+		"  -r, --rules FILE  the rules file (required)\n"
+		"  -j, --jsonl FILE  also write the violations as JSON Lines (\"-\": standard\n"
+		"                    output)\n"
+		"  -h, --help        this text\n\n" EXIT_STATUS_HELP);
 }
 
 int command_check_rules(int argc, char **argv)

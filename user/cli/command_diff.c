@@ -51,10 +51,7 @@ static const char diff_help[] =
 	"      --perfetto FILE      both runs side by side, the differences marked, as a\n"
 	"                           Chrome Trace Event file for ui.perfetto.dev\n"
 	"  -h, --help               this text\n"
-	"\n"
-	"Exit status: 0 the runs agree, 1 they differ, 2 bad input (a trace missing or\n"
-	"damaged, a side without traces).\n"
-	"\n"
+	"\n" EXIT_STATUS_HELP "\n"
 	"Examples:\n"
 	"  tcheck-bpf diff good.trace bad.trace\n"
 	"  tcheck-bpf diff node0-good.trace node1-good.trace -- node0-bad.trace node1-bad.trace\n"
@@ -178,6 +175,13 @@ static int report(const struct diff_options *options, const struct run_model *re
 		run_timing_destroy(&timing);
 		return 2;
 	}
+	if (!run_model_event_count(reference) || !run_model_event_count(candidate)) {
+		log_error("nothing to judge: the %s holds no call or Python event to compare",
+			  run_model_event_count(reference) ? "candidate" : "reference");
+		run_diff_destroy(&diff);
+		run_timing_destroy(&timing);
+		return EXIT_NOTHING_TO_JUDGE;
+	}
 	status = options->json ? diff_report_json(stdout, &diff, &timing)
 			       : diff_report_text(stdout, &diff, &timing);
 	if (!options->json)
@@ -185,12 +189,14 @@ static int report(const struct diff_options *options, const struct run_model *re
 		       "rank(s)) and the candidate (%d trace(s), %d rank(s))\n",
 		       diff.count, options->reference_count, run_model_rank_count(reference),
 		       options->candidate_count, run_model_rank_count(candidate));
-	if (status)
+	if (status || fflush(stdout) || ferror(stdout)) {
 		log_error("cannot write the report to standard output");
+		status = -1;
+	}
 	if (!status && options->perfetto_path &&
 	    write_perfetto(options->perfetto_path, reference, candidate, &diff))
 		status = -1;
-	status = status ? 2 : diff.count ? 1 : 0;
+	status = status ? EXIT_FAILED : diff.count ? EXIT_FINDINGS : EXIT_CLEAN;
 	run_diff_destroy(&diff);
 	run_timing_destroy(&timing);
 	return status;

@@ -29,7 +29,8 @@ static const char dump_help[] =
 	"\n"
 	"Examples:\n"
 	"  tcheck-bpf dump job.trace | jq 'select(.name == \"ncclAllReduce\") | .dur_ns'\n"
-	"  tcheck-bpf dump job.trace --format perfetto -o job.json\n";
+	"  tcheck-bpf dump job.trace --format perfetto -o job.json\n"
+	"\n" EXIT_STATUS_HELP;
 
 int command_dump(int argc, char **argv)
 {
@@ -45,7 +46,7 @@ int command_dump(int argc, char **argv)
 	unsigned flags = 0;
 	char error[512];
 	struct output_file out;
-	int option, result;
+	int option, result, status;
 
 	optind = 1;
 	while ((option = getopt_long(argc, argv, "f:o:h", long_options, NULL)) != -1) {
@@ -79,28 +80,31 @@ int command_dump(int argc, char **argv)
 	reader = trace_reader_open(input_path, error, sizeof(error));
 	if (!reader) {
 		log_error("%s", error);
-		return 1;
+		return EXIT_BAD_INPUT;
 	}
 	if (output_file_open(&out, output_path, 0, error, sizeof(error))) {
 		log_error("%s", error);
 		trace_reader_close(reader);
-		return 1;
+		return EXIT_BAD_INPUT;
 	}
 	if (strcmp(format, "jsonl") == 0)
 		result = export_jsonl(reader, out.stream, flags, error, sizeof(error));
 	else
 		result = export_perfetto(reader, out.stream, flags, error, sizeof(error));
-	if (result)
+	status = EXIT_CLEAN;
+	if (result) {
 		log_error("%s", error);
-	else if (trace_reader_truncated(reader))
+		/* The output refused a write, or the trace could not be read on. */
+		status = ferror(out.stream) ? EXIT_FAILED : EXIT_BAD_INPUT;
+	} else if (trace_reader_truncated(reader))
 		log_warning("%s", trace_reader_truncated(reader));
 	if (trace_reader_note(reader))
 		log_warning("%s", trace_reader_note(reader));
 	/* Half an export looks whole to the next tool: it never takes the file's place. */
 	if (output_file_close(&out, !result, error, sizeof(error))) {
 		log_error("%s", error);
-		result = -1;
+		status = EXIT_FAILED;
 	}
 	trace_reader_close(reader);
-	return result ? 1 : 0;
+	return status;
 }

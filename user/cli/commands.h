@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/exit_status.h"
+
 /* Each takes the arguments after the verb (argv[0] is the verb). */
 int command_record(int argc, char **argv);
 int command_attach(int argc, char **argv);
