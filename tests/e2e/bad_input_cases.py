@@ -432,6 +432,14 @@ def cases():
          ["diff", "--time-tolerance", "nan", "good.trace", "good.trace"], False),
         ("config-nan-retention", CONFIG, "retention = nan", "in.conf", b"retention = nan\n",
          AGENT, False),
+        # Traces that are no trace files, or one given twice.
+        ("trace-device", TRACE, "a character device", None, None, ["dump", "/dev/null"], False),
+        ("trace-given-twice", TRACE, "the same trace twice", None, None,
+         ["check", "good.trace", "good.trace"], False),
+        ("trace-twice-other-name", TRACE, "the same trace under two names", None, None,
+         ["check", "--rules", "good.rules", "good.trace", "./good.trace"], False),
+        ("trace-twice-in-diff", TRACE, "the same trace twice on one side of diff", None, None,
+         ["diff", "good.trace", "good.trace", "--", "good.trace"], False),
         # Nothing to judge: read, said, exit 3 (never "0 hangs" and 0).
         ("judge-header-only-check", TRACE, "header only: no record to judge", "in.trace",
          trace_cut(TRACE_HEADER_END), ["check", "IN"], False),
@@ -467,6 +475,8 @@ def run_case(case, tcheck, scratch):
         path = os.path.join(folder, name)
         if make == "directory":
             os.mkdir(path)
+        elif make == "fifo":
+            os.mkfifo(path)
         elif make is None and "no such file" not in text:
             open(path, "wb").write(make_named(case_id, text))
         elif make is not None:

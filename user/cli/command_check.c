@@ -355,6 +355,10 @@ int command_check(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	count = argc - optind;
+	if (trace_paths_distinct(argv + optind, count, error, sizeof(error))) {
+		log_error("%s", error);
+		return EXIT_BAD_INPUT;
+	}
 	traces = calloc((size_t)count, sizeof(*traces));
 	diagnosis = job_diagnosis_new(&options, json ? NULL : stdout, json ? stdout : NULL);
 	if (!traces || !diagnosis) {

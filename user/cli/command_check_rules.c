@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "checks/rule_runner.h"
 #include "cli/commands.h"
+#include "trace/trace_reader.h"
 
 static void usage(FILE *out)
 {
@@ -31,6 +32,7 @@ int command_check_rules(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *rules = NULL, *jsonl = NULL;
+	char error[512];
 	int option;
 
 	while ((option = getopt_long(argc, argv, "r:j:h", long_options, NULL)) != -1) {
@@ -53,6 +55,10 @@ int command_check_rules(int argc, char **argv)
 		log_error("check needs --rules RULES.json and at least one trace (see tcheck-bpf "
 			  "check --help)");
 		return 2;
+	}
+	if (trace_paths_distinct(argv + optind, argc - optind, error, sizeof(error))) {
+		log_error("%s", error);
+		return EXIT_BAD_INPUT;
 	}
 	return check_rules_offline(rules, argv + optind, argc - optind, jsonl);
 }

@@ -17,6 +17,7 @@
 #include "diff/diff_report.h"
 #include "diff/run_diff.h"
 #include "diff/run_model.h"
+#include "trace/trace_reader.h"
 #include "diff/run_timing.h"
 
 static const char diff_help[] =
@@ -207,6 +208,7 @@ int command_diff(int argc, char **argv)
 	struct diff_options options = { .time_tolerance = 0.5 };
 	const char **paths = calloc((size_t)argc, sizeof(*paths));
 	struct run_model *reference = NULL, *candidate = NULL;
+	char error[512];
 	int status;
 
 	if (!paths) {
@@ -214,6 +216,13 @@ int command_diff(int argc, char **argv)
 		return 2;
 	}
 	status = parse_options(argc, argv, paths, &options);
+	if (status < 0 && (trace_paths_distinct((char *const *)options.reference,
+						options.reference_count, error, sizeof(error)) ||
+			   trace_paths_distinct((char *const *)options.candidate,
+						options.candidate_count, error, sizeof(error)))) {
+		log_error("%s", error);
+		status = EXIT_BAD_INPUT;
+	}
 	if (status < 0) {
 		reference = load_side("reference", options.reference, options.reference_count);
 		candidate = reference ? load_side("candidate", options.candidate,
