@@ -36,6 +36,8 @@ static __always_inline void notify_library_change(__u32 pid, __u32 tid)
 	fill_header(&record->header, TCHECK_RECORD_LIBRARY_CHANGE, pid, tid, bpf_ktime_get_ns());
 	record->child_pid = 0;
 	record->exit_code = 0;
+	record->command_length = 0;
+	record->command_cut = 0;
 	/* New libraries need probes at once: wake the reader now. */
 	bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
 }

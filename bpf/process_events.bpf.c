@@ -31,6 +31,8 @@ static __always_inline void notify(__u32 type, __u32 pid, __u32 tid, __u32 child
 	fill_header(&record->header, type, pid, tid, bpf_ktime_get_ns());
 	record->child_pid = child_pid;
 	record->exit_code = exit_code;
+	record->command_length = 0;
+	record->command_cut = 0;
 	/* Rare and needed at once (a new process's libraries, an exit): wake the reader. */
 	bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
 }
@@ -55,8 +57,33 @@ int BPF_PROG(process_exec, struct task_struct *task, pid_t old_pid, struct linux
 {
 	__u32 pid = BPF_CORE_READ(task, tgid);
 
-	if (is_in_traced_set(pid))
-		notify(TCHECK_RECORD_PROCESS_EXEC, pid, BPF_CORE_READ(task, pid), 0, 0);
+	struct tcheck_process_record *record;
+	__u64 arg_start, length;
+
+	if (!is_in_traced_set(pid))
+		return 0;
+	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+	if (!record) {
+		count(TCHECK_COUNTER_PROCESS_DROPS);
+		return 0;
+	}
+	fill_header(&record->header, TCHECK_RECORD_PROCESS_EXEC, pid, BPF_CORE_READ(task, pid),
+		    bpf_ktime_get_ns());
+	record->child_pid = 0;
+	record->exit_code = 0;
+	record->command_cut = 0;
+	record->command_length = 0;
+	/* The new image's arguments, on its own stack: the task is the current one. */
+	arg_start = BPF_CORE_READ(task, mm, arg_start);
+	length = BPF_CORE_READ(task, mm, arg_end) - arg_start;
+	if (length > TCHECK_COMMAND_BYTES) {
+		length = TCHECK_COMMAND_BYTES;
+		record->command_cut = 1;
+	}
+	if (length && !bpf_probe_read_user(record->command, length, (void *)arg_start))
+		record->command_length = length;
+	/* Rare and needed at once (the new image's libraries): wake the reader. */
+	bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/output_file.h"
 #include "rules.h"
 
 static const char *const relation_names[] = {
@@ -287,6 +288,7 @@ static json_t *precondition_json(const struct precondition *precondition)
 int rule_set_save(const struct rule_set *set, const char *path, char *error, size_t size)
 {
 	json_t *root = json_object(), *rules = json_array(), *sources = json_array();
+	struct output_file out;
 	int failed;
 
 	for (size_t i = 0; i < set->source_count; i++)
@@ -322,13 +324,17 @@ int rule_set_save(const struct rule_set *set, const char *path, char *error, siz
 	json_object_set_new(root, "version", json_integer(RULES_FORMAT_VERSION));
 	json_object_set_new(root, "sources", sources);
 	json_object_set_new(root, "rules", rules);
-	failed = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-	json_decref(root);
-	if (failed) {
-		snprintf(error, size, "cannot write the rules to %s: %s", path, strerror(errno));
+	if (output_file_open(&out, path, 0, error, size)) {
+		json_decref(root);
 		return -1;
 	}
-	return 0;
+	failed = json_dumpf(root, out.stream, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (failed)
+		snprintf(error, size, "cannot write the rules to %s: %s", path, strerror(errno));
+	if (output_file_close(&out, !failed, failed ? NULL : error, size))
+		failed = 1;
+	return failed ? -1 : 0;
 }
 
 static int descriptor_load(struct rule_set *set, json_t *object, struct rule_descriptor *out)

@@ -181,10 +181,20 @@ struct tcheck_thread_calls {
 };
 
 /* Fork, exec, exit and library-change notices. */
+/* Bytes of a new image's argument list an exec record carries. */
+#define TCHECK_COMMAND_BYTES 256
+
 struct tcheck_process_record {
 	struct tcheck_record_header header;
 	tcheck_u32 child_pid; /* fork: the new process */
 	tcheck_s32 exit_code; /* exit: as wait() would report it */
+	/*
+	 * exec: the new image's arguments, NUL-separated, read as it starts (a
+	 * process that ends at once is gone before /proc can be read); 0 none.
+	 */
+	tcheck_u32 command_length;
+	tcheck_u32 command_cut; /* 1: the arguments went on past command[] */
+	char command[TCHECK_COMMAND_BYTES];
 };
 
 /* Where the frame passed to the evaluator keeps its code object, per process. */

@@ -418,6 +418,39 @@ def cases():
          ["check", "--hang-startup-seconds", "-3", "x.trace"], False),
         ("option-stall-limit-not-a-number", OPTION, "a stall limit that is no number", None,
          None, ["record", "--hang-stall-seconds", "soon", "-o", "x.trace", "--", "true"], False),
+        ("option-nan-hang-limit", OPTION, "NaN as the least hang time", None, None,
+         ["check", "--hang-min-seconds", "nan", "good.trace"], False),
+        ("option-infinite-duration", OPTION, "an infinite duration", None, None,
+         ["record", "--duration", "inf", "-o", "x.trace", "--", "true"], False),
+        ("option-nan-ring-buffer", OPTION, "NaN as the ring buffer size", None, None,
+         ["record", "--ring-buffer-mb", "nan", "-o", "x.trace", "--", "true"], False),
+        ("option-fractional-flight-ring", OPTION, "a fractional count of calls", None, None,
+         ["check", "--flight-calls", "2.5", "good.trace"], False),
+        ("option-hex-alpha", OPTION, "a hexadecimal factor", None, None,
+         ["check", "--alpha", "0x1p0", "good.trace"], False),
+        ("option-nan-time-tolerance", OPTION, "NaN as the time tolerance", None, None,
+         ["diff", "--time-tolerance", "nan", "good.trace", "good.trace"], False),
+        ("config-nan-retention", CONFIG, "retention = nan", "in.conf", b"retention = nan\n",
+         AGENT, False),
+        # Traces that are no trace files, or one given twice.
+        ("trace-device", TRACE, "a character device", None, None, ["dump", "/dev/null"], False),
+        ("trace-given-twice", TRACE, "the same trace twice", None, None,
+         ["check", "good.trace", "good.trace"], False),
+        ("trace-twice-other-name", TRACE, "the same trace under two names", None, None,
+         ["check", "--rules", "good.rules", "good.trace", "./good.trace"], False),
+        ("trace-twice-in-diff", TRACE, "the same trace twice on one side of diff", None, None,
+         ["diff", "good.trace", "good.trace", "--", "good.trace"], False),
+        # Nothing to judge: read, said, exit 3 (never "0 hangs" and 0).
+        ("judge-header-only-check", TRACE, "header only: no record to judge", "in.trace",
+         trace_cut(TRACE_HEADER_END), ["check", "IN"], False),
+        ("judge-header-only-rules", TRACE, "header only: no event to check", "in.trace",
+         trace_cut(TRACE_HEADER_END), ["check", "--rules", "good.rules", "IN"], False),
+        ("judge-header-only-diff", TRACE, "header only: no call to compare", "in.trace",
+         trace_cut(TRACE_HEADER_END), ["diff", "good.trace", "IN"], False),
+        ("judge-header-only-infer", TRACE, "header only: nothing to learn", "in.trace",
+         trace_cut(TRACE_HEADER_END), INFER, False),
+        ("output-existing-trace", OPTION, "record -o onto a trace that exists, no --force",
+         None, None, ["record", "-o", "good.trace", "--", "true"], False),
     ]
     return out
 
@@ -437,10 +470,13 @@ def run_case(case, tcheck, scratch):
     os.makedirs(folder)
     # The seed's first two chunks: a trace that reads without a warning.
     open(os.path.join(folder, "good.trace"), "wb").write(seed(SEED_TRACE)[:CHUNK_AT[2]])
+    open(os.path.join(folder, "good.rules"), "wb").write(seed(SEED_RULES))
     if name:
         path = os.path.join(folder, name)
         if make == "directory":
             os.mkdir(path)
+        elif make == "fifo":
+            os.mkfifo(path)
         elif make is None and "no such file" not in text:
             open(path, "wb").write(make_named(case_id, text))
         elif make is not None:

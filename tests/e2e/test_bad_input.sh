@@ -27,8 +27,8 @@ if id nobody >/dev/null 2>&1; then
 fi
 # Damaged traces.
 printf 'not a trace at all' >"$SCRATCH/garbage.trace"
-expect_error 1 "not a tcheck-bpf trace" "$TCHECK" dump "$SCRATCH/garbage.trace"
-expect_error 1 "" "$TCHECK" dump "$SCRATCH/missing.trace"
+expect_error 2 "not a tcheck-bpf trace" "$TCHECK" dump "$SCRATCH/garbage.trace"
+expect_error 2 "" "$TCHECK" dump "$SCRATCH/missing.trace"
 "$TCHECK" --quiet record -o "$SCRATCH/good.trace" -- "$WORKLOAD" --ranks 2 --steps 5 \
 	--log-dir "$SCRATCH/log"
 size=$(stat -c %s "$SCRATCH/good.trace")
@@ -47,12 +47,57 @@ set +e
 "$TCHECK" dump "$SCRATCH/flipped.trace" >/dev/null 2>"$SCRATCH/err"
 status=$?
 set -e
-[ "$status" -eq 1 ] || fail "a damaged trace must fail with 1, got $status"
+[ "$status" -eq 2 ] || fail "a damaged trace must fail with 2, got $status"
 grep -qi "chunk" "$SCRATCH/err" || fail "the error should name the damaged chunk: $(cat "$SCRATCH/err")"
 head -c $((size - 7)) "$SCRATCH/good.trace" >"$SCRATCH/truncated.trace"
 "$TCHECK" dump "$SCRATCH/truncated.trace" >/dev/null 2>"$SCRATCH/err" ||
 	fail "a truncated trace must read up to its last complete chunk"
 grep -qi "truncat\|cut" "$SCRATCH/err" || fail "a truncated trace must be reported: $(cat "$SCRATCH/err")"
+# Outputs: nothing the tool did not create is removed or cut, nothing that is
+# not a regular file is replaced, a failed write leaves what was there.
+mknod "$SCRATCH/full" c 1 7 # /dev/full, private to this test
+expect_error 4 "cannot write\|No space left" "$TCHECK" dump "$SCRATCH/good.trace" -o "$SCRATCH/full"
+[ -c "$SCRATCH/full" ] || fail "dump -o DEVICE removed or replaced the device node"
+echo "the user's file" >"$SCRATCH/kept"
+ln -s "$SCRATCH/kept" "$SCRATCH/link"
+expect_error 2 "chunk" "$TCHECK" dump "$SCRATCH/flipped.trace" -o "$SCRATCH/link"
+[ -L "$SCRATCH/link" ] && [ "$(cat "$SCRATCH/kept")" = "the user's file" ] ||
+	fail "a failed dump -o LINK removed the link or cut its target"
+expect_error 2 "chunk" "$TCHECK" dump "$SCRATCH/flipped.trace" -o "$SCRATCH/kept"
+[ "$(cat "$SCRATCH/kept")" = "the user's file" ] || fail "a failed dump -o FILE cut the file"
+"$TCHECK" dump "$SCRATCH/good.trace" -o "$SCRATCH/link" 2>/dev/null || fail "dump -o LINK failed"
+[ -L "$SCRATCH/link" ] && cmp -s "$SCRATCH/kept" <("$TCHECK" dump "$SCRATCH/good.trace") ||
+	fail "dump -o LINK must write the link's target and keep the link"
+[ -z "$(find "$SCRATCH" -maxdepth 1 -name '.*.??????')" ] || fail "a temporary file was left behind"
+"$TCHECK" dump "$SCRATCH/good.trace" -o - | cmp -s - <("$TCHECK" dump "$SCRATCH/good.trace") ||
+	fail "dump -o - must write standard output"
+[ ! -e "$SCRATCH/-" ] || fail "dump -o - wrote a file named -"
+# record -o onto a trace that exists refuses without --force and keeps it.
+cp "$SCRATCH/good.trace" "$SCRATCH/keep.trace"
+expect_error 1 "exists (give --force" "$TCHECK" record -o "$SCRATCH/keep.trace" -- true
+cmp -s "$SCRATCH/good.trace" "$SCRATCH/keep.trace" || fail "record -o EXISTING changed the trace"
+"$TCHECK" --quiet record --force -o "$SCRATCH/keep.trace" -- true ||
+	fail "record --force -o EXISTING failed"
+! cmp -s "$SCRATCH/good.trace" "$SCRATCH/keep.trace" || fail "record --force did not replace"
+(cd "$SCRATCH" && "$TCHECK" --quiet record --events - -o events.trace -- "$WORKLOAD" \
+	--ranks 2 --steps 3 --log-dir "$SCRATCH/events-log" >"$SCRATCH/events.out")
+[ ! -e "$SCRATCH/-" ] || fail "record --events - wrote a file named -"
+# One exit-status table, in the --help of every verb that reads traces; a
+# report that cannot be written is status 4, not a result.
+for verb in check "check --rules=RULES" diff infer dump; do
+	# shellcheck disable=SC2086 # the verb is words
+	"$TCHECK" $verb --help | tr '\n' ' ' | grep -q "Exit status: 0 judged, nothing found; 1 findings; 2" ||
+		fail "tcheck-bpf $verb --help lacks the exit-status table"
+done
+expect_error 4 "cannot write the report" \
+	sh -c '"$1" diff --json "$2" "$2" >"$3"' sh "$TCHECK" "$SCRATCH/good.trace" "$SCRATCH/full"
+"$TCHECK" --quiet record -o "$SCRATCH/crash.trace" -- "$WORKLOAD" --ranks 2 --steps 4 \
+	--crash 1:2 --log-dir "$SCRATCH/crash-log" >/dev/null 2>&1 || true
+status=0
+"$TCHECK" check --json "$SCRATCH/crash.trace" >/dev/null 2>&1 || status=$?
+[ "$status" -eq 1 ] || fail "check of a crash must exit 1 (findings), not $status"
+expect_error 4 "cannot write the findings" \
+	sh -c '"$1" check --json "$2" >"$3"' sh "$TCHECK" "$SCRATCH/crash.trace" "$SCRATCH/full"
 # Every row of docs/bad-input.md's table: each input made, its command run,
 # the exit status and the first line of standard error as the table says.
 python3 "$ROOT/tests/e2e/bad_input_cases.py" --check "$ROOT/docs/bad-input.md" --tcheck "$TCHECK" ||

@@ -17,7 +17,8 @@
 #   design (`mountpoint -q` of a directory that is no mount point): the
 #   helper is traced and its status recorded as the shell got it, but
 #   nothing is reported as a crash, live or offline, nor marked as one on
-#   the timeline; check -v says why;
+#   the timeline; check -v says why; 20 helpers that end at once are each
+#   named by the command they ran (not their shell's, nor "");
 # - check of each trace reports the same crash offline.
 source "$(dirname "$0")/lib.sh"
 torch_stack
@@ -69,6 +70,13 @@ mkdir -p "$SCRATCH/helper"
 	fail "check of the healthy job with a failing helper exited $?"
 "$TCHECK" dump --format jsonl -o "$SCRATCH/helper/dump.jsonl" "$SCRATCH/helper/trace" ||
 	fail "dump of the healthy job with a failing helper"
+# Helpers that end at once, named by what they ran: 20 in a row, each gone
+# before /proc could be read (its command comes with its exec).
+"$TCHECK" --quiet record -o "$SCRATCH/helper/quick.trace" -- \
+	bash -c 'for i in $(seq 20); do /bin/true "quick-$i"; done' >"$SCRATCH/helper/quick.out" 2>&1 ||
+	fail "record of 20 quick helpers exited $?: $(tail -3 "$SCRATCH/helper/quick.out")"
+"$TCHECK" dump --format jsonl -o "$SCRATCH/helper/quick.jsonl" "$SCRATCH/helper/quick.trace" ||
+	fail "dump of 20 quick helpers"
 "$TCHECK" dump --format perfetto -o "$SCRATCH/helper/perfetto.json" "$SCRATCH/helper/trace" ||
 	fail "perfetto export of the healthy job with a failing helper"
 
@@ -102,16 +110,24 @@ def peers_seen(report, pids):
     standing = {r["pid"] for comm in report["communicators"] for r in comm["ranks"]}
     assert set(pids) <= standing, (pids, report["communicators"])
 
-# Raise: job rank 1 exited with status 1 at the step it logged.
+# Raise: job rank 1 exited with status 1 at the step it logged, unless the
+# launcher stopped it first (rank 0 failing on the lost peer can end before
+# rank 1's exception hook does): then SIGTERM, as the launcher says.
 for name, reason in (("raise", "exit"), ("kill", "killed")):
+    launcher_said = open(os.path.join(scratch, name, "out")).read()
+    if name == "raise" and "train_ddp: rank 1 stopped by the launcher, status 143" in launcher_said:
+        reason = "signal"
     fault = next(r for r in ddp_log(name, 1) if r.get("kind") == "fault")
     peer_pid = next(r["pid"] for r in ddp_log(name, 0) if "pid" in r)
     live, offline = crashes(name)
     for report in (of_pid(live, fault["pid"]), of_pid(offline, fault["pid"])):
         assert report["job_rank"] == 1 and report["reason"] == reason, report
         assert report["step"] == fault["step"], (report["step"], fault)
-        if reason == "exit":
-            assert report["exit_status"] == 1 and report["signal"] is None, report
+        if reason == "signal":
+            assert report["signal"] == "SIGTERM", report
+        if reason in ("exit", "signal"):
+            if reason == "exit":
+                assert report["exit_status"] == 1 and report["signal"] is None, report
             # The exception, read as the interpreter printed it: type, message, the
             # function that raised it (innermost first).
             exception = report["exception"]
@@ -166,7 +182,10 @@ def marks(name):
             if e.get("ph") == "i" and e.get("cat") == "crash"]
 raise_fault = next(r for r in ddp_log("raise", 1) if r.get("kind") == "fault")
 assert ("crash: uncaught RuntimeError", raise_fault["pid"]) in marks("raise"), marks("raise")
-assert ("crash: exit status 1", raise_fault["pid"]) in marks("raise"), marks("raise")
+raise_stopped = "rank 1 stopped by the launcher, status 143" in open(
+    os.path.join(scratch, "raise", "out")).read()
+assert ("crash: Terminated (signal 15)" if raise_stopped else "crash: exit status 1",
+        raise_fault["pid"]) in marks("raise"), marks("raise")
 assert any(n.startswith("crash: Segmentation fault") and pid == segv[0]["pid"]
            for n, pid in marks("segv")), marks("segv")
 # The helper: traced, its status recorded as the shell got it, no crash anywhere.
@@ -182,6 +201,11 @@ assert not marks("helper"), marks("helper")
 said = f"process {ended[0]['pid']} ({ended[0]['command']}) exited with status {status}: a helper"
 assert said in open(os.path.join(scratch, "helper", "check.err")).read(), said
 print(f"helper: mountpoint exited with status {status}, no crash reported")
+quick = {r["pid"]: r["command"] for r in jsonl(os.path.join(scratch, "helper", "quick.jsonl"))
+         if r["kind"] == "process" and r["exit_code"] is not None}
+wanted = {f"/bin/true quick-{i}" for i in range(1, 21)}
+assert wanted <= set(quick.values()), sorted(wanted - set(quick.values()))
+print("helper: 20 quick helpers each named by the command it ran")
 print(f"segv: job rank 2 died of SIGSEGV at step {fault['step']}, last call "
       f"{segv[0]['last_calls'][-1]['function']}; {len(segv[0]['communicators'])} "
       "communicator(s) standing")

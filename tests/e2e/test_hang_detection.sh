@@ -66,7 +66,7 @@ kill -9 -- "-$session" 2>/dev/null || true
 [ -e "$SCRATCH/stall.jsonl.log/rank-2.fault" ] || fail "the workload did not reach its fault"
 status=0
 "$TCHECK" check --json "$SCRATCH/stall.trace" >"$SCRATCH/stall.jsonl" || status=$?
-[ $status -eq 3 ] || fail "check should exit 3 when it finds a hang, not $status"
+[ $status -eq 1 ] || fail "check should exit 1 (findings) when it finds a hang, not $status"
 expect_hang "$SCRATCH/stall.jsonl" "$ROOT" "$SCRATCH/stall.trace"
 
 # Blocking mode (as gloo, and NCCL's blocking paths): the ranks that came wait inside
@@ -112,7 +112,7 @@ PYTHON
 	fail "the open calls do not match the blocking run"
 status=0
 "$TCHECK" check --json "$SCRATCH/blocking.trace" >"$SCRATCH/blocking.jsonl" || status=$?
-[ $status -eq 3 ] || fail "check should find the blocking hang (exit 3), not $status"
+[ $status -eq 1 ] || fail "check should find the blocking hang (exit 1), not $status"
 # The truth: rank 2 stopped before the step's world collectives, which open with an
 # all-reduce of the gradient norm on the world communicator (first made, first in its
 # log); its peers logged only the calls that returned, so the call it never issued is
@@ -242,7 +242,7 @@ PYTHON
 # Bad input: a clear sentence and a non-zero exit.
 status=0
 "$TCHECK" check "$SCRATCH/missing.trace" 2>"$SCRATCH/bad.err" || status=$?
-[ $status -eq 1 ] || fail "check of a missing file should exit 1, not $status"
+[ $status -eq 2 ] || fail "check of a missing file should exit 2 (unreadable input), not $status"
 status=0
 "$TCHECK" check --hang-factor -1 "$SCRATCH/clean.trace" 2>"$SCRATCH/bad.err" || status=$?
 [ $status -eq 2 ] || fail "a negative --hang-factor should exit 2, not $status"

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* The base helpers: FNV-1a against its published vectors, and the remote-memory reader. */
+/* The base helpers: FNV-1a against its published vectors, the remote-memory reader, numbers. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "base/fnv_hash.h"
+#include "base/number_parse.h"
 #include "base/remote_memory.h"
 #include "unit.h"
 
@@ -60,4 +61,36 @@ UNIT_TEST(remote_memory, reads_a_live_process_and_refuses_bad_pointers)
 					   sizeof(error)),
 			-ESRCH);
 	CU_ASSERT_PTR_NOT_NULL(strstr(error, "no process"));
+}
+
+/* The one number parser: finite, whole text, within bounds, the option named when refused. */
+UNIT_TEST(number_parse, refuses_what_is_no_number_within_bounds)
+{
+	const struct number_bounds positive = { .maximum = 100, .above_minimum = true };
+	const struct number_bounds count = { .minimum = 1, .maximum = 256, .whole = true };
+	static const char *const refused[] = { "nan", "NaN", "inf", "-inf", "1e400", "1e-400",
+					       "-1",  "0",   "5x",  " 5",   "5 ",    "0x10",
+					       "",    "101", "1e",  ".",    "+",     "e5" };
+	char error[256];
+	double value = -1;
+
+	CU_ASSERT_EQUAL(number_parse("--seconds", "2.5", &positive, &value, error, sizeof(error)),
+			0);
+	CU_ASSERT_DOUBLE_EQUAL(value, 2.5, 1e-12);
+	CU_ASSERT_EQUAL(number_parse("--seconds", "1e2", &positive, &value, error, sizeof(error)),
+			0);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		value = -1;
+		CU_ASSERT_EQUAL(number_parse("--seconds", refused[i], &positive, &value, error,
+					     sizeof(error)),
+				-EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(error, "--seconds"));
+		CU_ASSERT_DOUBLE_EQUAL(value, -1, 0);
+	}
+	CU_ASSERT_EQUAL(number_parse("--calls", "16", &count, &value, error, sizeof(error)), 0);
+	CU_ASSERT_NOT_EQUAL(number_parse("--calls", "2.5", &count, &value, error, sizeof(error)),
+			    0);
+	CU_ASSERT_NOT_EQUAL(number_parse("--calls", "257", &count, &value, error, sizeof(error)),
+			    0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, "from 1 to 256"));
 }

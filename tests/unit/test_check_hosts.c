@@ -121,7 +121,7 @@ UNIT_TEST(check_hosts, hang_on_two_hosts_merged_on_clock_anchors)
 	snprintf(out, sizeof(out), "%s/findings.jsonl", directory);
 	write_host(host_a, 0, 0);
 	write_host(host_b, 2, HOST_B_AHEAD);
-	CU_ASSERT_EQUAL(run_check(host_a, host_b, out), 3);
+	CU_ASSERT_EQUAL(run_check(host_a, host_b, out), EXIT_FINDINGS);
 	findings = fopen(out, "r");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(findings);
 	while (!hang && fgets(line, sizeof(line), findings)) {
@@ -149,6 +149,30 @@ UNIT_TEST(check_hosts, hang_on_two_hosts_merged_on_clock_anchors)
 	json_decref(hang);
 	unlink(host_a);
 	unlink(host_b);
+	unlink(out);
+	rmdir(directory);
+}
+
+/*
+ * A trace that holds no call (the recorder stopped before the job made one)
+ * is nothing to judge: check says so and exits 3, never "0 hang(s)" and 0.
+ */
+UNIT_TEST(check_hosts, a_trace_without_calls_is_nothing_to_judge)
+{
+	char directory[] = "/tmp/tcheck-unit-empty-XXXXXX", path[256], out[256];
+	struct trace_header header;
+	struct trace_writer *writer;
+	char error[256];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(directory));
+	snprintf(path, sizeof(path), "%s/empty.trace", directory);
+	snprintf(out, sizeof(out), "%s/findings.jsonl", directory);
+	memset(&header, 0, sizeof(header));
+	writer = trace_writer_new(path, &header, error, sizeof(error));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(writer);
+	CU_ASSERT_EQUAL(trace_writer_close(writer, error, sizeof(error)), 0);
+	CU_ASSERT_EQUAL(run_check(path, NULL, out), EXIT_NOTHING_TO_JUDGE);
+	unlink(path);
 	unlink(out);
 	rmdir(directory);
 }

@@ -70,6 +70,91 @@ UNIT_TEST(crash_report, flight_ring_keeps_the_last_calls)
 	flight_recorder_free(&flights);
 }
 
+/* One ncclBcast as the probes report it, the library's inner ncclBroadcast included. */
+static struct trace_nccl_call bcast_call(const char *function, uint32_t depth, uint64_t entry_ns,
+					 bool open)
+{
+	struct trace_nccl_call call = all_reduce(100, 0, depth ? -1 : 3, entry_ns, open);
+
+	call.function = function;
+	call.api = nccl_function_by_name(function);
+	call.depth = depth;
+	return call;
+}
+
+/*
+ * The ring holds what the program called: the ncclBroadcast that ncclBcast
+ * makes inside the library is left out, whether the outer call was seen open
+ * at a tick (it enters the ring before the inner call returns) or not.
+ */
+UNIT_TEST(crash_report, flight_ring_leaves_out_inner_library_calls)
+{
+	static struct flight_recorder flights;
+	const struct flight_process *process;
+	struct trace_nccl_call outer_open = bcast_call("ncclBcast", 0, 2000, true);
+	struct trace_nccl_call inner = bcast_call("ncclBroadcast", 1, 2100, false);
+	struct trace_nccl_call outer = bcast_call("ncclBcast", 0, 2000, false);
+	struct trace_nccl_call after = all_reduce(100, 0, 4, 3000, false);
+
+	for (int seen_open = 0; seen_open < 2; seen_open++) {
+		flight_recorder_init(&flights, 2);
+		if (seen_open)
+			flight_recorder_call(&flights, &outer_open);
+		flight_recorder_call(&flights, &inner);
+		flight_recorder_call(&flights, &outer);
+		flight_recorder_call(&flights, &after);
+		process = flight_recorder_find(&flights, 100);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(process);
+		CU_ASSERT_EQUAL(process->count, 2);
+		CU_ASSERT_STRING_EQUAL(flight_process_call(process, 0, 2)->function, "ncclBcast");
+		CU_ASSERT_FALSE(flight_process_call(process, 0, 2)->open);
+		CU_ASSERT_STRING_EQUAL(flight_process_call(process, 1, 2)->function,
+				       "ncclAllReduce");
+		flight_recorder_free(&flights);
+	}
+}
+
+/*
+ * Records that arrive late take their place by entry time: a tick's look at
+ * a call long returned and pushed out of the ring does not come back in, a
+ * returned call is not reopened by it, and a long call that returns after
+ * later ones sits before them.
+ */
+UNIT_TEST(crash_report, flight_ring_keeps_entry_order_whatever_the_arrival)
+{
+	static struct flight_recorder flights;
+	const struct flight_process *process;
+	struct trace_nccl_call call, stale;
+
+	flight_recorder_init(&flights, 3);
+	stale = all_reduce(100, 0, 0, 1000, true);
+	call = all_reduce(100, 0, 0, 1000, false);
+	flight_recorder_call(&flights, &call);
+	for (int64_t seq = 1; seq < 4; seq++) {
+		call = all_reduce(100, 0, seq, 1000 + 10 * (uint64_t)seq, false);
+		flight_recorder_call(&flights, &call);
+	}
+	flight_recorder_call(&flights, &stale);
+	process = flight_recorder_find(&flights, 100);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(process);
+	for (unsigned i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(flight_process_call(process, i, 3)->seq, 1 + (int64_t)i);
+		CU_ASSERT_FALSE(flight_process_call(process, i, 3)->open);
+	}
+	/* seq 3 seen open again after it returned: it stays returned. */
+	stale = all_reduce(100, 0, 3, 1030, true);
+	flight_recorder_call(&flights, &stale);
+	CU_ASSERT_FALSE(flight_process_call(process, 2, 3)->open);
+	/* seq 5 returns before seq 4, which began first. */
+	call = all_reduce(100, 0, 5, 1050, false);
+	flight_recorder_call(&flights, &call);
+	call = all_reduce(100, 0, 4, 1040, false);
+	flight_recorder_call(&flights, &call);
+	for (unsigned i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(flight_process_call(process, i, 3)->seq, 3 + (int64_t)i);
+	flight_recorder_free(&flights);
+}
+
 /*
  * Rank 1 (pid 101) dies of SIGSEGV at step 5 after its all-reduce seq 4;
  * rank 0 is inside all-reduce seq 5: the report says so, with rank 1's

@@ -52,6 +52,8 @@ PY
 run() {
 	local stack=$1 python=$2 build=$3 binary=$4 mode=$5 round=$6 out
 	out="$scratch/$stack-$build-$mode-$round.ns"
+	# record refuses to replace a trace without --force (which older builds lack).
+	rm -f "$scratch/t.trace"
 	# shellcheck disable=SC2086 # the interpreter's command is words
 	case $mode in
 	untraced) $python "$scratch/entry_bench.py" "$calls" >"$out" ;;

@@ -124,6 +124,8 @@ run() {
 	local mode=$1 model=$2 round=$3 steps=$4 log
 	shift 4
 	log="$scratch/$model-$mode-$round.jsonl"
+	# record refuses to replace a trace without --force (which older builds lack).
+	rm -f "$scratch/t.trace"
 	case $mode in
 	untraced) $python "$workload" --steps "$steps" --no-module-hooks --log "$log" \
 		"$@" >/dev/null ;;

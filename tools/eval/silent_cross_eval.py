@@ -101,6 +101,8 @@ class Suite:
     def record(self, stem, script, extra=()):
         """Records a script as README.md shows; returns (trace, its JSON log, steps seen)."""
         trace, log = self.path(stem + ".trace"), self.path(stem + ".json")
+        if os.path.exists(trace):  # record refuses to replace a trace
+            os.remove(trace)
         self.count += 1
         started = time.monotonic()
         progress("[{}/{}] recording {} {}".format(self.count, self.total, script, " ".join(extra)))

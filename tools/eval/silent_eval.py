@@ -87,6 +87,8 @@ class Suite:
     def record(self, name, command, options=(), env=None, allowed=(0,), log_dir=None):
         """Records a command once; a Python recording that lost events fails the suite."""
         trace = self.path(name + ".trace")
+        if os.path.exists(trace):  # record refuses to replace a trace
+            os.remove(trace)
         result = run([self.tcheck, "--quiet", "record", "-o", trace, *options, "--", *command],
                      env=env, allowed=allowed)
         missing = self.missing_python(trace, log_dir) if "--torch-op" in options else {}

@@ -624,6 +624,9 @@ def main():
                                                      interrupt_after=interrupt, during=during)
         else:
             kind = "record"
+            # record refuses to replace the last cycle's trace.
+            if os.path.exists(trace):
+                os.remove(trace)
             status, seconds, peak, err, _ = run_tool(
                 ["record", "-o", trace, "--pid", str(traced.pid), "--duration",
                  str(max(args.record_seconds, DURING_SECONDS) if during

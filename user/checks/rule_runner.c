@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/exit_status.h"
 #include "base/log.h"
+#include "base/output_file.h"
 #include "checks/rule_runner.h"
 #include "checks/violation_stream.h"
 #include "infer/rank_updates.h"
@@ -175,21 +177,21 @@ int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 	struct report report;
 	struct offline_check check = { NULL, &report };
 	struct rule_set *rules;
-	FILE *jsonl = NULL;
+	struct output_file jsonl = { 0 };
 	char error[512];
 	int status = 2;
 
 	rules = rule_set_load(rules_path, error, sizeof(error));
 	if (!rules) {
 		log_error("%s", error);
-		return 2;
+		return EXIT_BAD_INPUT;
 	}
-	if (jsonl_path && !(jsonl = fopen(jsonl_path, "w"))) {
-		log_error("cannot write %s: %m", jsonl_path);
+	if (jsonl_path && output_file_open(&jsonl, jsonl_path, 0, error, sizeof(error))) {
+		log_error("%s", error);
 		rule_set_free(rules);
-		return 2;
+		return EXIT_BAD_INPUT;
 	}
-	violation_stream_init(&report.stream, jsonl);
+	violation_stream_init(&report.stream, jsonl.stream);
 	check.checker = rule_checker_new(rules, report_violation, &report);
 	if (!check.checker) {
 		log_error("out of memory");
@@ -198,12 +200,27 @@ int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 	for (int i = 0; i < trace_count; i++)
 		if (trace_replay(traces[i], observe, &check, 0) < 0)
 			goto out;
+	/* "0 violations" is said only when something was checked. */
+	if (!rule_checker_events(check.checker)) {
+		rule_checker_finish(check.checker);
+		log_error(
+			"nothing to judge: the %d trace(s) hold no event the rules check (no call "
+			"and no Python event)",
+			trace_count);
+		status = EXIT_NOTHING_TO_JUDGE;
+		goto out;
+	}
 	rule_check_finish(check.checker, rules, "");
-	status = rule_checker_violations(check.checker) ? 1 : 0;
+	status = rule_checker_violations(check.checker) ? EXIT_FINDINGS : EXIT_CLEAN;
 out:
-	if (jsonl && fclose(jsonl)) {
-		log_error("cannot write %s: %m", jsonl_path);
-		status = 2;
+	/* Violations of a run that could not be read whole never take the file's place. */
+	if (output_file_close(&jsonl, status != EXIT_BAD_INPUT, error, sizeof(error))) {
+		log_error("%s", error);
+		status = EXIT_FAILED;
+	}
+	if (fflush(stdout) || ferror(stdout)) {
+		log_error("cannot write the violations to standard output: %m");
+		status = EXIT_FAILED;
 	}
 	violation_stream_free(&report.stream);
 	rule_checker_free(check.checker);

@@ -20,6 +20,7 @@
 #include "agent/metrics_http.h"
 #include "base/log.h"
 #include "base/small_file.h"
+#include "base/number_parse.h"
 #include "base/system_clock.h"
 #include "base/u64_map.h"
 #include "checks/rules_selection.h"
@@ -157,15 +158,19 @@ static int replace_text(char **slot, const char *value)
 /* "FIRST-LAST" or a single rank. */
 static int parse_ranks(struct agent_settings *settings, const char *value)
 {
-	char *end;
-	long first, last;
+	const struct number_bounds bounds = { .maximum = 1000000, .whole = true };
+	const char *dash = value ? strchr(value, '-') : NULL;
+	char first_text[32];
+	double first, last;
+	bool valid;
 
-	errno = 0;
-	first = strtol(value, &end, 10);
+	snprintf(first_text, sizeof(first_text), "%.*s",
+		 dash ? (int)(dash - value) : (int)sizeof(first_text), value ? value : "");
+	valid = !number_parse("ranks", first_text, &bounds, &first, NULL, 0);
 	last = first;
-	if (*end == '-')
-		last = strtol(end + 1, &end, 10);
-	if (errno || *end || first < 0 || last < first || last > 1000000) {
+	if (valid && dash)
+		valid = !number_parse("ranks", dash + 1, &bounds, &last, NULL, 0);
+	if (!valid || last < first) {
 		log_error("--ranks needs FIRST-LAST (e.g. 0-7) or one rank, not '%s'", value);
 		return -1;
 	}
@@ -216,20 +221,14 @@ static int apply_option(struct agent_settings *settings, int option, const char 
 	case OPTION_PYTHON:
 		return flag_value("python", value, &settings->python);
 	case OPTION_RETENTION:
-		return parse_positive_number("--retention", value, &settings->retention_seconds);
+		return parse_seconds("--retention", value, false, &settings->retention_seconds);
 	case OPTION_RING_BUFFER_MB:
 		return parse_ring_buffer_mb(value, &settings->ring_buffer_bytes);
 	case OPTION_DURATION:
-		return parse_positive_number("--duration", value, &settings->duration_seconds);
+		return parse_seconds("--duration", value, false, &settings->duration_seconds);
 	case OPTION_FLIGHT_CALLS:
-		if (parse_positive_number("--flight-calls", value, &settings->flight_calls))
-			return -1;
-		if (settings->flight_calls > FLIGHT_CALLS_MAX) {
-			log_error("--flight-calls is at most %d, not '%s'", FLIGHT_CALLS_MAX,
-				  value);
-			return -1;
-		}
-		return 0;
+		return parse_whole_number("--flight-calls", value, 1, FLIGHT_CALLS_MAX,
+					  &settings->flight_calls);
 	}
 	log_error("unknown option %s", name);
 	return -1;

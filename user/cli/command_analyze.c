@@ -210,7 +210,7 @@ int command_analyze(int argc, char **argv)
 			url = optarg;
 			break;
 		case 'i':
-			if (parse_positive_number("--idle", optarg, &idle_seconds))
+			if (parse_seconds("--idle", optarg, false, &idle_seconds))
 				return 2;
 			break;
 		case 'j':

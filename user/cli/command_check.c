@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/number_parse.h"
 #include "cli/commands.h"
 #include "diagnose/flight_recorder.h"
 #include "diagnose/job_diagnosis.h"
@@ -67,10 +68,7 @@ static const char check_help[] =
 	"                               time (default 1.15)\n"
 	"      --warmup-steps N         steps not learned from (default 2)\n"
 	"  -h, --help                   this text\n"
-	"\n"
-	"Exit status: 0 nothing found, 3 a hang or slowdown found, 1 a trace could\n"
-	"not be read, 2 bad usage.\n"
-	"\n"
+	"\n" EXIT_STATUS_HELP "\n"
 	"Examples:\n"
 	"  tcheck-bpf check job.trace\n"
 	"  tcheck-bpf check node0.trace node1.trace --json | jq 'select(.kind == \"hang\")'\n";
@@ -291,51 +289,45 @@ static int parse_options(int argc, char **argv, struct progress_options *options
 			*json = 1;
 			break;
 		case 'n':
-			if (parse_positive_number("--hang-factor", optarg, &options->hang_factor))
+			if (parse_positive_number("--hang-factor", optarg, NUMBER_MAX_FACTOR,
+						  &options->hang_factor))
 				return 2;
 			break;
 		case 'm':
 			/* 0 is allowed: hang_factor steps alone. */
-			number = 0;
-			if (strcmp(optarg, "0") != 0 &&
-			    parse_positive_number("--hang-min-seconds", optarg, &number))
+			if (parse_seconds("--hang-min-seconds", optarg, true, &number))
 				return 2;
 			options->hang_min_ns = number * 1e9;
 			break;
 		case 'f':
-			if (parse_positive_number("--flight-calls", optarg, &number))
+			if (parse_whole_number("--flight-calls", optarg, 1, FLIGHT_CALLS_MAX,
+					       &number))
 				return 2;
-			if (number > FLIGHT_CALLS_MAX) {
-				log_error("--flight-calls is at most %d, not '%s'",
-					  FLIGHT_CALLS_MAX, optarg);
-				return 2;
-			}
 			options->flight_calls = (unsigned)number;
 			break;
 		case 's':
-			if (parse_positive_number("--hang-startup-seconds", optarg, &number))
+			if (parse_seconds("--hang-startup-seconds", optarg, false, &number))
 				return 2;
 			options->hang_unlearned_ns = number * 1e9;
 			break;
 		case 'g':
-			if (parse_positive_number("--hang-stall-seconds", optarg, &number))
+			if (parse_seconds("--hang-stall-seconds", optarg, false, &number))
 				return 2;
 			options->stall_min_ns = number * 1e9;
 			break;
 		case 'b':
-			if (parse_positive_number("--slowdown-threshold", optarg,
+			if (parse_positive_number("--slowdown-threshold", optarg, NUMBER_MAX_FACTOR,
 						  &options->slowdown_threshold))
 				return 2;
 			break;
 		case 'a':
-			if (parse_positive_number("--alpha", optarg, &options->alpha))
+			if (parse_positive_number("--alpha", optarg, NUMBER_MAX_FACTOR,
+						  &options->alpha))
 				return 2;
 			break;
 		case 'w':
 			/* 0 is allowed: learn from the first step. */
-			number = 0;
-			if (strcmp(optarg, "0") != 0 &&
-			    parse_positive_number("--warmup-steps", optarg, &number))
+			if (parse_whole_number("--warmup-steps", optarg, 0, 1e9, &number))
 				return 2;
 			options->warmup_steps = (unsigned)number;
 			break;
@@ -371,6 +363,7 @@ int command_check(int argc, char **argv)
 	struct open_calls open = { 0 };
 	struct job_diagnosis *diagnosis;
 	int json = 0, status, count;
+	unsigned found;
 	char error[512];
 
 	/* With a rules file, check is the invariant checker (tcheck-bpf infer's rules). */
@@ -382,13 +375,17 @@ int command_check(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	count = argc - optind;
+	if (trace_paths_distinct(argv + optind, count, error, sizeof(error))) {
+		log_error("%s", error);
+		return EXIT_BAD_INPUT;
+	}
 	traces = calloc((size_t)count, sizeof(*traces));
 	diagnosis = job_diagnosis_new(&options, json ? NULL : stdout, json ? stdout : NULL);
 	if (!traces || !diagnosis) {
 		log_error("out of memory");
 		free(traces);
 		job_diagnosis_free(diagnosis);
-		return 1;
+		return EXIT_FAILED;
 	}
 	status = 0;
 	for (int i = 0; i < count && !status; i++) {
@@ -398,7 +395,7 @@ int command_check(int argc, char **argv)
 		traces[i].reader = trace_reader_open(traces[i].path, error, sizeof(error));
 		if (!traces[i].reader) {
 			log_error("%s", error);
-			status = 1;
+			status = EXIT_BAD_INPUT;
 			break;
 		}
 		/* Several hosts: one clock, CLOCK_REALTIME through each trace's anchor. */
@@ -409,10 +406,19 @@ int command_check(int argc, char **argv)
 	}
 	if (!status &&
 	    (find_open_calls(traces, count, &open) || run_merged(traces, count, diagnosis, &open)))
-		status = 1;
+		status = EXIT_BAD_INPUT;
 	job_diagnosis_finish(diagnosis);
 	for (int i = 0; i < count && !status; i++)
 		trace_losses_warn(traces[i].path, traces[i].reader);
+	found = job_diagnosis_hang_count(diagnosis) + job_diagnosis_slowdown_count(diagnosis) +
+		job_diagnosis_mismatch_count(diagnosis) + job_diagnosis_crash_count(diagnosis);
+	if (!status && !found && job_diagnosis_judged_count(diagnosis) == 0) {
+		/* "0 hangs" is said only when something was judged. */
+		log_error("nothing to judge: the %d trace(s) hold no call, process or Python event "
+			  "(the recorder stopped before the job did anything it traces)",
+			  count);
+		status = EXIT_NOTHING_TO_JUDGE;
+	}
 	if (!status && !json)
 		printf("tcheck-bpf: %u hang(s), %u slowdown(s), %u mismatch(es), %u crash(es) "
 		       "found "
@@ -420,10 +426,13 @@ int command_check(int argc, char **argv)
 		       job_diagnosis_hang_count(diagnosis), job_diagnosis_slowdown_count(diagnosis),
 		       job_diagnosis_mismatch_count(diagnosis),
 		       job_diagnosis_crash_count(diagnosis), count);
-	if (!status &&
-	    job_diagnosis_hang_count(diagnosis) + job_diagnosis_slowdown_count(diagnosis) +
-		    job_diagnosis_mismatch_count(diagnosis) + job_diagnosis_crash_count(diagnosis))
-		status = 3;
+	if (!status && found)
+		status = EXIT_FINDINGS;
+	/* Findings that did not reach their reader are no result. */
+	if (fflush(stdout) || ferror(stdout)) {
+		log_error("cannot write the findings to standard output: %m");
+		status = EXIT_FAILED;
+	}
 	for (int i = 0; i < count; i++)
 		if (traces[i].reader)
 			trace_reader_close(traces[i].reader);

@@ -6,18 +6,21 @@
 #include "base/log.h"
 #include "checks/rule_runner.h"
 #include "cli/commands.h"
+#include "trace/trace_reader.h"
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: tcheck-bpf check --rules RULES.json [--jsonl FILE] TRACE...\n\n"
-		     "Checks recorded traces (all ranks of a job together) against the invariants\n"
-		     "of a rules file made by 'tcheck-bpf infer', and reports each violation: the\n"
-		     "invariant in words, the step, the rank(s), the offending events and their\n"
-		     "Python context. Exit status: 0 none, 1 violations found, 2 bad input.\n"
-		     "A TRACE may also be a TrainCheck JSON Lines trace or a folder of them.\n\n"
-		     "  -r, --rules FILE  the rules file (required)\n"
-		     "  -j, --jsonl FILE  also write the violations as JSON Lines\n"
-		     "  -h, --help        this text\n");
+	fprintf(out,
+		"Usage: tcheck-bpf check --rules RULES.json [--jsonl FILE] TRACE...\n\n"
+		"Checks recorded traces (all ranks of a job together) against the invariants\n"
+		"of a rules file made by 'tcheck-bpf infer', and reports each violation: the\n"
+		"invariant in words, the step, the rank(s), the offending events and their\n"
+		"Python context.\n"
+		"A TRACE may also be a TrainCheck JSON Lines trace or a folder of them.\n\n"
+		"  -r, --rules FILE  the rules file (required)\n"
+		"  -j, --jsonl FILE  also write the violations as JSON Lines (\"-\": standard\n"
+		"                    output)\n"
+		"  -h, --help        this text\n\n" EXIT_STATUS_HELP);
 }
 
 int command_check_rules(int argc, char **argv)
@@ -29,6 +32,7 @@ int command_check_rules(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *rules = NULL, *jsonl = NULL;
+	char error[512];
 	int option;
 
 	while ((option = getopt_long(argc, argv, "r:j:h", long_options, NULL)) != -1) {
@@ -51,6 +55,10 @@ int command_check_rules(int argc, char **argv)
 		log_error("check needs --rules RULES.json and at least one trace (see tcheck-bpf "
 			  "check --help)");
 		return 2;
+	}
+	if (trace_paths_distinct(argv + optind, argc - optind, error, sizeof(error))) {
+		log_error("%s", error);
+		return EXIT_BAD_INPUT;
 	}
 	return check_rules_offline(rules, argv + optind, argc - optind, jsonl);
 }

@@ -10,11 +10,14 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/number_parse.h"
+#include "base/output_file.h"
 #include "cli/commands.h"
 #include "diff/diff_perfetto.h"
 #include "diff/diff_report.h"
 #include "diff/run_diff.h"
 #include "diff/run_model.h"
+#include "trace/trace_reader.h"
 #include "diff/run_timing.h"
 
 static const char diff_help[] =
@@ -49,10 +52,7 @@ static const char diff_help[] =
 	"      --perfetto FILE      both runs side by side, the differences marked, as a\n"
 	"                           Chrome Trace Event file for ui.perfetto.dev\n"
 	"  -h, --help               this text\n"
-	"\n"
-	"Exit status: 0 the runs agree, 1 they differ, 2 bad input (a trace missing or\n"
-	"damaged, a side without traces).\n"
-	"\n"
+	"\n" EXIT_STATUS_HELP "\n"
 	"Examples:\n"
 	"  tcheck-bpf diff good.trace bad.trace\n"
 	"  tcheck-bpf diff node0-good.trace node1-good.trace -- node0-bad.trace node1-bad.trace\n"
@@ -92,15 +92,10 @@ static int split_sides(const char **paths, int count, int separator, struct diff
 
 static int parse_tolerance(const char *text, struct diff_options *options)
 {
-	char *end;
+	const struct number_bounds bounds = { .maximum = NUMBER_MAX_FACTOR };
 
-	options->time_tolerance = strtod(text, &end);
-	if (end == text || *end || !(options->time_tolerance >= 0)) {
-		log_error("--time-tolerance takes a ratio of 0 or more, such as 0.5, not '%s'",
-			  text);
-		return 2;
-	}
-	return 0;
+	return parse_number_option("--time-tolerance", text, &bounds, &options->time_tolerance) ? 2
+												: 0;
 }
 
 /* Returns -1 to go on, or the exit status (0 after --help). 'paths' holds argc entries. */
@@ -149,13 +144,21 @@ static struct run_model *load_side(const char *side, const char **paths, int cou
 static int write_perfetto(const char *path, const struct run_model *reference,
 			  const struct run_model *candidate, const struct run_diff *diff)
 {
-	FILE *out = fopen(path, "w");
-	int failed = !out || diff_perfetto_write(out, reference, candidate, diff);
+	struct output_file out;
+	char error[512];
+	int failed;
 
-	if (out && fclose(out) != 0)
-		failed = 1;
+	if (output_file_open(&out, path, 0, error, sizeof(error))) {
+		log_error("%s", error);
+		return 1;
+	}
+	failed = diff_perfetto_write(out.stream, reference, candidate, diff);
 	if (failed)
 		log_error("cannot write %s: %s", path, strerror(errno));
+	if (output_file_close(&out, !failed, error, sizeof(error))) {
+		log_error("%s", error);
+		failed = 1;
+	}
 	return failed;
 }
 
@@ -173,6 +176,13 @@ static int report(const struct diff_options *options, const struct run_model *re
 		run_timing_destroy(&timing);
 		return 2;
 	}
+	if (!run_model_event_count(reference) || !run_model_event_count(candidate)) {
+		log_error("nothing to judge: the %s holds no call or Python event to compare",
+			  run_model_event_count(reference) ? "candidate" : "reference");
+		run_diff_destroy(&diff);
+		run_timing_destroy(&timing);
+		return EXIT_NOTHING_TO_JUDGE;
+	}
 	status = options->json ? diff_report_json(stdout, &diff, &timing)
 			       : diff_report_text(stdout, &diff, &timing);
 	if (!options->json)
@@ -180,12 +190,14 @@ static int report(const struct diff_options *options, const struct run_model *re
 		       "rank(s)) and the candidate (%d trace(s), %d rank(s))\n",
 		       diff.count, options->reference_count, run_model_rank_count(reference),
 		       options->candidate_count, run_model_rank_count(candidate));
-	if (status)
+	if (status || fflush(stdout) || ferror(stdout)) {
 		log_error("cannot write the report to standard output");
+		status = -1;
+	}
 	if (!status && options->perfetto_path &&
 	    write_perfetto(options->perfetto_path, reference, candidate, &diff))
 		status = -1;
-	status = status ? 2 : diff.count ? 1 : 0;
+	status = status ? EXIT_FAILED : diff.count ? EXIT_FINDINGS : EXIT_CLEAN;
 	run_diff_destroy(&diff);
 	run_timing_destroy(&timing);
 	return status;
@@ -196,6 +208,7 @@ int command_diff(int argc, char **argv)
 	struct diff_options options = { .time_tolerance = 0.5 };
 	const char **paths = calloc((size_t)argc, sizeof(*paths));
 	struct run_model *reference = NULL, *candidate = NULL;
+	char error[512];
 	int status;
 
 	if (!paths) {
@@ -203,6 +216,13 @@ int command_diff(int argc, char **argv)
 		return 2;
 	}
 	status = parse_options(argc, argv, paths, &options);
+	if (status < 0 && (trace_paths_distinct((char *const *)options.reference,
+						options.reference_count, error, sizeof(error)) ||
+			   trace_paths_distinct((char *const *)options.candidate,
+						options.candidate_count, error, sizeof(error)))) {
+		log_error("%s", error);
+		status = EXIT_BAD_INPUT;
+	}
 	if (status < 0) {
 		reference = load_side("reference", options.reference, options.reference_count);
 		candidate = reference ? load_side("candidate", options.candidate,

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/output_file.h"
 #include "cli/commands.h"
 #include "export/export_jsonl.h"
 #include "export/export_perfetto.h"
@@ -21,13 +22,15 @@ static const char dump_help[] =
 	"\n"
 	"Options:\n"
 	"  -f, --format FORMAT   jsonl (default) or perfetto\n"
-	"  -o, --output FILE     write there instead of standard output\n"
+	"  -o, --output FILE     write there instead of standard output (\"-\"); a file\n"
+	"                        is written aside and renamed into place when whole\n"
 	"      --calls-only      only the call objects (NCCL and Python)\n"
 	"  -h, --help            this text\n"
 	"\n"
 	"Examples:\n"
 	"  tcheck-bpf dump job.trace | jq 'select(.name == \"ncclAllReduce\") | .dur_ns'\n"
-	"  tcheck-bpf dump job.trace --format perfetto -o job.json\n";
+	"  tcheck-bpf dump job.trace --format perfetto -o job.json\n"
+	"\n" EXIT_STATUS_HELP;
 
 int command_dump(int argc, char **argv)
 {
@@ -42,8 +45,8 @@ int command_dump(int argc, char **argv)
 	struct trace_reader *reader;
 	unsigned flags = 0;
 	char error[512];
-	FILE *out = stdout;
-	int option, result, closed;
+	struct output_file out;
+	int option, result, status;
 
 	optind = 1;
 	while ((option = getopt_long(argc, argv, "f:o:h", long_options, NULL)) != -1) {
@@ -77,31 +80,31 @@ int command_dump(int argc, char **argv)
 	reader = trace_reader_open(input_path, error, sizeof(error));
 	if (!reader) {
 		log_error("%s", error);
-		return 1;
+		return EXIT_BAD_INPUT;
 	}
-	if (output_path && !(out = fopen(output_path, "w"))) {
-		log_error("cannot write %s: %m", output_path);
+	if (output_file_open(&out, output_path, 0, error, sizeof(error))) {
+		log_error("%s", error);
 		trace_reader_close(reader);
-		return 1;
+		return EXIT_BAD_INPUT;
 	}
 	if (strcmp(format, "jsonl") == 0)
-		result = export_jsonl(reader, out, flags, error, sizeof(error));
+		result = export_jsonl(reader, out.stream, flags, error, sizeof(error));
 	else
-		result = export_perfetto(reader, out, flags, error, sizeof(error));
-	if (result)
+		result = export_perfetto(reader, out.stream, flags, error, sizeof(error));
+	status = EXIT_CLEAN;
+	if (result) {
 		log_error("%s", error);
-	else if (trace_reader_truncated(reader))
+		/* The output refused a write, or the trace could not be read on. */
+		status = ferror(out.stream) ? EXIT_FAILED : EXIT_BAD_INPUT;
+	} else if (trace_reader_truncated(reader))
 		log_warning("%s", trace_reader_truncated(reader));
 	if (trace_reader_note(reader))
 		log_warning("%s", trace_reader_note(reader));
-	closed = out == stdout ? fflush(out) : fclose(out);
-	if (closed) {
-		log_error("cannot write %s: %m", output_path ? output_path : "standard output");
-		result = -1;
+	/* Half an export looks whole to the next tool: it never takes the file's place. */
+	if (output_file_close(&out, !result, error, sizeof(error))) {
+		log_error("%s", error);
+		status = EXIT_FAILED;
 	}
-	/* Half an export looks whole to the next tool: do not leave one behind. */
-	if (result && output_path)
-		unlink(output_path);
 	trace_reader_close(reader);
-	return result ? 1 : 0;
+	return status;
 }

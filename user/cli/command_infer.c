@@ -27,8 +27,9 @@ static void usage(FILE *out)
 		"value not every program shows is dropped. A data-parallel reference (two\n"
 		"ranks or more) teaches what every rank's step does to its replica\n"
 		"(docs/rules-format.md). Give programs of several shapes.\n\n"
-		"  -o, --output FILE  the rules file to write (required)\n"
-		"  -h, --help         this text\n\n"
+		"  -o, --output FILE  the rules file to write (required; written aside and\n"
+		"                     renamed into place; \"-\": standard output)\n"
+		"  -h, --help         this text\n\n" EXIT_STATUS_HELP "\n"
 		"Examples:\n"
 		"  tcheck-bpf infer -o rules.json cnn.trace mlp.trace "
 		"ddp-node0.trace,ddp-node1.trace\n"
@@ -128,13 +129,24 @@ int command_infer(int argc, char **argv)
 	if (!inference) {
 		log_error("out of memory");
 		rule_set_free(rules);
-		return 1;
+		return EXIT_FAILED;
 	}
+	status = EXIT_BAD_INPUT;
 	for (int i = optind; i < argc; i++)
 		if (add_program(inference, rules, (uint32_t)(i - optind), argv[i]))
 			goto out;
+	status = EXIT_FAILED;
 	if (inference_run(inference)) {
 		log_error("out of memory while inferring invariants");
+		goto out;
+	}
+	/* An empty rules file would pass every run: none is written. */
+	if (!inference_event_count(inference) || !rules->count) {
+		log_error(
+			"nothing to learn: %zu event(s) in %d trace(s) gave no invariant (a "
+			"recording with no call, or too short to show a step); %s was not written",
+			inference_event_count(inference), argc - optind, output);
+		status = EXIT_NOTHING_TO_JUDGE;
 		goto out;
 	}
 	if (rule_set_save(rules, output, error, sizeof(error))) {
@@ -143,7 +155,7 @@ int command_infer(int argc, char **argv)
 	}
 	print_summary(rules, (uint32_t)(argc - optind), inference_event_count(inference),
 		      seconds_since(&start));
-	status = 0;
+	status = EXIT_CLEAN;
 out:
 	inference_free(inference);
 	rule_set_free(rules);

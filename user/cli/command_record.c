@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/number_parse.h"
+#include "base/output_file.h"
 #include "checks/rule_runner.h"
 #include "checks/rules_selection.h"
 #include "cli/commands.h"
@@ -28,7 +30,9 @@ static const char record_help[] =
 	"processes already running, into a trace file. Needs root.\n"
 	"\n"
 	"Options:\n"
-	"  -o, --output FILE        trace file to write (required)\n"
+	"  -o, --output FILE        trace file to write (required); a file that exists\n"
+	"                           is refused without --force\n"
+	"      --force              replace FILE (when the recording is closed whole)\n"
 	"  -p, --pid PID            trace a running process (repeatable)\n"
 	"      --nccl-lib PATH      probe this NCCL library (or the library NCCL is\n"
 	"                           linked into) instead of discovering it\n"
@@ -52,6 +56,7 @@ static const char record_help[] =
 	"      --ring-buffer-mb N   kernel-to-daemon buffer size (default 16)\n"
 	"      --events FILE        hangs, slowdowns and rule violations found live, as JSON "
 	"Lines\n"
+	"                           (\"-\": standard output)\n"
 	"      --hang-factor N      expected steps without progress that make a hang\n"
 	"                           (default 2)\n"
 	"      --hang-min-seconds S and at least this long (default 1)\n"
@@ -84,7 +89,8 @@ static const char attach_help[] =
 	"\n"
 	"Options:\n"
 	"  -p, --pid PID            process to watch (repeatable; its children too)\n"
-	"  -o, --output FILE        also record a trace file\n"
+	"  -o, --output FILE        also record a trace file (refused if it exists)\n"
+	"      --force              replace FILE (when the recording is closed whole)\n"
 	"      --nccl-lib PATH      probe this NCCL library instead of discovering it\n"
 	"      --no-follow          do not trace the children the targets start\n"
 	"      --python             also trace Python calls entered from C\n"
@@ -118,17 +124,41 @@ static const char attach_help[] =
 	"  sudo tcheck-bpf attach --pid $(pgrep -f train.py | head -1)\n"
 	"  sudo tcheck-bpf attach --pid 4242 -o live.trace --duration 300\n";
 
-int parse_positive_number(const char *option, const char *text, double *value)
+int parse_number_option(const char *option, const char *text, const struct number_bounds *bounds,
+			double *value)
 {
-	char *end;
+	char error[256];
 
-	errno = 0;
-	*value = strtod(text, &end);
-	if (errno || end == text || *end || *value <= 0) {
-		log_error("%s needs a positive number, not '%s'", option, text);
+	if (number_parse(option, text, bounds, value, error, sizeof(error))) {
+		log_error("%s", error);
 		return -1;
 	}
 	return 0;
+}
+
+int parse_positive_number(const char *option, const char *text, double maximum, double *value)
+{
+	const struct number_bounds bounds = { .maximum = maximum, .above_minimum = true };
+
+	return parse_number_option(option, text, &bounds, value);
+}
+
+int parse_seconds(const char *option, const char *text, bool zero_allowed, double *seconds)
+{
+	const struct number_bounds bounds = { .maximum = NUMBER_MAX_SECONDS,
+					      .above_minimum = !zero_allowed };
+
+	return parse_number_option(option, text, &bounds, seconds);
+}
+
+int parse_whole_number(const char *option, const char *text, double minimum, double maximum,
+		       double *value)
+{
+	const struct number_bounds bounds = { .minimum = minimum,
+					      .maximum = maximum,
+					      .whole = true };
+
+	return parse_number_option(option, text, &bounds, value);
 }
 
 int parse_ring_buffer_mb(const char *text, size_t *bytes)
@@ -136,12 +166,8 @@ int parse_ring_buffer_mb(const char *text, size_t *bytes)
 	unsigned long most = PROBE_RING_BUFFER_MAX_BYTES / (1024 * 1024);
 	double megabytes;
 
-	if (parse_positive_number("--ring-buffer-mb", text, &megabytes))
+	if (parse_positive_number("--ring-buffer-mb", text, (double)most, &megabytes))
 		return -1;
-	if (megabytes > (double)most) {
-		log_error("--ring-buffer-mb is at most %lu (2 GiB), not '%s'", most, text);
-		return -1;
-	}
 	/* The kernel takes a power of two: the size asked for, rounded up. */
 	*bytes = PROBE_RING_BUFFER_MIN_BYTES;
 	while (*bytes < (size_t)(megabytes * 1024 * 1024))
@@ -151,12 +177,10 @@ int parse_ring_buffer_mb(const char *text, size_t *bytes)
 
 int parse_pid(const char *text, pid_t *pid)
 {
-	char *end;
-	long value;
+	const struct number_bounds bounds = { .minimum = 1, .maximum = 0x3fffffff, .whole = true };
+	double value;
 
-	errno = 0;
-	value = strtol(text, &end, 10);
-	if (errno || end == text || *end || value <= 0 || value > 0x3fffffff) {
+	if (number_parse("--pid", text, &bounds, &value, NULL, 0)) {
 		log_error("--pid needs a process id, not '%s'", text);
 		return -1;
 	}
@@ -186,14 +210,13 @@ static int parse_diagnosis_option(int option, const char *text, struct live_diag
 		diagnosis->enabled = false;
 		return 0;
 	case 'H':
-		return parse_positive_number("--hang-factor", text,
+		return parse_positive_number("--hang-factor", text, NUMBER_MAX_FACTOR,
 					     &diagnosis->options.hang_factor);
 	case 'M': {
 		double seconds = 0;
 
 		/* 0 is allowed: hang_factor steps alone. */
-		if (strcmp(text, "0") != 0 &&
-		    parse_positive_number("--hang-min-seconds", text, &seconds))
+		if (parse_seconds("--hang-min-seconds", text, true, &seconds))
 			return -1;
 		diagnosis->options.hang_min_ns = seconds * 1e9;
 		return 0;
@@ -201,7 +224,7 @@ static int parse_diagnosis_option(int option, const char *text, struct live_diag
 	case 'G': {
 		double seconds = 0;
 
-		if (parse_positive_number("--hang-stall-seconds", text, &seconds))
+		if (parse_seconds("--hang-stall-seconds", text, false, &seconds))
 			return -1;
 		diagnosis->options.stall_min_ns = seconds * 1e9;
 		return 0;
@@ -209,25 +232,21 @@ static int parse_diagnosis_option(int option, const char *text, struct live_diag
 	case 'K': {
 		double calls = 0;
 
-		if (parse_positive_number("--flight-calls", text, &calls))
+		if (parse_whole_number("--flight-calls", text, 1, FLIGHT_CALLS_MAX, &calls))
 			return -1;
-		if (calls > FLIGHT_CALLS_MAX) {
-			log_error("--flight-calls is at most %d, not '%s'", FLIGHT_CALLS_MAX, text);
-			return -1;
-		}
 		diagnosis->options.flight_calls = (unsigned)calls;
 		return 0;
 	}
 	case 'B': {
 		double seconds = 0;
 
-		if (parse_positive_number("--hang-startup-seconds", text, &seconds))
+		if (parse_seconds("--hang-startup-seconds", text, false, &seconds))
 			return -1;
 		diagnosis->options.hang_unlearned_ns = seconds * 1e9;
 		return 0;
 	}
 	default:
-		if (parse_positive_number("--slowdown-threshold", text,
+		if (parse_positive_number("--slowdown-threshold", text, NUMBER_MAX_FACTOR,
 					  &diagnosis->options.slowdown_threshold))
 			return -1;
 		if (diagnosis->options.slowdown_threshold <= diagnosis->options.alpha) {
@@ -275,6 +294,7 @@ static const char *torch_ops[MAX_TORCH_OPS];
 
 static const struct option long_options[] = {
 	{ "output", required_argument, NULL, 'o' },
+	{ "force", no_argument, NULL, 'O' },
 	{ "pid", required_argument, NULL, 'p' },
 	{ "nccl-lib", required_argument, NULL, 'L' },
 	{ "no-follow", no_argument, NULL, 'F' },
@@ -318,6 +338,9 @@ static int apply_recorder_option(int option, const char *text, struct record_arg
 	switch (option) {
 	case 'o':
 		options->output_path = text;
+		return 0;
+	case 'O':
+		options->replace_output = true;
 		return 0;
 	case 'p':
 		if (options->pid_count == MAX_PIDS) {
@@ -367,7 +390,7 @@ static int apply_recorder_option(int option, const char *text, struct record_arg
 		options->python = true;
 		return 0;
 	case 'd':
-		return parse_positive_number("--duration", text, &options->duration_seconds);
+		return parse_seconds("--duration", text, false, &options->duration_seconds);
 	case 'R':
 		return parse_ring_buffer_mb(text, &options->ring_buffer_bytes);
 	}
@@ -466,8 +489,9 @@ static int run(int argc, char **argv, int attach)
 	struct recorder_observer rules_observer;
 	struct live_rules *live_rules = NULL;
 	struct rules_selection selection = { 0 };
+	struct output_file events = { 0 };
 	const char *events_path;
-	FILE *events = NULL;
+	char error[512];
 	int status;
 
 	options->pids = pids;
@@ -477,25 +501,28 @@ static int run(int argc, char **argv, int attach)
 	if (status < 0)
 		status = targets_check(argc, argv, attach, options);
 	events_path = arguments.diagnosis.events_path;
-	if (status < 0 && events_path && !(events = fopen(events_path, "w"))) {
-		log_error("cannot write the events file %s: %m", events_path);
+	/* Grown in place when new: findings can be followed as they come. */
+	if (status < 0 && events_path &&
+	    output_file_open(&events, events_path, OUTPUT_FILE_GROW_IN_PLACE, error,
+			     sizeof(error))) {
+		log_error("%s", error);
 		status = 2;
 	}
 	if (status < 0 && arguments.rules_path)
-		status = live_rules_begin(arguments.rules_path, events, options, &rules_observer,
-					  &selection, &live_rules);
+		status = live_rules_begin(arguments.rules_path, events.stream, options,
+					  &rules_observer, &selection, &live_rules);
 	/* A job already stuck makes no call to see: read where it stands first. */
 	if (status < 0 && options->pid_count)
 		job_snapshot_log_arrival(options->pids, options->pid_count,
 					 options->follow_children);
 	if (status < 0) {
-		status = run_with_diagnosis(options, &arguments.diagnosis, events);
+		status = run_with_diagnosis(options, &arguments.diagnosis, events.stream);
 		if (live_rules)
 			status = live_rules_finish(live_rules, status);
 	}
 	rules_selection_free(&selection);
-	if (events && fclose(events)) {
-		log_error("cannot write the events file %s: %m", events_path);
+	if (output_file_close(&events, true, error, sizeof(error))) {
+		log_error("%s", error);
 		status = status ? status : 1;
 	}
 	return status;

@@ -60,28 +60,79 @@ const struct flight_call *flight_process_call(const struct flight_process *proce
 	return &process->calls[(oldest + i) % ring_size];
 }
 
+/* The i-th kept call, oldest first, for changing. */
+static struct flight_call *kept_call(struct flight_process *process, unsigned i, unsigned ring_size)
+{
+	unsigned oldest = process->count < ring_size ? 0 : process->next;
+
+	return &process->calls[(oldest + i) % ring_size];
+}
+
+/*
+ * Keeps the ring in the order the calls were entered, whatever the order
+ * they reach the recorder in: a call seen open at a tick, or a long one that
+ * returned late, goes where it began; one older than every call of a full
+ * ring is not kept. The ring then holds the process's last calls, not the
+ * last ones to arrive.
+ */
+static void keep_call(struct flight_process *process, unsigned ring_size,
+		      const struct flight_call *call)
+{
+	unsigned position = process->count;
+
+	while (position > 0 &&
+	       kept_call(process, position - 1, ring_size)->entry_ns > call->entry_ns)
+		position--;
+	if (process->count < ring_size) {
+		/* Not yet full: the oldest is at 0 and logical order is physical order. */
+		for (unsigned i = process->count; i > position; i--)
+			process->calls[i] = process->calls[i - 1];
+		process->calls[position] = *call;
+		process->count++;
+		process->next = (process->next + 1) % ring_size;
+		return;
+	}
+	if (position == 0)
+		return;
+	if (position == process->count) {
+		/* The common case: the newest call takes the oldest one's slot. */
+		process->calls[process->next] = *call;
+		process->next = (process->next + 1) % ring_size;
+		return;
+	}
+	/* The oldest leaves; those entered before this call move down one. */
+	for (unsigned i = 0; i + 1 < position; i++)
+		*kept_call(process, i, ring_size) = *kept_call(process, i + 1, ring_size);
+	*kept_call(process, position - 1, ring_size) = *call;
+}
+
 void flight_recorder_call(struct flight_recorder *recorder, const struct trace_nccl_call *call)
 {
 	struct flight_process *process = process_of(recorder, call->pid);
-	struct flight_call *slot;
+	struct flight_call kept;
 
-	if (!process)
+	/*
+	 * The program's own calls only: a call a library makes inside another
+	 * (ncclBcast calls ncclBroadcast in NCCL itself) is not what the program
+	 * called.
+	 */
+	if (!process || call->depth != 0)
 		return;
-	/* Seen open at every tick, then returned: one call, the latest state. */
+	/* Seen open at a tick, then returned: one call, the latest state. */
 	for (unsigned i = 0; i < process->count; i++) {
-		slot = &process->calls[i];
+		struct flight_call *slot = &process->calls[i];
+
 		if (slot->entry_ns == call->entry_ns && slot->function && call->function &&
 		    strcmp(slot->function, call->function) == 0) {
-			slot->open = (call->flags & TRACE_CALL_OPEN) != 0;
-			slot->duration_ns = call->duration_ns;
+			/* A returned call stays returned: a tick's late look cannot reopen it. */
+			if (slot->open) {
+				slot->open = (call->flags & TRACE_CALL_OPEN) != 0;
+				slot->duration_ns = call->duration_ns;
+			}
 			return;
 		}
 	}
-	slot = &process->calls[process->next];
-	process->next = (process->next + 1) % recorder->ring_size;
-	if (process->count < recorder->ring_size)
-		process->count++;
-	*slot = (struct flight_call){
+	kept = (struct flight_call){
 		.function = call->function,
 		.comm_id = call->comm_id,
 		.rank = call->rank,
@@ -93,6 +144,7 @@ void flight_recorder_call(struct flight_recorder *recorder, const struct trace_n
 		.step = call->step,
 		.open = (call->flags & TRACE_CALL_OPEN) != 0,
 	};
+	keep_call(process, recorder->ring_size, &kept);
 	if (call->step >= 0 && call->step > process->step)
 		process->step = call->step;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What each traced process did last, kept from outside it: a ring of its
- * last calls (NCCL and c10d collectives, with communicator, sequence number
- * and whether it had returned), its last training step and stage, and its
+ * What each traced process did last, kept from outside it: a ring of the
+ * last calls it made itself (NCCL and c10d collectives, with communicator,
+ * sequence number and whether it had returned), in the order it entered
+ * them, whatever order their records arrive in, its last training step and stage, and its
  * last Python call or torch scope. A crash report reads it when the process
  * dies; nothing in the process is needed, so it works for a process that
  * was killed as for one that raised.
@@ -60,7 +61,11 @@ struct flight_recorder {
 void flight_recorder_init(struct flight_recorder *recorder, unsigned ring_size);
 void flight_recorder_free(struct flight_recorder *recorder);
 
-/* A call: a new one enters the ring; the same call again (returned, or open again) updates it. */
+/*
+ * A call the program made (depth 0; calls a library makes inside another are
+ * left out): a new one enters the ring; the same call again (returned, or
+ * open again) updates it.
+ */
 void flight_recorder_call(struct flight_recorder *recorder, const struct trace_nccl_call *call);
 /* A Python call or torch scope: the process's step, stage and last Python event. */
 void flight_recorder_python(struct flight_recorder *recorder,

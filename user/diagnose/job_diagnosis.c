@@ -31,6 +31,7 @@ struct job_diagnosis {
 	struct pause_tracker pauses; /* what each process did since its last call */
 	FILE *text, *events;
 	unsigned hangs, slowdowns, mismatches, crashes, pauses_found;
+	uint64_t judged; /* calls, processes, Python events: none is nothing to judge */
 	struct flight_recorder flights;	   /* each process's last calls, for crash reports */
 	struct step_stall_detector stalls; /* step progress of processes with Python steps */
 	uint32_t crashed[MAX_PROCESSES];   /* processes whose death was reported */
@@ -328,6 +329,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 
 	switch (record->kind) {
 	case TRACE_RECORD_NCCL_CALL:
+		diagnosis->judged++;
 		call = record->call;
 		shift(&call.entry_ns, time_shift_ns);
 		/* A hang is judged before the call that would end it is counted. */
@@ -360,6 +362,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 			diagnosis->on_step(diagnosis->step_context, comm, step);
 		break;
 	case TRACE_RECORD_PROCESS:
+		diagnosis->judged++;
 		/* Judged as of its end, as a live check would have before it. */
 		if (record->process.end_ns)
 			job_diagnosis_tick(diagnosis, (uint64_t)((int64_t)record->process.end_ns +
@@ -388,6 +391,7 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		job_diagnosis_tick(diagnosis, activity.timestamp_ns);
 		break;
 	case TRACE_RECORD_PYTHON_CALL:
+		diagnosis->judged++;
 		flight_recorder_python(&diagnosis->flights, &record->python_call);
 		step_stall_python(&diagnosis->stalls, &record->python_call, time_shift_ns);
 		break;
@@ -441,6 +445,11 @@ unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis)
 unsigned job_diagnosis_pause_count(const struct job_diagnosis *diagnosis)
 {
 	return diagnosis->pauses_found;
+}
+
+uint64_t job_diagnosis_judged_count(const struct job_diagnosis *diagnosis)
+{
+	return diagnosis->judged;
 }
 
 unsigned job_diagnosis_crash_count(const struct job_diagnosis *diagnosis)

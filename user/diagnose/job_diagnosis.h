@@ -58,6 +58,8 @@ unsigned job_diagnosis_mismatch_count(const struct job_diagnosis *diagnosis);
 unsigned job_diagnosis_pause_count(const struct job_diagnosis *diagnosis);
 /* Traced processes that died of a signal or exited with a non-zero status. */
 unsigned job_diagnosis_crash_count(const struct job_diagnosis *diagnosis);
+/* Records judged so far: calls (NCCL and c10d), processes, Python events. */
+uint64_t job_diagnosis_judged_count(const struct job_diagnosis *diagnosis);
 
 void job_diagnosis_free(struct job_diagnosis *diagnosis);
 

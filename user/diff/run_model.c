@@ -488,6 +488,16 @@ const struct run_rank *run_model_rank(const struct run_model *model, int job_ran
 	return model->ranks[job_rank];
 }
 
+size_t run_model_event_count(const struct run_model *model)
+{
+	size_t count = 0;
+
+	for (int i = 0; i < model->rank_limit; i++)
+		if (model->ranks[i])
+			count += model->ranks[i]->call_count + model->ranks[i]->python_count;
+	return count;
+}
+
 int run_model_rank_count(const struct run_model *model)
 {
 	int count = 0;

@@ -83,6 +83,8 @@ int run_model_rank_limit(const struct run_model *model);
 const struct run_rank *run_model_rank(const struct run_model *model, int job_rank);
 /* Ranks seen. */
 int run_model_rank_count(const struct run_model *model);
+/* Calls and Python events of every rank. */
+size_t run_model_event_count(const struct run_model *model);
 
 /* "comm 2 (4 ranks)": how reports name a rank's communicator. */
 /* Whether two calls are the same call: function, count, datatype, op and root or peer. */

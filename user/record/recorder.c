@@ -14,6 +14,7 @@
 #include "base/command_text.h"
 #include "base/fnv_hash.h"
 #include "base/log.h"
+#include "base/output_file.h"
 #include "base/system_clock.h"
 #include "base/u64_map.h"
 #include "diagnose/job_diagnosis.h"
@@ -241,6 +242,39 @@ static void refresh_process(struct recorder *recorder, struct traced_process *pr
 	process_info_free(&info);
 }
 
+/*
+ * The arguments the exec record carries: read as the image started, they
+ * name a process that ended before /proc could be read (a helper run by a
+ * shell), where /proc gives its parent's command, "" or its name alone.
+ * /proc's is kept when it is the same command given whole past the
+ * record's limit.
+ */
+static void take_exec_command(struct traced_process *process,
+			      const struct tcheck_process_record *notice)
+{
+	size_t length = notice->command_length;
+	char *command;
+
+	if (!length || length > sizeof(notice->command))
+		return;
+	while (length && notice->command[length - 1] == '\0')
+		length--;
+	command = malloc(length + 1);
+	if (!command)
+		return;
+	/* NUL-separated arguments: strndup would stop at the first. */
+	for (size_t i = 0; i < length; i++)
+		command[i] = notice->command[i] ? notice->command[i] : ' ';
+	command[length] = '\0';
+	if (notice->command_cut && process->command &&
+	    strncmp(process->command, command, length) == 0) {
+		free(command);
+		return;
+	}
+	free(process->command);
+	process->command = command;
+}
+
 /* A process group's rank and size stand in for the RANK and WORLD_SIZE the environment lacked. */
 static void take_process_group_rank(struct recorder *recorder,
 				    const struct tcheck_process_group_record *record)
@@ -449,6 +483,7 @@ static int handle_probe_record(void *context, const void *data, size_t size)
 		process = add_process(recorder, header->pid, 0);
 		if (process) {
 			refresh_process(recorder, process);
+			take_exec_command(process, notice);
 			write_process(recorder, process);
 		}
 		/* The new image's libraries need a look too. */
@@ -737,7 +772,9 @@ static int open_outputs(struct recorder *recorder)
 		log_error("%s", error);
 		return -1;
 	}
-	recorder->writer = trace_writer_new(options->output_path, &header, error, sizeof(error));
+	recorder->writer = trace_writer_open(
+		options->output_path, &header,
+		options->replace_output ? 0 : OUTPUT_FILE_REFUSE_EXISTING, error, sizeof(error));
 	if (!recorder->writer) {
 		log_error("%s", error);
 		return -1;
@@ -971,6 +1008,9 @@ int recorder_run(const struct recorder_options *options)
 	signal(SIGPIPE, SIG_IGN);
 	if (set_up(&recorder, &release_fd)) {
 		result = 1;
+		/* Nothing was recorded: no trace file is left to look like one. */
+		trace_writer_discard(recorder.writer);
+		recorder.writer = NULL;
 		/* Never leave a started command waiting at its gate. */
 		if (recorder.command_pid > 0) {
 			kill(recorder.command_pid, SIGKILL);

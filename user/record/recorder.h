@@ -35,6 +35,7 @@ struct recorder_options {
 	size_t pid_count;
 	char *const *command;	  /* the command after --, NULL-terminated, or NULL */
 	const char *output_path;  /* -o, or NULL for no trace file */
+	bool replace_output;	  /* --force: -o may name a file that exists */
 	const char *nccl_library; /* --nccl-lib, or NULL to discover */
 	bool follow_children;	  /* trace processes the targets start (default) */
 	bool live_status;	  /* print a summary line every second */

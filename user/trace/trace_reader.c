@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -334,7 +335,35 @@ struct trace_reader *trace_reader_open(const char *path, char *error, size_t err
 		errno = ENOMEM;
 		return NULL;
 	}
-	reader->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Devices are no traces (/dev/zero would be read for ever). */
+	if (!stat(path, &status) &&
+	    (S_ISCHR(status.st_mode) || S_ISBLK(status.st_mode) || S_ISSOCK(status.st_mode))) {
+		err = reader_fail(
+			reader, -EINVAL,
+			"%s is %s, not a trace file: give the file 'tcheck-bpf record' wrote", path,
+			S_ISSOCK(status.st_mode) ? "a socket" : "a device");
+		open_failed(reader, err, error, error_size);
+		return NULL;
+	}
+	/*
+	 * A FIFO is read as a recorder writes into it: opened without waiting,
+	 * and when no writer comes within a second the wait is said, not silent.
+	 */
+	reader->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (reader->fd >= 0 && !fstat(reader->fd, &status) && S_ISFIFO(status.st_mode)) {
+		struct pollfd writer = { .fd = reader->fd, .events = POLLIN };
+
+		if (poll(&writer, 1, 1000) == 0) {
+			fprintf(stderr,
+				"tcheck-bpf: %s is a FIFO no one writes yet: waiting for a "
+				"recorder "
+				"to write a trace into it (Ctrl-C stops)\n",
+				path);
+			poll(&writer, 1, -1);
+		}
+	}
+	if (reader->fd >= 0)
+		fcntl(reader->fd, F_SETFL, fcntl(reader->fd, F_GETFL) & ~O_NONBLOCK);
 	if (reader->fd < 0) {
 		err = reader_fail(reader, -errno, "could not open the trace %s: %s", path,
 				  strerror(errno));
@@ -361,6 +390,32 @@ struct trace_reader *trace_reader_open(const char *path, char *error, size_t err
 	}
 	update_note(reader);
 	return reader;
+}
+
+int trace_paths_distinct(char *const *paths, int count, char *error, size_t error_size)
+{
+	struct stat first, second;
+
+	for (int i = 0; i < count; i++) {
+		if (stat(paths[i], &first))
+			continue;
+		for (int j = i + 1; j < count; j++)
+			if (!stat(paths[j], &second) && first.st_dev == second.st_dev &&
+			    first.st_ino == second.st_ino) {
+				if (strcmp(paths[i], paths[j]) == 0)
+					format_message(error, error_size,
+						       "%s is given twice: give each trace once "
+						       "(its ranks would count twice)",
+						       paths[i]);
+				else
+					format_message(error, error_size,
+						       "%s and %s are the same trace: give each "
+						       "trace once (its ranks would count twice)",
+						       paths[i], paths[j]);
+				return -EINVAL;
+			}
+	}
+	return 0;
 }
 
 const struct trace_header *trace_reader_header(const struct trace_reader *reader)

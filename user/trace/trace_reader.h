@@ -36,6 +36,9 @@ struct trace_reader_stats {
  */
 struct trace_reader *trace_reader_open(const char *path, char *error, size_t error_size);
 
+/* 0, or -EINVAL with a sentence when two of the paths name the same file (a trace given twice). */
+int trace_paths_distinct(char *const *paths, int count, char *error, size_t error_size);
+
 /* The header as the file holds it; format_version is the file's major version. */
 const struct trace_header *trace_reader_header(const struct trace_reader *reader);
 

@@ -16,6 +16,7 @@
 #include "base/command_text.h"
 #include "base/error_message.h"
 #include "base/fnv_hash.h"
+#include "base/output_file.h"
 #include "trace/trace_format.h"
 
 #define ERROR_MESSAGE_SIZE 512
@@ -30,7 +31,8 @@ struct interned_string {
 };
 
 struct trace_writer {
-	int fd;
+	struct output_file output;
+	int fd; /* the output's */
 	char *path;
 	/* The chunk being filled: room for its header, then the payload. */
 	unsigned char *chunk;
@@ -244,6 +246,12 @@ static void reset_chunk(struct trace_writer *writer)
 struct trace_writer *trace_writer_new(const char *path, const struct trace_header *header,
 				      char *error, size_t error_size)
 {
+	return trace_writer_open(path, header, 0, error, error_size);
+}
+
+struct trace_writer *trace_writer_open(const char *path, const struct trace_header *header,
+				       unsigned output_flags, char *error, size_t error_size)
+{
 	struct trace_writer *writer = calloc(1, sizeof(*writer));
 	int err;
 
@@ -273,21 +281,20 @@ struct trace_writer *trace_writer_new(const char *path, const struct trace_heade
 	}
 	reset_chunk(writer);
 
-	writer->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (writer->fd < 0) {
-		err = -errno;
-		error_format(error, error_size,
-			     "could not create the trace file %s: %s; check that its directory "
-			     "exists and is writable",
-			     path, strerror(-err));
+	/* Grown in place when new, so that a recorder killed outright leaves its trace. */
+	err = output_file_open(&writer->output, path, output_flags | OUTPUT_FILE_GROW_IN_PLACE,
+			       writer->error, sizeof(writer->error));
+	if (err) {
+		error_format(error, error_size, "%s", writer->error);
 		goto fail;
 	}
+	writer->fd = fileno(writer->output.stream);
 	err = write_file_header(writer, header);
 	if (err) {
 		error_format(error, error_size,
 			     "could not write the header of the trace file %s: %s", path,
 			     strerror(-err));
-		close(writer->fd);
+		output_file_close(&writer->output, false, NULL, 0);
 		goto fail;
 	}
 	return writer;
@@ -842,9 +849,20 @@ int trace_writer_flush(struct trace_writer *writer)
 	return 0;
 }
 
+static void free_writer(struct trace_writer *writer)
+{
+	for (size_t i = 0; i < writer->string_slots; i++)
+		free(writer->strings[i].bytes);
+	free(writer->strings);
+	free(writer->chunk);
+	free(writer->path);
+	free(writer);
+}
+
 int trace_writer_close(struct trace_writer *writer, char *error, size_t error_size)
 {
-	int err;
+	char closing_error[ERROR_MESSAGE_SIZE];
+	int err, closing;
 
 	if (!writer)
 		return 0;
@@ -854,20 +872,28 @@ int trace_writer_close(struct trace_writer *writer, char *error, size_t error_si
 		err = -errno;
 		writer_fail(writer, err, "saving (fsync)");
 	}
-	if (close(writer->fd) && !err) {
-		err = -errno;
-		writer_fail(writer, err, "closing");
+	/*
+	 * A trace that replaces another takes its place only when whole; a new
+	 * one stays as far as it was written (the reader says where it ends).
+	 */
+	closing = output_file_close(&writer->output, !err || writer->output.created, closing_error,
+				    sizeof(closing_error));
+	if (closing && !err) {
+		err = closing;
+		error_format(writer->error, sizeof(writer->error), "%s", closing_error);
 	}
 	if (err)
 		error_format(error, error_size, "%s", writer->error);
-
-	for (size_t i = 0; i < writer->string_slots; i++)
-		free(writer->strings[i].bytes);
-	free(writer->strings);
-	free(writer->chunk);
-	free(writer->path);
-	free(writer);
+	free_writer(writer);
 	return err;
+}
+
+void trace_writer_discard(struct trace_writer *writer)
+{
+	if (!writer)
+		return;
+	output_file_close(&writer->output, false, NULL, 0);
+	free_writer(writer);
 }
 
 const char *trace_writer_error(const struct trace_writer *writer)

@@ -42,10 +42,16 @@ int trace_header_init_local(struct trace_header *header, int argc, char *const a
 			    size_t error_size);
 
 /*
- * Creates (or truncates) 'path' and writes the file header. The header's
- * format_version is ignored: the writer writes its own. Returns NULL with
- * 'error' filled (errno set) when the file cannot be created or written.
+ * Creates 'path' and writes the file header. The header's format_version is
+ * ignored: the writer writes its own. A new file grows in place; one that
+ * exists is replaced only when the trace is closed whole (base/output_file.h,
+ * whose flags 'output_flags' takes: OUTPUT_FILE_REFUSE_EXISTING refuses it).
+ * Returns NULL with 'error' filled (errno set) when the file cannot be
+ * created or written.
  */
+struct trace_writer *trace_writer_open(const char *path, const struct trace_header *header,
+				       unsigned output_flags, char *error, size_t error_size);
+/* trace_writer_open with no flags. */
 struct trace_writer *trace_writer_new(const char *path, const struct trace_header *header,
 				      char *error, size_t error_size);
 
@@ -76,6 +82,13 @@ int trace_writer_flush(struct trace_writer *writer);
  * 'error' when given), or 0.
  */
 int trace_writer_close(struct trace_writer *writer, char *error, size_t error_size);
+
+/*
+ * Closes and frees the writer, removing the file when this writer created it
+ * (or the temporary file when it was to replace one): a recording that never
+ * started leaves nothing behind.
+ */
+void trace_writer_discard(struct trace_writer *writer);
 
 /* The sentence describing the writer's error, or "" when there was none. */
 const char *trace_writer_error(const struct trace_writer *writer);

@@ -386,12 +386,14 @@ def wait_for_processes(processes, poll_status, stop, timeout_s):
             else:
                 print("train_ddp: ranks still running after {} s, stopping them".format(timeout_s),
                       file=sys.stderr)
-            for index, process in enumerate(processes):
-                if statuses[index] is None:
-                    stop(process)
-            for index, process in enumerate(processes):
-                if statuses[index] is None:
-                    statuses[index] = poll_status(process, wait=True)
+            stopped = [index for index, status in enumerate(statuses) if status is None]
+            for index in stopped:
+                stop(processes[index])
+            for index in stopped:
+                statuses[index] = poll_status(processes[index], wait=True)
+                # Said, so that whoever reads how a rank ended knows the launcher ended it.
+                print("train_ddp: rank {} stopped by the launcher, status {}".format(
+                    index, exit_status(statuses[index])), file=sys.stderr)
             return exit_status(failed[0][1]) if failed else 1
         time.sleep(0.02)
     return 0

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+/* Numbers from the command line and config files, checked whole and within bounds. */
+#include "base/number_parse.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error_message.h"
+
+/* Digits, one point, an exponent: what strtod takes beyond that (nan, inf, hex) is refused. */
+static bool plain_decimal(const char *text)
+{
+	const char *at = text;
+	bool digits = false;
+
+	if (*at == '-' || *at == '+')
+		at++;
+	while (isdigit((unsigned char)*at) || *at == '.') {
+		digits |= isdigit((unsigned char)*at) != 0;
+		at++;
+	}
+	if (digits && (*at == 'e' || *at == 'E')) {
+		at++;
+		if (*at == '-' || *at == '+')
+			at++;
+		if (!isdigit((unsigned char)*at))
+			return false;
+		while (isdigit((unsigned char)*at))
+			at++;
+	}
+	return digits && *at == '\0';
+}
+
+static void describe_bounds(const struct number_bounds *bounds, char *text, size_t size)
+{
+	const char *kind = bounds->whole ? "a whole number" : "a number";
+
+	if (bounds->above_minimum)
+		snprintf(text, size, "%s above %.10g and at most %.10g", kind, bounds->minimum,
+			 bounds->maximum);
+	else
+		snprintf(text, size, "%s from %.10g to %.10g", kind, bounds->minimum,
+			 bounds->maximum);
+}
+
+int number_parse(const char *name, const char *text, const struct number_bounds *bounds,
+		 double *value, char *error, size_t error_size)
+{
+	char wanted[128];
+	double number;
+	char *end;
+
+	describe_bounds(bounds, wanted, sizeof(wanted));
+	if (!text || !plain_decimal(text))
+		return error_fail(error, error_size, EINVAL, "%s needs %s, not '%s'", name, wanted,
+				  text ? text : "");
+	errno = 0;
+	number = strtod(text, &end);
+	if (errno == ERANGE || *end || !isfinite(number) ||
+	    (bounds->whole && number != floor(number)) || number < bounds->minimum ||
+	    (bounds->above_minimum && number == bounds->minimum) || number > bounds->maximum)
+		return error_fail(error, error_size, EINVAL, "%s needs %s, not '%s'", name, wanted,
+				  text);
+	*value = number;
+	return 0;
+}
