@@ -15,7 +15,6 @@
 #include "diagnose/flight_recorder.h"
 #include "diagnose/job_diagnosis.h"
 #include "probe/probe_session.h"
-#include "record/job_snapshot.h"
 #include "record/recorder.h"
 
 /* How many of each repeatable option one command line may give. */
@@ -511,10 +510,6 @@ static int run(int argc, char **argv, int attach)
 	if (status < 0 && arguments.rules_path)
 		status = live_rules_begin(arguments.rules_path, events.stream, options,
 					  &rules_observer, &selection, &live_rules);
-	/* A job already stuck makes no call to see: read where it stands first. */
-	if (status < 0 && options->pid_count)
-		job_snapshot_log_arrival(options->pids, options->pid_count,
-					 options->follow_children);
 	if (status < 0) {
 		status = run_with_diagnosis(options, &arguments.diagnosis, events.stream);
 		if (live_rules)

@@ -30,6 +30,7 @@
 #include "python/python_tracer.h"
 #include "record/c10d_calls.h"
 #include "record/call_builder.h"
+#include "record/job_snapshot.h"
 #include "record/live_status.h"
 #include "record/open_calls.h"
 #include "trace/trace_writer.h"
@@ -813,6 +814,13 @@ static int set_up(struct recorder *recorder, int *release_fd)
 		log_error("%s", error);
 		return -1;
 	}
+	/*
+	 * A job already stuck makes no call to see: read where it stands first,
+	 * once the targets are known to be processes the tool may read.
+	 */
+	if (options->pid_count)
+		job_snapshot_log_arrival(options->pids, options->pid_count,
+					 options->follow_children);
 	if (options->observer && options->observer->attach_failed)
 		probe_session_on_attach_failure(recorder->session, options->observer->attach_failed,
 						options->observer->context);
