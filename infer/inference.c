@@ -530,7 +530,7 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 
 		while (end < inference->count && same_process_step(order[end], order[start]))
 			end++;
-		if (order[start]->step >= 0) {
+		if (infer_step_between_markers(order[start]->step)) {
 			struct segment *segment = &segments[segment_count++];
 
 			for (size_t i = start; i < end; i++) {
