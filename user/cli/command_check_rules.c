@@ -11,12 +11,14 @@ static void usage(FILE *out)
 {
 	fprintf(out, "Usage: tcheck-bpf check --rules RULES.json [--jsonl FILE] TRACE...\n\n"
 		     "Checks recorded traces (all ranks of a job together) against the invariants\n"
-		     "of a rules file made by 'tcheck-bpf infer', and reports each violation: the\n"
-		     "invariant in words, the step, the rank(s), the offending events and their\n"
-		     "Python context. Exit status: 0 none, 1 violations found, 2 bad input.\n"
+		     "of a rules file made by 'tcheck-bpf infer'. Shows each rule's first violation\n"
+		     "(the invariant in words, the step, the offending events by job rank and pid,\n"
+		     "their Python context), then one 'finding:' line per violated rule: first step,\n"
+		     "how many steps and violations, which job ranks. Exit status: 0 none,\n"
+		     "1 violations found, 2 bad input.\n"
 		     "A TRACE may also be a TrainCheck JSON Lines trace or a folder of them.\n\n"
 		     "  -r, --rules FILE  the rules file (required)\n"
-		     "  -j, --jsonl FILE  also write the violations as JSON Lines\n"
+		     "  -j, --jsonl FILE  write every violation as JSON Lines\n"
 		     "  -h, --help        this text\n");
 }
 
