@@ -266,3 +266,82 @@ UNIT_TEST(carry_over, a_scope_is_its_family_with_implementation_and_stage)
 	CU_ASSERT_STRING_EQUAL(event.name, DDP_FORWARD);
 	string_pool_free(pool);
 }
+
+/*
+ * One job's all-gathers: 'nranks' ranks on communicator 'comm', each
+ * gathering 'count' values per call, 'calls' calls.
+ */
+static void gather_job(struct inference *inference, struct rule_checker *checker,
+		       uint32_t first_pid, int nranks, uint64_t comm, uint64_t count, int calls)
+{
+	for (int seq = 0; seq < calls; seq++)
+		for (int rank = 0; rank < nranks; rank++) {
+			struct trace_record record = nccl_call_record(
+				"ncclAllGather", first_pid + (uint32_t)rank, rank, nranks, comm,
+				seq, count, 1000 + (uint64_t)seq * 100);
+
+			if (inference)
+				CU_ASSERT_EQUAL(inference_add(inference, &record), 0);
+			if (checker)
+				CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+		}
+}
+
+static void count_any(const struct rule_violation *violation, void *context)
+{
+	(void)violation;
+	(*(int *)context)++;
+}
+
+UNIT_TEST(carry_over, a_collectives_size_is_no_constant_across_jobs)
+{
+	struct rule_set *set = rule_set_new(), *single = rule_set_new();
+	struct inference *inference = inference_new(set), *alone = inference_new(single);
+	struct rule_checker *checker;
+	int violations = 0;
+
+	/* A 2-rank and a 4-rank job, both gathering 64 values: two programs. */
+	inference_set_pipeline(inference, 0);
+	gather_job(inference, NULL, 100, 2, 0xa1, 64, 6);
+	inference_set_pipeline(inference, 1);
+	gather_job(inference, NULL, 200, 4, 0xb1, 64, 6);
+	CU_ASSERT_EQUAL_FATAL(inference_run(inference), 0);
+	for (size_t i = 0; i < set->count; i++)
+		CU_ASSERT_FALSE(set->rules[i].relation == RELATION_API_ARG &&
+				!set->rules[i].distinct &&
+				(strcmp(set->rules[i].field, "sendcount") == 0 ||
+				 strcmp(set->rules[i].field, "datatype") == 0 ||
+				 strcmp(set->rules[i].field, "nranks") == 0));
+	/* The ranks agreeing on it carries over. */
+	{
+		bool consistent = false;
+
+		for (size_t i = 0; i < set->count; i++)
+			consistent |= set->rules[i].relation == RELATION_CONSISTENT &&
+				      strcmp(set->rules[i].field, "sendcount") == 0;
+		CU_ASSERT_TRUE(consistent);
+	}
+	/* An 8-rank job whose gathers carry 128 values: healthy, nothing to say. */
+	checker = rule_checker_new(set, count_any, &violations);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	gather_job(NULL, checker, 300, 8, 0xc1, 128, 6);
+	rule_checker_finish(checker);
+	rule_checker_free(checker);
+	CU_ASSERT_EQUAL(violations, 0);
+	/* One program alone keeps its value: the rules are that program's. */
+	gather_job(alone, NULL, 100, 2, 0xa1, 64, 6);
+	CU_ASSERT_EQUAL_FATAL(inference_run(alone), 0);
+	{
+		bool constant = false;
+
+		for (size_t i = 0; i < single->count; i++)
+			constant |= single->rules[i].relation == RELATION_API_ARG &&
+				    strcmp(single->rules[i].field, "sendcount") == 0 &&
+				    strcmp(single->rules[i].value, "64") == 0;
+		CU_ASSERT_TRUE(constant);
+	}
+	inference_free(inference);
+	inference_free(alone);
+	rule_set_free(set);
+	rule_set_free(single);
+}
