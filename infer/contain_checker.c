@@ -39,7 +39,7 @@ struct step_state {
 
 struct contain_checker {
 	struct rule_set *rules;
-	/* (pid, rule) -> non-NULL once the process's parent held the rule's child */
+	/* (holder, rule) -> non-NULL once the holder's parent held the rule's child */
 	struct u64_map contained;
 	contain_violation_fn report;
 	void *context;
@@ -111,14 +111,14 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 		if (!precondition_holds(checker->rules->pool, &rule->precondition, parent))
 			continue;
 		count = count_of(source, rule->child.name, parent);
-		key = fnv1a_add_u64(fnv1a_add_u64(FNV1A_OFFSET_BASIS, parent->pid), i);
+		key = fnv1a_add_u64(event_contain_holder(parent), i);
 		/* Out of memory: the rule waits a little longer for its process. */
 		if (count && !u64_map_get(&checker->contained, key))
 			(void)u64_map_put(&checker->contained, key, checker);
 		snprintf(text, sizeof(text), "%u", count);
 		violated = rule->value ? strcmp(rule->value, text) != 0 : count == 0;
 		/* Scope "used": only once this process's parent has held the child. */
-		if (!violated ||
+		if (!violated || !event_contain_judged(parent) ||
 		    (rule->scope == RULE_SCOPE_USED && !u64_map_get(&checker->contained, key)))
 			continue;
 		/* The parent as reported, with what it held: "contains:CHILD" = count. */

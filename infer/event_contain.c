@@ -87,10 +87,18 @@ static int by_process_step(const void *left, const void *right)
 	return compare_u64(a->entry_ns, b->entry_ns);
 }
 
-/* A process of a pipeline, as a map key. */
-static uint64_t process_key(const struct infer_event *event)
+bool event_contain_judged(const struct infer_event *parent)
 {
-	return fnv1a_add_u64(fnv1a_add_u64(FNV1A_OFFSET_BASIS, event->pipeline), event->pid);
+	return parent->kind != INFER_EVENT_STEP || infer_step_between_markers(parent->step);
+}
+
+uint64_t event_contain_holder(const struct infer_event *parent)
+{
+	const char *implementation = infer_event_field(parent, INFER_IMPLEMENTATION_FIELD);
+	uint64_t key =
+		fnv1a_add_u64(fnv1a_add_u64(FNV1A_OFFSET_BASIS, parent->pipeline), parent->pid);
+
+	return implementation ? fnv1a_add_u64(key, fnv1a_string(implementation)) : key;
 }
 
 static bool is_torch_operator(const struct infer_event *event)
@@ -332,7 +340,7 @@ static int infer_pair(struct contain_state *state, const struct infer_event **by
 	u64_map_init(&holders);
 	for (size_t i = first; i < end && !failed_holders; i++)
 		if (counts[i - first] &&
-		    u64_map_put(&holders, process_key(by_parent[i]), (void *)by_parent[i]))
+		    u64_map_put(&holders, event_contain_holder(by_parent[i]), (void *)by_parent[i]))
 			failed_holders = -ENOMEM;
 	if (failed_holders) {
 		u64_map_free(&holders);
@@ -343,7 +351,8 @@ static int infer_pair(struct contain_state *state, const struct infer_event **by
 		size_t known = 0;
 
 		/* Where the process's parents never held the child, they say nothing of it. */
-		if (!u64_map_get(&holders, process_key(by_parent[i])))
+		if (!u64_map_get(&holders, event_contain_holder(by_parent[i])) ||
+		    !event_contain_judged(by_parent[i]))
 			continue;
 		if (count)
 			passing[passing_count++] = by_parent[i];
@@ -374,7 +383,8 @@ static int infer_pair(struct contain_state *state, const struct infer_event **by
 		}
 		passing_count = failing_count = 0;
 		for (size_t i = first; i < end; i++) {
-			if (!u64_map_get(&holders, process_key(by_parent[i])))
+			if (!u64_map_get(&holders, event_contain_holder(by_parent[i])) ||
+			    !event_contain_judged(by_parent[i]))
 				continue;
 			if (counts[i - first] == values[v])
 				passing[passing_count++] = by_parent[i];

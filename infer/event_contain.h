@@ -13,7 +13,9 @@
 #ifndef TCHECK_EVENT_CONTAIN_H
 #define TCHECK_EVENT_CONTAIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rule_support.h"
 #include "rules.h"
@@ -32,5 +34,19 @@ int infer_event_contain(struct rule_set *rules, const struct infer_event *events
 
 /* Whether an event may be the parent of an EventContain rule about a named event. */
 int event_contain_is_parent(const struct infer_event *event);
+
+/*
+ * Whether a parent is an example (in inference) and judged (in checking): a
+ * scope always, a step when it lies between two optimizer steps
+ * (infer_step_between_markers); step 0 still shows what the process calls.
+ */
+bool event_contain_judged(const struct infer_event *parent);
+
+/*
+ * Whose parents a "used" rule waits for: a parent's process and, for a
+ * scope, its implementation (an optimizer's class, "SGD.step"), so that one
+ * optimizer's operators are never asked of another in the same process.
+ */
+uint64_t event_contain_holder(const struct infer_event *parent);
 
 #endif /* TCHECK_EVENT_CONTAIN_H */

@@ -316,7 +316,7 @@ static int scope_fields(struct string_pool *pool, const char *qualified_name,
 		snprintf(family, sizeof(family), "%.*s#" INFER_SCOPE_ANY,
 			 (int)(implementation - qualified_name), qualified_name);
 		event->name = string_pool_intern(pool, family);
-		if (add_field(pool, list, "implementation", implementation + 1))
+		if (add_field(pool, list, INFER_IMPLEMENTATION_FIELD, implementation + 1))
 			return -1;
 	}
 	return stage ? add_field(pool, list, "stage", stage) : 0;
@@ -403,6 +403,11 @@ static const char *const meta_variables[] = { "rank", "nranks",	 "stage",
 bool infer_field_describes_tensor(const char *name)
 {
 	return trace_arg_describes_tensor(name);
+}
+
+bool infer_step_between_markers(int32_t step)
+{
+	return step > 0;
 }
 
 int infer_event_is_operation(const struct infer_event *event)

@@ -29,6 +29,8 @@ enum infer_event_kind {
  * optimizer.
  */
 #define INFER_SCOPE_ANY "*"
+/* The field holding a scope's implementation. */
+#define INFER_IMPLEMENTATION_FIELD "implementation"
 
 /* A named value: "count" = "1024", "arg:lr" = "0.1". */
 struct infer_field {
@@ -101,6 +103,17 @@ bool infer_field_describes_tensor(const char *name);
 
 /* Whether an event is an operation (NCCL call, torch scope or operator), not a Python frame. */
 int infer_event_is_operation(const struct infer_event *event);
+
+/*
+ * Whether the per-step relations (APISequence, EventContain of a step) learn
+ * from and judge a process's step: a step is what ran between two ends of
+ * the step marker (two optimizer steps). Step 0 runs from the process's
+ * start to its first optimizer step: no optimizer step came before it
+ * whose gradients had to be cleared, and start-up code runs in it, so a
+ * program that clears the gradients after its optimizer's step looks like
+ * one that clears them before the forward in every other step.
+ */
+bool infer_step_between_markers(int32_t step);
 
 /* The variables a precondition may use for this event, in a stable order. */
 size_t infer_event_variables(const struct infer_event *event, const char **names, size_t max);

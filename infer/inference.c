@@ -531,7 +531,7 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 
 		while (end < inference->count && same_process_step(order[end], order[start]))
 			end++;
-		if (order[start]->step >= 0) {
+		if (infer_step_between_markers(order[start]->step)) {
 			struct segment *segment = &segments[segment_count++];
 
 			for (size_t i = start; i < end; i++) {
@@ -689,14 +689,18 @@ static int infer_rank_updates(struct inference *inference, const struct infer_ev
 	for (size_t start = 0, end; start < step_count && !failed; start = end) {
 		const struct infer_event *disagreeing = NULL;
 		const char *first = infer_event_field(by_step[start], RANK_UPDATES_FIELD);
+		bool sharded = false;
 
 		for (end = start + 1;
-		     end < step_count && same_job_step(by_step[start], by_step[end]); end++)
+		     end < step_count && same_job_step(by_step[start], by_step[end]); end++) {
 			if (!disagreeing &&
 			    infer_event_field(by_step[end], RANK_UPDATES_FIELD) != first)
 				disagreeing = by_step[end];
-		if (end - start != (size_t)by_step[start]->nranks)
-			continue; /* a rank's step is missing: no example */
+			sharded |= rank_updates_other_shards(by_step[end], by_step[start]);
+		}
+		/* A rank's step is missing, or the ranks hold shards, not replicas: no example. */
+		if (end - start != (size_t)by_step[start]->nranks || sharded)
+			continue;
 		if (disagreeing) {
 			failing_peers[failing_count] = disagreeing;
 			failing[failing_count++] = by_step[start];

@@ -70,13 +70,31 @@ const struct infer_event *parameter_updates_step_around(const struct infer_event
 struct updates {
 	struct u64_map any;	 /* tensor -> an update */
 	struct u64_map changing; /* tensor -> an update that changes it */
+	size_t of_parameters;	 /* updates of tensors that require grad */
+	size_t of_state;	 /* updates of tensors known not to (buffers, step counters) */
 };
+
+/*
+ * Whether the optimizer's step did its work out of sight: it updated its
+ * own state (a fused AdamW counts its steps in 0-dim tensors) but no tensor
+ * that requires grad, while every weight the forward read requires grad,
+ * so its parameters were changed by one fused kernel the tracer does not
+ * watch. An optimizer whose parameters got no gradient updates nothing at
+ * all, one that updates other parameters than the forward reads updates
+ * tensors that require grad, and frozen layers show in the forward's reads:
+ * all are still judged.
+ */
+static bool updated_out_of_sight(const struct updates *updates, size_t frozen_reads)
+{
+	return updates->of_state > 0 && updates->of_parameters == 0 && frozen_reads == 0;
+}
 
 static int collect_updates(const struct infer_event *const *events, size_t count,
 			   struct updates *updates, struct parameter_updates_finding *finding)
 {
 	for (size_t i = 0; i < count; i++) {
 		const struct infer_event *event = events[i];
+		const char *requires_grad;
 		uint64_t tensor;
 
 		if (parameter_updates_is_optimizer_step(event)) {
@@ -90,6 +108,11 @@ static int collect_updates(const struct infer_event *const *events, size_t count
 		if (!u64_map_get(&updates->any, tensor) &&
 		    u64_map_put(&updates->any, tensor, (void *)event))
 			return -ENOMEM;
+		requires_grad = infer_event_field(event, "requires_grad:self");
+		if (requires_grad && strcmp(requires_grad, "True") == 0)
+			updates->of_parameters++;
+		else if (requires_grad)
+			updates->of_state++;
 		if (parameter_updates_changes(event) && !u64_map_get(&updates->changing, tensor) &&
 		    u64_map_put(&updates->changing, tensor, (void *)event))
 			return -ENOMEM;
@@ -110,11 +133,13 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	const struct infer_event *first_unchanged = NULL, *first_stopped = NULL;
 	struct updates updates;
 	struct u64_map seen; /* weight read -> its first read */
+	size_t frozen_reads = 0;
 	uint64_t weight;
 	void *value;
 	int failed;
 
 	memset(finding, 0, sizeof(*finding));
+	memset(&updates, 0, sizeof(updates));
 	u64_map_init(&updates.any);
 	u64_map_init(&updates.changing);
 	u64_map_init(&seen);
@@ -133,6 +158,9 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 			break;
 		}
 		finding->weights++;
+		if (infer_event_field(read, "requires_grad:weight") &&
+		    strcmp(infer_event_field(read, "requires_grad:weight"), "False") == 0)
+			frozen_reads++;
 		if (u64_map_get(&updates.changing, weight)) {
 			finding->changed++;
 			continue;
@@ -141,7 +169,8 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 		if (u64_map_get(history, weight))
 			note_unchanged(&first_stopped, read);
 	}
-	finding->applies = !failed && finding->step && finding->weights > 0;
+	finding->applies = !failed && finding->step && finding->weights > 0 &&
+			   !updated_out_of_sight(&updates, frozen_reads);
 	/* Nothing the forward reads changes, or what changed before stopped changing. */
 	finding->holds = !finding->applies || (finding->changed > 0 && !first_stopped);
 	if (!finding->holds) {

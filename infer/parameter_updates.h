@@ -9,7 +9,9 @@
  * (fine-tuning a head) are never updated and never expected to be. It fails
  * for an optimizer that holds parameters the model does not read (another
  * model's, a re-created model's old ones), for every layer frozen, for a
- * layer frozen mid-run, and for a learning rate of 0.
+ * layer frozen mid-run, and for a learning rate of 0. A step whose
+ * optimizer step updated only tensors that do not require grad (a fused
+ * optimizer's step counters) changed its parameters out of sight: no example.
  */
 #ifndef TCHECK_PARAMETER_UPDATES_H
 #define TCHECK_PARAMETER_UPDATES_H

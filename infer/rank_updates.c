@@ -13,6 +13,7 @@
 
 #define UPDATED_FIELD "tensor:self"
 #define DIGEST_FIELD "digest:self"
+#define SHAPE_FIELD "shape:self"
 #define SCALAR_PREFIX "arg:"
 /* Distinct (operator, scalars) pairs kept per step; more are marked, not listed. */
 #define UPDATE_KINDS_MAX 32
@@ -26,11 +27,12 @@ struct update_kind {
 	uint32_t count;
 };
 
-/* An updated tensor's contents at the entry of the operator that changes it. */
+/* An updated tensor's contents at the entry of the operator that changes it, and its shape. */
 struct update_digest {
 	uint32_t tid;
 	uint64_t entry_ns;
-	const char *digest; /* interned, as the trace gave it */
+	const char *digest; /* interned, as the trace gave it; NULL when it has none */
+	const char *shape;  /* "Float[16, 10]", or NULL */
 };
 
 /* The step of one process being gathered. */
@@ -64,9 +66,10 @@ int rank_updates_init(struct rank_updates *updates, struct string_pool *pool)
 	updates->pool = pool;
 	updates->step_name = string_pool_intern(pool, STEP_PARENT_NAME);
 	updates->field_name = string_pool_intern(pool, RANK_UPDATES_FIELD);
+	updates->shard_field_name = string_pool_intern(pool, RANK_UPDATES_SHARD_FIELD);
 	u64_map_init(&updates->processes);
 	u64_map_init(&updates->groups);
-	return updates->step_name && updates->field_name ? 0 : -ENOMEM;
+	return updates->step_name && updates->field_name && updates->shard_field_name ? 0 : -ENOMEM;
 }
 
 void rank_updates_free(struct rank_updates *updates)
@@ -147,7 +150,7 @@ static size_t describe_contents(struct process_updates *state, char *text, size_
 
 	qsort(state->digests, state->digest_count, sizeof(state->digests[0]), by_entry);
 	for (uint32_t i = 0; i < state->digest_count; i++)
-		if (in_optimizer_step(state, &state->digests[i])) {
+		if (state->digests[i].digest && in_optimizer_step(state, &state->digests[i])) {
 			hash = fnv1a_add_u64(hash, fnv1a_string(state->digests[i].digest));
 			read++;
 		}
@@ -157,6 +160,34 @@ static size_t describe_contents(struct process_updates *state, char *text, size_
 				RANK_UPDATES_CONTENTS_MARK
 				"%u tensors the optimizer updates, before: %016llx",
 				read, (unsigned long long)hash);
+}
+
+/* The shapes of the tensors the optimizer's step updated, in order, or NULL when none known. */
+static const char *describe_shard(struct rank_updates *updates, struct process_updates *state)
+{
+	uint64_t hash = FNV1A_OFFSET_BASIS;
+	uint32_t shapes = 0;
+	char text[64];
+
+	/* describe_contents sorted them by entry. */
+	for (uint32_t i = 0; i < state->digest_count; i++)
+		if (state->digests[i].shape && in_optimizer_step(state, &state->digests[i])) {
+			hash = fnv1a_add_u64(hash, fnv1a_string(state->digests[i].shape));
+			shapes++;
+		}
+	if (!shapes)
+		return NULL;
+	snprintf(text, sizeof(text), "%u updates of tensors shaped %016llx", shapes,
+		 (unsigned long long)hash);
+	return string_pool_intern(updates->pool, text);
+}
+
+bool rank_updates_other_shards(const struct infer_event *step, const struct infer_event *peer)
+{
+	const char *mine = infer_event_field(step, RANK_UPDATES_SHARD_FIELD);
+	const char *theirs = infer_event_field(peer, RANK_UPDATES_SHARD_FIELD);
+
+	return mine && theirs && mine != theirs;
 }
 
 bool rank_updates_only_contents_differ(const struct infer_event *step,
@@ -180,7 +211,8 @@ static int finish_step(struct rank_updates *updates, struct process_updates *sta
 {
 	char signature[SIGNATURE_SIZE] = "";
 	size_t used = 0;
-	struct infer_field field;
+	struct infer_field fields[2];
+	uint32_t field_count = 1;
 
 	qsort(state->kinds, state->kind_count, sizeof(state->kinds[0]), by_what);
 	for (uint32_t i = 0; i < state->kind_count && used < sizeof(signature); i++)
@@ -191,11 +223,17 @@ static int finish_step(struct rank_updates *updates, struct process_updates *sta
 		used += (size_t)snprintf(signature + used, sizeof(signature) - used, ", ...");
 	if (used < sizeof(signature))
 		describe_contents(state, signature + used, sizeof(signature) - used);
-	field.name = updates->field_name;
-	field.value = string_pool_intern(updates->pool, signature);
+	fields[0].name = updates->field_name;
+	fields[0].value = string_pool_intern(updates->pool, signature);
+	fields[1].name = updates->shard_field_name;
+	fields[1].value = describe_shard(updates, state);
+	if (fields[1].value)
+		field_count++;
 	*finished = state->step;
-	finished->field_count = 1;
-	finished->fields = field.value ? string_pool_intern_fields(updates->pool, &field, 1) : NULL;
+	finished->field_count = field_count;
+	finished->fields = fields[0].value
+				   ? string_pool_intern_fields(updates->pool, fields, field_count)
+				   : NULL;
 	return finished->fields ? 0 : -ENOMEM;
 }
 
@@ -226,7 +264,7 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 {
 	uint64_t key = fnv1a_add_u64(fnv1a_add_u64(3, event->pipeline), event->pid);
 	struct process_updates *state;
-	const char *what, *digest;
+	const char *what, *digest, *shape;
 	int result = 0;
 	uint32_t i;
 
@@ -257,9 +295,10 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 		return result;
 	}
 	digest = infer_event_field(event, DIGEST_FIELD);
-	if (digest && state->digest_count < DIGESTS_MAX)
+	shape = infer_event_field(event, SHAPE_FIELD);
+	if ((digest || shape) && state->digest_count < DIGESTS_MAX)
 		state->digests[state->digest_count++] =
-			(struct update_digest){ event->tid, event->entry_ns, digest };
+			(struct update_digest){ event->tid, event->entry_ns, digest, shape };
 	what = describe_update(updates->pool, event);
 	if (!what)
 		return -ENOMEM;
@@ -306,7 +345,8 @@ int rank_updates_join(struct rank_updates *updates, const struct infer_event *fi
 		return 0;
 	}
 	differs = infer_event_field(finished, RANK_UPDATES_FIELD) !=
-		  infer_event_field(&group->first, RANK_UPDATES_FIELD);
+			  infer_event_field(&group->first, RANK_UPDATES_FIELD) &&
+		  !rank_updates_other_shards(finished, &group->first);
 	if (differs)
 		*peer = group->first;
 	if (++group->members >= (uint32_t)finished->nranks) {

@@ -13,6 +13,14 @@
  * whose parameters were changed behind the optimizer's back (a checkpoint
  * loaded on one rank), shows as a step whose signature differs from its
  * peers'. Rules name it as Consistent on the field "updates" of the step.
+ *
+ * Only replicas are compared. A step also names the shapes of the tensors
+ * its optimizer updated, in order (RANK_UPDATES_SHARD_FIELD, host memory
+ * only): ranks whose optimizers updated tensors of other shapes hold other
+ * shards of a sharded optimizer (ZeRO-style: each rank updates its own part
+ * of the parameters by design), and their steps are neither examples nor
+ * checked against each other. A rank whose optimizer did not step at all
+ * still differs from its peers.
  */
 #ifndef TCHECK_RANK_UPDATES_H
 #define TCHECK_RANK_UPDATES_H
@@ -25,15 +33,18 @@
 #include "rules.h"
 
 #define RANK_UPDATES_FIELD "updates"
+/* The shapes the optimizer's step updated: a tensor field, never a value or precondition. */
+#define RANK_UPDATES_SHARD_FIELD "shape:updated"
 /* Where a signature's digest of the optimizer's tensors starts. */
 #define RANK_UPDATES_CONTENTS_MARK "; contents of the "
 
 struct rank_updates {
 	struct string_pool *pool;
-	const char *step_name;	  /* interned STEP_PARENT_NAME */
-	const char *field_name;	  /* interned RANK_UPDATES_FIELD */
-	struct u64_map processes; /* (source, pid) -> the step being gathered */
-	struct u64_map groups;	  /* (source, job size, step) -> the ranks' steps so far */
+	const char *step_name;	      /* interned STEP_PARENT_NAME */
+	const char *field_name;	      /* interned RANK_UPDATES_FIELD */
+	const char *shard_field_name; /* interned RANK_UPDATES_SHARD_FIELD */
+	struct u64_map processes;     /* (source, pid) -> the step being gathered */
+	struct u64_map groups;	      /* (source, job size, step) -> the ranks' steps so far */
 };
 
 /* Whether a rule is about this: Consistent on the field "updates" of the step. */
@@ -45,6 +56,12 @@ bool rule_checks_rank_updates(const struct rule *rule);
  */
 bool rank_updates_only_contents_differ(const struct infer_event *step,
 				       const struct infer_event *peer);
+
+/*
+ * Whether two ranks' steps updated tensors of other shapes in their
+ * optimizers' steps (both known): shards, not replicas.
+ */
+bool rank_updates_other_shards(const struct infer_event *step, const struct infer_event *peer);
 
 /* 0 or -ENOMEM. */
 int rank_updates_init(struct rank_updates *updates, struct string_pool *pool);
@@ -59,9 +76,9 @@ bool rank_updates_wants(const struct infer_event *event);
 /*
  * Adds an event rank_updates_wants accepts (others are ignored). When it
  * opens a later step of its process, the step just finished is written to
- * 'finished' (kind INFER_EVENT_STEP, its signature as the field "updates")
- * and 1 is returned; else 0; -ENOMEM when out of memory. A process's last
- * step stays open: it may have been cut short.
+ * 'finished' (kind INFER_EVENT_STEP, its signature as the field "updates",
+ * the shapes its optimizer updated as RANK_UPDATES_SHARD_FIELD) and 1 is returned; else 0; -ENOMEM
+ * when out of memory. A process's last step stays open: it may have been cut short.
  */
 int rank_updates_observe(struct rank_updates *updates, const struct infer_event *event,
 			 struct infer_event *finished);
@@ -69,7 +86,8 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 /*
  * Joins a finished step to the other ranks' same step (same source and job
  * size). Returns 1 and copies the first rank's step to 'peer' when the
- * signatures differ, 0 when they agree or it is the first, -ENOMEM. A group
+ * signatures differ, 0 when they agree, it is the first or the two hold
+ * other shards, -ENOMEM. A group
  * is forgotten once every rank has joined it; 'complete' (may be NULL) says
  * whether this step was the last to join.
  */

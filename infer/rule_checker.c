@@ -255,7 +255,8 @@ static int check_consistent(struct rule_checker *checker, const struct infer_eve
 /* Checks the order rules on a finished step of one process. */
 static void close_step(struct rule_checker *checker, struct process_step *state)
 {
-	for (size_t i = 0; i < checker->rules->count; i++) {
+	for (size_t i = 0; i < checker->rules->count && infer_step_between_markers(state->step);
+	     i++) {
 		const struct rule *rule = &checker->rules->rules[i];
 		const struct infer_event *first_a = NULL, *first_b = NULL;
 

@@ -3,6 +3,28 @@
 #include "rule_support.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/*
+ * Fields of an NCCL call that the job's layout sets: what the collective
+ * moves (its element counts and type: a layer's tensor, a shard of the
+ * parameters split over the ranks) and rank numbers and counts. Another
+ * program, or the same one at another world size, moves other tensors in
+ * other groups.
+ */
+static const char *const layout_fields[] = { "count",	 "sendcount", "recvcount",
+					     "datatype", "nranks",    "peer" };
+
+bool rule_value_is_layout(const struct rule *rule)
+{
+	if (rule->relation != RELATION_API_ARG || rule->distinct ||
+	    rule->event.kind != INFER_EVENT_NCCL || !rule->field)
+		return false;
+	for (size_t i = 0; i < sizeof(layout_fields) / sizeof(layout_fields[0]); i++)
+		if (strcmp(rule->field, layout_fields[i]) == 0)
+			return true;
+	return false;
+}
 
 bool rule_states_value(const struct rule *rule)
 {
@@ -44,6 +66,9 @@ bool rule_support_judge(struct rule *rule, const struct infer_event *const *pass
 	/* One program cannot tell what every program does: its rules apply where used. */
 	rule->scope =
 		pipeline_count >= 2 && support == pipeline_count ? RULE_SCOPE_ALL : RULE_SCOPE_USED;
+	/* A value of the layout is each job's own, however many programs share it. */
+	if (pipeline_count >= 2 && rule_value_is_layout(rule))
+		return false;
 	/* A value some programs chose (a learning rate two of them share) is no rule. */
 	return !rule_states_value(rule) || rule->scope == RULE_SCOPE_ALL || pipeline_count < 2;
 }

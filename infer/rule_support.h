@@ -32,6 +32,14 @@ struct rule_evidence {
 bool rule_support_judge(struct rule *rule, const struct infer_event *const *passing,
 			size_t passing_count, const struct rule_evidence *evidence, bool *ok);
 
+/*
+ * Whether a rule states a constant of an NCCL call's layout (element count,
+ * datatype, rank count or peer): no rule when several programs are given,
+ * since it changes with the world size and the parallel layout; the ranks'
+ * agreement on it (Consistent) is what carries over.
+ */
+bool rule_value_is_layout(const struct rule *rule);
+
 /* Whether a rule states a value (a constant, an exact count, a per-rank difference). */
 bool rule_states_value(const struct rule *rule);
 

@@ -98,7 +98,7 @@ int scalars_steady_judge(const struct infer_event *const *events, size_t count,
 {
 	struct scalars_history current = { .known = true };
 	const struct applied_scalar *old, *new;
-	bool scheduled = false;
+	bool scheduled = false, replaced;
 	int failed = 0;
 
 	memset(finding, 0, sizeof(*finding));
@@ -120,8 +120,10 @@ int scalars_steady_judge(const struct infer_event *const *events, size_t count,
 		return failed;
 	}
 	current.scheduled = history->scheduled;
-	finding->applies = history->known && !current.scheduled && current.count > 0;
-	if (finding->applies && find_replaced(history, &current, &old, &new)) {
+	replaced = history->known && find_replaced(history, &current, &old, &new);
+	current.steady = history->known && !replaced;
+	finding->applies = history->steady && !current.scheduled && current.count > 0;
+	if (finding->applies && replaced) {
 		finding->holds = false;
 		finding->before = old->update;
 		/* The update as the caller holds it, not the copy about to become history. */

@@ -12,9 +12,13 @@
  * applied and this one replaced with another (a value only added, such as
  * SGD's momentum from its second step, is no change). What an optimizer
  * does with its scalars is its own (Adam rescales its step size every
- * step), so a rule names the implementation it was seen with. It fails for
- * a learning rate changed by hand or by an optimizer rebuilt with another
- * configuration.
+ * step), so a rule names the implementation it was seen with. A step is
+ * an example once the scalars have settled: its previous step applied the
+ * scalars of the one before it. A warm-up written out in the loop (the
+ * learning rate set by hand in each of the first steps) changes them every
+ * step and is no example until it ends; a learning rate changed by hand
+ * after steady steps, or by an optimizer rebuilt with another
+ * configuration, fails.
  */
 #ifndef TCHECK_SCALARS_STEADY_H
 #define TCHECK_SCALARS_STEADY_H
@@ -27,7 +31,7 @@
 #include "rules.h"
 
 /* The field a ScalarsSteady rule names: the optimizer step's implementation ("SGD.step"). */
-#define SCALARS_STEADY_FIELD "implementation"
+#define SCALARS_STEADY_FIELD INFER_IMPLEMENTATION_FIELD
 /* Python code whose run in a step lets its scalars change: torch's schedulers. */
 #define SCALARS_STEADY_SCHEDULER_PREFIX "torch.optim.lr_scheduler."
 
@@ -41,6 +45,7 @@ struct applied_scalar {
 /* What the process's last optimizer step applied. */
 struct scalars_history {
 	bool known;
+	bool steady;	/* the last optimizer step applied the scalars of the one before it */
 	bool scheduled; /* scheduler code ran in the process: its scalars are the scheduler's */
 	size_t count, capacity;
 	struct applied_scalar *scalars;
@@ -48,7 +53,7 @@ struct scalars_history {
 
 /* What one step of one process shows. */
 struct scalars_steady_finding {
-	bool applies; /* an optimizer step after an earlier one, in a process with no scheduler */
+	bool applies; /* an optimizer step after settled ones, in a process with no scheduler */
 	bool holds;
 	const struct infer_event *step;	  /* the (first) optimizer step: the example */
 	const struct infer_event *update; /* violated: an update applying a new value */

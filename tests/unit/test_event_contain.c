@@ -215,8 +215,12 @@ UNIT_TEST(event_contain, a_scope_and_a_step_contain_operators_n_times)
 	CU_ASSERT_STRING_EQUAL(exactly->precondition.groups[0].clauses[0].value, "False");
 	CU_ASSERT_EQUAL(exactly->passing, 9);
 	CU_ASSERT_EQUAL(exactly->failing, 2);
-	/* The step holds the scope's adds and one more; the last step of each is left out. */
-	CU_ASSERT_EQUAL(step_exactly->passing + step_exactly->failing, 9);
+	/*
+	 * The step holds the scope's adds and one more; the last step of each is
+	 * left out, and so is step 0, which no optimizer step came before.
+	 */
+	CU_ASSERT_EQUAL(step_exactly->passing + step_exactly->failing, 7);
+	CU_ASSERT_EQUAL(step_exactly->failing, 0);
 	CU_ASSERT_PTR_NULL(contain_rule(set, INFER_EVENT_PYTHON, SCOPE_FAMILY, "2"));
 
 	checker = rule_checker_new(set, contain_violation, &counts);
@@ -492,6 +496,56 @@ UNIT_TEST(api_sequence, an_order_seen_in_one_step_only_is_no_rule)
 				    strcmp(rule->first.name, "train_a") == 0;
 	}
 	CU_ASSERT_EQUAL(steps_with_order, 1);
+	inference_free(inference);
+	rule_set_free(set);
+}
+
+/* Feeds one optimizer step scope of 'scope' holding 'adds' add_ operators, from 'base' on. */
+static void feed_scope(struct rule_checker *checker, uint32_t pid, int step, uint64_t base,
+		       const char *scope, int adds)
+{
+	struct trace_record record;
+
+	for (int i = 0; i < adds; i++) {
+		record = python_call_record(pid, step, base + 10 + (uint64_t)i * 20, 5, OP,
+					    TRACE_PYTHON_TORCH_OP);
+		CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+	}
+	record = python_call_record(pid, step, base, 200, scope, TRACE_PYTHON_TORCH_SCOPE);
+	CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+}
+
+UNIT_TEST(event_contain, an_optimizers_operators_are_asked_of_that_optimizer_alone)
+{
+	static const int healthy[6] = { 4, 4, 4, 4, 4, 4 };
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct contain_counts counts = { 0 };
+	struct rule_checker *checker;
+
+	add_steps(inference, NULL, 10, healthy, 6);
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(contain_rule(set, INFER_EVENT_PYTHON, SCOPE_FAMILY, NULL));
+	checker = rule_checker_new(set, contain_violation, &counts);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	/*
+	 * One process, two optimizers: SGD's step runs add_, a foreach AdamW's
+	 * another operator. The SGD step's add_ says nothing of AdamW's; the
+	 * SGD step of step 3 that holds none breaks the rule.
+	 */
+	for (int step = 0; step < 6; step++) {
+		uint64_t base = (uint64_t)step * 1000 + 100;
+
+		feed_scope(checker, 30, step, base, SCOPE, step == 3 ? 0 : 4);
+		feed_scope(checker, 30, step, base + 400, "Optimizer.step#AdamW.step", 0);
+	}
+	rule_checker_finish(checker);
+	/* "contains add_" and "contains add_ exactly 4 times" (one program's rules). */
+	CU_ASSERT_EQUAL(counts.scope_at[3], 2);
+	CU_ASSERT_EQUAL(counts.scope_at[0] + counts.scope_at[1] + counts.scope_at[2] +
+				counts.scope_at[4] + counts.scope_at[5],
+			0);
+	rule_checker_free(checker);
 	inference_free(inference);
 	rule_set_free(set);
 }

@@ -24,6 +24,8 @@ enum step_fault {
 	SECOND_NOT_UPDATED, /* the optimizer holds one parameter only */
 	ZERO_SCALE,	    /* learning rate 0: alpha = -0.0 */
 	NO_UPDATE,	    /* every layer frozen */
+	FUSED,		    /* a fused kernel updates the parameters: only step counters show */
+	FUSED_FROZEN,	    /* the same, but the forward reads frozen weights */
 };
 
 static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
@@ -42,6 +44,15 @@ static void scalar_argument(struct trace_record *record, const char *field, doub
 	*arg = (struct trace_python_arg){ .name = field, .type = TRACE_VALUE_FLOAT, .real = value };
 }
 
+static void requires_grad_argument(struct trace_record *record, const char *field, bool value)
+{
+	struct trace_python_arg *arg = &record->python_call.args[record->python_call.arg_count++];
+
+	*arg = (struct trace_python_arg){ .name = field,
+					  .type = TRACE_VALUE_BOOL,
+					  .integer = value };
+}
+
 /* A forward that reads two weights, then an SGD step with momentum; records in arrival order. */
 static size_t build_step(uint32_t pid, int step, enum step_fault fault,
 			 struct trace_record *records)
@@ -51,10 +62,24 @@ static size_t build_step(uint32_t pid, int step, enum step_fault fault,
 
 	records[count] =
 		python_call_record(pid, step, base + 10, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
-	tensor_argument(&records[count++], "tensor:weight", WEIGHT_1);
+	tensor_argument(&records[count], "tensor:weight", WEIGHT_1);
+	requires_grad_argument(&records[count++], "requires_grad:weight", fault != FUSED_FROZEN);
 	records[count] =
 		python_call_record(pid, step, base + 20, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
-	tensor_argument(&records[count++], "tensor:weight", WEIGHT_2);
+	tensor_argument(&records[count], "tensor:weight", WEIGHT_2);
+	requires_grad_argument(&records[count++], "requires_grad:weight", fault != FUSED_FROZEN);
+	if (fault == FUSED || fault == FUSED_FROZEN) {
+		/* A fused AdamW's step counter: a 0-dim tensor that does not require grad. */
+		records[count] = python_call_record(pid, step, base + 105, 3, "aten::add_.Tensor",
+						    TRACE_PYTHON_TORCH_OP);
+		tensor_argument(&records[count], "tensor:self", BUFFER);
+		requires_grad_argument(&records[count], "requires_grad:self", false);
+		scalar_argument(&records[count++], "arg:alpha", 1);
+		records[count++] =
+			python_call_record(pid, step, base + 100, 100, "Optimizer.step#AdamW.step",
+					   TRACE_PYTHON_TORCH_SCOPE);
+		return count;
+	}
 	/* The momentum buffer's update is no parameter's. */
 	records[count] = python_call_record(pid, step, base + 105, 3, "aten::mul_.Scalar",
 					    TRACE_PYTHON_TORCH_OP);
@@ -143,6 +168,17 @@ UNIT_TEST(parameter_updates, each_weight_read_against_what_the_step_changes)
 	judge(ZERO_SCALE, false, WEIGHT_1, &finding);
 	CU_ASSERT_FALSE(finding.holds);
 	CU_ASSERT_PTR_NOT_NULL(finding.update);
+
+	/*
+	 * A fused optimizer: its step updated only its step counters and the
+	 * weights read require grad: its parameter updates ran out of sight, no
+	 * example. With frozen weights read, it is judged (and fails).
+	 */
+	judge(FUSED, true, 0, &finding);
+	CU_ASSERT_FALSE(finding.applies);
+	judge(FUSED_FROZEN, true, WEIGHT_1, &finding);
+	CU_ASSERT_TRUE(finding.applies);
+	CU_ASSERT_FALSE(finding.holds);
 }
 
 struct update_violations {

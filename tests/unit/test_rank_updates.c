@@ -19,14 +19,15 @@
 
 /* How one rank's step goes. */
 struct rank_step {
-	bool clips;	 /* scales its gradients (clip_grad_norm_) */
-	double alpha;	 /* the SGD update's scale: -lr */
-	int64_t weights; /* what its weights hold before the update (their digest, in part) */
+	bool clips;	   /* scales its gradients (clip_grad_norm_) */
+	double alpha;	   /* the SGD update's scale: -lr */
+	int64_t weights;   /* what its weights hold before the update (their digest, in part) */
+	const char *shape; /* of the tensors its optimizer updates (its shard), NULL unknown */
 };
 
 static struct trace_record update(uint32_t pid, int rank, int world_size, int step, uint64_t at,
 				  const char *name, uint64_t tensor, int64_t digest,
-				  const char *scalar, double value)
+				  const char *shape, const char *scalar, double value)
 {
 	struct trace_record record =
 		python_call_record(pid, step, at, 3, name, TRACE_PYTHON_TORCH_OP);
@@ -40,6 +41,10 @@ static struct trace_record update(uint32_t pid, int rank, int world_size, int st
 	call->args[call->arg_count++] = (struct trace_python_arg){ .name = "digest:self",
 								   .type = TRACE_VALUE_INT,
 								   .integer = digest };
+	if (shape)
+		call->args[call->arg_count++] = (struct trace_python_arg){ .name = "shape:self",
+									   .type = TRACE_VALUE_STR,
+									   .text = shape };
 	if (scalar)
 		call->args[call->arg_count++] = (struct trace_python_arg){
 			.name = scalar, .type = TRACE_VALUE_FLOAT, .real = value
@@ -61,11 +66,11 @@ static size_t build_rank_step(uint32_t pid, int rank, int world_size, int step,
 	for (uint64_t p = 0; p < 2 && how.clips; p++)
 		records[count++] =
 			update(pid, rank, world_size, step, at + p, "aten::mul_.Tensor",
-			       WEIGHT + 0x100 + p, 7000 + 10 * rank + (int64_t)p, NULL, 0);
+			       WEIGHT + 0x100 + p, 7000 + 10 * rank + (int64_t)p, NULL, NULL, 0);
 	for (uint64_t p = 0; p < 2; p++)
 		records[count++] = update(
 			pid, rank, world_size, step, at + 10 + p, "aten::add_.Tensor", WEIGHT + p,
-			how.weights + 100 * step + (int64_t)p, "arg:alpha", how.alpha);
+			how.weights + 100 * step + (int64_t)p, how.shape, "arg:alpha", how.alpha);
 	records[count] = python_call_record(pid, step, at + 5, 20, "Optimizer.step#SGD.step",
 					    TRACE_PYTHON_TORCH_SCOPE);
 	records[count].python_call.rank = rank;
@@ -73,7 +78,7 @@ static size_t build_rank_step(uint32_t pid, int rank, int world_size, int step,
 	return count;
 }
 
-static const struct rank_step HEALTHY = { true, -LR, 1 };
+static const struct rank_step HEALTHY = { true, -LR, 1, "Float[4, 4]" };
 
 UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
 {
@@ -212,22 +217,31 @@ UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_
 	run_job(&seen, set, 7, 7, HEALTHY);
 	CU_ASSERT_EQUAL(seen.total, 0);
 	/* Rank 1 stops clipping from step 3: steps 3 to 5 (6 is never finished). */
-	run_job(&seen, set, 7, 3, (struct rank_step){ false, -LR });
+	run_job(&seen, set, 7, 3, (struct rank_step){ false, -LR, 1, "Float[4, 4]" });
 	CU_ASSERT_EQUAL(seen.total, 3);
 	CU_ASSERT_EQUAL(seen.contents_only, 0);
 	CU_ASSERT_EQUAL(seen.at[2], 0);
 	CU_ASSERT_EQUAL(seen.at[3], 1);
 	CU_ASSERT_EQUAL(seen.at[5], 1);
 	/* Rank 1 steps with ten times the learning rate from step 4. */
-	run_job(&seen, set, 7, 4, (struct rank_step){ true, -10 * LR, 1 });
+	run_job(&seen, set, 7, 4, (struct rank_step){ true, -10 * LR, 1, "Float[4, 4]" });
 	CU_ASSERT_EQUAL(seen.total, 2);
 	CU_ASSERT_EQUAL(seen.at[4], 1);
 	/* Rank 1's weights hold other values from step 2 (restored alone), same updates. */
-	run_job(&seen, set, 7, 2, (struct rank_step){ true, -LR, 2 });
+	run_job(&seen, set, 7, 2, (struct rank_step){ true, -LR, 2, "Float[4, 4]" });
 	CU_ASSERT_EQUAL(seen.total, 4);
 	CU_ASSERT_EQUAL(seen.contents_only, 4);
 	CU_ASSERT_EQUAL(seen.at[1], 0);
 	CU_ASSERT_EQUAL(seen.at[2], 1);
+	/*
+	 * A sharded optimizer (ZeRO-style): rank 1 updates its own shard, tensors
+	 * of other shapes holding other values, by design: nothing.
+	 */
+	run_job(&seen, set, 7, 0, (struct rank_step){ true, -LR, 3, "Float[4]" });
+	CU_ASSERT_EQUAL(seen.total, 0);
+	/* Where the shapes are not known (device memory), the ranks are compared as before. */
+	run_job(&seen, set, 7, 2, (struct rank_step){ true, -LR, 2, NULL });
+	CU_ASSERT_EQUAL(seen.total, 4);
 	inference_free(inference);
 	inference_free(alone);
 	rule_set_free(set);

@@ -28,6 +28,11 @@ struct program {
 	int ddp_until;	       /* DDP forward in steps before this one (0: never) */
 	double lr;	       /* train.configure(lr=...) in every step */
 	int eval_at;	       /* the optimizer steps in eval mode at this step (-1: never) */
+	/*
+	 * zero_grad after the optimizer's step instead of before the forward: the
+	 * step marker has ended, so it lies in the next step; step 0 has none.
+	 */
+	int zero_grad_after_step;
 };
 
 static struct trace_record call(const struct program *program, int step, uint64_t entry_ns,
@@ -60,7 +65,7 @@ static void run_program(const struct program *program, struct inference *inferen
 		records[count++].python_call.args[0] = (struct trace_python_arg){
 			.name = "lr", .type = TRACE_VALUE_FLOAT, .real = program->lr
 		};
-		if (step < program->zero_grad_until)
+		if (program->zero_grad_after_step ? step > 0 : step < program->zero_grad_until)
 			records[count++] = call(program, step, base + 100, zero_grad,
 						TRACE_PYTHON_TORCH_SCOPE);
 		if (step < program->ddp_until)
@@ -194,9 +199,18 @@ UNIT_TEST(carry_over, rules_from_three_programs_hold_on_a_fourth)
 	/* A healthy program of another shape (RMSprop, no DDP): nothing. */
 	check_program(set, &(struct program){ 40, "RMSprop", STEPS, 0, 0.1, -1 }, &tally);
 	CU_ASSERT_EQUAL(tally.total, 0);
-	/* One that never zeroes its gradients: caught at its first step. */
+	/*
+	 * One that zeroes after its optimizer's step: the gradients are cleared
+	 * between every two steps that consume them, nothing to say.
+	 */
+	check_program(set, &(struct program){ 45, "RMSprop", 0, 0, 0.1, -1, 1 }, &tally);
+	CU_ASSERT_EQUAL(tally.total, 0);
+	/*
+	 * One that never zeroes its gradients: caught at its first step after an
+	 * optimizer step (step 0 has none before it whose gradients it reuses).
+	 */
 	check_program(set, &(struct program){ 50, "RMSprop", 0, 0, 0.1, -1 }, &tally);
-	CU_ASSERT_EQUAL(first_step_of(&tally, set, zero_grad_first), 0);
+	CU_ASSERT_EQUAL(first_step_of(&tally, set, zero_grad_first), 1);
 	/* A DDP program whose forward stops being DDP's at step 3: from step 3 on. */
 	check_program(set, &(struct program){ 60, "Adam", STEPS, 3, 0.1, -1 }, &tally);
 	CU_ASSERT_EQUAL(first_step_of(&tally, set, ddp_first), 3);
@@ -251,4 +265,83 @@ UNIT_TEST(carry_over, a_scope_is_its_family_with_implementation_and_stage)
 	CU_ASSERT_EQUAL_FATAL(infer_event_from_record(pool, &record, &event), 1);
 	CU_ASSERT_STRING_EQUAL(event.name, DDP_FORWARD);
 	string_pool_free(pool);
+}
+
+/*
+ * One job's all-gathers: 'nranks' ranks on communicator 'comm', each
+ * gathering 'count' values per call, 'calls' calls.
+ */
+static void gather_job(struct inference *inference, struct rule_checker *checker,
+		       uint32_t first_pid, int nranks, uint64_t comm, uint64_t count, int calls)
+{
+	for (int seq = 0; seq < calls; seq++)
+		for (int rank = 0; rank < nranks; rank++) {
+			struct trace_record record = nccl_call_record(
+				"ncclAllGather", first_pid + (uint32_t)rank, rank, nranks, comm,
+				seq, count, 1000 + (uint64_t)seq * 100);
+
+			if (inference)
+				CU_ASSERT_EQUAL(inference_add(inference, &record), 0);
+			if (checker)
+				CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+		}
+}
+
+static void count_any(const struct rule_violation *violation, void *context)
+{
+	(void)violation;
+	(*(int *)context)++;
+}
+
+UNIT_TEST(carry_over, a_collectives_size_is_no_constant_across_jobs)
+{
+	struct rule_set *set = rule_set_new(), *single = rule_set_new();
+	struct inference *inference = inference_new(set), *alone = inference_new(single);
+	struct rule_checker *checker;
+	int violations = 0;
+
+	/* A 2-rank and a 4-rank job, both gathering 64 values: two programs. */
+	inference_set_pipeline(inference, 0);
+	gather_job(inference, NULL, 100, 2, 0xa1, 64, 6);
+	inference_set_pipeline(inference, 1);
+	gather_job(inference, NULL, 200, 4, 0xb1, 64, 6);
+	CU_ASSERT_EQUAL_FATAL(inference_run(inference), 0);
+	for (size_t i = 0; i < set->count; i++)
+		CU_ASSERT_FALSE(set->rules[i].relation == RELATION_API_ARG &&
+				!set->rules[i].distinct &&
+				(strcmp(set->rules[i].field, "sendcount") == 0 ||
+				 strcmp(set->rules[i].field, "datatype") == 0 ||
+				 strcmp(set->rules[i].field, "nranks") == 0));
+	/* The ranks agreeing on it carries over. */
+	{
+		bool consistent = false;
+
+		for (size_t i = 0; i < set->count; i++)
+			consistent |= set->rules[i].relation == RELATION_CONSISTENT &&
+				      strcmp(set->rules[i].field, "sendcount") == 0;
+		CU_ASSERT_TRUE(consistent);
+	}
+	/* An 8-rank job whose gathers carry 128 values: healthy, nothing to say. */
+	checker = rule_checker_new(set, count_any, &violations);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	gather_job(NULL, checker, 300, 8, 0xc1, 128, 6);
+	rule_checker_finish(checker);
+	rule_checker_free(checker);
+	CU_ASSERT_EQUAL(violations, 0);
+	/* One program alone keeps its value: the rules are that program's. */
+	gather_job(alone, NULL, 100, 2, 0xa1, 64, 6);
+	CU_ASSERT_EQUAL_FATAL(inference_run(alone), 0);
+	{
+		bool constant = false;
+
+		for (size_t i = 0; i < single->count; i++)
+			constant |= single->rules[i].relation == RELATION_API_ARG &&
+				    strcmp(single->rules[i].field, "sendcount") == 0 &&
+				    strcmp(single->rules[i].value, "64") == 0;
+		CU_ASSERT_TRUE(constant);
+	}
+	inference_free(inference);
+	inference_free(alone);
+	rule_set_free(set);
+	rule_set_free(single);
 }

@@ -103,8 +103,12 @@ UNIT_TEST(scalars_steady, a_scalar_replaced_between_steps_of_a_process_with_no_s
 
 	CU_ASSERT_EQUAL(judge(pool, 0, &sgd, &history, &finding), -1); /* nothing before */
 	CU_ASSERT_TRUE(history.known);
-	/* The momentum buffer's factor only adds a scalar: no change. */
-	CU_ASSERT_EQUAL(judge(pool, 1, &momentum, &history, &finding), 1);
+	/*
+	 * The momentum buffer's factor only adds a scalar: no change, and the
+	 * scalars have settled; step 1 is no example (nothing had settled before it).
+	 */
+	CU_ASSERT_EQUAL(judge(pool, 1, &momentum, &history, &finding), -1);
+	CU_ASSERT_TRUE(history.steady);
 	CU_ASSERT_EQUAL(judge(pool, 2, &momentum, &history, &finding), 1);
 	/* alpha -0.1 replaced by -1.0: the learning rate moved tenfold. */
 	CU_ASSERT_EQUAL(judge(pool, 3, &tenfold, &history, &finding), 0);
@@ -113,15 +117,16 @@ UNIT_TEST(scalars_steady, a_scalar_replaced_between_steps_of_a_process_with_no_s
 			       "-0.10000000000000001");
 	CU_ASSERT_EQUAL(finding.update->step, 3);
 	CU_ASSERT_EQUAL(finding.before.step, 2);
-	/* Reported once: the next step compares with the new value. */
-	CU_ASSERT_EQUAL(judge(pool, 4, &tenfold, &history, &finding), 1);
+	/* Reported once: the next step settles on the new value, the one after holds it. */
+	CU_ASSERT_EQUAL(judge(pool, 4, &tenfold, &history, &finding), -1);
+	CU_ASSERT_EQUAL(judge(pool, 5, &tenfold, &history, &finding), 1);
 	/*
 	 * A scheduler ran: from then on the process's scalars are its scheduler's,
 	 * even in steps where its code is not seen (a step() CPython ran inline).
 	 */
-	CU_ASSERT_EQUAL(judge(pool, 5, &scheduled, &history, &finding), -1);
+	CU_ASSERT_EQUAL(judge(pool, 6, &scheduled, &history, &finding), -1);
 	CU_ASSERT_TRUE(history.scheduled);
-	CU_ASSERT_EQUAL(judge(pool, 6,
+	CU_ASSERT_EQUAL(judge(pool, 7,
 			      &(struct step_plan){ "Optimizer.step#SGD.step", 0.05, true, false },
 			      &history, &finding),
 			-1);
@@ -245,7 +250,8 @@ UNIT_TEST(scalars_steady, one_rule_per_implementation_that_holds_it)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(rule);
 	CU_ASSERT_STRING_EQUAL(rule->value, "SGD.step");
 	CU_ASSERT_EQUAL(rule->pipelines, 1);
-	CU_ASSERT_EQUAL(rule->passing, 7);
+	/* Steps 2 to 7: step 0 has no step before it, step 1 none that had settled. */
+	CU_ASSERT_EQUAL(rule->passing, 6);
 	CU_ASSERT_EQUAL(rule->scope, RULE_SCOPE_USED);
 	CU_ASSERT_EQUAL(rule->failing, 0);
 	round_trip(set);
@@ -259,12 +265,18 @@ UNIT_TEST(scalars_steady, one_rule_per_implementation_that_holds_it)
 	CU_ASSERT_EQUAL(seen.at[5], 1);
 	rule_checker_free(checker);
 
-	/* A scheduled warm-up with SGD, and Adam's moving step size: nothing. */
+	/*
+	 * A scheduled warm-up with SGD, Adam's moving step size, and a warm-up
+	 * written out in the loop (the learning rate set by hand in each of the
+	 * first steps, no scheduler): nothing, the scalars never settled before
+	 * they stopped moving.
+	 */
 	memset(&seen, 0, sizeof(seen));
 	checker = rule_checker_new(set, count_violation, &seen);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
 	feed_checker(checker, 31, "Optimizer.step#SGD.step", warm_up, warm_up_scheduled, 8);
 	feed_checker(checker, 32, "Optimizer.step#Adam.step", adam, NULL, 8);
+	feed_checker(checker, 33, "Optimizer.step#SGD.step", warm_up, NULL, 8);
 	rule_checker_finish(checker);
 	CU_ASSERT_EQUAL(seen.total, 0);
 	rule_checker_free(checker);

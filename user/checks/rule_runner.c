@@ -10,6 +10,7 @@
 #include "base/exit_status.h"
 #include "base/log.h"
 #include "base/output_file.h"
+#include "checks/rule_findings.h"
 #include "checks/rule_runner.h"
 #include "checks/violation_stream.h"
 #include "infer/rank_updates.h"
@@ -19,7 +20,23 @@
 
 struct report {
 	struct violation_stream stream; /* --jsonl or --events, when given */
+	struct rule_findings findings;	/* what the text output shows */
 };
+
+static void report_init(struct report *report, FILE *stream)
+{
+	violation_stream_init(&report->stream, stream);
+	rule_findings_init(&report->findings);
+}
+
+/* The findings, one line each, then the report is freed. */
+static void report_finish(struct report *report, const struct rule_set *rules)
+{
+	rule_findings_print(&report->findings, rules, stdout);
+	fflush(stdout);
+	rule_findings_free(&report->findings);
+	violation_stream_free(&report->stream);
+}
 
 static json_t *event_json(const struct infer_event *event)
 {
@@ -60,13 +77,19 @@ static const char *tensor_detail(const struct infer_event *event, const char *de
 	return infer_event_field(event, name);
 }
 
-static void describe_event(const struct infer_event *event, const char *field, char *text,
-			   size_t size)
+/*
+ * An event in words. Its process is named by its job rank, as the JSON
+ * Lines name it ("job_rank"), when known; an NCCL call's rank in its
+ * communicator comes with the communicator.
+ */
+static void describe_event(const struct infer_event *event, int job_rank, const char *field,
+			   char *text, size_t size)
 {
 	const char *shape = tensor_detail(event, "shape");
 	const char *requires_grad = tensor_detail(event, "requires_grad");
-	int used = snprintf(text, size, "%s on rank %d (pid %u)", event->name, event->rank,
-			    event->pid);
+	int used = job_rank >= 0 ? snprintf(text, size, "%s on job rank %d (pid %u)", event->name,
+					    job_rank, event->pid)
+				 : snprintf(text, size, "%s (pid %u)", event->name, event->pid);
 
 	if (shape && used > 0 && (size_t)used < size) {
 		size_t length = strlen(shape);
@@ -87,8 +110,8 @@ static void describe_event(const struct infer_event *event, const char *field, c
 								 : "(none)");
 	if (event->comm_id && used > 0 && (size_t)used < size)
 		used += snprintf(text + used, size - (size_t)used,
-				 ", communicator %016" PRIx64 " call %" PRId64, event->comm_id,
-				 event->seq);
+				 ", rank %d of communicator %016" PRIx64 " call %" PRId64,
+				 event->rank, event->comm_id, event->seq);
 	if (*event->context && used > 0 && (size_t)used < size)
 		snprintf(text + used, size - (size_t)used, ", called from %s", event->context);
 }
@@ -132,9 +155,20 @@ static void report_violation(const struct rule_violation *violation, void *conte
 	} else if (violation->rule->relation == RELATION_SCALARS_STEADY) {
 		field = changed_scalar(violation->event, violation->other);
 	}
-	describe_event(violation->event, field, offending, sizeof(offending));
+	int job_rank = violation_stream_job_rank(&report->stream, violation);
+	int other_job_rank = violation->other ? violation_stream_event_job_rank(&report->stream,
+										violation->other)
+					      : -1;
+	int first = rule_findings_note(&report->findings, violation->rule_index, violation->step,
+				       job_rank);
+
+	violation_stream_write(&report->stream, violation);
+	/* The text shows a rule's first violation; the finding sums up the others at the end. */
+	if (first == 0)
+		return;
+	describe_event(violation->event, job_rank, field, offending, sizeof(offending));
 	if (violation->other)
-		describe_event(violation->other,
+		describe_event(violation->other, other_job_rank,
 			       violation->rule->relation == RELATION_EVENT_CONTAIN
 				       ? violation->rule->field
 				       : field,
@@ -150,11 +184,10 @@ static void report_violation(const struct rule_violation *violation, void *conte
 		       other);
 	if (rule_checks_rank_updates(violation->rule) && violation->other &&
 	    rank_updates_only_contents_differ(violation->event, violation->other))
-		printf("  the same updates with the same scalars, applied to other values: rank "
-		       "%d's replica no longer holds what rank %d's does (changed outside the "
-		       "optimizer's updates, or diverged in an earlier step)\n",
-		       violation->event->rank, violation->other->rank);
-	violation_stream_write(&report->stream, violation);
+		printf("  the same updates with the same scalars, applied to other values: job "
+		       "rank %d's replica no longer holds what job rank %d's does (changed "
+		       "outside the optimizer's updates, or diverged in an earlier step)\n",
+		       job_rank, other_job_rank);
 }
 
 /* Offline: the checker and the report the trace's records go to. */
@@ -191,7 +224,7 @@ int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 		rule_set_free(rules);
 		return EXIT_BAD_INPUT;
 	}
-	violation_stream_init(&report.stream, jsonl.stream);
+	report_init(&report, jsonl.stream);
 	check.checker = rule_checker_new(rules, report_violation, &report);
 	if (!check.checker) {
 		log_error("out of memory");
@@ -213,6 +246,7 @@ int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 	rule_check_finish(check.checker, rules, "");
 	status = rule_checker_violations(check.checker) ? EXIT_FINDINGS : EXIT_CLEAN;
 out:
+	report_finish(&report, rules);
 	/* Violations of a run that could not be read whole never take the file's place. */
 	if (output_file_close(&jsonl, status != EXIT_BAD_INPUT, error, sizeof(error))) {
 		log_error("%s", error);
@@ -222,7 +256,6 @@ out:
 		log_error("cannot write the violations to standard output: %m");
 		status = EXIT_FAILED;
 	}
-	violation_stream_free(&report.stream);
 	rule_checker_free(check.checker);
 	rule_set_free(rules);
 	return status;
@@ -262,7 +295,7 @@ struct live_rules *live_rules_start(const char *rules_path, struct recorder_obse
 		log_error("out of memory");
 		return NULL;
 	}
-	violation_stream_init(&live->report.stream, events);
+	report_init(&live->report, events);
 	live->rules = rule_set_load(rules_path, error, sizeof(error));
 	if (!live->rules) {
 		log_error("%s", error);
@@ -290,7 +323,7 @@ const struct rule_set *live_rules_set(const struct live_rules *live)
 int live_rules_finish(struct live_rules *live, int status)
 {
 	rule_check_finish(live->checker, live->rules, " live");
-	violation_stream_free(&live->report.stream);
+	report_finish(&live->report, live->rules);
 	rule_checker_free(live->checker);
 	rule_set_free(live->rules);
 	free(live);

@@ -33,7 +33,12 @@ void violation_stream_note(struct violation_stream *stream, const struct trace_r
 int violation_stream_job_rank(const struct violation_stream *stream,
 			      const struct rule_violation *violation)
 {
-	const struct infer_event *event = violation->event;
+	return violation_stream_event_job_rank(stream, violation->event);
+}
+
+int violation_stream_event_job_rank(const struct violation_stream *stream,
+				    const struct infer_event *event)
+{
 	uintptr_t known = (uintptr_t)u64_map_get(&stream->job_ranks, event->pid);
 
 	if (known)

@@ -15,6 +15,7 @@
 
 #include "base/u64_map.h"
 
+struct infer_event;
 struct rule_violation;
 struct trace_record;
 
@@ -32,6 +33,10 @@ void violation_stream_note(struct violation_stream *stream, const struct trace_r
 /* The job rank of a violation's process, or -1. */
 int violation_stream_job_rank(const struct violation_stream *stream,
 			      const struct rule_violation *violation);
+
+/* The job rank of an event's process, or -1. */
+int violation_stream_event_job_rank(const struct violation_stream *stream,
+				    const struct infer_event *event);
 
 /* Writes one violation as a line and flushes it (live readers follow the file). */
 void violation_stream_write(struct violation_stream *stream,

@@ -13,12 +13,14 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: tcheck-bpf check --rules RULES.json [--jsonl FILE] TRACE...\n\n"
 		"Checks recorded traces (all ranks of a job together) against the invariants\n"
-		"of a rules file made by 'tcheck-bpf infer', and reports each violation: the\n"
-		"invariant in words, the step, the rank(s), the offending events and their\n"
-		"Python context.\n"
+		"of a rules file made by 'tcheck-bpf infer'. Shows each rule's first\n"
+		"violation (the invariant in words, the step, the offending events by job\n"
+		"rank and pid, their Python context), then one 'finding:' line per\n"
+		"violated rule: first step, how many steps and violations, which job\n"
+		"ranks.\n"
 		"A TRACE may also be a TrainCheck JSON Lines trace or a folder of them.\n\n"
 		"  -r, --rules FILE  the rules file (required)\n"
-		"  -j, --jsonl FILE  also write the violations as JSON Lines (\"-\": standard\n"
+		"  -j, --jsonl FILE  also write every violation as JSON Lines (\"-\": standard\n"
 		"                    output)\n"
 		"  -h, --help        this text\n\n" EXIT_STATUS_HELP);
 }

@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""False alarms on healthy programs of common shapes, and rules carried to another world size.
+
+Used as a user would: the three reference programs of the cross-pipeline
+suite (tests/workloads/python/pipelines/, see silent_cross_eval.py) are
+recorded with `tcheck-bpf record --python` and nothing else, `tcheck-bpf
+infer` runs once on them, and every healthy program of
+tests/workloads/python/healthy_shapes/ is recorded the same way and checked
+with `tcheck-bpf check --rules`. Each program's own log (DIR/rank-R.jsonl)
+says how many optimizer steps every rank took; a program counts as judged
+only when the trace shows at least that many optimizer steps per process
+(otherwise "0 violations" would say nothing). Then rules inferred from
+healthy 2-rank and 4-rank jobs of the NCCL workload (two programs) are
+checked on its healthy 8-rank job.
+
+Writes the results as JSON (--results) and a table on stdout.
+Exit status: 0 no violation anywhere and every program judged, 1 otherwise,
+2 on errors. Needs root (BPF).
+"""
+import argparse
+import glob
+import json
+import os
+import shlex
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import silent_cross_eval as cross  # noqa: E402
+
+SHAPES_DIR = os.path.join(cross.ROOT, "tests", "workloads", "python", "healthy_shapes")
+NCCL_WORKLOAD = os.path.join(cross.ROOT, ".output", "tests", "nccl-workload")
+STEPS = 10
+
+# script, its options, the shape
+SHAPES = [
+    ("zero_grad_after_step.py", [], "MLP, SGD momentum, zero_grad() after the step"),
+    ("set_to_none_after_step.py", [], "CNN, Adam, zero_grad(set_to_none=True) after the step"),
+    ("accumulation.py", [], "MLP, SGD, 4 micro-batches accumulated per step"),
+    ("warmup_by_hand.py", [], "MLP, SGD momentum, learning rate set by hand in steps 0-3"),
+    ("optimizer_reload.py", [], "MLP, Adam, model and optimizer re-created from a checkpoint "
+     "at step 5"),
+    ("adamw_foreach_eval.py", [], "MLP with dropout, AdamW foreach, evaluation in every step"),
+    ("adamw_foreach_eval.py", ["--fused"], "the same with AdamW fused (foreach on torch < 2.4)"),
+    ("zero1_sharded.py", ["--world-size", "2"], "ZeRO-1-style Adam sharded by hand, 2 ranks"),
+    ("ddp_world.py", ["--world-size", "1"], "DDP MLP, SGD momentum, 1 rank"),
+    ("ddp_world.py", ["--world-size", "2"], "the same DDP program, 2 ranks"),
+    ("ddp_world.py", ["--world-size", "4"], "the same DDP program, 4 ranks"),
+]
+
+
+def record_shape(suite, index, script, options):
+    stem = "shape{}-{}".format(index, script[:-3])
+    trace, log_dir = suite.path(stem + ".trace"), suite.path(stem + "-log")
+    suite.count += 1
+    cross.progress("[{}] recording {} {}".format(suite.count, script, " ".join(options)))
+    cross.run([suite.tcheck, "record", "-o", trace, "--python", "--", *suite.python,
+               os.path.join(SHAPES_DIR, script), *options, "--steps", str(STEPS),
+               "--log-dir", log_dir])
+    return trace, log_dir
+
+
+def logged_steps(log_dir):
+    """Optimizer steps per rank, from the program's own log."""
+    steps = {}
+    for path in glob.glob(os.path.join(log_dir, "rank-*.jsonl")):
+        with open(path, encoding="utf-8") as lines:
+            records = [json.loads(line) for line in lines if line.strip()]
+        if not records or not all(record["parameters_changed"] for record in records):
+            raise RuntimeError("{}: a step changed no parameter of the rank".format(path))
+        steps[records[0]["rank"]] = len(records)
+    return steps
+
+
+def check_shape(suite, rules, index, shape):
+    script, options, description = shape
+    trace, log_dir = record_shape(suite, index, script, options)
+    truth = logged_steps(log_dir)
+    seen = suite.steps_seen(trace)
+    violations = suite.check(rules, trace)
+    return {
+        "script": script, "options": options, "shape": description,
+        "ranks": len(truth), "logged_steps": truth, "optimizer_steps_seen": seen,
+        "judged": len(seen) == len(truth) and bool(seen) and min(seen) >= min(truth.values()),
+        "violations": len(violations),
+        "rules": sorted({v["invariant"] for v in violations}),
+    }
+
+
+def nccl_world_sizes(suite):
+    """Rules from healthy 2- and 4-rank NCCL workload jobs, checked on its healthy 8-rank job."""
+    traces = {}
+    for ranks in (2, 4, 8):
+        trace = suite.path("nccl-{}.trace".format(ranks))
+        cross.progress("recording the NCCL workload, {} ranks".format(ranks))
+        cross.run([suite.tcheck, "--quiet", "record", "-o", trace, "--", NCCL_WORKLOAD,
+                   "--ranks", str(ranks), "--steps", "12", "--log-dir",
+                   suite.path("nccl-{}-log".format(ranks))])
+        traces[ranks] = trace
+    rules = suite.path("nccl-rules-2-4.json")
+    cross.run([suite.tcheck, "infer", "-o", rules, traces[2], traces[4]])
+    violations = suite.check(rules, traces[8])
+    gathers = set()
+    for line in cross.run([suite.tcheck, "dump", traces[8]]).stdout.splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "nccl" and record.get("name") == "ncclAllGather":
+            gathers.add((record["args"]["sendcount"], record["args"]["datatype"]))
+    return {"rules": len(cross.rule_texts(rules)), "violations": len(violations),
+            "firing": sorted({v["invariant"] for v in violations}),
+            "all_gathers_on_8_ranks": sorted(gathers)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tcheck", default=os.path.join(cross.ROOT, "tcheck-bpf"),
+                        help="the tcheck-bpf binary (default: the one built in this checkout)")
+    parser.add_argument("--work", default=None, metavar="DIR",
+                        help="keep traces and logs here (default: a new folder in /tmp); a "
+                             "chrooted --python must see it")
+    parser.add_argument("--python", default="/usr/bin/python3", metavar="CMD",
+                        help="the command line that runs the workloads (default /usr/bin/python3)")
+    parser.add_argument("--results", default=None, metavar="FILE", help="write the results here")
+    parser.add_argument("--no-nccl", action="store_true",
+                        help="leave out the NCCL workload's world sizes")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("healthy_shapes_eval: records with BPF: run it as root", file=sys.stderr)
+        return 2
+    work = args.work or tempfile.mkdtemp(prefix="tcheck-shapes.")
+    os.makedirs(work, exist_ok=True)
+    suite = cross.Suite(args.tcheck, work, shlex.split(args.python))
+    try:
+        rules = suite.infer()
+        shapes = [check_shape(suite, rules, index, shape) for index, shape in enumerate(SHAPES)]
+        nccl = None if args.no_nccl else nccl_world_sizes(suite)
+    except (RuntimeError, OSError, ValueError, KeyError) as error:
+        print("healthy_shapes_eval: {} (work folder {})".format(error, work), file=sys.stderr)
+        return 2
+    for shape in shapes:
+        print("{:<26} {:<14} judged={} violations={} {}".format(
+            shape["script"], " ".join(shape["options"]), shape["judged"], shape["violations"],
+            "; ".join(rule[:70] for rule in shape["rules"][:3])))
+    if nccl:
+        print("NCCL workload, rules from 2 and 4 ranks ({} rules) on 8 ranks: {} violations {}"
+              .format(nccl["rules"], nccl["violations"], "; ".join(nccl["firing"][:3])))
+    if args.results:
+        with open(args.results, "w", encoding="utf-8") as out:
+            json.dump({"work": work, "shapes": shapes, "nccl": nccl}, out, indent=1)
+            out.write("\n")
+    ok = all(shape["judged"] and shape["violations"] == 0 for shape in shapes) and \
+        (nccl is None or nccl["violations"] == 0)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
