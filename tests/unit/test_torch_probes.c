@@ -534,7 +534,7 @@ static uint64_t nm_symbol(const char *library, const char *symbol, uint64_t *siz
 
 /*
  * Debian trixie's torch 2.6 (the second torch stack of the end-to-end tests,
- * tools/stacks/torch2-root.sh): the sites found in its library are the ones
+ * tools/stacks/torch-root.sh trixie): the sites found in its library are the ones
  * nm and objdump name, read apart from us. Its enter_new takes a
  * std::optional and calls one internal enter, as 1.13's does.
  */
@@ -551,7 +551,7 @@ UNIT_TEST(torch_probes, torch_26_sites_match_nm_and_objdump)
 	snprintf(library, sizeof(library), "%s/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.2.6.0",
 		 root && root[0] ? root : "/var/cache/tcheck-bpf/trixie-torch");
 	if (access(library, R_OK) != 0) {
-		CU_PASS("no torch 2.6 root (tools/stacks/torch2-root.sh builds it): skipped");
+		CU_PASS("no torch 2.6 root (tools/stacks/torch-root.sh trixie builds it): skipped");
 		return;
 	}
 	CU_ASSERT_EQUAL_FATAL(torch_probes_resolve(library, checked_ops, CHECKED_OP_COUNT, &probes,
