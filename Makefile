@@ -3,7 +3,7 @@
 # programs, and runs tests, lint and benchmarks. `make V=1` shows commands.
 
 OUTPUT := .output
-# The torch 2.x test root (tools/stacks/torch2-root.sh), as the end-to-end tests find it.
+# The torch 2.6 test root (tools/stacks/torch-root.sh trixie), as the end-to-end tests find it.
 TORCH2_ROOT ?= $(or $(TCHECK_TORCH2_ROOT),/var/cache/tcheck-bpf/trixie-torch)
 CLANG ?= clang
 BPFTOOL ?= bpftool

@@ -189,7 +189,7 @@ static __always_inline void capture_arguments(const struct tcheck_python_process
 		arg = &frame->args[kept & (TCHECK_PYTHON_ARGS_MAX - 1)];
 		__builtin_memset(arg, 0, sizeof(*arg));
 		arg->position = i;
-		if (capture_argument(process, values[i], arg))
+		if (capture_argument(process, values[i] & ~TCHECK_PYTHON_REFERENCE_TAG_BITS, arg))
 			kept++;
 	}
 	frame->arg_count = kept;
@@ -257,11 +257,12 @@ static __always_inline void capture_callers(const struct tcheck_python_process *
 
 		if (bpf_probe_read_user(head, FRAME_HEAD_BYTES, (void *)current))
 			break;
-		code = frame_word(head, process->frame_code_offset);
+		code = frame_word(head, process->frame_code_offset) &
+		       ~TCHECK_PYTHON_REFERENCE_TAG_BITS;
 		owner = process->frame_owner_c_stack >= 0
 				? head_byte(head, process->frame_owner_offset)
 				: -1;
-		if (owner >= 0 && owner == process->frame_owner_c_stack)
+		if (owner >= 0 && owner >= process->frame_owner_c_stack)
 			code = 0;
 		if (code && code != process->none) {
 			frame->callers[kept & (TCHECK_PY_STACK_MAX - 1)] = code;
@@ -290,7 +291,7 @@ static __always_inline bool frame_entered(struct pt_regs *ctx)
 		return false;
 	if (bpf_probe_read_user(&code, sizeof(code),
 				(void *)(PT_REGS_PARM2(ctx) + process->frame_code_offset)) ||
-	    !code ||
+	    !(code &= ~TCHECK_PYTHON_REFERENCE_TAG_BITS) ||
 	    bpf_probe_read_user(&name, sizeof(name), (void *)(code + process->code_name_offset)) ||
 	    verdict_of(pid, code, name) == TCHECK_CODE_IGNORED)
 		return false;

@@ -102,10 +102,10 @@ static __always_inline void python_context_read(__u32 pid, struct tcheck_open_ca
 			break;
 		if (bpf_probe_read_user(header->bytes, size, (void *)frame))
 			break;
-		code = header_u64(header, layout->frame_code);
+		code = header_u64(header, layout->frame_code) & ~TCHECK_PYTHON_REFERENCE_TAG_BITS;
 		shim = layout->frame_owner_c_stack >= 0 && layout->frame_owner >= 0 &&
 		       layout->frame_owner < PYTHON_FRAME_HEADER_MAX &&
-		       header->bytes[layout->frame_owner] == layout->frame_owner_c_stack;
+		       header->bytes[layout->frame_owner] >= layout->frame_owner_c_stack;
 		/* Shim frames and 3.13's None executables are not Python functions. */
 		if (!shim && code && code != layout->none) {
 			call->py_code[depth & (TCHECK_PY_STACK_MAX - 1)] = code;

@@ -16,11 +16,10 @@
 #include "thread_stack.bpf.h"
 #include "tracer_maps.bpf.h"
 
-/* ob_type, PyTypeObject.tp_name, PyTupleObject's size and items, the traceback's links. */
+/* ob_type, PyTypeObject.tp_name, PyTupleObject's size, the traceback's links. */
 #define OBJECT_TYPE 8
 #define TYPE_NAME 24
 #define TUPLE_SIZE 16
-#define TUPLE_ITEMS 24
 #define TRACEBACK_NEXT 16
 #define TRACEBACK_FRAME 24
 #define UNICODE_COMPACT_ASCII (3U << 5)
@@ -42,7 +41,7 @@ static __always_inline void read_message(const struct tcheck_python_stack_layout
 
 	if (!args || user_u64(args + TUPLE_SIZE) < 1)
 		return;
-	text = user_u64(args + TUPLE_ITEMS);
+	text = user_u64(args + layout->tuple_items);
 	if (!text || user_u64(text + OBJECT_TYPE) != layout->unicode_type)
 		return;
 	if (bpf_probe_read_user(&state, sizeof(state),
@@ -69,7 +68,8 @@ static __always_inline void read_traceback(const struct tcheck_python_stack_layo
 			frame = user_u64(frame + layout->frame_object_frame);
 		if (frame && layout->frame_code >= 0)
 			record->codes[count % TCHECK_PY_STACK_MAX] =
-				user_u64(frame + layout->frame_code);
+				user_u64(frame + layout->frame_code) &
+				~TCHECK_PYTHON_REFERENCE_TAG_BITS;
 		count++;
 		traceback = user_u64(traceback + TRACEBACK_NEXT);
 	}

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
  * torch's record_function scopes (Optimizer.step#SGD.step, ...): the names
- * of Python APIs that never leave Python. An entry probe where torch opens
- * a scope reads its name and the at::RecordFunction it is kept in; a probe
- * on RecordFunction::end closes the scope on top of the thread's stack
- * whose RecordFunction it is (other ends, of unnamed scopes, cost a lookup).
+ * of Python APIs that never leave Python. Where torch opens a scope, the
+ * probes read its name and the at::RecordFunction it is kept in, the key:
+ * both at one site (torch 1.13's internal enter), or the name where the
+ * exported record_function_enter_new is entered and the key at the
+ * RecordFunction constructor it calls next (torch 2.x, whichever of its
+ * helpers the compiler inlined). A probe on RecordFunction::end closes the
+ * scope on top of the thread's stack whose RecordFunction it is (other
+ * ends, of unnamed scopes, cost a lookup).
  * The backward pass is recorded where the autograd engine's execute() is
  * entered and where it returns.
  */
@@ -18,6 +22,8 @@
 #include "tracer_maps.bpf.h"
 
 #define TORCH_SCOPE_DEPTH 8
+/* at::RecordScope::USER_SCOPE, what record_function's enter builds (1.13 and 2.x alike). */
+#define RECORD_SCOPE_USER 7
 
 struct torch_scope {
 	__u64 key; /* the at::RecordFunction */
@@ -27,7 +33,7 @@ struct torch_scope {
 
 struct torch_scope_stack {
 	__u32 depth;
-	__u32 reserved;
+	__u32 named; /* the next slot holds a name; the next user-scope constructor gives its key */
 	struct torch_scope scopes[TORCH_SCOPE_DEPTH];
 };
 
@@ -47,6 +53,20 @@ static __always_inline struct torch_scope *next_scope(__u32 tid, struct torch_sc
 	return scope;
 }
 
+/* The scope name from the register the cookie names; false when it cannot be read. */
+static __always_inline bool scope_name_read(const __u64 *arguments, __u64 cookie,
+					    struct torch_scope *scope)
+{
+	__u64 name_string, name_data = 0;
+
+	/* A std::string (C++11 ABI): its characters' address first, NUL-terminated. */
+	name_string = entry_register(arguments, (cookie >> TCHECK_TORCH_NAME_REGISTER_SHIFT) &
+							TCHECK_TORCH_REGISTER_MASK);
+	return name_string && (name_data = user_u64(name_string)) &&
+	       bpf_probe_read_user_str(scope->name, sizeof(scope->name), (void *)name_data) > 0;
+}
+
+/* A site that has both the name and the key (torch 1.13's internal enter): the scope opens. */
 SEC("uprobe")
 int torch_scope_enter(struct pt_regs *ctx)
 {
@@ -55,7 +75,31 @@ int torch_scope_enter(struct pt_regs *ctx)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct torch_scope_stack *stack;
 	struct torch_scope *scope;
-	__u64 name_string, name_data = 0, arguments[ENTRY_REGISTERS];
+	__u64 arguments[ENTRY_REGISTERS];
+
+	if (!is_traced(pid))
+		return 0;
+	entry_registers_read(ctx, arguments);
+	scope = next_scope(tid, &stack);
+	if (!scope || !scope_name_read(arguments, cookie, scope))
+		return 0;
+	scope->key = entry_register(arguments, (cookie >> TCHECK_TORCH_KEY_REGISTER_SHIFT) &
+						       TCHECK_TORCH_REGISTER_MASK);
+	scope->entry_ns = bpf_ktime_get_ns();
+	stack->named = 0;
+	stack->depth++;
+	return 0;
+}
+
+/* record_function_enter_new's entry (torch 2.x): the name waits in the next slot for its key. */
+SEC("uprobe")
+int torch_scope_named(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct torch_scope_stack *stack;
+	struct torch_scope *scope;
+	__u64 arguments[ENTRY_REGISTERS];
 
 	if (!is_traced(pid))
 		return 0;
@@ -63,15 +107,38 @@ int torch_scope_enter(struct pt_regs *ctx)
 	scope = next_scope(tid, &stack);
 	if (!scope)
 		return 0;
-	/* A std::string (C++11 ABI): its characters' address first, NUL-terminated. */
-	name_string = entry_register(arguments, (cookie >> TCHECK_TORCH_NAME_REGISTER_SHIFT) &
-							TCHECK_TORCH_REGISTER_MASK);
-	if (!name_string || !(name_data = user_u64(name_string)) ||
-	    bpf_probe_read_user_str(scope->name, sizeof(scope->name), (void *)name_data) <= 0)
+	stack->named = 0;
+	if (!scope_name_read(arguments, bpf_get_attach_cookie(ctx), scope))
 		return 0;
-	scope->key = entry_register(arguments, (cookie >> TCHECK_TORCH_KEY_REGISTER_SHIFT) &
-						       TCHECK_TORCH_REGISTER_MASK);
+	scope->key = 0;
 	scope->entry_ns = bpf_ktime_get_ns();
+	stack->named = 1;
+	return 0;
+}
+
+/*
+ * at::RecordFunction::RecordFunction(RecordScope) (this in rdi, the scope in
+ * sil): the first user scope a thread builds after a name opens that scope.
+ * Other constructors (a profiler's, autograd nodes') cost a lookup.
+ */
+SEC("uprobe")
+int torch_scope_keyed(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct torch_scope_stack *stack;
+	struct torch_scope *scope;
+
+	if (!is_traced(pid))
+		return 0;
+	stack = torch_scope_stack_of(tid, false);
+	if (!stack || !stack->named || (PT_REGS_PARM2(ctx) & 0xff) != RECORD_SCOPE_USER)
+		return 0;
+	stack->named = 0;
+	scope = THREAD_STACK_SLOT(stack, scopes, TORCH_SCOPE_DEPTH);
+	if (!scope)
+		return 0;
+	scope->key = PT_REGS_PARM1(ctx);
 	stack->depth++;
 	return 0;
 }

@@ -26,11 +26,13 @@ npm ci --prefix "$(dirname "$0")/../tests/deploy/grafana-schema" --no-audit --no
 # The Python benchmark's peer: bcc's USDT tools, and kernel headers it can
 # compile against when the running kernel has none of its own.
 $SUDO apt-get install -y -qq --no-install-recommends bpfcc-tools linux-headers-amd64 >/dev/null
-# The second torch stack the tests run on: torch 2.6 with Python 3.13 in a
-# Debian trixie root (about 5 minutes and 4 GB once; cached after that).
-# TCHECK_SKIP_TORCH2_ROOT=1 leaves it out (torch 2.x tests then skip).
+# The other torch stacks the tests run on, each in a Debian root of its own
+# (about 5 minutes and 4 GB each, once; cached after that): torch 2.6 with
+# Python 3.13 (trixie) and torch 2.14 with Python 3.14 (sid).
+# TCHECK_SKIP_TORCH2_ROOT=1 leaves both out (their tests then skip).
 if [ "${TCHECK_SKIP_TORCH2_ROOT:-0}" != 1 ]; then
-	$SUDO "$(dirname "$0")/stacks/torch2-root.sh" >/dev/null
+	$SUDO "$(dirname "$0")/stacks/torch-root.sh" trixie >/dev/null
+	$SUDO "$(dirname "$0")/stacks/torch-root.sh" sid >/dev/null
 fi
 # The CUDA build of the same torch, only read (no GPU here): where
 # ProcessGroupNCCL's collectives are probed (about 30 s and 1.4 GB once).

@@ -121,6 +121,13 @@ enum tcheck_record_type {
  */
 #define TCHECK_PY_STACK_MAX 8
 
+/*
+ * CPython 3.14 frames hold tagged references (_PyStackRef: the low bit set
+ * for a reference not counted) in f_executable and localsplus. Objects are
+ * 8-byte aligned, so clearing these bits gives the object in every version.
+ */
+#define TCHECK_PYTHON_REFERENCE_TAG_BITS 7ULL
+
 /* Header common to every ring-buffer record. */
 struct tcheck_record_header {
 	tcheck_u32 type; /* enum tcheck_record_type */
@@ -208,8 +215,9 @@ struct tcheck_python_process {
 	tcheck_s32 cframe_current_frame_offset;
 	tcheck_s32 frame_previous_offset;
 	tcheck_s32 frame_localsplus_offset;
-	tcheck_s32 frame_owner_offset;	/* -1 in 3.10 */
-	tcheck_s32 frame_owner_c_stack; /* owner value of 3.12+ shim frames, -1 none */
+	tcheck_s32 frame_owner_offset; /* -1 in 3.10 */
+	/* Owners from this value up are not a call's frames (3.12+ shims), -1 none. */
+	tcheck_s32 frame_owner_c_stack;
 	tcheck_s32 code_argument_count_offset;
 	tcheck_s32 code_keyword_only_count_offset;
 	tcheck_s32 float_value_offset;
@@ -243,7 +251,7 @@ struct tcheck_python_stack_layout {
 	tcheck_s32 frame_code;
 	tcheck_s32 frame_previous;
 	tcheck_s32 frame_owner;		/* one byte */
-	tcheck_s32 frame_owner_c_stack; /* owner value of 3.12+ shim frames, skipped */
+	tcheck_s32 frame_owner_c_stack; /* owners from this value up: shim frames, skipped */
 	tcheck_u64 none;		/* _Py_NoneStruct: 3.13's f_executable can be None */
 	tcheck_s32 code_name_offset;	/* as in tcheck_python_process */
 	/* Bytes of a frame read at once: its code, previous and owner members (at most 128). */
@@ -255,7 +263,7 @@ struct tcheck_python_stack_layout {
 	tcheck_s32 exception_args;	/* PyBaseExceptionObject.args */
 	tcheck_s32 exception_traceback; /* PyBaseExceptionObject.traceback */
 	tcheck_s32 frame_object_frame;	/* PyFrameObject.f_frame (3.11+), -1: the frame itself */
-	tcheck_s32 reserved;
+	tcheck_s32 tuple_items;		/* PyTupleObject.ob_item: 24, 32 from 3.14 (ob_hash) */
 };
 
 /*

@@ -69,25 +69,34 @@ wait_for_file() {
 # sources torch_stack once per stack, with TCHECK_TORCH_STACK set.
 #   torch-1.13: Debian 12's python3.11 and python3-torch, on the host.
 #   torch-2.6: Debian trixie's python3.13 and python3-torch, chrooted into
-#     the root tools/stacks/torch2-root.sh builds (a job in a chroot: its
-#     maps name files by their host paths).
+#     the root `tools/stacks/torch-root.sh trixie` builds (a job in a chroot:
+#     its maps name files by their host paths).
+#   torch-2.14: Debian sid's python3.14 and python3-torch, chrooted the same
+#     way into the root `tools/stacks/torch-root.sh sid` builds.
 # Sets TORCH_PYTHON, the command line that runs that stack's python3 (use it
-# unquoted), and skips the test when the stack is not installed, except in CI.
+# unquoted), and TORCH_STACK_ROOT (empty on the host); skips the test when
+# the stack is not installed, except in CI.
 TORCH_STACK=${TCHECK_TORCH_STACK:-torch-1.13}
 TORCH2_ROOT=${TCHECK_TORCH2_ROOT:-/var/cache/tcheck-bpf/trixie-torch}
+TORCH214_ROOT=${TCHECK_TORCH214_ROOT:-/var/cache/tcheck-bpf/sid-torch}
 torch_stack() {
+	local suite
 	case $TORCH_STACK in
 	torch-1.13)
 		/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "Debian's python3-torch is not installed"
+		TORCH_STACK_ROOT=""
 		TORCH_PYTHON=/usr/bin/python3 ;;
-	torch-2.6)
-		if [ ! -f "$TORCH2_ROOT/.tcheck-ready" ]; then
-			[ "${CI:-}" = true ] && fail "the torch 2.6 root is missing: CI builds it with tools/stacks/torch2-root.sh"
-			skip "no torch 2.6 root at $TORCH2_ROOT (tools/stacks/torch2-root.sh builds it)"
-		fi
-		TORCH_PYTHON="$ROOT/tools/stacks/in-root.sh $TORCH2_ROOT --share $ROOT --share /tmp -- /usr/bin/python3" ;;
+	torch-2.6) TORCH_STACK_ROOT=$TORCH2_ROOT suite=trixie ;;
+	torch-2.14) TORCH_STACK_ROOT=$TORCH214_ROOT suite=sid ;;
 	*) fail "unknown torch stack $TORCH_STACK" ;;
 	esac
+	if [ -n "$TORCH_STACK_ROOT" ]; then
+		if [ ! -f "$TORCH_STACK_ROOT/.tcheck-ready" ]; then
+			[ "${CI:-}" = true ] && fail "the $TORCH_STACK root is missing: CI builds it with tools/stacks/torch-root.sh $suite"
+			skip "no $TORCH_STACK root at $TORCH_STACK_ROOT (tools/stacks/torch-root.sh $suite builds it)"
+		fi
+		TORCH_PYTHON="$ROOT/tools/stacks/in-root.sh $TORCH_STACK_ROOT --share $ROOT --share /tmp -- /usr/bin/python3"
+	fi
 	echo "torch stack: $TORCH_STACK"
 }
 

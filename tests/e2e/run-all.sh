@@ -31,7 +31,7 @@ for test in "$here"/test_*.sh; do
 	[ -n "${E2E_ONLY:-}" ] && [[ "$name" != *"$E2E_ONLY"* ]] && continue
 	# A test that calls torch_stack (lib.sh) runs once on each torch stack.
 	if grep -q '^torch_stack$' "$test"; then
-		for stack in ${E2E_TORCH_STACKS:-torch-1.13 torch-2.6}; do
+		for stack in ${E2E_TORCH_STACKS:-torch-1.13 torch-2.6 torch-2.14}; do
 			run_test "$name[$stack]" "$test" "$stack"
 		done
 	else

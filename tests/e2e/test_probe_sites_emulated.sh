@@ -4,14 +4,13 @@
 # evaluator of the interpreter, the record_function scope sites, the backward
 # pass's entry and the operators, as the recorder lists them with -vv,
 # decoded here with objdump from the files' own bytes. No probe at all sits on
-# an endbr64 that an emulated instruction follows: Debian trixie's python3.13
-# and torch 2.6 are built with CET and open every function with one; Debian
-# 12's builds open with push.
+# an endbr64 that an emulated instruction follows: Debian trixie's and sid's
+# python3 and torch are built with CET and open every function with one;
+# Debian 12's builds open with push.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 command -v objdump >/dev/null || skip "objdump (binutils) is not installed"
-host_root=""
-[ "$TORCH_STACK" = torch-2.6 ] && host_root=$TORCH2_ROOT
+host_root=$TORCH_STACK_ROOT
 # shellcheck disable=SC2086 # the interpreter's command is words
 "$TCHECK" -vv record -o "$SCRATCH/run.trace" --python --torch-op add_ --torch-op mul_ -- \
 	$TORCH_PYTHON "$ROOT/tests/workloads/python/train_cpu.py" --steps 3 \

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Python calls entered from C, on every CPython installed here (3.10-3.13):
+# Python calls entered from C, on every CPython installed here (3.10-3.13,
+# and Debian sid's 3.14 chrooted into the root torch-root.sh sid builds):
 # the trace holds, per function, exactly the calls the workload logged
 # itself making from C (on 3.10, which enters the evaluator for every
 # call, all its calls), with exceptions marked, their primitive arguments
@@ -7,11 +8,18 @@
 source "$(dirname "$0")/lib.sh"
 WORKLOAD_PY="$ROOT/tests/workloads/python/pure_python.py"
 checked=0
+pythons=()
 for python in /usr/bin/python3.11 /root/.pyenv/versions/3.1[0-3]*/bin/python3; do
-	[ -x "$python" ] || continue
-	log="$SCRATCH/$(echo "$python" | tr / _).jsonl"
+	if [ -x "$python" ]; then pythons+=("$python"); fi
+done
+if [ -f "$TORCH214_ROOT/.tcheck-ready" ]; then
+	pythons+=("$ROOT/tools/stacks/in-root.sh $TORCH214_ROOT --share $ROOT --share /tmp -- /usr/bin/python3.14")
+fi
+for python in "${pythons[@]}"; do
+	log="$SCRATCH/$(echo "$python" | tr -c 'a-zA-Z0-9.\n' _ | tail -c 60).jsonl"
+	# shellcheck disable=SC2086 # a chrooted interpreter's command is words
 	"$TCHECK" --quiet record -o "$SCRATCH/py.trace" --python-filter pure_python. -- \
-		"$python" "$WORKLOAD_PY" --iterations 20 --log "$log" >/dev/null ||
+		$python "$WORKLOAD_PY" --iterations 20 --log "$log" >/dev/null ||
 		fail "record of $python failed"
 	"$TCHECK" dump "$SCRATCH/py.trace" --calls-only >"$SCRATCH/py.jsonl"
 	python3 - "$SCRATCH/py.jsonl" "$log" "$python" <<'PY' || fail "Python calls differ on $python"

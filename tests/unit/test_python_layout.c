@@ -16,6 +16,7 @@
 #include "base/remote_memory.h"
 #include "probe/elf_symbols.h"
 #include "python/python_layout.h"
+#include "tcheck/probe_abi.h"
 #include "unit.h"
 
 #define PYENV_VERSIONS "/root/.pyenv/versions/"
@@ -85,27 +86,47 @@ struct interpreter_child {
 	int to_child;
 	int from_child;
 	char script[64];
+	char root_script[PATH_MAX]; /* the script's copy inside a root, when chrooted */
 	char output[16384];
 	size_t output_length;
 };
 
-static bool child_start(const char *interpreter, struct interpreter_child *child)
+/* Writes the script to path; false on failure. */
+static bool script_write(const char *path, int fd)
+{
+	bool written;
+
+	if (fd < 0)
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return false;
+	written =
+		write(fd, script_text, sizeof(script_text) - 1) == (ssize_t)sizeof(script_text) - 1;
+	close(fd);
+	return written;
+}
+
+/* Starts interpreter on the script; chrooted into root (an absolute path) unless NULL. */
+static bool child_start(const char *root, const char *interpreter, struct interpreter_child *child)
 {
 	int input[2], output[2];
-	int fd;
 
 	memset(child, 0, sizeof(*child));
 	child->pid = -1;
 	child->to_child = child->from_child = -1;
 	snprintf(child->script, sizeof(child->script), "/tmp/tcheck-python-layout-XXXXXX.py");
-	fd = mkstemps(child->script, 3);
-	if (fd < 0)
+	if (!script_write(child->script, mkstemps(child->script, 3)))
 		return false;
-	if (write(fd, script_text, sizeof(script_text) - 1) != (ssize_t)sizeof(script_text) - 1) {
-		close(fd);
-		return false;
+	/*
+	 * The same path inside the root, so that the code object names it as
+	 * here (the very file when tools/stacks/in-root.sh has bound /tmp there).
+	 */
+	if (root) {
+		snprintf(child->root_script, sizeof(child->root_script), "%s%s", root,
+			 child->script);
+		if (!script_write(child->root_script, -1))
+			return false;
 	}
-	close(fd);
 	if (pipe2(input, O_CLOEXEC) != 0)
 		return false;
 	if (pipe2(output, O_CLOEXEC) != 0) {
@@ -118,7 +139,11 @@ static bool child_start(const char *interpreter, struct interpreter_child *child
 		dup2(input[0], STDIN_FILENO);
 		dup2(output[1], STDOUT_FILENO);
 		/* -E -S: no environment variables, no site packages; the script alone. */
-		execl(interpreter, interpreter, "-E", "-S", child->script, (char *)NULL);
+		if (root)
+			execl("/usr/sbin/chroot", "chroot", root, interpreter, "-E", "-S",
+			      child->script, (char *)NULL);
+		else
+			execl(interpreter, interpreter, "-E", "-S", child->script, (char *)NULL);
 		_exit(127);
 	}
 	close(input[0]);
@@ -140,9 +165,12 @@ static void child_stop(struct interpreter_child *child)
 		close(child->from_child);
 	if (child->script[0])
 		unlink(child->script);
+	if (child->root_script[0])
+		unlink(child->root_script);
 	child->pid = -1;
 	child->to_child = child->from_child = -1;
 	child->script[0] = '\0';
+	child->root_script[0] = '\0';
 }
 
 /* Reads the child's output until a line equals marker; false on exit or after 30 s. */
@@ -260,14 +288,15 @@ static size_t python_frames(pid_t pid, const struct python_layout *layout, uint6
 	size_t count = 0;
 
 	for (int i = 0; frame && i < 256 && count < capacity; i++) {
-		uint64_t code = pointer_at(pid, frame + (uint64_t)layout->frame_code);
+		uint64_t code = pointer_at(pid, frame + (uint64_t)layout->frame_code) &
+				~TCHECK_PYTHON_REFERENCE_TAG_BITS;
 		uint8_t owner = 0;
 
 		if (layout->frame_owner != PYTHON_FIELD_ABSENT)
 			remote_memory_read(pid, frame + (uint64_t)layout->frame_owner, &owner, 1,
 					   NULL, 0);
 		if ((layout->frame_owner_c_stack == PYTHON_FIELD_ABSENT ||
-		     owner != layout->frame_owner_c_stack) &&
+		     owner < layout->frame_owner_c_stack) &&
 		    code &&
 		    pointer_at(pid, code + (uint64_t)layout->object_type) ==
 			    layout->addresses.code_type) {
@@ -375,7 +404,7 @@ static bool hex_decode(const char *hex, char *text, size_t size)
 	return true;
 }
 
-static void check_live_interpreter(const char *interpreter)
+static void check_live_interpreter_in(const char *root, const char *interpreter)
 {
 	static const char *const callers[] = { "caller", "<module>" };
 	struct interpreter_child child = { .pid = -1, .to_child = -1, .from_child = -1 };
@@ -389,11 +418,7 @@ static void check_live_interpreter(const char *interpreter)
 	double ratio;
 	int err;
 
-	if (access(interpreter, X_OK) != 0) {
-		printf("\n    note: %s is not installed here: skipped ", interpreter);
-		return;
-	}
-	REQUIRE(child_start(interpreter, &child));
+	REQUIRE(child_start(root, interpreter, &child));
 	REQUIRE(child_wait_for(&child, "ready"));
 
 	err = python_runtime_find(child.pid, &runtime, error, sizeof(error));
@@ -419,7 +444,7 @@ static void check_live_interpreter(const char *interpreter)
 	if (err)
 		printf("\n    %s: %s ", interpreter, error);
 	REQUIRE(err == 0);
-	if (runtime.minor == 13)
+	if (runtime.minor >= 13)
 		CU_ASSERT_EQUAL(layout.source, PYTHON_LAYOUT_FROM_DEBUG_OFFSETS_FILE);
 
 	/* The stack, from the thread list down through previous frames. */
@@ -474,6 +499,8 @@ static void check_live_interpreter(const char *interpreter)
 	/* The arguments, from the frame's localsplus, by their types. */
 	REQUIRE(remote_memory_read(child.pid, frames[0] + (uint64_t)layout.frame_localsplus,
 				   arguments, sizeof(arguments), NULL, 0) == 0);
+	for (size_t i = 0; i < sizeof(arguments) / sizeof(arguments[0]); i++)
+		arguments[i] &= ~TCHECK_PYTHON_REFERENCE_TAG_BITS;
 	type = pointer_at(child.pid, arguments[1] + (uint64_t)layout.object_type);
 	CU_ASSERT_EQUAL(type, layout.addresses.float_type);
 	REQUIRE(remote_memory_read(child.pid, arguments[1] + (uint64_t)layout.float_value, &ratio,
@@ -504,13 +531,26 @@ static void check_live_interpreter(const char *interpreter)
 	REQUIRE(write(child.to_child, "\n", 1) == 1);
 	REQUIRE(child_wait_for(&child, "spinning"));
 	CU_ASSERT_EQUAL(innermost_frame(child.pid, &layout, thread), frames[0]);
-	if (layout.thread_state_source == PYTHON_THREAD_STATE_THREAD_LOCAL) {
+	/* A stripped interpreter (Debian's 3.13 and 3.14) does not name its thread-local state. */
+	if (layout.thread_state_source == PYTHON_THREAD_STATE_THREAD_LOCAL &&
+	    (runtime.minor < 13 || layout.thread_local.known)) {
 		CU_ASSERT(layout.thread_local.known);
 		CU_ASSERT(layout.thread_local.module_id > 0);
 	}
-	CU_ASSERT_EQUAL(current_thread_state(child.pid, &layout), thread);
+	if (layout.thread_state_source == PYTHON_THREAD_STATE_RUNTIME_FIELD ||
+	    layout.thread_local.known)
+		CU_ASSERT_EQUAL(current_thread_state(child.pid, &layout), thread);
 stop:
 	child_stop(&child);
+}
+
+static void check_live_interpreter(const char *interpreter)
+{
+	if (access(interpreter, X_OK) != 0) {
+		printf("\n    note: %s is not installed here: skipped ", interpreter);
+		return;
+	}
+	check_live_interpreter_in(NULL, interpreter);
 }
 
 UNIT_TEST(python_layout, live_3_10)
@@ -533,6 +573,25 @@ UNIT_TEST(python_layout, live_3_13)
 	check_live_interpreter(PYENV_VERSIONS "3.13.0/bin/python3");
 }
 
+/*
+ * Debian sid's python3.14, chrooted into the root `tools/stacks/torch-root.sh
+ * sid` builds (as root: chroot): one stripped executable, _PyRuntime in its
+ * own .PyRuntime section, frames holding tagged references.
+ */
+UNIT_TEST(python_layout, live_debian_sid_3_14)
+{
+	const char *root = getenv("TCHECK_TORCH214_ROOT");
+	char ready[PATH_MAX];
+
+	root = root && root[0] ? root : "/var/cache/tcheck-bpf/sid-torch";
+	snprintf(ready, sizeof(ready), "%s/.tcheck-ready", root);
+	if (geteuid() != 0 || access(ready, R_OK) != 0) {
+		printf("\n    note: no sid root at %s, or not root: skipped ", root);
+		return;
+	}
+	check_live_interpreter_in(root, "/usr/bin/python3.14");
+}
+
 /* Debian's python3.11 is one executable, without .symtab, built with other options. */
 UNIT_TEST(python_layout, live_debian_3_11)
 {
@@ -551,7 +610,7 @@ static void check_refused(const char *interpreter, int minor)
 		printf("\n    note: %s is not installed here: skipped ", interpreter);
 		return;
 	}
-	REQUIRE(child_start(interpreter, &child));
+	REQUIRE(child_start(NULL, interpreter, &child));
 	REQUIRE(child_wait_for(&child, "ready"));
 	err = python_runtime_find(child.pid, &runtime, error, sizeof(error));
 	if (err)
@@ -563,7 +622,7 @@ static void check_refused(const char *interpreter, int minor)
 	CU_ASSERT_EQUAL(err, -ENOTSUP);
 	snprintf(expected, sizeof(expected), "Python 3.%d", minor);
 	CU_ASSERT_PTR_NOT_NULL(strstr(error, expected));
-	CU_ASSERT_PTR_NOT_NULL(strstr(error, "3.10, 3.11, 3.12 and 3.13"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, PYTHON_SUPPORTED_VERSIONS));
 stop:
 	child_stop(&child);
 }
@@ -585,8 +644,8 @@ UNIT_TEST(python_layout, refuses_unknown_tables)
 
 	CU_ASSERT_EQUAL(python_layout_from_table(3, 9, &layout, error, sizeof(error)), -ENOTSUP);
 	CU_ASSERT_PTR_NOT_NULL(strstr(error, "Python 3.9 is not supported"));
-	CU_ASSERT_EQUAL(python_layout_from_table(3, 14, &layout, error, sizeof(error)), -ENOTSUP);
-	CU_ASSERT_PTR_NOT_NULL(strstr(error, "Python 3.14 is not supported"));
+	CU_ASSERT_EQUAL(python_layout_from_table(3, 15, &layout, error, sizeof(error)), -ENOTSUP);
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, "Python 3.15 is not supported"));
 	CU_ASSERT_EQUAL(python_layout_from_table(3, 12, &layout, error, sizeof(error)), 0);
 	CU_ASSERT_EQUAL(layout.frame_previous, 8);
 }
@@ -600,15 +659,15 @@ UNIT_TEST(python_layout, no_interpreter_in_this_process)
 	CU_ASSERT_PTR_NOT_NULL(strstr(error, "runs no CPython interpreter"));
 }
 
-static bool debug_offsets_of_3_13(unsigned char *bytes)
+static bool debug_offsets_of(const char *path, unsigned char *bytes)
 {
 	struct elf_symbol_location location;
 	bool read;
 	int fd;
 
-	if (elf_symbol_find(LIBPYTHON_3_13, "_PyRuntime", &location, NULL, 0) != 0)
+	if (elf_symbol_find(path, "_PyRuntime", &location, NULL, 0) != 0)
 		return false;
-	fd = open(LIBPYTHON_3_13, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	read = pread(fd, bytes, PYTHON_DEBUG_OFFSETS_SIZE, (off_t)location.file_offset) ==
@@ -617,19 +676,19 @@ static bool debug_offsets_of_3_13(unsigned char *bytes)
 	return read;
 }
 
-/* The 3.13 table and the interpreter's own _Py_DebugOffsets must say the same. */
-UNIT_TEST(python_layout, debug_offsets_agree_with_the_3_13_table)
+/* A version's table and the interpreter's own _Py_DebugOffsets must say the same. */
+static void check_debug_offsets_agree(const char *path, int minor)
 {
 	unsigned char bytes[PYTHON_DEBUG_OFFSETS_SIZE];
 	struct python_layout table, parsed;
 	char error[512] = "";
 
-	if (access(LIBPYTHON_3_13, R_OK) != 0) {
-		printf("\n    note: %s is not installed here: skipped ", LIBPYTHON_3_13);
+	if (access(path, R_OK) != 0) {
+		printf("\n    note: %s is not installed here: skipped ", path);
 		return;
 	}
-	CU_ASSERT_FATAL(debug_offsets_of_3_13(bytes));
-	CU_ASSERT_EQUAL_FATAL(python_layout_from_table(3, 13, &table, error, sizeof(error)), 0);
+	CU_ASSERT_FATAL(debug_offsets_of(path, bytes));
+	CU_ASSERT_EQUAL_FATAL(python_layout_from_table(3, minor, &table, error, sizeof(error)), 0);
 	CU_ASSERT_EQUAL_FATAL(python_layout_from_debug_offsets(bytes, sizeof(bytes), &parsed, error,
 							       sizeof(error)),
 			      0);
@@ -663,6 +722,22 @@ UNIT_TEST(python_layout, debug_offsets_agree_with_the_3_13_table)
 	CU_ASSERT_EQUAL(parsed.unicode_ascii_data, table.unicode_ascii_data);
 }
 
+UNIT_TEST(python_layout, debug_offsets_agree_with_the_3_13_table)
+{
+	check_debug_offsets_agree(LIBPYTHON_3_13, 13);
+}
+
+/* Debian sid's python3.14 in the root tools/stacks/torch-root.sh sid builds. */
+UNIT_TEST(python_layout, debug_offsets_agree_with_the_3_14_table)
+{
+	const char *root = getenv("TCHECK_TORCH214_ROOT");
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/usr/bin/python3.14",
+		 root && root[0] ? root : "/var/cache/tcheck-bpf/sid-torch");
+	check_debug_offsets_agree(path, 14);
+}
+
 static void set_value(unsigned char *bytes, size_t position, uint64_t value)
 {
 	memcpy(bytes + position, &value, sizeof(value));
@@ -678,7 +753,7 @@ UNIT_TEST(python_layout, debug_offsets_refuse_what_they_cannot_describe)
 		printf("\n    note: %s is not installed here: skipped ", LIBPYTHON_3_13);
 		return;
 	}
-	CU_ASSERT_FATAL(debug_offsets_of_3_13(bytes));
+	CU_ASSERT_FATAL(debug_offsets_of(LIBPYTHON_3_13, bytes));
 
 	memcpy(changed, bytes, sizeof(bytes));
 	set_value(changed, 16, 1); /* free_threaded */
@@ -688,11 +763,11 @@ UNIT_TEST(python_layout, debug_offsets_refuse_what_they_cannot_describe)
 	CU_ASSERT_PTR_NOT_NULL(strstr(error, "free-threaded"));
 
 	memcpy(changed, bytes, sizeof(bytes));
-	set_value(changed, 8, 0x030E00F0); /* version: 3.14.0 */
+	set_value(changed, 8, 0x030F00F0); /* version: 3.15.0 */
 	CU_ASSERT_EQUAL(python_layout_from_debug_offsets(changed, sizeof(changed), &layout, error,
 							 sizeof(error)),
 			-ENOTSUP);
-	CU_ASSERT_PTR_NOT_NULL(strstr(error, "Python 3.14 is not supported"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, "Python 3.15 is not supported"));
 
 	memcpy(changed, bytes, sizeof(bytes));
 	changed[0] = 'y'; /* cookie */

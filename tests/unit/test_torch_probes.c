@@ -16,6 +16,7 @@
 
 #include "model/c10d_api.h"
 #include "python/torch_probes.h"
+#include "library_tools.h"
 #include "loaded_code.h"
 #include "unit.h"
 
@@ -359,9 +360,9 @@ static size_t nm_operator_count(const char *request)
 }
 
 /*
- * Both Debian builds (1.13, 2.6): the internal enter both enter operators call,
- * with the name in rdi and the RecordFunction in rdx; the exit on
- * RecordFunction::end with the key in rdi; C++11 strings.
+ * Debian's 1.13: the internal enter both enter operators call, with the name
+ * in rdi and the RecordFunction in rdx; the exit on RecordFunction::end with
+ * the key in rdi; C++11 strings.
  */
 static void assert_shared_enter_method(const struct torch_probes *probes)
 {
@@ -489,69 +490,22 @@ UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
 	torch_probes_free(probes);
 }
 
-/* Whether objdump reads the instruction at 'address' as 'mnemonic'. */
-static bool objdump_instruction_is(const char *library, uint64_t address, const char *mnemonic)
-{
-	char command[2048], line[1024], expected[128];
-	bool found = false;
-	FILE *output;
-
-	snprintf(command, sizeof(command),
-		 "objdump -d --no-show-raw-insn --start-address=0x%llx --stop-address=0x%llx "
-		 "'%s' 2>/dev/null",
-		 (unsigned long long)address, (unsigned long long)address + 16, library);
-	snprintf(expected, sizeof(expected), "%llx:\t%s ", (unsigned long long)address, mnemonic);
-	output = popen(command, "r");
-	if (!output)
-		return false;
-	while (fgets(line, sizeof(line), output))
-		found |= strstr(line, expected) != NULL;
-	pclose(output);
-	return found;
-}
-
-/* An exported symbol's address and size as nm reads them (0 when absent). */
-static uint64_t nm_symbol(const char *library, const char *symbol, uint64_t *size)
-{
-	char command[1024], line[2048], name[1024];
-	unsigned long long address, length;
-	uint64_t found = 0;
-	FILE *output;
-
-	snprintf(command, sizeof(command), "nm -D -S --defined-only '%s' 2>/dev/null", library);
-	output = popen(command, "r");
-	if (!output)
-		return 0;
-	while (fgets(line, sizeof(line), output))
-		if (sscanf(line, "%llx %llx %*s %1023s", &address, &length, name) == 3 &&
-		    strcmp(name, symbol) == 0) {
-			found = address;
-			*size = length;
-		}
-	pclose(output);
-	return found;
-}
-
 /*
  * Debian trixie's torch 2.6 (the second torch stack of the end-to-end tests,
- * tools/stacks/torch2-root.sh): the sites found in its library are the ones
- * nm and objdump name, read apart from us. Its enter_new takes a
- * std::optional and calls one internal enter, as 1.13's does.
+ * tools/stacks/torch-root.sh trixie): the sites found in its library are the ones
+ * nm and objdump name, read apart from us (its scope sites, like every 2.x
+ * build's: test_torch_scope_sites.c).
  */
 UNIT_TEST(torch_probes, torch_26_sites_match_nm_and_objdump)
 {
-	static const char enter_new[] =
-		"_ZN5torch8autograd8profiler25record_function_enter_newERKNSt7__cxx1112basic_"
-		"stringIcSt11char_traitsIcESaIcEEERKSt8optionalIS7_E";
 	const char *root = getenv("TCHECK_TORCH2_ROOT");
 	struct torch_probes *probes = NULL;
-	uint64_t enter_new_size = 0, end_size = 0, enter_new_address, end_address;
 	char library[1024], error[1024] = "";
 
 	snprintf(library, sizeof(library), "%s/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.2.6.0",
 		 root && root[0] ? root : "/var/cache/tcheck-bpf/trixie-torch");
 	if (access(library, R_OK) != 0) {
-		CU_PASS("no torch 2.6 root (tools/stacks/torch2-root.sh builds it): skipped");
+		CU_PASS("no torch 2.6 root (tools/stacks/torch-root.sh trixie builds it): skipped");
 		return;
 	}
 	CU_ASSERT_EQUAL_FATAL(torch_probes_resolve(library, checked_ops, CHECKED_OP_COUNT, &probes,
@@ -563,16 +517,6 @@ UNIT_TEST(torch_probes, torch_26_sites_match_nm_and_objdump)
 	CU_ASSERT_PTR_NOT_NULL(strstr(probes->prefix_store.symbol, "PrefixStoreC2E"));
 	assert_gloo_work_sites(probes);
 	CU_ASSERT_EQUAL(probes->version.minor, 6);
-	assert_shared_enter_method(probes);
-	end_address = nm_symbol(library, "_ZN2at14RecordFunction3endEv", &end_size);
-	/* The exit is probed on end()'s first branch (past endbr64 and the compare). */
-	CU_ASSERT(end_address != 0 && probes->scopes.exit.address > end_address &&
-		  probes->scopes.exit.address < end_address + end_size);
-	CU_ASSERT(objdump_instruction_is(library, probes->scopes.exit.address, "je"));
-	enter_new_address = nm_symbol(library, enter_new, &enter_new_size);
-	CU_ASSERT_FATAL(enter_new_address != 0);
-	CU_ASSERT_EQUAL(objdump_internal_callee(library, enter_new_address, enter_new_size),
-			probes->scopes.enter.address);
 	/* The operators: as many overloads as nm lists, as on 1.13. */
 	CU_ASSERT(probes->op_count >= CHECKED_OP_COUNT);
 	torch_probes_free(probes);
@@ -794,7 +738,7 @@ UNIT_TEST(torch_probes, cuda_build_probes_nccl_process_groups_in_libtorch_cuda)
 			      0);
 	CU_ASSERT_EQUAL(probes->version.major, 2);
 	CU_ASSERT_EQUAL(probes->version.minor, 6);
-	assert_shared_enter_method(probes);
+	/* Its scope sites: test_torch_scope_sites.c. */
 	CU_ASSERT_PTR_NOT_NULL(probes->prefix_store.symbol);
 	assert_gloo_work_sites(probes);
 	CU_ASSERT_EQUAL(torch_c10d_site_count(&probes->c10d[C10D_BACKEND_GLOO]),

@@ -9,7 +9,7 @@
 # round, so the machine's drift (other users of its cores) reaches all alike;
 # the figures are medians over rounds. Both torch stacks: Debian 12's torch
 # 1.13 / Python 3.11, and torch 2.6 / Python 3.13 in the trixie root that
-# tools/stacks/torch2-root.sh builds (left out when it is not built). Prints a
+# tools/stacks/torch-root.sh trixie builds (left out when it is not built). Prints a
 # Markdown section. BASELINE=path adds the deploy row of a second build (an
 # earlier commit), run in the same rounds with the same rules.
 set -euo pipefail

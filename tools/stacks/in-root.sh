@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs a command chrooted into a torch 2.x root (tools/stacks/torch2-root.sh)
+# Runs a command chrooted into a torch 2.x root (tools/stacks/torch-root.sh)
 # the way a job in a chroot runs: same mount namespace as the host, so its
 # /proc/PID/maps names its files by their host paths. The paths a test needs
 # (the checkout, scratch folders under /tmp) are bind-mounted at the same
@@ -17,7 +17,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
 	esac
 done
 [ "${1:-}" = "--" ] && shift
-[ -f "$ROOT/.tcheck-ready" ] || { echo "in-root: $ROOT is not a built root (tools/stacks/torch2-root.sh)" >&2; exit 2; }
+[ -f "$ROOT/.tcheck-ready" ] || { echo "in-root: $ROOT is not a built root (tools/stacks/torch-root.sh)" >&2; exit 2; }
 mountpoint -q "$ROOT/proc" || mount -t proc proc "$ROOT/proc"
 mountpoint -q "$ROOT/dev" || mount --bind /dev "$ROOT/dev"
 mountpoint -q "$ROOT/dev/shm" || mount --bind /dev/shm "$ROOT/dev/shm"

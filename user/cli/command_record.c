@@ -37,7 +37,7 @@ static const char record_help[] =
 	"                           linked into) instead of discovering it\n"
 	"      --no-follow          do not trace the children the targets start\n"
 	"      --python             also trace Python calls entered from C (CPython\n"
-	"                           3.10-3.13: module calls, hooks, autograd functions)\n"
+	"                           3.10-3.14: module calls, hooks, autograd functions)\n"
 	"      --freeze-on-crash    stop (SIGSTOP) a Python process whose uncaught exception\n"
 	"                           is about to end it, before it is printed, for py-spy or\n"
 	"                           gdb; kill -CONT lets it finish (implies --python)\n"

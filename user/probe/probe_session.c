@@ -119,6 +119,8 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 				  config->python && !session->python_session);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_enter, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_scope_exit, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.torch_scope_named, config->python);
+	bpf_program__set_autoload(session->skeleton->progs.torch_scope_keyed, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.backward_enter, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.backward_return, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.process_group_init, config->python);
@@ -136,6 +138,8 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	     uprobe_session_prepare(session->skeleton->progs.python_frame_session)) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_enter) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_scope_exit) ||
+	    uprobe_link_prepare(session->skeleton->progs.torch_scope_named) ||
+	    uprobe_link_prepare(session->skeleton->progs.torch_scope_keyed) ||
 	    uprobe_link_prepare(session->skeleton->progs.backward_enter) ||
 	    uprobe_link_prepare(session->skeleton->progs.backward_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.process_group_init) ||
@@ -282,16 +286,26 @@ int probe_session_attach_python(struct probe_session *session, const char *path,
 
 int probe_session_attach_torch_scopes(struct probe_session *session, const char *path,
 				      uint64_t enter_offset, uint64_t enter_cookie,
-				      uint64_t exit_offset, char *error, size_t error_size)
+				      uint64_t key_offset, uint64_t exit_offset, char *error,
+				      size_t error_size)
 {
-	uint64_t exit_cookie = 0;
-	int result = uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_exit,
-					false, path, &exit_offset, &exit_cookie, 1, -1, error,
-					error_size);
+	uint64_t no_cookie = 0;
+	int result =
+		uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_exit,
+				   false, path, &exit_offset, &no_cookie, 1, -1, error, error_size);
 
 	if (result)
 		return result;
-	return uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_enter,
+	if (!key_offset)
+		return uprobe_link_attach(&session->links,
+					  session->skeleton->progs.torch_scope_enter, false, path,
+					  &enter_offset, &enter_cookie, 1, -1, error, error_size);
+	/* The key first: a name is never left waiting for a constructor not yet probed. */
+	result = uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_keyed,
+				    false, path, &key_offset, &no_cookie, 1, -1, error, error_size);
+	if (result)
+		return result;
+	return uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_named,
 				  false, path, &enter_offset, &enter_cookie, 1, -1, error,
 				  error_size);
 }

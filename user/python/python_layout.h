@@ -5,7 +5,7 @@
  * structures a probe on _PyEval_EvalFrameDefault(tstate, frame, throwflag)
  * walks, and the addresses of the objects it compares against. Everything
  * comes from the ELF file and process_vm_readv: the process is neither
- * stopped nor written to. Supported: CPython 3.10 to 3.13 on x86-64, builds
+ * stopped nor written to. Supported: CPython 3.10 to 3.14 on x86-64, builds
  * with the GIL; anything else is refused, never guessed.
  * Functions return 0 or a negative errno and fill error with a sentence.
  */
@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#define PYTHON_SUPPORTED_VERSIONS "3.10, 3.11, 3.12, 3.13 and 3.14"
 
 /* An offset of a member this version does not have. */
 #define PYTHON_FIELD_ABSENT (-1)
@@ -132,15 +134,15 @@ struct python_layout {
 	int thread_native_id; /* its kernel tid; absent in 3.10 */
 
 	/* The innermost frame of a thread: directly, or through a _PyCFrame. */
-	int thread_frame;	  /* 3.10 frame, 3.13 current_frame */
+	int thread_frame;	  /* 3.10 frame, 3.13+ current_frame */
 	int thread_cframe;	  /* 3.11, 3.12 */
 	int cframe_current_frame; /* 3.11, 3.12 */
 
-	int frame_code; /* f_code, or f_executable in 3.13 (a code object or None) */
+	int frame_code; /* f_code; f_executable (3.13+: code or None; 3.14: a tagged reference) */
 	int frame_previous;
 	int frame_localsplus;	 /* the arguments come first */
 	int frame_owner;	 /* one byte; absent in 3.10 */
-	int frame_owner_c_stack; /* owner of the shim frames 3.12+ push per C entry; skip them */
+	int frame_owner_c_stack; /* 3.12+: owners from this up are shim frames (C entries); skip */
 
 	int code_argument_count; /* co_argcount: positional parameters, self included */
 	int code_positional_only_count;
@@ -171,8 +173,8 @@ struct python_layout {
 
 /*
  * The layout of the runtime's version with its addresses: a table for 3.10
- * to 3.12; for 3.13 _Py_DebugOffsets from the file (or the live process),
- * the 3.13 table when neither can be read. Other versions, free-threaded,
+ * to 3.12; for 3.13 and 3.14 _Py_DebugOffsets from the file (or the live
+ * process), that version's table when neither can be read. Other versions, free-threaded,
  * debug, pre-release and non-x86-64 builds are refused with -ENOTSUP.
  */
 int python_layout_for(const struct python_runtime *runtime, struct python_layout *layout,
@@ -182,12 +184,15 @@ int python_layout_for(const struct python_runtime *runtime, struct python_layout
 int python_layout_from_table(int major, int minor, struct python_layout *layout, char *error,
 			     size_t error_size);
 
-/* The size of the 3.13 _Py_DebugOffsets, the bytes python_layout_from_debug_offsets reads. */
-#define PYTHON_DEBUG_OFFSETS_SIZE 584
+/*
+ * The bytes of _Py_DebugOffsets read: the size of the largest version's
+ * (3.14: 760; 3.13: 584).
+ */
+#define PYTHON_DEBUG_OFFSETS_SIZE 760
 
 /*
- * The layout from the bytes of a 3.13 _Py_DebugOffsets (the start of
- * _PyRuntime), the 3.13 table filling the members it does not describe.
+ * The layout from the bytes of a 3.13 or 3.14 _Py_DebugOffsets (the start of
+ * _PyRuntime), that version's table filling the members it does not describe.
  * -EINVAL when the cookie is wrong or the offsets are out of range,
  * -ENOTSUP for another version or a free-threaded build.
  */

@@ -219,6 +219,7 @@ static int share_stack_layout(struct python_tracer *tracer, pid_t pid,
 		.exception_traceback = layout->minor >= 11 ? 40 : 32,
 		/* 3.11+: a traceback's frame object points at its interpreter frame. */
 		.frame_object_frame = layout->minor >= 11 ? 24 : -1,
+		.tuple_items = layout->tuple_items,
 	};
 	/* The walk reads code, previous (8 bytes each) and owner (1 byte) in one go. */
 	int header_size = layout->frame_code + 8;

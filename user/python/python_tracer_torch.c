@@ -294,15 +294,14 @@ void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
 		goto out;
 	u64_map_put(&tracer->probed_files, identity, tracer);
 	/*
-	 * Per version (docs/torch-scopes.md): the shared-enter sites of 1.13 and
-	 * of 2.x builds of the same shape were watched live and are probed; the
-	 * constructor method comes from the sources only and is not; any other
-	 * version was refused when resolving. Operators are the same exported
-	 * at::_ops entry points in both.
+	 * Per version (docs/torch-scopes.md): 1.13's shared enter and 2.x's
+	 * enter_new with the constructor after it were watched live and are
+	 * probed; any other version was refused when resolving. Operators are
+	 * the same exported at::_ops entry points in both.
 	 */
-	if (scopes->method != TORCH_SCOPE_SHARED_ENTER || !scopes->verified ||
-	    scopes->string_abi != TORCH_STRING_CXX11 || !scopes->enter.file_offset ||
-	    !scopes->exit.file_offset) {
+	if (!scopes->verified || scopes->string_abi != TORCH_STRING_CXX11 ||
+	    !scopes->enter.file_offset || !scopes->exit.file_offset ||
+	    (scopes->method == TORCH_SCOPE_ENTER_THEN_CONSTRUCTOR && !scopes->key.file_offset)) {
 		log_warning("process %d: torch %s's record_function scopes (Optimizer.step, "
 			    "zero_grad) are not followed: this build's probe sites were not "
 			    "checked on a live process. Lost: the optimizer's scopes, and with "
@@ -320,9 +319,11 @@ void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
 	attach_c10d_collectives(tracer, pid, probes);
 	cookie = torch_register_bits(scopes->name_register) << TCHECK_TORCH_NAME_REGISTER_SHIFT |
 		 torch_register_bits(scopes->key_register) << TCHECK_TORCH_KEY_REGISTER_SHIFT;
-	if (probe_session_attach_torch_scopes(tracer->session, probes->host_path,
-					      scopes->enter.file_offset, cookie,
-					      scopes->exit.file_offset, error, sizeof(error)))
+	if (probe_session_attach_torch_scopes(
+		    tracer->session, probes->host_path, scopes->enter.file_offset, cookie,
+		    scopes->method == TORCH_SCOPE_ENTER_THEN_CONSTRUCTOR ? scopes->key.file_offset
+									 : 0,
+		    scopes->exit.file_offset, error, sizeof(error)))
 		log_warning("process %d: %s", pid, error);
 	else
 		log_info("probed torch %s's record_function scopes in %s", probes->version.text,

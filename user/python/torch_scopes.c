@@ -2,8 +2,9 @@
 /*
  * The sites of torch's record_function scopes: where the scope name, the
  * key that pairs an exit with its enter, and the exit are read, through
- * the enter function's one internal call (1.13, most 2.x builds) or the
- * next RecordFunction constructor (2.x builds without that call).
+ * the enter function's one internal call (1.13) or the exported enter and
+ * the RecordFunction constructor it calls (2.x, whether or not the build
+ * inlined the internal enter into it).
  */
 #include "python/torch_probe_sites.h"
 
@@ -15,7 +16,6 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
-#include "base/log.h"
 #include "probe/library_file.h"
 #include "probe/uprobe_entry_site.h"
 
@@ -153,12 +153,14 @@ static int choose_method(struct torch_probes *probes, char *error, size_t error_
 		return 0;
 	}
 	/*
-	 * 2.x builds seen so far (Debian's 2.6) keep 1.13's shape: the exported
-	 * enter makes one internal call that gets the name and the key. Where
-	 * that shape is missing, resolve_scopes falls back to the constructor.
+	 * 2.x: Python calls the exported enter_new itself, which builds the
+	 * at::RecordFunction with the exported constructor whatever the build
+	 * inlined (Debian's 2.6 and 2.14 keep an internal enter call; pip's
+	 * 2.11 inlines it): both sites exist in every build. Watched live on
+	 * Debian's 2.6 and 2.14; checked in the CUDA 2.6 build's code.
 	 */
 	if (version->major == 2) {
-		probes->scopes.method = TORCH_SCOPE_SHARED_ENTER;
+		probes->scopes.method = TORCH_SCOPE_ENTER_THEN_CONSTRUCTOR;
 		probes->scopes.verified = true;
 		return 0;
 	}
@@ -261,6 +263,9 @@ static int use_enter_then_constructor(struct torch_probes *probes, const char *e
 			"the slot the returned _RecordFunction pointer is written "
 			"to (an intrusive_ptr returned through a hidden pointer)",
 			string_layout(scopes->string_abi), optional);
+	if (!err)
+		err = torch_probe_site_move_to_emulated_instruction(probes->host_path,
+								    &scopes->enter);
 	if (!err && elf_symbol_find(probes->host_path, constructor, &location, NULL, 0)) {
 		constructor = RECORD_FUNCTION_BASE_CONSTRUCTOR;
 		err = elf_symbol_find(probes->host_path, constructor, &location, error, error_size);
@@ -270,8 +275,11 @@ static int use_enter_then_constructor(struct torch_probes *probes, const char *e
 	if (!err)
 		err = torch_probe_site_set_reading(
 			&scopes->key, "rdi -> the at::RecordFunction being built, sil -> its "
-				      "RecordScope (7, USER_SCOPE); the first call on a thread "
-				      "after an enter builds that scope's key");
+				      "RecordScope (7, USER_SCOPE); the first user scope a thread "
+				      "builds after an enter is that scope's key");
+	if (!err)
+		err = torch_probe_site_move_to_emulated_instruction(probes->host_path,
+								    &scopes->key);
 	scopes->name_register = TORCH_REGISTER_RSI;
 	scopes->args_register = TORCH_REGISTER_RDX;
 	scopes->key_register = TORCH_REGISTER_RDI;
@@ -316,30 +324,19 @@ static int string_abi_find(struct torch_probes *probes, const char *enter_new_sy
 			  probes->host_path, enter_new_symbol);
 }
 
-/* The enter and key sites by the chosen method; a 2.x build falls back to the constructor. */
+/* The enter and key sites by the chosen method. */
 static int enter_and_key_resolve(struct torch_probes *probes, const char *enter_new_symbol,
 				 const struct elf_symbol_location *enter_new, char *error,
 				 size_t error_size)
 {
 	struct torch_scope_probes *scopes = &probes->scopes;
 	const char *optional = optional_layout(enter_new_symbol, scopes->string_abi);
-	int err = 0;
 
-	if (scopes->method == TORCH_SCOPE_SHARED_ENTER) {
-		err = use_shared_enter(probes, enter_new_symbol, enter_new, optional, error,
-				       error_size);
-		/* A 2.x build whose enter inlined its helper: the constructor gives the key. */
-		if (err && probes->version.major == 2) {
-			log_debug("torch %s: %s; following the constructor instead",
-				  probes->version.text, error);
-			scopes->method = TORCH_SCOPE_ENTER_THEN_CONSTRUCTOR;
-			scopes->verified = false;
-		}
-	}
-	if (scopes->method == TORCH_SCOPE_ENTER_THEN_CONSTRUCTOR)
-		err = use_enter_then_constructor(probes, enter_new_symbol, enter_new, optional,
-						 error, error_size);
-	return err;
+	if (scopes->method == TORCH_SCOPE_SHARED_ENTER)
+		return use_shared_enter(probes, enter_new_symbol, enter_new, optional, error,
+					error_size);
+	return use_enter_then_constructor(probes, enter_new_symbol, enter_new, optional, error,
+					  error_size);
 }
 
 /* at::RecordFunction::end: the exit of every scope, and of much else. */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Where Debian's torch 1.13 and 2.6 keep a tensor's size, dtype and bytes. */
+/* Where Debian's torch 1.13, 2.6 and 2.14 keep a tensor's size, dtype and bytes. */
 #include "python/torch_tensor_layout.h"
 
 #include <string.h>
@@ -15,7 +15,8 @@
  * 2.x: two 4-byte counts in one word); AutogradMeta's requires_grad_ byte
  * 1 for a parameter and 0 once requires_grad_(False) (after its vtable,
  * name, grad, grad_fn, grad accumulator, forward grad, hooks and hook list;
- * 2.x adds the post-accumulate-grad hooks before it).
+ * 2.x adds the post-accumulate-grad hooks before it). 2.14's TensorImpl and
+ * AutogradMeta are 8 and 16 bytes shorter before those members than 2.6's.
  */
 static const struct {
 	int major;
@@ -24,6 +25,7 @@ static const struct {
 } tensor_layouts[] = {
 	{ 1, 13, { 168, 24, 136 } },
 	{ 2, 6, { 160, 16, 144 } },
+	{ 2, 14, { 152, 16, 128 } },
 };
 
 bool torch_tensor_layout_of(const struct torch_version *version, struct torch_tensor_layout *out)

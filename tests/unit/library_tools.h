@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What binutils (nm, objdump) read in a real library, apart from the code
+ * under test: the independent truth the probe-site tests compare with.
+ */
+#ifndef TCHECK_TESTS_LIBRARY_TOOLS_H
+#define TCHECK_TESTS_LIBRARY_TOOLS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* An exported symbol's address and size as nm reads them (0 when absent). */
+uint64_t nm_symbol(const char *library, const char *symbol, uint64_t *size);
+
+/* Whether objdump reads the instruction at 'address' as 'mnemonic'. */
+bool objdump_instruction_is(const char *library, uint64_t address, const char *mnemonic);
+
+/*
+ * Whether the function at [address, address + size) calls 'symbol', directly
+ * or through its PLT entry, as objdump names the call's target.
+ */
+bool objdump_function_calls(const char *library, uint64_t address, uint64_t size,
+			    const char *symbol);
+
+#endif /* TCHECK_TESTS_LIBRARY_TOOLS_H */
