@@ -246,4 +246,4 @@ status=0
 status=0
 "$TCHECK" check --hang-factor -1 "$SCRATCH/clean.trace" 2>"$SCRATCH/bad.err" || status=$?
 [ $status -eq 2 ] || fail "a negative --hang-factor should exit 2, not $status"
-grep -q "positive number" "$SCRATCH/bad.err" || fail "no sentence for a bad --hang-factor"
+grep -q "needs a number above 0" "$SCRATCH/bad.err" || fail "no sentence for a bad --hang-factor"

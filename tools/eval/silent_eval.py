@@ -103,7 +103,7 @@ class Suite:
         """The expected Python events each training process of the trace lacks, by pid.
 
         The training processes are the ranks the launcher logged (DDP), or else
-        every traced process that ran a workload script."""
+        every traced Python interpreter that ran a workload script."""
         dump = run([self.tcheck, "dump", trace]).stdout
         seen, commands = {}, {}
         for line in dump.splitlines():
@@ -116,8 +116,11 @@ class Suite:
             with open(os.path.join(log_dir, "launcher.json"), encoding="utf-8") as launcher:
                 trainers = [rank["pid"] for rank in json.load(launcher)["ranks"]]
         else:
+            # The interpreter running a workload script; a shell of the chroot
+            # wrapper names the script too, but runs no Python.
             trainers = [pid for pid, command in commands.items()
-                        if os.path.join("workloads", "python", "") in command]
+                        if os.path.join("workloads", "python", "") in command
+                        and os.path.basename(command.split(" ", 1)[0]).startswith("python")]
         missing = {pid: [name for name in PYTHON_EXPECTED if name not in seen.get(pid, ())]
                    for pid in trainers}
         if not trainers:
