@@ -17,6 +17,7 @@ if [ -f "$TORCH214_ROOT/.tcheck-ready" ]; then
 fi
 for python in "${pythons[@]}"; do
 	log="$SCRATCH/$(echo "$python" | tr -c 'a-zA-Z0-9.\n' _ | tail -c 60).jsonl"
+	rm -f "$SCRATCH/py.trace" # record refuses to replace a trace
 	# shellcheck disable=SC2086 # a chrooted interpreter's command is words
 	"$TCHECK" --quiet record -o "$SCRATCH/py.trace" --python-filter pure_python. -- \
 		$python "$WORKLOAD_PY" --iterations 20 --log "$log" >/dev/null ||
