@@ -1,6 +1,7 @@
 #!/bin/bash
 # The deployment files in tools/deploy, checked offline: yamllint, kubectl
-# kustomize where kubectl is present, promtool on the alert rules, and the
+# kustomize where kubectl is present, promtool on the alert rules (checked,
+# and unit-tested with tests/deploy/collective-alerts.test.yaml), and the
 # structural checks of tests/deploy/check_manifests.py (least privileges,
 # ports and selectors that agree). A broken copy must be caught too.
 source "$(dirname "$0")/lib.sh"
@@ -37,6 +38,21 @@ grep -q "bad.conf:2: 'hang-factr'" "$SCRATCH/bad.out" || fail "the error does no
 
 if command -v promtool >/dev/null; then
 	promtool check rules "$deploy/prometheus/rules.yaml" || fail "promtool rejects the rules"
+	# The collective alerts through a gloo hang, an NCCL hang and a stalled
+	# collective: which fires, for which rank, and the annotations' words.
+	promtool test rules "$ROOT/tests/deploy/collective-alerts.test.yaml" ||
+		fail "the collective alerts do not name the stuck rank as tests/deploy expects"
+	# Rules blind to the call a rank is inside miss the gloo hang: the test must say so.
+	mkdir -p "$SCRATCH/rules-test/tests/deploy" "$SCRATCH/rules-test/tools/deploy/prometheus"
+	cp "$ROOT/tests/deploy/collective-alerts.test.yaml" "$SCRATCH/rules-test/tests/deploy/"
+	sed 's/tcheck_collective_in_flight_sequence or //' "$deploy/prometheus/rules.yaml" \
+		>"$SCRATCH/rules-test/tools/deploy/prometheus/rules.yaml"
+	if promtool test rules "$SCRATCH/rules-test/tests/deploy/collective-alerts.test.yaml" \
+		>"$SCRATCH/rules-test.out" 2>&1; then
+		fail "rules that ignore the in-flight sequence passed the collective alert test"
+	fi
+	grep -q "TcheckCollectiveHang" "$SCRATCH/rules-test.out" ||
+		fail "the failed rule test does not name TcheckCollectiveHang: $(cat "$SCRATCH/rules-test.out")"
 fi
 
 # The checks must fail on a DaemonSet that asks for more than it needs.

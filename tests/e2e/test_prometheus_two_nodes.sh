@@ -96,6 +96,31 @@ print(" ".join(sorted({a["labels"].get("rank", "?") for a in alerts
 	sleep 0.5
 done
 [ "$fired" = 2 ] || fail "TcheckCollectiveHang fired for rank(s) '$fired', not rank 2"
+# One alert for rank 2, whose summary names each communicator it lags on
+# and the collective it never joined there, as rank 2's own log and its
+# peers' say: on each, one more than the calls rank 2 issued.
+curl -sf "$url/api/v1/alerts" >"$SCRATCH/alerts.json"
+query tcheck_collective_sequence >"$SCRATCH/sequences.json"
+python3 - "$SCRATCH/alerts.json" "$SCRATCH/sequences.json" <<'PY' || fail "the hang alert's summary disagrees with the job"
+import json, re, sys
+alerts = [a for a in json.load(open(sys.argv[1]))["data"]["alerts"]
+          if a["labels"]["alertname"] == "TcheckCollectiveHang" and a["state"] == "firing"]
+assert len(alerts) == 1, alerts
+summary = alerts[0]["annotations"]["summary"]
+match = re.fullmatch(r"Rank 2 never joined (.*); the others have waited (\d+) s", summary)
+assert match, summary
+assert 3 <= int(match.group(2)) < 600, summary
+named = dict((comm, int(seq)) for seq, comm in
+             re.findall(r"collective (\d+) on communicator ([0-9a-f]{16})", match.group(1)))
+sequences = json.load(open(sys.argv[2]))["data"]["result"]
+by_comm = {}
+for sample in sequences:
+    by_comm.setdefault(sample["metric"]["comm"], {})[sample["metric"]["rank"]] = int(float(sample["value"][1]))
+lagging = {comm: ranks["2"] + 1 for comm, ranks in by_comm.items()
+           if "2" in ranks and ranks["2"] < max(ranks.values())}
+assert named == lagging, f"{summary}: the sequences say {lagging}"
+print("summary:", summary)
+PY
 
 # analyze names rank 2 as the rank the others wait for, on node-2.
 set +e

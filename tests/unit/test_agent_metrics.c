@@ -2,13 +2,17 @@
 /*
  * The agent's violation, step-time and attach-failure series: their labels
  * (the process's rank from its record, the rule's position, the library's
- * name without its version) and their values, read back from the exposition.
+ * name without its version) and their values, read back from the exposition;
+ * the in-flight series, set while a rank is inside a call and removed once
+ * it returned.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/agent_metrics.h"
 #include "agent/metrics.h"
+#include "diagnose/progress_model.h"
+#include "nccl_records.h"
 #include "unit.h"
 
 static void rank_process(struct agent_metrics *metrics, uint32_t pid, int32_t rank)
@@ -100,5 +104,61 @@ UNIT_TEST(agent_metrics, violations_steps_and_attach_failures_are_labelled)
 		strstr(text, "tcheck_probe_attach_failures_total{library=\"libnccl.so\"} 2\n"));
 	free(text);
 	agent_metrics_free(metrics);
+	metrics_registry_free(registry);
+}
+
+/* Rank 0 blocked inside seq 10 of communicator 0xabc, rank 1 still at 9: a gloo hang's state. */
+UNIT_TEST(agent_metrics, a_call_entered_and_not_returned_is_in_flight_until_it_returns)
+{
+	static const char rank0[] =
+		"tcheck_collective_in_flight_sequence{pid=\"999998\",rank=\"0\","
+		"pod=\"\",namespace=\"\",container=\"\",comm=\"0000000000000abc\"} 10\n";
+	struct metrics_registry *registry = metrics_registry_new();
+	struct progress_model *model = progress_model_new(NULL);
+	struct agent_metrics *metrics;
+	struct trace_record call;
+	int64_t step;
+	char *text;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	metrics = agent_metrics_new(registry, "/nonexistent", 300);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(metrics);
+	rank_process(metrics, 999998, 0);
+	rank_process(metrics, 999999, 1);
+	for (int64_t seq = 1; seq <= 9; seq++) {
+		for (int rank = 0; rank < 2; rank++) {
+			call = all_reduce_record(999998 + (uint32_t)rank, rank, 2, 0xabc, seq, 64);
+			progress_model_add_call(model, &call.call, &step);
+			agent_metrics_observe(metrics, &call);
+		}
+	}
+	call = all_reduce_record(999998, 0, 2, 0xabc, 10, 64);
+	call.call.flags |= TRACE_CALL_OPEN;
+	progress_model_add_call(model, &call.call, &step);
+	agent_metrics_in_flight(metrics, model);
+	text = metrics_render(registry, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, rank0));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_collective_sequence{pid=\"999998\",rank=\"0\","
+					    "pod=\"\",namespace=\"\",container=\"\","
+					    "comm=\"0000000000000abc\"} 9\n"));
+	/* Rank 1 is inside nothing: no in-flight series of it. */
+	CU_ASSERT_PTR_NULL(strstr(text, "tcheck_collective_in_flight_sequence{pid=\"999999\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_collective_in_flight_entry_timestamp_seconds{"
+					    "pid=\"999998\",rank=\"0\""));
+	free(text);
+	/* It returned: the series goes. */
+	call.call.flags &= ~TRACE_CALL_OPEN;
+	call.call.duration_ns = 50;
+	progress_model_add_call(model, &call.call, &step);
+	agent_metrics_in_flight(metrics, model);
+	text = metrics_render(registry, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_PTR_NULL(strstr(text, "tcheck_collective_in_flight_sequence{"));
+	CU_ASSERT_PTR_NULL(strstr(text, "tcheck_collective_in_flight_entry_timestamp_seconds{"));
+	free(text);
+	agent_metrics_free(metrics);
+	progress_model_free(model);
 	metrics_registry_free(registry);
 }

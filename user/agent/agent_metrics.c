@@ -11,6 +11,7 @@
 #include "agent/metrics.h"
 #include "agent/pod_identity.h"
 #include "base/u64_map.h"
+#include "diagnose/progress_model.h"
 #include "model/nccl_api.h"
 
 enum process_label { LABEL_PID, LABEL_RANK, LABEL_POD, LABEL_NAMESPACE, LABEL_CONTAINER };
@@ -32,7 +33,8 @@ struct agent_metrics {
 	unsigned attached;
 	struct metrics_family *calls, *bytes, *sequence, *progress, *attached_gauge, *drops,
 		*process_drops, *python_lost, *in_flight, *bytes_in_flight, *findings, *crashes,
-		*violations, *steps, *expected_step, *attach_failures;
+		*violations, *steps, *expected_step, *attach_failures, *in_flight_sequence,
+		*in_flight_entry;
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -161,13 +163,35 @@ static void declare_attach_failure_series(struct agent_metrics *metrics)
 		METRICS_COUNTER, library_labels, 1);
 }
 
+/*
+ * The collective each rank is inside now (entered, not returned): a rank
+ * blocked in sequence n while another never entered it is what the alert
+ * rules compare. Declared last, like the series before it, for the order.
+ */
+static void declare_in_flight_series(struct agent_metrics *metrics)
+{
+	struct metrics_registry *registry = metrics->registry;
+
+	metrics->in_flight_sequence = metrics_declare(
+		registry, "tcheck_collective_in_flight_sequence",
+		"Sequence number of the communication call this rank is inside now on a "
+		"communicator (entered, not returned); absent while it is inside none.",
+		METRICS_GAUGE, comm_label_names, 6);
+	metrics->in_flight_entry = metrics_declare(
+		registry, "tcheck_collective_in_flight_entry_timestamp_seconds",
+		"When this rank entered the communication call it is inside now on a "
+		"communicator (Unix time); absent while it is inside none.",
+		METRICS_GAUGE, comm_label_names, 6);
+}
+
 static bool every_series_declared(const struct agent_metrics *metrics)
 {
-	return metrics->violations && metrics->steps && metrics->expected_step &&
-	       metrics->attach_failures && metrics->in_flight && metrics->bytes_in_flight &&
-	       metrics->findings && metrics->crashes && metrics->calls && metrics->bytes &&
-	       metrics->sequence && metrics->progress && metrics->attached_gauge &&
-	       metrics->drops && metrics->process_drops && metrics->python_lost;
+	return metrics->in_flight_sequence && metrics->in_flight_entry && metrics->violations &&
+	       metrics->steps && metrics->expected_step && metrics->attach_failures &&
+	       metrics->in_flight && metrics->bytes_in_flight && metrics->findings &&
+	       metrics->crashes && metrics->calls && metrics->bytes && metrics->sequence &&
+	       metrics->progress && metrics->attached_gauge && metrics->drops &&
+	       metrics->process_drops && metrics->python_lost;
 }
 
 struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
@@ -188,6 +212,7 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 	declare_network_series(metrics);
 	declare_finding_series(metrics);
 	declare_attach_failure_series(metrics);
+	declare_in_flight_series(metrics);
 	if (!every_series_declared(metrics)) {
 		agent_metrics_free(metrics);
 		return NULL;
@@ -251,6 +276,8 @@ static void observe_process(struct agent_metrics *metrics, const struct trace_pr
 		/* An ended rank waits for nothing: only running ranks localise a stall. */
 		metrics_family_remove_series(metrics->sequence, "pid", labels->pid);
 		metrics_family_remove_series(metrics->progress, "pid", labels->pid);
+		metrics_family_remove_series(metrics->in_flight_sequence, "pid", labels->pid);
+		metrics_family_remove_series(metrics->in_flight_entry, "pid", labels->pid);
 		if (known && metrics->attached)
 			metrics->attached--;
 	}
@@ -353,6 +380,42 @@ void agent_metrics_step(struct agent_metrics *metrics, uint32_t pid, uint64_t co
 	metrics_observe(metrics->steps, values, seconds);
 	if (expected_seconds > 0)
 		metrics_set(metrics->expected_step, values, expected_seconds);
+}
+
+/* One rank of a communicator: its in-flight series set while it is inside a call, else removed. */
+static void rank_in_flight(struct agent_metrics *metrics, const struct progress_comm *comm,
+			   const struct progress_rank *rank)
+{
+	struct process_labels *labels = labels_of(metrics, rank->pid);
+	const char *values[PROCESS_LABELS + 1];
+	char comm_label[24];
+
+	if (!labels || labels->ended_ns)
+		return;
+	snprintf(comm_label, sizeof(comm_label), "%016llx", (unsigned long long)comm->comm_id);
+	fill_values(labels, values);
+	values[PROCESS_LABELS] = comm_label;
+	if (!rank->last.open || rank->finished || rank->last.seq < 0) {
+		metrics_unset(metrics->in_flight_sequence, values);
+		metrics_unset(metrics->in_flight_entry, values);
+		return;
+	}
+	metrics_set(metrics->in_flight_sequence, values, (double)rank->last.seq);
+	metrics_set(metrics->in_flight_entry, values,
+		    (double)((int64_t)rank->last.entry_ns + metrics->realtime_offset_ns) / 1e9);
+}
+
+void agent_metrics_in_flight(struct agent_metrics *metrics, const struct progress_model *model)
+{
+	for (unsigned c = 0; c < model->comm_count; c++) {
+		const struct progress_comm *comm = &model->comms[c];
+
+		if (!comm->comm_id)
+			continue;
+		for (int r = 0; r < PROGRESS_MAX_RANKS; r++)
+			if (comm->ranks[r].present)
+				rank_in_flight(metrics, comm, &comm->ranks[r]);
+	}
 }
 
 void agent_metrics_library_name(const char *path, char *name, size_t size)

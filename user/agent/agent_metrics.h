@@ -18,6 +18,7 @@
 
 struct metrics_registry;
 struct agent_metrics;
+struct progress_model;
 
 /* containers_dir: where pod names are looked up (NULL: the kubelet's). */
 struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
@@ -41,6 +42,13 @@ void agent_metrics_violation(struct agent_metrics *metrics, uint32_t pid, const 
 /* One step of process pid on a communicator, and the step time expected there (0: not yet). */
 void agent_metrics_step(struct agent_metrics *metrics, uint32_t pid, uint64_t comm_id,
 			double seconds, double expected_seconds);
+
+/*
+ * The calls each rank is inside now, from the detectors' progress model:
+ * tcheck_collective_in_flight_* set for a rank seen inside a call, removed
+ * once it returned. Called on each refresh.
+ */
+void agent_metrics_in_flight(struct agent_metrics *metrics, const struct progress_model *model);
 
 /* A probe attachment the kernel refused, on the library at path. */
 void agent_metrics_attach_failure(struct agent_metrics *metrics, const char *path);

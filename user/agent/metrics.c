@@ -402,6 +402,27 @@ static size_t remove_from_family(struct metrics_family *family, const char *labe
 	return removed;
 }
 
+size_t metrics_unset(struct metrics_family *family, const char *const label_values[])
+{
+	struct metrics_series *series;
+	size_t removed = 0;
+
+	pthread_mutex_lock(&family->registry->lock);
+	series = find_series(family, label_values);
+	if (series) {
+		size_t last = family->series_count - 1;
+
+		free_series(series, family->label_count);
+		/* The order of the others is kept: the exposition stays stable between scrapes. */
+		memmove(series, series + 1,
+			(size_t)(&family->series[last] - series) * sizeof(*series));
+		family->series_count--;
+		removed = 1;
+	}
+	pthread_mutex_unlock(&family->registry->lock);
+	return removed;
+}
+
 size_t metrics_remove_series(struct metrics_registry *registry, const char *label_name,
 			     const char *value)
 {

@@ -62,6 +62,9 @@ int metrics_add(struct metrics_family *family, const char *const label_values[],
  */
 double metrics_get(struct metrics_family *family, const char *const label_values[]);
 
+/* Removes the one series with these label values, if it exists; 1 removed, 0 none. */
+size_t metrics_unset(struct metrics_family *family, const char *const label_values[]);
+
 /* Removes every series, of every family, whose label 'label_name' equals 'value'. */
 size_t metrics_remove_series(struct metrics_registry *registry, const char *label_name,
 			     const char *value);

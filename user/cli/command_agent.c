@@ -475,6 +475,7 @@ static size_t discover(void *context, pid_t *pids, size_t capacity)
 			       job_diagnosis_slowdown_count(agent->diagnosis),
 			       job_diagnosis_mismatch_count(agent->diagnosis),
 			       job_diagnosis_crash_count(agent->diagnosis));
+	agent_metrics_in_flight(agent->metrics, job_diagnosis_model(agent->diagnosis));
 	return process_finder_scan(&options, pids, capacity);
 }
 

@@ -24,8 +24,9 @@
 static const char analyze_help[] =
 	"Usage: tcheck-bpf analyze --prometheus URL [--idle SECONDS] [--json]\n"
 	"\n"
-	"Asks Prometheus for every rank's last collective sequence number per\n"
-	"communicator (tcheck_collective_sequence, exported by the agents of all\n"
+	"Asks Prometheus for every rank's collective sequence number per\n"
+	"communicator (the one it is inside, tcheck_collective_in_flight_sequence,\n"
+	"else its last, tcheck_collective_sequence, exported by the agents of all\n"
 	"nodes) and reports each communicator idle for longer than --idle: the\n"
 	"ranks at the lowest sequence never issued the collective the others wait\n"
 	"in; when all ranks agree, the collective itself is stuck (network or\n"
@@ -143,11 +144,17 @@ static int analyze(const char *url, double idle_seconds, int json)
 	size_t count;
 	int result = 2;
 
-	sequences = prometheus_query_vector(url, "tcheck_collective_sequence",
+	/* Per rank: the collective it is inside (entered, not returned), else its last. */
+	sequences = prometheus_query_vector(url,
+					    "max without () (tcheck_collective_in_flight_sequence "
+					    "or tcheck_collective_sequence)",
 					    QUERY_TIMEOUT_SECONDS, error, sizeof(error));
 	if (sequences)
 		progress = prometheus_query_vector(
-			url, "tcheck_collective_last_progress_timestamp_seconds",
+			url,
+			"max without () "
+			"({__name__=~\"tcheck_collective_(last_progress|in_flight_entry)"
+			"_timestamp_seconds\"})",
 			QUERY_TIMEOUT_SECONDS, error, sizeof(error));
 	if (!sequences || !progress) {
 		log_error("%s", error);

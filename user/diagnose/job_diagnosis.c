@@ -437,6 +437,11 @@ void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step,
 	diagnosis->step_context = context;
 }
 
+const struct progress_model *job_diagnosis_model(const struct job_diagnosis *diagnosis)
+{
+	return diagnosis->model;
+}
+
 unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis)
 {
 	return diagnosis->hangs;

@@ -50,6 +50,9 @@ void job_diagnosis_finish(struct job_diagnosis *diagnosis);
 typedef void (*job_step_fn)(void *context, const struct progress_comm *comm, int64_t step);
 void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step, void *context);
 
+/* The progress the detectors judge from: who is where, on each communicator (for reading). */
+const struct progress_model *job_diagnosis_model(const struct job_diagnosis *diagnosis);
+
 unsigned job_diagnosis_hang_count(const struct job_diagnosis *diagnosis);
 unsigned job_diagnosis_slowdown_count(const struct job_diagnosis *diagnosis);
 /* Collectives whose ranks disagreed on the function or the element count. */

@@ -50,7 +50,7 @@ def prometheus_rule(groups):
 def main():
     output = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "prometheusrule.yaml"
     groups = yaml.safe_load((HERE / "rules.yaml").read_text())["groups"]
-    text = yaml.dump(prometheus_rule(groups), Dumper=BlockDumper, sort_keys=False, width=100)
+    text = yaml.dump(prometheus_rule(groups), Dumper=BlockDumper, sort_keys=False, width=80)
     output.write_text(HEADER + text)
     return 0
 
