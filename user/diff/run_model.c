@@ -409,27 +409,50 @@ static size_t step_calls(struct step_pattern *pattern, size_t call_count, size_t
 }
 
 /*
- * Steps from the period of the steps' calls (call_period.h): each call takes
- * the step of the last step call at or before it; before the first, -1.
- * False when there is no period (or no memory).
+ * The step of a call made every few steps, between step calls 'before' and
+ * 'after' (either may be absent): theirs when they share one; before the
+ * first, -1; at a step's edge, the step whose call it is nearer to in time.
+ */
+static int rare_call_step(const struct run_call *calls, size_t call, const struct run_call *before,
+			  const struct run_call *after)
+{
+	uint64_t gap_before, gap_after;
+
+	if (!after || (before && before->step == after->step))
+		return before ? before->step : -1;
+	if (!before)
+		return -1; /* set-up, before the first step */
+	gap_before = calls[call].entry_ns - (before->entry_ns + before->duration_ns);
+	gap_after = after->entry_ns - (calls[call].entry_ns + calls[call].duration_ns);
+	return gap_after < gap_before ? after->step : before->step;
+}
+
+/*
+ * Steps from the period of the steps' calls (call_period.h), set-up calls
+ * before it -1, the others placed by rare_call_step. False when there is
+ * no period (or no memory).
  */
 static bool steps_from_period(struct run_rank *rank)
 {
 	size_t *scratch = calloc(rank->call_count * 4 + 1, sizeof(*scratch));
 	struct step_pattern pattern = { .calls = rank->calls, .core = scratch };
 	size_t start = 0, period, next_core = 0;
-	int step = -1;
 
 	if (!scratch)
 		return false;
 	period = step_calls(&pattern, rank->call_count, scratch + rank->call_count, &start);
+	for (size_t k = 0; period && k < pattern.core_count; k++)
+		rank->calls[pattern.core[k]].step = k < start ? -1 : (int)((k - start) / period);
 	for (size_t i = 0; period && i < rank->call_count; i++) {
 		if (next_core < pattern.core_count && pattern.core[next_core] == i) {
-			if (next_core >= start)
-				step = (int)((next_core - start) / period);
 			next_core++;
+			continue;
 		}
-		rank->calls[i].step = step;
+		rank->calls[i].step = rare_call_step(
+			rank->calls, i,
+			next_core ? &rank->calls[pattern.core[next_core - 1]] : NULL,
+			next_core < pattern.core_count ? &rank->calls[pattern.core[next_core]]
+						       : NULL);
 	}
 	free(scratch);
 	return period != 0;
