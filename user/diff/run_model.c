@@ -3,8 +3,11 @@
  * Reads the traces of one run into per-rank call sequences (run_model.h).
  * A call's job rank is its process's RANK; a process launched without one
  * takes its rank in the first communicator it created. Without a step
- * from Python (record --python --step-marker), a rank's step starts at
- * each recurrence of its first communication call.
+ * from Python (record --python --step-marker), a rank's step is one turn of
+ * the period of its whole call pattern (call_period.h); a rank whose calls
+ * have no period starts a step at each recurrence of its first call.
+ * A communicator is named by one number across the job: see
+ * number_communicators.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -14,6 +17,7 @@
 
 #include "base/error_message.h"
 #include "base/growable_array.h"
+#include "diff/call_period.h"
 #include "diff/run_model.h"
 #include "trace/trace_reader.h"
 
@@ -81,7 +85,7 @@ static struct run_rank *rank_get(struct run_model *model, int job_rank)
 }
 
 /* The index of the communicator in the rank's order of first use, added when new; -1: no memory. */
-static int communicator_index(struct run_rank *rank, uint64_t key, int32_t nranks)
+static int communicator_index(struct run_rank *rank, uint64_t key, bool shared, int32_t nranks)
 {
 	for (size_t i = 0; i < rank->communicator_count; i++)
 		if (rank->communicators[i].key == key)
@@ -90,7 +94,7 @@ static int communicator_index(struct run_rank *rank, uint64_t key, int32_t nrank
 					&rank->communicator_capacity, sizeof(*rank->communicators)))
 		return -1;
 	rank->communicators[rank->communicator_count] =
-		(struct run_communicator){ .key = key, .nranks = nranks };
+		(struct run_communicator){ .key = key, .shared = shared, .nranks = nranks };
 	return (int)rank->communicator_count++;
 }
 
@@ -119,7 +123,7 @@ static int64_t call_int_param(const struct trace_nccl_call *call, const char *na
 static int add_call(struct run_rank *rank, const struct trace_nccl_call *call, int64_t shift_ns)
 {
 	uint64_t key = call->comm_id ? call->comm_id : call->comm;
-	int communicator = communicator_index(rank, key, call->nranks);
+	int communicator = communicator_index(rank, key, call->comm_id != 0, call->nranks);
 	struct run_call *entry;
 
 	if (communicator < 0 ||
@@ -319,7 +323,146 @@ int run_call_same(const struct run_call *a, const struct run_call *b)
 	       a->op == b->op && a->root == b->root;
 }
 
-/* Without a step from Python: a step starts at each recurrence of the rank's first call. */
+/* The same call on the same communicator: one item of a rank's call pattern. */
+static bool calls_alike(const struct run_call *a, const struct run_call *b)
+{
+	return a->communicator == b->communicator && run_call_same(a, b);
+}
+
+/* A rank's calls and those of them that make its steps (indices into calls). */
+struct step_pattern {
+	const struct run_call *calls;
+	size_t *core;
+	size_t core_count;
+};
+
+static bool core_item_same(const void *sequence, size_t a, size_t b)
+{
+	const struct step_pattern *pattern = sequence;
+
+	return calls_alike(&pattern->calls[pattern->core[a]], &pattern->calls[pattern->core[b]]);
+}
+
+/* Each call's signature (an index) and how often each signature occurs. */
+static size_t count_signatures(const struct run_call *calls, size_t call_count, size_t *signature,
+			       size_t *occurrences, size_t *first)
+{
+	size_t signatures = 0;
+
+	for (size_t i = 0; i < call_count; i++) {
+		size_t k = 0;
+
+		while (k < signatures && !calls_alike(&calls[first[k]], &calls[i]))
+			k++;
+		if (k == signatures) {
+			first[signatures++] = i;
+			occurrences[k] = 0;
+		}
+		occurrences[k]++;
+		signature[i] = k;
+	}
+	return signatures;
+}
+
+/* The calls whose signature occurs at least 'least' times, and their period; 0: none. */
+static size_t core_period(struct step_pattern *pattern, size_t call_count, const size_t *signature,
+			  const size_t *occurrences, size_t least, size_t *start)
+{
+	pattern->core_count = 0;
+	for (size_t i = 0; i < call_count; i++)
+		if (occurrences[signature[i]] >= least)
+			pattern->core[pattern->core_count++] = i;
+	return call_period_find(pattern, pattern->core_count, core_item_same, start);
+}
+
+/*
+ * The steps' calls: those whose signature occurs at least as often as some
+ * signature made once a step. Tried for each number of occurrences 'n': the
+ * calls whose signature occurs n times or more must turn with a period
+ * exactly n times and be three quarters of the calls at least; the most
+ * turns win. Set-up calls, made once, and calls made every few steps (an
+ * evaluation, a logging all-reduce) are so left out: they neither break the
+ * period nor stretch a step over several. Returns the period, 0: none.
+ */
+static size_t step_calls(struct step_pattern *pattern, size_t call_count, size_t *scratch,
+			 size_t *start)
+{
+	size_t *signature = scratch, *occurrences = scratch + call_count,
+	       *first = scratch + 2 * call_count;
+	size_t signatures =
+		count_signatures(pattern->calls, call_count, signature, occurrences, first);
+	size_t best_least = 0;
+
+	for (size_t k = 0; k < signatures; k++) {
+		size_t least = occurrences[k], from = 0,
+		       period = core_period(pattern, call_count, signature, occurrences, least,
+					    &from);
+
+		if (!period || (pattern->core_count - from + period - 1) / period != least ||
+		    pattern->core_count * 4 < call_count * 3 || least <= best_least)
+			continue;
+		best_least = least;
+	}
+	return best_least
+		       ? core_period(pattern, call_count, signature, occurrences, best_least, start)
+		       : 0;
+}
+
+/*
+ * The step of a call made every few steps, between step calls 'before' and
+ * 'after' (either may be absent): theirs when they share one; before the
+ * first, -1; at a step's edge, the step whose call it is nearer to in time.
+ */
+static int rare_call_step(const struct run_call *calls, size_t call, const struct run_call *before,
+			  const struct run_call *after)
+{
+	uint64_t gap_before, gap_after;
+
+	if (!after || (before && before->step == after->step))
+		return before ? before->step : -1;
+	if (!before)
+		return -1; /* set-up, before the first step */
+	gap_before = calls[call].entry_ns - (before->entry_ns + before->duration_ns);
+	gap_after = after->entry_ns - (calls[call].entry_ns + calls[call].duration_ns);
+	return gap_after < gap_before ? after->step : before->step;
+}
+
+/*
+ * Steps from the period of the steps' calls (call_period.h), set-up calls
+ * before it -1, the others placed by rare_call_step. False when there is
+ * no period (or no memory).
+ */
+static bool steps_from_period(struct run_rank *rank)
+{
+	size_t *scratch = calloc(rank->call_count * 4 + 1, sizeof(*scratch));
+	struct step_pattern pattern = { .calls = rank->calls, .core = scratch };
+	size_t start = 0, period, next_core = 0;
+
+	if (!scratch)
+		return false;
+	period = step_calls(&pattern, rank->call_count, scratch + rank->call_count, &start);
+	for (size_t k = 0; period && k < pattern.core_count; k++)
+		rank->calls[pattern.core[k]].step = k < start ? -1 : (int)((k - start) / period);
+	for (size_t i = 0; period && i < rank->call_count; i++) {
+		if (next_core < pattern.core_count && pattern.core[next_core] == i) {
+			next_core++;
+			continue;
+		}
+		rank->calls[i].step = rare_call_step(
+			rank->calls, i,
+			next_core ? &rank->calls[pattern.core[next_core - 1]] : NULL,
+			next_core < pattern.core_count ? &rank->calls[pattern.core[next_core]]
+						       : NULL);
+	}
+	free(scratch);
+	return period != 0;
+}
+
+/*
+ * Without a step from Python: a step is one turn of the period of the
+ * rank's call pattern; with no period, a step starts at each recurrence of
+ * the rank's first call.
+ */
 static void derive_steps(struct run_rank *rank)
 {
 	int step = -1;
@@ -327,6 +470,8 @@ static void derive_steps(struct run_rank *rank)
 	for (size_t i = 0; i < rank->call_count; i++)
 		if (rank->calls[i].step >= 0)
 			return;
+	if (steps_from_period(rank))
+		return;
 	for (size_t i = 0; i < rank->call_count; i++) {
 		if (run_call_same(&rank->calls[i], &rank->calls[0]))
 			step++;
@@ -420,6 +565,48 @@ struct run_model *run_model_new(void)
 	return calloc(1, sizeof(struct run_model));
 }
 
+/*
+ * One number per communicator across the job, the same in every rank's
+ * reports and in two runs of one job: communicators in the order of the
+ * lowest job rank that used each, then that rank's order of first use. A
+ * communicator whose identity is not shared (comm_id unknown) cannot be
+ * matched across ranks: it is numbered as its rank's alone.
+ */
+/* Gives 'number' to the communicator 'key' on the ranks after 'rank'. */
+static void number_on_later_ranks(struct run_model *model, int rank, uint64_t key, int number)
+{
+	for (int other = rank + 1; other < model->rank_limit; other++) {
+		struct run_rank *later = model->ranks[other];
+
+		for (size_t c = 0; later && c < later->communicator_count; c++)
+			if (later->communicators[c].shared && later->communicators[c].key == key)
+				later->communicators[c].number = number;
+	}
+}
+
+static void number_communicators(struct run_model *model)
+{
+	int next = 0;
+
+	for (int r = 0; r < model->rank_limit; r++)
+		for (size_t c = 0; model->ranks[r] && c < model->ranks[r]->communicator_count; c++)
+			model->ranks[r]->communicators[c].number = -1;
+	for (int r = 0; r < model->rank_limit; r++) {
+		struct run_rank *rank = model->ranks[r];
+
+		for (size_t c = 0; rank && c < rank->communicator_count; c++) {
+			struct run_communicator *communicator = &rank->communicators[c];
+
+			if (communicator->number >= 0)
+				continue;
+			communicator->number = next;
+			if (communicator->shared)
+				number_on_later_ranks(model, r, communicator->key, next);
+			next++;
+		}
+	}
+}
+
 void run_model_finish(struct run_model *model)
 {
 	/* Out of memory here leaves those events out, as reading them would have. */
@@ -427,6 +614,7 @@ void run_model_finish(struct run_model *model)
 	for (int i = 0; i < model->rank_limit; i++)
 		if (model->ranks[i])
 			finish_rank(model->ranks[i]);
+	number_communicators(model);
 }
 
 struct run_model *run_model_load(const char *const *paths, int count, char *error,
@@ -514,8 +702,8 @@ void run_communicator_name(const struct run_rank *rank, int communicator, char *
 		return;
 	}
 	if (rank->communicators[communicator].nranks > 0)
-		snprintf(text, size, "comm %d (%d ranks)", communicator,
+		snprintf(text, size, "comm %d (%d ranks)", rank->communicators[communicator].number,
 			 rank->communicators[communicator].nranks);
 	else
-		snprintf(text, size, "comm %d", communicator);
+		snprintf(text, size, "comm %d", rank->communicators[communicator].number);
 }

@@ -9,6 +9,7 @@
 #ifndef TCHECK_RUN_MODEL_H
 #define TCHECK_RUN_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,8 @@ struct run_call {
 /* A communicator as a rank sees it: the n-th it used, and its size. */
 struct run_communicator {
 	uint64_t key; /* comm_id, or the handle when the identity is unknown */
+	bool shared;  /* key is comm_id: the same on every rank of the communicator */
+	int number;   /* its name across the job: see run_communicator_name */
 	int32_t nranks;
 	size_t calls; /* communication calls the rank made on it */
 };
@@ -86,10 +89,13 @@ int run_model_rank_count(const struct run_model *model);
 /* Calls and Python events of every rank. */
 size_t run_model_event_count(const struct run_model *model);
 
-/* "comm 2 (4 ranks)": how reports name a rank's communicator. */
 /* Whether two calls are the same call: function, count, datatype, op and root or peer. */
 int run_call_same(const struct run_call *a, const struct run_call *b);
 
+/*
+ * "comm 2 (4 ranks)": how reports name a rank's communicator, by its number
+ * across the job (the same on every rank that uses it).
+ */
 void run_communicator_name(const struct run_rank *rank, int communicator, char *text, size_t size);
 
 #endif /* TCHECK_RUN_MODEL_H */
