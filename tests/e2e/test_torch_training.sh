@@ -112,6 +112,7 @@ PY
 }
 # -v: the recorder's closing count of <unreadable> callers is said with -v only.
 run_cpu() {
+	rm -f "$SCRATCH/train.trace" # record refuses to replace a trace
 	"$TCHECK" -v record -o "$SCRATCH/train.trace" --python "$@" -- $TORCH_PYTHON \
 		"$WORKLOADS/train_cpu.py" --steps 7 --eval-every 3 --log "$SCRATCH/train.jsonl" \
 		>/dev/null 2>"$SCRATCH/record.err" || fail "record failed: $(cat "$SCRATCH/record.err")"

@@ -56,6 +56,7 @@ def record_shape(suite, index, script, options):
     trace, log_dir = suite.path(stem + ".trace"), suite.path(stem + "-log")
     suite.count += 1
     cross.progress("[{}] recording {} {}".format(suite.count, script, " ".join(options)))
+    cross.remove_trace(trace)  # record refuses to replace a trace
     cross.run([suite.tcheck, "record", "-o", trace, "--python", "--", *suite.python,
                os.path.join(SHAPES_DIR, script), *options, "--steps", str(STEPS),
                "--log-dir", log_dir])
@@ -95,6 +96,7 @@ def nccl_world_sizes(suite):
     for ranks in (2, 4, 8):
         trace = suite.path("nccl-{}.trace".format(ranks))
         cross.progress("recording the NCCL workload, {} ranks".format(ranks))
+        cross.remove_trace(trace)  # record refuses to replace a trace
         cross.run([suite.tcheck, "--quiet", "record", "-o", trace, "--", NCCL_WORKLOAD,
                    "--ranks", str(ranks), "--steps", "12", "--log-dir",
                    suite.path("nccl-{}-log".format(ranks))])

@@ -123,6 +123,7 @@ class RealSuite(cross.Suite):
         started = time.monotonic()
         progress("[{}] recording {} {}".format(self.count, os.path.basename(script),
                                                " ".join(extra)))
+        cross.remove_trace(trace)  # record refuses to replace a trace
         cross.run([self.tcheck, "record", "-o", trace, "--python", "--", *self.python, script,
                    *extra, "--steps", str(self.steps), "--log-dir", log_dir])
         seen = self.steps_seen(trace)

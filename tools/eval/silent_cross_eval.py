@@ -80,6 +80,12 @@ def progress(message):
     print("silent_cross_eval: " + message, file=sys.stderr, flush=True)
 
 
+def remove_trace(path):
+    """Removes a trace an earlier run of the suite left: record never replaces one."""
+    if os.path.exists(path):
+        os.remove(path)
+
+
 def run(command, allowed=(0,)):
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             check=False)
@@ -101,8 +107,7 @@ class Suite:
     def record(self, stem, script, extra=()):
         """Records a script as README.md shows; returns (trace, its JSON log, steps seen)."""
         trace, log = self.path(stem + ".trace"), self.path(stem + ".json")
-        if os.path.exists(trace):  # record refuses to replace a trace
-            os.remove(trace)
+        remove_trace(trace)  # record refuses to replace a trace
         self.count += 1
         started = time.monotonic()
         progress("[{}/{}] recording {} {}".format(self.count, self.total, script, " ".join(extra)))

@@ -153,6 +153,14 @@ static void thread_describe_hits(struct snapshot_thread *thread,
 		if (word >= 0 && (best < 0 || word < best))
 			best = word;
 	}
+	/*
+	 * DDP's end of backward waits for its buckets' all-reduce. Where the
+	 * gloo worker running it shows no exported frame (torch 2.14), the
+	 * waiting Reducer is what names the collective.
+	 */
+	for (size_t i = 0; best < 0 && i < count; i++)
+		if (strstr(hits[i].function->name, "Reducer::finalize_backward"))
+			best = collective_of_name("allreduce");
 	if (best >= 0)
 		snprintf(thread->collective, sizeof(thread->collective), "c10d::%s",
 			 c10d_collectives[best]);
