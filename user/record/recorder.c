@@ -40,6 +40,13 @@
 #define STATUS_INTERVAL_NS 1000000000ULL
 #define RESCAN_INTERVAL_NS 500000000ULL
 #define DEFAULT_RING_BUFFER_BYTES (16u << 20)
+/*
+ * Python tracing sends a burst of records while ranks import torch (each code
+ * object met for the first time): four torch 1.13 ranks importing at once on
+ * 2 CPUs overflowed 16 MiB (about 75,000 records lost, Optimizer.step scopes
+ * among them); 64 MiB lost none.
+ */
+#define DEFAULT_PYTHON_RING_BUFFER_BYTES (64u << 20)
 /* Calls in flight read at one tick: a thread has at most TCHECK_MAX_NESTING. */
 #define OPEN_CALLS_MAX 1024
 
@@ -788,6 +795,7 @@ static int set_up(struct recorder *recorder, int *release_fd)
 	const struct recorder_options *options = recorder->options;
 	struct probe_session_config config = {
 		.ring_buffer_bytes = options->ring_buffer_bytes ? options->ring_buffer_bytes
+				     : options->python		? DEFAULT_PYTHON_RING_BUFFER_BYTES
 								: DEFAULT_RING_BUFFER_BYTES,
 		.python = options->python,
 		.torch_ops =
