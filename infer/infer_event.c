@@ -470,3 +470,17 @@ size_t infer_event_variables(const struct infer_event *event, const char **names
 			names[count++] = event->fields[i].name;
 	return count;
 }
+
+int infer_event_order_by_process_step(const void *left, const void *right)
+{
+	const struct infer_event *a = *(const struct infer_event *const *)left;
+	const struct infer_event *b = *(const struct infer_event *const *)right;
+
+	if (a->pipeline != b->pipeline)
+		return a->pipeline < b->pipeline ? -1 : 1;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->step != b->step)
+		return a->step < b->step ? -1 : 1;
+	return a->entry_ns < b->entry_ns ? -1 : a->entry_ns > b->entry_ns;
+}

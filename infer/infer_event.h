@@ -115,6 +115,12 @@ int infer_event_is_operation(const struct infer_event *event);
  */
 bool infer_step_between_markers(int32_t step);
 
+/*
+ * qsort comparator of pointers to events: by pipeline, process, step, then
+ * entry time, so that the events of one step of a process stand in a row.
+ */
+int infer_event_order_by_process_step(const void *left, const void *right);
+
 /* The variables a precondition may use for this event, in a stable order. */
 size_t infer_event_variables(const struct infer_event *event, const char **names, size_t max);
 

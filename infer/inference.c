@@ -120,19 +120,6 @@ static int by_group(const void *left, const void *right)
 	return order ? order : compare_i64(a->rank, b->rank);
 }
 
-/* By pipeline, process, step, then entry time. */
-static int by_process_step(const void *left, const void *right)
-{
-	const struct infer_event *a = *(const struct infer_event *const *)left;
-	const struct infer_event *b = *(const struct infer_event *const *)right;
-	int order;
-
-	if ((order = compare_u64(a->pipeline, b->pipeline)) ||
-	    (order = compare_u64(a->pid, b->pid)) || (order = compare_i64(a->step, b->step)))
-		return order;
-	return compare_u64(a->entry_ns, b->entry_ns);
-}
-
 static bool same_process_step(const struct infer_event *a, const struct infer_event *b)
 {
 	return a->pipeline == b->pipeline && a->pid == b->pid && a->step == b->step;
@@ -515,7 +502,7 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 
 	for (size_t i = 0; i < inference->count; i++)
 		order[i] = &inference->events[i];
-	qsort(order, inference->count, sizeof(*order), by_process_step);
+	qsort(order, inference->count, sizeof(*order), infer_event_order_by_process_step);
 	for (size_t i = 0; i < inference->count; i++)
 		segment_count += i == 0 || !same_process_step(order[i], order[i - 1]);
 	segments = calloc(segment_count ? segment_count : 1, sizeof(*segments));
@@ -673,7 +660,7 @@ static int infer_rank_updates(struct inference *inference, const struct infer_ev
 		failed = -ENOMEM;
 	for (size_t i = 0; i < inference->count; i++)
 		order[i] = &inference->events[i];
-	qsort(order, inference->count, sizeof(*order), by_process_step);
+	qsort(order, inference->count, sizeof(*order), infer_event_order_by_process_step);
 	for (size_t i = 0; i < inference->count && !failed; i++) {
 		int finished = rank_updates_observe(&updates, order[i], &steps[step_count]);
 

@@ -153,21 +153,6 @@ int requires_grad_updates_judge(const struct infer_event *const *events, size_t 
 	return failed;
 }
 
-/* By pipeline, process, step, then entry time: the events of one step of a process in a row. */
-static int by_process_step(const void *left, const void *right)
-{
-	const struct infer_event *a = *(const struct infer_event *const *)left;
-	const struct infer_event *b = *(const struct infer_event *const *)right;
-
-	if (a->pipeline != b->pipeline)
-		return a->pipeline < b->pipeline ? -1 : 1;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->step != b->step)
-		return a->step < b->step ? -1 : 1;
-	return a->entry_ns < b->entry_ns ? -1 : a->entry_ns > b->entry_ns;
-}
-
 /* The examples of one relation: its steps that held and those that did not. */
 struct examples {
 	const struct infer_event **passing, **failing;
@@ -253,7 +238,7 @@ int infer_requires_grad_updates(struct rule_set *rules, const struct infer_event
 		if (requires_grad_updates_wants(&events[i]))
 			order[wanted++] = &events[i];
 	if (!failed) {
-		qsort(order, wanted, sizeof(*order), by_process_step);
+		qsort(order, wanted, sizeof(*order), infer_event_order_by_process_step);
 		failed = judge_steps(order, wanted, &frozen, &trainable);
 	}
 	if (!failed)

@@ -153,21 +153,6 @@ bool scalars_steady_rule_applies(struct string_pool *pool, const struct rule *ru
 	       precondition_holds(pool, &rule->precondition, step);
 }
 
-/* By pipeline, process, step, then entry time. */
-static int by_process_step(const void *left, const void *right)
-{
-	const struct infer_event *a = *(const struct infer_event *const *)left;
-	const struct infer_event *b = *(const struct infer_event *const *)right;
-
-	if (a->pipeline != b->pipeline)
-		return a->pipeline < b->pipeline ? -1 : 1;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->step != b->step)
-		return a->step < b->step ? -1 : 1;
-	return a->entry_ns < b->entry_ns ? -1 : a->entry_ns > b->entry_ns;
-}
-
 /* The judged steps: each one's example and whether it held. */
 struct judged_steps {
 	const struct infer_event **steps;
@@ -257,7 +242,7 @@ int infer_scalars_steady(struct rule_set *rules, const struct infer_event *event
 		if (scalars_steady_wants(&events[i]))
 			order[wanted++] = &events[i];
 	if (!failed) {
-		qsort(order, wanted, sizeof(*order), by_process_step);
+		qsort(order, wanted, sizeof(*order), infer_event_order_by_process_step);
 		failed = judge_all(order, wanted, &judged);
 	}
 	/* Each implementation once, at its first judged step. */
