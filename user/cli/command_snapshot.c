@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/output_file.h"
 #include "cli/commands.h"
 #include "record/job_snapshot.h"
 
@@ -28,8 +29,8 @@ static const char snapshot_help[] =
 	"  -p, --pid PID     a process of the job (repeat for every rank)\n"
 	"  -j, --json        one JSON object: findings, then every process's\n"
 	"                    communicators and threads with their stacks\n"
-	"  -o, --output FILE write there (through a temporary file) instead of standard\n"
-	"                    output\n"
+	"  -o, --output FILE write there (through a temporary file renamed into place;\n"
+	"                    \"-\": standard output) instead of standard output\n"
 	"  -h, --help        this text\n"
 	"\n"
 	"Exit status: 0 no rank lags; 1 a rank lags (a hang); 2 bad input or a process\n"
@@ -39,37 +40,31 @@ static const char snapshot_help[] =
 	"  sudo tcheck-bpf snapshot --pid 4242 --pid 4243\n"
 	"  sudo tcheck-bpf snapshot --pid 4242 --pid 4243 --json | jq '.findings'\n";
 
+/* Written as every output is (base/output_file): aside and renamed, "-" standard output. */
 static int write_output(const char *path, const struct job_snapshot *snapshot,
 			const struct snapshot_diagnosis *diagnosis, bool json)
 {
-	char temporary[4096];
-	FILE *out = stdout;
+	struct output_file output;
+	char error[512];
 	int err;
 
-	if (path) {
-		snprintf(temporary, sizeof(temporary), "%s.tmp", path);
-		out = fopen(temporary, "we");
-		if (!out) {
-			log_error("cannot write %s: %m; check that its folder exists and is "
-				  "writable",
-				  temporary);
-			return -1;
-		}
-	}
-	if (json)
-		err = job_snapshot_write_json(snapshot, diagnosis, out);
-	else {
-		job_snapshot_write_text(snapshot, diagnosis, out);
-		err = ferror(out) ? -1 : 0;
-	}
-	if (!path)
-		return err;
-	if (fclose(out) != 0 || err || rename(temporary, path) != 0) {
-		log_error("cannot write %s: %m", path);
-		remove(temporary);
+	if (output_file_open(&output, path, 0, error, sizeof(error))) {
+		log_error("%s", error);
 		return -1;
 	}
-	return 0;
+	if (json)
+		err = job_snapshot_write_json(snapshot, diagnosis, output.stream);
+	else {
+		job_snapshot_write_text(snapshot, diagnosis, output.stream);
+		err = ferror(output.stream) ? -1 : 0;
+	}
+	if (output_file_close(&output, err == 0, error, sizeof(error))) {
+		log_error("%s", error);
+		return -1;
+	}
+	if (err)
+		log_error("cannot write the snapshot to %s", path ? path : "standard output");
+	return err ? -1 : 0;
 }
 
 int command_snapshot(int argc, char **argv)
