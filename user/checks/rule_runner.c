@@ -15,7 +15,7 @@
 #include "checks/violation_stream.h"
 #include "infer/rank_updates.h"
 #include "infer/rule_checker.h"
-#include "record/recorder.h"
+#include "model/record_consumer.h"
 #include "trace/trace_replay.h"
 
 struct report {
@@ -275,7 +275,7 @@ struct live_rules {
 	struct report report;
 };
 
-static void observe_live(void *context, const struct trace_record *record)
+static int observe_live(void *context, const struct trace_record *record)
 {
 	struct live_rules *live = context;
 
@@ -283,9 +283,10 @@ static void observe_live(void *context, const struct trace_record *record)
 	if (rule_checker_observe(live->checker, record))
 		log_warning("out of memory checking rules: a call was not checked");
 	fflush(stdout);
+	return 0;
 }
 
-struct live_rules *live_rules_start(const char *rules_path, struct recorder_observer *observer,
+struct live_rules *live_rules_start(const char *rules_path, struct record_consumer *consumer,
 				    FILE *events)
 {
 	struct live_rules *live = calloc(1, sizeof(*live));
@@ -309,9 +310,7 @@ struct live_rules *live_rules_start(const char *rules_path, struct recorder_obse
 		free(live);
 		return NULL;
 	}
-	memset(observer, 0, sizeof(*observer));
-	observer->context = live;
-	observer->record = observe_live;
+	*consumer = (struct record_consumer){ .context = live, .record = observe_live };
 	return live;
 }
 
