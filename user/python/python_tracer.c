@@ -80,7 +80,7 @@ struct python_tracer *python_tracer_new(struct probe_session *session, const cha
 	u64_map_init(&tracer->processes);
 	u64_map_init(&tracer->probed_files);
 	u64_map_init(&tracer->refused);
-	u64_map_init(&tracer->scope_names);
+	string_interner_init(&tracer->scope_names);
 	return tracer;
 }
 
@@ -124,9 +124,7 @@ void python_tracer_free(struct python_tracer *tracer)
 	u64_map_free(&tracer->processes);
 	u64_map_free(&tracer->probed_files);
 	u64_map_free(&tracer->refused);
-	for (size_t i = 0; u64_map_next(&tracer->scope_names, &i, &key, &value);)
-		free(value);
-	u64_map_free(&tracer->scope_names);
+	string_interner_destroy(&tracer->scope_names);
 	for (size_t i = 0; i < tracer->operator_name_count; i++)
 		free(tracer->operator_names[i]);
 	free(tracer->operator_names);

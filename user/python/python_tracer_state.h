@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/string_interner.h"
 #include "base/u64_map.h"
 #include "python/python_layout.h"
 #include "python/python_meta.h"
@@ -46,7 +47,7 @@ struct python_tracer {
 	struct u64_map processes;    /* pid -> python_process */
 	struct u64_map probed_files; /* file identity -> non-NULL once probed */
 	struct u64_map refused; /* pid -> non-NULL: runs a Python we cannot follow (said once) */
-	struct u64_map scope_names; /* hash of a scope name -> the name, kept for the records */
+	struct string_interner scope_names; /* scope names, kept for the records */
 	struct python_tracer_losses losses;
 	const char *const *torch_ops; /* --torch-op requests */
 	size_t torch_op_count;
