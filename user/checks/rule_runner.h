@@ -4,7 +4,6 @@
 #ifndef TCHECK_RULE_RUNNER_H
 #define TCHECK_RULE_RUNNER_H
 
-#include <jansson.h>
 #include <stdio.h>
 
 /*
@@ -15,16 +14,6 @@
  */
 int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 			const char *jsonl_path);
-
-struct rule_violation;
-
-/*
- * A violation's details: relation, invariant, step, and the offending
- * event (and the one it disagrees with) with name, pid, rank,
- * communicator, fields and Python context (violation_stream.h writes the
- * whole line).
- */
-json_t *rule_violation_json(const struct rule_violation *violation);
 
 struct record_consumer;
 struct live_rules;

@@ -555,20 +555,6 @@ static void follow_stage(struct python_process *process, const struct trace_pyth
 				      value->integer ? TRACE_STAGE_TRAIN : TRACE_STAGE_EVAL);
 }
 
-void python_tracer_fill_meta(const struct python_process *process, uint64_t entry_ns,
-			     struct trace_python_call *call)
-{
-	struct python_meta_state state = python_meta_at(&process->meta, entry_ns);
-
-	call->step = state.step;
-	/* A module is built in training mode: until one is switched, a torch process trains. */
-	call->stage = state.stage == TRACE_STAGE_UNKNOWN && process->torch_looked_up
-			      ? TRACE_STAGE_TRAIN
-			      : state.stage;
-	call->rank = process->rank;
-	call->world_size = process->world_size;
-}
-
 int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record)
 {
 	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
