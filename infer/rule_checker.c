@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/growable_array.h"
 #include "base/fnv_hash.h"
 #include "base/u64_map.h"
 #include "contain_checker.h"
@@ -425,15 +426,9 @@ static int track_update_step(struct rule_checker *checker, const struct infer_ev
 		if (failed)
 			return failed;
 	}
-	if (state->count == state->capacity) {
-		size_t capacity = state->capacity ? state->capacity * 2 : 64;
-		struct infer_event *events = realloc(state->events, capacity * sizeof(*events));
-
-		if (!events)
-			return -ENOMEM;
-		state->events = events;
-		state->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&state->events, state->count, &state->capacity,
+					sizeof(*state->events)))
+		return -ENOMEM;
 	state->events[state->count++] = *event;
 	return 0;
 }

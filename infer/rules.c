@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/growable_array.h"
 #include "base/output_file.h"
 #include "rules.h"
 
@@ -102,15 +103,9 @@ void rule_set_free(struct rule_set *set)
 
 int rule_set_add(struct rule_set *set, const struct rule *rule)
 {
-	if (set->count == set->capacity) {
-		size_t capacity = set->capacity ? set->capacity * 2 : 64;
-		struct rule *rules = realloc(set->rules, capacity * sizeof(*rules));
-
-		if (!rules)
-			return -ENOMEM;
-		set->rules = rules;
-		set->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&set->rules, set->count, &set->capacity,
+					sizeof(*set->rules)))
+		return -ENOMEM;
 	set->rules[set->count++] = *rule;
 	return 0;
 }

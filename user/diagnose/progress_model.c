@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv_hash.h"
 #include "diagnose/progress_model.h"
 #include "diagnose/progress_processes.h"
 #include "model/nccl_api.h"
@@ -137,11 +138,7 @@ uint64_t progress_call_count(const struct trace_nccl_call *call)
 
 static uint64_t signature_of(const char *function, uint64_t count)
 {
-	uint64_t hash = 5381;
-
-	for (const char *c = function; *c; c++)
-		hash = hash * 33 ^ (unsigned char)*c;
-	return hash * 1000003 ^ count;
+	return fnv1a_add_u64(fnv1a_string(function), count);
 }
 
 /* Whether every remembered signature after 'offset' repeats with 'period'. */
