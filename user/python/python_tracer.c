@@ -17,6 +17,7 @@
 #include "python/python_arguments.h"
 #include "python/python_layout.h"
 #include "python/python_meta.h"
+#include "python/python_names.h"
 #include "python/python_tracer_state.h"
 
 /* Training APIs worth following when the user names none. */
@@ -130,42 +131,6 @@ void python_tracer_free(struct python_tracer *tracer)
 	free(tracer->operator_names);
 	free(tracer->operator_readings);
 	free(tracer);
-}
-
-void python_module_of_file(const char *file, char *module, size_t size)
-{
-	const char *start = NULL, *marker;
-	static const char *const roots[] = { "site-packages/", "dist-packages/" };
-	size_t length;
-
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-		marker = strstr(file, roots[i]);
-		if (marker)
-			start = marker + strlen(roots[i]);
-	}
-	/* Outside an installed package: the script's own name stands for its module. */
-	if (!start) {
-		marker = strrchr(file, '/');
-		start = marker ? marker + 1 : file;
-	}
-	snprintf(module, size, "%s", start);
-	length = strlen(module);
-	if (length > 3 && strcmp(module + length - 3, ".py") == 0)
-		module[length - 3] = '\0';
-	for (char *c = module; *c; c++)
-		if (*c == '/')
-			*c = '.';
-	length = strlen(module);
-	if (length > 9 && strcmp(module + length - 9, ".__init__") == 0)
-		module[length - 9] = '\0';
-}
-
-int python_name_selected(const char *qualified_name, const char *const *prefixes)
-{
-	for (size_t i = 0; prefixes[i]; i++)
-		if (strncmp(qualified_name, prefixes[i], strlen(prefixes[i])) == 0)
-			return 1;
-	return 0;
 }
 
 void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid)
