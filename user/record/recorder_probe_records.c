@@ -92,8 +92,7 @@ static void take_c10d_call(struct recorder *recorder, const struct tcheck_c10d_c
 	struct trace_python_context python = { .step = -1 };
 	bool known;
 
-	recorder_adopt_process(recorder, pid);
-	process = process_registry_find(&recorder->processes, pid);
+	process = recorder_adopt_process(recorder, pid);
 	known = recorder->python &&
 		!python_tracer_meta(recorder->python, pid, record->header.timestamp_ns,
 				    &python.step, &python.stage);

@@ -95,14 +95,18 @@ void recorder_end_process(struct recorder *recorder, uint32_t pid, int exit_code
 }
 
 /*
- * A traced process the recorder never heard of: its fork and exec notices
- * were lost (ring buffer full). Its Python events introduce it, so the rest
- * of them are recorded.
+ * The traced process a Python event comes from, in one look-up. One the
+ * recorder never heard of (its fork and exec notices were lost: ring buffer
+ * full) is introduced by its Python events, so the rest of them are
+ * recorded. NULL: not traced.
  */
-void recorder_adopt_process(struct recorder *recorder, uint32_t pid)
+struct traced_process *recorder_adopt_process(struct recorder *recorder, uint32_t pid)
 {
-	if (recorder->python && !process_registry_find(&recorder->processes, pid))
-		recorder_add_process(recorder, pid, 0);
+	struct traced_process *process = process_registry_find(&recorder->processes, pid);
+
+	if (!process && recorder->python)
+		process = recorder_add_process(recorder, pid, 0);
+	return process;
 }
 
 /* Processes can end unseen (the exit notice was dropped): ask the kernel. */

@@ -64,7 +64,7 @@ void recorder_follow_python(struct recorder *recorder, uint32_t pid);
 struct traced_process *recorder_add_process(struct recorder *recorder, uint32_t pid,
 					    uint32_t parent_pid);
 void recorder_end_process(struct recorder *recorder, uint32_t pid, int exit_code);
-void recorder_adopt_process(struct recorder *recorder, uint32_t pid);
+struct traced_process *recorder_adopt_process(struct recorder *recorder, uint32_t pid);
 void recorder_check_liveness(struct recorder *recorder);
 void recorder_rescan_libraries(struct recorder *recorder);
 void recorder_add_discovered(struct recorder *recorder);
