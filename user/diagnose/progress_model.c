@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/fnv_hash.h"
+#include "base/growable_array.h"
 #include "diagnose/progress_model.h"
 #include "diagnose/progress_processes.h"
 #include "model/nccl_api.h"
@@ -78,15 +79,9 @@ static struct progress_comm *find_comm(struct progress_model *model, uint64_t co
 	for (unsigned i = 0; i < model->comm_count; i++)
 		if (model->comms[i].comm_id == comm_id)
 			return &model->comms[i];
-	if (model->comm_count == model->comm_capacity) {
-		unsigned capacity = model->comm_capacity ? model->comm_capacity * 2 : 8;
-		struct progress_comm *grown = realloc(model->comms, capacity * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		model->comms = grown;
-		model->comm_capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&model->comms, model->comm_count,
+					&model->comm_capacity, sizeof(*model->comms)))
+		return NULL;
 	comm = &model->comms[model->comm_count];
 	memset(comm, 0, sizeof(*comm));
 	comm->window = calloc(PROGRESS_WINDOW, sizeof(*comm->window));
