@@ -12,8 +12,17 @@
 #include "rules.h"
 
 static const char *const relation_names[] = {
-	NULL,		"Consistent",	     "APIArg",	      "APIOutput",	 "APISequence",
-	"EventContain", "ParametersUpdated", "ScalarsSteady", "FrozenUnchanged", "TrainableUpdated",
+	NULL,
+	"Consistent",
+	"APIArg",
+	"APIOutput",
+	"APISequence",
+	"EventContain",
+	"ParametersUpdated",
+	"ScalarsSteady",
+	"FrozenUnchanged",
+	"TrainableUpdated",
+	"EvalModeRespected",
 };
 
 /* A rule with its description, for sorting. */
@@ -219,6 +228,12 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 			"it changes every one read trainable (requires_grad True), "
 			"outside a job of several ranks",
 			rule->event.name);
+		break;
+	case RELATION_EVAL_MODE_RESPECTED:
+		used = (size_t)snprintf(text, size,
+					"in an evaluation phase (eval(), then training again), %s "
+					"runs as in evaluation (%s = False)",
+					rule->event.name, rule->field);
 		break;
 	case RELATION_SCALARS_STEADY:
 		used = (size_t)snprintf(

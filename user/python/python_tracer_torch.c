@@ -540,7 +540,10 @@ static void op_arguments(struct python_tracer *tracer, const struct torch_op_rea
 	if (reading->scalar_field && record->scalar_tag != TCHECK_SCALAR_NONE) {
 		arg = &call->args[call->arg_count++];
 		arg->name = reading->scalar_field;
-		if (record->scalar_tag == TCHECK_SCALAR_DOUBLE) {
+		if (record->scalar_tag == TCHECK_SCALAR_BOOL) {
+			arg->type = TRACE_VALUE_BOOL;
+			arg->integer = record->scalar != 0;
+		} else if (record->scalar_tag == TCHECK_SCALAR_DOUBLE) {
 			arg->type = TRACE_VALUE_FLOAT;
 			memcpy(&arg->real, &record->scalar, sizeof(arg->real));
 		} else {
