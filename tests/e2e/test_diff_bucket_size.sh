@@ -22,6 +22,7 @@ status=0
 "$TCHECK" diff --json "$SCRATCH/b4096.trace" "$SCRATCH/b2048.trace" >"$SCRATCH/diff.jsonl" ||
 	status=$?
 [ "$status" = 1 ] || fail "diff of the bucket change exited $status, expected 1"
+"$TCHECK" dump -o "$SCRATCH/dump.jsonl" "$SCRATCH/b4096.trace" || fail "dump of the 4096-element job"
 
 python3 - "$SCRATCH" <<'PY' || fail "diff of the bucket change does not match the workload's logs"
 import json, os, sys
@@ -41,14 +42,30 @@ def logged(rank):
     return first["step"], hashes[first["args"]["comm"]]
 
 assert sorted(d["job_rank"] for d in differences) == list(range(8)), differences
-names = {}
+# The comm_id dump gives each rank's 4096-element all-reduce in the reference.
+rank_of_pid = {}
+for rank in range(8):
+    with open(os.path.join(scratch, "log4096", f"rank-{rank}.jsonl")) as log:
+        rank_of_pid[json.loads(log.readline())["pid"]] = rank
+dumped = {}
+for line in open(os.path.join(scratch, "dump.jsonl")):
+    call = json.loads(line)
+    if call.get("kind") == "nccl" and call.get("name") == "ncclAllReduce" and \
+            call["args"].get("count") == 4096:
+        dumped.setdefault(rank_of_pid[call["pid"]], set()).add(call["comm_id"])
+names, identities = {}, {}
 for difference in differences:
     step, comm_hash = logged(difference["job_rank"])
     assert difference["what"] == "count", difference
     assert (difference["reference"], difference["candidate"]) == (4096, 2048), difference
     assert difference["step"] == step == 0, (difference, step)
     names.setdefault(comm_hash, set()).add(difference["communicator"])
+    identities.setdefault(comm_hash, set()).add(difference["comm_id"])
+    # check and dump name it by the same comm_id: the call dump gives that rank.
+    assert difference["comm_id"] in dumped[difference["job_rank"]], (difference, dumped)
 assert all(len(found) == 1 for found in names.values()), names
+assert all(len(found) == 1 and None not in found for found in identities.values()), identities
+assert len({next(iter(found)) for found in identities.values()}) == 4, identities
 assert len({next(iter(found)) for found in names.values()}) == len(names) == 4, names
 print("diff: step 0 on every rank,", len(names), "communicators each with one name:",
       sorted(next(iter(found)) for found in names.values()))
