@@ -184,7 +184,8 @@ int python_exception_at_exit(struct pt_regs *ctx)
 	__u32 pid = pid_tgid >> 32;
 	__u64 type = PT_REGS_PARM1(ctx), status = PT_REGS_PARM2(ctx), handled;
 
-	if (!is_traced(pid) || !type)
+	/* SystemExit ends a process only from its main thread; elsewhere, only that thread. */
+	if (!is_traced(pid) || !type || (__u32)pid_tgid != pid)
 		return 0;
 	layout = bpf_map_lookup_elem(&python_stack_layouts, &pid);
 	if (!layout || !layout->system_exit_type || layout->thread_exception_handled < 0)

@@ -12,7 +12,8 @@
 #   file and raises again: the uncaught ValueError is in the report, and
 #   elastic's error file names the same message;
 # - healthy shapes: the same spawn job with no fault, and a script whose
-#   handler calls sys.exit(0): no crash, no exception record.
+#   handlers call sys.exit(1) in a thread (which ends only the thread) and
+#   sys.exit(0) in the main thread: no crash, no exception record.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 SCRIPT="$ROOT/tests/workloads/python/launcher_exceptions.py"
@@ -39,9 +40,17 @@ TORCHELASTIC_ERROR_FILE="$SCRATCH/elastic/error.json" record_run elastic "$SCRIP
 record_run healthy "$SCRIPT" --launcher spawn --world-size 2 --steps 4 --fault-rank 9 \
 	--log-dir "$SCRATCH/healthy/log"
 cat >"$SCRATCH/clean_exit.py" <<'PY'
-import sys
+import sys, threading
 def refuse():
     raise ValueError("handled on purpose")
+def worker():
+    try:
+        refuse()
+    except ValueError:
+        sys.exit(1)  # ends this thread only
+thread = threading.Thread(target=worker)
+thread.start()
+thread.join()
 try:
     refuse()
 except ValueError:
@@ -131,6 +140,7 @@ for name in ("healthy", "clean_exit"):
     assert not live and not offline, (name, live, offline)
     assert not exceptions(name), (name, exceptions(name))
     assert not crash_marks(name), (name, crash_marks(name))
-print("healthy spawn job and sys.exit(0) in a handler: no crash, no exception")
+print("healthy spawn job, sys.exit(1) in a thread's handler and sys.exit(0) in the main "
+      "thread's: no crash, no exception")
 PY
 echo "PASS: launcher-caught exceptions are in the worker's own crash report"
