@@ -372,6 +372,21 @@ UNIT_TEST(crash_report, nccl_errors_returned_and_polled)
 	flight_recorder_free(&flights);
 }
 
+/* Makes python the record of a ValueError with its message and two frames, innermost first. */
+static void set_value_error(struct trace_python_call *python, uint32_t flags, const char *message,
+			    const char *innermost, const char *outer)
+{
+	python->flags = flags;
+	python->qualified_name = "ValueError";
+	python->arg_count = 1;
+	python->args[0] = (struct trace_python_arg){ .name = "message",
+						     .type = TRACE_VALUE_STR,
+						     .text = message };
+	python->py_stack.depth = 2;
+	python->py_stack.frames[0] = innermost;
+	python->py_stack.frames[1] = outer;
+}
+
 /* An uncaught exception the process printed: kept apart from its calls, given by the report. */
 UNIT_TEST(crash_report, uncaught_exception_is_reported)
 {
@@ -392,15 +407,8 @@ UNIT_TEST(crash_report, uncaught_exception_is_reported)
 	python.qualified_name = "torch.nn.modules.module.Module._call_impl";
 	flight_recorder_python(&flights, &python);
 	python.entry_ns = 200;
-	python.flags = TRACE_PYTHON_RAISED | TRACE_PYTHON_UNCAUGHT;
-	python.qualified_name = "ValueError";
-	python.arg_count = 1;
-	python.args[0] = (struct trace_python_arg){ .name = "message",
-						    .type = TRACE_VALUE_STR,
-						    .text = "bad shape at step 4" };
-	python.py_stack.depth = 2;
-	python.py_stack.frames[0] = "Model.forward";
-	python.py_stack.frames[1] = "train";
+	set_value_error(&python, TRACE_PYTHON_RAISED | TRACE_PYTHON_UNCAUGHT, "bad shape at step 4",
+			"Model.forward", "train");
 	flight_recorder_python(&flights, &python);
 	memset(&process, 0, sizeof(process));
 	process.pid = 55;
@@ -446,15 +454,9 @@ UNIT_TEST(crash_report, exception_handled_at_exit_is_reported)
 	memset(&python, 0, sizeof(python));
 	python.pid = 56;
 	python.entry_ns = 100;
-	python.flags = TRACE_PYTHON_RAISED | TRACE_PYTHON_UNCAUGHT | TRACE_PYTHON_HANDLED_AT_EXIT;
-	python.qualified_name = "ValueError";
-	python.arg_count = 1;
-	python.args[0] = (struct trace_python_arg){ .name = "message",
-						    .type = TRACE_VALUE_STR,
-						    .text = "batch 3 failed its check" };
-	python.py_stack.depth = 2;
-	python.py_stack.frames[0] = "check_batch";
-	python.py_stack.frames[1] = "torch.multiprocessing.spawn._wrap";
+	set_value_error(
+		&python, TRACE_PYTHON_RAISED | TRACE_PYTHON_UNCAUGHT | TRACE_PYTHON_HANDLED_AT_EXIT,
+		"batch 3 failed its check", "check_batch", "torch.multiprocessing.spawn._wrap");
 	flight_recorder_python(&flights, &python);
 	memset(&process, 0, sizeof(process));
 	process.pid = 56;
