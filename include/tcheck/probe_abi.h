@@ -264,24 +264,32 @@ struct tcheck_python_stack_layout {
 	tcheck_s32 exception_traceback; /* PyBaseExceptionObject.traceback */
 	tcheck_s32 frame_object_frame;	/* PyFrameObject.f_frame (3.11+), -1: the frame itself */
 	tcheck_s32 tuple_items;		/* PyTupleObject.ob_item: 24, 32 from 3.14 (ob_hash) */
+	tcheck_s32 long_digits;		/* PyLongObject's first digit (30 bits) */
+	tcheck_s32 thread_exception_handled; /* tstate -> exc_info (3.11+), -1 unknown */
+	tcheck_u64 long_type;		     /* &PyLong_Type: an exit status that is an int */
+	tcheck_u64 system_exit_type;	     /* the variable PyExc_SystemExit (holds the type) */
 };
 
 /*
- * An uncaught exception, read as CPython's default excepthook starts to
- * print it (PyErr_Display(type, value, traceback)): the exception's type
- * name, its first argument when that is an ASCII str (the message), and
- * the code objects of its traceback, innermost last; the last
- * TCHECK_PY_STACK_MAX of them are kept.
+ * The exception that ends a process, read either as CPython's default
+ * excepthook starts to print it (PyErr_Display(type, value, traceback)), or
+ * as a handler of it calls sys.exit with a failure status
+ * (PyErr_SetObject(SystemExit, status) while the thread handles it; flag
+ * TCHECK_EXCEPTION_HANDLED_AT_EXIT). torch.multiprocessing.spawn's worker
+ * wrapper catches the worker's exception that way and calls sys.exit(1). Carried: the exception's
+ * type name, its first argument when that is an ASCII str (the message), and the code objects of
+ * its traceback, innermost last; the last TCHECK_PY_STACK_MAX of them are kept.
  */
 #define TCHECK_EXCEPTION_TYPE_BYTES 64
 #define TCHECK_EXCEPTION_MESSAGE_BYTES 192
-#define TCHECK_EXCEPTION_TRACEBACK_MAX 64 /* traceback entries walked */
+#define TCHECK_EXCEPTION_TRACEBACK_MAX 64   /* traceback entries walked */
+#define TCHECK_EXCEPTION_HANDLED_AT_EXIT 1U /* caught, then sys.exit(failure) */
 
 struct tcheck_python_exception_record {
-	struct tcheck_record_header header; /* timestamp = PyErr_Display's entry */
-	tcheck_u32 frame_count;		    /* traceback entries seen (kept: the last 8) */
-	tcheck_u32 reserved;
-	char type_name[TCHECK_EXCEPTION_TYPE_BYTES];  /* NUL-terminated, cut to fit */
+	struct tcheck_record_header header;	     /* timestamp = the probe's hit */
+	tcheck_u32 frame_count;			     /* traceback entries seen (kept: the last 8) */
+	tcheck_u32 flags;			     /* TCHECK_EXCEPTION_* */
+	char type_name[TCHECK_EXCEPTION_TYPE_BYTES]; /* NUL-terminated, cut to fit */
 	char message[TCHECK_EXCEPTION_MESSAGE_BYTES]; /* "" when not an ASCII str */
 	tcheck_u64 codes[TCHECK_PY_STACK_MAX];	      /* ring: entry i at i % 8 */
 };

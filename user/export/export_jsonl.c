@@ -513,6 +513,9 @@ static json_t *python_call_object(const struct trace_python_call *call)
 	failed |= put(object, "world_size", export_json_known_or_null(call->world_size));
 	failed |= put(object, "args", export_json_python_args(call));
 	failed |= put(object, "py_stack", export_json_python_stack(&call->py_stack));
+	if (call->flags & TRACE_PYTHON_UNCAUGHT)
+		failed |= put(object, "handled_at_exit",
+			      json_boolean(call->flags & TRACE_PYTHON_HANDLED_AT_EXIT));
 	if (failed) {
 		json_decref(object);
 		return NULL;

@@ -113,10 +113,18 @@ struct trace_nccl_call {
 #define TRACE_PYTHON_RUNS_ONCE (1U << 3)
 /*
  * Not a call: an exception no code caught, as the interpreter prints it
- * before exiting; the name is its type, the argument "message" its
- * message, py_stack the functions it went through, innermost first.
+ * before exiting (or one a launcher caught, below); the name is its type,
+ * the argument "message" its message, py_stack the functions it went
+ * through, innermost first.
  */
 #define TRACE_PYTHON_UNCAUGHT (1U << 4)
+/*
+ * With TRACE_PYTHON_UNCAUGHT: the exception was caught by a handler that
+ * then raised SystemExit with a failure status (torch.multiprocessing's
+ * worker wrapper queues the text and calls sys.exit(1)): still the
+ * exception that ended the process.
+ */
+#define TRACE_PYTHON_HANDLED_AT_EXIT (1U << 5)
 
 /* Types of a primitive argument value. */
 enum trace_value_type {

@@ -183,6 +183,10 @@ static int share_stack_layout(struct python_tracer *tracer, pid_t pid,
 		/* 3.11+: a traceback's frame object points at its interpreter frame. */
 		.frame_object_frame = layout->minor >= 11 ? 24 : -1,
 		.tuple_items = layout->tuple_items,
+		.long_digits = layout->long_digits,
+		.thread_exception_handled = layout->thread_exception_handled,
+		.long_type = layout->addresses.long_type,
+		.system_exit_type = layout->addresses.system_exit,
 	};
 	/* The walk reads code, previous (8 bytes each) and owner (1 byte) in one go. */
 	int header_size = layout->frame_code + 8;
@@ -275,12 +279,15 @@ static int probe_evaluator(struct python_tracer *tracer, pid_t pid, struct pytho
 		result = probe_session_attach_python(tracer->session, runtime->host_path,
 						     runtime->eval_frame_file_offset, error,
 						     error_size);
-	/* Uncaught exceptions, for crash reports: without them a crash still has its exit. */
+	/*
+	 * The exception that ends a process, for crash reports (uncaught, or
+	 * caught by a launcher that then exits): without it a crash still has
+	 * its exit.
+	 */
 	if (!result && !u64_map_get(&tracer->probed_files, identity) &&
-	    runtime->err_display_file_offset &&
-	    probe_session_attach_python_exceptions(tracer->session, runtime->host_path,
-						   runtime->err_display_file_offset,
-						   exception_error, sizeof(exception_error)))
+	    probe_session_attach_python_exceptions(
+		    tracer->session, runtime->host_path, runtime->err_display_file_offset,
+		    runtime->set_object_file_offset, exception_error, sizeof(exception_error)))
 		log_warning("process %d: its uncaught exceptions are not read: %s", pid,
 			    exception_error);
 	if (result) {
@@ -616,6 +623,8 @@ int python_tracer_handle_exception(struct python_tracer *tracer,
 	call->pid = record->header.pid;
 	call->tid = record->header.tid;
 	call->flags = TRACE_PYTHON_RAISED | TRACE_PYTHON_UNCAUGHT;
+	if (record->flags & TCHECK_EXCEPTION_HANDLED_AT_EXIT)
+		call->flags |= TRACE_PYTHON_HANDLED_AT_EXIT;
 	call->first_line = -1;
 	call->qualified_name = type_name[0] ? type_name : "<unknown exception>";
 	call->file = "";
