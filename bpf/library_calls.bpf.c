@@ -55,7 +55,6 @@ static __always_inline void read_op_count(struct tcheck_open_call *frame)
 	const struct tcheck_comm_layout *layout;
 	__u64 comm;
 
-	frame->call_flags = 0;
 	frame->comm_op_count = 0;
 	if (!arg || !slot)
 		return;
@@ -70,7 +69,23 @@ static __always_inline void read_op_count(struct tcheck_open_call *frame)
 		return;
 	if (!bpf_probe_read_user(&frame->comm_op_count, sizeof(frame->comm_op_count),
 				 (void *)(comm + layout->op_count_offset)))
-		frame->call_flags = TCHECK_CALL_HAS_OP_COUNT;
+		frame->call_flags |= TCHECK_CALL_HAS_OP_COUNT;
+}
+
+/*
+ * The arguments passed on the stack, when the cookie asks for them: one
+ * read, into the program's stack first (the kernel checks the destination
+ * of a user read; a map value costs it more).
+ */
+static __always_inline void read_stack_words(struct tcheck_open_call *frame, __u64 cookie,
+					     __u64 stack)
+{
+	__u64 words[TCHECK_STACK_ARGS] = {};
+
+	if ((cookie & TCHECK_COOKIE_STACK_ARGS) &&
+	    !bpf_probe_read_user(words, sizeof(words), (void *)stack))
+		frame->call_flags |= TCHECK_CALL_HAS_STACK_ARGS;
+	__builtin_memcpy(&frame->args[TCHECK_REGISTER_ARGS], words, sizeof(words));
 }
 
 SEC("uprobe")
@@ -117,13 +132,10 @@ int library_call_entry(struct pt_regs *ctx)
 	frame->args[3] = PT_REGS_PARM4(ctx);
 	frame->args[4] = PT_REGS_PARM5(ctx);
 	frame->args[5] = PT_REGS_PARM6(ctx);
+	frame->call_flags = 0;
 	/* At entry [sp] is the return address; stack arguments follow it. */
 	stack = PT_REGS_SP(ctx) + 8;
-	if (!(cookie & TCHECK_COOKIE_STACK_ARGS) ||
-	    bpf_probe_read_user(&frame->args[TCHECK_REGISTER_ARGS],
-				TCHECK_STACK_ARGS * sizeof(__u64), (void *)stack))
-		__builtin_memset(&frame->args[TCHECK_REGISTER_ARGS], 0,
-				 TCHECK_STACK_ARGS * sizeof(__u64));
+	read_stack_words(frame, cookie, stack);
 	if (cookie & TCHECK_COOKIE_BLOB_FROM_STACK) {
 		if (bpf_probe_read_user(frame->blob, TCHECK_BLOB_BYTES, (void *)stack))
 			frame->cookie &= ~TCHECK_COOKIE_BLOB_FROM_STACK;
