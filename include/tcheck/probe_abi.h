@@ -62,7 +62,11 @@ typedef int64_t tcheck_s64;
 #define TCHECK_COOKIE_LAYOUT_SHIFT 28
 #define TCHECK_COOKIE_LAYOUT_MASK 0xfULL
 #define TCHECK_MAX_COMM_LAYOUTS 15
-/* Bit 32: the function takes arguments on the stack (more than six): read them. */
+/*
+ * Bit 32: read the arguments passed on the stack (beyond the sixth). Set
+ * only where one of them is more than the CUDA stream: a read of the traced
+ * process's memory costs a probe as much as the rest of its entry.
+ */
 #define TCHECK_COOKIE_STACK_ARGS (1ULL << 32)
 /*
  * Bits 33-36: 1 + the argument slot (register or stack word) holding the
@@ -114,6 +118,8 @@ enum tcheck_record_type {
 #define TCHECK_CALL_OPEN (1U << 7)
 /* comm_op_count holds the communicator's operation counter as the call was entered. */
 #define TCHECK_CALL_HAS_OP_COUNT (1U << 8)
+/* args[] beyond the sixth were read from the stack (TCHECK_COOKIE_STACK_ARGS). */
+#define TCHECK_CALL_HAS_STACK_ARGS (1U << 9)
 
 /*
  * Python frames kept with an event, innermost first: the callers of a Python

@@ -184,6 +184,13 @@ json_t *export_json_call_args(const struct trace_nccl_call *call)
 	for (uint32_t i = 0; i < count && !failed; i++) {
 		char key[16];
 
+		if (function && (call->flags & TRACE_CALL_STACK_ARGS_UNREAD) &&
+		    nccl_param_on_stack(function, (int)i)) {
+			/* Not read by the probe (a stream past the sixth argument): unknown, not 0.
+			 */
+			failed |= put(args, function->params[i].name, json_null());
+			continue;
+		}
 		if (function) {
 			failed |= put_param(args, &function->params[i], call, call->params[i]);
 			continue;

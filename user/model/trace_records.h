@@ -75,6 +75,11 @@ enum trace_stage {
  * numbers the same operation alike, wherever the attach found it.
  */
 #define TRACE_CALL_SEQ_FROM_LIBRARY (1U << 6)
+/*
+ * The arguments passed on the stack were not read (a collective's stream,
+ * its seventh argument: nccl_function_reads_stack): params[] holds 0 there.
+ */
+#define TRACE_CALL_STACK_ARGS_UNREAD (1U << 7)
 
 /* One NCCL API call: entry and return paired. */
 struct trace_nccl_call {

@@ -492,7 +492,7 @@ int probe_session_network_counters_fd(struct probe_session *session)
 
 int probe_session_open_calls_fd(struct probe_session *session)
 {
-	return bpf_map__fd(session->skeleton->maps.open_calls);
+	return bpf_link__fd(session->skeleton->links.open_calls_of_threads);
 }
 
 int probe_session_poll(struct probe_session *session, int timeout_ms)

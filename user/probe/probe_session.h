@@ -182,9 +182,10 @@ int probe_session_attach_network(struct probe_session *session, enum probe_netwo
 int probe_session_network_counters_fd(struct probe_session *session);
 
 /*
- * The file descriptor of the open_calls map: thread id -> struct
- * tcheck_thread_calls, the library calls each thread has entered and not
- * left (user/record/open_calls.h reads it).
+ * The link of the open-calls iterator: each reading of a bpf_iter_create()
+ * of it gives, per traced thread with calls open, its process and thread
+ * ids and its struct tcheck_thread_calls, the library calls it has entered
+ * and not left (user/record/open_calls.h reads it).
  */
 int probe_session_open_calls_fd(struct probe_session *session);
 
