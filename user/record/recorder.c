@@ -3,6 +3,7 @@
 #include "record/recorder.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -74,6 +75,7 @@ struct recorder {
 	int command_status;
 	int command_exited;
 	int command_released; /* the started command was let through to its exec */
+	int exec_status_fd;   /* read end of the pipe a failed exec writes its errno to */
 	int failed;
 	uint64_t calls;
 	uint64_t c10d_calls;	/* PyTorch's own collectives (gloo) */
@@ -709,35 +711,86 @@ static void add_discovered(struct recorder *recorder)
 	}
 }
 
-/* Starts the command stopped at a pipe so the probes are in place first. */
+/*
+ * Starts the command stopped at a pipe so the probes are in place first. A
+ * second pipe, closed by a successful exec, carries exec's errno back when
+ * it fails, so a command that never ran is told apart from one that crashed.
+ */
 static int start_command(struct recorder *recorder, int *release_fd)
 {
 	char *const *command = recorder->options->command;
-	int gate[2];
+	int gate[2], exec_status[2];
 	char go;
 
 	if (pipe(gate)) {
 		log_error("cannot create a pipe to start %s: %s", command[0], strerror(errno));
 		return -1;
 	}
+	if (pipe2(exec_status, O_CLOEXEC)) {
+		log_error("cannot create a pipe to start %s: %s", command[0], strerror(errno));
+		close(gate[0]);
+		close(gate[1]);
+		return -1;
+	}
 	recorder->command_pid = fork();
 	if (recorder->command_pid < 0) {
 		log_error("cannot start %s: %s", command[0], strerror(errno));
+		close(gate[0]);
+		close(gate[1]);
+		close(exec_status[0]);
+		close(exec_status[1]);
 		return -1;
 	}
 	if (recorder->command_pid == 0) {
+		int exec_errno;
+
 		close(gate[1]);
+		close(exec_status[0]);
 		if (read(gate[0], &go, 1) != 1)
 			_exit(127);
 		close(gate[0]);
 		execvp(command[0], command);
-		fprintf(stderr, "tcheck-bpf: error: cannot run %s: %s\n", command[0],
-			strerror(errno));
+		exec_errno = errno;
+		if (write(exec_status[1], &exec_errno, sizeof(exec_errno)) < 0)
+			_exit(127);
 		_exit(127);
 	}
 	close(gate[0]);
+	close(exec_status[1]);
 	*release_fd = gate[1];
+	recorder->exec_status_fd = exec_status[0];
 	return 0;
+}
+
+/*
+ * Lets the started command through its gate and waits for its exec: 0 when
+ * it runs, else the shell's status for a command that could not be run (127
+ * not found, 126 found but not runnable), said in one sentence.
+ */
+static int release_command(struct recorder *recorder, int release_fd)
+{
+	const char *name = recorder->options->command[0];
+	int exec_errno = 0;
+	ssize_t got;
+
+	recorder->command_released = 1;
+	if (write(release_fd, "g", 1) != 1) {
+		log_error("cannot start %s: %s", name, strerror(errno));
+		close(release_fd);
+		return 1;
+	}
+	close(release_fd);
+	do
+		got = read(recorder->exec_status_fd, &exec_errno, sizeof(exec_errno));
+	while (got < 0 && errno == EINTR);
+	close(recorder->exec_status_fd);
+	recorder->exec_status_fd = -1;
+	if (got != (ssize_t)sizeof(exec_errno))
+		return 0;
+	waitpid(recorder->command_pid, NULL, 0);
+	recorder->command_pid = -1;
+	log_error("cannot run %s: %s", name, strerror(exec_errno));
+	return exec_errno == ENOENT || exec_errno == ENOTDIR ? 127 : 126;
 }
 
 static void reap_command(struct recorder *recorder)
@@ -1013,7 +1066,7 @@ static int command_exit_status(const struct recorder *recorder)
 
 int recorder_run(const struct recorder_options *options)
 {
-	struct recorder recorder = { .options = options, .command_pid = -1 };
+	struct recorder recorder = { .options = options, .command_pid = -1, .exec_status_fd = -1 };
 	struct sigaction action = { .sa_handler = request_stop };
 	int release_fd = -1, result = 0;
 	char error[512];
@@ -1035,11 +1088,14 @@ int recorder_run(const struct recorder_options *options)
 		goto out;
 	}
 	if (release_fd >= 0) {
-		recorder.command_released = 1;
-		if (write(release_fd, "g", 1) != 1)
-			log_error("cannot start %s", options->command[0]);
-		close(release_fd);
+		result = release_command(&recorder, release_fd);
 		release_fd = -1;
+		if (result) {
+			/* The command never ran: no trace is left to look like a recording. */
+			trace_writer_discard(recorder.writer);
+			recorder.writer = NULL;
+			goto out;
+		}
 	}
 	log_notice("tracing %u process%s, %zu NCCL librar%s probed%s", recorder.alive_count,
 		   recorder.alive_count == 1 ? "" : "es",
@@ -1074,6 +1130,8 @@ int recorder_run(const struct recorder_options *options)
 out:
 	if (release_fd >= 0)
 		close(release_fd);
+	if (recorder.exec_status_fd >= 0)
+		close(recorder.exec_status_fd);
 	if (recorder.writer && trace_writer_close(recorder.writer, error, sizeof(error))) {
 		log_error("%s", error);
 		result = 1;
