@@ -100,7 +100,7 @@ static int advance(struct merged_trace *trace)
 	int result = trace_reader_next(trace->reader, &trace->next);
 
 	if (result < 0) {
-		log_error("%s: %s", trace->path, trace_reader_error(trace->reader));
+		log_error("%s", trace_reader_error(trace->reader));
 		return -1;
 	}
 	if (result == 0) {
