@@ -93,13 +93,13 @@ UNIT_TEST(agent_metrics, violations_steps_and_attach_failures_are_labelled)
 		"2\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_step_duration_seconds_bucket{pid=\"999999\","
 					    "rank=\"3\",pod=\"\",namespace=\"\",container=\"\","
-					    "comm=\"0000000000000abc\",le=\"0.25\"} 1\n"));
+					    "comm=\"0x0000000000000abc\",le=\"0.25\"} 1\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_step_duration_seconds_count{pid=\"999999\","
 					    "rank=\"3\",pod=\"\",namespace=\"\",container=\"\","
-					    "comm=\"0000000000000abc\"} 2\n"));
+					    "comm=\"0x0000000000000abc\"} 2\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_step_expected_duration_seconds{pid=\"999999\","
 					    "rank=\"3\",pod=\"\",namespace=\"\",container=\"\","
-					    "comm=\"0000000000000abc\"} 0.25\n"));
+					    "comm=\"0x0000000000000abc\"} 0.25\n"));
 	CU_ASSERT_PTR_NOT_NULL(
 		strstr(text, "tcheck_probe_attach_failures_total{library=\"libnccl.so\"} 2\n"));
 	free(text);
@@ -112,7 +112,7 @@ UNIT_TEST(agent_metrics, a_call_entered_and_not_returned_is_in_flight_until_it_r
 {
 	static const char rank0[] =
 		"tcheck_collective_in_flight_sequence{pid=\"999998\",rank=\"0\","
-		"pod=\"\",namespace=\"\",container=\"\",comm=\"0000000000000abc\"} 10\n";
+		"pod=\"\",namespace=\"\",container=\"\",comm=\"0x0000000000000abc\"} 10\n";
 	struct metrics_registry *registry = metrics_registry_new();
 	struct progress_model *model = progress_model_new(NULL);
 	struct agent_metrics *metrics;
@@ -142,7 +142,7 @@ UNIT_TEST(agent_metrics, a_call_entered_and_not_returned_is_in_flight_until_it_r
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, rank0));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_collective_sequence{pid=\"999998\",rank=\"0\","
 					    "pod=\"\",namespace=\"\",container=\"\","
-					    "comm=\"0000000000000abc\"} 9\n"));
+					    "comm=\"0x0000000000000abc\"} 9\n"));
 	/* Rank 1 is inside nothing: no in-flight series of it. */
 	CU_ASSERT_PTR_NULL(strstr(text, "tcheck_collective_in_flight_sequence{pid=\"999999\""));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_collective_in_flight_entry_timestamp_seconds{"

@@ -10,6 +10,7 @@
 
 #include "agent/metrics.h"
 #include "agent/pod_identity.h"
+#include "base/identity_text.h"
 #include "base/u64_map.h"
 #include "diagnose/progress_model.h"
 #include "model/nccl_api.h"
@@ -302,7 +303,7 @@ static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_
 	const struct nccl_function *function = call->api;
 	struct process_labels *labels = labels_of(metrics, call->pid);
 	const char *values[PROCESS_LABELS + 1];
-	char comm[24];
+	char comm[IDENTITY_TEXT_SIZE];
 
 	if (!labels || call->depth > 0)
 		return; /* NCCL's calls to itself are not the application's */
@@ -313,8 +314,7 @@ static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_
 		metrics_add(metrics->bytes, values, call_bytes(call, function));
 	if (call->seq < 0 || !call->comm_id)
 		return;
-	snprintf(comm, sizeof(comm), "%016llx", (unsigned long long)call->comm_id);
-	values[PROCESS_LABELS] = comm;
+	values[PROCESS_LABELS] = identity_text(call->comm_id, comm);
 	metrics_set(metrics->sequence, values, (double)call->seq);
 	metrics_set(metrics->progress, values,
 		    (double)((int64_t)call->entry_ns + metrics->realtime_offset_ns) / 1e9);
@@ -370,13 +370,12 @@ void agent_metrics_step(struct agent_metrics *metrics, uint32_t pid, uint64_t co
 {
 	struct process_labels *labels = labels_of(metrics, pid);
 	const char *values[PROCESS_LABELS + 1];
-	char comm[24];
+	char comm[IDENTITY_TEXT_SIZE];
 
 	if (!labels || labels->ended_ns)
 		return;
-	snprintf(comm, sizeof(comm), "%016llx", (unsigned long long)comm_id);
 	fill_values(labels, values);
-	values[PROCESS_LABELS] = comm;
+	values[PROCESS_LABELS] = identity_text(comm_id, comm);
 	metrics_observe(metrics->steps, values, seconds);
 	if (expected_seconds > 0)
 		metrics_set(metrics->expected_step, values, expected_seconds);
@@ -388,13 +387,12 @@ static void rank_in_flight(struct agent_metrics *metrics, const struct progress_
 {
 	struct process_labels *labels = labels_of(metrics, rank->pid);
 	const char *values[PROCESS_LABELS + 1];
-	char comm_label[24];
+	char comm_label[IDENTITY_TEXT_SIZE];
 
 	if (!labels || labels->ended_ns)
 		return;
-	snprintf(comm_label, sizeof(comm_label), "%016llx", (unsigned long long)comm->comm_id);
 	fill_values(labels, values);
-	values[PROCESS_LABELS] = comm_label;
+	values[PROCESS_LABELS] = identity_text(comm->comm_id, comm_label);
 	if (!rank->last.open || rank->finished || rank->last.seq < 0) {
 		metrics_unset(metrics->in_flight_sequence, values);
 		metrics_unset(metrics->in_flight_entry, values);

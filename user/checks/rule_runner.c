@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/exit_status.h"
+#include "base/identity_text.h"
 #include "base/log.h"
 #include "base/output_file.h"
 #include "checks/rule_findings.h"
@@ -51,10 +52,10 @@ static json_t *event_json(const struct infer_event *event)
 	json_object_set_new(object, "rank", json_integer(event->rank));
 	json_object_set_new(object, "step", json_integer(event->step));
 	if (event->comm_id) {
-		char comm[32];
+		char comm[IDENTITY_TEXT_SIZE];
 
-		snprintf(comm, sizeof(comm), "%016" PRIx64, event->comm_id);
-		json_object_set_new(object, "comm", json_string(comm));
+		json_object_set_new(object, "comm",
+				    json_string(identity_text(event->comm_id, comm)));
 		json_object_set_new(object, "seq", json_integer(event->seq));
 	}
 	json_object_set_new(object, "entry_ns", json_integer((json_int_t)event->entry_ns));
@@ -108,10 +109,13 @@ static void describe_event(const struct infer_event *event, int job_rank, const 
 		used += snprintf(text + used, size - (size_t)used, " with %s = %s", field,
 				 infer_event_field(event, field) ? infer_event_field(event, field)
 								 : "(none)");
-	if (event->comm_id && used > 0 && (size_t)used < size)
+	if (event->comm_id && used > 0 && (size_t)used < size) {
+		char comm[IDENTITY_TEXT_SIZE];
+
 		used += snprintf(text + used, size - (size_t)used,
-				 ", rank %d of communicator %016" PRIx64 " call %" PRId64,
-				 event->rank, event->comm_id, event->seq);
+				 ", rank %d of communicator %s call %" PRId64, event->rank,
+				 identity_text(event->comm_id, comm), event->seq);
+	}
 	if (*event->context && used > 0 && (size_t)used < size)
 		snprintf(text + used, size - (size_t)used, ", called from %s", event->context);
 }
