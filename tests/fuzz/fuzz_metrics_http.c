@@ -3,9 +3,11 @@
  * Fuzzes the agent's HTTP request handling: the metrics server
  * (libmicrohttpd and the agent's handler behind it) runs on loopback in
  * this process, each input is sent as the bytes of one connection, and
- * after each one a plain scrape must still be answered with 200 within
- * two seconds: a request that crashes the server, wedges it or makes it
- * stop answering is a finding (abort), as a crash inside it already is.
+ * after each one a plain scrape must still be answered with 200 (within
+ * two seconds, in one of three tries): a request that crashes the server,
+ * wedges it or makes it stop answering is a finding (abort), as a crash
+ * inside it already is. libmicrohttpd itself is not instrumented, so its
+ * parser is exercised without coverage guidance.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -137,20 +139,35 @@ static long exchange(const uint8_t *data, size_t size, struct timeval limit, cha
 	return (long)got;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* A plain scrape answered with 200 and the sample series, within 'limit'. */
+static bool scrape_answered(struct timeval limit, char *response)
 {
 	static const char scrape[] = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";
+
+	return exchange((const uint8_t *)scrape, sizeof(scrape) - 1, limit, response) > 0 &&
+	       strncmp(response, "HTTP/1.1 200", 12) == 0 &&
+	       strstr(response,
+		      "tcheck_nccl_calls_total{comm=\"0x539731be23838e7e\",rank=\"0\"} 42");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
 	static char response[RESPONSE_LIMIT + 1];
 	/* A request cut short may be left waiting for the rest: its answer is not looked at. */
 	const struct timeval brief = { .tv_usec = 50000 }, patient = { .tv_sec = 2 };
+	int tries = 0;
 
 	exchange(data, size, brief, response);
-	if (exchange((const uint8_t *)scrape, sizeof(scrape) - 1, patient, response) < 0 ||
-	    strncmp(response, "HTTP/1.1 200", 12) != 0 ||
-	    !strstr(response,
-		    "tcheck_nccl_calls_total{comm=\"0x539731be23838e7e\",rank=\"0\"} 42")) {
-		fprintf(stderr, "after this input a scrape was not answered (%.80s)\n", response);
-		abort();
-	}
+	/*
+	 * Three tries of two seconds: a machine busy with other work can hold one
+	 * scrape back, a server wedged by the input holds all three.
+	 */
+	while (!scrape_answered(patient, response))
+		if (++tries == 3) {
+			fprintf(stderr,
+				"after this input no scrape was answered in 3 tries (%.80s)\n",
+				response);
+			abort();
+		}
 	return 0;
 }
