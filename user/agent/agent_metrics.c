@@ -13,6 +13,7 @@
 #include "base/identity_text.h"
 #include "base/u64_map.h"
 #include "diagnose/progress_model.h"
+#include "model/c10d_api.h"
 #include "model/nccl_api.h"
 
 enum process_label { LABEL_PID, LABEL_RANK, LABEL_POD, LABEL_NAMESPACE, LABEL_CONTAINER };
@@ -285,17 +286,24 @@ static void observe_process(struct agent_metrics *metrics, const struct trace_pr
 	metrics_set(metrics->attached_gauge, NULL, metrics->attached);
 }
 
-/* Bytes a communication call names: its count times its datatype's size. */
+/*
+ * Bytes a communication call names: its count times its datatype's size (a
+ * c10d call: its first tensor's elements times its torch dtype's size).
+ */
 static double call_bytes(const struct trace_nccl_call *call, const struct nccl_function *function)
 {
 	int count = nccl_param_find(function, NCCL_PARAM_SIZE);
 	int datatype = nccl_param_find(function, NCCL_PARAM_DATATYPE);
+	int torch_dtype = nccl_param_find(function, NCCL_PARAM_TORCH_DTYPE);
+	int type = datatype >= 0 ? datatype : torch_dtype;
+	size_t element_size;
 
-	if (count < 0 || datatype < 0 || (uint32_t)count >= call->param_count ||
-	    (uint32_t)datatype >= call->param_count)
+	if (count < 0 || type < 0 || (uint32_t)count >= call->param_count ||
+	    (uint32_t)type >= call->param_count)
 		return 0;
-	return (double)call->params[count] *
-	       (double)nccl_datatype_size((int64_t)call->params[datatype]);
+	element_size = datatype >= 0 ? nccl_datatype_size((int64_t)call->params[type])
+				     : torch_scalar_type_size((int64_t)call->params[type]);
+	return (double)call->params[count] * (double)element_size;
 }
 
 static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_call *call)
