@@ -418,12 +418,23 @@ struct tcheck_torch_scope_record {
  */
 #define TCHECK_TORCH_OP_READ_CONTENTS (1ULL << 52)
 /*
+ * Whether the scalar register holds a bool by value (dropout's train), not
+ * a pointer to a c10::Scalar: reported with the tag TCHECK_SCALAR_BOOL.
+ * With it the scalar's number may also be TCHECK_TORCH_OP_FIRST_STACK_ARGUMENT:
+ * the bool is the first argument passed on the stack (batch_norm's
+ * training, its sixth integer argument after the return slot's five).
+ */
+#define TCHECK_TORCH_OP_BOOL_BY_VALUE (1ULL << 53)
+#define TCHECK_TORCH_OP_FIRST_STACK_ARGUMENT 7
+/*
  * c10::Scalar's tag values read: HAS_d and HAS_i are 0 and 1 in torch 1.13
  * and 2.x (2.x inserts HAS_u after them); anything else is not read.
  */
 #define TCHECK_SCALAR_DOUBLE 0
 #define TCHECK_SCALAR_INT 1
 #define TCHECK_SCALAR_NONE 0xffffffffU
+/* Not a c10::Scalar tag: a bool argument passed by value, 'scalar' 0 or 1. */
+#define TCHECK_SCALAR_BOOL 0x100U
 
 /*
  * The tensor's contents at the operator's entry: a digest of the first and

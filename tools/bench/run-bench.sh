@@ -345,13 +345,18 @@ measure_program_time() {
 
 # ---- Event rate: LOAD_PROCESSES processes of LOAD_THREADS threads at a rate (0: full speed). ----
 
+# measure_load RATE [baseline]: with 'baseline', under the earlier build, into load-baseline.rows.
 measure_load() {
-	local rate=$1 name=load-$1 pids=() pid recorder i per_process_rate=0
-	local ticks_before ticks_after calls=0 seconds recorded stats rss
+	local rate=$1 build=${2:-} name=load-$1 pids=() pid recorder i per_process_rate=0
+	local ticks_before ticks_after calls=0 seconds recorded stats rss rows=$SCRATCH/load.rows
+	if [ -n "$build" ]; then
+		name=load-$build-$rate
+		rows=$SCRATCH/load-$build.rows
+	fi
 	if [ "$rate" = 0 ]; then
-		step "$LOAD_PROCESSES x $LOAD_THREADS threads at full speed"
+		step "$LOAD_PROCESSES x $LOAD_THREADS threads at full speed${build:+ ($build)}"
 	else
-		step "$LOAD_PROCESSES x $LOAD_THREADS threads, $rate calls/s in all"
+		step "$LOAD_PROCESSES x $LOAD_THREADS threads, $rate calls/s in all${build:+ ($build)}"
 		per_process_rate=$((rate / LOAD_PROCESSES))
 	fi
 	for ((i = 0; i < LOAD_PROCESSES; i++)); do
@@ -362,7 +367,11 @@ measure_load() {
 		BACKGROUND_PIDS+=($!)
 		wait_for_file "$SCRATCH/$name-$i.ready" "$!"
 	done
-	start_recorder "$name" "${pids[@]}"
+	if [ -n "$build" ]; then
+		RECORDER_BINARY=$BASELINE_TCHECK start_recorder "$name" "${pids[@]}"
+	else
+		start_recorder "$name" "${pids[@]}"
+	fi
 	recorder=$STARTED_PID
 	ticks_before=$(cpu_ticks "$recorder")
 	touch "$SCRATCH/$name.go"
@@ -387,10 +396,18 @@ measure_load() {
 		printf "%s %.0f %d %d %d %.1f %.1f %.2f\n", rate, calls / seconds, calls, recorded,
 			drops, 100 * ticks / hz / seconds, rss / 1024,
 			recorded ? 1e6 * ticks / hz / recorded : 0
-	}' >>"$SCRATCH/load.rows"
-	tail -n 1 "$SCRATCH/load.rows" |
+	}' >>"$rows"
+	tail -n 1 "$rows" |
 		awk '{ printf "%s calls/s offered, %s drops, recorder %s%% CPU\n", $2, $5, $6 }'
-	LAST_DROPS=${stats#* }
+	[ -n "$build" ] || LAST_DROPS=${stats#* }
+}
+
+# This build at RATE, then with BASELINE the earlier build at the same rate: turns, alike loads.
+measure_load_builds() {
+	measure_load "$1"
+	local drops=$LAST_DROPS
+	[ -z "$BASELINE" ] || measure_load "$1" baseline
+	LAST_DROPS=$drops
 }
 
 # ---- The report ----
@@ -486,6 +503,15 @@ write_section() {
 	awk '{ printf "| %s | %d | %d | %d | %d | %.1f%% | %.2f us | %.1f MiB |\n",
 		$1 == 0 ? "full speed" : $1, $2, $3, $4, $5, $6, $8, $7 }' "$SCRATCH/load.rows"
 	echo
+	if [ -s "$SCRATCH/load-baseline.rows" ]; then
+		echo "The earlier build ($(git -C "$BASELINE" rev-parse --short HEAD 2>/dev/null || echo "$BASELINE")), each run right after this build's at the same rate:"
+		echo
+		echo "| Target calls/s | offered calls/s | calls made | calls recorded | drops | recorder CPU | recorder CPU per call | recorder max RSS |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+		awk '{ printf "| %s | %d | %d | %d | %d | %.1f%% | %.2f us | %.1f MiB |\n",
+			$1 == 0 ? "full speed" : $1, $2, $3, $4, $5, $6, $8, $7 }' "$SCRATCH/load-baseline.rows"
+		echo
+	fi
 	awk -v cpus="$(nproc)" '$5 == 0 { if ($2 > best) best = $2 }
 		NR == 1 { full_speed_drops = $5 } END {
 		if (!best)
@@ -574,15 +600,15 @@ else
 fi
 echo "bench: event rate ($LOAD_SECONDS s per run)"
 : >"$SCRATCH/load.rows"
-measure_load 0
+measure_load_builds 0
 if [ "$LAST_DROPS" != 0 ]; then
 	for rate in "${LOAD_RATES[@]}"; do
-		measure_load "$rate"
+		measure_load_builds "$rate"
 		[ "$LAST_DROPS" != 0 ] || break
 	done
 fi
 for rate in "${PACED_RATES[@]}"; do
-	measure_load "$rate"
+	measure_load_builds "$rate"
 done
 check_quiet "at the end of"
 update_results

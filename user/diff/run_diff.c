@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/growable_array.h"
 #include "diff/run_diff.h"
 #include "model/nccl_api.h"
 
@@ -41,15 +42,9 @@ static struct run_difference *add_difference(struct run_diff *diff, int job_rank
 {
 	struct run_difference *difference;
 
-	if (diff->count == diff->capacity) {
-		size_t wanted = diff->capacity ? diff->capacity * 2 : 16;
-		void *bigger = realloc(diff->differences, wanted * sizeof(*difference));
-
-		if (!bigger)
-			return NULL;
-		diff->differences = bigger;
-		diff->capacity = wanted;
-	}
+	if (growable_array_room_for_one((void **)&diff->differences, diff->count, &diff->capacity,
+					sizeof(*diff->differences)))
+		return NULL;
 	difference = &diff->differences[diff->count++];
 	*difference = (struct run_difference){ .job_rank = job_rank, .step = step, .what = what };
 	snprintf(difference->communicator, sizeof(difference->communicator), "%s",
