@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/error_message.h"
+#include "base/identity_text.h"
 #include "model/c10d_api.h"
 #include "model/nccl_api.h"
 
@@ -35,10 +36,9 @@ json_t *export_json_unsigned(uint64_t value)
 
 static json_t *hexadecimal(uint64_t value)
 {
-	char text[24];
+	char text[IDENTITY_TEXT_SIZE];
 
-	snprintf(text, sizeof(text), "0x%016" PRIx64, value);
-	return json_string(text);
+	return json_string(identity_text(value, text));
 }
 
 json_t *export_json_identity(uint64_t identity)

@@ -277,8 +277,15 @@ int recorder_run(const struct recorder_options *options)
 		tear_down(&recorder);
 		return 1;
 	}
-	if (options->command)
-		started_command_release(&recorder.command, options->command[0]);
+	if (options->command) {
+		result = started_command_release(&recorder.command, options->command[0]);
+		if (result) {
+			/* The command never ran: no trace is left to look like a recording. */
+			record_consumers_close(&recorder.consumers, false);
+			tear_down(&recorder);
+			return result;
+		}
+	}
 	libraries = library_discovery_library_count(recorder.discovery);
 	log_notice("tracing %u process%s, %zu NCCL librar%s probed%s",
 		   recorder.processes.alive_count, recorder.processes.alive_count == 1 ? "" : "es",
