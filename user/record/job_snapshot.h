@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "model/trace_records.h"
 #include "python/python_stacks.h"
 
 /* How far above its stack pointer a thread's stack is scanned. */
@@ -58,8 +59,9 @@ struct snapshot_process {
 };
 
 struct job_snapshot {
-	uint64_t time_ns; /* CLOCK_REALTIME when reading began */
-	uint64_t read_ns; /* how long reading took */
+	uint64_t time_ns;      /* CLOCK_REALTIME when reading began */
+	uint64_t monotonic_ns; /* CLOCK_MONOTONIC then: the time of its trace records */
+	uint64_t read_ns;      /* how long reading took */
 	struct snapshot_process *processes;
 	size_t count;
 };
@@ -101,11 +103,24 @@ void job_snapshot_write_text(const struct job_snapshot *snapshot,
 			     const struct snapshot_diagnosis *diagnosis, FILE *out);
 
 /*
+ * The snapshot as trace records (kind TRACE_RECORD_ARRIVAL), each handed
+ * to 'emit': one per process the diagnosis does not name, then one per
+ * finding, so that a reader has every other rank's state when it meets a
+ * finding. The strings live as long as the snapshot.
+ */
+typedef int (*job_snapshot_record_fn)(void *context, const struct trace_record *record);
+int job_snapshot_emit_records(const struct job_snapshot *snapshot,
+			      const struct snapshot_diagnosis *diagnosis,
+			      job_snapshot_record_fn emit, void *context);
+
+/*
  * What attach and record --pid say first: the state of the targets (and,
  * with descendants, every process below them) read and judged at once,
- * logged as the text form with "on arrival" before it. A state that cannot
- * be read is a warning with the reason, never a silent nothing.
+ * logged as the text form with "on arrival" before it, then handed to
+ * 'emit' as records (NULL: none) for the trace and the detectors. A state
+ * that cannot be read is a warning with the reason, never a silent nothing.
  */
-void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants);
+void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants,
+			      job_snapshot_record_fn emit, void *context);
 
 #endif /* TCHECK_JOB_SNAPSHOT_H */

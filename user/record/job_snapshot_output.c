@@ -184,7 +184,8 @@ static size_t arrival_pids(const pid_t *pids, size_t count, bool descendants, pi
 	return *all ? total : 0;
 }
 
-void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants)
+void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants,
+			      job_snapshot_record_fn emit, void *context)
 {
 	struct snapshot_diagnosis diagnosis;
 	struct job_snapshot snapshot;
@@ -214,6 +215,9 @@ void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants)
 			log_notice("on arrival: %s", line);
 	}
 	free(text);
+	if (emit && job_snapshot_emit_records(&snapshot, &diagnosis, emit, context) != 0)
+		log_warning("the job's state on arrival was not passed on to the trace and the "
+			    "detectors: out of memory");
 	snapshot_diagnosis_free(&diagnosis);
 	job_snapshot_free(&snapshot);
 }
