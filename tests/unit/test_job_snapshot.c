@@ -315,3 +315,47 @@ UNIT_TEST(job_snapshot, a_job_where_no_rank_lags_is_judged_without_a_hang)
 	job_diagnosis_free(judged.diagnosis);
 	snapshot_diagnosis_free(&snapshot_diagnosis);
 }
+
+static bool always_busy(void *context, pid_t pid, char *why, size_t why_size)
+{
+	(void)context;
+	snprintf(why, why_size, "wrote a checkpoint (pid %d)", (int)pid);
+	return true;
+}
+
+UNIT_TEST(job_snapshot, a_lagging_rank_stays_named_only_when_a_second_reading_agrees)
+{
+	struct snapshot_diagnosis earlier, later;
+	struct two_ranks job;
+
+	two_ranks_init(&job);
+	two_ranks_behind(&job);
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &earlier), 0);
+	/* Still at 22 of 23: the finding stands. */
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &later), 0);
+	snapshot_diagnosis_confirm(&job.snapshot, &later, &earlier, NULL, NULL);
+	CU_ASSERT_EQUAL(later.count, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(later.summary, "rank 1 (pid 101) never joined"));
+	snapshot_diagnosis_free(&later);
+
+	/* Both moved on by one and rank 1 lags at 23 now: caught mid-step twice, not stuck. */
+	job.communicators[0].op_count = 24;
+	job.communicators[1].op_count = 23;
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &later), 0);
+	CU_ASSERT_EQUAL_FATAL(later.count, 1);
+	snapshot_diagnosis_confirm(&job.snapshot, &later, &earlier, NULL, NULL);
+	CU_ASSERT_EQUAL(later.count, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(later.summary, "was not there at the first reading"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(later.summary, "no hang judged on arrival"));
+	snapshot_diagnosis_free(&later);
+
+	/* In the same place but working between the readings: a pause, no hang. */
+	job.communicators[0].op_count = 23;
+	job.communicators[1].op_count = 22;
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &later), 0);
+	snapshot_diagnosis_confirm(&job.snapshot, &later, &earlier, always_busy, NULL);
+	CU_ASSERT_EQUAL(later.count, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(later.summary, "wrote a checkpoint (pid 101)"));
+	snapshot_diagnosis_free(&later);
+	snapshot_diagnosis_free(&earlier);
+}

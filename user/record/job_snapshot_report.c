@@ -268,6 +268,64 @@ static void summary_write(const struct job_snapshot *snapshot, struct snapshot_d
 		 finding->waiting, finding->doing[0] ? finding->doing : "not readable");
 }
 
+static bool any_communicator_read(const struct job_snapshot *snapshot)
+{
+	for (size_t p = 0; p < snapshot->count; p++)
+		if (snapshot->processes[p].communicator_count)
+			return true;
+	return false;
+}
+
+static bool found_before(const struct snapshot_diagnosis *earlier,
+			 const struct snapshot_finding *finding)
+{
+	for (size_t i = 0; i < earlier->count; i++)
+		if (earlier->findings[i].pid == finding->pid &&
+		    earlier->findings[i].comm_hash == finding->comm_hash &&
+		    earlier->findings[i].sequence == finding->sequence)
+			return true;
+	return false;
+}
+
+void snapshot_diagnosis_confirm(const struct job_snapshot *snapshot,
+				struct snapshot_diagnosis *later,
+				const struct snapshot_diagnosis *earlier, snapshot_busy_fn busy,
+				void *context)
+{
+	struct snapshot_finding dropped = { 0 };
+	char why[192] = "";
+	size_t kept = 0;
+
+	for (size_t i = 0; i < later->count; i++) {
+		const struct snapshot_finding *finding = &later->findings[i];
+		char reason[sizeof(why)] = "";
+
+		if (!found_before(earlier, finding))
+			snprintf(reason, sizeof(reason), "was not there at the first reading");
+		else if (busy && busy(context, finding->pid, reason, sizeof(reason)))
+			;
+		else {
+			later->findings[kept++] = *finding;
+			continue;
+		}
+		if (!dropped.pid) {
+			dropped = *finding;
+			snprintf(why, sizeof(why), "%s", reason);
+		}
+	}
+	if (kept == later->count)
+		return;
+	later->count = kept;
+	if (kept) {
+		summary_write(snapshot, later, any_communicator_read(snapshot));
+		return;
+	}
+	snprintf(later->summary, sizeof(later->summary),
+		 "rank %d (pid %d) was behind the others, but it %.190s: no hang judged on "
+		 "arrival (the live detectors judge it from its calls)",
+		 dropped.rank, (int)dropped.pid, why);
+}
+
 int job_snapshot_diagnose(const struct job_snapshot *snapshot, struct snapshot_diagnosis *diagnosis)
 {
 	struct finding_list list = { .diagnosis = diagnosis };
