@@ -32,6 +32,9 @@ bool arrival_ranks_add(struct arrival_ranks *ranks, const struct trace_arrival_s
 	for (unsigned i = 0; i < ranks->count; i++)
 		if (ranks->ranks[i].pid == state->pid)
 			kept = &ranks->ranks[i];
+	/* A launcher (no NCCL, no libtorch) is no rank: its stack says nothing of the job. */
+	if (!kept && !(state->flags & TRACE_ARRIVAL_RANK))
+		return (state->flags & TRACE_ARRIVAL_LAGGING) != 0;
 	if (!kept && ranks->count < ARRIVAL_RANKS_MAX)
 		kept = &ranks->ranks[ranks->count++];
 	if (kept) {

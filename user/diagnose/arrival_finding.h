@@ -26,7 +26,7 @@ struct arrival_rank {
 	char stack[512];     /* its Python frames, innermost first, " < " between */
 };
 
-/* The processes of the latest arrival reading, for the finding's stacks. */
+/* The ranks of the latest arrival reading (launchers left out), for the finding's stacks. */
 struct arrival_ranks {
 	uint64_t timestamp_ns; /* of the reading they belong to */
 	struct arrival_rank ranks[ARRIVAL_RANKS_MAX];

@@ -686,8 +686,8 @@ static void rescan_libraries(struct recorder *recorder)
 static void add_discovered(struct recorder *recorder)
 {
 	const struct recorder_observer *observer = recorder->options->observer;
-	pid_t found[256];
-	size_t count;
+	pid_t found[256], added[256];
+	size_t count, added_count = 0;
 
 	if (!observer || !observer->discover)
 		return;
@@ -697,6 +697,7 @@ static void add_discovered(struct recorder *recorder)
 
 		if (process && process->alive)
 			continue;
+		added[added_count++] = found[i];
 		if (process) { /* the pid was reused by a new process */
 			u64_map_remove(&recorder->processes, found[i]);
 			call_builder_forget_process(recorder->builder, (uint32_t)found[i]);
@@ -707,6 +708,9 @@ static void add_discovered(struct recorder *recorder)
 		}
 		add_process(recorder, (uint32_t)found[i], 0);
 	}
+	/* A job found already stuck makes no call to see: read where it stands. */
+	if (added_count)
+		job_snapshot_log_arrival(added, added_count, false, emit_built_record, recorder);
 }
 
 /* Starts the command stopped at a pipe so the probes are in place first. */
