@@ -177,7 +177,7 @@ static const char *const python_names[] = { "torch.optim.sgd.SGD.step", "train.T
 					    "torch.nn.modules.module.Module._call_impl" };
 
 /* The kinds sample_record() cycles through. */
-#define SAMPLE_KINDS 8
+#define SAMPLE_KINDS 9
 
 /* A Python call or torch scope for sample 'index', its shape chosen by 'variant'. */
 static struct trace_python_call sample_python_call(unsigned index, unsigned variant)
@@ -335,6 +335,25 @@ static struct trace_record sample_record(unsigned index)
 			.write_chars = UINT64_MAX,
 		};
 		break;
+	case 8:
+		record.kind = TRACE_RECORD_ARRIVAL;
+		record.arrival = (struct trace_arrival_state){
+			.timestamp_ns = 55555 + index,
+			.pid = 4000000000U - index,
+			.rank = index % 2 ? -1 : (int32_t)index,
+			.flags = TRACE_ARRIVAL_LAGGING | TRACE_ARRIVAL_RANK,
+			.nranks = 4,
+			.seq = index % 3 ? -1 : INT64_MAX - index,
+			.comm_hash = UINT64_MAX - index,
+			.collective = "c10d::allreduce",
+			.blocked_in = index % 2 ? "" : "gloo::AllreduceRing::run",
+			.waiting = "0, 2, 3",
+			.doing = "in Python train (job.py, def at line 12)",
+			.missed = index % 2 ? "ProcessGroupGloo::allreduce" : "",
+			.py_stack = { .depth = index % 2 ? 0 : 2,
+				      .frames = { "__main__.train", "__main__.main" } },
+		};
+		break;
 	default:
 		record.kind = TRACE_RECORD_STATS;
 		record.stats = (struct trace_stats){
@@ -437,6 +456,17 @@ static int records_equal(const struct trace_record *a, const struct trace_record
 		return memcmp(&a->network, &b->network, sizeof(a->network)) == 0;
 	case TRACE_RECORD_ACTIVITY:
 		return memcmp(&a->activity, &b->activity, sizeof(a->activity)) == 0;
+	case TRACE_RECORD_ARRIVAL: {
+		const struct trace_arrival_state *x = &a->arrival, *y = &b->arrival;
+
+		return x->timestamp_ns == y->timestamp_ns && x->pid == y->pid &&
+		       x->rank == y->rank && x->flags == y->flags && x->nranks == y->nranks &&
+		       x->seq == y->seq && x->comm_hash == y->comm_hash &&
+		       same_text(x->collective, y->collective) &&
+		       same_text(x->blocked_in, y->blocked_in) &&
+		       same_text(x->waiting, y->waiting) && same_text(x->doing, y->doing) &&
+		       same_text(x->missed, y->missed) && same_stack(&x->py_stack, &y->py_stack);
+	}
 	case TRACE_RECORD_PYTHON_CALL: {
 		const struct trace_python_call *x = &a->python_call, *y = &b->python_call;
 

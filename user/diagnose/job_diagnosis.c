@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/system_clock.h"
+#include "diagnose/arrival_finding.h"
 #include "diagnose/crash_report.h"
 #include "diagnose/diagnosis_report.h"
 #include "diagnose/flight_recorder.h"
@@ -30,7 +31,8 @@ struct process_rank {
 struct job_diagnosis {
 	struct progress_model *model;
 	struct network_samples samples;
-	struct pause_tracker pauses; /* what each process did since its last call */
+	struct pause_tracker pauses;   /* what each process did since its last call */
+	struct arrival_ranks arrivals; /* the processes' state when the tracer arrived */
 	FILE *text, *events;
 	unsigned hangs, slowdowns, mismatches, crashes, pauses_found;
 	uint64_t judged; /* calls, processes, Python events: none is nothing to judge */
@@ -261,6 +263,21 @@ static bool publish_slowdown(struct job_diagnosis *diagnosis, struct diagnosis_r
 
 static void write_crash(struct job_diagnosis *diagnosis, struct crash_report *report);
 
+/* A process's state on arrival; the one the others wait for is a hang. */
+static void judge_arrival(struct job_diagnosis *diagnosis, const struct trace_arrival_state *state)
+{
+	char line[4096] = "";
+
+	if (!arrival_ranks_add(&diagnosis->arrivals, state))
+		return;
+	diagnosis->hangs++;
+	if (diagnosis->text)
+		arrival_finding_text(&diagnosis->arrivals, state, line, sizeof(line));
+	write_finding(diagnosis, line,
+		      diagnosis->events ? arrival_finding_json(&diagnosis->arrivals, state) : NULL,
+		      state->timestamp_ns);
+}
+
 /* Whether 'pid' is in the first 'count' of 'pids'; adds it when it is not and there is room. */
 static bool seen_before(uint32_t *pids, unsigned *count, uint32_t pid)
 {
@@ -424,6 +441,11 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		shift(&activity.timestamp_ns, time_shift_ns);
 		pause_tracker_sample(&diagnosis->pauses, &activity);
 		job_diagnosis_tick(diagnosis, activity.timestamp_ns);
+		break;
+	case TRACE_RECORD_ARRIVAL:
+		/* The state read is something judged, whatever it says. */
+		diagnosis->judged++;
+		judge_arrival(diagnosis, &record->arrival);
 		break;
 	case TRACE_RECORD_PYTHON_CALL:
 		diagnosis->judged++;
