@@ -48,10 +48,11 @@ struct contain_checker {
 	struct u64_map steps;	/* pid -> struct step_state */
 	const char *step_name;
 	int has_scope_rules, has_step_rules;
+	const struct gradient_clearing *clearing;
 };
 
 struct contain_checker *contain_checker_new(struct rule_set *rules, contain_violation_fn report,
-					    void *context)
+					    void *context, const struct gradient_clearing *clearing)
 {
 	struct contain_checker *checker = calloc(1, sizeof(*checker));
 
@@ -61,6 +62,7 @@ struct contain_checker *contain_checker_new(struct rule_set *rules, contain_viol
 	u64_map_init(&checker->contained);
 	checker->report = report;
 	checker->context = context;
+	checker->clearing = clearing;
 	checker->step_name = string_pool_intern(rules->pool, STEP_PARENT_NAME);
 	u64_map_init(&checker->threads);
 	u64_map_init(&checker->steps);
@@ -112,6 +114,14 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 		if (!precondition_holds(checker->rules->pool, &rule->precondition, parent))
 			continue;
 		count = count_of(source, rule->child.name, parent);
+		/*
+		 * Gradients set to None by hand are cleared as zero_grad clears them;
+		 * zero_grad called another number of times is still judged.
+		 */
+		if (!count && parent->kind == INFER_EVENT_STEP &&
+		    gradient_clearing_excuses(rule->child.name) &&
+		    gradient_clearing_fresh(checker->clearing, parent->pid, parent->step))
+			continue;
 		key = fnv1a_add_u64(event_contain_holder(parent), i);
 		/* Out of memory: the rule waits a little longer for its process. */
 		if (count && !u64_map_get(&checker->contained, key))

@@ -8,6 +8,7 @@
 #ifndef TCHECK_CONTAIN_CHECKER_H
 #define TCHECK_CONTAIN_CHECKER_H
 
+#include "gradient_clearing.h"
 #include "rules.h"
 
 /* A violated rule and the parent (a scope, or the step) that violates it. */
@@ -19,10 +20,13 @@ struct contain_checker;
 /*
  * NULL when out of memory; a checker of a rule set without EventContain does
  * nothing. A rule of scope "used" is checked on a process's parent only once
- * a parent of that process has held the rule's child.
+ * a parent of that process has held the rule's child. A step that cleared
+ * its gradients without zero_grad ('clearing', fed by the caller before
+ * each event) is not asked to contain zero_grad.
  */
 struct contain_checker *contain_checker_new(struct rule_set *rules, contain_violation_fn report,
-					    void *context);
+					    void *context,
+					    const struct gradient_clearing *clearing);
 /* 0 or -ENOMEM. */
 int contain_checker_observe(struct contain_checker *checker, const struct infer_event *event);
 /* Checks the steps still open. */

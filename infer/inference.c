@@ -270,6 +270,19 @@ static int infer_distinct(struct inference *inference, const struct infer_event 
 }
 
 /* Consistent: each field of a name agrees within every cross-rank group. */
+/*
+ * Whether a Python call's outcome ("raised") agreed across ranks only at
+ * start-up (step 0): whether a call that connects to the store or waits
+ * for its peers leaves by an exception depends on which rank came first
+ * (torch's rendezvous generator at 4 ranks), and says nothing of training.
+ */
+static bool start_up_outcome(const struct infer_event *first, const char *field,
+			     const struct infer_event *const *passing, size_t passing_count)
+{
+	return first->kind == INFER_EVENT_PYTHON && strcmp(field, "raised") == 0 &&
+	       passing_count > 0 && passing[0]->step <= 0 && !several_steps(passing, passing_count);
+}
+
 static int infer_consistent(struct inference *inference, const struct infer_event **order,
 			    const struct infer_event **passing, const struct infer_event **failing)
 {
@@ -329,6 +342,8 @@ static int infer_consistent(struct inference *inference, const struct infer_even
 				}
 				g = h;
 			}
+			if (!failed && start_up_outcome(first, field, passing, passing_count))
+				continue;
 			failed = emit_pairs(inference, &rule, passing, passing_peers, passing_count,
 					    failing, failing_peers, failing_count, field);
 		}

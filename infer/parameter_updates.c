@@ -68,10 +68,11 @@ const struct infer_event *parameter_updates_step_around(const struct infer_event
 
 /* Tensor -> its first update in an optimizer step (changed: the map holds changing ones). */
 struct updates {
-	struct u64_map any;	 /* tensor -> an update */
-	struct u64_map changing; /* tensor -> an update that changes it */
-	size_t of_parameters;	 /* updates of tensors that require grad */
-	size_t of_state;	 /* updates of tensors known not to (buffers, step counters) */
+	struct u64_map any;	   /* tensor -> an update */
+	struct u64_map changing;   /* tensor -> an update that changes it */
+	size_t of_parameters;	   /* updates of tensors that require grad */
+	size_t of_state;	   /* updates of tensors known not to (buffers, step counters) */
+	size_t parameters_changed; /* tensors that require grad changed */
 };
 
 /*
@@ -87,6 +88,20 @@ struct updates {
 static bool updated_out_of_sight(const struct updates *updates, size_t frozen_reads)
 {
 	return updates->of_state > 0 && updates->of_parameters == 0 && frozen_reads == 0;
+}
+
+/*
+ * Whether the step is a rank's share of a sharded optimizer (ZeRO-style): in
+ * a job of several ranks, its optimizer changed parameters, none of them a
+ * weight the forward reads, and none of those it changed before: it holds
+ * another shard, and the weights it reads are changed by their owners (a
+ * broadcast). Each rank's own shard is still judged where it reads it.
+ */
+static bool other_shard(const struct parameter_updates_finding *finding,
+			const struct updates *updates, bool stopped)
+{
+	return finding->step->nranks > 1 && finding->changed == 0 && !stopped &&
+	       updates->parameters_changed > 0;
 }
 
 static int collect_updates(const struct infer_event *const *events, size_t count,
@@ -113,9 +128,11 @@ static int collect_updates(const struct infer_event *const *events, size_t count
 			updates->of_parameters++;
 		else if (requires_grad)
 			updates->of_state++;
-		if (parameter_updates_changes(event) && !u64_map_get(&updates->changing, tensor) &&
-		    u64_map_put(&updates->changing, tensor, (void *)event))
+		if (!parameter_updates_changes(event) || u64_map_get(&updates->changing, tensor))
+			continue;
+		if (u64_map_put(&updates->changing, tensor, (void *)event))
 			return -ENOMEM;
+		updates->parameters_changed += requires_grad && strcmp(requires_grad, "True") == 0;
 	}
 	return 0;
 }
@@ -170,7 +187,8 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 			note_unchanged(&first_stopped, read);
 	}
 	finding->applies = !failed && finding->step && finding->weights > 0 &&
-			   !updated_out_of_sight(&updates, frozen_reads);
+			   !updated_out_of_sight(&updates, frozen_reads) &&
+			   !other_shard(finding, &updates, first_stopped != NULL);
 	/* Nothing the forward reads changes, or what changed before stopped changing. */
 	finding->holds = !finding->applies || (finding->changed > 0 && !first_stopped);
 	if (!finding->holds) {

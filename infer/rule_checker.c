@@ -9,6 +9,7 @@
 #include "base/u64_map.h"
 #include "contain_checker.h"
 #include "eval_mode.h"
+#include "gradient_clearing.h"
 #include "requires_grad_updates.h"
 #include "parameter_updates.h"
 #include "process_uses.h"
@@ -54,6 +55,8 @@ struct rule_checker {
 	struct u64_map processes;   /* pid -> struct process_step */
 	struct contain_checker *contains;
 	struct process_uses uses; /* what each process has called so far */
+	/* steps that cleared their gradients without zero_grad */
+	struct gradient_clearing clearing;
 	/* pid -> struct update_step, with rules on what the optimizer's updates do */
 	struct u64_map update_steps;
 	int has_parameter_updates;
@@ -89,6 +92,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	process_uses_init(&checker->uses);
 	u64_map_init(&checker->update_steps);
 	eval_mode_tracker_init(&checker->eval_mode);
+	gradient_clearing_init(&checker->clearing);
 	for (size_t i = 0; i < rules->count; i++) {
 		checker->has_sequences |= rules->rules[i].relation == RELATION_API_SEQUENCE;
 		checker->has_operator_sequences |=
@@ -104,10 +108,12 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 		checker->has_eval_mode |= rules->rules[i].relation == RELATION_EVAL_MODE_RESPECTED;
 		checker->has_rank_updates |= rule_checks_rank_updates(&rules->rules[i]);
 	}
-	checker->contains = contain_checker_new(rules, contain_violation, checker);
+	checker->contains =
+		contain_checker_new(rules, contain_violation, checker, &checker->clearing);
 	if (!checker->contains || rank_updates_init(&checker->rank_updates, rules->pool)) {
 		contain_checker_free(checker->contains);
 		rank_updates_free(&checker->rank_updates);
+		gradient_clearing_free(&checker->clearing);
 		free(checker);
 		return NULL;
 	}
@@ -292,7 +298,10 @@ static void close_step(struct rule_checker *checker, struct process_step *state)
 			if (state->first[n].name == rule->event.name)
 				first_b = &state->first[n];
 		}
+		/* Gradients set to None by hand are cleared as a zero_grad not called would. */
 		if (!first_b ||
+		    (!first_a && gradient_clearing_excuses(rule->first.name) &&
+		     gradient_clearing_fresh(&checker->clearing, state->pid, state->step)) ||
 		    (rule_used_name(rule) &&
 		     !process_uses_name(&checker->uses, first_b, rule_used_name(rule))) ||
 		    !precondition_holds(checker->rules->pool, &rule->precondition, first_b))
@@ -487,7 +496,8 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 	if (converted <= 0)
 		return converted < 0 ? -ENOMEM : 0;
 	checker->events++;
-	if (process_uses_add(&checker->uses, &event))
+	if (process_uses_add(&checker->uses, &event) ||
+	    gradient_clearing_observe(&checker->clearing, &event))
 		return -ENOMEM;
 	check_constants(checker, &event);
 	if (checker->has_eval_mode &&
@@ -562,5 +572,6 @@ void rule_checker_free(struct rule_checker *checker)
 	rank_updates_free(&checker->rank_updates);
 	process_uses_free(&checker->uses);
 	eval_mode_tracker_free(&checker->eval_mode);
+	gradient_clearing_free(&checker->clearing);
 	free(checker);
 }

@@ -17,6 +17,7 @@
 #define WEIGHT_1 0x5000
 #define WEIGHT_2 0x6000
 #define BUFFER 0x7000
+#define BIAS 0x8000
 
 /* How one step goes wrong, if it does. */
 enum step_fault {
@@ -26,6 +27,7 @@ enum step_fault {
 	NO_UPDATE,	    /* every layer frozen */
 	FUSED,		    /* a fused kernel updates the parameters: only step counters show */
 	FUSED_FROZEN,	    /* the same, but the forward reads frozen weights */
+	OTHER_TENSOR,	    /* the optimizer changes a parameter the forward does not read */
 };
 
 static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
@@ -80,12 +82,19 @@ static size_t build_step(uint32_t pid, int step, enum step_fault fault,
 					   TRACE_PYTHON_TORCH_SCOPE);
 		return count;
 	}
+	if (fault == OTHER_TENSOR) {
+		records[count] = python_call_record(pid, step, base + 110, 3, "aten::add_.Tensor",
+						    TRACE_PYTHON_TORCH_OP);
+		tensor_argument(&records[count], "tensor:self", BIAS);
+		requires_grad_argument(&records[count], "requires_grad:self", true);
+		scalar_argument(&records[count++], "arg:alpha", -0.1);
+	}
 	/* The momentum buffer's update is no parameter's. */
 	records[count] = python_call_record(pid, step, base + 105, 3, "aten::mul_.Scalar",
 					    TRACE_PYTHON_TORCH_OP);
 	tensor_argument(&records[count], "tensor:self", BUFFER);
 	scalar_argument(&records[count++], "arg:other", 0.9);
-	if (fault != NO_UPDATE) {
+	if (fault != NO_UPDATE && fault != OTHER_TENSOR) {
 		records[count] = python_call_record(pid, step, base + 110, 3, "aten::add_.Tensor",
 						    TRACE_PYTHON_TORCH_OP);
 		tensor_argument(&records[count], "tensor:self", WEIGHT_1);
@@ -108,8 +117,8 @@ static size_t build_step(uint32_t pid, int step, enum step_fault fault,
  * (WEIGHT_1 and WEIGHT_2, or none); 'unchanged' is the weight the finding
  * must name (0: none).
  */
-static void judge(enum step_fault fault, bool before, uint64_t unchanged,
-		  struct parameter_updates_finding *finding)
+static void judge_in_job(enum step_fault fault, bool before, uint64_t unchanged, int world_size,
+			 struct parameter_updates_finding *finding)
 {
 	struct string_pool *pool = string_pool_new();
 	struct trace_record records[8];
@@ -124,6 +133,8 @@ static void judge(enum step_fault fault, bool before, uint64_t unchanged,
 		CU_ASSERT_EQUAL(u64_map_put(&history, WEIGHT_2, &history), 0);
 	}
 	for (size_t i = 0; i < count; i++) {
+		records[i].python_call.rank = world_size > 1 ? 1 : -1;
+		records[i].python_call.world_size = world_size;
 		CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &events[i]), 1);
 		CU_ASSERT_TRUE(parameter_updates_wants(&events[i]));
 		pointers[i] = &events[i];
@@ -138,6 +149,13 @@ static void judge(enum step_fault fault, bool before, uint64_t unchanged,
 		CU_ASSERT_PTR_NOT_NULL(u64_map_get(&history, WEIGHT_2));
 	u64_map_free(&history);
 	string_pool_free(pool);
+}
+
+/* The same, in a single process. */
+static void judge(enum step_fault fault, bool before, uint64_t unchanged,
+		  struct parameter_updates_finding *finding)
+{
+	judge_in_job(fault, before, unchanged, -1, finding);
 }
 
 UNIT_TEST(parameter_updates, each_weight_read_against_what_the_step_changes)
@@ -178,6 +196,33 @@ UNIT_TEST(parameter_updates, each_weight_read_against_what_the_step_changes)
 	CU_ASSERT_FALSE(finding.applies);
 	judge(FUSED_FROZEN, true, WEIGHT_1, &finding);
 	CU_ASSERT_TRUE(finding.applies);
+	CU_ASSERT_FALSE(finding.holds);
+}
+
+UNIT_TEST(parameter_updates, a_rank_of_a_sharded_optimizer_holds_another_shard)
+{
+	struct parameter_updates_finding finding;
+
+	/* One process whose optimizer changes a parameter its forward never reads: caught. */
+	judge(OTHER_TENSOR, false, WEIGHT_1, &finding);
+	CU_ASSERT_TRUE(finding.applies);
+	CU_ASSERT_FALSE(finding.holds);
+	/*
+	 * Rank 1 of 2 doing the same holds another shard (ZeRO-style): the weights it
+	 * reads are its peers' to change. No example.
+	 */
+	judge_in_job(OTHER_TENSOR, false, 0, 2, &finding);
+	CU_ASSERT_FALSE(finding.applies);
+	CU_ASSERT_TRUE(finding.holds);
+	/* But a rank that changed the weights it reads before and stopped is judged. */
+	judge_in_job(OTHER_TENSOR, true, WEIGHT_1, 2, &finding);
+	CU_ASSERT_TRUE(finding.applies);
+	CU_ASSERT_FALSE(finding.holds);
+	/* A rank whose optimizer changes nothing at all (frozen, lr 0) is judged too. */
+	judge_in_job(NO_UPDATE, false, WEIGHT_1, 2, &finding);
+	CU_ASSERT_TRUE(finding.applies);
+	CU_ASSERT_FALSE(finding.holds);
+	judge_in_job(ZERO_SCALE, false, WEIGHT_1, 2, &finding);
 	CU_ASSERT_FALSE(finding.holds);
 }
 

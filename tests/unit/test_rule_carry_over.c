@@ -33,7 +33,16 @@ struct program {
 	 * step marker has ended, so it lies in the next step; step 0 has none.
 	 */
 	int zero_grad_after_step;
+	/*
+	 * Its backward (none without): BACKWARD_ACCUMULATES adds into gradients
+	 * that exist (an in-place add_ inside it), BACKWARD_FRESH finds them
+	 * None (set to None by hand) and adds into none; either way the
+	 * optimizer's step runs an add_, so the tracer is seen to watch them.
+	 */
+	int backward;
 };
+
+enum { NO_BACKWARD, BACKWARD_ACCUMULATES, BACKWARD_FRESH };
 
 static struct trace_record call(const struct program *program, int step, uint64_t entry_ns,
 				const char *name, uint32_t flags)
@@ -57,7 +66,7 @@ static void run_program(const struct program *program, struct inference *inferen
 	snprintf(step_scope, sizeof(step_scope), "Optimizer.step#%s.step", program->optimizer);
 	for (int step = 0; step < STEPS; step++) {
 		uint64_t base = 1000000ULL * (uint64_t)(step + 1);
-		struct trace_record records[4];
+		struct trace_record records[8];
 		size_t count = 0;
 
 		records[count] = call(program, step, base, CONFIGURE, 0);
@@ -70,6 +79,18 @@ static void run_program(const struct program *program, struct inference *inferen
 						TRACE_PYTHON_TORCH_SCOPE);
 		if (step < program->ddp_until)
 			records[count++] = call(program, step, base + 200, DDP_FORWARD, 0);
+		/* An operator's record comes before that of the scope it ran in. */
+		if (program->backward == BACKWARD_ACCUMULATES)
+			records[count++] = call(program, step, base + 230, "aten::add_.Tensor",
+						TRACE_PYTHON_TORCH_OP);
+		if (program->backward != NO_BACKWARD) {
+			records[count] =
+				call(program, step, base + 220, "Autograd.backward#Engine.execute",
+				     TRACE_PYTHON_TORCH_SCOPE);
+			records[count++].python_call.duration_ns = 50;
+			records[count++] = call(program, step, base + 305, "aten::add_.Tensor",
+						TRACE_PYTHON_TORCH_OP);
+		}
 		records[count++] =
 			call(program, step, base + 300, step_scope, TRACE_PYTHON_TORCH_SCOPE);
 		for (size_t i = 0; i < count; i++) {
@@ -210,6 +231,18 @@ UNIT_TEST(carry_over, rules_from_three_programs_hold_on_a_fourth)
 	 * optimizer step (step 0 has none before it whose gradients it reuses).
 	 */
 	check_program(set, &(struct program){ 50, "RMSprop", 0, 0, 0.1, -1 }, &tally);
+	CU_ASSERT_EQUAL(first_step_of(&tally, set, zero_grad_first), 1);
+	/*
+	 * One that sets its gradients to None by hand (a ZeRO-style sharded
+	 * optimizer): no zero_grad, but its backward finds no gradient to add
+	 * into: cleared all the same, nothing to say.
+	 */
+	check_program(set, &(struct program){ 52, "Adam", 0, 0, 0.1, -1, 0, BACKWARD_FRESH },
+		      &tally);
+	CU_ASSERT_EQUAL(tally.total, 0);
+	/* One that clears nothing, and whose backward adds into last step's gradients: caught. */
+	check_program(set, &(struct program){ 54, "Adam", 0, 0, 0.1, -1, 0, BACKWARD_ACCUMULATES },
+		      &tally);
 	CU_ASSERT_EQUAL(first_step_of(&tally, set, zero_grad_first), 1);
 	/* A DDP program whose forward stops being DDP's at step 3: from step 3 on. */
 	check_program(set, &(struct program){ 60, "Adam", STEPS, 3, 0.1, -1 }, &tally);

@@ -45,6 +45,7 @@ SHAPES = [
     ("adamw_foreach_eval.py", [], "MLP with dropout, AdamW foreach, evaluation in every step"),
     ("adamw_foreach_eval.py", ["--fused"], "the same with AdamW fused (foreach on torch < 2.4)"),
     ("zero1_sharded.py", ["--world-size", "2"], "ZeRO-1-style Adam sharded by hand, 2 ranks"),
+    ("zero1_sharded.py", ["--world-size", "4"], "the same, 4 ranks"),
     ("ddp_world.py", ["--world-size", "1"], "DDP MLP, SGD momentum, 1 rank"),
     ("ddp_world.py", ["--world-size", "2"], "the same DDP program, 2 ranks"),
     ("ddp_world.py", ["--world-size", "4"], "the same DDP program, 4 ranks"),

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+/* Gradients cleared without zero_grad: a step whose first backward accumulated into none. */
+#include "gradient_clearing.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * In-place adds remembered per step until its first backward's record comes
+ * (after those of what ran in it): the forward's few. Beyond them the step
+ * is not excused.
+ */
+#define ADDS_MAX 256
+#define ACCUMULATE_OPERATOR "aten::add_.Tensor"
+
+struct add_seen {
+	uint32_t tid;
+	uint64_t entry_ns;
+};
+
+struct clearing_step {
+	int32_t step;
+	bool backward_seen;
+	struct infer_event backward; /* the step's first backward */
+	bool accumulated;	     /* an in-place add ran inside it */
+	uint32_t add_count;	     /* adds before the backward's record came */
+	bool adds_overflowed;
+	struct add_seen adds[ADDS_MAX];
+	bool adds_watched;     /* the process showed an in-place add: the tracer watches them */
+	int32_t finished_step; /* -1 none */
+	bool finished_fresh;
+};
+
+void gradient_clearing_init(struct gradient_clearing *clearing)
+{
+	u64_map_init(&clearing->processes);
+}
+
+void gradient_clearing_free(struct gradient_clearing *clearing)
+{
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&clearing->processes, &i, &key, &value);)
+		free(value);
+	u64_map_free(&clearing->processes);
+}
+
+bool gradient_clearing_excuses(const char *name)
+{
+	return name && strcmp(name, ZERO_GRAD_FAMILY) == 0;
+}
+
+static bool is_scope(const struct infer_event *event, const char *family)
+{
+	return event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_SCOPE) &&
+	       strcmp(event->name, family) == 0;
+}
+
+static bool step_fresh(const struct clearing_step *state)
+{
+	return state->adds_watched && state->backward_seen && !state->accumulated &&
+	       !state->adds_overflowed;
+}
+
+static bool in_backward(const struct clearing_step *state, uint32_t tid, uint64_t entry_ns)
+{
+	return tid == state->backward.tid && entry_ns >= state->backward.entry_ns &&
+	       entry_ns <= state->backward.exit_ns;
+}
+
+/* The step's first backward came: the adds seen so far ran inside it or not. */
+static void note_backward(struct clearing_step *state, const struct infer_event *backward)
+{
+	state->backward = *backward;
+	state->backward_seen = true;
+	for (uint32_t i = 0; i < state->add_count; i++)
+		state->accumulated |=
+			in_backward(state, state->adds[i].tid, state->adds[i].entry_ns);
+	state->add_count = 0;
+}
+
+static void start_step(struct clearing_step *state, int32_t step)
+{
+	state->step = step;
+	state->backward_seen = false;
+	state->accumulated = false;
+	state->add_count = 0;
+	state->adds_overflowed = false;
+}
+
+int gradient_clearing_observe(struct gradient_clearing *clearing, const struct infer_event *event)
+{
+	struct clearing_step *state;
+	bool backward = is_scope(event, BACKWARD_FAMILY);
+	bool add = event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
+		   strcmp(event->name, ACCUMULATE_OPERATOR) == 0;
+
+	if (event->step < 0 || event->kind != INFER_EVENT_PYTHON)
+		return 0;
+	state = u64_map_get(&clearing->processes, event->pid);
+	if (!state) {
+		state = calloc(1, sizeof(*state));
+		if (!state || u64_map_put(&clearing->processes, event->pid, state)) {
+			free(state);
+			return -ENOMEM;
+		}
+		state->finished_step = -1;
+		start_step(state, event->step);
+	}
+	if (event->step < state->step)
+		return 0; /* a late record of a finished step */
+	if (event->step > state->step) {
+		state->finished_step = state->step;
+		state->finished_fresh = step_fresh(state);
+		start_step(state, event->step);
+	}
+	state->adds_watched |= add;
+	/* Backward scopes of a thread come in order: the first one is the first pass. */
+	if (backward && !state->backward_seen)
+		note_backward(state, event);
+	else if (add && state->backward_seen)
+		state->accumulated |= in_backward(state, event->tid, event->entry_ns);
+	else if (add && state->add_count < ADDS_MAX)
+		state->adds[state->add_count++] =
+			(struct add_seen){ .tid = event->tid, .entry_ns = event->entry_ns };
+	else if (add)
+		state->adds_overflowed = true;
+	return 0;
+}
+
+bool gradient_clearing_fresh(const struct gradient_clearing *clearing, uint32_t pid, int32_t step)
+{
+	const struct clearing_step *state = u64_map_get(&clearing->processes, pid);
+
+	if (!state)
+		return false;
+	if (state->step == step)
+		return step_fresh(state);
+	return state->finished_step == step && state->finished_fresh;
+}

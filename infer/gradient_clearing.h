@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Whether a step cleared its gradients without Optimizer.zero_grad: the
+ * gradients are cleared between two optimizer steps that consume them, and
+ * zero_grad is one way to do it. A program that sets every gradient to
+ * None by hand (a ZeRO-style sharded optimizer does) shows no call, but its
+ * backward shows it: autograd adds a gradient into an existing one in place
+ * (aten::add_ inside the backward), and makes a new one where the gradient
+ * is None. So a step (what ran between two optimizer steps) whose first
+ * backward ran no in-place add_ found every gradient cleared. A program
+ * that stopped clearing them accumulates in its first backward and is not
+ * excused, and neither is a process that never showed an in-place add
+ * (the tracer does not watch them). The rules this excuses are those that ask for zero_grad in a
+ * step (APISequence "zero_grad comes first", EventContain "every step
+ * contains zero_grad").
+ */
+#ifndef TCHECK_GRADIENT_CLEARING_H
+#define TCHECK_GRADIENT_CLEARING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/u64_map.h"
+#include "infer_event.h"
+
+/* The family of the call whose absence a step with fresh gradients excuses. */
+#define ZERO_GRAD_FAMILY "Optimizer.zero_grad#" INFER_SCOPE_ANY
+/* The backward pass, a torch scope family. */
+#define BACKWARD_FAMILY "Autograd.backward#" INFER_SCOPE_ANY
+
+/* What each process's current and last finished step showed. */
+struct gradient_clearing {
+	struct u64_map processes; /* pid -> its state */
+};
+
+void gradient_clearing_init(struct gradient_clearing *clearing);
+void gradient_clearing_free(struct gradient_clearing *clearing);
+
+/* Takes one event (any kind; events of a step come in any order). 0 or -ENOMEM. */
+int gradient_clearing_observe(struct gradient_clearing *clearing, const struct infer_event *event);
+
+/*
+ * Whether step 'step' of process 'pid' (its current step or the one it
+ * just finished) ran a backward whose first pass accumulated into no
+ * existing gradient: false when unknown.
+ */
+bool gradient_clearing_fresh(const struct gradient_clearing *clearing, uint32_t pid, int32_t step);
+
+/* Whether a rule's event (its APISequence first, its EventContain child) is zero_grad. */
+bool gradient_clearing_excuses(const char *name);
+
+#endif /* TCHECK_GRADIENT_CLEARING_H */
