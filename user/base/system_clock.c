@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* Monotonic time and file identity keys. */
+/* Monotonic time, wall-clock text and file identity keys. */
 #include "base/system_clock.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -12,6 +13,20 @@ uint64_t monotonic_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
+}
+
+void realtime_text(uint64_t realtime_ns, char *text, size_t size)
+{
+	time_t seconds = (time_t)(realtime_ns / 1000000000ULL);
+	struct tm calendar;
+	char day[32];
+
+	if (!gmtime_r(&seconds, &calendar) ||
+	    !strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &calendar)) {
+		snprintf(text, size, "%llu ns after the epoch", (unsigned long long)realtime_ns);
+		return;
+	}
+	snprintf(text, size, "%s.%03uZ", day, (unsigned)(realtime_ns / 1000000ULL % 1000));
 }
 
 int file_identity(const char *path, uint64_t *key)

@@ -3,10 +3,17 @@
 #ifndef TCHECK_SYSTEM_CLOCK_H
 #define TCHECK_SYSTEM_CLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* CLOCK_MONOTONIC in nanoseconds: the clock bpf_ktime_get_ns() reads. */
 uint64_t monotonic_ns(void);
+
+/*
+ * CLOCK_REALTIME nanoseconds as RFC 3339 in UTC to the millisecond,
+ * "2026-11-28T12:01:02.345Z", in 'text' (32 bytes hold it).
+ */
+void realtime_text(uint64_t realtime_ns, char *text, size_t size);
 
 /*
  * A key naming a file whatever path reaches it (device and inode), so a

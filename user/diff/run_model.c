@@ -19,6 +19,7 @@
 #include "base/growable_array.h"
 #include "diff/call_period.h"
 #include "diff/run_model.h"
+#include "trace/trace_losses.h"
 #include "trace/trace_reader.h"
 
 /* A process of one trace and the job rank it was given. */
@@ -314,6 +315,7 @@ static int read_trace(struct run_model *model, int trace, const char *path, int 
 	if (result < 0)
 		return error_fail(error, error_size, -result, "%s: %s", path,
 				  trace_reader_error(reader));
+	trace_incomplete_warn(reader);
 	return 0;
 }
 
