@@ -21,8 +21,7 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-/* open_calls lives in tracer_maps.bpf.h: the process-exit program deletes its threads. */
-THREAD_STACK_GETTER(open_calls, thread_calls_of, struct tcheck_thread_calls)
+/* open_calls lives in tracer_maps.bpf.h: the process-exit program reads a thread's last calls. */
 
 static __always_inline void notify_library_change(__u32 pid, __u32 tid)
 {
@@ -55,7 +54,6 @@ static __always_inline void read_op_count(struct tcheck_open_call *frame)
 	const struct tcheck_comm_layout *layout;
 	__u64 comm;
 
-	frame->call_flags = 0;
 	frame->comm_op_count = 0;
 	if (!arg || !slot)
 		return;
@@ -70,7 +68,23 @@ static __always_inline void read_op_count(struct tcheck_open_call *frame)
 		return;
 	if (!bpf_probe_read_user(&frame->comm_op_count, sizeof(frame->comm_op_count),
 				 (void *)(comm + layout->op_count_offset)))
-		frame->call_flags = TCHECK_CALL_HAS_OP_COUNT;
+		frame->call_flags |= TCHECK_CALL_HAS_OP_COUNT;
+}
+
+/*
+ * The arguments passed on the stack, when the cookie asks for them: one
+ * read, into the program's stack first (the kernel checks the destination
+ * of a user read; a map value costs it more).
+ */
+static __always_inline void read_stack_words(struct tcheck_open_call *frame, __u64 cookie,
+					     __u64 stack)
+{
+	__u64 words[TCHECK_STACK_ARGS] = {};
+
+	if ((cookie & TCHECK_COOKIE_STACK_ARGS) &&
+	    !bpf_probe_read_user(words, sizeof(words), (void *)stack))
+		frame->call_flags |= TCHECK_CALL_HAS_STACK_ARGS;
+	__builtin_memcpy(&frame->args[TCHECK_REGISTER_ARGS], words, sizeof(words));
 }
 
 SEC("uprobe")
@@ -94,11 +108,12 @@ int library_call_entry(struct pt_regs *ctx)
 	 * and loses it as it ends (process_events.bpf.c): a stack found is a
 	 * traced thread's, and the set of traced processes is asked only once.
 	 */
-	calls = bpf_map_lookup_elem(&open_calls, &tid);
+	calls = bpf_task_storage_get(&open_calls, bpf_get_current_task_btf(), 0, 0);
 	if (!calls) {
 		if (!is_traced(pid))
 			return 0;
-		calls = thread_calls_of(tid, true);
+		calls = bpf_task_storage_get(&open_calls, bpf_get_current_task_btf(), 0,
+					     BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!calls)
 			return 0;
 	}
@@ -117,13 +132,10 @@ int library_call_entry(struct pt_regs *ctx)
 	frame->args[3] = PT_REGS_PARM4(ctx);
 	frame->args[4] = PT_REGS_PARM5(ctx);
 	frame->args[5] = PT_REGS_PARM6(ctx);
+	frame->call_flags = 0;
 	/* At entry [sp] is the return address; stack arguments follow it. */
 	stack = PT_REGS_SP(ctx) + 8;
-	if (!(cookie & TCHECK_COOKIE_STACK_ARGS) ||
-	    bpf_probe_read_user(&frame->args[TCHECK_REGISTER_ARGS],
-				TCHECK_STACK_ARGS * sizeof(__u64), (void *)stack))
-		__builtin_memset(&frame->args[TCHECK_REGISTER_ARGS], 0,
-				 TCHECK_STACK_ARGS * sizeof(__u64));
+	read_stack_words(frame, cookie, stack);
 	if (cookie & TCHECK_COOKIE_BLOB_FROM_STACK) {
 		if (bpf_probe_read_user(frame->blob, TCHECK_BLOB_BYTES, (void *)stack))
 			frame->cookie &= ~TCHECK_COOKIE_BLOB_FROM_STACK;
@@ -228,7 +240,7 @@ int library_call_return(struct pt_regs *ctx)
 	__u32 depth;
 
 	/* Only a traced thread has a stack (see the entry). */
-	calls = bpf_map_lookup_elem(&open_calls, &tid);
+	calls = bpf_task_storage_get(&open_calls, bpf_get_current_task_btf(), 0, 0);
 	if (!calls) {
 		/* A traced thread's first call entered before the probes were attached. */
 		if (is_traced(pid))
@@ -288,5 +300,29 @@ int library_call_return(struct pt_regs *ctx)
 					   ? BPF_RB_FORCE_WAKEUP
 					   : call_wakeup_flags(record));
 	count(TCHECK_COUNTER_CALLS);
+	return 0;
+}
+
+/*
+ * The calls open on each traced thread, for user space (a task storage map
+ * cannot be walked from there): per thread with calls open, its process and
+ * thread ids, then its struct tcheck_thread_calls.
+ */
+SEC("iter/task")
+int open_calls_of_threads(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct tcheck_thread_calls *calls;
+	__u32 ids[2];
+
+	if (!task)
+		return 0;
+	calls = bpf_task_storage_get(&open_calls, task, 0, 0);
+	if (!calls || calls->depth == 0)
+		return 0;
+	ids[0] = task->tgid;
+	ids[1] = task->pid;
+	bpf_seq_write(ctx->meta->seq, ids, sizeof(ids));
+	bpf_seq_write(ctx->meta->seq, calls, sizeof(*calls));
 	return 0;
 }

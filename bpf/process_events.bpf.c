@@ -92,9 +92,9 @@ int BPF_PROG(process_exec, struct task_struct *task, pid_t old_pid, struct linux
  * will never return: each becomes a call record flagged open, so the trace
  * keeps what the thread was inside, and since when.
  */
-static __always_inline void report_open_calls(__u32 pid, __u32 tid)
+static __always_inline void report_open_calls(struct task_struct *task, __u32 pid, __u32 tid)
 {
-	struct tcheck_thread_calls *calls = bpf_map_lookup_elem(&open_calls, &tid);
+	struct tcheck_thread_calls *calls = bpf_task_storage_get(&open_calls, task, 0, 0);
 	__u64 now = bpf_ktime_get_ns();
 
 	if (!calls)
@@ -141,8 +141,9 @@ int BPF_PROG(process_exit, struct task_struct *task)
 
 	/* The thread's open calls will never return. */
 	if (is_in_traced_set(pid))
-		report_open_calls(pid, tid);
-	bpf_map_delete_elem(&open_calls, &tid);
+		report_open_calls(task, pid, tid);
+	/* Reported: the open-calls walk must not find them again while the thread is freed. */
+	bpf_task_storage_delete(&open_calls, task);
 	/* Report the process once, when its last thread leaves. */
 	if (BPF_CORE_READ(task, signal, live.counter) != 0 || !is_in_traced_set(pid))
 		return 0;

@@ -11,36 +11,12 @@
 #define TCHECK_PYTHON_CONTEXT_BPF_H
 
 #include "tcheck/probe_abi.h"
+#include "python_thread_state.bpf.h"
 #include "thread_stack.bpf.h"
 #include "tracer_maps.bpf.h"
 
-/* Thread states looked at before giving up; a training process has a handful. */
-#define PYTHON_CONTEXT_MAX_THREADS 64
 /* Frames looked at: the kept ones plus the 3.12+ shims between them. */
 #define PYTHON_CONTEXT_MAX_FRAMES (2 * TCHECK_PY_STACK_MAX)
-
-/* The calling thread's state, or the main thread's (the oldest) when it has none. */
-static __always_inline __u64 python_thread_state(const struct tcheck_python_stack_layout *layout,
-						 bool *main_thread)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 self = BPF_CORE_READ(task, thread.fsbase);
-	__u64 interpreter = user_u64(layout->interpreters_head);
-	__u64 state, last = 0;
-
-	*main_thread = false;
-	if (!interpreter)
-		return 0;
-	state = user_u64(interpreter + layout->interpreter_threads_head);
-	for (int i = 0; i < PYTHON_CONTEXT_MAX_THREADS && state; i++) {
-		if (user_u64(state + layout->thread_id) == self)
-			return state;
-		last = state;
-		state = user_u64(state + layout->thread_next);
-	}
-	*main_thread = last != 0;
-	return last;
-}
 
 static __always_inline __u64 python_current_frame(const struct tcheck_python_stack_layout *layout,
 						  __u64 state)

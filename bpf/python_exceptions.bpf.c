@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
- * Uncaught Python exceptions: an entry probe on PyErr_Display(type, value,
- * traceback), which CPython's default sys.excepthook calls when an
- * exception reaches the top of the main thread and the process is about to
- * exit. Everything is read here, while the objects are alive: the type's
+ * The Python exception that ends a process: an entry probe on
+ * PyErr_Display(type, value, traceback), which CPython's default
+ * sys.excepthook calls when an exception reaches the top of the main thread
+ * and the process is about to exit, and one on PyErr_SetObject for an
+ * exception a launcher caught before it calls sys.exit with a failure.
+ * Everything is read here, while the objects are alive: the type's
  * tp_name, the message (the exception's first argument, when it is an
  * ASCII str) and the code objects along its traceback. The process's
  * layout comes from python_stack_layouts.
@@ -13,6 +15,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "tcheck/probe_abi.h"
+#include "python_thread_state.bpf.h"
 #include "thread_stack.bpf.h"
 #include "tracer_maps.bpf.h"
 
@@ -24,11 +27,16 @@
 #define TRACEBACK_FRAME 24
 #define UNICODE_COMPACT_ASCII (3U << 5)
 #define SIGNAL_STOP 19 /* SIGSTOP */
+/* _PyErr_StackItem (3.11+): the exception, then the item below it. */
+#define STACK_ITEM_VALUE 0
+#define STACK_ITEM_PREVIOUS 8
+#define HANDLED_ITEMS_MAX 4
 
 /*
- * --freeze-on-crash: stop the process here, before the exception is printed
- * and the interpreter torn down, for an operator to look at it live. The
- * only signal the tracer ever sends, and only when asked.
+ * --freeze-on-crash: stop the process at PyErr_Display, before the
+ * exception is printed and the interpreter torn down, for an operator to
+ * look at it live. The only signal the tracer ever sends, and only when
+ * asked.
  */
 const volatile bool freeze_on_crash = false;
 
@@ -76,31 +84,25 @@ static __always_inline void read_traceback(const struct tcheck_python_stack_layo
 	record->frame_count = count;
 }
 
-SEC("uprobe")
-int python_exception_display(struct pt_regs *ctx)
+/* Sends the exception value as a record: type name, message, traceback. */
+static __always_inline void send_exception(const struct tcheck_python_stack_layout *layout,
+					   __u64 pid_tgid, __u64 value, __u64 traceback,
+					   __u32 flags)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	const struct tcheck_python_stack_layout *layout;
 	struct tcheck_python_exception_record *record;
-	__u32 pid = pid_tgid >> 32;
-	__u64 value = PT_REGS_PARM2(ctx), traceback = PT_REGS_PARM3(ctx), type_name;
+	__u64 type_name;
 
-	if (!is_traced(pid) || !value)
-		return 0;
-	layout = bpf_map_lookup_elem(&python_stack_layouts, &pid);
-	if (!layout)
-		return 0;
 	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
 	if (!record) {
 		count(TCHECK_COUNTER_PYTHON_DROPS);
-		return 0;
+		return;
 	}
-	fill_header(&record->header, TCHECK_RECORD_PYTHON_EXCEPTION, pid, (__u32)pid_tgid,
-		    bpf_ktime_get_ns());
+	fill_header(&record->header, TCHECK_RECORD_PYTHON_EXCEPTION, pid_tgid >> 32,
+		    (__u32)pid_tgid, bpf_ktime_get_ns());
 	__builtin_memset(record->codes, 0, sizeof(record->codes));
 	record->type_name[0] = 0;
 	record->message[0] = 0;
-	record->reserved = 0;
+	record->flags = flags;
 	type_name = user_u64(user_u64(value + OBJECT_TYPE) + TYPE_NAME);
 	if (!type_name || bpf_probe_read_user_str(record->type_name, sizeof(record->type_name),
 						  (const void *)type_name) < 0)
@@ -111,7 +113,87 @@ int python_exception_display(struct pt_regs *ctx)
 		traceback = user_u64(value + layout->exception_traceback);
 	read_traceback(layout, traceback, record);
 	bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
+}
+
+SEC("uprobe")
+int python_exception_display(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	const struct tcheck_python_stack_layout *layout;
+	__u32 pid = pid_tgid >> 32;
+	__u64 value = PT_REGS_PARM2(ctx);
+
+	if (!is_traced(pid) || !value)
+		return 0;
+	layout = bpf_map_lookup_elem(&python_stack_layouts, &pid);
+	if (!layout)
+		return 0;
+	send_exception(layout, pid_tgid, value, PT_REGS_PARM3(ctx), 0);
 	if (freeze_on_crash)
 		bpf_send_signal(SIGNAL_STOP);
+	return 0;
+}
+
+/*
+ * True when sys.exit's status says success: none, None, or an int whose
+ * first digit is 0 (0; statuses are small ints).
+ */
+static __always_inline bool exits_cleanly(const struct tcheck_python_stack_layout *layout,
+					  __u64 status)
+{
+	__u32 digit = 1;
+
+	if (!status || status == layout->none)
+		return true;
+	if (user_u64(status + OBJECT_TYPE) != layout->long_type)
+		return false;
+	bpf_probe_read_user(&digit, sizeof(digit), (const void *)(status + layout->long_digits));
+	return digit == 0;
+}
+
+/* The exception the thread is handling, 0 when none: the topmost set item. */
+static __always_inline __u64 handled_exception(const struct tcheck_python_stack_layout *layout)
+{
+	bool main_thread;
+	__u64 state = python_thread_state(layout, &main_thread), item, value;
+
+	if (!state || main_thread)
+		return 0;
+	item = user_u64(state + layout->thread_exception_handled);
+	for (int i = 0; i < HANDLED_ITEMS_MAX && item; i++) {
+		value = user_u64(item + STACK_ITEM_VALUE);
+		if (value && value != layout->none)
+			return value;
+		item = user_u64(item + STACK_ITEM_PREVIOUS);
+	}
+	return 0;
+}
+
+/*
+ * PyErr_SetObject(type, value), as sys.exit raises SystemExit: with a
+ * failure status, while the thread handles an exception (sys.exit(1) in an
+ * except block, as torch.multiprocessing.spawn's worker wrapper does), the
+ * handled exception is what ends the process: it is sent, flagged. Any
+ * other exception set is left after one read.
+ */
+SEC("uprobe")
+int python_exception_at_exit(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	const struct tcheck_python_stack_layout *layout;
+	__u32 pid = pid_tgid >> 32;
+	__u64 type = PT_REGS_PARM1(ctx), status = PT_REGS_PARM2(ctx), handled;
+
+	/* SystemExit ends a process only from its main thread; elsewhere, only that thread. */
+	if (!is_traced(pid) || !type || (__u32)pid_tgid != pid)
+		return 0;
+	layout = bpf_map_lookup_elem(&python_stack_layouts, &pid);
+	if (!layout || !layout->system_exit_type || layout->thread_exception_handled < 0)
+		return 0;
+	if (type != user_u64(layout->system_exit_type) || exits_cleanly(layout, status))
+		return 0;
+	handled = handled_exception(layout);
+	if (handled)
+		send_exception(layout, pid_tgid, handled, 0, TCHECK_EXCEPTION_HANDLED_AT_EXIT);
 	return 0;
 }

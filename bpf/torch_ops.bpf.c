@@ -201,6 +201,24 @@ static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
 					   (cookie >> TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT) &
 						   TCHECK_TORCH_OP_REQUIRES_GRAD_MASK);
 	}
+	/*
+	 * A bool argument is its register's or stack slot's low byte (the System V ABI
+	 * leaves the rest); the first stack argument is above the return address.
+	 */
+	if (cookie & TCHECK_TORCH_OP_BOOL_BY_VALUE) {
+		__u64 which =
+			(cookie >> TCHECK_TORCH_OP_SCALAR_SHIFT) & TCHECK_TORCH_OP_REGISTER_MASK;
+
+		if (which == TCHECK_TORCH_OP_FIRST_STACK_ARGUMENT &&
+		    bpf_probe_read_user(&scalar_at, sizeof(scalar_at),
+					(const void *)(PT_REGS_SP(ctx) + 8)))
+			return;
+		if (which) {
+			call->scalar = (scalar_at & 0xff) != 0;
+			call->scalar_tag = TCHECK_SCALAR_BOOL;
+		}
+		return;
+	}
 	if (scalar_at && !bpf_probe_read_user(&scalar, sizeof(scalar), (const void *)scalar_at) &&
 	    (scalar.tag == TCHECK_SCALAR_DOUBLE || scalar.tag == TCHECK_SCALAR_INT)) {
 		call->scalar = scalar.value;

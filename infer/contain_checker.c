@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/growable_array.h"
 #include "base/fnv_hash.h"
 #include "base/u64_map.h"
 #include "contain_checker.h"
@@ -198,16 +199,9 @@ static int log_operation(struct contain_checker *checker, const struct infer_eve
 			(THREAD_LOG_MAX / 2) * sizeof(*log->entries));
 		log->count = THREAD_LOG_MAX / 2;
 	}
-	if (log->count == log->capacity) {
-		size_t capacity = log->capacity ? log->capacity * 2 : 64;
-		struct logged_operation *entries =
-			realloc(log->entries, capacity * sizeof(*entries));
-
-		if (!entries)
-			return -ENOMEM;
-		log->entries = entries;
-		log->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&log->entries, log->count, &log->capacity,
+					sizeof(*log->entries)))
+		return -ENOMEM;
 	log->entries[log->count++] =
 		(struct logged_operation){ event->name, event->entry_ns, event->step };
 	return 0;

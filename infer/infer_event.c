@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/fnv_hash.h"
+#include "base/string_interner.h"
 #include "model/c10d_api.h"
 #include "model/nccl_api.h"
 #include "infer_event.h"
@@ -19,10 +20,8 @@ struct field_set {
 };
 
 struct string_pool {
-	char **slots;
-	size_t capacity;
-	size_t count;
-	/* Interned field lists, open addressing like the strings. */
+	struct string_interner strings;
+	/* Interned field lists, open addressing. */
 	struct field_set **sets;
 	size_t set_capacity;
 	size_t set_count;
@@ -38,70 +37,23 @@ struct string_pool *string_pool_new(void)
 {
 	struct string_pool *pool = calloc(1, sizeof(*pool));
 
-	if (!pool)
-		return NULL;
-	pool->capacity = 1024;
-	pool->slots = calloc(pool->capacity, sizeof(*pool->slots));
-	if (!pool->slots) {
-		free(pool);
-		return NULL;
-	}
+	if (pool)
+		string_interner_init(&pool->strings);
 	return pool;
-}
-
-static int pool_grow(struct string_pool *pool)
-{
-	size_t capacity = pool->capacity * 2;
-	char **slots = calloc(capacity, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < pool->capacity; i++) {
-		size_t at;
-
-		if (!pool->slots[i])
-			continue;
-		at = fnv1a_string(pool->slots[i]) & (capacity - 1);
-		while (slots[at])
-			at = (at + 1) & (capacity - 1);
-		slots[at] = pool->slots[i];
-	}
-	free(pool->slots);
-	pool->slots = slots;
-	pool->capacity = capacity;
-	return 0;
 }
 
 const char *string_pool_intern(struct string_pool *pool, const char *text)
 {
-	size_t at;
-
-	if (!text)
-		text = "";
-	if ((pool->count + 1) * 2 > pool->capacity && pool_grow(pool))
-		return NULL;
-	at = fnv1a_string(text) & (pool->capacity - 1);
-	while (pool->slots[at]) {
-		if (strcmp(pool->slots[at], text) == 0)
-			return pool->slots[at];
-		at = (at + 1) & (pool->capacity - 1);
-	}
-	pool->slots[at] = strdup(text);
-	if (!pool->slots[at])
-		return NULL;
-	pool->count++;
-	return pool->slots[at];
+	return string_interner_intern(&pool->strings, text);
 }
 
 void string_pool_free(struct string_pool *pool)
 {
 	if (!pool)
 		return;
-	for (size_t i = 0; i < pool->capacity; i++)
-		free(pool->slots[i]);
+	string_interner_destroy(&pool->strings);
 	for (size_t i = 0; i < pool->set_capacity; i++)
 		free(pool->sets[i]);
-	free(pool->slots);
 	free(pool->sets);
 	free(pool);
 }

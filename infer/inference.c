@@ -8,6 +8,7 @@
 #include "base/u64_map.h"
 #include "event_contain.h"
 #include "inference.h"
+#include "eval_mode.h"
 #include "requires_grad_updates.h"
 #include "parameter_updates.h"
 #include "process_uses.h"
@@ -750,6 +751,9 @@ int inference_run(struct inference *inference)
 			failed =
 				infer_requires_grad_updates(inference->rules, inference->events,
 							    inference->count, &inference->evidence);
+		if (!failed)
+			failed = infer_eval_mode(inference->rules, inference->events,
+						 inference->count, &inference->evidence);
 		if (!failed)
 			failed = rule_set_sort(inference->rules);
 	}

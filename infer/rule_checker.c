@@ -4,9 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/growable_array.h"
 #include "base/fnv_hash.h"
 #include "base/u64_map.h"
 #include "contain_checker.h"
+#include "eval_mode.h"
 #include "requires_grad_updates.h"
 #include "parameter_updates.h"
 #include "process_uses.h"
@@ -57,6 +59,8 @@ struct rule_checker {
 	int has_parameter_updates;
 	int has_requires_grad_updates; /* FrozenUnchanged or TrainableUpdated rules */
 	int has_scalars_steady;
+	int has_eval_mode;
+	struct eval_mode_tracker eval_mode; /* each process's evaluation phase so far */
 	int has_rank_updates;
 	struct rank_updates rank_updates; /* each rank's step, with Consistent rules on "updates" */
 	int has_operator_sequences; /* an APISequence names a torch operator (one program's rules)
@@ -84,6 +88,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	u64_map_init(&checker->processes);
 	process_uses_init(&checker->uses);
 	u64_map_init(&checker->update_steps);
+	eval_mode_tracker_init(&checker->eval_mode);
 	for (size_t i = 0; i < rules->count; i++) {
 		checker->has_sequences |= rules->rules[i].relation == RELATION_API_SEQUENCE;
 		checker->has_operator_sequences |=
@@ -96,6 +101,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 			rules->rules[i].relation == RELATION_FROZEN_UNCHANGED ||
 			rules->rules[i].relation == RELATION_TRAINABLE_UPDATED;
 		checker->has_scalars_steady |= rules->rules[i].relation == RELATION_SCALARS_STEADY;
+		checker->has_eval_mode |= rules->rules[i].relation == RELATION_EVAL_MODE_RESPECTED;
 		checker->has_rank_updates |= rule_checks_rank_updates(&rules->rules[i]);
 	}
 	checker->contains = contain_checker_new(rules, contain_violation, checker);
@@ -143,6 +149,24 @@ static void check_constants(struct rule_checker *checker, const struct infer_eve
 		    precondition_holds(checker->rules->pool, &rule->precondition, event))
 			violation(checker, rule, event, NULL);
 	}
+}
+
+/* An operator call of an evaluation phase the process has left for training again. */
+static int judge_eval_mode(void *context, const struct infer_event *call, bool holds)
+{
+	struct rule_checker *checker = context;
+
+	for (size_t i = 0; i < checker->rules->count && !holds; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+
+		if (rule->relation == RELATION_EVAL_MODE_RESPECTED &&
+		    rule->event.name == call->name &&
+		    precondition_holds(checker->rules->pool, &rule->precondition, call)) {
+			violation(checker, rule, call, NULL);
+			return 1; /* one finding per evaluation phase */
+		}
+	}
+	return 0;
 }
 
 /* The rules checked over cross-rank groups: Consistent, and APIArg distinct. */
@@ -425,15 +449,9 @@ static int track_update_step(struct rule_checker *checker, const struct infer_ev
 		if (failed)
 			return failed;
 	}
-	if (state->count == state->capacity) {
-		size_t capacity = state->capacity ? state->capacity * 2 : 64;
-		struct infer_event *events = realloc(state->events, capacity * sizeof(*events));
-
-		if (!events)
-			return -ENOMEM;
-		state->events = events;
-		state->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&state->events, state->count, &state->capacity,
+					sizeof(*state->events)))
+		return -ENOMEM;
 	state->events[state->count++] = *event;
 	return 0;
 }
@@ -472,6 +490,9 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 	if (process_uses_add(&checker->uses, &event))
 		return -ENOMEM;
 	check_constants(checker, &event);
+	if (checker->has_eval_mode &&
+	    eval_mode_observe(&checker->eval_mode, &event, judge_eval_mode, checker) < 0)
+		return -ENOMEM;
 	if (check_consistent(checker, &event) ||
 	    contain_checker_observe(checker->contains, &event) ||
 	    track_update_step(checker, &event) || track_rank_updates(checker, &event))
@@ -540,5 +561,6 @@ void rule_checker_free(struct rule_checker *checker)
 	u64_map_free(&checker->update_steps);
 	rank_updates_free(&checker->rank_updates);
 	process_uses_free(&checker->uses);
+	eval_mode_tracker_free(&checker->eval_mode);
 	free(checker);
 }

@@ -7,12 +7,22 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/growable_array.h"
 #include "base/output_file.h"
 #include "rules.h"
 
 static const char *const relation_names[] = {
-	NULL,		"Consistent",	     "APIArg",	      "APIOutput",	 "APISequence",
-	"EventContain", "ParametersUpdated", "ScalarsSteady", "FrozenUnchanged", "TrainableUpdated",
+	NULL,
+	"Consistent",
+	"APIArg",
+	"APIOutput",
+	"APISequence",
+	"EventContain",
+	"ParametersUpdated",
+	"ScalarsSteady",
+	"FrozenUnchanged",
+	"TrainableUpdated",
+	"EvalModeRespected",
 };
 
 /* A rule with its description, for sorting. */
@@ -102,15 +112,9 @@ void rule_set_free(struct rule_set *set)
 
 int rule_set_add(struct rule_set *set, const struct rule *rule)
 {
-	if (set->count == set->capacity) {
-		size_t capacity = set->capacity ? set->capacity * 2 : 64;
-		struct rule *rules = realloc(set->rules, capacity * sizeof(*rules));
-
-		if (!rules)
-			return -ENOMEM;
-		set->rules = rules;
-		set->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&set->rules, set->count, &set->capacity,
+					sizeof(*set->rules)))
+		return -ENOMEM;
 	set->rules[set->count++] = *rule;
 	return 0;
 }
@@ -224,6 +228,12 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 			"it changes every one read trainable (requires_grad True), "
 			"outside a job of several ranks",
 			rule->event.name);
+		break;
+	case RELATION_EVAL_MODE_RESPECTED:
+		used = (size_t)snprintf(text, size,
+					"in an evaluation phase (eval(), then training again), %s "
+					"runs as in evaluation (%s = False)",
+					rule->event.name, rule->field);
 		break;
 	case RELATION_SCALARS_STEADY:
 		used = (size_t)snprintf(

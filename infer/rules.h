@@ -14,14 +14,15 @@
 #include "precondition.h"
 
 #define RULES_FORMAT_NAME "tcheck-bpf-rules"
-#define RULES_FORMAT_VERSION 5
+#define RULES_FORMAT_VERSION 6
 
 /* Room for a rule in words (rule_describe). */
 #define RULE_TEXT_SIZE 1024
 /*
  * The oldest version still read: version 1 has no EventContain and no peer
  * clauses, version 2 no scope (its rules apply to every process), version
- * 3 no ScalarsSteady, version 4 no FrozenUnchanged or TrainableUpdated.
+ * 3 no ScalarsSteady, version 4 no FrozenUnchanged or TrainableUpdated,
+ * version 5 no EvalModeRespected.
  */
 #define RULES_FORMAT_OLDEST_VERSION 1
 
@@ -40,7 +41,10 @@ enum rule_relation {
 	RELATION_FROZEN_UNCHANGED = 8,
 	/* once 'event' changes a weight the forward reads, it changes every one read trainable */
 	RELATION_TRAINABLE_UPDATED = 9,
-	RELATION_LAST = RELATION_TRAINABLE_UPDATED,
+	/* in an evaluation phase, 'event' (an operator with a training flag) runs as in evaluation
+	 */
+	RELATION_EVAL_MODE_RESPECTED = 10,
+	RELATION_LAST = RELATION_EVAL_MODE_RESPECTED,
 };
 
 /*

@@ -62,7 +62,11 @@ typedef int64_t tcheck_s64;
 #define TCHECK_COOKIE_LAYOUT_SHIFT 28
 #define TCHECK_COOKIE_LAYOUT_MASK 0xfULL
 #define TCHECK_MAX_COMM_LAYOUTS 15
-/* Bit 32: the function takes arguments on the stack (more than six): read them. */
+/*
+ * Bit 32: read the arguments passed on the stack (beyond the sixth). Set
+ * only where one of them is more than the CUDA stream: a read of the traced
+ * process's memory costs a probe as much as the rest of its entry.
+ */
 #define TCHECK_COOKIE_STACK_ARGS (1ULL << 32)
 /*
  * Bits 33-36: 1 + the argument slot (register or stack word) holding the
@@ -114,6 +118,8 @@ enum tcheck_record_type {
 #define TCHECK_CALL_OPEN (1U << 7)
 /* comm_op_count holds the communicator's operation counter as the call was entered. */
 #define TCHECK_CALL_HAS_OP_COUNT (1U << 8)
+/* args[] beyond the sixth were read from the stack (TCHECK_COOKIE_STACK_ARGS). */
+#define TCHECK_CALL_HAS_STACK_ARGS (1U << 9)
 
 /*
  * Python frames kept with an event, innermost first: the callers of a Python
@@ -264,24 +270,32 @@ struct tcheck_python_stack_layout {
 	tcheck_s32 exception_traceback; /* PyBaseExceptionObject.traceback */
 	tcheck_s32 frame_object_frame;	/* PyFrameObject.f_frame (3.11+), -1: the frame itself */
 	tcheck_s32 tuple_items;		/* PyTupleObject.ob_item: 24, 32 from 3.14 (ob_hash) */
+	tcheck_s32 long_digits;		/* PyLongObject's first digit (30 bits) */
+	tcheck_s32 thread_exception_handled; /* tstate -> exc_info (3.11+), -1 unknown */
+	tcheck_u64 long_type;		     /* &PyLong_Type: an exit status that is an int */
+	tcheck_u64 system_exit_type;	     /* the variable PyExc_SystemExit (holds the type) */
 };
 
 /*
- * An uncaught exception, read as CPython's default excepthook starts to
- * print it (PyErr_Display(type, value, traceback)): the exception's type
- * name, its first argument when that is an ASCII str (the message), and
- * the code objects of its traceback, innermost last; the last
- * TCHECK_PY_STACK_MAX of them are kept.
+ * The exception that ends a process, read either as CPython's default
+ * excepthook starts to print it (PyErr_Display(type, value, traceback)), or
+ * as a handler of it calls sys.exit with a failure status
+ * (PyErr_SetObject(SystemExit, status) while the thread handles it; flag
+ * TCHECK_EXCEPTION_HANDLED_AT_EXIT). torch.multiprocessing.spawn's worker
+ * wrapper catches the worker's exception that way and calls sys.exit(1). Carried: the exception's
+ * type name, its first argument when that is an ASCII str (the message), and the code objects of
+ * its traceback, innermost last; the last TCHECK_PY_STACK_MAX of them are kept.
  */
 #define TCHECK_EXCEPTION_TYPE_BYTES 64
 #define TCHECK_EXCEPTION_MESSAGE_BYTES 192
-#define TCHECK_EXCEPTION_TRACEBACK_MAX 64 /* traceback entries walked */
+#define TCHECK_EXCEPTION_TRACEBACK_MAX 64   /* traceback entries walked */
+#define TCHECK_EXCEPTION_HANDLED_AT_EXIT 1U /* caught, then sys.exit(failure) */
 
 struct tcheck_python_exception_record {
-	struct tcheck_record_header header; /* timestamp = PyErr_Display's entry */
-	tcheck_u32 frame_count;		    /* traceback entries seen (kept: the last 8) */
-	tcheck_u32 reserved;
-	char type_name[TCHECK_EXCEPTION_TYPE_BYTES];  /* NUL-terminated, cut to fit */
+	struct tcheck_record_header header;	     /* timestamp = the probe's hit */
+	tcheck_u32 frame_count;			     /* traceback entries seen (kept: the last 8) */
+	tcheck_u32 flags;			     /* TCHECK_EXCEPTION_* */
+	char type_name[TCHECK_EXCEPTION_TYPE_BYTES]; /* NUL-terminated, cut to fit */
 	char message[TCHECK_EXCEPTION_MESSAGE_BYTES]; /* "" when not an ASCII str */
 	tcheck_u64 codes[TCHECK_PY_STACK_MAX];	      /* ring: entry i at i % 8 */
 };
@@ -418,12 +432,23 @@ struct tcheck_torch_scope_record {
  */
 #define TCHECK_TORCH_OP_READ_CONTENTS (1ULL << 52)
 /*
+ * Whether the scalar register holds a bool by value (dropout's train), not
+ * a pointer to a c10::Scalar: reported with the tag TCHECK_SCALAR_BOOL.
+ * With it the scalar's number may also be TCHECK_TORCH_OP_FIRST_STACK_ARGUMENT:
+ * the bool is the first argument passed on the stack (batch_norm's
+ * training, its sixth integer argument after the return slot's five).
+ */
+#define TCHECK_TORCH_OP_BOOL_BY_VALUE (1ULL << 53)
+#define TCHECK_TORCH_OP_FIRST_STACK_ARGUMENT 7
+/*
  * c10::Scalar's tag values read: HAS_d and HAS_i are 0 and 1 in torch 1.13
  * and 2.x (2.x inserts HAS_u after them); anything else is not read.
  */
 #define TCHECK_SCALAR_DOUBLE 0
 #define TCHECK_SCALAR_INT 1
 #define TCHECK_SCALAR_NONE 0xffffffffU
+/* Not a c10::Scalar tag: a bool argument passed by value, 'scalar' 0 or 1. */
+#define TCHECK_SCALAR_BOOL 0x100U
 
 /*
  * The tensor's contents at the operator's entry: a digest of the first and

@@ -7,11 +7,13 @@
 # by the relation expected, and no violation on any fixed twin. The subset: a zero_grad()
 # never called (APISequence), an optimizer over part of the model and a step that loses a
 # layer's updates (TrainableUpdated), replicas that drift after lost gradients and after a
-# LayerNorm clipped on one rank only (Consistent on a step's updates, 2 ranks).
+# LayerNorm clipped on one rank only (Consistent on a step's updates, 2 ranks), and attention
+# dropout left on in eval() (EvalModeRespected: dropout's train flag read at the operator).
 source "$(dirname "$0")/lib.sh"
 torch_stack
 only=so_60335387_no_zero_grad.py,optimizer_on_part_of_model.py,pytorch_115607_stale_param_list.py
 only=$only,pytorch_84803_allreduce_data_loss.py,deepspeed_1801_clip_replicated.py
+only=$only,transformers_33844_dropout_in_eval.py
 status=0
 mkdir -p "$SCRATCH/no-healthy"
 python3 "$ROOT/tools/eval/real_bugs_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" \
@@ -29,6 +31,7 @@ expected = {
     "pytorch_115607_stale_param_list.py": "TrainableUpdated",
     "pytorch_84803_allreduce_data_loss.py": "Consistent",
     "deepspeed_1801_clip_replicated.py": "Consistent",
+    "transformers_33844_dropout_in_eval.py": "EvalModeRespected",
 }
 assert set(bugs) == set(expected), bugs.keys()
 for script, relation in expected.items():

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export/export_jsonl.h"
 #include "model/nccl_api.h"
 #include "record/call_builder.h"
 #include "unit.h"
@@ -88,6 +89,7 @@ UNIT_TEST(call_builder, decodes_all_reduce_arguments_from_registers_and_stack)
 	call.args[4] = 0;      /* ncclSum */
 	call.args[5] = 0xc0de; /* comm */
 	call.args[6] = 0x5555; /* stream: the seventh argument, first stack word */
+	call.flags = TCHECK_CALL_HAS_STACK_ARGS;
 	call.return_value = 0;
 	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
 	built = last_call(&emitted);
@@ -98,6 +100,7 @@ UNIT_TEST(call_builder, decodes_all_reduce_arguments_from_registers_and_stack)
 	CU_ASSERT_EQUAL(built->params[3], 7);
 	CU_ASSERT_EQUAL(built->params[5], 0xc0de);
 	CU_ASSERT_EQUAL(built->params[6], 0x5555);
+	CU_ASSERT_FALSE(built->flags & TRACE_CALL_STACK_ARGS_UNREAD);
 	CU_ASSERT_EQUAL(built->duration_ns, 500);
 	CU_ASSERT_EQUAL(built->comm, 0xc0de);
 	CU_ASSERT_EQUAL(built->comm_id, nccl_unique_id_hash(id_bytes, sizeof(id_bytes)));
@@ -118,12 +121,48 @@ UNIT_TEST(call_builder, reduce_root_is_the_sixth_register_and_comm_on_the_stack)
 	call.args[5] = 1;      /* root */
 	call.args[6] = 0xc0de; /* comm */
 	call.args[7] = 0x77;   /* stream */
+	call.flags = TCHECK_CALL_HAS_STACK_ARGS;
 	call_builder_add(builder, &call, NULL);
 	built = last_call(&emitted);
 	CU_ASSERT_EQUAL(built->params[5], 1);
 	CU_ASSERT_EQUAL(built->params[6], 0xc0de);
 	CU_ASSERT_EQUAL(built->params[7], 0x77);
 	CU_ASSERT_EQUAL(built->rank, 0);
+	call_builder_free(builder);
+}
+
+UNIT_TEST(call_builder, a_stream_the_probe_did_not_read_is_flagged_unread_not_zero)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_new(collect, NULL, &emitted);
+	struct tcheck_call_record call = make_call("ncclAllReduce", 1, 5000);
+	struct tcheck_call_record send = make_call("ncclSend", 1, 6000);
+	const struct trace_nccl_call *built;
+	json_t *args;
+
+	create_world(builder, 0xc0de, 0, 2);
+	call.args[2] = 4096;
+	call.args[5] = 0xc0de;
+	call_builder_add(builder, &call, NULL);
+	built = last_call(&emitted);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(built);
+	CU_ASSERT(built->flags & TRACE_CALL_STACK_ARGS_UNREAD);
+	CU_ASSERT_EQUAL(built->params[2], 4096);
+	args = export_json_call_args(built);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(args);
+	CU_ASSERT(json_is_null(json_object_get(args, "stream")));
+	CU_ASSERT_EQUAL(json_integer_value(json_object_get(args, "count")), 4096);
+	json_decref(args);
+	/* Six arguments, all in registers: nothing to read from the stack. */
+	send.args[4] = 0xc0de;
+	send.args[5] = 0x5555;
+	call_builder_add(builder, &send, NULL);
+	built = last_call(&emitted);
+	CU_ASSERT_FALSE(built->flags & TRACE_CALL_STACK_ARGS_UNREAD);
+	args = export_json_call_args(built);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(args);
+	CU_ASSERT_EQUAL(json_integer_value(json_object_get(args, "stream")), 0x5555);
+	json_decref(args);
 	call_builder_free(builder);
 }
 
@@ -521,14 +560,19 @@ static int reads_stack(const char *name)
 	return (cookie & TCHECK_COOKIE_STACK_ARGS) != 0;
 }
 
-UNIT_TEST(nccl_api, stack_is_read_only_for_functions_with_stack_arguments)
+UNIT_TEST(nccl_api, stack_is_read_only_where_an_argument_there_is_more_than_the_stream)
 {
-	/* Seven and eight arguments: the last ones are on the stack. */
-	CU_ASSERT(reads_stack("ncclAllReduce"));
+	/* Eight arguments: comm and stream on the stack. */
 	CU_ASSERT(reads_stack("ncclReduce"));
+	/* Seven: only the stream is on the stack. */
+	CU_ASSERT_FALSE(reads_stack("ncclAllReduce"));
+	CU_ASSERT_FALSE(reads_stack("ncclBroadcast"));
+	CU_ASSERT_FALSE(reads_stack("ncclReduceScatter"));
 	/* Six, and four with a by-value id that is copied separately. */
 	CU_ASSERT_FALSE(reads_stack("ncclSend"));
 	CU_ASSERT_FALSE(reads_stack("ncclCommInitRank"));
+	CU_ASSERT(nccl_param_on_stack(nccl_function_by_name("ncclAllReduce"), 6));
+	CU_ASSERT_FALSE(nccl_param_on_stack(nccl_function_by_name("ncclAllReduce"), 5));
 }
 
 UNIT_TEST(nccl_api, enum_names_match_nccl_h)

@@ -372,6 +372,21 @@ UNIT_TEST(crash_report, nccl_errors_returned_and_polled)
 	flight_recorder_free(&flights);
 }
 
+/* Makes python the record of a ValueError with its message and two frames, innermost first. */
+static void set_value_error(struct trace_python_call *python, uint32_t flags, const char *message,
+			    const char *innermost, const char *outer)
+{
+	python->flags = flags;
+	python->qualified_name = "ValueError";
+	python->arg_count = 1;
+	python->args[0] = (struct trace_python_arg){ .name = "message",
+						     .type = TRACE_VALUE_STR,
+						     .text = message };
+	python->py_stack.depth = 2;
+	python->py_stack.frames[0] = innermost;
+	python->py_stack.frames[1] = outer;
+}
+
 /* An uncaught exception the process printed: kept apart from its calls, given by the report. */
 UNIT_TEST(crash_report, uncaught_exception_is_reported)
 {
@@ -392,15 +407,8 @@ UNIT_TEST(crash_report, uncaught_exception_is_reported)
 	python.qualified_name = "torch.nn.modules.module.Module._call_impl";
 	flight_recorder_python(&flights, &python);
 	python.entry_ns = 200;
-	python.flags = TRACE_PYTHON_RAISED | TRACE_PYTHON_UNCAUGHT;
-	python.qualified_name = "ValueError";
-	python.arg_count = 1;
-	python.args[0] = (struct trace_python_arg){ .name = "message",
-						    .type = TRACE_VALUE_STR,
-						    .text = "bad shape at step 4" };
-	python.py_stack.depth = 2;
-	python.py_stack.frames[0] = "Model.forward";
-	python.py_stack.frames[1] = "train";
+	set_value_error(&python, TRACE_PYTHON_RAISED | TRACE_PYTHON_UNCAUGHT, "bad shape at step 4",
+			"Model.forward", "train");
 	flight_recorder_python(&flights, &python);
 	memset(&process, 0, sizeof(process));
 	process.pid = 55;
@@ -420,6 +428,54 @@ UNIT_TEST(crash_report, uncaught_exception_is_reported)
 	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(exception, "message")),
 			       "bad shape at step 4");
 	CU_ASSERT_EQUAL(json_array_size(json_object_get(exception, "python_stack")), 2);
+	CU_ASSERT_TRUE(json_is_false(json_object_get(exception, "handled_at_exit")));
+	json_decref(object);
+	progress_model_free(model);
+	flight_recorder_free(&flights);
+}
+
+/*
+ * A worker whose launcher caught its exception and called sys.exit(1)
+ * (torch.multiprocessing.spawn): the exception is the end's cause, said as
+ * caught, not as uncaught, and the exit is not put down to an uncaught one.
+ */
+UNIT_TEST(crash_report, exception_handled_at_exit_is_reported)
+{
+	static struct flight_recorder flights;
+	static struct crash_report report;
+	struct progress_model *model = progress_model_new(NULL);
+	struct trace_python_call python;
+	struct trace_process process;
+	char text[2048];
+	json_t *object, *exception;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	flight_recorder_init(&flights, 0);
+	memset(&python, 0, sizeof(python));
+	python.pid = 56;
+	python.entry_ns = 100;
+	set_value_error(
+		&python, TRACE_PYTHON_RAISED | TRACE_PYTHON_UNCAUGHT | TRACE_PYTHON_HANDLED_AT_EXIT,
+		"batch 3 failed its check", "check_batch", "torch.multiprocessing.spawn._wrap");
+	flight_recorder_python(&flights, &python);
+	memset(&process, 0, sizeof(process));
+	process.pid = 56;
+	process.rank = -1;
+	process.exit_code = 1 << 8;
+	crash_report_fill(model, &flights, &process, &report);
+	crash_report_text(&report, text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "exited with status 1 (sys.exit in a handler)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "; exception ValueError: batch 3 failed its check, "
+					    "raised in check_batch (caught by a handler"));
+	CU_ASSERT_PTR_NULL(strstr(text, "uncaught"));
+	object = crash_report_json(&report);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(object);
+	exception = json_object_get(object, "exception");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(exception, "type")), "ValueError");
+	CU_ASSERT_TRUE(json_is_true(json_object_get(exception, "handled_at_exit")));
+	CU_ASSERT_STRING_EQUAL(
+		json_string_value(json_array_get(json_object_get(exception, "python_stack"), 0)),
+		"check_batch");
 	json_decref(object);
 	progress_model_free(model);
 	flight_recorder_free(&flights);

@@ -128,6 +128,8 @@ UNIT_TEST(run_diff, count)
 
 	compare(&change, STEPS, &diff);
 	assert_one(&diff, "count", 1, 2, "comm 0 (2 ranks)");
+	/* The reference run's identity of that communicator, as check and dump name it. */
+	CU_ASSERT_EQUAL(diff.differences[0].comm_id, 1001);
 	CU_ASSERT_EQUAL(diff.differences[0].reference.number, 200);
 	CU_ASSERT_EQUAL(diff.differences[0].candidate.number, 201);
 	run_diff_destroy(&diff);

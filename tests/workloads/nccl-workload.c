@@ -46,7 +46,8 @@
 #define TP_GATHER_COUNT 64
 #define PIPELINE_COUNT 512
 #define SHARD_COUNT 128
-#define BUCKET0_COUNT 1000
+#define BUCKET0_COUNT 1000 /* elements of gradient bucket 0 unless --bucket-elements */
+#define BUCKET0_MAX 4096
 #define BUCKET1_COUNT 333
 #define BUCKET2_COUNT 17
 #define BUCKET3_COUNT 31
@@ -106,6 +107,7 @@ struct options {
 	struct rank_step skip_replicated;
 	struct rank_step extra_call;
 	int wrong_comm_step; /* -1: off */
+	int bucket_elements; /* of gradient bucket 0 */
 	int slow_rank;
 	double slow_factor;
 	struct delay delay;
@@ -120,7 +122,7 @@ struct buffers {
 	float gradients_out[PIPELINE_COUNT], gradients_in[PIPELINE_COUNT];
 	float *shards_send, shard_reduced[SHARD_COUNT];
 	float shard_params[SHARD_COUNT], *params_gathered;
-	float bucket0[BUCKET0_COUNT + 1];
+	float bucket0[BUCKET0_MAX + 1];
 	double bucket1[BUCKET1_COUNT];
 	int64_t bucket2[BUCKET2_COUNT];
 	uint8_t bucket3[BUCKET3_COUNT];
@@ -166,8 +168,8 @@ static void usage(FILE *out)
 		"                     [--stall R:K] [--crash R:K] [--slow R:F] [--mismatch-count "
 		"R:K]\n"
 		"                     [--mismatch-datatype R:K] [--skip-replicated R:K]\n"
-		"                     [--wrong-comm K] [--extra-call R:K] [--wait-file PATH]\n"
-		"                     [--stop-file PATH]\n"
+		"                     [--wrong-comm K] [--extra-call R:K] [--bucket-elements N]\n"
+		"                     [--wait-file PATH] [--stop-file PATH]\n"
 		"Runs N rank processes of a training-like job over libnccl.so.2 and writes\n"
 		"DIR/rank-R.jsonl (every NCCL call made, as JSON lines) and DIR/rank-R.progress\n"
 		"(the last finished step). Defaults: N=4 S=10 U=200 M=0; T=2 and P=2 where N "
@@ -187,6 +189,8 @@ static void usage(FILE *out)
 		"                         DIR/rank-R.checkpoints\n"
 		"  --mismatch-count R:K   rank R passes count+1 to one gradient all-reduce of step "
 		"K\n"
+		"  --bucket-elements N    gradient bucket 0 (a float32 data-parallel all-reduce)\n"
+		"                         has N elements (333-4096; default 1000)\n"
 		"  --mismatch-datatype R:K  rank R reduces the int32 gradient bucket of step K as\n"
 		"                         uint32 (same size: silent)\n"
 		"  --skip-replicated R:K  rank R skips the all-reduce of one bucket of replicated\n"
@@ -284,6 +288,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 		{ "skip-replicated", required_argument, NULL, 'R' },
 		{ "wrong-comm", required_argument, NULL, 'C' },
 		{ "extra-call", required_argument, NULL, 'E' },
+		{ "bucket-elements", required_argument, NULL, 'B' },
 		{ "wait-file", required_argument, NULL, 'f' },
 		{ "stop-file", required_argument, NULL, 'F' },
 		{ "worker", no_argument, NULL, 'W' },
@@ -305,6 +310,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 		.skip_replicated = { -1, -1 },
 		.extra_call = { -1, -1 },
 		.wrong_comm_step = -1,
+		.bucket_elements = BUCKET0_COUNT,
 		.slow_rank = -1,
 		.slow_factor = 1.0,
 		.delay = { .rank = -1, .step = -1 },
@@ -368,6 +374,11 @@ static int parse_options(int argc, char **argv, struct options *options)
 			break;
 		case 'E':
 			valid = parse_rank_step(optarg, &options->extra_call);
+			break;
+		case 'B':
+			/* At least bucket 1's size: its check walks bucket 0's elements. */
+			valid = parse_int(optarg, BUCKET1_COUNT, BUCKET0_MAX, &value);
+			options->bucket_elements = (int)value;
 			break;
 		case 'C':
 			valid = parse_int(optarg, 0, INT_MAX, &value);
@@ -829,7 +840,7 @@ static void fill_buckets(struct worker *worker, int step)
 	struct buffers *data = worker->data;
 	int rank = worker->rank;
 
-	for (size_t i = 0; i < BUCKET0_COUNT + 1; i++)
+	for (size_t i = 0; i < BUCKET0_MAX + 1; i++)
 		data->bucket0[i] = (float)value_of(rank, step, i);
 	for (size_t i = 0; i < BUCKET1_COUNT; i++)
 		data->bucket1[i] = value_of(rank, step, i);
@@ -859,7 +870,8 @@ static void data_parallel(struct worker *worker, int step)
 	if (worker->skipped)
 		return;
 	all_reduce(worker, comm, data->bucket0, data->bucket0,
-		   BUCKET0_COUNT + (worker->mismatched ? 1 : 0), ncclFloat32, ncclSum);
+		   (size_t)worker->options->bucket_elements + (worker->mismatched ? 1 : 0),
+		   ncclFloat32, ncclSum);
 	all_reduce(worker, comm, data->bucket1, data->bucket1, BUCKET1_COUNT, ncclFloat64, ncclAvg);
 	if (!worker->skipped_replicated)
 		all_reduce(worker, comm, data->bucket2, data->bucket2, BUCKET2_COUNT, ncclInt64,
@@ -890,7 +902,7 @@ static void check_data_parallel(const struct worker *worker, int step)
 			       data->params_gathered[(size_t)member * SHARD_COUNT + i],
 			       2 * value_of(peer, step, i));
 	}
-	for (size_t i = 0; i < BUCKET0_COUNT; i++) {
+	for (size_t i = 0; i < (size_t)worker->options->bucket_elements; i++) {
 		double sum = 0;
 
 		for (int member = 0; member < worker->dp; member++)

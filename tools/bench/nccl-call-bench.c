@@ -53,6 +53,8 @@ struct worker {
 	int last_result;
 	int failed;
 	struct round_times rounds;
+	/* The thread's own CPU time per call, the probes' kernel work included. */
+	struct round_times cpu_rounds;
 };
 
 /* Every result lands here, so no call can be optimised away. */
@@ -77,7 +79,10 @@ static void usage(FILE *out)
 		"the second when done: processes in a ring of FIFOs take turns, so that slow\n"
 		"drifts of the machine's speed reach every variant alike.\n"
 		"Prints one line of key=value pairs:\n"
-		"ns_per_call (median over every thread's rounds), ns_per_call_min, calls,\n"
+		"ns_per_call (median over every thread's rounds), ns_per_call_min,\n"
+		"cpu_ns_per_call (the median of the calling thread's own CPU time, user and\n"
+		"kernel, per call: on a loaded machine it does not count the time the thread\n"
+		"waits for a CPU, which wall time does), calls,\n"
 		"seconds, calls_per_second, result (the return code), version (what\n"
 		"ncclGetVersion says) and function (the file ncclAllReduce was found in).\n");
 }
@@ -87,6 +92,14 @@ static uint64_t monotonic_ns(void)
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
 	return (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
 }
 
@@ -249,7 +262,7 @@ static void *run_worker(void *argument)
 	if (options->seconds > 0)
 		deadline_ns = started_ns + (uint64_t)(options->seconds * 1e9);
 	for (long round = 0;; round++) {
-		uint64_t round_start_ns, round_ns;
+		uint64_t round_start_ns, round_ns, round_start_cpu_ns, round_cpu_ns;
 
 		if (deadline_ns ? monotonic_ns() >= deadline_ns : round >= options->rounds)
 			break;
@@ -258,6 +271,7 @@ static void *run_worker(void *argument)
 			break;
 		}
 		round_start_ns = monotonic_ns();
+		round_start_cpu_ns = thread_cpu_ns();
 		for (long call = 0; call < options->calls_per_round; call++) {
 			result_sink = worker->all_reduce(&send_value, &receive_value, 1,
 							 ncclFloat32, ncclSum, NULL, NULL);
@@ -267,9 +281,12 @@ static void *run_worker(void *argument)
 								       thread_rate));
 		}
 		round_ns = monotonic_ns() - round_start_ns;
+		round_cpu_ns = thread_cpu_ns() - round_start_cpu_ns;
 		pass_turn(worker->turn_out);
 		if (keep_round(&worker->rounds,
-			       (double)round_ns / (double)options->calls_per_round)) {
+			       (double)round_ns / (double)options->calls_per_round) ||
+		    keep_round(&worker->cpu_rounds,
+			       (double)round_cpu_ns / (double)options->calls_per_round)) {
 			worker->failed = 1;
 			break;
 		}
@@ -343,37 +360,61 @@ static all_reduce_fn *resolve_all_reduce(const char *path, const char **found_in
 	return global;
 }
 
-static int report(const struct worker *workers, long thread_count, uint64_t wall_ns, int version,
-		  const char *found_in)
+/* Every thread's wall (or, with 'cpu', CPU) times of its rounds in one sorted list. */
+static int gather_rounds(const struct worker *workers, long thread_count, int cpu,
+			 struct round_times *all)
 {
-	struct round_times all = { 0 };
-	uint64_t calls = 0;
-	double median;
-
+	memset(all, 0, sizeof(*all));
 	for (long i = 0; i < thread_count; i++) {
-		calls += workers[i].calls;
-		for (size_t j = 0; j < workers[i].rounds.count; j++)
-			if (keep_round(&all, workers[i].rounds.ns_per_call[j])) {
+		const struct round_times *rounds =
+			cpu ? &workers[i].cpu_rounds : &workers[i].rounds;
+
+		for (size_t j = 0; j < rounds->count; j++)
+			if (keep_round(all, rounds->ns_per_call[j])) {
 				fprintf(stderr, "nccl-call-bench: out of memory\n");
-				free(all.ns_per_call);
+				free(all->ns_per_call);
 				return -1;
 			}
 	}
-	if (all.count == 0) {
+	if (all->count == 0) {
 		fprintf(stderr, "nccl-call-bench: no round completed\n");
+		free(all->ns_per_call);
 		return -1;
 	}
-	qsort(all.ns_per_call, all.count, sizeof(double), compare_doubles);
-	median =
-		all.count % 2
-			? all.ns_per_call[all.count / 2]
-			: (all.ns_per_call[all.count / 2 - 1] + all.ns_per_call[all.count / 2]) / 2;
-	printf("ns_per_call=%.1f ns_per_call_min=%.1f calls=%llu seconds=%.3f "
+	qsort(all->ns_per_call, all->count, sizeof(double), compare_doubles);
+	return 0;
+}
+
+static double median_round(const struct round_times *sorted)
+{
+	return sorted->count % 2 ? sorted->ns_per_call[sorted->count / 2]
+				 : (sorted->ns_per_call[sorted->count / 2 - 1] +
+				    sorted->ns_per_call[sorted->count / 2]) /
+					   2;
+}
+
+static int report(const struct worker *workers, long thread_count, uint64_t wall_ns, int version,
+		  const char *found_in)
+{
+	struct round_times all, cpu;
+	uint64_t calls = 0;
+
+	for (long i = 0; i < thread_count; i++)
+		calls += workers[i].calls;
+	if (gather_rounds(workers, thread_count, 0, &all))
+		return -1;
+	if (gather_rounds(workers, thread_count, 1, &cpu)) {
+		free(all.ns_per_call);
+		return -1;
+	}
+	printf("ns_per_call=%.1f ns_per_call_min=%.1f cpu_ns_per_call=%.1f calls=%llu seconds=%.3f "
 	       "calls_per_second=%.0f result=%d version=%d.%d.%d function=%s\n",
-	       median, all.ns_per_call[0], (unsigned long long)calls, (double)wall_ns / 1e9,
+	       median_round(&all), all.ns_per_call[0], median_round(&cpu),
+	       (unsigned long long)calls, (double)wall_ns / 1e9,
 	       (double)calls * 1e9 / (double)wall_ns, workers[0].last_result, version / 10000,
 	       version / 100 % 100, version % 100, found_in);
 	free(all.ns_per_call);
+	free(cpu.ns_per_call);
 	return 0;
 }
 
@@ -432,7 +473,9 @@ int main(int argc, char **argv)
 	}
 	if (report(workers, options.threads, wall_ns, version, found_in))
 		return 1;
-	for (long i = 0; i < options.threads; i++)
+	for (long i = 0; i < options.threads; i++) {
 		free(workers[i].rounds.ns_per_call);
+		free(workers[i].cpu_rounds.ns_per_call);
+	}
 	return 0;
 }

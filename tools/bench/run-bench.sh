@@ -345,13 +345,18 @@ measure_program_time() {
 
 # ---- Event rate: LOAD_PROCESSES processes of LOAD_THREADS threads at a rate (0: full speed). ----
 
+# measure_load RATE [baseline]: with 'baseline', under the earlier build, into load-baseline.rows.
 measure_load() {
-	local rate=$1 name=load-$1 pids=() pid recorder i per_process_rate=0
-	local ticks_before ticks_after calls=0 seconds recorded stats rss
+	local rate=$1 build=${2:-} name=load-$1 pids=() pid recorder i per_process_rate=0
+	local ticks_before ticks_after calls=0 seconds recorded stats rss rows=$SCRATCH/load.rows
+	if [ -n "$build" ]; then
+		name=load-$build-$rate
+		rows=$SCRATCH/load-$build.rows
+	fi
 	if [ "$rate" = 0 ]; then
-		step "$LOAD_PROCESSES x $LOAD_THREADS threads at full speed"
+		step "$LOAD_PROCESSES x $LOAD_THREADS threads at full speed${build:+ ($build)}"
 	else
-		step "$LOAD_PROCESSES x $LOAD_THREADS threads, $rate calls/s in all"
+		step "$LOAD_PROCESSES x $LOAD_THREADS threads, $rate calls/s in all${build:+ ($build)}"
 		per_process_rate=$((rate / LOAD_PROCESSES))
 	fi
 	for ((i = 0; i < LOAD_PROCESSES; i++)); do
@@ -362,7 +367,11 @@ measure_load() {
 		BACKGROUND_PIDS+=($!)
 		wait_for_file "$SCRATCH/$name-$i.ready" "$!"
 	done
-	start_recorder "$name" "${pids[@]}"
+	if [ -n "$build" ]; then
+		RECORDER_BINARY=$BASELINE_TCHECK start_recorder "$name" "${pids[@]}"
+	else
+		start_recorder "$name" "${pids[@]}"
+	fi
 	recorder=$STARTED_PID
 	ticks_before=$(cpu_ticks "$recorder")
 	touch "$SCRATCH/$name.go"
@@ -387,10 +396,18 @@ measure_load() {
 		printf "%s %.0f %d %d %d %.1f %.1f %.2f\n", rate, calls / seconds, calls, recorded,
 			drops, 100 * ticks / hz / seconds, rss / 1024,
 			recorded ? 1e6 * ticks / hz / recorded : 0
-	}' >>"$SCRATCH/load.rows"
-	tail -n 1 "$SCRATCH/load.rows" |
+	}' >>"$rows"
+	tail -n 1 "$rows" |
 		awk '{ printf "%s calls/s offered, %s drops, recorder %s%% CPU\n", $2, $5, $6 }'
-	LAST_DROPS=${stats#* }
+	[ -n "$build" ] || LAST_DROPS=${stats#* }
+}
+
+# This build at RATE, then with BASELINE the earlier build at the same rate: turns, alike loads.
+measure_load_builds() {
+	measure_load "$1"
+	local drops=$LAST_DROPS
+	[ -z "$BASELINE" ] || measure_load "$1" baseline
+	LAST_DROPS=$drops
 }
 
 # ---- The report ----
@@ -399,25 +416,38 @@ ns() {
 	field "$SCRATCH/$1.out" ns_per_call
 }
 
+# The calling thread's own CPU time per call: what the probes cost it, without the
+# time it waited for a CPU, which on a loaded machine swells the wall-time figures.
+cpu_ns() {
+	field "$SCRATCH/$1.out" cpu_ns_per_call
+}
+
 cost_rows() {
-	local tag=$1 label=$2 a b c d e=
-	a=$(ns "$tag-untraced")
-	b=$(ns "$tag-floor")
-	c=$(ns "$tag-traced")
-	d=$(ns "$tag-interposer")
-	[ ! -e "$SCRATCH/$tag-baseline.out" ] || e=$(ns "$tag-baseline")
-	awk -v label="$label" -v a="$a" -v b="$b" -v c="$c" -v d="$d" -v e="$e" \
-		-v commit="$(git -C "$BASELINE" rev-parse --short HEAD 2>/dev/null || echo "$BASELINE")" 'BEGIN {
-		printf "| %s | untraced | %.1f | - | - |\n", label, a
-		printf "| %s | empty uprobe + uretprobe (floor) | %.1f | %.1f | 1.00 |\n", label, b, b - a
-		printf "| %s | tcheck-bpf record --pid | %.1f | %.1f | %.2f |\n", label, c, c - a,
-			(c - a) / (b - a)
-		printf "| %s | LD_PRELOAD interposer | %.1f | %.1f | %.2f |\n", label, d, d - a,
-			(d - a) / (b - a)
-		if (e != "")
-			printf "| %s | earlier build (%s): tcheck-bpf record --pid | %.1f | %.1f | %.2f |\n",
-				label, commit, e, e - a, (e - a) / (b - a)
-	}'
+	local tag=$1 label=$2 variant values=() commit
+	commit=$(git -C "$BASELINE" rev-parse --short HEAD 2>/dev/null || echo "$BASELINE")
+	for variant in untraced floor traced interposer baseline; do
+		if [ -e "$SCRATCH/$tag-$variant.out" ]; then
+			values+=("$(ns "$tag-$variant")" "$(cpu_ns "$tag-$variant")")
+		else
+			values+=(- -)
+		fi
+	done
+	# Wall ns, its added and ratio, then the same in the thread's CPU time.
+	printf '%s\n' "untraced" "empty uprobe + uretprobe (floor)" "tcheck-bpf record --pid" \
+		"LD_PRELOAD interposer" "earlier build ($commit): tcheck-bpf record --pid" |
+		awk -v label="$label" -v values="${values[*]}" 'BEGIN { split(values, v, " ") }
+		{
+			wall = v[2 * NR - 1]; cpu = v[2 * NR]
+			if (wall == "-")
+				next
+			if (NR == 1) {
+				printf "| %s | %s | %.1f | - | - | %.1f | - | - |\n", label, $0, wall, cpu
+				next
+			}
+			printf "| %s | %s | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |\n", label, $0, wall,
+				wall - v[1], (wall - v[1]) / (v[3] - v[1]), cpu, cpu - v[2],
+				(cpu - v[2]) / (v[4] - v[2])
+		}'
 }
 
 write_section() {
@@ -442,22 +472,30 @@ write_section() {
 	[ -z "$BASELINE" ] || echo "A fifth process, traced by the earlier build named in its row, takes the same turns."
 	echo "Load average at the start and the end: $LOAD_BEFORE; $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo
-	echo "| Library | Variant | ns/call | added ns/call | added / floor's added |"
-	echo "|---|---|---:|---:|---:|"
+	echo "The last three columns are the same figures in the calling thread's own CPU time (user and"
+	echo "kernel, where the probes run): the time a thread waits for a CPU on a loaded machine swells"
+	echo "the wall times, and more for a variant whose tracer competes for the CPUs."
+	echo
+	echo "| Library | Variant | ns/call | added ns/call | added / floor's added | CPU ns/call | CPU added | CPU added / floor's |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|"
 	cost_rows double "test double (tests/nccl_double)"
 	[ ! -e "$SCRATCH/real-untraced.out" ] ||
 		cost_rows real "NCCL $(field "$SCRATCH/real-untraced.out" version) ($REAL_NCCL)"
 	echo
 	awk -v a="$(ns double-untraced)" -v b="$(ns double-floor)" -v c="$(ns double-traced)" \
-		-v d="$(ns double-interposer)" -v bpf="$(program_time_per_call double-bpf-stats)" 'BEGIN {
-		printf "Test double: tcheck-bpf over the floor (c - a) / (b - a) = **%.2f** (target <= 1.15), ", (c - a) / (b - a)
+		-v d="$(ns double-interposer)" -v bpf="$(program_time_per_call double-bpf-stats)" \
+		-v ca="$(cpu_ns double-untraced)" -v cb="$(cpu_ns double-floor)" -v cc="$(cpu_ns double-traced)" 'BEGIN {
+		printf "Test double: tcheck-bpf over the floor (c - a) / (b - a) = **%.2f** (target <= 1.15; " \
+			"in the thread'"'"'s CPU time **%.2f**), ", (c - a) / (b - a), (cc - ca) / (cb - ca)
 		printf "the floor (b - a) being %.1f ns; BPF programs **%d ns** per call, entry and return " \
 			"(bpf_stats, below; target <= 300); the interposer adds (d - a) = %.1f ns per call.\n", b - a, bpf, d - a
 	}'
 	if [ -e "$SCRATCH/real-untraced.out" ]; then
 		echo
-		awk -v a="$(ns real-untraced)" -v b="$(ns real-floor)" -v c="$(ns real-traced)" 'BEGIN {
-			printf "Real NCCL: (c - a) / (b - a) = **%.2f**.\n", (c - a) / (b - a)
+		awk -v a="$(ns real-untraced)" -v b="$(ns real-floor)" -v c="$(ns real-traced)" \
+			-v ca="$(cpu_ns real-untraced)" -v cb="$(cpu_ns real-floor)" -v cc="$(cpu_ns real-traced)" 'BEGIN {
+			printf "Real NCCL: (c - a) / (b - a) = **%.2f** (in CPU time %.2f).\n", (c - a) / (b - a),
+				(cc - ca) / (cb - ca)
 		}'
 	fi
 	echo
@@ -486,6 +524,15 @@ write_section() {
 	awk '{ printf "| %s | %d | %d | %d | %d | %.1f%% | %.2f us | %.1f MiB |\n",
 		$1 == 0 ? "full speed" : $1, $2, $3, $4, $5, $6, $8, $7 }' "$SCRATCH/load.rows"
 	echo
+	if [ -s "$SCRATCH/load-baseline.rows" ]; then
+		echo "The earlier build ($(git -C "$BASELINE" rev-parse --short HEAD 2>/dev/null || echo "$BASELINE")), each run right after this build's at the same rate:"
+		echo
+		echo "| Target calls/s | offered calls/s | calls made | calls recorded | drops | recorder CPU | recorder CPU per call | recorder max RSS |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+		awk '{ printf "| %s | %d | %d | %d | %d | %.1f%% | %.2f us | %.1f MiB |\n",
+			$1 == 0 ? "full speed" : $1, $2, $3, $4, $5, $6, $8, $7 }' "$SCRATCH/load-baseline.rows"
+		echo
+	fi
 	awk -v cpus="$(nproc)" '$5 == 0 { if ($2 > best) best = $2 }
 		NR == 1 { full_speed_drops = $5 } END {
 		if (!best)
@@ -512,11 +559,12 @@ history_row() {
 		real_ratio=$(awk -v a="$(ns real-untraced)" -v b="$(ns real-floor)" -v c="$(ns real-traced)" \
 			'BEGIN { printf "%.2f", (c - a) / (b - a) }')
 	awk -v a="$(ns double-untraced)" -v b="$(ns double-floor)" -v c="$(ns double-traced)" \
+		-v ca="$(cpu_ns double-untraced)" -v cb="$(cpu_ns double-floor)" -v cc="$(cpu_ns double-traced)" \
 		-v bpf="$(program_time_per_call double-bpf-stats)" -v real="$real_ratio" \
 		-v when="$(date -u '+%Y-%m-%d %H:%M')" -v commit="$commit" -v kernel="$(uname -r)" \
 		-v load="$LOAD_BEFORE" 'BEGIN {
-		printf "| %s | %s | %s | %s | %.0f | %.0f | %.2f | %d | %s |\n", when, commit, kernel, load,
-			b - a, c - a, (c - a) / (b - a), bpf, real
+		printf "| %s | %s | %s | %s | %.0f | %.0f | %.2f (CPU %.2f) | %d | %s |\n", when, commit, kernel,
+			load, b - a, c - a, (c - a) / (b - a), (cc - ca) / (cb - ca), bpf, real
 	}'
 }
 
@@ -574,15 +622,15 @@ else
 fi
 echo "bench: event rate ($LOAD_SECONDS s per run)"
 : >"$SCRATCH/load.rows"
-measure_load 0
+measure_load_builds 0
 if [ "$LAST_DROPS" != 0 ]; then
 	for rate in "${LOAD_RATES[@]}"; do
-		measure_load "$rate"
+		measure_load_builds "$rate"
 		[ "$LAST_DROPS" != 0 ] || break
 	done
 fi
 for rate in "${PACED_RATES[@]}"; do
-	measure_load "$rate"
+	measure_load_builds "$rate"
 done
 check_quiet "at the end of"
 update_results

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/fnv_hash.h"
+
 uint64_t monotonic_ns(void)
 {
 	struct timespec now;
@@ -35,6 +37,7 @@ int file_identity(const char *path, uint64_t *key)
 
 	if (stat(path, &status))
 		return -errno;
-	*key = (uint64_t)status.st_ino * 0x100000001b3ULL ^ (uint64_t)status.st_dev;
+	*key = fnv1a_add_u64(fnv1a_add_u64(FNV1A_OFFSET_BASIS, (uint64_t)status.st_dev),
+			     (uint64_t)status.st_ino);
 	return 0;
 }

@@ -2,7 +2,6 @@
 /* The rule runner: checks records against a rules file, offline over traces or live
  * as a recorder observes them, and reports each violation. */
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +14,7 @@
 #include "checks/violation_stream.h"
 #include "infer/rank_updates.h"
 #include "infer/rule_checker.h"
-#include "record/recorder.h"
+#include "model/record_consumer.h"
 #include "trace/trace_replay.h"
 
 struct report {
@@ -36,31 +35,6 @@ static void report_finish(struct report *report, const struct rule_set *rules)
 	fflush(stdout);
 	rule_findings_free(&report->findings);
 	violation_stream_free(&report->stream);
-}
-
-static json_t *event_json(const struct infer_event *event)
-{
-	json_t *object = json_object(), *fields = json_object();
-
-	for (uint32_t i = 0; i < event->field_count; i++)
-		json_object_set_new(fields, event->fields[i].name,
-				    json_string(event->fields[i].value));
-	json_object_set_new(object, "name", json_string(event->name));
-	json_object_set_new(object, "pid", json_integer(event->pid));
-	json_object_set_new(object, "tid", json_integer(event->tid));
-	json_object_set_new(object, "rank", json_integer(event->rank));
-	json_object_set_new(object, "step", json_integer(event->step));
-	if (event->comm_id) {
-		char comm[32];
-
-		snprintf(comm, sizeof(comm), "%016" PRIx64, event->comm_id);
-		json_object_set_new(object, "comm", json_string(comm));
-		json_object_set_new(object, "seq", json_integer(event->seq));
-	}
-	json_object_set_new(object, "entry_ns", json_integer((json_int_t)event->entry_ns));
-	json_object_set_new(object, "python_context", json_string(event->context));
-	json_object_set_new(object, "fields", fields);
-	return object;
 }
 
 /* What the trace says of an operator's tensor ("shape", "requires_grad"), or NULL. */
@@ -114,20 +88,6 @@ static void describe_event(const struct infer_event *event, int job_rank, const 
 				 event->rank, event->comm_id, event->seq);
 	if (*event->context && used > 0 && (size_t)used < size)
 		snprintf(text + used, size - (size_t)used, ", called from %s", event->context);
-}
-
-json_t *rule_violation_json(const struct rule_violation *violation)
-{
-	json_t *line = json_object();
-
-	json_object_set_new(line, "relation",
-			    json_string(rule_relation_name(violation->rule->relation)));
-	json_object_set_new(line, "invariant", json_string(violation->text));
-	json_object_set_new(line, "step", json_integer(violation->step));
-	json_object_set_new(line, "event", event_json(violation->event));
-	if (violation->other)
-		json_object_set_new(line, "other", event_json(violation->other));
-	return line;
 }
 
 /* The first scalar argument ("arg:...") two updates apply with different values, or NULL. */
@@ -275,7 +235,7 @@ struct live_rules {
 	struct report report;
 };
 
-static void observe_live(void *context, const struct trace_record *record)
+static int observe_live(void *context, const struct trace_record *record)
 {
 	struct live_rules *live = context;
 
@@ -283,9 +243,10 @@ static void observe_live(void *context, const struct trace_record *record)
 	if (rule_checker_observe(live->checker, record))
 		log_warning("out of memory checking rules: a call was not checked");
 	fflush(stdout);
+	return 0;
 }
 
-struct live_rules *live_rules_start(const char *rules_path, struct recorder_observer *observer,
+struct live_rules *live_rules_start(const char *rules_path, struct record_consumer *consumer,
 				    FILE *events)
 {
 	struct live_rules *live = calloc(1, sizeof(*live));
@@ -309,9 +270,7 @@ struct live_rules *live_rules_start(const char *rules_path, struct recorder_obse
 		free(live);
 		return NULL;
 	}
-	memset(observer, 0, sizeof(*observer));
-	observer->context = live;
-	observer->record = observe_live;
+	*consumer = (struct record_consumer){ .context = live, .record = observe_live };
 	return live;
 }
 

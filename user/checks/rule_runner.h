@@ -4,7 +4,6 @@
 #ifndef TCHECK_RULE_RUNNER_H
 #define TCHECK_RULE_RUNNER_H
 
-#include <jansson.h>
 #include <stdio.h>
 
 /*
@@ -16,17 +15,7 @@
 int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 			const char *jsonl_path);
 
-struct rule_violation;
-
-/*
- * A violation's details: relation, invariant, step, and the offending
- * event (and the one it disagrees with) with name, pid, rank,
- * communicator, fields and Python context (violation_stream.h writes the
- * whole line).
- */
-json_t *rule_violation_json(const struct rule_violation *violation);
-
-struct recorder_observer;
+struct record_consumer;
 struct live_rules;
 struct rule_checker;
 struct rule_set;
@@ -40,11 +29,11 @@ void rule_check_finish(struct rule_checker *checker, const struct rule_set *rule
 
 /*
  * Live checking during record or attach: loads the rules and fills
- * 'observer' so that every record is checked as it comes; violations go
+ * 'consumer' so that every record is checked as it comes; violations go
  * to standard output as they are found and, when 'events' is not NULL,
  * there as JSON Lines (violation_stream.h). NULL after printing why not.
  */
-struct live_rules *live_rules_start(const char *rules_path, struct recorder_observer *observer,
+struct live_rules *live_rules_start(const char *rules_path, struct record_consumer *consumer,
 				    FILE *events);
 /* The rules being checked. */
 const struct rule_set *live_rules_set(const struct live_rules *live);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/growable_array.h"
 #include "base/log.h"
 #include "checks/rules_selection.h"
 #include "infer/rank_updates.h"
@@ -32,15 +33,9 @@ static int name_list_add(struct name_list *list, const char *name)
 {
 	if (name_list_has(list, name))
 		return 0;
-	if (list->count + 2 > list->capacity) {
-		size_t capacity = list->capacity ? list->capacity * 2 : 8;
-		const char **names = realloc(list->names, capacity * sizeof(*names));
-
-		if (!names)
-			return -ENOMEM;
-		list->names = names;
-		list->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&list->names, list->count + 1, &list->capacity,
+					sizeof(*list->names)))
+		return -ENOMEM;
 	list->names[list->count++] = name;
 	list->names[list->count] = NULL;
 	return 0;

@@ -2,13 +2,60 @@
 /* Rule violations as JSON Lines, with the job rank of their process. */
 #include "checks/violation_stream.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 
-#include "checks/rule_runner.h"
 #include "export/export_jsonl.h"
+#include "infer/infer_event.h"
 #include "infer/rule_checker.h"
+#include "infer/rules.h"
 #include "model/trace_records.h"
+
+static json_t *event_json(const struct infer_event *event)
+{
+	json_t *object = json_object(), *fields = json_object();
+
+	for (uint32_t i = 0; i < event->field_count; i++)
+		json_object_set_new(fields, event->fields[i].name,
+				    json_string(event->fields[i].value));
+	json_object_set_new(object, "name", json_string(event->name));
+	json_object_set_new(object, "pid", json_integer(event->pid));
+	json_object_set_new(object, "tid", json_integer(event->tid));
+	json_object_set_new(object, "rank", json_integer(event->rank));
+	json_object_set_new(object, "step", json_integer(event->step));
+	if (event->comm_id) {
+		char comm[32];
+
+		snprintf(comm, sizeof(comm), "%016" PRIx64, event->comm_id);
+		json_object_set_new(object, "comm", json_string(comm));
+		json_object_set_new(object, "seq", json_integer(event->seq));
+	}
+	json_object_set_new(object, "entry_ns", json_integer((json_int_t)event->entry_ns));
+	json_object_set_new(object, "python_context", json_string(event->context));
+	json_object_set_new(object, "fields", fields);
+	return object;
+}
+
+/*
+ * A violation's details: relation, invariant, step, and the offending
+ * event (and the one it disagrees with) with name, pid, rank,
+ * communicator, fields and Python context.
+ */
+static json_t *rule_violation_json(const struct rule_violation *violation)
+{
+	json_t *line = json_object();
+
+	json_object_set_new(line, "relation",
+			    json_string(rule_relation_name(violation->rule->relation)));
+	json_object_set_new(line, "invariant", json_string(violation->text));
+	json_object_set_new(line, "step", json_integer(violation->step));
+	json_object_set_new(line, "event", event_json(violation->event));
+	if (violation->other)
+		json_object_set_new(line, "other", event_json(violation->other));
+	return line;
+}
 
 void violation_stream_init(struct violation_stream *stream, FILE *out)
 {

@@ -25,10 +25,12 @@
 #include "base/u64_map.h"
 #include "checks/rules_selection.h"
 #include "cli/commands.h"
+#include "diagnose/diagnosis_consumer.h"
 #include "diagnose/flight_recorder.h"
 #include "diagnose/job_diagnosis.h"
 #include "diagnose/step_time.h"
 #include "export/export_jsonl.h"
+#include "model/record_consumer.h"
 #include "probe/probe_session.h"
 #include "probe/process_finder.h"
 #include "probe/process_maps.h"
@@ -380,7 +382,7 @@ static void write_event(struct agent *agent, const struct trace_process *process
 	}
 }
 
-static void observe_record(void *context, const struct trace_record *record)
+static int observe_record(void *context, const struct trace_record *record)
 {
 	struct agent *agent = context;
 
@@ -390,6 +392,7 @@ static void observe_record(void *context, const struct trace_record *record)
 	agent_metrics_observe(agent->metrics, record);
 	if (agent->rules)
 		agent_rules_observe(agent->rules, record);
+	return 0;
 }
 
 /* Each rank's time for a step a communicator completed, into the step-time histogram. */
@@ -411,11 +414,12 @@ static void attach_failed(void *context, const char *path)
 	agent_metrics_attach_failure(agent->metrics, path);
 }
 
-static void polled(void *context, uint64_t now_ns)
+static void polled(void *context, uint64_t now_ns, bool read_ok)
 {
 	struct agent *agent = context;
 
-	agent_health_polled(agent->health, now_ns);
+	if (read_ok)
+		agent_health_polled(agent->health, now_ns);
 }
 
 /* A torch process without NCCL, left alone without --torch: said once per process. */
@@ -509,10 +513,12 @@ int command_agent(int argc, char **argv)
 					   .last_rank = -1 };
 	struct agent agent = { .settings = &settings };
 	struct recorder_observer observer = { .context = &agent,
-					      .record = observe_record,
 					      .discover = discover,
-					      .attach_failed = attach_failed,
-					      .polled = polled };
+					      .attach_failed = attach_failed };
+	/* The metrics and rules first, then the detectors: as each record comes. */
+	struct record_consumer consumers[2] = {
+		{ .context = &agent, .record = observe_record, .tick = polled },
+	};
 	struct recorder_options options = { 0 };
 	struct rules_selection selection = { 0 };
 	struct metrics_registry *registry = NULL;
@@ -570,7 +576,9 @@ int command_agent(int argc, char **argv)
 	log_notice("following the processes that map libnccl or libtorch_cuda%s as they start",
 		   settings.torch || settings.python ? " or libtorch_cpu" : "");
 	options.observer = &observer;
-	options.diagnosis = agent.diagnosis;
+	consumers[1] = diagnosis_consumer(agent.diagnosis);
+	options.consumers = consumers;
+	options.consumer_count = 2;
 	options.until_stopped = true;
 	options.follow_children = true;
 	options.python = settings.python;

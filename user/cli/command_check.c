@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/growable_array.h"
 #include "base/log.h"
 #include "base/number_parse.h"
 #include "cli/commands.h"
@@ -127,24 +128,17 @@ struct open_calls {
 	struct trace_record *records;
 	int64_t *shifts;
 	size_t count, capacity, next;
+	size_t shift_capacity;
 };
 
 static int add_open_call(struct open_calls *open, const struct trace_record *record,
 			 int64_t shift_ns)
 {
-	if (open->count == open->capacity) {
-		size_t capacity = open->capacity ? open->capacity * 2 : 16;
-		struct trace_record *records = realloc(open->records, capacity * sizeof(*records));
-		int64_t *shifts =
-			records ? realloc(open->shifts, capacity * sizeof(*shifts)) : NULL;
-
-		if (records)
-			open->records = records;
-		if (!records || !shifts)
-			return -1;
-		open->shifts = shifts;
-		open->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&open->records, open->count, &open->capacity,
+					sizeof(*open->records)) ||
+	    growable_array_room_for_one((void **)&open->shifts, open->count, &open->shift_capacity,
+					sizeof(*open->shifts)))
+		return -1;
 	open->records[open->count] = *record;
 	open->shifts[open->count++] = shift_ns;
 	return 0;

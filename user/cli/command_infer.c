@@ -16,8 +16,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: tcheck-bpf infer -o RULES.json PROGRAM...\n\n"
 		"Learns invariants (Consistent, APIArg, APIOutput, APISequence, EventContain,\n"
-		"ParametersUpdated, ScalarsSteady, FrozenUnchanged, TrainableUpdated) from the\n"
-		"traces of healthy runs and writes those with a\n"
+		"ParametersUpdated, ScalarsSteady, FrozenUnchanged, TrainableUpdated,\n"
+		"EvalModeRespected) from the traces of healthy runs and writes those with a\n"
 		"safe precondition to a rules file for 'tcheck-bpf check --rules'. Each\n"
 		"PROGRAM is the trace of one reference program, or several traces of it\n"
 		"joined by commas (its hosts, its runs): a tcheck-bpf trace, a TrainCheck\n"

@@ -12,10 +12,13 @@
 #include "checks/rule_runner.h"
 #include "checks/rules_selection.h"
 #include "cli/commands.h"
+#include "diagnose/diagnosis_consumer.h"
 #include "diagnose/flight_recorder.h"
 #include "diagnose/job_diagnosis.h"
 #include "probe/probe_session.h"
+#include "record/live_status.h"
 #include "record/recorder.h"
+#include "trace/trace_file_consumer.h"
 
 /* How many of each repeatable option one command line may give. */
 #define MAX_PIDS 256
@@ -260,24 +263,50 @@ static int parse_diagnosis_option(int option, const char *text, struct live_diag
 	}
 }
 
-/* Runs the recorder with the detectors fed live; findings go to stderr and 'events'. */
-static int run_with_diagnosis(struct recorder_options *options,
-			      struct live_diagnosis *live_diagnosis, FILE *events)
-{
-	int status;
+/* The consumers of a recording, in the order each record reaches them. */
+struct record_consumer_list {
+	struct record_consumer items[4];
+	size_t count;
+};
 
-	if (!live_diagnosis->enabled)
-		return recorder_run(options);
-	if (!live_diagnosis->options_set)
-		progress_options_default(&live_diagnosis->options);
-	options->diagnosis = job_diagnosis_new(&live_diagnosis->options, stderr, events);
-	if (!options->diagnosis) {
-		log_error("out of memory");
-		return 1;
+/*
+ * Runs the recorder with what follows it: the rules already in 'consumers',
+ * then the detectors fed live (findings to stderr and 'events'), the trace
+ * file (-o) and attach's live status line.
+ */
+static int run_with_diagnosis(struct recorder_options *options,
+			      struct live_diagnosis *live_diagnosis, FILE *events,
+			      struct record_consumer_list *consumers, bool attach)
+{
+	struct trace_file_consumer trace_file = {
+		.path = options->output_path,
+		.replace_existing = options->replace_output,
+		.argc = options->argc,
+		.argv = options->argv,
+	};
+	struct job_diagnosis *diagnosis = NULL;
+	struct live_status status;
+	int result;
+
+	if (live_diagnosis->enabled) {
+		if (!live_diagnosis->options_set)
+			progress_options_default(&live_diagnosis->options);
+		diagnosis = job_diagnosis_new(&live_diagnosis->options, stderr, events);
+		if (!diagnosis) {
+			log_error("out of memory");
+			return 1;
+		}
+		consumers->items[consumers->count++] = diagnosis_consumer(diagnosis);
 	}
-	status = recorder_run(options);
-	job_diagnosis_free(options->diagnosis);
-	return status;
+	if (options->output_path)
+		consumers->items[consumers->count++] = trace_file_consumer(&trace_file);
+	if (attach)
+		consumers->items[consumers->count++] = live_status_consumer(&status);
+	options->consumers = consumers->items;
+	options->consumer_count = consumers->count;
+	result = recorder_run(options);
+	job_diagnosis_free(diagnosis);
+	return result;
 }
 
 /* What the command line gives: the recorder's options and what is run around the recorder. */
@@ -466,28 +495,28 @@ static int targets_check(int argc, char **argv, int attach, struct recorder_opti
 
 /* --rules: the live checker, and the probes its rules need; -1 to go on, else the exit status. */
 static int live_rules_begin(const char *rules_path, FILE *events, struct recorder_options *options,
-			    struct recorder_observer *observer, struct rules_selection *selection,
-			    struct live_rules **live_rules)
+			    struct record_consumer_list *consumers,
+			    struct rules_selection *selection, struct live_rules **live_rules)
 {
-	*live_rules = live_rules_start(rules_path, observer, events);
+	*live_rules = live_rules_start(rules_path, &consumers->items[consumers->count], events);
 	if (!*live_rules)
 		return 2;
 	if (rules_selection_configure(live_rules_set(*live_rules), options, selection)) {
 		live_rules_finish(*live_rules, 1);
 		return 1;
 	}
-	options->observer = observer;
+	consumers->count++;
 	return -1;
 }
 
 static int run(int argc, char **argv, int attach)
 {
 	struct record_arguments arguments = {
-		.options = { .follow_children = true, .live_status = attach },
+		.options = { .follow_children = true },
 		.diagnosis = { .enabled = true },
 	};
 	struct recorder_options *options = &arguments.options;
-	struct recorder_observer rules_observer;
+	struct record_consumer_list consumers = { 0 };
 	struct live_rules *live_rules = NULL;
 	struct rules_selection selection = { 0 };
 	struct output_file events = { 0 };
@@ -510,10 +539,11 @@ static int run(int argc, char **argv, int attach)
 		status = 2;
 	}
 	if (status < 0 && arguments.rules_path)
-		status = live_rules_begin(arguments.rules_path, events.stream, options,
-					  &rules_observer, &selection, &live_rules);
+		status = live_rules_begin(arguments.rules_path, events.stream, options, &consumers,
+					  &selection, &live_rules);
 	if (status < 0) {
-		status = run_with_diagnosis(options, &arguments.diagnosis, events.stream);
+		status = run_with_diagnosis(options, &arguments.diagnosis, events.stream,
+					    &consumers, attach);
 		if (live_rules)
 			status = live_rules_finish(live_rules, status);
 	}

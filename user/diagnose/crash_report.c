@@ -62,7 +62,8 @@ static void describe_end(const struct crash_report *report, char *text, size_t s
 			 report->core_dumped ? " (core dumped)" : "");
 	else
 		snprintf(text, size, "exited with status %d%s", report->exit_status,
-			 report->exit_status == 1 && report->last_python[0]
+			 report->exception.handled_at_exit ? " (sys.exit in a handler)"
+			 : report->exit_status == 1 && report->last_python[0]
 				 ? " (as an uncaught Python exception ends one)"
 				 : "");
 }
@@ -169,11 +170,18 @@ void crash_report_text(const struct crash_report *report, char *text, size_t siz
 		used += written > 0 ? (size_t)written : 0;
 	}
 	if (report->exception.type[0] && used < size) {
-		written = snprintf(
-			text + used, size - used, "; uncaught %s%s%s%s%s", report->exception.type,
-			report->exception.message[0] ? ": " : "", report->exception.message,
-			report->exception.frame_count ? ", raised in " : "",
-			report->exception.frame_count ? report->exception.frames[0] : "");
+		written =
+			snprintf(text + used, size - used, "; %s %s%s%s%s%s",
+				 report->exception.handled_at_exit ? "exception" : "uncaught",
+				 report->exception.type, report->exception.message[0] ? ": " : "",
+				 report->exception.message,
+				 report->exception.frame_count ? ", raised in " : "",
+				 report->exception.frame_count ? report->exception.frames[0] : "");
+		used += written > 0 ? (size_t)written : 0;
+	}
+	if (report->exception.type[0] && report->exception.handled_at_exit && used < size) {
+		written = snprintf(text + used, size - used,
+				   " (caught by a handler that then exited)");
 		used += written > 0 ? (size_t)written : 0;
 	}
 	if (report->last_python[0] && used < size) {
@@ -245,7 +253,10 @@ static json_t *comm_json(const struct crash_comm *comm)
 			 "nranks", (json_int_t)comm->nranks, "ranks", ranks ? ranks : json_null());
 }
 
-/* {"type", "message", "python_stack"}, or null when no uncaught exception was seen. */
+/*
+ * {"type", "message", "python_stack", "handled_at_exit"}, or null when no
+ * exception was seen to end the process.
+ */
 static json_t *exception_json(const struct flight_exception *exception)
 {
 	json_t *stack = json_array();
@@ -256,9 +267,10 @@ static json_t *exception_json(const struct flight_exception *exception)
 	}
 	for (unsigned i = 0; stack && i < exception->frame_count; i++)
 		json_array_append_new(stack, json_string(exception->frames[i]));
-	return json_pack("{s:s, s:o, s:o}", "type", exception->type, "message",
+	return json_pack("{s:s, s:o, s:o, s:b}", "type", exception->type, "message",
 			 exception->message[0] ? json_string(exception->message) : json_null(),
-			 "python_stack", stack ? stack : json_null());
+			 "python_stack", stack ? stack : json_null(), "handled_at_exit",
+			 exception->handled_at_exit);
 }
 
 json_t *crash_report_json(const struct crash_report *report)

@@ -154,6 +154,7 @@ static void keep_exception(struct flight_exception *exception,
 			   const struct trace_python_call *python)
 {
 	memset(exception, 0, sizeof(*exception));
+	exception->handled_at_exit = python->flags & TRACE_PYTHON_HANDLED_AT_EXIT;
 	snprintf(exception->type, sizeof(exception->type), "%s",
 		 python->qualified_name ? python->qualified_name : "");
 	for (uint32_t i = 0; i < python->arg_count; i++)
@@ -173,12 +174,13 @@ void flight_recorder_python(struct flight_recorder *recorder,
 
 	if (!process)
 		return;
+	/* An exception's step counts: it may be raised before the step's first call. */
+	if (python->step >= 0)
+		process->step = python->step;
 	if (python->flags & TRACE_PYTHON_UNCAUGHT) {
 		keep_exception(&process->exception, python);
 		return;
 	}
-	if (python->step >= 0)
-		process->step = python->step;
 	process->stage = python->stage;
 	/* Copied: a live tracer drops a process's names when the process ends. */
 	if (python->entry_ns >= process->last_python_ns && python->qualified_name) {

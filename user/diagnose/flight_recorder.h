@@ -42,8 +42,13 @@ struct flight_process {
 	uint32_t stage;
 	char last_python[128]; /* the last Python call or torch scope, "" none */
 	uint64_t last_python_ns;
-	/* The exception no code caught, as the process printed it; type "" none. */
+	/*
+	 * The exception that ended the process: one no code caught, as the
+	 * process printed it, or one a handler caught before it exited with a
+	 * failure status (handled_at_exit); type "" none.
+	 */
 	struct flight_exception {
+		bool handled_at_exit;
 		char type[64];
 		char message[192];
 		unsigned frame_count;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv_hash.h"
+#include "base/growable_array.h"
 #include "diagnose/progress_model.h"
 #include "diagnose/progress_processes.h"
 #include "model/nccl_api.h"
@@ -77,15 +79,9 @@ static struct progress_comm *find_comm(struct progress_model *model, uint64_t co
 	for (unsigned i = 0; i < model->comm_count; i++)
 		if (model->comms[i].comm_id == comm_id)
 			return &model->comms[i];
-	if (model->comm_count == model->comm_capacity) {
-		unsigned capacity = model->comm_capacity ? model->comm_capacity * 2 : 8;
-		struct progress_comm *grown = realloc(model->comms, capacity * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		model->comms = grown;
-		model->comm_capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&model->comms, model->comm_count,
+					&model->comm_capacity, sizeof(*model->comms)))
+		return NULL;
 	comm = &model->comms[model->comm_count];
 	memset(comm, 0, sizeof(*comm));
 	comm->window = calloc(PROGRESS_WINDOW, sizeof(*comm->window));
@@ -137,11 +133,7 @@ uint64_t progress_call_count(const struct trace_nccl_call *call)
 
 static uint64_t signature_of(const char *function, uint64_t count)
 {
-	uint64_t hash = 5381;
-
-	for (const char *c = function; *c; c++)
-		hash = hash * 33 ^ (unsigned char)*c;
-	return hash * 1000003 ^ count;
+	return fnv1a_add_u64(fnv1a_string(function), count);
 }
 
 /* Whether every remembered signature after 'offset' repeats with 'period'. */

@@ -217,7 +217,8 @@ struct progress_init {
 struct progress_model {
 	struct progress_options options;
 	struct progress_comm *comms;
-	unsigned comm_count, comm_capacity;
+	unsigned comm_count;
+	size_t comm_capacity;
 	uint64_t now_ns; /* latest time seen in any record or tick */
 	struct progress_blocked blocked[PROGRESS_BLOCKED_MAX];
 	unsigned blocked_count;

@@ -83,11 +83,14 @@ static json_t *value_json(const struct run_value *value)
 
 static json_t *difference_json(const struct run_difference *difference)
 {
-	return json_pack("{s:s, s:o, s:o, s:o, s:s, s:o, s:o, s:o}", "kind", "difference",
+	return json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o}", "kind", "difference",
 			 "job_rank", export_json_known_or_null(difference->job_rank), "step",
 			 export_json_known_or_null(difference->step), "communicator",
 			 difference->communicator[0] ? export_json_text(difference->communicator)
 						     : json_null(),
+			 "comm_id",
+			 difference->comm_id ? export_json_identity(difference->comm_id)
+					     : json_null(),
 			 "what", difference->what, "reference", value_json(&difference->reference),
 			 "candidate", value_json(&difference->candidate), "event",
 			 export_json_text(difference->event));

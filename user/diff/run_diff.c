@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/growable_array.h"
 #include "diff/run_diff.h"
 #include "model/nccl_api.h"
 
@@ -37,21 +38,18 @@ static struct run_value value_text(const char *text)
 }
 
 static struct run_difference *add_difference(struct run_diff *diff, int job_rank, int step,
-					     const char *communicator, const char *what)
+					     const char *communicator, uint64_t comm_id,
+					     const char *what)
 {
 	struct run_difference *difference;
 
-	if (diff->count == diff->capacity) {
-		size_t wanted = diff->capacity ? diff->capacity * 2 : 16;
-		void *bigger = realloc(diff->differences, wanted * sizeof(*difference));
-
-		if (!bigger)
-			return NULL;
-		diff->differences = bigger;
-		diff->capacity = wanted;
-	}
+	if (growable_array_room_for_one((void **)&diff->differences, diff->count, &diff->capacity,
+					sizeof(*diff->differences)))
+		return NULL;
 	difference = &diff->differences[diff->count++];
-	*difference = (struct run_difference){ .job_rank = job_rank, .step = step, .what = what };
+	*difference = (struct run_difference){
+		.job_rank = job_rank, .step = step, .comm_id = comm_id, .what = what
+	};
 	snprintf(difference->communicator, sizeof(difference->communicator), "%s",
 		 communicator ? communicator : "");
 	return difference;
@@ -202,6 +200,7 @@ struct comparison {
 	struct run_diff *diff;
 	int job_rank;
 	char communicator[48];
+	uint64_t comm_id; /* its identity in the run that names it, 0 unknown */
 };
 
 static int report_call(const struct comparison *at, const char *what,
@@ -214,7 +213,8 @@ static int report_call(const struct comparison *at, const char *what,
 
 	if (!shown)
 		return -EINVAL;
-	difference = add_difference(at->diff, at->job_rank, shown->step, at->communicator, what);
+	difference = add_difference(at->diff, at->job_rank, shown->step, at->communicator,
+				    at->comm_id, what);
 	if (!difference)
 		return -ENOMEM;
 	difference->reference = value_absent();
@@ -244,7 +244,7 @@ static int report_fields(const struct comparison *at, const struct run_call *ref
 	char text[160];
 
 	difference = add_difference(at->diff, at->job_rank, reference->step, at->communicator,
-				    what ? what : "call");
+				    at->comm_id, what ? what : "call");
 	if (!difference)
 		return -ENOMEM;
 	difference->reference = left;
@@ -302,8 +302,8 @@ static int compare_sequences(const struct comparison *at, const struct call_sequ
 static int report_communicator(struct comparison *at, const struct run_rank *reference,
 			       const struct run_rank *candidate, int communicator)
 {
-	struct run_difference *difference =
-		add_difference(at->diff, at->job_rank, -1, at->communicator, "communicator");
+	struct run_difference *difference = add_difference(
+		at->diff, at->job_rank, -1, at->communicator, at->comm_id, "communicator");
 	char name[48];
 
 	if (!difference)
@@ -323,6 +323,17 @@ static int report_communicator(struct comparison *at, const struct run_rank *ref
 	return 0;
 }
 
+/* The communicator's comm_id, as check, dump and the agent name it; 0 when the rank knows none. */
+static uint64_t communicator_identity(const struct run_rank *rank, int communicator)
+{
+	const struct run_communicator *found;
+
+	if (communicator < 0 || (size_t)communicator >= rank->communicator_count)
+		return 0;
+	found = &rank->communicators[communicator];
+	return found->shared ? found->key : 0;
+}
+
 static int compare_communicator(struct comparison *at, const struct run_rank *reference,
 				const struct run_rank *candidate, int communicator)
 {
@@ -330,13 +341,16 @@ static int compare_communicator(struct comparison *at, const struct run_rank *re
 	int result;
 
 	run_communicator_name(reference, communicator, at->communicator, sizeof(at->communicator));
+	at->comm_id = communicator_identity(reference, communicator);
 	if ((size_t)communicator >= reference->communicator_count ||
 	    (size_t)communicator >= candidate->communicator_count ||
 	    reference->communicators[communicator].nranks !=
 		    candidate->communicators[communicator].nranks) {
-		if ((size_t)communicator >= reference->communicator_count)
+		if ((size_t)communicator >= reference->communicator_count) {
 			run_communicator_name(candidate, communicator, at->communicator,
 					      sizeof(at->communicator));
+			at->comm_id = communicator_identity(candidate, communicator);
+		}
 		return report_communicator(at, reference, candidate, communicator);
 	}
 	result = sequence_collect(reference, communicator, &left);
@@ -402,7 +416,7 @@ static int report_python(const struct comparison *at, const char *what,
 		return -EINVAL;
 	if (shown->torch && strcmp(what, "python_argument") != 0)
 		what = "torch_operator";
-	difference = add_difference(at->diff, at->job_rank, shown->step, "", what);
+	difference = add_difference(at->diff, at->job_rank, shown->step, "", 0, what);
 	if (!difference)
 		return -ENOMEM;
 	difference->reference = value_absent();
@@ -456,7 +470,7 @@ static int compare_python(const struct comparison *at, const struct run_rank *re
 static int report_numbers(struct run_diff *diff, int job_rank, const char *what, int64_t left,
 			  int64_t right, const char *event)
 {
-	struct run_difference *difference = add_difference(diff, job_rank, -1, "", what);
+	struct run_difference *difference = add_difference(diff, job_rank, -1, "", 0, what);
 
 	if (!difference)
 		return -ENOMEM;

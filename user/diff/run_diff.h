@@ -31,7 +31,9 @@ struct run_difference {
 	int job_rank;	       /* -1: the job as a whole */
 	int step;	       /* -1: before the first step, or not about one step */
 	char communicator[48]; /* "comm 1 (2 ranks)", "" when not about one */
-	const char *what;      /* "count", "datatype", "missing_call", ... (docs: man page) */
+	/* Its comm_id in the reference run (the candidate's when only it has it); 0 unknown. */
+	uint64_t comm_id;
+	const char *what; /* "count", "datatype", "missing_call", ... (docs: man page) */
 	struct run_value reference;
 	struct run_value candidate;
 	char event[256]; /* the call where the runs part */

@@ -19,6 +19,7 @@
 #include "base/growable_array.h"
 #include "diff/call_period.h"
 #include "diff/run_model.h"
+#include "diff/run_python_calls.h"
 #include "trace/trace_losses.h"
 #include "trace/trace_reader.h"
 
@@ -167,74 +168,6 @@ static int take_nccl_call(struct run_model *model, int trace, const struct trace
 	return rank ? add_call(rank, call, shift_ns) : -ENOMEM;
 }
 
-/* Appends "name=value" for one primitive argument. */
-static void format_argument(const struct trace_python_arg *arg, char *text, size_t size)
-{
-	switch (arg->type) {
-	case TRACE_VALUE_BOOL:
-		snprintf(text, size, "%s=%s", arg->name, arg->integer ? "True" : "False");
-		break;
-	case TRACE_VALUE_INT:
-		snprintf(text, size, "%s=%lld", arg->name, (long long)arg->integer);
-		break;
-	case TRACE_VALUE_FLOAT:
-		/* The shortest of %.15g and %.17g that reads back as the same double. */
-		snprintf(text, size, "%s=%.15g", arg->name, arg->real);
-		if (strtod(strchr(text, '=') + 1, NULL) != arg->real)
-			snprintf(text, size, "%s=%.17g", arg->name, arg->real);
-		break;
-	case TRACE_VALUE_STR:
-		snprintf(text, size, "%s='%s'", arg->name, arg->text ? arg->text : "");
-		break;
-	default:
-		snprintf(text, size, "%s=None", arg->name);
-	}
-}
-
-static char *python_arguments(const struct trace_python_call *call)
-{
-	char text[1024] = "", one[256];
-	size_t used = 0;
-
-	for (uint32_t i = 0; i < call->arg_count && i < TRACE_PY_ARGS_MAX; i++) {
-		/* A tensor's address differs from run to run: not compared. */
-		if (trace_arg_describes_tensor(call->args[i].name))
-			continue;
-		format_argument(&call->args[i], one, sizeof(one));
-		used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%s", used ? ", " : "",
-					 one);
-		if (used >= sizeof(text))
-			break;
-	}
-	return strdup(text);
-}
-
-static bool ends_with(const char *text, const char *suffix)
-{
-	size_t length = strlen(text), suffix_length = strlen(suffix);
-
-	return length >= suffix_length && strcmp(text + length - suffix_length, suffix) == 0;
-}
-
-/*
- * Code run while a module is imported: module and class bodies (marked so by
- * the recorder; in older traces, by name or an importer among the callers).
- * Which of them a recording names depends on the recorder keeping up (they
- * are freed once run), so they are not compared.
- */
-static bool runs_at_import(const struct trace_python_call *call)
-{
-	if (call->flags & TRACE_PYTHON_RUNS_ONCE)
-		return true;
-	if (call->qualified_name && ends_with(call->qualified_name, ".<module>"))
-		return true;
-	for (uint32_t i = 0; i < call->py_stack.depth && i < TRACE_PY_STACK_MAX; i++)
-		if (call->py_stack.frames[i] &&
-		    strncmp(call->py_stack.frames[i], "importlib.", 10) == 0)
-			return true;
-	return false;
-}
-
 static int take_python_call(struct run_model *model, int trace,
 			    const struct trace_python_call *call, int64_t shift_ns)
 {
@@ -246,7 +179,7 @@ static int take_python_call(struct run_model *model, int trace,
 		return -ENOMEM;
 	if (process->job_rank < 0 && call->rank >= 0)
 		process->job_rank = call->rank;
-	if (runs_at_import(call))
+	if (run_python_runs_at_import(call))
 		return 0;
 	if (process->job_rank >= 0)
 		rank = rank_get(model, process->job_rank);
@@ -259,7 +192,7 @@ static int take_python_call(struct run_model *model, int trace,
 	event = &rank->python[rank->python_count];
 	*event = (struct run_python_event){
 		.name = call->qualified_name ? call->qualified_name : "",
-		.arguments = python_arguments(call),
+		.arguments = run_python_arguments(call),
 		.torch = !!(call->flags & (TRACE_PYTHON_TORCH_SCOPE | TRACE_PYTHON_TORCH_OP)),
 		.step = call->step,
 		.entry_ns = (uint64_t)((int64_t)call->entry_ns + shift_ns),

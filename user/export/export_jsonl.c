@@ -184,6 +184,13 @@ json_t *export_json_call_args(const struct trace_nccl_call *call)
 	for (uint32_t i = 0; i < count && !failed; i++) {
 		char key[16];
 
+		if (function && (call->flags & TRACE_CALL_STACK_ARGS_UNREAD) &&
+		    nccl_param_on_stack(function, (int)i)) {
+			/* Not read by the probe (a stream past the sixth argument): unknown, not 0.
+			 */
+			failed |= put(args, function->params[i].name, json_null());
+			continue;
+		}
 		if (function) {
 			failed |= put_param(args, &function->params[i], call, call->params[i]);
 			continue;
@@ -513,6 +520,9 @@ static json_t *python_call_object(const struct trace_python_call *call)
 	failed |= put(object, "world_size", export_json_known_or_null(call->world_size));
 	failed |= put(object, "args", export_json_python_args(call));
 	failed |= put(object, "py_stack", export_json_python_stack(&call->py_stack));
+	if (call->flags & TRACE_PYTHON_UNCAUGHT)
+		failed |= put(object, "handled_at_exit",
+			      json_boolean(call->flags & TRACE_PYTHON_HANDLED_AT_EXIT));
 	if (failed) {
 		json_decref(object);
 		return NULL;

@@ -409,9 +409,13 @@ static int emit_python_call(struct perfetto_export *export, const struct trace_p
 	json_t *args;
 	int err;
 
-	/* An uncaught exception is a moment, not a call: a crash mark. */
+	/* The exception that ends a process is a moment, not a call: a crash mark. */
 	if (call->flags & TRACE_PYTHON_UNCAUGHT) {
-		snprintf(name, sizeof(name), "crash: uncaught %s", call->qualified_name);
+		snprintf(name, sizeof(name), "crash: %s%s%s",
+			 call->flags & TRACE_PYTHON_HANDLED_AT_EXIT ? "" : "uncaught ",
+			 call->qualified_name,
+			 call->flags & TRACE_PYTHON_HANDLED_AT_EXIT ? " (caught, then sys.exit)"
+								    : "");
 		return emit_instant(export, call->pid, call->entry_ns, name, "crash",
 				    export_json_python_args(call));
 	}

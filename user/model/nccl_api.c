@@ -195,6 +195,29 @@ static uint64_t register_field(const struct nccl_function *function, int param)
 	return slot_field(function, param, TCHECK_REGISTER_ARGS);
 }
 
+/*
+ * Most calls fit in registers, and a collective's seventh argument is most
+ * often its stream, which no check uses: a read of the caller's stack costs
+ * the probe as much as the rest of its entry, so it reads the stack only
+ * where an argument there is more than the stream (ncclReduce's comm).
+ */
+int nccl_function_reads_stack(const struct nccl_function *function)
+{
+	for (int i = 0; i < function->param_count; i++)
+		if (nccl_param_on_stack(function, i) &&
+		    function->params[i].type != NCCL_PARAM_STREAM)
+			return 1;
+	return 0;
+}
+
+int nccl_param_on_stack(const struct nccl_function *function, int param)
+{
+	int slot = -1;
+
+	return nccl_param_location(function, param, &slot) == NCCL_SOURCE_ARG_SLOT &&
+	       slot >= TCHECK_REGISTER_ARGS;
+}
+
 uint64_t nccl_function_cookie(size_t index)
 {
 	const struct nccl_function *function = nccl_function_at(index);
@@ -212,14 +235,8 @@ uint64_t nccl_function_cookie(size_t index)
 			  TCHECK_COOKIE_OUT_IS_32BIT | TCHECK_COOKIE_ONLY_FAILURES;
 	if (nccl_param_find(function, NCCL_PARAM_UNIQUE_ID) >= 0)
 		cookie |= TCHECK_COOKIE_BLOB_FROM_STACK;
-	/* Most calls fit in registers: the probe reads the stack only for the others. */
-	for (int i = 0; i < function->param_count; i++) {
-		int slot = -1;
-
-		if (nccl_param_location(function, i, &slot) == NCCL_SOURCE_ARG_SLOT &&
-		    slot >= TCHECK_REGISTER_ARGS)
-			cookie |= TCHECK_COOKIE_STACK_ARGS;
-	}
+	if (nccl_function_reads_stack(function))
+		cookie |= TCHECK_COOKIE_STACK_ARGS;
 	param = nccl_param_find(function, NCCL_PARAM_UNIQUE_ID_OUT);
 	if (param < 0)
 		param = nccl_param_find(function, NCCL_PARAM_UNIQUE_ID_ARRAY);

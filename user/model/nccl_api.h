@@ -82,8 +82,14 @@ int nccl_function_index(const struct nccl_function *function);
 enum nccl_param_source nccl_param_location(const struct nccl_function *function, int param,
 					   int *slot);
 
+/* Whether parameter 'param' is passed on the stack (an argument word past the sixth). */
+int nccl_param_on_stack(const struct nccl_function *function, int param);
+
 /* Index of the first parameter of 'type', or -1. */
 int nccl_param_find(const struct nccl_function *function, enum nccl_param_type type);
+
+/* Whether the probe reads the arguments passed on the stack (not for the stream alone). */
+int nccl_function_reads_stack(const struct nccl_function *function);
 
 /* The attach cookie (probe_abi.h) telling the BPF side what to capture. */
 uint64_t nccl_function_cookie(size_t index);

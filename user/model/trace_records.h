@@ -75,6 +75,11 @@ enum trace_stage {
  * numbers the same operation alike, wherever the attach found it.
  */
 #define TRACE_CALL_SEQ_FROM_LIBRARY (1U << 6)
+/*
+ * The arguments passed on the stack were not read (a collective's stream,
+ * its seventh argument: nccl_function_reads_stack): params[] holds 0 there.
+ */
+#define TRACE_CALL_STACK_ARGS_UNREAD (1U << 7)
 
 /* One NCCL API call: entry and return paired. */
 struct trace_nccl_call {
@@ -113,10 +118,18 @@ struct trace_nccl_call {
 #define TRACE_PYTHON_RUNS_ONCE (1U << 3)
 /*
  * Not a call: an exception no code caught, as the interpreter prints it
- * before exiting; the name is its type, the argument "message" its
- * message, py_stack the functions it went through, innermost first.
+ * before exiting (or one a launcher caught, below); the name is its type,
+ * the argument "message" its message, py_stack the functions it went
+ * through, innermost first.
  */
 #define TRACE_PYTHON_UNCAUGHT (1U << 4)
+/*
+ * With TRACE_PYTHON_UNCAUGHT: the exception was caught by a handler that
+ * then raised SystemExit with a failure status (torch.multiprocessing's
+ * worker wrapper queues the text and calls sys.exit(1)): still the
+ * exception that ended the process.
+ */
+#define TRACE_PYTHON_HANDLED_AT_EXIT (1U << 5)
 
 /* Types of a primitive argument value. */
 enum trace_value_type {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/growable_array.h"
 #include "base/error_message.h"
 #include "model/nccl_api.h"
 #include "probe/library_file.h"
@@ -289,16 +290,9 @@ static int collect_candidates(struct elf_file *file, Elf_Scn *section,
 		function = nccl_function_of(&table, &symbol, &name);
 		if (!function)
 			continue;
-		if (candidates->count == candidates->capacity) {
-			size_t capacity = candidates->capacity ? candidates->capacity * 2 : 64;
-			struct symbol_candidate *grown =
-				realloc(candidates->items, capacity * sizeof(*grown));
-
-			if (!grown)
-				return -ENOMEM;
-			candidates->items = grown;
-			candidates->capacity = capacity;
-		}
+		if (growable_array_room_for_one((void **)&candidates->items, candidates->count,
+						&candidates->capacity, sizeof(*candidates->items)))
+			return -ENOMEM;
 		candidates->items[candidates->count++] = (struct symbol_candidate){
 			.address = symbol.st_value,
 			.size = symbol.st_size,

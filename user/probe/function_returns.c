@@ -4,13 +4,12 @@
 
 #include <capstone/capstone.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/error_message.h"
+#include "probe/library_file.h"
 
 /* The largest function read: a backward pass's entry point is a few kilobytes. */
 #define FUNCTION_BYTES_MAX (1u << 20)
@@ -91,26 +90,20 @@ int function_returns_find(const char *path, uint64_t file_offset, uint64_t addre
 			  struct function_returns *returns, char *error, size_t error_size)
 {
 	uint8_t *code;
-	ssize_t got;
-	int fd, result;
+	int result;
 
 	returns->count = 0;
 	if (size == 0 || size > FUNCTION_BYTES_MAX)
 		return error_fail(error, error_size, EINVAL, "its size (%llu bytes) is not usable",
 				  (unsigned long long)size);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return error_fail(error, error_size, errno, "cannot open %s: %s", path,
-				  strerror(errno));
 	code = malloc(size);
-	got = code ? pread(fd, code, size, (off_t)file_offset) : -1;
-	close(fd);
-	if (got != (ssize_t)size) {
-		free(code);
-		return error_fail(error, error_size, EIO, "cannot read its %llu bytes from %s",
+	if (!code)
+		return error_fail(error, error_size, ENOMEM,
+				  "out of memory for the %llu bytes of a function of %s",
 				  (unsigned long long)size, path);
-	}
-	result = function_returns_decode(code, size, address, returns, error, error_size);
+	result = library_file_read_at(path, file_offset, code, size, error, error_size);
+	if (result == 0)
+		result = function_returns_decode(code, size, address, returns, error, error_size);
 	free(code);
 	return result;
 }

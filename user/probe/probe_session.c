@@ -129,6 +129,8 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	bpf_program__set_autoload(session->skeleton->progs.c10d_work_event, config->python);
 	bpf_program__set_autoload(session->skeleton->progs.python_exception_display,
 				  config->python);
+	bpf_program__set_autoload(session->skeleton->progs.python_exception_at_exit,
+				  config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_op_entry, config->torch_ops);
 	if (uprobe_link_prepare(session->skeleton->progs.library_call_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.library_call_return) ||
@@ -147,6 +149,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	    uprobe_link_prepare(session->skeleton->progs.c10d_collective) ||
 	    uprobe_link_prepare(session->skeleton->progs.c10d_work_event) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_exception_display) ||
+	    uprobe_link_prepare(session->skeleton->progs.python_exception_at_exit) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_return) ||
@@ -257,13 +260,21 @@ int probe_session_attach_floor(struct probe_session *session, const char *path, 
 }
 
 int probe_session_attach_python_exceptions(struct probe_session *session, const char *path,
-					   uint64_t offset, char *error, size_t error_size)
+					   uint64_t display_offset, uint64_t set_object_offset,
+					   char *error, size_t error_size)
 {
 	uint64_t cookie = 0;
+	int result = 0;
 
-	return uprobe_link_attach(&session->links,
-				  session->skeleton->progs.python_exception_display, false, path,
-				  &offset, &cookie, 1, -1, error, error_size);
+	if (display_offset)
+		result = uprobe_link_attach(
+			&session->links, session->skeleton->progs.python_exception_display, false,
+			path, &display_offset, &cookie, 1, -1, error, error_size);
+	if (!result && set_object_offset)
+		result = uprobe_link_attach(
+			&session->links, session->skeleton->progs.python_exception_at_exit, false,
+			path, &set_object_offset, &cookie, 1, -1, error, error_size);
+	return result;
 }
 
 int probe_session_attach_python(struct probe_session *session, const char *path, uint64_t offset,
@@ -481,7 +492,7 @@ int probe_session_network_counters_fd(struct probe_session *session)
 
 int probe_session_open_calls_fd(struct probe_session *session)
 {
-	return bpf_map__fd(session->skeleton->maps.open_calls);
+	return bpf_link__fd(session->skeleton->links.open_calls_of_threads);
 }
 
 int probe_session_poll(struct probe_session *session, int timeout_ms)

@@ -83,9 +83,14 @@ int probe_session_set_comm_layout(struct probe_session *session, uint32_t slot,
 				  const struct tcheck_comm_layout *layout);
 
 /* Python: the evaluator's probe pair, at a file offset, in every process mapping it. */
-/* The entry probe on PyErr_Display at offset of path: uncaught exceptions as they are printed. */
+/*
+ * The entry probes on PyErr_Display (uncaught exceptions as they are
+ * printed) and PyErr_SetObject (an exception handled when sys.exit fails)
+ * at those offsets of path; a 0 offset is skipped.
+ */
 int probe_session_attach_python_exceptions(struct probe_session *session, const char *path,
-					   uint64_t offset, char *error, size_t error_size);
+					   uint64_t display_offset, uint64_t set_object_offset,
+					   char *error, size_t error_size);
 int probe_session_attach_python(struct probe_session *session, const char *path, uint64_t offset,
 				char *error, size_t error_size);
 /*
@@ -177,9 +182,10 @@ int probe_session_attach_network(struct probe_session *session, enum probe_netwo
 int probe_session_network_counters_fd(struct probe_session *session);
 
 /*
- * The file descriptor of the open_calls map: thread id -> struct
- * tcheck_thread_calls, the library calls each thread has entered and not
- * left (user/record/open_calls.h reads it).
+ * The link of the open-calls iterator: each reading of a bpf_iter_create()
+ * of it gives, per traced thread with calls open, its process and thread
+ * ids and its struct tcheck_thread_calls, the library calls it has entered
+ * and not left (user/record/open_calls.h reads it).
  */
 int probe_session_open_calls_fd(struct probe_session *session);
 

@@ -12,6 +12,8 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "base/growable_array.h"
+
 /* From the kernel's uapi (6.6+, sessions 6.13+); the system headers may predate them. */
 #define UPROBE_MULTI_ATTACH_TYPE 48   /* BPF_TRACE_UPROBE_MULTI */
 #define UPROBE_SESSION_ATTACH_TYPE 57 /* BPF_TRACE_UPROBE_SESSION */
@@ -86,15 +88,9 @@ int uprobe_link_prepare(struct bpf_program *program)
 static int keep(struct uprobe_link_list *list, struct bpf_link *link, int fd, int pid,
 		size_t probes)
 {
-	if (list->count == list->capacity) {
-		size_t capacity = list->capacity ? list->capacity * 2 : 32;
-		struct uprobe_link *links = realloc(list->links, capacity * sizeof(*links));
-
-		if (!links)
-			return -ENOMEM;
-		list->links = links;
-		list->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&list->links, list->count, &list->capacity,
+					sizeof(*list->links)))
+		return -ENOMEM;
 	list->links[list->count].link = link;
 	list->links[list->count].fd = fd;
 	list->links[list->count].pid = pid > 0 ? pid : -1;

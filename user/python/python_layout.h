@@ -48,6 +48,7 @@ struct python_addresses {
 	uint64_t none;		/* _Py_NoneStruct */
 	uint64_t true_object;	/* _Py_TrueStruct */
 	uint64_t false_object;	/* _Py_FalseStruct */
+	uint64_t system_exit;	/* the variable PyExc_SystemExit, which holds the type */
 };
 
 /*
@@ -76,6 +77,8 @@ struct python_runtime {
 	uint64_t eval_frame_file_offset;  /* where a uprobe on _PyEval_EvalFrameDefault attaches */
 	uint64_t eval_frame_probe_skip;	  /* bytes past its first (an endbr64 before a push) */
 	uint64_t err_display_file_offset; /* PyErr_Display: uncaught exceptions; 0 absent */
+	/* PyErr_SetObject: sys.exit's SystemExit, for a handled exception; 0 absent */
+	uint64_t set_object_file_offset;
 	uint64_t runtime_state_file_offset; /* of _PyRuntime's initial bytes; 0 when in .bss */
 	bool x86_64;			    /* the only machine the layouts are known for */
 	int major;
@@ -134,8 +137,10 @@ struct python_layout {
 	int thread_native_id; /* its kernel tid; absent in 3.10 */
 
 	/* The innermost frame of a thread: directly, or through a _PyCFrame. */
-	int thread_frame;	  /* 3.10 frame, 3.13+ current_frame */
-	int thread_cframe;	  /* 3.11, 3.12 */
+	int thread_frame;  /* 3.10 frame, 3.13+ current_frame */
+	int thread_cframe; /* 3.11, 3.12 */
+	/* The exception a handler is handling: exc_info's first member (3.11+). */
+	int thread_exception_handled;
 	int cframe_current_frame; /* 3.11, 3.12 */
 
 	int frame_code; /* f_code; f_executable (3.13+: code or None; 3.14: a tagged reference) */

@@ -405,11 +405,15 @@ static int runtime_describe(pid_t pid, const struct mapped_file *file,
 	addresses->none = symbol_address(runtime, "_Py_NoneStruct");
 	addresses->true_object = symbol_address(runtime, "_Py_TrueStruct");
 	addresses->false_object = symbol_address(runtime, "_Py_FalseStruct");
+	addresses->system_exit = symbol_address(runtime, "PyExc_SystemExit");
 	if (elf_symbol_find(runtime->host_path, "_PyRuntime", &location, NULL, 0) == 0)
 		runtime->runtime_state_file_offset = location.file_offset;
 	/* What the default sys.excepthook calls with an uncaught exception. */
 	if (elf_symbol_find(runtime->host_path, "PyErr_Display", &location, NULL, 0) == 0)
 		runtime->err_display_file_offset = location.file_offset;
+	/* Where sys.exit raises SystemExit: a handler may exit with its exception. */
+	if (elf_symbol_find(runtime->host_path, "PyErr_SetObject", &location, NULL, 0) == 0)
+		runtime->set_object_file_offset = location.file_offset;
 	if (runtime->major == 3 && runtime->minor >= 12)
 		thread_local_find(&view, runtime);
 	elf_view_close(&view);

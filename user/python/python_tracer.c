@@ -17,6 +17,7 @@
 #include "python/python_arguments.h"
 #include "python/python_layout.h"
 #include "python/python_meta.h"
+#include "python/python_names.h"
 #include "python/python_tracer_state.h"
 
 /* Training APIs worth following when the user names none. */
@@ -80,7 +81,7 @@ struct python_tracer *python_tracer_new(struct probe_session *session, const cha
 	u64_map_init(&tracer->processes);
 	u64_map_init(&tracer->probed_files);
 	u64_map_init(&tracer->refused);
-	u64_map_init(&tracer->scope_names);
+	string_interner_init(&tracer->scope_names);
 	return tracer;
 }
 
@@ -124,50 +125,12 @@ void python_tracer_free(struct python_tracer *tracer)
 	u64_map_free(&tracer->processes);
 	u64_map_free(&tracer->probed_files);
 	u64_map_free(&tracer->refused);
-	for (size_t i = 0; u64_map_next(&tracer->scope_names, &i, &key, &value);)
-		free(value);
-	u64_map_free(&tracer->scope_names);
+	string_interner_destroy(&tracer->scope_names);
 	for (size_t i = 0; i < tracer->operator_name_count; i++)
 		free(tracer->operator_names[i]);
 	free(tracer->operator_names);
 	free(tracer->operator_readings);
 	free(tracer);
-}
-
-void python_module_of_file(const char *file, char *module, size_t size)
-{
-	const char *start = NULL, *marker;
-	static const char *const roots[] = { "site-packages/", "dist-packages/" };
-	size_t length;
-
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-		marker = strstr(file, roots[i]);
-		if (marker)
-			start = marker + strlen(roots[i]);
-	}
-	/* Outside an installed package: the script's own name stands for its module. */
-	if (!start) {
-		marker = strrchr(file, '/');
-		start = marker ? marker + 1 : file;
-	}
-	snprintf(module, size, "%s", start);
-	length = strlen(module);
-	if (length > 3 && strcmp(module + length - 3, ".py") == 0)
-		module[length - 3] = '\0';
-	for (char *c = module; *c; c++)
-		if (*c == '/')
-			*c = '.';
-	length = strlen(module);
-	if (length > 9 && strcmp(module + length - 9, ".__init__") == 0)
-		module[length - 9] = '\0';
-}
-
-int python_name_selected(const char *qualified_name, const char *const *prefixes)
-{
-	for (size_t i = 0; prefixes[i]; i++)
-		if (strncmp(qualified_name, prefixes[i], strlen(prefixes[i])) == 0)
-			return 1;
-	return 0;
 }
 
 void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid)
@@ -220,6 +183,10 @@ static int share_stack_layout(struct python_tracer *tracer, pid_t pid,
 		/* 3.11+: a traceback's frame object points at its interpreter frame. */
 		.frame_object_frame = layout->minor >= 11 ? 24 : -1,
 		.tuple_items = layout->tuple_items,
+		.long_digits = layout->long_digits,
+		.thread_exception_handled = layout->thread_exception_handled,
+		.long_type = layout->addresses.long_type,
+		.system_exit_type = layout->addresses.system_exit,
 	};
 	/* The walk reads code, previous (8 bytes each) and owner (1 byte) in one go. */
 	int header_size = layout->frame_code + 8;
@@ -312,12 +279,15 @@ static int probe_evaluator(struct python_tracer *tracer, pid_t pid, struct pytho
 		result = probe_session_attach_python(tracer->session, runtime->host_path,
 						     runtime->eval_frame_file_offset, error,
 						     error_size);
-	/* Uncaught exceptions, for crash reports: without them a crash still has its exit. */
+	/*
+	 * The exception that ends a process, for crash reports (uncaught, or
+	 * caught by a launcher that then exits): without it a crash still has
+	 * its exit.
+	 */
 	if (!result && !u64_map_get(&tracer->probed_files, identity) &&
-	    runtime->err_display_file_offset &&
-	    probe_session_attach_python_exceptions(tracer->session, runtime->host_path,
-						   runtime->err_display_file_offset,
-						   exception_error, sizeof(exception_error)))
+	    probe_session_attach_python_exceptions(
+		    tracer->session, runtime->host_path, runtime->err_display_file_offset,
+		    runtime->set_object_file_offset, exception_error, sizeof(exception_error)))
 		log_warning("process %d: its uncaught exceptions are not read: %s", pid,
 			    exception_error);
 	if (result) {
@@ -557,20 +527,6 @@ static void follow_stage(struct python_process *process, const struct trace_pyth
 				      value->integer ? TRACE_STAGE_TRAIN : TRACE_STAGE_EVAL);
 }
 
-void python_tracer_fill_meta(const struct python_process *process, uint64_t entry_ns,
-			     struct trace_python_call *call)
-{
-	struct python_meta_state state = python_meta_at(&process->meta, entry_ns);
-
-	call->step = state.step;
-	/* A module is built in training mode: until one is switched, a torch process trains. */
-	call->stage = state.stage == TRACE_STAGE_UNKNOWN && process->torch_looked_up
-			      ? TRACE_STAGE_TRAIN
-			      : state.stage;
-	call->rank = process->rank;
-	call->world_size = process->world_size;
-}
-
 int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record)
 {
 	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
@@ -667,6 +623,8 @@ int python_tracer_handle_exception(struct python_tracer *tracer,
 	call->pid = record->header.pid;
 	call->tid = record->header.tid;
 	call->flags = TRACE_PYTHON_RAISED | TRACE_PYTHON_UNCAUGHT;
+	if (record->flags & TCHECK_EXCEPTION_HANDLED_AT_EXIT)
+		call->flags |= TRACE_PYTHON_HANDLED_AT_EXIT;
 	call->first_line = -1;
 	call->qualified_name = type_name[0] ? type_name : "<unknown exception>";
 	call->file = "";

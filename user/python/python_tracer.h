@@ -143,11 +143,4 @@ int python_tracer_handle_op(struct python_tracer *tracer,
 void torch_operator_display_name(const char *request, const char *operator_name, char *name,
 				 size_t size);
 
-/* The module path a source file belongs to: ".../site-packages/torch/optim/sgd.py" ->
- * torch.optim.sgd. */
-void python_module_of_file(const char *file, char *module, size_t size);
-
-/* Whether a qualified name starts with one of the prefixes. */
-int python_name_selected(const char *qualified_name, const char *const *prefixes);
-
 #endif /* TCHECK_PYTHON_TRACER_H */

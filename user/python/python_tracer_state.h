@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/string_interner.h"
 #include "base/u64_map.h"
 #include "python/python_layout.h"
 #include "python/python_meta.h"
@@ -46,7 +47,7 @@ struct python_tracer {
 	struct u64_map processes;    /* pid -> python_process */
 	struct u64_map probed_files; /* file identity -> non-NULL once probed */
 	struct u64_map refused; /* pid -> non-NULL: runs a Python we cannot follow (said once) */
-	struct u64_map scope_names; /* hash of a scope name -> the name, kept for the records */
+	struct string_interner scope_names; /* scope names, kept for the records */
 	struct python_tracer_losses losses;
 	const char *const *torch_ops; /* --torch-op requests */
 	size_t torch_op_count;
@@ -63,9 +64,23 @@ struct python_tracer {
  */
 void python_tracer_close_backward(struct python_tracer *tracer, struct python_process *process);
 
-/* Step, stage, rank and world size of an event that began at entry_ns. */
-void python_tracer_fill_meta(const struct python_process *process, uint64_t entry_ns,
-			     struct trace_python_call *call);
+/*
+ * Step, stage, rank and world size of an event that began at entry_ns.
+ * Here, not in python_tracer.c: the torch side fills its events with it too.
+ */
+static inline void python_tracer_fill_meta(const struct python_process *process, uint64_t entry_ns,
+					   struct trace_python_call *call)
+{
+	struct python_meta_state state = python_meta_at(&process->meta, entry_ns);
+
+	call->step = state.step;
+	/* A module is built in training mode: until one is switched, a torch process trains. */
+	call->stage = state.stage == TRACE_STAGE_UNKNOWN && process->torch_looked_up
+			      ? TRACE_STAGE_TRAIN
+			      : state.stage;
+	call->rank = process->rank;
+	call->world_size = process->world_size;
+}
 
 /*
  * Probes torch's scope entry and end, and the --torch-op operators, in a

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/fnv_hash.h"
 #include "base/log.h"
 #include "base/system_clock.h"
 #include "model/c10d_api.h"
@@ -374,18 +373,7 @@ static void fill_torch_event(const struct python_process *process,
 /* Scope names are few: each is kept once for the records that carry it. */
 static const char *kept_scope_name(struct python_tracer *tracer, const char *name)
 {
-	uint64_t hash = fnv1a_string(name);
-	char *kept;
-
-	kept = u64_map_get(&tracer->scope_names, hash);
-	if (kept && strcmp(kept, name) == 0)
-		return kept;
-	kept = strdup(name);
-	if (!kept || u64_map_put(&tracer->scope_names, hash, kept)) {
-		free(kept);
-		return NULL;
-	}
-	return kept;
+	return string_interner_intern(&tracer->scope_names, name);
 }
 
 /* A backward pass whose end was not seen: recorded at its start, and counted. */
@@ -552,7 +540,10 @@ static void op_arguments(struct python_tracer *tracer, const struct torch_op_rea
 	if (reading->scalar_field && record->scalar_tag != TCHECK_SCALAR_NONE) {
 		arg = &call->args[call->arg_count++];
 		arg->name = reading->scalar_field;
-		if (record->scalar_tag == TCHECK_SCALAR_DOUBLE) {
+		if (record->scalar_tag == TCHECK_SCALAR_BOOL) {
+			arg->type = TRACE_VALUE_BOOL;
+			arg->integer = record->scalar != 0;
+		} else if (record->scalar_tag == TCHECK_SCALAR_DOUBLE) {
 			arg->type = TRACE_VALUE_FLOAT;
 			memcpy(&arg->real, &record->scalar, sizeof(arg->real));
 		} else {

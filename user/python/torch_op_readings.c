@@ -31,13 +31,23 @@ static const struct torch_op_reading training_readings[] = {
 	{ "conv1d", 3, TORCH_TENSOR_READ, 0, NULL },
 	{ "conv2d", 3, TORCH_TENSOR_READ, 0, NULL },
 	{ "embedding", 2, TORCH_TENSOR_READ, 0, NULL },
+	/* The forward's mode: dropout(input, p, train) and feature_dropout (Dropout2d), p in
+	   xmm0, train by value in rdx. */
+	{ "dropout", 0, NULL, 3, TORCH_OP_TRAIN_FLAG, false, true },
+	{ "feature_dropout", 0, NULL, 3, TORCH_OP_TRAIN_FLAG, false, true },
+	/* batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
+	   cudnn_enabled): the five tensors take rsi to r9, training is on the stack. */
+	{ "batch_norm", 0, NULL, TCHECK_TORCH_OP_FIRST_STACK_ARGUMENT, TORCH_OP_TRAINING_FLAG,
+	  false, true },
 };
 
 const char *const torch_training_ops[] = {
-	"add_.Tensor",	     "sub_.Tensor",	 "mul_.Scalar",	     "mul_.Tensor",
-	"div_.Scalar",	     "addcdiv_.default", "addcmul_.default", "lerp_.Scalar",
-	"zero_.default",     "linear.default",	 "conv1d.default",   "conv2d.default",
-	"embedding.default",
+	"add_.Tensor",	      "sub_.Tensor",	 "mul_.Scalar",
+	"mul_.Tensor",	      "div_.Scalar",	 "addcdiv_.default",
+	"addcmul_.default",   "lerp_.Scalar",	 "zero_.default",
+	"linear.default",     "conv1d.default",	 "conv2d.default",
+	"embedding.default",  "dropout.default", "feature_dropout.default",
+	"batch_norm.default",
 };
 const size_t torch_training_op_count = sizeof(torch_training_ops) / sizeof(torch_training_ops[0]);
 
@@ -75,7 +85,8 @@ uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading,
 		       << TCHECK_TORCH_OP_NUMEL_SHIFT |
 	       ((uint64_t)layout->requires_grad_offset & TCHECK_TORCH_OP_REQUIRES_GRAD_MASK)
 		       << TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT |
-	       (torch_op_reads_contents(reading) ? TCHECK_TORCH_OP_READ_CONTENTS : 0);
+	       (torch_op_reads_contents(reading) ? TCHECK_TORCH_OP_READ_CONTENTS : 0) |
+	       (reading->scalar_is_bool ? TCHECK_TORCH_OP_BOOL_BY_VALUE : 0);
 }
 
 bool torch_op_reads_contents(const struct torch_op_reading *reading)

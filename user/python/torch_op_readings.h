@@ -3,7 +3,7 @@
  * What a torch operator's probe reads besides its times: the tensor it
  * names by identity (the TensorImpl address of an in-place operator's self,
  * of linear's or conv's weight) and the scalar argument it reports (add_'s
- * alpha, addcdiv_'s value). The training operators are the ones an
+ * alpha, addcdiv_'s value, dropout's train). The training operators are the ones an
  * optimizer's step, zero_grad and a model's forward run, watched with
  * --python without any name to type (docs/torch-scopes.md).
  */
@@ -29,14 +29,23 @@
 /* Whether it requires grad (a frozen parameter does not). */
 #define TORCH_TENSOR_UPDATED_REQUIRES_GRAD "requires_grad:self"
 #define TORCH_TENSOR_READ_REQUIRES_GRAD "requires_grad:weight"
+/*
+ * Whether a dropout (train) or a batch norm (training) runs as in training
+ * (True) or as in evaluation (False), under the operator's own argument name.
+ */
+#define TORCH_OP_TRAIN_FLAG "arg:train"
+#define TORCH_OP_TRAINING_FLAG "arg:training"
 
 struct torch_op_reading {
 	const char *operator_name; /* the at::_ops struct: "add__Tensor" */
 	uint8_t tensor_register;   /* 1 rdi ... 5 r8; 0 none */
 	const char *tensor_field;  /* TORCH_TENSOR_UPDATED or TORCH_TENSOR_READ */
-	uint8_t scalar_register;   /* the const c10::Scalar &; 0 none */
-	const char *scalar_field;  /* "arg:alpha" */
-	bool overwrites;	   /* replaces the tensor's contents whole: they are not recorded */
+	/* the const c10::Scalar &, or with scalar_is_bool the bool (7: first stack argument); 0
+	   none */
+	uint8_t scalar_register;
+	const char *scalar_field; /* "arg:alpha" */
+	bool overwrites;	  /* replaces the tensor's contents whole: they are not recorded */
+	bool scalar_is_bool;	  /* the scalar register holds a bool by value (dropout's train) */
 };
 
 /* The requests (as --torch-op takes them) of the training operators. */

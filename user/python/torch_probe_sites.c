@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/growable_array.h"
 #include "base/error_message.h"
 #include "probe/library_file.h"
 #include "probe/uprobe_entry_site.h"
@@ -24,15 +25,9 @@ void torch_name_list_free(struct torch_name_list *list)
 
 static int name_list_add(struct torch_name_list *list, const char *name, size_t length)
 {
-	if (list->count == list->capacity) {
-		size_t capacity = list->capacity ? list->capacity * 2 : 64;
-		char **names = realloc(list->names, capacity * sizeof(*names));
-
-		if (!names)
-			return -ENOMEM;
-		list->names = names;
-		list->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&list->names, list->count, &list->capacity,
+					sizeof(*list->names)))
+		return -ENOMEM;
 	list->names[list->count] = strndup(name, length);
 	if (!list->names[list->count])
 		return -ENOMEM;

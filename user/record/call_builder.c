@@ -287,6 +287,10 @@ static void decode(const struct nccl_function *function, const struct tcheck_cal
 	call->param_count = (uint32_t)function->param_count;
 	for (int i = 0; i < function->param_count; i++)
 		call->params[i] = param_value(function, record, i, call->unique_id_hash);
+	for (int i = 0; i < function->param_count; i++)
+		if (nccl_param_on_stack(function, i) &&
+		    !(record->flags & TCHECK_CALL_HAS_STACK_ARGS))
+			call->flags |= TRACE_CALL_STACK_ARGS_UNREAD;
 }
 
 static void update_group_depth(struct thread_state *thread, const struct nccl_function *function,

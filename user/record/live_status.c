@@ -5,6 +5,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "network/work_requests.h"
+
 #define SHOWN_FUNCTIONS 5
 
 void live_status_init(struct live_status *status, uint64_t now_ns)
@@ -58,4 +60,30 @@ void live_status_print(struct live_status *status, FILE *out, uint64_t now_ns,
 			counters[TCHECK_COUNTER_NESTING_OVERFLOWS]);
 	fflush(out);
 	status->previous_total = status->total;
+}
+
+static int count_call(void *context, const struct trace_record *record)
+{
+	if (record->kind == TRACE_RECORD_NCCL_CALL)
+		live_status_count(context, record->call.api);
+	return 0;
+}
+
+static void print_progress(void *context, const struct recording_progress *progress)
+{
+	struct live_status *status = context;
+
+	status->started_ns = progress->started_ns;
+	live_status_print(status, stdout, progress->now_ns, progress->counters, progress->processes,
+			  progress->communicators);
+	if (progress->network)
+		work_requests_print_live(progress->network, stdout);
+}
+
+struct record_consumer live_status_consumer(struct live_status *status)
+{
+	live_status_init(status, 0);
+	return (struct record_consumer){ .context = status,
+					 .record = count_call,
+					 .progress = print_progress };
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "model/nccl_api.h"
+#include "model/record_consumer.h"
 #include "tcheck/probe_abi.h"
 
 struct live_status {
@@ -25,5 +26,8 @@ void live_status_count(struct live_status *status, const struct nccl_function *f
 /* Prints one line; counters are the BPF loss counters (TCHECK_COUNTER_*). */
 void live_status_print(struct live_status *status, FILE *out, uint64_t now_ns,
 		       const uint64_t *counters, unsigned processes, unsigned communicators);
+
+/* The consumer that counts the calls and prints the line once a second (attach). */
+struct record_consumer live_status_consumer(struct live_status *status);
 
 #endif /* TCHECK_LIVE_STATUS_H */

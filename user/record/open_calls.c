@@ -1,30 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* The library calls in flight, read from the open_calls map as call records flagged open. */
+/* The library calls in flight, from the open_calls task storage, as call records flagged open. */
 #include "record/open_calls.h"
 
 #include <bpf/bpf.h>
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The process a thread belongs to, from /proc; 0 when the thread has gone. */
-static uint32_t process_of_thread(uint32_t tid)
-{
-	char path[64], line[256];
-	unsigned pid = 0;
-	FILE *status;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", tid);
-	status = fopen(path, "re");
-	if (!status)
-		return 0;
-	while (fgets(line, sizeof(line), status))
-		if (sscanf(line, "Tgid: %u", &pid) == 1)
-			break;
-	fclose(status);
-	return pid;
-}
+#include <unistd.h>
 
 void open_call_record(const struct tcheck_open_call *call, uint32_t pid, uint32_t tid,
 		      uint32_t depth, uint64_t now_ns, struct tcheck_call_record *record)
@@ -49,38 +31,86 @@ void open_call_record(const struct tcheck_open_call *call, uint32_t pid, uint32_
 	memcpy(record->py_name, call->py_name, sizeof(record->py_name));
 }
 
-int open_calls_read(int map_fd, uint64_t now_ns, open_call_fn visit, void *context)
+/* What the iterator writes per thread: its ids, then its open calls. */
+struct thread_open_calls {
+	uint32_t pid;
+	uint32_t tid;
+	struct tcheck_thread_calls calls;
+};
+
+/* Reads the whole of an iterator's output; *size is its length. NULL on failure (errno). */
+static uint8_t *read_iterator(int iterator_fd, size_t *size)
 {
-	struct tcheck_thread_calls *calls = malloc(sizeof(*calls));
+	size_t capacity = 64 * 1024, used = 0;
+	uint8_t *buffer = malloc(capacity);
+	int fd = bpf_iter_create(iterator_fd);
+	ssize_t got = 0;
+
+	if (!buffer || fd < 0) {
+		int error = fd < 0 ? -fd : ENOMEM;
+
+		free(buffer);
+		if (fd >= 0)
+			close(fd);
+		errno = error;
+		return NULL;
+	}
+	for (;;) {
+		if (used == capacity) {
+			uint8_t *grown = realloc(buffer, capacity * 2);
+
+			if (!grown)
+				break;
+			buffer = grown;
+			capacity *= 2;
+		}
+		got = read(fd, buffer + used, capacity - used);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		used += (size_t)got;
+	}
+	close(fd);
+	if (got < 0 || used == capacity) {
+		int error = got < 0 ? errno : ENOMEM;
+
+		free(buffer);
+		errno = error;
+		return NULL;
+	}
+	*size = used;
+	return buffer;
+}
+
+int open_calls_read(int iterator_fd, uint64_t now_ns, open_call_fn visit, void *context)
+{
 	struct tcheck_call_record record;
-	uint32_t key, next;
-	uint32_t *previous = NULL;
+	size_t size = 0;
+	uint8_t *buffer = read_iterator(iterator_fd, &size);
 	int handed = 0;
 
-	if (!calls)
-		return -ENOMEM;
-	while (bpf_map_get_next_key(map_fd, previous, &next) == 0) {
-		uint32_t pid;
+	if (!buffer)
+		return -errno;
+	for (size_t at = 0; at + sizeof(struct thread_open_calls) <= size;
+	     at += sizeof(struct thread_open_calls)) {
+		struct thread_open_calls thread;
 
-		key = next;
-		previous = &key;
-		/* Gone since (its exit probe reported its calls), or emptied: nothing to say. */
-		if (bpf_map_lookup_elem(map_fd, &key, calls) || calls->depth == 0 ||
-		    !(pid = process_of_thread(key)))
-			continue;
-		for (uint32_t depth = 0; depth < calls->depth && depth < TCHECK_MAX_NESTING;
+		memcpy(&thread, buffer + at, sizeof(thread));
+		for (uint32_t depth = 0; depth < thread.calls.depth && depth < TCHECK_MAX_NESTING;
 		     depth++) {
 			/* A poll (ncclCommGetAsyncError) is in flight all the time: no news. */
-			if (calls->frames[depth].cookie & TCHECK_COOKIE_ONLY_FAILURES)
+			if (thread.calls.frames[depth].cookie & TCHECK_COOKIE_ONLY_FAILURES)
 				continue;
-			open_call_record(&calls->frames[depth], pid, key, depth, now_ns, &record);
+			open_call_record(&thread.calls.frames[depth], thread.pid, thread.tid, depth,
+					 now_ns, &record);
 			handed++;
 			if (visit(context, &record)) {
-				free(calls);
+				free(buffer);
 				return handed;
 			}
 		}
 	}
-	free(calls);
+	free(buffer);
 	return handed;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The library calls in flight: read from the probes' open_calls map (what
- * each thread has entered and not left) as call records flagged
+ * The library calls in flight: read from the probes' open_calls task storage
+ * (what each thread has entered and not left, through an iterator) as call records flagged
  * TCHECK_CALL_OPEN, the form the exit probe gives a call its thread ended
  * inside. A rank blocked inside a collective is visible from its entry.
  */
@@ -16,12 +16,12 @@
 typedef int (*open_call_fn)(void *context, const struct tcheck_call_record *record);
 
 /*
- * Hands each call open in the map 'map_fd' to 'visit', outermost first per
- * thread, as seen at 'now_ns' (its return_ns). Threads whose process has
- * gone are skipped. Returns how many were handed, or -errno when the map
- * cannot be read.
+ * Hands each call open on a traced thread to 'visit', outermost first per
+ * thread, as seen at 'now_ns' (its return_ns), from the open-calls iterator
+ * link 'iterator_fd' (probe_session_open_calls_fd). Returns how many were
+ * handed, or -errno when the iterator cannot be read.
  */
-int open_calls_read(int map_fd, uint64_t now_ns, open_call_fn visit, void *context);
+int open_calls_read(int iterator_fd, uint64_t now_ns, open_call_fn visit, void *context);
 
 /*
  * Fills a call record from an open call of thread 'tid' of process 'pid',

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Records the NCCL calls of running processes, or of a command it starts,
- * into a trace file and/or a live summary. Shared by `record` and `attach`.
+ * Records the NCCL calls (and Python calls, torch scopes, c10d collectives)
+ * of running processes, or of a command it starts: drains the probes,
+ * builds records and hands each to the consumers the verb registered.
+ * Shared by `record`, `attach` and `agent`.
  */
 #ifndef TCHECK_RECORDER_H
 #define TCHECK_RECORDER_H
@@ -11,13 +13,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct trace_record;
+struct record_consumer;
 
-/* What else follows a recording as it happens: the agent's metrics, live checks. */
+/* Where the processes to trace come from besides the command line: the agent's discovery. */
 struct recorder_observer {
 	void *context;
-	/* Every record, as it is (or would be) written to the trace: calls, processes, stats. */
-	void (*record)(void *context, const struct trace_record *record);
 	/*
 	 * Twice a second: processes to start tracing (at most capacity, into
 	 * pids); ones already traced are skipped. NULL: none.
@@ -25,20 +25,16 @@ struct recorder_observer {
 	size_t (*discover)(void *context, pid_t *pids, size_t capacity);
 	/* A probe attachment the kernel refused, on the file at path (host view). NULL: none. */
 	void (*attach_failed)(void *context, const char *path);
-	/* After each read of the ring buffer, its probes attached (monotonic now_ns). NULL: none.
-	 */
-	void (*polled)(void *context, uint64_t now_ns);
 };
 
 struct recorder_options {
 	const pid_t *pids; /* --pid, repeatable */
 	size_t pid_count;
 	char *const *command;	  /* the command after --, NULL-terminated, or NULL */
-	const char *output_path;  /* -o, or NULL for no trace file */
+	const char *output_path;  /* -o, named in the closing line; NULL: no trace file */
 	bool replace_output;	  /* --force: -o may name a file that exists */
 	const char *nccl_library; /* --nccl-lib, or NULL to discover */
 	bool follow_children;	  /* trace processes the targets start (default) */
-	bool live_status;	  /* print a summary line every second */
 	double duration_seconds;  /* stop after this long; 0: when the targets end */
 	size_t ring_buffer_bytes;
 	bool python;			    /* also trace Python calls entered from C */
@@ -49,14 +45,19 @@ struct recorder_options {
 	bool training_ops; /* also the training operators: updates, forward reads (--python) */
 	const struct recorder_observer *observer; /* NULL: none */
 	/*
+	 * What follows the recording (trace file, detectors, live status, rule
+	 * checker, metrics): each record goes to each, in this order.
+	 */
+	const struct record_consumer *consumers;
+	size_t consumer_count;
+	/*
 	 * Run on when no target is left (the agent): until a signal; the caller
 	 * says what it waits for, so no hint about --nccl-lib is given.
 	 */
 	bool until_stopped;
 	/* Stop a process as its uncaught Python exception is about to end it (SIGSTOP). */
 	bool freeze_on_crash;
-	struct job_diagnosis *diagnosis; /* hang and slowdown detectors fed live, or NULL */
-	int argc;			 /* the tcheck-bpf command line, for the trace header */
+	int argc; /* the tcheck-bpf command line, for the trace header */
 	char *const *argv;
 };
 

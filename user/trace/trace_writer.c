@@ -15,22 +15,14 @@
 
 #include "base/command_text.h"
 #include "base/error_message.h"
-#include "base/fnv_hash.h"
 #include "base/output_file.h"
+#include "base/string_interner.h"
 #include "base/system_clock.h"
 #include "trace/trace_chunk_codec.h"
 #include "trace/trace_format.h"
 
 #define ERROR_MESSAGE_SIZE 512
 #define CLOCK_ANCHOR_ATTEMPTS 5
-#define FIRST_STRING_SLOTS 64
-
-struct interned_string {
-	char *bytes; /* NULL: free slot */
-	size_t length;
-	uint64_t hash;
-	uint32_t id;
-};
 
 struct trace_writer {
 	struct output_file output;
@@ -52,10 +44,8 @@ struct trace_writer {
 	uint64_t trace_first_ns;
 	uint64_t trace_last_ns;
 	uint64_t chunk_records_written; /* string definitions included */
-	/* Open addressing; slot count is a power of two, at most half used. */
-	struct interned_string *strings;
-	size_t string_slots;
-	uint32_t next_string_id;
+	/* Each text's id is TRACE_FORMAT_EMPTY_STRING_ID + 1 + its interner number. */
+	struct string_interner strings;
 	struct trace_writer_stats stats;
 	int failure; /* sticky negative errno of a failed write */
 	char error[ERROR_MESSAGE_SIZE];
@@ -272,17 +262,14 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_head
 	}
 	writer->max_records = TRACE_WRITER_DEFAULT_CHUNK_RECORDS;
 	writer->max_bytes = TRACE_WRITER_DEFAULT_CHUNK_BYTES;
-	writer->next_string_id = TRACE_FORMAT_EMPTY_STRING_ID + 1;
 	writer->chunk_capacity = TRACE_FORMAT_CHUNK_HEADER_SIZE + 64 * 1024;
 	writer->chunk = malloc(writer->chunk_capacity);
-	writer->string_slots = FIRST_STRING_SLOTS;
-	writer->strings = calloc(writer->string_slots, sizeof(*writer->strings));
+	string_interner_init(&writer->strings);
 	/* Compressed unless trace_writer_set_compression() says otherwise. */
 	writer->codec = trace_chunk_codec_new();
-	if (!writer->chunk || !writer->strings || !writer->codec) {
+	if (!writer->chunk || !writer->codec) {
 		trace_chunk_codec_free(writer->codec);
 		free(writer->chunk);
-		free(writer->strings);
 		free(writer->path);
 		free(writer);
 		error_format(error, error_size, "out of memory creating the trace writer for %s",
@@ -313,7 +300,6 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_head
 fail:
 	trace_chunk_codec_free(writer->codec);
 	free(writer->chunk);
-	free(writer->strings);
 	free(writer->path);
 	free(writer);
 	errno = -err;
@@ -368,41 +354,6 @@ static unsigned char *append_record(struct trace_writer *writer, unsigned kind, 
 	return at + TRACE_FORMAT_RECORD_HEADER_SIZE;
 }
 
-static struct interned_string *string_slot(struct interned_string *slots, size_t slot_count,
-					   const char *bytes, size_t length, uint64_t hash)
-{
-	size_t mask = slot_count - 1;
-
-	for (size_t i = hash & mask;; i = (i + 1) & mask) {
-		struct interned_string *slot = &slots[i];
-
-		if (!slot->bytes)
-			return slot;
-		if (slot->hash == hash && slot->length == length &&
-		    memcmp(slot->bytes, bytes, length) == 0)
-			return slot;
-	}
-}
-
-static int grow_string_table(struct trace_writer *writer)
-{
-	size_t slot_count = writer->string_slots * 2;
-	struct interned_string *slots = calloc(slot_count, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < writer->string_slots; i++) {
-		struct interned_string *old = &writer->strings[i];
-
-		if (old->bytes)
-			*string_slot(slots, slot_count, old->bytes, old->length, old->hash) = *old;
-	}
-	free(writer->strings);
-	writer->strings = slots;
-	writer->string_slots = slot_count;
-	return 0;
-}
-
 /*
  * Returns the id of 'text', defining it in the pending chunk the first
  * time, so every id is defined no later than the chunk that uses it.
@@ -410,46 +361,31 @@ static int grow_string_table(struct trace_writer *writer)
 static int intern_string(struct trace_writer *writer, const char *text, uint32_t *id)
 {
 	size_t length = text ? strnlen(text, TRACE_FORMAT_MAX_STRING) : 0;
-	struct interned_string *slot;
+	const struct interned_text *kept;
 	unsigned char *body;
-	uint64_t hash;
-	char *copy;
+	bool added;
 
 	if (length == 0) {
 		*id = TRACE_FORMAT_EMPTY_STRING_ID;
 		return 0;
 	}
-	hash = fnv1a_bytes(text, length);
-	slot = string_slot(writer->strings, writer->string_slots, text, length, hash);
-	if (slot->bytes) {
-		*id = slot->id;
-		return 0;
-	}
-	if (writer->next_string_id == UINT32_MAX)
+	if (writer->strings.count >= UINT32_MAX - TRACE_FORMAT_EMPTY_STRING_ID - 1)
 		return -EOVERFLOW;
-	if ((writer->stats.strings + 1) * 2 > writer->string_slots) {
-		if (grow_string_table(writer))
-			return -ENOMEM;
-		slot = string_slot(writer->strings, writer->string_slots, text, length, hash);
-	}
+	/* Room first: a text is only kept once its definition has a place in the chunk. */
 	if (reserve_chunk(writer,
 			  TRACE_FORMAT_RECORD_HEADER_SIZE + TRACE_FORMAT_STRING_BYTES_AT + length))
 		return -ENOMEM;
-	copy = malloc(length + 1);
-	if (!copy)
+	kept = string_interner_intern_bytes(&writer->strings, text, length, &added);
+	if (!kept)
 		return -ENOMEM;
-	memcpy(copy, text, length);
-	copy[length] = '\0';
-	*slot = (struct interned_string){
-		.bytes = copy, .length = length, .hash = hash, .id = writer->next_string_id++
-	};
+	*id = TRACE_FORMAT_EMPTY_STRING_ID + 1 + kept->number;
+	if (!added)
+		return 0;
 	writer->stats.strings++;
-
 	body = append_record(writer, TRACE_FORMAT_KIND_STRING,
 			     TRACE_FORMAT_STRING_BYTES_AT + length);
-	trace_format_put_u32(body + TRACE_FORMAT_STRING_ID_AT, slot->id);
-	memcpy(body + TRACE_FORMAT_STRING_BYTES_AT, copy, length);
-	*id = slot->id;
+	trace_format_put_u32(body + TRACE_FORMAT_STRING_ID_AT, *id);
+	memcpy(body + TRACE_FORMAT_STRING_BYTES_AT, kept->bytes, length);
 	return 0;
 }
 
@@ -935,9 +871,7 @@ static int write_closing_chunk(struct trace_writer *writer)
 
 static void free_writer(struct trace_writer *writer)
 {
-	for (size_t i = 0; i < writer->string_slots; i++)
-		free(writer->strings[i].bytes);
-	free(writer->strings);
+	string_interner_destroy(&writer->strings);
 	free(writer->chunk);
 	free(writer->path);
 	trace_chunk_codec_free(writer->codec);

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Reference (healthy): a small CNN trained with SGD (momentum 0.9), gradients accumulated, evaluated every few steps.
+"""Reference (healthy): a small CNN (dropout) trained with SGD (momentum 0.9), gradients accumulated, evaluated every few steps.
 
 Each optimizer step accumulates the gradients of --micro-batches forward and
 backward passes (each loss divided by their number). After every
 --eval-every-th optimizer step: model.eval(), a forward pass under
-torch.no_grad() on held-out data, model.train(). One process, CPU.
+torch.no_grad() on held-out data (dropout off), model.train(). One process,
+CPU.
 
     /usr/bin/python3 ref_cnn_sgd.py --steps 12 --log /tmp/cnn.json
 """
@@ -25,10 +26,11 @@ class SmallCNN(nn.Module):
         super().__init__()
         self.features = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                                       nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+        self.dropout = nn.Dropout(0.2)
         self.classifier = nn.Linear(8 * 2 * 2, 3)
 
     def forward(self, images):
-        return self.classifier(self.features(images).flatten(1))
+        return self.classifier(self.dropout(self.features(images).flatten(1)))
 
 
 def main():

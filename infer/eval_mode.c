@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/* EvalModeRespected: flagged operators (dropout) run as in evaluation in an evaluation phase. */
+#include "eval_mode.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fnv_hash.h"
+#include "model/trace_records.h"
+#include "precondition.h"
+
+struct eval_mode_phase {
+	struct infer_event calls[EVAL_MODE_PHASE_CALLS_MAX];
+	size_t count;
+};
+
+void eval_mode_tracker_init(struct eval_mode_tracker *tracker)
+{
+	u64_map_init(&tracker->processes);
+}
+
+void eval_mode_tracker_free(struct eval_mode_tracker *tracker)
+{
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&tracker->processes, &i, &key, &value);)
+		free(value);
+	u64_map_free(&tracker->processes);
+}
+
+const char *eval_mode_flag_field(const struct infer_event *event)
+{
+	if (!infer_event_is_operation(event))
+		return NULL;
+	if (infer_event_field(event, EVAL_MODE_FLAG_FIELD))
+		return EVAL_MODE_FLAG_FIELD;
+	if (infer_event_field(event, EVAL_MODE_TRAINING_FIELD))
+		return EVAL_MODE_TRAINING_FIELD;
+	return NULL;
+}
+
+bool eval_mode_wants(const struct infer_event *event)
+{
+	return eval_mode_flag_field(event) != NULL;
+}
+
+static uint64_t process_key(const struct infer_event *event)
+{
+	return fnv1a_add_u64(fnv1a_add_u64(FNV1A_OFFSET_BASIS, event->pipeline), event->pid);
+}
+
+int eval_mode_observe(struct eval_mode_tracker *tracker, const struct infer_event *event,
+		      eval_mode_example_fn example, void *context)
+{
+	uint64_t key = process_key(event);
+	struct eval_mode_phase *phase;
+	int result = 0;
+
+	if (!eval_mode_wants(event))
+		return 0;
+	phase = u64_map_get(&tracker->processes, key);
+	if (event->stage == TRACE_STAGE_EVAL) {
+		if (!phase) {
+			phase = calloc(1, sizeof(*phase));
+			if (!phase || u64_map_put(&tracker->processes, key, phase)) {
+				free(phase);
+				return -ENOMEM;
+			}
+		}
+		if (phase->count < EVAL_MODE_PHASE_CALLS_MAX)
+			phase->calls[phase->count++] = *event;
+		return 0;
+	}
+	if (event->stage != TRACE_STAGE_TRAIN || !phase)
+		return 0;
+	/* Training again: the calls kept were an evaluation phase's. */
+	for (size_t i = 0; i < phase->count && !result; i++)
+		result = example(context, &phase->calls[i],
+				 strcmp(infer_event_field(&phase->calls[i],
+							  eval_mode_flag_field(&phase->calls[i])),
+					"False") == 0);
+	phase->count = 0;
+	return result;
+}
+
+/* The examples of every flagged operator, in the order found. */
+struct examples {
+	const struct infer_event **passing, **failing;
+	size_t passing_count, failing_count;
+};
+
+static int collect_example(void *context, const struct infer_event *call, bool holds)
+{
+	struct examples *examples = context;
+	const struct infer_event **list = holds ? examples->passing : examples->failing;
+	size_t *count = holds ? &examples->passing_count : &examples->failing_count;
+	const struct infer_event **grown = realloc((void *)list, (*count + 1) * sizeof(*list));
+	struct infer_event *copy = malloc(sizeof(*copy));
+
+	if (!grown || !copy) {
+		free(copy);
+		if (grown) {
+			if (holds)
+				examples->passing = grown;
+			else
+				examples->failing = grown;
+		}
+		return -ENOMEM;
+	}
+	*copy = *call;
+	grown[(*count)++] = copy;
+	if (holds)
+		examples->passing = grown;
+	else
+		examples->failing = grown;
+	return 0;
+}
+
+/* The examples of one operator, moved to the front of 'list'; their number. */
+static size_t select_operator(const struct infer_event **list, size_t count, const char *name)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < count; i++)
+		if (list[i]->name == name) {
+			const struct infer_event *swap = list[kept];
+
+			list[kept++] = list[i];
+			list[i] = swap;
+		}
+	return kept;
+}
+
+/* One rule about the operator 'name' from its examples; 0 or -ENOMEM. */
+static int emit(struct rule_set *rules, struct examples *examples, const char *name,
+		const struct rule_evidence *evidence)
+{
+	struct rule rule = { .relation = RELATION_EVAL_MODE_RESPECTED };
+	size_t passing = select_operator(examples->passing, examples->passing_count, name);
+	size_t failing = select_operator(examples->failing, examples->failing_count, name);
+	bool ok = true;
+	int found;
+
+	if (passing == 0 || passing < evidence->min_passing)
+		return 0;
+	rule.event = (struct rule_descriptor){ INFER_EVENT_PYTHON, name };
+	rule.field = string_pool_intern(rules->pool, eval_mode_flag_field(examples->passing[0]));
+	if (!rule.field)
+		return -ENOMEM;
+	if (!rule_support_judge(&rule, examples->passing, passing, evidence, &ok))
+		return ok ? 0 : -ENOMEM;
+	found = precondition_deduce(rules->pool, examples->passing, passing, examples->failing,
+				    failing, rule.field, &rule.precondition);
+	if (found <= 0)
+		return found < 0 ? -ENOMEM : 0;
+	rule.passing = passing;
+	rule.failing = failing;
+	return rule_set_add(rules, &rule);
+}
+
+static void free_examples(struct examples *examples)
+{
+	for (size_t i = 0; i < examples->passing_count; i++)
+		free((void *)examples->passing[i]);
+	for (size_t i = 0; i < examples->failing_count; i++)
+		free((void *)examples->failing[i]);
+	free((void *)examples->passing);
+	free((void *)examples->failing);
+}
+
+int infer_eval_mode(struct rule_set *rules, const struct infer_event *events, size_t count,
+		    const struct rule_evidence *evidence)
+{
+	const struct infer_event **order = malloc((count ? count : 1) * sizeof(*order));
+	struct examples examples = { 0 };
+	struct eval_mode_tracker tracker;
+	const char **names = NULL;
+	size_t wanted = 0, name_count = 0;
+	int failed = order ? 0 : -ENOMEM;
+
+	eval_mode_tracker_init(&tracker);
+	for (size_t i = 0; i < count && !failed; i++)
+		if (eval_mode_wants(&events[i]))
+			order[wanted++] = &events[i];
+	if (!failed)
+		qsort(order, wanted, sizeof(*order), infer_event_order_by_process_step);
+	for (size_t i = 0; i < wanted && !failed; i++)
+		failed = eval_mode_observe(&tracker, order[i], collect_example, &examples);
+	/* One rule per operator: the names of the passing examples, each once. */
+	names = malloc((examples.passing_count ? examples.passing_count : 1) * sizeof(*names));
+	if (!failed && !names)
+		failed = -ENOMEM;
+	for (size_t i = 0; i < examples.passing_count && !failed; i++) {
+		bool earlier = false;
+
+		for (size_t j = 0; j < name_count && !earlier; j++)
+			earlier = names[j] == examples.passing[i]->name;
+		if (!earlier)
+			names[name_count++] = examples.passing[i]->name;
+	}
+	for (size_t i = 0; i < name_count && !failed; i++)
+		failed = emit(rules, &examples, names[i], evidence);
+	free((void *)names);
+	eval_mode_tracker_free(&tracker);
+	free_examples(&examples);
+	free(order);
+	return failed;
+}

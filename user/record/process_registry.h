@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The processes a recording traces, one entry per pid, owned by the
+ * recorder: what /proc and the exec notice say of each (command, rank,
+ * world size), whether it is alive, and how many were seen in all. The
+ * process records of the trace are written from here.
+ */
+#ifndef TCHECK_PROCESS_REGISTRY_H
+#define TCHECK_PROCESS_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/u64_map.h"
+#include "model/trace_records.h"
+#include "tcheck/probe_abi.h"
+
+struct traced_process {
+	struct trace_process record;
+	char *command; /* owned; NULL until /proc or the exec notice gave one */
+	bool alive;
+};
+
+struct process_registry {
+	struct u64_map processes; /* pid -> traced_process */
+	unsigned alive_count;
+	uint64_t seen_count; /* every process traced, alive or not */
+};
+
+void process_registry_init(struct process_registry *registry);
+void process_registry_destroy(struct process_registry *registry);
+struct traced_process *process_registry_find(const struct process_registry *registry, uint32_t pid);
+/*
+ * A new entry for 'pid', alive, first seen now; NULL when out of memory.
+ * The pid must not be in the registry.
+ */
+struct traced_process *process_registry_add(struct process_registry *registry, uint32_t pid,
+					    uint32_t parent_pid, uint64_t now_ns);
+/* Forgets a pid that was reused by a new process. */
+void process_registry_remove(struct process_registry *registry, uint32_t pid);
+/* Marks a live process ended; false when it was not alive. */
+bool process_registry_end(struct process_registry *registry, struct traced_process *process,
+			  int exit_code, uint64_t now_ns);
+/*
+ * Reads what /proc says of the process: command, rank, world size.
+ * 'command_before_exec' stands for the command of a process started by the
+ * tool and not yet let through to its exec (NULL otherwise).
+ */
+void process_registry_refresh(struct traced_process *process, char *const *command_before_exec);
+/* The arguments the exec notice carries, where they say more than /proc. */
+void process_registry_take_exec_command(struct traced_process *process,
+					const struct tcheck_process_record *notice);
+/* The trace record of the process (its command borrowed from it). */
+void process_registry_record(const struct traced_process *process, struct trace_record *record);
+/* Iteration over every process: for (size_t i = 0; (p = process_registry_next(r, &i));) */
+struct traced_process *process_registry_next(const struct process_registry *registry,
+					     size_t *position);
+
+#endif /* TCHECK_PROCESS_REGISTRY_H */

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The recorder's traced processes: each one added to the probes' traced
+ * set, its libraries and its Python looked at, its record written as it
+ * starts, changes and ends.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include "base/log.h"
+#include "base/system_clock.h"
+#include "network/work_requests.h"
+#include "probe/library_discovery.h"
+#include "probe/probe_session.h"
+#include "python/python_tracer.h"
+#include "record/c10d_calls.h"
+#include "record/call_builder.h"
+#include "record/recorder_state.h"
+
+/* Reads what /proc says of a process: command, rank, world size. */
+void recorder_refresh_process(struct recorder *recorder, struct traced_process *process)
+{
+	bool before_exec =
+		!recorder->command.released && (pid_t)process->record.pid == recorder->command.pid;
+
+	process_registry_refresh(process, before_exec ? recorder->options->command : NULL);
+}
+
+/* A process group's rank and size stand in for the RANK and WORLD_SIZE the environment lacked. */
+void recorder_take_process_group_rank(struct recorder *recorder,
+				      const struct tcheck_process_group_record *record)
+{
+	struct traced_process *process =
+		process_registry_find(&recorder->processes, record->header.pid);
+	int32_t rank = -1, world_size = -1;
+
+	if (!recorder->python ||
+	    !python_tracer_handle_process_group(recorder->python, record, &rank, &world_size))
+		return;
+	if (!process || process->record.rank >= 0)
+		return;
+	process->record.rank = rank;
+	process->record.world_size = world_size;
+	recorder_write_process(recorder, process);
+}
+
+/* A process that runs a CPython the tracer cannot follow is said so, once. */
+void recorder_follow_python(struct recorder *recorder, uint32_t pid)
+{
+	char error[512];
+
+	if (recorder->python &&
+	    python_tracer_add_process(recorder->python, (pid_t)pid, error, sizeof(error)) < 0)
+		log_warning("process %u: %s", pid, error);
+}
+
+struct traced_process *recorder_add_process(struct recorder *recorder, uint32_t pid,
+					    uint32_t parent_pid)
+{
+	struct traced_process *process = process_registry_find(&recorder->processes, pid);
+	char error[512];
+
+	if (process)
+		return process;
+	process = process_registry_add(&recorder->processes, pid, parent_pid, monotonic_ns());
+	if (!process)
+		return NULL;
+	if (probe_session_trace_process(recorder->session, pid))
+		log_warning("cannot add process %u to the traced set", pid);
+	recorder_refresh_process(recorder, process);
+	/* Before NCCL's probes: their first calls already name their Python caller. */
+	recorder_follow_python(recorder, pid);
+	if (library_discovery_scan_process(recorder->discovery, (pid_t)pid, error, sizeof(error)) <
+	    0)
+		log_debug("process %u: %s", pid, error);
+	recorder_write_process(recorder, process);
+	return process;
+}
+
+void recorder_end_process(struct recorder *recorder, uint32_t pid, int exit_code)
+{
+	struct traced_process *process = process_registry_find(&recorder->processes, pid);
+
+	if (!process ||
+	    !process_registry_end(&recorder->processes, process, exit_code, monotonic_ns()))
+		return;
+	/* Its c10d calls still waiting on their work end with it, open. */
+	if (c10d_calls_end(recorder->c10d, pid, process->record.end_ns) == -ENOMEM)
+		log_warning("process %u: out of memory for its c10d calls", pid);
+	library_discovery_forget_process(recorder->discovery, (pid_t)pid);
+	recorder_write_process(recorder, process);
+	work_requests_forget_process(recorder->work_requests, pid, process->record.end_ns,
+				     recorder_emit_network_sample, recorder);
+}
+
+/*
+ * The traced process a Python event comes from, in one look-up. One the
+ * recorder never heard of (its fork and exec notices were lost: ring buffer
+ * full) is introduced by its Python events, so the rest of them are
+ * recorded. NULL: not traced.
+ */
+struct traced_process *recorder_adopt_process(struct recorder *recorder, uint32_t pid)
+{
+	struct traced_process *process = process_registry_find(&recorder->processes, pid);
+
+	if (!process && recorder->python)
+		process = recorder_add_process(recorder, pid, 0);
+	return process;
+}
+
+/* Processes can end unseen (the exit notice was dropped): ask the kernel. */
+void recorder_check_liveness(struct recorder *recorder)
+{
+	struct traced_process *process;
+
+	for (size_t i = 0; (process = process_registry_next(&recorder->processes, &i));) {
+		if (process->alive && kill((pid_t)process->record.pid, 0) && errno == ESRCH)
+			recorder_end_process(recorder, process->record.pid, -1);
+	}
+}
+
+void recorder_rescan_libraries(struct recorder *recorder)
+{
+	struct traced_process *process;
+	char error[512];
+
+	for (size_t i = 0; (process = process_registry_next(&recorder->processes, &i));) {
+		if (!process->alive)
+			continue;
+		library_discovery_scan_process(recorder->discovery, (pid_t)process->record.pid,
+					       error, sizeof(error));
+		recorder_follow_python(recorder, process->record.pid);
+	}
+}
+
+/* Processes the observer found since the last look (the agent's discovery). */
+void recorder_add_discovered(struct recorder *recorder)
+{
+	const struct recorder_observer *observer = recorder->options->observer;
+	pid_t found[256];
+	size_t count;
+
+	if (!observer || !observer->discover)
+		return;
+	count = observer->discover(observer->context, found, sizeof(found) / sizeof(found[0]));
+	for (size_t i = 0; i < count; i++) {
+		struct traced_process *process =
+			process_registry_find(&recorder->processes, (uint32_t)found[i]);
+
+		if (process && process->alive)
+			continue;
+		if (process) { /* the pid was reused by a new process */
+			process_registry_remove(&recorder->processes, (uint32_t)found[i]);
+			call_builder_forget_process(recorder->builder, (uint32_t)found[i]);
+			if (recorder->python)
+				python_tracer_forget_process(recorder->python, found[i]);
+		}
+		recorder_add_process(recorder, (uint32_t)found[i], 0);
+	}
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+/* The closing lines of a recording: totals, losses, Python coverage. */
+#include "record/recording_summary.h"
+
+#include "base/log.h"
+#include "python/python_losses.h"
+#include "python/python_tracer.h"
+#include "tcheck/probe_abi.h"
+
+uint64_t recording_python_events_lost(struct python_tracer *python, const uint64_t *counters)
+{
+	struct python_tracer_losses losses;
+
+	if (!python)
+		return 0;
+	python_tracer_get_losses(python, &losses);
+	return python_losses_events(&losses, counters[TCHECK_COUNTER_PYTHON_DROPS]);
+}
+
+void recording_report_losses(struct python_tracer *python, const uint64_t *counters)
+{
+	uint64_t lost =
+		counters[TCHECK_COUNTER_RINGBUF_DROPS] + counters[TCHECK_COUNTER_NESTING_OVERFLOWS];
+
+	if (lost)
+		log_warning("%llu calls were lost (ring buffer full: %llu, nested too deep: %llu); "
+			    "raise --ring-buffer-mb",
+			    (unsigned long long)lost,
+			    (unsigned long long)counters[TCHECK_COUNTER_RINGBUF_DROPS],
+			    (unsigned long long)counters[TCHECK_COUNTER_NESTING_OVERFLOWS]);
+	if (counters[TCHECK_COUNTER_PROCESS_DROPS])
+		log_warning("%llu process notices were lost",
+			    (unsigned long long)counters[TCHECK_COUNTER_PROCESS_DROPS]);
+	if (python)
+		python_losses_report(python, counters[TCHECK_COUNTER_PYTHON_DROPS]);
+}
+
+void recording_report_totals(const struct recording_counts *counts, const char *output_path)
+{
+	if (counts->c10d_calls)
+		log_notice("%llu NCCL calls recorded, and %llu of PyTorch's c10d collectives%s%s",
+			   (unsigned long long)counts->calls,
+			   (unsigned long long)counts->c10d_calls, output_path ? " to " : "",
+			   output_path ? output_path : "");
+	else
+		log_notice("%llu NCCL calls recorded%s%s", (unsigned long long)counts->calls,
+			   output_path ? " to " : "", output_path ? output_path : "");
+	if (counts->open_calls_written)
+		log_notice("%llu of them never returned (a thread blocked or ended inside): "
+			   "kept as open calls",
+			   (unsigned long long)counts->open_calls_written);
+}
+
+void recording_report_python(struct python_tracer *python, const struct recording_counts *counts,
+			     const char *step_marker)
+{
+	struct python_tracer_losses losses;
+	uint32_t seen;
+
+	python_tracer_get_losses(python, &losses);
+	seen = losses.followed_processes + losses.refused_processes;
+	log_notice("%llu Python calls, torch scopes and operators recorded from %u of %u Python "
+		   "process%s, %llu lost",
+		   (unsigned long long)counts->python_events,
+		   losses.followed_processes - losses.unprobed_processes, seen,
+		   seen == 1 ? "" : "es", (unsigned long long)counts->python_lost);
+	if (seen == 0)
+		log_warning("Python tracing was asked for, but none of the %llu processes traced "
+			    "ran a CPython interpreter this tool could find: the trace holds no "
+			    "Python calls (tcheck-bpf -vv says what each process maps)",
+			    (unsigned long long)counts->processes_seen);
+	/* The default marker missing is a program without an optimizer: no warning. */
+	if (step_marker && counts->python_events > 0 && losses.step_marks == 0)
+		log_warning(
+			"the step marker '%s' matched no call or torch scope: every event is at "
+			"step 0, and step-based rules and step times have nothing to go on. "
+			"CPython 3.11+ shows only the Python calls entered from C (a function "
+			"called from Python code is not seen); a torch scope such as "
+			"'Optimizer.step#' (the default) or 'Optimizer.zero_grad#' marks steps "
+			"on every Python",
+			python_tracer_step_marker(python));
+}

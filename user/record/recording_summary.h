@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a recording says as it ends: what was recorded, from how many
+ * processes, and what was lost and why, so a trace is never quietly short.
+ */
+#ifndef TCHECK_RECORDING_SUMMARY_H
+#define TCHECK_RECORDING_SUMMARY_H
+
+#include <stdint.h>
+
+struct python_tracer;
+
+struct recording_counts {
+	uint64_t calls;		     /* NCCL calls written */
+	uint64_t c10d_calls;	     /* PyTorch's own collectives (gloo) */
+	uint64_t python_events;	     /* Python calls, torch scopes and operators written */
+	uint64_t python_lost;	     /* those the kernel or the tracer is known to have missed */
+	uint64_t open_calls_written; /* calls left open at the end, kept in the trace */
+	uint64_t processes_seen;     /* every process traced, alive or not */
+};
+
+/* The Python events known missed; 0 without Python tracing ('python' NULL). */
+uint64_t recording_python_events_lost(struct python_tracer *python, const uint64_t *counters);
+/* Warns of calls, process notices and Python events lost (counters: TCHECK_COUNTER_*). */
+void recording_report_losses(struct python_tracer *python, const uint64_t *counters);
+/* The closing lines: calls recorded (to 'output_path', or NULL), and those left open. */
+void recording_report_totals(const struct recording_counts *counts, const char *output_path);
+/*
+ * The closing line of a Python recording, and a warning when --python
+ * found no Python or the step marker ('step_marker' as asked, NULL: the
+ * default) matched nothing.
+ */
+void recording_report_python(struct python_tracer *python, const struct recording_counts *counts,
+			     const char *step_marker);
+
+#endif /* TCHECK_RECORDING_SUMMARY_H */
