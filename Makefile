@@ -213,7 +213,8 @@ sanitize:
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		$(SANITIZE_DIR)/tests/unit-tests
 
-# Fuzz targets (tests/fuzz/fuzz_NAME.c), one per parser a user feeds files to, built
+# Fuzz targets (tests/fuzz/fuzz_NAME.c), one per parser a user feeds files, options
+# or HTTP requests to (the metrics server runs on loopback inside its target), built
 # with clang's libFuzzer against the daemon's objects compiled again into their
 # own output folder. `make fuzz` runs each for FUZZ_SECONDS, starting from the
 # checked-in seeds (tests/fuzz/corpus/NAME/); the trace reader's checksums are

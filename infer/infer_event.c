@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/fnv_hash.h"
+#include "base/identity_text.h"
 #include "base/string_interner.h"
 #include "model/c10d_api.h"
 #include "model/nccl_api.h"
@@ -395,7 +396,7 @@ const char *infer_event_variable(struct string_pool *pool, const struct infer_ev
 	} else if (strcmp(variable, "comm") == 0) {
 		if (!event->comm_id)
 			return NULL;
-		snprintf(text, sizeof(text), "%016" PRIx64, event->comm_id);
+		identity_text(event->comm_id, text);
 	} else if (strcmp(variable, "context") == 0) {
 		return event->context && *event->context ? event->context : NULL;
 	} else if (strcmp(variable, "first_step") == 0) {

@@ -2,13 +2,16 @@
 /* Rule sets in memory, in words, and as versioned JSON through jansson. */
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/fnv_hash.h"
 #include "base/growable_array.h"
 #include "base/output_file.h"
+#include "base/u64_map.h"
 #include "rules.h"
 
 static const char *const relation_names[] = {
@@ -347,6 +350,91 @@ int rule_set_save(const struct rule_set *set, const char *path, char *error, siz
 	return failed ? -1 : 0;
 }
 
+/* The invariant a rule states, without its evidence; strings are interned, so pointers compare. */
+static uint64_t rule_identity_hash(const struct rule *rule)
+{
+	const struct precondition *precondition = &rule->precondition;
+	uint64_t hash = FNV1A_OFFSET_BASIS;
+
+	hash = fnv1a_add_u64(hash, rule->relation);
+	hash = fnv1a_add_u64(hash, ((uint64_t)rule->event.kind << 32) | rule->scope);
+	hash = fnv1a_add_u64(hash, (uintptr_t)rule->event.name);
+	hash = fnv1a_add_u64(hash, (uintptr_t)rule->first.name);
+	hash = fnv1a_add_u64(hash, (uintptr_t)rule->child.name);
+	hash = fnv1a_add_u64(hash, (uintptr_t)rule->field);
+	hash = fnv1a_add_u64(hash, (uintptr_t)rule->value);
+	hash = fnv1a_add_u64(hash, precondition->group_count);
+	for (uint32_t g = 0; g < precondition->group_count; g++)
+		for (uint32_t c = 0; c < precondition->groups[g].clause_count; c++) {
+			const struct precondition_clause *clause =
+				&precondition->groups[g].clauses[c];
+
+			hash = fnv1a_add_u64(hash, clause->type);
+			hash = fnv1a_add_u64(hash, (uintptr_t)clause->variable);
+			hash = fnv1a_add_u64(hash, (uintptr_t)clause->value);
+		}
+	return hash;
+}
+
+static bool descriptors_equal(const struct rule_descriptor *left,
+			      const struct rule_descriptor *right)
+{
+	return left->kind == right->kind && left->name == right->name;
+}
+
+static bool preconditions_equal(const struct precondition *left, const struct precondition *right)
+{
+	if (left->group_count != right->group_count)
+		return false;
+	for (uint32_t g = 0; g < left->group_count; g++) {
+		const struct precondition_group *one = &left->groups[g], *other = &right->groups[g];
+
+		if (one->clause_count != other->clause_count)
+			return false;
+		for (uint32_t c = 0; c < one->clause_count; c++)
+			if (one->clauses[c].type != other->clauses[c].type ||
+			    one->clauses[c].variable != other->clauses[c].variable ||
+			    one->clauses[c].value != other->clauses[c].value)
+				return false;
+	}
+	return true;
+}
+
+static bool rules_state_the_same(const struct rule *left, const struct rule *right)
+{
+	return left->relation == right->relation && left->scope == right->scope &&
+	       left->distinct == right->distinct && left->field == right->field &&
+	       left->value == right->value && descriptors_equal(&left->event, &right->event) &&
+	       descriptors_equal(&left->first, &right->first) &&
+	       descriptors_equal(&left->child, &right->child) &&
+	       preconditions_equal(&left->precondition, &right->precondition);
+}
+
+int rule_set_drop_repeats(struct rule_set *set)
+{
+	struct u64_map first_of; /* identity hash -> index + 1 of the first rule with it */
+	size_t kept = 0;
+
+	u64_map_init(&first_of);
+	for (size_t i = 0; i < set->count; i++) {
+		uint64_t hash = rule_identity_hash(&set->rules[i]);
+		uintptr_t first = (uintptr_t)u64_map_get(&first_of, hash);
+
+		if (first && rules_state_the_same(&set->rules[first - 1], &set->rules[i]))
+			continue;
+		set->rules[kept] = set->rules[i];
+		if (!first && u64_map_put(&first_of, hash, (void *)(uintptr_t)(kept + 1))) {
+			u64_map_free(&first_of);
+			return -ENOMEM;
+		}
+		kept++;
+	}
+	u64_map_free(&first_of);
+	set->repeated_count += set->count - kept;
+	set->count = kept;
+	return 0;
+}
+
 static int descriptor_load(struct rule_set *set, json_t *object, struct rule_descriptor *out)
 {
 	const char *kind = NULL, *name = NULL;
@@ -403,29 +491,79 @@ static int precondition_load(struct rule_set *set, json_t *groups, struct precon
 	return 0;
 }
 
-static int rule_load(struct rule_set *set, json_t *object, struct rule *rule)
+/*
+ * An evidence count ("passing", "failing", "pipelines"): absent is 0, else a
+ * whole number from 0 to 'max'; 'why' says what else it was.
+ */
+static int count_load(json_t *value, const char *key, uint64_t max, uint64_t *out, char *why,
+		      size_t size)
+{
+	char *text;
+
+	*out = 0;
+	if (!value)
+		return 0;
+	if (json_is_integer(value) && json_integer_value(value) >= 0 &&
+	    (uint64_t)json_integer_value(value) <= max) {
+		*out = (uint64_t)json_integer_value(value);
+		return 0;
+	}
+	text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+	if (max == INT64_MAX)
+		snprintf(why, size, "\"%s\" is %.40s, not a count (a whole number, 0 or more)", key,
+			 text ? text : "not a number");
+	else
+		snprintf(why, size, "\"%s\" is %.40s, not a count (a whole number from 0 to %llu)",
+			 key, text ? text : "not a number", (unsigned long long)max);
+	free(text);
+	return -1;
+}
+
+/* An EventContain's "value": how many times the child occurs, a whole number of 1 or more. */
+static int contain_count_valid(const char *value, char *why, size_t size)
+{
+	size_t length = strspn(value, "0123456789");
+	char *end;
+
+	errno = 0;
+	if (length && value[length] == '\0' && value[0] != '0' &&
+	    strtoull(value, &end, 10) <= UINT32_MAX && errno == 0)
+		return 0;
+	snprintf(why, size,
+		 "EventContain's \"value\" is \"%.40s\", not a count (how many times the child "
+		 "occurs: a whole number from 1 to %u, as text)",
+		 value, UINT32_MAX);
+	return -1;
+}
+
+/* One rule; -1 when malformed, 'why' filled when a sentence says more than "malformed". */
+static int rule_load(struct rule_set *set, json_t *object, struct rule *rule, char *why,
+		     size_t size)
 {
 	const char *relation = NULL, *field = NULL, *value = NULL, *scope = "all";
 	json_t *event = NULL, *first = NULL, *child = NULL, *precondition = NULL;
-	json_int_t passing = 0, failing = 0, pipelines = 0;
+	json_t *passing = NULL, *failing = NULL, *pipelines = NULL;
+	uint64_t pipeline_count;
 	int distinct = 0;
 
 	memset(rule, 0, sizeof(*rule));
-	if (json_unpack(object, "{s:s, s:o, s?o, s?o, s?s, s?s, s?b, s:o, s?I, s?I, s?s, s?I}",
+	if (json_unpack(object, "{s:s, s:o, s?o, s?o, s?s, s?s, s?b, s:o, s?o, s?o, s?s, s?o}",
 			"relation", &relation, "event", &event, "first", &first, "child", &child,
 			"field", &field, "value", &value, "distinct", &distinct, "precondition",
 			&precondition, "passing", &passing, "failing", &failing, "scope", &scope,
 			"pipelines", &pipelines))
 		return -1;
+	if (count_load(passing, "passing", INT64_MAX, &rule->passing, why, size) ||
+	    count_load(failing, "failing", INT64_MAX, &rule->failing, why, size) ||
+	    count_load(pipelines, "pipelines", UINT32_MAX, &pipeline_count, why, size))
+		return -1;
+	rule->pipelines = (uint32_t)pipeline_count;
 	if (strcmp(scope, "all") == 0)
 		rule->scope = RULE_SCOPE_ALL;
 	else if (strcmp(scope, "used") == 0)
 		rule->scope = RULE_SCOPE_USED;
 	else
 		return -1;
-	if (pipelines < 0 || pipelines > UINT32_MAX)
-		return -1;
-	rule->pipelines = (uint32_t)pipelines;
 	rule->relation = relation_from_name(relation);
 	if (!rule->relation || descriptor_load(set, event, &rule->event) ||
 	    precondition_load(set, precondition, &rule->precondition))
@@ -435,6 +573,8 @@ static int rule_load(struct rule_set *set, json_t *object, struct rule *rule)
 			return -1;
 	} else if (rule->relation == RELATION_EVENT_CONTAIN) {
 		if (!child || descriptor_load(set, child, &rule->child))
+			return -1;
+		if (value && contain_count_valid(value, why, size))
 			return -1;
 	} else if (!field && rule->relation != RELATION_PARAMETERS_UPDATED &&
 		   rule->relation != RELATION_FROZEN_UNCHANGED &&
@@ -448,8 +588,6 @@ static int rule_load(struct rule_set *set, json_t *object, struct rule *rule)
 		return -1;
 	rule->field = field ? string_pool_intern(set->pool, field) : NULL;
 	rule->value = value ? string_pool_intern(set->pool, value) : NULL;
-	rule->passing = (uint64_t)passing;
-	rule->failing = (uint64_t)failing;
 	return 0;
 }
 
@@ -512,16 +650,33 @@ struct rule_set *rule_set_load(const char *path, char *error, size_t size)
 	json_array_foreach(rules, i, item)
 	{
 		struct rule rule;
+		char why[256] = "";
 
-		if (rule_load(set, item, &rule) || rule_set_add(set, &rule)) {
-			snprintf(error, size,
-				 "rule %zu of %s is malformed (see docs/rules-format.md)", i + 1,
-				 path);
+		if (rule_load(set, item, &rule, why, sizeof(why)) || rule_set_add(set, &rule)) {
+			if (why[0])
+				snprintf(error, size, "rule %zu of %s: %s", i + 1, path, why);
+			else
+				snprintf(error, size,
+					 "rule %zu of %s is malformed (see docs/rules-format.md)",
+					 i + 1, path);
 			rule_set_free(set);
 			json_decref(root);
 			return NULL;
 		}
 	}
 	json_decref(root);
+	if (!set->count) {
+		snprintf(error, size,
+			 "%s holds no rules: nothing would be checked; infer rules from traces "
+			 "of healthy programs with 'tcheck-bpf infer'",
+			 path);
+		rule_set_free(set);
+		return NULL;
+	}
+	if (rule_set_drop_repeats(set)) {
+		snprintf(error, size, "out of memory loading %s", path);
+		rule_set_free(set);
+		return NULL;
+	}
 	return set;
 }

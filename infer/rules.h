@@ -88,6 +88,7 @@ struct rule_set {
 	size_t capacity;
 	char **sources; /* the traces the rules were inferred from */
 	size_t source_count;
+	size_t repeated_count; /* rules dropped on loading: they repeated an earlier one */
 };
 
 struct rule_set *rule_set_new(void);
@@ -118,8 +119,17 @@ void rule_describe(const struct rule *rule, char *text, size_t size);
 int rule_set_save(const struct rule_set *set, const char *path, char *error, size_t size);
 
 /*
+ * Drops every rule that states what an earlier one states (the same
+ * relation, events, field, value, precondition and scope; the evidence
+ * counts aside), keeping the first; counted in repeated_count. 0 or -ENOMEM.
+ */
+int rule_set_drop_repeats(struct rule_set *set);
+
+/*
  * Loads a rule set; NULL with 'error' filled when the file cannot be read,
- * is not a rules file, has an unknown version or a malformed rule.
+ * is not a rules file, has an unknown version, a malformed rule (a count
+ * that is negative or not a number among them) or no rule at all. Repeated
+ * rules are dropped (repeated_count says how many).
  */
 struct rule_set *rule_set_load(const char *path, char *error, size_t size);
 

@@ -62,12 +62,34 @@ setsid "$TCHECK" --quiet record --no-diagnosis -o "$SCRATCH/stall.trace" --durat
 	--log-dir "$SCRATCH/stall.jsonl.log" 2>"$SCRATCH/stall.err" &
 session=$!
 wait "$session" || fail "record exited $?: $(cat "$SCRATCH/stall.err")"
+recording_ended=$(date +%s.%N)
 kill -9 -- "-$session" 2>/dev/null || true
 [ -e "$SCRATCH/stall.jsonl.log/rank-2.fault" ] || fail "the workload did not reach its fault"
 status=0
 "$TCHECK" check --json "$SCRATCH/stall.trace" >"$SCRATCH/stall.jsonl" || status=$?
 [ $status -eq 1 ] || fail "check should exit 1 (findings) when it finds a hang, not $status"
 expect_hang "$SCRATCH/stall.jsonl" "$ROOT" "$SCRATCH/stall.trace"
+# Each finding's wall clock (RFC 3339, beside its monotonic detected_ns) lies
+# between the moment the rank stopped (its fault file, written by the workload
+# as it stops) and the end of the recording, at least --hang-min-seconds (1 s)
+# after the stop; the text line starts with the same time.
+"$TCHECK" check "$SCRATCH/stall.trace" >"$SCRATCH/stall.txt" 2>/dev/null || true
+python3 - "$SCRATCH/stall.jsonl" "$SCRATCH/stall.txt" \
+	"$(stat -c %.9Y "$SCRATCH/stall.jsonl.log/rank-2.fault")" "$recording_ended" <<'PY' ||
+import datetime, json, re, sys
+stopped, ended = float(sys.argv[3]), float(sys.argv[4])
+hangs = [json.loads(line) for line in open(sys.argv[1]) if '"kind":"hang"' in line]
+assert hangs
+for hang in hangs:
+    text = hang["wall_clock"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", text), text
+    at = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+    assert stopped + 1 - 0.01 <= at <= ended + 0.01, (text, stopped, ended)
+lines = [line for line in open(sys.argv[2]) if " hang: " in line]
+assert [line.split()[1] for line in lines] == [h["wall_clock"] for h in hangs], lines
+print("hang wall clock", hangs[0]["wall_clock"], f"{at - stopped:.2f} s after the rank stopped")
+PY
+	fail "the hang's wall-clock time does not fit the recording"
 
 # Blocking mode (as gloo, and NCCL's blocking paths): the ranks that came wait inside
 # the collective, so only the calls in flight show who came and who did not. The

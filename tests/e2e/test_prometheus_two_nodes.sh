@@ -111,7 +111,7 @@ match = re.fullmatch(r"Rank 2 never joined (.*); the others have waited (\d+) s"
 assert match, summary
 assert 3 <= int(match.group(2)) < 600, summary
 named = dict((comm, int(seq)) for seq, comm in
-             re.findall(r"collective (\d+) on communicator ([0-9a-f]{16})", match.group(1)))
+             re.findall(r"collective (\d+) on communicator (0x[0-9a-f]{16})", match.group(1)))
 sequences = json.load(open(sys.argv[2]))["data"]["result"]
 by_comm = {}
 for sample in sequences:

@@ -5,6 +5,8 @@
 # the state within seconds and name rank 1 and c10d::allreduce, with every
 # rank's Python stack, held against the workload's own log (the fault record:
 # rank, step, the call it never makes) and its source (where the sleep is).
+# The attach's trace holds that state: `check` of it names the same hang,
+# and attach's live findings (--events) are the same as check's.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 
@@ -31,8 +33,13 @@ elapsed=$(echo "$(date +%s.%N) - $started" | bc)
 [ "$status" = 1 ] || fail "snapshot exited $status, not 1 (a rank lags): $(cat "$dir/snapshot.err")"
 echo "snapshot read and judged in $elapsed s"
 (($(echo "$elapsed < 5" | bc))) || fail "the snapshot took $elapsed s"
-"$TCHECK" attach $pid_options --python --duration 3 >"$dir/attach.out" 2>&1 ||
+"$TCHECK" attach $pid_options --python --duration 3 -o "$dir/hung.trace" \
+	--events "$dir/live.jsonl" >"$dir/attach.out" 2>&1 ||
 	fail "attach failed: $(tail -3 "$dir/attach.out")"
+status=0
+"$TCHECK" check "$dir/hung.trace" >"$dir/check.out" 2>&1 || status=$?
+[ "$status" = 1 ] || fail "check of the hung job's trace exited $status, not 1: $(cat "$dir/check.out")"
+"$TCHECK" check --json "$dir/hung.trace" >"$dir/check.jsonl" 2>"$dir/check-json.err" || true
 
 python3 - "$dir" "$ROOT/tests/workloads/python/train_ddp.py" <<'PY' || fail "the snapshot does not match the workload's log"
 import json, os, sys
@@ -76,6 +83,20 @@ said = "on arrival: snapshot of 2 process(es)"
 assert said in attach and "rank 1 (pid {}) never joined c10d::allreduce".format(
     fault["pid"]) in attach, attach[:3000]
 assert "fault_before_backward" in attach, attach[:3000]
+# The trace: check names the same rank and collective, with both ranks' stacks, and
+# its findings are the live ones.
+check = open(os.path.join(directory, "check.out")).read()
+assert "hang on arrival: rank 1 (pid {}) never joined c10d::allreduce".format(
+    fault["pid"]) in check, check
+assert "1 hang(s)" in check, check
+offline = [json.loads(l) for l in open(os.path.join(directory, "check.jsonl")) if l.strip()]
+live = [json.loads(l) for l in open(os.path.join(directory, "live.jsonl")) if l.strip()]
+hangs = [f for f in offline if f["kind"] == "hang"]
+assert len(hangs) == 1 and hangs[0]["on_arrival"] and hangs[0]["rank"] == 1, offline
+assert hangs[0]["pid"] == fault["pid"] and hangs[0]["collective"] == fault["next_call"], hangs
+stacks = {r["rank"]: r["python_stack"] for r in hangs[0]["ranks"]}
+assert stacks[1].startswith(stuck[0]["function"]) and "backward" in stacks[0], stacks
+assert [f for f in live if f["kind"] == "hang"] == hangs, (live, hangs)
 print("rank 1 named in c10d::allreduce; stacks:", stuck[0]["function"], "|", waiting[0]["function"])
 PY
 echo "PASS: snapshot of a gloo DDP job hung before the attach"

@@ -5,6 +5,8 @@
 # communicator and the sequence number of the operation the others wait in,
 # in asynchronous mode (calls return at once; the ranks wait in their stream)
 # and in blocking mode (the ranks wait inside the NCCL call, which is named).
+# The attach's trace holds that state: `check` of it names the same rank and
+# sequence number, and attach's live findings (--events) are check's.
 # The truth is the workload's own log: the communication calls rank 1 made on
 # its world communicator (their number is the sequence number it never
 # reached) and the call rank 0 made at that number.
@@ -34,8 +36,12 @@ for blocking in 0 1; do
 	[ "$status" = 1 ] || fail "snapshot exited $status, not 1 (a rank lags): $(cat "$dir/snapshot.err")"
 	echo "blocking=$blocking: snapshot read and judged in $elapsed s"
 	(($(echo "$elapsed < 5" | bc))) || fail "the snapshot took $elapsed s"
-	"$TCHECK" attach $pid_options --duration 2 >"$dir/attach.out" 2>&1 ||
-		fail "attach failed: $(tail -3 "$dir/attach.out")"
+	"$TCHECK" attach $pid_options --duration 2 -o "$dir/hung.trace" --events "$dir/live.jsonl" \
+		>"$dir/attach.out" 2>&1 || fail "attach failed: $(tail -3 "$dir/attach.out")"
+	status=0
+	"$TCHECK" check "$dir/hung.trace" >"$dir/check.out" 2>&1 || status=$?
+	[ "$status" = 1 ] || fail "check of the hung job's trace exited $status: $(cat "$dir/check.out")"
+	"$TCHECK" check --json "$dir/hung.trace" >"$dir/check.jsonl" 2>"$dir/check-json.err" || true
 
 	python3 - "$dir" "$blocking" <<'PY' || fail "blocking=$blocking: the snapshot does not match the workload's log"
 import json, os, sys
@@ -95,6 +101,19 @@ summary = "rank 1 (pid {}) never joined".format(pids[1])
 assert snapshot["summary"].startswith(summary), snapshot["summary"]
 attach = open(os.path.join(directory, "attach.out")).read()
 assert "on arrival: snapshot of 4 process(es)" in attach and summary in attach, attach[:2000]
+# The trace: check names rank 1 at the snapshot's first finding, and live said the same.
+first = snapshot["findings"][0]
+check = open(os.path.join(directory, "check.out")).read()
+assert "hang on arrival: rank 1 (pid {}) never joined".format(pids[1]) in check, check
+assert "seq {} that rank(s)".format(first["seq"]) in check, check
+offline = [json.loads(l) for l in open(os.path.join(directory, "check.jsonl")) if l.strip()]
+live = [json.loads(l) for l in open(os.path.join(directory, "live.jsonl")) if l.strip()]
+hangs = [f for f in offline if f["kind"] == "hang"]
+assert hangs and all(h["on_arrival"] and h["rank"] == 1 for h in hangs), offline
+assert {(h["comm_id"], h["seq"]) for h in hangs} == {
+    (f["comm_id"], f["seq"]) for f in snapshot["findings"]}, (hangs, snapshot["findings"])
+assert sorted(r["rank"] for r in hangs[0]["ranks"]) == [0, 1, 2, 3], hangs[0]
+assert [f for f in live if f["kind"] == "hang"] == hangs, (live, hangs)
 print("blocking={}: rank 1 named at {}".format(int(blocking), [
     (f["comm_id"], f["nranks"], f["seq"], f["collective"]) for f in snapshot["findings"]]))
 PY

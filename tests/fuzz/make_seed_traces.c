@@ -147,6 +147,23 @@ static void write_calls(const char *directory, const char *name)
 							  .write_bytes = 1 << 20,
 							  .write_chars = 1 << 20 };
 	add(writer, &record);
+	record = (struct trace_record){ .kind = TRACE_RECORD_ARRIVAL };
+	record.arrival = (struct trace_arrival_state){
+		.timestamp_ns = 3300,
+		.pid = 100,
+		.rank = 1,
+		.flags = TRACE_ARRIVAL_LAGGING | TRACE_ARRIVAL_RANK,
+		.nranks = 2,
+		.seq = 9,
+		.comm_hash = 0x1234,
+		.collective = "ncclAllReduce",
+		.blocked_in = "",
+		.waiting = "0",
+		.doing = "in Python train (train.py, def at line 3)",
+		.missed = "",
+		.py_stack = { .depth = 1, .frames = { "train" } },
+	};
+	add(writer, &record);
 	close_trace(writer, path);
 }
 

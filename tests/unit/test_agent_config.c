@@ -25,13 +25,14 @@ static const char *config_file(const char *name, const char *text, size_t size)
 	return path;
 }
 
-/* The exit status of `agent --config PATH --help`, its help text discarded. */
-static int agent_status(const char *path)
+/* The exit status of `agent OPTION PATH --help`, its help text discarded. */
+static int agent_status_spelled(const char *option, const char *path)
 {
-	char verb[] = "agent", config[] = "--config", help[] = "--help", copy[256];
+	char verb[] = "agent", config[32], help[] = "--help", copy[256];
 	char *argv[] = { verb, config, copy, help, NULL };
 	int saved, null, status;
 
+	snprintf(config, sizeof(config), "%s", option);
 	snprintf(copy, sizeof(copy), "%s", path);
 	fflush(stdout);
 	saved = dup(STDOUT_FILENO);
@@ -46,7 +47,23 @@ static int agent_status(const char *path)
 	return status;
 }
 
+static int agent_status(const char *path)
+{
+	return agent_status_spelled("--config", path);
+}
+
 #define TEXT(name, text) config_file(name, text, sizeof(text) - 1)
+
+/* Found by fuzzing the command line: `--conf FILE`, which getopt takes, was not read. */
+UNIT_TEST(agent_config, every_spelling_of_the_option_reads_the_file)
+{
+	const char *bad = TEXT("config-bad-retention", "retention = soon\n");
+	const char *good = TEXT("config-good-retention", "retention = 60\n");
+
+	CU_ASSERT_EQUAL(agent_status_spelled("--config", bad), 2);
+	CU_ASSERT_EQUAL(agent_status_spelled("--conf", bad), 2);
+	CU_ASSERT_EQUAL(agent_status_spelled("--conf", good), 0);
+}
 
 UNIT_TEST(agent_config, a_directory_is_refused)
 {

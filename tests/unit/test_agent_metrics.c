@@ -6,12 +6,14 @@
  * the in-flight series, set while a rank is inside a call and removed once
  * it returned.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/agent_metrics.h"
 #include "agent/metrics.h"
 #include "diagnose/progress_model.h"
+#include "model/c10d_api.h"
 #include "nccl_records.h"
 #include "unit.h"
 
@@ -93,13 +95,13 @@ UNIT_TEST(agent_metrics, violations_steps_and_attach_failures_are_labelled)
 		"2\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_step_duration_seconds_bucket{pid=\"999999\","
 					    "rank=\"3\",pod=\"\",namespace=\"\",container=\"\","
-					    "comm=\"0000000000000abc\",le=\"0.25\"} 1\n"));
+					    "comm=\"0x0000000000000abc\",le=\"0.25\"} 1\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_step_duration_seconds_count{pid=\"999999\","
 					    "rank=\"3\",pod=\"\",namespace=\"\",container=\"\","
-					    "comm=\"0000000000000abc\"} 2\n"));
+					    "comm=\"0x0000000000000abc\"} 2\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_step_expected_duration_seconds{pid=\"999999\","
 					    "rank=\"3\",pod=\"\",namespace=\"\",container=\"\","
-					    "comm=\"0000000000000abc\"} 0.25\n"));
+					    "comm=\"0x0000000000000abc\"} 0.25\n"));
 	CU_ASSERT_PTR_NOT_NULL(
 		strstr(text, "tcheck_probe_attach_failures_total{library=\"libnccl.so\"} 2\n"));
 	free(text);
@@ -112,7 +114,7 @@ UNIT_TEST(agent_metrics, a_call_entered_and_not_returned_is_in_flight_until_it_r
 {
 	static const char rank0[] =
 		"tcheck_collective_in_flight_sequence{pid=\"999998\",rank=\"0\","
-		"pod=\"\",namespace=\"\",container=\"\",comm=\"0000000000000abc\"} 10\n";
+		"pod=\"\",namespace=\"\",container=\"\",comm=\"0x0000000000000abc\"} 10\n";
 	struct metrics_registry *registry = metrics_registry_new();
 	struct progress_model *model = progress_model_new(NULL);
 	struct agent_metrics *metrics;
@@ -142,7 +144,7 @@ UNIT_TEST(agent_metrics, a_call_entered_and_not_returned_is_in_flight_until_it_r
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, rank0));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_collective_sequence{pid=\"999998\",rank=\"0\","
 					    "pod=\"\",namespace=\"\",container=\"\","
-					    "comm=\"0000000000000abc\"} 9\n"));
+					    "comm=\"0x0000000000000abc\"} 9\n"));
 	/* Rank 1 is inside nothing: no in-flight series of it. */
 	CU_ASSERT_PTR_NULL(strstr(text, "tcheck_collective_in_flight_sequence{pid=\"999999\""));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_collective_in_flight_entry_timestamp_seconds{"
@@ -160,5 +162,41 @@ UNIT_TEST(agent_metrics, a_call_entered_and_not_returned_is_in_flight_until_it_r
 	free(text);
 	agent_metrics_free(metrics);
 	progress_model_free(model);
+	metrics_registry_free(registry);
+}
+
+/* c10d's collectives name a torch dtype, not an NCCL datatype: their bytes count too. */
+UNIT_TEST(agent_metrics, c10d_calls_count_their_bytes)
+{
+	struct metrics_registry *registry = metrics_registry_new();
+	struct agent_metrics *metrics;
+	struct trace_record call = all_reduce_record(999997, 0, 2, 0xabc, 1, 64);
+	const struct nccl_function *function = c10d_function_by_name("c10d::allreduce");
+	char *text;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(function);
+	metrics = agent_metrics_new(registry, "/nonexistent", 300);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(metrics);
+	rank_process(metrics, 999997, 0);
+	/* 1000 Float (4 bytes), then 10 BFloat16 (2 bytes): 4020 bytes. */
+	call.call.function = "c10d::allreduce";
+	call.call.api = function;
+	call.call.param_count = function->param_count;
+	call.call.params[nccl_param_find(function, NCCL_PARAM_SIZE)] = 1000;
+	call.call.params[nccl_param_find(function, NCCL_PARAM_TORCH_DTYPE)] = 6;
+	agent_metrics_observe(metrics, &call);
+	call.call.params[nccl_param_find(function, NCCL_PARAM_SIZE)] = 10;
+	call.call.params[nccl_param_find(function, NCCL_PARAM_TORCH_DTYPE)] = 15;
+	agent_metrics_observe(metrics, &call);
+	text = metrics_render(registry, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	if (!strstr(text, "function=\"c10d::allreduce\"} 4020\n"))
+		fprintf(stderr, "\n%s\n", text);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_nccl_bytes_total{pid=\"999997\",rank=\"0\","
+					    "pod=\"\",namespace=\"\",container=\"\","
+					    "function=\"c10d::allreduce\"} 4020\n"));
+	free(text);
+	agent_metrics_free(metrics);
 	metrics_registry_free(registry);
 }

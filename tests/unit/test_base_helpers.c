@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include "base/fnv_hash.h"
+#include "base/identity_text.h"
+#include "base/job_rank_text.h"
 #include "base/number_parse.h"
 #include "base/remote_memory.h"
+#include "base/system_clock.h"
 #include "unit.h"
 
 UNIT_TEST(fnv_hash, matches_the_published_64_bit_vectors)
@@ -93,4 +96,23 @@ UNIT_TEST(number_parse, refuses_what_is_no_number_within_bounds)
 	CU_ASSERT_NOT_EQUAL(number_parse("--calls", "257", &count, &value, error, sizeof(error)),
 			    0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(error, "from 1 to 256"));
+}
+
+UNIT_TEST(names, one_form_for_identities_job_ranks_and_wall_clock_times)
+{
+	char identity[IDENTITY_TEXT_SIZE], job_rank[JOB_RANK_TEXT_SIZE], wall_clock[48];
+
+	CU_ASSERT_STRING_EQUAL(identity_text(0x539731be23838e7eULL, identity),
+			       "0x539731be23838e7e");
+	CU_ASSERT_STRING_EQUAL(identity_text(0xabc, identity), "0x0000000000000abc");
+	CU_ASSERT_STRING_EQUAL(identity_text(UINT64_MAX, identity), "0xffffffffffffffff");
+	CU_ASSERT_STRING_EQUAL(job_rank_text(3, job_rank), "job rank 3");
+	CU_ASSERT_STRING_EQUAL(job_rank_text(0, job_rank), "job rank 0");
+	CU_ASSERT_STRING_EQUAL(job_rank_text(-1, job_rank), "no job rank");
+	CU_ASSERT_STRING_EQUAL(job_rank_text(INT32_MAX, job_rank), "job rank 2147483647");
+	/* date -u -d @1795868870.892621642 +%FT%T.%3NZ */
+	realtime_text(1795868870892621642ULL, wall_clock, sizeof(wall_clock));
+	CU_ASSERT_STRING_EQUAL(wall_clock, "2026-11-28T12:27:50.892Z");
+	realtime_text(0, wall_clock, sizeof(wall_clock));
+	CU_ASSERT_STRING_EQUAL(wall_clock, "1970-01-01T00:00:00.000Z");
 }

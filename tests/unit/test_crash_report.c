@@ -324,10 +324,10 @@ UNIT_TEST(crash_report, helpers_failing_are_not_crashes)
 	job_diagnosis_finish(diagnosis);
 	fclose(out);
 	CU_ASSERT_PTR_NULL(strstr(text, "process 201 "));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "process 202 (job rank -1) died of SIGSEGV"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "process 202 (no job rank) died of SIGSEGV"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "process 203 (job rank 1) exited with status 1"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "process 204 (job rank -1) exited with status 2"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "process 200 (job rank -1) exited with status 1"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "process 204 (no job rank) exited with status 2"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "process 200 (no job rank) exited with status 1"));
 	free(text);
 	job_diagnosis_free(diagnosis);
 }

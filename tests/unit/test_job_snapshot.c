@@ -1,11 +1,19 @@
 // SPDX-License-Identifier: MIT
-/* Tests of judging a job's state on arrival and of its JSON dump. */
+/*
+ * Tests of judging a job's state on arrival, of its JSON dump, and of its
+ * trace records: judged live and read back from a trace, they give one
+ * finding naming the lagging rank, its collective and every rank's stack.
+ */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnose/job_diagnosis.h"
 #include "record/job_snapshot.h"
+#include "scratch_files.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_writer.h"
 #include "unit.h"
 
 #define WORLD_HASH 0x8376206730ef9202ull
@@ -53,6 +61,17 @@ static void two_ranks_init(struct two_ranks *job)
 	job->threads[1][0].python = &job->python;
 	job->snapshot.processes = job->processes;
 	job->snapshot.count = 2;
+}
+
+/* Rank 0 issued operations 0..22 on the world communicator, rank 1 0..21. */
+static void two_ranks_behind(struct two_ranks *job)
+{
+	job->communicators[0] = (struct snapshot_communicator){ 1, WORLD_HASH, 0, 2, 23 };
+	job->communicators[1] = (struct snapshot_communicator){ 2, WORLD_HASH, 1, 2, 22 };
+	for (int rank = 0; rank < 2; rank++) {
+		job->processes[rank].communicators = &job->communicators[rank];
+		job->processes[rank].communicator_count = 1;
+	}
 }
 
 UNIT_TEST(job_snapshot, names_the_rank_outside_the_collective_the_others_wait_in)
@@ -160,4 +179,183 @@ UNIT_TEST(job_snapshot, dumps_findings_and_every_stack_as_one_json_object)
 	json_decref(root);
 	free(text);
 	snapshot_diagnosis_free(&diagnosis);
+}
+
+struct judged {
+	struct job_diagnosis *diagnosis;
+	struct trace_writer *writer;
+	unsigned records;
+	int lagging_position; /* the index of the record flagged lagging, -1 none */
+};
+
+static int judge_record(void *context, const struct trace_record *record)
+{
+	struct judged *judged = context;
+
+	CU_ASSERT_EQUAL(record->kind, TRACE_RECORD_ARRIVAL);
+	if (record->arrival.flags & TRACE_ARRIVAL_LAGGING)
+		judged->lagging_position = (int)judged->records;
+	judged->records++;
+	job_diagnosis_record(judged->diagnosis, record, 0);
+	if (judged->writer)
+		CU_ASSERT_EQUAL(trace_writer_add(judged->writer, record), 0);
+	return 0;
+}
+
+static char *finding_text(FILE *stream, char **buffer)
+{
+	fflush(stream);
+	return *buffer;
+}
+
+UNIT_TEST(job_snapshot, live_and_offline_name_the_same_lagging_rank_with_every_stack)
+{
+	struct two_ranks job;
+	struct snapshot_diagnosis snapshot_diagnosis;
+	struct trace_header header = { .anchor_monotonic_ns = 1, .anchor_realtime_ns = 2 };
+	const char *path = scratch_path("arrival.trace");
+	char *live = NULL, *offline = NULL, *events = NULL, error[512];
+	size_t live_size = 0, offline_size = 0, events_size = 0;
+	FILE *live_out = open_memstream(&live, &live_size);
+	FILE *offline_out = open_memstream(&offline, &offline_size);
+	FILE *events_out = open_memstream(&events, &events_size);
+	struct judged judged = { .lagging_position = -1 };
+	struct trace_reader *reader;
+	struct trace_record record;
+	json_t *finding, *ranks;
+	json_error_t json_error;
+	struct job_diagnosis *offline_diagnosis;
+
+	two_ranks_init(&job);
+	two_ranks_behind(&job);
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &snapshot_diagnosis), 0);
+	CU_ASSERT_EQUAL_FATAL(snapshot_diagnosis.count, 1);
+	judged.diagnosis = job_diagnosis_new(NULL, live_out, events_out);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(judged.diagnosis);
+	(void)remove(path);
+	judged.writer = trace_writer_new(path, &header, error, sizeof(error));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(judged.writer);
+	CU_ASSERT_EQUAL(job_snapshot_emit_records(&job.snapshot, &snapshot_diagnosis, judge_record,
+						  &judged),
+			0);
+	CU_ASSERT_EQUAL(trace_writer_close(judged.writer, error, sizeof(error)), 0);
+	/* One record a process, the lagging one last. */
+	CU_ASSERT_EQUAL(judged.records, 2);
+	CU_ASSERT_EQUAL(judged.lagging_position, 1);
+	CU_ASSERT_EQUAL(job_diagnosis_hang_count(judged.diagnosis), 1);
+	CU_ASSERT_TRUE(job_diagnosis_judged_count(judged.diagnosis) > 0);
+	finding_text(live_out, &live);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(live);
+	CU_ASSERT_PTR_NOT_NULL(strstr(live, "hang on arrival: rank 1 (pid 101) never joined "
+					    "c10d::allreduce seq 22 that rank(s) 0 wait in; it is "
+					    "in Python hook (train.py, def at line 182)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(live, "rank 0 (pid 100): not read"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(live, "rank 1 (pid 101): hook < <module>"));
+
+	finding_text(events_out, &events);
+	finding = json_loads(events, JSON_DISABLE_EOF_CHECK, &json_error);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(finding);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(finding, "kind")), "hang");
+	CU_ASSERT_TRUE(json_is_true(json_object_get(finding, "on_arrival")));
+	CU_ASSERT_EQUAL(json_integer_value(json_object_get(finding, "rank")), 1);
+	CU_ASSERT_EQUAL(json_integer_value(json_object_get(finding, "seq")), 22);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(finding, "collective")),
+			       "c10d::allreduce");
+	ranks = json_object_get(finding, "ranks");
+	CU_ASSERT_EQUAL(json_array_size(ranks), 2);
+	CU_ASSERT_STRING_EQUAL(
+		json_string_value(json_object_get(json_array_get(ranks, 0), "inside")),
+		"c10d::allreduce");
+	json_decref(finding);
+
+	/* Offline: the trace read back makes the same finding. */
+	offline_diagnosis = job_diagnosis_new(NULL, offline_out, NULL);
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reader);
+	while (trace_reader_next(reader, &record) > 0)
+		job_diagnosis_record(offline_diagnosis, &record, 0);
+	trace_reader_close(reader);
+	CU_ASSERT_EQUAL(job_diagnosis_hang_count(offline_diagnosis), 1);
+	finding_text(offline_out, &offline);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(offline);
+	CU_ASSERT_STRING_EQUAL(offline, live);
+
+	job_diagnosis_free(offline_diagnosis);
+	job_diagnosis_free(judged.diagnosis);
+	snapshot_diagnosis_free(&snapshot_diagnosis);
+	fclose(live_out);
+	fclose(offline_out);
+	fclose(events_out);
+	free(live);
+	free(offline);
+	free(events);
+}
+
+UNIT_TEST(job_snapshot, a_job_where_no_rank_lags_is_judged_without_a_hang)
+{
+	struct two_ranks job;
+	struct snapshot_diagnosis snapshot_diagnosis;
+	struct judged judged = { .lagging_position = -1 };
+
+	two_ranks_init(&job);
+	two_ranks_behind(&job);
+	/* Both ranks issued 23 operations and are inside the all-reduce: none lags. */
+	job.communicators[1].op_count = 23;
+	job.threads[1][1] = job.threads[0][1];
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &snapshot_diagnosis), 0);
+	judged.diagnosis = job_diagnosis_new(NULL, NULL, NULL);
+	CU_ASSERT_EQUAL(job_snapshot_emit_records(&job.snapshot, &snapshot_diagnosis, judge_record,
+						  &judged),
+			0);
+	CU_ASSERT_EQUAL(judged.records, 2);
+	CU_ASSERT_EQUAL(judged.lagging_position, -1);
+	CU_ASSERT_EQUAL(job_diagnosis_hang_count(judged.diagnosis), 0);
+	/* Something was judged: not "nothing to judge". */
+	CU_ASSERT_EQUAL(job_diagnosis_judged_count(judged.diagnosis), 2);
+	job_diagnosis_free(judged.diagnosis);
+	snapshot_diagnosis_free(&snapshot_diagnosis);
+}
+
+static bool always_busy(void *context, pid_t pid, char *why, size_t why_size)
+{
+	(void)context;
+	snprintf(why, why_size, "wrote a checkpoint (pid %d)", (int)pid);
+	return true;
+}
+
+UNIT_TEST(job_snapshot, a_lagging_rank_stays_named_only_when_a_second_reading_agrees)
+{
+	struct snapshot_diagnosis earlier, later;
+	struct two_ranks job;
+
+	two_ranks_init(&job);
+	two_ranks_behind(&job);
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &earlier), 0);
+	/* Still at 22 of 23: the finding stands. */
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &later), 0);
+	snapshot_diagnosis_confirm(&job.snapshot, &later, &earlier, NULL, NULL);
+	CU_ASSERT_EQUAL(later.count, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(later.summary, "rank 1 (pid 101) never joined"));
+	snapshot_diagnosis_free(&later);
+
+	/* Both moved on by one and rank 1 lags at 23 now: caught mid-step twice, not stuck. */
+	job.communicators[0].op_count = 24;
+	job.communicators[1].op_count = 23;
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &later), 0);
+	CU_ASSERT_EQUAL_FATAL(later.count, 1);
+	snapshot_diagnosis_confirm(&job.snapshot, &later, &earlier, NULL, NULL);
+	CU_ASSERT_EQUAL(later.count, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(later.summary, "was not there at the first reading"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(later.summary, "no hang judged on arrival"));
+	snapshot_diagnosis_free(&later);
+
+	/* In the same place but working between the readings: a pause, no hang. */
+	job.communicators[0].op_count = 23;
+	job.communicators[1].op_count = 22;
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &later), 0);
+	snapshot_diagnosis_confirm(&job.snapshot, &later, &earlier, always_busy, NULL);
+	CU_ASSERT_EQUAL(later.count, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(later.summary, "wrote a checkpoint (pid 101)"));
+	snapshot_diagnosis_free(&later);
+	snapshot_diagnosis_free(&earlier);
 }

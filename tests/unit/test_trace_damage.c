@@ -303,7 +303,7 @@ UNIT_TEST(trace_damage, a_trace_of_format_1_4_is_not_called_unclosed)
 	CU_ASSERT_EQUAL(read.records, CALLS);
 	CU_ASSERT_FALSE(read.truncated);
 
-	/* The same bytes as format 1.5: whole chunks, no closing one. */
+	/* The same bytes as format 1.6: whole chunks, no closing one. */
 	set_minor_version(file, TRACE_FORMAT_CLOSING_SINCE_MINOR);
 	stream = fopen(path, "wb");
 	CU_ASSERT_FATAL(stream != NULL);

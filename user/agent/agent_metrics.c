@@ -10,8 +10,10 @@
 
 #include "agent/metrics.h"
 #include "agent/pod_identity.h"
+#include "base/identity_text.h"
 #include "base/u64_map.h"
 #include "diagnose/progress_model.h"
+#include "model/c10d_api.h"
 #include "model/nccl_api.h"
 
 enum process_label { LABEL_PID, LABEL_RANK, LABEL_POD, LABEL_NAMESPACE, LABEL_CONTAINER };
@@ -284,17 +286,24 @@ static void observe_process(struct agent_metrics *metrics, const struct trace_pr
 	metrics_set(metrics->attached_gauge, NULL, metrics->attached);
 }
 
-/* Bytes a communication call names: its count times its datatype's size. */
+/*
+ * Bytes a communication call names: its count times its datatype's size (a
+ * c10d call: its first tensor's elements times its torch dtype's size).
+ */
 static double call_bytes(const struct trace_nccl_call *call, const struct nccl_function *function)
 {
 	int count = nccl_param_find(function, NCCL_PARAM_SIZE);
 	int datatype = nccl_param_find(function, NCCL_PARAM_DATATYPE);
+	int torch_dtype = nccl_param_find(function, NCCL_PARAM_TORCH_DTYPE);
+	int type = datatype >= 0 ? datatype : torch_dtype;
+	size_t element_size;
 
-	if (count < 0 || datatype < 0 || (uint32_t)count >= call->param_count ||
-	    (uint32_t)datatype >= call->param_count)
+	if (count < 0 || type < 0 || (uint32_t)count >= call->param_count ||
+	    (uint32_t)type >= call->param_count)
 		return 0;
-	return (double)call->params[count] *
-	       (double)nccl_datatype_size((int64_t)call->params[datatype]);
+	element_size = datatype >= 0 ? nccl_datatype_size((int64_t)call->params[type])
+				     : torch_scalar_type_size((int64_t)call->params[type]);
+	return (double)call->params[count] * (double)element_size;
 }
 
 static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_call *call)
@@ -302,7 +311,7 @@ static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_
 	const struct nccl_function *function = call->api;
 	struct process_labels *labels = labels_of(metrics, call->pid);
 	const char *values[PROCESS_LABELS + 1];
-	char comm[24];
+	char comm[IDENTITY_TEXT_SIZE];
 
 	if (!labels || call->depth > 0)
 		return; /* NCCL's calls to itself are not the application's */
@@ -313,8 +322,7 @@ static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_
 		metrics_add(metrics->bytes, values, call_bytes(call, function));
 	if (call->seq < 0 || !call->comm_id)
 		return;
-	snprintf(comm, sizeof(comm), "%016llx", (unsigned long long)call->comm_id);
-	values[PROCESS_LABELS] = comm;
+	values[PROCESS_LABELS] = identity_text(call->comm_id, comm);
 	metrics_set(metrics->sequence, values, (double)call->seq);
 	metrics_set(metrics->progress, values,
 		    (double)((int64_t)call->entry_ns + metrics->realtime_offset_ns) / 1e9);
@@ -370,13 +378,12 @@ void agent_metrics_step(struct agent_metrics *metrics, uint32_t pid, uint64_t co
 {
 	struct process_labels *labels = labels_of(metrics, pid);
 	const char *values[PROCESS_LABELS + 1];
-	char comm[24];
+	char comm[IDENTITY_TEXT_SIZE];
 
 	if (!labels || labels->ended_ns)
 		return;
-	snprintf(comm, sizeof(comm), "%016llx", (unsigned long long)comm_id);
 	fill_values(labels, values);
-	values[PROCESS_LABELS] = comm;
+	values[PROCESS_LABELS] = identity_text(comm_id, comm);
 	metrics_observe(metrics->steps, values, seconds);
 	if (expected_seconds > 0)
 		metrics_set(metrics->expected_step, values, expected_seconds);
@@ -388,13 +395,12 @@ static void rank_in_flight(struct agent_metrics *metrics, const struct progress_
 {
 	struct process_labels *labels = labels_of(metrics, rank->pid);
 	const char *values[PROCESS_LABELS + 1];
-	char comm_label[24];
+	char comm_label[IDENTITY_TEXT_SIZE];
 
 	if (!labels || labels->ended_ns)
 		return;
-	snprintf(comm_label, sizeof(comm_label), "%016llx", (unsigned long long)comm->comm_id);
 	fill_values(labels, values);
-	values[PROCESS_LABELS] = comm_label;
+	values[PROCESS_LABELS] = identity_text(comm->comm_id, comm_label);
 	if (!rank->last.open || rank->finished || rank->last.seq < 0) {
 		metrics_unset(metrics->in_flight_sequence, values);
 		metrics_unset(metrics->in_flight_entry, values);

@@ -44,7 +44,6 @@ struct agent_rules *agent_rules_start(const char *rules_path, struct agent_metri
 				      FILE *events)
 {
 	struct agent_rules *rules = calloc(1, sizeof(*rules));
-	char error[512];
 
 	if (!rules) {
 		log_error("out of memory");
@@ -52,9 +51,8 @@ struct agent_rules *agent_rules_start(const char *rules_path, struct agent_metri
 	}
 	rules->metrics = metrics;
 	violation_stream_init(&rules->stream, events);
-	rules->set = rule_set_load(rules_path, error, sizeof(error));
+	rules->set = rules_file_load(rules_path);
 	if (!rules->set) {
-		log_error("%s", error);
 		agent_rules_finish(rules);
 		return NULL;
 	}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/exit_status.h"
+#include "base/identity_text.h"
 #include "base/log.h"
 #include "base/output_file.h"
 #include "checks/rule_findings.h"
@@ -82,10 +83,13 @@ static void describe_event(const struct infer_event *event, int job_rank, const 
 		used += snprintf(text + used, size - (size_t)used, " with %s = %s", field,
 				 infer_event_field(event, field) ? infer_event_field(event, field)
 								 : "(none)");
-	if (event->comm_id && used > 0 && (size_t)used < size)
+	if (event->comm_id && used > 0 && (size_t)used < size) {
+		char comm[IDENTITY_TEXT_SIZE];
+
 		used += snprintf(text + used, size - (size_t)used,
-				 ", rank %d of communicator %016" PRIx64 " call %" PRId64,
-				 event->rank, event->comm_id, event->seq);
+				 ", rank %d of communicator %s call %" PRId64, event->rank,
+				 identity_text(event->comm_id, comm), event->seq);
+	}
 	if (*event->context && used > 0 && (size_t)used < size)
 		snprintf(text + used, size - (size_t)used, ", called from %s", event->context);
 }
@@ -164,6 +168,23 @@ static int observe(void *context, const struct trace_record *record)
 	return rule_checker_observe(check->checker, record);
 }
 
+struct rule_set *rules_file_load(const char *rules_path)
+{
+	char error[512];
+	struct rule_set *rules = rule_set_load(rules_path, error, sizeof(error));
+
+	if (!rules) {
+		log_error("%s", error);
+		return NULL;
+	}
+	if (rules->repeated_count)
+		log_warning("%s repeats %zu rule%s: each is checked once (%zu different rule%s)",
+			    rules_path, rules->repeated_count,
+			    rules->repeated_count == 1 ? "" : "s", rules->count,
+			    rules->count == 1 ? "" : "s");
+	return rules;
+}
+
 int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 			const char *jsonl_path)
 {
@@ -174,11 +195,9 @@ int check_rules_offline(const char *rules_path, char **traces, int trace_count,
 	char error[512];
 	int status = 2;
 
-	rules = rule_set_load(rules_path, error, sizeof(error));
-	if (!rules) {
-		log_error("%s", error);
+	rules = rules_file_load(rules_path);
+	if (!rules)
 		return EXIT_BAD_INPUT;
-	}
 	if (jsonl_path && output_file_open(&jsonl, jsonl_path, 0, error, sizeof(error))) {
 		log_error("%s", error);
 		rule_set_free(rules);
@@ -250,16 +269,14 @@ struct live_rules *live_rules_start(const char *rules_path, struct record_consum
 				    FILE *events)
 {
 	struct live_rules *live = calloc(1, sizeof(*live));
-	char error[512];
 
 	if (!live) {
 		log_error("out of memory");
 		return NULL;
 	}
 	report_init(&live->report, events);
-	live->rules = rule_set_load(rules_path, error, sizeof(error));
+	live->rules = rules_file_load(rules_path);
 	if (!live->rules) {
-		log_error("%s", error);
 		free(live);
 		return NULL;
 	}

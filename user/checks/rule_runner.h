@@ -21,6 +21,12 @@ struct rule_checker;
 struct rule_set;
 
 /*
+ * Loads the rules file every checker reads (offline, live, the agent),
+ * saying how many repeated rules were dropped; NULL after printing why not.
+ */
+struct rule_set *rules_file_load(const char *rules_path);
+
+/*
  * Ends a check (offline, live or in the agent): judges the groups still
  * open and logs how many events were checked ('how': "", " live") and how
  * many violations were found.

@@ -2,11 +2,11 @@
 /* Rule violations as JSON Lines, with the job rank of their process. */
 #include "checks/violation_stream.h"
 
-#include <inttypes.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/identity_text.h"
 #include "export/export_jsonl.h"
 #include "infer/infer_event.h"
 #include "infer/rule_checker.h"
@@ -26,10 +26,10 @@ static json_t *event_json(const struct infer_event *event)
 	json_object_set_new(object, "rank", json_integer(event->rank));
 	json_object_set_new(object, "step", json_integer(event->step));
 	if (event->comm_id) {
-		char comm[32];
+		char comm[IDENTITY_TEXT_SIZE];
 
-		snprintf(comm, sizeof(comm), "%016" PRIx64, event->comm_id);
-		json_object_set_new(object, "comm", json_string(comm));
+		json_object_set_new(object, "comm",
+				    json_string(identity_text(event->comm_id, comm)));
 		json_object_set_new(object, "seq", json_integer(event->seq));
 	}
 	json_object_set_new(object, "entry_ns", json_integer((json_int_t)event->entry_ns));

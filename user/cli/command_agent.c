@@ -333,17 +333,19 @@ static int parse_arguments(struct agent_settings *settings, int argc, char **arg
 {
 	int option;
 
-	/* The config file first, so the command line overrides it. */
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-			if (read_config(settings, argv[i + 1]))
-				return -1;
-		} else if (strncmp(argv[i], "--config=", 9) == 0 &&
-			   read_config(settings, argv[i] + 9)) {
+	/*
+	 * The config file first, so the command line overrides it: found by
+	 * getopt too, so every spelling it takes (--conf FILE) is read.
+	 */
+	optind = 0;
+	opterr = 0;
+	while ((option = getopt_long(argc, argv, "d:h", long_options, NULL)) != -1)
+		if (option == OPTION_CONFIG && read_config(settings, optarg)) {
+			opterr = 1;
 			return -1;
 		}
-	}
-	optind = 1;
+	opterr = 1;
+	optind = 0;
 	while ((option = getopt_long(argc, argv, "d:h", long_options, NULL)) != -1) {
 		if (option == OPTION_HELP) {
 			fputs(agent_help, stdout);

@@ -101,7 +101,7 @@ static int advance(struct merged_trace *trace)
 	int result = trace_reader_next(trace->reader, &trace->next);
 
 	if (result < 0) {
-		log_error("%s: %s", trace->path, trace_reader_error(trace->reader));
+		log_error("%s", trace_reader_error(trace->reader));
 		return -1;
 	}
 	if (result == 0) {
@@ -396,7 +396,13 @@ int command_check(int argc, char **argv)
 		if (count > 1)
 			traces[i].shift_ns =
 				(int64_t)(header->anchor_realtime_ns - header->anchor_monotonic_ns);
+		else
+			job_diagnosis_set_wall_clock(diagnosis,
+						     (int64_t)(header->anchor_realtime_ns -
+							       header->anchor_monotonic_ns));
 	}
+	if (count > 1)
+		job_diagnosis_set_wall_clock(diagnosis, 0);
 	if (!status &&
 	    (find_open_calls(traces, count, &open) || run_merged(traces, count, diagnosis, &open)))
 		status = EXIT_BAD_INPUT;

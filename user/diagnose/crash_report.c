@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/job_rank_text.h"
+
 #include "export/export_jsonl.h"
 #include "model/nccl_api.h"
 
@@ -157,13 +159,13 @@ void crash_report_fill(const struct progress_model *model, const struct flight_r
 
 void crash_report_text(const struct crash_report *report, char *text, size_t size)
 {
-	char end[128];
+	char end[128], job_rank[JOB_RANK_TEXT_SIZE];
 	int written;
 	size_t used;
 
 	describe_end(report, end, sizeof(end));
-	written = snprintf(text, size, "crash: process %u (job rank %d) %s", report->pid,
-			   report->job_rank, end);
+	written = snprintf(text, size, "crash: process %u (%s) %s", report->pid,
+			   job_rank_text(report->job_rank, job_rank), end);
 	used = written > 0 ? (size_t)written : 0;
 	if (report->step >= 0 && used < size) {
 		written = snprintf(text + used, size - used, " at step %d", report->step);

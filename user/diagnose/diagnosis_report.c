@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/job_rank_text.h"
+
 #include "diagnose/diagnosis_report.h"
 #include "export/export_jsonl.h"
 
@@ -49,10 +51,11 @@ static size_t append_ranks(const struct diagnosis_report *report, char *text, si
 {
 	for (unsigned i = 0; i < report->rank_count && used < size; i++) {
 		const struct diagnosis_rank *rank = &report->ranks[i];
-		int written = snprintf(text + used, size - used,
-				       "%s rank %d (job rank %d, pid %u, last %s seq %" PRId64,
-				       i ? "," : "", rank->rank, rank->job_rank, rank->pid,
-				       name_or_unknown(rank->last.function), rank->last.seq);
+		char job_rank[JOB_RANK_TEXT_SIZE];
+		int written = snprintf(
+			text + used, size - used, "%s rank %d (%s, pid %u, last %s seq %" PRId64,
+			i ? "," : "", rank->rank, job_rank_text(rank->job_rank, job_rank),
+			rank->pid, name_or_unknown(rank->last.function), rank->last.seq);
 
 		if (written < 0)
 			break;
@@ -110,11 +113,12 @@ static void mismatch_text(const struct diagnosis_report *report, char *text, siz
 
 	if (report->odd_rank >= 0 && used < size) {
 		const struct diagnosis_rank *odd = &report->ranks[report->odd_rank];
+		char job_rank[JOB_RANK_TEXT_SIZE];
 
 		written = snprintf(text + used, size - used,
-				   "; rank %d (job rank %d, pid %u) called %s with %" PRIu64
+				   "; rank %d (%s, pid %u) called %s with %" PRIu64
 				   " elements where the others called %s with %" PRIu64,
-				   odd->rank, odd->job_rank, odd->pid,
+				   odd->rank, job_rank_text(odd->job_rank, job_rank), odd->pid,
 				   name_or_unknown(odd->last.function), odd->last.count,
 				   name_or_unknown(report->function), report->count);
 		used += written > 0 ? (size_t)written : 0;
@@ -142,10 +146,12 @@ static void step_progress_text(const struct diagnosis_report *report, char *text
 
 	for (unsigned i = 0; i < report->rank_count && used < size; i++) {
 		const struct diagnosis_rank *rank = &report->ranks[i];
+		char job_rank[JOB_RANK_TEXT_SIZE];
 
 		written = snprintf(text + used, size - used,
-				   "%s pid %u (job rank %d) at step %d, last in Python: %s",
-				   i ? "," : ";", rank->pid, rank->job_rank, rank->last.step,
+				   "%s pid %u (%s) at step %d, last in Python: %s", i ? "," : ";",
+				   rank->pid, job_rank_text(rank->job_rank, job_rank),
+				   rank->last.step,
 				   rank->last.function ? rank->last.function : "nothing traced");
 		used += written > 0 ? (size_t)written : 0;
 	}
@@ -153,6 +159,7 @@ static void step_progress_text(const struct diagnosis_report *report, char *text
 
 void diagnosis_report_text(const struct diagnosis_report *report, char *text, size_t size)
 {
+	char job_rank[JOB_RANK_TEXT_SIZE];
 	size_t used;
 	int written;
 
@@ -214,13 +221,14 @@ void diagnosis_report_text(const struct diagnosis_report *report, char *text, si
 	snprintf(text, size,
 		 "slowdown: communicator 0x%016" PRIx64 " step %" PRId64
 		 " is %.3f ms late at %s seq %" PRId64 " (%.2f expected steps of %.3f ms); "
-		 "straggler rank %d (job rank %d, pid %u) arrived %.3f ms after the first rank; "
+		 "straggler rank %d (%s, pid %u) arrived %.3f ms after the first rank; "
 		 "the time went %s%s",
 		 report->comm_id, report->step, report->late_ns / 1e6,
 		 name_or_unknown(report->function), report->seq,
 		 report->expected_step_ns > 0 ? report->late_ns / report->expected_step_ns : 0,
-		 report->expected_step_ns / 1e6, report->ranks[0].rank, report->ranks[0].job_rank,
-		 report->ranks[0].pid, (double)report->skew_ns / 1e6,
+		 report->expected_step_ns / 1e6, report->ranks[0].rank,
+		 job_rank_text(report->ranks[0].job_rank, job_rank), report->ranks[0].pid,
+		 (double)report->skew_ns / 1e6,
 		 report->in_collective ? "inside " : "in compute before ",
 		 report->in_collective ? name_or_unknown(report->previous_function)
 				       : name_or_unknown(report->function));

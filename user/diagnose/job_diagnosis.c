@@ -2,8 +2,11 @@
 /* The detectors on a record stream, with their output; see job_diagnosis.h. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/log.h"
+#include "base/system_clock.h"
+#include "diagnose/arrival_finding.h"
 #include "diagnose/crash_report.h"
 #include "diagnose/diagnosis_report.h"
 #include "diagnose/flight_recorder.h"
@@ -28,7 +31,8 @@ struct process_rank {
 struct job_diagnosis {
 	struct progress_model *model;
 	struct network_samples samples;
-	struct pause_tracker pauses; /* what each process did since its last call */
+	struct pause_tracker pauses;   /* what each process did since its last call */
+	struct arrival_ranks arrivals; /* the processes' state when the tracer arrived */
 	FILE *text, *events;
 	unsigned hangs, slowdowns, mismatches, crashes, pauses_found;
 	uint64_t judged; /* calls, processes, Python events: none is nothing to judge */
@@ -44,6 +48,9 @@ struct job_diagnosis {
 	unsigned process_count;
 	job_step_fn on_step;
 	void *step_context;
+	/* CLOCK_REALTIME less the clock the records' times are on, for each finding's wall clock.
+	 */
+	int64_t wall_clock_offset_ns;
 };
 
 /* Where 'pid' is in diagnosis->processes; -1 when it is not. */
@@ -88,6 +95,16 @@ static bool does_job_work(const struct job_diagnosis *diagnosis,
 	       process_index(diagnosis, process->parent_pid) < 0;
 }
 
+/* CLOCK_REALTIME less CLOCK_MONOTONIC now: the wall clock of what is diagnosed live. */
+static int64_t live_wall_clock_offset_ns(void)
+{
+	struct timespec wall;
+
+	if (clock_gettime(CLOCK_REALTIME, &wall))
+		return 0;
+	return (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec - (int64_t)monotonic_ns();
+}
+
 struct job_diagnosis *job_diagnosis_new(const struct progress_options *options, FILE *text,
 					FILE *events)
 {
@@ -102,6 +119,7 @@ struct job_diagnosis *job_diagnosis_new(const struct progress_options *options, 
 	}
 	diagnosis->text = text;
 	diagnosis->events = events;
+	diagnosis->wall_clock_offset_ns = live_wall_clock_offset_ns();
 	flight_recorder_init(&diagnosis->flights, options ? options->flight_calls : 0);
 	return diagnosis;
 }
@@ -115,15 +133,31 @@ void job_diagnosis_free(struct job_diagnosis *diagnosis)
 	free(diagnosis);
 }
 
-/* A finding's line for people ('line', when there is a text stream) and its JSON object (taken). */
-static void write_finding(struct job_diagnosis *diagnosis, const char *line, json_t *object)
+void job_diagnosis_set_wall_clock(struct job_diagnosis *diagnosis, int64_t offset_ns)
 {
+	diagnosis->wall_clock_offset_ns = offset_ns;
+}
+
+/*
+ * A finding's line for people ('line', when there is a text stream) and its
+ * JSON object (taken), each with the wall-clock time of 'at_ns' (on the
+ * records' clock) beside it, so it can be put beside the job's own log.
+ */
+static void write_finding(struct job_diagnosis *diagnosis, const char *line, json_t *object,
+			  uint64_t at_ns)
+{
+	char wall_clock[48];
+
+	realtime_text((uint64_t)((int64_t)at_ns + diagnosis->wall_clock_offset_ns), wall_clock,
+		      sizeof(wall_clock));
 	if (diagnosis->text) {
-		fprintf(diagnosis->text, "tcheck-bpf: %s\n", line);
+		fprintf(diagnosis->text, "tcheck-bpf: %s %s\n", wall_clock, line);
 		fflush(diagnosis->text);
 	}
-	if (diagnosis->events && object)
+	if (diagnosis->events && object) {
+		json_object_set_new(object, "wall_clock", json_string(wall_clock));
 		export_json_write(diagnosis->events, "", object, JSON_COMPACT, "\n");
+	}
 	if (diagnosis->events)
 		fflush(diagnosis->events);
 	json_decref(object);
@@ -144,7 +178,8 @@ static void publish(struct job_diagnosis *diagnosis, struct diagnosis_report *re
 		diagnosis->slowdowns++;
 	if (diagnosis->text)
 		diagnosis_report_text(report, line, sizeof(line));
-	write_finding(diagnosis, line, diagnosis->events ? diagnosis_report_json(report) : NULL);
+	write_finding(diagnosis, line, diagnosis->events ? diagnosis_report_json(report) : NULL,
+		      report->detected_ns);
 }
 
 /*
@@ -198,7 +233,8 @@ static void publish_pause(struct job_diagnosis *diagnosis, struct pause_finding 
 	diagnosis->pauses_found++;
 	if (diagnosis->text)
 		pause_finding_text(pause, line, sizeof(line));
-	write_finding(diagnosis, line, diagnosis->events ? pause_finding_json(pause) : NULL);
+	write_finding(diagnosis, line, diagnosis->events ? pause_finding_json(pause) : NULL,
+		      pause->end_ns);
 	memset(kept, 0, sizeof(*kept));
 	kept->kind = DIAGNOSIS_SLOWDOWN;
 	kept->detected_ns = pause->end_ns;
@@ -226,6 +262,21 @@ static bool publish_slowdown(struct job_diagnosis *diagnosis, struct diagnosis_r
 }
 
 static void write_crash(struct job_diagnosis *diagnosis, struct crash_report *report);
+
+/* A process's state on arrival; the one the others wait for is a hang. */
+static void judge_arrival(struct job_diagnosis *diagnosis, const struct trace_arrival_state *state)
+{
+	char line[4096] = "";
+
+	if (!arrival_ranks_add(&diagnosis->arrivals, state))
+		return;
+	diagnosis->hangs++;
+	if (diagnosis->text)
+		arrival_finding_text(&diagnosis->arrivals, state, line, sizeof(line));
+	write_finding(diagnosis, line,
+		      diagnosis->events ? arrival_finding_json(&diagnosis->arrivals, state) : NULL,
+		      state->timestamp_ns);
+}
 
 /* Whether 'pid' is in the first 'count' of 'pids'; adds it when it is not and there is room. */
 static bool seen_before(uint32_t *pids, unsigned *count, uint32_t pid)
@@ -279,7 +330,8 @@ static void write_crash(struct job_diagnosis *diagnosis, struct crash_report *re
 					: -1;
 	if (diagnosis->text)
 		crash_report_text(report, line, sizeof(line));
-	write_finding(diagnosis, line, diagnosis->events ? crash_report_json(report) : NULL);
+	write_finding(diagnosis, line, diagnosis->events ? crash_report_json(report) : NULL,
+		      report->ended_ns);
 }
 
 /* A process that ended: a crash of the job, or said with -v when it is a helper's failure. */
@@ -389,6 +441,11 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		shift(&activity.timestamp_ns, time_shift_ns);
 		pause_tracker_sample(&diagnosis->pauses, &activity);
 		job_diagnosis_tick(diagnosis, activity.timestamp_ns);
+		break;
+	case TRACE_RECORD_ARRIVAL:
+		/* The state read is something judged, whatever it says. */
+		diagnosis->judged++;
+		judge_arrival(diagnosis, &record->arrival);
 		break;
 	case TRACE_RECORD_PYTHON_CALL:
 		diagnosis->judged++;

@@ -22,6 +22,14 @@ struct job_diagnosis;
 struct job_diagnosis *job_diagnosis_new(const struct progress_options *options, FILE *text,
 					FILE *events);
 
+/*
+ * What CLOCK_REALTIME minus the records' clock is, for the wall-clock time
+ * each finding carries ("wall_clock" in JSON, the start of its line): by
+ * default the live offset from CLOCK_MONOTONIC; a recorded trace's comes
+ * from its clock anchor, and traces already put on CLOCK_REALTIME take 0.
+ */
+void job_diagnosis_set_wall_clock(struct job_diagnosis *diagnosis, int64_t offset_ns);
+
 /* One record; 'time_shift_ns' is added to its times (traces of several hosts on one clock). */
 void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_record *record,
 			  int64_t time_shift_ns);

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/job_rank_text.h"
+
 #include "diagnose/pause_tracker.h"
 #include "export/export_jsonl.h"
 
@@ -302,11 +304,14 @@ void pause_tracker_forget(struct pause_tracker *tracker, uint32_t pid)
 
 void pause_finding_text(const struct pause_finding *pause, char *text, size_t size)
 {
+	char job_rank[JOB_RANK_TEXT_SIZE];
+
 	snprintf(text, size,
-		 "pause: job rank %d (pid %u) %s for %.3f s outside any collective (%.3f s CPU, "
+		 "pause: %s (pid %u) %s for %.3f s outside any collective (%.3f s CPU, "
 		 "%.1f MB through storage, %.1f MB through read/write calls), then %s seq %" PRId64
 		 " on communicator 0x%016" PRIx64 "; not a hang",
-		 pause->job_rank, pause->pid, pause_cause_sentence(pause->cause),
+		 job_rank_text(pause->job_rank, job_rank), pause->pid,
+		 pause_cause_sentence(pause->cause),
 		 (double)(pause->end_ns - pause->start_ns) / 1e9, (double)pause->cpu_ns / 1e9,
 		 (double)pause->storage_bytes / 1e6, (double)pause->syscall_bytes / 1e6,
 		 pause->resumed_with ? pause->resumed_with : "a call", pause->resumed_seq,

@@ -246,8 +246,7 @@ static int read_trace(struct run_model *model, int trace, const char *path, int 
 			return error_fail(error, error_size, ENOMEM, "out of memory reading %s",
 					  path);
 	if (result < 0)
-		return error_fail(error, error_size, -result, "%s: %s", path,
-				  trace_reader_error(reader));
+		return error_fail(error, error_size, -result, "%s", trace_reader_error(reader));
 	trace_incomplete_warn(reader);
 	return 0;
 }

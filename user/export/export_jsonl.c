@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/error_message.h"
+#include "base/identity_text.h"
 #include "model/c10d_api.h"
 #include "model/nccl_api.h"
 
@@ -35,10 +36,9 @@ json_t *export_json_unsigned(uint64_t value)
 
 static json_t *hexadecimal(uint64_t value)
 {
-	char text[24];
+	char text[IDENTITY_TEXT_SIZE];
 
-	snprintf(text, sizeof(text), "0x%016" PRIx64, value);
-	return json_string(text);
+	return json_string(identity_text(value, text));
 }
 
 json_t *export_json_identity(uint64_t identity)
@@ -493,6 +493,35 @@ static json_t *activity_object(const struct trace_activity_sample *sample)
 	return object;
 }
 
+static json_t *arrival_object(const struct trace_arrival_state *state)
+{
+	json_t *object = json_object();
+	int failed = !object;
+
+	if (failed)
+		return NULL;
+	failed |= put(object, "kind", json_string("arrival"));
+	failed |= put(object, "timestamp_ns", export_json_unsigned(state->timestamp_ns));
+	failed |= put(object, "pid", json_integer(state->pid));
+	failed |= put(object, "rank", json_integer(state->rank));
+	failed |= put(object, "lagging", json_boolean(state->flags & TRACE_ARRIVAL_LAGGING));
+	failed |= put(object, "is_rank", json_boolean(state->flags & TRACE_ARRIVAL_RANK));
+	failed |= put(object, "collective", export_json_text(state->collective));
+	failed |= put(object, "seq", state->seq >= 0 ? json_integer(state->seq) : json_null());
+	failed |= put(object, "nranks", json_integer(state->nranks));
+	failed |= put(object, "comm_hash", export_json_unsigned(state->comm_hash));
+	failed |= put(object, "blocked_in", export_json_text(state->blocked_in));
+	failed |= put(object, "waiting", export_json_text(state->waiting));
+	failed |= put(object, "doing", export_json_text(state->doing));
+	failed |= put(object, "missed", export_json_text(state->missed));
+	failed |= put(object, "py_stack", export_json_python_stack(&state->py_stack));
+	if (failed) {
+		json_decref(object);
+		return NULL;
+	}
+	return object;
+}
+
 static json_t *python_call_object(const struct trace_python_call *call)
 {
 	const char *kind = call->flags & TRACE_PYTHON_TORCH_SCOPE ? "torch_scope"
@@ -549,6 +578,8 @@ json_t *export_json_record(const struct trace_record *record)
 		return network_object(&record->network);
 	case TRACE_RECORD_ACTIVITY:
 		return activity_object(&record->activity);
+	case TRACE_RECORD_ARRIVAL:
+		return arrival_object(&record->arrival);
 	}
 	return NULL;
 }

@@ -566,6 +566,7 @@ static int export_record(struct perfetto_export *export, const struct trace_reco
 		return emit_python_call(export, &record->python_call);
 	case TRACE_RECORD_NETWORK:
 	case TRACE_RECORD_ACTIVITY:
+	case TRACE_RECORD_ARRIVAL:
 		return 0;
 	}
 	return 0;

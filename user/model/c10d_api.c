@@ -202,6 +202,22 @@ static const char *const scalar_type_names[] = {
 	"QInt8", "QUInt8", "QInt32",	  "BFloat16",
 };
 
+/* Bytes of one element of each, in the same order. */
+static const size_t scalar_type_sizes[] = {
+	1, 1, 2, 4, 8, 2, 4, 8, 4, 8, 16, 1, 1, 1, 4, 2,
+};
+
+size_t torch_scalar_type_size(int64_t scalar_type)
+{
+	_Static_assert(sizeof(scalar_type_sizes) / sizeof(scalar_type_sizes[0]) ==
+			       sizeof(scalar_type_names) / sizeof(scalar_type_names[0]),
+		       "one size per scalar type");
+	if (scalar_type < 0 ||
+	    (uint64_t)scalar_type >= sizeof(scalar_type_sizes) / sizeof(scalar_type_sizes[0]))
+		return 0;
+	return scalar_type_sizes[scalar_type];
+}
+
 const char *torch_scalar_type_name(int64_t scalar_type)
 {
 	if (scalar_type < 0 ||

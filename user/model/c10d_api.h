@@ -72,5 +72,7 @@ enum c10d_param {
 
 /* c10::ScalarType names ("Float", "BFloat16"), NULL outside the known set. */
 const char *torch_scalar_type_name(int64_t scalar_type);
+/* Bytes of one element of a c10::ScalarType; 0 outside the known set. */
+size_t torch_scalar_type_size(int64_t scalar_type);
 
 #endif /* TCHECK_C10D_API_H */

@@ -24,6 +24,8 @@ uint64_t trace_record_time(const struct trace_record *record)
 		return record->network.timestamp_ns;
 	case TRACE_RECORD_ACTIVITY:
 		return record->activity.timestamp_ns;
+	case TRACE_RECORD_ARRIVAL:
+		return record->arrival.timestamp_ns;
 	}
 	return 0;
 }

@@ -23,6 +23,7 @@ enum trace_record_kind {
 	TRACE_RECORD_PYTHON_CALL = 6,
 	TRACE_RECORD_NETWORK = 7,
 	TRACE_RECORD_ACTIVITY = 8,
+	TRACE_RECORD_ARRIVAL = 9,
 };
 
 /* How many of the innermost Python frames an event keeps: what the probes send. */
@@ -206,6 +207,38 @@ struct trace_activity_sample {
 	uint64_t write_chars;	  /* /proc/PID/io wchar: written by system calls, sockets too */
 };
 
+/* Flags of an arrival state. */
+#define TRACE_ARRIVAL_LAGGING (1U << 0)	  /* the state names it as the rank the others wait for */
+#define TRACE_ARRIVAL_RANK (1U << 1)	  /* it maps NCCL or libtorch: a rank, not a launcher */
+#define TRACE_ARRIVAL_NO_PYTHON (1U << 2) /* its Python stack could not be read */
+
+/*
+ * Where one process stood when the tracer arrived (kind 9), read from its
+ * memory without waiting for a call (record/job_snapshot.h): the
+ * collective it is blocked in, its place in it, and its Python stack. All
+ * processes read at once share timestamp_ns; the one the state names as
+ * lagging (TRACE_ARRIVAL_LAGGING) comes after the others, once for each
+ * communicator it is behind on, and its collective, seq and waiting are
+ * those of the collective the others wait in. The detectors report each as
+ * a hang, live and offline alike.
+ */
+struct trace_arrival_state {
+	uint64_t timestamp_ns; /* CLOCK_MONOTONIC when the reading began */
+	uint32_t pid;
+	int32_t rank;		/* job rank, -1 unknown */
+	uint32_t flags;		/* TRACE_ARRIVAL_* */
+	int32_t nranks;		/* size of the communicator concerned, 0 unknown */
+	int64_t seq;		/* sequence number of its collective, -1 unknown */
+	uint64_t comm_hash;	/* NCCL's commHash of its communicator, 0 unknown (c10d) */
+	const char *collective; /* the collective it is inside (or never joined), "" none */
+	const char *blocked_in; /* the innermost NCCL, c10d or gloo function it is blocked in */
+	const char *waiting;	/* lagging: the ranks waiting for it, "0, 2, 3" */
+	const char *doing;	/* where it is: its innermost Python frame, or its native call */
+	/* The first call its own pattern says it did not make, "" unknown. */
+	const char *missed;
+	struct trace_python_stack py_stack; /* its main thread's, innermost first */
+};
+
 /* A traced process, with the rank its launcher gave it. */
 struct trace_process {
 	uint32_t pid;
@@ -286,6 +319,7 @@ struct trace_record {
 		struct trace_python_call python_call;
 		struct trace_network_sample network;
 		struct trace_activity_sample activity;
+		struct trace_arrival_state arrival;
 	};
 };
 

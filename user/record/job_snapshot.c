@@ -439,6 +439,7 @@ int job_snapshot_read(const pid_t *pids, size_t count, struct job_snapshot *snap
 	memset(snapshot, 0, sizeof(*snapshot));
 	clock_gettime(CLOCK_REALTIME, &wall);
 	snapshot->time_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
+	snapshot->monotonic_ns = started;
 	snapshot->processes = calloc(count ? count : 1, sizeof(*snapshot->processes));
 	if (!snapshot->processes)
 		return error_fail(error, error_size, ENOMEM, "out of memory");

@@ -19,7 +19,11 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "model/trace_records.h"
 #include "python/python_stacks.h"
+
+/* How long attach waits before reading a job again to confirm a lagging rank. */
+#define JOB_SNAPSHOT_CONFIRM_MS 300
 
 /* How far above its stack pointer a thread's stack is scanned. */
 #define JOB_SNAPSHOT_STACK_BYTES (512 * 1024)
@@ -58,8 +62,9 @@ struct snapshot_process {
 };
 
 struct job_snapshot {
-	uint64_t time_ns; /* CLOCK_REALTIME when reading began */
-	uint64_t read_ns; /* how long reading took */
+	uint64_t time_ns;      /* CLOCK_REALTIME when reading began */
+	uint64_t monotonic_ns; /* CLOCK_MONOTONIC then: the time of its trace records */
+	uint64_t read_ns;      /* how long reading took */
 	struct snapshot_process *processes;
 	size_t count;
 };
@@ -93,6 +98,20 @@ int job_snapshot_diagnose(const struct job_snapshot *snapshot,
 			  struct snapshot_diagnosis *diagnosis);
 void snapshot_diagnosis_free(struct snapshot_diagnosis *diagnosis);
 
+/*
+ * One reading is one instant: a healthy job is often caught with one rank
+ * still computing while the others wait in a collective. A finding stands
+ * when a second reading, 'later', makes it again (same rank, communicator
+ * and sequence number as in 'earlier') and 'busy' (NULL: none) does not say
+ * the rank was at work of its own in between (it fills 'why' when it was).
+ * The others are dropped and the summary says why.
+ */
+typedef bool (*snapshot_busy_fn)(void *context, pid_t pid, char *why, size_t why_size);
+void snapshot_diagnosis_confirm(const struct job_snapshot *snapshot,
+				struct snapshot_diagnosis *later,
+				const struct snapshot_diagnosis *earlier, snapshot_busy_fn busy,
+				void *context);
+
 /* The snapshot and its diagnosis as one JSON object, then a newline. */
 int job_snapshot_write_json(const struct job_snapshot *snapshot,
 			    const struct snapshot_diagnosis *diagnosis, FILE *out);
@@ -101,11 +120,26 @@ void job_snapshot_write_text(const struct job_snapshot *snapshot,
 			     const struct snapshot_diagnosis *diagnosis, FILE *out);
 
 /*
- * What attach and record --pid say first: the state of the targets (and,
- * with descendants, every process below them) read and judged at once,
- * logged as the text form with "on arrival" before it. A state that cannot
- * be read is a warning with the reason, never a silent nothing.
+ * The snapshot as trace records (kind TRACE_RECORD_ARRIVAL), each handed
+ * to 'emit': one per process the diagnosis does not name, then one per
+ * finding, so that a reader has every other rank's state when it meets a
+ * finding. The strings live as long as the snapshot.
  */
-void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants);
+typedef int (*job_snapshot_record_fn)(void *context, const struct trace_record *record);
+int job_snapshot_emit_records(const struct job_snapshot *snapshot,
+			      const struct snapshot_diagnosis *diagnosis,
+			      job_snapshot_record_fn emit, void *context);
+
+/*
+ * What attach and record --pid say first: the state of the targets (and,
+ * with descendants, every process below them) read and judged at once (a
+ * rank named as lagging is read again JOB_SNAPSHOT_CONFIRM_MS later and
+ * stays named only if it is still behind and used no CPU or storage in
+ * between: snapshot_diagnosis_confirm), logged as the text form with "on arrival" before it, then
+ * handed to 'emit' as records (NULL: none) for the trace and the detectors. A state that cannot be
+ * read is a warning with the reason, never a silent nothing.
+ */
+void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants,
+			      job_snapshot_record_fn emit, void *context);
 
 #endif /* TCHECK_JOB_SNAPSHOT_H */

@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/log.h"
+#include "base/system_clock.h"
 #include "probe/process_maps.h"
+#include "record/process_activity.h"
 
 #include "record/job_snapshot.h"
 
@@ -184,28 +187,113 @@ static size_t arrival_pids(const pid_t *pids, size_t count, bool descendants, pi
 	return *all ? total : 0;
 }
 
-void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants)
+/* Reads and judges the processes; says why not and returns -1 when that fails. */
+static int read_and_judge(const pid_t *pids, size_t count, struct job_snapshot *snapshot,
+			  struct snapshot_diagnosis *diagnosis)
+{
+	char error[512];
+
+	if (job_snapshot_read(pids, count, snapshot, error, sizeof(error)) != 0) {
+		log_warning("the job's state on arrival was not read: %s", error);
+		return -1;
+	}
+	if (job_snapshot_diagnose(snapshot, diagnosis) != 0) {
+		log_warning("the job's state on arrival was not judged: out of memory");
+		job_snapshot_free(snapshot);
+		return -1;
+	}
+	return 0;
+}
+
+/* What the lagging processes had done by the first reading. */
+struct busy_check {
+	struct trace_activity_sample before[16];
+	size_t count;
+};
+
+/* CPU over this share of the time between the readings is work of the rank's own. */
+#define BUSY_CPU_SHARE 0.05
+
+static bool lagging_rank_was_busy(void *context, pid_t pid, char *why, size_t why_size)
+{
+	const struct busy_check *check = context;
+	struct trace_activity_sample after;
+
+	for (size_t i = 0; i < check->count; i++) {
+		const struct trace_activity_sample *before = &check->before[i];
+		double seconds, cpu;
+
+		if (before->pid != (uint32_t)pid ||
+		    process_activity_read((uint32_t)pid, monotonic_ns(), &after) != 0 ||
+		    after.timestamp_ns <= before->timestamp_ns)
+			continue;
+		seconds = (double)(after.timestamp_ns - before->timestamp_ns) / 1e9;
+		cpu = (double)(after.cpu_ns - before->cpu_ns) / 1e9;
+		if (cpu > BUSY_CPU_SHARE * seconds ||
+		    after.write_bytes + after.read_bytes >
+			    before->write_bytes + before->read_bytes) {
+			snprintf(why, why_size,
+				 "was at work of its own between two readings %.1f s apart (%.2f s "
+				 "of "
+				 "CPU, %llu bytes of storage I/O)",
+				 seconds, cpu,
+				 (unsigned long long)(after.write_bytes + after.read_bytes -
+						      before->write_bytes - before->read_bytes));
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * A rank named as lagging is read again a moment later: a finding stands
+ * only if the second reading makes it too and the rank did no work between.
+ */
+static int confirm(const pid_t *pids, size_t count, struct job_snapshot *snapshot,
+		   struct snapshot_diagnosis *diagnosis)
+{
+	struct timespec pause = { JOB_SNAPSHOT_CONFIRM_MS / 1000,
+				  (JOB_SNAPSHOT_CONFIRM_MS % 1000) * 1000000L };
+	struct snapshot_diagnosis earlier = *diagnosis;
+	struct busy_check check = { .count = 0 };
+
+	for (size_t i = 0; i < earlier.count && check.count < 16; i++)
+		if (process_activity_read((uint32_t)earlier.findings[i].pid, monotonic_ns(),
+					  &check.before[check.count]) == 0)
+			check.count++;
+	job_snapshot_free(snapshot);
+	nanosleep(&pause, NULL);
+	if (read_and_judge(pids, count, snapshot, diagnosis)) {
+		snapshot_diagnosis_free(&earlier);
+		return -1;
+	}
+	snapshot_diagnosis_confirm(snapshot, diagnosis, &earlier, lagging_rank_was_busy, &check);
+	snapshot_diagnosis_free(&earlier);
+	return 0;
+}
+
+void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants,
+			      job_snapshot_record_fn emit, void *context)
 {
 	struct snapshot_diagnosis diagnosis;
 	struct job_snapshot snapshot;
-	char error[512], *text = NULL, *line, *saved = NULL;
+	char *text = NULL, *line, *saved = NULL;
 	size_t size = 0, total;
 	pid_t *all = NULL;
 	FILE *out;
+	int err;
 
 	total = arrival_pids(pids, count, descendants, &all);
-	if (!total || job_snapshot_read(all, total, &snapshot, error, sizeof(error)) != 0) {
-		log_warning("the job's state on arrival was not read: %s",
-			    total ? error : "out of memory");
-		free(all);
+	if (!total) {
+		log_warning("the job's state on arrival was not read: out of memory");
 		return;
 	}
+	err = read_and_judge(all, total, &snapshot, &diagnosis);
+	if (!err && diagnosis.count)
+		err = confirm(all, total, &snapshot, &diagnosis);
 	free(all);
-	if (job_snapshot_diagnose(&snapshot, &diagnosis) != 0) {
-		log_warning("the job's state on arrival was not judged: out of memory");
-		job_snapshot_free(&snapshot);
+	if (err)
 		return;
-	}
 	out = open_memstream(&text, &size);
 	if (out) {
 		job_snapshot_write_text(&snapshot, &diagnosis, out);
@@ -214,6 +302,9 @@ void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants)
 			log_notice("on arrival: %s", line);
 	}
 	free(text);
+	if (emit && job_snapshot_emit_records(&snapshot, &diagnosis, emit, context) != 0)
+		log_warning("the job's state on arrival was not passed on to the trace and the "
+			    "detectors: out of memory");
 	snapshot_diagnosis_free(&diagnosis);
 	job_snapshot_free(&snapshot);
 }

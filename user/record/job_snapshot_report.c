@@ -268,6 +268,64 @@ static void summary_write(const struct job_snapshot *snapshot, struct snapshot_d
 		 finding->waiting, finding->doing[0] ? finding->doing : "not readable");
 }
 
+static bool any_communicator_read(const struct job_snapshot *snapshot)
+{
+	for (size_t p = 0; p < snapshot->count; p++)
+		if (snapshot->processes[p].communicator_count)
+			return true;
+	return false;
+}
+
+static bool found_before(const struct snapshot_diagnosis *earlier,
+			 const struct snapshot_finding *finding)
+{
+	for (size_t i = 0; i < earlier->count; i++)
+		if (earlier->findings[i].pid == finding->pid &&
+		    earlier->findings[i].comm_hash == finding->comm_hash &&
+		    earlier->findings[i].sequence == finding->sequence)
+			return true;
+	return false;
+}
+
+void snapshot_diagnosis_confirm(const struct job_snapshot *snapshot,
+				struct snapshot_diagnosis *later,
+				const struct snapshot_diagnosis *earlier, snapshot_busy_fn busy,
+				void *context)
+{
+	struct snapshot_finding dropped = { 0 };
+	char why[192] = "";
+	size_t kept = 0;
+
+	for (size_t i = 0; i < later->count; i++) {
+		const struct snapshot_finding *finding = &later->findings[i];
+		char reason[sizeof(why)] = "";
+
+		if (!found_before(earlier, finding))
+			snprintf(reason, sizeof(reason), "was not there at the first reading");
+		else if (busy && busy(context, finding->pid, reason, sizeof(reason)))
+			;
+		else {
+			later->findings[kept++] = *finding;
+			continue;
+		}
+		if (!dropped.pid) {
+			dropped = *finding;
+			snprintf(why, sizeof(why), "%s", reason);
+		}
+	}
+	if (kept == later->count)
+		return;
+	later->count = kept;
+	if (kept) {
+		summary_write(snapshot, later, any_communicator_read(snapshot));
+		return;
+	}
+	snprintf(later->summary, sizeof(later->summary),
+		 "rank %d (pid %d) was behind the others, but it %.190s: no hang judged on "
+		 "arrival (the live detectors judge it from its calls)",
+		 dropped.rank, (int)dropped.pid, why);
+}
+
 int job_snapshot_diagnose(const struct job_snapshot *snapshot, struct snapshot_diagnosis *diagnosis)
 {
 	struct finding_list list = { .diagnosis = diagnosis };
@@ -297,4 +355,99 @@ void snapshot_diagnosis_free(struct snapshot_diagnosis *diagnosis)
 {
 	free(diagnosis->findings);
 	memset(diagnosis, 0, sizeof(*diagnosis));
+}
+
+/* The Python stack a process's record carries: its main thread's, else the first one read. */
+static const struct python_thread_stack *process_main_stack(const struct snapshot_process *process)
+{
+	for (size_t i = 0; i < process->thread_count; i++)
+		if (process->threads[i].tid == process->pid && process->threads[i].python &&
+		    process->threads[i].python->frame_count)
+			return process->threads[i].python;
+	for (size_t i = 0; i < process->python.count; i++)
+		if (process->python.threads[i].frame_count)
+			return &process->python.threads[i];
+	return NULL;
+}
+
+/* The first finding naming 'pid', NULL when none does. */
+static const struct snapshot_finding *finding_of(const struct snapshot_diagnosis *diagnosis,
+						 pid_t pid)
+{
+	for (size_t i = 0; i < diagnosis->count; i++)
+		if (diagnosis->findings[i].pid == pid)
+			return &diagnosis->findings[i];
+	return NULL;
+}
+
+/* Where a process stands without a finding: its collective and its widest communicator. */
+static void state_of_process(const struct snapshot_process *process,
+			     struct trace_arrival_state *state)
+{
+	size_t widest = 0;
+
+	state->collective = process_collective(process);
+	for (size_t i = 0; i < process->thread_count; i++)
+		if (process->threads[i].native_function[0]) {
+			state->blocked_in = process->threads[i].native_function;
+			break;
+		}
+	for (size_t i = 0; i < process->communicator_count; i++)
+		if ((size_t)process->communicators[i].nranks > widest) {
+			widest = (size_t)process->communicators[i].nranks;
+			state->nranks = process->communicators[i].nranks;
+			state->comm_hash = process->communicators[i].comm_hash;
+			state->seq = (int64_t)process->communicators[i].op_count;
+		}
+}
+
+static int emit_process(const struct job_snapshot *snapshot, const struct snapshot_process *process,
+			const struct snapshot_finding *finding, job_snapshot_record_fn emit,
+			void *context)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_ARRIVAL };
+	struct trace_arrival_state *state = &record.arrival;
+	const struct python_thread_stack *stack = process_main_stack(process);
+	char doing[sizeof(((struct snapshot_finding *)NULL)->doing)];
+
+	state->timestamp_ns = snapshot->monotonic_ns;
+	state->pid = (uint32_t)process->pid;
+	state->rank = process->rank;
+	state->seq = -1;
+	state->collective = state->blocked_in = state->waiting = state->missed = "";
+	state->flags = (process->maps_collectives ? TRACE_ARRIVAL_RANK : 0) |
+		       (stack ? 0 : TRACE_ARRIVAL_NO_PYTHON);
+	state_of_process(process, state);
+	process_doing(process, doing, sizeof(doing));
+	state->doing = doing;
+	if (finding) {
+		state->flags |= TRACE_ARRIVAL_LAGGING;
+		state->collective = finding->collective;
+		state->seq = finding->sequence;
+		state->comm_hash = finding->comm_hash;
+		state->nranks = finding->nranks;
+		state->waiting = finding->waiting;
+	}
+	for (size_t i = 0; stack && i < stack->frame_count && i < TRACE_PY_STACK_MAX; i++)
+		state->py_stack.frames[state->py_stack.depth++] = stack->frames[i].qualified_name;
+	return emit(context, &record);
+}
+
+int job_snapshot_emit_records(const struct job_snapshot *snapshot,
+			      const struct snapshot_diagnosis *diagnosis,
+			      job_snapshot_record_fn emit, void *context)
+{
+	int err = 0;
+
+	/* The others first: whoever reads a finding knows where every rank stood. */
+	for (size_t p = 0; p < snapshot->count && !err; p++)
+		if (!finding_of(diagnosis, snapshot->processes[p].pid))
+			err = emit_process(snapshot, &snapshot->processes[p], NULL, emit, context);
+	/* Then one record a finding: a rank behind on several communicators has several. */
+	for (size_t f = 0; f < diagnosis->count && !err; f++)
+		for (size_t p = 0; p < snapshot->count && !err; p++)
+			if (snapshot->processes[p].pid == diagnosis->findings[f].pid)
+				err = emit_process(snapshot, &snapshot->processes[p],
+						   &diagnosis->findings[f], emit, context);
+	return err;
 }

@@ -96,18 +96,18 @@ static int set_up(struct recorder *recorder)
 		log_error("%s", error);
 		return -1;
 	}
-	/*
-	 * A job already stuck makes no call to see: read where it stands first,
-	 * once the targets are known to be processes the tool may read.
-	 */
-	if (options->pid_count)
-		job_snapshot_log_arrival(options->pids, options->pid_count,
-					 options->follow_children);
 	if (options->observer && options->observer->attach_failed)
 		probe_session_on_attach_failure(recorder->session, options->observer->attach_failed,
 						options->observer->context);
 	if (record_consumers_start(&recorder->consumers))
 		return -1;
+	/*
+	 * A job already stuck makes no call to see: read where it stands before
+	 * any probe is attached, into the trace and the detectors.
+	 */
+	if (options->pid_count)
+		job_snapshot_log_arrival(options->pids, options->pid_count,
+					 options->follow_children, recorder_emit_built, recorder);
 	recorder->discovery =
 		library_discovery_new(recorder->session, recorder_emit_library, recorder);
 	recorder->work_requests = work_requests_new(recorder->session);
@@ -277,8 +277,15 @@ int recorder_run(const struct recorder_options *options)
 		tear_down(&recorder);
 		return 1;
 	}
-	if (options->command)
-		started_command_release(&recorder.command, options->command[0]);
+	if (options->command) {
+		result = started_command_release(&recorder.command, options->command[0]);
+		if (result) {
+			/* The command never ran: no trace is left to look like a recording. */
+			record_consumers_close(&recorder.consumers, false);
+			tear_down(&recorder);
+			return result;
+		}
+	}
 	libraries = library_discovery_library_count(recorder.discovery);
 	log_notice("tracing %u process%s, %zu NCCL librar%s probed%s",
 		   recorder.processes.alive_count, recorder.processes.alive_count == 1 ? "" : "es",

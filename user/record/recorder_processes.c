@@ -16,6 +16,7 @@
 #include "python/python_tracer.h"
 #include "record/c10d_calls.h"
 #include "record/call_builder.h"
+#include "record/job_snapshot.h"
 #include "record/recorder_state.h"
 
 /* Reads what /proc says of a process: command, rank, world size. */
@@ -138,8 +139,8 @@ void recorder_rescan_libraries(struct recorder *recorder)
 void recorder_add_discovered(struct recorder *recorder)
 {
 	const struct recorder_observer *observer = recorder->options->observer;
-	pid_t found[256];
-	size_t count;
+	pid_t found[256], added[256];
+	size_t count, added_count = 0;
 
 	if (!observer || !observer->discover)
 		return;
@@ -150,6 +151,7 @@ void recorder_add_discovered(struct recorder *recorder)
 
 		if (process && process->alive)
 			continue;
+		added[added_count++] = found[i];
 		if (process) { /* the pid was reused by a new process */
 			process_registry_remove(&recorder->processes, (uint32_t)found[i]);
 			call_builder_forget_process(recorder->builder, (uint32_t)found[i]);
@@ -158,4 +160,7 @@ void recorder_add_discovered(struct recorder *recorder)
 		}
 		recorder_add_process(recorder, (uint32_t)found[i], 0);
 	}
+	/* A job found already stuck makes no call to see: read where it stands. */
+	if (added_count)
+		job_snapshot_log_arrival(added, added_count, false, recorder_emit_built, recorder);
 }

@@ -13,7 +13,8 @@
 struct started_command {
 	pid_t pid; /* -1 before the start */
 	int release_fd;
-	bool released; /* let through to its exec */
+	int exec_status_fd; /* read end of the pipe a failed exec writes its errno to */
+	bool released;	    /* let through to its exec */
 	bool exited;
 	int wait_status;
 };
@@ -21,8 +22,14 @@ struct started_command {
 void started_command_init(struct started_command *command);
 /* Forks the command held before its exec; 0, or -1 (said). */
 int started_command_start(struct started_command *command, char *const *argv);
-/* Lets the held command go on to its exec. */
-void started_command_release(struct started_command *command, const char *name);
+/*
+ * Lets the held command go on to its exec and waits for the exec: 0 when it
+ * runs; else the status a shell gives a command that could not be run (127
+ * not found, 126 found but not runnable; 1 when it could not be let go),
+ * after saying so in one sentence ("cannot run X: No such file or
+ * directory"), the child reaped.
+ */
+int started_command_release(struct started_command *command, const char *name);
 /* Notes its exit, without waiting. */
 void started_command_reap(struct started_command *command);
 /* A command never released is killed and reaped: none is left waiting at its gate. */

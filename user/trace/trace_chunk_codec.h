@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Compression of a chunk's records (trace format 1.5, chunk flag
+ * Compression of a chunk's records (trace format 1.6, chunk flag
  * TRACE_FORMAT_CHUNK_ZSTD): each chunk's payload is one zstd frame with its
  * content size and checksum, so every chunk still stands alone and a
  * damaged one costs only itself.

@@ -27,13 +27,14 @@
  * work-request samples (kind 7), which 1.0 and 1.1 readers skip.
  * 1.3 appended the Python events lost to the stats body.
  * 1.4 added process activity samples (kind 8), which older readers skip.
- * 1.5 added the closing chunk (chunk flag 2), written when the recorder closes
- * the trace, and zstd-compressed payloads (chunk flag 1). Readers of 1.4 and
+ * 1.5 added the processes' state on arrival (kind 9), which older readers skip.
+ * 1.6 added the closing chunk (chunk flag 2), written when the recorder closes
+ * the trace, and zstd-compressed payloads (chunk flag 1). Readers of 1.5 and
  * older stop at either flag and say a newer tcheck-bpf reads the trace.
  */
-#define TRACE_FORMAT_VERSION_MINOR 5
+#define TRACE_FORMAT_VERSION_MINOR 6
 /* The first version whose writer closes every trace it finishes with a closing chunk. */
-#define TRACE_FORMAT_CLOSING_SINCE_MINOR 5
+#define TRACE_FORMAT_CLOSING_SINCE_MINOR 6
 
 /* File header: a fixed part, then a body whose length the fixed part gives. */
 #define TRACE_FORMAT_FILE_MAGIC "TCHKTRC\n"
@@ -71,10 +72,10 @@ enum trace_format_chunk_header {
 	TRACE_FORMAT_CHUNK_HEADER_CRC_AT = 36,	  /* u32, crc32 of bytes 0-35 */
 	TRACE_FORMAT_CHUNK_HEADER_SIZE = 40,
 };
-/* The payload is one zstd frame holding the records (format 1.5). */
+/* The payload is one zstd frame holding the records (format 1.6). */
 #define TRACE_FORMAT_CHUNK_ZSTD 1U
 /*
- * The closing chunk (format 1.5): the last of a trace its recorder closed.
+ * The closing chunk (format 1.6): the last of a trace its recorder closed.
  * Its payload is the closing body below and its record count 0; its
  * first_ns and last_ns span every record of the trace.
  */
@@ -101,11 +102,11 @@ enum trace_format_record_header {
 };
 
 /*
- * Record kinds 1 to 7 are those of enum trace_record_kind. A string
+ * Record kinds 1 to 9 are those of enum trace_record_kind. A string
  * definition gives the bytes of an interned string id.
  */
 #define TRACE_FORMAT_KIND_STRING 32U
-#define TRACE_FORMAT_LAST_KNOWN_KIND TRACE_RECORD_ACTIVITY
+#define TRACE_FORMAT_LAST_KNOWN_KIND TRACE_RECORD_ARRIVAL
 
 /* String definition body: the id, then the bytes (no terminating NUL). */
 enum trace_format_string_body {
@@ -234,6 +235,24 @@ enum trace_format_activity_body {
 	TRACE_FORMAT_ACTIVITY_READ_CHARS_AT = 48,      /* u64 */
 	TRACE_FORMAT_ACTIVITY_WRITE_CHARS_AT = 56,     /* u64 */
 	TRACE_FORMAT_ACTIVITY_SIZE = 64,
+};
+
+/* Arrival state body (format 1.5): struct trace_arrival_state; a Python stack follows. */
+enum trace_format_arrival_body {
+	TRACE_FORMAT_ARRIVAL_TIMESTAMP_NS_AT = 0, /* u64 */
+	TRACE_FORMAT_ARRIVAL_PID_AT = 8,	  /* u32 */
+	TRACE_FORMAT_ARRIVAL_RANK_AT = 12,	  /* s32 */
+	TRACE_FORMAT_ARRIVAL_FLAGS_AT = 16,	  /* u32, TRACE_ARRIVAL_* */
+	TRACE_FORMAT_ARRIVAL_NRANKS_AT = 20,	  /* s32 */
+	TRACE_FORMAT_ARRIVAL_SEQ_AT = 24,	  /* s64 */
+	TRACE_FORMAT_ARRIVAL_COMM_HASH_AT = 32,	  /* u64 */
+	TRACE_FORMAT_ARRIVAL_COLLECTIVE_AT = 40,  /* u32 string id */
+	TRACE_FORMAT_ARRIVAL_BLOCKED_IN_AT = 44,  /* u32 string id */
+	TRACE_FORMAT_ARRIVAL_WAITING_AT = 48,	  /* u32 string id */
+	TRACE_FORMAT_ARRIVAL_DOING_AT = 52,	  /* u32 string id */
+	TRACE_FORMAT_ARRIVAL_MISSED_AT = 56,	  /* u32 string id */
+	TRACE_FORMAT_ARRIVAL_STACK_AT = 60,	  /* a Python stack */
+	TRACE_FORMAT_ARRIVAL_FIXED_SIZE = 64,	  /* with an empty stack */
 };
 
 /* Python call body (format 1.1): a traced Python function or a torch scope. */

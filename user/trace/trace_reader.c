@@ -40,14 +40,24 @@ void trace_reader_update_note(struct trace_reader *reader)
 		reader->note[0] = '\0';
 		return;
 	}
-	error_format(reader->note, sizeof(reader->note),
-		     "%s was written by a newer tcheck-bpf (trace format %" PRIu32 ".%" PRIu32
-		     ", this one reads %d.%d): %" PRIu64
-		     " records of kinds this version does not know were skipped; a newer "
-		     "tcheck-bpf shows them",
-		     reader->path, stats->version_major, stats->version_minor,
-		     TRACE_FORMAT_VERSION_MAJOR, TRACE_FORMAT_VERSION_MINOR,
-		     stats->unknown_records);
+	if (stats->version_minor <= TRACE_FORMAT_VERSION_MINOR)
+		/* A format this version knows whole: a kind it lacks is damage, not news. */
+		error_format(reader->note, sizeof(reader->note),
+			     "%s (trace format %" PRIu32 ".%" PRIu32
+			     ", which this tcheck-bpf reads) holds %" PRIu64
+			     " record%s of a kind that format does not have: skipped; "
+			     "the file may be damaged",
+			     reader->path, stats->version_major, stats->version_minor,
+			     stats->unknown_records, stats->unknown_records == 1 ? "" : "s");
+	else
+		error_format(reader->note, sizeof(reader->note),
+			     "%s was written by a newer tcheck-bpf (trace format %" PRIu32
+			     ".%" PRIu32 ", this one reads %d.%d): %" PRIu64
+			     " records of kinds this version does not know were skipped; a "
+			     "newer tcheck-bpf shows them",
+			     reader->path, stats->version_major, stats->version_minor,
+			     TRACE_FORMAT_VERSION_MAJOR, TRACE_FORMAT_VERSION_MINOR,
+			     stats->unknown_records);
 }
 
 static int open_failed(struct trace_reader *reader, int err, char *error, size_t error_size)

@@ -26,7 +26,7 @@ struct trace_reader_stats {
 	uint32_t version_major;
 	uint32_t version_minor;
 	int truncated; /* the last chunk was cut short */
-	int unclosed;  /* format 1.5 on: the trace ends without its closing chunk */
+	int unclosed;  /* format 1.6 on: the trace ends without its closing chunk */
 	/* Damaged stretches read past: their bytes, and the records lost in them. */
 	uint64_t damaged_chunks;
 	uint64_t skipped_bytes;
@@ -72,7 +72,7 @@ const char *trace_reader_error(const struct trace_reader *reader);
 
 /*
  * A warning when the trace ended inside its last chunk (the recorder was
- * killed or the disk filled), or, from format 1.5 on, without the closing
+ * killed or the disk filled), or, from format 1.6 on, without the closing
  * chunk its recorder writes when it closes the trace: when its last record
  * was written, and that what came after may be lost. NULL when the trace
  * ended cleanly or has not ended yet.

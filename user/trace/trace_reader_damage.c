@@ -60,7 +60,7 @@ int trace_reader_end_truncated(struct trace_reader *reader, uint64_t present)
 	return 0;
 }
 
-/* The end of the file at a chunk boundary: a trace of format 1.5 on must have been closed. */
+/* The end of the file at a chunk boundary: a trace of format 1.6 on must have been closed. */
 int trace_reader_end(struct trace_reader *reader)
 {
 	char last[160];

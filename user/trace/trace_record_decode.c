@@ -27,6 +27,8 @@ const char *trace_record_kind_name(unsigned kind)
 		return "network";
 	case TRACE_RECORD_ACTIVITY:
 		return "activity";
+	case TRACE_RECORD_ARRIVAL:
+		return "arrival";
 	case TRACE_FORMAT_KIND_STRING:
 		return "string";
 	}
@@ -233,6 +235,35 @@ static void decode_activity(const unsigned char *body, struct trace_activity_sam
 	sample->write_chars = trace_format_get_u64(body + TRACE_FORMAT_ACTIVITY_WRITE_CHARS_AT);
 }
 
+static int decode_arrival(struct trace_reader *reader, const unsigned char *body, uint32_t length,
+			  size_t record_at, struct trace_arrival_state *state)
+{
+	static const unsigned string_at[] = {
+		TRACE_FORMAT_ARRIVAL_COLLECTIVE_AT, TRACE_FORMAT_ARRIVAL_BLOCKED_IN_AT,
+		TRACE_FORMAT_ARRIVAL_WAITING_AT,    TRACE_FORMAT_ARRIVAL_DOING_AT,
+		TRACE_FORMAT_ARRIVAL_MISSED_AT,
+	};
+	const char **strings[] = { &state->collective, &state->blocked_in, &state->waiting,
+				   &state->doing, &state->missed };
+
+	for (size_t i = 0; i < sizeof(string_at) / sizeof(string_at[0]); i++) {
+		*strings[i] = trace_reader_string_lookup(reader, body + string_at[i], record_at);
+		if (!*strings[i])
+			return trace_reader_failure(reader);
+	}
+	state->timestamp_ns = trace_format_get_u64(body + TRACE_FORMAT_ARRIVAL_TIMESTAMP_NS_AT);
+	state->pid = trace_format_get_u32(body + TRACE_FORMAT_ARRIVAL_PID_AT);
+	state->rank = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_ARRIVAL_RANK_AT);
+	state->flags = trace_format_get_u32(body + TRACE_FORMAT_ARRIVAL_FLAGS_AT);
+	state->nranks = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_ARRIVAL_NRANKS_AT);
+	state->seq = (int64_t)trace_format_get_u64(body + TRACE_FORMAT_ARRIVAL_SEQ_AT);
+	state->comm_hash = trace_format_get_u64(body + TRACE_FORMAT_ARRIVAL_COMM_HASH_AT);
+	if (decode_stack(reader, body, length, TRACE_FORMAT_ARRIVAL_STACK_AT, record_at,
+			 &state->py_stack) < 0)
+		return trace_reader_failure(reader);
+	return 0;
+}
+
 /* One argument of a Python call; returns 0, or the failure with the error set. */
 static int decode_argument(struct trace_reader *reader, const unsigned char *at, size_t record_at,
 			   struct trace_python_arg *arg)
@@ -349,6 +380,8 @@ uint32_t trace_record_minimum_body(unsigned kind)
 		return TRACE_FORMAT_NETWORK_SIZE;
 	case TRACE_RECORD_ACTIVITY:
 		return TRACE_FORMAT_ACTIVITY_SIZE;
+	case TRACE_RECORD_ARRIVAL:
+		return TRACE_FORMAT_ARRIVAL_FIXED_SIZE;
 	}
 	return 0;
 }
@@ -378,6 +411,8 @@ int trace_record_decode(struct trace_reader *reader, unsigned kind, const unsign
 	case TRACE_RECORD_ACTIVITY:
 		decode_activity(body, &out->activity);
 		return 0;
+	case TRACE_RECORD_ARRIVAL:
+		return decode_arrival(reader, body, length, record_at, &out->arrival);
 	}
 	return -EINVAL;
 }

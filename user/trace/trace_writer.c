@@ -419,6 +419,7 @@ static size_t stack_size(uint32_t depth)
  * The strings of a record, in the order its encoder takes their ids:
  * NCCL call: function, stack frames. Python call: name, file, stack
  * frames, then for each argument its name and, for a str, its value.
+ * Arrival state: collective, blocked-in, waiting, doing, missed, frames.
  */
 #define MAX_RECORD_STRINGS (3 + TRACE_PY_STACK_MAX + 2 * TRACE_PY_ARGS_MAX)
 
@@ -446,6 +447,15 @@ static int collect_strings(const struct trace_record *record, const char *texts[
 	case TRACE_RECORD_STATS:
 	case TRACE_RECORD_NETWORK:
 	case TRACE_RECORD_ACTIVITY:
+		break;
+	case TRACE_RECORD_ARRIVAL:
+		texts[count++] = record->arrival.collective;
+		texts[count++] = record->arrival.blocked_in;
+		texts[count++] = record->arrival.waiting;
+		texts[count++] = record->arrival.doing;
+		texts[count++] = record->arrival.missed;
+		for (uint32_t i = 0; i < record->arrival.py_stack.depth; i++)
+			texts[count++] = record->arrival.py_stack.frames[i];
 		break;
 	case TRACE_RECORD_PYTHON_CALL:
 		texts[count++] = python->qualified_name;
@@ -579,6 +589,24 @@ static void encode_activity(unsigned char *body, const struct trace_activity_sam
 	trace_format_put_u64(body + TRACE_FORMAT_ACTIVITY_WRITE_CHARS_AT, sample->write_chars);
 }
 
+static void encode_arrival(unsigned char *body, const struct trace_arrival_state *state,
+			   const uint32_t string_ids[])
+{
+	trace_format_put_u64(body + TRACE_FORMAT_ARRIVAL_TIMESTAMP_NS_AT, state->timestamp_ns);
+	trace_format_put_u32(body + TRACE_FORMAT_ARRIVAL_PID_AT, state->pid);
+	trace_format_put_u32(body + TRACE_FORMAT_ARRIVAL_RANK_AT, (uint32_t)state->rank);
+	trace_format_put_u32(body + TRACE_FORMAT_ARRIVAL_FLAGS_AT, state->flags);
+	trace_format_put_u32(body + TRACE_FORMAT_ARRIVAL_NRANKS_AT, (uint32_t)state->nranks);
+	trace_format_put_u64(body + TRACE_FORMAT_ARRIVAL_SEQ_AT, (uint64_t)state->seq);
+	trace_format_put_u64(body + TRACE_FORMAT_ARRIVAL_COMM_HASH_AT, state->comm_hash);
+	trace_format_put_u32(body + TRACE_FORMAT_ARRIVAL_COLLECTIVE_AT, string_ids[0]);
+	trace_format_put_u32(body + TRACE_FORMAT_ARRIVAL_BLOCKED_IN_AT, string_ids[1]);
+	trace_format_put_u32(body + TRACE_FORMAT_ARRIVAL_WAITING_AT, string_ids[2]);
+	trace_format_put_u32(body + TRACE_FORMAT_ARRIVAL_DOING_AT, string_ids[3]);
+	trace_format_put_u32(body + TRACE_FORMAT_ARRIVAL_MISSED_AT, string_ids[4]);
+	encode_stack(body + TRACE_FORMAT_ARRIVAL_STACK_AT, state->py_stack.depth, string_ids + 5);
+}
+
 static void encode_stats(unsigned char *body, const struct trace_stats *stats)
 {
 	trace_format_put_u64(body + TRACE_FORMAT_STATS_TIMESTAMP_NS_AT, stats->timestamp_ns);
@@ -693,6 +721,12 @@ static int add_encoded(struct trace_writer *writer, const struct trace_record *r
 	case TRACE_RECORD_ACTIVITY:
 		size = TRACE_FORMAT_ACTIVITY_SIZE;
 		break;
+	case TRACE_RECORD_ARRIVAL:
+		if (record->arrival.py_stack.depth > TRACE_PY_STACK_MAX)
+			return reject_record(writer,
+					     "an arrival state has a Python stack too deep");
+		size = TRACE_FORMAT_ARRIVAL_STACK_AT + stack_size(record->arrival.py_stack.depth);
+		break;
 	default:
 		return reject_record(writer, "the record is of an unknown kind");
 	}
@@ -730,6 +764,9 @@ static int add_encoded(struct trace_writer *writer, const struct trace_record *r
 		break;
 	case TRACE_RECORD_ACTIVITY:
 		encode_activity(body, &record->activity);
+		break;
+	case TRACE_RECORD_ARRIVAL:
+		encode_arrival(body, &record->arrival, ids);
 		break;
 	}
 	return 0;

@@ -65,7 +65,7 @@ int trace_writer_set_chunk_limits(struct trace_writer *writer, uint32_t max_reco
 				  uint32_t max_bytes);
 
 /*
- * Whether chunks are written zstd-compressed (trace format 1.5), as they are
+ * Whether chunks are written zstd-compressed (trace format 1.6), as they are
  * unless this says otherwise; a chunk that would not shrink is written as it
  * is. Returns 0 or -ENOMEM.
  */
