@@ -23,7 +23,7 @@ CFLAGS ?= -g -O2
 WARNINGS := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 ALL_CFLAGS := $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer \
 	-Iinclude -Iuser -I. -I$(OUTPUT)
-LIBS := -lbpf -lelf -ldw -lcapstone -ljansson -lz -lmicrohttpd -lcurl -lpthread
+LIBS := -lbpf -lelf -ldw -lcapstone -ljansson -lz -lzstd -lmicrohttpd -lcurl -lpthread
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
 	-Iinclude -I$(dir $(VMLINUX))
 

@@ -11,7 +11,7 @@ if [ -z "$SUDO" ] && ! command -v sudo >/dev/null 2>&1; then
 	apt-get install -y -qq --no-install-recommends sudo >/dev/null
 fi
 $SUDO apt-get install -y -qq --no-install-recommends \
-	make gcc binutils clang libclang-rt-dev llvm libbpf-dev bpftool libelf-dev libdw-dev libcapstone-dev zlib1g-dev \
+	make gcc binutils clang libclang-rt-dev llvm libbpf-dev bpftool libelf-dev libdw-dev libcapstone-dev zlib1g-dev libzstd-dev \
 	libjansson-dev libcunit1-dev libmicrohttpd-dev libcurl4-openssl-dev libibverbs-dev iproute2 curl \
 	pkg-config python3 python3-torch xz-utils \
 	clang-format clang-tidy cppcheck procps util-linux yamllint python3-yaml \

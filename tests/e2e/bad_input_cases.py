@@ -119,7 +119,8 @@ def big_rules():
 # ---- the cases ----
 # Each: id, input kind, case, the input file's name, what makes it (bytes, a
 # callable giving bytes, "directory" or None for a missing file), the command
-# (IN stands for the input), and whether exit status 0 is right for it.
+# (IN stands for the input), and whether exit status 0 is right for it (a
+# damaged chunk is skipped with a warning and the rest read: exit 0).
 
 TRACE = "trace file"
 RULES = "rules file"
@@ -254,34 +255,34 @@ def cases():
          "line)", "in.trace", None, DUMP, False),
         ("trace-flip-chunk-header", TRACE,
          f"byte {between(CHUNK_AT[1] + 4, CHUNK_AT[1] + 35)} flipped (chunk 1's header)",
-         "in.trace", None, DUMP, False),
+         "in.trace", None, DUMP, True),
         ("trace-flip-records", TRACE,
          f"byte {between(CHUNK_AT[2] + 40, CHUNK_AT[3] - 1)} flipped (chunk 2's records)",
-         "in.trace", None, DUMP, False),
+         "in.trace", None, DUMP, True),
         ("trace-flip-string-table", TRACE,
          f"byte {between(CHUNK_AT[0] + 40 + 12, CHUNK_AT[0] + 40 + 27)} flipped (a string "
-         "definition's text)", "in.trace", None, DUMP, False),
+         "definition's text)", "in.trace", None, DUMP, True),
         ("trace-string-id-zero", TRACE, "a string definition's id set to 0, checksums right",
-         "in.trace", trace_changed(string_definition_id_zero), DUMP, False),
+         "in.trace", trace_changed(string_definition_id_zero), DUMP, True),
         ("trace-string-too-long", TRACE, "a string definition's length set to 0xFFFFFF00, "
-         "checksums right", "in.trace", trace_changed(string_definition_too_long), DUMP, False),
+         "checksums right", "in.trace", trace_changed(string_definition_too_long), DUMP, True),
         ("trace-undefined-string", TRACE, "a record names string id 4242, never defined; "
-         "checksums right", "in.trace", trace_changed(undefined_string), DUMP, False),
+         "checksums right", "in.trace", trace_changed(undefined_string), DUMP, True),
         ("trace-huge-payload", TRACE, "a chunk claims a payload of 0xFFFFFFFF bytes, checksum "
-         "right", "in.trace", trace_changed(huge_payload), DUMP, False),
+         "right", "in.trace", trace_changed(huge_payload), DUMP, True),
         ("trace-huge-record-count", TRACE, "a chunk claims 0xFFFFFFFF records, checksum right",
-         "in.trace", trace_changed(huge_record_count), DUMP, False),
+         "in.trace", trace_changed(huge_record_count), DUMP, True),
         ("trace-huge-record-length", TRACE, "a record claims 0x7FFFFFFF bytes, checksums right",
-         "in.trace", trace_changed(huge_record_length), DUMP, False),
+         "in.trace", trace_changed(huge_record_length), DUMP, True),
         ("trace-huge-header-body", TRACE, "the header claims a body of 0xFFFFFFFF bytes, "
          "checksum right", "in.trace", trace_changed(huge_header_body), DUMP, False),
         ("trace-directory", TRACE, "a directory", "in.trace", "directory", DUMP, False),
         ("trace-missing", TRACE, "no such file", "in.trace", None, DUMP, False),
         ("trace-check-flipped", TRACE, "chunk 2's records flipped, read by `check`", "in.trace",
-         trace_changed(lambda d: flip(d, CHUNK_AT[2] + 100)), ["check", "IN"], False),
+         trace_changed(lambda d: flip(d, CHUNK_AT[2] + 100)), ["check", "IN"], True),
         ("trace-diff-flipped", TRACE, "a string definition flipped, read by `diff`",
          "in.trace", trace_changed(lambda d: flip(d, CHUNK_AT[0] + 40 + 16)),
-         ["diff", "IN", "good.trace"], False),
+         ["diff", "IN", "good.trace"], True),
         # Read with a note: a kind format 1.1 lacks is damage, not a newer writer's record.
         ("trace-older-minor-unknown-kind", TRACE, "format 1.1 with a record of an unknown "
          "kind, checksums right", "in.trace", trace_changed(older_minor_unknown_kind), DUMP,

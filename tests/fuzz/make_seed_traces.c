@@ -37,6 +37,11 @@ static struct trace_writer *open_trace(const char *directory, const char *name, 
 		fail(path, error);
 	/* Small chunks, so that one seed holds several. */
 	trace_writer_set_chunk_limits(writer, 4, 0);
+	/*
+	 * Uncompressed but for the seed named "compressed": the bad-input cases
+	 * (tests/e2e/bad_input_cases.py) reach into the records' bytes of the others.
+	 */
+	trace_writer_set_compression(writer, strcmp(name, "compressed") == 0);
 	return writer;
 }
 
@@ -54,13 +59,13 @@ static void close_trace(struct trace_writer *writer, const char *path)
 		fail(path, error);
 }
 
-static void write_calls(const char *directory)
+static void write_calls(const char *directory, const char *name)
 {
 	struct trace_record record = { .kind = TRACE_RECORD_PROCESS };
 	struct trace_writer *writer;
 	char path[4096];
 
-	writer = open_trace(directory, "calls", path, sizeof(path));
+	writer = open_trace(directory, name, path, sizeof(path));
 	for (int rank = 0; rank < 2; rank++) {
 		record = (struct trace_record){ .kind = TRACE_RECORD_PROCESS };
 		record.process = (struct trace_process){ .pid = 100 + rank,
@@ -247,7 +252,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: make-seed-traces DIR\n");
 		return 2;
 	}
-	write_calls(argv[1]);
+	write_calls(argv[1], "calls");
+	write_calls(argv[1], "compressed");
 	write_python(argv[1]);
 	write_truncated(argv[1]);
 	return 0;

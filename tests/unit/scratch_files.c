@@ -7,7 +7,7 @@
 
 #include "scratch_files.h"
 
-#define MAX_SCRATCH_PATHS 64
+#define MAX_SCRATCH_PATHS 256
 static char scratch_directory[64];
 static char *scratch_paths[MAX_SCRATCH_PATHS];
 

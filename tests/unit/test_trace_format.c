@@ -495,6 +495,8 @@ static void write_samples(const char *path, unsigned count, unsigned per_chunk,
 	writer = trace_writer_new(path, &header, error, sizeof(error));
 	CU_ASSERT_FATAL(writer != NULL);
 	CU_ASSERT_EQUAL(trace_writer_set_chunk_limits(writer, per_chunk, 0), 0);
+	/* These tests reach into the records' bytes: compression has tests of its own. */
+	CU_ASSERT_EQUAL(trace_writer_set_compression(writer, false), 0);
 	if (chunk_end_count)
 		*chunk_end_count = 0;
 	for (unsigned i = 0; i < count; i++) {
@@ -724,9 +726,22 @@ UNIT_TEST(trace_format, flushed_chunks_survive_a_writer_that_never_closes)
 	CU_ASSERT_FATAL(reader != NULL);
 	CU_ASSERT_EQUAL(read_and_compare(reader, &status), 10);
 	CU_ASSERT_EQUAL(status, 0);
-	CU_ASSERT_PTR_NULL(trace_reader_truncated(reader));
+	/* Whole chunks, but no closing one: the reader says when the last record was written. */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(trace_reader_truncated(reader));
+	CU_ASSERT(strstr(trace_reader_truncated(reader), "was not closed by its recorder") != NULL);
+	CU_ASSERT(strstr(trace_reader_truncated(reader), "its last record was written at") != NULL);
+	CU_ASSERT_TRUE(trace_reader_stats(reader)->unclosed);
+	CU_ASSERT_FALSE(trace_reader_stats(reader)->truncated);
 	trace_reader_close(reader);
 	CU_ASSERT_EQUAL(trace_writer_close(writer, error, sizeof(error)), 0);
+
+	/* Closed: nothing to say. */
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_FATAL(reader != NULL);
+	CU_ASSERT_EQUAL(read_and_compare(reader, &status), 10);
+	CU_ASSERT_PTR_NULL(trace_reader_truncated(reader));
+	CU_ASSERT_FALSE(trace_reader_stats(reader)->unclosed);
+	trace_reader_close(reader);
 	unlink(path);
 }
 
@@ -743,7 +758,9 @@ UNIT_TEST(trace_format, cut_at_every_byte_offset)
 	write_samples(path, 12, 4, chunk_ends, &chunk_end_count);
 	CU_ASSERT_EQUAL_FATAL(chunk_end_count, 3);
 	whole = read_whole_file(path);
-	CU_ASSERT_EQUAL_FATAL(whole.length, chunk_ends[2]);
+	/* Then the closing chunk. */
+	CU_ASSERT_EQUAL_FATAL(whole.length, chunk_ends[2] + TRACE_FORMAT_CHUNK_HEADER_SIZE +
+						    TRACE_FORMAT_CLOSING_SIZE);
 	header_size = TRACE_FORMAT_FILE_FIXED_SIZE +
 		      trace_format_get_u32(whole.data + TRACE_FORMAT_FILE_BODY_LENGTH_AT);
 
@@ -751,7 +768,7 @@ UNIT_TEST(trace_format, cut_at_every_byte_offset)
 		char error[ERROR_SIZE] = "";
 		struct trace_reader *reader;
 		long expected = 0, matched;
-		int at_boundary = cut == header_size, status;
+		int at_boundary = cut == header_size, closed = cut == whole.length, status;
 
 		for (unsigned i = 0; i < chunk_end_count; i++) {
 			if (cut >= chunk_ends[i])
@@ -771,12 +788,16 @@ UNIT_TEST(trace_format, cut_at_every_byte_offset)
 		matched = read_and_compare(reader, &status);
 		CU_ASSERT_EQUAL(status, 0);
 		CU_ASSERT_EQUAL(matched, expected);
-		CU_ASSERT_EQUAL(trace_reader_truncated(reader) != NULL, !at_boundary);
-		CU_ASSERT_EQUAL(trace_reader_stats(reader)->truncated, !at_boundary);
+		/* Cut anywhere short of the end, the trace was not closed. */
+		CU_ASSERT_EQUAL(trace_reader_truncated(reader) != NULL, !closed);
+		CU_ASSERT_EQUAL(trace_reader_stats(reader)->truncated, !at_boundary && !closed);
+		CU_ASSERT_EQUAL(trace_reader_stats(reader)->unclosed, at_boundary);
 		CU_ASSERT_STRING_EQUAL(trace_reader_error(reader), "");
-		if (!at_boundary)
+		if (!at_boundary && !closed)
 			CU_ASSERT(strstr(trace_reader_truncated(reader), "before that chunk is "
 									 "complete") != NULL);
+		if (at_boundary)
+			CU_ASSERT(strstr(trace_reader_truncated(reader), "not closed") != NULL);
 		trace_reader_close(reader);
 	}
 	free(whole.data);
@@ -800,6 +821,11 @@ static int read_all(const char *path, long *records, char *error, size_t error_s
 	/* The error stays: reading again gives the same answer. */
 	if (status < 0)
 		CU_ASSERT_EQUAL(trace_reader_next(reader, &record), status);
+	/* Damage read past is no error, but the damage is said: here, as one. */
+	if (status == 0 && trace_reader_damage(reader)) {
+		snprintf(error, error_size, "%s", trace_reader_damage(reader));
+		status = -EBADMSG;
+	}
 	trace_reader_close(reader);
 	return status;
 }
@@ -820,21 +846,25 @@ UNIT_TEST(trace_format, damaged_middle_chunk_is_named)
 	whole.data[chunk_ends[0] + TRACE_FORMAT_CHUNK_HEADER_SIZE + 5] ^= 0x10;
 	write_file(path, whole.data, whole.length);
 	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
-	CU_ASSERT_EQUAL(records, 3);
+	/* That chunk is lost, and only that one: the reader goes on at chunk 2. */
+	CU_ASSERT_EQUAL(records, 6);
 	snprintf(expected, sizeof(expected), "chunk 1 at byte offset %llu",
 		 (unsigned long long)chunk_ends[0]);
 	CU_ASSERT(strstr(error, expected) != NULL);
 	CU_ASSERT(strstr(error, "checksum") != NULL);
 	CU_ASSERT(strstr(error, path) != NULL);
+	CU_ASSERT(strstr(error, "losing 16 records (string definitions counted) written between") !=
+		  NULL);
 	whole.data[chunk_ends[0] + TRACE_FORMAT_CHUNK_HEADER_SIZE + 5] ^= 0x10;
 
 	/* A byte of chunk 1's header. */
 	whole.data[chunk_ends[0] + TRACE_FORMAT_CHUNK_RECORD_COUNT_AT] ^= 0x01;
 	write_file(path, whole.data, whole.length);
 	CU_ASSERT(read_all(path, &records, error, sizeof(error)) < 0);
-	CU_ASSERT_EQUAL(records, 3);
+	CU_ASSERT_EQUAL(records, 6);
 	CU_ASSERT(strstr(error, expected) != NULL);
 	CU_ASSERT(strstr(error, "damaged header") != NULL);
+	CU_ASSERT(strstr(error, "losing an unknown number of records") != NULL);
 	whole.data[chunk_ends[0] + TRACE_FORMAT_CHUNK_RECORD_COUNT_AT] ^= 0x01;
 
 	/* The chunk signature. */
@@ -1045,7 +1075,7 @@ UNIT_TEST(trace_format, reading_from_a_pipe)
 	CU_ASSERT_FALSE(truncated);
 	/* Cut inside the last payload: no file size to check first, the read comes up short. */
 	CU_ASSERT_EQUAL(
-		read_through_pipe(whole.data, whole.length - 3, &records, &truncated, error), 0);
+		read_through_pipe(whole.data, chunk_ends[2] - 3, &records, &truncated, error), 0);
 	CU_ASSERT_EQUAL(records, 6);
 	CU_ASSERT_TRUE(truncated);
 	free(whole.data);

@@ -106,8 +106,7 @@ static int advance(struct merged_trace *trace)
 	}
 	if (result == 0) {
 		trace->ended = 1;
-		if (trace_reader_truncated(trace->reader))
-			log_warning("%s", trace_reader_truncated(trace->reader));
+		trace_incomplete_warn(trace->reader);
 		return 0;
 	}
 	trace->next_ns = merge_clock(&trace->next, trace->next_ns);

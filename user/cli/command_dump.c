@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "export/export_jsonl.h"
 #include "export/export_perfetto.h"
+#include "trace/trace_losses.h"
 #include "trace/trace_reader.h"
 
 static const char dump_help[] =
@@ -96,8 +97,9 @@ int command_dump(int argc, char **argv)
 		log_error("%s", error);
 		/* The output refused a write, or the trace could not be read on. */
 		status = ferror(out.stream) ? EXIT_FAILED : EXIT_BAD_INPUT;
-	} else if (trace_reader_truncated(reader))
-		log_warning("%s", trace_reader_truncated(reader));
+	} else {
+		trace_incomplete_warn(reader);
+	}
 	if (trace_reader_note(reader))
 		log_warning("%s", trace_reader_note(reader));
 	/* Half an export looks whole to the next tool: it never takes the file's place. */

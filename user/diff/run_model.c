@@ -20,6 +20,7 @@
 #include "diff/call_period.h"
 #include "diff/run_model.h"
 #include "diff/run_python_calls.h"
+#include "trace/trace_losses.h"
 #include "trace/trace_reader.h"
 
 /* A process of one trace and the job rank it was given. */
@@ -246,6 +247,7 @@ static int read_trace(struct run_model *model, int trace, const char *path, int 
 					  path);
 	if (result < 0)
 		return error_fail(error, error_size, -result, "%s", trace_reader_error(reader));
+	trace_incomplete_warn(reader);
 	return 0;
 }
 

@@ -28,8 +28,13 @@
  * 1.3 appended the Python events lost to the stats body.
  * 1.4 added process activity samples (kind 8), which older readers skip.
  * 1.5 added the processes' state on arrival (kind 9), which older readers skip.
+ * 1.6 added the closing chunk (chunk flag 2), written when the recorder closes
+ * the trace, and zstd-compressed payloads (chunk flag 1). Readers of 1.5 and
+ * older stop at either flag and say a newer tcheck-bpf reads the trace.
  */
-#define TRACE_FORMAT_VERSION_MINOR 5
+#define TRACE_FORMAT_VERSION_MINOR 6
+/* The first version whose writer closes every trace it finishes with a closing chunk. */
+#define TRACE_FORMAT_CLOSING_SINCE_MINOR 6
 
 /* File header: a fixed part, then a body whose length the fixed part gives. */
 #define TRACE_FORMAT_FILE_MAGIC "TCHKTRC\n"
@@ -58,19 +63,35 @@ enum trace_format_header_body {
 #define TRACE_FORMAT_CHUNK_MAGIC_SIZE 4
 enum trace_format_chunk_header {
 	TRACE_FORMAT_CHUNK_MAGIC_AT = 0,	  /* 4 bytes */
-	TRACE_FORMAT_CHUNK_PAYLOAD_LENGTH_AT = 4, /* u32 */
+	TRACE_FORMAT_CHUNK_PAYLOAD_LENGTH_AT = 4, /* u32, bytes stored (compressed, if so) */
 	TRACE_FORMAT_CHUNK_RECORD_COUNT_AT = 8,	  /* u32, string definitions included */
 	TRACE_FORMAT_CHUNK_PAYLOAD_CRC_AT = 12,	  /* u32, crc32 of the payload */
 	TRACE_FORMAT_CHUNK_FIRST_NS_AT = 16,	  /* u64, earliest record time, 0 if none */
 	TRACE_FORMAT_CHUNK_LAST_NS_AT = 24,	  /* u64, latest record time, 0 if none */
-	TRACE_FORMAT_CHUNK_FLAGS_AT = 32,	  /* u32, must be 0 in version 1 */
+	TRACE_FORMAT_CHUNK_FLAGS_AT = 32,	  /* u32, TRACE_FORMAT_CHUNK_* below */
 	TRACE_FORMAT_CHUNK_HEADER_CRC_AT = 36,	  /* u32, crc32 of bytes 0-35 */
 	TRACE_FORMAT_CHUNK_HEADER_SIZE = 40,
 };
+/* The payload is one zstd frame holding the records (format 1.6). */
+#define TRACE_FORMAT_CHUNK_ZSTD 1U
+/*
+ * The closing chunk (format 1.6): the last of a trace its recorder closed.
+ * Its payload is the closing body below and its record count 0; its
+ * first_ns and last_ns span every record of the trace.
+ */
+#define TRACE_FORMAT_CHUNK_CLOSING 2U
 /* Chunk flags this version understands; any other bit makes a reader stop. */
-#define TRACE_FORMAT_CHUNK_KNOWN_FLAGS 0U
+#define TRACE_FORMAT_CHUNK_KNOWN_FLAGS (TRACE_FORMAT_CHUNK_ZSTD | TRACE_FORMAT_CHUNK_CLOSING)
 /* The largest payload a reader accepts: a bound on what a file can make it allocate. */
 #define TRACE_FORMAT_MAX_CHUNK_PAYLOAD (64U * 1024 * 1024)
+
+/* The closing chunk's payload: what the trace holds, for a reader to check. */
+enum trace_format_closing_body {
+	TRACE_FORMAT_CLOSING_CHUNKS_AT = 0,	/* u64, chunks of records before this one */
+	TRACE_FORMAT_CLOSING_RECORDS_AT = 8,	/* u64, records in them, strings included */
+	TRACE_FORMAT_CLOSING_CLOSED_NS_AT = 16, /* u64, CLOCK_MONOTONIC at the close */
+	TRACE_FORMAT_CLOSING_SIZE = 24,
+};
 
 /* Every record: this header, then body_length bytes. */
 enum trace_format_record_header {

@@ -48,6 +48,14 @@ int trace_losses_sentence(const struct trace_stats *counters, char *out, size_t 
 	return 1;
 }
 
+void trace_incomplete_warn(struct trace_reader *reader)
+{
+	if (trace_reader_damage(reader))
+		log_warning("%s", trace_reader_damage(reader));
+	if (trace_reader_truncated(reader))
+		log_warning("%s", trace_reader_truncated(reader));
+}
+
 void trace_losses_warn(const char *path, const struct trace_reader *reader)
 {
 	char sentence[640];

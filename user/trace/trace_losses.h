@@ -20,6 +20,13 @@
  */
 int trace_losses_sentence(const struct trace_stats *counters, char *out, size_t size);
 
+/*
+ * Warns, once the trace was read to its end, of what of it is missing:
+ * damaged chunks skipped, and a trace cut short or never closed (when its
+ * last record was written). Nothing when the trace is whole.
+ */
+void trace_incomplete_warn(struct trace_reader *reader);
+
 /* Warns, once the trace was read, of what its recording lost; nothing when it lost nothing. */
 void trace_losses_warn(const char *path, const struct trace_reader *reader);
 

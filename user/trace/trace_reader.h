@@ -26,6 +26,12 @@ struct trace_reader_stats {
 	uint32_t version_major;
 	uint32_t version_minor;
 	int truncated; /* the last chunk was cut short */
+	int unclosed;  /* format 1.6 on: the trace ends without its closing chunk */
+	/* Damaged stretches read past: their bytes, and the records lost in them. */
+	uint64_t damaged_chunks;
+	uint64_t skipped_bytes;
+	uint64_t skipped_records;
+	int skipped_records_unknown; /* a damaged chunk header hid how many records it held */
 	/* The last stats record read: the recorder's cumulative loss counters (zero when none). */
 	struct trace_stats recorded_counters;
 };
@@ -46,7 +52,9 @@ const struct trace_header *trace_reader_header(const struct trace_reader *reader
  * Reads the next record into 'out'. Returns 1 for a record, 0 at the end
  * of the trace (also when the last chunk was cut short: see
  * trace_reader_truncated()), or a negative errno when the trace is
- * damaged or unreadable, with trace_reader_error() explaining where.
+ * unreadable, with trace_reader_error() explaining where. A damaged chunk
+ * is skipped to the next whole one (trace_reader_damage() says what was
+ * lost) and reading goes on.
  * After an error every later call returns the same error. Strings in the
  * record stay valid until trace_reader_close().
  */
@@ -64,10 +72,18 @@ const char *trace_reader_error(const struct trace_reader *reader);
 
 /*
  * A warning when the trace ended inside its last chunk (the recorder was
- * killed or the disk filled): which chunk, and that the records before it
- * were all read. NULL when the trace ended cleanly or has not ended yet.
+ * killed or the disk filled), or, from format 1.6 on, without the closing
+ * chunk its recorder writes when it closes the trace: when its last record
+ * was written, and that what came after may be lost. NULL when the trace
+ * ended cleanly or has not ended yet.
  */
 const char *trace_reader_truncated(const struct trace_reader *reader);
+
+/*
+ * A warning when damaged chunks were skipped: the first damage, where it
+ * is, and the bytes and records lost in all. NULL when none was.
+ */
+const char *trace_reader_damage(struct trace_reader *reader);
 
 /*
  * A note when the trace was written by a newer tcheck-bpf whose records

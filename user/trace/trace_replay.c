@@ -140,8 +140,7 @@ int64_t trace_replay(const char *path, trace_replay_fn callback, void *context, 
 		trace_reader_close(reader);
 		return -1;
 	}
-	if (trace_reader_truncated(reader))
-		log_warning("%s", trace_reader_truncated(reader));
+	trace_incomplete_warn(reader);
 	trace_losses_warn(path, reader);
 	trace_reader_close(reader);
 	return records;

@@ -17,6 +17,8 @@
 #include "base/error_message.h"
 #include "base/output_file.h"
 #include "base/string_interner.h"
+#include "base/system_clock.h"
+#include "trace/trace_chunk_codec.h"
 #include "trace/trace_format.h"
 
 #define ERROR_MESSAGE_SIZE 512
@@ -36,6 +38,12 @@ struct trace_writer {
 	uint64_t chunk_last_ns;
 	uint32_t max_records;
 	uint32_t max_bytes;
+	/* Payloads are written zstd-compressed (TRACE_FORMAT_CHUNK_ZSTD) when this is set. */
+	struct trace_chunk_codec *codec;
+	/* Record times of the whole trace, for its closing chunk. */
+	uint64_t trace_first_ns;
+	uint64_t trace_last_ns;
+	uint64_t chunk_records_written; /* string definitions included */
 	/* Each text's id is TRACE_FORMAT_EMPTY_STRING_ID + 1 + its interner number. */
 	struct string_interner strings;
 	struct trace_writer_stats stats;
@@ -257,7 +265,11 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_head
 	writer->chunk_capacity = TRACE_FORMAT_CHUNK_HEADER_SIZE + 64 * 1024;
 	writer->chunk = malloc(writer->chunk_capacity);
 	string_interner_init(&writer->strings);
-	if (!writer->chunk) {
+	/* Compressed unless trace_writer_set_compression() says otherwise. */
+	writer->codec = trace_chunk_codec_new();
+	if (!writer->chunk || !writer->codec) {
+		trace_chunk_codec_free(writer->codec);
+		free(writer->chunk);
 		free(writer->path);
 		free(writer);
 		error_format(error, error_size, "out of memory creating the trace writer for %s",
@@ -286,6 +298,7 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_head
 	return writer;
 
 fail:
+	trace_chunk_codec_free(writer->codec);
 	free(writer->chunk);
 	free(writer->path);
 	free(writer);
@@ -784,41 +797,113 @@ int trace_writer_add(struct trace_writer *writer, const struct trace_record *rec
 	return 0;
 }
 
-int trace_writer_flush(struct trace_writer *writer)
+int trace_writer_set_compression(struct trace_writer *writer, bool compress)
+{
+	if (!compress) {
+		trace_chunk_codec_free(writer->codec);
+		writer->codec = NULL;
+		return 0;
+	}
+	if (!writer->codec && !(writer->codec = trace_chunk_codec_new()))
+		return -ENOMEM;
+	return 0;
+}
+
+/*
+ * Compresses the pending payload in place when that makes it smaller;
+ * returns the chunk flag to write and the payload's new length.
+ */
+static uint32_t compress_payload(struct trace_writer *writer, size_t *payload_length)
+{
+	unsigned char *payload = writer->chunk + TRACE_FORMAT_CHUNK_HEADER_SIZE;
+	const unsigned char *stored;
+	size_t length;
+
+	if (!writer->codec)
+		return 0;
+	length = trace_chunk_compress(writer->codec, payload, *payload_length, &stored);
+	/* A failed compression costs only the saving: the chunk goes out as it is. */
+	if (!length || length >= *payload_length)
+		return 0;
+	memcpy(payload, stored, length);
+	*payload_length = length;
+	return TRACE_FORMAT_CHUNK_ZSTD;
+}
+
+/* Fills the chunk header in front of a payload of 'payload_length' bytes and writes both. */
+static int write_chunk(struct trace_writer *writer, size_t payload_length, uint32_t record_count,
+		       uint64_t first_ns, uint64_t last_ns, uint32_t flags)
 {
 	unsigned char *header = writer->chunk;
+	int err;
+
+	memcpy(header + TRACE_FORMAT_CHUNK_MAGIC_AT, TRACE_FORMAT_CHUNK_MAGIC,
+	       TRACE_FORMAT_CHUNK_MAGIC_SIZE);
+	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_PAYLOAD_LENGTH_AT,
+			     (uint32_t)payload_length);
+	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_RECORD_COUNT_AT, record_count);
+	trace_format_put_u32(
+		header + TRACE_FORMAT_CHUNK_PAYLOAD_CRC_AT,
+		(uint32_t)crc32(0L, header + TRACE_FORMAT_CHUNK_HEADER_SIZE, (uInt)payload_length));
+	trace_format_put_u64(header + TRACE_FORMAT_CHUNK_FIRST_NS_AT, first_ns);
+	trace_format_put_u64(header + TRACE_FORMAT_CHUNK_LAST_NS_AT, last_ns);
+	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_FLAGS_AT, flags);
+	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_HEADER_CRC_AT,
+			     (uint32_t)crc32(0L, header, TRACE_FORMAT_CHUNK_HEADER_CRC_AT));
+
+	/* One write() per chunk: readers see whole chunks or a cut last one. */
+	err = write_all(writer->fd, writer->chunk, TRACE_FORMAT_CHUNK_HEADER_SIZE + payload_length);
+	if (err) {
+		writer_fail(writer, err, "writing a chunk to");
+		return err;
+	}
+	writer->stats.chunks++;
+	writer->stats.bytes += TRACE_FORMAT_CHUNK_HEADER_SIZE + payload_length;
+	return 0;
+}
+
+int trace_writer_flush(struct trace_writer *writer)
+{
 	size_t payload_length = writer->chunk_length - TRACE_FORMAT_CHUNK_HEADER_SIZE;
+	uint32_t flags;
 	int err;
 
 	if (writer->failure)
 		return writer->failure;
 	if (!writer->chunk_records)
 		return 0;
-
-	memcpy(header + TRACE_FORMAT_CHUNK_MAGIC_AT, TRACE_FORMAT_CHUNK_MAGIC,
-	       TRACE_FORMAT_CHUNK_MAGIC_SIZE);
-	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_PAYLOAD_LENGTH_AT,
-			     (uint32_t)payload_length);
-	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_RECORD_COUNT_AT, writer->chunk_records);
-	trace_format_put_u32(
-		header + TRACE_FORMAT_CHUNK_PAYLOAD_CRC_AT,
-		(uint32_t)crc32(0L, header + TRACE_FORMAT_CHUNK_HEADER_SIZE, (uInt)payload_length));
-	trace_format_put_u64(header + TRACE_FORMAT_CHUNK_FIRST_NS_AT, writer->chunk_first_ns);
-	trace_format_put_u64(header + TRACE_FORMAT_CHUNK_LAST_NS_AT, writer->chunk_last_ns);
-	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_FLAGS_AT, 0);
-	trace_format_put_u32(header + TRACE_FORMAT_CHUNK_HEADER_CRC_AT,
-			     (uint32_t)crc32(0L, header, TRACE_FORMAT_CHUNK_HEADER_CRC_AT));
-
-	/* One write() per chunk: readers see whole chunks or a cut last one. */
-	err = write_all(writer->fd, writer->chunk, writer->chunk_length);
-	if (err) {
-		writer_fail(writer, err, "writing a chunk to");
+	flags = compress_payload(writer, &payload_length);
+	err = write_chunk(writer, payload_length, writer->chunk_records, writer->chunk_first_ns,
+			  writer->chunk_last_ns, flags);
+	if (err)
 		return err;
-	}
-	writer->stats.chunks++;
-	writer->stats.bytes += writer->chunk_length;
+	if (writer->chunk_first_ns &&
+	    (!writer->trace_first_ns || writer->chunk_first_ns < writer->trace_first_ns))
+		writer->trace_first_ns = writer->chunk_first_ns;
+	if (writer->chunk_last_ns > writer->trace_last_ns)
+		writer->trace_last_ns = writer->chunk_last_ns;
+	writer->chunk_records_written += writer->chunk_records;
 	reset_chunk(writer);
 	return 0;
+}
+
+/* The closing chunk: the trace is whole, and says what it holds. */
+static int write_closing_chunk(struct trace_writer *writer)
+{
+	uint64_t chunks = writer->stats.chunks;
+	unsigned char *body;
+	int err;
+
+	reset_chunk(writer);
+	err = reserve_chunk(writer, TRACE_FORMAT_CLOSING_SIZE);
+	if (err)
+		return err;
+	body = writer->chunk + TRACE_FORMAT_CHUNK_HEADER_SIZE;
+	trace_format_put_u64(body + TRACE_FORMAT_CLOSING_CHUNKS_AT, chunks);
+	trace_format_put_u64(body + TRACE_FORMAT_CLOSING_RECORDS_AT, writer->chunk_records_written);
+	trace_format_put_u64(body + TRACE_FORMAT_CLOSING_CLOSED_NS_AT, monotonic_ns());
+	return write_chunk(writer, TRACE_FORMAT_CLOSING_SIZE, 0, writer->trace_first_ns,
+			   writer->trace_last_ns, TRACE_FORMAT_CHUNK_CLOSING);
 }
 
 static void free_writer(struct trace_writer *writer)
@@ -826,6 +911,7 @@ static void free_writer(struct trace_writer *writer)
 	string_interner_destroy(&writer->strings);
 	free(writer->chunk);
 	free(writer->path);
+	trace_chunk_codec_free(writer->codec);
 	free(writer);
 }
 
@@ -837,6 +923,11 @@ int trace_writer_close(struct trace_writer *writer, char *error, size_t error_si
 	if (!writer)
 		return 0;
 	err = trace_writer_flush(writer);
+	if (!err) {
+		err = write_closing_chunk(writer);
+		if (err && !writer->failure)
+			writer_fail(writer, err, "closing");
+	}
 	/* Pipes and character devices cannot be synced and need not be. */
 	if (!err && fsync(writer->fd) && errno != EINVAL && errno != EROFS) {
 		err = -errno;

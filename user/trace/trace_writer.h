@@ -12,6 +12,7 @@
 #ifndef TCHECK_TRACE_WRITER_H
 #define TCHECK_TRACE_WRITER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,6 +65,13 @@ int trace_writer_set_chunk_limits(struct trace_writer *writer, uint32_t max_reco
 				  uint32_t max_bytes);
 
 /*
+ * Whether chunks are written zstd-compressed (trace format 1.6), as they are
+ * unless this says otherwise; a chunk that would not shrink is written as it
+ * is. Returns 0 or -ENOMEM.
+ */
+int trace_writer_set_compression(struct trace_writer *writer, bool compress);
+
+/*
  * Copies one record into the pending chunk (its strings are interned, so
  * they need not outlive the call) and writes the chunk when it is full.
  */
@@ -77,9 +85,9 @@ int trace_writer_add(struct trace_writer *writer, const struct trace_record *rec
 int trace_writer_flush(struct trace_writer *writer);
 
 /*
- * Flushes, fsyncs and closes the file and frees the writer, also when it
- * fails. Returns the first error the writer met (its sentence is in
- * 'error' when given), or 0.
+ * Flushes, writes the closing chunk that says the trace is whole, fsyncs
+ * and closes the file and frees the writer, also when it fails. Returns the first error the writer
+ * met (its sentence is in 'error' when given), or 0.
  */
 int trace_writer_close(struct trace_writer *writer, char *error, size_t error_size);
 
