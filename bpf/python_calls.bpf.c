@@ -82,7 +82,8 @@ static __always_inline int object_bytes(const __u64 *head, bool have_head, __u64
 }
 
 /*
- * Copies one argument's value, raw, when it is a primitive; false otherwise.
+ * Copies one argument's value, raw, when it is a primitive, or the type of
+ * a first argument that is not; false otherwise.
  * One read of the object's first 64 bytes covers the type and the value of
  * floats, ints, and short compact strings; single reads are the fallback.
  */
@@ -140,6 +141,12 @@ static __always_inline bool capture_argument(const struct tcheck_python_process 
 		/* A short string's object can end before 16 bytes: fall back to 4. */
 		if (object_bytes(head, have_head, object, data, arg->bytes, 2))
 			bpf_probe_read_user(arg->bytes, 4, (void *)(object + data));
+		return true;
+	}
+	/* self: its type names the module a Module._call_impl call runs. */
+	if (arg->position == 0 && type) {
+		arg->type = TCHECK_PYTHON_ARG_OBJECT;
+		arg->value = type;
 		return true;
 	}
 	return false;

@@ -219,6 +219,13 @@ static void python_value(const struct trace_python_arg *arg, char *text, size_t 
 	}
 }
 
+/* The class a module call carries (TRACE_MODULE_CLASS_ARG): no argument of the program's. */
+static bool is_module_class(const struct trace_python_call *call, const char *arg_name)
+{
+	return strcmp(arg_name, TRACE_MODULE_CLASS_ARG) == 0 && call->qualified_name &&
+	       strcmp(call->qualified_name, TRACE_MODULE_CALL_NAME) == 0;
+}
+
 static int python_fields(struct string_pool *pool, const struct trace_python_call *call,
 			 struct field_list *list)
 {
@@ -227,6 +234,9 @@ static int python_fields(struct string_pool *pool, const struct trace_python_cal
 	for (uint32_t i = 0; i < call->arg_count && i < TRACE_PY_ARGS_MAX; i++) {
 		const char *arg_name = call->args[i].name ? call->args[i].name : "";
 
+		/* A model's own module classes: a rule on them would fire on any other model. */
+		if (is_module_class(call, arg_name))
+			continue;
 		/* A torch operator's arguments come named as fields: "tensor:self", "arg:alpha". */
 		snprintf(name, sizeof(name), strchr(arg_name, ':') ? "%s" : "arg:%s", arg_name);
 		python_value(&call->args[i], text, sizeof(text));

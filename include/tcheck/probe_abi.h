@@ -331,6 +331,8 @@ enum tcheck_python_arg_type {
 	TCHECK_PYTHON_ARG_INT = 3,
 	TCHECK_PYTHON_ARG_FLOAT = 4,
 	TCHECK_PYTHON_ARG_STR = 5,
+	/* The first parameter (self) when it is no primitive: value is its ob_type. */
+	TCHECK_PYTHON_ARG_OBJECT = 6,
 };
 
 /*

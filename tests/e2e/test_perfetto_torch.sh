@@ -3,7 +3,8 @@
 # process with one slice per step the script's own log counts (the step
 # advances as each optimizer.step() ends), the operators asked for with
 # --torch-op as moments on their thread carrying their arguments (shape,
-# alpha) and step, and the process named in the trace by the command that
+# alpha) and step, each module call carrying its module's class as the
+# script's hooks saw it, and the process named in the trace by the command that
 # was traced, not by tcheck-bpf's own command line, from its first record on.
 source "$(dirname "$0")/lib.sh"
 torch_stack
@@ -49,6 +50,17 @@ for e in adds:
     slice_ = next(s for s in steps if s["args"]["step"] == e["args"]["step"])
     assert slice_["ts"] - 0.002 <= e["ts"] <= slice_["ts"] + slice_["dur"] + 0.002, (e, slice_)
 assert any("arg:alpha" in e["args"]["arguments"] for e in adds), adds[:2]
-print(f"{len(steps)} step slices for {optimizer_steps} optimizer steps; {len(adds)} add_ operators")
+
+# Module calls keep torch's name and carry their module's class as an
+# argument: the classes the script's pre-hooks saw, in their order.
+CALL_IMPL = "torch.nn.modules.module.Module._call_impl"
+want_classes = [r["class"].rsplit(".", 1)[-1] for r in sorted(log, key=lambda r: r.get("seq", 1 << 62))
+                if r.get("kind") == "module" and r["phase"] == "enter"]
+got_classes = [e["args"].get("arguments", {}).get("module")
+               for e in sorted(events, key=lambda e: e.get("ts", 0))
+               if e.get("cat") == "python" and e["name"] == CALL_IMPL]
+assert want_classes and want_classes == got_classes, (want_classes[:8], got_classes[:8])
+print(f"{len(steps)} step slices for {optimizer_steps} optimizer steps; {len(adds)} add_ operators; "
+      f"{len(got_classes)} module calls named by class ({', '.join(sorted(set(got_classes)))})")
 PY
 	fail "the Perfetto export of the torch run is wrong (above)"

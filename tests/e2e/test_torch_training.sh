@@ -5,7 +5,8 @@
 # the backward pass as a scope of its own (the autograd engine's execute(),
 # from its entry to its return, within the script's own loss.backward()
 # call), one Module call per module
-# invocation the script's hooks counted, the step
+# invocation the script's hooks counted, named by the module's class
+# (Linear, ReLU, the model's own) in the order the hooks saw, the step
 # (advanced by the step marker) and the stage (train, or eval in the eval
 # phase every few steps, from Module.training) the script logged, the
 # optimizer's primitive arguments, the callers of the model's call, rank and
@@ -70,6 +71,13 @@ for log_path in sys.argv[3:]:
         got_modules = collections.Counter(t["stage"] for t in trace if t["kind"] == "py"
                                           and t["step"] == step and t["name"] == CALL_IMPL)
         assert want_modules == got_modules, (log_path, step, dict(want_modules), dict(got_modules))
+        # Each module call names its module's class (its type's __name__), in
+        # the order the script's pre-hooks saw the modules entered.
+        want_classes = [r["class"].rsplit(".", 1)[-1] for r in records
+                        if r["kind"] == "module" and r["phase"] == "enter"]
+        got_classes = [t["args"].get("module") for t in sorted(trace, key=lambda t: t["ts_ns"])
+                       if t["kind"] == "py" and t["step"] == step and t["name"] == CALL_IMPL]
+        assert want_classes == got_classes, (log_path, step, want_classes, got_classes)
         stages_seen |= set(want_modules)
     assert stages_seen == {"train", "eval"}, (log_path, stages_seen)
     # Module calls nest inside the model's call: those whose callers include a
@@ -107,7 +115,7 @@ for log_path in sys.argv[3:]:
         assert t["rank"] == (summary["rank"] if environment_rank else None), t
         assert t["world_size"] == (summary["world_size"] if environment_rank else None), t
         assert not t["name"].endswith("Module.__setattr__"), t
-    print(f"{log_path}: {len(steps)} steps: scopes, module calls, stages, steps, callers and arguments match")
+    print(f"{log_path}: {len(steps)} steps: scopes, module calls and classes, stages, steps, callers and arguments match")
 PY
 }
 # -v: the recorder's closing count of <unreadable> callers is said with -v only.

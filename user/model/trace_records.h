@@ -141,6 +141,15 @@ enum trace_value_type {
 	TRACE_VALUE_STR = 5,
 };
 
+/* nn.Module.__call__'s body: entered from C for every module call. */
+#define TRACE_MODULE_CALL_NAME "torch.nn.modules.module.Module._call_impl"
+/*
+ * The argument a module call carries its module's class in ("Linear"):
+ * read from self, not a parameter of its own (Module._call_impl takes self,
+ * *args, **kwargs), so no real argument of that call has this name.
+ */
+#define TRACE_MODULE_CLASS_ARG "module"
+
 /* A primitive argument of a Python call, at entry. */
 struct trace_python_arg {
 	const char *name; /* parameter name */

@@ -73,6 +73,10 @@ void python_losses_report(const struct python_tracer *tracer, uint64_t kernel_dr
 			"read: replicas are compared by their update operators and scalars only, "
 			"not by their parameters' contents",
 			(unsigned long long)losses.device_contents);
+	if (losses.unread_module_classes)
+		log_notice("%llu module calls are recorded without their module's class: the type "
+			   "of their self argument could not be read from the process",
+			   (unsigned long long)losses.unread_module_classes);
 	if (losses.backward_ends_missed)
 		log_notice("%llu backward passes have no end in the trace (an exception left "
 			   "them, the recording stopped inside, or they returned by a path the "

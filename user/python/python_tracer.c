@@ -17,13 +17,14 @@
 #include "python/python_arguments.h"
 #include "python/python_layout.h"
 #include "python/python_meta.h"
+#include "python/python_module_classes.h"
 #include "python/python_names.h"
 #include "python/python_tracer_state.h"
 
 /* Training APIs worth following when the user names none. */
 const char *const python_default_prefixes[] = {
 	"torch.optim.",
-	"torch.nn.modules.module.Module._call_impl",
+	TRACE_MODULE_CALL_NAME,
 	"torch.nn.modules.module.Module.train",
 	"torch.nn.modules.module.Module.eval",
 	"torch.autograd.backward",
@@ -58,8 +59,9 @@ struct named_code {
 	char *qualified_name;
 	char *file;
 	int first_line;
-	int selected; /* by the user: its calls go to the trace */
-	int roles;    /* enum code_role: its calls are read, not necessarily traced */
+	int selected;	  /* by the user: its calls go to the trace */
+	int roles;	  /* enum code_role: its calls are read, not necessarily traced */
+	bool module_call; /* Module._call_impl: its calls carry self's class */
 	int argument_name_count;
 	char argument_names[TCHECK_PYTHON_ARGS_MAX][64];
 	/* A module or class body (no CO_NEWLOCALS): freed once run, its address reused. */
@@ -110,6 +112,7 @@ static void free_process(struct python_process *process)
 	for (size_t i = 0; u64_map_next(&process->codes, &i, &key, &value);)
 		free_named_code(value);
 	u64_map_free(&process->codes);
+	python_module_classes_free(&process->module_classes);
 	free(process);
 }
 
@@ -342,6 +345,7 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 	if (!process)
 		return error_fail(error, error_size, ENOMEM, "out of memory");
 	u64_map_init(&process->codes);
+	u64_map_init(&process->module_classes);
 	python_meta_init(&process->meta);
 	read_rank(pid, process);
 	result = python_layout_for(&runtime, &process->layout, error, error_size);
@@ -418,6 +422,8 @@ static struct named_code *name_code(struct python_tracer *tracer, struct python_
 		named->roles |= CODE_ROLE_STAGE_SETTER;
 	if (strncmp(named->qualified_name, tracer->step_marker, strlen(tracer->step_marker)) == 0)
 		named->roles |= CODE_ROLE_STEP_MARKER;
+	if (strcmp(named->qualified_name, TRACE_MODULE_CALL_NAME) == 0)
+		named->module_call = true;
 	named->argument_name_count = code.argument_name_count < TCHECK_PYTHON_ARGS_MAX
 					     ? code.argument_name_count
 					     : TCHECK_PYTHON_ARGS_MAX;
@@ -483,7 +489,8 @@ static void name_callers(struct python_tracer *tracer, struct python_process *pr
 }
 
 /* The arguments the probe kept, decoded and named; *values holds their texts. */
-static void fill_arguments(const struct named_code *named, const struct python_process *process,
+static void fill_arguments(struct python_tracer *tracer, const struct named_code *named,
+			   struct python_process *process,
 			   const struct tcheck_python_record *record,
 			   struct trace_python_call *call,
 			   struct python_argument_value values[TCHECK_PYTHON_ARGS_MAX])
@@ -497,6 +504,13 @@ static void fill_arguments(const struct named_code *named, const struct python_p
 		struct trace_python_arg *arg = &call->args[call->arg_count];
 		struct python_argument_value *value = &values[call->arg_count];
 
+		if (raw->type == TCHECK_PYTHON_ARG_OBJECT) {
+			if (named->module_call &&
+			    python_module_class_add(&process->module_classes, record->header.pid,
+						    raw->value, call))
+				tracer->losses.unread_module_classes++;
+			continue;
+		}
 		if (raw->position >= named->argument_name_count ||
 		    python_argument_decode(raw, process->layout.long_tagged, value))
 			continue;
@@ -554,7 +568,7 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 					       record->code_name, TCHECK_CODE_IGNORED);
 		return 0;
 	}
-	fill_arguments(named, process, record, call, values);
+	fill_arguments(tracer, named, process, record, call, values);
 	if (named->roles & CODE_ROLE_STAGE_SETTER)
 		follow_stage(process, call, record->return_ns);
 	if (named->selected) {

@@ -63,8 +63,9 @@ struct python_tracer_losses {
 	uint32_t unprobed_processes; /* processes whose frame evaluator could not be probed */
 	uint64_t step_marks;	  /* calls and scopes that matched the step marker (not a loss) */
 	uint64_t device_contents; /* operators whose tensor was in device memory: not read */
-	uint64_t unreadable_contents;  /* operators whose tensor's bytes could not be read */
-	uint64_t backward_ends_missed; /* backward passes recorded without their end */
+	uint64_t unreadable_contents;	/* operators whose tensor's bytes could not be read */
+	uint64_t backward_ends_missed;	/* backward passes recorded without their end */
+	uint64_t unread_module_classes; /* module calls whose class could not be read */
 };
 
 void python_tracer_get_losses(const struct python_tracer *tracer,

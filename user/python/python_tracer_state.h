@@ -32,7 +32,8 @@ struct python_process {
 	int32_t world_size;		  /* WORLD_SIZE, -1 unknown */
 	struct python_meta_timeline meta; /* step and stage over time */
 	struct python_layout layout;
-	struct u64_map codes; /* code address -> named_code */
+	struct u64_map codes;	       /* code address -> named_code */
+	struct u64_map module_classes; /* type address -> class name (python_module_classes.h) */
 	/* Backward passes entered whose end is awaited, oldest first (any thread). */
 	struct trace_python_call backward_open[PYTHON_BACKWARD_OPEN_MAX];
 	unsigned backward_open_count;
