@@ -64,7 +64,7 @@ for line in open(events):
     if event.get("kind") == "process" and "job-first" in event["command"] and event["rank"] is not None:
         pids[str(event["pid"])] = event["rank"]
 assert len(pids) == 2, pids
-calls, sequences = collections.Counter(), collections.defaultdict(int)
+calls, sequences, hits = collections.Counter(), collections.defaultdict(int), collections.Counter()
 for line in open(prom):
     m = re.match(r'(tcheck_\w+)\{(.*)\} (\S+)$', line.strip())
     if not m:
@@ -78,6 +78,8 @@ for line in open(prom):
         calls[rank, labels["function"]] += int(float(m.group(3)))
     if m.group(1) == "tcheck_collective_sequence":
         sequences[rank] += 1
+    if m.group(1) == "tcheck_probe_hits_total":
+        hits[rank, labels["kind"]] += int(float(m.group(3)))
 for rank in (0, 1):
     logged = collections.Counter()
     for line in open(f"{job}/rank-{rank}.jsonl"):
@@ -89,6 +91,11 @@ for rank in (0, 1):
         logged[rank, call["name"]] += 1
     mine = {k: v for k, v in calls.items() if k[0] == rank}
     assert mine == dict(logged), f"rank {rank}: metrics {mine} != log {dict(logged)}"
+    # Every call the probes kept is one hit, and so is the ncclBroadcast the
+    # double's ncclBcast makes (tests/nccl_double/double_collectives.c); no Python.
+    mine_hits = {k[1]: v for k, v in hits.items() if k[0] == rank}
+    want_hits = sum(logged.values()) + logged[rank, "ncclBcast"]
+    assert mine_hits == {"nccl_call": want_hits}, f"rank {rank}: hits {mine_hits}, want {want_hits}"
     # An ended rank waits for nothing: its positions are gone, only its counters stay.
     assert sequences[rank] == 0, f"rank {rank} still has {sequences[rank]} sequence series"
 print("metrics agree with", sum(calls.values()), "logged calls")

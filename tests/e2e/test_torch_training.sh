@@ -118,6 +118,37 @@ for log_path in sys.argv[3:]:
     print(f"{log_path}: {len(steps)} steps: scopes, module calls and classes, stages, steps, callers and arguments match")
 PY
 }
+# check_hits TRACE_JSONL LOG...: the recorder's closing "probe hits a step"
+# line agrees with the trace: its records of each kind from step 1 on, over
+# the steps they reached per process, which the scripts' logs bound (a run
+# of N steps reaches step N-1, or N where work follows the last step).
+check_hits() {
+	RECORD_ERR="$SCRATCH/record.err" python3 - "$@" <<'PY' || fail "the probe hits a step differ from the trace"
+import collections, json, os, re, sys
+said = re.search(r"probe hits a step: ([\d.]+) over (\d+) steps \(([\d.]+) NCCL calls, ([\d.]+) "
+                 r"Python calls, ([\d.]+) torch scopes, ([\d.]+) operators",
+                 open(os.environ["RECORD_ERR"]).read())
+assert said, open(os.environ["RECORD_ERR"]).read()
+trace = [json.loads(l) for l in open(sys.argv[1])]
+reached, kinds = collections.Counter(), collections.Counter()
+for t in trace:
+    if t.get("step") is not None and t["step"] >= 1:
+        reached[t["pid"]] = max(reached[t["pid"]], t["step"])
+        kinds[t["kind"]] += 1
+steps = sum(reached.values())
+assert int(said.group(2)) == steps, (said.group(0), dict(reached))
+logged = 0
+for log_path in sys.argv[2:]:
+    summary = [json.loads(l) for l in open(log_path)][-1]
+    assert reached[summary["pid"]] in (summary["steps"] - 1, summary["steps"]), (summary, dict(reached))
+    logged += summary["steps"]
+assert len(reached) == len(sys.argv) - 2, dict(reached)
+want = [sum(kinds.values()), kinds["nccl"], kinds["py"], kinds["torch_scope"], kinds["torch_op"]]
+got = [float(said.group(i)) for i in (1, 3, 4, 5, 6)]
+assert all(abs(g - w / steps) <= 0.05 for g, w in zip(got, want)), (said.group(0), want, steps)
+print(f"probe hits a step: {got[0]} over {steps} steps ({logged} logged) agree with the trace")
+PY
+}
 # -v: the recorder's closing count of <unreadable> callers is said with -v only.
 run_cpu() {
 	rm -f "$SCRATCH/train.trace" # record refuses to replace a trace
@@ -128,6 +159,7 @@ run_cpu() {
 }
 run_cpu
 check "$SCRATCH/calls.jsonl" "optimizer.step()" "$SCRATCH/train.jsonl"
+check_hits "$SCRATCH/calls.jsonl" "$SCRATCH/train.jsonl"
 run_cpu --step-marker "Optimizer.zero_grad#"
 check "$SCRATCH/calls.jsonl" "optimizer.zero_grad()" "$SCRATCH/train.jsonl"
 # A Python function as the marker: seen where it is entered from C (CPython
@@ -147,6 +179,7 @@ fi
 	fail "record of the DDP job failed: $(cat "$SCRATCH/record.err")"
 "$TCHECK" dump "$SCRATCH/ddp.trace" --calls-only >"$SCRATCH/ddp.jsonl"
 check "$SCRATCH/ddp.jsonl" "optimizer.step()" "$SCRATCH/ddp/rank-0.jsonl" "$SCRATCH/ddp/rank-1.jsonl"
+check_hits "$SCRATCH/ddp.jsonl" "$SCRATCH/ddp/rank-0.jsonl" "$SCRATCH/ddp/rank-1.jsonl"
 
 # Selected torch operators (--torch-op): SGD with momentum updates every
 # parameter tensor inside Optimizer.step (param.add_ each step; from the

@@ -4,7 +4,7 @@
  * (the process's rank from its record, the rule's position, the library's
  * name without its version) and their values, read back from the exposition;
  * the in-flight series, set while a rank is inside a call and removed once
- * it returned.
+ * it returned; the probe hits by kind and the highest step reached.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +63,58 @@ UNIT_TEST(agent_metrics, recorded_losses_become_counters)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntcheck_ringbuf_drops_total 7\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntcheck_process_notices_lost_total 2\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntcheck_python_events_lost_total 31\n"));
+	free(text);
+	agent_metrics_free(metrics);
+	metrics_registry_free(registry);
+}
+
+/* One Python record of process 'pid' at 'step' (flags: TRACE_PYTHON_*). */
+static void python_record(struct agent_metrics *metrics, uint32_t pid, int32_t step, uint32_t flags)
+{
+	struct trace_record record;
+
+	memset(&record, 0, sizeof(record));
+	record.kind = TRACE_RECORD_PYTHON_CALL;
+	record.python_call.pid = pid;
+	record.python_call.step = step;
+	record.python_call.flags = flags;
+	record.python_call.qualified_name = "Optimizer.step#SGD.step";
+	record.python_call.file = "";
+	agent_metrics_observe(metrics, &record);
+}
+
+UNIT_TEST(agent_metrics, probe_hits_by_kind_and_the_step_reached)
+{
+	struct metrics_registry *registry = metrics_registry_new();
+	struct agent_metrics *metrics;
+	char *text;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
+	metrics = agent_metrics_new(registry, "/nonexistent", 300);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(metrics);
+	rank_process(metrics, 999999, 1);
+	python_record(metrics, 999999, -1, 0); /* before the step is known: no step series */
+	text = metrics_render(registry, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_PTR_NULL(strstr(text, "\ntcheck_training_step{"));
+	free(text);
+	python_record(metrics, 999999, 4, TRACE_PYTHON_TORCH_SCOPE);
+	python_record(metrics, 999999, 5, TRACE_PYTHON_TORCH_OP);
+	python_record(metrics, 999999, 5, TRACE_PYTHON_TORCH_OP);
+	python_record(metrics, 999999, 3, 0); /* a call that began earlier, recorded at its end */
+	text = metrics_render(registry, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_probe_hits_total{pid=\"999999\",rank=\"1\","
+					    "pod=\"\",namespace=\"\",container=\"\","
+					    "kind=\"python_call\"} 2\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_probe_hits_total{pid=\"999999\",rank=\"1\","
+					    "pod=\"\",namespace=\"\",container=\"\","
+					    "kind=\"torch_scope\"} 1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_probe_hits_total{pid=\"999999\",rank=\"1\","
+					    "pod=\"\",namespace=\"\",container=\"\","
+					    "kind=\"torch_op\"} 2\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_training_step{pid=\"999999\",rank=\"1\","
+					    "pod=\"\",namespace=\"\",container=\"\"} 5\n"));
 	free(text);
 	agent_metrics_free(metrics);
 	metrics_registry_free(registry);

@@ -24,6 +24,7 @@ struct process_labels {
 	char rank[16];
 	struct pod_identity pod;
 	uint64_t ended_ns; /* 0 while it runs */
+	int32_t step;	   /* the highest training step its records carried, -1 none */
 };
 
 struct agent_metrics {
@@ -36,7 +37,7 @@ struct agent_metrics {
 	struct metrics_family *calls, *bytes, *sequence, *progress, *attached_gauge, *drops,
 		*process_drops, *python_lost, *in_flight, *bytes_in_flight, *findings, *crashes,
 		*violations, *steps, *expected_step, *attach_failures, *in_flight_sequence,
-		*in_flight_entry;
+		*in_flight_entry, *probe_hits, *training_step;
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -186,14 +187,35 @@ static void declare_in_flight_series(struct agent_metrics *metrics)
 		METRICS_GAUGE, comm_label_names, 6);
 }
 
+/*
+ * What the probes sent, by kind, and the step each process reached: their
+ * ratio is the probe hits a step. Declared after the series above, for the order.
+ */
+static void declare_probe_hit_series(struct agent_metrics *metrics)
+{
+	static const char *const hit_label_names[] = { "pid",	    "rank",	 "pod",
+						       "namespace", "container", "kind" };
+
+	metrics->probe_hits = metrics_declare(
+		metrics->registry, "tcheck_probe_hits_total",
+		"Records the probes sent, by kind (nccl_call, python_call, torch_scope, torch_op).",
+		METRICS_COUNTER, hit_label_names, 6);
+	metrics->training_step =
+		metrics_declare(metrics->registry, "tcheck_training_step",
+				"The highest training step (the step marker's count) the process's "
+				"records carried.",
+				METRICS_GAUGE, process_label_names, PROCESS_LABELS);
+}
+
 static bool every_series_declared(const struct agent_metrics *metrics)
 {
-	return metrics->in_flight_sequence && metrics->in_flight_entry && metrics->violations &&
-	       metrics->steps && metrics->expected_step && metrics->attach_failures &&
-	       metrics->in_flight && metrics->bytes_in_flight && metrics->findings &&
-	       metrics->crashes && metrics->calls && metrics->bytes && metrics->sequence &&
-	       metrics->progress && metrics->attached_gauge && metrics->drops &&
-	       metrics->process_drops && metrics->python_lost;
+	return metrics->probe_hits && metrics->training_step && metrics->in_flight_sequence &&
+	       metrics->in_flight_entry && metrics->violations && metrics->steps &&
+	       metrics->expected_step && metrics->attach_failures && metrics->in_flight &&
+	       metrics->bytes_in_flight && metrics->findings && metrics->crashes &&
+	       metrics->calls && metrics->bytes && metrics->sequence && metrics->progress &&
+	       metrics->attached_gauge && metrics->drops && metrics->process_drops &&
+	       metrics->python_lost;
 }
 
 struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
@@ -215,6 +237,7 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 	declare_finding_series(metrics);
 	declare_attach_failure_series(metrics);
 	declare_in_flight_series(metrics);
+	declare_probe_hit_series(metrics);
 	if (!every_series_declared(metrics)) {
 		agent_metrics_free(metrics);
 		return NULL;
@@ -249,6 +272,7 @@ static struct process_labels *labels_of(struct agent_metrics *metrics, uint32_t 
 	}
 	snprintf(labels->pid, sizeof(labels->pid), "%u", pid);
 	snprintf(labels->rank, sizeof(labels->rank), "unknown");
+	labels->step = -1;
 	pod_identity_of_process((pid_t)pid, metrics->containers_dir, &labels->pod);
 	return labels;
 }
@@ -448,13 +472,43 @@ void agent_metrics_attach_failure(struct agent_metrics *metrics, const char *pat
 	metrics_add(metrics->attach_failures, values, 1);
 }
 
+/* One record the probes sent by process 'pid' at training step 'step' (-1 unknown). */
+static void observe_probe_hit(struct agent_metrics *metrics, uint32_t pid, int32_t step,
+			      const char *kind)
+{
+	struct process_labels *labels = labels_of(metrics, pid);
+	const char *values[PROCESS_LABELS + 1];
+
+	if (!labels)
+		return;
+	fill_values(labels, values);
+	values[PROCESS_LABELS] = kind;
+	metrics_add(metrics->probe_hits, values, 1);
+	if (step > labels->step) {
+		labels->step = step;
+		metrics_set(metrics->training_step, values, step);
+	}
+}
+
+static const char *python_hit_kind(const struct trace_python_call *call)
+{
+	return call->flags & TRACE_PYTHON_TORCH_SCOPE ? "torch_scope"
+	       : call->flags & TRACE_PYTHON_TORCH_OP  ? "torch_op"
+						      : "python_call";
+}
+
 void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_record *record)
 {
 	switch (record->kind) {
+	case TRACE_RECORD_PYTHON_CALL:
+		observe_probe_hit(metrics, record->python_call.pid, record->python_call.step,
+				  python_hit_kind(&record->python_call));
+		break;
 	case TRACE_RECORD_PROCESS:
 		observe_process(metrics, &record->process);
 		break;
 	case TRACE_RECORD_NCCL_CALL:
+		observe_probe_hit(metrics, record->call.pid, record->call.step, "nccl_call");
 		observe_call(metrics, &record->call);
 		break;
 	case TRACE_RECORD_NETWORK:

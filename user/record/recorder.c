@@ -302,8 +302,10 @@ int recorder_run(const struct recorder_options *options)
 		result = 1;
 	recorder.counts.processes_seen = recorder.processes.seen_count;
 	recording_report_totals(&recorder.counts, options->output_path);
-	if (recorder.python)
+	if (recorder.python) {
 		recording_report_python(recorder.python, &recorder.counts, options->step_marker);
+		recording_report_hits_per_step(&recorder.counts);
+	}
 	if (record_consumers_close(&recorder.consumers, true))
 		result = 1;
 	tear_down(&recorder);

@@ -38,6 +38,7 @@ int recorder_emit_built(void *context, const struct trace_record *record)
 		/* Still in flight: the detectors see who is inside what; the trace gets the return.
 		 */
 		return recorder_emit_in_flight(recorder, record);
+	recording_count_step_hit(&recorder->counts, record);
 	if (record->kind == TRACE_RECORD_NCCL_CALL && (record->call.flags & TRACE_CALL_OPEN))
 		recorder->counts.open_calls_written++;
 	if (record->kind == TRACE_RECORD_NCCL_CALL) {

@@ -2,7 +2,10 @@
 /* The closing lines of a recording: totals, losses, Python coverage. */
 #include "record/recording_summary.h"
 
+#include <stdbool.h>
+
 #include "base/log.h"
+#include "model/trace_records.h"
 #include "python/python_losses.h"
 #include "python/python_tracer.h"
 #include "tcheck/probe_abi.h"
@@ -79,4 +82,63 @@ void recording_report_python(struct python_tracer *python, const struct recordin
 			"'Optimizer.step#' (the default) or 'Optimizer.zero_grad#' marks steps "
 			"on every Python",
 			python_tracer_step_marker(python));
+}
+
+/* Raises the process's highest step seen; false when there is no room for another process. */
+static bool step_reached(struct recording_counts *counts, uint32_t pid, int32_t step)
+{
+	uint32_t i;
+
+	for (i = 0; i < counts->stepping_processes; i++)
+		if (counts->step_reached[i].pid == pid) {
+			if (step > counts->step_reached[i].step)
+				counts->step_reached[i].step = step;
+			return true;
+		}
+	if (i == RECORDING_STEPPING_PROCESSES_MAX)
+		return false;
+	counts->step_reached[i].pid = pid;
+	counts->step_reached[i].step = step;
+	counts->stepping_processes++;
+	return true;
+}
+
+void recording_count_step_hit(struct recording_counts *counts, const struct trace_record *record)
+{
+	if (record->kind == TRACE_RECORD_NCCL_CALL && record->call.step >= 1) {
+		if (step_reached(counts, record->call.pid, record->call.step))
+			counts->step_hits[PROBE_HIT_NCCL_CALL]++;
+		return;
+	}
+	if (record->kind != TRACE_RECORD_PYTHON_CALL || record->python_call.step < 1 ||
+	    !step_reached(counts, record->python_call.pid, record->python_call.step))
+		return;
+	if (record->python_call.flags & TRACE_PYTHON_TORCH_SCOPE)
+		counts->step_hits[PROBE_HIT_TORCH_SCOPE]++;
+	else if (record->python_call.flags & TRACE_PYTHON_TORCH_OP)
+		counts->step_hits[PROBE_HIT_TORCH_OP]++;
+	else
+		counts->step_hits[PROBE_HIT_PYTHON_CALL]++;
+}
+
+void recording_report_hits_per_step(const struct recording_counts *counts)
+{
+	const uint64_t *hits = counts->step_hits;
+	uint64_t steps = 0;
+	uint32_t i;
+
+	for (i = 0; i < counts->stepping_processes; i++)
+		steps += (uint64_t)counts->step_reached[i].step;
+	if (steps == 0) {
+		log_notice(
+			"probe hits a step: not measured, no record was made after a step marker");
+		return;
+	}
+	log_notice("probe hits a step: %.1f over %llu steps (%.1f NCCL calls, %.1f Python calls, "
+		   "%.1f torch scopes, %.1f operators; records received from step 1 on)",
+		   (double)(hits[0] + hits[1] + hits[2] + hits[3]) / (double)steps,
+		   (unsigned long long)steps, (double)hits[PROBE_HIT_NCCL_CALL] / (double)steps,
+		   (double)hits[PROBE_HIT_PYTHON_CALL] / (double)steps,
+		   (double)hits[PROBE_HIT_TORCH_SCOPE] / (double)steps,
+		   (double)hits[PROBE_HIT_TORCH_OP] / (double)steps);
 }
