@@ -28,7 +28,7 @@ enum step_fault {
 	FUSED,		    /* a fused kernel updates the parameters: only step counters show */
 	FUSED_FROZEN,	    /* the same, but the forward reads frozen weights */
 	OTHER_TENSOR,	    /* the optimizer changes a parameter the forward does not read */
-	SECOND_FROZEN,	    /* the second layer frozen by the program: read with requires_grad False */
+	SECOND_FROZEN,	    /* the program froze the second layer (requires_grad False) */
 };
 
 static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
