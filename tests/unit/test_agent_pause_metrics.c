@@ -2,8 +2,8 @@
 /*
  * The agent's pause series: tcheck_pause_in_progress_seconds set for a
  * rank held back as a pause (with what it is doing and for how long),
- * removed once it comes back or a hang is reported for it after all, one
- * series per rank; tcheck_pauses_total counting the pauses reported.
+ * removed once it comes back, ends, or is reported as a hang after all,
+ * one series per rank; tcheck_pauses_total counting the pauses reported.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +143,47 @@ UNIT_TEST(agent_pause_metrics, one_series_per_rank_and_none_once_it_is_a_hang)
 	free(text);
 
 	pause_tracker_release(tracker, PID);
+	agent_metrics_pauses(metrics, tracker, 13 * SECOND);
+	text = render(registry, &series);
+	CU_ASSERT_EQUAL(series, 0);
+	free(text);
+	agent_metrics_free(metrics);
+	metrics_registry_free(registry);
+	free(tracker);
+}
+
+/* A rank that ends while held is in no pause: its series goes with its end. */
+UNIT_TEST(agent_pause_metrics, an_ended_rank_is_in_no_pause)
+{
+	struct metrics_registry *registry = metrics_registry_new();
+	struct pause_tracker *tracker = calloc(1, sizeof(*tracker));
+	struct agent_metrics *metrics;
+	struct pause_finding pause;
+	struct trace_record end;
+	unsigned series;
+	char *text;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tracker);
+	metrics = agent_metrics_new(registry, "/nonexistent", 300);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(metrics);
+	rank_zero(metrics);
+	pause_tracker_call(tracker, PID, 10 * SECOND, &pause);
+	sample(tracker, 11 * SECOND, 0);
+	pause_tracker_hold(tracker, PID, 10 * SECOND, 0xabc, 0, 20);
+	agent_metrics_pauses(metrics, tracker, 11 * SECOND);
+	text = render(registry, &series);
+	CU_ASSERT_EQUAL(series, 1);
+	free(text);
+
+	memset(&end, 0, sizeof(end));
+	end.kind = TRACE_RECORD_PROCESS;
+	end.process.pid = PID;
+	end.process.rank = 0;
+	end.process.start_ns = 1;
+	end.process.end_ns = 12 * SECOND;
+	end.process.command = "train.py";
+	agent_metrics_observe(metrics, &end);
 	agent_metrics_pauses(metrics, tracker, 13 * SECOND);
 	text = render(registry, &series);
 	CU_ASSERT_EQUAL(series, 0);

@@ -331,6 +331,8 @@ static void observe_process(struct agent_metrics *metrics, const struct trace_pr
 		metrics_family_remove_series(metrics->progress, "pid", labels->pid);
 		metrics_family_remove_series(metrics->in_flight_sequence, "pid", labels->pid);
 		metrics_family_remove_series(metrics->in_flight_entry, "pid", labels->pid);
+		/* ... and is in no pause. */
+		metrics_family_remove_series(metrics->pause_seconds, "pid", labels->pid);
 		if (known && metrics->attached)
 			metrics->attached--;
 	}

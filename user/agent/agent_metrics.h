@@ -59,8 +59,8 @@ void agent_metrics_pause(struct agent_metrics *metrics, const struct pause_findi
 /*
  * The pauses in progress, from the pause tracker ('now_ns' on its clock):
  * tcheck_pause_in_progress_seconds set for a rank whose stretch the hang
- * detector holds back as a pause, removed once it came back or was
- * reported as a hang. Called on each refresh.
+ * detector holds back as a pause, removed once it came back, ended, or
+ * was reported as a hang. Called on each refresh.
  */
 void agent_metrics_pauses(struct agent_metrics *metrics, const struct pause_tracker *pauses,
 			  uint64_t now_ns);
