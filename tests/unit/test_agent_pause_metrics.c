@@ -48,6 +48,31 @@ static void sample(struct pause_tracker *tracker, uint64_t at_ns, uint64_t writt
 	pause_tracker_sample(tracker, &activity);
 }
 
+/* The agent's metrics with rank 0 attached, and a pause tracker. */
+struct pause_fixture {
+	struct metrics_registry *registry;
+	struct pause_tracker *tracker;
+	struct agent_metrics *metrics;
+};
+
+static void fixture_start(struct pause_fixture *fixture)
+{
+	fixture->registry = metrics_registry_new();
+	fixture->tracker = calloc(1, sizeof(*fixture->tracker));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fixture->registry);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fixture->tracker);
+	fixture->metrics = agent_metrics_new(fixture->registry, "/nonexistent", 300);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fixture->metrics);
+	rank_zero(fixture->metrics);
+}
+
+static void fixture_end(struct pause_fixture *fixture)
+{
+	agent_metrics_free(fixture->metrics);
+	metrics_registry_free(fixture->registry);
+	free(fixture->tracker);
+}
+
 /* The exposition's pause series of the process, and how many there are. */
 static char *render(struct metrics_registry *registry, unsigned *series)
 {
@@ -62,18 +87,16 @@ static char *render(struct metrics_registry *registry, unsigned *series)
 /* Rank 0 writes a checkpoint for 3 s after its call at 10 s; its peer waits. */
 UNIT_TEST(agent_pause_metrics, a_held_pause_is_in_progress_until_the_rank_comes_back)
 {
-	struct metrics_registry *registry = metrics_registry_new();
-	struct pause_tracker *tracker = calloc(1, sizeof(*tracker));
-	struct agent_metrics *metrics;
+	struct pause_fixture fixture;
 	struct pause_finding pause;
 	unsigned series;
 	char *text, expected[256];
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(tracker);
-	metrics = agent_metrics_new(registry, "/nonexistent", 300);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(metrics);
-	rank_zero(metrics);
+	fixture_start(&fixture);
+	struct metrics_registry *registry = fixture.registry;
+	struct pause_tracker *tracker = fixture.tracker;
+	struct agent_metrics *metrics = fixture.metrics;
+
 	sample(tracker, 9 * SECOND, 0);
 	CU_ASSERT_FALSE(pause_tracker_call(tracker, PID, 10 * SECOND, &pause));
 	for (uint64_t at = 11; at <= 12; at++)
@@ -103,26 +126,22 @@ UNIT_TEST(agent_pause_metrics, a_held_pause_is_in_progress_until_the_rank_comes_
 					    "pod=\"\",namespace=\"\",container=\"\","
 					    "doing=\"file_io\"} 1\n"));
 	free(text);
-	agent_metrics_free(metrics);
-	metrics_registry_free(registry);
-	free(tracker);
+	fixture_end(&fixture);
 }
 
 /* Held idle (its pattern of pauses), then busy, then reported as a hang after all. */
 UNIT_TEST(agent_pause_metrics, one_series_per_rank_and_none_once_it_is_a_hang)
 {
-	struct metrics_registry *registry = metrics_registry_new();
-	struct pause_tracker *tracker = calloc(1, sizeof(*tracker));
-	struct agent_metrics *metrics;
+	struct pause_fixture fixture;
 	struct pause_finding pause;
 	unsigned series;
 	char *text, expected[256];
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(tracker);
-	metrics = agent_metrics_new(registry, "/nonexistent", 300);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(metrics);
-	rank_zero(metrics);
+	fixture_start(&fixture);
+	struct metrics_registry *registry = fixture.registry;
+	struct pause_tracker *tracker = fixture.tracker;
+	struct agent_metrics *metrics = fixture.metrics;
+
 	sample(tracker, 9 * SECOND, 0);
 	pause_tracker_call(tracker, PID, 10 * SECOND, &pause);
 	sample(tracker, 11 * SECOND, 0);
@@ -147,27 +166,23 @@ UNIT_TEST(agent_pause_metrics, one_series_per_rank_and_none_once_it_is_a_hang)
 	text = render(registry, &series);
 	CU_ASSERT_EQUAL(series, 0);
 	free(text);
-	agent_metrics_free(metrics);
-	metrics_registry_free(registry);
-	free(tracker);
+	fixture_end(&fixture);
 }
 
 /* A rank that ends while held is in no pause: its series goes with its end. */
 UNIT_TEST(agent_pause_metrics, an_ended_rank_is_in_no_pause)
 {
-	struct metrics_registry *registry = metrics_registry_new();
-	struct pause_tracker *tracker = calloc(1, sizeof(*tracker));
-	struct agent_metrics *metrics;
+	struct pause_fixture fixture;
 	struct pause_finding pause;
 	struct trace_record end;
 	unsigned series;
 	char *text;
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(tracker);
-	metrics = agent_metrics_new(registry, "/nonexistent", 300);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(metrics);
-	rank_zero(metrics);
+	fixture_start(&fixture);
+	struct metrics_registry *registry = fixture.registry;
+	struct pause_tracker *tracker = fixture.tracker;
+	struct agent_metrics *metrics = fixture.metrics;
+
 	pause_tracker_call(tracker, PID, 10 * SECOND, &pause);
 	sample(tracker, 11 * SECOND, 0);
 	pause_tracker_hold(tracker, PID, 10 * SECOND, 0xabc, 0, 20);
@@ -188,7 +203,5 @@ UNIT_TEST(agent_pause_metrics, an_ended_rank_is_in_no_pause)
 	text = render(registry, &series);
 	CU_ASSERT_EQUAL(series, 0);
 	free(text);
-	agent_metrics_free(metrics);
-	metrics_registry_free(registry);
-	free(tracker);
+	fixture_end(&fixture);
 }
