@@ -38,8 +38,8 @@ grep -q "bad.conf:2: 'hang-factr'" "$SCRATCH/bad.out" || fail "the error does no
 
 if command -v promtool >/dev/null; then
 	promtool check rules "$deploy/prometheus/rules.yaml" || fail "promtool rejects the rules"
-	# The collective alerts through a gloo hang, an NCCL hang and a stalled
-	# collective: which fires, for which rank, and the annotations' words.
+	# The collective alerts through a gloo hang, an NCCL hang, a stalled
+	# collective and a checkpoint pause: which fires, for which rank, and the annotations' words.
 	promtool test rules "$ROOT/tests/deploy/collective-alerts.test.yaml" ||
 		fail "the collective alerts do not name the stuck rank as tests/deploy expects"
 	# Rules blind to the call a rank is inside miss the gloo hang: the test must say so.
@@ -53,6 +53,17 @@ if command -v promtool >/dev/null; then
 	fi
 	grep -q "TcheckCollectiveHang" "$SCRATCH/rules-test.out" ||
 		fail "the failed rule test does not name TcheckCollectiveHang: $(cat "$SCRATCH/rules-test.out")"
+	# Rules blind to a pause in progress take a checkpoint for a hang: the test must say so.
+	sed '/unless on (pid, rank, pod, node) tcheck_pause_in_progress_seconds/d' \
+		"$deploy/prometheus/rules.yaml" >"$SCRATCH/rules-test/tools/deploy/prometheus/rules.yaml"
+	cmp -s "$deploy/prometheus/rules.yaml" "$SCRATCH/rules-test/tools/deploy/prometheus/rules.yaml" &&
+		fail "the hang alert no longer reads tcheck_pause_in_progress_seconds as this test expects"
+	if promtool test rules "$SCRATCH/rules-test/tests/deploy/collective-alerts.test.yaml" \
+		>"$SCRATCH/rules-pause.out" 2>&1; then
+		fail "rules that ignore pauses in progress passed the collective alert test"
+	fi
+	grep -q 'pid="401"' "$SCRATCH/rules-pause.out" ||
+		fail "the failed rule test does not name the pausing rank: $(cat "$SCRATCH/rules-pause.out")"
 fi
 
 # The checks must fail on a DaemonSet that asks for more than it needs.

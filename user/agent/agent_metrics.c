@@ -12,6 +12,7 @@
 #include "agent/pod_identity.h"
 #include "base/identity_text.h"
 #include "base/u64_map.h"
+#include "diagnose/pause_tracker.h"
 #include "diagnose/progress_model.h"
 #include "model/c10d_api.h"
 #include "model/nccl_api.h"
@@ -37,7 +38,7 @@ struct agent_metrics {
 	struct metrics_family *calls, *bytes, *sequence, *progress, *attached_gauge, *drops,
 		*process_drops, *python_lost, *in_flight, *bytes_in_flight, *findings, *crashes,
 		*violations, *steps, *expected_step, *attach_failures, *in_flight_sequence,
-		*in_flight_entry, *probe_hits, *training_step;
+		*in_flight_entry, *probe_hits, *training_step, *pauses, *pause_seconds;
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -207,15 +208,40 @@ static void declare_probe_hit_series(struct agent_metrics *metrics)
 				METRICS_GAUGE, process_label_names, PROCESS_LABELS);
 }
 
+/*
+ * Pauses: ranks that lag their peers at work of their own (a checkpoint,
+ * data loading), by what they are doing (pause_cause_name: five values).
+ * Declared last, for the order.
+ */
+static void declare_pause_series(struct agent_metrics *metrics)
+{
+	static const char *const pause_labels[] = { "pid",	 "rank",      "pod",
+						    "namespace", "container", "doing" };
+	struct metrics_registry *registry = metrics->registry;
+
+	metrics->pauses = metrics_declare(
+		registry, "tcheck_pauses_total",
+		"Pauses reported: a rank lagged its peers while doing something of its own "
+		"(doing: file_io, io_wait, computing, or recurring where it paused before) "
+		"and came back; no hang, no slowdown.",
+		METRICS_COUNTER, pause_labels, 6);
+	metrics->pause_seconds = metrics_declare(
+		registry, "tcheck_pause_in_progress_seconds",
+		"How long this rank has been in a pause its peers wait for (since its last "
+		"communication call), held back from a hang because of what it is doing; "
+		"absent while it is in none.",
+		METRICS_GAUGE, pause_labels, 6);
+}
+
 static bool every_series_declared(const struct agent_metrics *metrics)
 {
-	return metrics->probe_hits && metrics->training_step && metrics->in_flight_sequence &&
-	       metrics->in_flight_entry && metrics->violations && metrics->steps &&
-	       metrics->expected_step && metrics->attach_failures && metrics->in_flight &&
-	       metrics->bytes_in_flight && metrics->findings && metrics->crashes &&
-	       metrics->calls && metrics->bytes && metrics->sequence && metrics->progress &&
-	       metrics->attached_gauge && metrics->drops && metrics->process_drops &&
-	       metrics->python_lost;
+	return metrics->pauses && metrics->pause_seconds && metrics->probe_hits &&
+	       metrics->training_step && metrics->in_flight_sequence && metrics->in_flight_entry &&
+	       metrics->violations && metrics->steps && metrics->expected_step &&
+	       metrics->attach_failures && metrics->in_flight && metrics->bytes_in_flight &&
+	       metrics->findings && metrics->crashes && metrics->calls && metrics->bytes &&
+	       metrics->sequence && metrics->progress && metrics->attached_gauge &&
+	       metrics->drops && metrics->process_drops && metrics->python_lost;
 }
 
 struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
@@ -238,6 +264,7 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 	declare_attach_failure_series(metrics);
 	declare_in_flight_series(metrics);
 	declare_probe_hit_series(metrics);
+	declare_pause_series(metrics);
 	if (!every_series_declared(metrics)) {
 		agent_metrics_free(metrics);
 		return NULL;
@@ -304,6 +331,8 @@ static void observe_process(struct agent_metrics *metrics, const struct trace_pr
 		metrics_family_remove_series(metrics->progress, "pid", labels->pid);
 		metrics_family_remove_series(metrics->in_flight_sequence, "pid", labels->pid);
 		metrics_family_remove_series(metrics->in_flight_entry, "pid", labels->pid);
+		/* ... and is in no pause. */
+		metrics_family_remove_series(metrics->pause_seconds, "pid", labels->pid);
 		if (known && metrics->attached)
 			metrics->attached--;
 	}
@@ -446,6 +475,59 @@ void agent_metrics_in_flight(struct agent_metrics *metrics, const struct progres
 			if (comm->ranks[r].present)
 				rank_in_flight(metrics, comm, &comm->ranks[r]);
 	}
+}
+
+void agent_metrics_pause(struct agent_metrics *metrics, const struct pause_finding *pause)
+{
+	struct process_labels *labels = labels_of(metrics, pause->pid);
+	const char *values[PROCESS_LABELS + 1];
+
+	if (!labels)
+		return;
+	fill_values(labels, values);
+	values[PROCESS_LABELS] = pause_cause_name(pause->cause);
+	metrics_add(metrics->pauses, values, 1);
+}
+
+/*
+ * What a held stretch is doing so far: idle, it was held for the rank's
+ * pattern of pauses (recurring).
+ */
+static enum pause_cause held_cause(const struct pause_stretch *stretch, uint64_t now_ns)
+{
+	enum pause_cause cause = pause_stretch_cause(stretch, now_ns);
+
+	return cause == PAUSE_IDLE ? PAUSE_RECURRING : cause;
+}
+
+/* One process's pause gauge: at most one series, the one of what it is doing now. */
+static void process_pause(struct agent_metrics *metrics, const struct pause_process *process,
+			  uint64_t now_ns)
+{
+	struct process_labels *labels = labels_of(metrics, process->pid);
+	const char *values[PROCESS_LABELS + 1];
+	const struct pause_stretch *stretch = &process->current;
+	bool paused = stretch->held && now_ns > stretch->start_ns;
+	enum pause_cause doing = paused ? held_cause(stretch, now_ns) : PAUSE_IDLE;
+
+	if (!labels || labels->ended_ns)
+		return;
+	fill_values(labels, values);
+	for (enum pause_cause cause = PAUSE_IDLE; cause <= PAUSE_RECURRING; cause++) {
+		values[PROCESS_LABELS] = pause_cause_name(cause);
+		if (paused && cause == doing)
+			metrics_set(metrics->pause_seconds, values,
+				    (double)(now_ns - stretch->start_ns) / 1e9);
+		else
+			metrics_unset(metrics->pause_seconds, values);
+	}
+}
+
+void agent_metrics_pauses(struct agent_metrics *metrics, const struct pause_tracker *pauses,
+			  uint64_t now_ns)
+{
+	for (unsigned i = 0; i < pauses->count && i < PAUSE_MAX_PROCESSES; i++)
+		process_pause(metrics, &pauses->processes[i], now_ns);
 }
 
 void agent_metrics_library_name(const char *path, char *name, size_t size)

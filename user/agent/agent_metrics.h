@@ -3,8 +3,9 @@
  * The agent's view of what it records, as Prometheus metrics: per process
  * (labelled with its pid, rank, pod, namespace and container) the NCCL calls
  * and bytes by function, per communicator the last collective sequence
- * and when it was issued, the step time, and the rules violated; for the
- * agent, attached processes, losses and probe attachments refused.
+ * and when it was issued, the step time, the rules violated, and pauses
+ * (reported, and in progress); for the agent, attached processes, losses
+ * and probe attachments refused.
  * Series of an ended process are kept for a retention time so a final
  * scrape still sees them, then removed: the label sets stay bounded.
  */
@@ -19,6 +20,8 @@
 struct metrics_registry;
 struct agent_metrics;
 struct progress_model;
+struct pause_finding;
+struct pause_tracker;
 
 /* containers_dir: where pod names are looked up (NULL: the kubelet's). */
 struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
@@ -49,6 +52,18 @@ void agent_metrics_step(struct agent_metrics *metrics, uint32_t pid, uint64_t co
  * once it returned. Called on each refresh.
  */
 void agent_metrics_in_flight(struct agent_metrics *metrics, const struct progress_model *model);
+
+/* A pause reported (job_diagnosis_on_pause): tcheck_pauses_total by what the rank was doing. */
+void agent_metrics_pause(struct agent_metrics *metrics, const struct pause_finding *pause);
+
+/*
+ * The pauses in progress, from the pause tracker ('now_ns' on its clock):
+ * tcheck_pause_in_progress_seconds set for a rank whose stretch the hang
+ * detector holds back as a pause, removed once it came back, ended, or
+ * was reported as a hang. Called on each refresh.
+ */
+void agent_metrics_pauses(struct agent_metrics *metrics, const struct pause_tracker *pauses,
+			  uint64_t now_ns);
 
 /* A probe attachment the kernel refused, on the library at path. */
 void agent_metrics_attach_failure(struct agent_metrics *metrics, const char *path);

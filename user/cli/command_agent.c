@@ -409,6 +409,13 @@ static void observe_step(void *context, const struct progress_comm *comm, int64_
 				   comm->expected_step_ns / 1e9);
 }
 
+static void observe_pause(void *context, const struct pause_finding *pause)
+{
+	struct agent *agent = context;
+
+	agent_metrics_pause(agent->metrics, pause);
+}
+
 static void attach_failed(void *context, const char *path)
 {
 	struct agent *agent = context;
@@ -483,6 +490,7 @@ static size_t discover(void *context, pid_t *pids, size_t capacity)
 			       job_diagnosis_mismatch_count(agent->diagnosis),
 			       job_diagnosis_crash_count(agent->diagnosis));
 	agent_metrics_in_flight(agent->metrics, job_diagnosis_model(agent->diagnosis));
+	agent_metrics_pauses(agent->metrics, job_diagnosis_pauses(agent->diagnosis), now);
 	return process_finder_scan(&options, pids, capacity);
 }
 
@@ -559,6 +567,7 @@ int command_agent(int argc, char **argv)
 			goto out;
 		}
 		job_diagnosis_on_step(agent.diagnosis, observe_step, &agent);
+		job_diagnosis_on_pause(agent.diagnosis, observe_pause, &agent);
 	}
 	if (settings.rules_path &&
 	    !(agent.rules = agent_rules_start(settings.rules_path, agent.metrics, agent.events))) {

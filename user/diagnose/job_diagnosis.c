@@ -48,6 +48,8 @@ struct job_diagnosis {
 	unsigned process_count;
 	job_step_fn on_step;
 	void *step_context;
+	job_pause_fn on_pause;
+	void *pause_context;
 	/* CLOCK_REALTIME less the clock the records' times are on, for each finding's wall clock.
 	 */
 	int64_t wall_clock_offset_ns;
@@ -235,6 +237,8 @@ static void publish_pause(struct job_diagnosis *diagnosis, struct pause_finding 
 		pause_finding_text(pause, line, sizeof(line));
 	write_finding(diagnosis, line, diagnosis->events ? pause_finding_json(pause) : NULL,
 		      pause->end_ns);
+	if (diagnosis->on_pause)
+		diagnosis->on_pause(diagnosis->pause_context, pause);
 	memset(kept, 0, sizeof(*kept));
 	kept->kind = DIAGNOSIS_SLOWDOWN;
 	kept->detected_ns = pause->end_ns;
@@ -492,6 +496,17 @@ void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step,
 {
 	diagnosis->on_step = on_step;
 	diagnosis->step_context = context;
+}
+
+void job_diagnosis_on_pause(struct job_diagnosis *diagnosis, job_pause_fn on_pause, void *context)
+{
+	diagnosis->on_pause = on_pause;
+	diagnosis->pause_context = context;
+}
+
+const struct pause_tracker *job_diagnosis_pauses(const struct job_diagnosis *diagnosis)
+{
+	return &diagnosis->pauses;
 }
 
 const struct progress_model *job_diagnosis_model(const struct job_diagnosis *diagnosis)

@@ -14,6 +14,7 @@
 #include "model/trace_records.h"
 
 struct job_diagnosis;
+struct pause_tracker;
 
 /*
  * 'text' gets one line per finding (NULL: none), 'events' one JSON object
@@ -57,6 +58,14 @@ void job_diagnosis_finish(struct job_diagnosis *diagnosis);
  */
 typedef void (*job_step_fn)(void *context, const struct progress_comm *comm, int64_t step);
 void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step, void *context);
+
+/* Tells 'on_pause' of every pause reported (the agent's pause counter). */
+struct pause_finding;
+typedef void (*job_pause_fn)(void *context, const struct pause_finding *pause);
+void job_diagnosis_on_pause(struct job_diagnosis *diagnosis, job_pause_fn on_pause, void *context);
+
+/* What each process did since its last call; a held stretch is a pause in progress. */
+const struct pause_tracker *job_diagnosis_pauses(const struct job_diagnosis *diagnosis);
 
 /* The progress the detectors judge from: who is where, on each communicator (for reading). */
 const struct progress_model *job_diagnosis_model(const struct job_diagnosis *diagnosis);
