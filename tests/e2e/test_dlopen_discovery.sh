@@ -18,6 +18,11 @@ for want, got in zip(log, calls):
         if key in ("comm_hash", "uniqueId", "comm_out", "commId"):
             continue
         have = got["args"][key]
+        # A stream passed on the stack (seventh argument or later) is left unread:
+        # null and flagged (128), never a wrong value.
+        if key == "stream" and have is None and list(want["args"]).index(key) >= 6:
+            assert got["flags"] & 128, got
+            continue
         if key == "datatype":
             have = ["ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32", "ncclInt64", "ncclUint64",
                     "ncclFloat16", "ncclFloat32"].index(have)
