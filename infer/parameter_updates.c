@@ -152,7 +152,6 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	struct u64_map seen; /* weight read -> its first read */
 	size_t frozen_reads = 0;
 	uint64_t weight;
-	bool frozen;
 	void *value;
 	int failed;
 
@@ -176,20 +175,15 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 			break;
 		}
 		finding->weights++;
-		frozen = infer_event_field(read, "requires_grad:weight") &&
-			 strcmp(infer_event_field(read, "requires_grad:weight"), "False") == 0;
-		frozen_reads += frozen;
+		if (infer_event_field(read, "requires_grad:weight") &&
+		    strcmp(infer_event_field(read, "requires_grad:weight"), "False") == 0)
+			frozen_reads++;
 		if (u64_map_get(&updates.changing, weight)) {
 			finding->changed++;
 			continue;
 		}
 		note_unchanged(&first_unchanged, read);
-		/*
-		 * A weight that changed before and is now read with requires_grad
-		 * False was frozen by the program (a fine-tuning schedule): it is
-		 * meant to stop, and FrozenUnchanged judges that it does.
-		 */
-		if (u64_map_get(history, weight) && !frozen)
+		if (u64_map_get(history, weight))
 			note_unchanged(&first_stopped, read);
 	}
 	finding->applies = !failed && finding->step && finding->weights > 0 &&

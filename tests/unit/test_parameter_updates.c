@@ -28,7 +28,6 @@ enum step_fault {
 	FUSED,		    /* a fused kernel updates the parameters: only step counters show */
 	FUSED_FROZEN,	    /* the same, but the forward reads frozen weights */
 	OTHER_TENSOR,	    /* the optimizer changes a parameter the forward does not read */
-	SECOND_FROZEN,	    /* the program froze the second layer (requires_grad False) */
 };
 
 static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
@@ -70,8 +69,7 @@ static size_t build_step(uint32_t pid, int step, enum step_fault fault,
 	records[count] =
 		python_call_record(pid, step, base + 20, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
 	tensor_argument(&records[count], "tensor:weight", WEIGHT_2);
-	requires_grad_argument(&records[count++], "requires_grad:weight",
-			       fault != FUSED_FROZEN && fault != SECOND_FROZEN);
+	requires_grad_argument(&records[count++], "requires_grad:weight", fault != FUSED_FROZEN);
 	if (fault == FUSED || fault == FUSED_FROZEN) {
 		/* A fused AdamW's step counter: a 0-dim tensor that does not require grad. */
 		records[count] = python_call_record(pid, step, base + 105, 3, "aten::add_.Tensor",
@@ -179,15 +177,6 @@ UNIT_TEST(parameter_updates, each_weight_read_against_what_the_step_changes)
 	CU_ASSERT_FALSE(finding.holds);
 	CU_ASSERT_TRUE(finding.stopped);
 	CU_ASSERT_PTR_NULL(finding.update);
-	/*
-	 * The same layer frozen by the program mid-run (requires_grad_(False), a
-	 * fine-tuning schedule): meant to stop, so no finding here
-	 * (FrozenUnchanged judges whether it really stays put).
-	 */
-	judge(SECOND_FROZEN, true, 0, &finding);
-	CU_ASSERT_TRUE(finding.applies);
-	CU_ASSERT_TRUE(finding.holds);
-	CU_ASSERT_FALSE(finding.stopped);
 
 	/* Nothing the forward reads changes: every layer frozen, or a zero learning rate. */
 	judge(NO_UPDATE, false, WEIGHT_1, &finding);
