@@ -140,6 +140,18 @@ ddp_run() {
 		fail "dump of the $name run: $(tail -3 "$SCRATCH/$name/out")"
 }
 
+# A TCP port on 127.0.0.1 free now, the first of FIRST..LAST-1 that binds.
+free_port() {
+	python3 - "$1" "$2" <<'PY'
+import socket, sys
+for port in range(int(sys.argv[1]), int(sys.argv[2])):
+    try:
+        socket.socket().bind(("127.0.0.1", port)); print(port); break
+    except OSError:
+        pass
+PY
+}
+
 # wait_agent_events FILE COUNT EVENT TEXT: waits up to 20 s for COUNT process
 # events EVENT ("attached", "ended") whose line holds TEXT in the agent's
 # events stream FILE.

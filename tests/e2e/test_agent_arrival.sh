@@ -6,13 +6,7 @@
 # hang counted), though the job makes no call the probes could see.
 source "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || skip "curl is not installed"
-port=$(python3 -c '
-import socket
-for port in range(19600, 19700):
-    try:
-        socket.socket().bind(("127.0.0.1", port)); print(port); break
-    except OSError:
-        pass')
+port=$(free_port 19600 19700)
 mkdir -p "$SCRATCH/job"
 NCCL_DOUBLE_BLOCKING=1 LD_LIBRARY_PATH="$TEST_BIN/lib" setsid "$WORKLOAD" --ranks 2 --steps 20 \
 	--stall 1:5 --log-dir "$SCRATCH/job" >"$SCRATCH/job.out" 2>&1 &

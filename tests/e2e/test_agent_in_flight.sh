@@ -5,13 +5,7 @@
 # rank 1's last, and none for rank 1: what TcheckCollectiveHang compares.
 source "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || skip "curl is not installed"
-port=$(python3 -c '
-import socket
-for port in range(19500, 19600):
-    try:
-        socket.socket().bind(("127.0.0.1", port)); print(port); break
-    except OSError:
-        pass')
+port=$(free_port 19500 19600)
 events="$SCRATCH/events.jsonl"
 mkdir -p "$SCRATCH/job"
 "$TCHECK" agent --listen "127.0.0.1:$port" --events "$events" --select "$SCRATCH/job" \

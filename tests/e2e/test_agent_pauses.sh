@@ -8,13 +8,7 @@
 # tcheck_pauses_total, and report no hang.
 source "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || skip "curl is not installed"
-port=$(python3 -c '
-import socket
-for port in range(19600, 19700):
-    try:
-        socket.socket().bind(("127.0.0.1", port)); print(port); break
-    except OSError:
-        pass')
+port=$(free_port 19600 19700)
 events="$SCRATCH/events.jsonl"
 mkdir -p "$SCRATCH/job" "$SCRATCH/scrapes"
 "$TCHECK" agent --listen "127.0.0.1:$port" --events "$events" --select "$SCRATCH/job" \
