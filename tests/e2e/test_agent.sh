@@ -21,7 +21,7 @@ for _ in $(seq 100); do
 	curl -sf "http://127.0.0.1:$port/metrics" >/dev/null && break
 	sleep 0.1
 done
-curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^tcheck_attached_processes 0$' ||
+grep -q '^tcheck_attached_processes 0$' <<<"$(curl -sf "http://127.0.0.1:$port/metrics")" ||
 	fail "the agent does not serve metrics on port $port: $(cat "$SCRATCH/agent.log")"
 # CAP_BPF (39), CAP_PERFMON (38), CAP_SYS_PTRACE (19) and nothing else.
 [ "$(awk '/^CapEff/ { print $2 }' "/proc/$agent/status")" = 000000c000080000 ] ||

@@ -57,7 +57,7 @@ if [ "$(uname -m)" = x86_64 ]; then
 	unprobeable=$UNPROBEABLE_PID
 	wait_events 1 attached job-unprobeable
 	for _ in $(seq 100); do
-		metrics | grep -q '^tcheck_probe_attach_failures_total{' && break
+		grep -q '^tcheck_probe_attach_failures_total{' <<<"$(metrics)" && break
 		sleep 0.1
 	done
 	metrics >"$SCRATCH/unprobeable.prom"

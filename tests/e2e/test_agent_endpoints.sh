@@ -55,9 +55,9 @@ done
 # The build: the version --version prints, the commit of this checkout.
 version=$("$TCHECK" --version | awk '{ print $2 }')
 commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-curl -s "http://127.0.0.1:$port/metrics" | grep -qx "tcheck_build_info{version=\"$version\",commit=\"$commit\"} 1" ||
+grep -qx "tcheck_build_info{version=\"$version\",commit=\"$commit\"} 1" <<<"$(curl -s "http://127.0.0.1:$port/metrics")" ||
 	fail "no tcheck_build_info for $version $commit: $(curl -s "http://127.0.0.1:$port/metrics" | grep build_info)"
-curl -s "http://127.0.0.1:$port/metrics" | grep -q '^tcheck_ring_buffer_last_read_timestamp_seconds ' ||
+grep -q '^tcheck_ring_buffer_last_read_timestamp_seconds ' <<<"$(curl -s "http://127.0.0.1:$port/metrics")" ||
 	fail "no tcheck_ring_buffer_last_read_timestamp_seconds"
 
 # 2000 idle connections from 127.0.0.1 (opened in a bounded loop), then a scrape.

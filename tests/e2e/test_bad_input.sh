@@ -104,7 +104,7 @@ cmp -s "$SCRATCH/good.trace" "$SCRATCH/keep.trace" || fail "record -o EXISTING c
 # report that cannot be written is status 4, not a result.
 for verb in check "check --rules=RULES" diff infer dump; do
 	# shellcheck disable=SC2086 # the verb is words
-	"$TCHECK" $verb --help | tr '\n' ' ' | grep -q "Exit status: 0 judged, nothing found; 1 findings; 2" ||
+	grep -q "Exit status: 0 judged, nothing found; 1 findings; 2" <<<"$("$TCHECK" $verb --help | tr '\n' ' ')" ||
 		fail "tcheck-bpf $verb --help lacks the exit-status table"
 done
 expect_error 4 "cannot write the report" \

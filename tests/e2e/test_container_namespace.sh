@@ -89,7 +89,7 @@ run_case() {
 	recorder=$!
 	BACKGROUND_PIDS+=("$recorder")
 	deadline=$((SECONDS + 10))
-	until "$TCHECK" dump "$SCRATCH/$name.trace" 2>/dev/null | grep -q '"kind":"library"'; do
+	until grep -q '"kind":"library"' <<<"$("$TCHECK" dump "$SCRATCH/$name.trace" 2>/dev/null)"; do
 		[ $SECONDS -lt $deadline ] || fail "$name: the library of the jailed job was not probed"
 		sleep 0.1
 	done

@@ -53,7 +53,7 @@ record moved --wrong-comm 2
 # The same job twice: nothing.
 diff_pair same 0 reference same
 [ ! -s "$SCRATCH/same.jsonl" ] || fail "two runs of the same job differ: $(cat "$SCRATCH/same.jsonl")"
-"$TCHECK" diff "$SCRATCH/reference.trace" "$SCRATCH/same.trace" | grep -q '^tcheck-bpf: 0 difference' ||
+grep -q '^tcheck-bpf: 0 difference' <<<"$("$TCHECK" diff "$SCRATCH/reference.trace" "$SCRATCH/same.trace")" ||
 	fail "the text report of the same job does not say 0 differences"
 
 # At step 2 every rank issued its tensor-parallel all-reduce on the data-parallel

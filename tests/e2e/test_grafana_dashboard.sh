@@ -56,10 +56,10 @@ prometheus --config.file="$SCRATCH/prometheus.yml" --storage.tsdb.path="$SCRATCH
 BACKGROUND_PIDS+=($!)
 url="http://127.0.0.1:$prometheus_port"
 for _ in $(seq 150); do
-	curl -sf "$url/api/v1/query" --data-urlencode 'query=up{job="tcheck-bpf"} == 1' | grep -q '"value"' && break
+	grep -q '"value"' <<<"$(curl -sf "$url/api/v1/query" --data-urlencode 'query=up{job="tcheck-bpf"} == 1')" && break
 	sleep 0.2
 done
-curl -sf "$url/api/v1/query" --data-urlencode 'query=up{job="tcheck-bpf"} == 1' | grep -q '"value"' ||
+grep -q '"value"' <<<"$(curl -sf "$url/api/v1/query" --data-urlencode 'query=up{job="tcheck-bpf"} == 1')" ||
 	fail "Prometheus does not reach the agent: $(tail -3 "$SCRATCH/prometheus.log") $(cat "$SCRATCH/agent.log")"
 
 start=$(date +%s)

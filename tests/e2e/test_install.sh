@@ -39,7 +39,7 @@ complete_bash() { # WORDS...: the completions of the last word
 }
 [ "$(complete_bash tcheck-bpf ch)" = check ] || fail "bash: 'ch' completes to $(complete_bash tcheck-bpf ch)"
 [ "$(complete_bash tcheck-bpf -v an | tr '\n' ' ')" = "analyze " ] || fail "bash: a verb after -v"
-complete_bash tcheck-bpf check --hang-f | grep -qx -- --hang-factor || fail "bash: check --hang-f"
+grep -qx -- --hang-factor <<<"$(complete_bash tcheck-bpf check --hang-f)" || fail "bash: check --hang-f"
 [ "$(complete_bash tcheck-bpf agent --re | tr '\n' ' ')" = "--retention " ] ||
 	fail "bash: agent --re completes to $(complete_bash tcheck-bpf agent --re)"
 [ "$(complete_bash tcheck-bpf dump x.trace -f "" | tr '\n' ' ')" = "jsonl perfetto " ] || fail "bash: dump -f"
@@ -63,9 +63,9 @@ if command -v zsh >/dev/null; then
 			words=("$@"); CURRENT=$#; PREFIX=${words[CURRENT]}
 			_tcheck-bpf' _ "$zsh_completion" "$@" | grep -- "^${*: -1}"
 	}
-	complete_zsh tcheck-bpf ch | grep -qx check || fail "zsh: 'ch' gives $(complete_zsh tcheck-bpf ch)"
-	complete_zsh tcheck-bpf check --hang-f | grep -qx -- --hang-factor || fail "zsh: check --hang-f"
-	complete_zsh tcheck-bpf -v agent --re | grep -qx -- --retention || fail "zsh: -v agent --re"
+	grep -qx check <<<"$(complete_zsh tcheck-bpf ch)" || fail "zsh: 'ch' gives $(complete_zsh tcheck-bpf ch)"
+	grep -qx -- --hang-factor <<<"$(complete_zsh tcheck-bpf check --hang-f)" || fail "zsh: check --hang-f"
+	grep -qx -- --retention <<<"$(complete_zsh tcheck-bpf -v agent --re)" || fail "zsh: -v agent --re"
 fi
 
 # uninstall removes the four files and leaves what else is there.

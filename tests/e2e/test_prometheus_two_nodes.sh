@@ -155,7 +155,7 @@ PY
 # Each agent's own detector saw its ranks stop: the hang is counted and on its events stream.
 hangs=$(query 'sum(tcheck_findings_total{kind="hang"})' | python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(int(float(r[0]["value"][1])) if r else 0)')
 [ "$hangs" -ge 1 ] || fail "no agent counted a hang (tcheck_findings_total{kind=\"hang\"} = $hangs)"
-cat "$SCRATCH"/events-*.jsonl | grep -q '"kind": *"hang"' || fail "no hang on the agents' events streams"
+grep -q '"kind": *"hang"' "$SCRATCH"/events-*.jsonl || fail "no hang on the agents' events streams"
 "$TCHECK" analyze --prometheus "$url" --idle 3 >"$SCRATCH/analyze.txt" || true
 grep -q "rank 2 (pid" "$SCRATCH/analyze.txt" ||
 	fail "the text report does not name rank 2: $(cat "$SCRATCH/analyze.txt")"

@@ -12,7 +12,7 @@ listed=$(nm "$REAL_NCCL" | grep -cE " [tT] _Z[0-9]+ncclIb(Isend|Irecv|Test|Multi
 	2>"$SCRATCH/real.err" || fail "record failed: $(cat "$SCRATCH/real.err")"
 grep -q "work requests: $listed NCCL IB transport functions probed in $REAL_NCCL" \
 	"$SCRATCH/real.err" || fail "expected $listed transport functions probed: $(cat "$SCRATCH/real.err")"
-if grep "work requests" "$SCRATCH/real.err" | grep -qi "warning\|error"; then
+if grep -qi "warning\|error" <<<"$(grep "work requests" "$SCRATCH/real.err")"; then
 	fail "attaching the transport probes warned: $(cat "$SCRATCH/real.err")"
 fi
 echo "$listed NCCL IB transport functions probed"
