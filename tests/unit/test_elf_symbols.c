@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "model/nccl_api.h"
+#include "probe/elf_symbol_lookup.h"
 #include "probe/elf_symbols.h"
 #include "loaded_code.h"
 #include "unit.h"

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "base/remote_memory.h"
-#include "probe/elf_symbols.h"
+#include "probe/elf_symbol_lookup.h"
 #include "python/python_layout.h"
 #include "tcheck/probe_abi.h"
 #include "unit.h"

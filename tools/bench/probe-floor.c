@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "probe/elf_symbols.h"
+#include "probe/elf_symbol_lookup.h"
 #include "probe/probe_session.h"
 
 struct options {

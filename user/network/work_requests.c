@@ -18,7 +18,7 @@
 #include "base/system_clock.h"
 #include "base/u64_map.h"
 #include "network/network_window.h"
-#include "probe/elf_symbols.h"
+#include "probe/elf_symbol_lookup.h"
 #include "probe/process_maps.h"
 #include "probe/uprobe_entry_site.h"
 #include "tcheck/work_request_abi.h"

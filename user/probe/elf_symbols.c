@@ -15,7 +15,7 @@
 #include "base/growable_array.h"
 #include "base/error_message.h"
 #include "model/nccl_api.h"
-#include "probe/library_file.h"
+#include "probe/elf_tables.h"
 
 /*
  * The sentences of failures that depend only on the file's contents, so a
@@ -44,17 +44,9 @@ static int fail_cached(char *error, size_t error_size, int err, const char *path
 	}
 }
 
-/* A file is the same file while its device, inode, size and mtime are. */
-struct file_identity {
-	dev_t device;
-	ino_t inode;
-	off_t size;
-	struct timespec mtime;
-};
-
 /* What is known about one file; each part is computed at most once. */
 struct cache_entry {
-	struct file_identity identity;
+	struct elf_file_identity identity;
 	int has_nccl; /* 1, 0, or -1 not yet known */
 	bool scanned;
 	int scan_result;	      /* 0 or the negative errno of the scan */
@@ -65,19 +57,13 @@ struct cache_entry {
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cache_entry *cache;
 
-static bool same_file(const struct file_identity *a, const struct file_identity *b)
-{
-	return a->device == b->device && a->inode == b->inode && a->size == b->size &&
-	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
-}
-
 /* Called with cache_lock held. */
-static struct cache_entry *cache_entry_for(const struct file_identity *identity)
+static struct cache_entry *cache_entry_for(const struct elf_file_identity *identity)
 {
 	struct cache_entry *entry;
 
 	for (entry = cache; entry; entry = entry->next)
-		if (same_file(&entry->identity, identity))
+		if (elf_file_identity_same(&entry->identity, identity))
 			return entry;
 	entry = calloc(1, sizeof(*entry));
 	if (!entry)
@@ -102,142 +88,6 @@ void elf_symbols_cache_clear(void)
 	pthread_mutex_unlock(&cache_lock);
 }
 
-/* An open ELF file and the parts every lookup needs. */
-struct elf_file {
-	struct library_elf file;
-	GElf_Phdr *loads; /* PT_LOAD headers */
-	size_t load_count;
-	Elf_Scn *dynsym;
-	Elf_Scn *symtab;
-};
-
-static void elf_file_close(struct elf_file *file)
-{
-	free(file->loads);
-	library_file_close_elf(&file->file);
-	memset(file, 0, sizeof(*file));
-	file->file.fd = -1;
-}
-
-static int stat_file(const char *path, struct file_identity *identity, char *error,
-		     size_t error_size)
-{
-	struct stat st;
-
-	if (stat(path, &st) != 0) {
-		int err = errno;
-
-		if (err == ENOENT)
-			return error_fail(
-				error, error_size, err,
-				"cannot open %s: no such file; check the path (a library of a "
-				"process in a container is reached through /proc/PID/root)",
-				path);
-		if (err == EACCES || err == EPERM)
-			return error_fail(
-				error, error_size, err,
-				"cannot open %s: permission denied; run tcheck-bpf as root", path);
-		return error_fail(error, error_size, err, "cannot open %s: %s", path,
-				  strerror(err));
-	}
-	if (!S_ISREG(st.st_mode))
-		return error_fail(error, error_size, ENOEXEC, "%s is not an ELF file", path);
-	identity->device = st.st_dev;
-	identity->inode = st.st_ino;
-	identity->size = st.st_size;
-	identity->mtime = st.st_mtim;
-	return 0;
-}
-
-static int elf_file_open(const char *path, struct elf_file *file, char *error, size_t error_size)
-{
-	size_t header_count;
-	int err;
-
-	memset(file, 0, sizeof(*file));
-	err = library_file_open_elf(path, &file->file, error, error_size);
-	if (err == -ENOEXEC)
-		return fail_cached(error, error_size, ENOEXEC, path);
-	if (err)
-		return err;
-	if (elf_getphdrnum(file->file.elf, &header_count) != 0) {
-		elf_file_close(file);
-		return error_fail(error, error_size, ENOEXEC, "%s is a damaged ELF file: %s", path,
-				  elf_errmsg(-1));
-	}
-	file->loads = calloc(header_count ? header_count : 1, sizeof(*file->loads));
-	if (!file->loads) {
-		elf_file_close(file);
-		return error_fail(error, error_size, ENOMEM, "out of memory reading %s", path);
-	}
-	for (size_t i = 0; i < header_count; i++) {
-		GElf_Phdr header;
-
-		if (gelf_getphdr(file->file.elf, (int)i, &header) && header.p_type == PT_LOAD)
-			file->loads[file->load_count++] = header;
-	}
-	for (Elf_Scn *section = elf_nextscn(file->file.elf, NULL); section;
-	     section = elf_nextscn(file->file.elf, section)) {
-		GElf_Shdr header;
-
-		if (!gelf_getshdr(section, &header))
-			continue;
-		if (header.sh_type == SHT_DYNSYM)
-			file->dynsym = section;
-		else if (header.sh_type == SHT_SYMTAB)
-			file->symtab = section;
-	}
-	return 0;
-}
-
-/* The file offset of the bytes at a virtual address, from the PT_LOAD holding them. */
-static bool address_to_file_offset(const struct elf_file *file, uint64_t address,
-				   uint64_t *file_offset)
-{
-	for (size_t i = 0; i < file->load_count; i++) {
-		const GElf_Phdr *load = &file->loads[i];
-
-		if (address >= load->p_vaddr && address < load->p_vaddr + load->p_filesz) {
-			*file_offset = address - load->p_vaddr + load->p_offset;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* A symbol table with its string table, for walking without a lookup per name. */
-struct symbol_table {
-	Elf_Data *symbols;
-	size_t count;
-	const char *strings;
-	size_t strings_size;
-};
-
-static bool symbol_table_open(struct elf_file *file, Elf_Scn *section, struct symbol_table *table)
-{
-	Elf_Data *strings;
-	GElf_Shdr header;
-
-	if (!section || !gelf_getshdr(section, &header) || header.sh_entsize == 0)
-		return false;
-	table->symbols = elf_getdata(section, NULL);
-	strings = elf_getdata(elf_getscn(file->file.elf, header.sh_link), NULL);
-	if (!table->symbols || !strings || !strings->d_buf)
-		return false;
-	table->count = header.sh_size / header.sh_entsize;
-	table->strings = strings->d_buf;
-	table->strings_size = strings->d_size;
-	return true;
-}
-
-static const char *symbol_name(const struct symbol_table *table, const GElf_Sym *symbol)
-{
-	if (symbol->st_name >= table->strings_size ||
-	    !memchr(table->strings + symbol->st_name, '\0', table->strings_size - symbol->st_name))
-		return NULL;
-	return table->strings + symbol->st_name;
-}
-
 /*
  * The table function a defined function symbol names, or NULL. Undefined
  * symbols are left out: a library that calls ncclAllReduce is not NCCL.
@@ -250,7 +100,7 @@ static const struct nccl_function *nccl_function_of(const struct symbol_table *t
 	if (symbol->st_shndx == SHN_UNDEF || GELF_ST_TYPE(symbol->st_info) != STT_FUNC ||
 	    symbol->st_size == 0)
 		return NULL;
-	text = symbol_name(table, symbol);
+	text = symbol_table_name(table, symbol);
 	/* Cheap filter before the table lookup: most of a big library's symbols fail here. */
 	if (!text || (text[0] != 'n' && text[0] != 'p'))
 		return NULL;
@@ -350,7 +200,7 @@ static int merge_candidates(const struct elf_file *file, struct candidate_list *
 
 		if (!site || site->address != candidate->address) {
 			/* A symbol with no bytes in the file cannot carry a uprobe. */
-			if (!address_to_file_offset(file, candidate->address, &file_offset))
+			if (!elf_file_offset_of(file, candidate->address, &file_offset))
 				continue;
 			site = &library->symbols[library->symbol_count++];
 			site->function_index = candidate->function_index;
@@ -508,13 +358,13 @@ static bool cacheable(int result)
 int nccl_library_scan(const char *path, struct nccl_library **library, char *error,
 		      size_t error_size)
 {
-	struct file_identity identity = { 0 };
+	struct elf_file_identity identity = { 0 };
 	struct nccl_library *scanned = NULL;
 	struct cache_entry *entry;
 	int err;
 
 	*library = NULL;
-	err = stat_file(path, &identity, error, error_size);
+	err = elf_file_stat(path, &identity, error, error_size);
 	if (err)
 		return err;
 	/* Held across the scan so that ranks asking at once wait for one parse. */
@@ -597,12 +447,12 @@ static bool table_has_nccl(struct elf_file *file, Elf_Scn *section)
 
 int elf_file_has_nccl(const char *path, char *error, size_t error_size)
 {
-	struct file_identity identity = { 0 };
+	struct elf_file_identity identity = { 0 };
 	struct cache_entry *entry;
 	struct elf_file file;
 	int err, found;
 
-	err = stat_file(path, &identity, error, error_size);
+	err = elf_file_stat(path, &identity, error, error_size);
 	if (err)
 		return err == -ENOEXEC ? 0 : err;
 	pthread_mutex_lock(&cache_lock);
@@ -627,153 +477,4 @@ int elf_file_has_nccl(const char *path, char *error, size_t error_size)
 		entry->has_nccl = found;
 	pthread_mutex_unlock(&cache_lock);
 	return found;
-}
-
-static bool find_in_table(struct elf_file *file, Elf_Scn *section, const char *name,
-			  GElf_Sym *found)
-{
-	struct symbol_table table;
-
-	if (!symbol_table_open(file, section, &table))
-		return false;
-	for (size_t i = 0; i < table.count; i++) {
-		const char *text;
-		GElf_Sym symbol;
-		int type;
-
-		if (!gelf_getsym(table.symbols, (int)i, &symbol) || symbol.st_shndx == SHN_UNDEF)
-			continue;
-		type = GELF_ST_TYPE(symbol.st_info);
-		if (type == STT_SECTION || type == STT_FILE || type == STT_TLS)
-			continue;
-		text = symbol_name(&table, &symbol);
-		if (text && strcmp(text, name) == 0) {
-			*found = symbol;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* Opens a file that has a symbol table; 'wanted' names what was looked for, for the sentence. */
-static int elf_file_open_with_symbols(const char *path, struct elf_file *file, const char *wanted,
-				      char *error, size_t error_size)
-{
-	struct file_identity identity = { 0 };
-	int err;
-
-	err = stat_file(path, &identity, error, error_size);
-	if (err)
-		return err;
-	err = elf_file_open(path, file, error, error_size);
-	if (err)
-		return err;
-	if (!file->dynsym && !file->symtab) {
-		elf_file_close(file);
-		return error_fail(error, error_size, ENODATA,
-				  "%s has no symbol table (it was stripped): %s cannot be found in "
-				  "it",
-				  path, wanted);
-	}
-	return 0;
-}
-
-int elf_symbol_find(const char *path, const char *name, struct elf_symbol_location *location,
-		    char *error, size_t error_size)
-{
-	struct elf_file file;
-	GElf_Sym symbol;
-	int err;
-
-	err = elf_file_open_with_symbols(path, &file, name, error, error_size);
-	if (err)
-		return err;
-	if (!find_in_table(&file, file.dynsym, name, &symbol) &&
-	    !find_in_table(&file, file.symtab, name, &symbol)) {
-		elf_file_close(&file);
-		return error_fail(
-			error, error_size, ENOENT,
-			"%s does not define the symbol %s; check that it is the right file "
-			"and version",
-			path, name);
-	}
-	location->address = symbol.st_value;
-	location->size = symbol.st_size;
-	if (!address_to_file_offset(&file, symbol.st_value, &location->file_offset)) {
-		elf_file_close(&file);
-		return error_fail(error, error_size, ERANGE,
-				  "the symbol %s of %s at 0x%llx has no bytes in the file (it is "
-				  "zero-initialised data), so it has no file offset",
-				  name, path, (unsigned long long)symbol.st_value);
-	}
-	elf_file_close(&file);
-	return 0;
-}
-
-int elf_symbol_file_offset(const char *path, const char *name, uint64_t *file_offset, char *error,
-			   size_t error_size)
-{
-	struct elf_symbol_location location = { 0 };
-	int err = elf_symbol_find(path, name, &location, error, error_size);
-
-	if (!err)
-		*file_offset = location.file_offset;
-	return err;
-}
-
-static bool name_has_prefix(const char *name, const char *const *prefixes, size_t prefix_count)
-{
-	for (size_t i = 0; i < prefix_count; i++)
-		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
-			return true;
-	return false;
-}
-
-static int visit_functions_in_table(struct elf_file *file, Elf_Scn *section,
-				    const char *const *prefixes, size_t prefix_count,
-				    elf_function_visit_fn visit, void *context)
-{
-	struct symbol_table table;
-
-	if (!symbol_table_open(file, section, &table))
-		return 0;
-	for (size_t i = 0; i < table.count; i++) {
-		struct elf_symbol_location location;
-		const char *text;
-		GElf_Sym symbol;
-		int err;
-
-		if (!gelf_getsym(table.symbols, (int)i, &symbol) || symbol.st_shndx == SHN_UNDEF ||
-		    GELF_ST_TYPE(symbol.st_info) != STT_FUNC || symbol.st_size == 0)
-			continue;
-		text = symbol_name(&table, &symbol);
-		if (!text || !name_has_prefix(text, prefixes, prefix_count))
-			continue;
-		location.address = symbol.st_value;
-		location.size = symbol.st_size;
-		if (!address_to_file_offset(file, symbol.st_value, &location.file_offset))
-			continue;
-		err = visit(context, text, &location);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-int elf_functions_with_prefixes(const char *path, const char *const *prefixes, size_t prefix_count,
-				elf_function_visit_fn visit, void *context, char *error,
-				size_t error_size)
-{
-	struct elf_file file;
-	int err;
-
-	err = elf_file_open_with_symbols(path, &file, "its functions", error, error_size);
-	if (err)
-		return err;
-	err = visit_functions_in_table(&file, file.dynsym, prefixes, prefix_count, visit, context);
-	if (!err)
-		err = visit_functions_in_table(&file, file.symtab, prefixes, prefix_count, visit,
-					       context);
-	elf_file_close(&file);
-	return err;
 }

@@ -63,36 +63,6 @@ size_t nccl_library_missing(const struct nccl_library *library, char *buffer, si
  */
 int elf_file_has_nccl(const char *path, char *error, size_t error_size);
 
-/* A defined symbol found by its exact name. */
-struct elf_symbol_location {
-	uint64_t address; /* virtual address in the file */
-	uint64_t size;
-	uint64_t file_offset; /* of the bytes at address; for a uprobe on a function */
-};
-
-/*
- * Looks a defined symbol up by exact name in .dynsym, then .symtab
- * ("_dl_debug_state" in the dynamic loader). -ENOENT when it is absent,
- * -ERANGE when its address has no bytes in the file (.bss).
- */
-int elf_symbol_find(const char *path, const char *name, struct elf_symbol_location *location,
-		    char *error, size_t error_size);
-int elf_symbol_file_offset(const char *path, const char *name, uint64_t *file_offset, char *error,
-			   size_t error_size);
-
-/*
- * Calls visit for every defined function symbol of .dynsym and .symtab
- * whose name starts with one of prefixes, with its place in the file; a
- * function named in both tables is visited twice. A non-zero return from
- * visit stops the walk and is returned. -ENODATA when the file has no
- * symbol table.
- */
-typedef int (*elf_function_visit_fn)(void *context, const char *name,
-				     const struct elf_symbol_location *location);
-int elf_functions_with_prefixes(const char *path, const char *const *prefixes, size_t prefix_count,
-				elf_function_visit_fn visit, void *context, char *error,
-				size_t error_size);
-
 /* Drops every cached result (for tests and for long-running daemons). */
 void elf_symbols_cache_clear(void);
 

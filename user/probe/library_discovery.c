@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/system_clock.h"
 #include "base/u64_map.h"
+#include "probe/elf_symbol_lookup.h"
 #include "probe/elf_symbols.h"
 #include "probe/library_file.h"
 #include "probe/nccl_comm_layout.h"

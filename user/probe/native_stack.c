@@ -16,6 +16,7 @@
 #include "base/growable_array.h"
 #include "base/remote_memory.h"
 #include "model/nccl_api.h"
+#include "probe/elf_symbol_lookup.h"
 #include "probe/elf_symbols.h"
 
 /* The mangled prefixes of c10d's and gloo's functions, const members included. */

@@ -12,7 +12,7 @@
 
 #include "base/error_message.h"
 #include "base/remote_memory.h"
-#include "probe/elf_symbols.h"
+#include "probe/elf_symbol_lookup.h"
 #include "probe/library_file.h"
 #include "probe/process_maps.h"
 #include "probe/uprobe_entry_site.h"

@@ -12,7 +12,7 @@
 
 #include "base/error_message.h"
 #include "model/c10d_api.h"
-#include "probe/elf_symbols.h"
+#include "probe/elf_symbol_lookup.h"
 #include "python/torch_probe_sites.h"
 #include "python/torch_probes.h"
 #include "tcheck/probe_abi.h"

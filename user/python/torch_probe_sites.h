@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "probe/elf_symbols.h"
+#include "probe/elf_symbol_lookup.h"
 #include "python/torch_probes.h"
 
 #define TORCH_LIBRARY_NAME "libtorch_cpu.so"
