@@ -45,6 +45,10 @@ NCCL_DOUBLE := $(TEST_PROGRAM_DIR)/lib/libnccl.so.2
 NCCL_DOUBLE_SOURCES := $(wildcard tests/nccl_double/*.c)
 WORKLOAD_SOURCES := $(wildcard tests/workloads/*.c)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(TEST_PROGRAM_DIR)/%,$(WORKLOAD_SOURCES))
+# A workload split by subject keeps its other parts in a folder named after it.
+WORKLOAD_HEADERS := $(wildcard tests/workloads/*.h tests/workloads/*/*.h)
+NCCL_WORKLOAD_PARTS := $(wildcard tests/workloads/nccl_workload/*.c)
+NCCL_API_TOUR_PARTS := $(wildcard tests/workloads/nccl_api_tour/*.c)
 # The verbs test double: a libibverbs.so.1 over a provider library whose
 # post/poll functions are reached only through the context's ops table.
 VERBS_DOUBLE_DIR := $(TEST_PROGRAM_DIR)/verbs
@@ -148,15 +152,18 @@ $(EMBEDDING_LIBRARY): $(NCCL_DOUBLE_SOURCES) $(wildcard tests/nccl_double/*.h) |
 	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libtorch_cuda_double.so -Itests/nccl_double \
 		$(NCCL_DOUBLE_SOURCES) -lpthread -lrt -o $@
 
-$(TEST_PROGRAM_DIR)/nccl-workload-embedded: tests/workloads/nccl-workload.c $(EMBEDDING_LIBRARY)
+$(TEST_PROGRAM_DIR)/nccl-workload-embedded: tests/workloads/nccl-workload.c $(NCCL_WORKLOAD_PARTS) \
+	$(EMBEDDING_LIBRARY) $(WORKLOAD_HEADERS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -Itests/nccl_double -Itests/workloads $< \
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/nccl_double -Itests/workloads $(filter %.c,$^) \
 		-L$(TEST_PROGRAM_DIR)/lib -ltorch_cuda_double -Wl,-rpath,'$$ORIGIN/lib' \
 		-lpthread -ldl -lm -o $@
 
-$(TEST_PROGRAM_DIR)/%: tests/workloads/%.c $(NCCL_DOUBLE) $(wildcard tests/workloads/*.h)
+$(TEST_PROGRAM_DIR)/nccl-workload: $(NCCL_WORKLOAD_PARTS)
+$(TEST_PROGRAM_DIR)/nccl-api-tour: $(NCCL_API_TOUR_PARTS)
+$(TEST_PROGRAM_DIR)/%: tests/workloads/%.c $(NCCL_DOUBLE) $(WORKLOAD_HEADERS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -Itests/nccl_double -Itests/workloads $< \
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/nccl_double -Itests/workloads $(filter %.c,$^) \
 		-L$(TEST_PROGRAM_DIR)/lib -Wl,--as-needed -lnccl -Wl,--no-as-needed \
 		-Wl,-rpath,'$$ORIGIN/lib' -lpthread -ldl -lm -o $@
 
@@ -260,7 +267,8 @@ fuzz: fuzz-build
 LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*.h user/*.c user/*/*.c user/*/*.h \
 	infer/*.c infer/*.h \
 	tests/unit/*.c tests/unit/*.h tests/nccl_double/*.c tests/nccl_double/*.h \
-	tests/workloads/*.c tests/workloads/*.h tests/verbs_double/*.c tests/verbs_double/*.h \
+	tests/workloads/*.c tests/workloads/*.h tests/workloads/*/*.c \
+	tests/workloads/*/*.h tests/verbs_double/*.c tests/verbs_double/*.h \
 	tools/bench/*.c tests/fuzz/*.c tests/fuzz/*.h))
 # The daemon's own code and the fuzz targets; other tests are checked by the compiler,
 # cppcheck and by running.
