@@ -275,6 +275,7 @@ LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*
 TIDY_SOURCES = $(wildcard user/*.c user/*/*.c infer/*.c tools/bench/*.c tests/fuzz/*.c)
 lint: $(SKELETONS) $(OUTPUT)/build_commit.h
 	clang-format --dry-run --Werror $(LINT_SOURCES)
+	python3 tools/check-layers.py .
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem --inline-suppr -D__x86_64__ \
 		-Iinclude -Iuser -I. -Itests/fuzz user infer tests/unit tests/nccl_double tests/workloads \
