@@ -35,6 +35,41 @@ static void answer_resolve(void *context, uint32_t pid, uint64_t handle,
 	*communicator = emitted->resolve_answer;
 }
 
+/*
+ * The builder's state for each process, in the slots the recorder keeps in
+ * its process registry: one per pid these tests use.
+ */
+#define MAX_PIDS 4
+static uint32_t slot_pids[MAX_PIDS];
+static struct call_builder_process *slots[MAX_PIDS];
+
+static struct call_builder_process **slot_of(uint32_t pid)
+{
+	for (int i = 0; i < MAX_PIDS; i++)
+		if (slots[i] && slot_pids[i] == pid)
+			return &slots[i];
+	for (int i = 0; i < MAX_PIDS; i++)
+		if (!slots[i]) {
+			slot_pids[i] = pid;
+			return &slots[i];
+		}
+	CU_FAIL_FATAL("more processes than slots");
+	return NULL;
+}
+
+static int add(struct call_builder *builder, const struct tcheck_call_record *record)
+{
+	return call_builder_add(builder, slot_of(record->header.pid), record, NULL);
+}
+
+static void free_builder(struct call_builder *builder)
+{
+	for (int i = 0; i < MAX_PIDS; i++)
+		call_builder_forget_process(builder, &slots[i]);
+	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 0);
+	call_builder_free(builder);
+}
+
 static struct tcheck_call_record make_call(const char *name, uint32_t tid, uint64_t entry_ns)
 {
 	struct tcheck_call_record record;
@@ -71,7 +106,7 @@ static void create_world(struct call_builder *builder, uint64_t handle, int rank
 	memcpy(init.blob, id_bytes, sizeof(id_bytes));
 	init.flags = TCHECK_CALL_HAS_BLOB | TCHECK_CALL_HAS_OUT_VALUE;
 	init.out_value = handle;
-	call_builder_add(builder, &init, NULL);
+	add(builder, &init);
 }
 
 UNIT_TEST(call_builder, decodes_all_reduce_arguments_from_registers_and_stack)
@@ -91,7 +126,7 @@ UNIT_TEST(call_builder, decodes_all_reduce_arguments_from_registers_and_stack)
 	call.args[6] = 0x5555; /* stream: the seventh argument, first stack word */
 	call.flags = TCHECK_CALL_HAS_STACK_ARGS;
 	call.return_value = 0;
-	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+	CU_ASSERT_EQUAL(add(builder, &call), 0);
 	built = last_call(&emitted);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(built);
 	CU_ASSERT_STRING_EQUAL(built->function, "ncclAllReduce");
@@ -107,7 +142,7 @@ UNIT_TEST(call_builder, decodes_all_reduce_arguments_from_registers_and_stack)
 	CU_ASSERT_EQUAL(built->rank, 2);
 	CU_ASSERT_EQUAL(built->nranks, 4);
 	CU_ASSERT_EQUAL(built->seq, 0);
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 UNIT_TEST(call_builder, reduce_root_is_the_sixth_register_and_comm_on_the_stack)
@@ -122,13 +157,13 @@ UNIT_TEST(call_builder, reduce_root_is_the_sixth_register_and_comm_on_the_stack)
 	call.args[6] = 0xc0de; /* comm */
 	call.args[7] = 0x77;   /* stream */
 	call.flags = TCHECK_CALL_HAS_STACK_ARGS;
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	built = last_call(&emitted);
 	CU_ASSERT_EQUAL(built->params[5], 1);
 	CU_ASSERT_EQUAL(built->params[6], 0xc0de);
 	CU_ASSERT_EQUAL(built->params[7], 0x77);
 	CU_ASSERT_EQUAL(built->rank, 0);
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 UNIT_TEST(call_builder, a_stream_the_probe_did_not_read_is_flagged_unread_not_zero)
@@ -143,7 +178,7 @@ UNIT_TEST(call_builder, a_stream_the_probe_did_not_read_is_flagged_unread_not_ze
 	create_world(builder, 0xc0de, 0, 2);
 	call.args[2] = 4096;
 	call.args[5] = 0xc0de;
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	built = last_call(&emitted);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(built);
 	CU_ASSERT(built->flags & TRACE_CALL_STACK_ARGS_UNREAD);
@@ -156,14 +191,14 @@ UNIT_TEST(call_builder, a_stream_the_probe_did_not_read_is_flagged_unread_not_ze
 	/* Six arguments, all in registers: nothing to read from the stack. */
 	send.args[4] = 0xc0de;
 	send.args[5] = 0x5555;
-	call_builder_add(builder, &send, NULL);
+	add(builder, &send);
 	built = last_call(&emitted);
 	CU_ASSERT_FALSE(built->flags & TRACE_CALL_STACK_ARGS_UNREAD);
 	args = export_json_call_args(built);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(args);
 	CU_ASSERT_EQUAL(json_integer_value(json_object_get(args, "stream")), 0x5555);
 	json_decref(args);
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 UNIT_TEST(call_builder, sequence_numbers_count_accepted_top_level_calls_per_communicator)
@@ -177,30 +212,30 @@ UNIT_TEST(call_builder, sequence_numbers_count_accepted_top_level_calls_per_comm
 	for (int i = 0; i < 3; i++) {
 		call = make_call("ncclAllGather", 1, 2000 + (uint64_t)i);
 		call.args[4] = 0xa;
-		call_builder_add(builder, &call, NULL);
+		add(builder, &call);
 		CU_ASSERT_EQUAL(last_call(&emitted)->seq, i);
 	}
 	call = make_call("ncclSend", 1, 3000);
 	call.args[4] = 0xb;
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 0);
 	/* A rejected call was never issued. */
 	call = make_call("ncclSend", 1, 3100);
 	call.args[4] = 0xb;
 	call.return_value = 4;
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, -1);
 	/* A call NCCL makes inside another (Bcast -> Broadcast) is not the application's. */
 	call = make_call("ncclBroadcast", 1, 3200);
 	call.args[5] = 0xb;
 	call.depth = 1;
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, -1);
 	call = make_call("ncclRecv", 1, 3300);
 	call.args[4] = 0xb;
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 1);
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 /*
@@ -222,7 +257,7 @@ UNIT_TEST(call_builder, open_calls_are_named_without_consuming_a_sequence_number
 		call.args[5] = 0xa;
 		call.flags = TCHECK_CALL_OPEN;
 		call.return_ns = 2000 + 700 * (uint64_t)(seen + 1);
-		CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+		CU_ASSERT_EQUAL(add(builder, &call), 0);
 		built = last_call(&emitted);
 		CU_ASSERT_TRUE(built->flags & TRACE_CALL_OPEN);
 		CU_ASSERT_EQUAL(built->seq, 0);
@@ -232,12 +267,12 @@ UNIT_TEST(call_builder, open_calls_are_named_without_consuming_a_sequence_number
 	}
 	call = make_call("ncclAllReduce", 1, 2000);
 	call.args[5] = 0xa;
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	CU_ASSERT_FALSE(last_call(&emitted)->flags & TRACE_CALL_OPEN);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 0);
 	call = make_call("ncclAllReduce", 1, 3000);
 	call.args[5] = 0xa;
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 1);
 
 	/* Rank 3 of 4 waiting in its init: the identity its communicator will have. */
@@ -245,14 +280,14 @@ UNIT_TEST(call_builder, open_calls_are_named_without_consuming_a_sequence_number
 	init.args[2] = 3;
 	memcpy(init.blob, id_bytes, sizeof(id_bytes));
 	init.flags = TCHECK_CALL_HAS_BLOB | TCHECK_CALL_OPEN;
-	CU_ASSERT_EQUAL(call_builder_add(builder, &init, NULL), 0);
+	CU_ASSERT_EQUAL(add(builder, &init), 0);
 	built = last_call(&emitted);
 	CU_ASSERT_TRUE(built->flags & TRACE_CALL_OPEN);
 	CU_ASSERT_EQUAL(built->rank, 3);
 	CU_ASSERT_EQUAL(built->nranks, 4);
 	CU_ASSERT_EQUAL(built->comm_id, nccl_unique_id_hash(id_bytes, TCHECK_BLOB_BYTES));
 	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 1);
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 UNIT_TEST(call_builder, group_depth_follows_start_and_end_per_thread)
@@ -268,14 +303,14 @@ UNIT_TEST(call_builder, group_depth_follows_start_and_end_per_thread)
 	for (int i = 0; i < 6; i++) {
 		call = make_call(sequence[i], 1, 100 + (uint64_t)i);
 		call.args[4] = 0xa;
-		call_builder_add(builder, &call, NULL);
+		add(builder, &call);
 		CU_ASSERT_EQUAL(last_call(&emitted)->group_depth, expected[i]);
 	}
 	/* Another thread has its own depth. */
 	call = make_call("ncclGroupStart", 2, 200);
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	CU_ASSERT_EQUAL(last_call(&emitted)->group_depth, 0);
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 UNIT_TEST(call_builder, split_identity_derives_from_parent_index_and_colour)
@@ -297,7 +332,7 @@ UNIT_TEST(call_builder, split_identity_derives_from_parent_index_and_colour)
 		split.args[2] = 2; /* key */
 		split.flags = TCHECK_CALL_HAS_OUT_VALUE;
 		split.out_value = 0xb0 + (uint64_t)i;
-		call_builder_add(builder, &split, NULL);
+		add(builder, &split);
 		CU_ASSERT_EQUAL(last_call(&emitted)->comm_id,
 				nccl_split_comm_id(world_id, (uint32_t)i, 1));
 		CU_ASSERT_EQUAL(last_call(&emitted)->rank, 1);
@@ -306,7 +341,7 @@ UNIT_TEST(call_builder, split_identity_derives_from_parent_index_and_colour)
 	CU_ASSERT_NOT_EQUAL(nccl_split_comm_id(world_id, 0, 1), nccl_split_comm_id(world_id, 1, 1));
 	CU_ASSERT_NOT_EQUAL(nccl_split_comm_id(world_id, 0, 1), nccl_split_comm_id(world_id, 0, 2));
 	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 3);
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 UNIT_TEST(call_builder, refused_split_does_not_advance_the_split_index)
@@ -323,16 +358,16 @@ UNIT_TEST(call_builder, refused_split_does_not_advance_the_split_index)
 	split.args[0] = 0xa;
 	split.args[1] = (uint64_t)-7;
 	split.return_value = 4;
-	call_builder_add(builder, &split, NULL);
+	add(builder, &split);
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, world_id);
 	split = make_call("ncclCommSplit", 1, 600);
 	split.args[0] = 0xa;
 	split.args[1] = 3;
 	split.flags = TCHECK_CALL_HAS_OUT_VALUE;
 	split.out_value = 0xb0;
-	call_builder_add(builder, &split, NULL);
+	add(builder, &split);
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, nccl_split_comm_id(world_id, 0, 3));
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 UNIT_TEST(call_builder, init_all_makes_one_communicator_of_local_ranks)
@@ -347,7 +382,7 @@ UNIT_TEST(call_builder, init_all_makes_one_communicator_of_local_ranks)
 	call.args[1] = 3; /* ndev */
 	call.flags = TCHECK_CALL_HAS_BLOB;
 	memcpy(call.blob, handles, sizeof(handles));
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	CU_ASSERT_FALSE(last_call(&emitted)->flags & TRACE_CALL_UNIQUE_ID_VALID);
 	for (int i = 0; i < emitted.count; i++) {
 		const struct trace_communicator *comm = &emitted.records[i].communicator;
@@ -364,10 +399,10 @@ UNIT_TEST(call_builder, init_all_makes_one_communicator_of_local_ranks)
 	CU_ASSERT_NOT_EQUAL(first_id, 0);
 	call = make_call("ncclAllReduce", 1, 200);
 	call.args[5] = 0xb0;
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	CU_ASSERT_EQUAL(last_call(&emitted)->rank, 1);
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, first_id);
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 UNIT_TEST(call_builder, unknown_handle_is_resolved_once_and_reported)
@@ -384,7 +419,7 @@ UNIT_TEST(call_builder, unknown_handle_is_resolved_once_and_reported)
 	for (int i = 0; i < 3; i++) {
 		call = make_call("ncclAllReduce", 1, 100 + (uint64_t)i);
 		call.args[5] = 0xfeed;
-		call_builder_add(builder, &call, NULL);
+		add(builder, &call);
 		CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0x1234);
 		CU_ASSERT_EQUAL(last_call(&emitted)->rank, 3);
 		CU_ASSERT_EQUAL(last_call(&emitted)->seq, i);
@@ -398,7 +433,7 @@ UNIT_TEST(call_builder, unknown_handle_is_resolved_once_and_reported)
 			CU_ASSERT_EQUAL(emitted.records[i].communicator.handle, 0xfeed);
 		}
 	CU_ASSERT_EQUAL(communicators, 1);
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 /* The communicator record a process's builder emitted for a handle, or NULL. */
@@ -434,7 +469,7 @@ UNIT_TEST(call_builder, communicator_made_before_the_attach_counts_from_the_libr
 		call.args[5] = 0xa;
 		call.flags = TCHECK_CALL_HAS_OP_COUNT;
 		call.comm_op_count = 40 + (uint64_t)i;
-		CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+		CU_ASSERT_EQUAL(add(builder, &call), 0);
 		built = last_call(&emitted);
 		CU_ASSERT_EQUAL(built->seq, 40 + i);
 		CU_ASSERT(built->flags & TRACE_CALL_SEQ_FROM_LIBRARY);
@@ -448,28 +483,28 @@ UNIT_TEST(call_builder, communicator_made_before_the_attach_counts_from_the_libr
 	call.args[5] = 0xb;
 	call.flags = TCHECK_CALL_HAS_OP_COUNT | TCHECK_CALL_OPEN;
 	call.comm_op_count = 39;
-	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+	CU_ASSERT_EQUAL(add(builder, &call), 0);
 	call.flags = TCHECK_CALL_HAS_OP_COUNT;
-	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+	CU_ASSERT_EQUAL(add(builder, &call), 0);
 	built = last_call(&emitted);
 	CU_ASSERT_EQUAL(built->seq, 39);
 	CU_ASSERT(built->flags & TRACE_CALL_SEQ_FROM_LIBRARY);
 	call = make_call("ncclAllReduce", 1, 2500);
 	call.header.pid = 200;
 	call.args[5] = 0xb;
-	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+	CU_ASSERT_EQUAL(add(builder, &call), 0);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 40);
 
 	/* Process 300: no count from the probe. */
 	call = make_call("ncclAllReduce", 1, 1700);
 	call.header.pid = 300;
 	call.args[5] = 0xc;
-	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+	CU_ASSERT_EQUAL(add(builder, &call), 0);
 	built = last_call(&emitted);
 	CU_ASSERT_EQUAL(built->seq, 0);
 	CU_ASSERT_FALSE(built->flags & TRACE_CALL_SEQ_FROM_LIBRARY);
 	CU_ASSERT_EQUAL(communicator_of(&emitted, 300, 0xc)->seq_base, -1);
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 /* A communicator made while traced counts from 0 whatever the library's counter says. */
@@ -484,10 +519,10 @@ UNIT_TEST(call_builder, communicator_made_while_traced_counts_from_zero)
 	call.args[5] = 0xa;
 	call.flags = TCHECK_CALL_HAS_OP_COUNT;
 	call.comm_op_count = 7;
-	CU_ASSERT_EQUAL(call_builder_add(builder, &call, NULL), 0);
+	CU_ASSERT_EQUAL(add(builder, &call), 0);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 0);
 	CU_ASSERT_FALSE(last_call(&emitted)->flags & TRACE_CALL_SEQ_FROM_LIBRARY);
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 /* The probe reads the counter of the communicator argument, register or stack. */
@@ -521,15 +556,15 @@ UNIT_TEST(call_builder, destroyed_handle_reused_gets_a_new_identity)
 	create_world(builder, 0xa, 0, 2);
 	call = make_call("ncclCommDestroy", 1, 2000);
 	call.args[0] = 0xa;
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 0);
 	call = make_call("ncclAllReduce", 1, 3000);
 	call.args[5] = 0xa;
-	call_builder_add(builder, &call, NULL);
+	add(builder, &call);
 	/* No resolver: the trace says the identity is unknown rather than guess. */
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0);
 	CU_ASSERT(last_call(&emitted)->flags & TRACE_CALL_COMM_UNRESOLVED);
-	call_builder_free(builder);
+	free_builder(builder);
 }
 
 UNIT_TEST(nccl_api, aliases_and_parameter_slots)
@@ -595,4 +630,29 @@ UNIT_TEST(nccl_api, unique_id_hash_is_djb2a_over_signed_bytes)
 
 	CU_ASSERT_EQUAL(nccl_unique_id_hash(one, 1), (5381ULL * 33) ^ 0x61);
 	CU_ASSERT_EQUAL(nccl_unique_id_hash(high, 1), (5381ULL * 33) ^ 0xffffffffffffff80ULL);
+}
+
+UNIT_TEST(call_builder, a_forgotten_process_starts_again_with_no_communicator)
+{
+	struct emitted emitted = { 0 };
+	struct call_builder *builder = call_builder_new(collect, answer_resolve, &emitted);
+	struct call_builder_process **slot = slot_of(100);
+	struct tcheck_call_record call;
+
+	emitted.resolve_answer.origin = TRACE_COMM_RECOVERED;
+	create_world(builder, 0xa, 0, 2);
+	CU_ASSERT_PTR_NOT_NULL(*slot);
+	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 1);
+	/* The image changed (exec): the slot is emptied and its communicator dropped. */
+	call_builder_forget_process(builder, slot);
+	CU_ASSERT_PTR_NULL(*slot);
+	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 0);
+	/* The old handle is now unknown: the builder asks the resolver, as for a late attach. */
+	call = make_call("ncclAllReduce", 1, 2000);
+	call.args[5] = 0xa;
+	CU_ASSERT_EQUAL(add(builder, &call), 0);
+	CU_ASSERT_EQUAL(emitted.resolve_calls, 1);
+	CU_ASSERT_PTR_NOT_NULL(*slot);
+	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 1);
+	free_builder(builder);
 }

@@ -27,7 +27,7 @@ struct thread_state {
 	uint32_t group_depth;
 };
 
-struct process_state {
+struct call_builder_process {
 	struct u64_map communicators; /* handle -> known_communicator */
 	struct u64_map threads;	      /* tid -> thread_state */
 };
@@ -36,7 +36,6 @@ struct call_builder {
 	call_builder_emit_fn emit;
 	call_builder_resolve_fn resolve;
 	void *context;
-	struct u64_map processes; /* pid -> process_state */
 	size_t communicator_count;
 };
 
@@ -50,11 +49,10 @@ struct call_builder *call_builder_new(call_builder_emit_fn emit, call_builder_re
 	builder->emit = emit;
 	builder->resolve = resolve;
 	builder->context = context;
-	u64_map_init(&builder->processes);
 	return builder;
 }
 
-static void free_process(struct call_builder *builder, struct process_state *process)
+static void free_process(struct call_builder *builder, struct call_builder_process *process)
 {
 	uint64_t key;
 	void *value;
@@ -70,24 +68,16 @@ static void free_process(struct call_builder *builder, struct process_state *pro
 	free(process);
 }
 
-void call_builder_forget_process(struct call_builder *builder, uint32_t pid)
+void call_builder_forget_process(struct call_builder *builder,
+				 struct call_builder_process **process)
 {
-	struct process_state *process = u64_map_remove(&builder->processes, pid);
-
-	if (process)
-		free_process(builder, process);
+	if (*process)
+		free_process(builder, *process);
+	*process = NULL;
 }
 
 void call_builder_free(struct call_builder *builder)
 {
-	uint64_t key;
-	void *value;
-
-	if (!builder)
-		return;
-	for (size_t i = 0; u64_map_next(&builder->processes, &i, &key, &value);)
-		free_process(builder, value);
-	u64_map_free(&builder->processes);
 	free(builder);
 }
 
@@ -96,9 +86,10 @@ size_t call_builder_communicator_count(const struct call_builder *builder)
 	return builder->communicator_count;
 }
 
-static struct process_state *process_of(struct call_builder *builder, uint32_t pid)
+/* The process's state, made on its first call. */
+static struct call_builder_process *process_in(struct call_builder_process **slot)
 {
-	struct process_state *process = u64_map_get(&builder->processes, pid);
+	struct call_builder_process *process = *slot;
 
 	if (process)
 		return process;
@@ -107,14 +98,11 @@ static struct process_state *process_of(struct call_builder *builder, uint32_t p
 		return NULL;
 	u64_map_init(&process->communicators);
 	u64_map_init(&process->threads);
-	if (u64_map_put(&builder->processes, pid, process)) {
-		free(process);
-		return NULL;
-	}
+	*slot = process;
 	return process;
 }
 
-static struct thread_state *thread_of(struct process_state *process, uint32_t tid)
+static struct thread_state *thread_of(struct call_builder_process *process, uint32_t tid)
 {
 	struct thread_state *thread = u64_map_get(&process->threads, tid);
 
@@ -136,7 +124,7 @@ static int emit_communicator(struct call_builder *builder, const struct known_co
 	return builder->emit(builder->context, &record);
 }
 
-static void drop_communicator(struct call_builder *builder, struct process_state *process,
+static void drop_communicator(struct call_builder *builder, struct call_builder_process *process,
 			      uint64_t handle)
 {
 	struct known_communicator *known = u64_map_remove(&process->communicators, handle);
@@ -149,8 +137,8 @@ static void drop_communicator(struct call_builder *builder, struct process_state
 
 /* Registers a communicator; the caller fills identity. Replaces a stale handle. */
 static struct known_communicator *add_communicator(struct call_builder *builder,
-						   struct process_state *process, uint32_t pid,
-						   uint64_t handle, uint64_t seen_ns)
+						   struct call_builder_process *process,
+						   uint32_t pid, uint64_t handle, uint64_t seen_ns)
 {
 	struct known_communicator *known = calloc(1, sizeof(*known));
 
@@ -210,8 +198,9 @@ static void number_call(struct known_communicator *known, const struct tcheck_ca
  * is the call that brought it, or NULL for a split's parent.
  */
 static struct known_communicator *recover_communicator(struct call_builder *builder,
-						       struct process_state *process, uint32_t pid,
-						       uint64_t handle, uint64_t seen_ns,
+						       struct call_builder_process *process,
+						       uint32_t pid, uint64_t handle,
+						       uint64_t seen_ns,
 						       const struct tcheck_call_record *record)
 {
 	struct known_communicator *known = add_communicator(builder, process, pid, handle, seen_ns);
@@ -340,7 +329,7 @@ static void take_created_fields(struct known_communicator *known,
 	}
 }
 
-static int handle_init(struct call_builder *builder, struct process_state *process,
+static int handle_init(struct call_builder *builder, struct call_builder_process *process,
 		       const struct nccl_function *function, struct trace_nccl_call *call,
 		       const struct tcheck_call_record *record)
 {
@@ -379,7 +368,7 @@ static int handle_init(struct call_builder *builder, struct process_state *proce
  * process: handle i is rank i. Its identity only has to be shared within
  * the process, so it derives from the handles themselves.
  */
-static int handle_init_all(struct call_builder *builder, struct process_state *process,
+static int handle_init_all(struct call_builder *builder, struct call_builder_process *process,
 			   const struct nccl_function *function, struct trace_nccl_call *call,
 			   const struct tcheck_call_record *record)
 {
@@ -414,7 +403,7 @@ static int handle_init_all(struct call_builder *builder, struct process_state *p
 	return 0;
 }
 
-static int handle_split(struct call_builder *builder, struct process_state *process,
+static int handle_split(struct call_builder *builder, struct call_builder_process *process,
 			const struct nccl_function *function, struct trace_nccl_call *call,
 			const struct tcheck_call_record *record)
 {
@@ -477,7 +466,7 @@ static int handle_split(struct call_builder *builder, struct process_state *proc
 	return emit_communicator(builder, known);
 }
 
-static int handle_communication(struct call_builder *builder, struct process_state *process,
+static int handle_communication(struct call_builder *builder, struct call_builder_process *process,
 				const struct nccl_function *function, struct trace_nccl_call *call,
 				const struct tcheck_call_record *record)
 {
@@ -521,7 +510,7 @@ static int emit_call(struct call_builder *builder, const struct trace_nccl_call 
  * and size.
  */
 static int emit_open_call(struct call_builder *builder, const struct nccl_function *function,
-			  struct thread_state *thread, struct process_state *process,
+			  struct thread_state *thread, struct call_builder_process *process,
 			  struct trace_nccl_call *call, const struct tcheck_call_record *record)
 {
 	uint64_t seen_ns = record->return_ns;
@@ -552,18 +541,19 @@ static int emit_open_call(struct call_builder *builder, const struct nccl_functi
 	return emit_call(builder, call);
 }
 
-int call_builder_add(struct call_builder *builder, const struct tcheck_call_record *record,
+int call_builder_add(struct call_builder *builder, struct call_builder_process **slot,
+		     const struct tcheck_call_record *record,
 		     const struct trace_python_context *python)
 {
 	const struct nccl_function *function = nccl_function_at(record->function_index);
-	struct process_state *process;
+	struct call_builder_process *process;
 	struct thread_state *thread;
 	struct trace_nccl_call call;
 	int error = 0;
 
 	if (!function)
 		return -EINVAL;
-	process = process_of(builder, record->header.pid);
+	process = process_in(slot);
 	thread = process ? thread_of(process, record->header.tid) : NULL;
 	if (!thread)
 		return -ENOMEM;

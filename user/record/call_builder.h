@@ -16,6 +16,14 @@
 
 struct call_builder;
 
+/*
+ * What the builder keeps of one process: its threads' group depth and its
+ * communicators. The caller holds one slot per process (the recorder: in
+ * the process's registry entry), NULL at first; the builder fills it on the
+ * process's first call and empties it in call_builder_forget_process.
+ */
+struct call_builder_process;
+
 /* Receives every record the builder makes, in order. Non-zero stops. */
 typedef int (*call_builder_emit_fn)(void *context, const struct trace_record *record);
 
@@ -30,18 +38,21 @@ typedef void (*call_builder_resolve_fn)(void *context, uint32_t pid, uint64_t ha
 
 struct call_builder *call_builder_new(call_builder_emit_fn emit, call_builder_resolve_fn resolve,
 				      void *context);
+/* Every process's slot must have been forgotten first. */
 void call_builder_free(struct call_builder *builder);
 
 /*
- * Feeds one TCHECK_RECORD_CALL record, with the Python side of its process
- * when the call was made (NULL where Python is not followed). Returns the
- * emitter's result.
+ * Feeds one TCHECK_RECORD_CALL record, with the slot of its process and the
+ * Python side of the process when the call was made (NULL where Python is
+ * not followed). Returns the emitter's result.
  */
-int call_builder_add(struct call_builder *builder, const struct tcheck_call_record *record,
+int call_builder_add(struct call_builder *builder, struct call_builder_process **process,
+		     const struct tcheck_call_record *record,
 		     const struct trace_python_context *python);
 
-/* Forgets a process's threads and communicators (it exited or exec'ed). */
-void call_builder_forget_process(struct call_builder *builder, uint32_t pid);
+/* Forgets a process's threads and communicators (it exec'ed or is gone); empties the slot. */
+void call_builder_forget_process(struct call_builder *builder,
+				 struct call_builder_process **process);
 
 /* Communicators currently known (for status lines and tests). */
 size_t call_builder_communicator_count(const struct call_builder *builder);

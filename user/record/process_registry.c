@@ -16,8 +16,17 @@ void process_registry_init(struct process_registry *registry)
 	u64_map_init(&registry->processes);
 }
 
-static void free_process(struct traced_process *process)
+void process_registry_set_release(struct process_registry *registry,
+				  process_registry_release_fn release, void *context)
 {
+	registry->release = release;
+	registry->release_context = context;
+}
+
+static void free_process(struct process_registry *registry, struct traced_process *process)
+{
+	if (registry->release)
+		registry->release(registry->release_context, process);
 	free(process->command);
 	free(process);
 }
@@ -27,7 +36,7 @@ void process_registry_destroy(struct process_registry *registry)
 	struct traced_process *process;
 
 	for (size_t i = 0; (process = process_registry_next(registry, &i));)
-		free_process(process);
+		free_process(registry, process);
 	u64_map_free(&registry->processes);
 }
 
@@ -64,7 +73,7 @@ void process_registry_remove(struct process_registry *registry, uint32_t pid)
 		return;
 	if (process->alive)
 		registry->alive_count--;
-	free_process(process);
+	free_process(registry, process);
 }
 
 bool process_registry_end(struct process_registry *registry, struct traced_process *process,

@@ -4,6 +4,11 @@
  * recorder: what /proc and the exec notice say of each (command, rank,
  * world size), whether it is alive, and how many were seen in all. The
  * process records of the trace are written from here.
+ *
+ * Each stage that keeps something per process keeps it in a slot of the
+ * process's entry ('stages'), so the recorder's one look-up of a pid finds
+ * the state of every stage. The registry frees none of it itself: it calls
+ * the release hook the recorder set, which hands each slot back to its stage.
  */
 #ifndef TCHECK_PROCESS_REGISTRY_H
 #define TCHECK_PROCESS_REGISTRY_H
@@ -16,19 +21,35 @@
 #include "model/trace_records.h"
 #include "tcheck/probe_abi.h"
 
+struct call_builder_process;
+
+/* The state of each stage for one process; NULL until the stage makes it. */
+struct process_stage_slots {
+	struct call_builder_process *call_builder; /* record/call_builder.h */
+};
+
 struct traced_process {
 	struct trace_process record;
 	char *command; /* owned; NULL until /proc or the exec notice gave one */
 	bool alive;
+	struct process_stage_slots stages;
 };
+
+/* Hands a process's stage slots back to their stages (the entry is going, or the image changed). */
+typedef void (*process_registry_release_fn)(void *context, struct traced_process *process);
 
 struct process_registry {
 	struct u64_map processes; /* pid -> traced_process */
 	unsigned alive_count;
 	uint64_t seen_count; /* every process traced, alive or not */
+	process_registry_release_fn release;
+	void *release_context;
 };
 
 void process_registry_init(struct process_registry *registry);
+/* Called for every entry removed or destroyed, before it is freed. */
+void process_registry_set_release(struct process_registry *registry,
+				  process_registry_release_fn release, void *context);
 void process_registry_destroy(struct process_registry *registry);
 struct traced_process *process_registry_find(const struct process_registry *registry, uint32_t pid);
 /*

@@ -264,6 +264,7 @@ int recorder_run(const struct recorder_options *options)
 	int result = 0;
 
 	process_registry_init(&recorder.processes);
+	process_registry_set_release(&recorder.processes, recorder_release_stages, &recorder);
 	string_interner_init(&recorder.notes);
 	started_command_init(&recorder.command);
 	sigaction(SIGINT, &action, NULL);

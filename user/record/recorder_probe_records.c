@@ -117,7 +117,20 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 	case TCHECK_RECORD_CALL:
 		if (size < sizeof(struct tcheck_call_record))
 			return 0;
-		if (call_builder_add(recorder->builder, data,
+		/*
+		 * One look-up finds the process and the builder's state for it. A
+		 * child the registry does not know (its fork notice was lost: ring
+		 * buffer full) is introduced by its calls, as by its Python events;
+		 * with --no-follow a child is not traced, so its calls are left out.
+		 */
+		process = process_registry_find(&recorder->processes, header->pid);
+		if (!process && !recorder->options->follow_children)
+			return 0;
+		if (!process && !(process = recorder_add_process(recorder, header->pid, 0))) {
+			log_warning("a call of process %u is lost: out of memory", header->pid);
+			return 0;
+		}
+		if (call_builder_add(recorder->builder, &process->stages.call_builder, data,
 				     python_context_of(recorder, data, &python)))
 			log_warning("a call record of process %u could not be decoded",
 				    header->pid);
@@ -128,7 +141,10 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 		return 0;
 	case TCHECK_RECORD_PROCESS_EXEC:
 		/* A new image: new libraries, new environment, no communicators. */
-		call_builder_forget_process(recorder->builder, header->pid);
+		process = process_registry_find(&recorder->processes, header->pid);
+		if (process)
+			call_builder_forget_process(recorder->builder,
+						    &process->stages.call_builder);
 		if (c10d_calls_end(recorder->c10d, header->pid, header->timestamp_ns) == -ENOMEM)
 			log_warning("process %u: out of memory for its c10d calls", header->pid);
 		c10d_calls_forget_process(recorder->c10d, header->pid);
@@ -238,9 +254,15 @@ void recorder_read_open_calls(struct recorder *recorder, bool in_flight)
 		log_warning("the calls still open could not be read: %s", strerror(errno));
 	probe_session_drain(recorder->session);
 	recorder->reading_calls_in_flight = in_flight;
-	for (size_t i = 0; i < recorder->open_call_count; i++)
-		(void)call_builder_add(
-			recorder->builder, &recorder->open_calls[i],
-			python_context_of(recorder, &recorder->open_calls[i], &python));
+	for (size_t i = 0; i < recorder->open_call_count; i++) {
+		const struct tcheck_call_record *call = &recorder->open_calls[i];
+		/* In the registry: take_open_call kept only the calls of traced processes. */
+		struct traced_process *process =
+			process_registry_find(&recorder->processes, call->header.pid);
+
+		if (process)
+			(void)call_builder_add(recorder->builder, &process->stages.call_builder,
+					       call, python_context_of(recorder, call, &python));
+	}
 	recorder->reading_calls_in_flight = 0;
 }

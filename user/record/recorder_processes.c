@@ -56,6 +56,13 @@ void recorder_follow_python(struct recorder *recorder, uint32_t pid)
 		log_warning("process %u: %s", pid, error);
 }
 
+void recorder_release_stages(void *context, struct traced_process *process)
+{
+	struct recorder *recorder = context;
+
+	call_builder_forget_process(recorder->builder, &process->stages.call_builder);
+}
+
 struct traced_process *recorder_add_process(struct recorder *recorder, uint32_t pid,
 					    uint32_t parent_pid)
 {
@@ -154,7 +161,6 @@ void recorder_add_discovered(struct recorder *recorder)
 		added[added_count++] = found[i];
 		if (process) { /* the pid was reused by a new process */
 			process_registry_remove(&recorder->processes, (uint32_t)found[i]);
-			call_builder_forget_process(recorder->builder, (uint32_t)found[i]);
 			if (recorder->python)
 				python_tracer_forget_process(recorder->python, found[i]);
 		}

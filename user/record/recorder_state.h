@@ -57,6 +57,8 @@ void recorder_write_activity(struct recorder *recorder, uint64_t now_ns);
 void recorder_write_stats(struct recorder *recorder, const uint64_t *counters);
 
 /* recorder_processes.c: the traced processes, as they come, change and end. */
+/* The registry's release hook: each stage's slot of a process handed back to the stage. */
+void recorder_release_stages(void *context, struct traced_process *process);
 void recorder_refresh_process(struct recorder *recorder, struct traced_process *process);
 void recorder_take_process_group_rank(struct recorder *recorder,
 				      const struct tcheck_process_group_record *record);
