@@ -330,9 +330,10 @@ static int finish_chunk(struct trace_reader *reader)
 	return 0;
 }
 
-int trace_reader_record_corrupt(struct trace_reader *reader, size_t record_at, const char *problem)
+/* Says where the damaged record sits in its chunk; returns the failure. */
+static int record_corrupt(struct trace_reader *reader, size_t record_at, const char *problem)
 {
-	char where[200];
+	char where[256];
 
 	snprintf(where, sizeof(where), "record %" PRIu32 " of the chunk (payload offset %zu) %s",
 		 reader->chunk_records_read - 1, record_at, problem);
@@ -371,7 +372,7 @@ static int skip_lost_strings(struct trace_reader *reader, uint32_t id, size_t re
 		snprintf(problem, sizeof(problem),
 			 "defines string id %" PRIu32 " where id %" PRIu32 " comes next", id,
 			 expected);
-		return trace_reader_record_corrupt(reader, record_at, problem);
+		return record_corrupt(reader, record_at, problem);
 	}
 	while (reader->string_count < id - 1) {
 		if (reserve_string(reader))
@@ -390,8 +391,8 @@ static int define_string(struct trace_reader *reader, const unsigned char *body,
 	int err;
 
 	if (length < TRACE_FORMAT_STRING_BYTES_AT)
-		return trace_reader_record_corrupt(reader, record_at,
-						   "is a string definition too short for its id");
+		return record_corrupt(reader, record_at,
+				      "is a string definition too short for its id");
 	id = trace_format_get_u32(body + TRACE_FORMAT_STRING_ID_AT);
 	if (id != reader->pass_strings + 1) {
 		err = skip_lost_strings(reader, id, record_at);
@@ -425,22 +426,20 @@ static int define_string(struct trace_reader *reader, const unsigned char *body,
 	return 0;
 }
 
-const char *trace_reader_string_lookup(struct trace_reader *reader, const unsigned char *at,
-				       size_t record_at)
+/* Decodes a record of a known kind against the strings defined so far; 0, or the failure. */
+static int decode_record(struct trace_reader *reader, unsigned kind, const unsigned char *body,
+			 uint32_t length, size_t record_at, struct trace_record *out)
 {
-	uint32_t id = trace_format_get_u32(at);
-	char problem[120];
+	struct trace_record_decoding decoding = {
+		.strings = reader->strings,
+		.defined_strings = reader->pass_strings,
+		.strings_lost = reader->strings_lost != 0,
+		.lost_text = LOST_STRING,
+	};
 
-	if (id == TRACE_FORMAT_EMPTY_STRING_ID)
-		return "";
-	if (id <= reader->pass_strings)
-		return reader->strings[id - 1] ? reader->strings[id - 1] : LOST_STRING;
-	if (reader->strings_lost)
-		return LOST_STRING;
-	snprintf(problem, sizeof(problem),
-		 "refers to string id %" PRIu32 ", which no earlier record defines", id);
-	trace_reader_record_corrupt(reader, record_at, problem);
-	return NULL;
+	if (trace_record_decode(&decoding, kind, body, length, out))
+		return record_corrupt(reader, record_at, decoding.problem);
+	return 0;
 }
 
 /* The next record of the loaded chunk: 1 handed out, 0 for a string definition or an unknown kind.
@@ -456,15 +455,14 @@ static int next_in_chunk(struct trace_reader *reader, struct trace_record *out)
 
 	reader->chunk_records_read++;
 	if (remaining < TRACE_FORMAT_RECORD_HEADER_SIZE)
-		return trace_reader_record_corrupt(reader, record_at,
-						   "is cut off by the end of the chunk");
+		return record_corrupt(reader, record_at, "is cut off by the end of the chunk");
 	kind = trace_format_get_u16(record + TRACE_FORMAT_RECORD_KIND_AT);
 	length = trace_format_get_u32(record + TRACE_FORMAT_RECORD_LENGTH_AT);
 	if (length > remaining - TRACE_FORMAT_RECORD_HEADER_SIZE) {
 		snprintf(problem, sizeof(problem),
 			 "claims %" PRIu32 " bytes, more than the %zu left in the chunk", length,
 			 remaining - TRACE_FORMAT_RECORD_HEADER_SIZE);
-		return trace_reader_record_corrupt(reader, record_at, problem);
+		return record_corrupt(reader, record_at, problem);
 	}
 	body = record + TRACE_FORMAT_RECORD_HEADER_SIZE;
 	reader->position += TRACE_FORMAT_RECORD_HEADER_SIZE + (size_t)length;
@@ -481,9 +479,9 @@ static int next_in_chunk(struct trace_reader *reader, struct trace_record *out)
 			 "is a %s record of %" PRIu32 " bytes, shorter than the %" PRIu32
 			 " it needs",
 			 trace_record_kind_name(kind), length, trace_record_minimum_body(kind));
-		return trace_reader_record_corrupt(reader, record_at, problem);
+		return record_corrupt(reader, record_at, problem);
 	}
-	err = trace_record_decode(reader, kind, body, length, record_at, out);
+	err = decode_record(reader, kind, body, length, record_at, out);
 	if (err)
 		return err;
 	reader->stats.records++;
@@ -549,11 +547,6 @@ int trace_reader_rewind(struct trace_reader *reader)
 	reader->stats.bytes = reader->offset;
 	trace_reader_update_note(reader);
 	return 0;
-}
-
-int trace_reader_failure(const struct trace_reader *reader)
-{
-	return reader->failure;
 }
 
 const char *trace_reader_error(const struct trace_reader *reader)

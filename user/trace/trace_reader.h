@@ -93,9 +93,6 @@ const char *trace_reader_note(const struct trace_reader *reader);
 
 const struct trace_reader_stats *trace_reader_stats(const struct trace_reader *reader);
 
-/* The name of a record kind ("nccl_call", "process", ...), or "unknown". */
-const char *trace_record_kind_name(unsigned kind);
-
 void trace_reader_close(struct trace_reader *reader);
 
 #endif /* TCHECK_TRACE_READER_H */

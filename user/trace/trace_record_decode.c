@@ -35,37 +35,64 @@ const char *trace_record_kind_name(unsigned kind)
 	return "unknown";
 }
 
+/* Notes why the record is damaged for the reader to report; returns the failure. */
+static int decode_corrupt(struct trace_record_decoding *decoding, const char *problem)
+{
+	snprintf(decoding->problem, sizeof(decoding->problem), "%s", problem);
+	decoding->failure = -EBADMSG;
+	return decoding->failure;
+}
+
+/* The string whose id is at 'at'; NULL, with the problem noted, when no earlier record defines it.
+ */
+static const char *decode_string(struct trace_record_decoding *decoding, const unsigned char *at)
+{
+	uint32_t id = trace_format_get_u32(at);
+	char problem[120];
+
+	if (id == TRACE_FORMAT_EMPTY_STRING_ID)
+		return "";
+	if (id <= decoding->defined_strings)
+		return decoding->strings[id - 1] ? decoding->strings[id - 1] : decoding->lost_text;
+	if (decoding->strings_lost)
+		return decoding->lost_text;
+	snprintf(problem, sizeof(problem),
+		 "refers to string id %" PRIu32 ", which no earlier record defines", id);
+	decode_corrupt(decoding, problem);
+	return NULL;
+}
+
 /*
  * Reads a Python stack at 'at' of a body of 'length' bytes; frames past
  * TRACE_PY_STACK_MAX are skipped. Returns the offset after it, or -1 with
  * the error set.
  */
-static ssize_t decode_stack(struct trace_reader *reader, const unsigned char *body, uint32_t length,
-			    size_t at, size_t record_at, struct trace_python_stack *stack)
+static ssize_t decode_stack(struct trace_record_decoding *decoding, const unsigned char *body,
+			    uint32_t length, size_t at, struct trace_python_stack *stack)
 {
 	uint32_t depth;
 
 	if ((uint64_t)at + 4 > length) {
-		trace_reader_record_corrupt(reader, record_at, "is cut inside its Python stack");
+		decode_corrupt(decoding, "is cut inside its Python stack");
 		return -1;
 	}
 	depth = trace_format_get_u32(body + at);
 	if ((uint64_t)at + 4 + (uint64_t)TRACE_FORMAT_STACK_FRAME_SIZE * depth > length) {
-		trace_reader_record_corrupt(reader, record_at, "is too short for its Python stack");
+		decode_corrupt(decoding, "is too short for its Python stack");
 		return -1;
 	}
 	stack->depth = depth < TRACE_PY_STACK_MAX ? depth : TRACE_PY_STACK_MAX;
 	for (uint32_t i = 0; i < stack->depth; i++) {
-		stack->frames[i] = trace_reader_string_lookup(
-			reader, body + at + 4 + TRACE_FORMAT_STACK_FRAME_SIZE * i, record_at);
+		stack->frames[i] =
+			decode_string(decoding, body + at + 4 + TRACE_FORMAT_STACK_FRAME_SIZE * i);
 		if (!stack->frames[i])
 			return -1;
 	}
 	return (ssize_t)(at + 4 + (size_t)TRACE_FORMAT_STACK_FRAME_SIZE * depth);
 }
 
-static int decode_call(struct trace_reader *reader, const unsigned char *body, uint32_t length,
-		       size_t record_at, struct trace_nccl_call *call)
+static int decode_call(struct trace_record_decoding *decoding, const unsigned char *body,
+		       uint32_t length, struct trace_nccl_call *call)
 {
 	uint32_t param_count = trace_format_get_u32(body + TRACE_FORMAT_CALL_PARAM_COUNT_AT);
 	size_t context_at;
@@ -75,12 +102,11 @@ static int decode_call(struct trace_reader *reader, const unsigned char *body, u
 		snprintf(problem, sizeof(problem),
 			 "is a call of %" PRIu32 " bytes, too short for its %" PRIu32 " parameters",
 			 length, param_count);
-		return trace_reader_record_corrupt(reader, record_at, problem);
+		return decode_corrupt(decoding, problem);
 	}
-	call->function =
-		trace_reader_string_lookup(reader, body + TRACE_FORMAT_CALL_FUNCTION_AT, record_at);
+	call->function = decode_string(decoding, body + TRACE_FORMAT_CALL_FUNCTION_AT);
 	if (!call->function)
-		return trace_reader_failure(reader);
+		return decoding->failure;
 	/* The one lookup by name a call read from a file gets. */
 	call->api = nccl_function_by_name(call->function);
 	call->entry_ns = trace_format_get_u64(body + TRACE_FORMAT_CALL_ENTRY_NS_AT);
@@ -109,23 +135,21 @@ static int decode_call(struct trace_reader *reader, const unsigned char *body, u
 	if (length <= context_at)
 		return 0;
 	if (length < context_at + TRACE_FORMAT_CALL_CONTEXT_FIXED_SIZE)
-		return trace_reader_record_corrupt(reader, record_at,
-						   "is a call with a cut Python context");
+		return decode_corrupt(decoding, "is a call with a cut Python context");
 	call->step = (int32_t)trace_format_get_u32(body + context_at + TRACE_FORMAT_CALL_STEP_AT);
 	call->stage = trace_format_get_u32(body + context_at + TRACE_FORMAT_CALL_STAGE_AT);
-	return decode_stack(reader, body, length, context_at + TRACE_FORMAT_CALL_STACK_AT,
-			    record_at, &call->py_stack) < 0
-		       ? trace_reader_failure(reader)
+	return decode_stack(decoding, body, length, context_at + TRACE_FORMAT_CALL_STACK_AT,
+			    &call->py_stack) < 0
+		       ? decoding->failure
 		       : 0;
 }
 
-static int decode_process(struct trace_reader *reader, const unsigned char *body, size_t record_at,
+static int decode_process(struct trace_record_decoding *decoding, const unsigned char *body,
 			  struct trace_process *process)
 {
-	process->command = trace_reader_string_lookup(
-		reader, body + TRACE_FORMAT_PROCESS_COMMAND_AT, record_at);
+	process->command = decode_string(decoding, body + TRACE_FORMAT_PROCESS_COMMAND_AT);
 	if (!process->command)
-		return trace_reader_failure(reader);
+		return decoding->failure;
 	process->pid = trace_format_get_u32(body + TRACE_FORMAT_PROCESS_PID_AT);
 	process->parent_pid = trace_format_get_u32(body + TRACE_FORMAT_PROCESS_PARENT_PID_AT);
 	process->rank = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PROCESS_RANK_AT);
@@ -140,13 +164,12 @@ static int decode_process(struct trace_reader *reader, const unsigned char *body
 	return 0;
 }
 
-static int decode_communicator(struct trace_reader *reader, const unsigned char *body,
-			       size_t record_at, struct trace_communicator *comm)
+static int decode_communicator(struct trace_record_decoding *decoding, const unsigned char *body,
+			       struct trace_communicator *comm)
 {
-	comm->note = trace_reader_string_lookup(reader, body + TRACE_FORMAT_COMMUNICATOR_NOTE_AT,
-						record_at);
+	comm->note = decode_string(decoding, body + TRACE_FORMAT_COMMUNICATOR_NOTE_AT);
 	if (!comm->note)
-		return trace_reader_failure(reader);
+		return decoding->failure;
 	comm->pid = trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_PID_AT);
 	comm->origin = trace_format_get_u32(body + TRACE_FORMAT_COMMUNICATOR_ORIGIN_AT);
 	comm->handle = trace_format_get_u64(body + TRACE_FORMAT_COMMUNICATOR_HANDLE_AT);
@@ -165,17 +188,15 @@ static int decode_communicator(struct trace_reader *reader, const unsigned char 
 	return 0;
 }
 
-static int decode_library(struct trace_reader *reader, const unsigned char *body, size_t record_at,
+static int decode_library(struct trace_record_decoding *decoding, const unsigned char *body,
 			  struct trace_library *library)
 {
-	library->path =
-		trace_reader_string_lookup(reader, body + TRACE_FORMAT_LIBRARY_PATH_AT, record_at);
+	library->path = decode_string(decoding, body + TRACE_FORMAT_LIBRARY_PATH_AT);
 	if (!library->path)
-		return trace_reader_failure(reader);
-	library->build_id = trace_reader_string_lookup(
-		reader, body + TRACE_FORMAT_LIBRARY_BUILD_ID_AT, record_at);
+		return decoding->failure;
+	library->build_id = decode_string(decoding, body + TRACE_FORMAT_LIBRARY_BUILD_ID_AT);
 	if (!library->build_id)
-		return trace_reader_failure(reader);
+		return decoding->failure;
 	library->pid = trace_format_get_u32(body + TRACE_FORMAT_LIBRARY_PID_AT);
 	library->functions_attached =
 		trace_format_get_u32(body + TRACE_FORMAT_LIBRARY_FUNCTIONS_ATTACHED_AT);
@@ -235,8 +256,8 @@ static void decode_activity(const unsigned char *body, struct trace_activity_sam
 	sample->write_chars = trace_format_get_u64(body + TRACE_FORMAT_ACTIVITY_WRITE_CHARS_AT);
 }
 
-static int decode_arrival(struct trace_reader *reader, const unsigned char *body, uint32_t length,
-			  size_t record_at, struct trace_arrival_state *state)
+static int decode_arrival(struct trace_record_decoding *decoding, const unsigned char *body,
+			  uint32_t length, struct trace_arrival_state *state)
 {
 	static const unsigned string_at[] = {
 		TRACE_FORMAT_ARRIVAL_COLLECTIVE_AT, TRACE_FORMAT_ARRIVAL_BLOCKED_IN_AT,
@@ -247,9 +268,9 @@ static int decode_arrival(struct trace_reader *reader, const unsigned char *body
 				   &state->doing, &state->missed };
 
 	for (size_t i = 0; i < sizeof(string_at) / sizeof(string_at[0]); i++) {
-		*strings[i] = trace_reader_string_lookup(reader, body + string_at[i], record_at);
+		*strings[i] = decode_string(decoding, body + string_at[i]);
 		if (!*strings[i])
-			return trace_reader_failure(reader);
+			return decoding->failure;
 	}
 	state->timestamp_ns = trace_format_get_u64(body + TRACE_FORMAT_ARRIVAL_TIMESTAMP_NS_AT);
 	state->pid = trace_format_get_u32(body + TRACE_FORMAT_ARRIVAL_PID_AT);
@@ -258,30 +279,28 @@ static int decode_arrival(struct trace_reader *reader, const unsigned char *body
 	state->nranks = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_ARRIVAL_NRANKS_AT);
 	state->seq = (int64_t)trace_format_get_u64(body + TRACE_FORMAT_ARRIVAL_SEQ_AT);
 	state->comm_hash = trace_format_get_u64(body + TRACE_FORMAT_ARRIVAL_COMM_HASH_AT);
-	if (decode_stack(reader, body, length, TRACE_FORMAT_ARRIVAL_STACK_AT, record_at,
-			 &state->py_stack) < 0)
-		return trace_reader_failure(reader);
+	if (decode_stack(decoding, body, length, TRACE_FORMAT_ARRIVAL_STACK_AT, &state->py_stack) <
+	    0)
+		return decoding->failure;
 	return 0;
 }
 
 /* One argument of a Python call; returns 0, or the failure with the error set. */
-static int decode_argument(struct trace_reader *reader, const unsigned char *at, size_t record_at,
+static int decode_argument(struct trace_record_decoding *decoding, const unsigned char *at,
 			   struct trace_python_arg *arg)
 {
 	uint64_t value = trace_format_get_u64(at + TRACE_FORMAT_ARGUMENT_VALUE_AT);
 
-	arg->name =
-		trace_reader_string_lookup(reader, at + TRACE_FORMAT_ARGUMENT_NAME_AT, record_at);
+	arg->name = decode_string(decoding, at + TRACE_FORMAT_ARGUMENT_NAME_AT);
 	if (!arg->name)
-		return trace_reader_failure(reader);
+		return decoding->failure;
 	arg->type = trace_format_get_u32(at + TRACE_FORMAT_ARGUMENT_TYPE_AT);
 	arg->text = "";
 	switch (arg->type) {
 	case TRACE_VALUE_STR:
-		arg->text = trace_reader_string_lookup(reader, at + TRACE_FORMAT_ARGUMENT_VALUE_AT,
-						       record_at);
+		arg->text = decode_string(decoding, at + TRACE_FORMAT_ARGUMENT_VALUE_AT);
 		if (!arg->text)
-			return trace_reader_failure(reader);
+			return decoding->failure;
 		break;
 	case TRACE_VALUE_FLOAT:
 		memcpy(&arg->real, &value, sizeof(arg->real));
@@ -293,41 +312,36 @@ static int decode_argument(struct trace_reader *reader, const unsigned char *at,
 	case TRACE_VALUE_NONE:
 		break;
 	default:
-		return trace_reader_record_corrupt(reader, record_at,
-						   "has an argument of an unknown type");
+		return decode_corrupt(decoding, "has an argument of an unknown type");
 	}
 	return 0;
 }
 
 /* The Python context format 1.2 appends: stage, rank, world size, stack, arguments. */
-static int decode_python_context(struct trace_reader *reader, const unsigned char *body,
-				 uint32_t length, size_t record_at, struct trace_python_call *call)
+static int decode_python_context(struct trace_record_decoding *decoding, const unsigned char *body,
+				 uint32_t length, struct trace_python_call *call)
 {
 	uint32_t arg_count;
 	ssize_t at;
 
 	if (length < TRACE_FORMAT_PYTHON_CONTEXT_SIZE)
-		return trace_reader_record_corrupt(reader, record_at,
-						   "is a Python call with a cut context");
+		return decode_corrupt(decoding, "is a Python call with a cut context");
 	call->stage = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_STAGE_AT);
 	call->rank = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_RANK_AT);
 	call->world_size = (int32_t)trace_format_get_u32(body + TRACE_FORMAT_PYTHON_WORLD_SIZE_AT);
-	at = decode_stack(reader, body, length, TRACE_FORMAT_PYTHON_STACK_AT, record_at,
-			  &call->py_stack);
+	at = decode_stack(decoding, body, length, TRACE_FORMAT_PYTHON_STACK_AT, &call->py_stack);
 	if (at < 0)
-		return trace_reader_failure(reader);
+		return decoding->failure;
 	if ((uint64_t)at + 4 > length)
-		return trace_reader_record_corrupt(reader, record_at,
-						   "is cut before its arguments");
+		return decode_corrupt(decoding, "is cut before its arguments");
 	arg_count = trace_format_get_u32(body + at);
 	at += 4;
 	if ((uint64_t)at + (uint64_t)TRACE_FORMAT_ARGUMENT_SIZE * arg_count > length)
-		return trace_reader_record_corrupt(reader, record_at,
-						   "is too short for its arguments");
+		return decode_corrupt(decoding, "is too short for its arguments");
 	call->arg_count = arg_count < TRACE_PY_ARGS_MAX ? arg_count : TRACE_PY_ARGS_MAX;
 	for (uint32_t i = 0; i < call->arg_count; i++) {
-		int err = decode_argument(reader, body + at + TRACE_FORMAT_ARGUMENT_SIZE * i,
-					  record_at, &call->args[i]);
+		int err = decode_argument(decoding, body + at + TRACE_FORMAT_ARGUMENT_SIZE * i,
+					  &call->args[i]);
 
 		if (err)
 			return err;
@@ -335,17 +349,16 @@ static int decode_python_context(struct trace_reader *reader, const unsigned cha
 	return 0;
 }
 
-static int decode_python_call(struct trace_reader *reader, const unsigned char *body,
-			      uint32_t length, size_t record_at, struct trace_python_call *call)
+static int decode_python_call(struct trace_record_decoding *decoding, const unsigned char *body,
+			      uint32_t length, struct trace_python_call *call)
 {
-	call->qualified_name = trace_reader_string_lookup(
-		reader, body + TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT, record_at);
+	call->qualified_name =
+		decode_string(decoding, body + TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT);
 	if (!call->qualified_name)
-		return trace_reader_failure(reader);
-	call->file =
-		trace_reader_string_lookup(reader, body + TRACE_FORMAT_PYTHON_FILE_AT, record_at);
+		return decoding->failure;
+	call->file = decode_string(decoding, body + TRACE_FORMAT_PYTHON_FILE_AT);
 	if (!call->file)
-		return trace_reader_failure(reader);
+		return decoding->failure;
 	call->entry_ns = trace_format_get_u64(body + TRACE_FORMAT_PYTHON_ENTRY_NS_AT);
 	call->duration_ns = trace_format_get_u64(body + TRACE_FORMAT_PYTHON_DURATION_NS_AT);
 	call->pid = trace_format_get_u32(body + TRACE_FORMAT_PYTHON_PID_AT);
@@ -358,7 +371,7 @@ static int decode_python_call(struct trace_reader *reader, const unsigned char *
 	call->world_size = -1;
 	if (length <= TRACE_FORMAT_PYTHON_SIZE)
 		return 0; /* format 1.1 */
-	return decode_python_context(reader, body, length, record_at, call);
+	return decode_python_context(decoding, body, length, call);
 }
 
 uint32_t trace_record_minimum_body(unsigned kind)
@@ -386,25 +399,27 @@ uint32_t trace_record_minimum_body(unsigned kind)
 	return 0;
 }
 
-int trace_record_decode(struct trace_reader *reader, unsigned kind, const unsigned char *body,
-			uint32_t length, size_t record_at, struct trace_record *out)
+int trace_record_decode(struct trace_record_decoding *decoding, unsigned kind,
+			const unsigned char *body, uint32_t length, struct trace_record *out)
 {
 	memset(out, 0, sizeof(*out));
+	decoding->failure = 0;
+	decoding->problem[0] = '\0';
 	out->kind = (enum trace_record_kind)kind;
 	switch (kind) {
 	case TRACE_RECORD_NCCL_CALL:
-		return decode_call(reader, body, length, record_at, &out->call);
+		return decode_call(decoding, body, length, &out->call);
 	case TRACE_RECORD_PROCESS:
-		return decode_process(reader, body, record_at, &out->process);
+		return decode_process(decoding, body, &out->process);
 	case TRACE_RECORD_COMMUNICATOR:
-		return decode_communicator(reader, body, record_at, &out->communicator);
+		return decode_communicator(decoding, body, &out->communicator);
 	case TRACE_RECORD_LIBRARY:
-		return decode_library(reader, body, record_at, &out->library);
+		return decode_library(decoding, body, &out->library);
 	case TRACE_RECORD_STATS:
 		decode_stats(body, length, &out->stats);
 		return 0;
 	case TRACE_RECORD_PYTHON_CALL:
-		return decode_python_call(reader, body, length, record_at, &out->python_call);
+		return decode_python_call(decoding, body, length, &out->python_call);
 	case TRACE_RECORD_NETWORK:
 		decode_network(body, &out->network);
 		return 0;
@@ -412,7 +427,7 @@ int trace_record_decode(struct trace_reader *reader, unsigned kind, const unsign
 		decode_activity(body, &out->activity);
 		return 0;
 	case TRACE_RECORD_ARRIVAL:
-		return decode_arrival(reader, body, length, record_at, &out->arrival);
+		return decode_arrival(decoding, body, length, &out->arrival);
 	}
 	return -EINVAL;
 }
