@@ -13,6 +13,7 @@
 
 #include "trace/trace_format.h"
 #include "trace/trace_reader.h"
+#include "trace/trace_header_local.h"
 #include "trace/trace_writer.h"
 #include "raw_traces.h"
 #include "sample_records.h"

@@ -13,7 +13,7 @@
 
 #include "trace/trace_format.h"
 #include "trace/trace_reader.h"
-#include "trace/trace_record_decode.h"
+#include "trace/trace_record_kinds.h"
 #include "trace/trace_writer.h"
 #include "raw_traces.h"
 #include "sample_records.h"

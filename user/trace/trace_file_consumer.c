@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "base/output_file.h"
+#include "trace/trace_header_local.h"
 #include "trace/trace_writer.h"
 
 static int start(void *context)

@@ -19,7 +19,7 @@
 
 #include "base/error_message.h"
 #include "trace/trace_reader_state.h"
-#include "trace/trace_record_decode.h"
+#include "trace/trace_record_kinds.h"
 
 int trace_reader_fail(struct trace_reader *reader, int err, const char *format, ...)
 {
@@ -427,8 +427,9 @@ static int define_string(struct trace_reader *reader, const unsigned char *body,
 }
 
 /* Decodes a record of a known kind against the strings defined so far; 0, or the failure. */
-static int decode_record(struct trace_reader *reader, unsigned kind, const unsigned char *body,
-			 uint32_t length, size_t record_at, struct trace_record *out)
+static int decode_record(struct trace_reader *reader, const struct trace_record_kind_format *format,
+			 const unsigned char *body, uint32_t length, size_t record_at,
+			 struct trace_record *out)
 {
 	struct trace_record_decoding decoding = {
 		.strings = reader->strings,
@@ -437,7 +438,9 @@ static int decode_record(struct trace_reader *reader, unsigned kind, const unsig
 		.lost_text = LOST_STRING,
 	};
 
-	if (trace_record_decode(&decoding, kind, body, length, out))
+	memset(out, 0, sizeof(*out));
+	out->kind = format->kind;
+	if (format->decode(&decoding, body, length, out))
 		return record_corrupt(reader, record_at, decoding.problem);
 	return 0;
 }
@@ -448,6 +451,7 @@ static int next_in_chunk(struct trace_reader *reader, struct trace_record *out)
 {
 	size_t record_at = reader->position, remaining = reader->payload_length - reader->position;
 	const unsigned char *record = reader->records + reader->position, *body;
+	const struct trace_record_kind_format *format;
 	char problem[120];
 	uint32_t length;
 	unsigned kind;
@@ -469,19 +473,20 @@ static int next_in_chunk(struct trace_reader *reader, struct trace_record *out)
 
 	if (kind == TRACE_FORMAT_KIND_STRING)
 		return define_string(reader, body, length, record_at);
-	if (!trace_record_minimum_body(kind)) {
+	format = trace_record_kind_format(kind);
+	if (!format) {
 		/* A kind from a newer writer: its length lets us step over it. */
 		reader->stats.unknown_records++;
 		return 0;
 	}
-	if (length < trace_record_minimum_body(kind)) {
+	if (length < format->minimum_body) {
 		snprintf(problem, sizeof(problem),
 			 "is a %s record of %" PRIu32 " bytes, shorter than the %" PRIu32
 			 " it needs",
-			 trace_record_kind_name(kind), length, trace_record_minimum_body(kind));
+			 format->name, length, format->minimum_body);
 		return record_corrupt(reader, record_at, problem);
 	}
-	err = decode_record(reader, kind, body, length, record_at, out);
+	err = decode_record(reader, format, body, length, record_at, out);
 	if (err)
 		return err;
 	reader->stats.records++;

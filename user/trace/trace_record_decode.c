@@ -8,33 +8,6 @@
 #include <string.h>
 #include <sys/types.h>
 
-const char *trace_record_kind_name(unsigned kind)
-{
-	switch (kind) {
-	case TRACE_RECORD_NCCL_CALL:
-		return "nccl_call";
-	case TRACE_RECORD_PROCESS:
-		return "process";
-	case TRACE_RECORD_COMMUNICATOR:
-		return "communicator";
-	case TRACE_RECORD_LIBRARY:
-		return "library";
-	case TRACE_RECORD_STATS:
-		return "stats";
-	case TRACE_RECORD_PYTHON_CALL:
-		return "python_call";
-	case TRACE_RECORD_NETWORK:
-		return "network";
-	case TRACE_RECORD_ACTIVITY:
-		return "activity";
-	case TRACE_RECORD_ARRIVAL:
-		return "arrival";
-	case TRACE_FORMAT_KIND_STRING:
-		return "string";
-	}
-	return "unknown";
-}
-
 /* Notes why the record is damaged for the reader to report; returns the failure. */
 static int decode_corrupt(struct trace_record_decoding *decoding, const char *problem)
 {
@@ -91,9 +64,10 @@ static ssize_t decode_stack(struct trace_record_decoding *decoding, const unsign
 	return (ssize_t)(at + 4 + (size_t)TRACE_FORMAT_STACK_FRAME_SIZE * depth);
 }
 
-static int decode_call(struct trace_record_decoding *decoding, const unsigned char *body,
-		       uint32_t length, struct trace_nccl_call *call)
+int trace_decode_call(struct trace_record_decoding *decoding, const unsigned char *body,
+		      uint32_t length, struct trace_record *record)
 {
+	struct trace_nccl_call *call = &record->call;
 	uint32_t param_count = trace_format_get_u32(body + TRACE_FORMAT_CALL_PARAM_COUNT_AT);
 	size_t context_at;
 	char problem[120];
@@ -144,9 +118,11 @@ static int decode_call(struct trace_record_decoding *decoding, const unsigned ch
 		       : 0;
 }
 
-static int decode_process(struct trace_record_decoding *decoding, const unsigned char *body,
-			  struct trace_process *process)
+int trace_decode_process(struct trace_record_decoding *decoding, const unsigned char *body,
+			 uint32_t length, struct trace_record *record)
 {
+	struct trace_process *process = &record->process;
+
 	process->command = decode_string(decoding, body + TRACE_FORMAT_PROCESS_COMMAND_AT);
 	if (!process->command)
 		return decoding->failure;
@@ -164,9 +140,11 @@ static int decode_process(struct trace_record_decoding *decoding, const unsigned
 	return 0;
 }
 
-static int decode_communicator(struct trace_record_decoding *decoding, const unsigned char *body,
-			       struct trace_communicator *comm)
+int trace_decode_communicator(struct trace_record_decoding *decoding, const unsigned char *body,
+			      uint32_t length, struct trace_record *record)
 {
+	struct trace_communicator *comm = &record->communicator;
+
 	comm->note = decode_string(decoding, body + TRACE_FORMAT_COMMUNICATOR_NOTE_AT);
 	if (!comm->note)
 		return decoding->failure;
@@ -188,9 +166,11 @@ static int decode_communicator(struct trace_record_decoding *decoding, const uns
 	return 0;
 }
 
-static int decode_library(struct trace_record_decoding *decoding, const unsigned char *body,
-			  struct trace_library *library)
+int trace_decode_library(struct trace_record_decoding *decoding, const unsigned char *body,
+			 uint32_t length, struct trace_record *record)
 {
+	struct trace_library *library = &record->library;
+
 	library->path = decode_string(decoding, body + TRACE_FORMAT_LIBRARY_PATH_AT);
 	if (!library->path)
 		return decoding->failure;
@@ -204,8 +184,11 @@ static int decode_library(struct trace_record_decoding *decoding, const unsigned
 	return 0;
 }
 
-static void decode_stats(const unsigned char *body, uint32_t length, struct trace_stats *stats)
+int trace_decode_stats(struct trace_record_decoding *decoding, const unsigned char *body,
+		       uint32_t length, struct trace_record *record)
 {
+	struct trace_stats *stats = &record->stats;
+
 	stats->timestamp_ns = trace_format_get_u64(body + TRACE_FORMAT_STATS_TIMESTAMP_NS_AT);
 	stats->calls = trace_format_get_u64(body + TRACE_FORMAT_STATS_CALLS_AT);
 	stats->ringbuf_drops = trace_format_get_u64(body + TRACE_FORMAT_STATS_RINGBUF_DROPS_AT);
@@ -218,10 +201,14 @@ static void decode_stats(const unsigned char *body, uint32_t length, struct trac
 	if (length >= TRACE_FORMAT_STATS_SIZE_1_3)
 		stats->python_events_lost =
 			trace_format_get_u64(body + TRACE_FORMAT_STATS_PYTHON_EVENTS_LOST_AT);
+	return 0;
 }
 
-static void decode_network(const unsigned char *body, struct trace_network_sample *sample)
+int trace_decode_network(struct trace_record_decoding *decoding, const unsigned char *body,
+			 uint32_t length, struct trace_record *record)
 {
+	struct trace_network_sample *sample = &record->network;
+
 	sample->timestamp_ns = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_TIMESTAMP_NS_AT);
 	sample->pid = trace_format_get_u32(body + TRACE_FORMAT_NETWORK_PID_AT);
 	sample->source = trace_format_get_u32(body + TRACE_FORMAT_NETWORK_SOURCE_AT);
@@ -238,10 +225,14 @@ static void decode_network(const unsigned char *body, struct trace_network_sampl
 	sample->last_post_ns = trace_format_get_u64(body + TRACE_FORMAT_NETWORK_LAST_POST_NS_AT);
 	sample->last_completion_ns =
 		trace_format_get_u64(body + TRACE_FORMAT_NETWORK_LAST_COMPLETION_NS_AT);
+	return 0;
 }
 
-static void decode_activity(const unsigned char *body, struct trace_activity_sample *sample)
+int trace_decode_activity(struct trace_record_decoding *decoding, const unsigned char *body,
+			  uint32_t length, struct trace_record *record)
 {
+	struct trace_activity_sample *sample = &record->activity;
+
 	sample->timestamp_ns = trace_format_get_u64(body + TRACE_FORMAT_ACTIVITY_TIMESTAMP_NS_AT);
 	sample->pid = trace_format_get_u32(body + TRACE_FORMAT_ACTIVITY_PID_AT);
 	sample->threads = trace_format_get_u32(body + TRACE_FORMAT_ACTIVITY_THREADS_AT);
@@ -254,11 +245,13 @@ static void decode_activity(const unsigned char *body, struct trace_activity_sam
 	sample->write_bytes = trace_format_get_u64(body + TRACE_FORMAT_ACTIVITY_WRITE_BYTES_AT);
 	sample->read_chars = trace_format_get_u64(body + TRACE_FORMAT_ACTIVITY_READ_CHARS_AT);
 	sample->write_chars = trace_format_get_u64(body + TRACE_FORMAT_ACTIVITY_WRITE_CHARS_AT);
+	return 0;
 }
 
-static int decode_arrival(struct trace_record_decoding *decoding, const unsigned char *body,
-			  uint32_t length, struct trace_arrival_state *state)
+int trace_decode_arrival(struct trace_record_decoding *decoding, const unsigned char *body,
+			 uint32_t length, struct trace_record *record)
 {
+	struct trace_arrival_state *state = &record->arrival;
 	static const unsigned string_at[] = {
 		TRACE_FORMAT_ARRIVAL_COLLECTIVE_AT, TRACE_FORMAT_ARRIVAL_BLOCKED_IN_AT,
 		TRACE_FORMAT_ARRIVAL_WAITING_AT,    TRACE_FORMAT_ARRIVAL_DOING_AT,
@@ -349,9 +342,10 @@ static int decode_python_context(struct trace_record_decoding *decoding, const u
 	return 0;
 }
 
-static int decode_python_call(struct trace_record_decoding *decoding, const unsigned char *body,
-			      uint32_t length, struct trace_python_call *call)
+int trace_decode_python_call(struct trace_record_decoding *decoding, const unsigned char *body,
+			     uint32_t length, struct trace_record *record)
 {
+	struct trace_python_call *call = &record->python_call;
 	call->qualified_name =
 		decode_string(decoding, body + TRACE_FORMAT_PYTHON_QUALIFIED_NAME_AT);
 	if (!call->qualified_name)
@@ -372,62 +366,4 @@ static int decode_python_call(struct trace_record_decoding *decoding, const unsi
 	if (length <= TRACE_FORMAT_PYTHON_SIZE)
 		return 0; /* format 1.1 */
 	return decode_python_context(decoding, body, length, call);
-}
-
-uint32_t trace_record_minimum_body(unsigned kind)
-{
-	switch (kind) {
-	case TRACE_RECORD_NCCL_CALL:
-		return TRACE_FORMAT_CALL_FIXED_SIZE;
-	case TRACE_RECORD_PROCESS:
-		return TRACE_FORMAT_PROCESS_SIZE;
-	case TRACE_RECORD_COMMUNICATOR:
-		return TRACE_FORMAT_COMMUNICATOR_SIZE;
-	case TRACE_RECORD_LIBRARY:
-		return TRACE_FORMAT_LIBRARY_SIZE;
-	case TRACE_RECORD_STATS:
-		return TRACE_FORMAT_STATS_SIZE;
-	case TRACE_RECORD_PYTHON_CALL:
-		return TRACE_FORMAT_PYTHON_SIZE;
-	case TRACE_RECORD_NETWORK:
-		return TRACE_FORMAT_NETWORK_SIZE;
-	case TRACE_RECORD_ACTIVITY:
-		return TRACE_FORMAT_ACTIVITY_SIZE;
-	case TRACE_RECORD_ARRIVAL:
-		return TRACE_FORMAT_ARRIVAL_FIXED_SIZE;
-	}
-	return 0;
-}
-
-int trace_record_decode(struct trace_record_decoding *decoding, unsigned kind,
-			const unsigned char *body, uint32_t length, struct trace_record *out)
-{
-	memset(out, 0, sizeof(*out));
-	decoding->failure = 0;
-	decoding->problem[0] = '\0';
-	out->kind = (enum trace_record_kind)kind;
-	switch (kind) {
-	case TRACE_RECORD_NCCL_CALL:
-		return decode_call(decoding, body, length, &out->call);
-	case TRACE_RECORD_PROCESS:
-		return decode_process(decoding, body, &out->process);
-	case TRACE_RECORD_COMMUNICATOR:
-		return decode_communicator(decoding, body, &out->communicator);
-	case TRACE_RECORD_LIBRARY:
-		return decode_library(decoding, body, &out->library);
-	case TRACE_RECORD_STATS:
-		decode_stats(body, length, &out->stats);
-		return 0;
-	case TRACE_RECORD_PYTHON_CALL:
-		return decode_python_call(decoding, body, length, &out->python_call);
-	case TRACE_RECORD_NETWORK:
-		decode_network(body, &out->network);
-		return 0;
-	case TRACE_RECORD_ACTIVITY:
-		decode_activity(body, &out->activity);
-		return 0;
-	case TRACE_RECORD_ARRIVAL:
-		return decode_arrival(decoding, body, length, &out->arrival);
-	}
-	return -EINVAL;
 }

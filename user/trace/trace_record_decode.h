@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Turns the body of one trace record into a struct trace_record. The
- * decoder knows the layout of each kind and nothing of the reader: the
- * reader hands it the strings defined so far and reports the damage the
- * decoder notes, with where the record sits.
+ * decoders know the layout of each kind and nothing of the reader: the
+ * reader hands them the strings defined so far and reports the damage they
+ * note, with where the record sits.
  */
 #ifndef TCHECK_TRACE_RECORD_DECODE_H
 #define TCHECK_TRACE_RECORD_DECODE_H
@@ -25,18 +25,29 @@ struct trace_record_decoding {
 	char problem[160];	  /* the damage as a phrase: "is too short for its Python stack" */
 };
 
-/* The kind's name as dump and messages write it ("nccl_call"), "unknown" for others. */
-const char *trace_record_kind_name(unsigned kind);
-
-/* The smallest body of a known kind (newer writers may append, never remove); 0 unknown. */
-uint32_t trace_record_minimum_body(unsigned kind);
-
 /*
- * Decodes a record of a known kind whose body was checked to be at least
- * trace_record_minimum_body(kind). Returns 0, or -EBADMSG with
- * decoding->problem saying what is wrong with the record.
+ * The decoding handler of each record kind, for the kind table
+ * (trace_record_kinds.c). Each fills 'record' from a body of 'length' bytes,
+ * at least the kind's minimum; 0, or -EBADMSG with decoding->problem saying
+ * what is wrong with the record.
  */
-int trace_record_decode(struct trace_record_decoding *decoding, unsigned kind,
-			const unsigned char *body, uint32_t length, struct trace_record *out);
+int trace_decode_call(struct trace_record_decoding *decoding, const unsigned char *body,
+		      uint32_t length, struct trace_record *record);
+int trace_decode_process(struct trace_record_decoding *decoding, const unsigned char *body,
+			 uint32_t length, struct trace_record *record);
+int trace_decode_communicator(struct trace_record_decoding *decoding, const unsigned char *body,
+			      uint32_t length, struct trace_record *record);
+int trace_decode_library(struct trace_record_decoding *decoding, const unsigned char *body,
+			 uint32_t length, struct trace_record *record);
+int trace_decode_stats(struct trace_record_decoding *decoding, const unsigned char *body,
+		       uint32_t length, struct trace_record *record);
+int trace_decode_python_call(struct trace_record_decoding *decoding, const unsigned char *body,
+			     uint32_t length, struct trace_record *record);
+int trace_decode_network(struct trace_record_decoding *decoding, const unsigned char *body,
+			 uint32_t length, struct trace_record *record);
+int trace_decode_activity(struct trace_record_decoding *decoding, const unsigned char *body,
+			  uint32_t length, struct trace_record *record);
+int trace_decode_arrival(struct trace_record_decoding *decoding, const unsigned char *body,
+			 uint32_t length, struct trace_record *record);
 
 #endif /* TCHECK_TRACE_RECORD_DECODE_H */

@@ -34,15 +34,6 @@ struct trace_writer_stats {
 };
 
 /*
- * Fills 'header' for this machine: host name, boot id (empty when
- * /proc/sys/kernel/random/boot_id cannot be read), the clock anchor, and
- * the command line from argv (or from /proc/self/cmdline when argv is
- * NULL). Returns 0, or a negative errno with 'error' filled.
- */
-int trace_header_init_local(struct trace_header *header, int argc, char *const argv[], char *error,
-			    size_t error_size);
-
-/*
  * Creates 'path' and writes the file header. The header's format_version is
  * ignored: the writer writes its own. A new file grows in place; one that
  * exists is replaced only when the trace is closed whole (base/output_file.h,
