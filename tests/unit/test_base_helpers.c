@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* The base helpers: FNV-1a against its published vectors, the remote-memory reader, numbers. */
+/* The base helpers: FNV-1a against its published vectors, the remote-memory reader, numbers and
+ * sizes. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -67,6 +68,39 @@ UNIT_TEST(remote_memory, reads_a_live_process_and_refuses_bad_pointers)
 }
 
 /* The one number parser: finite, whole text, within bounds, the option named when refused. */
+UNIT_TEST(number_parse, sizes_take_powers_of_1024)
+{
+	static const char *const refused[] = { "",   "K",  "16X",  "-1K",   "0.5",  "1.0000001K",
+					       "1K", "2T", "16 K", "0x10K", "nanK", "3G" };
+	unsigned long long bytes = 0;
+	char error[256];
+
+	CU_ASSERT_EQUAL(
+		number_parse_size("--max-size", "16K", 4096, 1 << 30, &bytes, error, sizeof(error)),
+		0);
+	CU_ASSERT_EQUAL(bytes, 16384);
+	CU_ASSERT_EQUAL(number_parse_size("--max-size", "1.5m", 4096, 1 << 30, &bytes, error,
+					  sizeof(error)),
+			0);
+	CU_ASSERT_EQUAL(bytes, 1572864);
+	CU_ASSERT_EQUAL(
+		number_parse_size("--max-size", "1G", 4096, 1 << 30, &bytes, error, sizeof(error)),
+		0);
+	CU_ASSERT_EQUAL(bytes, 1ULL << 30);
+	CU_ASSERT_EQUAL(number_parse_size("--max-size", "5000", 4096, 1 << 30, &bytes, error,
+					  sizeof(error)),
+			0);
+	CU_ASSERT_EQUAL(bytes, 5000);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		bytes = 7;
+		CU_ASSERT_EQUAL(number_parse_size("--max-size", refused[i], 4096, 1 << 30, &bytes,
+						  error, sizeof(error)),
+				-EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(error, "--max-size needs a size in bytes"));
+		CU_ASSERT_EQUAL(bytes, 7);
+	}
+}
+
 UNIT_TEST(number_parse, refuses_what_is_no_number_within_bounds)
 {
 	const struct number_bounds positive = { .maximum = 100, .above_minimum = true };

@@ -68,3 +68,31 @@ int number_parse(const char *name, const char *text, const struct number_bounds 
 	*value = number;
 	return 0;
 }
+
+int number_parse_size(const char *name, const char *text, double minimum, double maximum,
+		      unsigned long long *bytes, char *error, size_t error_size)
+{
+	static const char units[] = "KMG";
+	const struct number_bounds bounds = { .minimum = 0, .maximum = maximum };
+	size_t length = text ? strlen(text) : 0;
+	const char *unit = length ? strchr(units, toupper((unsigned char)text[length - 1])) : NULL;
+	double number = 0, scale = 1;
+	char digits[64];
+
+	if (unit && *unit) {
+		for (const char *at = units; at <= unit; at++)
+			scale *= 1024;
+		length--;
+	}
+	if (length >= sizeof(digits) ||
+	    !snprintf(digits, sizeof(digits), "%.*s", (int)length, text ? text : "") ||
+	    number_parse(name, digits, &bounds, &number, NULL, 0) ||
+	    number * scale != floor(number * scale) || number * scale < minimum ||
+	    number * scale > maximum)
+		return error_fail(error, error_size, EINVAL,
+				  "%s needs a size in bytes from %.0f to %.0f, or with K, M or G "
+				  "(powers of 1024: 64M), not '%s'",
+				  name, minimum, maximum, text ? text : "");
+	*bytes = (unsigned long long)(number * scale);
+	return 0;
+}

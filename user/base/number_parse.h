@@ -31,4 +31,13 @@ struct number_bounds {
 int number_parse(const char *name, const char *text, const struct number_bounds *bounds,
 		 double *value, char *error, size_t error_size);
 
+/*
+ * A size in bytes: a whole number, or a number followed by K, M or G
+ * (powers of 1024; "1.5G" is allowed when it comes to whole bytes), from
+ * 'minimum' to 'maximum' bytes. 0, or -EINVAL with a sentence naming
+ * 'name' in 'error'.
+ */
+int number_parse_size(const char *name, const char *text, double minimum, double maximum,
+		      unsigned long long *bytes, char *error, size_t error_size);
+
 #endif /* TCHECK_NUMBER_PARSE_H */

@@ -20,8 +20,6 @@
 #include "trace/trace_losses.h"
 #include "trace/trace_reader.h"
 
-#define MAX_TRACES 256
-
 static const char check_help[] =
 	"Usage: tcheck-bpf check TRACE... [--json] [--hang-factor N] [--hang-min-seconds S]\n"
 	"                        [--hang-startup-seconds S] [--hang-stall-seconds S]\n"
@@ -32,8 +30,9 @@ static const char check_help[] =
 	"With --rules, checks the traces against invariants learned by tcheck-bpf\n"
 	"infer instead ('tcheck-bpf check --rules x --help' has the details).\n"
 	"\n"
-	"Finds hangs, slowdowns and mismatches in traces. Traces of several hosts\n"
-	"are merged on their clock anchors. Calls are NCCL's and, in traces recorded\n"
+	"Finds hangs, slowdowns and mismatches in traces. Traces of several hosts,\n"
+	"and the pieces of one recording (record --max-size), are merged on their\n"
+	"clock anchors. Calls are NCCL's and, in traces recorded\n"
 	"with --python, PyTorch's c10d collectives (c10d::allreduce, ...).\n"
 	"The step is the period of each communicator's\n"
 	"collective pattern; its expected time is learned after the warm-up steps.\n"
@@ -349,6 +348,28 @@ static int parse_options(int argc, char **argv, struct progress_options *options
 	return -1;
 }
 
+/*
+ * Traces of one boot of one host (one trace, or the pieces of a recording
+ * cut by --max-size) share CLOCK_MONOTONIC: read as it is, with the first
+ * trace's anchor for wall-clock times. Traces of several hosts are read on
+ * CLOCK_REALTIME through each one's anchor.
+ */
+static void share_one_clock(struct merged_trace *traces, int count, struct job_diagnosis *diagnosis)
+{
+	const char *boot_id = trace_reader_header(traces[0].reader)->boot_id;
+	int64_t wall_offset_ns = traces[0].shift_ns;
+
+	for (int i = 1; i < count; i++)
+		if (!boot_id[0] ||
+		    strcmp(trace_reader_header(traces[i].reader)->boot_id, boot_id) != 0) {
+			job_diagnosis_set_wall_clock(diagnosis, 0);
+			return;
+		}
+	for (int i = 0; i < count; i++)
+		traces[i].shift_ns = 0;
+	job_diagnosis_set_wall_clock(diagnosis, wall_offset_ns);
+}
+
 int command_check(int argc, char **argv)
 {
 	struct progress_options options;
@@ -393,16 +414,11 @@ int command_check(int argc, char **argv)
 		}
 		/* Several hosts: one clock, CLOCK_REALTIME through each trace's anchor. */
 		header = trace_reader_header(traces[i].reader);
-		if (count > 1)
-			traces[i].shift_ns =
-				(int64_t)(header->anchor_realtime_ns - header->anchor_monotonic_ns);
-		else
-			job_diagnosis_set_wall_clock(diagnosis,
-						     (int64_t)(header->anchor_realtime_ns -
-							       header->anchor_monotonic_ns));
+		traces[i].shift_ns =
+			(int64_t)(header->anchor_realtime_ns - header->anchor_monotonic_ns);
 	}
-	if (count > 1)
-		job_diagnosis_set_wall_clock(diagnosis, 0);
+	if (!status)
+		share_one_clock(traces, count, diagnosis);
 	if (!status &&
 	    (find_open_calls(traces, count, &open) || run_merged(traces, count, diagnosis, &open)))
 		status = EXIT_BAD_INPUT;

@@ -35,6 +35,12 @@ static const char record_help[] =
 	"  -o, --output FILE        trace file to write (required); a file that exists\n"
 	"                           is refused without --force\n"
 	"      --force              replace FILE (when the recording is closed whole)\n"
+	"      --max-size SIZE      cut the trace into pieces of about SIZE bytes (K, M,\n"
+	"                           G: powers of 1024): FILE holds the newest records,\n"
+	"                           FILE.1 the piece before, and so on; each is a whole\n"
+	"                           trace\n"
+	"      --max-files N        keep N pieces, FILE included, removing the oldest\n"
+	"                           (default: every piece; needs --max-size)\n"
 	"  -p, --pid PID            trace a running process (repeatable)\n"
 	"      --nccl-lib PATH      probe this NCCL library (or the library NCCL is\n"
 	"                           linked into) instead of discovering it\n"
@@ -81,7 +87,9 @@ static const char record_help[] =
 	"Examples:\n"
 	"  sudo tcheck-bpf record -o job.trace -- torchrun --nproc-per-node 8 train.py\n"
 	"  sudo tcheck-bpf record -o job.trace --pid 4242 --pid 4243 --duration 60\n"
-	"  sudo tcheck-bpf record -o job.trace --nccl-lib /opt/nccl/lib/libnccl.so.2 -- ./app\n";
+	"  sudo tcheck-bpf record -o job.trace --nccl-lib /opt/nccl/lib/libnccl.so.2 -- ./app\n"
+	"  sudo tcheck-bpf record -o job.trace --max-size 64M --max-files 8 -- ./train.sh\n"
+	"  tcheck-bpf check job.trace job.trace.*    # every piece, in any order\n";
 
 static const char attach_help[] =
 	"Usage: tcheck-bpf attach --pid PID... [-o FILE]\n"
@@ -95,6 +103,9 @@ static const char attach_help[] =
 	"  -p, --pid PID            process to watch (repeatable; its children too)\n"
 	"  -o, --output FILE        also record a trace file (refused if it exists)\n"
 	"      --force              replace FILE (when the recording is closed whole)\n"
+	"      --max-size SIZE      cut the trace into pieces of about SIZE bytes\n"
+	"                           (FILE the newest, FILE.1 the one before, ...)\n"
+	"      --max-files N        keep N pieces, removing the oldest (needs --max-size)\n"
 	"      --nccl-lib PATH      probe this NCCL library instead of discovering it\n"
 	"      --no-follow          do not trace the children the targets start\n"
 	"      --python             also trace Python calls entered from C\n"
@@ -127,7 +138,8 @@ static const char attach_help[] =
 	"\n"
 	"Examples:\n"
 	"  sudo tcheck-bpf attach --pid $(pgrep -f train.py | head -1)\n"
-	"  sudo tcheck-bpf attach --pid 4242 -o live.trace --duration 300\n";
+	"  sudo tcheck-bpf attach --pid 4242 -o live.trace --duration 300\n"
+	"  sudo tcheck-bpf attach --pid 4242 -o live.trace --max-size 256M --max-files 4\n";
 
 int parse_number_option(const char *option, const char *text, const struct number_bounds *bounds,
 			double *value)
@@ -277,14 +289,9 @@ struct record_consumer_list {
  */
 static int run_with_diagnosis(struct recorder_options *options,
 			      struct live_diagnosis *live_diagnosis, FILE *events,
-			      struct record_consumer_list *consumers, bool attach)
+			      struct record_consumer_list *consumers, bool attach,
+			      struct trace_file_consumer *trace_file)
 {
-	struct trace_file_consumer trace_file = {
-		.path = options->output_path,
-		.replace_existing = options->replace_output,
-		.argc = options->argc,
-		.argv = options->argv,
-	};
 	struct job_diagnosis *diagnosis = NULL;
 	struct live_status status;
 	int result;
@@ -300,7 +307,7 @@ static int run_with_diagnosis(struct recorder_options *options,
 		consumers->items[consumers->count++] = diagnosis_consumer(diagnosis);
 	}
 	if (options->output_path)
-		consumers->items[consumers->count++] = trace_file_consumer(&trace_file);
+		consumers->items[consumers->count++] = trace_file_consumer(trace_file);
 	if (attach)
 		consumers->items[consumers->count++] = live_status_consumer(&status);
 	options->consumers = consumers->items;
@@ -316,6 +323,7 @@ struct record_arguments {
 	struct live_diagnosis diagnosis;
 	const char *rules_path; /* --rules FILE */
 	size_t python_prefix_count;
+	struct trace_file_consumer trace_file; /* -o: its --max-size and --max-files */
 };
 
 /* The lists the recorder's options point into; static, to keep them off the stack. */
@@ -326,6 +334,8 @@ static const char *torch_ops[MAX_TORCH_OPS];
 static const struct option long_options[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "force", no_argument, NULL, 'O' },
+	{ "max-size", required_argument, NULL, 'X' },
+	{ "max-files", required_argument, NULL, 'Q' },
 	{ "pid", required_argument, NULL, 'p' },
 	{ "nccl-lib", required_argument, NULL, 'L' },
 	{ "no-follow", no_argument, NULL, 'F' },
@@ -428,6 +438,31 @@ static int apply_recorder_option(int option, const char *text, struct record_arg
 	return 1;
 }
 
+/* --max-size SIZE or --max-files N of the trace file; 0, or -1 after saying why. */
+static int parse_rotation_option(int option, const char *text, struct trace_file_consumer *file)
+{
+	static const struct number_bounds file_count = { .minimum = 2,
+							 .maximum = 1000000,
+							 .whole = true };
+	unsigned long long bytes;
+	char error[256];
+	double count;
+
+	if (option == 'X') {
+		if (number_parse_size("--max-size", text, TRACE_FILE_MIN_PIECE_BYTES,
+				      TRACE_FILE_MAX_PIECE_BYTES, &bytes, error, sizeof(error))) {
+			log_error("%s", error);
+			return -1;
+		}
+		file->max_size = bytes;
+		return 0;
+	}
+	if (parse_number_option("--max-files", text, &file_count, &count))
+		return -1;
+	file->max_files = (unsigned)count;
+	return 0;
+}
+
 /* The options; -1 to go on, else the exit status (0 after --help). */
 static int parse_options(int argc, char **argv, int attach, struct record_arguments *arguments)
 {
@@ -451,6 +486,11 @@ static int parse_options(int argc, char **argv, int attach, struct record_argume
 			break;
 		case 'U':
 			arguments->rules_path = optarg;
+			break;
+		case 'X':
+		case 'Q':
+			if (parse_rotation_option(option, optarg, &arguments->trace_file))
+				return 2;
 			break;
 		case 'h':
 			fputs(help, stdout);
@@ -494,6 +534,26 @@ static int targets_check(int argc, char **argv, int attach, struct recorder_opti
 	return -1;
 }
 
+/* --max-size and --max-files go with -o, and --max-files with --max-size; -1 to go on, else 2. */
+static int rotation_check(const struct recorder_options *options,
+			  const struct trace_file_consumer *file)
+{
+	if ((file->max_size || file->max_files) && !options->output_path) {
+		log_error("--max-size and --max-files bound the trace file: give -o FILE");
+		return 2;
+	}
+	if (file->max_files && !file->max_size) {
+		log_error("--max-files counts the pieces --max-size makes: give --max-size too");
+		return 2;
+	}
+	if (file->max_size && output_file_is_standard(options->output_path)) {
+		log_error("--max-size cuts the trace into files: -o %s is standard output",
+			  options->output_path);
+		return 2;
+	}
+	return -1;
+}
+
 /* --rules: the live checker, and the probes its rules need; -1 to go on, else the exit status. */
 static int live_rules_begin(const char *rules_path, FILE *events, struct recorder_options *options,
 			    struct record_consumer_list *consumers,
@@ -531,6 +591,8 @@ static int run(int argc, char **argv, int attach)
 	status = parse_options(argc, argv, attach, &arguments);
 	if (status < 0)
 		status = targets_check(argc, argv, attach, options);
+	if (status < 0)
+		status = rotation_check(options, &arguments.trace_file);
 	events_path = arguments.diagnosis.events_path;
 	/* Grown in place when new: findings can be followed as they come. */
 	if (status < 0 && events_path &&
@@ -543,8 +605,12 @@ static int run(int argc, char **argv, int attach)
 		status = live_rules_begin(arguments.rules_path, events.stream, options, &consumers,
 					  &selection, &live_rules);
 	if (status < 0) {
+		arguments.trace_file.path = options->output_path;
+		arguments.trace_file.replace_existing = options->replace_output;
+		arguments.trace_file.argc = options->argc;
+		arguments.trace_file.argv = options->argv;
 		status = run_with_diagnosis(options, &arguments.diagnosis, events.stream,
-					    &consumers, attach);
+					    &consumers, attach, &arguments.trace_file);
 		if (live_rules)
 			status = live_rules_finish(live_rules, status);
 	}

@@ -9,6 +9,9 @@
 
 #include "base/exit_status.h"
 
+/* The most traces (hosts, or pieces of a recording) one check or dump reads at once. */
+#define MAX_TRACES 256
+
 /* Each takes the arguments after the verb (argv[0] is the verb). */
 int command_record(int argc, char **argv);
 int command_attach(int argc, char **argv);

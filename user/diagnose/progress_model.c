@@ -373,7 +373,8 @@ bool progress_model_blocked_elsewhere(const struct progress_model *model,
  * Where a rank's first collective goes. Traced from the communicator's
  * start, each rank's n-th collective is the n-th of the others. Attached
  * mid-run, ranks are found at different points of their work: where their
- * sequence numbers count from the library's own count, a rank starts at its
+ * sequence numbers count from the library's own count (or from a creation
+ * the piece of a cut recording does not begin with), a rank starts at its
  * distance from the first collective seen, and one found behind that
  * collective is left out until it reaches it. Returns whether the call
  * is counted.
@@ -383,7 +384,8 @@ static bool place_rank(struct progress_comm *comm, struct progress_rank *rank,
 {
 	if (rank->placed)
 		return true;
-	if (!(call->flags & TRACE_CALL_SEQ_FROM_LIBRARY) || call->seq < 0) {
+	if (!(call->flags & (TRACE_CALL_SEQ_FROM_LIBRARY | TRACE_CALL_SEQ_FROM_CREATION)) ||
+	    call->seq < 0) {
 		rank->placed = true;
 		return true;
 	}

@@ -81,6 +81,12 @@ enum trace_stage {
  * its seventh argument: nccl_function_reads_stack): params[] holds 0 there.
  */
 #define TRACE_CALL_STACK_ARGS_UNREAD (1U << 7)
+/*
+ * seq counts from 0 at the communicator's creation, which the tracing saw,
+ * but the trace holding the call does not begin there: a later piece of a
+ * recording cut by --max-size. Every rank numbers the same operation alike.
+ */
+#define TRACE_CALL_SEQ_FROM_CREATION (1U << 8)
 
 /* One NCCL API call: entry and return paired. */
 struct trace_nccl_call {
