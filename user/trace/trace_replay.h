@@ -5,13 +5,7 @@
 
 #include <stdint.h>
 
-#include "model/trace_records.h"
-
-/*
- * Receives one record (context first, as every callback here). Returns 0 to
- * go on, a negative errno to stop.
- */
-typedef int (*trace_replay_fn)(void *context, const struct trace_record *record);
+#include "trace/trace_record_callback.h"
 
 /*
  * Hands every record of 'path' to 'callback'. Returns the records read, or

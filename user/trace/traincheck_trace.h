@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "trace/trace_replay.h"
+#include "trace/trace_record_callback.h"
 
 /* Prefix of the names given to variable states. */
 #define TRAINCHECK_STATE_PREFIX "state:"
