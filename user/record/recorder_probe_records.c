@@ -138,6 +138,7 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 		if (process) {
 			recorder_refresh_process(recorder, process);
 			process_registry_take_exec_command(process, notice);
+			process_registry_take_exec_environment(process, notice);
 			recorder_write_process(recorder, process);
 		}
 		/* The new image's libraries need a look too. */
