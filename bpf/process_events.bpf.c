@@ -11,6 +11,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "tcheck/probe_abi.h"
+#include "exec_environment.bpf.h"
 #include "tracer_maps.bpf.h"
 
 static __always_inline bool is_in_traced_set(__u32 pid)
@@ -33,6 +34,7 @@ static __always_inline void notify(__u32 type, __u32 pid, __u32 tid, __u32 child
 	record->exit_code = exit_code;
 	record->command_length = 0;
 	record->command_cut = 0;
+	record->environment_read = 0;
 	/* Rare and needed at once (a new process's libraries, an exit): wake the reader. */
 	bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
 }
@@ -82,6 +84,7 @@ int BPF_PROG(process_exec, struct task_struct *task, pid_t old_pid, struct linux
 	}
 	if (length && !bpf_probe_read_user(record->command, length, (void *)arg_start))
 		record->command_length = length;
+	read_exec_environment(task, record);
 	/* Rare and needed at once (the new image's libraries): wake the reader. */
 	bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
 	return 0;

@@ -34,9 +34,10 @@
 
 /*
  * --freeze-on-crash: stop the process at PyErr_Display, before the
- * exception is printed and the interpreter torn down, for an operator to
- * look at it live. The only signal the tracer ever sends, and only when
- * asked.
+ * exception is printed and the interpreter torn down, or as a handler that
+ * caught the exception calls sys.exit with a failure (a spawned worker),
+ * for an operator to look at it live. The only signal the tracer ever
+ * sends, and only when asked.
  */
 const volatile bool freeze_on_crash = false;
 
@@ -173,8 +174,9 @@ static __always_inline __u64 handled_exception(const struct tcheck_python_stack_
  * PyErr_SetObject(type, value), as sys.exit raises SystemExit: with a
  * failure status, while the thread handles an exception (sys.exit(1) in an
  * except block, as torch.multiprocessing.spawn's worker wrapper does), the
- * handled exception is what ends the process: it is sent, flagged. Any
- * other exception set is left after one read.
+ * handled exception is what ends the process: it is sent, flagged (and,
+ * under --freeze-on-crash, the process stopped). Any other exception set
+ * is left after one read.
  */
 SEC("uprobe")
 int python_exception_at_exit(struct pt_regs *ctx)
@@ -193,7 +195,11 @@ int python_exception_at_exit(struct pt_regs *ctx)
 	if (type != user_u64(layout->system_exit_type) || exits_cleanly(layout, status))
 		return 0;
 	handled = handled_exception(layout);
-	if (handled)
-		send_exception(layout, pid_tgid, handled, 0, TCHECK_EXCEPTION_HANDLED_AT_EXIT);
+	if (!handled)
+		return 0;
+	send_exception(layout, pid_tgid, handled, 0, TCHECK_EXCEPTION_HANDLED_AT_EXIT);
+	/* Still inside the handler: the exception, its frames and locals are alive. */
+	if (freeze_on_crash)
+		bpf_send_signal(SIGNAL_STOP);
 	return 0;
 }

@@ -196,6 +196,15 @@ struct tcheck_thread_calls {
 /* Fork, exec, exit and library-change notices. */
 /* Bytes of a new image's argument list an exec record carries. */
 #define TCHECK_COMMAND_BYTES 256
+/* The environment variables an exec record carries, in this order. */
+enum tcheck_environment_value {
+	TCHECK_ENVIRONMENT_RANK = 0,
+	TCHECK_ENVIRONMENT_LOCAL_RANK,
+	TCHECK_ENVIRONMENT_WORLD_SIZE,
+	TCHECK_ENVIRONMENT_VALUES,
+};
+/* The most bytes of a new image's environment the exec probe looks through. */
+#define TCHECK_ENVIRONMENT_BYTES 65536
 
 struct tcheck_process_record {
 	struct tcheck_record_header header;
@@ -208,6 +217,15 @@ struct tcheck_process_record {
 	tcheck_u32 command_length;
 	tcheck_u32 command_cut; /* 1: the arguments went on past command[] */
 	char command[TCHECK_COMMAND_BYTES];
+	/*
+	 * exec: RANK, LOCAL_RANK and WORLD_SIZE of the new image's environment
+	 * (TCHECK_ENVIRONMENT_*), read as it starts, so a rank that dies before
+	 * /proc can be read keeps its job rank; -1 when unset or not a plain
+	 * decimal, all -1 when environment_read is 0 (not read, or longer than
+	 * TCHECK_ENVIRONMENT_BYTES).
+	 */
+	tcheck_s32 environment_values[TCHECK_ENVIRONMENT_VALUES];
+	tcheck_u32 environment_read;
 };
 
 /* Where the frame passed to the evaluator keeps its code object, per process. */

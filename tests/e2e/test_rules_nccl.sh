@@ -79,6 +79,12 @@ ranks = {json.loads(open(p).readline())["pid"]: int(p.rsplit("-", 1)[1].split(".
          for p in glob.glob(sys.argv[2] + "/rank-*.jsonl")}
 assert v["job_rank"] == ranks[v["pid"]], (v["job_rank"], ranks, v["pid"])
 assert {v["pid"], v["other"]["pid"]} & {p for p, r in ranks.items() if r == 3}, (v, ranks)
+# Each side names its process by job rank; its rank in the communicator is labelled so.
+for side in (v["event"], v["other"]):
+    assert side["job_rank"] == ranks[side["pid"]] and "rank" not in side, side
+    assert isinstance(side["comm_rank"], int) and 0 <= side["comm_rank"] < 8, side
+    # NCCL-only events have no step number: null, never -1.
+    assert side["step"] == v["step"] and (v["step"] is None or v["step"] >= 0), (side, v)
 PY
 "$TCHECK" --quiet record -o "$SCRATCH/live-fixed.trace" --rules "$SCRATCH/rules.json" -- \
 	"$WORKLOAD" "${LAYOUT[@]}" --steps 20 --log-dir "$SCRATCH/live-fixed" \

@@ -89,6 +89,7 @@ UNIT_TEST(mismatch_detection, two_ranks_that_disagree_name_no_culprit)
 	struct progress_model *model;
 	struct diagnosis_report report = { 0 };
 	unsigned found = 0;
+	char text[1024];
 
 	progress_options_default(&options);
 	model = progress_model_new(&options);
@@ -109,6 +110,12 @@ UNIT_TEST(mismatch_detection, two_ranks_that_disagree_name_no_culprit)
 	CU_ASSERT_EQUAL(report.odd_rank, -1);
 	CU_ASSERT_EQUAL(report.ranks[0].last.count, 64);
 	CU_ASSERT_EQUAL(report.ranks[1].last.count, 72);
+	/* Each communicator rank is said with its job rank (filled in by the job's diagnosis). */
+	report.ranks[0].job_rank = 6;
+	report.ranks[1].job_rank = -1;
+	diagnosis_report_text(&report, text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "; rank 0 (job rank 6): ncclAllReduce 64, "
+					    "rank 1 (no job rank): ncclAllReduce 72"));
 	progress_model_free(model);
 }
 

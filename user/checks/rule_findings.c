@@ -77,9 +77,10 @@ int rule_findings_note(struct rule_findings *findings, size_t rule_index, int32_
 		*finding = (struct rule_finding){ .rule_index = rule_index, .first_step = step };
 	}
 	finding->violations++;
-	if (step < finding->first_step)
+	/* Unknown steps (-1) count as violations, not as a first step or a step. */
+	if (step >= 0 && (finding->first_step < 0 || step < finding->first_step))
 		finding->first_step = step;
-	fresh = first_time(findings, rule_index, 1, step);
+	fresh = step >= 0 ? first_time(findings, rule_index, 1, step) : 0;
 	if (fresh < 0)
 		return fresh;
 	finding->steps += (uint32_t)fresh;
@@ -100,9 +101,12 @@ void rule_findings_print(const struct rule_findings *findings, const struct rule
 		const struct rule_finding *finding = &findings->findings[i];
 
 		rule_describe(&rules->rules[finding->rule_index], text, sizeof(text));
-		fprintf(out,
-			"finding: %s: first at step %d, in %u step(s), %" PRIu64 " violation(s)",
-			text, finding->first_step, finding->steps, finding->violations);
+		if (finding->first_step >= 0)
+			fprintf(out, "finding: %s: first at step %d, in %u step(s)", text,
+				finding->first_step, finding->steps);
+		else
+			fprintf(out, "finding: %s: at an unknown step", text);
+		fprintf(out, ", %" PRIu64 " violation(s)", finding->violations);
 		for (size_t r = 0; r < finding->rank_count; r++)
 			fprintf(out, "%s%d", r ? ", " : ", job rank(s) ", finding->job_ranks[r]);
 		fputc('\n', out);

@@ -21,8 +21,8 @@ struct rule_set;
 /* What the violations of one rule add up to. */
 struct rule_finding {
 	size_t rule_index;
-	int32_t first_step;
-	uint32_t steps;	     /* distinct steps with a violation */
+	int32_t first_step;  /* the first known step, -1 while none is known */
+	uint32_t steps;	     /* distinct known steps with a violation */
 	uint64_t violations; /* all of them */
 	size_t rank_count, rank_capacity;
 	int *job_ranks; /* sorted, distinct; unknown ranks are not listed */

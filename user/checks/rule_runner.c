@@ -137,8 +137,11 @@ static void report_violation(const struct rule_violation *violation, void *conte
 				       ? violation->rule->field
 				       : field,
 			       other, sizeof(other));
-	printf("violation at step %d: %s\n  offending: %s\n", violation->step, violation->text,
-	       offending);
+	if (violation->step >= 0)
+		printf("violation at step %d: %s\n", violation->step, violation->text);
+	else
+		printf("violation at an unknown step: %s\n", violation->text);
+	printf("  offending: %s\n", offending);
 	if (violation->other)
 		printf("  %s: %s\n",
 		       violation->rule->relation == RELATION_API_SEQUENCE ? "expected first"

@@ -13,7 +13,12 @@
 #include "infer/rules.h"
 #include "model/trace_records.h"
 
-static json_t *event_json(const struct infer_event *event)
+/*
+ * An event: its process's job rank ("job_rank", null when it has none),
+ * an NCCL call's rank in its communicator only beside the communicator
+ * ("comm_rank"), and its step (null when unknown).
+ */
+static json_t *event_json(const struct violation_stream *stream, const struct infer_event *event)
 {
 	json_t *object = json_object(), *fields = json_object();
 
@@ -23,13 +28,16 @@ static json_t *event_json(const struct infer_event *event)
 	json_object_set_new(object, "name", json_string(event->name));
 	json_object_set_new(object, "pid", json_integer(event->pid));
 	json_object_set_new(object, "tid", json_integer(event->tid));
-	json_object_set_new(object, "rank", json_integer(event->rank));
-	json_object_set_new(object, "step", json_integer(event->step));
+	json_object_set_new(
+		object, "job_rank",
+		export_json_known_or_null(violation_stream_event_job_rank(stream, event)));
+	json_object_set_new(object, "step", export_json_known_or_null(event->step));
 	if (event->comm_id) {
 		char comm[IDENTITY_TEXT_SIZE];
 
 		json_object_set_new(object, "comm",
 				    json_string(identity_text(event->comm_id, comm)));
+		json_object_set_new(object, "comm_rank", export_json_known_or_null(event->rank));
 		json_object_set_new(object, "seq", json_integer(event->seq));
 	}
 	json_object_set_new(object, "entry_ns", json_integer((json_int_t)event->entry_ns));
@@ -39,21 +47,22 @@ static json_t *event_json(const struct infer_event *event)
 }
 
 /*
- * A violation's details: relation, invariant, step, and the offending
- * event (and the one it disagrees with) with name, pid, rank,
- * communicator, fields and Python context.
+ * A violation's details: relation, invariant, step (null when unknown),
+ * and the offending event (and the one it disagrees with) with name, pid,
+ * job rank, communicator, fields and Python context.
  */
-static json_t *rule_violation_json(const struct rule_violation *violation)
+static json_t *rule_violation_json(const struct violation_stream *stream,
+				   const struct rule_violation *violation)
 {
 	json_t *line = json_object();
 
 	json_object_set_new(line, "relation",
 			    json_string(rule_relation_name(violation->rule->relation)));
 	json_object_set_new(line, "invariant", json_string(violation->text));
-	json_object_set_new(line, "step", json_integer(violation->step));
-	json_object_set_new(line, "event", event_json(violation->event));
+	json_object_set_new(line, "step", export_json_known_or_null(violation->step));
+	json_object_set_new(line, "event", event_json(stream, violation->event));
 	if (violation->other)
-		json_object_set_new(line, "other", event_json(violation->other));
+		json_object_set_new(line, "other", event_json(stream, violation->other));
 	return line;
 }
 
@@ -104,7 +113,7 @@ void violation_stream_write(struct violation_stream *stream, const struct rule_v
 			 (json_int_t)violation->rule_index, "pid",
 			 (json_int_t)violation->event->pid, "job_rank",
 			 export_json_known_or_null(violation_stream_job_rank(stream, violation)));
-	details = rule_violation_json(violation);
+	details = rule_violation_json(stream, violation);
 	if (line && details && json_object_update(line, details) == 0) {
 		export_json_write(stream->out, "", line, JSON_COMPACT | JSON_PRESERVE_ORDER, "\n");
 		fflush(stream->out);

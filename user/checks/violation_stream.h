@@ -6,7 +6,10 @@
  *   {"kind":"violation","rule":N,"pid":P,"job_rank":R,"step":S,
  *    "relation":...,"invariant":...,"event":{...},"other":{...}}
  * The job rank is the process's RANK (from its process record) or, for a
- * Python event, the rank the tracer gave it; null when unknown.
+ * Python event, the rank the tracer gave it; null when it has none (a
+ * single process), as every report says "no job rank". A step is null when
+ * unknown. The events say "job_rank" the same way; an NCCL call's rank in
+ * its communicator is "comm_rank", beside "comm" and "seq".
  */
 #ifndef TCHECK_VIOLATION_STREAM_H
 #define TCHECK_VIOLATION_STREAM_H

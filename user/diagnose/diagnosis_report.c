@@ -101,7 +101,11 @@ static void creation_text(const struct diagnosis_report *report, char *text, siz
 			 "before it, or was never started)");
 }
 
-/* "mismatch: ... rank 1 (job rank 1, pid P) called c10d::allreduce with 72 elements; ..." */
+/*
+ * "mismatch: ... rank 1 (job rank 1, pid P) called c10d::allreduce with 72
+ * elements ...; rank 0 (job rank 0): c10d::allreduce 64, rank 1 (job rank
+ * 1): c10d::allreduce 72"
+ */
 static void mismatch_text(const struct diagnosis_report *report, char *text, size_t size)
 {
 	int written = snprintf(text, size,
@@ -123,12 +127,15 @@ static void mismatch_text(const struct diagnosis_report *report, char *text, siz
 				   name_or_unknown(report->function), report->count);
 		used += written > 0 ? (size_t)written : 0;
 	}
+	/* Each communicator rank with its job rank: the one the job's own logs name. */
 	for (unsigned i = 0; i < report->rank_count && used < size; i++) {
 		const struct diagnosis_rank *rank = &report->ranks[i];
+		char job_rank[JOB_RANK_TEXT_SIZE];
 
-		written = snprintf(text + used, size - used, "%s rank %d: %s %" PRIu64,
-				   i ? "," : ";", rank->rank, name_or_unknown(rank->last.function),
-				   rank->last.count);
+		written =
+			snprintf(text + used, size - used, "%s rank %d (%s): %s %" PRIu64,
+				 i ? "," : ";", rank->rank, job_rank_text(rank->job_rank, job_rank),
+				 name_or_unknown(rank->last.function), rank->last.count);
 		used += written > 0 ? (size_t)written : 0;
 	}
 }

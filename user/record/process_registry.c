@@ -146,6 +146,17 @@ void process_registry_take_exec_command(struct traced_process *process,
 	process->command = command;
 }
 
+void process_registry_take_exec_environment(struct traced_process *process,
+					    const struct tcheck_process_record *notice)
+{
+	/* Not read (too long, a page not there): /proc's reading stands. */
+	if (!notice->environment_read)
+		return;
+	process->record.rank = notice->environment_values[TCHECK_ENVIRONMENT_RANK];
+	process->record.local_rank = notice->environment_values[TCHECK_ENVIRONMENT_LOCAL_RANK];
+	process->record.world_size = notice->environment_values[TCHECK_ENVIRONMENT_WORLD_SIZE];
+}
+
 void process_registry_record(const struct traced_process *process, struct trace_record *record)
 {
 	memset(record, 0, sizeof(*record));

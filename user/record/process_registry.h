@@ -72,6 +72,13 @@ void process_registry_refresh(struct traced_process *process, char *const *comma
 /* The arguments the exec notice carries, where they say more than /proc. */
 void process_registry_take_exec_command(struct traced_process *process,
 					const struct tcheck_process_record *notice);
+/*
+ * RANK, LOCAL_RANK and WORLD_SIZE as the exec notice read them from the new
+ * image's environment, where it could: they hold when the process ended
+ * before /proc could be read (a rank that dies at once).
+ */
+void process_registry_take_exec_environment(struct traced_process *process,
+					    const struct tcheck_process_record *notice);
 /* The trace record of the process (its command borrowed from it). */
 void process_registry_record(const struct traced_process *process, struct trace_record *record);
 /* Iteration over every process: for (size_t i = 0; (p = process_registry_next(r, &i));) */

@@ -76,12 +76,15 @@ static const struct trace_python_context *python_context_of(struct recorder *rec
 static void say_frozen(const struct tcheck_python_exception_record *exception)
 {
 	uint32_t pid = exception->header.pid;
+	const char *where = exception->flags & TCHECK_EXCEPTION_HANDLED_AT_EXIT
+				    ? "as it calls sys.exit with a failure after catching its"
+				    : "before printing its uncaught";
 
-	log_warning("process %u is stopped before printing its uncaught %.*s "
+	log_warning("process %u is stopped %s %.*s "
 		    "(--freeze-on-crash): inspect it (py-spy dump --pid %u, gdb -p %u), "
 		    "then kill -CONT %u lets it finish, kill %u ends it",
-		    pid, (int)sizeof(exception->type_name), exception->type_name, pid, pid, pid,
-		    pid);
+		    pid, where, (int)sizeof(exception->type_name), exception->type_name, pid, pid,
+		    pid, pid);
 }
 
 /* A c10d collective entered: a call of its process group, with the process's step and stage. */
@@ -154,6 +157,7 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 		if (process) {
 			recorder_refresh_process(recorder, process);
 			process_registry_take_exec_command(process, notice);
+			process_registry_take_exec_environment(process, notice);
 			recorder_write_process(recorder, process);
 		}
 		/* The new image's libraries need a look too. */
