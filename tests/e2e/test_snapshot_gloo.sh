@@ -4,7 +4,8 @@
 # rank 0 waits in the step's all-reduce. `snapshot --json` and `attach` read
 # the state within seconds and name rank 1 and c10d::allreduce, with every
 # rank's Python stack, held against the workload's own log (the fault record:
-# rank, step, the call it never makes) and its source (where the sleep is).
+# rank, step, the call it never makes, its process group's sequence number)
+# and its source (where the sleep is).
 # The attach's trace holds that state: `check` of it names the same hang,
 # and attach's live findings (--events) are the same as check's.
 source "$(dirname "$0")/lib.sh"
@@ -54,8 +55,15 @@ finding = snapshot["findings"][0]
 assert finding["rank"] == fault["fault_rank"] == 1, (finding, fault)
 assert finding["pid"] == fault["pid"] == by_rank[1]["pid"], (finding, fault)
 assert finding["collective"] == fault["next_call"], (finding, fault)
-# gloo keeps its sequence number where no symbol or DWARF reaches: said as unknown.
-assert finding["seq"] is None, finding
+# The process group's sequence numbers, read from memory, are the ones the program's
+# torch gives: rank 1 logged its last before it stopped; rank 0 waits in the next one.
+last = fault["c10d_sequence"]
+assert finding["seq"] == last + 1 and finding["last_seq"] == last, (finding, fault)
+assert [g["backend"] for g in by_rank[1]["process_groups"]] == ["gloo"], by_rank[1]
+assert by_rank[1]["process_groups"][0]["seq"] == last, (by_rank[1]["process_groups"], fault)
+assert all(g["seq"] > last for g in by_rank[0]["process_groups"]) and \
+    by_rank[0]["process_groups"], (by_rank[0]["process_groups"], fault)
+said_sequence = "seq {} (its last: {})".format(last + 1, last)
 
 def main_stack(rank):
     process = by_rank[rank]
@@ -80,23 +88,25 @@ assert any(t["native"] and t["native"].get("collective") == "c10d::allreduce"
            for t in by_rank[0]["threads"]), by_rank[0]["threads"]
 attach = open(os.path.join(directory, "attach.out")).read()
 said = "on arrival: snapshot of 2 process(es)"
-assert said in attach and "rank 1 (pid {}) never joined c10d::allreduce".format(
-    fault["pid"]) in attach, attach[:3000]
+assert said in attach and "rank 1 (pid {}) never joined c10d::allreduce {}".format(
+    fault["pid"], said_sequence) in attach, attach[:3000]
 assert "fault_before_backward" in attach, attach[:3000]
 # The trace: check names the same rank and collective, with both ranks' stacks, and
 # its findings are the live ones.
 check = open(os.path.join(directory, "check.out")).read()
-assert "hang on arrival: rank 1 (pid {}) never joined c10d::allreduce".format(
-    fault["pid"]) in check, check
+assert "hang on arrival: rank 1 (pid {}) never joined c10d::allreduce {}".format(
+    fault["pid"], said_sequence) in check, check
 assert "1 hang(s)" in check, check
 offline = [json.loads(l) for l in open(os.path.join(directory, "check.jsonl")) if l.strip()]
 live = [json.loads(l) for l in open(os.path.join(directory, "live.jsonl")) if l.strip()]
 hangs = [f for f in offline if f["kind"] == "hang"]
 assert len(hangs) == 1 and hangs[0]["on_arrival"] and hangs[0]["rank"] == 1, offline
 assert hangs[0]["pid"] == fault["pid"] and hangs[0]["collective"] == fault["next_call"], hangs
+assert hangs[0]["seq"] == last + 1, hangs
+assert {r["rank"]: r["seq"] for r in hangs[0]["ranks"]}[1] == last, hangs
 stacks = {r["rank"]: r["python_stack"] for r in hangs[0]["ranks"]}
 assert stacks[1].startswith(stuck[0]["function"]) and "backward" in stacks[0], stacks
 assert [f for f in live if f["kind"] == "hang"] == hangs, (live, hangs)
-print("rank 1 named in c10d::allreduce; stacks:", stuck[0]["function"], "|", waiting[0]["function"])
+print("rank 1 named in c10d::allreduce", said_sequence, "; stacks:", stuck[0]["function"], "|", waiting[0]["function"])
 PY
 echo "PASS: snapshot of a gloo DDP job hung before the attach"

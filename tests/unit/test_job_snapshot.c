@@ -291,6 +291,72 @@ UNIT_TEST(job_snapshot, live_and_offline_name_the_same_lagging_rank_with_every_s
 	free(events);
 }
 
+/*
+ * gloo: rank 1 issued 11 collectives on its process group, rank 0 12. The
+ * others wait in number 12, the first rank 1 did not issue; live and the
+ * ranks' list say each rank's own number.
+ */
+UNIT_TEST(job_snapshot, names_the_c10d_sequence_number_the_others_wait_in)
+{
+	struct process_group_reading groups[3] = { { 0x1000, "gloo", 12 },
+						   { 0x2000, "gloo", 11 },
+						   { 0x3000, "gloo", 9 } };
+	struct snapshot_diagnosis diagnosis;
+	struct judged judged = { .lagging_position = -1 };
+	char *live = NULL, *events = NULL;
+	size_t live_size = 0, events_size = 0;
+	FILE *live_out = open_memstream(&live, &live_size);
+	FILE *events_out = open_memstream(&events, &events_size);
+	struct two_ranks job;
+	json_t *finding, *ranks;
+
+	two_ranks_init(&job);
+	job.processes[0].process_groups = &groups[0];
+	job.processes[1].process_groups = &groups[1];
+	job.processes[0].process_group_count = job.processes[1].process_group_count = 1;
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &diagnosis), 0);
+	CU_ASSERT_EQUAL_FATAL(diagnosis.count, 1);
+	CU_ASSERT_EQUAL(diagnosis.findings[0].sequence, 12);
+	CU_ASSERT_EQUAL(diagnosis.findings[0].last_sequence, 11);
+	CU_ASSERT_PTR_NOT_NULL(strstr(diagnosis.summary, "c10d::allreduce seq 12 (its last: 11)"));
+	judged.diagnosis = job_diagnosis_new(NULL, live_out, events_out);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(judged.diagnosis);
+	CU_ASSERT_EQUAL(job_snapshot_emit_records(&job.snapshot, &diagnosis, judge_record, &judged),
+			0);
+	finding_text(live_out, &live);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(live);
+	CU_ASSERT_PTR_NOT_NULL(strstr(live, "never joined c10d::allreduce seq 12 (its last: 11)"));
+	finding_text(events_out, &events);
+	finding = json_loads(events, JSON_DISABLE_EOF_CHECK, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(finding);
+	CU_ASSERT_EQUAL(json_integer_value(json_object_get(finding, "seq")), 12);
+	ranks = json_object_get(finding, "ranks");
+	CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_array_get(ranks, 0), "seq")), 12);
+	CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_array_get(ranks, 1), "seq")), 11);
+	json_decref(finding);
+	job_diagnosis_free(judged.diagnosis);
+	snapshot_diagnosis_free(&diagnosis);
+
+	/* Two groups of rank 1 behind by different numbers: which one is not known. */
+	job.processes[1].process_group_count = 2;
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &diagnosis), 0);
+	CU_ASSERT_EQUAL_FATAL(diagnosis.count, 1);
+	CU_ASSERT_EQUAL(diagnosis.findings[0].sequence, -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(diagnosis.summary, "not readable"));
+	snapshot_diagnosis_free(&diagnosis);
+
+	/* A number that could not be read is no number. */
+	job.processes[1].process_group_count = 1;
+	groups[1].sequence = -1;
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &diagnosis), 0);
+	CU_ASSERT_EQUAL(diagnosis.findings[0].sequence, -1);
+	snapshot_diagnosis_free(&diagnosis);
+	fclose(live_out);
+	fclose(events_out);
+	free(live);
+	free(events);
+}
+
 UNIT_TEST(job_snapshot, a_job_where_no_rank_lags_is_judged_without_a_hang)
 {
 	struct two_ranks job;

@@ -76,6 +76,28 @@ int remote_memory_read(pid_t pid, uint64_t address, void *buffer, size_t size, c
 	return remote_memory_read_spans(pid, &span, 1, what, error, error_size);
 }
 
+int remote_memory_read_prefix(pid_t pid, uint64_t address, void *buffer, size_t size, size_t *got,
+			      char *error, size_t error_size)
+{
+	struct iovec local = { .iov_base = buffer, .iov_len = size };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)address, .iov_len = size };
+	ssize_t read_bytes;
+
+	*got = 0;
+	if (address == 0)
+		return error_fail(error, error_size, EFAULT,
+				  "cannot read pid %d at address 0: the pointer is NULL", (int)pid);
+	read_bytes = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (read_bytes < 0) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "%zu bytes", size);
+		return read_failure(pid, address, what, errno, error, error_size);
+	}
+	*got = (size_t)read_bytes;
+	return 0;
+}
+
 int remote_memory_read_u64(pid_t pid, uint64_t address, uint64_t *value)
 {
 	return remote_memory_read(pid, address, value, sizeof(*value), NULL, 0);

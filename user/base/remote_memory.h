@@ -31,6 +31,15 @@ int remote_memory_read_spans(pid_t pid, const struct remote_span *spans, size_t 
 int remote_memory_read(pid_t pid, uint64_t address, void *buffer, size_t size, char *error,
 		       size_t error_size);
 
+/*
+ * The readable start of 'size' bytes at 'address': *got says how many were
+ * read before the first page that cannot be (a thread's stack ends where a
+ * guard region begins, which glibc 2.42 installs with madvise inside one
+ * mapping). An error only when not even the first byte can be read.
+ */
+int remote_memory_read_prefix(pid_t pid, uint64_t address, void *buffer, size_t size, size_t *got,
+			      char *error, size_t error_size);
+
 /* A pointer-sized value at 'address'; no sentence, for probing reads. */
 int remote_memory_read_u64(pid_t pid, uint64_t address, uint64_t *value);
 

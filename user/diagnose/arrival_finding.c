@@ -41,6 +41,10 @@ bool arrival_ranks_add(struct arrival_ranks *ranks, const struct trace_arrival_s
 		kept->pid = state->pid;
 		kept->rank = state->rank;
 		kept->seq = state->seq;
+		/* A lagging c10d rank's record holds the number it never issued: its own is one
+		 * less. */
+		if ((state->flags & TRACE_ARRIVAL_LAGGING) && !state->comm_hash && state->seq > 0)
+			kept->seq = state->seq - 1;
 		snprintf(kept->collective, sizeof(kept->collective), "%s",
 			 state->flags & TRACE_ARRIVAL_LAGGING ? ""
 			 : state->collective		      ? state->collective
@@ -61,7 +65,10 @@ void arrival_finding_text(const struct arrival_ranks *ranks,
 	char sequence[96];
 	size_t used;
 
-	if (lagging->seq >= 0)
+	if (lagging->seq > 0 && !lagging->comm_hash)
+		snprintf(sequence, sizeof(sequence), " seq %" PRId64 " (its last: %" PRId64 ")",
+			 lagging->seq, lagging->seq - 1);
+	else if (lagging->seq >= 0)
 		snprintf(sequence, sizeof(sequence), " seq %" PRId64, lagging->seq);
 	else
 		snprintf(sequence, sizeof(sequence), " (sequence number unknown)");

@@ -323,6 +323,7 @@ int native_thread_stack_read(pid_t pid, pid_t tid, size_t max_bytes,
 			     size_t *count, char *error, size_t error_size)
 {
 	uint64_t end, bytes;
+	size_t got;
 	int err;
 
 	*words = NULL;
@@ -343,12 +344,14 @@ int native_thread_stack_read(pid_t pid, pid_t tid, size_t max_bytes,
 	*words = malloc(bytes ? bytes : 8);
 	if (!*words)
 		return error_fail(error, error_size, ENOMEM, "out of memory reading a stack");
-	err = remote_memory_read(pid, registers->stack_pointer, *words, bytes, error, error_size);
+	/* The stack ends at the guard of the thread above it, which maps may not show. */
+	err = remote_memory_read_prefix(pid, registers->stack_pointer, *words, bytes, &got, error,
+					error_size);
 	if (err) {
 		free(*words);
 		*words = NULL;
 		return err;
 	}
-	*count = bytes / 8;
+	*count = got / 8;
 	return 0;
 }

@@ -33,6 +33,7 @@ struct file_tables {
 	size_t count;
 	size_t capacity;
 	size_t table_capacity;
+	struct process_group_layouts group_layouts;
 };
 
 static const struct native_function_table *file_table_for(struct file_tables *cache,
@@ -77,6 +78,7 @@ static void file_tables_free(struct file_tables *cache)
 	}
 	free(cache->paths);
 	free(cache->tables);
+	process_group_layouts_free(&cache->group_layouts);
 }
 
 /*
@@ -249,9 +251,7 @@ static void thread_name_read(pid_t pid, pid_t tid, char *name, size_t size)
 /*
  * The work a gloo worker thread runs is an object on its stack whose C++
  * type (an AsyncAllreduceWork in an anonymous namespace: no exported
- * symbol) names the collective. Its type name is read as RTTI gives it:
- * object -> vtable, vtable[-1] -> type_info, type_info + 8 -> the mangled
- * name, every pointer checked to lie in a mapped file first.
+ * symbol) names the collective.
  */
 static int work_collective_of_words(pid_t pid, const uint64_t *words, size_t count,
 				    const struct mapped_file_list *maps)
@@ -259,22 +259,11 @@ static int work_collective_of_words(pid_t pid, const uint64_t *words, size_t cou
 	int best = -1;
 
 	for (size_t i = 0; i < count; i++) {
-		uint64_t vtable, type_info, name_address;
 		char name[128];
 		int word;
 
-		if (words[i] < 0x10000 || words[i] >= 0x800000000000ull || (words[i] & 7) ||
-		    mapped_file_list_find_address(maps, words[i], NULL) ||
-		    remote_memory_read_u64(pid, words[i], &vtable) != 0 ||
-		    !mapped_file_list_find_address(maps, vtable, NULL) ||
-		    remote_memory_read_u64(pid, vtable - 8, &type_info) != 0 ||
-		    !mapped_file_list_find_address(maps, type_info, NULL) ||
-		    remote_memory_read_u64(pid, type_info + 8, &name_address) != 0 ||
-		    !mapped_file_list_find_address(maps, name_address, NULL) ||
-		    remote_memory_read(pid, name_address, name, sizeof(name), NULL, 0) != 0)
-			continue;
-		name[sizeof(name) - 1] = '\0';
-		if (!strstr(name, "Work") || !strstr(name, "c10d"))
+		if (remote_object_type_name(pid, words[i], maps, name, sizeof(name), NULL) != 0 ||
+		    !strstr(name, "Work") || !strstr(name, "c10d"))
 			continue;
 		word = collective_of_name(name);
 		if (word >= 0 && (best < 0 || word < best))
@@ -288,7 +277,8 @@ static int thread_read(struct snapshot_process *process, struct snapshot_thread 
 		       const struct mapped_file_list *maps,
 		       const struct native_function_table *const *tables,
 		       const struct nccl_comm_layout *layout, struct u64_map *tried,
-		       size_t *communicator_capacity)
+		       size_t *communicator_capacity, struct process_group_layouts *group_layouts,
+		       size_t *group_capacity)
 {
 	struct native_thread_registers registers;
 	struct native_stack_hit hits[HITS_MAX];
@@ -319,6 +309,11 @@ static int thread_read(struct snapshot_process *process, struct snapshot_thread 
 	err = layout ? communicators_from_words(process, words, count, maps, layout, tried,
 						communicator_capacity)
 		     : 0;
+	if (!err && process->maps_collectives)
+		err = process_groups_from_words(
+			process->pid, words, count, maps, group_layouts, &process->process_groups,
+			&process->process_group_count, group_capacity, process->process_group_note,
+			sizeof(process->process_group_note));
 	free(words);
 	return err;
 }
@@ -331,7 +326,7 @@ static int threads_read(struct snapshot_process *process, struct file_tables *ca
 	bool has_layout;
 	struct mapped_file_list maps;
 	struct u64_map tried;
-	size_t capacity = 0, communicator_capacity = 0;
+	size_t capacity = 0, communicator_capacity = 0, group_capacity = 0;
 	struct dirent *entry;
 	char path[64];
 	DIR *directory;
@@ -371,7 +366,8 @@ static int threads_read(struct snapshot_process *process, struct file_tables *ca
 		memset(thread, 0, sizeof(*thread));
 		thread->tid = (pid_t)atoi(entry->d_name);
 		err = thread_read(process, thread, &maps, tables, has_layout ? &layout : NULL,
-				  &tried, &communicator_capacity);
+				  &tried, &communicator_capacity, &cache->group_layouts,
+				  &group_capacity);
 	}
 	if (directory)
 		closedir(directory);
@@ -419,6 +415,11 @@ static int process_read(struct snapshot_process *process, struct file_tables *ca
 	if (err)
 		return err;
 	python_read(process);
+	if (process->maps_collectives && !process->communicator_count &&
+	    !process->process_group_count && !process->process_group_note[0])
+		snprintf(process->process_group_note, sizeof(process->process_group_note),
+			 "no c10d process group was found on the stacks of pid %d's threads",
+			 (int)process->pid);
 	/* A communicator's rank is the job's own word; RANK is the launcher's. */
 	for (size_t i = 0, widest = 0; i < process->communicator_count; i++)
 		if ((size_t)process->communicators[i].nranks > widest) {
@@ -462,6 +463,7 @@ void job_snapshot_free(struct job_snapshot *snapshot)
 		python_stacks_free(&snapshot->processes[i].python);
 		free(snapshot->processes[i].threads);
 		free(snapshot->processes[i].communicators);
+		free(snapshot->processes[i].process_groups);
 	}
 	free(snapshot->processes);
 	memset(snapshot, 0, sizeof(*snapshot));

@@ -3,8 +3,9 @@
  * The state of a running job read on arrival, out of process and without
  * waiting for a call: every thread's Python stack (python_stacks.h), the
  * NCCL, c10d or gloo function each thread is blocked in (native_stack.h),
- * and each NCCL communicator's rank and operation count, found among the
- * stack words and read at the offsets of the library's DWARF. Nothing is
+ * each NCCL communicator's rank and operation count, found among the
+ * stack words and read at the offsets of the library's DWARF, and each c10d
+ * process group's sequence number (process_group_sequence.h). Nothing is
  * stopped, signalled or written. From it, job_snapshot_diagnose names a rank
  * that lags: the one whose communicator count is behind, or the one no
  * thread of which is inside the collective the others wait in.
@@ -21,6 +22,7 @@
 
 #include "model/trace_records.h"
 #include "python/python_stacks.h"
+#include "record/process_group_sequence.h"
 
 /* How long attach waits before reading a job again to confirm a lagging rank. */
 #define JOB_SNAPSHOT_CONFIRM_MS 300
@@ -59,6 +61,9 @@ struct snapshot_process {
 	size_t communicator_count;
 	char communicator_note[512]; /* why no NCCL communicator was read, "" when none was needed
 				      */
+	struct process_group_reading *process_groups; /* c10d groups and their sequence numbers */
+	size_t process_group_count;
+	char process_group_note[256]; /* why a group's sequence number is unknown, "" none */
 };
 
 struct job_snapshot {
@@ -74,11 +79,17 @@ struct snapshot_finding {
 	int rank;
 	pid_t pid;
 	char collective[64]; /* the collective the others wait in; "" unknown */
-	int64_t sequence;    /* its sequence number on the communicator, -1 unknown */
-	uint64_t comm_hash;  /* 0 unknown (c10d over gloo) */
-	int nranks;	     /* the communicator's size, 0 unknown */
-	char waiting[128];   /* the ranks waiting: "0, 2, 3" */
-	char doing[512];     /* where the lagging rank is: its innermost Python frame */
+	/*
+	 * Its sequence number on the communicator, -1 unknown: NCCL, the
+	 * lagging rank's operation count; c10d, torch's number of the first
+	 * collective the lagging rank did not issue (its own last + 1).
+	 */
+	int64_t sequence;
+	int64_t last_sequence; /* c10d: the lagging rank's own last, -1 unknown */
+	uint64_t comm_hash;    /* 0 unknown (c10d over gloo) */
+	int nranks;	       /* the communicator's size, 0 unknown */
+	char waiting[128];     /* the ranks waiting: "0, 2, 3" */
+	char doing[512];       /* where the lagging rank is: its innermost Python frame */
 };
 
 struct snapshot_diagnosis {

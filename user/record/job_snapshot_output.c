@@ -57,6 +57,21 @@ static json_t *thread_json(const struct snapshot_thread *thread)
 	return object;
 }
 
+static json_t *process_groups_json(const struct snapshot_process *process)
+{
+	json_t *groups = json_array();
+
+	for (size_t i = 0; i < process->process_group_count; i++) {
+		const struct process_group_reading *group = &process->process_groups[i];
+
+		json_array_append_new(groups,
+				      json_pack("{s:s, s:o}", "backend", group->backend, "seq",
+						group->sequence >= 0 ? json_integer(group->sequence)
+								     : json_null()));
+	}
+	return groups;
+}
+
 static json_t *process_json(const struct snapshot_process *process)
 {
 	json_t *threads = json_array(), *communicators = json_array();
@@ -81,6 +96,10 @@ static json_t *process_json(const struct snapshot_process *process)
 	if (process->communicator_note[0])
 		json_object_set_new(object, "communicator_note",
 				    json_string(process->communicator_note));
+	json_object_set_new(object, "process_groups", process_groups_json(process));
+	if (process->process_group_note[0])
+		json_object_set_new(object, "process_group_note",
+				    json_string(process->process_group_note));
 	return object;
 }
 
@@ -93,6 +112,9 @@ static json_t *finding_json(const struct snapshot_finding *finding)
 
 	json_object_set_new(object, "seq",
 			    finding->sequence >= 0 ? json_integer(finding->sequence) : json_null());
+	json_object_set_new(object, "last_seq",
+			    finding->last_sequence >= 0 ? json_integer(finding->last_sequence)
+							: json_null());
 	json_object_set_new(object, "comm_id",
 			    finding->comm_hash ? comm_id_json(finding->comm_hash) : json_null());
 	if (finding->nranks)
@@ -142,6 +164,14 @@ void job_snapshot_write_text(const struct job_snapshot *snapshot,
 				process->communicators[c].op_count);
 		if (process->communicator_note[0])
 			fprintf(out, "  %s\n", process->communicator_note);
+		for (size_t g = 0; g < process->process_group_count; g++)
+			if (process->process_groups[g].sequence >= 0)
+				fprintf(out,
+					"  c10d %s process group, sequence number %" PRId64 "\n",
+					process->process_groups[g].backend,
+					process->process_groups[g].sequence);
+		if (process->process_group_note[0])
+			fprintf(out, "  %s\n", process->process_group_note);
 		if (process->python_note[0])
 			fprintf(out, "  no Python stacks: %s\n", process->python_note);
 		for (size_t t = 0; t < process->thread_count; t++) {

@@ -68,6 +68,7 @@ static struct snapshot_finding *finding_add(struct finding_list *list,
 	finding->rank = process->rank;
 	finding->pid = process->pid;
 	finding->sequence = -1;
+	finding->last_sequence = -1;
 	process_doing(process, finding->doing, sizeof(finding->doing));
 	return finding;
 }
@@ -197,6 +198,44 @@ static void drop_waiting_laggards(const struct job_snapshot *snapshot,
 	diagnosis->count = kept;
 }
 
+/*
+ * The lagging process's group the others are ahead on: the collective they
+ * wait in is the first it did not issue, its own last + 1. A group is
+ * matched by its backend and by the others being ahead on it; more than one
+ * such group, or none, leaves the number unknown.
+ */
+static void finding_fill_group_sequence(const struct job_snapshot *snapshot,
+					struct snapshot_finding *finding,
+					const struct snapshot_process *lagging)
+{
+	const struct process_group_reading *chosen = NULL;
+
+	for (size_t g = 0; g < lagging->process_group_count; g++) {
+		const struct process_group_reading *mine = &lagging->process_groups[g];
+		bool ahead = false;
+
+		for (size_t p = 0; mine->sequence >= 0 && p < snapshot->count; p++) {
+			const struct snapshot_process *other = &snapshot->processes[p];
+
+			if (other == lagging || !process_collective(other)[0])
+				continue;
+			for (size_t h = 0; h < other->process_group_count; h++)
+				ahead |= strcmp(other->process_groups[h].backend, mine->backend) ==
+						 0 &&
+					 other->process_groups[h].sequence > mine->sequence;
+		}
+		if (!ahead)
+			continue;
+		if (chosen && chosen->sequence != mine->sequence)
+			return;
+		chosen = mine;
+	}
+	if (!chosen)
+		return;
+	finding->last_sequence = chosen->sequence;
+	finding->sequence = chosen->sequence + 1;
+}
+
 /* c10d and the rest: a process no thread of which is in the collective the others are in. */
 static int judge_blocked_threads(const struct job_snapshot *snapshot, struct finding_list *list)
 {
@@ -230,6 +269,7 @@ static int judge_blocked_threads(const struct job_snapshot *snapshot, struct fin
 			return -ENOMEM;
 		snprintf(finding->collective, sizeof(finding->collective), "%s", collective);
 		snprintf(finding->waiting, sizeof(finding->waiting), "%s", waiting);
+		finding_fill_group_sequence(snapshot, finding, &snapshot->processes[p]);
 	}
 	return 0;
 }
@@ -256,7 +296,10 @@ static void summary_write(const struct job_snapshot *snapshot, struct snapshot_d
 		return;
 	}
 	finding = &diagnosis->findings[0];
-	if (finding->sequence >= 0)
+	if (finding->sequence >= 0 && finding->last_sequence >= 0)
+		snprintf(sequence, sizeof(sequence), " seq %" PRId64 " (its last: %" PRId64 ")",
+			 finding->sequence, finding->last_sequence);
+	else if (finding->sequence >= 0)
 		snprintf(sequence, sizeof(sequence), " seq %" PRId64, finding->sequence);
 	else
 		snprintf(sequence, sizeof(sequence),
@@ -399,6 +442,9 @@ static void state_of_process(const struct snapshot_process *process,
 			state->comm_hash = process->communicators[i].comm_hash;
 			state->seq = (int64_t)process->communicators[i].op_count;
 		}
+	/* Without a communicator, its c10d group's number where it has one group. */
+	if (!widest && process->process_group_count == 1)
+		state->seq = process->process_groups[0].sequence;
 }
 
 static int emit_process(const struct job_snapshot *snapshot, const struct snapshot_process *process,

@@ -193,7 +193,11 @@ def fault_before_backward(fault, call_log, rank):
 
     def hook(step):
         if kind == "stop" and rank == fault_rank and step == fault_step:
-            log_fault(step, next_call="c10d::allreduce")
+            # The number of collectives this rank issued on its process group: the others
+            # wait in the next one.
+            group = dist.distributed_c10d._get_default_group()
+            log_fault(step, next_call="c10d::allreduce",
+                      c10d_sequence=group._get_sequence_number_for_group())
             while True:
                 time.sleep(3600)
         if kind == "slow" and rank == fault_rank and step >= fault_step:

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/* c10d process groups' sequence numbers read from a running process; see the header. */
+#include "record/process_group_sequence.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/growable_array.h"
+#include "base/remote_memory.h"
+#include "probe/elf_symbol_lookup.h"
+
+#define CODE_BYTES 48
+/* A sequence number torch counts up from 0 (2.x) or from a 31-bit random start (1.13). */
+#define SEQUENCE_MAX (1ll << 40)
+
+/* The process group classes and what their backend is called. */
+static const struct {
+	const char *type_name; /* as RTTI spells it */
+	const char *class_name;
+	const char *backend;
+} group_classes[] = {
+	{ "N4c10d16ProcessGroupGlooE", "ProcessGroupGloo", "gloo" },
+	{ "N4c10d16ProcessGroupNCCLE", "ProcessGroupNCCL", "nccl" },
+};
+
+struct process_group_layout_entry {
+	char *host_path;
+	size_t class_index;
+	int err; /* 0: layout holds */
+	struct c10d_sequence_layout layout;
+	char note[256];
+};
+
+static int32_t little_endian_32(const uint8_t *bytes)
+{
+	return (int32_t)((uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16 |
+			 (uint32_t)bytes[3] << 24);
+}
+
+/* `mov disp(%rdi),%rax; ret`: the member's offset, or -1. */
+static int64_t plain_load(const uint8_t *code, size_t size)
+{
+	if (size >= 8 && code[0] == 0x48 && code[1] == 0x8b && code[2] == 0x87 && code[7] == 0xc3)
+		return little_endian_32(code + 3);
+	if (size >= 5 && code[0] == 0x48 && code[1] == 0x8b && code[2] == 0x47 && code[4] == 0xc3)
+		return code[3];
+	return -1;
+}
+
+int c10d_sequence_layout_decode(const uint8_t *code, size_t size,
+				struct c10d_sequence_layout *layout)
+{
+	static const uint8_t endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	int64_t offset;
+	size_t at;
+
+	memset(layout, 0, sizeof(*layout));
+	if (size >= sizeof(endbr64) && memcmp(code, endbr64, sizeof(endbr64)) == 0) {
+		code += sizeof(endbr64);
+		size -= sizeof(endbr64);
+	}
+	offset = plain_load(code, size);
+	if (offset > 0) {
+		layout->value_offset = (uint32_t)offset;
+		return 0;
+	}
+	/*
+	 * torch 1.13: `cmpb $0,flag(%rdi); jne L; xor %eax,%eax; ret; ...
+	 * L: add $member,%rdi; jmp SequenceNum::get`, and SequenceNum::get
+	 * returns its c10::optional<uint64_t>: a set flag at +0, the value at +8.
+	 */
+	if (size < 6 || code[0] != 0x80 || code[1] != 0x7f || code[3] != 0 || code[4] != 0x75)
+		return -ENOENT;
+	at = 6 + code[5];
+	if (code[5] >= 0x80 || at + 5 > size || code[at] != 0x48 || code[at + 1] != 0x83 ||
+	    code[at + 2] != 0xc7 || code[at + 4] != 0xe9 || code[at + 3] >= 0x80 || code[2] == 0)
+		return -ENOENT;
+	layout->set_flag_offsets[0] = code[2];
+	layout->set_flag_offsets[1] = code[at + 3];
+	layout->value_offset = code[at + 3] + 8u;
+	return 0;
+}
+
+static bool heap_pointer(uint64_t word, const struct mapped_file_list *maps)
+{
+	return word >= 0x10000 && word < 0x800000000000ull && !(word & 7) &&
+	       !mapped_file_list_find_address(maps, word, NULL);
+}
+
+int remote_object_type_name(pid_t pid, uint64_t address, const struct mapped_file_list *maps,
+			    char *name, size_t size, const struct mapped_file **vtable_file)
+{
+	uint64_t vtable, type_info, name_address;
+	const struct mapped_file *file;
+
+	if (size == 0 || !heap_pointer(address, maps) ||
+	    remote_memory_read_u64(pid, address, &vtable) != 0 ||
+	    !(file = mapped_file_list_find_address(maps, vtable, NULL)) ||
+	    remote_memory_read_u64(pid, vtable - 8, &type_info) != 0 ||
+	    !mapped_file_list_find_address(maps, type_info, NULL) ||
+	    remote_memory_read_u64(pid, type_info + 8, &name_address) != 0 ||
+	    !mapped_file_list_find_address(maps, name_address, NULL) ||
+	    remote_memory_read(pid, name_address, name, size, NULL, 0) != 0)
+		return -ENOENT;
+	name[size - 1] = '\0';
+	if (vtable_file)
+		*vtable_file = file;
+	return 0;
+}
+
+static void layout_find(struct process_group_layout_entry *entry)
+{
+	struct elf_symbol_location location;
+	uint8_t code[CODE_BYTES];
+	char symbol[128], error[160];
+	ssize_t got = -1;
+	int descriptor;
+
+	snprintf(symbol, sizeof(symbol), "_ZN4c10d%zu%s25getSequenceNumberForGroupEv",
+		 strlen(group_classes[entry->class_index].class_name),
+		 group_classes[entry->class_index].class_name);
+	entry->err = elf_symbol_find(entry->host_path, symbol, &location, error, sizeof(error));
+	if (entry->err) {
+		snprintf(entry->note, sizeof(entry->note),
+			 "c10d::%s::getSequenceNumberForGroup is not found in %.120s",
+			 group_classes[entry->class_index].class_name, entry->host_path);
+		return;
+	}
+	descriptor = open(entry->host_path, O_RDONLY | O_CLOEXEC);
+	if (descriptor >= 0) {
+		got = pread(descriptor, code, sizeof(code), (off_t)location.file_offset);
+		close(descriptor);
+	}
+	entry->err =
+		got > 0 ? c10d_sequence_layout_decode(code, (size_t)got, &entry->layout) : -EIO;
+	if (entry->err)
+		snprintf(entry->note, sizeof(entry->note),
+			 "the code of c10d::%s::getSequenceNumberForGroup in %.120s is not a form "
+			 "known here: its sequence numbers are not read",
+			 group_classes[entry->class_index].class_name, entry->host_path);
+}
+
+static const struct process_group_layout_entry *
+layout_for(struct process_group_layouts *layouts, const char *host_path, size_t class_index)
+{
+	struct process_group_layout_entry *entry;
+
+	for (size_t i = 0; i < layouts->count; i++)
+		if (layouts->entries[i].class_index == class_index &&
+		    strcmp(layouts->entries[i].host_path, host_path) == 0)
+			return &layouts->entries[i];
+	if (growable_array_room_for_one((void **)&layouts->entries, layouts->count,
+					&layouts->capacity, sizeof(*layouts->entries)))
+		return NULL;
+	entry = &layouts->entries[layouts->count];
+	memset(entry, 0, sizeof(*entry));
+	entry->host_path = strdup(host_path);
+	if (!entry->host_path)
+		return NULL;
+	entry->class_index = class_index;
+	layouts->count++;
+	layout_find(entry);
+	return entry;
+}
+
+void process_group_layouts_free(struct process_group_layouts *layouts)
+{
+	for (size_t i = 0; i < layouts->count; i++)
+		free(layouts->entries[i].host_path);
+	free(layouts->entries);
+	memset(layouts, 0, sizeof(*layouts));
+}
+
+/* The group's number, or -1 with the reason in note. */
+static int64_t sequence_read(pid_t pid, uint64_t pointer,
+			     const struct process_group_layout_entry *entry, char *note,
+			     size_t note_size)
+{
+	const struct c10d_sequence_layout *layout = &entry->layout;
+	uint64_t value;
+	uint8_t flag;
+
+	if (entry->err) {
+		if (!note[0])
+			snprintf(note, note_size, "%s", entry->note);
+		return -1;
+	}
+	for (size_t i = 0; i < 2 && layout->set_flag_offsets[i]; i++) {
+		if (remote_memory_read(pid, pointer + layout->set_flag_offsets[i], &flag, 1, NULL,
+				       0) != 0 ||
+		    flag > 1)
+			return -1;
+		if (flag == 0) {
+			if (!note[0])
+				snprintf(note, note_size,
+					 "a c10d::%s of pid %d has no sequence number set",
+					 group_classes[entry->class_index].class_name, (int)pid);
+			return -1;
+		}
+	}
+	if (remote_memory_read_u64(pid, pointer + layout->value_offset, &value) != 0 ||
+	    value >= (uint64_t)SEQUENCE_MAX) {
+		if (!note[0])
+			snprintf(note, note_size,
+				 "the sequence number of a c10d::%s of pid %d does not read as one",
+				 group_classes[entry->class_index].class_name, (int)pid);
+		return -1;
+	}
+	return (int64_t)value;
+}
+
+static bool already_found(const struct process_group_reading *groups, size_t count,
+			  uint64_t pointer)
+{
+	for (size_t i = 0; i < count; i++)
+		if (groups[i].pointer == pointer)
+			return true;
+	return false;
+}
+
+int process_groups_from_words(pid_t pid, const uint64_t *words, size_t count,
+			      const struct mapped_file_list *maps,
+			      struct process_group_layouts *layouts,
+			      struct process_group_reading **groups, size_t *group_count,
+			      size_t *capacity, char *note, size_t note_size)
+{
+	for (size_t i = 0; i < count; i++) {
+		const struct process_group_layout_entry *entry;
+		const struct mapped_file *file;
+		struct process_group_reading *group;
+		char name[64];
+		size_t c;
+
+		if (!heap_pointer(words[i], maps) ||
+		    already_found(*groups, *group_count, words[i]) ||
+		    remote_object_type_name(pid, words[i], maps, name, sizeof(name), &file) != 0)
+			continue;
+		for (c = 0; c < sizeof(group_classes) / sizeof(group_classes[0]); c++)
+			if (strcmp(name, group_classes[c].type_name) == 0)
+				break;
+		if (c == sizeof(group_classes) / sizeof(group_classes[0]))
+			continue;
+		entry = layout_for(layouts, file->host_path, c);
+		if (!entry || growable_array_room_for_one((void **)groups, *group_count, capacity,
+							  sizeof(**groups)))
+			return -ENOMEM;
+		group = &(*groups)[(*group_count)++];
+		group->pointer = words[i];
+		snprintf(group->backend, sizeof(group->backend), "%s", group_classes[c].backend);
+		group->sequence = sequence_read(pid, words[i], entry, note, note_size);
+	}
+	return 0;
+}
