@@ -4,7 +4,7 @@
 # rank 0 waits in the step's all-reduce. `snapshot --json` and `attach` read
 # the state within seconds and name rank 1 and c10d::allreduce, with every
 # rank's Python stack, held against the workload's own log (the fault record:
-# rank, step, the call it never makes, its process group's sequence number)
+# rank, step, the calls it never makes, its process group's sequence number)
 # and its source (where the sleep is).
 # The attach's trace holds that state: `check` of it names the same hang,
 # and attach's live findings (--events) are the same as check's.
@@ -64,6 +64,11 @@ assert by_rank[1]["process_groups"][0]["seq"] == last, (by_rank[1]["process_grou
 assert all(g["seq"] > last for g in by_rank[0]["process_groups"]) and \
     by_rank[0]["process_groups"], (by_rank[0]["process_groups"], fault)
 said_sequence = "seq {} (its last: {})".format(last + 1, last)
+# The first call rank 1 did not make: the one the workload says comes after its hook,
+# which rank 0 made from the same function.
+missed = finding["missed"]
+assert missed and missed.startswith(fault["next_python_call"] + " (") and \
+    missed.endswith(" as rank 0 did"), (finding, fault)
 
 def main_stack(rank):
     process = by_rank[rank]
@@ -102,7 +107,8 @@ live = [json.loads(l) for l in open(os.path.join(directory, "live.jsonl")) if l.
 hangs = [f for f in offline if f["kind"] == "hang"]
 assert len(hangs) == 1 and hangs[0]["on_arrival"] and hangs[0]["rank"] == 1, offline
 assert hangs[0]["pid"] == fault["pid"] and hangs[0]["collective"] == fault["next_call"], hangs
-assert hangs[0]["seq"] == last + 1, hangs
+assert hangs[0]["seq"] == last + 1 and hangs[0]["missed"] == missed, hangs
+assert "the first call it did not make: " + missed in check, check
 assert {r["rank"]: r["seq"] for r in hangs[0]["ranks"]}[1] == last, hangs
 stacks = {r["rank"]: r["python_stack"] for r in hangs[0]["ranks"]}
 assert stacks[1].startswith(stuck[0]["function"]) and "backward" in stacks[0], stacks

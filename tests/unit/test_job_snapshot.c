@@ -357,6 +357,77 @@ UNIT_TEST(job_snapshot, names_the_c10d_sequence_number_the_others_wait_in)
 	free(events);
 }
 
+/*
+ * Rank 0 went from <module> into Tensor.backward, where it waits in the
+ * all-reduce; rank 1 is in a hook <module> called instead. Live and read
+ * back from a trace, the finding names Tensor.backward as the first call
+ * rank 1 did not make.
+ */
+UNIT_TEST(job_snapshot, names_the_first_call_the_lagging_rank_did_not_make)
+{
+	struct python_stack_frame waiting_frames[2] = {
+		{ "Tensor.backward", "/usr/lib/python3/dist-packages/torch/_tensor.py", 429 },
+		{ "<module>", "train.py", 1 },
+	};
+	struct python_thread_stack waiting = { .frames = waiting_frames, .frame_count = 2 };
+	struct trace_header header = { .anchor_monotonic_ns = 1, .anchor_realtime_ns = 2 };
+	const char *path = scratch_path("missed.trace");
+	const char *expected = "the first call it did not make: Tensor.backward (_tensor.py), "
+			       "called from <module> as rank 0 did";
+	struct judged judged = { .lagging_position = -1 };
+	char *live = NULL, *offline = NULL, error[512];
+	size_t live_size = 0, offline_size = 0;
+	FILE *live_out = open_memstream(&live, &live_size);
+	FILE *offline_out = open_memstream(&offline, &offline_size);
+	struct job_diagnosis *offline_diagnosis;
+	struct snapshot_diagnosis diagnosis;
+	struct trace_reader *reader;
+	struct trace_record record;
+	struct two_ranks job;
+
+	two_ranks_init(&job);
+	job.threads[0][0].python = &waiting;
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &diagnosis), 0);
+	CU_ASSERT_EQUAL_FATAL(diagnosis.count, 1);
+	CU_ASSERT_STRING_EQUAL(diagnosis.findings[0].missed,
+			       "Tensor.backward (_tensor.py), called from <module> as rank 0 did");
+	CU_ASSERT_PTR_NOT_NULL(strstr(diagnosis.summary, expected));
+	judged.diagnosis = job_diagnosis_new(NULL, live_out, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(judged.diagnosis);
+	(void)remove(path);
+	judged.writer = trace_writer_new(path, &header, error, sizeof(error));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(judged.writer);
+	CU_ASSERT_EQUAL(job_snapshot_emit_records(&job.snapshot, &diagnosis, judge_record, &judged),
+			0);
+	CU_ASSERT_EQUAL(trace_writer_close(judged.writer, error, sizeof(error)), 0);
+	finding_text(live_out, &live);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(live);
+	CU_ASSERT_PTR_NOT_NULL(strstr(live, expected));
+	offline_diagnosis = job_diagnosis_new(NULL, offline_out, NULL);
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reader);
+	while (trace_reader_next(reader, &record) > 0)
+		job_diagnosis_record(offline_diagnosis, &record, 0);
+	trace_reader_close(reader);
+	finding_text(offline_out, &offline);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(offline);
+	CU_ASSERT_STRING_EQUAL(offline, live);
+	snapshot_diagnosis_free(&diagnosis);
+
+	/* Stacks with no outer frame in common: no pattern, nothing named. */
+	snprintf(waiting_frames[1].filename, sizeof(waiting_frames[1].filename), "other.py");
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &diagnosis), 0);
+	CU_ASSERT_STRING_EQUAL(diagnosis.findings[0].missed, "");
+	CU_ASSERT_PTR_NULL(strstr(diagnosis.summary, "did not make"));
+	snapshot_diagnosis_free(&diagnosis);
+	job_diagnosis_free(offline_diagnosis);
+	job_diagnosis_free(judged.diagnosis);
+	fclose(live_out);
+	fclose(offline_out);
+	free(live);
+	free(offline);
+}
+
 UNIT_TEST(job_snapshot, a_job_where_no_rank_lags_is_judged_without_a_hang)
 {
 	struct two_ranks job;

@@ -90,6 +90,8 @@ struct snapshot_finding {
 	int nranks;	       /* the communicator's size, 0 unknown */
 	char waiting[128];     /* the ranks waiting: "0, 2, 3" */
 	char doing[512];       /* where the lagging rank is: its innermost Python frame */
+	/* The first call it did not make, from a waiting rank's Python stack; "" unknown. */
+	char missed[384];
 };
 
 struct snapshot_diagnosis {

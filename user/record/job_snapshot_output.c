@@ -119,6 +119,8 @@ static json_t *finding_json(const struct snapshot_finding *finding)
 			    finding->comm_hash ? comm_id_json(finding->comm_hash) : json_null());
 	if (finding->nranks)
 		json_object_set_new(object, "nranks", json_integer(finding->nranks));
+	json_object_set_new(object, "missed",
+			    finding->missed[0] ? json_string(finding->missed) : json_null());
 	return object;
 }
 

@@ -54,6 +54,19 @@ static const char *process_collective(const struct snapshot_process *process)
 	return "";
 }
 
+/* The Python stack a process's record carries: its main thread's, else the first one read. */
+static const struct python_thread_stack *process_main_stack(const struct snapshot_process *process)
+{
+	for (size_t i = 0; i < process->thread_count; i++)
+		if (process->threads[i].tid == process->pid && process->threads[i].python &&
+		    process->threads[i].python->frame_count)
+			return process->threads[i].python;
+	for (size_t i = 0; i < process->python.count; i++)
+		if (process->python.threads[i].frame_count)
+			return &process->python.threads[i];
+	return NULL;
+}
+
 static struct snapshot_finding *finding_add(struct finding_list *list,
 					    const struct snapshot_process *process)
 {
@@ -274,6 +287,56 @@ static int judge_blocked_threads(const struct job_snapshot *snapshot, struct fin
 	return 0;
 }
 
+static bool same_frame(const struct python_stack_frame *a, const struct python_stack_frame *b)
+{
+	return a->first_line == b->first_line &&
+	       strcmp(a->qualified_name, b->qualified_name) == 0 &&
+	       strcmp(a->filename, b->filename) == 0;
+}
+
+/*
+ * The first call the lagging rank did not make, from the pattern a waiting
+ * rank followed: their main threads' Python stacks agree from the outermost
+ * frame down to some function, and the call the waiting rank made from
+ * there (its next frame) is one the lagging rank did not make, its stack
+ * going elsewhere or ending there. Left "" when no waiting rank shares an
+ * outer frame with it or goes deeper.
+ */
+static void finding_fill_missed(const struct job_snapshot *snapshot,
+				struct snapshot_finding *finding)
+{
+	const struct snapshot_process *lagging = NULL;
+	const struct python_thread_stack *mine;
+
+	for (size_t p = 0; p < snapshot->count; p++)
+		if (snapshot->processes[p].pid == finding->pid)
+			lagging = &snapshot->processes[p];
+	mine = lagging ? process_main_stack(lagging) : NULL;
+	for (size_t p = 0; mine && p < snapshot->count; p++) {
+		const struct snapshot_process *other = &snapshot->processes[p];
+		const struct python_thread_stack *theirs = process_main_stack(other);
+		const struct python_stack_frame *next, *caller;
+		const char *file;
+		size_t shared = 0;
+
+		if (other == lagging || !theirs || !process_collective(other)[0])
+			continue;
+		while (shared < mine->frame_count && shared < theirs->frame_count &&
+		       same_frame(&mine->frames[mine->frame_count - 1 - shared],
+				  &theirs->frames[theirs->frame_count - 1 - shared]))
+			shared++;
+		if (shared == 0 || shared == theirs->frame_count)
+			continue;
+		next = &theirs->frames[theirs->frame_count - 1 - shared];
+		caller = &theirs->frames[theirs->frame_count - shared];
+		file = strrchr(next->filename, '/');
+		snprintf(finding->missed, sizeof(finding->missed),
+			 "%.120s (%.100s), called from %.120s as rank %d did", next->qualified_name,
+			 file ? file + 1 : next->filename, caller->qualified_name, other->rank);
+		return;
+	}
+}
+
 static void summary_write(const struct job_snapshot *snapshot, struct snapshot_diagnosis *diagnosis,
 			  bool any_communicator)
 {
@@ -309,6 +372,12 @@ static void summary_write(const struct job_snapshot *snapshot, struct snapshot_d
 		 finding->rank, (int)finding->pid,
 		 finding->collective[0] ? finding->collective : "the collective", sequence,
 		 finding->waiting, finding->doing[0] ? finding->doing : "not readable");
+	if (finding->missed[0]) {
+		size_t used = strlen(diagnosis->summary);
+
+		snprintf(diagnosis->summary + used, sizeof(diagnosis->summary) - used,
+			 "; the first call it did not make: %s", finding->missed);
+	}
 }
 
 static bool any_communicator_read(const struct job_snapshot *snapshot)
@@ -390,6 +459,8 @@ int job_snapshot_diagnose(const struct job_snapshot *snapshot, struct snapshot_d
 		snapshot_diagnosis_free(diagnosis);
 		return err;
 	}
+	for (size_t i = 0; i < diagnosis->count; i++)
+		finding_fill_missed(snapshot, &diagnosis->findings[i]);
 	summary_write(snapshot, diagnosis, any_communicator);
 	return 0;
 }
@@ -398,19 +469,6 @@ void snapshot_diagnosis_free(struct snapshot_diagnosis *diagnosis)
 {
 	free(diagnosis->findings);
 	memset(diagnosis, 0, sizeof(*diagnosis));
-}
-
-/* The Python stack a process's record carries: its main thread's, else the first one read. */
-static const struct python_thread_stack *process_main_stack(const struct snapshot_process *process)
-{
-	for (size_t i = 0; i < process->thread_count; i++)
-		if (process->threads[i].tid == process->pid && process->threads[i].python &&
-		    process->threads[i].python->frame_count)
-			return process->threads[i].python;
-	for (size_t i = 0; i < process->python.count; i++)
-		if (process->python.threads[i].frame_count)
-			return &process->python.threads[i];
-	return NULL;
 }
 
 /* The first finding naming 'pid', NULL when none does. */
@@ -473,6 +531,7 @@ static int emit_process(const struct job_snapshot *snapshot, const struct snapsh
 		state->comm_hash = finding->comm_hash;
 		state->nranks = finding->nranks;
 		state->waiting = finding->waiting;
+		state->missed = finding->missed;
 	}
 	for (size_t i = 0; stack && i < stack->frame_count && i < TRACE_PY_STACK_MAX; i++)
 		state->py_stack.frames[state->py_stack.depth++] = stack->frames[i].qualified_name;

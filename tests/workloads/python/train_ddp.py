@@ -196,7 +196,7 @@ def fault_before_backward(fault, call_log, rank):
             # The number of collectives this rank issued on its process group: the others
             # wait in the next one.
             group = dist.distributed_c10d._get_default_group()
-            log_fault(step, next_call="c10d::allreduce",
+            log_fault(step, next_call="c10d::allreduce", next_python_call="Tensor.backward",
                       c10d_sequence=group._get_sequence_number_for_group())
             while True:
                 time.sleep(3600)
