@@ -70,6 +70,16 @@ missed = finding["missed"]
 assert missed and missed.startswith(fault["next_python_call"] + " (") and \
     missed.endswith(" as rank 0 did"), (finding, fault)
 
+# Every field the man page and --help document is there, in one reading.
+assert {"kind", "time_ns", "read_seconds", "judged", "summary", "findings",
+        "processes"} <= set(snapshot), snapshot.keys()
+assert {"rank", "pid", "collective", "seq", "last_seq", "comm_id", "waiting_ranks", "doing",
+        "missed"} <= set(finding), finding.keys()
+for process in snapshot["processes"]:
+    assert {"pid", "rank", "command", "communicators", "process_groups",
+            "threads"} <= set(process), process.keys()
+    assert all({"tid", "name", "native"} <= set(t) for t in process["threads"]), process
+
 def main_stack(rank):
     process = by_rank[rank]
     thread = next(t for t in process["threads"] if t["tid"] == process["pid"])
