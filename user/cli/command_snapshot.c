@@ -14,19 +14,20 @@
 static const char snapshot_help[] =
 	"Usage: tcheck-bpf snapshot --pid PID [--pid PID...] [--json] [-o FILE]\n"
 	"\n"
-	"Reads the state of the running processes of one job once, from outside and\n"
-	"without waiting for a call, and says which rank the others wait for. For each\n"
-	"process: every thread's Python stack (read from the interpreter's state), the\n"
-	"NCCL, c10d or gloo function each thread is blocked in (its stack words matched\n"
-	"against those functions), each NCCL communicator's operation count and each\n"
-	"c10d process group's sequence number (torch's own, read from memory). A rank\n"
-	"whose count is behind the others', or no thread of which is inside the\n"
-	"collective the others wait in, is named with that collective, its sequence\n"
-	"number and, where the others' Python stacks show the pattern, the first call\n"
-	"it did not make. What cannot be read is said with the reason (a \"..._note\"\n"
-	"field). The processes are neither stopped, signalled nor written to: the dump\n"
-	"cannot hang on the GIL as an in-process one can. Needs root (or\n"
-	"CAP_SYS_PTRACE) to read another process's memory.\n"
+	"Reads the state of the running processes of one job, from outside and without\n"
+	"waiting for a call, and says which rank the others wait for (a rank named as\n"
+	"lagging is read again 0.3 s later, and stays named only if it is still behind\n"
+	"and did no work of its own in between). For each process: every thread's Python\n"
+	"stack (read from the interpreter's state), the NCCL, c10d or gloo function each\n"
+	"thread is blocked in (its stack words matched against those functions), each\n"
+	"NCCL communicator's operation count and each c10d process group's sequence\n"
+	"number (torch's own, read from memory). A rank whose count is behind the\n"
+	"others', or no thread of which is inside the collective the others wait in, is\n"
+	"named with that collective, its sequence number and, where the others' Python\n"
+	"stacks show the pattern, the first call it did not make. What cannot be read is\n"
+	"said with the reason (a \"..._note\" field). The processes are neither stopped,\n"
+	"signalled nor written to: the dump cannot hang on the GIL as an in-process one\n"
+	"can. Needs root (or CAP_SYS_PTRACE) to read another process's memory.\n"
 	"\n"
 	"Options:\n"
 	"  -p, --pid PID     a process of the job (repeat for every rank)\n"
@@ -144,6 +145,9 @@ int command_snapshot(int argc, char **argv)
 		job_snapshot_free(&snapshot);
 		return 2;
 	}
+	/* One reading is one instant: a rank named as lagging is read again to confirm it. */
+	if (diagnosis.count && job_snapshot_confirm(pids, pid_count, &snapshot, &diagnosis) != 0)
+		return 2;
 	err = write_output(output, &snapshot, &diagnosis, json);
 	if (!err && diagnosis.count)
 		err = 1;

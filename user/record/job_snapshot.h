@@ -125,6 +125,16 @@ void snapshot_diagnosis_confirm(const struct job_snapshot *snapshot,
 				const struct snapshot_diagnosis *earlier, snapshot_busy_fn busy,
 				void *context);
 
+/*
+ * A rank named as lagging is read again JOB_SNAPSHOT_CONFIRM_MS later: the
+ * snapshot and diagnosis are replaced by the second reading's, whose
+ * findings stand only where snapshot_diagnosis_confirm keeps them (the rank
+ * still behind, and no CPU or storage I/O of its own in between). -1, with
+ * a warning and both freed, when the second reading fails.
+ */
+int job_snapshot_confirm(const pid_t *pids, size_t count, struct job_snapshot *snapshot,
+			 struct snapshot_diagnosis *diagnosis);
+
 /* The snapshot and its diagnosis as one JSON object, then a newline. */
 int job_snapshot_write_json(const struct job_snapshot *snapshot,
 			    const struct snapshot_diagnosis *diagnosis, FILE *out);

@@ -277,12 +277,8 @@ static bool lagging_rank_was_busy(void *context, pid_t pid, char *why, size_t wh
 	return false;
 }
 
-/*
- * A rank named as lagging is read again a moment later: a finding stands
- * only if the second reading makes it too and the rank did no work between.
- */
-static int confirm(const pid_t *pids, size_t count, struct job_snapshot *snapshot,
-		   struct snapshot_diagnosis *diagnosis)
+int job_snapshot_confirm(const pid_t *pids, size_t count, struct job_snapshot *snapshot,
+			 struct snapshot_diagnosis *diagnosis)
 {
 	struct timespec pause = { JOB_SNAPSHOT_CONFIRM_MS / 1000,
 				  (JOB_SNAPSHOT_CONFIRM_MS % 1000) * 1000000L };
@@ -322,7 +318,7 @@ void job_snapshot_log_arrival(const pid_t *pids, size_t count, bool descendants,
 	}
 	err = read_and_judge(all, total, &snapshot, &diagnosis);
 	if (!err && diagnosis.count)
-		err = confirm(all, total, &snapshot, &diagnosis);
+		err = job_snapshot_confirm(all, total, &snapshot, &diagnosis);
 	free(all);
 	if (err)
 		return;
