@@ -208,6 +208,23 @@ static char *finding_text(FILE *stream, char **buffer)
 	return *buffer;
 }
 
+/* The trace at 'path' replayed into a new diagnosis that writes its findings to 'out'. */
+static struct job_diagnosis *read_back(const char *path, FILE *out)
+{
+	struct job_diagnosis *diagnosis = job_diagnosis_new(NULL, out, NULL);
+	struct trace_record record;
+	struct trace_reader *reader;
+	char error[512];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(diagnosis);
+	reader = trace_reader_open(path, error, sizeof(error));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reader);
+	while (trace_reader_next(reader, &record) > 0)
+		job_diagnosis_record(diagnosis, &record, 0);
+	trace_reader_close(reader);
+	return diagnosis;
+}
+
 UNIT_TEST(job_snapshot, live_and_offline_name_the_same_lagging_rank_with_every_stack)
 {
 	struct two_ranks job;
@@ -220,8 +237,6 @@ UNIT_TEST(job_snapshot, live_and_offline_name_the_same_lagging_rank_with_every_s
 	FILE *offline_out = open_memstream(&offline, &offline_size);
 	FILE *events_out = open_memstream(&events, &events_size);
 	struct judged judged = { .lagging_position = -1 };
-	struct trace_reader *reader;
-	struct trace_record record;
 	json_t *finding, *ranks;
 	json_error_t json_error;
 	struct job_diagnosis *offline_diagnosis;
@@ -269,12 +284,7 @@ UNIT_TEST(job_snapshot, live_and_offline_name_the_same_lagging_rank_with_every_s
 	json_decref(finding);
 
 	/* Offline: the trace read back makes the same finding. */
-	offline_diagnosis = job_diagnosis_new(NULL, offline_out, NULL);
-	reader = trace_reader_open(path, error, sizeof(error));
-	CU_ASSERT_PTR_NOT_NULL_FATAL(reader);
-	while (trace_reader_next(reader, &record) > 0)
-		job_diagnosis_record(offline_diagnosis, &record, 0);
-	trace_reader_close(reader);
+	offline_diagnosis = read_back(path, offline_out);
 	CU_ASSERT_EQUAL(job_diagnosis_hang_count(offline_diagnosis), 1);
 	finding_text(offline_out, &offline);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(offline);
@@ -387,8 +397,6 @@ UNIT_TEST(job_snapshot, names_the_first_call_the_lagging_rank_did_not_make)
 	FILE *offline_out = open_memstream(&offline, &offline_size);
 	struct job_diagnosis *offline_diagnosis;
 	struct snapshot_diagnosis diagnosis;
-	struct trace_reader *reader;
-	struct trace_record record;
 	struct two_ranks job;
 
 	two_ranks_init(&job);
@@ -409,12 +417,7 @@ UNIT_TEST(job_snapshot, names_the_first_call_the_lagging_rank_did_not_make)
 	finding_text(live_out, &live);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(live);
 	CU_ASSERT_TRUE(text_contains(live, expected));
-	offline_diagnosis = job_diagnosis_new(NULL, offline_out, NULL);
-	reader = trace_reader_open(path, error, sizeof(error));
-	CU_ASSERT_PTR_NOT_NULL_FATAL(reader);
-	while (trace_reader_next(reader, &record) > 0)
-		job_diagnosis_record(offline_diagnosis, &record, 0);
-	trace_reader_close(reader);
+	offline_diagnosis = read_back(path, offline_out);
 	finding_text(offline_out, &offline);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(offline);
 	CU_ASSERT_TRUE(offline && live && strcmp(offline, live) == 0);
