@@ -11,10 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv_hash.h"
+
 struct metrics_series {
 	char **label_values;
-	double value;	  /* a histogram's: the sum of its observations */
-	uint64_t *counts; /* a histogram's observations per bucket, +Inf last; else NULL */
+	uint64_t labels_hash; /* of label_values (labels_hash): most look-ups compare only this */
+	double value;	      /* a histogram's: the sum of its observations */
+	uint64_t *counts;     /* a histogram's observations per bucket, +Inf last; else NULL */
 };
 
 struct metrics_family {
@@ -247,13 +250,35 @@ struct metrics_family *metrics_declare_histogram(struct metrics_registry *regist
 		       bucket_bounds, bucket_count);
 }
 
-static struct metrics_series *find_series(struct metrics_family *family, const char *const values[])
+/* The hash of a series' label values, each with its NUL (NULL reads as ""). */
+static uint64_t labels_hash(const struct metrics_family *family, const char *const values[])
+{
+	uint64_t hash = FNV1A_OFFSET_BASIS;
+
+	for (size_t label = 0; label < family->label_count; label++) {
+		const char *value = values[label] ? values[label] : "";
+
+		hash = fnv1a_add_bytes(hash, value, strlen(value) + 1);
+	}
+	return hash;
+}
+
+/*
+ * The series with these label values, or NULL; 'hash' is their labels_hash.
+ * A family holds tens to a few hundred series and every NCCL call updates
+ * several: the hashes are compared first, the strings only on a match.
+ */
+static struct metrics_series *find_series(struct metrics_family *family, const char *const values[],
+					  uint64_t hash)
 {
 	for (size_t i = 0; i < family->series_count; i++) {
 		size_t label = 0;
 
+		if (family->series[i].labels_hash != hash)
+			continue;
 		while (label < family->label_count &&
-		       strcmp(family->series[i].label_values[label], values[label]) == 0)
+		       strcmp(family->series[i].label_values[label],
+			      values[label] ? values[label] : "") == 0)
 			label++;
 		if (label == family->label_count)
 			return &family->series[i];
@@ -264,7 +289,8 @@ static struct metrics_series *find_series(struct metrics_family *family, const c
 static struct metrics_series *find_or_add_series(struct metrics_family *family,
 						 const char *const values[])
 {
-	struct metrics_series *series = find_series(family, values);
+	uint64_t hash = labels_hash(family, values);
+	struct metrics_series *series = find_series(family, values, hash);
 
 	if (series)
 		return series;
@@ -279,6 +305,7 @@ static struct metrics_series *find_or_add_series(struct metrics_family *family,
 		family->series_capacity = capacity;
 	}
 	series = &family->series[family->series_count];
+	series->labels_hash = hash;
 	series->value = 0;
 	series->counts = NULL;
 	series->label_values = calloc(family->label_count ? family->label_count : 1,
@@ -372,7 +399,7 @@ double metrics_get(struct metrics_family *family, const char *const label_values
 	double value;
 
 	pthread_mutex_lock(&family->registry->lock);
-	series = find_series(family, label_values);
+	series = find_series(family, label_values, labels_hash(family, label_values));
 	value = !series				    ? 0
 		: family->type == METRICS_HISTOGRAM ? (double)observations(family, series)
 						    : series->value;
@@ -408,7 +435,7 @@ size_t metrics_unset(struct metrics_family *family, const char *const label_valu
 	size_t removed = 0;
 
 	pthread_mutex_lock(&family->registry->lock);
-	series = find_series(family, label_values);
+	series = find_series(family, label_values, labels_hash(family, label_values));
 	if (series) {
 		size_t last = family->series_count - 1;
 
