@@ -60,6 +60,13 @@ static bool selected(const struct process_finder_options *options, pid_t pid)
 
 	if ((!options->command_contains || !*options->command_contains) && options->last_rank < 0)
 		return true;
+	if (options->last_rank < 0) { /* the command line alone decides */
+		char *command = process_command_line(pid);
+
+		wanted = command && strstr(command, options->command_contains);
+		free(command);
+		return wanted;
+	}
 	if (process_info_read(pid, &info, error, sizeof(error)))
 		return false;
 	wanted = (!options->command_contains || !*options->command_contains ||

@@ -510,7 +510,7 @@ static pid_t read_parent_pid(pid_t pid)
 	return parent;
 }
 
-static char *read_command(pid_t pid)
+char *process_command_line(pid_t pid)
 {
 	size_t length;
 	char *text, *command;
@@ -573,7 +573,7 @@ int process_info_read(pid_t pid, struct process_info *info, char *error, size_t 
 	if (err)
 		return err;
 	info->parent_pid = read_parent_pid(pid);
-	info->command = read_command(pid);
+	info->command = process_command_line(pid);
 	info->executable = read_executable(pid);
 	if (!info->command || !info->executable) {
 		process_info_free(info);

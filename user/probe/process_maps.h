@@ -98,6 +98,12 @@ struct process_info {
 int process_info_read(pid_t pid, struct process_info *info, char *error, size_t error_size);
 void process_info_free(struct process_info *info);
 
+/*
+ * process_info's command alone (one read where process_info_read makes
+ * five): malloc'ed, "" for a process gone, NULL when out of memory.
+ */
+char *process_command_line(pid_t pid);
+
 /* 0 when the process exists and its /proc entries can be read. */
 int process_check(pid_t pid, char *error, size_t error_size);
 
