@@ -292,6 +292,8 @@ demo: all
 
 bench: all
 	tools/bench/run-bench.sh
+	tools/bench/agent-cost.sh > $(OUTPUT)/agent-cost.md
+	python3 tools/bench/replace-section.py BENCHMARKS.md agent-cost $(OUTPUT)/agent-cost.md
 	tools/bench/python-overhead.sh > $(OUTPUT)/python-overhead.md
 	python3 tools/bench/replace-section.py BENCHMARKS.md python-overhead $(OUTPUT)/python-overhead.md
 	tools/bench/python-entry-cost.sh > $(OUTPUT)/python-entry-cost.md

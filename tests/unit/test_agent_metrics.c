@@ -4,7 +4,8 @@
  * (the process's rank from its record, the rule's position, the library's
  * name without its version) and their values, read back from the exposition;
  * the in-flight series, set while a rank is inside a call and removed once
- * it returned; the probe hits by kind and the highest step reached.
+ * it returned; the probe hits by kind and the highest step reached; the
+ * per-communicator series bounded per process.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,6 +249,55 @@ UNIT_TEST(agent_metrics, c10d_calls_count_their_bytes)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_nccl_bytes_total{pid=\"999997\",rank=\"0\","
 					    "pod=\"\",namespace=\"\",container=\"\","
 					    "function=\"c10d::allreduce\"} 4020\n"));
+	free(text);
+	agent_metrics_free(metrics);
+	metrics_registry_free(registry);
+}
+
+/* Occurrences of 'needle' in 'text'. */
+static int occurrences(const char *text, const char *needle)
+{
+	int count = 0;
+
+	for (const char *at = strstr(text, needle); at; at = strstr(at + 1, needle))
+		count++;
+	return count;
+}
+
+/*
+ * A process that creates communicators without end (one a step, say) gets
+ * per-communicator series for its first AGENT_METRICS_MAX_COMMS only; each
+ * of its calls is still counted by function.
+ */
+UNIT_TEST(agent_metrics, communicators_with_series_are_bounded_per_process)
+{
+	struct metrics_registry *registry = metrics_registry_new();
+	struct agent_metrics *metrics;
+	struct trace_record call;
+	int comms = AGENT_METRICS_MAX_COMMS + 8;
+	char *text;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
+	metrics = agent_metrics_new(registry, "/nonexistent", 300);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(metrics);
+	rank_process(metrics, 999996, 0);
+	for (int c = 0; c < comms; c++) {
+		call = all_reduce_record(999996, 0, 2, 0x1000 + (uint64_t)c, 1, 64);
+		agent_metrics_observe(metrics, &call);
+		agent_metrics_step(metrics, 999996, 0x1000 + (uint64_t)c, 0.1, 0);
+	}
+	text = metrics_render(registry, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_EQUAL(occurrences(text, "\ntcheck_collective_sequence{pid=\"999996\""),
+			AGENT_METRICS_MAX_COMMS);
+	CU_ASSERT_EQUAL(occurrences(text, "\ntcheck_step_duration_seconds_count{pid=\"999996\""),
+			AGENT_METRICS_MAX_COMMS);
+	/* The first communicators keep theirs; the last has none. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "comm=\"0x0000000000001000\""));
+	CU_ASSERT_PTR_NULL(strstr(text, "comm=\"0x0000000000001027\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_nccl_calls_total{pid=\"999996\",rank=\"0\","
+					    "pod=\"\",namespace=\"\",container=\"\","
+					    "function=\"ncclAllReduce\"} 40\n"));
 	free(text);
 	agent_metrics_free(metrics);
 	metrics_registry_free(registry);

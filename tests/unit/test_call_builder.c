@@ -610,6 +610,23 @@ UNIT_TEST(nccl_api, stack_is_read_only_where_an_argument_there_is_more_than_the_
 	CU_ASSERT_FALSE(nccl_param_on_stack(nccl_function_by_name("ncclAllReduce"), 5));
 }
 
+/* Every parameter's slot at once, as the System V calling convention places them. */
+UNIT_TEST(nccl_api, parameter_slots_in_one_pass)
+{
+	static const int reduce[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, init_rank[] = { 0, 1, -1, 2 };
+	int slots[NCCL_MAX_PARAMS];
+
+	/* ncclReduce's comm and stream are the first two stack words. */
+	CU_ASSERT_EQUAL(nccl_param_slots(nccl_function_by_name("ncclReduce"), slots), 1);
+	CU_ASSERT_EQUAL(memcmp(slots, reduce, sizeof(reduce)), 0);
+	/* ncclCommInitRank's id is passed in memory; rank takes the third register. */
+	CU_ASSERT_EQUAL(nccl_param_slots(nccl_function_by_name("ncclCommInitRank"), slots), 0);
+	CU_ASSERT_EQUAL(memcmp(slots, init_rank, sizeof(init_rank)), 0);
+	CU_ASSERT_EQUAL(nccl_param_slots(nccl_function_by_name("ncclSend"), slots), 0);
+	CU_ASSERT_EQUAL(nccl_param_slots(nccl_function_by_name("ncclAllReduce"), slots), 1);
+	CU_ASSERT_EQUAL(slots[6], 6);
+}
+
 UNIT_TEST(nccl_api, enum_names_match_nccl_h)
 {
 	CU_ASSERT_STRING_EQUAL(nccl_datatype_name(7), "ncclFloat32");

@@ -73,6 +73,51 @@ UNIT_TEST(metrics, exposition_matches_the_text_format)
 	metrics_registry_free(registry);
 }
 
+/*
+ * Series whose label values hold the same characters split differently
+ * ("1","23" and "12","3") or a NULL value are told apart, among hundreds
+ * of series, and each keeps its own count through removals of others.
+ */
+UNIT_TEST(metrics, many_series_are_each_found_again)
+{
+	static const char *const labels[] = { "pid", "function" };
+	struct metrics_registry *registry = metrics_registry_new();
+	struct metrics_family *calls;
+	char pid[16], function[16];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
+	calls = metrics_declare(registry, "tcheck_nccl_calls_total", "", METRICS_COUNTER, labels,
+				2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+	/* Series p (0..299): pid "p / 10", function "p % 10" with a suffix, p + 1 calls. */
+	for (int round = 0; round < 2; round++)
+		for (int p = 0; p < 300; p++) {
+			snprintf(pid, sizeof(pid), "%d", p / 10);
+			snprintf(function, sizeof(function), "%dx", p % 10);
+			CU_ASSERT_EQUAL(metrics_add(calls, (const char *[]){ pid, function },
+						    round ? p : 1),
+					0);
+		}
+	CU_ASSERT_EQUAL(metrics_add(calls, (const char *[]){ "1", "23" }, 5), 0);
+	CU_ASSERT_EQUAL(metrics_add(calls, (const char *[]){ "12", "3" }, 7), 0);
+	CU_ASSERT_EQUAL(metrics_add(calls, (const char *[]){ "9", NULL }, 11), 0);
+	CU_ASSERT_DOUBLE_EQUAL(metrics_get(calls, (const char *[]){ "1", "23" }), 5, 0);
+	CU_ASSERT_DOUBLE_EQUAL(metrics_get(calls, (const char *[]){ "12", "3" }), 7, 0);
+	/* A NULL value is the empty string, as the exposition writes it. */
+	CU_ASSERT_DOUBLE_EQUAL(metrics_get(calls, (const char *[]){ "9", "" }), 11, 0);
+	CU_ASSERT_EQUAL(metrics_remove_series(registry, "pid", "7"), 10);
+	CU_ASSERT_EQUAL(metrics_unset(calls, (const char *[]){ "12", "3" }), 1);
+	for (int p = 0; p < 300; p++) {
+		snprintf(pid, sizeof(pid), "%d", p / 10);
+		snprintf(function, sizeof(function), "%dx", p % 10);
+		CU_ASSERT_DOUBLE_EQUAL(metrics_get(calls, (const char *[]){ pid, function }),
+				       p / 10 == 7 ? 0 : p + 1, 0);
+	}
+	CU_ASSERT_DOUBLE_EQUAL(metrics_get(calls, (const char *[]){ "1", "23" }), 5, 0);
+	CU_ASSERT_DOUBLE_EQUAL(metrics_get(calls, (const char *[]){ "12", "3" }), 0, 0);
+	metrics_registry_free(registry);
+}
+
 UNIT_TEST(metrics, malformed_or_conflicting_declarations_are_refused)
 {
 	static const char *const labels[] = { "rank" };

@@ -10,6 +10,7 @@
 
 #include "agent/metrics.h"
 #include "agent/pod_identity.h"
+#include "base/log.h"
 #include "base/identity_text.h"
 #include "base/u64_map.h"
 #include "diagnose/pause_tracker.h"
@@ -24,8 +25,10 @@ struct process_labels {
 	char pid[16];
 	char rank[16];
 	struct pod_identity pod;
-	uint64_t ended_ns; /* 0 while it runs */
-	int32_t step;	   /* the highest training step its records carried, -1 none */
+	uint64_t ended_ns;    /* 0 while it runs */
+	int32_t step;	      /* the highest training step its records carried, -1 none */
+	struct u64_map comms; /* communicators with series of their own (value: the labels) */
+	bool comms_full_said; /* the log named the communicators left without series */
 };
 
 struct agent_metrics {
@@ -273,6 +276,12 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 	return metrics;
 }
 
+static void free_labels(struct process_labels *labels)
+{
+	u64_map_free(&labels->comms);
+	free(labels);
+}
+
 void agent_metrics_free(struct agent_metrics *metrics)
 {
 	uint64_t key;
@@ -281,7 +290,7 @@ void agent_metrics_free(struct agent_metrics *metrics)
 	if (!metrics)
 		return;
 	for (size_t i = 0; u64_map_next(&metrics->processes, &i, &key, &value);)
-		free(value);
+		free_labels(value);
 	u64_map_free(&metrics->processes);
 	free(metrics);
 }
@@ -300,8 +309,31 @@ static struct process_labels *labels_of(struct agent_metrics *metrics, uint32_t 
 	snprintf(labels->pid, sizeof(labels->pid), "%u", pid);
 	snprintf(labels->rank, sizeof(labels->rank), "unknown");
 	labels->step = -1;
+	u64_map_init(&labels->comms);
 	pod_identity_of_process((pid_t)pid, metrics->containers_dir, &labels->pod);
 	return labels;
+}
+
+/*
+ * Whether communicator comm_id of a process has series of its own (sequence,
+ * last progress, in flight, step times: 25 a communicator): the first
+ * AGENT_METRICS_MAX_COMMS it used do, so that a program creating
+ * communicators without end cannot grow the exposition without end.
+ */
+static bool comm_has_series(struct process_labels *labels, uint64_t comm_id)
+{
+	if (u64_map_get(&labels->comms, comm_id))
+		return true;
+	if (labels->comms.count >= AGENT_METRICS_MAX_COMMS) {
+		if (!labels->comms_full_said)
+			log_warning(
+				"process %s used more than %d communicators: the others have no "
+				"series of their own (the detectors still judge them)",
+				labels->pid, AGENT_METRICS_MAX_COMMS);
+		labels->comms_full_said = true;
+		return false;
+	}
+	return u64_map_put(&labels->comms, comm_id, labels) == 0;
 }
 
 static void fill_values(const struct process_labels *labels, const char *values[])
@@ -373,7 +405,7 @@ static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_
 	metrics_add(metrics->calls, values, 1);
 	if (function && nccl_function_is_communication(function) && call->result == 0)
 		metrics_add(metrics->bytes, values, call_bytes(call, function));
-	if (call->seq < 0 || !call->comm_id)
+	if (call->seq < 0 || !call->comm_id || !comm_has_series(labels, call->comm_id))
 		return;
 	values[PROCESS_LABELS] = identity_text(call->comm_id, comm);
 	metrics_set(metrics->sequence, values, (double)call->seq);
@@ -433,7 +465,7 @@ void agent_metrics_step(struct agent_metrics *metrics, uint32_t pid, uint64_t co
 	const char *values[PROCESS_LABELS + 1];
 	char comm[IDENTITY_TEXT_SIZE];
 
-	if (!labels || labels->ended_ns)
+	if (!labels || labels->ended_ns || !comm_has_series(labels, comm_id))
 		return;
 	fill_values(labels, values);
 	values[PROCESS_LABELS] = identity_text(comm_id, comm);
@@ -459,6 +491,8 @@ static void rank_in_flight(struct agent_metrics *metrics, const struct progress_
 		metrics_unset(metrics->in_flight_entry, values);
 		return;
 	}
+	if (!comm_has_series(labels, comm->comm_id))
+		return;
 	metrics_set(metrics->in_flight_sequence, values, (double)rank->last.seq);
 	metrics_set(metrics->in_flight_entry, values,
 		    (double)((int64_t)rank->last.entry_ns + metrics->realtime_offset_ns) / 1e9);
@@ -618,7 +652,7 @@ void agent_metrics_expire(struct agent_metrics *metrics, uint64_t now_ns)
 		    (double)(now_ns - labels->ended_ns) / 1e9 < metrics->retention_seconds)
 			continue;
 		metrics_remove_series(metrics->registry, "pid", labels->pid);
-		free(u64_map_remove(&metrics->processes, key));
+		free_labels(u64_map_remove(&metrics->processes, key));
 		i = 0; /* the map changed under the walk: start again */
 	}
 }

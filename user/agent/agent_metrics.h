@@ -17,6 +17,13 @@
 
 #include "model/trace_records.h"
 
+/*
+ * Communicators a process has series of its own for (per-communicator
+ * series: 25 each); calls on the others still count in the per-function
+ * series.
+ */
+#define AGENT_METRICS_MAX_COMMS 32
+
 struct metrics_registry;
 struct agent_metrics;
 struct progress_model;

@@ -11,10 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv_hash.h"
+#include "base/u64_map.h"
+
 struct metrics_series {
 	char **label_values;
-	double value;	  /* a histogram's: the sum of its observations */
-	uint64_t *counts; /* a histogram's observations per bucket, +Inf last; else NULL */
+	uint64_t labels_hash; /* of label_values (labels_hash): most look-ups compare only this */
+	double value;	      /* a histogram's: the sum of its observations */
+	uint64_t *counts;     /* a histogram's observations per bucket, +Inf last; else NULL */
 };
 
 struct metrics_family {
@@ -29,6 +33,11 @@ struct metrics_family {
 	struct metrics_series *series;
 	size_t series_count;
 	size_t series_capacity;
+	/*
+	 * labels_hash -> 1 + the position of a series with it (built again when
+	 * series are removed); two series with one hash: the scan finds the other.
+	 */
+	struct u64_map index;
 };
 
 struct metrics_registry {
@@ -69,6 +78,7 @@ static void free_family(struct metrics_family *family)
 	for (size_t i = 0; i < family->label_count; i++)
 		free(family->label_names[i]);
 	free(family->series);
+	u64_map_free(&family->index);
 	free(family->name);
 	free(family->help);
 	free(family);
@@ -247,24 +257,65 @@ struct metrics_family *metrics_declare_histogram(struct metrics_registry *regist
 		       bucket_bounds, bucket_count);
 }
 
-static struct metrics_series *find_series(struct metrics_family *family, const char *const values[])
+/* The hash of a series' label values, each with its NUL (NULL reads as ""). */
+static uint64_t labels_hash(const struct metrics_family *family, const char *const values[])
 {
-	for (size_t i = 0; i < family->series_count; i++) {
-		size_t label = 0;
+	uint64_t hash = FNV1A_OFFSET_BASIS;
 
-		while (label < family->label_count &&
-		       strcmp(family->series[i].label_values[label], values[label]) == 0)
-			label++;
-		if (label == family->label_count)
-			return &family->series[i];
+	for (size_t label = 0; label < family->label_count; label++) {
+		const char *value = values[label] ? values[label] : "";
+
+		hash = fnv1a_add_bytes(hash, value, strlen(value) + 1);
 	}
+	return hash;
+}
+
+static bool same_values(const struct metrics_family *family, const struct metrics_series *series,
+			const char *const values[])
+{
+	for (size_t label = 0; label < family->label_count; label++)
+		if (strcmp(series->label_values[label], values[label] ? values[label] : "") != 0)
+			return false;
+	return true;
+}
+
+/* Indexes every series again, after removals moved them. */
+static void reindex(struct metrics_family *family)
+{
+	u64_map_free(&family->index);
+	u64_map_init(&family->index);
+	for (size_t i = 0; i < family->series_count; i++)
+		if (!u64_map_get(&family->index, family->series[i].labels_hash))
+			(void)u64_map_put(&family->index, family->series[i].labels_hash,
+					  (void *)(uintptr_t)(i + 1));
+}
+
+/*
+ * The series with these label values, or NULL; 'hash' is their labels_hash.
+ * A family holds up to a few hundred series and every NCCL call updates
+ * five: the index finds it, the strings confirm it; a scan of the hashes
+ * is left for two label sets of one hash (or an index out of memory).
+ */
+static struct metrics_series *find_series(struct metrics_family *family, const char *const values[],
+					  uint64_t hash)
+{
+	uintptr_t position = (uintptr_t)u64_map_get(&family->index, hash);
+
+	if (position && position <= family->series_count &&
+	    same_values(family, &family->series[position - 1], values))
+		return &family->series[position - 1];
+	for (size_t i = 0; i < family->series_count; i++)
+		if (family->series[i].labels_hash == hash &&
+		    same_values(family, &family->series[i], values))
+			return &family->series[i];
 	return NULL;
 }
 
 static struct metrics_series *find_or_add_series(struct metrics_family *family,
 						 const char *const values[])
 {
-	struct metrics_series *series = find_series(family, values);
+	uint64_t hash = labels_hash(family, values);
+	struct metrics_series *series = find_series(family, values, hash);
 
 	if (series)
 		return series;
@@ -279,6 +330,7 @@ static struct metrics_series *find_or_add_series(struct metrics_family *family,
 		family->series_capacity = capacity;
 	}
 	series = &family->series[family->series_count];
+	series->labels_hash = hash;
 	series->value = 0;
 	series->counts = NULL;
 	series->label_values = calloc(family->label_count ? family->label_count : 1,
@@ -300,6 +352,8 @@ static struct metrics_series *find_or_add_series(struct metrics_family *family,
 		}
 	}
 	family->series_count++;
+	if (!u64_map_get(&family->index, hash))
+		(void)u64_map_put(&family->index, hash, (void *)(uintptr_t)family->series_count);
 	return series;
 }
 
@@ -372,7 +426,7 @@ double metrics_get(struct metrics_family *family, const char *const label_values
 	double value;
 
 	pthread_mutex_lock(&family->registry->lock);
-	series = find_series(family, label_values);
+	series = find_series(family, label_values, labels_hash(family, label_values));
 	value = !series				    ? 0
 		: family->type == METRICS_HISTOGRAM ? (double)observations(family, series)
 						    : series->value;
@@ -399,6 +453,8 @@ static size_t remove_from_family(struct metrics_family *family, const char *labe
 		}
 	}
 	family->series_count = kept;
+	if (removed)
+		reindex(family);
 	return removed;
 }
 
@@ -408,7 +464,7 @@ size_t metrics_unset(struct metrics_family *family, const char *const label_valu
 	size_t removed = 0;
 
 	pthread_mutex_lock(&family->registry->lock);
-	series = find_series(family, label_values);
+	series = find_series(family, label_values, labels_hash(family, label_values));
 	if (series) {
 		size_t last = family->series_count - 1;
 
@@ -417,6 +473,7 @@ size_t metrics_unset(struct metrics_family *family, const char *const label_valu
 		memmove(series, series + 1,
 			(size_t)(&family->series[last] - series) * sizeof(*series));
 		family->series_count--;
+		reindex(family);
 		removed = 1;
 	}
 	pthread_mutex_unlock(&family->registry->lock);

@@ -152,23 +152,41 @@ int nccl_function_index(const struct nccl_function *function)
 enum nccl_param_source nccl_param_location(const struct nccl_function *function, int param,
 					   int *slot)
 {
-	int next_register = 0, next_stack_word = 0;
+	int slots[NCCL_MAX_PARAMS] = { 0 };
+	int last = param < function->param_count ? param : function->param_count - 1;
 
-	for (int i = 0; i <= param && i < function->param_count; i++) {
+	nccl_param_slots(function, slots);
+	if (param >= 0 && param == last && function->params[param].type == NCCL_PARAM_UNIQUE_ID) {
+		*slot = -1;
+		return NCCL_SOURCE_STACK_BLOB;
+	}
+	/* Past the last parameter: the last one's slot. */
+	for (int i = last; i >= 0; i--)
+		if (function->params[i].type != NCCL_PARAM_UNIQUE_ID) {
+			*slot = slots[i];
+			break;
+		}
+	return NCCL_SOURCE_ARG_SLOT;
+}
+
+int nccl_param_slots(const struct nccl_function *function, int slots[NCCL_MAX_PARAMS])
+{
+	int next_register = 0, next_stack_word = 0, any_on_stack = 0;
+
+	for (int i = 0; i < function->param_count && i < NCCL_MAX_PARAMS; i++) {
 		/* A 128-byte struct by value is passed in memory, using no register. */
 		if (function->params[i].type == NCCL_PARAM_UNIQUE_ID) {
-			if (i == param) {
-				*slot = -1;
-				return NCCL_SOURCE_STACK_BLOB;
-			}
+			slots[i] = -1;
 			continue;
 		}
-		if (next_register < TCHECK_REGISTER_ARGS)
-			*slot = next_register++;
-		else
-			*slot = TCHECK_REGISTER_ARGS + next_stack_word++;
+		if (next_register < TCHECK_REGISTER_ARGS) {
+			slots[i] = next_register++;
+		} else {
+			slots[i] = TCHECK_REGISTER_ARGS + next_stack_word++;
+			any_on_stack = 1;
+		}
 	}
-	return NCCL_SOURCE_ARG_SLOT;
+	return any_on_stack;
 }
 
 int nccl_param_find(const struct nccl_function *function, enum nccl_param_type type)

@@ -82,6 +82,14 @@ int nccl_function_index(const struct nccl_function *function);
 enum nccl_param_source nccl_param_location(const struct nccl_function *function, int param,
 					   int *slot);
 
+/*
+ * nccl_param_location of every parameter in one pass (what a decoder of
+ * each call needs): slots[i] as *slot, -1 for the struct passed in memory
+ * (NCCL_SOURCE_STACK_BLOB). Returns whether any parameter is passed on the
+ * stack (nccl_param_on_stack of one of them).
+ */
+int nccl_param_slots(const struct nccl_function *function, int slots[NCCL_MAX_PARAMS]);
+
 /* Whether parameter 'param' is passed on the stack (an argument word past the sixth). */
 int nccl_param_on_stack(const struct nccl_function *function, int param);
 

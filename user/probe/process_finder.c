@@ -60,6 +60,13 @@ static bool selected(const struct process_finder_options *options, pid_t pid)
 
 	if ((!options->command_contains || !*options->command_contains) && options->last_rank < 0)
 		return true;
+	if (options->last_rank < 0) { /* the command line alone decides */
+		char *command = process_command_line(pid);
+
+		wanted = command && strstr(command, options->command_contains);
+		free(command);
+		return wanted;
+	}
 	if (process_info_read(pid, &info, error, sizeof(error)))
 		return false;
 	wanted = (!options->command_contains || !*options->command_contains ||
@@ -70,19 +77,25 @@ static bool selected(const struct process_finder_options *options, pid_t pid)
 	return wanted;
 }
 
+/*
+ * A process left out by the selector is not looked at further (its command
+ * line is cheaper to read than its memory map); the names of the mapped
+ * files are enough, unchecked.
+ */
 static bool is_training_process(const struct process_finder_options *options, pid_t pid)
 {
 	struct mapped_file_list list = { 0 };
 	char error[256];
 	bool found, torch_cpu = false;
 
-	if (process_maps_read(pid, &list, error, sizeof(error)))
+	if (!selected(options, pid) ||
+	    process_maps_read_unchecked(pid, &list, error, sizeof(error)))
 		return false;
 	found = list_has_training_library(&list, options->torch_without_nccl, &torch_cpu);
 	mapped_file_list_free(&list);
-	if (!found && torch_cpu && options->cpu_job_skipped && selected(options, pid))
+	if (!found && torch_cpu && options->cpu_job_skipped)
 		options->cpu_job_skipped(options->context, pid);
-	return found && selected(options, pid);
+	return found;
 }
 
 size_t process_finder_scan(const struct process_finder_options *options, pid_t *pids,

@@ -389,7 +389,8 @@ static int resolve_host_path(pid_t pid, struct mapped_file *file)
 	return 0;
 }
 
-int process_maps_read(pid_t pid, struct mapped_file_list *list, char *error, size_t error_size)
+int process_maps_read_unchecked(pid_t pid, struct mapped_file_list *list, char *error,
+				size_t error_size)
 {
 	size_t length;
 	char *text;
@@ -404,6 +405,15 @@ int process_maps_read(pid_t pid, struct mapped_file_list *list, char *error, siz
 		return fail_proc(error, error_size, -err, pid, "maps");
 	err = process_maps_parse(text, pid, list, error, error_size);
 	free(text);
+	return err;
+}
+
+int process_maps_read(pid_t pid, struct mapped_file_list *list, char *error, size_t error_size)
+{
+	int err = process_maps_read_unchecked(pid, list, error, error_size);
+
+	if (err)
+		return err;
 	for (size_t i = 0; !err && i < list->count; i++)
 		err = resolve_host_path(pid, &list->files[i]);
 	if (err) {
@@ -500,7 +510,7 @@ static pid_t read_parent_pid(pid_t pid)
 	return parent;
 }
 
-static char *read_command(pid_t pid)
+char *process_command_line(pid_t pid)
 {
 	size_t length;
 	char *text, *command;
@@ -563,7 +573,7 @@ int process_info_read(pid_t pid, struct process_info *info, char *error, size_t 
 	if (err)
 		return err;
 	info->parent_pid = read_parent_pid(pid);
-	info->command = read_command(pid);
+	info->command = process_command_line(pid);
 	info->executable = read_executable(pid);
 	if (!info->command || !info->executable) {
 		process_info_free(info);

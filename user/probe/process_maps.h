@@ -51,6 +51,14 @@ struct mapped_file_list {
 int process_maps_read(pid_t pid, struct mapped_file_list *list, char *error, size_t error_size);
 
 /*
+ * The same without checking host paths (no stat of each mapped file): for a
+ * look at the names a process maps only, as the agent's discovery takes of
+ * every process on the node.
+ */
+int process_maps_read_unchecked(pid_t pid, struct mapped_file_list *list, char *error,
+				size_t error_size);
+
+/*
  * The same from the text of a maps file, without checking: host paths go
  * through /proc/PID/root (a deleted file's through /proc/PID/map_files) when
  * pid > 0 and equal the paths otherwise.
@@ -89,6 +97,12 @@ struct process_info {
  */
 int process_info_read(pid_t pid, struct process_info *info, char *error, size_t error_size);
 void process_info_free(struct process_info *info);
+
+/*
+ * process_info's command alone (one read where process_info_read makes
+ * five): malloc'ed, "" for a process gone, NULL when out of memory.
+ */
+char *process_command_line(pid_t pid);
 
 /* 0 when the process exists and its /proc entries can be read. */
 int process_check(pid_t pid, char *error, size_t error_size);

@@ -226,15 +226,13 @@ static struct known_communicator *recover_communicator(struct call_builder *buil
 	return known;
 }
 
-static uint64_t param_value(const struct nccl_function *function,
-			    const struct tcheck_call_record *record, int param,
+/* The value of a parameter in argument slot 'slot' (-1: the struct passed in memory). */
+static uint64_t param_value(const struct tcheck_call_record *record, int slot,
 			    uint64_t unique_id_hash)
 {
-	int slot = -1;
-
-	if (nccl_param_location(function, param, &slot) == NCCL_SOURCE_STACK_BLOB)
+	if (slot < 0)
 		return unique_id_hash;
-	return slot >= 0 && slot < TCHECK_CALL_ARGS ? record->args[slot] : 0;
+	return slot < TCHECK_CALL_ARGS ? record->args[slot] : 0;
 }
 
 static int32_t int_param(const struct trace_nccl_call *call, const struct nccl_function *function,
@@ -249,6 +247,8 @@ static int32_t int_param(const struct trace_nccl_call *call, const struct nccl_f
 static void decode(const struct nccl_function *function, const struct tcheck_call_record *record,
 		   struct trace_nccl_call *call)
 {
+	int slots[NCCL_MAX_PARAMS] = { 0 };
+
 	memset(call, 0, sizeof(*call));
 	call->entry_ns = record->header.timestamp_ns;
 	call->duration_ns = record->return_ns >= record->header.timestamp_ns
@@ -274,12 +274,11 @@ static void decode(const struct nccl_function *function, const struct tcheck_cal
 		call->flags |= TRACE_CALL_OUT_VALUE_VALID;
 	}
 	call->param_count = (uint32_t)function->param_count;
+	/* One pass over the calling convention for every parameter (this runs per call). */
+	if (nccl_param_slots(function, slots) && !(record->flags & TCHECK_CALL_HAS_STACK_ARGS))
+		call->flags |= TRACE_CALL_STACK_ARGS_UNREAD;
 	for (int i = 0; i < function->param_count; i++)
-		call->params[i] = param_value(function, record, i, call->unique_id_hash);
-	for (int i = 0; i < function->param_count; i++)
-		if (nccl_param_on_stack(function, i) &&
-		    !(record->flags & TCHECK_CALL_HAS_STACK_ARGS))
-			call->flags |= TRACE_CALL_STACK_ARGS_UNREAD;
+		call->params[i] = param_value(record, slots[i], call->unique_id_hash);
 }
 
 static void update_group_depth(struct thread_state *thread, const struct nccl_function *function,
