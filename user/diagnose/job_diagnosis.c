@@ -53,7 +53,16 @@ struct job_diagnosis {
 	/* CLOCK_REALTIME less the clock the records' times are on, for each finding's wall clock.
 	 */
 	int64_t wall_clock_offset_ns;
+	uint64_t hangs_checked_ns; /* when hangs were last judged, on the records' clock */
 };
+
+/*
+ * Between two calls closer than this, hangs are not judged again: the check
+ * walks every communicator's ranks, and a hang is a wait of a second or more,
+ * so judging it a few milliseconds later changes nothing but its cost (a live
+ * loop's own tick is no finer).
+ */
+#define HANG_CHECK_SPACING_NS (10ULL * 1000 * 1000)
 
 /* Where 'pid' is in diagnosis->processes; -1 when it is not. */
 static int process_index(const struct job_diagnosis *diagnosis, uint32_t pid)
@@ -389,7 +398,10 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		call = record->call;
 		shift(&call.entry_ns, time_shift_ns);
 		/* A hang is judged before the call that would end it is counted. */
-		job_diagnosis_tick(diagnosis, call.entry_ns);
+		if (call.entry_ns - diagnosis->hangs_checked_ns >= HANG_CHECK_SPACING_NS)
+			job_diagnosis_tick(diagnosis, call.entry_ns);
+		else
+			progress_model_advance(diagnosis->model, call.entry_ns);
 		comm = progress_model_add_call(diagnosis->model, &call, &step);
 		if (comm &&
 		    pause_tracker_call(&diagnosis->pauses, call.pid, call.entry_ns, &pause)) {
@@ -476,6 +488,7 @@ void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns)
 {
 	progress_model_advance(diagnosis->model, now_ns);
 	check_hangs(diagnosis);
+	diagnosis->hangs_checked_ns = now_ns;
 }
 
 int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis)
@@ -484,7 +497,7 @@ int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis)
 
 	if (step_ms <= 0 || step_ms / 10 >= 100)
 		return 100;
-	return step_ms / 10 < 5 ? 5 : (int)(step_ms / 10);
+	return step_ms / 10 < 20 ? 20 : (int)(step_ms / 10);
 }
 
 void job_diagnosis_finish(struct job_diagnosis *diagnosis)

@@ -44,8 +44,9 @@ void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns);
 
 /*
  * How often a live loop should tick, in ms: a tenth of the job's step
- * between 5 and 100 ms, so a hang is reported within a tenth of a step of
- * the moment the silence passed its limit. 100 while the step is unknown.
+ * between 20 and 100 ms, so a hang is reported within a tenth of a step (20 ms
+ * at least) of the moment the silence passed its limit. 100 while the step is
+ * unknown.
  */
 int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis);
 
