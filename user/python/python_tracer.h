@@ -57,7 +57,9 @@ struct python_tracer_losses {
 	uint64_t
 		unfollowed_events; /* Python, scope and operator events of processes not followed */
 	uint64_t unnamed_calls;	   /* calls whose code object was gone before it could be named */
-	uint64_t unnamed_callers;  /* stack frames written as PYTHON_UNREADABLE_FRAME */
+	/* calls that could not be named: their process had ended before the tracer read them */
+	uint64_t ended_unnamed_calls;
+	uint64_t unnamed_callers;    /* stack frames written as PYTHON_UNREADABLE_FRAME */
 	uint32_t followed_processes; /* processes whose CPython was followed (not a loss) */
 	uint32_t refused_processes;  /* processes whose CPython could not be followed */
 	uint32_t unprobed_processes; /* processes whose frame evaluator could not be probed */
