@@ -34,6 +34,9 @@ uint64_t python_losses_events(const struct python_tracer_losses *losses, uint64_
  */
 void python_losses_count_unnamed(struct python_tracer_losses *losses, uint32_t pid, bool *said);
 
+/* An event of a process whose Python was not followed: counted, its pid kept. */
+void python_losses_count_unfollowed(struct python_tracer_losses *losses, uint32_t pid);
+
 /* Warns of each loss of the tracer's (nothing when there was none). */
 void python_losses_report(const struct python_tracer *tracer, uint64_t kernel_drops);
 

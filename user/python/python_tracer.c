@@ -558,7 +558,7 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 	int result = 0;
 
 	if (!process) {
-		tracer->losses.unfollowed_events++;
+		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;
 	}
 	named = name_code(tracer, process, record->header.pid, record->code, record->code_name);
@@ -628,7 +628,7 @@ int python_tracer_handle_exception(struct python_tracer *tracer,
 								  : TCHECK_PY_STACK_MAX;
 
 	if (!process) {
-		tracer->losses.unfollowed_events++;
+		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;
 	}
 	snprintf(type_name, sizeof(type_name), "%.*s", (int)sizeof(record->type_name),
