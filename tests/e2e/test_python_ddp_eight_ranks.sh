@@ -25,7 +25,7 @@ for line in open(os.path.join(folder, "trace.jsonl")):
     record = json.loads(line)
     if record["kind"] == "process":
         windows[record["pid"]] = record["python_unseen_to_ns"] or 0
-    elif (record["kind"] == "py" and record["name"].endswith("Module._call_impl")
+    elif (record["kind"] == "py" and record["name"].endswith("_call_impl")
           and record["args"].get("module") == "DistributedDataParallel"):
         forwards[record["pid"]] += 1
 def loss_said(pid):
@@ -33,8 +33,10 @@ def loss_said(pid):
             re.search(rf"not being followed \(pid [^)]*\b{pid}\b", said) is not None)
 report = []
 for path in sorted(glob.glob(os.path.join(folder, "log", "rank-*.jsonl"))):
-    calls = [json.loads(l) for l in open(path)]
-    calls = [c for c in calls if c.get("api", "").endswith("Module._call_impl")]
+    logged = [json.loads(l) for l in open(path)]
+    # Module._call_impl on torch 1.13, Module._wrapped_call_impl on torch 2.
+    calls = [c for c in logged if c.get("api", "").endswith("_call_impl")]
+    assert calls, (path, "the rank logged no forward")
     pid = calls[0]["pid"]
     # Calls logged inside a window the recorder said it did not see may be missing.
     want = len([c for c in calls if c["ts_ns"] > windows.get(pid, 0)])
