@@ -20,7 +20,7 @@ static __always_inline bool is_in_traced_set(__u32 pid)
 }
 
 static __always_inline void notify(__u32 type, __u32 pid, __u32 tid, __u32 child_pid,
-				   __s32 exit_code)
+				   __s32 exit_code, __u32 python_from_start)
 {
 	struct tcheck_process_record *record;
 
@@ -35,6 +35,8 @@ static __always_inline void notify(__u32 type, __u32 pid, __u32 tid, __u32 child
 	record->command_length = 0;
 	record->command_cut = 0;
 	record->environment_read = 0;
+	record->python_from_start = python_from_start;
+	record->reserved = 0;
 	/* Rare and needed at once (a new process's libraries, an exit): wake the reader. */
 	bpf_ringbuf_submit(record, BPF_RB_FORCE_WAKEUP);
 }
@@ -44,14 +46,46 @@ int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child
 {
 	__u32 parent_pid = BPF_CORE_READ(parent, tgid);
 	__u32 child_pid = BPF_CORE_READ(child, tgid);
+	struct tcheck_python_process *python;
+	__u32 python_from_start = 0;
 	__u8 traced = 1;
 
 	/* A new thread shares its parent's tgid: only new processes count. */
 	if (child_pid == parent_pid || !is_in_traced_set(parent_pid))
 		return 0;
 	bpf_map_update_elem(&traced_pids, &child_pid, &traced, BPF_ANY);
-	notify(TCHECK_RECORD_PROCESS_FORK, parent_pid, BPF_CORE_READ(parent, pid), child_pid, 0);
+	/* The child runs its parent's image: its Python is where the parent's is. */
+	python = bpf_map_lookup_elem(&python_processes, &parent_pid);
+	if (python)
+		python_from_start =
+			!bpf_map_update_elem(&python_processes, &child_pid, python, BPF_ANY);
+	notify(TCHECK_RECORD_PROCESS_FORK, parent_pid, BPF_CORE_READ(parent, pid), child_pid, 0,
+	       python_from_start);
 	return 0;
+}
+
+/*
+ * A new image of an interpreter file already followed: its Python, with
+ * the object addresses moved to where this image's code starts. Any other
+ * image drops the entry its previous image left. 1: followed from here.
+ */
+static __always_inline __u32 follow_exec_python(struct task_struct *task, __u32 pid)
+{
+	struct tcheck_file_key key = {
+		.inode = BPF_CORE_READ(task, mm, exe_file, f_inode, i_ino),
+		.device = BPF_CORE_READ(task, mm, exe_file, f_inode, i_sb, s_dev),
+		.reserved = 0,
+	};
+	struct tcheck_python_process *known = bpf_map_lookup_elem(&python_exec_layouts, &key);
+	struct tcheck_python_process python;
+
+	if (!known) {
+		bpf_map_delete_elem(&python_processes, &pid);
+		return 0;
+	}
+	python = *known;
+	tcheck_python_process_move(&python, BPF_CORE_READ(task, mm, start_code));
+	return !bpf_map_update_elem(&python_processes, &pid, &python, BPF_ANY);
 }
 
 SEC("tp_btf/sched_process_exec")
@@ -75,6 +109,8 @@ int BPF_PROG(process_exec, struct task_struct *task, pid_t old_pid, struct linux
 	record->exit_code = 0;
 	record->command_cut = 0;
 	record->command_length = 0;
+	record->python_from_start = follow_exec_python(task, pid);
+	record->reserved = 0;
 	/* The new image's arguments, on its own stack: the task is the current one. */
 	arg_start = BPF_CORE_READ(task, mm, arg_start);
 	length = BPF_CORE_READ(task, mm, arg_end) - arg_start;
@@ -151,6 +187,6 @@ int BPF_PROG(process_exit, struct task_struct *task)
 	if (BPF_CORE_READ(task, signal, live.counter) != 0 || !is_in_traced_set(pid))
 		return 0;
 	bpf_map_delete_elem(&traced_pids, &pid);
-	notify(TCHECK_RECORD_PROCESS_EXIT, pid, tid, 0, BPF_CORE_READ(task, exit_code));
+	notify(TCHECK_RECORD_PROCESS_EXIT, pid, tid, 0, BPF_CORE_READ(task, exit_code), 0);
 	return 0;
 }

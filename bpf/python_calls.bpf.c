@@ -36,14 +36,6 @@ struct python_stack {
 	struct python_frame frames[PYTHON_MAX_DEPTH];
 };
 
-/* Processes running Python, with where their frames keep the code object. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct tcheck_python_process);
-} python_processes SEC(".maps");
-
 /* Allocated per thread that runs Python, not in advance: an entry is 11 KiB. */
 THREAD_STACKS(python_stacks, python_stack_of, struct python_stack, BPF_F_NO_PREALLOC)
 

@@ -63,6 +63,28 @@ struct {
 	__type(value, __u8);
 } code_verdicts SEC(".maps") __weak;
 
+/*
+ * Processes running Python, with where their frames keep the code object:
+ * filled by the daemon as it follows a process, and by the process probes
+ * at a fork (the child runs its parent's image) and at an exec of an
+ * interpreter file already followed (python_exec_layouts), so a process is
+ * seen from its first instruction whatever the daemon is busy with.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct tcheck_python_process);
+} python_processes SEC(".maps") __weak;
+
+/* Interpreter executables already followed, by file: their addresses relative to start_code. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct tcheck_file_key);
+	__type(value, struct tcheck_python_process);
+} python_exec_layouts SEC(".maps") __weak;
+
 /* Processes whose Python is traced: how to find a thread's frames (filled by the daemon). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -216,6 +216,12 @@ struct tcheck_process_record {
 	 */
 	tcheck_u32 command_length;
 	tcheck_u32 command_cut; /* 1: the arguments went on past command[] */
+	/*
+	 * fork and exec: 1 when the probes follow its Python from its first
+	 * instruction (the parent's, or an interpreter file already followed).
+	 */
+	tcheck_u32 python_from_start;
+	tcheck_u32 reserved;
 	char command[TCHECK_COMMAND_BYTES];
 	/*
 	 * exec: RANK, LOCAL_RANK and WORLD_SIZE of the new image's environment
@@ -226,6 +232,13 @@ struct tcheck_process_record {
 	 */
 	tcheck_s32 environment_values[TCHECK_ENVIRONMENT_VALUES];
 	tcheck_u32 environment_read;
+};
+
+/* A file as the kernel knows it: its inode and its superblock's device (MKDEV encoding). */
+struct tcheck_file_key {
+	tcheck_u64 inode;
+	tcheck_u32 device;
+	tcheck_u32 reserved;
 };
 
 /* Where the frame passed to the evaluator keeps its code object, per process. */
@@ -258,6 +271,22 @@ struct tcheck_python_process {
 	tcheck_u64 none;
 	tcheck_u64 true_object;
 };
+
+/*
+ * Moves the object addresses of a process's Python by 'delta' (unsigned
+ * wrap-around: subtracting is adding the negation); 0 stays 0, unknown.
+ */
+static inline void tcheck_python_process_move(struct tcheck_python_process *process,
+					      tcheck_u64 delta)
+{
+	tcheck_u64 *addresses[] = { &process->long_type, &process->float_type,
+				    &process->bool_type, &process->unicode_type,
+				    &process->none,	 &process->true_object };
+
+	for (unsigned i = 0; i < sizeof(addresses) / sizeof(addresses[0]); i++)
+		if (*addresses[i])
+			*addresses[i] += delta;
+}
 
 /*
  * How a probe outside the frame evaluator finds a thread's Python frames,

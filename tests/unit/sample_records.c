@@ -110,6 +110,8 @@ struct trace_record sample_record(unsigned index)
 			.start_ns = 999 + index,
 			.end_ns = UINT64_MAX - index,
 			.command = command,
+			.python_unseen_from_ns = index % 3 ? 500 + index : 0,
+			.python_unseen_to_ns = index % 3 ? 900 + index : 0,
 		};
 		break;
 	case 2:
@@ -275,7 +277,9 @@ int records_equal(const struct trace_record *a, const struct trace_record *b)
 		return x->pid == y->pid && x->parent_pid == y->parent_pid && x->rank == y->rank &&
 		       x->local_rank == y->local_rank && x->world_size == y->world_size &&
 		       x->exit_code == y->exit_code && x->start_ns == y->start_ns &&
-		       x->end_ns == y->end_ns && same_text(x->command, y->command);
+		       x->end_ns == y->end_ns && same_text(x->command, y->command) &&
+		       x->python_unseen_from_ns == y->python_unseen_from_ns &&
+		       x->python_unseen_to_ns == y->python_unseen_to_ns;
 	}
 	case TRACE_RECORD_COMMUNICATOR: {
 		const struct trace_communicator *x = &a->communicator, *y = &b->communicator;

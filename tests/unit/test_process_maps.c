@@ -438,6 +438,25 @@ UNIT_TEST(process_maps, finds_a_deleted_file_through_the_kernel_handle)
 	close(ready[1]);
 }
 
+/* The fields after a name with spaces and parentheses, numbered as proc(5) numbers them. */
+UNIT_TEST(process_maps, stat_fields_are_read_by_number)
+{
+	unsigned long long parent = 0, start_code = 0, end_code = 0;
+
+	CU_ASSERT_TRUE(process_stat_number(getpid(), 4, &parent));
+	CU_ASSERT_EQUAL(parent, (unsigned long long)getppid());
+	CU_ASSERT_TRUE(process_stat_number(getpid(), 26, &start_code));
+	CU_ASSERT_TRUE(process_stat_number(getpid(), 27, &end_code));
+	/* This test's own code lies between the two. */
+	if (start_code && end_code) {
+		CU_ASSERT_TRUE(start_code <=
+			       (uintptr_t)&process_maps_stat_fields_are_read_by_number);
+		CU_ASSERT_TRUE((uintptr_t)&process_maps_stat_fields_are_read_by_number < end_code);
+	}
+	CU_ASSERT_FALSE(process_stat_number(getpid(), 3, &parent));
+	CU_ASSERT_FALSE(process_stat_number(-5, 4, &parent));
+}
+
 UNIT_TEST(process_maps, a_kernel_thread_is_told_apart)
 {
 	char comm[32] = "";

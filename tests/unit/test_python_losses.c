@@ -31,6 +31,8 @@ UNIT_TEST(python_losses, every_kind_said_once)
 	char sentences[PYTHON_LOSSES_SENTENCES][320];
 	struct python_tracer_losses losses = {
 		.unfollowed_events = 17,
+		.unfollowed_pids = { 41, 42 },
+		.unfollowed_pid_count = 2,
 		.refused_processes = 1,
 		.unprobed_processes = 3,
 	};
@@ -43,6 +45,7 @@ UNIT_TEST(python_losses, every_kind_said_once)
 			       "the frame evaluator of 3 processes could not be probed (said "
 			       "above): their Python calls are not in the trace");
 	CU_ASSERT_PTR_NOT_NULL(strstr(sentences[3], "17 Python calls"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(sentences[3], "(pid 41, 42)"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(sentences[3], "not being followed"));
 	CU_ASSERT_EQUAL(python_losses_events(&losses, 2), 19);
 }

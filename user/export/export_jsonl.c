@@ -343,6 +343,14 @@ static json_t *process_object(const struct trace_process *process)
 	failed |= put(object, "end_ns",
 		      process->end_ns ? export_json_unsigned(process->end_ns) : json_null());
 	failed |= put(object, "command", export_json_text(process->command));
+	failed |= put(object, "python_unseen_from_ns",
+		      process->python_unseen_to_ns
+			      ? export_json_unsigned(process->python_unseen_from_ns)
+			      : json_null());
+	failed |= put(object, "python_unseen_to_ns",
+		      process->python_unseen_to_ns
+			      ? export_json_unsigned(process->python_unseen_to_ns)
+			      : json_null());
 	if (failed) {
 		json_decref(object);
 		return NULL;

@@ -265,6 +265,12 @@ struct trace_process {
 	uint64_t start_ns;   /* first seen */
 	uint64_t end_ns;     /* 0 while running */
 	const char *command; /* argv joined by spaces */
+	/*
+	 * CLOCK_MONOTONIC window in which it ran Python its probes did not see
+	 * (from its fork or exec until they followed it); both 0: none known.
+	 */
+	uint64_t python_unseen_from_ns;
+	uint64_t python_unseen_to_ns;
 };
 
 enum trace_comm_origin {

@@ -407,6 +407,15 @@ int probe_session_set_python_process(struct probe_session *session, uint32_t pid
 	return 0;
 }
 
+int probe_session_set_python_exec_layout(struct probe_session *session,
+					 const struct tcheck_file_key *file,
+					 const struct tcheck_python_process *process)
+{
+	int map = bpf_map__fd(session->skeleton->maps.python_exec_layouts);
+
+	return bpf_map_update_elem(map, file, process, BPF_ANY) ? -errno : 0;
+}
+
 int probe_session_set_python_stack_layout(struct probe_session *session, uint32_t pid,
 					  const struct tcheck_python_stack_layout *layout)
 {

@@ -138,6 +138,14 @@ int probe_session_attach_torch_ops(struct probe_session *session, const char *pa
 /* Tells the Python probes where a process's frames keep their code object; NULL: forget it. */
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,
 				     const struct tcheck_python_process *process);
+/*
+ * Tells the process probes an interpreter executable's Python (object
+ * addresses relative to the image's start_code), so a process that execs it
+ * is followed from its first instruction.
+ */
+int probe_session_set_python_exec_layout(struct probe_session *session,
+					 const struct tcheck_file_key *file,
+					 const struct tcheck_python_process *process);
 /* Tells the NCCL probes how to find a process's Python frames (the caller of each call);
  * NULL forgets the process. */
 int probe_session_set_python_stack_layout(struct probe_session *session, uint32_t pid,

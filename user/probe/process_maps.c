@@ -120,13 +120,14 @@ int process_check(pid_t pid, char *error, size_t error_size)
 /* The kernel's PF_KTHREAD, in the flags field of /proc/PID/stat. */
 #define KERNEL_THREAD_FLAG 0x00200000UL
 
-bool process_is_kernel_thread(pid_t pid)
+bool process_stat_number(pid_t pid, int field, unsigned long long *value)
 {
-	char path[64], text[1024], *after_name;
-	unsigned long flags;
+	char path[64], text[1024], *cursor, *end;
 	ssize_t length;
 	int fd;
 
+	if (field < 4)
+		return false;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -136,11 +137,44 @@ bool process_is_kernel_thread(pid_t pid)
 	if (length <= 0)
 		return false;
 	text[length] = '\0';
-	/* The name may hold spaces and parentheses: the fields follow its last ')'. */
-	after_name = strrchr(text, ')');
-	if (!after_name || sscanf(after_name + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+	/* The name (field 2) may hold spaces and parentheses: field 3 follows its last ')'. */
+	cursor = strrchr(text, ')');
+	if (!cursor)
 		return false;
-	return (flags & KERNEL_THREAD_FLAG) != 0;
+	cursor++;
+	for (int at = 3; at < field; at++) {
+		cursor += strspn(cursor, " ");
+		cursor += strcspn(cursor, " ");
+	}
+	*value = strtoull(cursor, &end, 10);
+	return end != cursor;
+}
+
+bool process_has_ended(pid_t pid)
+{
+	char path[64], text[512], *after_name;
+	ssize_t length;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH;
+	length = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (length <= 0)
+		return true;
+	text[length] = '\0';
+	after_name = strrchr(text, ')');
+	/* A zombie (Z) or a dead task (X): its memory is gone, its parent not told yet. */
+	return after_name && (after_name[2] == 'Z' || after_name[2] == 'X');
+}
+
+bool process_is_kernel_thread(pid_t pid)
+{
+	unsigned long long flags;
+
+	return process_stat_number(pid, 9, &flags) && (flags & KERNEL_THREAD_FLAG) != 0;
 }
 
 void mapped_file_list_free(struct mapped_file_list *list)

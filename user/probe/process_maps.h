@@ -107,6 +107,13 @@ char *process_command_line(pid_t pid);
 /* 0 when the process exists and its /proc entries can be read. */
 int process_check(pid_t pid, char *error, size_t error_size);
 
+/*
+ * A numeric field of /proc/PID/stat, numbered as proc(5) does (4: ppid, 9:
+ * flags, 26: startcode), from 4 on; false when it cannot be read.
+ */
+bool process_stat_number(pid_t pid, int field, unsigned long long *value);
+/* True when the process is gone or a zombie: its memory can no longer be read. */
+bool process_has_ended(pid_t pid);
 /* True for a kernel thread (PF_KTHREAD in /proc/PID/stat): it runs no program. */
 bool process_is_kernel_thread(pid_t pid);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "base/log.h"
+#include "probe/process_maps.h"
 
 size_t python_losses_sentences(const struct python_tracer_losses *losses, uint64_t kernel_drops,
 			       char sentences[PYTHON_LOSSES_SENTENCES][320])
@@ -30,17 +31,56 @@ size_t python_losses_sentences(const struct python_tracer_losses *losses, uint64
 			 "%s Python calls are not in the trace",
 			 losses->unprobed_processes, losses->unprobed_processes == 1 ? "" : "es",
 			 losses->unprobed_processes == 1 ? "its" : "their");
-	if (losses->unfollowed_events)
+	if (losses->ended_unnamed_calls)
+		snprintf(sentences[count++], 320,
+			 "%llu Python calls are not in the trace: their process had ended before "
+			 "the recorder, behind on its events, could name their code (said per "
+			 "process above)",
+			 (unsigned long long)losses->ended_unnamed_calls);
+	if (losses->unfollowed_events) {
+		char pids[PYTHON_LOSSES_PIDS_NAMED * 12] = "";
+		size_t used = 0;
+
+		for (uint32_t i = 0; i < losses->unfollowed_pid_count && used < sizeof(pids); i++)
+			used += (size_t)snprintf(pids + used, sizeof(pids) - used, "%s%u",
+						 i ? ", " : "", losses->unfollowed_pids[i]);
 		snprintf(sentences[count++], 320,
 			 "%llu Python calls, torch scopes or torch operators came from processes "
-			 "whose Python was not being followed and are not in the trace",
-			 (unsigned long long)losses->unfollowed_events);
+			 "whose Python was not being followed (pid %s%s) and are not in the trace",
+			 (unsigned long long)losses->unfollowed_events, pids,
+			 losses->unfollowed_pid_count == PYTHON_LOSSES_PIDS_NAMED ? ", ..." : "");
+	}
 	return count;
 }
 
 uint64_t python_losses_events(const struct python_tracer_losses *losses, uint64_t kernel_drops)
 {
-	return kernel_drops + losses->unfollowed_events;
+	return kernel_drops + losses->unfollowed_events + losses->ended_unnamed_calls;
+}
+
+void python_losses_count_unfollowed(struct python_tracer_losses *losses, uint32_t pid)
+{
+	losses->unfollowed_events++;
+	for (uint32_t i = 0; i < losses->unfollowed_pid_count; i++)
+		if (losses->unfollowed_pids[i] == pid)
+			return;
+	if (losses->unfollowed_pid_count < PYTHON_LOSSES_PIDS_NAMED)
+		losses->unfollowed_pids[losses->unfollowed_pid_count++] = pid;
+}
+
+void python_losses_count_unnamed(struct python_tracer_losses *losses, uint32_t pid, bool *said)
+{
+	if (!process_has_ended((pid_t)pid)) {
+		losses->unnamed_calls++;
+		return;
+	}
+	losses->ended_unnamed_calls++;
+	if (*said)
+		return;
+	*said = true;
+	log_warning("process %u had ended before the recorder could name the Python calls of it "
+		    "still queued (the recorder was behind): they are not in the trace",
+		    pid);
 }
 
 void python_losses_report(const struct python_tracer *tracer, uint64_t kernel_drops)

@@ -8,12 +8,13 @@
 #ifndef TCHECK_PYTHON_LOSSES_H
 #define TCHECK_PYTHON_LOSSES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "python/python_tracer.h"
 
-#define PYTHON_LOSSES_SENTENCES 4
+#define PYTHON_LOSSES_SENTENCES 5
 
 /*
  * Fills sentences with one warning per kind of loss, each a sentence the
@@ -25,6 +26,16 @@ size_t python_losses_sentences(const struct python_tracer_losses *losses, uint64
 
 /* The Python events the tracer knows it missed: all its losses and the kernel's. */
 uint64_t python_losses_events(const struct python_tracer_losses *losses, uint64_t kernel_drops);
+
+/*
+ * A call whose code object could not be named: a loss when its process has
+ * ended (the tracer read it too late; said once per process, 'said'),
+ * else a code object freed at once (a module body run at import).
+ */
+void python_losses_count_unnamed(struct python_tracer_losses *losses, uint32_t pid, bool *said);
+
+/* An event of a process whose Python was not followed: counted, its pid kept. */
+void python_losses_count_unfollowed(struct python_tracer_losses *losses, uint32_t pid);
 
 /* Warns of each loss of the tracer's (nothing when there was none). */
 void python_losses_report(const struct python_tracer *tracer, uint64_t kernel_drops);

@@ -15,7 +15,9 @@
 #include "base/u64_map.h"
 #include "probe/process_maps.h"
 #include "python/python_arguments.h"
+#include "python/python_exec_layout.h"
 #include "python/python_layout.h"
+#include "python/python_losses.h"
 #include "python/python_meta.h"
 #include "python/python_module_classes.h"
 #include "python/python_names.h"
@@ -362,6 +364,8 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 		return error_fail(error, error_size, -result,
 				  "cannot register process %d's Python: %s", pid,
 				  strerror(-result));
+	if (python_exec_layout_share(tracer->session, pid, runtime.host_path, &shared))
+		log_debug("process %d: its interpreter is not followed from the exec on", pid);
 	/* Without it NCCL calls carry no Python caller; everything else works. */
 	if (share_stack_layout(tracer, pid, &process->layout))
 		log_warning("process %d: NCCL calls will not name their Python caller "
@@ -554,12 +558,13 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 	int result = 0;
 
 	if (!process) {
-		tracer->losses.unfollowed_events++;
+		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;
 	}
 	named = name_code(tracer, process, record->header.pid, record->code, record->code_name);
 	if (!named) {
-		tracer->losses.unnamed_calls++;
+		python_losses_count_unnamed(&tracer->losses, record->header.pid,
+					    &process->ended_unnamed_said);
 		return 0;
 	}
 	if (!named->selected && !named->roles) {
@@ -623,7 +628,7 @@ int python_tracer_handle_exception(struct python_tracer *tracer,
 								  : TCHECK_PY_STACK_MAX;
 
 	if (!process) {
-		tracer->losses.unfollowed_events++;
+		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;
 	}
 	snprintf(type_name, sizeof(type_name), "%.*s", (int)sizeof(record->type_name),

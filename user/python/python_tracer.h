@@ -17,6 +17,9 @@
 
 struct python_tracer;
 
+/* Processes a closing sentence names, at most. */
+#define PYTHON_LOSSES_PIDS_NAMED 8
+
 /* Stands in a Python stack for a frame whose code object could not be read any more. */
 #define PYTHON_UNREADABLE_FRAME "<unreadable>"
 
@@ -56,8 +59,13 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 struct python_tracer_losses {
 	uint64_t
 		unfollowed_events; /* Python, scope and operator events of processes not followed */
-	uint64_t unnamed_calls;	   /* calls whose code object was gone before it could be named */
-	uint64_t unnamed_callers;  /* stack frames written as PYTHON_UNREADABLE_FRAME */
+	/* The first of those processes, for the closing sentence. */
+	uint32_t unfollowed_pids[PYTHON_LOSSES_PIDS_NAMED];
+	uint32_t unfollowed_pid_count;
+	uint64_t unnamed_calls; /* calls whose code object was gone before it could be named */
+	/* calls that could not be named: their process had ended before the tracer read them */
+	uint64_t ended_unnamed_calls;
+	uint64_t unnamed_callers;    /* stack frames written as PYTHON_UNREADABLE_FRAME */
 	uint32_t followed_processes; /* processes whose CPython was followed (not a loss) */
 	uint32_t refused_processes;  /* processes whose CPython could not be followed */
 	uint32_t unprobed_processes; /* processes whose frame evaluator could not be probed */

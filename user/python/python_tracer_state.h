@@ -23,13 +23,14 @@
 #define PYTHON_BACKWARD_OPEN_MAX 8
 
 struct python_process {
-	bool torch_looked_up;		  /* libtorch_cpu was found (and probed, or refused) */
-	bool evaluator_probed;		  /* its interpreter's frame evaluator carries the probes */
-	bool evaluator_failure_said;	  /* probing it failed, and the user was told */
-	struct python_runtime runtime;	  /* where its interpreter is */
-	int32_t rank;			  /* RANK of its initial environment, -1 unknown */
-	bool rank_from_group;		  /* its first process group was seen */
-	int32_t world_size;		  /* WORLD_SIZE, -1 unknown */
+	bool torch_looked_up;	       /* libtorch_cpu was found (and probed, or refused) */
+	bool evaluator_probed;	       /* its interpreter's frame evaluator carries the probes */
+	bool evaluator_failure_said;   /* probing it failed, and the user was told */
+	bool ended_unnamed_said;       /* calls of it were lost: it ended before they were named */
+	struct python_runtime runtime; /* where its interpreter is */
+	int32_t rank;		       /* RANK of its initial environment, -1 unknown */
+	bool rank_from_group;	       /* its first process group was seen */
+	int32_t world_size;	       /* WORLD_SIZE, -1 unknown */
 	struct python_meta_timeline meta; /* step and stage over time */
 	struct python_layout layout;
 	struct u64_map codes;	       /* code address -> named_code */

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/system_clock.h"
 #include "model/c10d_api.h"
+#include "python/python_losses.h"
 #include "python/python_tracer_state.h"
 #include "python/torch_probes.h"
 
@@ -445,7 +446,7 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
 	int result;
 
 	if (!process) {
-		tracer->losses.unfollowed_events++;
+		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;
 	}
 	if (record->flags & TCHECK_TORCH_SCOPE_BACKWARD_END)
@@ -562,7 +563,7 @@ int python_tracer_handle_op(struct python_tracer *tracer,
 	char shape[128];
 
 	if (!process) {
-		tracer->losses.unfollowed_events++;
+		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;
 	}
 	if (record->operator>= tracer->operator_name_count)

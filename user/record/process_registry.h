@@ -33,6 +33,13 @@ struct traced_process {
 	char *command; /* owned; NULL until /proc or the exec notice gave one */
 	bool alive;
 	struct process_stage_slots stages;
+	/* When its image began (fork or exec seen while recording), 0 before the recording. */
+	uint64_t image_start_ns;
+	/* When its Python was first followed in this image, 0 not yet. */
+	uint64_t python_followed_ns;
+	/* The probes followed this image's Python from its start: the tracer must follow it too. */
+	bool python_from_start;
+	bool ended_unfollowed_said; /* it ended before the tracer could, and that was said */
 };
 
 /* Hands a process's stage slots back to their stages (the entry is going, or the image changed). */

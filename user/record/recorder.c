@@ -259,6 +259,8 @@ static void run_loop(struct recorder *recorder)
 			     recorder);
 	recording_report_losses(recorder->python, counters);
 	recorder->counts.python_lost = recording_python_events_lost(recorder->python, counters);
+	if (recorder->python)
+		recorder->counts.python_unseen = recording_report_unseen(&recorder->processes);
 	record_consumers_finish(&recorder->consumers);
 }
 

@@ -139,8 +139,12 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 				    header->pid);
 		return 0;
 	case TCHECK_RECORD_PROCESS_FORK:
-		if (recorder->options->follow_children)
-			recorder_add_process(recorder, notice->child_pid, header->pid);
+		if (!recorder->options->follow_children)
+			return 0;
+		process = recorder_add_process(recorder, notice->child_pid, header->pid);
+		if (process)
+			recorder_image_started(recorder, process, header->timestamp_ns, false,
+					       notice->python_from_start);
 		return 0;
 	case TCHECK_RECORD_PROCESS_EXEC:
 		/* A new image: new libraries, new environment, no communicators. */
@@ -155,6 +159,8 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 			python_tracer_forget_process(recorder->python, (pid_t)header->pid);
 		process = recorder_add_process(recorder, header->pid, 0);
 		if (process) {
+			recorder_image_started(recorder, process, header->timestamp_ns, true,
+					       notice->python_from_start);
 			recorder_refresh_process(recorder, process);
 			process_registry_take_exec_command(process, notice);
 			process_registry_take_exec_environment(process, notice);

@@ -7,12 +7,14 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/log.h"
 #include "base/system_clock.h"
 #include "network/work_requests.h"
 #include "probe/library_discovery.h"
 #include "probe/probe_session.h"
+#include "probe/process_maps.h"
 #include "python/python_tracer.h"
 #include "record/c10d_calls.h"
 #include "record/call_builder.h"
@@ -46,14 +48,91 @@ void recorder_take_process_group_rank(struct recorder *recorder,
 	recorder_write_process(recorder, process);
 }
 
+/*
+ * Its Python ran from its fork or exec until the probes followed it: that
+ * window goes into its record (widened when a later image adds another).
+ */
+static void note_unseen_window(struct recorder *recorder, struct traced_process *process)
+{
+	struct trace_process *record = &process->record;
+
+	if (!process->image_start_ns || !process->python_followed_ns ||
+	    process->python_followed_ns <= process->image_start_ns)
+		return;
+	if (!record->python_unseen_to_ns)
+		record->python_unseen_from_ns = process->image_start_ns;
+	record->python_unseen_to_ns = process->python_followed_ns;
+	recorder_write_process(recorder, process);
+}
+
+void recorder_image_started(struct recorder *recorder, struct traced_process *process,
+			    uint64_t start_ns, bool new_image, bool python_from_start)
+{
+	struct trace_process *record = &process->record;
+
+	if (new_image)
+		process->python_followed_ns = 0;
+	process->python_from_start = python_from_start;
+	if (!python_from_start) {
+		process->image_start_ns = start_ns;
+		note_unseen_window(recorder, process);
+		return;
+	}
+	process->image_start_ns = 0;
+	/*
+	 * A look at the process before this notice (the periodic rescan) saw
+	 * this image already and took its start for the previous one's: the
+	 * probes followed it from here, so that window was not one.
+	 */
+	if (record->python_unseen_to_ns >= start_ns && record->python_unseen_from_ns <= start_ns) {
+		record->python_unseen_from_ns = record->python_unseen_to_ns = 0;
+		recorder_write_process(recorder, process);
+	}
+}
+
+/* Whether a command's program is named python ("python3.11", "/usr/bin/python3"). */
+static bool command_names_python(const char *command)
+{
+	const char *end = command ? command + strcspn(command, " ") : NULL;
+	const char *base = end;
+
+	if (!command)
+		return false;
+	while (base > command && base[-1] != '/')
+		base--;
+	return end - base >= 6 && strncmp(base, "python", 6) == 0;
+}
+
 /* A process that runs a CPython the tracer cannot follow is said so, once. */
 void recorder_follow_python(struct recorder *recorder, uint32_t pid)
 {
+	struct traced_process *process;
 	char error[512];
+	int followed;
 
-	if (recorder->python &&
-	    python_tracer_add_process(recorder->python, (pid_t)pid, error, sizeof(error)) < 0)
+	if (!recorder->python)
+		return;
+	followed = python_tracer_add_process(recorder->python, (pid_t)pid, error, sizeof(error));
+	if (followed < 0)
 		log_warning("process %u: %s", pid, error);
+	process = process_registry_find(&recorder->processes, pid);
+	/*
+	 * Gone before its Python could be looked at: the probes followed it (so
+	 * it ran Python), or it ran a program named python.
+	 */
+	if (!followed && process && !process->python_followed_ns &&
+	    !process->ended_unfollowed_said &&
+	    (process->python_from_start || command_names_python(process->command)) &&
+	    process_has_ended((pid_t)pid)) {
+		process->ended_unfollowed_said = true;
+		log_warning("process %u had ended before the recorder could follow its Python (the "
+			    "recorder was behind): its Python calls are not in the trace",
+			    pid);
+	}
+	if (followed <= 0 || !process || process->python_followed_ns)
+		return;
+	process->python_followed_ns = monotonic_ns();
+	note_unseen_window(recorder, process);
 }
 
 void recorder_release_stages(void *context, struct traced_process *process)

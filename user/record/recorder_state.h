@@ -63,6 +63,13 @@ void recorder_refresh_process(struct recorder *recorder, struct traced_process *
 void recorder_take_process_group_rank(struct recorder *recorder,
 				      const struct tcheck_process_group_record *record);
 void recorder_follow_python(struct recorder *recorder, uint32_t pid);
+/*
+ * A fork or exec the probes reported at start_ns (new_image: an exec, whose
+ * Python is followed anew; python_from_start: the probes followed its
+ * Python from there themselves): a window its Python ran unseen is noted.
+ */
+void recorder_image_started(struct recorder *recorder, struct traced_process *process,
+			    uint64_t start_ns, bool new_image, bool python_from_start);
 struct traced_process *recorder_add_process(struct recorder *recorder, uint32_t pid,
 					    uint32_t parent_pid);
 void recorder_end_process(struct recorder *recorder, uint32_t pid, int exit_code);

@@ -8,6 +8,7 @@
 #include "model/trace_records.h"
 #include "python/python_losses.h"
 #include "python/python_tracer.h"
+#include "record/process_registry.h"
 #include "tcheck/probe_abi.h"
 
 uint64_t recording_python_events_lost(struct python_tracer *python, const uint64_t *counters)
@@ -63,10 +64,13 @@ void recording_report_python(struct python_tracer *python, const struct recordin
 	python_tracer_get_losses(python, &losses);
 	seen = losses.followed_processes + losses.refused_processes;
 	log_notice("%llu Python calls, torch scopes and operators recorded from %u of %u Python "
-		   "process%s, %llu lost",
+		   "process%s, %llu lost%s",
 		   (unsigned long long)counts->python_events,
 		   losses.followed_processes - losses.unprobed_processes, seen,
-		   seen == 1 ? "" : "es", (unsigned long long)counts->python_lost);
+		   seen == 1 ? "" : "es", (unsigned long long)counts->python_lost,
+		   counts->python_unseen
+			   ? ", and the start of some processes' Python unseen (said above)"
+			   : "");
 	if (seen == 0)
 		log_warning("Python tracing was asked for, but none of the %llu processes traced "
 			    "ran a CPython interpreter this tool could find: the trace holds no "
@@ -141,4 +145,25 @@ void recording_report_hits_per_step(const struct recording_counts *counts)
 		   (double)hits[PROBE_HIT_PYTHON_CALL] / (double)steps,
 		   (double)hits[PROBE_HIT_TORCH_SCOPE] / (double)steps,
 		   (double)hits[PROBE_HIT_TORCH_OP] / (double)steps);
+}
+
+uint32_t recording_report_unseen(const struct process_registry *processes)
+{
+	const struct traced_process *process;
+	uint32_t unseen = 0;
+
+	for (size_t i = 0; (process = process_registry_next(processes, &i));) {
+		const struct trace_process *record = &process->record;
+
+		if (!record->python_unseen_to_ns)
+			continue;
+		unseen++;
+		log_warning(
+			"process %u ran Python for %.1f ms, from its fork or exec until its "
+			"probes followed it: the Python calls it made then are not in the trace",
+			record->pid,
+			(double)(record->python_unseen_to_ns - record->python_unseen_from_ns) /
+				1e6);
+	}
+	return unseen;
 }

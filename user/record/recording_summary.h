@@ -18,6 +18,7 @@ struct recording_counts {
 	uint64_t c10d_calls;	     /* PyTorch's own collectives (gloo) */
 	uint64_t python_events;	     /* Python calls, torch scopes and operators written */
 	uint64_t python_lost;	     /* those the kernel or the tracer is known to have missed */
+	uint32_t python_unseen;	     /* processes that ran Python before they were followed */
 	uint64_t open_calls_written; /* calls left open at the end, kept in the trace */
 	uint64_t processes_seen;     /* every process traced, alive or not */
 	/* Records made from the first step on (step >= 1), by probe kind (enum probe_hit_kind). */
@@ -65,5 +66,11 @@ void recording_report_python(struct python_tracer *python, const struct recordin
  * records reached in all processes; says why when no step was seen.
  */
 void recording_report_hits_per_step(const struct recording_counts *counts);
+/*
+ * Warns of the processes whose Python ran before the probes followed it
+ * (the window each process record carries); returns how many.
+ */
+struct process_registry;
+uint32_t recording_report_unseen(const struct process_registry *processes);
 
 #endif /* TCHECK_RECORDING_SUMMARY_H */

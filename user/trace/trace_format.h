@@ -31,8 +31,10 @@
  * 1.6 added the closing chunk (chunk flag 2), written when the recorder closes
  * the trace, and zstd-compressed payloads (chunk flag 1). Readers of 1.5 and
  * older stop at either flag and say a newer tcheck-bpf reads the trace.
+ * 1.7 appended to the process body the window in which its Python ran before
+ * the probes followed it, which older readers skip.
  */
-#define TRACE_FORMAT_VERSION_MINOR 6
+#define TRACE_FORMAT_VERSION_MINOR 7
 /* The first version whose writer closes every trace it finishes with a closing chunk. */
 #define TRACE_FORMAT_CLOSING_SINCE_MINOR 6
 
@@ -155,16 +157,19 @@ enum trace_format_call_context {
 #define TRACE_FORMAT_STACK_FRAME_SIZE 4U
 
 enum trace_format_process_body {
-	TRACE_FORMAT_PROCESS_PID_AT = 0,	 /* u32 */
-	TRACE_FORMAT_PROCESS_PARENT_PID_AT = 4,	 /* u32 */
-	TRACE_FORMAT_PROCESS_RANK_AT = 8,	 /* s32 */
-	TRACE_FORMAT_PROCESS_LOCAL_RANK_AT = 12, /* s32 */
-	TRACE_FORMAT_PROCESS_WORLD_SIZE_AT = 16, /* s32 */
-	TRACE_FORMAT_PROCESS_EXIT_CODE_AT = 20,	 /* s32 */
-	TRACE_FORMAT_PROCESS_START_NS_AT = 24,	 /* u64 */
-	TRACE_FORMAT_PROCESS_END_NS_AT = 32,	 /* u64 */
-	TRACE_FORMAT_PROCESS_COMMAND_AT = 40,	 /* u32 string id */
-	TRACE_FORMAT_PROCESS_SIZE = 44,
+	TRACE_FORMAT_PROCESS_PID_AT = 0,		    /* u32 */
+	TRACE_FORMAT_PROCESS_PARENT_PID_AT = 4,		    /* u32 */
+	TRACE_FORMAT_PROCESS_RANK_AT = 8,		    /* s32 */
+	TRACE_FORMAT_PROCESS_LOCAL_RANK_AT = 12,	    /* s32 */
+	TRACE_FORMAT_PROCESS_WORLD_SIZE_AT = 16,	    /* s32 */
+	TRACE_FORMAT_PROCESS_EXIT_CODE_AT = 20,		    /* s32 */
+	TRACE_FORMAT_PROCESS_START_NS_AT = 24,		    /* u64 */
+	TRACE_FORMAT_PROCESS_END_NS_AT = 32,		    /* u64 */
+	TRACE_FORMAT_PROCESS_COMMAND_AT = 40,		    /* u32 string id */
+	TRACE_FORMAT_PROCESS_SIZE = 44,			    /* the body up to format 1.6 */
+	TRACE_FORMAT_PROCESS_PYTHON_UNSEEN_FROM_NS_AT = 44, /* u64, since 1.7 */
+	TRACE_FORMAT_PROCESS_PYTHON_UNSEEN_TO_NS_AT = 52,   /* u64, since 1.7 */
+	TRACE_FORMAT_PROCESS_SIZE_1_7 = 60,
 };
 
 enum trace_format_communicator_body {

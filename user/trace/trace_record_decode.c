@@ -137,6 +137,13 @@ int trace_decode_process(struct trace_record_decoding *decoding, const unsigned 
 		(int32_t)trace_format_get_u32(body + TRACE_FORMAT_PROCESS_EXIT_CODE_AT);
 	process->start_ns = trace_format_get_u64(body + TRACE_FORMAT_PROCESS_START_NS_AT);
 	process->end_ns = trace_format_get_u64(body + TRACE_FORMAT_PROCESS_END_NS_AT);
+	process->python_unseen_from_ns = process->python_unseen_to_ns = 0;
+	if (length >= TRACE_FORMAT_PROCESS_SIZE_1_7) {
+		process->python_unseen_from_ns =
+			trace_format_get_u64(body + TRACE_FORMAT_PROCESS_PYTHON_UNSEEN_FROM_NS_AT);
+		process->python_unseen_to_ns =
+			trace_format_get_u64(body + TRACE_FORMAT_PROCESS_PYTHON_UNSEEN_TO_NS_AT);
+	}
 	return 0;
 }
 

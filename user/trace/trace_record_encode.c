@@ -168,6 +168,10 @@ void trace_encode_process(unsigned char *body, const struct trace_record *record
 	trace_format_put_u64(body + TRACE_FORMAT_PROCESS_START_NS_AT, process->start_ns);
 	trace_format_put_u64(body + TRACE_FORMAT_PROCESS_END_NS_AT, process->end_ns);
 	trace_format_put_u32(body + TRACE_FORMAT_PROCESS_COMMAND_AT, command_id);
+	trace_format_put_u64(body + TRACE_FORMAT_PROCESS_PYTHON_UNSEEN_FROM_NS_AT,
+			     process->python_unseen_from_ns);
+	trace_format_put_u64(body + TRACE_FORMAT_PROCESS_PYTHON_UNSEEN_TO_NS_AT,
+			     process->python_unseen_to_ns);
 }
 
 void trace_encode_communicator(unsigned char *body, const struct trace_record *record,
