@@ -33,4 +33,15 @@ bool rule_descriptor_is_torch_level(const struct rule_descriptor *descriptor);
  */
 size_t rule_set_keep_torch_level(struct rule_set *set);
 
+/*
+ * Prefers the torch-level form of a rule where both hold: a rule about a
+ * Python function goes when the same rule holds about the torch scope
+ * family that wraps it ("implementation of Optimizer.step#* is always
+ * SGD.step" says the scope wraps torch.optim.sgd.SGD.step, so "raised of
+ * torch.optim.sgd.SGD.step is always False" goes when "raised of
+ * Optimizer.step#* is always False" holds). Returns how many went; 0 or
+ * more, or -ENOMEM.
+ */
+long rule_set_prefer_torch_level(struct rule_set *set);
+
 #endif /* TCHECK_RULE_FRAMES_H */

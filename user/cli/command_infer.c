@@ -108,6 +108,7 @@ int command_infer(int argc, char **argv)
 	const char *output = NULL;
 	bool torch_level = false;
 	size_t python_rules = 0;
+	long preferred;
 	struct inference *inference;
 	struct rule_set *rules;
 	struct timespec start;
@@ -152,6 +153,15 @@ int command_infer(int argc, char **argv)
 		log_error("out of memory while inferring invariants");
 		goto out;
 	}
+	preferred = rule_set_prefer_torch_level(rules);
+	if (preferred < 0) {
+		log_error("out of memory while inferring invariants");
+		goto out;
+	}
+	if (preferred)
+		log_info("%ld rule(s) about a Python function left out: the same rule holds about "
+			 "the torch scope that wraps it, which needs no frame-evaluator probe",
+			 preferred);
 	if (torch_level)
 		python_rules = rule_set_keep_torch_level(rules);
 	/* An empty rules file would pass every run: none is written. */
