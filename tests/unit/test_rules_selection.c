@@ -187,6 +187,14 @@ UNIT_TEST(rules_selection, torch_level_rules_leave_the_frame_evaluator_out)
 	/* The user's own --python keeps the evaluator: the trace has their functions. */
 	CU_ASSERT_EQUAL(rules_selection_apply(&selection, &with_python), 0);
 	CU_ASSERT_FALSE(with_python.torch_events_only);
+	/* A step marker that may be a Python function keeps it too; a scope's does not. */
+	struct recorder_options python_marker = { .step_marker = "trainer.Trainer.step" };
+	struct recorder_options scope_marker = { .step_marker = "Optimizer.step#" };
+
+	CU_ASSERT_EQUAL(rules_selection_apply(&selection, &python_marker), 0);
+	CU_ASSERT_FALSE(python_marker.torch_events_only);
+	CU_ASSERT_EQUAL(rules_selection_apply(&selection, &scope_marker), 0);
+	CU_ASSERT_TRUE(scope_marker.torch_events_only);
 	rules_selection_free(&selection);
 	rule_set_free(set);
 }

@@ -160,8 +160,14 @@ int rules_selection_apply(struct rules_selection *selection, struct recorder_opt
 	free(selection->merged_torch_ops);
 	selection->merged_functions = functions.names;
 	selection->merged_torch_ops = operators.names;
-	/* The user's own --python keeps the evaluator: the trace has their functions. */
-	options->torch_events_only = !options->python && !selection->python_frames;
+	/*
+	 * The user's own --python keeps the evaluator: the trace has their
+	 * functions; so does a --step-marker that may name a Python function
+	 * (a scope's has its '#').
+	 */
+	options->torch_events_only =
+		!options->python && !selection->python_frames &&
+		(!options->step_marker || strchr(options->step_marker, '#') != NULL);
 	options->python = true;
 	options->training_ops |= selection->training_ops;
 	options->python_prefixes = functions.names;
