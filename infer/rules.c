@@ -400,7 +400,7 @@ static bool preconditions_equal(const struct precondition *left, const struct pr
 	return true;
 }
 
-static bool rules_state_the_same(const struct rule *left, const struct rule *right)
+bool rules_state_the_same(const struct rule *left, const struct rule *right)
 {
 	return left->relation == right->relation && left->scope == right->scope &&
 	       left->distinct == right->distinct && left->field == right->field &&

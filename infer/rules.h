@@ -119,6 +119,12 @@ void rule_describe(const struct rule *rule, char *text, size_t size);
 int rule_set_save(const struct rule_set *set, const char *path, char *error, size_t size);
 
 /*
+ * Whether two rules state the same: the same relation, events, field,
+ * value, precondition and scope (the evidence counts aside).
+ */
+bool rules_state_the_same(const struct rule *left, const struct rule *right);
+
+/*
  * Drops every rule that states what an earlier one states (the same
  * relation, events, field, value, precondition and scope; the evidence
  * counts aside), keeping the first; counted in repeated_count. 0 or -ENOMEM.

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "checks/rules_selection.h"
+#include "infer/rule_frames.h"
 #include "python/python_tracer.h"
 #include "unit.h"
 
@@ -161,5 +162,84 @@ UNIT_TEST(rules_selection, widens_the_defaults_and_the_users_own)
 	CU_ASSERT_TRUE(listed(own.torch_ops, "add_.Tensor"));
 	rules_selection_free(&own_selection);
 	rules_selection_free(&selection);
+	rule_set_free(set);
+}
+
+/* Scopes, operators and NCCL only: torch's probes, no frame evaluator. */
+UNIT_TEST(rules_selection, torch_level_rules_leave_the_frame_evaluator_out)
+{
+	struct rule_set *set = rule_set_new();
+	struct recorder_options options = { 0 }, with_python = { .python = true };
+	struct rules_selection selection;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(set);
+	add_rule(set, RELATION_EVENT_CONTAIN, INFER_EVENT_PYTHON, "Optimizer.step#*",
+		 INFER_EVENT_PYTHON, "aten::add_.Tensor");
+	add_rule(set, RELATION_PARAMETERS_UPDATED, INFER_EVENT_PYTHON, "Optimizer.step#*", 0, NULL);
+	add_rule(set, RELATION_CONSISTENT, INFER_EVENT_NCCL, "ncclAllReduce", 0, NULL);
+	CU_ASSERT_EQUAL_FATAL(rules_selection_build(set, &selection), 0);
+	CU_ASSERT_TRUE(selection.python);
+	CU_ASSERT_FALSE(selection.python_frames);
+	CU_ASSERT_EQUAL(selection.python_frames_rules, 0);
+	CU_ASSERT_EQUAL(rules_selection_apply(&selection, &options), 0);
+	CU_ASSERT_TRUE(options.python);
+	CU_ASSERT_TRUE(options.torch_events_only);
+	/* The user's own --python keeps the evaluator: the trace has their functions. */
+	CU_ASSERT_EQUAL(rules_selection_apply(&selection, &with_python), 0);
+	CU_ASSERT_FALSE(with_python.torch_events_only);
+	/* A step marker that may be a Python function keeps it too; a scope's does not. */
+	struct recorder_options python_marker = { .step_marker = "trainer.Trainer.step" };
+	struct recorder_options scope_marker = { .step_marker = "Optimizer.step#" };
+
+	CU_ASSERT_EQUAL(rules_selection_apply(&selection, &python_marker), 0);
+	CU_ASSERT_FALSE(python_marker.torch_events_only);
+	CU_ASSERT_EQUAL(rules_selection_apply(&selection, &scope_marker), 0);
+	CU_ASSERT_TRUE(scope_marker.torch_events_only);
+	rules_selection_free(&selection);
+	rule_set_free(set);
+}
+
+UNIT_TEST(rules_selection, a_python_function_or_the_stage_needs_the_frame_evaluator)
+{
+	struct rule_set *set = torch_rules();
+	struct recorder_options options = { 0 };
+	struct rules_selection selection;
+	struct rule stage_rule = { .relation = RELATION_API_ARG };
+
+	CU_ASSERT_EQUAL_FATAL(rules_selection_build(set, &selection), 0);
+	CU_ASSERT_TRUE(selection.python_frames);
+	CU_ASSERT_EQUAL(selection.python_frames_rules, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(selection.python_frames_reason, "SGD.__init__"));
+	CU_ASSERT_EQUAL(rules_selection_apply(&selection, &options), 0);
+	CU_ASSERT_FALSE(options.torch_events_only);
+	rules_selection_free(&selection);
+
+	/* "stage of a scope is always train": Python sets the stage. */
+	stage_rule.event.kind = INFER_EVENT_PYTHON;
+	stage_rule.event.name = string_pool_intern(set->pool, "Optimizer.step#*");
+	stage_rule.field = string_pool_intern(set->pool, "stage");
+	stage_rule.value = string_pool_intern(set->pool, "train");
+	CU_ASSERT_TRUE(rule_needs_python_frames(&stage_rule, NULL, 0));
+	stage_rule.field = string_pool_intern(set->pool, "raised");
+	CU_ASSERT_FALSE(rule_needs_python_frames(&stage_rule, NULL, 0));
+	stage_rule.precondition.group_count = 1;
+	stage_rule.precondition.groups[0].clause_count = 1;
+	stage_rule.precondition.groups[0].clauses[0].type = CLAUSE_CONSTANT;
+	stage_rule.precondition.groups[0].clauses[0].variable =
+		string_pool_intern(set->pool, "stage");
+	CU_ASSERT_TRUE(rule_needs_python_frames(&stage_rule, NULL, 0));
+	rule_set_free(set);
+}
+
+/* infer --torch-level: the rules about Python functions go, the others stay in order. */
+UNIT_TEST(rules_selection, keep_torch_level_drops_python_function_rules)
+{
+	struct rule_set *set = torch_rules();
+
+	CU_ASSERT_EQUAL(rule_set_keep_torch_level(set), 1);
+	CU_ASSERT_EQUAL_FATAL(set->count, 4);
+	CU_ASSERT_STRING_EQUAL(set->rules[0].event.name, "Optimizer.step#SGD.step");
+	CU_ASSERT_STRING_EQUAL(set->rules[3].event.name, "ncclAllReduce");
+	CU_ASSERT_EQUAL(rule_set_keep_torch_level(set), 0);
 	rule_set_free(set);
 }

@@ -2,7 +2,8 @@
 # Training-step time of the CPU training workload, untraced and traced with
 # --python (default selection: the reference recording), with --rules (the
 # deploy mode: the rules of a --python run checked live; only the probes they
-# need), and with everything selectable plus torch operators,
+# need), with --rules of 'infer --torch-level' (torch's probes only, no
+# frame evaluator), and with everything selectable plus torch operators,
 # and under bcc's Python USDT tool (pythoncalls -L) when bcc can compile here;
 # for a benchmark-sized MLP and for the tests' tiny one. Runs are interleaved
 # round by round and each traced run is divided by the untraced run of its own
@@ -11,7 +12,12 @@
 # 1.13 / Python 3.11, and torch 2.6 / Python 3.13 in the trixie root that
 # tools/stacks/torch-root.sh trixie builds (left out when it is not built). Prints a
 # Markdown section. BASELINE=path adds the deploy row of a second build (an
-# earlier commit), run in the same rounds with the same rules.
+# earlier commit), run in the same rounds with the same rules. After the
+# rounds, one more run of each traced variant counts the kernel's probe runs
+# a step (bpf_stats run_cnt of the recorder's programs over the steady
+# steps), and the run's uprobe floor (an empty entry and return probe pair on
+# the NCCL test double's ncclAllReduce, tools/bench/probe-floor) is measured
+# before and after the rounds.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tcheck="$root/tcheck-bpf"
@@ -62,7 +68,7 @@ bcc_kernel_source() {
 	echo "$scratch/kernel-headers"
 }
 bcc_headers=$(bcc_kernel_source || true)
-modes=(untraced default deploy everything)
+modes=(untraced default deploy torchlevel everything)
 [ -n "$baseline" ] && modes+=(baseline)
 [ -n "$bcc_headers" ] && modes+=(bcc)
 # modes_of STACK: bcc's USDT probes exist only in Debian 12's python3.11.
@@ -134,10 +140,16 @@ run() {
 			"$workload" --steps "$steps" --no-module-hooks --log "$log" "$@" >/dev/null
 		# The deploy mode's rules: inferred once per model from its first reference run.
 		[ -f "$scratch/$model.rules" ] ||
-			"$tcheck" --quiet infer -o "$scratch/$model.rules" "$scratch/t.trace" ;;
+			"$tcheck" --quiet infer -o "$scratch/$model.rules" "$scratch/t.trace"
+		[ -f "$scratch/$model.torch.rules" ] ||
+			"$tcheck" --quiet infer --torch-level -o "$scratch/$model.torch.rules" \
+				"$scratch/t.trace" ;;
 	deploy) "$tcheck" --quiet record -o "$scratch/t.trace" --rules "$scratch/$model.rules" \
 		-- $python "$workload" --steps "$steps" --no-module-hooks --log "$log" "$@" \
 		>/dev/null ;;
+	torchlevel) "$tcheck" --quiet record -o "$scratch/t.trace" \
+		--rules "$scratch/$model.torch.rules" -- $python "$workload" --steps "$steps" \
+		--no-module-hooks --log "$log" "$@" >/dev/null ;;
 	baseline) "$baseline" --quiet record -o "$scratch/t.trace" --rules "$scratch/$model.rules" \
 		-- $python "$workload" --steps "$steps" --no-module-hooks --log "$log" "$@" \
 		>/dev/null ;;
@@ -148,11 +160,86 @@ run() {
 	esac
 	step_time "$log" >"$scratch/$model-$mode-$round.us"
 	case $mode in
-	default | deploy | baseline | everything) events_per_step "$scratch/t.trace" "$steps" \
+	default | deploy | torchlevel | baseline | everything) events_per_step "$scratch/t.trace" "$steps" \
 		>"$scratch/$model-$mode-$round.events" ;;
 	esac
 }
 
+# The options of a traced variant's recorder (one model's rules).
+record_options() {
+	case $1 in
+	default) echo "--python" ;;
+	deploy) echo "--rules $scratch/$2.rules" ;;
+	torchlevel) echo "--rules $scratch/$2.torch.rules" ;;
+	everything) echo "--python-filter '' ${ops[*]}" ;;
+	esac
+}
+
+# The kernel's runs of the recorder's BPF programs a steady step (every probe
+# hit, sending or not): run_cnt summed over the recorder's programs at two
+# moments of one run, over the steps the workload logged in between (its log
+# is flushed once a step).
+probe_runs_per_step() {
+	local mode=$1 model=$2 steps=$3 log="$scratch/runs.jsonl" recorder saved options
+	local runs1= step1= runs2= step2=
+	shift 3
+	options=$(record_options "$mode" "$model")
+	[ -n "$options" ] || { echo "-"; return; }
+	rm -f "$scratch/runs.trace" "$log"
+	saved=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -qw kernel.bpf_stats_enabled=1
+	# shellcheck disable=SC2086 # options are words
+	eval "exec \"\$tcheck\" --quiet record -o \"\$scratch/runs.trace\" $options -- \$python \
+		\"\$workload\" --steps \"\$steps\" --no-module-hooks --log \"\$log\" \"\$@\"" >/dev/null &
+	recorder=$!
+	while kill -0 "$recorder" 2>/dev/null; do
+		step=$(tail -n 1 "$log" 2>/dev/null | sed -n 's/.*"step": \([0-9]*\).*/\1/p' || true)
+		runs=$(awk '/^run_cnt:/ { sum += $2 } END { print sum + 0 }' \
+			/proc/"$recorder"/fdinfo/* 2>/dev/null || true)
+		if [ -n "$step" ] && [ -z "$step1" ] && [ "$step" -ge "$first_steady_step" ]; then
+			runs1=$runs step1=$step
+		elif [ -n "$step" ] && [ -n "$step1" ] && [ "$step" -lt $((steps - 2)) ]; then
+			runs2=$runs step2=$step
+		fi
+		sleep 0.05
+	done
+	wait "$recorder" || true
+	sysctl -qw kernel.bpf_stats_enabled="$saved"
+	if [ -n "$step2" ] && [ "$step2" -gt "$step1" ]; then
+		awk -v r="$((runs2 - runs1))" -v s="$((step2 - step1))" 'BEGIN { printf "%.1f\n", r / s }'
+	else
+		echo "-"
+	fi
+}
+
+# The run's uprobe floor, ns a call: ncclAllReduce of the NCCL test double with
+# an empty uprobe and uretprobe pair (probe-floor) against the same calls
+# untraced; "-" when the bench programs are not built.
+uprobe_floor() {
+	local bench="$root/.output/tests/bench/nccl-call-bench" floor="$root/.output/tests/bench/probe-floor"
+	local library="$root/.output/tests/lib/libnccl.so.2" pid prober plain probed
+	[ -x "$bench" ] && [ -x "$floor" ] && [ -f "$library" ] || { echo "-"; return; }
+	"$bench" --lib "$library" --calls 20000 --rounds 5 >"$scratch/plain.out"
+	# A uprobe belongs to a file: the probed run gets a copy of its own.
+	cp "$library" "$scratch/libnccl.so.2"
+	rm -f "$scratch/floor.ready" "$scratch/floor.go"
+	"$bench" --lib "$scratch/libnccl.so.2" --calls 20000 --rounds 5 --ready "$scratch/floor.ready" \
+		--go "$scratch/floor.go" >"$scratch/probed.out" &
+	pid=$!
+	until [ -s "$scratch/floor.ready" ]; do sleep 0.02; done
+	"$floor" --lib "$scratch/libnccl.so.2" --pid "$pid" 2>"$scratch/floor.log" &
+	prober=$!
+	until grep -q attached "$scratch/floor.log"; do sleep 0.02; done
+	touch "$scratch/floor.go"
+	wait "$pid"
+	kill -TERM "$prober"
+	wait "$prober" || true
+	plain=$(sed -n 's/.*\bns_per_call=\([^ ]*\).*/\1/p' "$scratch/plain.out")
+	probed=$(sed -n 's/.*\bns_per_call=\([^ ]*\).*/\1/p' "$scratch/probed.out")
+	awk -v a="$probed" -v b="$plain" 'BEGIN { printf "%.0f\n", a - b }'
+}
+
+floor_before=$(uprobe_floor)
 for ((round = 0; round < rounds; round++)); do
 	for stack in "${stacks[@]}"; do
 		IFS='|' read -r stack_name _ python <<<"$stack"
@@ -162,6 +249,19 @@ for ((round = 0; round < rounds; round++)); do
 				# shellcheck disable=SC2086 # options are words
 				run "$mode" "$stack_name-$m" "$round" "$steps" $options
 			done
+		done
+	done
+done
+
+floor_after=$(uprobe_floor)
+for stack in "${stacks[@]}"; do
+	IFS='|' read -r stack_name _ python <<<"$stack"
+	for m in "${!models[@]}"; do
+		IFS='|' read -r _ steps options <<<"${models[$m]}"
+		for mode in $(modes_of "$stack_name"); do
+			# shellcheck disable=SC2086 # options are words
+			probe_runs_per_step "$mode" "$stack_name-$m" "$steps" $options \
+				>"$scratch/$stack_name-$m-$mode.runs"
 		done
 	done
 done
@@ -180,6 +280,7 @@ label() {
 	untraced) echo "untraced" ;;
 	default) echo "\`--python\` (default selection: the reference recording)" ;;
 	deploy) echo "\`--rules\` (deploy: the rules of a \`--python\` run, checked live)" ;;
+	torchlevel) echo "\`--rules\` of \`infer --torch-level\` (deploy, torch's probes only)" ;;
 	everything) echo "\`--python-filter '' --torch-op add_ --torch-op mul_ --torch-op zero_\`" ;;
 	bcc) echo "bcc \`ucalls -L -l python\` (pythoncalls-bpfcc, USDT)" ;;
 	baseline) echo "earlier build: \`--rules\`, the same rules (\`$baseline\`)" ;;
@@ -189,13 +290,18 @@ label() {
 echo "### Python tracing: training-step time"
 echo
 echo "Command: \`make bench\` (tools/bench/python-overhead.sh), $(date -u '+%Y-%m-%d %H:%M UTC'),"
-echo "kernel $(uname -r), $cpus CPUs shared with other work, $rounds rounds."
+echo "kernel $(uname -r), $cpus CPUs shared with other work, $rounds rounds; uprobe floor (an"
+echo "empty entry and return probe pair on the NCCL test double's ncclAllReduce) $floor_before ns"
+echo "before the rounds and $floor_after ns after."
 echo
 echo "\`tests/workloads/python/train_cpu.py --no-module-hooks\` with SGD (momentum 0.9), CPU,"
 echo "one torch thread (OMP_NUM_THREADS=1), on each torch stack. Step time: median over steps $first_steady_step on"
 echo "of one run; each round runs every variant once, in turn; \"vs untraced\" is the"
 echo "median over rounds of traced / untraced of the same round (same stack); events: trace records"
-echo "(Python calls, torch scopes, torch operators) per steady step."
+echo "(Python calls, torch scopes, torch operators) per steady step; probe runs: the kernel's"
+echo "runs of the recorder's BPF programs a steady step (bpf_stats, one more run of the variant),"
+echo "sending or not, machine-wide: other processes that map the same python or libtorch files on"
+echo "this shared machine add theirs, so the column is an upper bound for the traced process."
 for stack in "${stacks[@]}"; do
 	IFS='|' read -r stack_name stack_label _ <<<"$stack"
 	for m in "${!models[@]}"; do
@@ -205,15 +311,16 @@ for stack in "${stacks[@]}"; do
 		echo
 		echo "**$stack_label: $name** (\`--steps $steps${options:+ $options}\`)"
 		echo
-		echo "| Variant | step time (us) | vs untraced | events per step |"
-		echo "|---|---:|---:|---:|"
-		echo "| untraced | $base | 1.000 | - |"
+		echo "| Variant | step time (us) | vs untraced | events per step | probe runs per step |"
+		echo "|---|---:|---:|---:|---:|"
+		echo "| untraced | $base | 1.000 | - | - |"
 		for mode in $(modes_of "$stack_name"); do
 			[ "$mode" = untraced ] && continue
 			us=$(cat "$scratch/$key-$mode"-*.us | median)
 			events=-
 			[ "$mode" = bcc ] || events=$(cat "$scratch/$key-$mode"-*.events | median)
-			echo "| $(label "$mode") | $us | $(ratio "$key" "$mode") | $events |"
+			echo "| $(label "$mode") | $us | $(ratio "$key" "$mode") | $events |" \
+				"$(cat "$scratch/$key-$mode.runs" 2>/dev/null || echo -) |"
 		done
 	done
 done

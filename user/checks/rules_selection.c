@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "checks/rules_selection.h"
 #include "infer/rank_updates.h"
+#include "infer/rule_frames.h"
 #include "infer/scalars_steady.h"
 #include "python/python_tracer.h"
 
@@ -90,6 +91,12 @@ int rules_selection_build(const struct rule_set *rules, struct rules_selection *
 		for (size_t j = 0; j < sizeof(descriptors) / sizeof(descriptors[0]) && !error; j++)
 			error = add_descriptor(descriptors[j], &functions, &ops,
 					       &selection->python);
+		if (rule_needs_python_frames(
+			    rule, selection->python_frames ? NULL : selection->python_frames_reason,
+			    sizeof(selection->python_frames_reason))) {
+			selection->python_frames = true;
+			selection->python_frames_rules++;
+		}
 		/* Steps are counted from the optimizer's scopes: Python tracing. */
 		selection->python |= rule_checks_rank_updates(rule);
 		selection->training_ops |= rule->relation == RELATION_PARAMETERS_UPDATED ||
@@ -153,12 +160,43 @@ int rules_selection_apply(struct rules_selection *selection, struct recorder_opt
 	free(selection->merged_torch_ops);
 	selection->merged_functions = functions.names;
 	selection->merged_torch_ops = operators.names;
+	/*
+	 * The user's own --python keeps the evaluator: the trace has their
+	 * functions; so does a --step-marker that may name a Python function
+	 * (a scope's has its '#').
+	 */
+	options->torch_events_only =
+		!options->python && !selection->python_frames &&
+		(!options->step_marker || strchr(options->step_marker, '#') != NULL);
 	options->python = true;
 	options->training_ops |= selection->training_ops;
 	options->python_prefixes = functions.names;
 	options->torch_ops = operators.names;
 	options->torch_op_count = operators.count;
 	return 0;
+}
+
+/* The probes of rules_selection_print, one log_info line each (-v). */
+static void log_selection_probes(const struct rules_selection *selection)
+{
+	char *text = NULL, *line, *next;
+	size_t size = 0;
+	FILE *out = open_memstream(&text, &size);
+
+	if (!out)
+		return;
+	rules_selection_print(selection, out);
+	if (fclose(out) || !text)
+		return;
+	for (line = text; *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		else
+			next = line + strlen(line);
+		log_info("%s", line);
+	}
+	free(text);
 }
 
 int rules_selection_configure(const struct rule_set *rules, struct recorder_options *options,
@@ -170,9 +208,39 @@ int rules_selection_configure(const struct rule_set *rules, struct recorder_opti
 	}
 	if (selection->python)
 		log_info("the rules are about %zu Python function(s) and %zu torch operator(s): "
-			 "Python is traced",
-			 selection->function_count, selection->torch_op_count);
+			 "Python is traced%s",
+			 selection->function_count, selection->torch_op_count,
+			 options->torch_events_only ? " through torch's probes only" : "");
 	else if (!options->python)
 		log_info("the rules are about NCCL calls only: Python is not traced");
+	if (log_verbosity() >= 1)
+		log_selection_probes(selection);
 	return 0;
+}
+
+void rules_selection_print(const struct rules_selection *selection, FILE *out)
+{
+	fprintf(out, "probe: NCCL calls (entry and return of each nccl.h function): always\n");
+	if (!selection->python) {
+		fprintf(out, "probe: torch and CPython: none (no rule is about Python or torch)\n");
+		return;
+	}
+	fprintf(out, "probe: torch scopes (record_function enter and RecordFunction::end), the "
+		     "backward pass (Engine::execute), c10d process groups\n");
+	fprintf(out, "probe: torch operators:");
+	for (size_t i = 0; i < selection->torch_op_count; i++)
+		fprintf(out, " %s", selection->torch_ops[i]);
+	if (selection->training_ops)
+		fprintf(out, "%s the training operators (updates and forward reads)",
+			selection->torch_op_count ? " and" : "");
+	else if (!selection->torch_op_count)
+		fprintf(out, " none");
+	fprintf(out, "\n");
+	if (selection->python_frames)
+		fprintf(out,
+			"probe: CPython's frame evaluator: needed by %zu rule(s); the first, %s\n",
+			selection->python_frames_rules, selection->python_frames_reason);
+	else
+		fprintf(out, "probe: CPython's frame evaluator: not needed (every rule is checked "
+			     "on torch-level events)\n");
 }

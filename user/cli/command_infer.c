@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* tcheck-bpf infer: learns invariants from the traces of healthy runs and writes a rules file. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "base/log.h"
 #include "cli/commands.h"
 #include "infer/inference.h"
+#include "infer/rule_frames.h"
 #include "trace/trace_replay.h"
 
 static void usage(FILE *out)
@@ -29,6 +31,10 @@ static void usage(FILE *out)
 		"(docs/rules-format.md). Give programs of several shapes.\n\n"
 		"  -o, --output FILE  the rules file to write (required; written aside and\n"
 		"                     renamed into place; \"-\": standard output)\n"
+		"  -t, --torch-level  keep only the rules checked on torch-level events\n"
+		"                     (torch scopes, the backward pass, operators, NCCL\n"
+		"                     calls): record --rules then leaves CPython's frame\n"
+		"                     evaluator unprobed (check --rules R --probes)\n"
 		"  -h, --help         this text\n\n" EXIT_STATUS_HELP "\n"
 		"Examples:\n"
 		"  tcheck-bpf infer -o rules.json cnn.trace mlp.trace "
@@ -95,20 +101,27 @@ int command_infer(int argc, char **argv)
 {
 	static const struct option long_options[] = {
 		{ "output", required_argument, NULL, 'o' },
+		{ "torch-level", no_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *output = NULL;
+	bool torch_level = false;
+	size_t python_rules = 0;
+	long preferred;
 	struct inference *inference;
 	struct rule_set *rules;
 	struct timespec start;
 	char error[512];
 	int option, status = 1;
 
-	while ((option = getopt_long(argc, argv, "o:h", long_options, NULL)) != -1) {
+	while ((option = getopt_long(argc, argv, "o:th", long_options, NULL)) != -1) {
 		switch (option) {
 		case 'o':
 			output = optarg;
+			break;
+		case 't':
+			torch_level = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -140,6 +153,17 @@ int command_infer(int argc, char **argv)
 		log_error("out of memory while inferring invariants");
 		goto out;
 	}
+	preferred = rule_set_prefer_torch_level(rules);
+	if (preferred < 0) {
+		log_error("out of memory while inferring invariants");
+		goto out;
+	}
+	if (preferred)
+		log_info("%ld rule(s) about a Python function left out: the same rule holds about "
+			 "the torch scope that wraps it, which needs no frame-evaluator probe",
+			 preferred);
+	if (torch_level)
+		python_rules = rule_set_keep_torch_level(rules);
 	/* An empty rules file would pass every run: none is written. */
 	if (!inference_event_count(inference) || !rules->count) {
 		log_error(
@@ -155,6 +179,10 @@ int command_infer(int argc, char **argv)
 	}
 	print_summary(rules, (uint32_t)(argc - optind), inference_event_count(inference),
 		      seconds_since(&start));
+	if (torch_level)
+		log_notice("%zu rule(s) needing Python functions' calls or the stage were left "
+			   "out (--torch-level)",
+			   python_rules);
 	status = EXIT_CLEAN;
 out:
 	inference_free(inference);

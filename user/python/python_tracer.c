@@ -280,7 +280,7 @@ static int probe_evaluator(struct python_tracer *tracer, pid_t pid, struct pytho
 				    "cannot open %s, the Python of process %d: its Python calls "
 				    "are not followed",
 				    runtime->host_path, pid);
-	else if (!u64_map_get(&tracer->probed_files, identity))
+	else if (!u64_map_get(&tracer->probed_files, identity) && !tracer->torch_events_only)
 		result = probe_session_attach_python(tracer->session, runtime->host_path,
 						     runtime->eval_frame_file_offset, error,
 						     error_size);
@@ -304,11 +304,12 @@ static int probe_evaluator(struct python_tracer *tracer, pid_t pid, struct pytho
 	}
 	if (!u64_map_get(&tracer->probed_files, identity)) {
 		u64_map_put(&tracer->probed_files, identity, tracer);
-		log_info("probed Python %s's frame evaluator in %s at file offset 0x%llx "
-			 "(_PyEval_EvalFrameDefault+%llu)",
-			 runtime->version, runtime->path,
-			 (unsigned long long)runtime->eval_frame_file_offset,
-			 (unsigned long long)runtime->eval_frame_probe_skip);
+		if (!tracer->torch_events_only)
+			log_info("probed Python %s's frame evaluator in %s at file offset 0x%llx "
+				 "(_PyEval_EvalFrameDefault+%llu)",
+				 runtime->version, runtime->path,
+				 (unsigned long long)runtime->eval_frame_file_offset,
+				 (unsigned long long)runtime->eval_frame_probe_skip);
 	}
 	if (process->evaluator_failure_said)
 		tracer->losses.unprobed_processes--;

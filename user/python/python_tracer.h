@@ -142,6 +142,14 @@ void python_tracer_set_torch_ops(struct python_tracer *tracer, const char *const
 void python_tracer_watch_training(struct python_tracer *tracer, bool watch);
 
 /*
+ * Follow Python through torch's probes only: the frame evaluator is not
+ * probed, so no Python function's call is seen (nor the stage, which
+ * Python sets); torch scopes, the backward pass and operators are. Set
+ * before the first process is added.
+ */
+void python_tracer_set_torch_events_only(struct python_tracer *tracer, bool torch_events_only);
+
+/*
  * Handles one TCHECK_RECORD_TORCH_OP record: the operator as
  * "aten::add_.Tensor", with its tensor's identity and its scalar as arguments.
  */

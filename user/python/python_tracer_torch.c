@@ -33,6 +33,11 @@ void python_tracer_watch_training(struct python_tracer *tracer, bool watch)
 	tracer->training_ops = watch;
 }
 
+void python_tracer_set_torch_events_only(struct python_tracer *tracer, bool torch_events_only)
+{
+	tracer->torch_events_only = torch_events_only;
+}
+
 void torch_operator_display_name(const char *request, const char *operator_name, char *name,
 				 size_t size)
 {

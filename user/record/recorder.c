@@ -132,6 +132,7 @@ static int set_up(struct recorder *recorder)
 		python_tracer_set_torch_ops(recorder->python, options->torch_ops,
 					    options->torch_op_count);
 		python_tracer_watch_training(recorder->python, options->training_ops);
+		python_tracer_set_torch_events_only(recorder->python, options->torch_events_only);
 	}
 	if (!recorder->discovery || !recorder->builder || !recorder->c10d ||
 	    !recorder->work_requests || (options->python && !recorder->python)) {

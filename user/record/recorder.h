@@ -43,6 +43,12 @@ struct recorder_options {
 	const char *const *torch_ops; /* --torch-op requests ("add_", "zero_.default") */
 	size_t torch_op_count;
 	bool training_ops; /* also the training operators: updates, forward reads (--python) */
+	/*
+	 * Python through torch's probes only (scopes, backward, operators):
+	 * CPython's frame evaluator is not probed (--rules that need no
+	 * Python function's calls).
+	 */
+	bool torch_events_only;
 	const struct recorder_observer *observer; /* NULL: none */
 	/*
 	 * What follows the recording (trace file, detectors, live status, rule
