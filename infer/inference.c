@@ -9,6 +9,7 @@
 #include "event_contain.h"
 #include "inference.h"
 #include "eval_mode.h"
+#include "gradient_clearing.h"
 #include "requires_grad_updates.h"
 #include "parameter_updates.h"
 #include "process_uses.h"
@@ -512,7 +513,7 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 			   const struct infer_event **passing, const struct infer_event **failing)
 {
 	const char *names[MAX_SEQUENCE_NAMES];
-	size_t name_count = 0, segment_count = 0, start = 0;
+	size_t name_count = 0, segment_count = 0, start = 0, backward;
 	struct segment *segments;
 	int failed = 0;
 
@@ -550,9 +551,13 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 		}
 		start = end;
 	}
+	for (backward = 0; backward < name_count; backward++)
+		if (strcmp(names[backward], BACKWARD_FAMILY) == 0)
+			break;
 	for (size_t a = 0; a < name_count && !failed; a++) {
 		for (size_t b = 0; b < name_count && !failed; b++) {
 			size_t passing_count = 0, failing_count = 0;
+			bool before_backward = false;
 			struct rule rule = { .relation = RELATION_API_SEQUENCE,
 					     .event = { INFER_EVENT_PYTHON, names[b] },
 					     .first = { INFER_EVENT_PYTHON, names[a] } };
@@ -571,9 +576,14 @@ static int infer_sequences(struct inference *inference, const struct infer_event
 					passing[passing_count++] = first_b;
 				else
 					failing[failing_count++] = first_b;
+				before_backward |= backward < name_count &&
+						   gradient_clearing_runs_before(
+							   first_b, segments[s].first[backward]);
 			}
 			/* An order seen in one step only (start-up, imports) is no per-step rule.
 			 */
+			if (gradient_clearing_excuses(names[a]) && before_backward)
+				continue;
 			if (several_steps(passing, passing_count))
 				failed = emit(inference, &rule, passing, passing_count, failing,
 					      failing_count, NULL);
