@@ -47,6 +47,12 @@ void gradient_clearing_free(struct gradient_clearing *clearing)
 	u64_map_free(&clearing->processes);
 }
 
+bool gradient_clearing_runs_before(const struct infer_event *event,
+				   const struct infer_event *backward)
+{
+	return event && backward && event != backward && event->entry_ns < backward->entry_ns;
+}
+
 bool gradient_clearing_excuses(const char *name)
 {
 	return name && strcmp(name, ZERO_GRAD_FAMILY) == 0;

@@ -33,6 +33,17 @@ struct gradient_clearing {
 	struct u64_map processes; /* pid -> its state */
 };
 
+/*
+ * Whether 'event' ran before 'backward' (the first of each in one step):
+ * then zero_grad's place before it is the program's own order, not what
+ * clearing gradients means (cleared before the backward that fills them).
+ * Zeroing after the forward, or an evaluation forward under no_grad before
+ * zero_grad, are healthy; APISequence asks zero_grad to come first only
+ * before the backward and what follows it. False without a backward.
+ */
+bool gradient_clearing_runs_before(const struct infer_event *event,
+				   const struct infer_event *backward);
+
 void gradient_clearing_init(struct gradient_clearing *clearing);
 void gradient_clearing_free(struct gradient_clearing *clearing);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv_hash.h"
 #include "base/u64_map.h"
 
 #define UPDATED_FIELD "tensor:self"
@@ -128,7 +129,9 @@ static int collect_updates(const struct infer_event *const *events, size_t count
 			updates->of_parameters++;
 		else if (requires_grad)
 			updates->of_state++;
-		if (!parameter_updates_changes(event) || u64_map_get(&updates->changing, tensor))
+		/* Optimizer state and temporaries: their freed addresses may next hold a weight. */
+		if (!parameter_updates_changes(event) || u64_map_get(&updates->changing, tensor) ||
+		    (requires_grad && strcmp(requires_grad, "False") == 0))
 			continue;
 		if (u64_map_put(&updates->changing, tensor, (void *)event))
 			return -ENOMEM;
@@ -144,12 +147,99 @@ static void note_unchanged(const struct infer_event **first, const struct infer_
 		*first = read;
 }
 
+static bool is_false(const char *flag)
+{
+	return flag && strcmp(flag, "False") == 0;
+}
+
+static bool is_true(const char *flag)
+{
+	return flag && strcmp(flag, "True") == 0;
+}
+
+/* The forward's weight reads: weight -> its first read (none inside the optimizer's step). */
+static int collect_reads(const struct infer_event *const *events, size_t count,
+			 struct u64_map *reads)
+{
+	for (size_t i = 0; i < count; i++) {
+		const struct infer_event *read = events[i];
+		const struct infer_event *known;
+		uint64_t weight = tensor_of(read, READ_FIELD);
+
+		if (!weight || parameter_updates_step_around(events, count, read))
+			continue;
+		known = u64_map_get(reads, weight);
+		if (known && known->entry_ns <= read->entry_ns)
+			continue;
+		if (u64_map_put(reads, weight, (void *)read))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The shapes (hashed) of the parameters the step changed and the forward
+ * did not read: a reparametrised layer's (spectral_norm, weight_norm,
+ * parametrize) weight_orig, from which each forward computes the weight it
+ * reads as a new tensor that is no parameter.
+ */
+static int unread_parameter_shapes(const struct updates *updates, const struct u64_map *reads,
+				   struct u64_map *shapes)
+{
+	uint64_t tensor;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&updates->changing, &i, &tensor, &value);) {
+		const struct infer_event *update = value;
+		const char *shape = infer_event_field(update, "shape:self");
+
+		if (!shape || u64_map_get(reads, tensor) ||
+		    !is_true(infer_event_field(update, "requires_grad:self")))
+			continue;
+		if (u64_map_put(shapes, fnv1a_string(shape), shapes))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+bool parameter_updates_computed_weight(const struct infer_event *read,
+				       const struct u64_map *unread_shapes)
+{
+	const char *shape = infer_event_field(read, "shape:weight");
+
+	return is_false(infer_event_field(read, "requires_grad:weight")) && shape &&
+	       u64_map_get(unread_shapes, fnv1a_string(shape));
+}
+
+int parameter_updates_unread_shapes(const struct infer_event *const *events, size_t count,
+				    struct u64_map *shapes)
+{
+	struct parameter_updates_finding finding = { 0 };
+	struct updates updates = { 0 };
+	struct u64_map reads;
+	int failed;
+
+	u64_map_init(&updates.any);
+	u64_map_init(&updates.changing);
+	u64_map_init(&reads);
+	failed = collect_updates(events, count, &updates, &finding);
+	if (!failed)
+		failed = collect_reads(events, count, &reads);
+	if (!failed)
+		failed = unread_parameter_shapes(&updates, &reads, shapes);
+	u64_map_free(&updates.any);
+	u64_map_free(&updates.changing);
+	u64_map_free(&reads);
+	return failed;
+}
+
 int parameter_updates_judge(const struct infer_event *const *events, size_t count,
 			    struct u64_map *history, struct parameter_updates_finding *finding)
 {
 	const struct infer_event *first_unchanged = NULL, *first_stopped = NULL;
 	struct updates updates;
-	struct u64_map seen; /* weight read -> its first read */
+	struct u64_map reads;	      /* weight read -> its first read */
+	struct u64_map unread_shapes; /* shapes of parameters changed and not read */
 	size_t frozen_reads = 0;
 	uint64_t weight;
 	void *value;
@@ -159,24 +249,20 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	memset(&updates, 0, sizeof(updates));
 	u64_map_init(&updates.any);
 	u64_map_init(&updates.changing);
-	u64_map_init(&seen);
+	u64_map_init(&reads);
+	u64_map_init(&unread_shapes);
 	failed = collect_updates(events, count, &updates, finding);
-	for (size_t i = 0; i < count && !failed && finding->step; i++) {
-		const struct infer_event *read = events[i];
+	if (!failed && finding->step)
+		failed = collect_reads(events, count, &reads);
+	if (!failed && finding->step)
+		failed = unread_parameter_shapes(&updates, &reads, &unread_shapes);
+	for (size_t i = 0; !failed && u64_map_next(&reads, &i, &weight, &value);) {
+		const struct infer_event *read = value;
 
-		weight = tensor_of(read, READ_FIELD);
-
-		/* A weight read inside the optimizer's step is no forward read. */
-		if (!weight || u64_map_get(&seen, weight) ||
-		    parameter_updates_step_around(events, count, read))
+		if (parameter_updates_computed_weight(read, &unread_shapes))
 			continue;
-		if (u64_map_put(&seen, weight, (void *)read)) {
-			failed = -ENOMEM;
-			break;
-		}
 		finding->weights++;
-		if (infer_event_field(read, "requires_grad:weight") &&
-		    strcmp(infer_event_field(read, "requires_grad:weight"), "False") == 0)
+		if (is_false(infer_event_field(read, "requires_grad:weight")))
 			frozen_reads++;
 		if (u64_map_get(&updates.changing, weight)) {
 			finding->changed++;
@@ -197,11 +283,12 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 		finding->update = u64_map_get(&updates.any, tensor_of(finding->read, READ_FIELD));
 	}
 	/* The weights read and changed in this step are history for the next. */
-	for (size_t i = 0; !failed && u64_map_next(&seen, &i, &weight, &value);)
+	for (size_t i = 0; !failed && u64_map_next(&reads, &i, &weight, &value);)
 		if (u64_map_get(&updates.changing, weight) && u64_map_put(history, weight, history))
 			failed = -ENOMEM;
 	u64_map_free(&updates.any);
 	u64_map_free(&updates.changing);
-	u64_map_free(&seen);
+	u64_map_free(&reads);
+	u64_map_free(&unread_shapes);
 	return failed;
 }

@@ -12,6 +12,9 @@
  * layer frozen mid-run, and for a learning rate of 0. A step whose
  * optimizer step updated only tensors that do not require grad (a fused
  * optimizer's step counters) changed its parameters out of sight: no example.
+ * Only updates of tensors that may require grad change a weight: optimizer
+ * state and temporaries do not, though their addresses may be a freed
+ * weight's. Weights computed from a parameter (below) are not judged.
  */
 #ifndef TCHECK_PARAMETER_UPDATES_H
 #define TCHECK_PARAMETER_UPDATES_H
@@ -53,6 +56,27 @@ bool parameter_updates_changes(const struct infer_event *update);
 
 /* Whether an event takes part (an optimizer step, or an operator naming a tensor). */
 bool parameter_updates_wants(const struct infer_event *event);
+
+/*
+ * Reparametrised layers (spectral_norm, weight_norm, parametrize) keep a
+ * parameter (weight_orig) the optimizer changes and the forward does not
+ * read, and compute the weight the forward reads from it, a new tensor at
+ * each forward that is no parameter: its address, once freed, may hold an
+ * optimizer's temporary. Adds to 'shapes' the hashed shapes of the tensors
+ * requiring grad that the step's optimizer changed and its forward did not
+ * read. 0, or -ENOMEM.
+ */
+int parameter_updates_unread_shapes(const struct infer_event *const *events, size_t count,
+				    struct u64_map *shapes);
+
+/*
+ * Whether a weight read is computed from such a parameter: it does not
+ * require grad of its own (the flag read is a leaf's) and 'shapes' holds
+ * its shape. A frozen layer's weight has no unread parameter of its shape
+ * changed beside it (its own trainable twins are read).
+ */
+bool parameter_updates_computed_weight(const struct infer_event *read,
+				       const struct u64_map *shapes);
 
 /*
  * Judges the events of one step of one process (any order; those

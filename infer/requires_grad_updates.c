@@ -44,6 +44,7 @@ struct step_tensors {
 	struct u64_map frozen;	  /* weight read with requires_grad False -> its first read */
 	struct u64_map trainable; /* ... with requires_grad True -> its first read */
 	struct u64_map changed;	  /* tensor -> its first update that changes it, in the step */
+	struct u64_map computed;  /* shapes of weights computed from a parameter, not read */
 };
 
 static int collect(const struct infer_event *const *events, size_t count,
@@ -61,7 +62,8 @@ static int collect(const struct infer_event *const *events, size_t count,
 		if (parameter_updates_is_optimizer_step(event)) {
 			if (!finding->step || event->entry_ns < finding->step->entry_ns)
 				finding->step = event;
-		} else if (weight && !in_step && requires_grad) {
+		} else if (weight && !in_step && requires_grad &&
+			   !parameter_updates_computed_weight(event, &tensors->computed)) {
 			failed = keep_earliest(strcmp(requires_grad, "False") == 0
 						       ? &tensors->frozen
 						       : &tensors->trainable,
@@ -124,7 +126,10 @@ int requires_grad_updates_judge(const struct infer_event *const *events, size_t 
 	u64_map_init(&tensors.frozen);
 	u64_map_init(&tensors.trainable);
 	u64_map_init(&tensors.changed);
-	failed = collect(events, count, &tensors, finding);
+	u64_map_init(&tensors.computed);
+	failed = parameter_updates_unread_shapes(events, count, &tensors.computed);
+	if (!failed)
+		failed = collect(events, count, &tensors, finding);
 	if (!failed) {
 		finding->frozen_read =
 			first_read(&tensors.frozen, &tensors.changed, true, &frozen_changed);
@@ -150,6 +155,7 @@ int requires_grad_updates_judge(const struct infer_event *const *events, size_t 
 	u64_map_free(&tensors.frozen);
 	u64_map_free(&tensors.trainable);
 	u64_map_free(&tensors.changed);
+	u64_map_free(&tensors.computed);
 	return failed;
 }
 

@@ -8,12 +8,18 @@
 # never called (APISequence), an optimizer over part of the model and a step that loses a
 # layer's updates (TrainableUpdated), replicas that drift after lost gradients and after a
 # LayerNorm clipped on one rank only (Consistent on a step's updates, 2 ranks), and attention
-# dropout left on in eval() (EvalModeRespected: dropout's train flag read at the operator).
+# dropout left on in eval() (EvalModeRespected: dropout's train flag read at the operator),
+# and training on the unwrapped DDP module (2 ranks). Three fixed twins must stay clean
+# though their bugs are not caught: a backbone whose train() puts its frozen stages in
+# eval() (the stage is the model's, set by the outermost train()), spectral_norm's weight
+# computed at each forward (no parameter), and an evaluation forward under no_grad before
+# zero_grad (zero_grad is asked before the backward, not the forward).
 source "$(dirname "$0")/lib.sh"
 torch_stack
 only=so_60335387_no_zero_grad.py,optimizer_on_part_of_model.py,pytorch_115607_stale_param_list.py
 only=$only,pytorch_84803_allreduce_data_loss.py,deepspeed_1801_clip_replicated.py
-only=$only,transformers_33844_dropout_in_eval.py
+only=$only,transformers_33844_dropout_in_eval.py,ddp_out_of_sync_unwrapped.py
+only=$only,mmpretrain_702_frozen_stages.py,pytorch_51800_spectral_norm_eval.py
 status=0
 mkdir -p "$SCRATCH/no-healthy"
 python3 "$ROOT/tools/eval/real_bugs_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" \
@@ -32,8 +38,14 @@ expected = {
     "pytorch_84803_allreduce_data_loss.py": "Consistent",
     "deepspeed_1801_clip_replicated.py": "Consistent",
     "transformers_33844_dropout_in_eval.py": "EvalModeRespected",
+    "ddp_out_of_sync_unwrapped.py": "Consistent",
 }
-assert set(bugs) == set(expected), bugs.keys()
+clean_twins = {"mmpretrain_702_frozen_stages.py", "pytorch_51800_spectral_norm_eval.py"}
+assert set(bugs) == set(expected) | clean_twins, bugs.keys()
+for script in clean_twins:
+    # The suite stops (status 2) where a fixed twin's own log shows the bug.
+    assert bugs[script]["violations_fixed"] == 0, bugs[script]
+    assert min(bugs[script]["optimizer_steps_seen"]["fixed"]) >= 10, bugs[script]
 for script, relation in expected.items():
     bug = bugs[script]
     # The trigger is the buggy twin's own log's: its header, and its first symptom.
@@ -51,6 +63,6 @@ for script, relation in expected.items():
     assert bug["violations_fixed"] == 0, bug
     steps = bug["optimizer_steps_seen"]
     assert min(steps["fixed"]) >= 10, bug
-print("{} of {} flagged at their trigger, none on the fixed twins".format(
-    sum(b["caught"] for b in bugs.values()), len(bugs)))
+print("{} of {} flagged at their trigger, none on the {} fixed twins".format(
+    sum(bugs[s]["caught"] for s in expected), len(expected), len(bugs)))
 PY

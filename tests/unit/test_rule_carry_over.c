@@ -40,6 +40,8 @@ struct program {
 	 * optimizer's step runs an add_, so the tracer is seen to watch them.
 	 */
 	int backward;
+	/* zero_grad between the forward (DDP's) and the backward, where it also clears in time. */
+	int zero_grad_after_forward;
 };
 
 enum { NO_BACKWARD, BACKWARD_ACCUMULATES, BACKWARD_FRESH };
@@ -75,8 +77,10 @@ static void run_program(const struct program *program, struct inference *inferen
 			.name = "lr", .type = TRACE_VALUE_FLOAT, .real = program->lr
 		};
 		if (program->zero_grad_after_step ? step > 0 : step < program->zero_grad_until)
-			records[count++] = call(program, step, base + 100, zero_grad,
-						TRACE_PYTHON_TORCH_SCOPE);
+			records[count++] =
+				call(program, step,
+				     base + (program->zero_grad_after_forward ? 210 : 100),
+				     zero_grad, TRACE_PYTHON_TORCH_SCOPE);
 		if (step < program->ddp_until)
 			records[count++] = call(program, step, base + 200, DDP_FORWARD, 0);
 		/* An operator's record comes before that of the scope it ran in. */
@@ -107,6 +111,18 @@ static const struct rule *sequence_rule(const struct rule_set *set, const char *
 	for (size_t i = 0; i < set->count; i++)
 		if (set->rules[i].relation == RELATION_API_SEQUENCE &&
 		    strcmp(set->rules[i].event.name, STEP_FAMILY) == 0 &&
+		    strcmp(set->rules[i].first.name, first) == 0)
+			return &set->rules[i];
+	return NULL;
+}
+
+/* "in every step with 'event', 'first' comes first", or NULL. */
+static const struct rule *order_rule(const struct rule_set *set, const char *event,
+				     const char *first)
+{
+	for (size_t i = 0; i < set->count; i++)
+		if (set->rules[i].relation == RELATION_API_SEQUENCE &&
+		    strcmp(set->rules[i].event.name, event) == 0 &&
 		    strcmp(set->rules[i].first.name, first) == 0)
 			return &set->rules[i];
 	return NULL;
@@ -252,6 +268,49 @@ UNIT_TEST(carry_over, rules_from_three_programs_hold_on_a_fourth)
 	check_program(set, &(struct program){ 70, "SGD", STEPS, 0, 0.1, 4 }, &tally);
 	CU_ASSERT_EQUAL(first_step_of(&tally, set, trains), 4);
 	CU_ASSERT_EQUAL(tally.total, 2);
+
+	inference_free(inference);
+	rule_set_free(set);
+}
+
+UNIT_TEST(carry_over, zero_grad_is_asked_before_the_backward_not_before_the_forward)
+{
+	/* Two DDP references that zero, run DDP's forward, then the backward, then step. */
+	static const struct program references[2] = {
+		{ 10, "SGD", STEPS, STEPS, 0.1, -1, 0, BACKWARD_ACCUMULATES },
+		{ 20, "Adam", STEPS, STEPS, 0.001, -1, 0, BACKWARD_ACCUMULATES },
+	};
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	const struct rule *before_backward;
+	struct tally tally;
+
+	for (uint32_t p = 0; p < 2; p++) {
+		inference_set_pipeline(inference, p);
+		run_program(&references[p], inference, NULL);
+	}
+	CU_ASSERT_EQUAL_FATAL(inference_run(inference), 0);
+	CU_ASSERT_TRUE_FATAL(set->count <= 64);
+	/* Cleared before the backward that fills them, and so before the step. */
+	before_backward = order_rule(set, "Autograd.backward#*", ZERO_GRAD_FAMILY);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(before_backward);
+	CU_ASSERT_PTR_NOT_NULL(order_rule(set, STEP_FAMILY, ZERO_GRAD_FAMILY));
+	/* Before the forward: these references' own order, no rule. */
+	CU_ASSERT_PTR_NULL(order_rule(set, DDP_FORWARD, ZERO_GRAD_FAMILY));
+	/* The forward's place before the backward is still one. */
+	CU_ASSERT_PTR_NOT_NULL(order_rule(set, "Autograd.backward#*", DDP_FORWARD));
+
+	/* A program that zeroes after its forward, before its backward: healthy. */
+	check_program(
+		set,
+		&(struct program){ 30, "Adam", STEPS, STEPS, 0.1, -1, 0, BACKWARD_ACCUMULATES, 1 },
+		&tally);
+	CU_ASSERT_EQUAL(tally.total, 0);
+	/* One that stops zeroing at step 3: caught there, before its backward. */
+	check_program(set,
+		      &(struct program){ 40, "Adam", 3, STEPS, 0.1, -1, 0, BACKWARD_ACCUMULATES },
+		      &tally);
+	CU_ASSERT_EQUAL(first_step_of(&tally, set, before_backward), 3);
 
 	inference_free(inference);
 	rule_set_free(set);

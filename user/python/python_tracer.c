@@ -19,6 +19,7 @@
 #include "python/python_layout.h"
 #include "python/python_losses.h"
 #include "python/python_meta.h"
+#include "python/python_mode_calls.h"
 #include "python/python_module_classes.h"
 #include "python/python_names.h"
 #include "python/python_tracer_state.h"
@@ -37,13 +38,6 @@ const char *const python_default_prefixes[] = {
 	"torch.utils.data.dataloader.",
 	NULL,
 };
-
-/*
- * Module.training is set through nn.Module.__setattr__, a Python __setattr__
- * the interpreter enters from C (the type's slot) on every version, even
- * where Module.train() itself runs inline: its arguments give the stage.
- */
-static const char stage_setter[] = "torch.nn.modules.module.Module.__setattr__";
 
 /* The default step marker: the record_function scope torch opens in Optimizer.step. */
 static const char default_step_marker[] = "Optimizer.step#";
@@ -423,7 +417,7 @@ static struct named_code *name_code(struct python_tracer *tracer, struct python_
 	snprintf(named->qualified_name, length, "%s.%s", module, code.qualified_name);
 	named->first_line = code.first_line;
 	named->selected = python_name_selected(named->qualified_name, tracer->prefixes);
-	if (strcmp(named->qualified_name, stage_setter) == 0)
+	if (strcmp(named->qualified_name, PYTHON_STAGE_SETTER) == 0)
 		named->roles |= CODE_ROLE_STAGE_SETTER;
 	if (strncmp(named->qualified_name, tracer->step_marker, strlen(tracer->step_marker)) == 0)
 		named->roles |= CODE_ROLE_STEP_MARKER;
@@ -528,22 +522,30 @@ static void fill_arguments(struct python_tracer *tracer, const struct named_code
 	}
 }
 
-/* Module.__setattr__(self, "training", mode): the stage from then on. */
-static void follow_stage(struct python_process *process, const struct trace_python_call *call,
-			 uint64_t at_ns)
+/* Module.__setattr__(self, "training", mode) of the outermost train(): the stage from then on. */
+static void follow_stage(struct python_tracer *tracer, struct python_process *process,
+			 const struct tcheck_python_record *record,
+			 const struct trace_python_call *call)
 {
-	const struct trace_python_arg *name = NULL, *value = NULL;
+	uint32_t depth = record->stack_depth < TCHECK_PY_STACK_MAX ? record->stack_depth
+								   : TCHECK_PY_STACK_MAX;
+	struct python_mode_caller callers[TCHECK_PY_STACK_MAX] = { 0 };
+	const char *names[TCHECK_PY_STACK_MAX];
+	uint32_t stage;
 
-	for (uint32_t i = 0; i < call->arg_count; i++) {
-		if (strcmp(call->args[i].name, "name") == 0)
-			name = &call->args[i];
-		else if (strcmp(call->args[i].name, "value") == 0)
-			value = &call->args[i];
+	if (!python_mode_flag_set(call, &stage))
+		return;
+	name_callers(tracer, process, record->header.pid, record->stack, depth, names);
+	for (uint32_t i = 0; i < depth; i++) {
+		const struct named_code *named = u64_map_get(&process->codes, record->stack[i]);
+
+		callers[i].qualified_name = names[i];
+		callers[i].argument_count = named ? named->argument_name_count : 0;
+		for (int a = 0; a < callers[i].argument_count && a < 2; a++)
+			callers[i].argument_names[a] = named->argument_names[a];
 	}
-	if (name && value && name->type == TRACE_VALUE_STR && strcmp(name->text, "training") == 0 &&
-	    value->type == TRACE_VALUE_BOOL)
-		python_meta_set_stage(&process->meta, at_ns,
-				      value->integer ? TRACE_STAGE_TRAIN : TRACE_STAGE_EVAL);
+	if (python_mode_call_is_outermost(callers, depth))
+		python_meta_set_stage(&process->meta, record->return_ns, stage);
 }
 
 int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record)
@@ -576,7 +578,7 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 	}
 	fill_arguments(tracer, named, process, record, call, values);
 	if (named->roles & CODE_ROLE_STAGE_SETTER)
-		follow_stage(process, call, record->return_ns);
+		follow_stage(tracer, process, record, call);
 	if (named->selected) {
 		call->entry_ns = record->header.timestamp_ns;
 		call->duration_ns = record->return_ns > record->header.timestamp_ns
