@@ -59,6 +59,8 @@ int export_json_write(FILE *out, const char *prefix, const json_t *value, size_t
 /* Value builders that follow the rules above. */
 json_t *export_json_unsigned(uint64_t value);
 json_t *export_json_identity(uint64_t identity);
+/* Always the identity's text, 0x0 included (export_json_identity makes 0 null). */
+json_t *export_json_hexadecimal(uint64_t value);
 json_t *export_json_known_or_null(int64_t value);
 json_t *export_json_text(const char *text);
 /* "train", "eval", or null for an unknown stage. */

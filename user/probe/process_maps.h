@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What /proc tells about a process: the files it has mapped (reachable
- * through /proc/PID/root, so libraries inside containers open correctly),
- * its command line, the ranks its launcher gave it, and its children.
- * Functions return 0 or a negative errno and fill error with a sentence.
+ * The files a process has mapped, from /proc/PID/maps (reachable through
+ * /proc/PID/root, so libraries inside containers open correctly); its
+ * command line, ranks and children are in probe/process_info.h, included
+ * here for the callers that need both. Functions return 0 or a negative
+ * errno and fill error with a sentence.
  */
 #ifndef TCHECK_PROCESS_MAPS_H
 #define TCHECK_PROCESS_MAPS_H
@@ -12,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "probe/process_info.h"
 
 /* One line of /proc/PID/maps that maps part of a file. */
 struct mapped_region {
@@ -78,54 +81,5 @@ const struct mapped_file *mapped_file_list_find_suffix(const struct mapped_file_
  */
 const struct mapped_file *mapped_file_list_find_address(const struct mapped_file_list *list,
 							uint64_t address, uint64_t *file_offset);
-
-/* Facts about a process that identify it in a distributed job. */
-struct process_info {
-	pid_t pid;
-	pid_t parent_pid;
-	char *command;	  /* argv joined by spaces; "[name]" for a process without one */
-	char *executable; /* /proc/PID/exe as the process sees it, "" when unreadable */
-	int rank;	  /* RANK, -1 when absent or not an integer */
-	int local_rank;	  /* LOCAL_RANK, likewise */
-	int world_size;	  /* WORLD_SIZE, likewise */
-	char note[256];	  /* why the environment values are unknown, "" when it was read */
-};
-
-/*
- * Fails only when the process is gone or cannot be inspected at all; an
- * unreadable environment leaves -1s and a note instead.
- */
-int process_info_read(pid_t pid, struct process_info *info, char *error, size_t error_size);
-void process_info_free(struct process_info *info);
-
-/*
- * process_info's command alone (one read where process_info_read makes
- * five): malloc'ed, "" for a process gone, NULL when out of memory.
- */
-char *process_command_line(pid_t pid);
-
-/* 0 when the process exists and its /proc entries can be read. */
-int process_check(pid_t pid, char *error, size_t error_size);
-
-/*
- * A numeric field of /proc/PID/stat, numbered as proc(5) does (4: ppid, 9:
- * flags, 26: startcode), from 4 on; false when it cannot be read.
- */
-bool process_stat_number(pid_t pid, int field, unsigned long long *value);
-/* True when the process is gone or a zombie: its memory can no longer be read. */
-bool process_has_ended(pid_t pid);
-/* True for a kernel thread (PF_KTHREAD in /proc/PID/stat): it runs no program. */
-bool process_is_kernel_thread(pid_t pid);
-
-/*
- * The processes whose parent is pid, or with descendants set, the whole
- * tree below it (a launcher's workers may sit under an intermediate
- * shell). *pids is allocated, in ascending order; free() it.
- */
-int process_children(pid_t pid, bool descendants, pid_t **pids, size_t *count, char *error,
-		     size_t error_size);
-
-/* The integer value of name in a NUL-separated environment block, or -1. */
-int environment_integer(const char *block, size_t length, const char *name);
 
 #endif /* TCHECK_PROCESS_MAPS_H */

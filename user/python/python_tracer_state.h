@@ -86,6 +86,14 @@ static inline void python_tracer_fill_meta(const struct python_process *process,
 }
 
 /*
+ * Names the code objects at addresses (a stack, innermost first) into names:
+ * NULL where a name cannot be read.
+ */
+void python_tracer_name_callers(struct python_tracer *tracer, struct python_process *process,
+				uint32_t pid, const uint64_t *addresses, uint32_t count,
+				const char **names);
+
+/*
  * Probes torch's scope entry and end, and the --torch-op operators, in a
  * process that has libtorch_cpu, once per library file. Only the verified
  * scope layout (torch 1.13: the name and the key at one entry site, C++11
