@@ -1,7 +1,7 @@
 #!/bin/bash
 # Regenerates the shipped rules (rules/*.json) from the reference workloads:
 # the NCCL test double in data-, tensor- and pipeline-parallel layouts, and
-# the CPU PyTorch training scripts (single process and 2-rank DDP). Needs
+# the CPU PyTorch training scripts (single process, and DDP at 2 and 4 ranks). Needs
 # root (it records with BPF) and a built tree (make all).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,10 +23,14 @@ cd "$WORK"
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	"$TCHECK" --quiet record -o cpu.trace --python -- /usr/bin/python3 "$PY/train_cpu.py" \
 		--steps 8 >/dev/null
-	"$TCHECK" --quiet record -o ddp.trace --python -- /usr/bin/python3 "$PY/train_ddp.py" \
-		--world-size 2 --steps 8 --log-dir ddp-log >/dev/null
+	# Two world sizes, so that no rule holds a constant that is the job's size.
+	for ranks in 2 4; do
+		"$TCHECK" --quiet record -o "ddp-$ranks.trace" --python -- /usr/bin/python3 \
+			"$PY/train_ddp.py" --world-size "$ranks" --steps 8 --log-dir "ddp-$ranks-log" \
+			>/dev/null
+	done
 	"$TCHECK" --quiet infer -o "$ROOT/rules/torch-cpu.json" cpu.trace
-	"$TCHECK" --quiet infer -o "$ROOT/rules/torch-ddp.json" ddp.trace
+	"$TCHECK" --quiet infer -o "$ROOT/rules/torch-ddp.json" ddp-2.trace ddp-4.trace
 else
 	echo "make-rules: Debian's python3-torch is not installed: torch rules left as they are" >&2
 fi
