@@ -76,7 +76,15 @@ UNIT_TEST(python_mode_calls, an_override_freezing_its_stages_stays_in_train)
 	struct python_mode_caller overriding_child[] = { torch_train(), override(), torch_train(),
 							 plain("script.main") };
 
+	/*
+	 * model.eval() on an override (DistributedDataParallel's train): Module.eval's
+	 * self.train(False) runs the override, whose super().train(mode) sets the flag.
+	 */
+	struct python_mode_caller evaluated[] = { torch_train(), override(), torch_eval(),
+						  plain("script.main") };
+
 	CU_ASSERT_TRUE(python_mode_call_is_outermost(model, 3));
+	CU_ASSERT_TRUE(python_mode_call_is_outermost(evaluated, 4));
 	CU_ASSERT_FALSE(python_mode_call_is_outermost(frozen_stage, 5));
 	CU_ASSERT_FALSE(python_mode_call_is_outermost(by_hand, 3));
 	CU_ASSERT_FALSE(python_mode_call_is_outermost(overriding_child, 4));

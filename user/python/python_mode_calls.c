@@ -47,14 +47,14 @@ bool python_mode_call_is_outermost(const struct python_mode_caller *callers, uin
 {
 	uint32_t at = 0;
 
-	/* Module.train setting its own flag, reached through Module.eval or not ... */
-	if (at < count && is_named(&callers[at], torch_train)) {
+	/* Module.train setting its own flag ... */
+	if (at < count && is_named(&callers[at], torch_train))
 		at++;
-		if (at < count && is_named(&callers[at], torch_eval))
-			at++;
-	}
-	/* ... or from overrides' super().train(mode), each class of the hierarchy in turn. */
+	/* ... from overrides' super().train(mode), each class of the hierarchy in turn ... */
 	while (at < count && is_train_override(&callers[at]))
+		at++;
+	/* ... reached through Module.eval or not (its self.train(False) runs the overrides). */
+	if (at < count && is_named(&callers[at], torch_eval))
 		at++;
 	/* Any other train() or eval() further out holds this one: a child's, a part's. */
 	for (; at < count; at++)
