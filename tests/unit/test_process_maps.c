@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe/process_info.h"
 #include "probe/process_maps.h"
 #include "unit.h"
 

@@ -33,7 +33,7 @@
 #include "model/record_consumer.h"
 #include "probe/probe_session.h"
 #include "probe/process_finder.h"
-#include "probe/process_maps.h"
+#include "probe/process_info.h"
 #include "record/recorder.h"
 
 /* How often /proc is searched for new training processes. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "probe/process_info.h"
 #include "probe/process_maps.h"
 
 static bool name_starts_with(const char *path, const char *prefix)

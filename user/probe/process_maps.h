@@ -2,9 +2,8 @@
 /*
  * The files a process has mapped, from /proc/PID/maps (reachable through
  * /proc/PID/root, so libraries inside containers open correctly); its
- * command line, ranks and children are in probe/process_info.h, included
- * here for the callers that need both. Functions return 0 or a negative
- * errno and fill error with a sentence.
+ * command line, ranks and children are in probe/process_info.h. Functions
+ * return 0 or a negative errno and fill error with a sentence.
  */
 #ifndef TCHECK_PROCESS_MAPS_H
 #define TCHECK_PROCESS_MAPS_H
@@ -13,8 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-#include "probe/process_info.h"
 
 /* One line of /proc/PID/maps that maps part of a file. */
 struct mapped_region {

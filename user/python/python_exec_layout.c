@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "probe/process_maps.h"
+#include "probe/process_info.h"
 
 /* /proc/PID/stat's startcode: where the kernel put the executable's code. */
 #define STAT_FIELD_START_CODE 26

@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "base/log.h"
-#include "probe/process_maps.h"
+#include "probe/process_info.h"
 
 size_t python_losses_sentences(const struct python_tracer_losses *losses, uint64_t kernel_drops,
 			       char sentences[PYTHON_LOSSES_SENTENCES][320])

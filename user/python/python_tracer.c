@@ -13,7 +13,7 @@
 #include "base/remote_memory.h"
 #include "base/system_clock.h"
 #include "base/u64_map.h"
-#include "probe/process_maps.h"
+#include "probe/process_info.h"
 #include "python/python_arguments.h"
 #include "python/python_exec_layout.h"
 #include "python/python_layout.h"

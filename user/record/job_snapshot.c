@@ -18,6 +18,7 @@
 #include "probe/elf_symbols.h"
 #include "probe/native_stack.h"
 #include "probe/nccl_comm_layout.h"
+#include "probe/process_info.h"
 #include "probe/process_maps.h"
 
 #define HITS_MAX 64

@@ -9,7 +9,7 @@
 
 #include "base/log.h"
 #include "base/system_clock.h"
-#include "probe/process_maps.h"
+#include "probe/process_info.h"
 #include "record/process_activity.h"
 
 #include "record/job_snapshot.h"

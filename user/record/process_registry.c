@@ -8,7 +8,7 @@
 
 #include "base/command_text.h"
 #include "base/log.h"
-#include "probe/process_maps.h"
+#include "probe/process_info.h"
 
 void process_registry_init(struct process_registry *registry)
 {

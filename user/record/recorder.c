@@ -17,7 +17,7 @@
 #include "network/work_requests.h"
 #include "probe/library_discovery.h"
 #include "probe/probe_session.h"
-#include "probe/process_maps.h"
+#include "probe/process_info.h"
 #include "python/python_tracer.h"
 #include "record/c10d_calls.h"
 #include "record/call_builder.h"
