@@ -22,16 +22,12 @@ ranks=${AGENT_BENCH_RANKS:-8}
 step_ms=${AGENT_BENCH_STEP_MS:-20}
 perf_out=${PERF_OUT:-}
 ticks=$(getconf CLK_TCK)
+# shellcheck source=tools/bench/processes.sh
+source "$root/tools/bench/processes.sh"
 scratch=$(mktemp -d /tmp/tcheck-agentbench.XXXXXX)
 pids=()
 cleanup() {
-	local pid
-	for pid in "${pids[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in "${pids[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
+	stop_processes "${pids[@]}"
 	rm -rf "$scratch"
 }
 trap cleanup EXIT

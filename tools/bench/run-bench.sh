@@ -42,21 +42,15 @@ END_MARKER='<!-- nccl-probe-cost:end -->'
 HISTORY_MARKER='<!-- nccl-probe-cost:history -->'
 CLOCK_TICKS=$(getconf CLK_TCK)
 
+# shellcheck source=tools/bench/processes.sh
+source "$ROOT/tools/bench/processes.sh"
 SCRATCH=$(mktemp -d /tmp/tcheck-bench.XXXXXX)
 BACKGROUND_PIDS=()
 SAVED_BPF_STATS=
 BENCH_ENV=()
 
 cleanup() {
-	local pid
-	# Recorders and the floor detach on SIGTERM too; background jobs of a
-	# script ignore SIGINT unless they handle it, as the benchmark does not.
-	for pid in "${BACKGROUND_PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in "${BACKGROUND_PIDS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
+	stop_processes "${BACKGROUND_PIDS[@]}"
 	[ -z "$SAVED_BPF_STATS" ] || sysctl -qw kernel.bpf_stats_enabled="$SAVED_BPF_STATS" || true
 	rm -rf "$SCRATCH"
 }
