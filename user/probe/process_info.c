@@ -121,30 +121,12 @@ int environment_integer(const char *block, size_t length, const char *name)
 	return -1;
 }
 
-/* The parent pid from the text of /proc/PID/stat, or -1. */
-static pid_t stat_parent_pid(const char *stat_text)
-{
-	/* The command name in parentheses may itself hold ") ": the last one ends it. */
-	const char *close = strrchr(stat_text, ')');
-	char state;
-	int parent;
-
-	if (!close || sscanf(close + 1, " %c %d", &state, &parent) != 2)
-		return -1;
-	return parent;
-}
-
+/* The parent pid, from /proc/PID/stat; -1 when it cannot be read. */
 static pid_t read_parent_pid(pid_t pid)
 {
-	char *text = NULL;
-	size_t length;
-	pid_t parent;
+	unsigned long long parent;
 
-	if (proc_file_read(pid, "stat", &text, &length) || !text)
-		return -1;
-	parent = stat_parent_pid(text);
-	free(text);
-	return parent;
+	return process_stat_number(pid, 4, &parent) ? (pid_t)parent : -1;
 }
 
 char *process_command_line(pid_t pid)
