@@ -219,6 +219,14 @@ int probe_session_trace_process(struct probe_session *session, uint32_t pid)
 	return 0;
 }
 
+bool probe_session_is_traced(struct probe_session *session, uint32_t pid)
+{
+	uint8_t traced;
+
+	return bpf_map_lookup_elem(bpf_map__fd(session->skeleton->maps.traced_pids), &pid,
+				   &traced) == 0;
+}
+
 int probe_session_attach_calls(struct probe_session *session, const char *path,
 			       const uint64_t *offsets, const uint64_t *cookies, size_t count,
 			       char *error, size_t error_size)

@@ -46,6 +46,8 @@ void probe_session_on_attach_failure(struct probe_session *session,
 
 /* Adds a process to the traced set; its children join it when they fork. */
 int probe_session_trace_process(struct probe_session *session, uint32_t pid);
+/* Whether pid is in the traced set (its own or a traced ancestor's fork put it there). */
+bool probe_session_is_traced(struct probe_session *session, uint32_t pid);
 
 /*
  * Attaches the return probes, then the entry probes, at file offsets of a

@@ -22,4 +22,11 @@ int python_exec_layout_share(struct probe_session *session, pid_t pid,
 			     const char *interpreter_host_path,
 			     const struct tcheck_python_process *process);
 
+/*
+ * The same for an interpreter file before any process runs it: process is
+ * its Python as laid out at load bias 0. 0 shared, negative errno.
+ */
+int python_exec_layout_share_file(struct probe_session *session, const char *host_path,
+				  const struct tcheck_python_process *process);
+
 #endif /* TCHECK_PYTHON_EXEC_LAYOUT_H */

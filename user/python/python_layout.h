@@ -101,6 +101,18 @@ struct python_runtime {
  */
 int python_runtime_find(pid_t pid, struct python_runtime *runtime, char *error, size_t error_size);
 
+/*
+ * The same for an interpreter file no process runs yet (an exec held until
+ * its probes are on): as the file lays itself out, at load bias 0 (pid 0).
+ * -ENOENT when the file does not define _PyEval_EvalFrameDefault.
+ */
+int python_runtime_describe_file(const char *path, const char *host_path,
+				 struct python_runtime *runtime, char *error, size_t error_size);
+
+/* Where the kernel will say an image of the file starts its code, at load bias 0. */
+int python_runtime_code_start(const char *host_path, uint64_t *start, char *error,
+			      size_t error_size);
+
 enum python_layout_source {
 	PYTHON_LAYOUT_FROM_TABLE,
 	PYTHON_LAYOUT_FROM_DEBUG_OFFSETS_FILE,	 /* _Py_DebugOffsets read from the ELF file */

@@ -362,8 +362,12 @@ static int version_find(struct elf_view *view, struct python_runtime *runtime, c
 	return 0;
 }
 
-/* Fills runtime from a mapped file that defines _PyEval_EvalFrameDefault. */
-static int runtime_describe(pid_t pid, const struct mapped_file *file,
+/*
+ * Fills runtime from a file that defines _PyEval_EvalFrameDefault: mapped
+ * by pid, or (file NULL, pid 0) as the file itself, at load bias 0.
+ */
+static int runtime_describe(pid_t pid, const char *path, const char *host_path,
+			    const struct mapped_file *file,
 			    const struct elf_symbol_location *eval_frame,
 			    struct python_runtime *runtime, char *error, size_t error_size)
 {
@@ -374,21 +378,21 @@ static int runtime_describe(pid_t pid, const struct mapped_file *file,
 
 	memset(runtime, 0, sizeof(*runtime));
 	runtime->pid = pid;
-	snprintf(runtime->path, sizeof(runtime->path), "%s", file->path);
-	snprintf(runtime->host_path, sizeof(runtime->host_path), "%s", file->host_path);
+	snprintf(runtime->path, sizeof(runtime->path), "%s", path);
+	snprintf(runtime->host_path, sizeof(runtime->host_path), "%s", host_path);
 	/*
 	 * A build with CET (Debian trixie's 3.13) opens the evaluator with
 	 * endbr64, which the kernel single-steps: a second trap on every entry,
 	 * more than three times the cost of the push behind it, where the probe goes.
 	 */
 	runtime->eval_frame_file_offset =
-		uprobe_cheap_entry_file_offset(file->host_path, eval_frame->file_offset);
+		uprobe_cheap_entry_file_offset(host_path, eval_frame->file_offset);
 	runtime->eval_frame_probe_skip = runtime->eval_frame_file_offset - eval_frame->file_offset;
-	err = elf_view_open(file->host_path, &view, error, error_size);
+	err = elf_view_open(host_path, &view, error, error_size);
 	if (err)
 		return err;
 	runtime->x86_64 = view.header.e_machine == EM_X86_64;
-	err = load_bias_of(&view, file, &runtime->load_bias, error, error_size);
+	err = file ? load_bias_of(&view, file, &runtime->load_bias, error, error_size) : 0;
 	if (!err)
 		err = version_find(&view, runtime, error, error_size);
 	if (err) {
@@ -451,7 +455,8 @@ int python_runtime_find(pid_t pid, struct python_runtime *runtime, char *error, 
 			if (elf_symbol_find(file->host_path, EVAL_FRAME_SYMBOL, &eval_frame, NULL,
 					    0) != 0)
 				continue;
-			err = runtime_describe(pid, file, &eval_frame, runtime, error, error_size);
+			err = runtime_describe(pid, file->path, file->host_path, file, &eval_frame,
+					       runtime, error, error_size);
 			mapped_file_list_free(&list);
 			return err;
 		}
@@ -470,4 +475,37 @@ int python_runtime_find(pid_t pid, struct python_runtime *runtime, char *error, 
 			(int)pid, list.count, EVAL_FRAME_SYMBOL);
 	mapped_file_list_free(&list);
 	return err;
+}
+
+int python_runtime_describe_file(const char *path, const char *host_path,
+				 struct python_runtime *runtime, char *error, size_t error_size)
+{
+	struct elf_symbol_location eval_frame;
+
+	if (elf_symbol_find(host_path, EVAL_FRAME_SYMBOL, &eval_frame, NULL, 0) != 0)
+		return error_fail(error, error_size, ENOENT, "%s does not define %s: no CPython",
+				  path, EVAL_FRAME_SYMBOL);
+	return runtime_describe(0, path, host_path, NULL, &eval_frame, runtime, error, error_size);
+}
+
+/* What the kernel takes for an image's start_code: the lowest executable PT_LOAD's address. */
+int python_runtime_code_start(const char *host_path, uint64_t *start, char *error,
+			      size_t error_size)
+{
+	struct elf_view view;
+	GElf_Phdr load;
+	size_t index = 0;
+	int err = elf_view_open(host_path, &view, error, error_size);
+
+	if (err)
+		return err;
+	*start = UINT64_MAX;
+	while (elf_view_program_header(&view, PT_LOAD, &index, &load))
+		if ((load.p_flags & PF_X) && load.p_vaddr < *start)
+			*start = load.p_vaddr;
+	elf_view_close(&view);
+	if (*start == UINT64_MAX)
+		return error_fail(error, error_size, ENOEXEC, "%s has no executable segment",
+				  host_path);
+	return 0;
 }

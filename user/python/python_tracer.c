@@ -218,8 +218,8 @@ static void read_rank(pid_t pid, struct python_process *process)
 }
 
 /* What the entry probe needs to read arguments and callers in this process. */
-static void describe_for_probes(const struct python_layout *layout,
-				struct tcheck_python_process *shared)
+void python_tracer_describe_for_probes(const struct python_layout *layout,
+				       struct tcheck_python_process *shared)
 {
 	shared->frame_code_offset = layout->frame_code;
 	shared->code_name_offset =
@@ -256,6 +256,43 @@ static void refuse_process(struct python_tracer *tracer, pid_t pid)
 	tracer->losses.refused_processes++;
 }
 
+int python_tracer_probe_file(struct python_tracer *tracer, const struct python_runtime *runtime,
+			     char *error, size_t error_size)
+{
+	char exception_error[256];
+	uint64_t identity;
+	int result = 0;
+
+	if (file_identity(runtime->host_path, &identity))
+		return error_fail(error, error_size, ENOENT, "cannot open %s", runtime->host_path);
+	if (u64_map_get(&tracer->probed_files, identity))
+		return 0;
+	if (!tracer->torch_events_only)
+		result = probe_session_attach_python(tracer->session, runtime->host_path,
+						     runtime->eval_frame_file_offset, error,
+						     error_size);
+	if (result)
+		return result;
+	/*
+	 * The exception that ends a process, for crash reports (uncaught, or
+	 * caught by a launcher that then exits): without it a crash still has
+	 * its exit.
+	 */
+	if (probe_session_attach_python_exceptions(
+		    tracer->session, runtime->host_path, runtime->err_display_file_offset,
+		    runtime->set_object_file_offset, exception_error, sizeof(exception_error)))
+		log_warning("%s: uncaught exceptions are not read: %s", runtime->path,
+			    exception_error);
+	u64_map_put(&tracer->probed_files, identity, tracer);
+	if (!tracer->torch_events_only)
+		log_info("probed Python %s's frame evaluator in %s at file offset 0x%llx "
+			 "(_PyEval_EvalFrameDefault+%llu)",
+			 runtime->version, runtime->path,
+			 (unsigned long long)runtime->eval_frame_file_offset,
+			 (unsigned long long)runtime->eval_frame_probe_skip);
+	return 0;
+}
+
 /*
  * Probes the frame evaluator of a process's interpreter (once per file:
  * the probes see every process that maps it). A failure is said once per
@@ -264,46 +301,19 @@ static void refuse_process(struct python_tracer *tracer, pid_t pid)
 static int probe_evaluator(struct python_tracer *tracer, pid_t pid, struct python_process *process,
 			   char *error, size_t error_size)
 {
-	const struct python_runtime *runtime = &process->runtime;
-	char exception_error[256];
-	uint64_t identity;
-	int result = 0;
+	char why[256];
+	int result = python_tracer_probe_file(tracer, &process->runtime, why, sizeof(why));
 
-	if (file_identity(runtime->host_path, &identity))
-		result = error_fail(error, error_size, ENOENT,
-				    "cannot open %s, the Python of process %d: its Python calls "
-				    "are not followed",
-				    runtime->host_path, pid);
-	else if (!u64_map_get(&tracer->probed_files, identity) && !tracer->torch_events_only)
-		result = probe_session_attach_python(tracer->session, runtime->host_path,
-						     runtime->eval_frame_file_offset, error,
-						     error_size);
-	/*
-	 * The exception that ends a process, for crash reports (uncaught, or
-	 * caught by a launcher that then exits): without it a crash still has
-	 * its exit.
-	 */
-	if (!result && !u64_map_get(&tracer->probed_files, identity) &&
-	    probe_session_attach_python_exceptions(
-		    tracer->session, runtime->host_path, runtime->err_display_file_offset,
-		    runtime->set_object_file_offset, exception_error, sizeof(exception_error)))
-		log_warning("process %d: its uncaught exceptions are not read: %s", pid,
-			    exception_error);
 	if (result) {
 		if (process->evaluator_failure_said)
 			return 0;
+		error_fail(error, error_size, -result,
+			   "process %d: the frame evaluator of %s cannot be probed (%s): its "
+			   "Python calls are not followed",
+			   pid, process->runtime.path, why);
 		process->evaluator_failure_said = true;
 		tracer->losses.unprobed_processes++;
 		return result;
-	}
-	if (!u64_map_get(&tracer->probed_files, identity)) {
-		u64_map_put(&tracer->probed_files, identity, tracer);
-		if (!tracer->torch_events_only)
-			log_info("probed Python %s's frame evaluator in %s at file offset 0x%llx "
-				 "(_PyEval_EvalFrameDefault+%llu)",
-				 runtime->version, runtime->path,
-				 (unsigned long long)runtime->eval_frame_file_offset,
-				 (unsigned long long)runtime->eval_frame_probe_skip);
 	}
 	if (process->evaluator_failure_said)
 		tracer->losses.unprobed_processes--;
@@ -353,7 +363,7 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 	}
 	process->runtime = runtime;
 	tracer->losses.followed_processes++;
-	describe_for_probes(&process->layout, &shared);
+	python_tracer_describe_for_probes(&process->layout, &shared);
 	result = probe_session_set_python_process(tracer->session, (uint32_t)pid, &shared);
 	if (result)
 		return error_fail(error, error_size, -result,

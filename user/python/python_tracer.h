@@ -53,6 +53,16 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 			      size_t error_size);
 
 /*
+ * Follows an interpreter file before any process runs it (its first exec is
+ * held meanwhile): its frame evaluator probed, its layout given to the
+ * kernel, so that a process that execs it is followed from its first
+ * instruction. 1 followed, 0 not a CPython executable (a libpython one is
+ * followed per process), negative errno (error filled) when it cannot be.
+ */
+int python_tracer_follow_file(struct python_tracer *tracer, const char *host_path, char *error,
+			      size_t error_size);
+
+/*
  * What the tracer knows it missed, for the recorder's closing summary.
  * Losses in the kernel (a full ring buffer) are the probes' counters.
  */

@@ -18,6 +18,7 @@
 #include "python/python_meta.h"
 #include "python/python_tracer.h"
 #include "python/torch_op_readings.h"
+#include "tcheck/probe_abi.h"
 
 /* Backward passes kept open per process, nested or on several threads. */
 #define PYTHON_BACKWARD_OPEN_MAX 8
@@ -101,5 +102,17 @@ void python_tracer_name_callers(struct python_tracer *tracer, struct python_proc
  */
 void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
 				struct python_process *process);
+
+/* What the entry probe needs to read arguments and callers, from a layout. */
+void python_tracer_describe_for_probes(const struct python_layout *layout,
+				       struct tcheck_python_process *shared);
+
+/*
+ * Probes an interpreter file's frame evaluator and its exception sites, once
+ * per file (the probes see every process that maps it); 0 when done now or
+ * before, negative errno with a sentence.
+ */
+int python_tracer_probe_file(struct python_tracer *tracer, const struct python_runtime *runtime,
+			     char *error, size_t error_size);
 
 #endif /* TCHECK_PYTHON_TRACER_STATE_H */

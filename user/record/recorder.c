@@ -21,6 +21,7 @@
 #include "python/python_tracer.h"
 #include "record/c10d_calls.h"
 #include "record/call_builder.h"
+#include "record/exec_hold.h"
 #include "record/job_snapshot.h"
 #include "record/recorder_state.h"
 
@@ -69,6 +70,25 @@ static int finished(struct recorder *recorder, uint64_t started_ns)
 	if (options->command)
 		return recorder->command.exited && recorder->processes.alive_count == 0;
 	return recorder->processes.alive_count == 0;
+}
+
+/* A held exec's interpreter file: probed before the process runs it. */
+static int follow_interpreter_file(void *context, const char *host_path)
+{
+	struct recorder *recorder = context;
+	char error[512];
+	int followed = python_tracer_follow_file(recorder->python, host_path, error, sizeof(error));
+
+	if (followed < 0)
+		log_debug("%s: %s", host_path, error);
+	return followed;
+}
+
+static void serve_held_execs(void *context)
+{
+	struct recorder *recorder = context;
+
+	exec_hold_serve(recorder->exec_hold, follow_interpreter_file, recorder);
 }
 
 static int set_up(struct recorder *recorder)
@@ -133,6 +153,10 @@ static int set_up(struct recorder *recorder)
 					    options->torch_op_count);
 		python_tracer_watch_training(recorder->python, options->training_ops);
 		python_tracer_set_torch_events_only(recorder->python, options->torch_events_only);
+		/* Without it a first run's unseen start is said, as it always was. */
+		recorder->exec_hold = exec_hold_start(recorder->session, error, sizeof(error));
+		if (!recorder->exec_hold)
+			log_debug("%s", error);
 	}
 	if (!recorder->discovery || !recorder->builder || !recorder->c10d ||
 	    !recorder->work_requests || (options->python && !recorder->python)) {
@@ -175,6 +199,7 @@ static int set_up(struct recorder *recorder)
 
 static void tear_down(struct recorder *recorder)
 {
+	exec_hold_stop(recorder->exec_hold);
 	process_registry_destroy(&recorder->processes);
 	string_interner_destroy(&recorder->notes);
 	call_builder_free(recorder->builder);
@@ -215,6 +240,7 @@ static void run_loop(struct recorder *recorder)
 		bool read_failed = probe_session_poll(recorder->session, poll_ms) < 0;
 		uint64_t now;
 
+		serve_held_execs(recorder);
 		if (read_failed && !recorder_stop_requested)
 			log_warning("reading the ring buffer failed: %s", strerror(errno));
 		started_command_reap(&recorder->command);
@@ -291,7 +317,13 @@ int recorder_run(const struct recorder_options *options)
 		return 1;
 	}
 	if (options->command) {
-		result = started_command_release(&recorder.command, options->command[0]);
+		struct started_command_waiter waiter = {
+			.fd = exec_hold_request_fd(recorder.exec_hold),
+			.serve = serve_held_execs,
+			.context = &recorder,
+		};
+
+		result = started_command_release(&recorder.command, options->command[0], &waiter);
 		if (result) {
 			/* The command never ran: no trace is left to look like a recording. */
 			record_consumers_close(&recorder.consumers, false);

@@ -30,6 +30,7 @@ struct recorder {
 	struct call_builder *builder;
 	struct c10d_calls *c10d;      /* PyTorch's own collectives, as calls */
 	struct python_tracer *python; /* NULL unless --python */
+	struct exec_hold *exec_hold;  /* first interpreter execs held; NULL without --python */
 	struct work_requests *work_requests;
 	struct record_consumers consumers;
 	struct process_registry processes;

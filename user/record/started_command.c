@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,7 +68,25 @@ int started_command_start(struct started_command *command, char *const *argv)
 	return 0;
 }
 
-int started_command_release(struct started_command *command, const char *name)
+/* Waits until the exec status pipe is readable, serving the waiter meanwhile. */
+static void wait_for_exec(const struct started_command *command,
+			  const struct started_command_waiter *waiter)
+{
+	for (;;) {
+		struct pollfd fds[2] = { { .fd = command->exec_status_fd, .events = POLLIN },
+					 { .fd = waiter->fd, .events = POLLIN } };
+
+		if (poll(fds, waiter->fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+			return;
+		if (fds[0].revents)
+			return;
+		if (fds[1].revents & POLLIN)
+			waiter->serve(waiter->context);
+	}
+}
+
+int started_command_release(struct started_command *command, const char *name,
+			    const struct started_command_waiter *waiter)
 {
 	int exec_errno = 0;
 	ssize_t got;
@@ -83,6 +102,8 @@ int started_command_release(struct started_command *command, const char *name)
 	}
 	close(command->release_fd);
 	command->release_fd = -1;
+	if (waiter && waiter->fd >= 0)
+		wait_for_exec(command, waiter);
 	do
 		got = read(command->exec_status_fd, &exec_errno, sizeof(exec_errno));
 	while (got < 0 && errno == EINTR);

@@ -29,7 +29,18 @@ int started_command_start(struct started_command *command, char *const *argv);
  * after saying so in one sentence ("cannot run X: No such file or
  * directory"), the child reaped.
  */
-int started_command_release(struct started_command *command, const char *name);
+/*
+ * Something to serve while waiting for the exec (a held exec of the
+ * command's own: its interpreter probed first): serve is called each time
+ * fd is readable. fd -1: nothing.
+ */
+struct started_command_waiter {
+	int fd;
+	void (*serve)(void *context);
+	void *context;
+};
+int started_command_release(struct started_command *command, const char *name,
+			    const struct started_command_waiter *waiter);
 /* Notes its exit, without waiting. */
 void started_command_reap(struct started_command *command);
 /* A command never released is killed and reaped: none is left waiting at its gate. */
