@@ -139,7 +139,8 @@ $(VERBS_LIBRARY): tests/verbs_double/verbs_library.c tests/verbs_double/verbs_do
 	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wl,-soname,libibverbs.so.1 $< \
 		-L$(VERBS_DOUBLE_DIR) -lverbs-double-provider -Wl,-rpath,'$$ORIGIN' -o $@
 
-$(VERBS_WORKLOAD): tests/verbs_double/verbs-workload.c $(VERBS_LIBRARY)
+$(VERBS_WORKLOAD): tests/verbs_double/verbs-workload.c $(VERBS_LIBRARY) \
+	tests/workloads/program_options.h
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< -L$(VERBS_DOUBLE_DIR) -l:libibverbs.so.1 \
 		-Wl,-rpath,'$$ORIGIN' -o $@
@@ -174,11 +175,13 @@ $(INTERPOSER): tools/bench/nccl-interposer.c | $(TEST_PROGRAM_DIR)/bench
 		-ldl -lpthread -o $@
 
 # The benchmark's floor: attaches the empty uprobe pair of bpf/benchmark_floor.bpf.c.
-$(PROBE_FLOOR): tools/bench/probe-floor.c $(LIBRARY_OBJECTS) | $(TEST_PROGRAM_DIR)/bench
+$(PROBE_FLOOR): tools/bench/probe-floor.c $(LIBRARY_OBJECTS) tests/workloads/program_options.h \
+	| $(TEST_PROGRAM_DIR)/bench
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(filter-out %.h,$^) $(LIBS) -o $@
 
-$(TEST_PROGRAM_DIR)/bench/%: tools/bench/%.c $(NCCL_DOUBLE) | $(TEST_PROGRAM_DIR)/bench
+$(TEST_PROGRAM_DIR)/bench/%: tools/bench/%.c $(NCCL_DOUBLE) tests/workloads/program_options.h \
+	| $(TEST_PROGRAM_DIR)/bench
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/nccl_double $< -L$(TEST_PROGRAM_DIR)/lib -lnccl \
 		-Wl,-rpath,'$$ORIGIN/../lib' -lpthread -ldl -lm -o $@

@@ -16,12 +16,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
+#include <limits.h>
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "tests/workloads/program_options.h"
 
 #define MAX_CHAIN 32
 #define POLL_BATCH 16
@@ -74,20 +76,16 @@ static void poll_until(struct ibv_cq *cq, int wanted, unsigned long long send_by
 	}
 }
 
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: verbs-workload [--iterations N] [--chain K] [--bytes B] [--errors E]\n"
+		     "                      [--open-gate PATH] [--gate PATH] [--pause-us U]\n"
+		     "                      [--log PATH]\n");
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "iterations", required_argument, NULL, 'n' },
-		{ "chain", required_argument, NULL, 'k' },
-		{ "bytes", required_argument, NULL, 'b' },
-		{ "errors", required_argument, NULL, 'e' },
-		{ "gate", required_argument, NULL, 'g' },
-		{ "log", required_argument, NULL, 'l' },
-		{ "open-gate", required_argument, NULL, 'o' },
-		{ "pause-us", required_argument, NULL, 'p' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int iterations = 100, chain = 8, bytes = 4096, errors = 0, option;
+	int iterations = 100, chain = 8, bytes = 4096, errors = 0;
 	const char *gate = NULL, *open_gate = NULL, *log_path = NULL;
 	int pause_us = 0;
 	struct ibv_send_wr sends[MAX_CHAIN], *bad_send;
@@ -104,41 +102,20 @@ int main(int argc, char **argv)
 	char *source, *target;
 	FILE *log = stdout;
 
-	while ((option = getopt_long(argc, argv, "", options, NULL)) != -1) {
-		switch (option) {
-		case 'n':
-			iterations = atoi(optarg);
-			break;
-		case 'k':
-			chain = atoi(optarg);
-			break;
-		case 'b':
-			bytes = atoi(optarg);
-			break;
-		case 'e':
-			errors = atoi(optarg);
-			break;
-		case 'g':
-			gate = optarg;
-			break;
-		case 'l':
-			log_path = optarg;
-			break;
-		case 'o':
-			open_gate = optarg;
-			break;
-		case 'p':
-			pause_us = atoi(optarg);
-			break;
-		default:
-			return 2;
-		}
-	}
-	if (chain < 1 || chain > MAX_CHAIN || bytes < 1 || iterations < 0 || errors < 0) {
-		fprintf(stderr, "verbs-workload: --chain must be 1 to %d, --bytes positive\n",
-			MAX_CHAIN);
+	const struct program_option options[] = {
+		{ "iterations", PROGRAM_OPTION_INT, &iterations, 0, INT_MAX },
+		{ "chain", PROGRAM_OPTION_INT, &chain, 1, MAX_CHAIN },
+		{ "bytes", PROGRAM_OPTION_INT, &bytes, 1, 1 << 30 },
+		{ "errors", PROGRAM_OPTION_INT, &errors, 0, INT_MAX },
+		{ "gate", PROGRAM_OPTION_TEXT, &gate },
+		{ "log", PROGRAM_OPTION_TEXT, &log_path },
+		{ "open-gate", PROGRAM_OPTION_TEXT, &open_gate },
+		{ "pause-us", PROGRAM_OPTION_INT, &pause_us, 0, INT_MAX },
+	};
+
+	if (program_options_parse("verbs-workload", argc, argv, options,
+				  sizeof(options) / sizeof(options[0]), usage))
 		return 2;
-	}
 	source = calloc((size_t)chain, (size_t)bytes);
 	target = calloc((size_t)chain, (size_t)bytes);
 	devices = ibv_get_device_list(NULL);

@@ -33,7 +33,6 @@
  * No communicator is freed before teardown, so no handle is reused within one run.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -70,54 +69,19 @@ static void usage(FILE *out)
 
 static int parse_options(int argc, char **argv, struct options *options)
 {
-	static const struct option long_options[] = {
-		{ "ranks", required_argument, NULL, 'n' },
-		{ "log-dir", required_argument, NULL, 'l' },
-		{ "linger-ms", required_argument, NULL, 'g' },
-		{ "lone-refused-split", no_argument, NULL, 'r' },
-		{ "worker", no_argument, NULL, 'W' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct program_option table[] = {
+		{ "ranks", PROGRAM_OPTION_INT, &options->ranks, 2, DOUBLE_MAX_RANKS },
+		{ "log-dir", PROGRAM_OPTION_TEXT, &options->log_dir },
+		{ "linger-ms", PROGRAM_OPTION_LONG, &options->linger_ms, 0, 3600000 },
+		{ "lone-refused-split", PROGRAM_OPTION_FLAG, &options->lone_refused_split },
+		{ "worker", PROGRAM_OPTION_FLAG, &options->worker },
 	};
-	int option;
-	long value;
 
 	*options = (struct options){ .ranks = 2 };
-	while ((option = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
-		switch (option) {
-		case 'n':
-			if (!parse_int(optarg, 2, DOUBLE_MAX_RANKS, &value)) {
-				fprintf(stderr, PROGRAM ": --ranks takes 2 to %d, not '%s'\n",
-					DOUBLE_MAX_RANKS, optarg);
-				return -1;
-			}
-			options->ranks = (int)value;
-			break;
-		case 'l':
-			options->log_dir = optarg;
-			break;
-		case 'g':
-			if (!parse_int(optarg, 0, 3600000, &options->linger_ms)) {
-				fprintf(stderr, PROGRAM ": bad value '%s' for --linger-ms\n",
-					optarg);
-				return -1;
-			}
-			break;
-		case 'r':
-			options->lone_refused_split = true;
-			break;
-		case 'W':
-			options->worker = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			usage(stderr);
-			return -1;
-		}
-	}
-	if (optind != argc || !options->log_dir) {
+	if (program_options_parse(PROGRAM, argc, argv, table, sizeof(table) / sizeof(table[0]),
+				  usage))
+		return -1;
+	if (!options->log_dir) {
 		usage(stderr);
 		return -1;
 	}

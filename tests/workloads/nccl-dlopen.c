@@ -2,7 +2,6 @@
 /* Loads libnccl.so.2 late with dlopen(), runs all-reduces on a 1-rank comm, logs ground truth. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -61,55 +60,17 @@ static int fail(const char *what, const char *detail)
 
 static int parse_options(int argc, char **argv, struct options *options)
 {
-	static const struct option long_options[] = {
-		{ "delay-ms", required_argument, NULL, 'd' },
-		{ "settle-ms", required_argument, NULL, 's' },
-		{ "lib", required_argument, NULL, 'l' },
-		{ "calls", required_argument, NULL, 'k' },
-		{ "log", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct program_option table[] = {
+		{ "delay-ms", PROGRAM_OPTION_LONG, &options->delay_ms, 0, INT_MAX },
+		{ "settle-ms", PROGRAM_OPTION_LONG, &options->settle_ms, 0, INT_MAX },
+		{ "lib", PROGRAM_OPTION_TEXT, &options->library },
+		{ "calls", PROGRAM_OPTION_LONG, &options->calls, 0, INT_MAX },
+		{ "log", PROGRAM_OPTION_TEXT, &options->log_path },
 	};
-	int option;
 
 	*options = (struct options){ .delay_ms = 500, .calls = 20 };
-	while ((option = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
-		int valid = 1;
-
-		switch (option) {
-		case 'd':
-			valid = parse_int(optarg, 0, INT_MAX, &options->delay_ms);
-			break;
-		case 's':
-			valid = parse_int(optarg, 0, INT_MAX, &options->settle_ms);
-			break;
-		case 'k':
-			valid = parse_int(optarg, 0, INT_MAX, &options->calls);
-			break;
-		case 'l':
-			options->library = optarg;
-			break;
-		case 'o':
-			options->log_path = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			usage(stderr);
-			return -1;
-		}
-		if (!valid) {
-			fprintf(stderr, "nccl-dlopen: bad value '%s' for %s\n", optarg,
-				argv[optind - 1]);
-			return -1;
-		}
-	}
-	if (optind != argc) {
-		usage(stderr);
-		return -1;
-	}
-	return 0;
+	return program_options_parse("nccl-dlopen", argc, argv, table,
+				     sizeof(table) / sizeof(table[0]), usage);
 }
 
 /* "lib/libnccl.so.2" in the directory of this executable, where the build puts the double. */

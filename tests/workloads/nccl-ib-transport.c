@@ -12,11 +12,13 @@
  *   nccl-ib-transport [--requests N] [--gate PATH] [--log PATH]
  */
 #include <fcntl.h>
-#include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "program_options.h"
 
 #define MAX_REQUESTS 4096
 
@@ -99,32 +101,32 @@ static int ib_test(void *request, int *done, int *sizes)
 	return 0;
 }
 
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: nccl-ib-transport [--requests N] [--gate PATH] [--log PATH]\n"
+		     "Posts N requests (default 1000) through the IB transport stand-in, after\n"
+		     "reading a byte from PATH when --gate is given, and logs the counters.\n");
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "requests", required_argument, NULL, 'n' },
-		{ "gate", required_argument, NULL, 'g' },
-		{ "log", required_argument, NULL, 'l' },
-		{ NULL, 0, NULL, 0 },
-	};
 	unsigned long long posted = 0, signalled = 0, completions = 0, errors = 0;
 	unsigned long long bytes_posted = 0, bytes_completed = 0;
 	const char *gate = NULL, *log_path = NULL;
 	struct ncclIbSendComm comm = { 0 };
-	int count = 1000, option;
+	int count = 1000;
 	static char buffer[1 << 16];
 	FILE *log = stdout;
 
-	while ((option = getopt_long(argc, argv, "", options, NULL)) != -1) {
-		if (option == 'n')
-			count = atoi(optarg);
-		else if (option == 'g')
-			gate = optarg;
-		else if (option == 'l')
-			log_path = optarg;
-		else
-			return 2;
-	}
+	const struct program_option options[] = {
+		{ "requests", PROGRAM_OPTION_INT, &count, 0, INT_MAX },
+		{ "gate", PROGRAM_OPTION_TEXT, &gate },
+		{ "log", PROGRAM_OPTION_TEXT, &log_path },
+	};
+
+	if (program_options_parse("nccl-ib-transport", argc, argv, options,
+				  sizeof(options) / sizeof(options[0]), usage))
+		return 2;
 	if (gate) {
 		int fd = open(gate, O_RDONLY);
 		char byte;

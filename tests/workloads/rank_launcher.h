@@ -16,16 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "program_options.h"
+
 #define POLL_INTERVAL_NS 10000000L
-
-static inline bool parse_int(const char *text, long min, long max, long *value)
-{
-	char *end;
-
-	errno = 0;
-	*value = strtol(text, &end, 10);
-	return errno == 0 && end != text && *end == '\0' && *value >= min && *value <= max;
-}
 
 /* A non-negative integer from the environment, or -1. */
 static inline int env_int(const char *name)

@@ -2,8 +2,8 @@
 /* Calls ncclAllReduce on a NULL communicator in a tight loop and prints the time per call. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "nccl.h"
+#include "tests/workloads/program_options.h"
 
 #define MAX_THREADS 64
 /* A paced thread sleeps at most this often, so that sleeping costs little. */
@@ -114,87 +115,27 @@ static void sleep_until_ns(uint64_t deadline_ns)
 		;
 }
 
-static int parse_long(const char *text, long minimum, long *value)
-{
-	char *end;
-
-	errno = 0;
-	*value = strtol(text, &end, 10);
-	return errno == 0 && end != text && *end == '\0' && *value >= minimum;
-}
-
-static int parse_double(const char *text, double *value)
-{
-	char *end;
-
-	errno = 0;
-	*value = strtod(text, &end);
-	return errno == 0 && end != text && *end == '\0' && *value >= 0;
-}
-
 static int parse_options(int argc, char **argv, struct options *options)
 {
-	static const struct option long_options[] = {
-		{ "lib", required_argument, NULL, 'l' },
-		{ "calls", required_argument, NULL, 'n' },
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "rate", required_argument, NULL, 'R' },
-		{ "ready", required_argument, NULL, 'y' },
-		{ "go", required_argument, NULL, 'g' },
-		{ "turn-in", required_argument, NULL, 'i' },
-		{ "turn-out", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct program_option table[] = {
+		{ "lib", PROGRAM_OPTION_TEXT, &options->library },
+		{ "calls", PROGRAM_OPTION_LONG, &options->calls_per_round, 1, LONG_MAX },
+		{ "rounds", PROGRAM_OPTION_LONG, &options->rounds, 1, LONG_MAX },
+		{ "seconds", PROGRAM_OPTION_DOUBLE, &options->seconds, 0, LONG_MAX },
+		{ "threads", PROGRAM_OPTION_LONG, &options->threads, 1, MAX_THREADS },
+		{ "rate", PROGRAM_OPTION_DOUBLE, &options->calls_per_second, 0, LONG_MAX },
+		{ "ready", PROGRAM_OPTION_TEXT, &options->ready_path },
+		{ "go", PROGRAM_OPTION_TEXT, &options->go_path },
+		{ "turn-in", PROGRAM_OPTION_TEXT, &options->turn_in_path },
+		{ "turn-out", PROGRAM_OPTION_TEXT, &options->turn_out_path },
 	};
-	int option, valid = 1;
 
 	*options = (struct options){ .calls_per_round = 100000, .rounds = 11, .threads = 1 };
-	while ((option = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
-		switch (option) {
-		case 'l':
-			options->library = optarg;
-			break;
-		case 'n':
-			valid &= parse_long(optarg, 1, &options->calls_per_round);
-			break;
-		case 'r':
-			valid &= parse_long(optarg, 1, &options->rounds);
-			break;
-		case 's':
-			valid &= parse_double(optarg, &options->seconds);
-			break;
-		case 't':
-			valid &= parse_long(optarg, 1, &options->threads) &&
-				 options->threads <= MAX_THREADS;
-			break;
-		case 'R':
-			valid &= parse_double(optarg, &options->calls_per_second);
-			break;
-		case 'y':
-			options->ready_path = optarg;
-			break;
-		case 'g':
-			options->go_path = optarg;
-			break;
-		case 'i':
-			options->turn_in_path = optarg;
-			break;
-		case 'o':
-			options->turn_out_path = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			valid = 0;
-		}
-	}
+	if (program_options_parse("nccl-call-bench", argc, argv, table,
+				  sizeof(table) / sizeof(table[0]), usage))
+		return -1;
 	if (!options->turn_in_path != !options->turn_out_path ||
-	    (options->turn_in_path && options->threads != 1))
-		valid = 0;
-	if (!valid || optind != argc || !options->library) {
+	    (options->turn_in_path && options->threads != 1) || !options->library) {
 		usage(stderr);
 		return -1;
 	}

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Attaches the empty uprobe pair (the benchmark's floor) to one function until SIGINT/SIGTERM. */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 
 #include "probe/elf_symbol_lookup.h"
 #include "probe/probe_session.h"
+#include "tests/workloads/program_options.h"
 
 struct options {
 	const char *library;
@@ -46,44 +46,17 @@ static int ignore_record(void *context, const void *record, size_t size)
 
 static int parse_options(int argc, char **argv, struct options *options)
 {
-	static const struct option long_options[] = {
-		{ "lib", required_argument, NULL, 'l' },
-		{ "symbol", required_argument, NULL, 's' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct program_option table[] = {
+		{ "lib", PROGRAM_OPTION_TEXT, &options->library },
+		{ "symbol", PROGRAM_OPTION_TEXT, &options->symbol },
+		{ "pid", PROGRAM_OPTION_LONG, &options->pid, 1, 0x3fffffff },
 	};
-	int option;
-	char *end;
 
 	*options = (struct options){ .symbol = "ncclAllReduce" };
-	while ((option = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
-		switch (option) {
-		case 'l':
-			options->library = optarg;
-			break;
-		case 's':
-			options->symbol = optarg;
-			break;
-		case 'p':
-			errno = 0;
-			options->pid = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || options->pid <= 0 ||
-			    options->pid > 0x3fffffff) {
-				fprintf(stderr, "probe-floor: --pid needs a process id, not '%s'\n",
-					optarg);
-				return -1;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			usage(stderr);
-			return -1;
-		}
-	}
-	if (optind != argc || !options->library || !options->pid) {
+	if (program_options_parse("probe-floor", argc, argv, table,
+				  sizeof(table) / sizeof(table[0]), usage))
+		return -1;
+	if (!options->library || !options->pid) {
 		usage(stderr);
 		return -1;
 	}

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The command line of nccl-workload: its options, the fault switches and their checks. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
@@ -75,8 +74,10 @@ static void usage(FILE *out)
 		"Example: nccl-workload --ranks 8 --steps 20 --log-dir /tmp/job\n");
 }
 
-static bool parse_rank_step(const char *text, struct rank_step *switch_value)
+/* "RANK:STEP" for the fault switches. */
+static bool parse_rank_step(const char *text, void *value)
 {
+	struct rank_step *switch_value = value;
 	const char *colon = strchr(text, ':');
 	char rank_text[32];
 	long rank, step;
@@ -93,8 +94,9 @@ static bool parse_rank_step(const char *text, struct rank_step *switch_value)
 }
 
 /* "RANK:STEP:POSITION:MS" for --delay. */
-static bool parse_delay(const char *text, struct delay *delay)
+static bool parse_delay(const char *text, void *value)
 {
+	struct delay *delay = value;
 	char position[16];
 	int consumed = 0;
 
@@ -111,8 +113,9 @@ static bool parse_delay(const char *text, struct delay *delay)
 }
 
 /* "RANK:FACTOR" for --slow. */
-static bool parse_slow(const char *text, struct options *options)
+static bool parse_slow(const char *text, void *value)
 {
+	struct options *options = value;
 	const char *colon = strchr(text, ':');
 	char rank_text[32];
 	char *end;
@@ -130,36 +133,45 @@ static bool parse_slow(const char *text, struct options *options)
 	return true;
 }
 
+static bool parse_checkpoint(const char *text, void *value)
+{
+	return parse_checkpoint_pause(text, value);
+}
+
 int parse_options(int argc, char **argv, struct options *options)
 {
-	static const struct option long_options[] = {
-		{ "ranks", required_argument, NULL, 'n' },
-		{ "steps", required_argument, NULL, 's' },
-		{ "log-dir", required_argument, NULL, 'l' },
-		{ "tp", required_argument, NULL, 't' },
-		{ "pp", required_argument, NULL, 'p' },
-		{ "compute-us", required_argument, NULL, 'c' },
-		{ "step-sleep-ms", required_argument, NULL, 'S' },
-		{ "skip-collective", required_argument, NULL, 'k' },
-		{ "stall", required_argument, NULL, 'x' },
-		{ "crash", required_argument, NULL, 'X' },
-		{ "slow", required_argument, NULL, 'w' },
-		{ "delay", required_argument, NULL, 'D' },
-		{ "checkpoint", required_argument, NULL, 'K' },
-		{ "mismatch-count", required_argument, NULL, 'm' },
-		{ "mismatch-datatype", required_argument, NULL, 'T' },
-		{ "skip-replicated", required_argument, NULL, 'R' },
-		{ "wrong-comm", required_argument, NULL, 'C' },
-		{ "extra-call", required_argument, NULL, 'E' },
-		{ "bucket-elements", required_argument, NULL, 'B' },
-		{ "wait-file", required_argument, NULL, 'f' },
-		{ "stop-file", required_argument, NULL, 'F' },
-		{ "worker", no_argument, NULL, 'W' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct program_option table[] = {
+		{ "ranks", PROGRAM_OPTION_INT, &options->ranks, 1, DOUBLE_MAX_RANKS },
+		{ "steps", PROGRAM_OPTION_INT, &options->steps, 0, INT_MAX },
+		{ "log-dir", PROGRAM_OPTION_TEXT, &options->log_dir },
+		{ "tp", PROGRAM_OPTION_INT, &options->tp, 1, DOUBLE_MAX_RANKS },
+		{ "pp", PROGRAM_OPTION_INT, &options->pp, 1, DOUBLE_MAX_RANKS },
+		{ "compute-us", PROGRAM_OPTION_LONG, &options->compute_us, 0, 10000000 },
+		{ "step-sleep-ms", PROGRAM_OPTION_LONG, &options->step_sleep_ms, 0, 3600000 },
+		{ "skip-collective", PROGRAM_OPTION_PARSED, &options->skip,
+		  .parse = parse_rank_step },
+		{ "stall", PROGRAM_OPTION_PARSED, &options->stall, .parse = parse_rank_step },
+		{ "crash", PROGRAM_OPTION_PARSED, &options->crash, .parse = parse_rank_step },
+		{ "slow", PROGRAM_OPTION_PARSED, options, .parse = parse_slow },
+		{ "delay", PROGRAM_OPTION_PARSED, &options->delay, .parse = parse_delay },
+		{ "checkpoint", PROGRAM_OPTION_PARSED, &options->checkpoint,
+		  .parse = parse_checkpoint },
+		{ "mismatch-count", PROGRAM_OPTION_PARSED, &options->mismatch,
+		  .parse = parse_rank_step },
+		{ "mismatch-datatype", PROGRAM_OPTION_PARSED, &options->mismatch_datatype,
+		  .parse = parse_rank_step },
+		{ "skip-replicated", PROGRAM_OPTION_PARSED, &options->skip_replicated,
+		  .parse = parse_rank_step },
+		{ "wrong-comm", PROGRAM_OPTION_INT, &options->wrong_comm_step, 0, INT_MAX },
+		{ "extra-call", PROGRAM_OPTION_PARSED, &options->extra_call,
+		  .parse = parse_rank_step },
+		/* At least bucket 1's size: its check walks bucket 0's elements. */
+		{ "bucket-elements", PROGRAM_OPTION_INT, &options->bucket_elements, BUCKET1_COUNT,
+		  BUCKET0_MAX },
+		{ "wait-file", PROGRAM_OPTION_TEXT, &options->wait_file },
+		{ "stop-file", PROGRAM_OPTION_TEXT, &options->stop_file },
+		{ "worker", PROGRAM_OPTION_FLAG, &options->worker },
 	};
-	int option;
-	long value;
 
 	*options = (struct options){
 		.ranks = 4,
@@ -179,97 +191,10 @@ int parse_options(int argc, char **argv, struct options *options)
 		.delay = { .rank = -1, .step = -1 },
 		.checkpoint = { .rank = -1 },
 	};
-	while ((option = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
-		bool valid = true;
-
-		switch (option) {
-		case 'n':
-			valid = parse_int(optarg, 1, DOUBLE_MAX_RANKS, &value);
-			options->ranks = (int)value;
-			break;
-		case 's':
-			valid = parse_int(optarg, 0, INT_MAX, &value);
-			options->steps = (int)value;
-			break;
-		case 'l':
-			options->log_dir = optarg;
-			break;
-		case 't':
-			valid = parse_int(optarg, 1, DOUBLE_MAX_RANKS, &value);
-			options->tp = (int)value;
-			break;
-		case 'p':
-			valid = parse_int(optarg, 1, DOUBLE_MAX_RANKS, &value);
-			options->pp = (int)value;
-			break;
-		case 'c':
-			valid = parse_int(optarg, 0, 10000000, &options->compute_us);
-			break;
-		case 'S':
-			valid = parse_int(optarg, 0, 3600000, &options->step_sleep_ms);
-			break;
-		case 'k':
-			valid = parse_rank_step(optarg, &options->skip);
-			break;
-		case 'x':
-			valid = parse_rank_step(optarg, &options->stall);
-			break;
-		case 'X':
-			valid = parse_rank_step(optarg, &options->crash);
-			break;
-		case 'w':
-			valid = parse_slow(optarg, options);
-			break;
-		case 'm':
-			valid = parse_rank_step(optarg, &options->mismatch);
-			break;
-		case 'D':
-			valid = parse_delay(optarg, &options->delay);
-			break;
-		case 'K':
-			valid = parse_checkpoint_pause(optarg, &options->checkpoint);
-			break;
-		case 'T':
-			valid = parse_rank_step(optarg, &options->mismatch_datatype);
-			break;
-		case 'R':
-			valid = parse_rank_step(optarg, &options->skip_replicated);
-			break;
-		case 'E':
-			valid = parse_rank_step(optarg, &options->extra_call);
-			break;
-		case 'B':
-			/* At least bucket 1's size: its check walks bucket 0's elements. */
-			valid = parse_int(optarg, BUCKET1_COUNT, BUCKET0_MAX, &value);
-			options->bucket_elements = (int)value;
-			break;
-		case 'C':
-			valid = parse_int(optarg, 0, INT_MAX, &value);
-			options->wrong_comm_step = (int)value;
-			break;
-		case 'f':
-			options->wait_file = optarg;
-			break;
-		case 'F':
-			options->stop_file = optarg;
-			break;
-		case 'W':
-			options->worker = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			usage(stderr);
-			return -1;
-		}
-		if (!valid) {
-			fprintf(stderr, "nccl-workload: bad value '%s' for %s\n", optarg,
-				argv[optind - 1]);
-			return -1;
-		}
-	}
-	if (optind != argc || !options->log_dir) {
+	if (program_options_parse("nccl-workload", argc, argv, table,
+				  sizeof(table) / sizeof(table[0]), usage))
+		return -1;
+	if (!options->log_dir) {
 		usage(stderr);
 		return -1;
 	}
