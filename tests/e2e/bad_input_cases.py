@@ -288,6 +288,10 @@ def cases():
          "kind, checksums right", "in.trace", trace_changed(older_minor_unknown_kind), DUMP,
          True),
         ("trace-infer-empty", TRACE, "empty, read by `infer`", "in.trace", b"", INFER, False),
+        # `check --rules` and `infer` also read TrainCheck traces: a file of neither format
+        # is said to be neither.
+        ("trace-rules-text", TRACE, "a text file, read by `check --rules`", "in.trace",
+         b"not a trace at all\n", ["check", "--rules", "good.rules", "IN"], False),
     ]
     # Rules files: `check --rules` (the agent's --rules reads them the same way).
     out += [

@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "trace/trace_format.h"
 #include "trace/trace_losses.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_replay.h"
@@ -95,6 +97,31 @@ static int64_t replay_folder(const char *path, trace_replay_fn callback, void *c
 	return records;
 }
 
+/*
+ * A regular file that starts neither with the trace signature nor with a
+ * JSON object: said as neither of the two formats read here. Other files
+ * (a FIFO a recorder writes into, an empty or missing one) are the trace
+ * reader's to judge.
+ */
+static bool neither_format(const char *path, const struct stat *status)
+{
+	char start[TRACE_FORMAT_FILE_MAGIC_SIZE];
+	size_t got;
+	FILE *in;
+
+	if (!S_ISREG(status->st_mode) || status->st_size == 0 || !(in = fopen(path, "rb")))
+		return false;
+	got = fread(start, 1, sizeof(start), in);
+	fclose(in);
+	if (got == 0 || memcmp(start, TRACE_FORMAT_FILE_MAGIC, got) == 0)
+		return false;
+	log_error("%s is neither a tcheck-bpf trace (it does not start with the trace signature) "
+		  "nor a TrainCheck JSON Lines trace (its first line is not a JSON object); give "
+		  "a file 'tcheck-bpf record' wrote or TrainCheck's trace_API_*.log",
+		  path);
+	return true;
+}
+
 int64_t trace_replay(const char *path, trace_replay_fn callback, void *context, int progress)
 {
 	char error[512];
@@ -109,6 +136,8 @@ int64_t trace_replay(const char *path, trace_replay_fn callback, void *context, 
 		return replay_folder(path, callback, context);
 	if (traincheck_trace_detect(path) == 1)
 		return replay_traincheck(path, callback, context);
+	if (stat(path, &status) == 0 && neither_format(path, &status))
+		return -1;
 	reader = trace_reader_open(path, error, sizeof(error));
 	if (!reader) {
 		log_error("%s", error);
