@@ -65,6 +65,21 @@ wait_for_file() {
 	done
 }
 
+# wait_for_lines FILE COUNT PATTERN SECONDS: waits until FILE holds COUNT
+# lines matching the extended regular expression PATTERN: what a test waits
+# for instead of sleeping for a guessed time (a recorder's "tracing" line
+# says its probes are in place).
+wait_for_lines() {
+	local deadline=$((SECONDS + $4)) found
+	while :; do
+		found=$(grep -cE -- "$3" "$1" 2>/dev/null || true)
+		[ "${found:-0}" -ge "$2" ] && return
+		[ $SECONDS -lt $deadline ] ||
+			fail "timed out after $4 s waiting for $2 line(s) matching '$3' in $1: $(tail -n 3 "$1" 2>/dev/null)"
+		sleep 0.05
+	done
+}
+
 # The torch stack a Python test runs on: run-all.sh runs each test that
 # sources torch_stack once per stack, with TCHECK_TORCH_STACK set.
 #   torch-1.13: Debian 12's python3.11 and python3-torch, on the host.

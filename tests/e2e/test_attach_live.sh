@@ -8,7 +8,9 @@ BACKGROUND_PIDS+=("$launcher")
 wait_for_file "$SCRATCH/log/rank-1.progress" 20
 "$TCHECK" attach --pid "$launcher" >"$SCRATCH/live.out" 2>"$SCRATCH/live.err" &
 attach=$!
-sleep 3.5
+BACKGROUND_PIDS+=("$attach")
+# Two status lines (one a second), however long the attach itself took.
+wait_for_lines "$SCRATCH/live.out" 2 calls 60
 kill -INT "$attach"
 wait "$attach" || fail "attach did not exit cleanly on SIGINT: $(cat "$SCRATCH/live.err")"
 lines=$(grep -c "calls" "$SCRATCH/live.out" || true)

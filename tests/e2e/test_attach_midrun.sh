@@ -9,14 +9,15 @@ launcher=$!
 BACKGROUND_PIDS+=("$launcher")
 wait_for_file "$SCRATCH/log/rank-3.progress" 20
 while [ "$(cat "$SCRATCH/log/rank-0.progress")" -lt 20 ]; do sleep 0.05; done
-"$TCHECK" --quiet record -o "$SCRATCH/mid.trace" --pid "$launcher" &
+"$TCHECK" record -o "$SCRATCH/mid.trace" --pid "$launcher" 2>"$SCRATCH/record.err" &
 recorder=$!
 BACKGROUND_PIDS+=("$recorder")
-# The first step that started after every probe was in place.
-sleep 1
+# The first step that started after every probe was in place: the recorder
+# says "tracing N processes" once they are.
+wait_for_lines "$SCRATCH/record.err" 1 "^tcheck-bpf: tracing " 60
 from=$(( $(sort -n "$SCRATCH"/log/rank-*.progress | tail -n 1) + 2 ))
 wait "$launcher" || fail "the workload failed while traced"
-wait "$recorder" || fail "record exited with an error"
+wait "$recorder" || fail "record exited with an error: $(cat "$SCRATCH/record.err")"
 "$TCHECK" dump "$SCRATCH/mid.trace" >"$SCRATCH/mid.jsonl"
 python3 "$ROOT/tests/e2e/compare_ground_truth.py" "$SCRATCH/mid.jsonl" "$SCRATCH/log" \
 	--since-step "$from" --expect-ranks 4 || fail "trace after attach differs from the log"

@@ -29,14 +29,17 @@ python=$(ls /root/.pyenv/versions/3.1[23]*/bin/python3 /usr/bin/python3.11 2>/de
 workload=$!
 BACKGROUND_PIDS+=("$workload")
 wait_for_file "$SCRATCH/ready" 20
-"$TCHECK" --quiet record -o "$SCRATCH/mid.trace" --python --pid "$workload" &
+"$TCHECK" record -o "$SCRATCH/mid.trace" --python --pid "$workload" 2>"$SCRATCH/mid.err" &
 recorder=$!
 BACKGROUND_PIDS+=("$recorder")
-# Let the probes attach and some rounds pass under them, then end the run.
-sleep 2
+# Let the probes attach ("tracing N processes" says they are) and some
+# rounds pass under them (the log grows by 20 calls), then end the run.
+wait_for_lines "$SCRATCH/mid.err" 1 "^tcheck-bpf: tracing " 60
+logged=$(wc -l <"$SCRATCH/mid.log")
+wait_for_lines "$SCRATCH/mid.log" $((logged + 20)) . 60
 touch "$SCRATCH/stop"
 wait "$workload" || fail "the workload failed while traced"
-wait "$recorder" || fail "record --pid exited with an error"
+wait "$recorder" || fail "record --pid exited with an error: $(cat "$SCRATCH/mid.err")"
 "$TCHECK" dump "$SCRATCH/mid.trace" --calls-only >"$SCRATCH/mid.jsonl"
 python3 "$ROOT/tests/e2e/compare_python_context.py" "$SCRATCH/mid.jsonl" "$SCRATCH/mid.log" \
 	--attached || fail "the Python callers of NCCL calls after attach differ from the log"
