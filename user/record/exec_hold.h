@@ -7,7 +7,7 @@
  * when following it failed, or after EXEC_HOLD_MAX_MS, whichever comes
  * first; nothing is written into the process and no signal is sent. Execs
  * of other files, and of other processes, are let through at once by a
- * thread of their own.
+ * process of its own, which a stopped or busy recorder does not hold up.
  */
 #ifndef TCHECK_EXEC_HOLD_H
 #define TCHECK_EXEC_HOLD_H
@@ -41,7 +41,7 @@ int exec_hold_request_fd(const struct exec_hold *hold);
 void exec_hold_serve(struct exec_hold *hold, int (*follow)(void *context, const char *host_path),
 		     void *context);
 
-/* Lets every held exec through and stops. NULL is fine. */
+/* Ends the answering process: every exec still held goes through. NULL is fine. */
 void exec_hold_stop(struct exec_hold *hold);
 
 #endif /* TCHECK_EXEC_HOLD_H */

@@ -77,8 +77,11 @@ static int follow_interpreter_file(void *context, const char *host_path)
 {
 	struct recorder *recorder = context;
 	char error[512];
-	int followed = python_tracer_follow_file(recorder->python, host_path, error, sizeof(error));
+	int followed;
 
+	if (!recorder->python)
+		return 0;
+	followed = python_tracer_follow_file(recorder->python, host_path, error, sizeof(error));
 	if (followed < 0)
 		log_debug("%s: %s", host_path, error);
 	return followed;
@@ -123,6 +126,15 @@ static int set_up(struct recorder *recorder)
 		log_error("%s", error);
 		return -1;
 	}
+	/*
+	 * Forked before any thread or listening socket exists. Without it a
+	 * first run's unseen start is said, as it always was.
+	 */
+	if (options->python) {
+		recorder->exec_hold = exec_hold_start(recorder->session, error, sizeof(error));
+		if (!recorder->exec_hold)
+			log_debug("%s", error);
+	}
 	if (options->observer && options->observer->attach_failed)
 		probe_session_on_attach_failure(recorder->session, options->observer->attach_failed,
 						options->observer->context);
@@ -153,10 +165,6 @@ static int set_up(struct recorder *recorder)
 					    options->torch_op_count);
 		python_tracer_watch_training(recorder->python, options->training_ops);
 		python_tracer_set_torch_events_only(recorder->python, options->torch_events_only);
-		/* Without it a first run's unseen start is said, as it always was. */
-		recorder->exec_hold = exec_hold_start(recorder->session, error, sizeof(error));
-		if (!recorder->exec_hold)
-			log_debug("%s", error);
 	}
 	if (!recorder->discovery || !recorder->builder || !recorder->c10d ||
 	    !recorder->work_requests || (options->python && !recorder->python)) {
