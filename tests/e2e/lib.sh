@@ -80,6 +80,20 @@ wait_for_lines() {
 	done
 }
 
+# until_passes SECONDS WHAT CMD...: runs CMD (which reads afresh what it
+# checks) every half second until it exits 0, for state that settles at its
+# own pace (the agent's metrics refresh every 2 s) instead of sleeping a
+# guessed time; fails saying WHAT and CMD's last output.
+until_passes() {
+	local deadline=$((SECONDS + $1)) what=$2 out
+	shift 2
+	until out=$("$@" 2>&1); do
+		[ $SECONDS -lt $deadline ] || fail "$what: $out"
+		sleep 0.5
+	done
+	[ -z "$out" ] || echo "$out"
+}
+
 # The torch stack a Python test runs on: run-all.sh runs each test that
 # sources torch_stack once per stack, with TCHECK_TORCH_STACK set.
 #   torch-1.13: Debian 12's python3.11 and python3-torch, on the host.

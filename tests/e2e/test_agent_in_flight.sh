@@ -35,9 +35,7 @@ for _ in $(seq 60); do
 	sleep 0.5
 done
 [ -n "$found" ] || fail "no in-flight sequence for rank 0 during the stall: $(grep in_flight "$SCRATCH/metrics.prom")"
-sleep 3 # one more refresh: the state is settled
-curl -sf "http://127.0.0.1:$port/metrics" >"$SCRATCH/metrics.prom"
-python3 - "$SCRATCH/metrics.prom" "$SCRATCH/job" <<'PY' || fail "the in-flight series disagree with the ranks' logs"
+cat >"$SCRATCH/in_flight.py" <<'PY'
 import json, re, sys, time
 series = {}
 for line in open(sys.argv[1]):
@@ -69,4 +67,10 @@ assert sum(v + 1 for (rank, _), v in sequence.items() if rank == "1") == issued_
     (sequence, issued_by_rank1)
 print(f"rank 0 in flight on {ahead} communicator(s), one past rank 1's last; rank 1 issued {issued_by_rank1}")
 PY
+scrape_and_check() {
+	curl -sf "http://127.0.0.1:$port/metrics" >"$SCRATCH/metrics.prom" || return 1
+	python3 "$SCRATCH/in_flight.py" "$SCRATCH/metrics.prom" "$SCRATCH/job"
+}
+# The metrics are refreshed every 2 s: the state settles at the agent's pace.
+until_passes 30 "the in-flight series disagree with the ranks' logs" scrape_and_check
 echo "agent in flight: rank 0's blocked collective exported"
