@@ -309,6 +309,8 @@ struct exec_hold *exec_hold_start(struct probe_session *session, char *error, si
 	close(answers[0]);
 	hold->request_fd = requests[0];
 	hold->answer_fd = answers[1];
+	/* An answerer that cannot take answers never blocks the recorder: its execs time out. */
+	fcntl(hold->answer_fd, F_SETFL, fcntl(hold->answer_fd, F_GETFL) | O_NONBLOCK);
 	return hold;
 fail:
 	close(answerer.fanotify_fd);
