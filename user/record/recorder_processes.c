@@ -103,6 +103,21 @@ static bool command_names_python(const char *command)
 	return end - base >= 6 && strncmp(base, "python", 6) == 0;
 }
 
+/*
+ * Gone before its Python could be looked at: said once when the probes
+ * followed it (so it ran Python), or it ran a program named python.
+ */
+static void say_ended_unfollowed(struct recorder *recorder, struct traced_process *process)
+{
+	if (!recorder->python || process->python_followed_ns || process->ended_unfollowed_said ||
+	    !(process->python_from_start || command_names_python(process->command)))
+		return;
+	process->ended_unfollowed_said = true;
+	log_warning("process %u had ended before the recorder could follow its Python (the "
+		    "recorder was behind): its Python calls are not in the trace",
+		    process->record.pid);
+}
+
 /* A process that runs a CPython the tracer cannot follow is said so, once. */
 void recorder_follow_python(struct recorder *recorder, uint32_t pid)
 {
@@ -116,19 +131,8 @@ void recorder_follow_python(struct recorder *recorder, uint32_t pid)
 	if (followed < 0)
 		log_warning("process %u: %s", pid, error);
 	process = process_registry_find(&recorder->processes, pid);
-	/*
-	 * Gone before its Python could be looked at: the probes followed it (so
-	 * it ran Python), or it ran a program named python.
-	 */
-	if (!followed && process && !process->python_followed_ns &&
-	    !process->ended_unfollowed_said &&
-	    (process->python_from_start || command_names_python(process->command)) &&
-	    process_has_ended((pid_t)pid)) {
-		process->ended_unfollowed_said = true;
-		log_warning("process %u had ended before the recorder could follow its Python (the "
-			    "recorder was behind): its Python calls are not in the trace",
-			    pid);
-	}
+	if (!followed && process && process_has_ended((pid_t)pid))
+		say_ended_unfollowed(recorder, process);
 	if (followed <= 0 || !process || process->python_followed_ns)
 		return;
 	process->python_followed_ns = monotonic_ns();
@@ -172,6 +176,12 @@ void recorder_end_process(struct recorder *recorder, uint32_t pid, int exit_code
 	if (!process ||
 	    !process_registry_end(&recorder->processes, process, exit_code, monotonic_ns()))
 		return;
+	/*
+	 * Its exit came before any look found its interpreter (one in a
+	 * libpython is mapped after the exec notice, and the rescans are
+	 * 0.5 s apart): a short run of python ended unfollowed.
+	 */
+	say_ended_unfollowed(recorder, process);
 	/* Its c10d calls still waiting on their work end with it, open. */
 	if (c10d_calls_end(recorder->c10d, pid, process->record.end_ns) == -ENOMEM)
 		log_warning("process %u: out of memory for its c10d calls", pid);
