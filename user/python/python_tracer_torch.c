@@ -339,12 +339,11 @@ out:
 	torch_probes_free(probes);
 }
 
-int python_tracer_handle_process_group(struct python_tracer *tracer,
+int python_tracer_handle_process_group(struct python_process *process,
 				       const struct tcheck_process_group_record *record,
 				       int32_t *rank, int32_t *world_size)
 {
-	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
-
+	process = python_process_followed(process);
 	/* The first group is the world; later ones (subgroups) number their ranks anew. */
 	if (!process || process->rank_from_group)
 		return 0;
@@ -441,15 +440,15 @@ static int close_backward(struct python_tracer *tracer, struct python_process *p
 	return 0;
 }
 
-int python_tracer_handle_scope(struct python_tracer *tracer,
+int python_tracer_handle_scope(struct python_tracer *tracer, struct python_process *process,
 			       const struct tcheck_torch_scope_record *record)
 {
-	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
 	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
 				    .python_call = { .rank = -1, .world_size = -1 } };
 	char name[TCHECK_TORCH_SCOPE_NAME_BYTES + 1];
 	int result;
 
+	process = python_process_followed(process);
 	if (!process) {
 		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;
@@ -559,14 +558,14 @@ static void op_arguments(struct python_tracer *tracer, const struct torch_op_rea
 	}
 }
 
-int python_tracer_handle_op(struct python_tracer *tracer,
+int python_tracer_handle_op(struct python_tracer *tracer, struct python_process *process,
 			    const struct tcheck_torch_op_record *record)
 {
-	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
 	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
 				    .python_call = { .rank = -1, .world_size = -1 } };
 	char shape[128];
 
+	process = python_process_followed(process);
 	if (!process) {
 		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;

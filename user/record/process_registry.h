@@ -22,10 +22,12 @@
 #include "tcheck/probe_abi.h"
 
 struct call_builder_process;
+struct python_process;
 
 /* The state of each stage for one process; NULL until the stage makes it. */
 struct process_stage_slots {
 	struct call_builder_process *call_builder; /* record/call_builder.h */
+	struct python_process *python;		   /* python/python_tracer.h */
 };
 
 struct traced_process {
