@@ -60,6 +60,7 @@ struct python_tracer {
 	char **operator_names;			    /* by operator number: "aten::add_.Tensor" */
 	struct torch_op_reading *operator_readings; /* by operator number */
 	size_t operator_name_count;
+	size_t operator_name_capacity, operator_reading_capacity;
 };
 
 /* The process's state where its Python is followed; NULL for none or a refused one. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/growable_array.h"
 #include "base/log.h"
 #include "base/system_clock.h"
 #include "model/c10d_api.h"
@@ -58,24 +59,24 @@ void torch_operator_display_name(const char *request, const char *operator_name,
 static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
 			     const struct torch_probes *probes)
 {
-	uint64_t *offsets, *cookies;
-	char **names, error[512], name[256];
 	struct torch_op_reading *readings;
+	uint64_t *offsets, *cookies;
+	char error[512], name[256];
 	size_t first = tracer->operator_name_count;
 
 	if (probes->op_count == 0)
 		return;
-	names = realloc(tracer->operator_names, (first + probes->op_count) * sizeof(*names));
-	if (names)
-		tracer->operator_names = names;
-	readings =
-		realloc(tracer->operator_readings, (first + probes->op_count) * sizeof(*readings));
-	if (readings)
-		tracer->operator_readings = readings;
 	offsets = calloc(probes->op_count, sizeof(*offsets));
 	cookies = calloc(probes->op_count, sizeof(*cookies));
-	if (!names || !readings || !offsets || !cookies)
+	if (!offsets || !cookies ||
+	    growable_array_reserve((void **)&tracer->operator_names, first,
+				   &tracer->operator_name_capacity, probes->op_count,
+				   sizeof(*tracer->operator_names)) ||
+	    growable_array_reserve((void **)&tracer->operator_readings, first,
+				   &tracer->operator_reading_capacity, probes->op_count,
+				   sizeof(*tracer->operator_readings)))
 		goto out;
+	readings = tracer->operator_readings;
 	for (size_t i = 0; i < probes->op_count; i++) {
 		torch_operator_display_name(probes->ops[i].request, probes->ops[i].operator_name,
 					    name, sizeof(name));
