@@ -104,11 +104,14 @@ static void take_c10d_call(struct recorder *recorder, const struct tcheck_c10d_c
 	bool known;
 
 	process = recorder_adopt_process(recorder, pid);
-	known = !python_tracer_meta(python_of(process), record->header.timestamp_ns, &python.step,
-				    &python.stage);
-	if (c10d_calls_add(recorder->c10d, record, process ? process->record.rank : -1,
-			   process ? process->record.world_size : -1,
-			   known ? &python : NULL) == -ENOMEM)
+	if (!process) {
+		log_warning("a c10d call of process %u is lost: it could not be traced", pid);
+		return;
+	}
+	known = !python_tracer_meta(process->stages.python, record->header.timestamp_ns,
+				    &python.step, &python.stage);
+	if (c10d_calls_add(recorder->c10d, &process->stages.c10d, record, process->record.rank,
+			   process->record.world_size, known ? &python : NULL) == -ENOMEM)
 		log_warning("process %u: out of memory for its c10d calls", pid);
 }
 
@@ -157,10 +160,7 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 		/* A new image: new libraries, new environment, no communicators. */
 		process = process_registry_find(&recorder->processes, header->pid);
 		if (process)
-			recorder_end_image(recorder, process);
-		if (c10d_calls_end(recorder->c10d, header->pid, header->timestamp_ns) == -ENOMEM)
-			log_warning("process %u: out of memory for its c10d calls", header->pid);
-		c10d_calls_forget_process(recorder->c10d, header->pid);
+			recorder_end_image(recorder, process, header->timestamp_ns);
 		process = recorder_add_process(recorder, header->pid, 0);
 		if (process) {
 			recorder_image_started(recorder, process, header->timestamp_ns, true,
@@ -208,16 +208,18 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 			python_tracer_handle_scope(recorder->python, python_of(process), data);
 		return 0;
 	case TCHECK_RECORD_PROCESS_GROUP:
-		if (size >= sizeof(struct tcheck_process_group_record)) {
-			if (c10d_calls_group_built(recorder->c10d, data))
-				log_warning("process %u: out of memory for its process groups",
-					    header->pid);
-			recorder_take_process_group_rank(recorder, data);
-		}
+		process = recorder_adopt_process(recorder, header->pid);
+		if (!process || size < sizeof(struct tcheck_process_group_record))
+			return 0;
+		if (c10d_calls_group_built(recorder->c10d, &process->stages.c10d, data))
+			log_warning("process %u: out of memory for its process groups",
+				    header->pid);
+		recorder_take_process_group_rank(recorder, process, data);
 		return 0;
 	case TCHECK_RECORD_STORE_PREFIX:
-		if (size >= sizeof(struct tcheck_store_prefix_record) &&
-		    c10d_calls_store_prefix(recorder->c10d, data))
+		process = recorder_adopt_process(recorder, header->pid);
+		if (process && size >= sizeof(struct tcheck_store_prefix_record) &&
+		    c10d_calls_store_prefix(recorder->c10d, &process->stages.c10d, data))
 			log_warning("process %u: out of memory for its c10d stores", header->pid);
 		return 0;
 	case TCHECK_RECORD_C10D_CALL:

@@ -31,15 +31,12 @@ void recorder_refresh_process(struct recorder *recorder, struct traced_process *
 }
 
 /* A process group's rank and size stand in for the RANK and WORLD_SIZE the environment lacked. */
-void recorder_take_process_group_rank(struct recorder *recorder,
+void recorder_take_process_group_rank(struct recorder *recorder, struct traced_process *process,
 				      const struct tcheck_process_group_record *record)
 {
-	struct traced_process *process =
-		process_registry_find(&recorder->processes, record->header.pid);
 	int32_t rank = -1, world_size = -1;
 
-	if (!process ||
-	    !python_tracer_handle_process_group(process->stages.python, record, &rank, &world_size))
+	if (!python_tracer_handle_process_group(process->stages.python, record, &rank, &world_size))
 		return;
 	if (process->record.rank >= 0)
 		return;
@@ -141,12 +138,18 @@ void recorder_release_stages(void *context, struct traced_process *process)
 	call_builder_forget_process(recorder->builder, &process->stages.call_builder);
 	if (recorder->python)
 		python_tracer_forget_process(recorder->python, &process->stages.python);
+	c10d_calls_forget_process(recorder->c10d, &process->stages.c10d);
 }
 
-void recorder_end_image(struct recorder *recorder, struct traced_process *process)
+void recorder_end_image(struct recorder *recorder, struct traced_process *process, uint64_t end_ns)
 {
+	uint32_t pid = process->record.pid;
+
 	if (recorder->python)
 		python_tracer_end_process(recorder->python, process->stages.python);
+	/* Its c10d calls still waiting on their work end with the image, open. */
+	if (c10d_calls_end(recorder->c10d, pid, end_ns) == -ENOMEM)
+		log_warning("process %u: out of memory for its c10d calls", pid);
 	recorder_release_stages(recorder, process);
 }
 
@@ -247,7 +250,7 @@ void recorder_add_discovered(struct recorder *recorder)
 			continue;
 		added[added_count++] = found[i];
 		if (process) { /* the pid was reused by a new process */
-			recorder_end_image(recorder, process);
+			recorder_end_image(recorder, process, monotonic_ns());
 			process_registry_remove(&recorder->processes, (uint32_t)found[i]);
 		}
 		recorder_add_process(recorder, (uint32_t)found[i], 0);

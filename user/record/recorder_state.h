@@ -63,9 +63,9 @@ void recorder_release_stages(void *context, struct traced_process *process);
  * The process's image ends (an exec, or its pid was reused): each stage
  * records what the image left open, then its slots are handed back.
  */
-void recorder_end_image(struct recorder *recorder, struct traced_process *process);
+void recorder_end_image(struct recorder *recorder, struct traced_process *process, uint64_t end_ns);
 void recorder_refresh_process(struct recorder *recorder, struct traced_process *process);
-void recorder_take_process_group_rank(struct recorder *recorder,
+void recorder_take_process_group_rank(struct recorder *recorder, struct traced_process *process,
 				      const struct tcheck_process_group_record *record);
 void recorder_follow_python(struct recorder *recorder, struct traced_process *process);
 /*
