@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/fnv_hash.h"
+#include "base/growable_array.h"
 #include "model/trace_records.h"
 #include "precondition.h"
 
@@ -90,32 +91,24 @@ int eval_mode_observe(struct eval_mode_tracker *tracker, const struct infer_even
 struct examples {
 	const struct infer_event **passing, **failing;
 	size_t passing_count, failing_count;
+	size_t passing_capacity, failing_capacity;
 };
 
 static int collect_example(void *context, const struct infer_event *call, bool holds)
 {
 	struct examples *examples = context;
-	const struct infer_event **list = holds ? examples->passing : examples->failing;
+	const struct infer_event ***list = holds ? &examples->passing : &examples->failing;
 	size_t *count = holds ? &examples->passing_count : &examples->failing_count;
-	const struct infer_event **grown = realloc((void *)list, (*count + 1) * sizeof(*list));
-	struct infer_event *copy = malloc(sizeof(*copy));
+	size_t *capacity = holds ? &examples->passing_capacity : &examples->failing_capacity;
+	struct infer_event *copy;
 
-	if (!grown || !copy) {
-		free(copy);
-		if (grown) {
-			if (holds)
-				examples->passing = grown;
-			else
-				examples->failing = grown;
-		}
+	if (growable_array_room_for_one((void **)list, *count, capacity, sizeof(**list)))
 		return -ENOMEM;
-	}
+	copy = malloc(sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
 	*copy = *call;
-	grown[(*count)++] = copy;
-	if (holds)
-		examples->passing = grown;
-	else
-		examples->failing = grown;
+	(*list)[(*count)++] = copy;
 	return 0;
 }
 

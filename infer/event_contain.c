@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/fnv_hash.h"
+#include "base/growable_array.h"
 #include "base/u64_map.h"
 #include "event_contain.h"
 
@@ -132,16 +133,11 @@ static void close_parent(struct contain_state *state, const struct open_parent *
 		state->parents[parent->index] = NULL;
 		return;
 	}
-	if (state->found_count + parent->child_count > state->found_capacity) {
-		size_t capacity = (state->found_capacity + parent->child_count) * 2;
-		struct contained *found = realloc(state->found, capacity * sizeof(*found));
-
-		if (!found) {
-			state->out_of_memory = 1;
-			return;
-		}
-		state->found = found;
-		state->found_capacity = capacity;
+	if (growable_array_reserve((void **)&state->found, state->found_count,
+				   &state->found_capacity, parent->child_count,
+				   sizeof(*state->found))) {
+		state->out_of_memory = 1;
+		return;
 	}
 	for (uint32_t i = 0; i < parent->child_count; i++)
 		state->found[state->found_count++] =
@@ -429,7 +425,7 @@ static int infer_pairs(struct contain_state *state)
 		qsort(state->found, state->found_count, sizeof(*state->found), by_pair);
 	sorting = NULL;
 	failed = 0;
-	while (start < state->found_count && !failed) {
+	while (state->found && start < state->found_count && !failed) {
 		const struct contained *pair = &state->found[start];
 		const struct infer_event *parent = state->parents[pair->parent];
 		size_t end = start, last;

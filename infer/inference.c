@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/growable_array.h"
 #include "base/u64_map.h"
 #include "event_contain.h"
 #include "inference_engine.h"
@@ -58,15 +59,9 @@ int inference_add(struct inference *inference, const struct trace_record *record
 	event.pipeline = inference->pipeline;
 	if (inference->pipeline >= inference->pipeline_count)
 		inference->pipeline_count = inference->pipeline + 1;
-	if (inference->count == inference->capacity) {
-		size_t capacity = inference->capacity ? inference->capacity * 2 : 4096;
-		struct infer_event *events = realloc(inference->events, capacity * sizeof(*events));
-
-		if (!events)
-			return -ENOMEM;
-		inference->events = events;
-		inference->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&inference->events, inference->count,
+					&inference->capacity, sizeof(*inference->events)))
+		return -ENOMEM;
 	inference->events[inference->count++] = event;
 	return 0;
 }

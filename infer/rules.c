@@ -124,13 +124,11 @@ int rule_set_add(struct rule_set *set, const struct rule *rule)
 
 int rule_set_add_source(struct rule_set *set, const char *path)
 {
-	char **sources = realloc(set->sources, (set->source_count + 1) * sizeof(*sources));
-
-	if (!sources)
+	if (growable_array_room_for_one((void **)&set->sources, set->source_count,
+					&set->source_capacity, sizeof(*set->sources)))
 		return -ENOMEM;
-	set->sources = sources;
-	sources[set->source_count] = strdup(path);
-	if (!sources[set->source_count])
+	set->sources[set->source_count] = strdup(path);
+	if (!set->sources[set->source_count])
 		return -ENOMEM;
 	set->source_count++;
 	return 0;

@@ -87,7 +87,7 @@ struct rule_set {
 	size_t count;
 	size_t capacity;
 	char **sources; /* the traces the rules were inferred from */
-	size_t source_count;
+	size_t source_count, source_capacity;
 	size_t repeated_count; /* rules dropped on loading: they repeated an earlier one */
 };
 

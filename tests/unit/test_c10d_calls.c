@@ -27,6 +27,60 @@ static int keep(void *context, const struct trace_record *record)
 	return 0;
 }
 
+/*
+ * Each process's state, kept per pid as the recorder's process registry
+ * keeps it in a slot: the calls below take the slot of their record's pid.
+ */
+#define TEST_PROCESSES 8
+
+static uint32_t slot_pids[TEST_PROCESSES];
+static struct c10d_process *slots[TEST_PROCESSES];
+
+static struct c10d_process **slot_of(uint32_t pid)
+{
+	for (int i = 0; i < TEST_PROCESSES; i++)
+		if (slot_pids[i] == pid || !slot_pids[i]) {
+			slot_pids[i] = pid;
+			return &slots[i];
+		}
+	CU_FAIL_FATAL("more processes than the test keeps");
+	return NULL;
+}
+
+static int test_group_built(struct c10d_calls *calls,
+			    const struct tcheck_process_group_record *record)
+{
+	return c10d_calls_group_built(calls, slot_of(record->header.pid), record);
+}
+
+static int test_store_prefix(struct c10d_calls *calls,
+			     const struct tcheck_store_prefix_record *record)
+{
+	return c10d_calls_store_prefix(calls, slot_of(record->header.pid), record);
+}
+
+static int test_add(struct c10d_calls *calls, const struct tcheck_c10d_call_record *record,
+		    int32_t job_rank, int32_t job_size, const struct trace_python_context *python)
+{
+	return c10d_calls_add(calls, slot_of(record->header.pid), record, job_rank, job_size,
+			      python);
+}
+
+static void test_forget(struct c10d_calls *calls, uint32_t pid)
+{
+	c10d_calls_forget_process(calls, slot_of(pid));
+}
+
+/* Frees the calls and every process's state; the slots are free for the next test. */
+static void test_free(struct c10d_calls *calls)
+{
+	for (int i = 0; i < TEST_PROCESSES; i++) {
+		c10d_calls_forget_process(calls, &slots[i]);
+		slot_pids[i] = 0;
+	}
+	c10d_calls_free(calls);
+}
+
 static struct tcheck_process_group_record group_built(uint32_t pid, uint64_t object, int rank,
 						      int size)
 {
@@ -90,12 +144,12 @@ UNIT_TEST(c10d_calls, world_group_has_one_identity_on_every_rank)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
 	for (int rank = 0; rank < 2; rank++) {
 		built = group_built(100 + (uint32_t)rank, 0x1000 + 0x100 * (uint64_t)rank, rank, 2);
-		CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+		CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
 		built = group_built(100 + (uint32_t)rank, 0x2000 + 0x100 * (uint64_t)rank, rank, 2);
-		CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+		CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
 	}
 	raw = c10d_call(100, 0x2000, "allreduce", 1732, 5000);
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	CU_ASSERT_EQUAL_FATAL(emitted.count, 2);
 	CU_ASSERT_EQUAL(emitted.records[0].kind, TRACE_RECORD_COMMUNICATOR);
 	CU_ASSERT_EQUAL(emitted.records[0].communicator.rank, 0);
@@ -114,18 +168,18 @@ UNIT_TEST(c10d_calls, world_group_has_one_identity_on_every_rank)
 	CU_ASSERT_NOT_EQUAL(identity, 0);
 
 	raw = c10d_call(101, 0x2100, "allreduce", 1732, 5100);
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	call = last_call(&emitted);
 	CU_ASSERT_EQUAL(call->comm_id, identity);
 	CU_ASSERT_EQUAL(call->rank, 1);
 	CU_ASSERT_EQUAL(call->seq, 0);
 	/* The group is announced once; its next call is numbered on. */
 	raw = c10d_call(101, 0x2100, "barrier", 0, 5200);
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	CU_ASSERT_EQUAL(emitted.count, 5);
 	CU_ASSERT_STRING_EQUAL(last_call(&emitted)->function, "c10d::barrier");
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 1);
-	c10d_calls_free(calls);
+	test_free(calls);
 }
 
 /* A subgroup whose new_group call was not counted: its calls are kept, not matched across ranks. */
@@ -137,16 +191,16 @@ UNIT_TEST(c10d_calls, subgroup_has_no_shared_identity)
 	struct tcheck_c10d_call_record raw;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
-	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
 	built = group_built(100, 0x3000, 0, 2);
-	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
 	raw = c10d_call(100, 0x3000, "broadcast", 10, 5000);
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, 2, 4, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, 2, 4, NULL), 0);
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0);
 	CU_ASSERT_EQUAL(last_call(&emitted)->rank, 0);
 	CU_ASSERT_EQUAL(last_call(&emitted)->nranks, 2);
 	CU_ASSERT_NOT_EQUAL(strlen(emitted.records[0].communicator.note), 0);
-	c10d_calls_free(calls);
+	test_free(calls);
 }
 
 /* The identity of the group 'object' of process 'pid', from its first call. */
@@ -155,7 +209,7 @@ static uint64_t identity_of(struct c10d_calls *calls, struct emitted *emitted, u
 {
 	struct tcheck_c10d_call_record raw = c10d_call(pid, object, "allreduce", 16, 6000);
 
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	*rank = last_call(emitted)->rank;
 	return last_call(emitted)->comm_id;
 }
@@ -174,7 +228,7 @@ static void store_built(struct c10d_calls *calls, uint32_t pid, uint64_t object,
 	record.parent = parent;
 	record.length = (uint32_t)strlen(prefix);
 	memcpy(record.prefix, prefix, record.length);
-	CU_ASSERT_EQUAL(c10d_calls_store_prefix(calls, &record), 0);
+	CU_ASSERT_EQUAL(test_store_prefix(calls, &record), 0);
 }
 
 /*
@@ -199,19 +253,19 @@ UNIT_TEST(c10d_calls, subgroups_are_matched_by_their_store_name)
 		store_built(calls, 100 + r, 0x500, 0x400, "0/");
 		store_built(calls, 100 + r, 0x600, 0x500, "cpu/");
 		built = group_built(100 + r, 0x1000, (int)r, 3);
-		CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+		CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
 	}
 	for (uint32_t r = 0; r < 2; r++) {
 		store_built(calls, 100 + r, 0x700, 0x400, "1/");
 		store_built(calls, 100 + r, 0x780, 0x700, "cpu/");
 		built = group_built(100 + r, 0x2000, (int)r, 2);
-		CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+		CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
 	}
 	for (uint32_t r = 1; r < 3; r++) {
 		store_built(calls, 100 + r, 0x800, 0x400, "2/");
 		store_built(calls, 100 + r, 0x880, 0x800, "cpu/");
 		built = group_built(100 + r, r == 1 ? 0x3000 : 0x2800, (int)r - 1, 2);
-		CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+		CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
 	}
 	world = identity_of(calls, &emitted, 100, 0x1000, &rank);
 	first_on_0 = identity_of(calls, &emitted, 100, 0x2000, &rank);
@@ -231,9 +285,9 @@ UNIT_TEST(c10d_calls, subgroups_are_matched_by_their_store_name)
 	CU_ASSERT_NOT_EQUAL(second_on_1, world);
 	/* Another group on the same thread with no new store: no name to take. */
 	built = group_built(102, 0x2900, 0, 2);
-	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
 	CU_ASSERT_EQUAL(identity_of(calls, &emitted, 102, 0x2900, &rank), 0);
-	c10d_calls_free(calls);
+	test_free(calls);
 }
 
 /*
@@ -250,19 +304,19 @@ UNIT_TEST(c10d_calls, group_built_before_tracing_is_the_world_when_the_rank_is_k
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
 	raw = c10d_call(100, 0x1000, "allreduce", 5, 5000);
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, 0, 2, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, 0, 2, NULL), 0);
 	identity = last_call(&emitted)->comm_id;
 	CU_ASSERT_NOT_EQUAL(identity, 0);
 	CU_ASSERT_EQUAL(emitted.records[0].communicator.origin, TRACE_COMM_UNKNOWN);
 	raw = c10d_call(101, 0x1800, "allreduce", 5, 5000);
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, 1, 2, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, 1, 2, NULL), 0);
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, identity);
 	CU_ASSERT_EQUAL(last_call(&emitted)->rank, 1);
 	raw = c10d_call(102, 0x1000, "allreduce", 5, 5000);
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0);
 	CU_ASSERT_EQUAL(last_call(&emitted)->rank, -1);
-	c10d_calls_free(calls);
+	test_free(calls);
 }
 
 /* A group destroyed and another built at its address is a new group: a new identity, seq 0. */
@@ -275,21 +329,21 @@ UNIT_TEST(c10d_calls, group_rebuilt_at_the_same_address_is_new)
 	uint64_t first;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
-	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	first = last_call(&emitted)->comm_id;
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 1);
-	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	CU_ASSERT_NOT_EQUAL(last_call(&emitted)->comm_id, first);
 	CU_ASSERT_NOT_EQUAL(last_call(&emitted)->comm_id, 0);
 	CU_ASSERT_EQUAL(last_call(&emitted)->seq, 0);
 	/* Forgotten with its process: the next call is of a group never seen. */
-	c10d_calls_forget_process(calls, 100);
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	test_forget(calls, 100);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	CU_ASSERT_EQUAL(last_call(&emitted)->comm_id, 0);
-	c10d_calls_free(calls);
+	test_free(calls);
 }
 
 /* Point-to-point calls carry their peer; the table's names resolve both ways. */
@@ -304,8 +358,8 @@ UNIT_TEST(c10d_calls, send_carries_its_peer)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
 	raw.peer = 1;
 	raw.cpu_wait_ns = 777000;
-	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	call = last_call(&emitted);
 	CU_ASSERT_EQUAL(call->api->kind, NCCL_KIND_POINT_TO_POINT);
 	CU_ASSERT_EQUAL(call->param_count, 6);
@@ -317,7 +371,7 @@ UNIT_TEST(c10d_calls, send_carries_its_peer)
 	for (size_t i = 0; i < c10d_operation_count(); i++)
 		CU_ASSERT_PTR_EQUAL(nccl_function_by_name(c10d_operation_at(i)->api.name),
 				    &c10d_operation_at(i)->api);
-	c10d_calls_free(calls);
+	test_free(calls);
 }
 
 static struct tcheck_c10d_work_record work_event(uint32_t pid, uint32_t tid, uint64_t work,
@@ -361,9 +415,9 @@ UNIT_TEST(c10d_calls, awaited_call_lasts_until_its_work_ends)
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
 	memset(&in_flight_calls, 0, sizeof(in_flight_calls));
-	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
 	raw.flags = TCHECK_C10D_CALL_AWAITS_WORK;
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	/* The group's announcement only; the call is in flight. */
 	CU_ASSERT_EQUAL(emitted.count, 1);
 	CU_ASSERT_PTR_NULL(last_call(&emitted));
@@ -377,7 +431,7 @@ UNIT_TEST(c10d_calls, awaited_call_lasts_until_its_work_ends)
 	/* The next one, on the same thread, before the first ends. */
 	raw = c10d_call(100, 0x2000, "broadcast", 64, 6000);
 	raw.flags = TCHECK_C10D_CALL_AWAITS_WORK;
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	work = work_event(100, 100, 0xbb00, TCHECK_C10D_WORK_BUILT, 6010);
 	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
 	CU_ASSERT_EQUAL(emitted.count, 1);
@@ -406,7 +460,7 @@ UNIT_TEST(c10d_calls, awaited_call_lasts_until_its_work_ends)
 	work = work_event(100, 107, 0xcc00, TCHECK_C10D_WORK_FINISHED, 9900);
 	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
 	CU_ASSERT_EQUAL(emitted.count, 3);
-	c10d_calls_free(calls);
+	test_free(calls);
 }
 
 /*
@@ -425,12 +479,12 @@ UNIT_TEST(c10d_calls, awaited_calls_without_work_or_end_are_still_written)
 	const struct trace_nccl_call *call;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
-	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
 	raw.flags = TCHECK_C10D_CALL_AWAITS_WORK;
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	raw = c10d_call(100, 0x2000, "allreduce", 64, 6000);
 	raw.flags = TCHECK_C10D_CALL_AWAITS_WORK;
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	CU_ASSERT_EQUAL_FATAL(emitted.count, 2);
 	call = last_call(&emitted);
 	CU_ASSERT_EQUAL(call->entry_ns, 5000);
@@ -444,7 +498,7 @@ UNIT_TEST(c10d_calls, awaited_calls_without_work_or_end_are_still_written)
 	/* A third whose work never ends: open when its process ends, for as long as it lasted. */
 	raw = c10d_call(100, 0x2000, "allreduce", 64, 7000000000ull);
 	raw.flags = TCHECK_C10D_CALL_AWAITS_WORK;
-	CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+	CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 	work = work_event(100, 100, 0xaa00, TCHECK_C10D_WORK_BUILT, 7000000100ull);
 	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
 	CU_ASSERT_EQUAL(c10d_calls_tick(calls, 9000000000ull), 0);
@@ -462,7 +516,7 @@ UNIT_TEST(c10d_calls, awaited_calls_without_work_or_end_are_still_written)
 	work = work_event(100, 107, 0xaa00, TCHECK_C10D_WORK_FINISHED, 9600000000ull);
 	CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
 	CU_ASSERT_EQUAL(emitted.count, 4);
-	c10d_calls_free(calls);
+	test_free(calls);
 }
 
 /*
@@ -479,13 +533,13 @@ UNIT_TEST(c10d_calls, a_threads_calls_leave_in_the_order_made)
 	struct tcheck_c10d_work_record work;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
-	CU_ASSERT_EQUAL(c10d_calls_group_built(calls, &built), 0);
+	CU_ASSERT_EQUAL(test_group_built(calls, &built), 0);
 	for (int i = 0; i < 2; i++) {
 		struct tcheck_c10d_call_record raw = c10d_call(
 			100, 0x2000, "allreduce", 64 + (uint64_t)i, 5000 + 1000 * (uint64_t)i);
 
 		raw.flags = TCHECK_C10D_CALL_AWAITS_WORK;
-		CU_ASSERT_EQUAL(c10d_calls_add(calls, &raw, -1, -1, NULL), 0);
+		CU_ASSERT_EQUAL(test_add(calls, &raw, -1, -1, NULL), 0);
 		work = work_event(100, 100, 0xaa00 + 0x100 * (uint64_t)i, TCHECK_C10D_WORK_BUILT,
 				  5010 + 1000 * (uint64_t)i);
 		CU_ASSERT_EQUAL(c10d_calls_work(calls, &work), 0);
@@ -502,5 +556,5 @@ UNIT_TEST(c10d_calls, a_threads_calls_leave_in_the_order_made)
 	CU_ASSERT_EQUAL(emitted.records[2].call.params[C10D_PARAM_COUNT], 65);
 	CU_ASSERT_EQUAL(emitted.records[2].call.duration_ns, 2000);
 	CU_ASSERT_EQUAL(emitted.records[2].call.seq, 1);
-	c10d_calls_free(calls);
+	test_free(calls);
 }

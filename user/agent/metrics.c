@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/fnv_hash.h"
+#include "base/growable_array.h"
 #include "base/u64_map.h"
 
 struct metrics_series {
@@ -43,7 +44,7 @@ struct metrics_family {
 struct metrics_registry {
 	pthread_mutex_t lock;
 	struct metrics_family **families;
-	size_t family_count;
+	size_t family_count, family_capacity;
 };
 
 /* A growing text buffer; 'failed' sticks once memory runs out. */
@@ -159,7 +160,7 @@ static struct metrics_family *new_family(struct metrics_registry *registry, cons
 					 const char *help, enum metrics_type type,
 					 const char *const label_names[], size_t label_count)
 {
-	struct metrics_family *family = calloc(1, sizeof(*family)), **grown;
+	struct metrics_family *family = calloc(1, sizeof(*family));
 	bool failed;
 
 	if (!family)
@@ -174,14 +175,12 @@ static struct metrics_family *new_family(struct metrics_registry *registry, cons
 		family->label_count = i + 1;
 		failed |= !family->label_names[i];
 	}
-	grown = failed ? NULL
-		       : realloc(registry->families,
-				 (registry->family_count + 1) * sizeof(*registry->families));
-	if (!grown) {
+	if (failed ||
+	    growable_array_room_for_one((void **)&registry->families, registry->family_count,
+					&registry->family_capacity, sizeof(*registry->families))) {
 		free_family(family);
 		return NULL;
 	}
-	registry->families = grown;
 	registry->families[registry->family_count++] = family;
 	return family;
 }
@@ -319,16 +318,9 @@ static struct metrics_series *find_or_add_series(struct metrics_family *family,
 
 	if (series)
 		return series;
-	if (family->series_count == family->series_capacity) {
-		size_t capacity = family->series_capacity ? 2 * family->series_capacity : 8;
-		struct metrics_series *grown =
-			realloc(family->series, capacity * sizeof(*family->series));
-
-		if (!grown)
-			return NULL;
-		family->series = grown;
-		family->series_capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&family->series, family->series_count,
+					&family->series_capacity, sizeof(*family->series)))
+		return NULL;
 	series = &family->series[family->series_count];
 	series->labels_hash = hash;
 	series->value = 0;
@@ -507,19 +499,11 @@ static void append(struct text *text, const char *bytes, size_t length)
 {
 	if (text->failed)
 		return;
-	if (text->length + length + 1 > text->capacity) {
-		size_t capacity = text->capacity ? text->capacity : 4096;
-		char *grown;
-
-		while (text->length + length + 1 > capacity)
-			capacity *= 2;
-		grown = realloc(text->data, capacity);
-		if (!grown) {
-			text->failed = true;
-			return;
-		}
-		text->data = grown;
-		text->capacity = capacity;
+	/* The text and its closing NUL. */
+	if (growable_array_reserve((void **)&text->data, text->length, &text->capacity, length + 1,
+				   1)) {
+		text->failed = true;
+		return;
 	}
 	memcpy(text->data + text->length, bytes, length);
 	text->length += length;

@@ -8,13 +8,14 @@
 #include <string.h>
 
 #include "base/error_message.h"
+#include "base/growable_array.h"
 
 /* An answer larger than this is refused: a bound on what a server can make us hold. */
 #define MAX_ANSWER_BYTES (256U << 20)
 
 struct answer {
 	char *data;
-	size_t length;
+	size_t length, capacity;
 	int too_large;
 };
 
@@ -22,16 +23,15 @@ static size_t collect(char *bytes, size_t size, size_t count, void *context)
 {
 	struct answer *answer = context;
 	size_t more = size * count;
-	char *grown;
 
 	if (answer->length + more > MAX_ANSWER_BYTES) {
 		answer->too_large = 1;
 		return 0;
 	}
-	grown = realloc(answer->data, answer->length + more + 1);
-	if (!grown)
+	/* The bytes and the closing NUL. */
+	if (growable_array_reserve((void **)&answer->data, answer->length, &answer->capacity,
+				   more + 1, 1))
 		return 0;
-	answer->data = grown;
 	memcpy(answer->data + answer->length, bytes, more);
 	answer->length += more;
 	answer->data[answer->length] = '\0';

@@ -35,6 +35,7 @@ struct run_process {
 struct run_model {
 	struct run_rank **ranks; /* indexed by job rank */
 	int rank_limit;
+	size_t rank_capacity;
 	struct trace_reader **readers; /* kept open: the records' strings live in them */
 	int reader_count;
 	struct run_process *processes;
@@ -68,14 +69,12 @@ static struct run_process *process_get(struct run_model *model, int trace, uint3
 static struct run_rank *rank_get(struct run_model *model, int job_rank)
 {
 	if (job_rank >= model->rank_limit) {
-		struct run_rank **bigger =
-			realloc(model->ranks, (size_t)(job_rank + 1) * sizeof(*bigger));
+		size_t more = (size_t)(job_rank + 1 - model->rank_limit);
 
-		if (!bigger)
+		if (growable_array_reserve((void **)&model->ranks, (size_t)model->rank_limit,
+					   &model->rank_capacity, more, sizeof(*model->ranks)))
 			return NULL;
-		memset(bigger + model->rank_limit, 0,
-		       (size_t)(job_rank + 1 - model->rank_limit) * sizeof(*bigger));
-		model->ranks = bigger;
+		memset(model->ranks + model->rank_limit, 0, more * sizeof(*model->ranks));
 		model->rank_limit = job_rank + 1;
 	}
 	if (!model->ranks[job_rank]) {

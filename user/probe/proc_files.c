@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
+#include "base/growable_array.h"
 
 /* Larger /proc files than this are not a process's environment or command line. */
 #define PROC_FILE_LIMIT (256u << 20)
@@ -57,19 +58,15 @@ static int read_whole_file(const char *path, char **contents, size_t *length)
 		ssize_t got;
 
 		if (capacity - used < 2) {
-			char *grown;
-
 			if (capacity >= PROC_FILE_LIMIT) {
 				err = EFBIG;
 				goto out_error;
 			}
-			grown = realloc(buffer, capacity * 2);
-			if (!grown) {
+			/* A byte to read and the closing NUL. */
+			if (growable_array_reserve((void **)&buffer, used, &capacity, 2, 1)) {
 				err = ENOMEM;
 				goto out_error;
 			}
-			buffer = grown;
-			capacity *= 2;
 		}
 		got = read(fd, buffer + used, capacity - used - 1);
 		if (got < 0) {

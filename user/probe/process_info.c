@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
+#include "base/growable_array.h"
 #include "probe/proc_files.h"
 
 int process_check(pid_t pid, char *error, size_t error_size)
@@ -255,16 +256,10 @@ static int list_process_parents(struct process_parent **pairs, size_t *count)
 		parent = read_parent_pid((pid_t)pid);
 		if (parent < 0)
 			continue;
-		if (*count == capacity) {
-			struct process_parent *grown = realloc(list, capacity * 2 * sizeof(*list));
-
-			if (!grown) {
-				closedir(proc);
-				free(list);
-				return -ENOMEM;
-			}
-			list = grown;
-			capacity *= 2;
+		if (growable_array_room_for_one((void **)&list, *count, &capacity, sizeof(*list))) {
+			closedir(proc);
+			free(list);
+			return -ENOMEM;
 		}
 		list[*count].pid = (pid_t)pid;
 		list[*count].parent = parent;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
+#include "base/growable_array.h"
 #include "probe/proc_files.h"
 
 /* What the kernel appends to the path of a mapped file no longer on disk. */
@@ -32,7 +33,7 @@ void mapped_file_list_free(struct mapped_file_list *list)
 	}
 	free(list->files);
 	list->files = NULL;
-	list->count = 0;
+	list->count = list->capacity = 0;
 }
 
 static struct mapped_file *file_by_identity(struct mapped_file_list *list, dev_t device,
@@ -46,12 +47,9 @@ static struct mapped_file *file_by_identity(struct mapped_file_list *list, dev_t
 
 static int add_region(struct mapped_file *file, const struct mapped_region *region)
 {
-	struct mapped_region *grown;
-
-	grown = realloc(file->regions, (file->region_count + 1) * sizeof(*grown));
-	if (!grown)
+	if (growable_array_room_for_one((void **)&file->regions, file->region_count,
+					&file->region_capacity, sizeof(*file->regions)))
 		return -ENOMEM;
-	file->regions = grown;
 	file->regions[file->region_count++] = *region;
 	if (region->start < file->start) {
 		file->start = region->start;
@@ -95,12 +93,11 @@ static char *default_host_path(pid_t pid, const char *path, bool deleted,
 static int add_file(struct mapped_file_list *list, const char *path, pid_t pid, dev_t device,
 		    uint64_t inode, bool deleted, const struct mapped_region *region)
 {
-	struct mapped_file *grown, *file;
+	struct mapped_file *file;
 
-	grown = realloc(list->files, (list->count + 1) * sizeof(*grown));
-	if (!grown)
+	if (growable_array_room_for_one((void **)&list->files, list->count, &list->capacity,
+					sizeof(*list->files)))
 		return -ENOMEM;
-	list->files = grown;
 	file = &list->files[list->count];
 	memset(file, 0, sizeof(*file));
 	file->path = strdup(path);
@@ -178,7 +175,7 @@ int process_maps_parse(const char *text, pid_t pid, struct mapped_file_list *lis
 	int line_number = 0, err = 0;
 
 	list->files = NULL;
-	list->count = 0;
+	list->count = list->capacity = 0;
 	copy = strdup(text);
 	if (!copy)
 		return error_fail(error, error_size, ENOMEM, "out of memory reading a memory map");
@@ -275,7 +272,7 @@ int process_maps_read_unchecked(pid_t pid, struct mapped_file_list *list, char *
 	int err;
 
 	list->files = NULL;
-	list->count = 0;
+	list->count = list->capacity = 0;
 	if (pid <= 0)
 		return error_fail(error, error_size, ESRCH, "no process with pid %d", (int)pid);
 	err = proc_file_read(pid, "maps", &text, &length);

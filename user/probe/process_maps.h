@@ -35,12 +35,12 @@ struct mapped_file {
 	uint64_t offset;     /* file offset of the lowest region: start - offset is the load base */
 	char permissions[5]; /* union of its regions' permissions */
 	struct mapped_region *regions; /* in address order */
-	size_t region_count;
+	size_t region_count, region_capacity;
 };
 
 struct mapped_file_list {
 	struct mapped_file *files; /* in the order of their first region */
-	size_t count;
+	size_t count, capacity;
 };
 
 /*

@@ -19,18 +19,29 @@ void python_call_stack_fill(const struct tcheck_call_record *raw, python_code_na
 	stack->depth = depth;
 }
 
+/* The tracer and the call's process: each frame is named without a look-up of the pid. */
+struct code_namer {
+	struct python_tracer *tracer;
+	struct python_process *process;
+};
+
 static const char *tracer_code_name(void *context, uint32_t pid, uint64_t code,
 				    uint64_t name_object)
 {
-	return python_tracer_code_name(context, pid, code, name_object);
+	const struct code_namer *namer = context;
+
+	(void)pid;
+	return python_tracer_code_name(namer->tracer, namer->process, code, name_object);
 }
 
-bool python_call_context_read(struct python_tracer *tracer, const struct tcheck_call_record *raw,
+bool python_call_context_read(struct python_tracer *tracer, struct python_process *process,
+			      const struct tcheck_call_record *raw,
 			      struct trace_python_context *context)
 {
-	if (python_tracer_meta(tracer, raw->header.pid, raw->header.timestamp_ns, &context->step,
-			       &context->stage))
+	struct code_namer namer = { tracer, process };
+
+	if (python_tracer_meta(process, raw->header.timestamp_ns, &context->step, &context->stage))
 		return false;
-	python_call_stack_fill(raw, tracer_code_name, tracer, &context->py_stack);
+	python_call_stack_fill(raw, tracer_code_name, &namer, &context->py_stack);
 	return true;
 }

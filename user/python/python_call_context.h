@@ -28,10 +28,12 @@ void python_call_stack_fill(const struct tcheck_call_record *raw, python_code_na
 			    void *context, struct trace_python_stack *stack);
 
 /*
- * The step, stage and named Python stack of a raw call's process when it made
- * the call. Returns false (context untouched) where its Python is not followed.
+ * The step, stage and named Python stack of a raw call's process (the
+ * tracer's state for it, NULL for none) when it made the call. Returns false
+ * (context untouched) where its Python is not followed.
  */
-bool python_call_context_read(struct python_tracer *tracer, const struct tcheck_call_record *raw,
+bool python_call_context_read(struct python_tracer *tracer, struct python_process *process,
+			      const struct tcheck_call_record *raw,
 			      struct trace_python_context *context);
 
 #endif /* TCHECK_PYTHON_CALL_CONTEXT_H */

@@ -11,10 +11,9 @@
 #include "python/python_tracer.h"
 #include "python/python_tracer_state.h"
 
-int python_tracer_handle_exception(struct python_tracer *tracer,
+int python_tracer_handle_exception(struct python_tracer *tracer, struct python_process *process,
 				   const struct tcheck_python_exception_record *record)
 {
-	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
 	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
 				    .python_call = { .rank = -1, .world_size = -1 } };
 	struct trace_python_call *call = &out.python_call;
@@ -25,6 +24,7 @@ int python_tracer_handle_exception(struct python_tracer *tracer,
 	uint32_t kept = record->frame_count < TCHECK_PY_STACK_MAX ? record->frame_count
 								  : TCHECK_PY_STACK_MAX;
 
+	process = python_process_followed(process);
 	if (!process) {
 		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;
@@ -35,7 +35,7 @@ int python_tracer_handle_exception(struct python_tracer *tracer,
 	/* The ring holds the last entries of the traceback: innermost first here. */
 	for (uint32_t i = 0; i < kept; i++)
 		codes[i] = record->codes[(record->frame_count - 1 - i) % TCHECK_PY_STACK_MAX];
-	python_tracer_name_callers(tracer, process, record->header.pid, codes, kept, names);
+	python_tracer_name_callers(tracer, process, codes, kept, names);
 	call->entry_ns = record->header.timestamp_ns;
 	call->pid = record->header.pid;
 	call->tid = record->header.tid;

@@ -76,9 +76,7 @@ struct python_tracer *python_tracer_new(struct probe_session *session, const cha
 	tracer->step_marker = default_step_marker;
 	tracer->emit = emit;
 	tracer->context = context;
-	u64_map_init(&tracer->processes);
 	u64_map_init(&tracer->probed_files);
-	u64_map_init(&tracer->refused);
 	string_interner_init(&tracer->scope_names);
 	return tracer;
 }
@@ -114,16 +112,9 @@ static void free_process(struct python_process *process)
 
 void python_tracer_free(struct python_tracer *tracer)
 {
-	uint64_t key;
-	void *value;
-
 	if (!tracer)
 		return;
-	for (size_t i = 0; u64_map_next(&tracer->processes, &i, &key, &value);)
-		free_process(value);
-	u64_map_free(&tracer->processes);
 	u64_map_free(&tracer->probed_files);
-	u64_map_free(&tracer->refused);
 	string_interner_destroy(&tracer->scope_names);
 	for (size_t i = 0; i < tracer->operator_name_count; i++)
 		free(tracer->operator_names[i]);
@@ -132,25 +123,22 @@ void python_tracer_free(struct python_tracer *tracer)
 	free(tracer);
 }
 
-void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid)
+void python_tracer_forget_process(struct python_tracer *tracer, struct python_process **process)
 {
-	struct python_process *process = u64_map_remove(&tracer->processes, (uint64_t)pid);
-
-	u64_map_remove(&tracer->refused, (uint64_t)pid);
-	if (process) {
-		python_tracer_close_backward(tracer, process);
-		probe_session_set_python_stack_layout(tracer->session, (uint32_t)pid, NULL);
-		free_process(process);
-	}
+	if (!*process)
+		return;
+	if (!(*process)->refused)
+		probe_session_set_python_stack_layout(tracer->session, (uint32_t)(*process)->pid,
+						      NULL);
+	free_process(*process);
+	*process = NULL;
 }
 
-void python_tracer_end(struct python_tracer *tracer)
+void python_tracer_end_process(struct python_tracer *tracer, struct python_process *process)
 {
-	uint64_t key;
-	void *value;
-
-	for (size_t i = 0; u64_map_next(&tracer->processes, &i, &key, &value);)
-		python_tracer_close_backward(tracer, value);
+	process = python_process_followed(process);
+	if (process)
+		python_tracer_close_backward(tracer, process);
 }
 
 /* What the NCCL probes need to walk a thread's frames; -ENOENT without _PyRuntime. */
@@ -248,10 +236,20 @@ void python_tracer_describe_for_probes(const struct python_layout *layout,
 	shared->true_object = layout->addresses.true_object;
 }
 
-/* A process whose CPython cannot be followed: said once, counted, and its probes told. */
-static void refuse_process(struct python_tracer *tracer, pid_t pid)
+/*
+ * A process whose CPython cannot be followed: said once (its state, kept
+ * refused, says so), counted, and its probes told.
+ */
+static void refuse_process(struct python_tracer *tracer, struct python_process **slot, pid_t pid)
 {
-	u64_map_put(&tracer->refused, (uint64_t)pid, tracer);
+	if (!*slot)
+		*slot = calloc(1, sizeof(**slot));
+	if (*slot) {
+		u64_map_init(&(*slot)->codes);
+		u64_map_init(&(*slot)->module_classes);
+		(*slot)->pid = pid;
+		(*slot)->refused = true;
+	}
 	probe_session_set_python_process(tracer->session, (uint32_t)pid, NULL);
 	tracer->losses.refused_processes++;
 }
@@ -321,15 +319,16 @@ static int probe_evaluator(struct python_tracer *tracer, pid_t pid, struct pytho
 	return 0;
 }
 
-int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *error,
-			      size_t error_size)
+int python_tracer_add_process(struct python_tracer *tracer, struct python_process **slot, pid_t pid,
+			      char *error, size_t error_size)
 {
 	struct tcheck_python_process shared = { .frame_code_offset = 0 };
-	struct python_process *process;
+	struct python_process *process = *slot;
 	struct python_runtime runtime;
 	int result;
 
-	process = u64_map_get(&tracer->processes, (uint64_t)pid);
+	if (process && process->refused)
+		return 0;
 	if (process) {
 		/* A probe that could not be attached is tried again as the process is looked at. */
 		if (!process->evaluator_probed &&
@@ -338,29 +337,29 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 		python_tracer_follow_torch(tracer, pid, process);
 		return 1;
 	}
-	if (u64_map_get(&tracer->refused, (uint64_t)pid))
-		return 0;
 	result = python_runtime_find(pid, &runtime, error, error_size);
 	/* No interpreter, or no process any more (a short-lived child): nothing to follow. */
 	if (result == -ENOENT || result == -ESRCH)
 		return 0;
 	if (result) {
-		refuse_process(tracer, pid);
+		refuse_process(tracer, slot, pid);
 		return result;
 	}
 	process = calloc(1, sizeof(*process));
 	if (!process)
 		return error_fail(error, error_size, ENOMEM, "out of memory");
+	process->pid = pid;
 	u64_map_init(&process->codes);
 	u64_map_init(&process->module_classes);
 	python_meta_init(&process->meta);
 	read_rank(pid, process);
 	result = python_layout_for(&runtime, &process->layout, error, error_size);
-	if (result < 0 || u64_map_put(&tracer->processes, (uint64_t)pid, process)) {
+	if (result < 0) {
 		free_process(process);
-		refuse_process(tracer, pid);
-		return result < 0 ? result : error_fail(error, error_size, ENOMEM, "out of memory");
+		refuse_process(tracer, slot, pid);
+		return result;
 	}
+	*slot = process;
 	process->runtime = runtime;
 	tracer->losses.followed_processes++;
 	python_tracer_describe_for_probes(&process->layout, &shared);
@@ -455,9 +454,9 @@ static struct named_code *name_code(struct python_tracer *tracer, struct python_
  * at exit). Callers not named yet are read likewise.
  */
 void python_tracer_name_callers(struct python_tracer *tracer, struct python_process *process,
-				uint32_t pid, const uint64_t *addresses, uint32_t count,
-				const char **names)
+				const uint64_t *addresses, uint32_t count, const char **names)
 {
+	pid_t pid = process->pid;
 	int name_offset = process->layout.code_qualified_name >= 0
 				  ? process->layout.code_qualified_name
 				  : process->layout.code_name;
@@ -546,8 +545,7 @@ static void follow_stage(struct python_tracer *tracer, struct python_process *pr
 
 	if (!python_mode_flag_set(call, &stage))
 		return;
-	python_tracer_name_callers(tracer, process, record->header.pid, record->stack, depth,
-				   names);
+	python_tracer_name_callers(tracer, process, record->stack, depth, names);
 	for (uint32_t i = 0; i < depth; i++) {
 		const struct named_code *named = u64_map_get(&process->codes, record->stack[i]);
 
@@ -560,9 +558,9 @@ static void follow_stage(struct python_tracer *tracer, struct python_process *pr
 		python_meta_set_stage(&process->meta, record->return_ns, stage);
 }
 
-int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record)
+int python_tracer_handle(struct python_tracer *tracer, struct python_process *process,
+			 const struct tcheck_python_record *record)
 {
-	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
 	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
 				    .python_call = { .rank = -1, .world_size = -1 } };
 	struct python_argument_value values[TCHECK_PYTHON_ARGS_MAX];
@@ -572,6 +570,7 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 	uint32_t stack_depth;
 	int result = 0;
 
+	process = python_process_followed(process);
 	if (!process) {
 		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;
@@ -610,8 +609,8 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 								       : TRACE_PY_STACK_MAX;
 		if (stack_depth > TCHECK_PY_STACK_MAX)
 			stack_depth = TCHECK_PY_STACK_MAX;
-		python_tracer_name_callers(tracer, process, record->header.pid, record->stack,
-					   stack_depth, caller_names);
+		python_tracer_name_callers(tracer, process, record->stack, stack_depth,
+					   caller_names);
 		for (uint32_t i = 0; i < stack_depth; i++) {
 			if (!caller_names[i])
 				tracer->losses.unnamed_callers++;
@@ -628,15 +627,15 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 	return result;
 }
 
-const char *python_tracer_code_name(struct python_tracer *tracer, uint32_t pid, uint64_t code,
-				    uint64_t name_object)
+const char *python_tracer_code_name(struct python_tracer *tracer, struct python_process *process,
+				    uint64_t code, uint64_t name_object)
 {
-	struct python_process *process = u64_map_get(&tracer->processes, pid);
 	struct named_code *named;
 
+	process = python_process_followed(process);
 	if (!process)
 		return NULL;
-	named = name_code(tracer, process, pid, code, name_object);
+	named = name_code(tracer, process, (uint32_t)process->pid, code, name_object);
 	if (!named) {
 		tracer->losses.unnamed_callers++;
 		return NULL;
@@ -644,13 +643,12 @@ const char *python_tracer_code_name(struct python_tracer *tracer, uint32_t pid, 
 	return named->qualified_name;
 }
 
-int python_tracer_meta(struct python_tracer *tracer, uint32_t pid, uint64_t at_ns, int32_t *step,
+int python_tracer_meta(const struct python_process *process, uint64_t at_ns, int32_t *step,
 		       uint32_t *stage)
 {
-	struct python_process *process = u64_map_get(&tracer->processes, pid);
 	struct python_meta_state state;
 
-	if (!process)
+	if (!process || process->refused)
 		return -ENOENT;
 	state = python_meta_at(&process->meta, at_ns);
 	*step = state.step;

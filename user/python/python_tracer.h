@@ -16,6 +16,12 @@
 #include "probe/probe_session.h"
 
 struct python_tracer;
+/*
+ * The tracer's state for one process. The caller keeps it (the recorder, in
+ * its process registry's slot): NULL until python_tracer_add_process makes
+ * it, and handed to each call for that process, so the tracer looks no pid up.
+ */
+struct python_process;
 
 /* Processes a closing sentence names, at most. */
 #define PYTHON_LOSSES_PIDS_NAMED 8
@@ -45,12 +51,13 @@ void python_tracer_free(struct python_tracer *tracer);
 void python_tracer_set_step_marker(struct python_tracer *tracer, const char *marker);
 
 /*
- * Starts tracing a process's Python. Returns 1 when it runs a supported
- * CPython, 0 when it runs none, negative (error filled) when it runs one
- * the tracer cannot follow (its version is named in the sentence).
+ * Starts tracing a process's Python, its state made in '*process'. Returns 1
+ * when it runs a supported CPython, 0 when it runs none, negative (error
+ * filled) when it runs one the tracer cannot follow (its version is named in
+ * the sentence; the process is kept refused, so it is said once).
  */
-int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *error,
-			      size_t error_size);
+int python_tracer_add_process(struct python_tracer *tracer, struct python_process **process,
+			      pid_t pid, char *error, size_t error_size);
 
 /*
  * Follows an interpreter file before any process runs it (its first exec is
@@ -93,23 +100,29 @@ void python_tracer_get_losses(const struct python_tracer *tracer,
 const char *python_tracer_step_marker(const struct python_tracer *tracer);
 
 /*
- * Forgets a process (it exited, or exec'ed another program); the backward
- * passes it left open are recorded at their start.
+ * The process's image ends (an exec, its pid reused) or the recording does:
+ * the backward passes it left open are recorded at their start.
  */
-void python_tracer_forget_process(struct python_tracer *tracer, pid_t pid);
+void python_tracer_end_process(struct python_tracer *tracer, struct python_process *process);
 
-/* The recording ends: backward passes still open are recorded at their start. */
-void python_tracer_end(struct python_tracer *tracer);
+/* Forgets a process, '*process' freed and set to NULL; nothing is recorded. */
+void python_tracer_forget_process(struct python_tracer *tracer, struct python_process **process);
 
+/*
+ * The handlers of what the probes send take the state of the record's
+ * process (NULL when the tracer has none: its events are counted as
+ * unfollowed).
+ */
 /* Handles one TCHECK_RECORD_PYTHON_CALL record. */
-int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_python_record *record);
+int python_tracer_handle(struct python_tracer *tracer, struct python_process *process,
+			 const struct tcheck_python_record *record);
 /*
  * An uncaught exception as the process prints it: emitted as a Python call
  * record flagged TRACE_PYTHON_UNCAUGHT, named by the exception's type, its
  * message as the argument "message", the traceback's functions as its
  * stack (innermost first). Returns the emitter's result.
  */
-int python_tracer_handle_exception(struct python_tracer *tracer,
+int python_tracer_handle_exception(struct python_tracer *tracer, struct python_process *process,
 				   const struct tcheck_python_exception_record *record);
 
 /*
@@ -117,12 +130,12 @@ int python_tracer_handle_exception(struct python_tracer *tracer,
  * process whose environment gave no rank sets its rank and world size
  * (returned, with 1); 0 when nothing changed.
  */
-int python_tracer_handle_process_group(struct python_tracer *tracer,
+int python_tracer_handle_process_group(struct python_process *process,
 				       const struct tcheck_process_group_record *record,
 				       int32_t *rank, int32_t *world_size);
 
 /* Handles one TCHECK_RECORD_TORCH_SCOPE record; Optimizer.step scopes advance the step. */
-int python_tracer_handle_scope(struct python_tracer *tracer,
+int python_tracer_handle_scope(struct python_tracer *tracer, struct python_process *process,
 			       const struct tcheck_torch_scope_record *record);
 
 /*
@@ -130,11 +143,14 @@ int python_tracer_handle_scope(struct python_tracer *tracer,
  * named once and cached like the probes' reports; NULL when it cannot be read.
  * The string lives until the process is forgotten or the address reused.
  */
-const char *python_tracer_code_name(struct python_tracer *tracer, uint32_t pid, uint64_t code,
-				    uint64_t name_object);
+const char *python_tracer_code_name(struct python_tracer *tracer, struct python_process *process,
+				    uint64_t code, uint64_t name_object);
 
-/* A traced process's meta variables at at_ns: step and stage (enum trace_stage). */
-int python_tracer_meta(struct python_tracer *tracer, uint32_t pid, uint64_t at_ns, int32_t *step,
+/*
+ * A traced process's meta variables at at_ns: step and stage (enum
+ * trace_stage); -ENOENT when its Python is not followed.
+ */
+int python_tracer_meta(const struct python_process *process, uint64_t at_ns, int32_t *step,
 		       uint32_t *stage);
 
 /*
@@ -163,7 +179,7 @@ void python_tracer_set_torch_events_only(struct python_tracer *tracer, bool torc
  * Handles one TCHECK_RECORD_TORCH_OP record: the operator as
  * "aten::add_.Tensor", with its tensor's identity and its scalar as arguments.
  */
-int python_tracer_handle_op(struct python_tracer *tracer,
+int python_tracer_handle_op(struct python_tracer *tracer, struct python_process *process,
 			    const struct tcheck_torch_op_record *record);
 
 /* "aten::NAME[.OVERLOAD]" of an at::_ops struct name ("add__Tensor") asked for as request. */

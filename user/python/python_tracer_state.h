@@ -24,6 +24,9 @@
 #define PYTHON_BACKWARD_OPEN_MAX 8
 
 struct python_process {
+	pid_t pid;
+	/* Runs a Python the tracer cannot follow (said once): nothing else here is set. */
+	bool refused;
 	bool torch_looked_up;	       /* libtorch_cpu was found (and probed, or refused) */
 	bool evaluator_probed;	       /* its interpreter's frame evaluator carries the probes */
 	bool evaluator_failure_said;   /* probing it failed, and the user was told */
@@ -47,9 +50,7 @@ struct python_tracer {
 	const char *step_marker; /* a scope name prefix or a qualified name prefix */
 	python_tracer_emit_fn emit;
 	void *context;
-	struct u64_map processes;    /* pid -> python_process */
-	struct u64_map probed_files; /* file identity -> non-NULL once probed */
-	struct u64_map refused; /* pid -> non-NULL: runs a Python we cannot follow (said once) */
+	struct u64_map probed_files;	    /* file identity -> non-NULL once probed */
 	struct string_interner scope_names; /* scope names, kept for the records */
 	struct python_tracer_losses losses;
 	const char *const *torch_ops; /* --torch-op requests */
@@ -60,7 +61,14 @@ struct python_tracer {
 	char **operator_names;			    /* by operator number: "aten::add_.Tensor" */
 	struct torch_op_reading *operator_readings; /* by operator number */
 	size_t operator_name_count;
+	size_t operator_name_capacity, operator_reading_capacity;
 };
+
+/* The process's state where its Python is followed; NULL for none or a refused one. */
+static inline struct python_process *python_process_followed(struct python_process *process)
+{
+	return process && !process->refused ? process : NULL;
+}
 
 /*
  * Emits the backward passes the process left open, at their start (their
@@ -91,8 +99,7 @@ static inline void python_tracer_fill_meta(const struct python_process *process,
  * NULL where a name cannot be read.
  */
 void python_tracer_name_callers(struct python_tracer *tracer, struct python_process *process,
-				uint32_t pid, const uint64_t *addresses, uint32_t count,
-				const char **names);
+				const uint64_t *addresses, uint32_t count, const char **names);
 
 /*
  * Probes torch's scope entry and end, and the --torch-op operators, in a

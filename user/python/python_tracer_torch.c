@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/growable_array.h"
 #include "base/log.h"
 #include "base/system_clock.h"
 #include "model/c10d_api.h"
@@ -58,24 +59,24 @@ void torch_operator_display_name(const char *request, const char *operator_name,
 static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
 			     const struct torch_probes *probes)
 {
-	uint64_t *offsets, *cookies;
-	char **names, error[512], name[256];
 	struct torch_op_reading *readings;
+	uint64_t *offsets, *cookies;
+	char error[512], name[256];
 	size_t first = tracer->operator_name_count;
 
 	if (probes->op_count == 0)
 		return;
-	names = realloc(tracer->operator_names, (first + probes->op_count) * sizeof(*names));
-	if (names)
-		tracer->operator_names = names;
-	readings =
-		realloc(tracer->operator_readings, (first + probes->op_count) * sizeof(*readings));
-	if (readings)
-		tracer->operator_readings = readings;
 	offsets = calloc(probes->op_count, sizeof(*offsets));
 	cookies = calloc(probes->op_count, sizeof(*cookies));
-	if (!names || !readings || !offsets || !cookies)
+	if (!offsets || !cookies ||
+	    growable_array_reserve((void **)&tracer->operator_names, first,
+				   &tracer->operator_name_capacity, probes->op_count,
+				   sizeof(*tracer->operator_names)) ||
+	    growable_array_reserve((void **)&tracer->operator_readings, first,
+				   &tracer->operator_reading_capacity, probes->op_count,
+				   sizeof(*tracer->operator_readings)))
 		goto out;
+	readings = tracer->operator_readings;
 	for (size_t i = 0; i < probes->op_count; i++) {
 		torch_operator_display_name(probes->ops[i].request, probes->ops[i].operator_name,
 					    name, sizeof(name));
@@ -339,12 +340,11 @@ out:
 	torch_probes_free(probes);
 }
 
-int python_tracer_handle_process_group(struct python_tracer *tracer,
+int python_tracer_handle_process_group(struct python_process *process,
 				       const struct tcheck_process_group_record *record,
 				       int32_t *rank, int32_t *world_size)
 {
-	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
-
+	process = python_process_followed(process);
 	/* The first group is the world; later ones (subgroups) number their ranks anew. */
 	if (!process || process->rank_from_group)
 		return 0;
@@ -441,15 +441,15 @@ static int close_backward(struct python_tracer *tracer, struct python_process *p
 	return 0;
 }
 
-int python_tracer_handle_scope(struct python_tracer *tracer,
+int python_tracer_handle_scope(struct python_tracer *tracer, struct python_process *process,
 			       const struct tcheck_torch_scope_record *record)
 {
-	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
 	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
 				    .python_call = { .rank = -1, .world_size = -1 } };
 	char name[TCHECK_TORCH_SCOPE_NAME_BYTES + 1];
 	int result;
 
+	process = python_process_followed(process);
 	if (!process) {
 		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;
@@ -559,14 +559,14 @@ static void op_arguments(struct python_tracer *tracer, const struct torch_op_rea
 	}
 }
 
-int python_tracer_handle_op(struct python_tracer *tracer,
+int python_tracer_handle_op(struct python_tracer *tracer, struct python_process *process,
 			    const struct tcheck_torch_op_record *record)
 {
-	struct python_process *process = u64_map_get(&tracer->processes, record->header.pid);
 	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
 				    .python_call = { .rank = -1, .world_size = -1 } };
 	char shape[128];
 
+	process = python_process_followed(process);
 	if (!process) {
 		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/error_message.h"
+#include "base/growable_array.h"
 
 #define OPERATOR_PREFIX "_ZN2at4_ops"
 #define OPERATOR_CALL_SUFFIX "4callE"
@@ -102,13 +103,12 @@ static const char *operator_reading(const char *operator_name, const char *symbo
 static int add_operator(struct torch_probes *probes, const char *request, const char *symbol,
 			const char *operator_name, const struct elf_symbol_location *location)
 {
-	struct torch_op_probe *ops, *op;
+	struct torch_op_probe *op;
 
-	ops = realloc(probes->ops, (probes->op_count + 1) * sizeof(*ops));
-	if (!ops)
+	if (growable_array_room_for_one((void **)&probes->ops, probes->op_count,
+					&probes->op_capacity, sizeof(*probes->ops)))
 		return -ENOMEM;
-	probes->ops = ops;
-	op = &ops[probes->op_count++];
+	op = &probes->ops[probes->op_count++];
 	memset(op, 0, sizeof(*op));
 	op->request = strdup(request);
 	op->operator_name = strdup(operator_name);

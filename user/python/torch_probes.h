@@ -135,7 +135,7 @@ struct torch_probes {
 	struct torch_c10d_probes c10d[TORCH_C10D_BACKENDS];
 	struct torch_tensor_layout tensor_layout; /* zeros for a version not checked */
 	struct torch_op_probe *ops; /* every overload of every request, in request order */
-	size_t op_count;
+	size_t op_count, op_capacity;
 };
 
 /* The operators a training step's checks start from: the updates and the zeroing. */

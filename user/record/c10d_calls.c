@@ -14,7 +14,6 @@
 #include "record/c10d_pending.h"
 
 struct c10d_group {
-	uint32_t pid;
 	uint64_t object; /* the backend's 'this' */
 	int32_t rank;
 	int32_t size;
@@ -28,24 +27,28 @@ struct c10d_group {
 
 /* A PrefixStore a process built: its full prefix names the group built next on its thread. */
 struct c10d_store {
-	uint32_t pid, tid;
+	uint32_t tid;
 	uint64_t object;
 	bool taken; /* a group was built on it already */
 	char name[4 *
 		  TCHECK_STORE_PREFIX_BYTES]; /* the prefixes of the stores it wraps, then its */
 };
 
-struct c10d_calls {
-	c10d_calls_emit_fn emit;
-	c10d_calls_emit_fn in_flight;
-	void *context;
-	struct c10d_pending pending; /* awaited calls whose work has not ended */
-	struct c10d_group *groups;
+/* One process's groups and stores, kept in its slot of the caller's process registry. */
+struct c10d_process {
+	struct c10d_group *groups; /* in the order seen: its first built group is its world */
 	size_t count;
 	size_t capacity;
 	struct c10d_store *stores; /* in the order built */
 	size_t store_count;
 	size_t store_capacity;
+};
+
+struct c10d_calls {
+	c10d_calls_emit_fn emit;
+	c10d_calls_emit_fn in_flight;
+	void *context;
+	struct c10d_pending pending; /* awaited calls whose work has not ended, of every process */
 };
 
 struct c10d_calls *c10d_calls_new(c10d_calls_emit_fn emit, c10d_calls_emit_fn in_flight,
@@ -65,40 +68,54 @@ void c10d_calls_free(struct c10d_calls *calls)
 {
 	if (!calls)
 		return;
-	free(calls->groups);
-	free(calls->stores);
 	c10d_pending_free(&calls->pending);
 	free(calls);
 }
 
-static struct c10d_group *find_group(struct c10d_calls *calls, uint32_t pid, uint64_t object)
+void c10d_calls_forget_process(struct c10d_calls *calls, struct c10d_process **process)
+{
+	if (!*process)
+		return;
+	free((*process)->groups);
+	free((*process)->stores);
+	free(*process);
+	*process = NULL;
+}
+
+/* The process's state, made on its first group or store; NULL when out of memory. */
+static struct c10d_process *process_in(struct c10d_process **slot)
+{
+	if (!*slot)
+		*slot = calloc(1, sizeof(**slot));
+	return *slot;
+}
+
+static struct c10d_group *find_group(struct c10d_process *process, uint64_t object)
 {
 	if (!object)
 		return NULL;
-	for (size_t i = 0; i < calls->count; i++)
-		if (calls->groups[i].pid == pid && calls->groups[i].object == object)
-			return &calls->groups[i];
+	for (size_t i = 0; i < process->count; i++)
+		if (process->groups[i].object == object)
+			return &process->groups[i];
 	return NULL;
 }
 
 /* The process's world size: the size of the first group it built, or -1. */
-static int32_t world_size_of(const struct c10d_calls *calls, uint32_t pid)
+static int32_t world_size_of(const struct c10d_process *process)
 {
-	for (size_t i = 0; i < calls->count; i++)
-		if (calls->groups[i].pid == pid && calls->groups[i].built)
-			return calls->groups[i].size;
+	for (size_t i = 0; i < process->count; i++)
+		if (process->groups[i].built)
+			return process->groups[i].size;
 	return -1;
 }
 
 /* Groups of this process that share 'built' and 'size', before the new one. */
-static uint32_t groups_before(const struct c10d_calls *calls, uint32_t pid, bool built,
-			      int32_t size)
+static uint32_t groups_before(const struct c10d_process *process, bool built, int32_t size)
 {
 	uint32_t count = 0;
 
-	for (size_t i = 0; i < calls->count; i++)
-		if (calls->groups[i].pid == pid && calls->groups[i].built == built &&
-		    calls->groups[i].size == size)
+	for (size_t i = 0; i < process->count; i++)
+		if (process->groups[i].built == built && process->groups[i].size == size)
 			count++;
 	return count;
 }
@@ -117,38 +134,40 @@ static uint64_t group_identity(enum group_numbering numbering, int32_t size, uin
 	return fnv1a_add_bytes(fnv1a_string("c10d"), words, sizeof(words));
 }
 
-static struct c10d_store *find_store(struct c10d_calls *calls, uint32_t pid, uint64_t object)
+static struct c10d_store *find_store(struct c10d_process *process, uint64_t object)
 {
 	/* The latest first: an address freed and reused names the newer store. */
-	for (size_t i = calls->store_count; object && i-- > 0;)
-		if (calls->stores[i].pid == pid && calls->stores[i].object == object)
-			return &calls->stores[i];
+	for (size_t i = process->store_count; object && i-- > 0;)
+		if (process->stores[i].object == object)
+			return &process->stores[i];
 	return NULL;
 }
 
-int c10d_calls_store_prefix(struct c10d_calls *calls,
+int c10d_calls_store_prefix(struct c10d_calls *calls, struct c10d_process **slot,
 			    const struct tcheck_store_prefix_record *record)
 {
+	struct c10d_process *process = process_in(slot);
 	const struct c10d_store *parent;
 	uint32_t length = record->length < TCHECK_STORE_PREFIX_BYTES
 				  ? record->length
 				  : TCHECK_STORE_PREFIX_BYTES - 1;
 	struct c10d_store *store;
 
+	if (!process)
+		return -ENOMEM;
 	/* Stores are made with groups, a few per job; a process making many forgets the oldest. */
-	if (calls->store_count == C10D_STORES_KEPT) {
-		memmove(calls->stores, calls->stores + C10D_STORES_KEPT / 2,
-			(C10D_STORES_KEPT / 2) * sizeof(*calls->stores));
-		calls->store_count = C10D_STORES_KEPT / 2;
+	if (process->store_count == C10D_STORES_KEPT) {
+		memmove(process->stores, process->stores + C10D_STORES_KEPT / 2,
+			(C10D_STORES_KEPT / 2) * sizeof(*process->stores));
+		process->store_count = C10D_STORES_KEPT / 2;
 	}
-	if (growable_array_room_for_one((void **)&calls->stores, calls->store_count,
-					&calls->store_capacity, sizeof(*calls->stores)))
+	if (growable_array_room_for_one((void **)&process->stores, process->store_count,
+					&process->store_capacity, sizeof(*process->stores)))
 		return -ENOMEM;
 	/* Looked up once the array has its room: growing it moves the stores. */
-	parent = find_store(calls, record->header.pid, record->parent);
-	store = &calls->stores[calls->store_count++];
+	parent = find_store(process, record->parent);
+	store = &process->stores[process->store_count++];
 	memset(store, 0, sizeof(*store));
-	store->pid = record->header.pid;
 	store->tid = record->header.tid;
 	store->object = record->store;
 	/* Cut alike on every rank when too long: it stays one name for one group. */
@@ -162,12 +181,12 @@ int c10d_calls_store_prefix(struct c10d_calls *calls,
  * The name of the group 'tid' builds now: its thread's last store, if no
  * group was built on it yet. NULL when there is none.
  */
-static const char *take_store_name(struct c10d_calls *calls, uint32_t pid, uint32_t tid)
+static const char *take_store_name(struct c10d_process *process, uint32_t tid)
 {
-	for (size_t i = calls->store_count; i-- > 0;) {
-		struct c10d_store *store = &calls->stores[i];
+	for (size_t i = process->store_count; i-- > 0;) {
+		struct c10d_store *store = &process->stores[i];
 
-		if (store->pid != pid || store->tid != tid)
+		if (store->tid != tid)
 			continue;
 		if (store->taken || !store->name[0])
 			return NULL;
@@ -177,39 +196,41 @@ static const char *take_store_name(struct c10d_calls *calls, uint32_t pid, uint3
 	return NULL;
 }
 
-static struct c10d_group *add_group(struct c10d_calls *calls, uint32_t pid, uint64_t object)
+static struct c10d_group *add_group(struct c10d_process *process, uint64_t object)
 {
 	struct c10d_group *group;
 
-	if (growable_array_room_for_one((void **)&calls->groups, calls->count, &calls->capacity,
-					sizeof(*calls->groups)))
+	if (growable_array_room_for_one((void **)&process->groups, process->count,
+					&process->capacity, sizeof(*process->groups)))
 		return NULL;
-	group = &calls->groups[calls->count++];
+	group = &process->groups[process->count++];
 	memset(group, 0, sizeof(*group));
-	group->pid = pid;
 	group->object = object;
 	group->rank = -1;
 	group->size = -1;
 	return group;
 }
 
-int c10d_calls_group_built(struct c10d_calls *calls,
+int c10d_calls_group_built(struct c10d_calls *calls, struct c10d_process **slot,
 			   const struct tcheck_process_group_record *record)
 {
-	const char *name = take_store_name(calls, record->header.pid, record->header.tid);
-	uint32_t pid = record->header.pid;
+	struct c10d_process *process = process_in(slot);
 	struct c10d_group *group;
+	const char *name;
 	int32_t world;
 	uint32_t ordinal;
 
+	if (!process)
+		return -ENOMEM;
+	name = take_store_name(process, record->header.tid);
 	/* An object built again at a freed group's address is a new group; the old one still
 	 * counts. */
-	group = find_group(calls, pid, record->group);
+	group = find_group(process, record->group);
 	if (group)
 		group->object = 0;
-	world = world_size_of(calls, pid);
-	ordinal = groups_before(calls, pid, true, record->size);
-	group = add_group(calls, pid, record->group);
+	world = world_size_of(process);
+	ordinal = groups_before(process, true, record->size);
+	group = add_group(process, record->group);
 	if (!group)
 		return -ENOMEM;
 	group->rank = record->rank;
@@ -225,11 +246,11 @@ int c10d_calls_group_built(struct c10d_calls *calls,
 }
 
 /* A group first seen in a call: the world, where the process's rank and size are known. */
-static struct c10d_group *unseen_group(struct c10d_calls *calls, uint32_t pid, uint64_t object,
+static struct c10d_group *unseen_group(struct c10d_process *process, uint64_t object,
 				       int32_t job_rank, int32_t job_size)
 {
-	uint32_t ordinal = groups_before(calls, pid, false, job_size);
-	struct c10d_group *group = add_group(calls, pid, object);
+	uint32_t ordinal = groups_before(process, false, job_size);
+	struct c10d_group *group = add_group(process, object);
 
 	if (group && job_rank >= 0 && job_size > 0 && job_rank < job_size) {
 		group->rank = job_rank;
@@ -239,13 +260,14 @@ static struct c10d_group *unseen_group(struct c10d_calls *calls, uint32_t pid, u
 	return group;
 }
 
-static int announce(struct c10d_calls *calls, struct c10d_group *group, uint64_t seen_ns)
+static int announce(struct c10d_calls *calls, struct c10d_group *group, uint32_t pid,
+		    uint64_t seen_ns)
 {
 	struct trace_record record = { .kind = TRACE_RECORD_COMMUNICATOR };
 	struct trace_communicator *communicator = &record.communicator;
 
 	group->announced = true;
-	communicator->pid = group->pid;
+	communicator->pid = pid;
 	communicator->origin = group->built ? TRACE_COMM_CREATED : TRACE_COMM_UNKNOWN;
 	communicator->handle = group->object;
 	communicator->comm_id = group->comm_id;
@@ -267,23 +289,29 @@ static int announce(struct c10d_calls *calls, struct c10d_group *group, uint64_t
 
 static int await_work(struct c10d_calls *calls, struct trace_record *record);
 
-int c10d_calls_add(struct c10d_calls *calls, const struct tcheck_c10d_call_record *raw,
-		   int32_t job_rank, int32_t job_size, const struct trace_python_context *python)
+int c10d_calls_add(struct c10d_calls *calls, struct c10d_process **slot,
+		   const struct tcheck_c10d_call_record *raw, int32_t job_rank, int32_t job_size,
+		   const struct trace_python_context *python)
 {
 	const struct c10d_operation *operation = c10d_operation_at(raw->operation);
 	struct trace_record record = { .kind = TRACE_RECORD_NCCL_CALL };
 	struct trace_nccl_call *call = &record.call;
+	struct c10d_process *process;
 	struct c10d_group *group;
 	int result;
 
 	if (!operation)
 		return 0;
-	group = find_group(calls, raw->header.pid, raw->group);
+	process = process_in(slot);
+	if (!process)
+		return -ENOMEM;
+	group = find_group(process, raw->group);
 	if (!group)
-		group = unseen_group(calls, raw->header.pid, raw->group, job_rank, job_size);
+		group = unseen_group(process, raw->group, job_rank, job_size);
 	if (!group)
 		return -ENOMEM;
-	if (!group->announced && (result = announce(calls, group, raw->header.timestamp_ns)))
+	if (!group->announced &&
+	    (result = announce(calls, group, raw->header.pid, raw->header.timestamp_ns)))
 		return result;
 	call->entry_ns = raw->header.timestamp_ns;
 	call->pid = raw->header.pid;
@@ -418,20 +446,4 @@ int c10d_calls_end(struct c10d_calls *calls, uint32_t pid, uint64_t end_ns)
 	struct open_until until = { calls, end_ns };
 
 	return c10d_pending_take_each(&calls->pending, &ended, emit_open, &until);
-}
-
-void c10d_calls_forget_process(struct c10d_calls *calls, uint32_t pid)
-{
-	size_t kept = 0;
-
-	/* In order: a process's first group is its world. */
-	for (size_t i = 0; i < calls->count; i++)
-		if (calls->groups[i].pid != pid)
-			calls->groups[kept++] = calls->groups[i];
-	calls->count = kept;
-	kept = 0;
-	for (size_t i = 0; i < calls->store_count; i++)
-		if (calls->stores[i].pid != pid)
-			calls->stores[kept++] = calls->stores[i];
-	calls->store_count = kept;
 }

@@ -28,6 +28,13 @@
 #include "tcheck/probe_abi.h"
 
 struct c10d_calls;
+/*
+ * One process's groups and stores. The caller keeps it (the recorder, in its
+ * process registry's slot): NULL until the process's first group, store or
+ * call makes it, handed to each call for that process, emptied by
+ * c10d_calls_forget_process.
+ */
+struct c10d_process;
 
 typedef int (*c10d_calls_emit_fn)(void *context, const struct trace_record *record);
 
@@ -42,11 +49,11 @@ struct c10d_calls *c10d_calls_new(c10d_calls_emit_fn emit, c10d_calls_emit_fn in
 void c10d_calls_free(struct c10d_calls *calls);
 
 /* A process group being built: its object, rank and size. 0 or -ENOMEM. */
-int c10d_calls_group_built(struct c10d_calls *calls,
+int c10d_calls_group_built(struct c10d_calls *calls, struct c10d_process **process,
 			   const struct tcheck_process_group_record *record);
 
 /* A PrefixStore being built: the name of the group its thread builds next. 0 or -ENOMEM. */
-int c10d_calls_store_prefix(struct c10d_calls *calls,
+int c10d_calls_store_prefix(struct c10d_calls *calls, struct c10d_process **process,
 			    const struct tcheck_store_prefix_record *record);
 
 /*
@@ -55,8 +62,9 @@ int c10d_calls_store_prefix(struct c10d_calls *calls,
  * unknown); python is its step and stage then, or NULL. Returns the
  * emitter's result, or -ENOMEM.
  */
-int c10d_calls_add(struct c10d_calls *calls, const struct tcheck_c10d_call_record *record,
-		   int32_t job_rank, int32_t job_size, const struct trace_python_context *python);
+int c10d_calls_add(struct c10d_calls *calls, struct c10d_process **process,
+		   const struct tcheck_c10d_call_record *record, int32_t job_rank, int32_t job_size,
+		   const struct trace_python_context *python);
 
 /*
  * A gloo work built or ended. Built, it is the work of its thread's newest
@@ -83,7 +91,11 @@ int c10d_calls_tick(struct c10d_calls *calls, uint64_t now_ns);
  */
 int c10d_calls_end(struct c10d_calls *calls, uint32_t pid, uint64_t end_ns);
 
-/* Forgets a process's groups (it exited or exec'ed). */
-void c10d_calls_forget_process(struct c10d_calls *calls, uint32_t pid);
+/*
+ * Forgets a process's groups and stores (its image ended, or its entry
+ * went): '*process' freed and set to NULL. Its awaited calls are
+ * c10d_calls_end's.
+ */
+void c10d_calls_forget_process(struct c10d_calls *calls, struct c10d_process **process);
 
 #endif /* TCHECK_C10D_CALLS_H */

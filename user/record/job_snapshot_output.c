@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/growable_array.h"
 #include "base/log.h"
 #include "base/system_clock.h"
 #include "probe/process_info.h"
@@ -195,28 +196,27 @@ void job_snapshot_write_text(const struct job_snapshot *snapshot,
 /* The targets and their descendants, each once; *all is allocated. */
 static size_t arrival_pids(const pid_t *pids, size_t count, bool descendants, pid_t **all)
 {
-	size_t total = 0, capacity = count;
+	size_t total = 0, capacity = 0;
 
-	*all = malloc(capacity * sizeof(**all));
-	for (size_t i = 0; *all && i < count; i++) {
+	*all = NULL;
+	if (growable_array_reserve((void **)all, 0, &capacity, count, sizeof(**all)))
+		return 0;
+	for (size_t i = 0; i < count; i++) {
 		pid_t *children = NULL;
 		size_t child_count = 0;
-		pid_t *grown;
 
 		(*all)[total++] = pids[i];
 		if (!descendants ||
 		    process_children(pids[i], true, &children, &child_count, NULL, 0) != 0)
 			continue;
-		grown = realloc(*all, (capacity + child_count) * sizeof(**all));
-		if (grown) {
-			*all = grown;
-			capacity += child_count;
+		/* Its children, and room kept for the targets still to come. */
+		if (!growable_array_reserve((void **)all, total, &capacity,
+					    child_count + (count - 1 - i), sizeof(**all)))
 			for (size_t j = 0; j < child_count; j++)
 				(*all)[total++] = children[j];
-		}
 		free(children);
 	}
-	return *all ? total : 0;
+	return total;
 }
 
 /* Reads and judges the processes; says why not and returns -1 when that fails. */

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/growable_array.h"
+
 void open_call_record(const struct tcheck_open_call *call, uint32_t pid, uint32_t tid,
 		      uint32_t depth, uint64_t now_ns, struct tcheck_call_record *record)
 {
@@ -56,14 +58,8 @@ static uint8_t *read_iterator(int iterator_fd, size_t *size)
 		return NULL;
 	}
 	for (;;) {
-		if (used == capacity) {
-			uint8_t *grown = realloc(buffer, capacity * 2);
-
-			if (!grown)
-				break;
-			buffer = grown;
-			capacity *= 2;
-		}
+		if (growable_array_reserve((void **)&buffer, used, &capacity, 1, 1))
+			break;
 		got = read(fd, buffer + used, capacity - used);
 		if (got < 0 && errno == EINTR)
 			continue;

@@ -21,11 +21,15 @@
 #include "model/trace_records.h"
 #include "tcheck/probe_abi.h"
 
+struct c10d_process;
 struct call_builder_process;
+struct python_process;
 
 /* The state of each stage for one process; NULL until the stage makes it. */
 struct process_stage_slots {
 	struct call_builder_process *call_builder; /* record/call_builder.h */
+	struct python_process *python;		   /* python/python_tracer.h */
+	struct c10d_process *c10d;		   /* record/c10d_calls.h */
 };
 
 struct traced_process {

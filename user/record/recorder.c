@@ -241,6 +241,7 @@ static void run_loop(struct recorder *recorder)
 	uint64_t last_rescan = started_ns, last_in_flight = 0, counters[TCHECK_COUNTER_COUNT];
 	bool in_flight = record_consumers_want_in_flight(&recorder->consumers);
 	bool progress = record_consumers_want_progress(&recorder->consumers);
+	struct traced_process *process;
 
 	while (!finished(recorder, started_ns)) {
 		int poll_ms =
@@ -285,7 +286,8 @@ static void run_loop(struct recorder *recorder)
 	probe_session_drain(recorder->session);
 	recorder_read_open_calls(recorder, false);
 	if (recorder->python)
-		python_tracer_end(recorder->python);
+		for (size_t i = 0; (process = process_registry_next(&recorder->processes, &i));)
+			python_tracer_end_process(recorder->python, process->stages.python);
 	if (c10d_calls_end(recorder->c10d, 0, monotonic_ns()) == -ENOMEM)
 		log_warning("out of memory for the c10d calls");
 	probe_session_counters(recorder->session, counters);

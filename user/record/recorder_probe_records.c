@@ -62,12 +62,20 @@ void recorder_resolve_communicator(void *context, uint32_t pid, uint64_t handle,
 	communicator->note = "";
 }
 
+/* The Python tracer's state for a process: NULL for none, or no process. */
+static struct python_process *python_of(const struct traced_process *process)
+{
+	return process ? process->stages.python : NULL;
+}
+
 /* The Python side of a raw call, where its process's Python is followed; NULL otherwise. */
 static const struct trace_python_context *python_context_of(struct recorder *recorder,
+							    struct traced_process *process,
 							    const struct tcheck_call_record *raw,
 							    struct trace_python_context *context)
 {
-	if (!recorder->python || !python_call_context_read(recorder->python, raw, context))
+	if (!recorder->python ||
+	    !python_call_context_read(recorder->python, python_of(process), raw, context))
 		return NULL;
 	return context;
 }
@@ -96,12 +104,14 @@ static void take_c10d_call(struct recorder *recorder, const struct tcheck_c10d_c
 	bool known;
 
 	process = recorder_adopt_process(recorder, pid);
-	known = recorder->python &&
-		!python_tracer_meta(recorder->python, pid, record->header.timestamp_ns,
+	if (!process) {
+		log_warning("a c10d call of process %u is lost: it could not be traced", pid);
+		return;
+	}
+	known = !python_tracer_meta(process->stages.python, record->header.timestamp_ns,
 				    &python.step, &python.stage);
-	if (c10d_calls_add(recorder->c10d, record, process ? process->record.rank : -1,
-			   process ? process->record.world_size : -1,
-			   known ? &python : NULL) == -ENOMEM)
+	if (c10d_calls_add(recorder->c10d, &process->stages.c10d, record, process->record.rank,
+			   process->record.world_size, known ? &python : NULL) == -ENOMEM)
 		log_warning("process %u: out of memory for its c10d calls", pid);
 }
 
@@ -134,7 +144,7 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 			return 0;
 		}
 		if (call_builder_add(recorder->builder, &process->stages.call_builder, data,
-				     python_context_of(recorder, data, &python)))
+				     python_context_of(recorder, process, data, &python)))
 			log_warning("a call record of process %u could not be decoded",
 				    header->pid);
 		return 0;
@@ -150,13 +160,7 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 		/* A new image: new libraries, new environment, no communicators. */
 		process = process_registry_find(&recorder->processes, header->pid);
 		if (process)
-			call_builder_forget_process(recorder->builder,
-						    &process->stages.call_builder);
-		if (c10d_calls_end(recorder->c10d, header->pid, header->timestamp_ns) == -ENOMEM)
-			log_warning("process %u: out of memory for its c10d calls", header->pid);
-		c10d_calls_forget_process(recorder->c10d, header->pid);
-		if (recorder->python)
-			python_tracer_forget_process(recorder->python, (pid_t)header->pid);
+			recorder_end_image(recorder, process, header->timestamp_ns);
 		process = recorder_add_process(recorder, header->pid, 0);
 		if (process) {
 			recorder_image_started(recorder, process, header->timestamp_ns, true,
@@ -173,15 +177,17 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 						   sizeof(error)) < 0)
 			log_debug("process %u: %s", header->pid, error);
 		/* libpython is mapped by the loader after exec: look again now. */
-		recorder_follow_python(recorder, header->pid);
+		process = process_registry_find(&recorder->processes, header->pid);
+		if (process)
+			recorder_follow_python(recorder, process);
 		return 0;
 	case TCHECK_RECORD_PROCESS_EXIT:
 		recorder_end_process(recorder, header->pid, notice->exit_code);
 		return 0;
 	case TCHECK_RECORD_PYTHON_CALL:
-		recorder_adopt_process(recorder, header->pid);
+		process = recorder_adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_python_record))
-			python_tracer_handle(recorder->python, data);
+			python_tracer_handle(recorder->python, python_of(process), data);
 		return 0;
 	case TCHECK_RECORD_VERBS_CONTEXT:
 		if (work_requests_handle_record(recorder->work_requests, data, size, error,
@@ -189,29 +195,31 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 			log_warning("%s", error);
 		return 0;
 	case TCHECK_RECORD_PYTHON_EXCEPTION:
-		recorder_adopt_process(recorder, header->pid);
+		process = recorder_adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_python_exception_record))
-			python_tracer_handle_exception(recorder->python, data);
+			python_tracer_handle_exception(recorder->python, python_of(process), data);
 		if (recorder->options->freeze_on_crash &&
 		    size >= sizeof(struct tcheck_python_exception_record))
 			say_frozen(data);
 		return 0;
 	case TCHECK_RECORD_TORCH_SCOPE:
-		recorder_adopt_process(recorder, header->pid);
+		process = recorder_adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_torch_scope_record))
-			python_tracer_handle_scope(recorder->python, data);
+			python_tracer_handle_scope(recorder->python, python_of(process), data);
 		return 0;
 	case TCHECK_RECORD_PROCESS_GROUP:
-		if (size >= sizeof(struct tcheck_process_group_record)) {
-			if (c10d_calls_group_built(recorder->c10d, data))
-				log_warning("process %u: out of memory for its process groups",
-					    header->pid);
-			recorder_take_process_group_rank(recorder, data);
-		}
+		process = recorder_adopt_process(recorder, header->pid);
+		if (!process || size < sizeof(struct tcheck_process_group_record))
+			return 0;
+		if (c10d_calls_group_built(recorder->c10d, &process->stages.c10d, data))
+			log_warning("process %u: out of memory for its process groups",
+				    header->pid);
+		recorder_take_process_group_rank(recorder, process, data);
 		return 0;
 	case TCHECK_RECORD_STORE_PREFIX:
-		if (size >= sizeof(struct tcheck_store_prefix_record) &&
-		    c10d_calls_store_prefix(recorder->c10d, data))
+		process = recorder_adopt_process(recorder, header->pid);
+		if (process && size >= sizeof(struct tcheck_store_prefix_record) &&
+		    c10d_calls_store_prefix(recorder->c10d, &process->stages.c10d, data))
 			log_warning("process %u: out of memory for its c10d stores", header->pid);
 		return 0;
 	case TCHECK_RECORD_C10D_CALL:
@@ -224,9 +232,9 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 			log_warning("process %u: out of memory for its c10d calls", header->pid);
 		return 0;
 	case TCHECK_RECORD_TORCH_OP:
-		recorder_adopt_process(recorder, header->pid);
+		process = recorder_adopt_process(recorder, header->pid);
 		if (recorder->python && size >= sizeof(struct tcheck_torch_op_record))
-			python_tracer_handle_op(recorder->python, data);
+			python_tracer_handle_op(recorder->python, python_of(process), data);
 		return 0;
 	default:
 		return 0;
@@ -272,7 +280,8 @@ void recorder_read_open_calls(struct recorder *recorder, bool in_flight)
 
 		if (process)
 			(void)call_builder_add(recorder->builder, &process->stages.call_builder,
-					       call, python_context_of(recorder, call, &python));
+					       call,
+					       python_context_of(recorder, process, call, &python));
 	}
 	recorder->reading_calls_in_flight = 0;
 }

@@ -31,17 +31,14 @@ void recorder_refresh_process(struct recorder *recorder, struct traced_process *
 }
 
 /* A process group's rank and size stand in for the RANK and WORLD_SIZE the environment lacked. */
-void recorder_take_process_group_rank(struct recorder *recorder,
+void recorder_take_process_group_rank(struct recorder *recorder, struct traced_process *process,
 				      const struct tcheck_process_group_record *record)
 {
-	struct traced_process *process =
-		process_registry_find(&recorder->processes, record->header.pid);
 	int32_t rank = -1, world_size = -1;
 
-	if (!recorder->python ||
-	    !python_tracer_handle_process_group(recorder->python, record, &rank, &world_size))
+	if (!python_tracer_handle_process_group(process->stages.python, record, &rank, &world_size))
 		return;
-	if (!process || process->record.rank >= 0)
+	if (process->record.rank >= 0)
 		return;
 	process->record.rank = rank;
 	process->record.world_size = world_size;
@@ -119,21 +116,21 @@ static void say_ended_unfollowed(struct recorder *recorder, struct traced_proces
 }
 
 /* A process that runs a CPython the tracer cannot follow is said so, once. */
-void recorder_follow_python(struct recorder *recorder, uint32_t pid)
+void recorder_follow_python(struct recorder *recorder, struct traced_process *process)
 {
-	struct traced_process *process;
+	uint32_t pid = process->record.pid;
 	char error[512];
 	int followed;
 
 	if (!recorder->python)
 		return;
-	followed = python_tracer_add_process(recorder->python, (pid_t)pid, error, sizeof(error));
+	followed = python_tracer_add_process(recorder->python, &process->stages.python, (pid_t)pid,
+					     error, sizeof(error));
 	if (followed < 0)
 		log_warning("process %u: %s", pid, error);
-	process = process_registry_find(&recorder->processes, pid);
-	if (!followed && process && process_has_ended((pid_t)pid))
+	if (!followed && process_has_ended((pid_t)pid))
 		say_ended_unfollowed(recorder, process);
-	if (followed <= 0 || !process || process->python_followed_ns)
+	if (followed <= 0 || process->python_followed_ns)
 		return;
 	process->python_followed_ns = monotonic_ns();
 	note_unseen_window(recorder, process);
@@ -144,6 +141,21 @@ void recorder_release_stages(void *context, struct traced_process *process)
 	struct recorder *recorder = context;
 
 	call_builder_forget_process(recorder->builder, &process->stages.call_builder);
+	if (recorder->python)
+		python_tracer_forget_process(recorder->python, &process->stages.python);
+	c10d_calls_forget_process(recorder->c10d, &process->stages.c10d);
+}
+
+void recorder_end_image(struct recorder *recorder, struct traced_process *process, uint64_t end_ns)
+{
+	uint32_t pid = process->record.pid;
+
+	if (recorder->python)
+		python_tracer_end_process(recorder->python, process->stages.python);
+	/* Its c10d calls still waiting on their work end with the image, open. */
+	if (c10d_calls_end(recorder->c10d, pid, end_ns) == -ENOMEM)
+		log_warning("process %u: out of memory for its c10d calls", pid);
+	recorder_release_stages(recorder, process);
 }
 
 struct traced_process *recorder_add_process(struct recorder *recorder, uint32_t pid,
@@ -161,7 +173,7 @@ struct traced_process *recorder_add_process(struct recorder *recorder, uint32_t 
 		log_warning("cannot add process %u to the traced set", pid);
 	recorder_refresh_process(recorder, process);
 	/* Before NCCL's probes: their first calls already name their Python caller. */
-	recorder_follow_python(recorder, pid);
+	recorder_follow_python(recorder, process);
 	if (library_discovery_scan_process(recorder->discovery, (pid_t)pid, error, sizeof(error)) <
 	    0)
 		log_debug("process %u: %s", pid, error);
@@ -227,7 +239,7 @@ void recorder_rescan_libraries(struct recorder *recorder)
 			continue;
 		library_discovery_scan_process(recorder->discovery, (pid_t)process->record.pid,
 					       error, sizeof(error));
-		recorder_follow_python(recorder, process->record.pid);
+		recorder_follow_python(recorder, process);
 	}
 }
 
@@ -249,9 +261,8 @@ void recorder_add_discovered(struct recorder *recorder)
 			continue;
 		added[added_count++] = found[i];
 		if (process) { /* the pid was reused by a new process */
+			recorder_end_image(recorder, process, monotonic_ns());
 			process_registry_remove(&recorder->processes, (uint32_t)found[i]);
-			if (recorder->python)
-				python_tracer_forget_process(recorder->python, found[i]);
 		}
 		recorder_add_process(recorder, (uint32_t)found[i], 0);
 	}

@@ -60,10 +60,15 @@ void recorder_write_stats(struct recorder *recorder, const uint64_t *counters);
 /* recorder_processes.c: the traced processes, as they come, change and end. */
 /* The registry's release hook: each stage's slot of a process handed back to the stage. */
 void recorder_release_stages(void *context, struct traced_process *process);
+/*
+ * The process's image ends (an exec, or its pid was reused): each stage
+ * records what the image left open, then its slots are handed back.
+ */
+void recorder_end_image(struct recorder *recorder, struct traced_process *process, uint64_t end_ns);
 void recorder_refresh_process(struct recorder *recorder, struct traced_process *process);
-void recorder_take_process_group_rank(struct recorder *recorder,
+void recorder_take_process_group_rank(struct recorder *recorder, struct traced_process *process,
 				      const struct tcheck_process_group_record *record);
-void recorder_follow_python(struct recorder *recorder, uint32_t pid);
+void recorder_follow_python(struct recorder *recorder, struct traced_process *process);
 /*
  * A fork or exec the probes reported at start_ns (new_image: an exec, whose
  * Python is followed anew; python_from_start: the probes followed its

@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "base/error_message.h"
+#include "base/growable_array.h"
 #include "trace/trace_reader_state.h"
 #include "trace/trace_record_kinds.h"
 
@@ -343,18 +344,10 @@ static int record_corrupt(struct trace_reader *reader, size_t record_at, const c
 /* Room for one more string id; 0, or the failure. */
 static int reserve_string(struct trace_reader *reader)
 {
-	if (reader->string_count == reader->string_capacity) {
-		size_t capacity = reader->string_capacity ? reader->string_capacity * 2
-							  : FIRST_STRING_CAPACITY;
-		char **grown = realloc(reader->strings, capacity * sizeof(*grown));
-
-		if (!grown)
-			return trace_reader_fail(reader, -ENOMEM,
-						 "out of memory reading the strings of %s",
-						 reader->path);
-		reader->strings = grown;
-		reader->string_capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&reader->strings, reader->string_count,
+					&reader->string_capacity, sizeof(*reader->strings)))
+		return trace_reader_fail(reader, -ENOMEM, "out of memory reading the strings of %s",
+					 reader->path);
 	return 0;
 }
 

@@ -15,7 +15,6 @@
 #include "trace/trace_reader.h"
 
 #define MESSAGE_SIZE 640
-#define FIRST_STRING_CAPACITY 256
 /* What a string defined in a chunk that was lost to damage reads as. */
 #define LOST_STRING "(lost)"
 /* The fewest bytes a string definition takes: a record header, an id and one byte. */

@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "base/error_message.h"
+#include "base/growable_array.h"
 #include "base/output_file.h"
 #include "base/string_interner.h"
 #include "base/system_clock.h"
@@ -212,20 +213,8 @@ int trace_writer_set_chunk_limits(struct trace_writer *writer, uint32_t max_reco
 
 static int reserve_chunk(struct trace_writer *writer, size_t more)
 {
-	size_t needed = writer->chunk_length + more;
-	size_t capacity = writer->chunk_capacity;
-	unsigned char *grown;
-
-	if (needed <= capacity)
-		return 0;
-	while (capacity < needed)
-		capacity *= 2;
-	grown = realloc(writer->chunk, capacity);
-	if (!grown)
-		return -ENOMEM;
-	writer->chunk = grown;
-	writer->chunk_capacity = capacity;
-	return 0;
+	return growable_array_reserve((void **)&writer->chunk, writer->chunk_length,
+				      &writer->chunk_capacity, more, 1);
 }
 
 /* Starts a record in the chunk (room must be reserved) and returns its body. */

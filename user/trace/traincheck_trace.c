@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/growable_array.h"
 #include "base/u64_map.h"
 #include "trace/traincheck_trace.h"
 
@@ -391,15 +392,9 @@ static int read_pre(struct reading *reading, json_t *record, const char *id, con
 	call->pid = (uint32_t)unsigned_of(record, "process_id");
 	call->tid = (uint32_t)tid;
 	meta_variables(record, &call->rank, &call->step, &call->stage);
-	if (thread->count == thread->capacity) {
-		size_t capacity = thread->capacity ? thread->capacity * 2 : 16;
-		struct open_call **calls = realloc(thread->calls, capacity * sizeof(*calls));
-
-		if (!calls)
-			goto out_of_memory;
-		thread->calls = calls;
-		thread->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&thread->calls, thread->count, &thread->capacity,
+					sizeof(*thread->calls)))
+		goto out_of_memory;
 	thread->calls[thread->count++] = call;
 	return 0;
 out_of_memory:
