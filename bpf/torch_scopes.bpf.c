@@ -6,9 +6,11 @@
  * both at one site (torch 1.13's internal enter), or the name where the
  * exported record_function_enter_new is entered and the key at the
  * RecordFunction constructor it calls next (torch 2.x, whichever of its
- * helpers the compiler inlined). A probe on RecordFunction::end closes the
- * scope on top of the thread's stack whose RecordFunction it is (other
- * ends, of unnamed scopes, cost a lookup).
+ * helpers the compiler inlined). A probe on the profiler's exit operator
+ * (or, where that is not found, on RecordFunction::end) closes the scope on
+ * top of the thread's stack whose RecordFunction it is (other ends, of
+ * unnamed scopes, cost a lookup). Where the exit operator is probed, 2.x
+ * opens the scope at enter_new with no key, and its exit closes the top.
  * The backward pass is recorded where the autograd engine's execute() is
  * entered and where it returns.
  */
@@ -158,8 +160,12 @@ static __always_inline int close_scope(__u64 key)
 	if (!stack)
 		return 0;
 	scope = THREAD_STACK_TOP(stack, scopes, TORCH_SCOPE_DEPTH);
-	/* The end of another RecordFunction (an autograd node, a second end()). */
-	if (!scope || scope->key != key)
+	/*
+	 * The end of another RecordFunction (an autograd node, a second end()).
+	 * A scope opened with no key (2.x, ends probed on the exit operator,
+	 * which only scope ends reach) is closed by the next end.
+	 */
+	if (!scope || (scope->key && scope->key != key))
 		return 0;
 	stack->depth--;
 	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);

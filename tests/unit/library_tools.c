@@ -81,6 +81,30 @@ static bool line_calls(const char *line, const void *symbol)
 	return strstr(line, "\tcall ") && (strstr(line, direct) || strstr(line, plt));
 }
 
+/* The jmp at the address 'wanted' starts a line with, to <symbol> or <symbol@plt>. */
+struct jump_wanted {
+	char start[64];
+	const char *symbol;
+};
+
+static bool line_jumps(const char *line, const void *wanted)
+{
+	const struct jump_wanted *jump = wanted;
+	char direct[1100], plt[1100];
+
+	snprintf(direct, sizeof(direct), "<%s>", jump->symbol);
+	snprintf(plt, sizeof(plt), "<%s@plt>", jump->symbol);
+	return strstr(line, jump->start) && (strstr(line, direct) || strstr(line, plt));
+}
+
+bool objdump_instruction_jumps_to(const char *library, uint64_t address, const char *symbol)
+{
+	struct jump_wanted jump = { .symbol = symbol };
+
+	snprintf(jump.start, sizeof(jump.start), "%llx:\tjmp ", (unsigned long long)address);
+	return objdump_lines(library, address, address + 16, line_jumps, &jump);
+}
+
 bool objdump_function_calls(const char *library, uint64_t address, uint64_t size,
 			    const char *symbol)
 {

@@ -19,6 +19,8 @@ bool objdump_instruction_is(const char *library, uint64_t address, const char *m
  * Whether the function at [address, address + size) calls 'symbol', directly
  * or through its PLT entry, as objdump names the call's target.
  */
+/* Whether the instruction at address is a jmp to symbol or to its PLT stub. */
+bool objdump_instruction_jumps_to(const char *library, uint64_t address, const char *symbol);
 bool objdump_function_calls(const char *library, uint64_t address, uint64_t size,
 			    const char *symbol);
 

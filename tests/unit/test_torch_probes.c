@@ -374,6 +374,10 @@ static void assert_shared_enter_method(const struct torch_probes *probes)
 	CU_ASSERT_EQUAL(probes->scopes.exit_register, TORCH_REGISTER_RDI);
 	CU_ASSERT_FALSE(probes->scopes.enter.exported);
 	CU_ASSERT_STRING_EQUAL(probes->scopes.exit.symbol, "_ZN2at14RecordFunction3endEv");
+	/* Ends on both exit operators' jumps to end(), keys still paired. */
+	CU_ASSERT(probes->scopes.exit_at_operators);
+	CU_ASSERT_PTR_NOT_NULL(probes->scopes.exit_operator.symbol);
+	CU_ASSERT_PTR_NOT_NULL(probes->scopes.exit_handle_operator.symbol);
 }
 
 /* Where gloo's works are built and end: all three sites, named as nm names them. */
@@ -408,6 +412,17 @@ UNIT_TEST(torch_probes, debian_torch_sites_are_where_the_loader_puts_them)
 	CU_ASSERT_EQUAL(probes->version.major, 1);
 	CU_ASSERT_EQUAL(probes->version.minor, 13);
 	assert_shared_enter_method(probes);
+	/*
+	 * The exit operators' tail jumps to end(): 1.13's record_function.__exit__
+	 * calls the tensor-handle form, TorchScript the intrusive_ptr form.
+	 */
+	CU_ASSERT(objdump_instruction_jumps_to(DEBIAN_TORCH,
+					       probes->scopes.exit_handle_operator.address,
+					       "_ZN2at14RecordFunction3endEv"));
+	CU_ASSERT(objdump_instruction_jumps_to(DEBIAN_TORCH, probes->scopes.exit_operator.address,
+					       "_ZN2at14RecordFunction3endEv"));
+	CU_ASSERT(objdump_instruction_is(DEBIAN_TORCH,
+					 probes->scopes.exit_handle_operator.address - 3, "mov"));
 	CU_ASSERT_EQUAL(probes->scopes.key.file_offset, probes->scopes.enter.file_offset);
 	CU_ASSERT_PTR_NOT_NULL(probes->backward.symbol);
 	/* The constructor whose prefix names each c10d group alike on every rank. */

@@ -305,13 +305,18 @@ int probe_session_attach_python(struct probe_session *session, const char *path,
 
 int probe_session_attach_torch_scopes(struct probe_session *session, const char *path,
 				      uint64_t enter_offset, uint64_t enter_cookie,
-				      uint64_t key_offset, uint64_t exit_offset, char *error,
-				      size_t error_size)
+				      uint64_t key_offset, const uint64_t *exit_offsets,
+				      size_t exit_count, char *error, size_t error_size)
 {
-	uint64_t no_cookie = 0;
-	int result =
-		uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_exit,
-				   false, path, &exit_offset, &no_cookie, 1, -1, error, error_size);
+	uint64_t no_cookie = 0, no_cookies[2] = { 0 };
+	int result;
+
+	if (exit_count > sizeof(no_cookies) / sizeof(no_cookies[0]))
+		return error_fail(error, error_size, EINVAL,
+				  "%zu torch scope exit sites, at most 2", exit_count);
+	result = uprobe_link_attach(&session->links, session->skeleton->progs.torch_scope_exit,
+				    false, path, exit_offsets, no_cookies, exit_count, -1, error,
+				    error_size);
 
 	if (result)
 		return result;

@@ -97,14 +97,15 @@ int probe_session_attach_python(struct probe_session *session, const char *path,
 				char *error, size_t error_size);
 /*
  * torch scopes: the probe where a scope opens (cookie: which registers hold
- * the name and the key, TCHECK_TORCH_*) and the one where it ends. A
- * key_offset other than 0 is the RecordFunction constructor: the enter site
- * then gives the name only, and the next user-scope constructor the key.
+ * the name and the key, TCHECK_TORCH_*) and the ones where it ends (one or
+ * two sites, the key in rdi). A key_offset other than 0 is the
+ * RecordFunction constructor: the enter site then gives the name only, and
+ * the next user-scope constructor the key.
  */
 int probe_session_attach_torch_scopes(struct probe_session *session, const char *path,
 				      uint64_t enter_offset, uint64_t enter_cookie,
-				      uint64_t key_offset, uint64_t exit_offset, char *error,
-				      size_t error_size);
+				      uint64_t key_offset, const uint64_t *exit_offsets,
+				      size_t exit_count, char *error, size_t error_size);
 /*
  * The backward pass: an entry probe on the autograd engine's execute() at
  * 'offset' of path, a scope named TCHECK_BACKWARD_SCOPE_NAME, and probes on

@@ -255,7 +255,8 @@ void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
 	const struct torch_scope_probes *scopes;
 	struct torch_probes *probes = NULL;
 	char error[512];
-	uint64_t identity, cookie;
+	uint64_t identity, cookie, exits[2];
+	size_t exit_count = 1;
 	int result;
 
 	if (process->torch_looked_up)
@@ -323,13 +324,21 @@ void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
 	}
 	attach_process_groups(tracer, pid, probes);
 	attach_c10d_collectives(tracer, pid, probes);
+	exits[0] = scopes->exit.file_offset;
 	cookie = torch_register_bits(scopes->name_register) << TCHECK_TORCH_NAME_REGISTER_SHIFT |
 		 torch_register_bits(scopes->key_register) << TCHECK_TORCH_KEY_REGISTER_SHIFT;
+	if (scopes->exit_at_operators) {
+		exits[0] = scopes->exit_operator.file_offset;
+		if (scopes->exit_handle_operator.symbol)
+			exits[exit_count++] = scopes->exit_handle_operator.file_offset;
+	}
 	if (probe_session_attach_torch_scopes(
 		    tracer->session, probes->host_path, scopes->enter.file_offset, cookie,
-		    scopes->method == TORCH_SCOPE_ENTER_THEN_CONSTRUCTOR ? scopes->key.file_offset
-									 : 0,
-		    scopes->exit.file_offset, error, sizeof(error)))
+		    scopes->method == TORCH_SCOPE_ENTER_THEN_CONSTRUCTOR &&
+				    !scopes->exit_at_operators
+			    ? scopes->key.file_offset
+			    : 0,
+		    exits, exit_count, error, sizeof(error)))
 		log_warning("process %d: %s", pid, error);
 	else
 		log_info("probed torch %s's record_function scopes in %s", probes->version.text,

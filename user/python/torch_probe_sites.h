@@ -65,6 +65,14 @@ int torch_probe_site_move_to_emulated_instruction(const char *path, struct torch
 int torch_scopes_resolve(struct torch_probes *probes, char *error, size_t error_size);
 
 /*
+ * The exit operators' jumps to RecordFunction::end, into
+ * probes->scopes.exit_operator and exit_handle_operator (each left empty
+ * when absent); -EMLINK when a form is found more than once, another
+ * negative errno when the code cannot be read (torch_scope_exit.c).
+ */
+int torch_scope_exit_operators_resolve(struct torch_probes *probes);
+
+/*
  * Every overload of every requested ATen operator (torch_operators.c); an
  * entry point already in probes->ops is not added twice. -ENOENT naming the
  * first request the library lacks.

@@ -365,6 +365,8 @@ void torch_probes_free(struct torch_probes *probes)
 	torch_probe_site_free(&probes->scopes.enter);
 	torch_probe_site_free(&probes->scopes.key);
 	torch_probe_site_free(&probes->scopes.exit);
+	torch_probe_site_free(&probes->scopes.exit_operator);
+	torch_probe_site_free(&probes->scopes.exit_handle_operator);
 	torch_probe_site_free(&probes->backward);
 	torch_probe_site_free(&probes->prefix_store);
 	for (int i = 0; i < TORCH_GLOO_WORK_SITES; i++)
@@ -397,12 +399,23 @@ static void print_site(FILE *out, const char *role, const struct torch_probe_sit
 
 void torch_probes_print(const struct torch_probes *probes, FILE *out)
 {
+	const struct torch_scope_probes *scopes = &probes->scopes;
+
 	fprintf(out, "library    %s\n", probes->library_path);
 	fprintf(out, "torch      %s (from %s)%s\n", probes->version.text, probes->version.source,
 		probes->scopes.verified ? "" : "; scope sites read from the sources, not watched");
 	print_site(out, "enter", &probes->scopes.enter);
-	print_site(out, "key", &probes->scopes.key);
-	print_site(out, "exit", &probes->scopes.exit);
+	if (scopes->exit_at_operators && scopes->method == TORCH_SCOPE_ENTER_THEN_CONSTRUCTOR)
+		fprintf(out, "key        none: the exit operator closes the thread's innermost "
+			     "open scope\n");
+	else
+		print_site(out, "key", &scopes->key);
+	if (!scopes->exit_at_operators)
+		print_site(out, "exit", &scopes->exit);
+	if (scopes->exit_at_operators)
+		print_site(out, "exit", &scopes->exit_operator);
+	if (scopes->exit_at_operators && scopes->exit_handle_operator.symbol)
+		print_site(out, "exit", &scopes->exit_handle_operator);
 	print_site(out, "backward", &probes->backward);
 	if (probes->backward.symbol)
 		fprintf(out, "           %s\n", probes->backward_returns_note);

@@ -75,8 +75,23 @@ struct torch_scope_probes {
 	enum torch_string_abi string_abi;
 	bool verified; /* watched on a live process of this version; false: read from the sources */
 	struct torch_probe_site enter;
-	struct torch_probe_site key; /* where the key is read: the enter site itself in 1.13 */
-	struct torch_probe_site exit;
+	struct torch_probe_site key;  /* where the key is read: the enter site itself in 1.13 */
+	struct torch_probe_site exit; /* RecordFunction::end: every RecordFunction's end */
+	/*
+	 * The exit operators' tail jumps to RecordFunction::end (key in rdi),
+	 * reached only where a record_function scope ends; symbol NULL when
+	 * not found (torch_scope_exit.c). The intrusive_ptr form (what 2.x's
+	 * Python calls) and the tensor-handle form (what 1.13's calls).
+	 */
+	struct torch_probe_site exit_operator;
+	struct torch_probe_site exit_handle_operator;
+	/*
+	 * The scope ends are probed on the exit operators instead of exit. In
+	 * 2.x the enter site then opens the scope with no key (key_register
+	 * NONE) and the constructor is not probed: the exit operator closes
+	 * the thread's innermost open scope.
+	 */
+	bool exit_at_operators;
 	enum torch_register name_register; /* at enter: the const std::string * of the name */
 	enum torch_register args_register; /* at enter: the optional args string */
 	enum torch_register key_register;  /* at the key site: the at::RecordFunction * */

@@ -362,6 +362,31 @@ static int exit_resolve(struct torch_probes *probes, char *error, size_t error_s
 	return err;
 }
 
+/*
+ * Scope ends on the exit operators where this build has the ones Python
+ * calls: 1.13 both forms (its shared enter sees both enter operators, and
+ * keys pair them); 2.x the intrusive_ptr form only, with no key, since its
+ * enter site sees only enter_new. Elsewhere RecordFunction::end, as before.
+ */
+static int exit_operators_choose(struct torch_probes *probes)
+{
+	struct torch_scope_probes *scopes = &probes->scopes;
+	int err = torch_scope_exit_operators_resolve(probes);
+
+	if (err == -ENOMEM)
+		return err;
+	if (scopes->method == TORCH_SCOPE_SHARED_ENTER) {
+		scopes->exit_at_operators =
+			scopes->exit_operator.symbol && scopes->exit_handle_operator.symbol;
+		return 0;
+	}
+	torch_probe_site_free(&scopes->exit_handle_operator);
+	scopes->exit_at_operators = scopes->exit_operator.symbol != NULL;
+	if (scopes->exit_at_operators)
+		scopes->key_register = TORCH_REGISTER_NONE;
+	return 0;
+}
+
 /* The site helpers return a bare -ENOMEM: say it. */
 static int out_of_memory_said(int err, char *error, size_t error_size)
 {
@@ -389,5 +414,7 @@ int torch_scopes_resolve(struct torch_probes *probes, char *error, size_t error_
 	if (!err)
 		err = out_of_memory_said(exit_resolve(probes, error, error_size), error,
 					 error_size);
+	if (!err)
+		err = out_of_memory_said(exit_operators_choose(probes), error, error_size);
 	return err;
 }
