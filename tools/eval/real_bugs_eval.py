@@ -24,6 +24,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -109,6 +110,26 @@ def recorder_warnings(stderr):
     """The recorder's warnings (calls lost, Python unseen): a verdict on a recording that lost
     calls is said with them, never taken as complete."""
     return [line.split("warning: ", 1)[1] for line in stderr.splitlines() if "warning: " in line]
+
+
+def warnings_said(warnings):
+    """A program's recorder warnings in one line: the windows of Python unseen from a fork or
+    exec and the calls lost counted, any other warning as it was said."""
+    unseen = [float(m.group(1)) for m in
+              (re.search(r"ran Python for ([0-9.]+) ms", w) for w in warnings) if m]
+    lost = sum(int(m.group(1)) for m in
+               (re.match(r"([0-9]+) Python calls are not in the trace", w) for w in warnings)
+               if m)
+    said = []
+    if unseen:
+        said.append("{} process(es) ran Python before their probes were on (up to {:.0f} ms, "
+                    "from the fork or exec)".format(len(unseen), max(unseen)))
+    if lost:
+        said.append("{} Python calls lost (their processes ended before the recorder named "
+                    "their code)".format(lost))
+    counted = ("ran Python for", "Python calls are not in", "before the recorder could name")
+    said += [w for w in warnings if not any(phrase in w for phrase in counted)]
+    return "; ".join(said)
 
 
 def takes_world_size(python, script):
@@ -251,11 +272,12 @@ def markdown(bugs, healthy, totals, command, python, elapsed):
                   totals["violations_fixed"], totals["fixed_flagged"],
                   totals["violations_healthy"], totals["healthy_programs"],
                   totals["healthy_flagged"], totals["rules"], elapsed)]
-    warned = [(row.get("bug") or row["script"], warning) for row in bugs + healthy
-              for warning in row.get("recorder_warnings", [])]
+    warned = [(row.get("bug") or "{} (world size {})".format(row["script"], row["world_size"]),
+               warnings_said(row["recorder_warnings"]))
+              for row in bugs + healthy if row.get("recorder_warnings")]
     if warned:
         lines += ["", "The recorder warned (a verdict on these recordings is of what was seen):"]
-        lines += ["- {}: {}".format(name, warning) for name, warning in warned]
+        lines += ["- {}: {}".format(name, said) for name, said in warned]
     else:
         lines += ["", "No recording lost a call or left a process's Python unseen (the "
                   "recorder warned of none)."]
