@@ -5,6 +5,8 @@
 OUTPUT := .output
 # The torch 2.6 test root (tools/stacks/torch-root.sh trixie), as the end-to-end tests find it.
 TORCH2_ROOT ?= $(or $(TCHECK_TORCH2_ROOT),/var/cache/tcheck-bpf/trixie-torch)
+# The torch 2.14 test root (tools/stacks/torch-root.sh sid).
+TORCH214_ROOT ?= $(or $(TCHECK_TORCH214_ROOT),/var/cache/tcheck-bpf/sid-torch)
 CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= cc
@@ -354,13 +356,16 @@ eval-silent: all
 eval-real: all
 	python3 tools/eval/real_bugs_eval.py --markdown $(OUTPUT)/real-bugs.md \
 		--results $(OUTPUT)/real-bugs.json || [ $$? = 1 ]
-	if [ -f $(TORCH2_ROOT)/.tcheck-ready ]; then \
-		python3 tools/eval/real_bugs_eval.py --markdown $(OUTPUT)/real-bugs-2.6.md \
-			--results $(OUTPUT)/real-bugs-2.6.json --python \
-			"$(CURDIR)/tools/stacks/in-root.sh $(TORCH2_ROOT) --share $(CURDIR) --share /tmp -- /usr/bin/python3" \
-			|| [ $$? = 1 ]; \
-		cat $(OUTPUT)/real-bugs-2.6.md >>$(OUTPUT)/real-bugs.md; \
-	fi
+	@# The same on torch 2.6 and 2.14 where their roots are built: a table each.
+	for stack in 2.6:$(TORCH2_ROOT) 2.14:$(TORCH214_ROOT); do \
+		version=$${stack%%:*} root=$${stack#*:}; \
+		[ -f $$root/.tcheck-ready ] || continue; \
+		python3 tools/eval/real_bugs_eval.py --markdown $(OUTPUT)/real-bugs-$$version.md \
+			--results $(OUTPUT)/real-bugs-$$version.json --python \
+			"$(CURDIR)/tools/stacks/in-root.sh $$root --share $(CURDIR) --share /tmp -- /usr/bin/python3" \
+			|| [ $$? = 1 ] || exit 1; \
+		cat $(OUTPUT)/real-bugs-$$version.md >>$(OUTPUT)/real-bugs.md; \
+	done
 	{ echo "## Silent errors from real bug reports"; echo; cat $(OUTPUT)/real-bugs.md; } \
 		>$(OUTPUT)/real-bugs-section.md
 	python3 tools/bench/replace-section.py BENCHMARKS.md real-bugs $(OUTPUT)/real-bugs-section.md

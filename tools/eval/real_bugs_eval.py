@@ -24,6 +24,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -105,6 +106,32 @@ def first_symptom(ranks):
                default=None)
 
 
+def recorder_warnings(stderr):
+    """The recorder's warnings (calls lost, Python unseen): a verdict on a recording that lost
+    calls is said with them, never taken as complete."""
+    return [line.split("warning: ", 1)[1] for line in stderr.splitlines() if "warning: " in line]
+
+
+def warnings_said(warnings):
+    """A program's recorder warnings in one line: the windows of Python unseen from a fork or
+    exec and the calls lost counted, any other warning as it was said."""
+    unseen = [float(m.group(1)) for m in
+              (re.search(r"ran Python for ([0-9.]+) ms", w) for w in warnings) if m]
+    lost = sum(int(m.group(1)) for m in
+               (re.match(r"([0-9]+) Python calls are not in the trace", w) for w in warnings)
+               if m)
+    said = []
+    if unseen:
+        said.append("{} process(es) ran Python before their probes were on (up to {:.0f} ms, "
+                    "from the fork or exec)".format(len(unseen), max(unseen)))
+    if lost:
+        said.append("{} Python calls lost (their processes ended before the recorder named "
+                    "their code)".format(lost))
+    counted = ("ran Python for", "Python calls are not in", "before the recorder could name")
+    said += [w for w in warnings if not any(phrase in w for phrase in counted)]
+    return "; ".join(said)
+
+
 def takes_world_size(python, script):
     result = subprocess.run([*python, script, "--help"], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, check=False)
@@ -115,6 +142,7 @@ class RealSuite(cross.Suite):
     def __init__(self, tcheck, work, python, steps):
         super().__init__(tcheck, work, python)
         self.steps = steps
+        self.warnings = {}  # recording's stem: what the recorder warned of (losses, unseen)
 
     def record_program(self, stem, script, extra=()):
         """Records a program as README.md shows; returns (trace, its log folder, steps seen)."""
@@ -124,11 +152,14 @@ class RealSuite(cross.Suite):
         progress("[{}] recording {} {}".format(self.count, os.path.basename(script),
                                                " ".join(extra)))
         cross.remove_trace(trace)  # record refuses to replace a trace
-        cross.run([self.tcheck, "record", "-o", trace, "--python", "--", *self.python, script,
-                   *extra, "--steps", str(self.steps), "--log-dir", log_dir])
+        result = cross.run([self.tcheck, "record", "-o", trace, "--python", "--", *self.python,
+                            script, *extra, "--steps", str(self.steps), "--log-dir", log_dir])
+        warnings = recorder_warnings(result.stderr)
+        self.warnings[stem] = warnings
         seen = self.steps_seen(trace)
-        progress("[{}] {:.1f} s, Optimizer.step scopes per process: {}".format(
-            self.count, time.monotonic() - started, seen or "none"))
+        progress("[{}] {:.1f} s, Optimizer.step scopes per process: {}{}".format(
+            self.count, time.monotonic() - started, seen or "none",
+            "".join("\n    recorder: " + warning for warning in warnings)))
         return trace, log_dir, seen
 
     def run_bug(self, rules, index, bug):
@@ -171,6 +202,7 @@ class RealSuite(cross.Suite):
             "violations_fixed": len(fixed_violations),
             "fixed_rules": sorted(fixed_rules),
             "optimizer_steps_seen": {"buggy": buggy_seen, "fixed": fixed_seen},
+            "recorder_warnings": self.warnings[stem + "-buggy"] + self.warnings[stem + "-fixed"],
         }
 
     def run_healthy_program(self, rules, script, world_size):
@@ -184,12 +216,24 @@ class RealSuite(cross.Suite):
                 "logged_steps": min(len(steps) for steps in ranks.values()),
                 "violations": len(violations),
                 "rules": sorted({v["invariant"] for v in violations}),
-                "optimizer_steps_seen": seen}
+                "optimizer_steps_seen": seen, "recorder_warnings": self.warnings[stem]}
+
+
+def stack_versions(python):
+    """'torch T, Python P' of the command line that runs the programs, or why not known."""
+    result = subprocess.run([*python, "-c", "import sys, torch; print('torch {}, Python {}'"
+                             ".format(torch.__version__, sys.version.split()[0]))"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            check=False)
+    lines = result.stdout.strip().splitlines()
+    return lines[-1] if result.returncode == 0 and lines else "torch version not known"
 
 
 def markdown(bugs, healthy, totals, command, python, elapsed):
     lines = [
-        "### Real bugs on `{}`".format(" ".join(python)),
+        "### Real bugs on {}".format(stack_versions(python)),
+        "",
+        "Programs run by `{}`.".format(" ".join(python).replace(ROOT, "CHECKOUT")),
         "",
         "Measured with `{}` on {}, {} CPUs, kernel {}.".format(
             command, time.strftime("%Y-%m-%d", time.gmtime()), os.cpu_count(),
@@ -228,6 +272,15 @@ def markdown(bugs, healthy, totals, command, python, elapsed):
                   totals["violations_fixed"], totals["fixed_flagged"],
                   totals["violations_healthy"], totals["healthy_programs"],
                   totals["healthy_flagged"], totals["rules"], elapsed)]
+    warned = [(row.get("bug") or "{} (world size {})".format(row["script"], row["world_size"]),
+               warnings_said(row["recorder_warnings"]))
+              for row in bugs + healthy if row.get("recorder_warnings")]
+    if warned:
+        lines += ["", "The recorder warned (a verdict on these recordings is of what was seen):"]
+        lines += ["- {}: {}".format(name, said) for name, said in warned]
+    else:
+        lines += ["", "No recording lost a call or left a process's Python unseen (the "
+                  "recorder warned of none)."]
     if any(bug.get("first_also_on_fixed") for bug in bugs):
         lines += ["", "† not caught: the first violations are all of rules the fixed twin "
                   "violates too."]
