@@ -90,10 +90,19 @@ expect_error 2 "newer tcheck-bpf" "$TCHECK" dump "$SCRATCH/future.trace" -o "$SC
 "$TCHECK" dump "$SCRATCH/good.trace" -o - | cmp -s - <("$TCHECK" dump "$SCRATCH/good.trace") ||
 	fail "dump -o - must write standard output"
 [ ! -e "$SCRATCH/-" ] || fail "dump -o - wrote a file named -"
-# record -o onto a trace that exists refuses without --force and keeps it.
+# record and attach -o onto a trace that exists refuse without --force with
+# the table's usage status (2), before the command is started, and keep it;
+# so does --max-size beside a piece of an earlier recording.
 cp "$SCRATCH/good.trace" "$SCRATCH/keep.trace"
-expect_error 1 "exists (give --force" "$TCHECK" record -o "$SCRATCH/keep.trace" -- true
+expect_error 2 "exists (give --force" "$TCHECK" record -o "$SCRATCH/keep.trace" -- \
+	touch "$SCRATCH/started"
+[ ! -e "$SCRATCH/started" ] || fail "record -o EXISTING started the command"
+expect_error 2 "exists (give --force" "$TCHECK" attach -o "$SCRATCH/keep.trace" --pid $$ -d 1
 cmp -s "$SCRATCH/good.trace" "$SCRATCH/keep.trace" || fail "record -o EXISTING changed the trace"
+cp "$SCRATCH/good.trace" "$SCRATCH/rotated.trace.1"
+expect_error 2 "piece of an earlier recording" "$TCHECK" record -o "$SCRATCH/rotated.trace" \
+	--max-size 1M -- true
+[ ! -e "$SCRATCH/rotated.trace" ] || fail "record --max-size beside an earlier piece wrote a trace"
 "$TCHECK" --quiet record --force -o "$SCRATCH/keep.trace" -- true ||
 	fail "record --force -o EXISTING failed"
 ! cmp -s "$SCRATCH/good.trace" "$SCRATCH/keep.trace" || fail "record --force did not replace"

@@ -4,8 +4,9 @@
 # advances as each optimizer.step() ends), the operators asked for with
 # --torch-op as moments on their thread carrying their arguments (shape,
 # alpha) and step, each module call carrying its module's class as the
-# script's hooks saw it, and the process named in the trace by the command that
-# was traced, not by tcheck-bpf's own command line, from its first record on.
+# script's hooks saw it, and the process named in the trace and on its track
+# by the command that was traced, not by tcheck-bpf's own command line, from
+# its first record on.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 script="$ROOT/tests/workloads/python/train_cpu.py"
@@ -37,6 +38,12 @@ for before, after in zip(steps, steps[1:]):
     assert abs(before["ts"] + before["dur"] - after["ts"]) < 0.002, (before, after)
 track = {(e["pid"], e["tid"]) for e in steps}
 assert len(track) == 1, track
+# That process's track is named by the command it ran: the traced command
+# (on a chrooted stack, the Python that in-root.sh starts after its "--").
+python_command = command.split(" -- ", 1)[-1]
+process_names = [e["args"]["name"] for e in events if e["ph"] == "M"
+                 and e["name"] == "process_name" and e["pid"] == next(iter(track))[0]]
+assert process_names and process_names[-1].endswith(f": {python_command}"), (process_names, command)
 assert any(e["ph"] == "M" and e["name"] == "thread_name" and (e["pid"], e["tid"]) in track
            and e["args"]["name"] == "steps" for e in events)
 

@@ -7,6 +7,7 @@
  * it returned; the probe hits by kind and the highest step reached; the
  * per-communicator series bounded per process.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,6 +299,72 @@ UNIT_TEST(agent_metrics, communicators_with_series_are_bounded_per_process)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_nccl_calls_total{pid=\"999996\",rank=\"0\","
 					    "pod=\"\",namespace=\"\",container=\"\","
 					    "function=\"ncclAllReduce\"} 40\n"));
+	free(text);
+	agent_metrics_free(metrics);
+	metrics_registry_free(registry);
+}
+
+/* Calls of 'pid' counted under rank 'rank' in the exposition 'text'. */
+static bool counted_under_rank(const char *text, uint32_t pid, const char *rank)
+{
+	char series[160];
+
+	snprintf(series, sizeof(series),
+		 "tcheck_nccl_calls_total{pid=\"%u\",rank=\"%s\",pod=\"\",namespace=\"\","
+		 "container=\"\",function=\"ncclAllReduce\"}",
+		 pid, rank);
+	return strstr(text, series) != NULL;
+}
+
+/*
+ * A torch.multiprocessing.spawn worker found mid-run has no RANK in its
+ * environment: it is labelled with its rank on its widest communicator read
+ * from its memory (a sub-group's rank gives way to the world's); a process
+ * whose environment has RANK keeps it; one with neither stays "unknown".
+ */
+UNIT_TEST(agent_metrics, a_worker_without_rank_takes_its_widest_communicators)
+{
+	struct metrics_registry *registry = metrics_registry_new();
+	struct trace_record pair = { .kind = TRACE_RECORD_COMMUNICATOR };
+	struct trace_record world = { .kind = TRACE_RECORD_COMMUNICATOR };
+	struct agent_metrics *metrics;
+	struct trace_record call;
+	char *text;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
+	metrics = agent_metrics_new(registry, "/nonexistent", 300);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(metrics);
+	rank_process(metrics, 999991, -1);
+	pair.communicator = (struct trace_communicator){ .pid = 999991,
+							 .origin = TRACE_COMM_RECOVERED,
+							 .handle = 0x10,
+							 .rank = 1,
+							 .nranks = 2 };
+	world.communicator = (struct trace_communicator){ .pid = 999991,
+							  .origin = TRACE_COMM_RECOVERED,
+							  .handle = 0x20,
+							  .rank = 3,
+							  .nranks = 4 };
+	agent_metrics_observe(metrics, &world);
+	agent_metrics_observe(metrics, &pair);
+	call = all_reduce_record(999991, 1, 2, 0x10, 7, 64);
+	agent_metrics_observe(metrics, &call);
+
+	rank_process(metrics, 999992, 5);
+	world.communicator.pid = 999992;
+	agent_metrics_observe(metrics, &world);
+	call = all_reduce_record(999992, 3, 4, 0x20, 7, 64);
+	agent_metrics_observe(metrics, &call);
+
+	rank_process(metrics, 999993, -1);
+	call = all_reduce_record(999993, -1, -1, 0x30, 7, 64);
+	agent_metrics_observe(metrics, &call);
+
+	text = metrics_render(registry, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT(counted_under_rank(text, 999991, "3"));
+	CU_ASSERT(counted_under_rank(text, 999992, "5"));
+	CU_ASSERT(counted_under_rank(text, 999993, "unknown"));
 	free(text);
 	agent_metrics_free(metrics);
 	metrics_registry_free(registry);

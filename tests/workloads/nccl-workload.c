@@ -157,8 +157,8 @@ static int run_worker(const struct options *options)
 	struct worker worker = { .options = options };
 	char path[PATH_MAX];
 
-	worker.rank = env_int("RANK");
-	worker.world_size = env_int("WORLD_SIZE");
+	worker.rank = env_int(options->spawned ? "SPAWNED_RANK" : "RANK");
+	worker.world_size = env_int(options->spawned ? "SPAWNED_WORLD_SIZE" : "WORLD_SIZE");
 	worker.log.step = -1;
 	if (worker.rank < 0 || worker.world_size != options->ranks || worker.rank >= options->ranks)
 		die(&worker, 2, "RANK and WORLD_SIZE must be set by the launcher");
@@ -207,6 +207,7 @@ static int launch(const struct options *options, int argc, char **argv)
 		.grace_seconds = FAILURE_GRACE_SECONDS,
 		.master_env = true,
 		.escalate = true,
+		.spawned = options->spawned,
 	};
 	int status;
 

@@ -114,6 +114,12 @@ struct rank_launcher {
 	bool master_env;
 	/* Once the grace is over, SIGTERM the ranks left, and SIGKILL them a grace later. */
 	bool escalate;
+	/*
+	 * Give each rank its rank as torch.multiprocessing.spawn does, in no
+	 * variable a tool reads (SPAWNED_RANK and SPAWNED_WORLD_SIZE), not in
+	 * RANK, LOCAL_RANK and WORLD_SIZE.
+	 */
+	bool spawned;
 };
 
 static inline void set_env_int(const char *name, int value)
@@ -133,10 +139,15 @@ static inline pid_t start_rank(const struct rank_launcher *launcher, int rank,
 
 	if (pid != 0)
 		return pid;
-	set_env_int("RANK", rank);
-	set_env_int("LOCAL_RANK", rank);
-	set_env_int("WORLD_SIZE", launcher->ranks);
-	set_env_int("LOCAL_WORLD_SIZE", launcher->ranks);
+	if (launcher->spawned) {
+		set_env_int("SPAWNED_RANK", rank);
+		set_env_int("SPAWNED_WORLD_SIZE", launcher->ranks);
+	} else {
+		set_env_int("RANK", rank);
+		set_env_int("LOCAL_RANK", rank);
+		set_env_int("WORLD_SIZE", launcher->ranks);
+		set_env_int("LOCAL_WORLD_SIZE", launcher->ranks);
+	}
 	if (launcher->master_env) {
 		setenv("MASTER_ADDR", "127.0.0.1", 1);
 		setenv("MASTER_PORT", "29500", 1);

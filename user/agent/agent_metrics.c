@@ -3,6 +3,7 @@
 #include "agent/agent_metrics.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +25,14 @@ enum process_label { LABEL_PID, LABEL_RANK, LABEL_POD, LABEL_NAMESPACE, LABEL_CO
 struct process_labels {
 	char pid[16];
 	char rank[16];
+	/* Size of the communicator that gave rank: 0 none, INT32_MAX RANK (environment). */
+	int32_t rank_width;
 	struct pod_identity pod;
-	uint64_t ended_ns;    /* 0 while it runs */
-	int32_t step;	      /* the highest training step its records carried, -1 none */
-	struct u64_map comms; /* communicators with series of their own (value: the labels) */
-	bool comms_full_said; /* the log named the communicators left without series */
+	uint64_t ended_ns;	/* 0 while it runs */
+	int32_t step;		/* the highest training step its records carried, -1 none */
+	struct u64_map comms;	/* communicators with series of their own (value: the labels) */
+	bool comms_full_said;	/* the log named the communicators left without series */
+	bool rank_unknown_said; /* the log said why its calls are labelled rank="unknown" */
 };
 
 struct agent_metrics {
@@ -345,6 +349,19 @@ static void fill_values(const struct process_labels *labels, const char *values[
 	values[LABEL_CONTAINER] = labels->pod.container;
 }
 
+/*
+ * A process with no RANK in its environment (a torch.multiprocessing.spawn
+ * worker) takes its rank on its widest communicator, as job_snapshot does;
+ * those read on arrival come before its calls, so its series carry it.
+ */
+static void learn_rank(struct process_labels *labels, int32_t rank, int32_t nranks)
+{
+	if (rank < 0 || nranks <= labels->rank_width)
+		return;
+	snprintf(labels->rank, sizeof(labels->rank), "%d", rank);
+	labels->rank_width = nranks;
+}
+
 static void observe_process(struct agent_metrics *metrics, const struct trace_process *process)
 {
 	bool known = u64_map_get(&metrics->processes, process->pid) != NULL;
@@ -352,8 +369,10 @@ static void observe_process(struct agent_metrics *metrics, const struct trace_pr
 
 	if (!labels)
 		return;
-	if (process->rank >= 0)
+	if (process->rank >= 0) {
 		snprintf(labels->rank, sizeof(labels->rank), "%d", process->rank);
+		labels->rank_width = INT32_MAX;
+	}
 	if (!known && !process->end_ns)
 		metrics->attached++;
 	if (process->end_ns && !labels->ended_ns) {
@@ -400,6 +419,16 @@ static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_
 
 	if (!labels || call->depth > 0)
 		return; /* NCCL's calls to itself are not the application's */
+	learn_rank(labels, call->rank, call->nranks);
+	/* Said at a collective or send: by then a communicator has been made or read. */
+	if (!labels->rank_width && !labels->rank_unknown_said && function &&
+	    nccl_function_is_communication(function)) {
+		labels->rank_unknown_said = true;
+		log_warning("process %s: rank unknown: RANK is not in its environment (a "
+			    "torch.multiprocessing.spawn worker, or a script that sets it later) "
+			    "and none of its communicators read so far gave its rank",
+			    labels->pid);
+	}
 	fill_values(labels, values);
 	values[PROCESS_LABELS] = call->function;
 	metrics_add(metrics->calls, values, 1);
@@ -627,6 +656,13 @@ void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_rec
 		observe_probe_hit(metrics, record->call.pid, record->call.step, "nccl_call");
 		observe_call(metrics, &record->call);
 		break;
+	case TRACE_RECORD_COMMUNICATOR: {
+		struct process_labels *labels = labels_of(metrics, record->communicator.pid);
+
+		if (labels)
+			learn_rank(labels, record->communicator.rank, record->communicator.nranks);
+		break;
+	}
 	case TRACE_RECORD_NETWORK:
 		observe_network(metrics, &record->network);
 		break;

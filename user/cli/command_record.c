@@ -84,6 +84,7 @@ static const char record_help[] =
 	"\n"
 	"With a command, tcheck-bpf exits with the command's own exit status; 127\n"
 	"when the command is not found, 126 when it cannot be run (no trace is left).\n"
+	"2: a wrong command line or a refused -o (the command is not started).\n"
 	"\n"
 	"Examples:\n"
 	"  sudo tcheck-bpf record -o job.trace -- torchrun --nproc-per-node 8 train.py\n"
@@ -595,6 +596,11 @@ static int run(int argc, char **argv, int attach)
 		status = targets_check(argc, argv, attach, options);
 	if (status < 0)
 		status = rotation_check(options, &arguments.trace_file);
+	arguments.trace_file.path = options->output_path;
+	arguments.trace_file.replace_existing = options->replace_output;
+	/* A refused -o is a usage error (2), found before anything starts. */
+	if (status < 0 && options->output_path && trace_file_consumer_check(&arguments.trace_file))
+		status = 2;
 	events_path = arguments.diagnosis.events_path;
 	/* Grown in place when new: findings can be followed as they come. */
 	if (status < 0 && events_path &&
@@ -607,8 +613,6 @@ static int run(int argc, char **argv, int attach)
 		status = live_rules_begin(arguments.rules_path, events.stream, options, &consumers,
 					  &selection, &live_rules);
 	if (status < 0) {
-		arguments.trace_file.path = options->output_path;
-		arguments.trace_file.replace_existing = options->replace_output;
 		arguments.trace_file.argc = options->argc;
 		arguments.trace_file.argv = options->argv;
 		status = run_with_diagnosis(options, &arguments.diagnosis, events.stream,

@@ -5,14 +5,17 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error_message.h"
 #include "base/growable_array.h"
+#include "base/string_interner.h"
+#include "base/u64_map.h"
 #include "model/nccl_api.h"
 
-#define FIRST_MAP_SLOTS 64
 /* Track numbers for processes whose preferred one is taken: clear of ranks and pids. */
 #define SPILL_TRACK_BASE 0x40000000LL
 /* The track of the recorder's own counters. */
@@ -21,32 +24,24 @@
 #define MAX_LIBRARIES_LISTED 1024
 /* The thread number of each process's step track, clear of real thread ids. */
 #define STEP_TRACK_TID 0x7ffffffeLL
-
-/* A small hash map from 64-bit keys to 64-bit values, grown at half full. */
-struct id_entry {
-	uint64_t key;
-	int64_t value;
-	int used;
-};
-
-struct id_map {
-	struct id_entry *entries;
-	size_t slots;
-	size_t count;
-};
+/* The most of a command line a process's track name shows (its end cut to "..."). */
+#define TRACK_COMMAND_BYTES 200
 
 struct perfetto_export {
 	FILE *out;
 	unsigned flags;
 	int wrote_event;
-	struct id_map ranks;	   /* OS pid -> rank, from process records */
-	struct id_map tracks;	   /* OS pid -> track number */
-	struct id_map used_tracks; /* track number -> OS pid */
-	struct id_map threads;	   /* pid << 32 | tid -> named */
-	struct id_map processes;   /* OS pid -> 1, every process a record names */
+	struct u64_map ranks;	    /* OS pid -> rank, from process records */
+	struct u64_map tracks;	    /* OS pid -> track number */
+	struct u64_map used_tracks; /* track number -> OS pid */
+	struct u64_map threads;	    /* pid << 32 | tid -> named */
+	struct u64_map processes;   /* OS pid -> 1, every process a record names */
+	struct u64_map commands;    /* OS pid -> its command line, kept in command_texts */
+	struct string_interner command_texts;
+	bool commands_read_ahead; /* commands hold each process's last one from the start */
 	int recorder_named;
 	json_t *libraries;
-	struct id_map step_slots; /* OS pid -> index in steps + 1 */
+	struct u64_map step_slots; /* OS pid -> index in steps + 1 */
 	struct process_steps *steps;
 	size_t step_count, step_capacity;
 };
@@ -59,53 +54,20 @@ struct process_steps {
 	uint64_t last_ns;  /* the end of its latest event */
 };
 
-static size_t slot_of(uint64_t key, size_t slots)
+/* A number kept in a u64_map as number + 1: the map's values are never NULL. */
+static int number_put(struct u64_map *map, uint64_t key, int64_t number)
 {
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdULL;
-	key ^= key >> 33;
-	return (size_t)key & (slots - 1);
+	return u64_map_put(map, key, (void *)(uintptr_t)(number + 1));
 }
 
-static struct id_entry *id_map_slot(const struct id_map *map, uint64_t key)
+/* Whether key is in the map; its number in *number when asked. */
+static bool number_find(const struct u64_map *map, uint64_t key, int64_t *number)
 {
-	for (size_t i = slot_of(key, map->slots);; i = (i + 1) & (map->slots - 1))
-		if (!map->entries[i].used || map->entries[i].key == key)
-			return &map->entries[i];
-}
+	void *found = u64_map_get(map, key);
 
-static const struct id_entry *id_map_find(const struct id_map *map, uint64_t key)
-{
-	const struct id_entry *entry;
-
-	if (!map->slots)
-		return NULL;
-	entry = id_map_slot(map, key);
-	return entry->used ? entry : NULL;
-}
-
-static int id_map_put(struct id_map *map, uint64_t key, int64_t value)
-{
-	struct id_entry *entry;
-
-	if ((map->count + 1) * 2 > map->slots) {
-		struct id_map grown = { .slots = map->slots ? map->slots * 2 : FIRST_MAP_SLOTS };
-
-		grown.entries = calloc(grown.slots, sizeof(*grown.entries));
-		if (!grown.entries)
-			return -ENOMEM;
-		for (size_t i = 0; i < map->slots; i++)
-			if (map->entries[i].used)
-				*id_map_slot(&grown, map->entries[i].key) = map->entries[i];
-		grown.count = map->count;
-		free(map->entries);
-		*map = grown;
-	}
-	entry = id_map_slot(map, key);
-	if (!entry->used)
-		map->count++;
-	*entry = (struct id_entry){ .key = key, .value = value, .used = 1 };
-	return 0;
+	if (found && number)
+		*number = (int64_t)(uintptr_t)found - 1;
+	return found != NULL;
 }
 
 /* Digits a timestamp needs to keep nanoseconds when written in microseconds. */
@@ -145,21 +107,56 @@ static int emit_metadata(struct perfetto_export *export, const char *name, int64
 	return emit(export, event, 0);
 }
 
+/*
+ * A process's track is named by its rank, pid and the command it runs (the
+ * traced program's own command line, as ps shows it), cut to fit.
+ */
 static int emit_process_names(struct perfetto_export *export, int64_t track, uint32_t pid,
 			      int64_t rank)
 {
-	char name[64];
-	int err;
+	const char *command = u64_map_get(&export->commands, pid);
+	char name[TRACK_COMMAND_BYTES + 64];
+	int used, err;
 
 	if (rank >= 0)
-		snprintf(name, sizeof(name), "rank %" PRId64 " (pid %" PRIu32 ")", rank, pid);
+		used = snprintf(name, sizeof(name), "rank %" PRId64 " (pid %" PRIu32 ")", rank,
+				pid);
 	else
-		snprintf(name, sizeof(name), "pid %" PRIu32, pid);
-	err = emit_metadata(export, "process_name", track, 0, json_pack("{s:s}", "name", name));
+		used = snprintf(name, sizeof(name), "pid %" PRIu32, pid);
+	if (command && *command)
+		snprintf(name + used, sizeof(name) - (size_t)used, ": %.*s%s", TRACK_COMMAND_BYTES,
+			 command, strlen(command) > TRACK_COMMAND_BYTES ? "..." : "");
+	/* A command line is bytes, cut anywhere: made valid UTF-8. */
+	err = emit_metadata(export, "process_name", track, 0,
+			    json_pack("{s:o}", "name", export_json_text(name)));
 	if (err || rank < 0)
 		return err;
 	return emit_metadata(export, "process_sort_index", track, 0,
 			     json_pack("{s:I}", "sort_index", (json_int_t)rank));
+}
+
+/*
+ * Keeps a process's command line; a command that changes (an exec) renames
+ * its track when it has one. Returns 0 or -ENOMEM.
+ */
+static int keep_command(struct perfetto_export *export, const struct trace_process *process)
+{
+	const char *kept;
+	int64_t track, rank = -1;
+
+	if (!process->command || !*process->command)
+		return 0;
+	kept = string_interner_intern(&export->command_texts, process->command);
+	if (!kept)
+		return -ENOMEM;
+	if (u64_map_get(&export->commands, process->pid) == kept)
+		return 0;
+	if (u64_map_put(&export->commands, process->pid, (void *)kept))
+		return -ENOMEM;
+	if (!number_find(&export->tracks, process->pid, &track))
+		return 0;
+	number_find(&export->ranks, process->pid, &rank);
+	return emit_process_names(export, track, process->pid, rank);
 }
 
 /*
@@ -169,28 +166,23 @@ static int emit_process_names(struct perfetto_export *export, int64_t track, uin
  */
 static int track_of(struct perfetto_export *export, uint32_t pid, int64_t *track)
 {
-	const struct id_entry *known = id_map_find(&export->tracks, pid);
 	int64_t rank = -1, candidate;
 	int err;
 
-	if (known) {
-		*track = known->value;
+	if (number_find(&export->tracks, pid, track))
 		return 0;
-	}
-	known = id_map_find(&export->ranks, pid);
-	if (known)
-		rank = known->value;
+	number_find(&export->ranks, pid, &rank);
 	candidate = rank >= 0 ? rank : (int64_t)pid;
-	if (rank >= 0 && id_map_find(&export->used_tracks, (uint64_t)candidate))
+	if (rank >= 0 && number_find(&export->used_tracks, (uint64_t)candidate, NULL))
 		candidate = pid;
-	if (id_map_find(&export->used_tracks, (uint64_t)candidate))
+	if (number_find(&export->used_tracks, (uint64_t)candidate, NULL))
 		candidate = SPILL_TRACK_BASE + pid;
-	while (id_map_find(&export->used_tracks, (uint64_t)candidate))
+	while (number_find(&export->used_tracks, (uint64_t)candidate, NULL))
 		candidate++;
 
-	err = id_map_put(&export->tracks, pid, candidate);
+	err = number_put(&export->tracks, pid, candidate);
 	if (!err)
-		err = id_map_put(&export->used_tracks, (uint64_t)candidate, pid);
+		err = number_put(&export->used_tracks, (uint64_t)candidate, pid);
 	if (!err)
 		err = emit_process_names(export, candidate, pid, rank);
 	*track = candidate;
@@ -203,9 +195,9 @@ static int name_thread(struct perfetto_export *export, int64_t track, uint32_t p
 	char name[48];
 	int err;
 
-	if (id_map_find(&export->threads, key))
+	if (number_find(&export->threads, key, NULL))
 		return 0;
-	err = id_map_put(&export->threads, key, 1);
+	err = number_put(&export->threads, key, 1);
 	if (err)
 		return err;
 	if (tid == pid)
@@ -290,8 +282,8 @@ static int emit_step(struct perfetto_export *export, const struct process_steps 
 	int err = track_of(export, steps->pid, &track);
 	uint64_t key = (uint64_t)steps->pid << 32 | (uint32_t)STEP_TRACK_TID;
 
-	if (!err && !id_map_find(&export->threads, key)) {
-		err = id_map_put(&export->threads, key, 1);
+	if (!err && !number_find(&export->threads, key, NULL)) {
+		err = number_put(&export->threads, key, 1);
 		if (!err)
 			err = emit_metadata(export, "thread_name", track, STEP_TRACK_TID,
 					    json_pack("{s:s}", "name", "steps"));
@@ -317,15 +309,14 @@ static int emit_step(struct perfetto_export *export, const struct process_steps 
  */
 static int follow_step(struct perfetto_export *export, const struct trace_python_call *call)
 {
-	const struct id_entry *slot;
 	struct process_steps *steps;
+	int64_t slot;
 	uint64_t end_ns = call->entry_ns + call->duration_ns;
 	int err;
 
 	if (call->step < 0 || export->flags & EXPORT_CALLS_ONLY)
 		return 0;
-	slot = id_map_find(&export->step_slots, call->pid);
-	if (!slot) {
+	if (!number_find(&export->step_slots, call->pid, &slot)) {
 		if (growable_array_room_for_one((void **)&export->steps, export->step_count,
 						&export->step_capacity, sizeof(*export->steps)))
 			return -ENOMEM;
@@ -334,10 +325,10 @@ static int follow_step(struct perfetto_export *export, const struct trace_python
 						.step = call->step,
 						.start_ns = call->entry_ns,
 						.last_ns = end_ns };
-		return id_map_put(&export->step_slots, call->pid, (int64_t)++ export->step_count);
+		return number_put(&export->step_slots, call->pid, (int64_t)++ export->step_count);
 	}
 	/* A slot is only ever made with its entry: steps is not NULL here. */
-	steps = export->steps ? &export->steps[slot->value - 1] : NULL;
+	steps = export->steps ? &export->steps[slot - 1] : NULL;
 	if (!steps)
 		return -EINVAL;
 	if (call->step > steps->step) {
@@ -470,9 +461,9 @@ static int emit_communicator(struct perfetto_export *export, const struct trace_
  */
 static bool does_job_work(const struct perfetto_export *export, const struct trace_process *process)
 {
-	return id_map_find(&export->ranks, process->pid) ||
-	       id_map_find(&export->tracks, process->pid) ||
-	       !id_map_find(&export->processes, process->parent_pid);
+	return number_find(&export->ranks, process->pid, NULL) ||
+	       number_find(&export->tracks, process->pid, NULL) ||
+	       !number_find(&export->processes, process->parent_pid, NULL);
 }
 
 static int emit_process(struct perfetto_export *export, const struct trace_record *record)
@@ -482,16 +473,21 @@ static int emit_process(struct perfetto_export *export, const struct trace_recor
 	bool crashed;
 	int err;
 
-	if (process->rank >= 0 && !id_map_find(&export->ranks, process->pid)) {
-		err = id_map_put(&export->ranks, process->pid, process->rank);
+	if (process->rank >= 0 && !number_find(&export->ranks, process->pid, NULL)) {
+		err = number_put(&export->ranks, process->pid, process->rank);
 		if (err)
 			return err;
 	}
 	/* Judged before it is known: the command the tracer started has no traced parent. */
 	crashed = process->end_ns &&
 		  trace_exit_crashed(process->exit_code, does_job_work(export, process));
-	if (!id_map_find(&export->processes, process->pid)) {
-		err = id_map_put(&export->processes, process->pid, 1);
+	if (!number_find(&export->processes, process->pid, NULL)) {
+		err = number_put(&export->processes, process->pid, 1);
+		if (err)
+			return err;
+	}
+	if (!export->commands_read_ahead) {
+		err = keep_command(export, process);
 		if (err)
 			return err;
 	}
@@ -572,8 +568,12 @@ static int export_record(struct perfetto_export *export, const struct trace_reco
 	return 0;
 }
 
-/* Learns every process's rank before any track is numbered; 0 when done or not possible. */
-static int collect_ranks(struct perfetto_export *export, struct trace_reader *reader)
+/*
+ * Learns every process's rank and last command line before any track is
+ * named; 0 when done or not possible (a pipe: then tracks are renamed as
+ * commands come).
+ */
+static int collect_processes(struct perfetto_export *export, struct trace_reader *reader)
 {
 	struct trace_record record;
 	int status = trace_reader_rewind(reader);
@@ -583,14 +583,19 @@ static int collect_ranks(struct perfetto_export *export, struct trace_reader *re
 	if (status)
 		return status;
 	while ((status = trace_reader_next(reader, &record)) > 0) {
-		if (record.kind != TRACE_RECORD_PROCESS || record.process.rank < 0 ||
-		    id_map_find(&export->ranks, record.process.pid))
+		if (record.kind != TRACE_RECORD_PROCESS)
 			continue;
-		if (id_map_put(&export->ranks, record.process.pid, record.process.rank))
+		if (keep_command(export, &record.process))
+			return -ENOMEM;
+		if (record.process.rank < 0 ||
+		    number_find(&export->ranks, record.process.pid, NULL))
+			continue;
+		if (number_put(&export->ranks, record.process.pid, record.process.rank))
 			return -ENOMEM;
 	}
 	if (status < 0)
 		return status;
+	export->commands_read_ahead = true;
 	return trace_reader_rewind(reader);
 }
 
@@ -652,7 +657,7 @@ int export_perfetto(struct trace_reader *reader, FILE *out, unsigned flags, char
 	int reader_failed = 0, err;
 
 	export.libraries = json_array();
-	err = export.libraries ? collect_ranks(&export, reader) : -ENOMEM;
+	err = export.libraries ? collect_processes(&export, reader) : -ENOMEM;
 	if (err && err != -ENOMEM)
 		reader_failed = 1;
 	if (!err)
@@ -670,12 +675,14 @@ int export_perfetto(struct trace_reader *reader, FILE *out, unsigned flags, char
 			"output file",
 			strerror(-err));
 	json_decref(export.libraries);
-	free(export.ranks.entries);
-	free(export.tracks.entries);
-	free(export.used_tracks.entries);
-	free(export.threads.entries);
-	free(export.processes.entries);
-	free(export.step_slots.entries);
+	u64_map_free(&export.ranks);
+	u64_map_free(&export.tracks);
+	u64_map_free(&export.used_tracks);
+	u64_map_free(&export.threads);
+	u64_map_free(&export.processes);
+	u64_map_free(&export.commands);
+	string_interner_destroy(&export.command_texts);
+	u64_map_free(&export.step_slots);
 	free(export.steps);
 	return err;
 }

@@ -80,6 +80,19 @@ static int check_piece_path(const struct trace_file_consumer *file)
 	return 0;
 }
 
+int trace_file_consumer_check(const struct trace_file_consumer *file)
+{
+	struct stat status;
+
+	if (!file->replace_existing && !output_file_is_standard(file->path) &&
+	    stat(file->path, &status) == 0 && S_ISREG(status.st_mode)) {
+		log_error("cannot write %s: the file exists (give --force to replace it)",
+			  file->path);
+		return -1;
+	}
+	return file->max_size ? check_piece_path(file) : 0;
+}
+
 static int start(void *context)
 {
 	struct trace_file_consumer *file = context;

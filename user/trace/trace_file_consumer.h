@@ -55,6 +55,15 @@ struct trace_file_consumer {
 	struct string_interner context_strings; /* the context records' strings */
 };
 
+/*
+ * Whether the recording may write 'file' (its path, --force and limits set):
+ * a file there is refused without --force, and with --max-size so is a
+ * piece of an earlier recording. 0, or -1 after saying why. Asked before the
+ * recording starts, so a refusal is a usage error (exit status 2); the
+ * file is opened with the same refusal when the probes load.
+ */
+int trace_file_consumer_check(const struct trace_file_consumer *file);
+
 /* The consumer that writes 'file' (its path, limits and command line set by the caller). */
 struct record_consumer trace_file_consumer(struct trace_file_consumer *file);
 

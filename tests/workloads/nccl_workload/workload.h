@@ -90,6 +90,7 @@ struct options {
 	double slow_factor;
 	struct delay delay;
 	struct checkpoint_pause checkpoint;
+	bool spawned; /* --spawn: no RANK in the ranks' environment */
 	bool worker;
 };
 

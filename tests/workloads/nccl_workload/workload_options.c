@@ -31,7 +31,7 @@ static void usage(FILE *out)
 		"R:K]\n"
 		"                     [--mismatch-datatype R:K] [--skip-replicated R:K]\n"
 		"                     [--wrong-comm K] [--extra-call R:K] [--bucket-elements N]\n"
-		"                     [--wait-file PATH] [--stop-file PATH]\n"
+		"                     [--wait-file PATH] [--stop-file PATH] [--spawn]\n"
 		"Runs N rank processes of a training-like job over libnccl.so.2 and writes\n"
 		"DIR/rank-R.jsonl (every NCCL call made, as JSON lines) and DIR/rank-R.progress\n"
 		"(the last finished step). Defaults: N=4 S=10 U=200 M=0; T=2 and P=2 where N "
@@ -71,6 +71,8 @@ static void usage(FILE *out)
 		"                         step K (read before every step: all ranks stop after\n"
 		"                         the same step when K lies ahead of each; write it\n"
 		"                         atomically)\n"
+		"  --spawn                ranks get no RANK, LOCAL_RANK nor WORLD_SIZE in their\n"
+		"                         environment, as torch.multiprocessing.spawn's workers\n"
 		"Example: nccl-workload --ranks 8 --steps 20 --log-dir /tmp/job\n");
 }
 
@@ -170,6 +172,7 @@ int parse_options(int argc, char **argv, struct options *options)
 		  BUCKET0_MAX },
 		{ "wait-file", PROGRAM_OPTION_TEXT, &options->wait_file },
 		{ "stop-file", PROGRAM_OPTION_TEXT, &options->stop_file },
+		{ "spawn", PROGRAM_OPTION_FLAG, &options->spawned },
 		{ "worker", PROGRAM_OPTION_FLAG, &options->worker },
 	};
 

@@ -1,0 +1,44 @@
+#!/bin/bash
+# The agent started after a job is running whose ranks have no RANK in their
+# environment (started as torch.multiprocessing.spawn starts its workers:
+# nccl-workload --spawn): each rank's series are labelled with the rank its
+# own log gives for its pid, read from its communicators on arrival, not
+# rank="unknown".
+source "$(dirname "$0")/lib.sh"
+command -v curl >/dev/null || skip "curl is not installed"
+port=$(free_port 19700 19800)
+mkdir -p "$SCRATCH/job"
+LD_LIBRARY_PATH="$TEST_BIN/lib" setsid "$WORKLOAD" --spawn --ranks 4 --steps 400 \
+	--step-sleep-ms 50 --log-dir "$SCRATCH/job" >"$SCRATCH/job.out" 2>&1 &
+BACKGROUND_PIDS+=($!)
+deadline=$((SECONDS + 30))
+until [ "$(cat "$SCRATCH/job/rank-3.progress" 2>/dev/null || echo -1)" -ge 3 ]; do
+	[ $SECONDS -lt $deadline ] || fail "the workload did not reach step 3: $(tail -3 "$SCRATCH/job.out")"
+	sleep 0.1
+done
+declare -A rank_of
+for rank in 0 1 2 3; do
+	pid=$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["pid"])' \
+		"$SCRATCH/job/rank-$rank.jsonl")
+	! tr '\0' '\n' <"/proc/$pid/environ" | grep -q '^RANK=' || fail "rank $rank has RANK set"
+	rank_of[$pid]=$rank
+done
+"$TCHECK" agent --listen "127.0.0.1:$port" --select "$SCRATCH/job" --duration 60 \
+	>"$SCRATCH/agent.log" 2>&1 &
+BACKGROUND_PIDS+=($!)
+labelled=""
+for _ in $(seq 60); do
+	sleep 0.5
+	curl -sf "http://127.0.0.1:$port/metrics" >"$SCRATCH/metrics.prom" || continue
+	labelled=1
+	for pid in "${!rank_of[@]}"; do
+		grep -q "^tcheck_nccl_calls_total{pid=\"$pid\",rank=\"${rank_of[$pid]}\"," \
+			"$SCRATCH/metrics.prom" || labelled=""
+	done
+	[ -n "$labelled" ] && break
+done
+[ -n "$labelled" ] || fail "the ranks are not labelled as their logs say (${!rank_of[*]} -> ${rank_of[*]}): $(grep '^tcheck_nccl_calls_total' "$SCRATCH/metrics.prom" | head -8)"
+! grep -q '^tcheck_nccl_calls_total{pid="[0-9]*",rank="unknown"' "$SCRATCH/metrics.prom" ||
+	fail "a rank is also counted as unknown: $(grep 'rank="unknown"' "$SCRATCH/metrics.prom" | head -3)"
+! grep -q "rank unknown" "$SCRATCH/agent.log" || fail "the agent said a rank is unknown: $(grep 'rank unknown' "$SCRATCH/agent.log")"
+echo "PASS: 4 ranks without RANK labelled by their communicators' ranks"
