@@ -135,10 +135,11 @@ static __always_inline bool capture_argument(const struct tcheck_python_process 
 			bpf_probe_read_user(arg->bytes, 4, (void *)(object + data));
 		return true;
 	}
-	/* self: its type names the module a Module._call_impl call runs. */
+	/* self: its type names the module a Module._call_impl call runs, its address the module. */
 	if (arg->position == 0 && type) {
 		arg->type = TCHECK_PYTHON_ARG_OBJECT;
 		arg->value = type;
+		__builtin_memcpy(arg->bytes, &object, sizeof(object));
 		return true;
 	}
 	return false;
@@ -192,6 +193,34 @@ static __always_inline void capture_arguments(const struct tcheck_python_process
 			kept++;
 	}
 	frame->arg_count = kept;
+}
+
+/*
+ * The self of the outermost open call of the same code object on the thread,
+ * beside the call's own self (TCHECK_PYTHON_ARG_OBJECT): for a module call,
+ * the top module whose tree holds this one. The call's own self when it is
+ * the outermost.
+ */
+static __always_inline void capture_outermost_self(const struct python_stack *stack,
+						   struct python_frame *frame)
+{
+	struct tcheck_python_arg *self = &frame->args[0];
+	__u64 outermost;
+
+	if (frame->arg_count == 0 || self->position != 0 || self->type != TCHECK_PYTHON_ARG_OBJECT)
+		return;
+	__builtin_memcpy(&outermost, self->bytes, sizeof(outermost));
+	for (__u32 i = 0; i < PYTHON_MAX_DEPTH && i < stack->depth; i++) {
+		const struct python_frame *outer = &stack->frames[i & (PYTHON_MAX_DEPTH - 1)];
+
+		if (outer->code == frame->code && outer->arg_count &&
+		    outer->args[0].position == 0 &&
+		    outer->args[0].type == TCHECK_PYTHON_ARG_OBJECT) {
+			__builtin_memcpy(&outermost, outer->args[0].bytes, sizeof(outermost));
+			break;
+		}
+	}
+	__builtin_memcpy(self->bytes + sizeof(outermost), &outermost, sizeof(outermost));
 }
 
 /* The Python frame that made the C call that entered this one. */
@@ -309,6 +338,7 @@ static __always_inline bool frame_entered(struct pt_regs *ctx)
 	frame->entry_ns = bpf_ktime_get_ns();
 	frame->stack = stack_pointer;
 	capture_arguments(process, PT_REGS_PARM2(ctx), code, frame);
+	capture_outermost_self(stack, frame);
 	capture_callers(process, PT_REGS_PARM1(ctx), frame);
 	stack->depth++;
 	return true;

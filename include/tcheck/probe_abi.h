@@ -378,7 +378,11 @@ enum tcheck_python_arg_type {
 	TCHECK_PYTHON_ARG_INT = 3,
 	TCHECK_PYTHON_ARG_FLOAT = 4,
 	TCHECK_PYTHON_ARG_STR = 5,
-	/* The first parameter (self) when it is no primitive: value is its ob_type. */
+	/*
+	 * The first parameter (self) when it is no primitive: value is its
+	 * ob_type; bytes hold its address, then the self of the outermost open
+	 * call of the same code object on the thread (its own when none).
+	 */
 	TCHECK_PYTHON_ARG_OBJECT = 6,
 };
 

@@ -21,6 +21,7 @@
 #include "python/python_meta.h"
 #include "python/python_mode_calls.h"
 #include "python/python_module_classes.h"
+#include "python/python_module_paths.h"
 #include "python/python_names.h"
 #include "python/python_tracer_state.h"
 
@@ -109,6 +110,7 @@ static void free_process(struct python_process *process)
 		free_named_code(value);
 	u64_map_free(&process->codes);
 	python_module_classes_free(&process->module_classes);
+	python_module_paths_free(&process->module_paths);
 	free(process);
 }
 
@@ -343,6 +345,7 @@ int python_tracer_add_process(struct python_tracer *tracer, pid_t pid, char *err
 		return error_fail(error, error_size, ENOMEM, "out of memory");
 	u64_map_init(&process->codes);
 	u64_map_init(&process->module_classes);
+	python_module_paths_init(&process->module_paths);
 	python_meta_init(&process->meta);
 	read_rank(pid, process);
 	result = python_layout_for(&runtime, &process->layout, error, error_size);
@@ -488,6 +491,21 @@ void python_tracer_name_callers(struct python_tracer *tracer, struct python_proc
 	}
 }
 
+/* A module call's class and path, from its self (TCHECK_PYTHON_ARG_OBJECT). */
+static void add_module(struct python_tracer *tracer, struct python_process *process, pid_t pid,
+		       const struct tcheck_python_arg *self, struct trace_python_call *call)
+{
+	uint64_t address, root;
+
+	memcpy(&address, self->bytes, sizeof(address));
+	memcpy(&root, self->bytes + sizeof(address), sizeof(root));
+	if (python_module_class_add(&process->module_classes, pid, self->value, call))
+		tracer->losses.unread_module_classes++;
+	else if (python_module_path_add(&process->module_paths, &process->module_classes, pid,
+					&process->layout, address, self->value, root, call))
+		tracer->losses.unplaced_modules++;
+}
+
 /* The arguments the probe kept, decoded and named; *values holds their texts. */
 static void fill_arguments(struct python_tracer *tracer, const struct named_code *named,
 			   struct python_process *process,
@@ -505,10 +523,8 @@ static void fill_arguments(struct python_tracer *tracer, const struct named_code
 		struct python_argument_value *value = &values[call->arg_count];
 
 		if (raw->type == TCHECK_PYTHON_ARG_OBJECT) {
-			if (named->module_call &&
-			    python_module_class_add(&process->module_classes, record->header.pid,
-						    raw->value, call))
-				tracer->losses.unread_module_classes++;
+			if (named->module_call)
+				add_module(tracer, process, record->header.pid, raw, call);
 			continue;
 		}
 		if (raw->position >= named->argument_name_count ||
