@@ -26,6 +26,8 @@ struct python_frame {
 	/* Read at entry, while the arguments and the callers are what the call got. */
 	__u32 arg_count;
 	__u32 caller_count;
+	__u32 callers_cut; /* frames were left beyond the callers kept */
+	__u32 reserved;
 	struct tcheck_python_arg args[TCHECK_PYTHON_ARGS_MAX];
 	__u64 callers[TCHECK_PY_STACK_MAX];
 };
@@ -199,28 +201,33 @@ static __always_inline void capture_arguments(const struct tcheck_python_process
  * The self of the outermost open call of the same code object on the thread,
  * beside the call's own self (TCHECK_PYTHON_ARG_OBJECT): for a module call,
  * the top module whose tree holds this one. The call's own self when it is
- * the outermost.
+ * the outermost. The number of such open calls goes in state.
  */
 static __always_inline void capture_outermost_self(const struct python_stack *stack,
 						   struct python_frame *frame)
 {
 	struct tcheck_python_arg *self = &frame->args[0];
-	__u64 outermost;
 
 	if (frame->arg_count == 0 || self->position != 0 || self->type != TCHECK_PYTHON_ARG_OBJECT)
 		return;
-	__builtin_memcpy(&outermost, self->bytes, sizeof(outermost));
+	__builtin_memcpy(self->bytes + 8, self->bytes, 8);
+	self->state = 0;
 	for (__u32 i = 0; i < PYTHON_MAX_DEPTH && i < stack->depth; i++) {
 		const struct python_frame *outer = &stack->frames[i & (PYTHON_MAX_DEPTH - 1)];
 
 		if (outer->code == frame->code && outer->arg_count &&
 		    outer->args[0].position == 0 &&
 		    outer->args[0].type == TCHECK_PYTHON_ARG_OBJECT) {
-			__builtin_memcpy(&outermost, outer->args[0].bytes, sizeof(outermost));
-			break;
+			if (self->state == 0)
+				__builtin_memcpy(self->bytes + 8, outer->args[0].bytes, 8);
+			self->state++;
 		}
+		/*
+		 * The count stays in the map value, read back each time: the
+		 * verifier then need not follow one state per count.
+		 */
+		asm volatile("" ::: "memory");
 	}
-	__builtin_memcpy(self->bytes + sizeof(outermost), &outermost, sizeof(outermost));
 }
 
 /* The Python frame that made the C call that entered this one. */
@@ -300,6 +307,7 @@ static __always_inline void capture_callers(const struct tcheck_python_process *
 		current = frame_word(head, process->frame_previous_offset);
 	}
 	frame->caller_count = kept;
+	frame->callers_cut = current != 0;
 }
 
 /* A call of a code object not ignored: its frame pushed. False: nothing to do at its return. */
@@ -388,7 +396,8 @@ static __always_inline void frame_returned(struct pt_regs *ctx)
 	record->code = frame->code;
 	record->code_name = frame->name;
 	record->depth = stack->depth;
-	record->flags = PT_REGS_RC(ctx) ? 0 : TCHECK_PYTHON_RAISED;
+	record->flags = (PT_REGS_RC(ctx) ? 0 : TCHECK_PYTHON_RAISED) |
+			(frame->callers_cut ? TCHECK_PYTHON_CALLERS_CUT : 0);
 	record->arg_count = frame->arg_count;
 	record->stack_depth = frame->caller_count;
 	__builtin_memcpy(record->args, frame->args, sizeof(record->args));

@@ -6,7 +6,10 @@
 # named_modules() and, from a forward pre-hook on every module, each module
 # call in order, for a nested model (a ModuleList of blocks, each with a
 # nested attribute and an nn.Sequential) and a loss module beside it. The
-# dump's JSON lines and the Perfetto export both carry it.
+# dump's JSON lines and the Perfetto export both carry it. Attached to the
+# same program mid-run (calls open since before the probes), every path given
+# is one named_modules() has for that class: an inner module entered after
+# the probes is not taken for the top of its tree.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 script="$ROOT/tests/workloads/python/module_paths.py"
@@ -44,3 +47,32 @@ print(f"{len(got)} module calls placed as named_modules() names them, "
       f"{len({p for _, p in got})} paths, in the dump and the Perfetto export")
 PY
 	fail "module paths differ from the workload's named_modules() (above)"
+
+$TORCH_PYTHON "$script" --steps 100000 --log "$SCRATCH/long.jsonl" >/dev/null &
+trainer=$!
+BACKGROUND_PIDS+=("$trainer")
+deadline=$((SECONDS + 120))
+until grep -q '"kind": "step"' "$SCRATCH/long.jsonl" 2>/dev/null; do
+	[ $SECONDS -lt $deadline ] || fail "the workload did not reach its first step"
+	sleep 0.1
+done
+"$TCHECK" --quiet record -o "$SCRATCH/attach.trace" --pid "$trainer" --python --duration 2 ||
+	fail "record --pid failed"
+kill "$trainer"
+"$TCHECK" dump "$SCRATCH/attach.trace" --calls-only >"$SCRATCH/attach.jsonl" || fail "dump failed"
+python3 - "$SCRATCH/long.jsonl" "$SCRATCH/attach.jsonl" <<'PY' ||
+import json, sys
+CALL_IMPL = "torch.nn.modules.module.Module._call_impl"
+named = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["kind"] == "named_module":
+        named[r["top"] + ("." + r["name"] if r["name"] else "")] = r["class"]
+calls = [t for t in map(json.loads, open(sys.argv[2])) if t.get("name") == CALL_IMPL]
+placed = [t["args"] for t in calls if "module_path" in t["args"]]
+for args in placed:
+    assert named.get(args["module_path"]) == args["module"], args
+assert calls and len(placed) >= 0.9 * len(calls), (len(placed), len(calls))
+print(f"attached mid-run: {len(placed)} of {len(calls)} module calls placed, each as named_modules() names it")
+PY
+	fail "a module path of the attached run is not the program's (above)"

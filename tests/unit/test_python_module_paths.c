@@ -6,6 +6,7 @@
  * the same remote reads as a traced process. The truth is the tree built
  * here, named as named_modules() would name it.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,14 @@ static uint64_t self_of(const struct fake_module *module)
 	return address_of(&module->refcnt);
 }
 
+static const char *path_of(struct python_module_paths *paths, struct u64_map *classes,
+			   const struct fake_module *module, struct fake_type *type,
+			   const struct fake_module *root, bool root_is_top)
+{
+	return python_module_path(paths, classes, getpid(), &layout, self_of(module),
+				  address_of(type), self_of(root), root_is_top);
+}
+
 static void child_add(struct fake_module *parent, const char *name, uint64_t child)
 {
 	keys_add(&parent->modules_keys, text(name), child);
@@ -173,49 +182,42 @@ static void run_model(int minor)
 
 	python_module_paths_init(&paths);
 	u64_map_init(&classes);
-	path = python_module_path(&paths, &classes, getpid(), &layout, self_of(linears[1]),
-				  address_of(&linear_type), self_of(net));
+	/* Entered before the probes: an inner module looks outermost, and is not taken for a top.
+	 */
+	CU_ASSERT_PTR_NULL(path_of(&paths, &classes, linears[1], &linear_type, blocks[1], false));
+	CU_ASSERT_EQUAL(paths.walks, 0);
+	path = path_of(&paths, &classes, linears[1], &linear_type, net, true);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(path);
 	CU_ASSERT_STRING_EQUAL(path, "Net.layers.1.attn");
-	CU_ASSERT_STRING_EQUAL(python_module_path(&paths, &classes, getpid(), &layout,
-						  self_of(blocks[0]), address_of(&block_type),
-						  self_of(net)),
+	/* Once the top is known, calls whose callers were cut are placed under it too. */
+	CU_ASSERT_STRING_EQUAL(path_of(&paths, &classes, blocks[0], &block_type, net, false),
 			       "Net.layers.0");
-	CU_ASSERT_STRING_EQUAL(python_module_path(&paths, &classes, getpid(), &layout, self_of(net),
-						  address_of(&net_type), self_of(net)),
-			       "Net");
-	CU_ASSERT_STRING_EQUAL(python_module_path(&paths, &classes, getpid(), &layout,
-						  self_of(shared), address_of(&linear_type),
-						  self_of(net)),
+	CU_ASSERT_STRING_EQUAL(path_of(&paths, &classes, net, &net_type, net, true), "Net");
+	CU_ASSERT_STRING_EQUAL(path_of(&paths, &classes, shared, &linear_type, net, true),
 			       "Net.layers.0.shared");
 	CU_ASSERT_EQUAL(paths.walks, 1);
+	/* A submodule called on its own is its own top: placed under it, and still under net. */
+	CU_ASSERT_STRING_EQUAL(path_of(&paths, &classes, linears[1], &linear_type, blocks[1], true),
+			       "Block.attn");
+	CU_ASSERT_STRING_EQUAL(path_of(&paths, &classes, linears[1], &linear_type, net, false),
+			       "Net.layers.1.attn");
 	/* Another type at a known address is another object: not the module placed there. */
-	CU_ASSERT_PTR_NULL(python_module_path(&paths, &classes, getpid(), &layout,
-					      self_of(blocks[0]), address_of(&linear_type),
-					      self_of(net)));
+	CU_ASSERT_PTR_NULL(path_of(&paths, &classes, blocks[0], &linear_type, net, true));
 	/* Not under its top module: no path, and one walk for it, not one per call. */
-	CU_ASSERT_PTR_NULL(python_module_path(&paths, &classes, getpid(), &layout,
-					      self_of(stranger), address_of(&linear_type),
-					      self_of(net)));
+	CU_ASSERT_PTR_NULL(path_of(&paths, &classes, stranger, &linear_type, net, true));
 	walks = paths.walks;
-	CU_ASSERT_PTR_NULL(python_module_path(&paths, &classes, getpid(), &layout,
-					      self_of(stranger), address_of(&linear_type),
-					      self_of(net)));
+	CU_ASSERT_PTR_NULL(path_of(&paths, &classes, stranger, &linear_type, net, true));
 	CU_ASSERT_EQUAL(paths.walks, walks);
 	/* A module added to the model later is met at a new address: walked again, placed. */
 	late = module_new(&block_type, 1);
 	child_add(linears[0], "late", self_of(late));
-	CU_ASSERT_STRING_EQUAL(python_module_path(&paths, &classes, getpid(), &layout,
-						  self_of(late), address_of(&block_type),
-						  self_of(net)),
+	CU_ASSERT_STRING_EQUAL(path_of(&paths, &classes, late, &block_type, net, true),
 			       "Net.layers.0.attn.late");
 	CU_ASSERT_EQUAL(paths.walks, walks + 1);
 	/* A top module whose dict cannot be read places nothing below it. */
 	stranger->managed_dict = 0;
 	child_add(stranger, "inner", self_of(late));
-	CU_ASSERT_PTR_NULL(python_module_path(&paths, &classes, getpid(), &layout,
-					      self_of(blocks[1]), address_of(&linear_type),
-					      self_of(stranger)));
+	CU_ASSERT_PTR_NULL(path_of(&paths, &classes, blocks[1], &linear_type, stranger, true));
 	python_module_paths_free(&paths);
 	python_module_classes_free(&classes);
 	while (allocation_count)
@@ -235,4 +237,67 @@ UNIT_TEST(python_module_paths, paths_as_named_modules_names_them_on_3_13)
 UNIT_TEST(python_module_paths, paths_as_named_modules_names_them_on_3_14)
 {
 	run_model(14);
+}
+
+/* A module call as the probe sends it: self, its top module, the module calls open above it. */
+static struct tcheck_python_record module_record(const struct fake_module *module,
+						 const struct fake_module *root,
+						 uint32_t open_above, uint32_t caller_count)
+{
+	struct tcheck_python_record record = { .arg_count = 1, .stack_depth = caller_count };
+
+	if (caller_count == TCHECK_PY_STACK_MAX)
+		record.flags = TCHECK_PYTHON_CALLERS_CUT;
+	uint64_t self = self_of(module), top = self_of(root);
+
+	record.header.pid = (uint32_t)getpid();
+	record.args[0].type = TCHECK_PYTHON_ARG_OBJECT;
+	record.args[0].value = module->type;
+	record.args[0].state = open_above;
+	memcpy(record.args[0].bytes, &self, sizeof(self));
+	memcpy(record.args[0].bytes + sizeof(self), &top, sizeof(top));
+	return record;
+}
+
+UNIT_TEST(python_module_paths, a_top_is_known_by_the_module_calls_among_its_callers)
+{
+	char error[256];
+	struct fake_module *net, *linear;
+	struct python_module_paths paths;
+	struct u64_map classes;
+	struct tcheck_python_record record;
+	struct trace_python_call call = {
+		.arg_count = 1,
+		.args = { { .name = TRACE_MODULE_CLASS_ARG,
+			    .type = TRACE_VALUE_STR,
+			    .text = "Linear" } },
+		.py_stack = { .depth = 2,
+			      .frames = { "__main__.Net.forward", TRACE_MODULE_CALL_NAME } },
+	};
+
+	CU_ASSERT_EQUAL_FATAL(python_layout_from_table(3, 13, &layout, error, sizeof(error)), 0);
+	net = module_new(&net_type, 1);
+	linear = module_new(&linear_type, 1);
+	child_add(net, "fc", self_of(linear));
+	python_module_paths_init(&paths);
+	u64_map_init(&classes);
+	/* The callers hold a module call the probe did not see open: entered before it. */
+	record = module_record(linear, linear, 0, 2);
+	CU_ASSERT_EQUAL(python_module_path_add(&paths, &classes, &layout, &record, &call), -1);
+	/* Callers the probe cut prove nothing. */
+	record = module_record(linear, net, 1, TCHECK_PY_STACK_MAX);
+	CU_ASSERT_EQUAL(python_module_path_add(&paths, &classes, &layout, &record, &call), -1);
+	CU_ASSERT_EQUAL(call.arg_count, 1);
+	record = module_record(linear, net, 1, 2);
+	CU_ASSERT_EQUAL(python_module_path_add(&paths, &classes, &layout, &record, &call), 0);
+	CU_ASSERT_EQUAL_FATAL(call.arg_count, 2);
+	CU_ASSERT_STRING_EQUAL(call.args[1].name, TRACE_MODULE_PATH_ARG);
+	CU_ASSERT_STRING_EQUAL(call.args[1].text, "Net.fc");
+	/* Without its class, a call gets no path either. */
+	call.arg_count = 0;
+	CU_ASSERT_EQUAL(python_module_path_add(&paths, &classes, &layout, &record, &call), 1);
+	python_module_paths_free(&paths);
+	python_module_classes_free(&classes);
+	while (allocation_count)
+		free(allocations[--allocation_count]);
 }

@@ -36,7 +36,8 @@
 
 /* Where one module was found. */
 struct placed_module {
-	uint64_t type; /* its ob_type then: an address reused by another object misses */
+	uint64_t module, root; /* placed under that top module (placement_key) */
+	uint64_t type;	       /* its ob_type then: an address reused by another object misses */
 	uint32_t walk; /* the walk that placed it: a module met twice keeps its first path */
 	/* Replaced by a later walk: kept, for records emitted with its text, until the end. */
 	struct placed_module *next_retired;
@@ -53,6 +54,7 @@ struct module_walk {
 	struct python_module_paths *paths;
 	pid_t pid;
 	const struct python_layout *layout;
+	uint64_t root;
 	uint32_t walk;
 	uint32_t nodes;
 };
@@ -62,6 +64,25 @@ void python_module_paths_init(struct python_module_paths *paths)
 	memset(paths, 0, sizeof(*paths));
 	u64_map_init(&paths->placed);
 	u64_map_init(&paths->unplaced);
+	u64_map_init(&paths->tops);
+}
+
+/*
+ * A module is placed under each top module it is called under (a submodule
+ * called on its own is its own top): the key of the pair. Entries hold both
+ * addresses, so a collision reads as a miss.
+ */
+static uint64_t placement_key(uint64_t module, uint64_t root)
+{
+	return module * 0x9E3779B97F4A7C15ULL ^ root;
+}
+
+static struct placed_module *placed_get(const struct python_module_paths *paths, uint64_t module,
+					uint64_t root)
+{
+	struct placed_module *placed = u64_map_get(&paths->placed, placement_key(module, root));
+
+	return placed && placed->module == module && placed->root == root ? placed : NULL;
 }
 
 static bool layout_known(const struct python_layout *layout)
@@ -166,8 +187,9 @@ static uint64_t submodules_dict(struct module_walk *walk, uint64_t module)
 /* Keeps path for the module at module; false when it was placed in this walk already. */
 static bool place(struct module_walk *walk, uint64_t module, const char *path)
 {
-	struct placed_module *placed = u64_map_get(&walk->paths->placed, module);
-	struct placed_module *earlier = placed;
+	struct placed_module *placed = placed_get(walk->paths, module, walk->root);
+	struct placed_module *earlier =
+		u64_map_get(&walk->paths->placed, placement_key(module, walk->root));
 	size_t length = strlen(path);
 	uint64_t type = 0;
 
@@ -182,11 +204,13 @@ static bool place(struct module_walk *walk, uint64_t module, const char *path)
 	placed = malloc(sizeof(*placed) + length + 1);
 	if (!placed)
 		return false;
+	placed->module = module;
+	placed->root = walk->root;
 	placed->type = type;
 	placed->walk = walk->walk;
 	placed->next_retired = NULL;
 	memcpy(placed->path, path, length + 1);
-	if (u64_map_put(&walk->paths->placed, module, placed)) {
+	if (u64_map_put(&walk->paths->placed, placement_key(module, walk->root), placed)) {
 		free(placed);
 		return false;
 	}
@@ -194,7 +218,7 @@ static bool place(struct module_walk *walk, uint64_t module, const char *path)
 		earlier->next_retired = walk->paths->retired;
 		walk->paths->retired = earlier;
 	}
-	u64_map_remove(&walk->paths->unplaced, module);
+	u64_map_remove(&walk->paths->unplaced, placement_key(module, walk->root));
 	return true;
 }
 
@@ -246,43 +270,70 @@ static const char *root_class(struct u64_map *classes, pid_t pid,
 }
 
 static const char *placed_path(const struct python_module_paths *paths, uint64_t self,
-			       uint64_t type)
+			       uint64_t type, uint64_t root)
 {
-	const struct placed_module *placed = u64_map_get(&paths->placed, self);
+	const struct placed_module *placed = placed_get(paths, self, root);
 
 	return placed && placed->type == type ? placed->path : NULL;
 }
 
 const char *python_module_path(struct python_module_paths *paths, struct u64_map *classes,
 			       pid_t pid, const struct python_layout *layout, uint64_t self,
-			       uint64_t type, uint64_t root)
+			       uint64_t type, uint64_t root, bool root_is_top)
 {
-	const char *path = placed_path(paths, self, type), *top_class;
-	struct module_walk walk = { .paths = paths, .pid = pid, .layout = layout };
+	const char *path, *top_class;
+	struct module_walk walk = { .paths = paths, .pid = pid, .layout = layout, .root = root };
 
-	if (path || !self || !root || !layout_known(layout))
-		return path;
-	/* Looked for under this top module already: no walk for each of its calls. */
-	if ((uint64_t)(uintptr_t)u64_map_get(&paths->unplaced, self) == root ||
-	    paths->walks >= PYTHON_MODULE_WALKS_MAX)
+	if (!self || !root || !layout_known(layout))
 		return NULL;
+	if (root_is_top && !u64_map_get(&paths->tops, root) &&
+	    u64_map_put(&paths->tops, root, (void *)paths))
+		return NULL;
+	/* A top module not known to be one may be an inner module entered before the probes. */
+	if (!u64_map_get(&paths->tops, root))
+		return NULL;
+	path = placed_path(paths, self, type, root);
+	/* Looked for under this top module already: no walk for each of its calls. */
+	if (path || u64_map_get(&paths->unplaced, placement_key(self, root)) ||
+	    paths->walks >= PYTHON_MODULE_WALKS_MAX)
+		return path;
 	top_class = root_class(classes, pid, layout, root, self, type);
 	if (!top_class)
 		return NULL;
 	walk.walk = ++paths->walks;
 	walk_tree(&walk, root, top_class, 0);
-	path = placed_path(paths, self, type);
+	path = placed_path(paths, self, type, root);
 	if (!path)
-		u64_map_put(&paths->unplaced, self, (void *)(uintptr_t)root);
+		u64_map_put(&paths->unplaced, placement_key(self, root), (void *)paths);
 	return path;
 }
 
-int python_module_path_add(struct python_module_paths *paths, struct u64_map *classes, pid_t pid,
-			   const struct python_layout *layout, uint64_t self, uint64_t type,
-			   uint64_t root, struct trace_python_call *call)
+int python_module_path_add(struct python_module_paths *paths, struct u64_map *classes,
+			   const struct python_layout *layout,
+			   const struct tcheck_python_record *record,
+			   struct trace_python_call *call)
 {
-	const char *path = python_module_path(paths, classes, pid, layout, self, type, root);
+	const struct tcheck_python_arg *self = NULL;
+	uint64_t address, root;
+	uint32_t module_callers = 0;
+	bool has_class = false, root_is_top;
+	const char *path;
 
+	for (uint32_t i = 0; i < record->arg_count && i < TCHECK_PYTHON_ARGS_MAX; i++)
+		if (record->args[i].type == TCHECK_PYTHON_ARG_OBJECT)
+			self = &record->args[i];
+	for (uint32_t i = 0; i < call->arg_count && i < TRACE_PY_ARGS_MAX; i++)
+		has_class |= strcmp(call->args[i].name, TRACE_MODULE_CLASS_ARG) == 0;
+	if (!self || !has_class)
+		return 1;
+	for (uint32_t i = 0; i < call->py_stack.depth && i < TRACE_PY_STACK_MAX; i++)
+		module_callers += strcmp(call->py_stack.frames[i], TRACE_MODULE_CALL_NAME) == 0;
+	/* Callers cut by the probe's walk may not show every module call. */
+	root_is_top = !(record->flags & TCHECK_PYTHON_CALLERS_CUT) && module_callers == self->state;
+	memcpy(&address, self->bytes, sizeof(address));
+	memcpy(&root, self->bytes + sizeof(address), sizeof(root));
+	path = python_module_path(paths, classes, (pid_t)record->header.pid, layout, address,
+				  self->value, root, root_is_top);
 	if (!path || call->arg_count >= TRACE_PY_ARGS_MAX)
 		return -1;
 	call->args[call->arg_count++] = (struct trace_python_arg){ .name = TRACE_MODULE_PATH_ARG,
@@ -300,6 +351,7 @@ void python_module_paths_free(struct python_module_paths *paths)
 		free(value);
 	u64_map_free(&paths->placed);
 	u64_map_free(&paths->unplaced);
+	u64_map_free(&paths->tops);
 	while (paths->retired) {
 		struct placed_module *next = paths->retired->next_retired;
 

@@ -491,21 +491,6 @@ void python_tracer_name_callers(struct python_tracer *tracer, struct python_proc
 	}
 }
 
-/* A module call's class and path, from its self (TCHECK_PYTHON_ARG_OBJECT). */
-static void add_module(struct python_tracer *tracer, struct python_process *process, pid_t pid,
-		       const struct tcheck_python_arg *self, struct trace_python_call *call)
-{
-	uint64_t address, root;
-
-	memcpy(&address, self->bytes, sizeof(address));
-	memcpy(&root, self->bytes + sizeof(address), sizeof(root));
-	if (python_module_class_add(&process->module_classes, pid, self->value, call))
-		tracer->losses.unread_module_classes++;
-	else if (python_module_path_add(&process->module_paths, &process->module_classes, pid,
-					&process->layout, address, self->value, root, call))
-		tracer->losses.unplaced_modules++;
-}
-
 /* The arguments the probe kept, decoded and named; *values holds their texts. */
 static void fill_arguments(struct python_tracer *tracer, const struct named_code *named,
 			   struct python_process *process,
@@ -523,8 +508,10 @@ static void fill_arguments(struct python_tracer *tracer, const struct named_code
 		struct python_argument_value *value = &values[call->arg_count];
 
 		if (raw->type == TCHECK_PYTHON_ARG_OBJECT) {
-			if (named->module_call)
-				add_module(tracer, process, record->header.pid, raw, call);
+			if (named->module_call &&
+			    python_module_class_add(&process->module_classes, record->header.pid,
+						    raw->value, call))
+				tracer->losses.unread_module_classes++;
 			continue;
 		}
 		if (raw->position >= named->argument_name_count ||
@@ -624,6 +611,10 @@ int python_tracer_handle(struct python_tracer *tracer, const struct tcheck_pytho
 			call->py_stack.frames[call->py_stack.depth++] =
 				caller_names[i] ? caller_names[i] : PYTHON_UNREADABLE_FRAME;
 		}
+		if (named->module_call &&
+		    python_module_path_add(&process->module_paths, &process->module_classes,
+					   &process->layout, record, call) < 0)
+			tracer->losses.unplaced_modules++;
 		result = tracer->emit(tracer->context, &out);
 	}
 	/* The marker call ends a step: calls entered after its return are in the next. */
