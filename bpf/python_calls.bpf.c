@@ -26,6 +26,8 @@ struct python_frame {
 	/* Read at entry, while the arguments and the callers are what the call got. */
 	__u32 arg_count;
 	__u32 caller_count;
+	__u32 callers_cut; /* frames were left beyond the callers kept */
+	__u32 reserved;
 	struct tcheck_python_arg args[TCHECK_PYTHON_ARGS_MAX];
 	__u64 callers[TCHECK_PY_STACK_MAX];
 };
@@ -135,10 +137,11 @@ static __always_inline bool capture_argument(const struct tcheck_python_process 
 			bpf_probe_read_user(arg->bytes, 4, (void *)(object + data));
 		return true;
 	}
-	/* self: its type names the module a Module._call_impl call runs. */
+	/* self: its type names the module a Module._call_impl call runs, its address the module. */
 	if (arg->position == 0 && type) {
 		arg->type = TCHECK_PYTHON_ARG_OBJECT;
 		arg->value = type;
+		__builtin_memcpy(arg->bytes, &object, sizeof(object));
 		return true;
 	}
 	return false;
@@ -192,6 +195,39 @@ static __always_inline void capture_arguments(const struct tcheck_python_process
 			kept++;
 	}
 	frame->arg_count = kept;
+}
+
+/*
+ * The self of the outermost open call of the same code object on the thread,
+ * beside the call's own self (TCHECK_PYTHON_ARG_OBJECT): for a module call,
+ * the top module whose tree holds this one. The call's own self when it is
+ * the outermost. The number of such open calls goes in state.
+ */
+static __always_inline void capture_outermost_self(const struct python_stack *stack,
+						   struct python_frame *frame)
+{
+	struct tcheck_python_arg *self = &frame->args[0];
+
+	if (frame->arg_count == 0 || self->position != 0 || self->type != TCHECK_PYTHON_ARG_OBJECT)
+		return;
+	__builtin_memcpy(self->bytes + 8, self->bytes, 8);
+	self->state = 0;
+	for (__u32 i = 0; i < PYTHON_MAX_DEPTH && i < stack->depth; i++) {
+		const struct python_frame *outer = &stack->frames[i & (PYTHON_MAX_DEPTH - 1)];
+
+		if (outer->code == frame->code && outer->arg_count &&
+		    outer->args[0].position == 0 &&
+		    outer->args[0].type == TCHECK_PYTHON_ARG_OBJECT) {
+			if (self->state == 0)
+				__builtin_memcpy(self->bytes + 8, outer->args[0].bytes, 8);
+			self->state++;
+		}
+		/*
+		 * The count stays in the map value, read back each time: the
+		 * verifier then need not follow one state per count.
+		 */
+		asm volatile("" ::: "memory");
+	}
 }
 
 /* The Python frame that made the C call that entered this one. */
@@ -271,6 +307,7 @@ static __always_inline void capture_callers(const struct tcheck_python_process *
 		current = frame_word(head, process->frame_previous_offset);
 	}
 	frame->caller_count = kept;
+	frame->callers_cut = current != 0;
 }
 
 /* A call of a code object not ignored: its frame pushed. False: nothing to do at its return. */
@@ -309,6 +346,7 @@ static __always_inline bool frame_entered(struct pt_regs *ctx)
 	frame->entry_ns = bpf_ktime_get_ns();
 	frame->stack = stack_pointer;
 	capture_arguments(process, PT_REGS_PARM2(ctx), code, frame);
+	capture_outermost_self(stack, frame);
 	capture_callers(process, PT_REGS_PARM1(ctx), frame);
 	stack->depth++;
 	return true;
@@ -358,7 +396,8 @@ static __always_inline void frame_returned(struct pt_regs *ctx)
 	record->code = frame->code;
 	record->code_name = frame->name;
 	record->depth = stack->depth;
-	record->flags = PT_REGS_RC(ctx) ? 0 : TCHECK_PYTHON_RAISED;
+	record->flags = (PT_REGS_RC(ctx) ? 0 : TCHECK_PYTHON_RAISED) |
+			(frame->callers_cut ? TCHECK_PYTHON_CALLERS_CUT : 0);
 	record->arg_count = frame->arg_count;
 	record->stack_depth = frame->caller_count;
 	__builtin_memcpy(record->args, frame->args, sizeof(record->args));

@@ -219,11 +219,15 @@ static void python_value(const struct trace_python_arg *arg, char *text, size_t 
 	}
 }
 
-/* The class a module call carries (TRACE_MODULE_CLASS_ARG): no argument of the program's. */
+/*
+ * The class and path a module call carries (TRACE_MODULE_CLASS_ARG,
+ * TRACE_MODULE_PATH_ARG): no arguments of the program's.
+ */
 static bool is_module_class(const struct trace_python_call *call, const char *arg_name)
 {
-	return strcmp(arg_name, TRACE_MODULE_CLASS_ARG) == 0 && call->qualified_name &&
-	       strcmp(call->qualified_name, TRACE_MODULE_CALL_NAME) == 0;
+	return (strcmp(arg_name, TRACE_MODULE_CLASS_ARG) == 0 ||
+		strcmp(arg_name, TRACE_MODULE_PATH_ARG) == 0) &&
+	       call->qualified_name && strcmp(call->qualified_name, TRACE_MODULE_CALL_NAME) == 0;
 }
 
 static int python_fields(struct string_pool *pool, const struct trace_python_call *call,
@@ -234,7 +238,7 @@ static int python_fields(struct string_pool *pool, const struct trace_python_cal
 	for (uint32_t i = 0; i < call->arg_count && i < TRACE_PY_ARGS_MAX; i++) {
 		const char *arg_name = call->args[i].name ? call->args[i].name : "";
 
-		/* A model's own module classes: a rule on them would fire on any other model. */
+		/* A model's own module classes and paths: a rule on them fits that model only. */
 		if (is_module_class(call, arg_name))
 			continue;
 		/* A torch operator's arguments come named as fields: "tensor:self", "arg:alpha". */

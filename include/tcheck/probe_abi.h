@@ -367,6 +367,8 @@ struct tcheck_code_key {
 
 /* Flags of a Python call record. */
 #define TCHECK_PYTHON_RAISED (1U << 0) /* the evaluator returned NULL */
+/* Frames were left beyond the callers kept in stack (the walk's limits). */
+#define TCHECK_PYTHON_CALLERS_CUT (1U << 1)
 
 #define TCHECK_PYTHON_ARGS_MAX 8   /* arguments looked at per call */
 #define TCHECK_PYTHON_ARG_BYTES 16 /* raw bytes of an int's digits or a str's characters */
@@ -378,7 +380,12 @@ enum tcheck_python_arg_type {
 	TCHECK_PYTHON_ARG_INT = 3,
 	TCHECK_PYTHON_ARG_FLOAT = 4,
 	TCHECK_PYTHON_ARG_STR = 5,
-	/* The first parameter (self) when it is no primitive: value is its ob_type. */
+	/*
+	 * The first parameter (self) when it is no primitive: value is its
+	 * ob_type; bytes hold its address, then the self of the outermost open
+	 * call of the same code object on the thread (its own when none); state
+	 * the number of such open calls.
+	 */
 	TCHECK_PYTHON_ARG_OBJECT = 6,
 };
 

@@ -4,7 +4,7 @@
 # SGD and evaluation passes, an MLP with Adam, warm-up and clipping) flag a
 # loop that stops calling optimizer.zero_grad() at the step it stops, and
 # nothing on the loop that keeps calling it (another script than either).
-# No rule is learned on the module classes the references' calls carry.
+# No rule is learned on the module classes and paths the references' calls carry.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 PY="$ROOT/tests/workloads/python"
@@ -15,14 +15,14 @@ for reference in ref_cnn_sgd ref_mlp_adam; do
 	references+=("$SCRATCH/$reference.trace")
 done
 "$TCHECK" --quiet infer -o "$SCRATCH/rules.json" "${references[@]}" || fail "infer"
-# The references' module calls carry their module's class (the CNN's Conv2d):
-# classes are the model's own, so no rule is learned on them.
+# The references' module calls carry their module's class (the CNN's Conv2d)
+# and path: both are the model's own, so no rule is learned on them.
 "$TCHECK" dump "$SCRATCH/ref_cnn_sgd.trace" --calls-only >"$SCRATCH/ref_cnn_sgd.jsonl" ||
 	fail "dump of the CNN reference failed"
-grep -q '"args":{"module":"Conv2d"}' "$SCRATCH/ref_cnn_sgd.jsonl" ||
-	fail "the CNN reference's module calls do not name their Conv2d modules"
-if grep -q '"arg:module"' "$SCRATCH/rules.json"; then
-	fail "a rule was learned on the references' module classes: $(grep -c '"arg:module"' "$SCRATCH/rules.json")"
+grep -q '"args":{"module":"Conv2d","module_path":"' "$SCRATCH/ref_cnn_sgd.jsonl" ||
+	fail "the CNN reference's module calls do not name their Conv2d modules and paths"
+if grep -q '"arg:module"\|"arg:module_path"' "$SCRATCH/rules.json"; then
+	fail "a rule was learned on the references' module classes or paths: $(grep -c '"arg:module' "$SCRATCH/rules.json")"
 fi
 for variant in fixed buggy; do
 	bug=()

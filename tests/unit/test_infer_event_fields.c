@@ -78,7 +78,7 @@ UNIT_TEST(infer_event_fields, many_distinct_lists_survive_the_table_growing)
 	string_pool_free(pool);
 }
 
-/* The class a module call carries is the model's, not the program's: no field to infer on. */
+/* The class and path a module call carries are the model's, not the program's: no fields. */
 UNIT_TEST(infer_event_fields, module_class_of_a_module_call_is_no_field)
 {
 	struct string_pool *pool = string_pool_new();
@@ -89,11 +89,16 @@ UNIT_TEST(infer_event_fields, module_class_of_a_module_call_is_no_field)
 	module_call.python_call.qualified_name = TRACE_MODULE_CALL_NAME;
 	module_call.python_call.args[0].name = TRACE_MODULE_CLASS_ARG;
 	module_call.python_call.args[0].text = "Linear";
+	module_call.python_call.args[1] = (struct trace_python_arg){ .name = TRACE_MODULE_PATH_ARG,
+								     .type = TRACE_VALUE_STR,
+								     .text = "Net.layers.0" };
+	module_call.python_call.arg_count = 2;
 	/* Another function's parameter of that name is its own: kept. */
 	other.python_call.args[0].name = TRACE_MODULE_CLASS_ARG;
 	CU_ASSERT_EQUAL(infer_event_from_record(pool, &module_call, &module_event), 1);
 	CU_ASSERT_EQUAL(infer_event_from_record(pool, &other, &other_event), 1);
 	CU_ASSERT_PTR_NULL(infer_event_field(&module_event, "arg:module"));
+	CU_ASSERT_PTR_NULL(infer_event_field(&module_event, "arg:module_path"));
 	CU_ASSERT_STRING_EQUAL(infer_event_field(&module_event, "raised"), "False");
 	CU_ASSERT_STRING_EQUAL(infer_event_field(&other_event, "arg:module"), "'0.1'");
 	string_pool_free(pool);

@@ -155,6 +155,13 @@ enum trace_value_type {
  * *args, **kwargs), so no real argument of that call has this name.
  */
 #define TRACE_MODULE_CLASS_ARG "module"
+/*
+ * The argument a module call carries its module's attribute path in, as
+ * named_modules() names it behind its top module's class
+ * ("Net.layers.3.attn"; "Net" for the top module itself), where it could
+ * be read. Not a parameter of Module._call_impl either.
+ */
+#define TRACE_MODULE_PATH_ARG "module_path"
 
 /* A primitive argument of a Python call, at entry. */
 struct trace_python_arg {

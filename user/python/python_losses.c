@@ -117,6 +117,11 @@ void python_losses_report(const struct python_tracer *tracer, uint64_t kernel_dr
 		log_notice("%llu module calls are recorded without their module's class: the type "
 			   "of their self argument could not be read from the process",
 			   (unsigned long long)losses.unread_module_classes);
+	if (losses.unplaced_modules)
+		log_notice("%llu module calls are recorded with their class but no attribute path: "
+			   "their module was not found under the top module of their thread, or "
+			   "the module dicts could not be read (CPython 3.11 to 3.14 are read)",
+			   (unsigned long long)losses.unplaced_modules);
 	if (losses.backward_ends_missed)
 		log_notice("%llu backward passes have no end in the trace (an exception left "
 			   "them, the recording stopped inside, or they returned by a path the "

@@ -21,6 +21,7 @@
 #include "python/python_meta.h"
 #include "python/python_mode_calls.h"
 #include "python/python_module_classes.h"
+#include "python/python_module_paths.h"
 #include "python/python_names.h"
 #include "python/python_tracer_state.h"
 
@@ -107,6 +108,7 @@ static void free_process(struct python_process *process)
 		free_named_code(value);
 	u64_map_free(&process->codes);
 	python_module_classes_free(&process->module_classes);
+	python_module_paths_free(&process->module_paths);
 	free(process);
 }
 
@@ -351,6 +353,7 @@ int python_tracer_add_process(struct python_tracer *tracer, struct python_proces
 	process->pid = pid;
 	u64_map_init(&process->codes);
 	u64_map_init(&process->module_classes);
+	python_module_paths_init(&process->module_paths);
 	python_meta_init(&process->meta);
 	read_rank(pid, process);
 	result = python_layout_for(&runtime, &process->layout, error, error_size);
@@ -617,6 +620,10 @@ int python_tracer_handle(struct python_tracer *tracer, struct python_process *pr
 			call->py_stack.frames[call->py_stack.depth++] =
 				caller_names[i] ? caller_names[i] : PYTHON_UNREADABLE_FRAME;
 		}
+		if (named->module_call &&
+		    python_module_path_add(&process->module_paths, &process->module_classes,
+					   &process->layout, record, call) < 0)
+			tracer->losses.unplaced_modules++;
 		result = tracer->emit(tracer->context, &out);
 	}
 	/* The marker call ends a step: calls entered after its return are in the next. */

@@ -91,6 +91,7 @@ struct python_tracer_losses {
 	uint64_t unreadable_contents;	/* operators whose tensor's bytes could not be read */
 	uint64_t backward_ends_missed;	/* backward passes recorded without their end */
 	uint64_t unread_module_classes; /* module calls whose class could not be read */
+	uint64_t unplaced_modules;	/* module calls whose attribute path could not be read */
 };
 
 void python_tracer_get_losses(const struct python_tracer *tracer,
