@@ -11,6 +11,8 @@
 
 /* The field naming the weight's dtype and sizes: "Float[40, 10]". */
 #define WEIGHT_SHAPE_FIELD "shape:weight"
+/* Whether it requires grad. */
+#define WEIGHT_REQUIRES_GRAD_FIELD "requires_grad:weight"
 
 /* One operator's calls in the step so far. */
 struct operator_calls {
@@ -30,9 +32,11 @@ struct operator_precision_step {
 	struct operator_calls names[OPERATOR_PRECISION_NAMES_MAX];
 };
 
-void operator_precision_tracker_init(struct operator_precision_tracker *tracker)
+void operator_precision_tracker_init(struct operator_precision_tracker *tracker,
+				     struct string_pool *pool)
 {
 	u64_map_init(&tracker->processes);
+	tracker->pool = pool;
 }
 
 void operator_precision_tracker_free(struct operator_precision_tracker *tracker)
@@ -57,6 +61,28 @@ bool operator_precision_wants(const struct infer_event *event)
 	if (!infer_event_is_operation(event) || !(shape = weight_shape(event)))
 		return false;
 	return strchr(shape, '[') != NULL;
+}
+
+/*
+ * The call autocast's kernel made on the cast weight, as the call that
+ * computes: without its requires_grad, which is the copy's, not the
+ * weight's. 0 or -ENOMEM.
+ */
+static int cast_call(struct string_pool *pool, const struct infer_event *event,
+		     struct infer_event *out)
+{
+	struct infer_field fields[INFER_FIELDS_MAX];
+	uint32_t count = 0;
+
+	*out = *event;
+	for (uint32_t i = 0; i < event->field_count && count < INFER_FIELDS_MAX; i++)
+		if (strcmp(event->fields[i].name, WEIGHT_REQUIRES_GRAD_FIELD) != 0)
+			fields[count++] = event->fields[i];
+	if (count == event->field_count)
+		return 0;
+	out->fields = string_pool_intern_fields(pool, fields, count);
+	out->field_count = count;
+	return out->fields ? 0 : -ENOMEM;
 }
 
 /* "Float[40, 10]" and "BFloat16[40, 10]": the same sizes. */
@@ -151,9 +177,9 @@ int operator_precision_observe(struct operator_precision_tracker *tracker,
 	/* Autocast's kernel calling the operator again on its cast arguments. */
 	if (state->has_open && state->open.tid == event->tid && state->open.name == event->name &&
 	    same_sizes(weight_shape(&state->open), shape)) {
-		state->open = *event; /* the call that computes, named in a finding */
 		state->open_precision = shape;
-		return result;
+		/* the call that computes, named in a finding */
+		return result ? result : cast_call(tracker->pool, event, &state->open);
 	}
 	settle_open(state);
 	state->open = *event;
@@ -263,7 +289,7 @@ int infer_operator_precision(struct rule_set *rules, const struct infer_event *e
 	size_t wanted = 0, name_count = 0;
 	int failed = order ? 0 : -ENOMEM;
 
-	operator_precision_tracker_init(&tracker);
+	operator_precision_tracker_init(&tracker, rules->pool);
 	for (size_t i = 0; i < count && !failed; i++)
 		if (operator_precision_wants(&events[i]))
 			order[wanted++] = &events[i];

@@ -19,8 +19,9 @@
  * dtype either way.
  *
  * Known limit: a program that keeps a layer in float32 on purpose inside an
- * autocast region (`autocast(enabled=False)` around it) reads exactly like
- * the report's bug and is flagged.
+ * autocast region (`autocast(enabled=False)` around it), or a model that
+ * mixes float64 and float32 layers by design, reads exactly like the
+ * report's bug and is flagged.
  */
 #ifndef TCHECK_OPERATOR_PRECISION_H
 #define TCHECK_OPERATOR_PRECISION_H
@@ -47,9 +48,12 @@ typedef int (*operator_precision_example_fn)(void *context, const struct infer_e
 /* Each process's step so far: the precision of each operator, and the call still open. */
 struct operator_precision_tracker {
 	struct u64_map processes; /* hash of (pipeline, pid) -> struct operator_precision_step */
+	struct string_pool *pool; /* the events' */
 };
 
-void operator_precision_tracker_init(struct operator_precision_tracker *tracker);
+/* 'pool' is the one the events' strings are interned in; it must outlive the tracker. */
+void operator_precision_tracker_init(struct operator_precision_tracker *tracker,
+				     struct string_pool *pool);
 void operator_precision_tracker_free(struct operator_precision_tracker *tracker);
 
 /* Whether an event is an operator call that names the dtype of the weight it reads. */
@@ -57,8 +61,10 @@ bool operator_precision_wants(const struct infer_event *event);
 
 /*
  * Follows one event of a process, in the process's order. A step the
- * process has left is handed to 'example', one call per operator. Returns
- * 0, -ENOMEM, or what 'example' returned when not 0.
+ * process has left is handed to 'example', one call per operator: the call
+ * on autocast's cast weight stands for its wrapper, without its
+ * requires_grad (a cast copy is no frozen weight). Returns 0, -ENOMEM, or
+ * what 'example' returned when not 0.
  */
 int operator_precision_observe(struct operator_precision_tracker *tracker,
 			       const struct infer_event *event,

@@ -96,7 +96,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	process_uses_init(&checker->uses);
 	u64_map_init(&checker->update_steps);
 	eval_mode_tracker_init(&checker->eval_mode);
-	operator_precision_tracker_init(&checker->operator_precision);
+	operator_precision_tracker_init(&checker->operator_precision, rules->pool);
 	gradient_clearing_init(&checker->clearing);
 	for (size_t i = 0; i < rules->count; i++) {
 		checker->has_sequences |= rules->rules[i].relation == RELATION_API_SEQUENCE;

@@ -39,7 +39,13 @@ static size_t build_step(uint32_t pid, int step, const char *const *shapes,
 			(struct trace_python_arg){ .name = TORCH_TENSOR_READ_SHAPE,
 						   .type = TRACE_VALUE_STR,
 						   .text = shapes[count] };
-		records[count].python_call.arg_count = 1;
+		/* the weight requires grad; autocast's cast copy of it does not */
+		records[count].python_call.args[1] =
+			(struct trace_python_arg){ .name = TORCH_TENSOR_READ_REQUIRES_GRAD,
+						   .type = TRACE_VALUE_BOOL,
+						   .integer = strncmp(shapes[count], "Float", 5) ==
+							      0 };
+		records[count].python_call.arg_count = 2;
 	}
 	records[count++] = python_call_record(pid, step, base + 500, 100, "Optimizer.step#SGD.step",
 					      TRACE_PYTHON_TORCH_SCOPE);
@@ -50,6 +56,7 @@ struct seen_violations {
 	int at_step[8];
 	int total;
 	char offending[32];
+	bool offending_requires_grad_said; /* a cast copy's would read as a frozen weight */
 };
 
 static void count_violation(const struct rule_violation *violation, void *context)
@@ -63,12 +70,14 @@ static void count_violation(const struct rule_violation *violation, void *contex
 	if (violation->step >= 0 && violation->step < 8)
 		seen->at_step[violation->step]++;
 	snprintf(seen->offending, sizeof(seen->offending), "%s", shape ? shape : "");
+	seen->offending_requires_grad_said =
+		infer_event_field(violation->event, TORCH_TENSOR_READ_REQUIRES_GRAD) != NULL;
 }
 
 static struct seen_violations check_run(struct rule_set *set, uint32_t pid,
 					const char *const *shapes, int steps)
 {
-	struct seen_violations seen = { { 0 }, 0, "" };
+	struct seen_violations seen = { { 0 }, 0, "", false };
 	struct rule_checker *checker = rule_checker_new(set, count_violation, &seen);
 	struct trace_record records[8];
 
@@ -135,6 +144,7 @@ UNIT_TEST(operator_precision, inferred_in_full_precision_and_caught_outside_auto
 	/* The finding names the call that computed: the head's, on the cast weight. */
 	/* (string fields are compared as Python writes them, quoted) */
 	CU_ASSERT_STRING_EQUAL(seen.offending, "'BFloat16[3, 40]'");
+	CU_ASSERT_FALSE(seen.offending_requires_grad_said);
 	rule_set_free(set);
 }
 
