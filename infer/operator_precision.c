@@ -241,27 +241,12 @@ static int collect_example(void *context, const struct infer_event *first,
 	return 0;
 }
 
-/* The passing examples of one operator, moved to the front of 'list'; their number. */
-static size_t select_operator(const struct infer_event **list, size_t count, const char *name)
-{
-	size_t kept = 0;
-
-	for (size_t i = 0; i < count; i++)
-		if (list[i]->name == name) {
-			const struct infer_event *swap = list[kept];
-
-			list[kept++] = list[i];
-			list[i] = swap;
-		}
-	return kept;
-}
-
 /* One rule about the operator 'name', unless a reference step ran it in two dtypes. */
 static int emit(struct rule_set *rules, struct examples *examples, const char *name,
 		const struct rule_evidence *evidence)
 {
 	struct rule rule = { .relation = RELATION_ONE_PRECISION };
-	size_t passing = select_operator(examples->passing, examples->passing_count, name);
+	size_t passing = rule_support_select_name(examples->passing, examples->passing_count, name);
 	bool ok = true;
 
 	for (size_t i = 0; i < examples->failing_name_count; i++)
