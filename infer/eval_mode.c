@@ -112,28 +112,13 @@ static int collect_example(void *context, const struct infer_event *call, bool h
 	return 0;
 }
 
-/* The examples of one operator, moved to the front of 'list'; their number. */
-static size_t select_operator(const struct infer_event **list, size_t count, const char *name)
-{
-	size_t kept = 0;
-
-	for (size_t i = 0; i < count; i++)
-		if (list[i]->name == name) {
-			const struct infer_event *swap = list[kept];
-
-			list[kept++] = list[i];
-			list[i] = swap;
-		}
-	return kept;
-}
-
 /* One rule about the operator 'name' from its examples; 0 or -ENOMEM. */
 static int emit(struct rule_set *rules, struct examples *examples, const char *name,
 		const struct rule_evidence *evidence)
 {
 	struct rule rule = { .relation = RELATION_EVAL_MODE_RESPECTED };
-	size_t passing = select_operator(examples->passing, examples->passing_count, name);
-	size_t failing = select_operator(examples->failing, examples->failing_count, name);
+	size_t passing = rule_support_select_name(examples->passing, examples->passing_count, name);
+	size_t failing = rule_support_select_name(examples->failing, examples->failing_count, name);
 	bool ok = true;
 	int found;
 

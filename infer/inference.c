@@ -10,6 +10,7 @@
 #include "event_contain.h"
 #include "inference_engine.h"
 #include "eval_mode.h"
+#include "operator_precision.h"
 #include "requires_grad_updates.h"
 #include "process_uses.h"
 #include "scalars_steady.h"
@@ -428,6 +429,9 @@ int inference_run(struct inference *inference)
 		if (!failed)
 			failed = infer_eval_mode(inference->rules, inference->events,
 						 inference->count, &inference->evidence);
+		if (!failed)
+			failed = infer_operator_precision(inference->rules, inference->events,
+							  inference->count, &inference->evidence);
 		if (!failed)
 			failed = rule_set_sort(inference->rules);
 	}

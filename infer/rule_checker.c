@@ -10,6 +10,7 @@
 #include "contain_checker.h"
 #include "eval_mode.h"
 #include "gradient_clearing.h"
+#include "operator_precision.h"
 #include "requires_grad_updates.h"
 #include "parameter_updates.h"
 #include "process_uses.h"
@@ -64,6 +65,9 @@ struct rule_checker {
 	int has_scalars_steady;
 	int has_eval_mode;
 	struct eval_mode_tracker eval_mode; /* each process's evaluation phase so far */
+	int has_operator_precision;
+	/* each process's step so far: the dtypes its weight-reading operators computed in */
+	struct operator_precision_tracker operator_precision;
 	int has_rank_updates;
 	struct rank_updates rank_updates; /* each rank's step, with Consistent rules on "updates" */
 	int has_operator_sequences; /* an APISequence names a torch operator (one program's rules)
@@ -92,6 +96,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	process_uses_init(&checker->uses);
 	u64_map_init(&checker->update_steps);
 	eval_mode_tracker_init(&checker->eval_mode);
+	operator_precision_tracker_init(&checker->operator_precision, rules->pool);
 	gradient_clearing_init(&checker->clearing);
 	for (size_t i = 0; i < rules->count; i++) {
 		checker->has_sequences |= rules->rules[i].relation == RELATION_API_SEQUENCE;
@@ -106,6 +111,8 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 			rules->rules[i].relation == RELATION_TRAINABLE_UPDATED;
 		checker->has_scalars_steady |= rules->rules[i].relation == RELATION_SCALARS_STEADY;
 		checker->has_eval_mode |= rules->rules[i].relation == RELATION_EVAL_MODE_RESPECTED;
+		checker->has_operator_precision |=
+			rules->rules[i].relation == RELATION_ONE_PRECISION;
 		checker->has_rank_updates |= rule_checks_rank_updates(&rules->rules[i]);
 	}
 	checker->contains =
@@ -113,6 +120,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	if (!checker->contains || rank_updates_init(&checker->rank_updates, rules->pool)) {
 		contain_checker_free(checker->contains);
 		rank_updates_free(&checker->rank_updates);
+		operator_precision_tracker_free(&checker->operator_precision);
 		gradient_clearing_free(&checker->clearing);
 		free(checker);
 		return NULL;
@@ -171,6 +179,22 @@ static int judge_eval_mode(void *context, const struct infer_event *call, bool h
 			violation(checker, rule, call, NULL);
 			return 1; /* one finding per evaluation phase */
 		}
+	}
+	return 0;
+}
+
+/* An operator's calls in one step of a process: a call in another dtype than its first. */
+static int judge_operator_precision(void *context, const struct infer_event *first,
+				    const struct infer_event *call, bool holds)
+{
+	struct rule_checker *checker = context;
+
+	for (size_t i = 0; i < checker->rules->count && !holds; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+
+		if (rule->relation == RELATION_ONE_PRECISION && rule->event.name == call->name &&
+		    precondition_holds(checker->rules->pool, &rule->precondition, call))
+			violation(checker, rule, call, first);
 	}
 	return 0;
 }
@@ -503,6 +527,10 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 	if (checker->has_eval_mode &&
 	    eval_mode_observe(&checker->eval_mode, &event, judge_eval_mode, checker) < 0)
 		return -ENOMEM;
+	if (checker->has_operator_precision &&
+	    operator_precision_observe(&checker->operator_precision, &event,
+				       judge_operator_precision, checker) < 0)
+		return -ENOMEM;
 	if (check_consistent(checker, &event) ||
 	    contain_checker_observe(checker->contains, &event) ||
 	    track_update_step(checker, &event) || track_rank_updates(checker, &event))
@@ -524,6 +552,10 @@ void rule_checker_finish(struct rule_checker *checker)
 	for (size_t i = 0; u64_map_next(&checker->update_steps, &i, &key, &value);)
 		(void)close_update_step(checker,
 					value); /* out of memory: that step is not judged */
+	if (checker->has_operator_precision)
+		/* out of memory cannot happen here: judging keeps nothing */
+		(void)operator_precision_finish(&checker->operator_precision,
+						judge_operator_precision, checker);
 	contain_checker_finish(checker->contains);
 }
 
@@ -572,6 +604,7 @@ void rule_checker_free(struct rule_checker *checker)
 	rank_updates_free(&checker->rank_updates);
 	process_uses_free(&checker->uses);
 	eval_mode_tracker_free(&checker->eval_mode);
+	operator_precision_tracker_free(&checker->operator_precision);
 	gradient_clearing_free(&checker->clearing);
 	free(checker);
 }

@@ -72,3 +72,17 @@ bool rule_support_judge(struct rule *rule, const struct infer_event *const *pass
 	/* A value some programs chose (a learning rate two of them share) is no rule. */
 	return !rule_states_value(rule) || rule->scope == RULE_SCOPE_ALL || pipeline_count < 2;
 }
+
+size_t rule_support_select_name(const struct infer_event **list, size_t count, const char *name)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < count; i++)
+		if (list[i]->name == name) {
+			const struct infer_event *swap = list[kept];
+
+			list[kept++] = list[i];
+			list[i] = swap;
+		}
+	return kept;
+}

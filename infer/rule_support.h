@@ -40,6 +40,13 @@ bool rule_support_judge(struct rule *rule, const struct infer_event *const *pass
  */
 bool rule_value_is_layout(const struct rule *rule);
 
+/*
+ * Moves the events named 'name' (interned) to the front of 'list', keeping
+ * the others after them; returns how many there are: one rule's examples
+ * among those of several.
+ */
+size_t rule_support_select_name(const struct infer_event **list, size_t count, const char *name);
+
 /* Whether a rule states a value (a constant, an exact count, a per-rank difference). */
 bool rule_states_value(const struct rule *rule);
 

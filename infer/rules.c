@@ -26,6 +26,7 @@ static const char *const relation_names[] = {
 	"FrozenUnchanged",
 	"TrainableUpdated",
 	"EvalModeRespected",
+	"OnePrecision",
 };
 
 /* A rule with its description, for sorting. */
@@ -235,6 +236,13 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 					"in an evaluation phase (eval(), then training again), %s "
 					"runs as in evaluation (%s = False)",
 					rule->event.name, rule->field);
+		break;
+	case RELATION_ONE_PRECISION:
+		used = (size_t)snprintf(
+			text, size,
+			"in every step, every %s computes in one dtype (its weight's, "
+			"in %s; under autocast, that of the call on the cast weight)",
+			rule->event.name, rule->field);
 		break;
 	case RELATION_SCALARS_STEADY:
 		used = (size_t)snprintf(

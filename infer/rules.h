@@ -14,7 +14,7 @@
 #include "precondition.h"
 
 #define RULES_FORMAT_NAME "tcheck-bpf-rules"
-#define RULES_FORMAT_VERSION 6
+#define RULES_FORMAT_VERSION 7
 
 /* Room for a rule in words (rule_describe). */
 #define RULE_TEXT_SIZE 1024
@@ -22,7 +22,7 @@
  * The oldest version still read: version 1 has no EventContain and no peer
  * clauses, version 2 no scope (its rules apply to every process), version
  * 3 no ScalarsSteady, version 4 no FrozenUnchanged or TrainableUpdated,
- * version 5 no EvalModeRespected.
+ * version 5 no EvalModeRespected, version 6 no OnePrecision.
  */
 #define RULES_FORMAT_OLDEST_VERSION 1
 
@@ -44,7 +44,9 @@ enum rule_relation {
 	/* in an evaluation phase, 'event' (an operator with a training flag) runs as in evaluation
 	 */
 	RELATION_EVAL_MODE_RESPECTED = 10,
-	RELATION_LAST = RELATION_EVAL_MODE_RESPECTED,
+	/* in every step, 'event' (an operator reading a weight) computes in one dtype */
+	RELATION_ONE_PRECISION = 11,
+	RELATION_LAST = RELATION_ONE_PRECISION,
 };
 
 /*
@@ -68,7 +70,7 @@ struct rule {
 	struct rule_descriptor event;
 	struct rule_descriptor first; /* API_SEQUENCE only */
 	struct rule_descriptor child; /* EVENT_CONTAIN only */
-	const char *field;	      /* CONSISTENT, API_ARG, API_OUTPUT, SCALARS_STEADY */
+	const char *field; /* CONSISTENT, API_ARG, API_OUTPUT, SCALARS_STEADY, ONE_PRECISION */
 	/* API_ARG, API_OUTPUT: the constant; EVENT_CONTAIN: the count or NULL;
 	 * SCALARS_STEADY: the implementation */
 	const char *value;

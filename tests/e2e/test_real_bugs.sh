@@ -9,7 +9,8 @@
 # layer's updates (TrainableUpdated), replicas that drift after lost gradients and after a
 # LayerNorm clipped on one rank only (Consistent on a step's updates, 2 ranks), and attention
 # dropout left on in eval() (EvalModeRespected: dropout's train flag read at the operator),
-# and training on the unwrapped DDP module (2 ranks). Three fixed twins must stay clean
+# training on the unwrapped DDP module (2 ranks), and a linear left out of the autocast
+# region (OnePrecision: the weight's dtype read at the operator). Three fixed twins must stay clean
 # though their bugs are not caught: a backbone whose train() puts its frozen stages in
 # eval() (the stage is the model's, set by the outermost train()), spectral_norm's weight
 # computed at each forward (no parameter), and an evaluation forward under no_grad before
@@ -20,6 +21,7 @@ only=so_60335387_no_zero_grad.py,optimizer_on_part_of_model.py,pytorch_115607_st
 only=$only,pytorch_84803_allreduce_data_loss.py,deepspeed_1801_clip_replicated.py
 only=$only,transformers_33844_dropout_in_eval.py,ddp_out_of_sync_unwrapped.py
 only=$only,mmpretrain_702_frozen_stages.py,pytorch_51800_spectral_norm_eval.py
+only=$only,lightning_thunder_725_autocast.py
 status=0
 mkdir -p "$SCRATCH/no-healthy"
 python3 "$ROOT/tools/eval/real_bugs_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" \
@@ -39,6 +41,7 @@ expected = {
     "deepspeed_1801_clip_replicated.py": "Consistent",
     "transformers_33844_dropout_in_eval.py": "EvalModeRespected",
     "ddp_out_of_sync_unwrapped.py": "Consistent",
+    "lightning_thunder_725_autocast.py": "OnePrecision",
 }
 clean_twins = {"mmpretrain_702_frozen_stages.py", "pytorch_51800_spectral_norm_eval.py"}
 assert set(bugs) == set(expected) | clean_twins, bugs.keys()

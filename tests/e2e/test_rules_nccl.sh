@@ -92,10 +92,10 @@ PY
 ! grep -q '^violation' "$SCRATCH/live-fixed.txt" || fail "live violation on a healthy run"
 
 # Bad rules files: a clear sentence and exit status 2.
-echo '{"format": "tcheck-bpf-rules", "version": 7, "rules": []}' >"$SCRATCH/future.json"
+echo '{"format": "tcheck-bpf-rules", "version": 8, "rules": []}' >"$SCRATCH/future.json"
 status=0
 "$TCHECK" check --rules "$SCRATCH/future.json" "$SCRATCH/fixed.trace" 2>"$SCRATCH/err" || status=$?
-[ "$status" = 2 ] && grep -q "version 7" "$SCRATCH/err" || fail "unknown version: $status $(cat "$SCRATCH/err")"
+[ "$status" = 2 ] && grep -q "version 8" "$SCRATCH/err" || fail "unknown version: $status $(cat "$SCRATCH/err")"
 echo '{"rules": [' >"$SCRATCH/corrupt.json"
 status=0
 "$TCHECK" check --rules "$SCRATCH/corrupt.json" "$SCRATCH/fixed.trace" 2>"$SCRATCH/err" || status=$?

@@ -382,10 +382,10 @@ UNIT_TEST(rules, new_relations_and_clauses_round_trip_and_version_1_still_loads)
 	rule_set_free(loaded);
 	file = fopen(path, "w");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(file);
-	fputs("{\"format\": \"tcheck-bpf-rules\", \"version\": 7, \"rules\": []}", file);
+	fputs("{\"format\": \"tcheck-bpf-rules\", \"version\": 8, \"rules\": []}", file);
 	fclose(file);
 	CU_ASSERT_PTR_NULL(rule_set_load(path, error, sizeof(error)));
-	CU_ASSERT_PTR_NOT_NULL(strstr(error, "version 7"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, "version 8"));
 	/* An APIArg with neither value nor distinct is malformed. */
 	file = fopen(path, "w");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(file);
