@@ -11,7 +11,7 @@ expect_error() {
 	[ "$status" -eq "$want_status" ] || fail "'$*' exited $status, expected $want_status: $(cat "$SCRATCH/err")"
 	grep -q -- "$pattern" "$SCRATCH/err" || fail "'$*' said '$(cat "$SCRATCH/err")', expected /$pattern/"
 }
-expect_error 1 "no process with pid 999999" "$TCHECK" record -o "$SCRATCH/x.trace" --pid 999999
+expect_error 2 "--pid 999999: no such process" "$TCHECK" record -o "$SCRATCH/x.trace" --pid 999999
 expect_error 2 "needs a process id" "$TCHECK" attach --pid abc
 expect_error 2 "nothing to trace" "$TCHECK" record -o "$SCRATCH/x.trace"
 expect_error 2 "needs an output file" "$TCHECK" record --pid 1

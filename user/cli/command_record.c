@@ -16,6 +16,7 @@
 #include "diagnose/flight_recorder.h"
 #include "diagnose/job_diagnosis.h"
 #include "probe/probe_session.h"
+#include "probe/process_info.h"
 #include "record/live_status.h"
 #include "record/recorder.h"
 #include "trace/trace_file_consumer.h"
@@ -84,7 +85,8 @@ static const char record_help[] =
 	"\n"
 	"With a command, tcheck-bpf exits with the command's own exit status; 127\n"
 	"when the command is not found, 126 when it cannot be run (no trace is left).\n"
-	"2: a wrong command line or a refused -o (the command is not started).\n"
+	"2: a wrong command line (a --pid of no running process included) or a refused -o\n"
+	"(the command is not started).\n"
 	"\n"
 	"Examples:\n"
 	"  sudo tcheck-bpf record -o job.trace -- torchrun --nproc-per-node 8 train.py\n"
@@ -533,6 +535,13 @@ static int targets_check(int argc, char **argv, int attach, struct recorder_opti
 	if (!attach && !options->output_path) {
 		log_error("record needs an output file: -o FILE");
 		return 2;
+	}
+	for (size_t i = 0; i < options->pid_count; i++) {
+		if (process_has_ended(options->pids[i])) {
+			log_error("--pid %d: no such process (it has ended, or never ran)",
+				  (int)options->pids[i]);
+			return 2;
+		}
 	}
 	return -1;
 }
