@@ -3,12 +3,17 @@
 # environment (started as torch.multiprocessing.spawn starts its workers:
 # nccl-workload --spawn): each rank's series are labelled with the rank its
 # own log gives for its pid, read from its communicators on arrival, not
-# rank="unknown".
+# rank="unknown". The job is started by a launcher whose command line alone
+# names it (as a spawned worker's "python -c from multiprocessing.spawn ..."
+# does not name the script): --select finds the ranks through it.
 source "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || skip "curl is not installed"
 port=$(free_port 19700 19800)
 mkdir -p "$SCRATCH/job"
-LD_LIBRARY_PATH="$TEST_BIN/lib" setsid "$WORKLOAD" --spawn --ranks 4 --steps 400 \
+launcher="spawned-job-launcher-$port"
+# shellcheck disable=SC2016 # expanded by the launcher's shell
+LD_LIBRARY_PATH="$TEST_BIN/lib" setsid bash -c '"$@"; exit $?' "$launcher" \
+	"$WORKLOAD" --spawn --ranks 4 --steps 400 \
 	--step-sleep-ms 50 --log-dir "$SCRATCH/job" >"$SCRATCH/job.out" 2>&1 &
 BACKGROUND_PIDS+=($!)
 deadline=$((SECONDS + 30))
@@ -20,10 +25,13 @@ declare -A rank_of
 for rank in 0 1 2 3; do
 	pid=$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["pid"])' \
 		"$SCRATCH/job/rank-$rank.jsonl")
-	! tr '\0' '\n' <"/proc/$pid/environ" | grep -q '^RANK=' || fail "rank $rank has RANK set"
+	environment=$(tr '\0' '\n' <"/proc/$pid/environ")
+	! grep -q '^RANK=' <<<"$environment" || fail "rank $rank has RANK set"
+	command_line=$(tr '\0' ' ' <"/proc/$pid/cmdline")
+	[[ "$command_line" != *"$launcher"* ]] || fail "rank $rank's own command line names the launcher"
 	rank_of[$pid]=$rank
 done
-"$TCHECK" agent --listen "127.0.0.1:$port" --select "$SCRATCH/job" --duration 60 \
+"$TCHECK" agent --listen "127.0.0.1:$port" --select "$launcher" --duration 60 \
 	>"$SCRATCH/agent.log" 2>&1 &
 BACKGROUND_PIDS+=($!)
 labelled=""

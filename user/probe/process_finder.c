@@ -52,28 +52,44 @@ bool process_finder_maps_match(const char *maps_text, bool torch_without_nccl)
 	return found;
 }
 
-/* The selector and the rank range, from the process's command line and environment. */
+/* Ancestors looked at for the selector's text: launcher, shell, container entry. */
+#define SELECTOR_ANCESTORS 16
+
+/*
+ * Whether the command line of pid, or of one of its ancestors, holds text:
+ * a worker of torch.multiprocessing.spawn runs "python -c from
+ * multiprocessing.spawn import spawn_main ..." under the command the user
+ * named, and a torchrun rank under torchrun's.
+ */
+static bool command_line_selected(pid_t pid, const char *text)
+{
+	for (int depth = 0; pid > 1 && depth < SELECTOR_ANCESTORS; depth++) {
+		char *command = process_command_line(pid);
+		bool found = command && strstr(command, text);
+
+		free(command);
+		if (found)
+			return true;
+		pid = process_parent_pid(pid);
+	}
+	return false;
+}
+
+/* The selector and the rank range, from the process's command lines and environment. */
 static bool selected(const struct process_finder_options *options, pid_t pid)
 {
 	struct process_info info;
 	char error[256];
 	bool wanted;
 
-	if ((!options->command_contains || !*options->command_contains) && options->last_rank < 0)
+	if (options->command_contains && *options->command_contains &&
+	    !command_line_selected(pid, options->command_contains))
+		return false;
+	if (options->last_rank < 0)
 		return true;
-	if (options->last_rank < 0) { /* the command line alone decides */
-		char *command = process_command_line(pid);
-
-		wanted = command && strstr(command, options->command_contains);
-		free(command);
-		return wanted;
-	}
 	if (process_info_read(pid, &info, error, sizeof(error)))
 		return false;
-	wanted = (!options->command_contains || !*options->command_contains ||
-		  (info.command && strstr(info.command, options->command_contains))) &&
-		 (options->last_rank < 0 ||
-		  (info.rank >= options->first_rank && info.rank <= options->last_rank));
+	wanted = info.rank >= options->first_rank && info.rank <= options->last_rank;
 	process_info_free(&info);
 	return wanted;
 }

@@ -122,8 +122,7 @@ int environment_integer(const char *block, size_t length, const char *name)
 	return -1;
 }
 
-/* The parent pid, from /proc/PID/stat; -1 when it cannot be read. */
-static pid_t read_parent_pid(pid_t pid)
+pid_t process_parent_pid(pid_t pid)
 {
 	unsigned long long parent;
 
@@ -192,7 +191,7 @@ int process_info_read(pid_t pid, struct process_info *info, char *error, size_t 
 	err = process_check(pid, error, error_size);
 	if (err)
 		return err;
-	info->parent_pid = read_parent_pid(pid);
+	info->parent_pid = process_parent_pid(pid);
 	info->command = process_command_line(pid);
 	info->executable = read_executable(pid);
 	if (!info->command || !info->executable) {
@@ -253,7 +252,7 @@ static int list_process_parents(struct process_parent **pairs, size_t *count)
 		if (*end || pid <= 0)
 			continue;
 		/* A process that exits while we look is simply not a child any more. */
-		parent = read_parent_pid((pid_t)pid);
+		parent = process_parent_pid((pid_t)pid);
 		if (parent < 0)
 			continue;
 		if (growable_array_room_for_one((void **)&list, *count, &capacity, sizeof(*list))) {

@@ -40,6 +40,8 @@ int process_check(pid_t pid, char *error, size_t error_size);
  * flags, 26: startcode), from 4 on; false when it cannot be read.
  */
 bool process_stat_number(pid_t pid, int field, unsigned long long *value);
+/* The parent pid, from /proc/PID/stat; -1 when it cannot be read. */
+pid_t process_parent_pid(pid_t pid);
 /* True when the process is gone or a zombie: its memory can no longer be read. */
 bool process_has_ended(pid_t pid);
 /* True for a kernel thread (PF_KTHREAD in /proc/PID/stat): it runs no program. */
