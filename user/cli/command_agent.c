@@ -66,8 +66,10 @@ static const char agent_help[] =
 	"                            (mp.spawn workers: the script's), contains TEXT\n"
 	"      --ranks FIRST-LAST    only processes whose RANK lies in this range (one\n"
 	"                            agent per group of ranks sharing a host)\n"
-	"      --torch               also processes running torch without NCCL (CPU); without\n"
-	"                            it each is named on the log, once, as not followed\n"
+	"      --torch               also processes running torch without NCCL (CPU): their\n"
+	"                            c10d (gloo) collectives and steps, through torch's\n"
+	"                            probes; without it each is named on the log, once,\n"
+	"                            as not followed\n"
 	"      --python              also trace their Python calls (implies --torch)\n"
 	"      --retention SECONDS   keep an ended process's series this long (default 300)\n"
 	"      --containers-dir DIR  the kubelet's container log links (default\n"
@@ -599,6 +601,14 @@ int command_agent(int argc, char **argv)
 	if (agent.rules &&
 	    rules_selection_configure(agent_rules_set(agent.rules), &options, &selection))
 		goto out;
+	/*
+	 * --torch: a CPU job's collectives are c10d's (gloo), its steps torch's
+	 * scopes: followed through torch's probes, CPython's evaluator unprobed.
+	 */
+	if (settings.torch && !options.python) {
+		options.python = true;
+		options.torch_events_only = true;
+	}
 	options.duration_seconds = settings.duration_seconds;
 	options.ring_buffer_bytes = settings.ring_buffer_bytes;
 	options.argc = argc;

@@ -127,10 +127,11 @@ static int set_up(struct recorder *recorder)
 		return -1;
 	}
 	/*
-	 * Forked before any thread or listening socket exists. Without it a
-	 * first run's unseen start is said, as it always was.
+	 * Forked before any thread or listening socket exists; only for the
+	 * frame evaluator's probe. Without it a first run's unseen start is
+	 * said, as it always was.
 	 */
-	if (options->python) {
+	if (options->python && !options->torch_events_only) {
 		recorder->exec_hold = exec_hold_start(recorder->session, error, sizeof(error));
 		if (!recorder->exec_hold)
 			log_debug("%s", error);
