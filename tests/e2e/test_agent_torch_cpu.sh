@@ -24,8 +24,9 @@ setsid $TORCH_PYTHON "$ROOT/tests/workloads/python/train_ddp.py" --launcher spaw
 	>"$dir/out" 2>&1 &
 job=$!
 BACKGROUND_PIDS+=("$job")
-# The launcher and its two workers.
-wait_agent_events "$events" 3 attached ""
+# The launcher and its two workers (each imports torch first: slow in a
+# chrooted root on a busy machine).
+wait_for_lines "$events" 3 '"event":"attached"' 180
 touch "$dir/go"
 wait "$job" || fail "the job failed: $(tail -5 "$dir/out")"
 
