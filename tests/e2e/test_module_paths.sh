@@ -48,7 +48,9 @@ print(f"{len(got)} module calls placed as named_modules() names them, "
 PY
 	fail "module paths differ from the workload's named_modules() (above)"
 
-$TORCH_PYTHON "$script" --steps 100000 --log "$SCRATCH/long.jsonl" >/dev/null &
+# Paced, so that it still runs when the attach comes (torch 2.14 runs the
+# unpaced 100000 steps in a few seconds).
+$TORCH_PYTHON "$script" --steps 100000 --step-sleep-ms 5 --log "$SCRATCH/long.jsonl" >/dev/null &
 trainer=$!
 BACKGROUND_PIDS+=("$trainer")
 deadline=$((SECONDS + 120))
@@ -58,7 +60,7 @@ until grep -q '"kind": "step"' "$SCRATCH/long.jsonl" 2>/dev/null; do
 done
 "$TCHECK" --quiet record -o "$SCRATCH/attach.trace" --pid "$trainer" --python --duration 2 ||
 	fail "record --pid failed"
-kill "$trainer"
+kill "$trainer" || fail "the workload ended before the attach did: $(tail -c 300 "$SCRATCH/long.jsonl")"
 "$TCHECK" dump "$SCRATCH/attach.trace" --calls-only >"$SCRATCH/attach.jsonl" || fail "dump failed"
 python3 - "$SCRATCH/long.jsonl" "$SCRATCH/attach.jsonl" <<'PY' ||
 import json, sys

@@ -11,6 +11,7 @@ compared with (tests/e2e/test_module_paths.sh).
 """
 import argparse
 import json
+import time
 
 import torch
 import torch.nn as nn
@@ -54,6 +55,8 @@ def main():
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--depth", type=int, default=3)
     parser.add_argument("--log", required=True)
+    parser.add_argument("--step-sleep-ms", type=float, default=0.0,
+                        help="sleep this long after each step (a run that lasts while attached)")
     options = parser.parse_args()
     torch.manual_seed(0)
     model = Encoder(8, options.depth)
@@ -80,6 +83,9 @@ def main():
             loss.backward()
             optimizer.step()
             write({"kind": "step", "step": step, "loss": loss.item()})
+            if options.step_sleep_ms:
+                log.flush()
+                time.sleep(options.step_sleep_ms / 1000)
 
 
 if __name__ == "__main__":
