@@ -11,7 +11,7 @@ LAYOUT=(--ranks 8 --tp 2 --pp 2)
 python3 - "$SCRATCH/rules.json" <<'PY' || fail "the rules lack the count invariant"
 import json, sys
 rules = json.load(open(sys.argv[1]))
-assert rules["format"] == "tcheck-bpf-rules" and rules["version"] == 6
+assert rules["format"] == "tcheck-bpf-rules" and rules["version"] == 7
 assert any(r["relation"] == "Consistent" and r["event"]["name"] == "ncclAllReduce"
            and r["field"] == "count" and r["failing"] == 0 for r in rules["rules"])
 PY
