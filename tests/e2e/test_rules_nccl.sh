@@ -110,7 +110,7 @@ status=0
 head -c 100 /dev/urandom >"$SCRATCH/junk.trace"
 status=0
 "$TCHECK" check --rules "$SCRATCH/rules.json" "$SCRATCH/junk.trace" 2>"$SCRATCH/err" || status=$?
-[ "$status" = 2 ] && grep -q "not a tcheck-bpf trace" "$SCRATCH/err" || fail "junk trace: $status"
+[ "$status" = 2 ] && grep -q "is neither a tcheck-bpf trace" "$SCRATCH/err" || fail "junk trace: $status"
 status=0
 "$TCHECK" infer -o "$SCRATCH/none.json" "$SCRATCH/junk.trace" 2>"$SCRATCH/err" || status=$?
 [ "$status" = 2 ] && [ ! -e "$SCRATCH/none.json" ] || fail "infer on a junk trace: $status"
