@@ -24,12 +24,7 @@ void eval_mode_tracker_init(struct eval_mode_tracker *tracker)
 
 void eval_mode_tracker_free(struct eval_mode_tracker *tracker)
 {
-	uint64_t key;
-	void *value;
-
-	for (size_t i = 0; u64_map_next(&tracker->processes, &i, &key, &value);)
-		free(value);
-	u64_map_free(&tracker->processes);
+	u64_map_free_with_values(&tracker->processes);
 }
 
 const char *eval_mode_flag_field(const struct infer_event *event)

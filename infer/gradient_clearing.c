@@ -39,12 +39,7 @@ void gradient_clearing_init(struct gradient_clearing *clearing)
 
 void gradient_clearing_free(struct gradient_clearing *clearing)
 {
-	uint64_t key;
-	void *value;
-
-	for (size_t i = 0; u64_map_next(&clearing->processes, &i, &key, &value);)
-		free(value);
-	u64_map_free(&clearing->processes);
+	u64_map_free_with_values(&clearing->processes);
 }
 
 bool gradient_clearing_runs_before(const struct infer_event *event,

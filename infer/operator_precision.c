@@ -41,12 +41,7 @@ void operator_precision_tracker_init(struct operator_precision_tracker *tracker,
 
 void operator_precision_tracker_free(struct operator_precision_tracker *tracker)
 {
-	uint64_t key;
-	void *value;
-
-	for (size_t i = 0; u64_map_next(&tracker->processes, &i, &key, &value);)
-		free(value);
-	u64_map_free(&tracker->processes);
+	u64_map_free_with_values(&tracker->processes);
 }
 
 static const char *weight_shape(const struct infer_event *event)

@@ -26,6 +26,13 @@ void u64_map_free(struct u64_map *map)
 	u64_map_init(map);
 }
 
+void u64_map_free_with_values(struct u64_map *map)
+{
+	for (size_t slot = 0; slot < map->capacity; slot++)
+		free(map->values[slot]);
+	u64_map_free(map);
+}
+
 void *u64_map_get(const struct u64_map *map, uint64_t key)
 {
 	if (!map->capacity)

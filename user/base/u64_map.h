@@ -19,6 +19,8 @@ struct u64_map {
 void u64_map_init(struct u64_map *map);
 /* Frees the table, not the values. */
 void u64_map_free(struct u64_map *map);
+/* Frees each value with free(), then the table. */
+void u64_map_free_with_values(struct u64_map *map);
 void *u64_map_get(const struct u64_map *map, uint64_t key);
 /* Inserts or replaces. Returns 0, or -ENOMEM. */
 int u64_map_put(struct u64_map *map, uint64_t key, void *value);

@@ -84,14 +84,9 @@ struct work_requests *work_requests_new(struct probe_session *session)
 
 void work_requests_free(struct work_requests *tracker)
 {
-	uint64_t key;
-	void *value;
-
 	if (!tracker)
 		return;
-	for (size_t i = 0; u64_map_next(&tracker->processes, &i, &key, &value);)
-		free(value);
-	u64_map_free(&tracker->processes);
+	u64_map_free_with_values(&tracker->processes);
 	u64_map_free(&tracker->checked_files);
 	free(tracker);
 }

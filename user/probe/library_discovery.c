@@ -70,12 +70,8 @@ void library_discovery_free(struct library_discovery *discovery)
 		free(file);
 	}
 	u64_map_free(&discovery->checked_files);
-	for (size_t i = 0; u64_map_next(&discovery->nccl_paths, &i, &key, &value);)
-		free(value);
-	u64_map_free(&discovery->nccl_paths);
-	for (size_t i = 0; u64_map_next(&discovery->loader_notices, &i, &key, &value);)
-		free(value);
-	u64_map_free(&discovery->loader_notices);
+	u64_map_free_with_values(&discovery->nccl_paths);
+	u64_map_free_with_values(&discovery->loader_notices);
 	free(discovery);
 }
 

@@ -75,10 +75,5 @@ int python_module_class_add(struct u64_map *classes, pid_t pid, uint64_t type,
 
 void python_module_classes_free(struct u64_map *classes)
 {
-	uint64_t key;
-	void *value;
-
-	for (size_t i = 0; u64_map_next(classes, &i, &key, &value);)
-		free(value);
-	u64_map_free(classes);
+	u64_map_free_with_values(classes);
 }

@@ -344,12 +344,7 @@ int python_module_path_add(struct python_module_paths *paths, struct u64_map *cl
 
 void python_module_paths_free(struct python_module_paths *paths)
 {
-	uint64_t key;
-	void *value;
-
-	for (size_t i = 0; u64_map_next(&paths->placed, &i, &key, &value);)
-		free(value);
-	u64_map_free(&paths->placed);
+	u64_map_free_with_values(&paths->placed);
 	u64_map_free(&paths->unplaced);
 	u64_map_free(&paths->tops);
 	while (paths->retired) {
