@@ -254,7 +254,7 @@ void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
 {
 	const struct torch_scope_probes *scopes;
 	struct torch_probes *probes = NULL;
-	char error[512];
+	char error[512], library[4096];
 	uint64_t identity, cookie, exits[2];
 	size_t exit_count = 1;
 	int result;
@@ -262,6 +262,16 @@ void python_tracer_follow_torch(struct python_tracer *tracer, pid_t pid,
 	if (process->torch_looked_up)
 		return;
 	/* torch is imported after start: this is asked again as libraries load. */
+	if (torch_probes_process_library(pid, library, sizeof(library))) {
+		log_debug("process %d: no torch scopes yet: it has not mapped libtorch_cpu.so",
+			  pid);
+		return;
+	}
+	/* Another process's libtorch_cpu, probed already: the probes serve this one too. */
+	if (!file_identity(library, &identity) && u64_map_get(&tracer->probed_files, identity)) {
+		process->torch_looked_up = true;
+		return;
+	}
 	result = torch_probes_resolve_process(pid, tracer->torch_ops, tracer->torch_op_count,
 					      &probes, error, sizeof(error));
 	/* An operator this torch lacks costs the operators, not the scopes. */

@@ -306,6 +306,22 @@ static bool is_library(const char *path, const char *name)
 	return strncmp(base, name, length) == 0 && (base[length] == '\0' || base[length] == '.');
 }
 
+int torch_probes_process_library(pid_t pid, char *host_path, size_t size)
+{
+	struct mapped_file_list list = { 0 };
+	char error[256];
+	int result = -ENOENT;
+
+	if (process_maps_read(pid, &list, error, sizeof(error)))
+		return -ENOENT;
+	for (size_t i = 0; i < list.count && result; i++)
+		if (is_library(list.files[i].path, TORCH_LIBRARY_NAME) &&
+		    snprintf(host_path, size, "%s", list.files[i].host_path) < (int)size)
+			result = 0;
+	mapped_file_list_free(&list);
+	return result;
+}
+
 int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_count,
 				 struct torch_probes **probes, char *error, size_t error_size)
 {

@@ -44,6 +44,8 @@ struct traced_process {
 	/* The probes followed this image's Python from its start: the tracer must follow it too. */
 	bool python_from_start;
 	bool ended_unfollowed_said; /* it ended before the tracer could, and that was said */
+	/* It mapped libraries since its last scan: scanned once the ring's batch is read. */
+	bool libraries_changed;
 };
 
 /* Hands a process's stage slots back to their stages (the entry is going, or the image changed). */

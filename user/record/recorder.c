@@ -250,6 +250,7 @@ static void run_loop(struct recorder *recorder)
 		bool read_failed = probe_session_poll(recorder->session, poll_ms) < 0;
 		uint64_t now;
 
+		recorder_scan_changed_libraries(recorder);
 		serve_held_execs(recorder);
 		if (read_failed && !recorder_stop_requested)
 			log_warning("reading the ring buffer failed: %s", strerror(errno));

@@ -173,11 +173,23 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 		/* The new image's libraries need a look too. */
 		__attribute__((fallthrough));
 	case TCHECK_RECORD_LIBRARY_CHANGE:
+		process = process_registry_find(&recorder->processes, header->pid);
+		/*
+		 * A process whose Python is followed (or not asked for) loads
+		 * extension modules by the hundred at import: one scan of its
+		 * maps once the batch is read stands for all of them. Nothing in
+		 * the batch needs it: only probes the scan attaches could send.
+		 */
+		if (process && header->type == TCHECK_RECORD_LIBRARY_CHANGE &&
+		    (!recorder->python || process->python_followed_ns)) {
+			process->libraries_changed = true;
+			recorder->libraries_changed = true;
+			return 0;
+		}
 		if (library_discovery_scan_process(recorder->discovery, (pid_t)header->pid, error,
 						   sizeof(error)) < 0)
 			log_debug("process %u: %s", header->pid, error);
 		/* libpython is mapped by the loader after exec: look again now. */
-		process = process_registry_find(&recorder->processes, header->pid);
 		if (process)
 			recorder_follow_python(recorder, process);
 		return 0;

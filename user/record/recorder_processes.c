@@ -243,6 +243,27 @@ void recorder_rescan_libraries(struct recorder *recorder)
 	}
 }
 
+void recorder_scan_changed_libraries(struct recorder *recorder)
+{
+	struct traced_process *process;
+	char error[512];
+
+	if (!recorder->libraries_changed)
+		return;
+	recorder->libraries_changed = false;
+	for (size_t i = 0; (process = process_registry_next(&recorder->processes, &i));) {
+		if (!process->libraries_changed)
+			continue;
+		process->libraries_changed = false;
+		if (!process->alive)
+			continue;
+		if (library_discovery_scan_process(recorder->discovery, (pid_t)process->record.pid,
+						   error, sizeof(error)) < 0)
+			log_debug("process %u: %s", process->record.pid, error);
+		recorder_follow_python(recorder, process);
+	}
+}
+
 /* Processes the observer found since the last look (the agent's discovery). */
 void recorder_add_discovered(struct recorder *recorder)
 {

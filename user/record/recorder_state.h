@@ -42,6 +42,7 @@ struct recorder {
 	int reading_calls_in_flight;
 	struct tcheck_call_record *open_calls; /* OPEN_CALLS_MAX, read from the map, then handed */
 	size_t open_call_count;
+	bool libraries_changed; /* some process's libraries_changed is set */
 };
 
 /* Set by SIGINT/SIGTERM, or when a consumer cannot go on: the loop ends at its next turn. */
@@ -82,6 +83,8 @@ void recorder_end_process(struct recorder *recorder, uint32_t pid, int exit_code
 struct traced_process *recorder_adopt_process(struct recorder *recorder, uint32_t pid);
 void recorder_check_liveness(struct recorder *recorder);
 void recorder_rescan_libraries(struct recorder *recorder);
+/* Scans the processes that mapped libraries during the batch just read, once each. */
+void recorder_scan_changed_libraries(struct recorder *recorder);
 void recorder_add_discovered(struct recorder *recorder);
 
 /* recorder_probe_records.c: what the probes send, turned into records. */
