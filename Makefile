@@ -303,6 +303,8 @@ bench: all
 	python3 tools/bench/replace-section.py BENCHMARKS.md python-overhead $(OUTPUT)/python-overhead.md
 	tools/bench/python-entry-cost.sh > $(OUTPUT)/python-entry-cost.md
 	python3 tools/bench/replace-section.py BENCHMARKS.md python-entry-cost $(OUTPUT)/python-entry-cost.md
+	tools/bench/recorder-cpu.sh > $(OUTPUT)/recorder-cpu.md
+	python3 tools/bench/replace-section.py BENCHMARKS.md recorder-cpu $(OUTPUT)/recorder-cpu.md
 
 # Inference and checking against trace size up to 10 million calls, offline and live
 # (about 10 minutes, 1.6 GB of disk in /tmp; root).
