@@ -27,8 +27,8 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4}, shapes
 # No false alarm on any of them: zero_grad after the step or set_to_none, accumulation, a
 # warm-up by hand, a reloaded optimizer, foreach and fused AdamW, the ZeRO-1 program (its
 # ranks update other shards and set their gradients to None by hand), DDP at every size.
-flagged = [(s["script"], s["options"], s["violations"], s["rules"]) for s in shapes
-           if s["violations"]]
+flagged = [(s["script"], s["options"], s["violations"], s["rules"], s["recording_losses"])
+           for s in shapes if s["violations"]]
 assert not flagged, flagged
 # The 8-rank job gathers with another layout than the references' jobs (its data-parallel
 # group), and the rules from 2 and 4 ranks say nothing against it.

@@ -58,10 +58,13 @@ def record_shape(suite, index, script, options):
     suite.count += 1
     cross.progress("[{}] recording {} {}".format(suite.count, script, " ".join(options)))
     cross.remove_trace(trace)  # record refuses to replace a trace
-    cross.run([suite.tcheck, "record", "-o", trace, "--python", "--", *suite.python,
-               os.path.join(SHAPES_DIR, script), *options, "--steps", str(STEPS),
-               "--log-dir", log_dir])
-    return trace, log_dir
+    result = cross.run([suite.tcheck, "record", "-o", trace, "--python", "--", *suite.python,
+                        os.path.join(SHAPES_DIR, script), *options, "--steps", str(STEPS),
+                        "--log-dir", log_dir])
+    # What the recorder said it missed: a violation on a lossy recording may be the loss's.
+    losses = [line.split("warning: ", 1)[1] for line in result.stderr.splitlines()
+              if "warning: " in line and ("not in the trace" in line or " lost" in line)]
+    return trace, log_dir, losses
 
 
 def logged_steps(log_dir):
@@ -78,7 +81,7 @@ def logged_steps(log_dir):
 
 def check_shape(suite, rules, index, shape):
     script, options, description = shape
-    trace, log_dir = record_shape(suite, index, script, options)
+    trace, log_dir, losses = record_shape(suite, index, script, options)
     truth = logged_steps(log_dir)
     seen = suite.steps_seen(trace)
     violations = suite.check(rules, trace)
@@ -88,6 +91,7 @@ def check_shape(suite, rules, index, shape):
         "judged": len(seen) == len(truth) and bool(seen) and min(seen) >= min(truth.values()),
         "violations": len(violations),
         "rules": sorted({v["invariant"] for v in violations}),
+        "recording_losses": losses,
     }
 
 
@@ -145,6 +149,8 @@ def main():
         print("{:<26} {:<14} judged={} violations={} {}".format(
             shape["script"], " ".join(shape["options"]), shape["judged"], shape["violations"],
             "; ".join(rule[:70] for rule in shape["rules"][:3])))
+        for loss in shape["recording_losses"]:
+            print("    the recording: " + loss)
     if nccl:
         print("NCCL workload, rules from 2 and 4 ranks ({} rules) on 8 ranks: {} violations {}"
               .format(nccl["rules"], nccl["violations"], "; ".join(nccl["firing"][:3])))
