@@ -80,3 +80,52 @@ UNIT_TEST(step_time, each_rank_measures_between_its_own_step_ends)
 	CU_ASSERT_EQUAL(step_time_of_ranks(&model->comms[0], 7, times, 1), 1);
 	progress_model_free(model);
 }
+
+/*
+ * The expected step learned from a stream of one collective a step on two
+ * ranks, whose steps last lengths_ms[i]; the job's step after all of them.
+ */
+static double learned_step_ms(const unsigned *lengths_ms, int steps)
+{
+	struct progress_model *model = progress_model_new(NULL);
+	uint64_t now = 1000 * MS;
+	double learned;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	for (int step = 0; step < steps; step++) {
+		now += lengths_ms[step] * MS;
+		for (int rank = 0; rank < 2; rank++) {
+			struct trace_nccl_call call = collective("ncclAllReduce", rank, step, now);
+			int64_t completed;
+
+			progress_model_add_call(model, &call, &completed);
+		}
+	}
+	learned = progress_model_job_step_ns(model) / (double)MS;
+	progress_model_free(model);
+	return learned;
+}
+
+/*
+ * A first learned step faster than the job's usual ones (as a CPU job's
+ * can be: 1.4 ms among steps of 2 to 10) is no anchor: the steps after it
+ * are learned, by the median of the first three, and not kept out for
+ * ever (then no pause, hang limit or slowdown could be judged). Steps 0
+ * and 1 are the warm-up; lengths_ms[2] is the first step learned from.
+ */
+UNIT_TEST(step_time, a_fast_first_step_does_not_keep_the_others_out)
+{
+	const unsigned fast_first[] = { 20, 20, 5, 20, 21, 20, 19, 20, 20, 20 };
+	const unsigned checkpoint_second[] = { 20, 20, 20, 3000, 20, 20, 20, 20, 20, 20 };
+	const unsigned fast_then_checkpoint[] = { 20, 20, 5, 3000, 20, 20, 20, 20, 20, 20 };
+	const unsigned steady[] = { 20, 20, 20, 20, 20, 20, 20, 20, 20, 20 };
+	double ms;
+
+	ms = learned_step_ms(fast_first, 10);
+	CU_ASSERT(ms >= 19.0 && ms <= 21.0);
+	/* A checkpoint in the second step learned from is not learned. */
+	CU_ASSERT_DOUBLE_EQUAL(learned_step_ms(checkpoint_second, 10), 20.0, 1e-6);
+	/* Nor after a fast first one: the median of 5, 3000 and 20 is 20. */
+	CU_ASSERT_DOUBLE_EQUAL(learned_step_ms(fast_then_checkpoint, 10), 20.0, 1e-6);
+	CU_ASSERT_DOUBLE_EQUAL(learned_step_ms(steady, 10), 20.0, 1e-6);
+}

@@ -167,6 +167,7 @@ static void find_period(struct progress_comm *comm)
 	comm->steps_completed = 0;
 	comm->expected_step_ns = 0;
 	comm->learned_steps = 0;
+	comm->disputed_step_ns = 0;
 	for (int32_t period = 1; period <= PROGRESS_MAX_PERIOD; period++) {
 		/*
 		 * A short pattern must repeat three times to be a step; a long
@@ -192,6 +193,51 @@ int64_t progress_comm_step_end(const struct progress_comm *comm, int64_t step)
 	return comm->offset + (step + 1) * comm->period - 1;
 }
 
+/* The wait before each position of the step that ended with 'step' (its last arrivals). */
+static void step_gaps(const struct progress_comm *comm, int64_t step, double *gaps)
+{
+	for (int32_t p = 0; p < comm->period && p < PROGRESS_MAX_PERIOD; p++) {
+		int64_t index = progress_comm_step_end(comm, step - 1) + 1 + p;
+
+		gaps[p] = (double)(progress_comm_last_arrival(comm, index) -
+				   progress_comm_last_arrival(comm, index - 1));
+	}
+}
+
+/*
+ * One sample is no anchor: a first step faster than the job's usual ones
+ * (1.4 ms where the others take 2 to 10) would keep every later one out,
+ * and the step time would never be learned. While the first step is the
+ * only sample, a slower one is kept aside; the next step that does not
+ * agree with the first either settles it: the median of the three becomes
+ * the expectation, with its waits.
+ */
+static bool settle_disputed_start(struct progress_comm *comm, double duration_ns,
+				  const double *gaps)
+{
+	double first = comm->expected_step_ns, disputed = comm->disputed_step_ns;
+	size_t bytes = sizeof(comm->expected_gap_ns);
+
+	if (comm->learned_steps != 1)
+		return false;
+	if (disputed == 0) {
+		comm->disputed_step_ns = duration_ns;
+		memcpy(comm->disputed_gap_ns, gaps, bytes);
+		return true;
+	}
+	comm->disputed_step_ns = 0;
+	comm->learned_steps = 2;
+	/* The median of first, disputed and this one. */
+	if ((disputed - first) * (disputed - duration_ns) <= 0) {
+		comm->expected_step_ns = disputed;
+		memcpy(comm->expected_gap_ns, comm->disputed_gap_ns, bytes);
+	} else if ((duration_ns - first) * (duration_ns - disputed) <= 0) {
+		comm->expected_step_ns = duration_ns;
+		memcpy(comm->expected_gap_ns, gaps, bytes);
+	}
+	return true;
+}
+
 static void learn(struct progress_model *model, struct progress_comm *comm, double duration_ns,
 		  int64_t step)
 {
@@ -199,36 +245,32 @@ static void learn(struct progress_model *model, struct progress_comm *comm, doub
 	double job_step_ns = progress_model_job_step_ns(model);
 	/* Job steps this communicator's step spans: warm-up counts job steps. */
 	double span = job_step_ns > 0 ? duration_ns / job_step_ns : 1;
-	double ratio;
+	double gaps[PROGRESS_MAX_PERIOD] = { 0 };
 
 	if (span < 1)
 		span = 1;
 	if ((double)step * span < (double)options->warmup_steps)
 		return;
 	comm->steps_per_period = span;
+	step_gaps(comm, step, gaps);
 	if (comm->expected_step_ns == 0) {
 		comm->expected_step_ns = duration_ns;
 		comm->learned_steps = 1;
-	} else {
-		ratio = duration_ns / comm->expected_step_ns;
-		if (ratio > options->alpha)
-			return;
-		comm->expected_step_ns =
-			(comm->expected_step_ns * comm->learned_steps + duration_ns) /
-			(comm->learned_steps + 1);
-		comm->learned_steps++;
+		comm->disputed_step_ns = 0;
+		memcpy(comm->expected_gap_ns, gaps, sizeof(gaps));
+		return;
 	}
-	for (int32_t p = 0; p < comm->period; p++) {
-		int64_t index = progress_comm_step_end(comm, step - 1) + 1 + p;
-		double gap = (double)(progress_comm_last_arrival(comm, index) -
-				      progress_comm_last_arrival(comm, index - 1));
-
-		if (comm->learned_steps == 1)
-			comm->expected_gap_ns[p] = gap;
-		else
-			comm->expected_gap_ns[p] +=
-				(gap - comm->expected_gap_ns[p]) / comm->learned_steps;
+	if (duration_ns / comm->expected_step_ns > options->alpha) {
+		settle_disputed_start(comm, duration_ns, gaps);
+		return;
 	}
+	comm->disputed_step_ns = 0;
+	comm->expected_step_ns = (comm->expected_step_ns * comm->learned_steps + duration_ns) /
+				 (comm->learned_steps + 1);
+	comm->learned_steps++;
+	for (int32_t p = 0; p < comm->period && p < PROGRESS_MAX_PERIOD; p++)
+		comm->expected_gap_ns[p] +=
+			(gaps[p] - comm->expected_gap_ns[p]) / comm->learned_steps;
 }
 
 /* Completes every step whose last collective all ranks reached; returns the last one or -1. */

@@ -4,7 +4,8 @@
  * point-to-point calls each rank issued (sequence, type, size, time), the
  * steps found from the period of the collective pattern, and the expected
  * step time learned online (warm-up excluded; the running average moves
- * only with steps within alpha of it). The hang and slowdown detectors
+ * only with steps within alpha of it; a first step that the next two
+ * disagree with gives way to the median of the three). The hang and slowdown detectors
  * read it; it needs no kernel.
  */
 #ifndef TCHECK_PROGRESS_MODEL_H
@@ -137,6 +138,12 @@ struct progress_comm {
 	double steps_per_period; /* job steps one step of this communicator spans, at least 1 */
 	/* Expected wait before each position of the step, learned with the step time. */
 	double expected_gap_ns[PROGRESS_MAX_PERIOD];
+	/*
+	 * A step slower than alpha times the first one learned, kept while that
+	 * first one is the only sample (0: none): a third decides by the median.
+	 */
+	double disputed_step_ns;
+	double disputed_gap_ns[PROGRESS_MAX_PERIOD];
 	uint64_t last_progress_ns; /* last time any rank issued a call here */
 	bool hang_reported;
 	/*
