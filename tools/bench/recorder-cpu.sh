@@ -16,7 +16,8 @@ work=$(mktemp -d /tmp/tcheck-recorder-cpu.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 ticks_per_second=$(getconf CLK_TCK)
 
-# One recording: "RECORDER_SECONDS JOB_SECONDS WALL_SECONDS LOST" of the recorder process alone.
+# One recording by $tcheck: "RECORDER_TICKS WALL_MS LOST", the recorder process's own CPU
+# ticks (the job's are not counted), the recording's wall time, the Python calls it lost.
 measure() {
 	local ranks=$1 trace=$work/run.trace pid last="" start end lost
 	rm -rf "$trace" "$work/log"
@@ -31,7 +32,6 @@ measure() {
 	wait "$pid" || { echo "recording failed: $(tail -3 "$work/out.txt")" >&2; exit 1; }
 	end=$(date +%s%N)
 	lost=$(grep -o '[0-9]* Python calls are not in the trace' "$work/out.txt" | cut -d' ' -f1 || true)
-	# The job's CPU: children of the recorder, counted once they are reaped.
 	echo "$last $(((end - start) / 1000000)) ${lost:-0}"
 }
 

@@ -212,18 +212,18 @@ static void step_gaps(const struct progress_comm *comm, int64_t step, double *ga
  * agree with the first either settles it: the median of the three becomes
  * the expectation, with its waits.
  */
-static bool settle_disputed_start(struct progress_comm *comm, double duration_ns,
+static void settle_disputed_start(struct progress_comm *comm, double duration_ns,
 				  const double *gaps)
 {
 	double first = comm->expected_step_ns, disputed = comm->disputed_step_ns;
 	size_t bytes = sizeof(comm->expected_gap_ns);
 
 	if (comm->learned_steps != 1)
-		return false;
+		return;
 	if (disputed == 0) {
 		comm->disputed_step_ns = duration_ns;
 		memcpy(comm->disputed_gap_ns, gaps, bytes);
-		return true;
+		return;
 	}
 	comm->disputed_step_ns = 0;
 	comm->learned_steps = 2;
@@ -235,7 +235,6 @@ static bool settle_disputed_start(struct progress_comm *comm, double duration_ns
 		comm->expected_step_ns = duration_ns;
 		memcpy(comm->expected_gap_ns, gaps, bytes);
 	}
-	return true;
 }
 
 static void learn(struct progress_model *model, struct progress_comm *comm, double duration_ns,

@@ -5,8 +5,8 @@
  * steps found from the period of the collective pattern, and the expected
  * step time learned online (warm-up excluded; the running average moves
  * only with steps within alpha of it; a first step that the next two
- * disagree with gives way to the median of the three). The hang and slowdown detectors
- * read it; it needs no kernel.
+ * disagree with gives way to the median of the three). The hang and
+ * slowdown detectors read it; it needs no kernel.
  */
 #ifndef TCHECK_PROGRESS_MODEL_H
 #define TCHECK_PROGRESS_MODEL_H

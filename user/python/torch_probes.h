@@ -169,15 +169,15 @@ int torch_probes_resolve(const char *library_path, const char *const *ops, size_
 			 struct torch_probes **probes, char *error, size_t error_size);
 
 /*
- * The same for the libtorch_cpu.so a running process has mapped, and the
- * libtorch_cuda.so mapped with it (NCCL's process groups) when there is one.
- */
-/*
  * Where the process's libtorch_cpu.so can be opened from here (host_path);
  * -ENOENT while it has not mapped one. A cheap look before resolving.
  */
 int torch_probes_process_library(pid_t pid, char *host_path, size_t size);
 
+/*
+ * The same for the libtorch_cpu.so a running process has mapped, and the
+ * libtorch_cuda.so mapped with it (NCCL's process groups) when there is one.
+ */
 int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_count,
 				 struct torch_probes **probes, char *error, size_t error_size);
 

@@ -186,12 +186,8 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 			recorder->libraries_changed = true;
 			return 0;
 		}
-		if (library_discovery_scan_process(recorder->discovery, (pid_t)header->pid, error,
-						   sizeof(error)) < 0)
-			log_debug("process %u: %s", header->pid, error);
 		/* libpython is mapped by the loader after exec: look again now. */
-		if (process)
-			recorder_follow_python(recorder, process);
+		recorder_scan_libraries(recorder, header->pid, process);
 		return 0;
 	case TCHECK_RECORD_PROCESS_EXIT:
 		recorder_end_process(recorder, header->pid, notice->exit_code);

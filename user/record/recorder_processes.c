@@ -229,38 +229,38 @@ void recorder_check_liveness(struct recorder *recorder)
 	}
 }
 
+void recorder_scan_libraries(struct recorder *recorder, uint32_t pid,
+			     struct traced_process *process)
+{
+	char error[512];
+
+	if (library_discovery_scan_process(recorder->discovery, (pid_t)pid, error, sizeof(error)) <
+	    0)
+		log_debug("process %u: %s", pid, error);
+	if (process)
+		recorder_follow_python(recorder, process);
+}
+
 void recorder_rescan_libraries(struct recorder *recorder)
 {
 	struct traced_process *process;
-	char error[512];
 
-	for (size_t i = 0; (process = process_registry_next(&recorder->processes, &i));) {
-		if (!process->alive)
-			continue;
-		library_discovery_scan_process(recorder->discovery, (pid_t)process->record.pid,
-					       error, sizeof(error));
-		recorder_follow_python(recorder, process);
-	}
+	for (size_t i = 0; (process = process_registry_next(&recorder->processes, &i));)
+		if (process->alive)
+			recorder_scan_libraries(recorder, process->record.pid, process);
 }
 
 void recorder_scan_changed_libraries(struct recorder *recorder)
 {
 	struct traced_process *process;
-	char error[512];
 
 	if (!recorder->libraries_changed)
 		return;
 	recorder->libraries_changed = false;
 	for (size_t i = 0; (process = process_registry_next(&recorder->processes, &i));) {
-		if (!process->libraries_changed)
-			continue;
+		if (process->libraries_changed && process->alive)
+			recorder_scan_libraries(recorder, process->record.pid, process);
 		process->libraries_changed = false;
-		if (!process->alive)
-			continue;
-		if (library_discovery_scan_process(recorder->discovery, (pid_t)process->record.pid,
-						   error, sizeof(error)) < 0)
-			log_debug("process %u: %s", process->record.pid, error);
-		recorder_follow_python(recorder, process);
 	}
 }
 

@@ -82,6 +82,12 @@ struct traced_process *recorder_add_process(struct recorder *recorder, uint32_t 
 void recorder_end_process(struct recorder *recorder, uint32_t pid, int exit_code);
 struct traced_process *recorder_adopt_process(struct recorder *recorder, uint32_t pid);
 void recorder_check_liveness(struct recorder *recorder);
+/*
+ * Looks for NCCL and torch in the libraries pid maps now, and follows its
+ * Python where process (its entry, or NULL) is known.
+ */
+void recorder_scan_libraries(struct recorder *recorder, uint32_t pid,
+			     struct traced_process *process);
 void recorder_rescan_libraries(struct recorder *recorder);
 /* Scans the processes that mapped libraries during the batch just read, once each. */
 void recorder_scan_changed_libraries(struct recorder *recorder);
