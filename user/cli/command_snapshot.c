@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* `tcheck-bpf snapshot`: a running job's state read once, from outside, as text or JSON. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,14 @@
 #include "record/job_snapshot.h"
 
 #define SNAPSHOT_PIDS_MAX 1024
+
+static bool snapshot_has_unread(const struct job_snapshot *snapshot)
+{
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (snapshot->processes[i].unread_note[0])
+			return true;
+	return false;
+}
 
 static const char snapshot_help[] =
 	"Usage: tcheck-bpf snapshot --pid PID [--pid PID...] [--json] [-o FILE]\n"
@@ -25,7 +34,9 @@ static const char snapshot_help[] =
 	"others', or no thread of which is inside the collective the others wait in, is\n"
 	"named with that collective, its sequence number and, where the others' Python\n"
 	"stacks show the pattern, the first call it did not make. What cannot be read is\n"
-	"said with the reason (a \"..._note\" field). The processes are neither stopped,\n"
+	"said with the reason (a \"..._note\" field); a process whose reading does not\n"
+	"move on for 10 s (memory on a hung mount) is left unread, said in its\n"
+	"unread_note, and the others are read. The processes are neither stopped,\n"
 	"signalled nor written to: the dump cannot hang on the GIL as an in-process one\n"
 	"can. Needs root (or CAP_SYS_PTRACE) to read another process's memory.\n"
 	"\n"
@@ -46,7 +57,7 @@ static const char snapshot_help[] =
 	"library, collective; python: function, file, first_line per frame).\n"
 	"\n"
 	"Exit status: 0 no rank lags; 1 a rank lags (a hang); 2 bad input or a process\n"
-	"that cannot be read.\n"
+	"that cannot be read (one left unread: the others are still written).\n"
 	"\n"
 	"Examples:\n"
 	"  sudo tcheck-bpf snapshot --pid 4242 --pid 4243\n"
@@ -151,7 +162,7 @@ int command_snapshot(int argc, char **argv)
 	err = write_output(output, &snapshot, &diagnosis, json);
 	if (!err && diagnosis.count)
 		err = 1;
-	else if (err)
+	else if (err || snapshot_has_unread(&snapshot))
 		err = 2;
 	snapshot_diagnosis_free(&diagnosis);
 	job_snapshot_free(&snapshot);

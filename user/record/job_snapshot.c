@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Reads a running job's state on arrival: Python stacks, blocked calls, communicator counts. */
-#include "record/job_snapshot.h"
+/* Reads one process of a running job: Python stacks, blocked calls, communicator counts. */
+#include "record/job_snapshot_process.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,6 @@
 #include "base/error_message.h"
 #include "base/growable_array.h"
 #include "base/remote_memory.h"
-#include "base/system_clock.h"
 #include "base/u64_map.h"
 #include "model/nccl_api.h"
 #include "probe/elf_symbols.h"
@@ -28,7 +28,7 @@
 #define OPERATION_COUNT_MAX (1ull << 40)
 
 /* The tables of the files a snapshot met, shared by the processes that map them. */
-struct file_tables {
+struct snapshot_file_tables {
 	char **paths;
 	struct native_function_table **tables; /* NULL: the file holds no known function */
 	size_t count;
@@ -37,8 +37,31 @@ struct file_tables {
 	struct process_group_layouts group_layouts;
 };
 
-static const struct native_function_table *file_table_for(struct file_tables *cache,
-							  const char *host_path)
+/* Says what a reading is about to do: a step that never finishes is named by it. */
+struct step_reporter {
+	snapshot_step_fn step;
+	void *context;
+};
+
+static void step_say(const struct step_reporter *reporter, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void step_say(const struct step_reporter *reporter, const char *format, ...)
+{
+	char what[320];
+	va_list arguments;
+
+	if (!reporter->step)
+		return;
+	va_start(arguments, format);
+	vsnprintf(what, sizeof(what), format, arguments);
+	va_end(arguments);
+	reporter->step(reporter->context, what);
+}
+
+static const struct native_function_table *file_table_for(struct snapshot_file_tables *cache,
+							  const char *host_path,
+							  const struct step_reporter *reporter)
 {
 	struct native_function_table *table;
 	char error[256];
@@ -46,6 +69,7 @@ static const struct native_function_table *file_table_for(struct file_tables *ca
 	for (size_t i = 0; i < cache->count; i++)
 		if (strcmp(cache->paths[i], host_path) == 0)
 			return cache->tables[i];
+	step_say(reporter, "reading the symbols of %s", host_path);
 	table = calloc(1, sizeof(*table));
 	if (!table)
 		return NULL;
@@ -69,8 +93,15 @@ static const struct native_function_table *file_table_for(struct file_tables *ca
 	return table;
 }
 
-static void file_tables_free(struct file_tables *cache)
+struct snapshot_file_tables *snapshot_file_tables_new(void)
 {
+	return calloc(1, sizeof(struct snapshot_file_tables));
+}
+
+void snapshot_file_tables_free(struct snapshot_file_tables *cache)
+{
+	if (!cache)
+		return;
 	for (size_t i = 0; i < cache->count; i++) {
 		free(cache->paths[i]);
 		if (cache->tables[i])
@@ -80,6 +111,7 @@ static void file_tables_free(struct file_tables *cache)
 	free(cache->paths);
 	free(cache->tables);
 	process_group_layouts_free(&cache->group_layouts);
+	free(cache);
 }
 
 /*
@@ -279,7 +311,7 @@ static int thread_read(struct snapshot_process *process, struct snapshot_thread 
 		       const struct native_function_table *const *tables,
 		       const struct nccl_comm_layout *layout, struct u64_map *tried,
 		       size_t *communicator_capacity, struct process_group_layouts *group_layouts,
-		       size_t *group_capacity)
+		       size_t *group_capacity, const struct step_reporter *reporter)
 {
 	struct native_thread_registers registers;
 	struct native_stack_hit hits[HITS_MAX];
@@ -287,6 +319,7 @@ static int thread_read(struct snapshot_process *process, struct snapshot_thread 
 	size_t count = 0, found;
 	int err = -EAGAIN;
 
+	step_say(reporter, "reading thread %d's stack", (int)thread->tid);
 	thread_name_read(process->pid, thread->tid, thread->name, sizeof(thread->name));
 	/* A thread on a CPU gives no stack pointer: it is read again when it stops. */
 	for (int attempt = 0; attempt < RUNNING_RETRIES && err == -EAGAIN; attempt++) {
@@ -319,8 +352,8 @@ static int thread_read(struct snapshot_process *process, struct snapshot_thread 
 	return err;
 }
 
-static int threads_read(struct snapshot_process *process, struct file_tables *cache, char *error,
-			size_t error_size)
+static int threads_read(struct snapshot_process *process, struct snapshot_file_tables *cache,
+			const struct step_reporter *reporter, char *error, size_t error_size)
 {
 	const struct native_function_table **tables = NULL;
 	struct nccl_comm_layout layout;
@@ -343,7 +376,7 @@ static int threads_read(struct snapshot_process *process, struct file_tables *ca
 	}
 	for (size_t i = 0; i < maps.count; i++)
 		if (strchr(maps.files[i].permissions, 'x')) {
-			tables[i] = file_table_for(cache, maps.files[i].host_path);
+			tables[i] = file_table_for(cache, maps.files[i].host_path, reporter);
 			process->maps_collectives |= tables[i] != NULL;
 		}
 	has_layout = nccl_layout_of(process, &maps, &layout);
@@ -368,7 +401,7 @@ static int threads_read(struct snapshot_process *process, struct file_tables *ca
 		thread->tid = (pid_t)atoi(entry->d_name);
 		err = thread_read(process, thread, &maps, tables, has_layout ? &layout : NULL,
 				  &tried, &communicator_capacity, &cache->group_layouts,
-				  &group_capacity);
+				  &group_capacity, reporter);
 	}
 	if (directory)
 		closedir(directory);
@@ -400,21 +433,24 @@ static void python_read(struct snapshot_process *process)
 				process->threads[i].python = &process->python.threads[j];
 }
 
-static int process_read(struct snapshot_process *process, struct file_tables *cache, char *error,
-			size_t error_size)
+int snapshot_process_read(struct snapshot_process *process, struct snapshot_file_tables *cache,
+			  snapshot_step_fn step, void *context, char *error, size_t error_size)
 {
+	const struct step_reporter reporter = { step, context };
 	struct process_info info;
 	int err;
 
+	step_say(&reporter, "reading its command line and environment");
 	err = process_info_read(process->pid, &info, error, error_size);
 	if (err)
 		return err;
 	process->rank = info.rank;
 	snprintf(process->command, sizeof(process->command), "%s", info.command);
 	process_info_free(&info);
-	err = threads_read(process, cache, error, error_size);
+	err = threads_read(process, cache, &reporter, error, error_size);
 	if (err)
 		return err;
+	step_say(&reporter, "reading its Python stacks");
 	python_read(process);
 	if (process->maps_collectives && !process->communicator_count &&
 	    !process->process_group_count && !process->process_group_note[0])
@@ -430,42 +466,14 @@ static int process_read(struct snapshot_process *process, struct file_tables *ca
 	return 0;
 }
 
-int job_snapshot_read(const pid_t *pids, size_t count, struct job_snapshot *snapshot, char *error,
-		      size_t error_size)
+void snapshot_process_free(struct snapshot_process *process)
 {
-	struct file_tables cache = { 0 };
-	uint64_t started = monotonic_ns();
-	struct timespec wall;
-	int err = 0;
-
-	memset(snapshot, 0, sizeof(*snapshot));
-	clock_gettime(CLOCK_REALTIME, &wall);
-	snapshot->time_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
-	snapshot->monotonic_ns = started;
-	snapshot->processes = calloc(count ? count : 1, sizeof(*snapshot->processes));
-	if (!snapshot->processes)
-		return error_fail(error, error_size, ENOMEM, "out of memory");
-	for (size_t i = 0; i < count && !err; i++) {
-		snapshot->processes[i].pid = pids[i];
-		snapshot->processes[i].rank = -1;
-		snapshot->count++;
-		err = process_read(&snapshot->processes[i], &cache, error, error_size);
-	}
-	file_tables_free(&cache);
-	snapshot->read_ns = monotonic_ns() - started;
-	if (err)
-		job_snapshot_free(snapshot);
-	return err;
-}
-
-void job_snapshot_free(struct job_snapshot *snapshot)
-{
-	for (size_t i = 0; i < snapshot->count; i++) {
-		python_stacks_free(&snapshot->processes[i].python);
-		free(snapshot->processes[i].threads);
-		free(snapshot->processes[i].communicators);
-		free(snapshot->processes[i].process_groups);
-	}
-	free(snapshot->processes);
-	memset(snapshot, 0, sizeof(*snapshot));
+	python_stacks_free(&process->python);
+	free(process->threads);
+	free(process->communicators);
+	free(process->process_groups);
+	process->threads = NULL;
+	process->communicators = NULL;
+	process->process_groups = NULL;
+	process->thread_count = process->communicator_count = process->process_group_count = 0;
 }

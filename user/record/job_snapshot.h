@@ -27,6 +27,13 @@
 /* How long attach waits before reading a job again to confirm a lagging rank. */
 #define JOB_SNAPSHOT_CONFIRM_MS 300
 
+/*
+ * A step of reading a process (its maps, a thread's stack, a file's
+ * symbols, its Python stacks) that takes longer leaves the process unread
+ * (its unread_note says which step); the processes after it are read.
+ */
+#define JOB_SNAPSHOT_STALL_MS 10000
+
 /* How far above its stack pointer a thread's stack is scanned. */
 #define JOB_SNAPSHOT_STACK_BYTES (512 * 1024)
 
@@ -64,6 +71,7 @@ struct snapshot_process {
 	struct process_group_reading *process_groups; /* c10d groups and their sequence numbers */
 	size_t process_group_count;
 	char process_group_note[256]; /* why a group's sequence number is unknown, "" none */
+	char unread_note[512];	      /* why the process was not read at all, "" when it was */
 };
 
 struct job_snapshot {
@@ -101,7 +109,11 @@ struct snapshot_diagnosis {
 	char summary[768]; /* one sentence: the finding, or why there is none */
 };
 
-/* Reads the state of every process in pids; a process that cannot be read is an error. */
+/*
+ * Reads the state of every process in pids (job_snapshot_read.c); a
+ * process that is gone or refuses to be read is an error, one whose read
+ * stalls (JOB_SNAPSHOT_STALL_MS) is left unread and said in its note.
+ */
 int job_snapshot_read(const pid_t *pids, size_t count, struct job_snapshot *snapshot, char *error,
 		      size_t error_size);
 void job_snapshot_free(struct job_snapshot *snapshot);

@@ -97,6 +97,8 @@ static json_t *process_json(const struct snapshot_process *process)
 	if (process->communicator_note[0])
 		json_object_set_new(object, "communicator_note",
 				    json_string(process->communicator_note));
+	if (process->unread_note[0])
+		json_object_set_new(object, "unread_note", json_string(process->unread_note));
 	json_object_set_new(object, "process_groups", process_groups_json(process));
 	if (process->process_group_note[0])
 		json_object_set_new(object, "process_group_note",
@@ -157,7 +159,9 @@ void job_snapshot_write_text(const struct job_snapshot *snapshot,
 		const struct snapshot_process *process = &snapshot->processes[p];
 
 		fprintf(out, "rank %d, pid %d: %s\n", process->rank, (int)process->pid,
-			process->command);
+			process->command[0] ? process->command : "(not read)");
+		if (process->unread_note[0])
+			fprintf(out, "  %s\n", process->unread_note);
 		for (size_t c = 0; c < process->communicator_count; c++)
 			fprintf(out,
 				"  communicator 0x%016" PRIx64 " rank %d of %d, %" PRIu64

@@ -337,8 +337,8 @@ static void finding_fill_missed(const struct job_snapshot *snapshot,
 	}
 }
 
-static void summary_write(const struct job_snapshot *snapshot, struct snapshot_diagnosis *diagnosis,
-			  bool any_communicator)
+static void finding_summary_write(const struct job_snapshot *snapshot,
+				  struct snapshot_diagnosis *diagnosis, bool any_communicator)
 {
 	const struct snapshot_finding *finding;
 	char sequence[96];
@@ -378,6 +378,25 @@ static void summary_write(const struct job_snapshot *snapshot, struct snapshot_d
 		snprintf(diagnosis->summary + used, sizeof(diagnosis->summary) - used,
 			 "; the first call it did not make: %s", finding->missed);
 	}
+}
+
+/* The summary, with the processes that could not be read named after it. */
+static void summary_write(const struct job_snapshot *snapshot, struct snapshot_diagnosis *diagnosis,
+			  bool any_communicator)
+{
+	size_t unread = 0, used;
+	pid_t first = 0;
+
+	finding_summary_write(snapshot, diagnosis, any_communicator);
+	for (size_t p = 0; p < snapshot->count; p++)
+		if (snapshot->processes[p].unread_note[0] && !unread++)
+			first = snapshot->processes[p].pid;
+	if (!unread)
+		return;
+	used = strlen(diagnosis->summary);
+	snprintf(diagnosis->summary + used, sizeof(diagnosis->summary) - used,
+		 "; %zu process(es) not read (pid %d%s), so not judged", unread, (int)first,
+		 unread > 1 ? " and others" : "");
 }
 
 static bool any_communicator_read(const struct job_snapshot *snapshot)
@@ -445,9 +464,11 @@ int job_snapshot_diagnose(const struct job_snapshot *snapshot, struct snapshot_d
 	int err;
 
 	memset(diagnosis, 0, sizeof(*diagnosis));
-	diagnosis->judged = snapshot->count > 0;
+	for (size_t p = 0; p < snapshot->count; p++)
+		diagnosis->judged |= !snapshot->processes[p].unread_note[0];
 	if (!diagnosis->judged) {
-		snprintf(diagnosis->summary, sizeof(diagnosis->summary), "no process was read");
+		snprintf(diagnosis->summary, sizeof(diagnosis->summary), "no process was read%s",
+			 snapshot->count ? ": each one's read stalled (said under it)" : "");
 		return 0;
 	}
 	err = judge_communicators(snapshot, &list, &any_communicator);

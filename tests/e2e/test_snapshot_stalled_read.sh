@@ -1,0 +1,67 @@
+#!/bin/bash
+# A process whose memory cannot be read (a page of a thread's stack held by
+# userfaultfd and never served: every reader waits until the process ends,
+# as with memory on a hung mount) does not stop the others from being read:
+# `snapshot` leaves it unread after JOB_SNAPSHOT_STALL_MS (10 s), says which
+# thread's stack it stalled on (the workload's own word), writes the other
+# process and exits 2; the agent that finds it goes on serving and finds the
+# next process of the job.
+source "$(dirname "$0")/lib.sh"
+command -v curl >/dev/null || skip "curl is not installed"
+job="$SCRATCH/job"
+mkdir -p "$job"
+cp "$TEST_BIN/stuck-stack" /bin/sleep "$job/"
+nccl="$TEST_BIN/lib/libnccl.so.2"
+# A process of the job: it maps libnccl (what the agent follows) and its path is under $job.
+start_stuck() {
+	"$job/stuck-stack" --seconds 120 --library "$nccl" >"$1" 2>&1 &
+	BACKGROUND_PIDS+=($!)
+	stuck=$!
+	wait_for_lines "$1" 1 "ready" 10
+	grep -q "ready" "$1" || skip "userfaultfd is not available here: $(cat "$1")"
+	stuck_tid=$(sed -n "s/ready: thread \([0-9]*\)'s.*/\1/p" "$1")
+}
+
+# snapshot: the stuck process said, the other one read.
+start_stuck "$SCRATCH/stuck-1.out"
+"$job/sleep" 120 &
+BACKGROUND_PIDS+=($!)
+other=$!
+status=0
+timeout 60 "$TCHECK" snapshot --pid "$stuck" --pid "$other" --json >"$SCRATCH/snapshot.json" \
+	2>"$SCRATCH/snapshot.err" || status=$?
+[ "$status" = 2 ] || fail "snapshot exited $status, not 2 (a process that cannot be read): $(cat "$SCRATCH/snapshot.err")"
+python3 - "$SCRATCH/snapshot.json" "$stuck" "$stuck_tid" "$other" <<'PY' || fail "the snapshot does not say what it could not read"
+import json, sys
+snapshot = json.load(open(sys.argv[1]))
+stuck, tid, other = int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+processes = {p["pid"]: p for p in snapshot["processes"]}
+note = processes[stuck].get("unread_note", "")
+assert f"thread {tid}'s stack" in note and "10 s" in note, note
+assert "not read (pid %d)" % stuck in snapshot["summary"], snapshot["summary"]
+read = processes[other]
+assert "unread_note" not in read and read["command"].endswith("sleep 120"), read
+assert [t["tid"] for t in read["threads"]] == [other], read["threads"]
+assert 10 <= snapshot["read_seconds"] < 30, snapshot["read_seconds"]
+print("stuck pid %d said (%s); pid %d read; %.1f s" % (stuck, note[:60], other, snapshot["read_seconds"]))
+PY
+
+# The agent: finding the stuck process does not keep it from the next one.
+port=$(free_port 19700 19800)
+events="$SCRATCH/events.jsonl"
+"$TCHECK" agent --listen "127.0.0.1:$port" --events "$events" --select "$job/" --duration 120 \
+	>"$SCRATCH/agent.out" 2>"$SCRATCH/agent.log" &
+BACKGROUND_PIDS+=($!)
+wait_for_lines "$SCRATCH/agent.log" 1 "serving metrics" 30
+grep -q "serving metrics" "$SCRATCH/agent.log" || fail "the agent did not start: $(tail -3 "$SCRATCH/agent.log")"
+# The two processes above are found at once; then a third, started after.
+wait_for_lines "$SCRATCH/agent.log" 1 "pid $stuck was not read" 40
+grep -q "pid $stuck was not read: reading thread $stuck_tid's stack" "$SCRATCH/agent.log" ||
+	fail "the agent did not say the stuck process was not read: $(grep 'on arrival' "$SCRATCH/agent.log" | head -5)"
+curl -sf -m 2 "http://127.0.0.1:$port/metrics" >/dev/null || fail "/metrics does not answer"
+python3 -c 'import ctypes, sys, time; ctypes.CDLL(sys.argv[1]); time.sleep(60)' "$nccl" "$job/late" &
+BACKGROUND_PIDS+=($!)
+late=$!
+wait_for_lines "$events" 1 "\"event\":\"attached\",\"pid\":$late" 40
+grep -q "\"pid\":$late" "$events" || fail "the agent did not find pid $late after the stuck one: $(tail -3 "$SCRATCH/agent.log")"
+echo "PASS"

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reads a job's processes for a snapshot, none of them for ever: a read of
+ * another process's memory can wait in the kernel for as long as that
+ * process lives (a page on a hung mount, or one a userfaultfd holds). The
+ * processes are read in order by a worker thread; a step of it that does
+ * not finish within JOB_SNAPSHOT_STALL_MS leaves that process unread, said
+ * in its unread_note, and a new worker reads the ones after it. The worker
+ * left behind keeps its own tables and frees them, and the reading's shared
+ * state, whenever its read returns; nothing it reads after that counts.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/error_message.h"
+#include "base/system_clock.h"
+#include "record/job_snapshot_process.h"
+
+/* What the caller and the workers share; freed by the last to let go of it. */
+struct snapshot_reading {
+	pthread_mutex_t lock;
+	pthread_cond_t changed; /* a process was read, or a worker failed */
+	unsigned references;
+	unsigned generation; /* the worker whose readings count */
+	const pid_t *pids;   /* a copy, freed with the reading */
+	size_t count;
+	struct snapshot_process *processes; /* count slots; taken by the caller at the end */
+	size_t next;			    /* slots below are final; this one is being read */
+	int err; /* a process that could not be read: the reading fails */
+	char error[512];
+	uint64_t step_started_ns; /* when the current worker began its current step */
+	char step[320];		  /* that step, for the note of a process it never finishes */
+};
+
+struct snapshot_worker {
+	struct snapshot_reading *reading;
+	unsigned generation;
+	size_t first;
+};
+
+static void reading_release(struct snapshot_reading *reading)
+{
+	bool last;
+
+	pthread_mutex_lock(&reading->lock);
+	last = --reading->references == 0;
+	pthread_mutex_unlock(&reading->lock);
+	if (!last)
+		return;
+	for (size_t i = 0; reading->processes && i < reading->count; i++)
+		snapshot_process_free(&reading->processes[i]);
+	free(reading->processes);
+	free((void *)reading->pids);
+	pthread_cond_destroy(&reading->changed);
+	pthread_mutex_destroy(&reading->lock);
+	free(reading);
+}
+
+/* The step a worker begins; a worker left behind is no longer heard. */
+static void worker_step(void *context, const char *what)
+{
+	struct snapshot_worker *worker = context;
+	struct snapshot_reading *reading = worker->reading;
+
+	pthread_mutex_lock(&reading->lock);
+	if (worker->generation == reading->generation) {
+		reading->step_started_ns = monotonic_ns();
+		snprintf(reading->step, sizeof(reading->step), "%s", what);
+	}
+	pthread_mutex_unlock(&reading->lock);
+}
+
+static void *worker_run(void *argument)
+{
+	struct snapshot_worker *worker = argument;
+	struct snapshot_reading *reading = worker->reading;
+	struct snapshot_file_tables *tables = snapshot_file_tables_new();
+	char error[sizeof(reading->error)];
+
+	for (size_t i = worker->first; i < reading->count; i++) {
+		struct snapshot_process process = { .pid = reading->pids[i], .rank = -1 };
+		bool current;
+		int err;
+
+		err = tables ? snapshot_process_read(&process, tables, worker_step, worker, error,
+						     sizeof(error))
+			     : error_fail(error, sizeof(error), ENOMEM, "out of memory");
+		pthread_mutex_lock(&reading->lock);
+		current = worker->generation == reading->generation;
+		if (current && err) {
+			reading->err = err;
+			snprintf(reading->error, sizeof(reading->error), "%s", error);
+		} else if (current) {
+			reading->processes[i] = process;
+			reading->next = i + 1;
+			reading->step_started_ns = monotonic_ns();
+		}
+		if (current)
+			pthread_cond_broadcast(&reading->changed);
+		pthread_mutex_unlock(&reading->lock);
+		if (!current || err) {
+			snapshot_process_free(&process);
+			break;
+		}
+	}
+	snapshot_file_tables_free(tables);
+	reading_release(reading);
+	free(worker);
+	return NULL;
+}
+
+/* A worker that reads from 'first' on; signals go to the caller's thread, not to it. */
+static int worker_start(struct snapshot_reading *reading, size_t first)
+{
+	struct snapshot_worker *worker = malloc(sizeof(*worker));
+	sigset_t all, previous;
+	pthread_attr_t attributes;
+	pthread_t thread;
+	int err;
+
+	if (!worker)
+		return ENOMEM;
+	*worker = (struct snapshot_worker){ reading, reading->generation, first };
+	reading->references++;
+	reading->step_started_ns = monotonic_ns();
+	snprintf(reading->step, sizeof(reading->step), "starting");
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &previous);
+	pthread_attr_init(&attributes);
+	pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&thread, &attributes, worker_run, worker);
+	pthread_attr_destroy(&attributes);
+	pthread_sigmask(SIG_SETMASK, &previous, NULL);
+	if (err) {
+		reading->references--;
+		free(worker);
+	}
+	return err;
+}
+
+/* Gives up on the process being read: said in its slot; the next worker reads on. */
+static int give_up_on_current(struct snapshot_reading *reading)
+{
+	struct snapshot_process *process = &reading->processes[reading->next];
+
+	process->pid = reading->pids[reading->next];
+	process->rank = -1;
+	snprintf(process->unread_note, sizeof(process->unread_note),
+		 "pid %d was not read: %.200s did not finish within %d s (a page of its memory "
+		 "that cannot be read now, one on a hung mount or held by userfaultfd, keeps "
+		 "every reader waiting until it is served)",
+		 (int)process->pid, reading->step, JOB_SNAPSHOT_STALL_MS / 1000);
+	reading->generation++;
+	reading->next++;
+	return reading->next < reading->count ? worker_start(reading, reading->next) : 0;
+}
+
+static struct timespec monotonic_deadline(uint64_t ns)
+{
+	return (struct timespec){ (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+}
+
+static struct snapshot_reading *reading_new(const pid_t *pids, size_t count)
+{
+	struct snapshot_reading *reading = calloc(1, sizeof(*reading));
+	pthread_condattr_t attributes;
+	pid_t *copy;
+
+	if (!reading)
+		return NULL;
+	copy = calloc(count ? count : 1, sizeof(*copy));
+	reading->processes = calloc(count ? count : 1, sizeof(*reading->processes));
+	if (!copy || !reading->processes) {
+		free(copy);
+		free(reading->processes);
+		free(reading);
+		return NULL;
+	}
+	memcpy(copy, pids, count * sizeof(*copy));
+	reading->pids = copy;
+	reading->count = count;
+	reading->references = 1;
+	pthread_mutex_init(&reading->lock, NULL);
+	pthread_condattr_init(&attributes);
+	pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+	pthread_cond_init(&reading->changed, &attributes);
+	pthread_condattr_destroy(&attributes);
+	return reading;
+}
+
+int job_snapshot_read(const pid_t *pids, size_t count, struct job_snapshot *snapshot, char *error,
+		      size_t error_size)
+{
+	const uint64_t stall_ns = (uint64_t)JOB_SNAPSHOT_STALL_MS * 1000000ull;
+	uint64_t started = monotonic_ns();
+	struct snapshot_reading *reading;
+	struct timespec wall;
+	int failure = 0; /* an errno: no thread could be started */
+	int err = 0;
+
+	memset(snapshot, 0, sizeof(*snapshot));
+	clock_gettime(CLOCK_REALTIME, &wall);
+	snapshot->time_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
+	snapshot->monotonic_ns = started;
+	reading = reading_new(pids, count);
+	if (!reading)
+		return error_fail(error, error_size, ENOMEM, "out of memory");
+	pthread_mutex_lock(&reading->lock);
+	if (count)
+		failure = worker_start(reading, 0);
+	while (!failure && !reading->err && reading->next < reading->count) {
+		uint64_t deadline = reading->step_started_ns + stall_ns;
+		struct timespec until = monotonic_deadline(deadline);
+
+		if (monotonic_ns() >= deadline)
+			failure = give_up_on_current(reading);
+		else
+			pthread_cond_timedwait(&reading->changed, &reading->lock, &until);
+	}
+	if (failure)
+		err = error_fail(error, error_size, failure,
+				 "cannot start a thread to read the job: %s", strerror(failure));
+	else if (reading->err) {
+		err = reading->err;
+		snprintf(error, error_size, "%s", reading->error);
+	}
+	/* Whatever happens next, no worker writes these slots any more. */
+	reading->generation++;
+	if (!err) {
+		snapshot->processes = reading->processes;
+		snapshot->count = count;
+		reading->processes = NULL;
+	}
+	pthread_mutex_unlock(&reading->lock);
+	reading_release(reading);
+	snapshot->read_ns = monotonic_ns() - started;
+	return err;
+}
+
+void job_snapshot_free(struct job_snapshot *snapshot)
+{
+	for (size_t i = 0; i < snapshot->count; i++)
+		snapshot_process_free(&snapshot->processes[i]);
+	free(snapshot->processes);
+	memset(snapshot, 0, sizeof(*snapshot));
+}
