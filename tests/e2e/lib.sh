@@ -56,6 +56,26 @@ skip() {
 	exit 77
 }
 
+# The pid a rank's own log names: its first record's "pid".
+log_pid() {
+	sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$1" 2>/dev/null | head -n 1
+}
+
+# Waits up to $2 seconds (30) until process $1 has used no CPU for half a
+# second: it is blocked somewhere (a rank waiting in a collective another
+# rank never joins), no longer on its way there.
+wait_until_blocked() {
+	local pid=$1 limit=${2:-30} start=$SECONDS before after
+	before=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) || fail "pid $pid is gone"
+	while [ $((SECONDS - start)) -lt "$limit" ]; do
+		sleep 0.5
+		after=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) || fail "pid $pid is gone"
+		[ "$after" = "$before" ] && return 0
+		before=$after
+	done
+	fail "pid $pid was still running after $limit s"
+}
+
 # Waits up to $2 seconds for a file to exist.
 wait_for_file() {
 	local deadline=$((SECONDS + $2))

@@ -16,7 +16,8 @@ until grep -q "rank 1 stalls at step 5" "$SCRATCH/job.out"; do
 	[ $SECONDS -lt $deadline ] || fail "the workload did not stall: $(tail -3 "$SCRATCH/job.out")"
 	sleep 0.1
 done
-sleep 1 # rank 0 runs on into the collective rank 1 never joins
+# Rank 0 runs on into the collective rank 1 never joins, and waits there.
+wait_until_blocked "$(log_pid "$SCRATCH/job/rank-0.jsonl")"
 events="$SCRATCH/events.jsonl"
 started=$SECONDS
 "$TCHECK" agent --listen "127.0.0.1:$port" --events "$events" --select "$SCRATCH/job" \

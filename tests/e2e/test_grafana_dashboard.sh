@@ -81,10 +81,9 @@ wait_agent_events "$events" 3 attached "job/"
 touch "$SCRATCH/job/go"
 wait "$job" || fail "the job failed: $(cat "$SCRATCH/job.out")"
 touch "$SCRATCH/job-unprobeable/go" 2>/dev/null || true
-sleep 4 # the last scrapes and rule evaluations
-end=$(date +%s)
-
-python3 - "$dashboard" "$url" "$start" "$end" <<'PY' || fail "the dashboard's queries do not all return data (above)"
+# Asked until the last scrapes and rule evaluations are in (each try up to now).
+dashboard_answers() {
+	python3 - "$dashboard" "$url" "$start" "$(date +%s)" <<'PY'
 import json, math, re, sys, urllib.parse, urllib.request
 path, url, start, end = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 dashboard = json.load(open(path))
@@ -165,4 +164,6 @@ if peak("Steps per second", "A") <= 0:
 print("\n".join(problems))
 sys.exit(1 if problems else 0)
 PY
+}
+until_passes 30 "the dashboard's queries do not all return data" dashboard_answers
 echo "every panel's query returned data"

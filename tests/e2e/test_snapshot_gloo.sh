@@ -21,8 +21,8 @@ until grep -qs '"kind": "fault"' "$dir/log/rank-1.jsonl"; do
 	[ $SECONDS -lt $deadline ] || fail "rank 1 never logged its fault: $(tail -3 "$dir/out")"
 	sleep 0.2
 done
-# Rank 0 runs on into the step's all-reduce.
-sleep 2
+# Rank 0 runs on into the step's all-reduce, and waits there.
+wait_until_blocked "$(log_pid "$dir/log/rank-0.jsonl")"
 ranks=$(pgrep -f -- "train_ddp.py --worker .*--log-dir $dir/log" | sort -n)
 [ "$(echo "$ranks" | wc -l)" = 2 ] || fail "expected 2 rank processes, found: $ranks"
 pid_options=$(for pid in $ranks; do printf -- '--pid %s ' "$pid"; done)

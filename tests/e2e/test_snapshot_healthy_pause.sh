@@ -21,7 +21,8 @@ until [ -e "$dir/log/checkpoint-rank-0.pt" ]; do
 	[ $SECONDS -lt $deadline ] || fail "rank 0 never saved a checkpoint: $(tail -3 "$dir/out")"
 	sleep 0.2
 done
-sleep 1 # rank 1 runs on into the step's all-reduce
+# Rank 1 runs on into the step's all-reduce, and waits there.
+wait_until_blocked "$(log_pid "$dir/log/rank-1.jsonl")"
 ranks=$(pgrep -f -- "train_ddp.py --worker .*--log-dir $dir/log" | sort -n)
 [ "$(echo "$ranks" | wc -l)" = 2 ] || fail "expected 2 rank processes, found: $ranks"
 pid_options=$(for pid in $ranks; do printf -- '--pid %s ' "$pid"; done)

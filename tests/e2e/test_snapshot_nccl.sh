@@ -23,8 +23,10 @@ for blocking in 0 1; do
 		[ $SECONDS -lt $deadline ] || fail "the workload did not stall: $(tail -3 "$dir/out")"
 		sleep 0.1
 	done
-	# The other ranks run on into the collective rank 1 never joins.
-	sleep 1
+	# The other ranks run on into the collective rank 1 never joins, and wait there.
+	for rank in 0 2 3; do
+		wait_until_blocked "$(log_pid "$dir/log/rank-$rank.jsonl")"
+	done
 	ranks=$(pgrep -f -- "--log-dir $dir/log --worker" | sort -n)
 	[ "$(echo "$ranks" | wc -l)" = 4 ] || fail "expected 4 rank processes, found: $ranks"
 	pid_options=$(for pid in $ranks; do printf -- '--pid %s ' "$pid"; done)
