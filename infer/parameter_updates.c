@@ -237,6 +237,7 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 			    struct u64_map *history, struct parameter_updates_finding *finding)
 {
 	const struct infer_event *first_unchanged = NULL, *first_stopped = NULL;
+	const struct infer_event *first_frozen = NULL;
 	struct updates updates;
 	struct u64_map reads;	      /* weight read -> its first read */
 	struct u64_map unread_shapes; /* shapes of parameters changed and not read */
@@ -269,7 +270,12 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 			continue;
 		}
 		note_unchanged(&first_unchanged, read);
-		if (u64_map_get(history, weight))
+		if (!u64_map_get(history, weight))
+			continue;
+		/* Frozen by the program (requires_grad False): it stops changing as it should. */
+		if (is_false(infer_event_field(read, "requires_grad:weight")))
+			note_unchanged(&first_frozen, read);
+		else
 			note_unchanged(&first_stopped, read);
 	}
 	finding->applies = !failed && finding->step && finding->weights > 0 &&
@@ -282,10 +288,19 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 		finding->read = first_stopped ? first_stopped : first_unchanged;
 		finding->update = u64_map_get(&updates.any, tensor_of(finding->read, READ_FIELD));
 	}
-	/* The weights read and changed in this step are history for the next. */
-	for (size_t i = 0; !failed && u64_map_next(&reads, &i, &weight, &value);)
-		if (u64_map_get(&updates.changing, weight) && u64_map_put(history, weight, history))
-			failed = -ENOMEM;
+	finding->frozen = finding->holds && finding->applies ? first_frozen : NULL;
+	/*
+	 * The weights read and changed in this step are history for the next;
+	 * a frozen one that stopped is said once, and is history no more.
+	 */
+	for (size_t i = 0; !failed && u64_map_next(&reads, &i, &weight, &value);) {
+		if (u64_map_get(&updates.changing, weight)) {
+			if (u64_map_put(history, weight, history))
+				failed = -ENOMEM;
+		} else if (is_false(infer_event_field(value, "requires_grad:weight"))) {
+			u64_map_remove(history, weight);
+		}
+	}
 	u64_map_free(&updates.any);
 	u64_map_free(&updates.changing);
 	u64_map_free(&reads);

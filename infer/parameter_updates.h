@@ -6,10 +6,14 @@
  * process that the forward still reads, with an update operator inside the
  * optimizer's step whose scale changes it (add_'s alpha, addcdiv_'s value,
  * lerp_'s weight not 0; mul_'s factor not 1). Layers frozen from the start
- * (fine-tuning a head) are never updated and never expected to be. It fails
- * for an optimizer that holds parameters the model does not read (another
- * model's, a re-created model's old ones), for every layer frozen, for a
- * layer frozen mid-run, and for a learning rate of 0. A step whose
+ * (fine-tuning a head) are never updated and never expected to be, and a
+ * layer the program freezes mid-run (its weights read with requires_grad
+ * False from then on) stops changing as it should: that is no violation,
+ * but a notice (the finding's 'frozen'), once per weight, since a freeze
+ * can be a schedule's mistake. It fails for an optimizer that holds
+ * parameters the model does not read (another model's, a re-created
+ * model's old ones), for every layer frozen, for a layer that stops
+ * changing while it still requires grad, and for a learning rate of 0. A step whose
  * optimizer step updated only tensors that do not require grad (a fused
  * optimizer's step counters) changed its parameters out of sight: no example.
  * Only updates of tensors that may require grad change a weight: optimizer
@@ -38,6 +42,8 @@ struct parameter_updates_finding {
 	size_t weights;			  /* distinct weights the forward read */
 	size_t changed;			  /* ... of them changed by the optimizer's step */
 	bool stopped; /* violated by a weight changed in an earlier step, not in this one */
+	/* Held, but a weight changed before was read frozen and did not change: a notice. */
+	const struct infer_event *frozen;
 };
 
 /* Whether an event is an optimizer's step (a torch scope of the family). */

@@ -73,6 +73,7 @@ struct rule_checker {
 	int has_operator_sequences; /* an APISequence names a torch operator (one program's rules)
 				     */
 	uint64_t violations;
+	uint64_t notices;
 	uint64_t events;
 	int has_sequences;
 };
@@ -128,8 +129,9 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	return checker;
 }
 
-static void violation(struct rule_checker *checker, const struct rule *rule,
-		      const struct infer_event *event, const struct infer_event *other)
+static void report_finding(struct rule_checker *checker, const struct rule *rule,
+			   const struct infer_event *event, const struct infer_event *other,
+			   bool notice)
 {
 	char text[RULE_TEXT_SIZE];
 	struct rule_violation found = { .rule = rule,
@@ -137,12 +139,22 @@ static void violation(struct rule_checker *checker, const struct rule *rule,
 					.text = text,
 					.event = event,
 					.other = other,
-					.step = event->step };
+					.step = event->step,
+					.notice = notice };
 
 	rule_describe(rule, text, sizeof(text));
-	checker->violations++;
+	if (notice)
+		checker->notices++;
+	else
+		checker->violations++;
 	if (checker->report)
 		checker->report(&found, checker->context);
+}
+
+static void violation(struct rule_checker *checker, const struct rule *rule,
+		      const struct infer_event *event, const struct infer_event *other)
+{
+	report_finding(checker, rule, event, other, false);
 }
 
 static void contain_violation(void *context, const struct rule *rule,
@@ -383,13 +395,18 @@ static int judge_parameter_updates(struct rule_checker *checker, struct update_s
 	struct parameter_updates_finding finding;
 	int failed = parameter_updates_judge(events, state->count, &state->history, &finding);
 
-	for (size_t i = 0; i < checker->rules->count && !failed && !finding.holds; i++) {
+	for (size_t i = 0;
+	     i < checker->rules->count && !failed && (!finding.holds || finding.frozen); i++) {
 		const struct rule *rule = &checker->rules->rules[i];
 
-		if (rule->relation == RELATION_PARAMETERS_UPDATED &&
-		    rule->event.name == finding.step->name &&
-		    precondition_holds(checker->rules->pool, &rule->precondition, finding.step))
+		if (rule->relation != RELATION_PARAMETERS_UPDATED ||
+		    rule->event.name != finding.step->name ||
+		    !precondition_holds(checker->rules->pool, &rule->precondition, finding.step))
+			continue;
+		if (!finding.holds)
 			violation(checker, rule, finding.read, finding.update);
+		else
+			report_finding(checker, rule, finding.frozen, NULL, true);
 	}
 	return failed;
 }
@@ -562,6 +579,11 @@ void rule_checker_finish(struct rule_checker *checker)
 uint64_t rule_checker_violations(const struct rule_checker *checker)
 {
 	return checker->violations;
+}
+
+uint64_t rule_checker_notices(const struct rule_checker *checker)
+{
+	return checker->notices;
 }
 
 uint64_t rule_checker_events(const struct rule_checker *checker)

@@ -3,10 +3,14 @@
  * Checks deployed rules against calls as they come, from a trace or live:
  * violations are handed to a callback with the invariant in words, the
  * step, the ranks and the offending events with their Python context.
+ * Notices go to the same callback, marked: what the program did on
+ * purpose by its own word (a layer frozen mid-run with requires_grad
+ * False) that a rule would otherwise have judged; they are not violations.
  */
 #ifndef TCHECK_RULE_CHECKER_H
 #define TCHECK_RULE_CHECKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +23,7 @@ struct rule_violation {
 	const struct infer_event *event; /* the offending event */
 	const struct infer_event *other; /* the event it disagrees with, or NULL */
 	int32_t step;			 /* -1 unknown */
+	bool notice;			 /* said, not counted as a violation */
 };
 
 typedef void (*rule_violation_fn)(const struct rule_violation *violation, void *context);
@@ -35,6 +40,7 @@ void rule_checker_tick(struct rule_checker *checker, uint64_t now_ns);
 /* Closes the steps still open and reports what they violate. */
 void rule_checker_finish(struct rule_checker *checker);
 uint64_t rule_checker_violations(const struct rule_checker *checker);
+uint64_t rule_checker_notices(const struct rule_checker *checker);
 uint64_t rule_checker_events(const struct rule_checker *checker);
 void rule_checker_free(struct rule_checker *checker);
 

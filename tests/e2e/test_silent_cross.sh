@@ -6,7 +6,9 @@
 # and checked, and a healthy program of yet another shape (no twin). Asserted
 # against the workloads' own logs: no violation on any fixed twin or healthy
 # program (healthy programs of other shapes), no rule firing on them, and every
-# case flagged at its trigger step or the next, none before.
+# case flagged at its trigger step or the next, none before. A layer frozen
+# mid-run with requires_grad_(False) is what a fine-tuning schedule does on
+# purpose: that case is said as a notice at its trigger, not a violation.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 status=0
@@ -31,22 +33,29 @@ assert summary["rules_firing_on_fixed"] == 0, summary["firing_rules"]
 expected = {"zero_grad missing", "every layer frozen by a wrong prefix",
             "optimizer on a re-created model", "eval() never undone",
             "warm-up at learning rate 0", "optimizer on unused parameters",
-            "layer frozen mid-run", "optimizer.step skipped", "clipping on one DDP rank",
+            "optimizer.step skipped", "clipping on one DDP rank",
             "learning rate silently changed", "rollback on one DDP rank"}
+noticed = {"layer frozen mid-run"}
 by_name = {c["case"]: c for c in cases}
-assert expected <= by_name.keys(), by_name.keys()
+assert expected | noticed <= by_name.keys(), by_name.keys()
 for name in expected:
     c = by_name[name]
     assert c["detected"], c
     assert c["violations_before_trigger"] == 0, c
     assert 0 <= c["detection_step"] - c["trigger_step"] <= 1, c
+for name in noticed:
+    c = by_name[name]
+    assert c["noticed"] and c["violations_buggy"] == 0, c
+    assert 0 <= c["notice_step"] - c["trigger_step"] <= 1, c
+    assert c["notices_fixed"] == 0, c
 # The trigger is each buggy twin's own log's.
 for c in cases:
     logs = glob.glob(os.path.join(sys.argv[2], "case*-" + c["script"][:-3] + "-buggy.json"))
     assert len(logs) == 1, (c["script"], logs)
     truth = json.load(open(logs[0]))
     assert truth["trigger_step"] == c["trigger_step"], (truth["trigger_step"], c)
-print("{} of {} cases flagged at their trigger, none on the fixed twins or the {} healthy "
-      "programs ({} rules)".format(summary["detected"], summary["cases"], len(healthy),
-                                  summary["rules"]))
+print("{} of {} cases flagged at their trigger ({} more said as a notice), none on the fixed "
+      "twins or the {} healthy programs ({} rules)".format(
+          summary["detected"], summary["cases"], summary["noticed"], len(healthy),
+          summary["rules"]))
 PY

@@ -23,6 +23,7 @@
 enum step_fault {
 	HEALTHY,
 	SECOND_NOT_UPDATED, /* the optimizer holds one parameter only */
+	SECOND_FROZEN,	    /* the program froze the second (requires_grad False) */
 	ZERO_SCALE,	    /* learning rate 0: alpha = -0.0 */
 	NO_UPDATE,	    /* every layer frozen */
 	FUSED,		    /* a fused kernel updates the parameters: only step counters show */
@@ -69,7 +70,8 @@ static size_t build_step(uint32_t pid, int step, enum step_fault fault,
 	records[count] =
 		python_call_record(pid, step, base + 20, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
 	tensor_argument(&records[count], "tensor:weight", WEIGHT_2);
-	requires_grad_argument(&records[count++], "requires_grad:weight", fault != FUSED_FROZEN);
+	requires_grad_argument(&records[count++], "requires_grad:weight",
+			       fault != FUSED_FROZEN && fault != SECOND_FROZEN);
 	if (fault == FUSED || fault == FUSED_FROZEN) {
 		/* A fused AdamW's step counter: a 0-dim tensor that does not require grad. */
 		records[count] = python_call_record(pid, step, base + 105, 3, "aten::add_.Tensor",
@@ -113,6 +115,13 @@ static size_t build_step(uint32_t pid, int step, enum step_fault fault,
 }
 
 /*
+ * What the last step judged left: whether WEIGHT_2 is among the weights
+ * changed before, and the weight its notice names (0: none).
+ */
+static bool weight_2_remembered;
+static uint64_t frozen_named;
+
+/*
  * Judges one step after earlier steps that changed 'before' weights
  * (WEIGHT_1 and WEIGHT_2, or none); 'unchanged' is the weight the finding
  * must name (0: none).
@@ -147,6 +156,11 @@ static void judge_in_job(enum step_fault fault, bool before, uint64_t unchanged,
 	/* What the step changed is remembered. */
 	if (fault == HEALTHY)
 		CU_ASSERT_PTR_NOT_NULL(u64_map_get(&history, WEIGHT_2));
+	weight_2_remembered = u64_map_get(&history, WEIGHT_2) != NULL;
+	frozen_named =
+		finding->frozen
+			? strtoull(infer_event_field(finding->frozen, "tensor:weight"), NULL, 10)
+			: 0;
 	u64_map_free(&history);
 	string_pool_free(pool);
 }
@@ -177,6 +191,25 @@ UNIT_TEST(parameter_updates, each_weight_read_against_what_the_step_changes)
 	CU_ASSERT_FALSE(finding.holds);
 	CU_ASSERT_TRUE(finding.stopped);
 	CU_ASSERT_PTR_NULL(finding.update);
+
+	/*
+	 * One the program froze mid-run: read with requires_grad False, it stops
+	 * changing as it should. No violation, but a notice naming it, once: it
+	 * is no longer among the weights changed before.
+	 */
+	judge(SECOND_FROZEN, true, 0, &finding);
+	CU_ASSERT_TRUE(finding.applies);
+	CU_ASSERT_TRUE(finding.holds);
+	CU_ASSERT_FALSE(finding.stopped);
+	CU_ASSERT_EQUAL(frozen_named, WEIGHT_2);
+	CU_ASSERT_FALSE(weight_2_remembered);
+	/* Frozen from the start, it was never changed: nothing to say. */
+	judge(SECOND_FROZEN, false, 0, &finding);
+	CU_ASSERT_TRUE(finding.holds);
+	CU_ASSERT_EQUAL(frozen_named, 0);
+	/* Still requiring grad when it stops: a violation, no notice. */
+	judge(SECOND_NOT_UPDATED, true, WEIGHT_2, &finding);
+	CU_ASSERT_EQUAL(frozen_named, 0);
 
 	/* Nothing the forward reads changes: every layer frozen, or a zero learning rate. */
 	judge(NO_UPDATE, false, WEIGHT_1, &finding);

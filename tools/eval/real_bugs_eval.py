@@ -184,7 +184,7 @@ class RealSuite(cross.Suite):
         placed = [v for v in violations if v.get("step") is not None]
         first = min((v["step"] for v in placed), default=None)
         early = [v for v in placed if v["step"] < trigger]
-        fixed_violations = self.check(rules, fixed)
+        fixed_violations, fixed_notices = self.check_all(rules, fixed)
         first_rules = {v["invariant"] for v in placed if v["step"] == first}
         fixed_rules = {v["invariant"] for v in fixed_violations}
         # First violations all of rules the fixed twin breaks too say nothing of the bug.
@@ -200,6 +200,7 @@ class RealSuite(cross.Suite):
             "violations_buggy": len(violations),
             "violations_before_trigger": len(early),
             "violations_fixed": len(fixed_violations),
+            "notices_fixed": len(fixed_notices),
             "fixed_rules": sorted(fixed_rules),
             "optimizer_steps_seen": {"buggy": buggy_seen, "fixed": fixed_seen},
             "recorder_warnings": self.warnings[stem + "-buggy"] + self.warnings[stem + "-fixed"],
@@ -211,10 +212,10 @@ class RealSuite(cross.Suite):
                                      "-w{}".format(world_size) if world_size else "")
         trace, log_dir, seen = self.record_program(stem, script, extra)
         _, ranks = read_truth(log_dir)
-        violations = self.check(rules, trace)
+        violations, notices = self.check_all(rules, trace)
         return {"script": os.path.basename(script), "world_size": world_size or 1,
                 "logged_steps": min(len(steps) for steps in ranks.values()),
-                "violations": len(violations),
+                "violations": len(violations), "notices": len(notices),
                 "rules": sorted({v["invariant"] for v in violations}),
                 "optimizer_steps_seen": seen, "recorder_warnings": self.warnings[stem]}
 
@@ -244,7 +245,7 @@ def markdown(bugs, healthy, totals, command, python, elapsed):
         "log; caught = first violation at the trigger step or the next, none before.",
         "",
         "| report | what goes wrong | trigger | first violation | caught? | relation | "
-        "violations on the fixed twin |",
+        "violations on the fixed twin (notices) |",
         "|---|---|---|---|---|---|---|",
     ]
     for bug in bugs:
@@ -257,7 +258,8 @@ def markdown(bugs, healthy, totals, command, python, elapsed):
             "-" if bug["detection_step"] is None else bug["detection_step"],
             ("yes" if bug["caught"] else "**no**") + (" †" if bug["first_also_on_fixed"] else ""),
             ", ".join(bug["relations"]) or "-",
-            bug["violations_fixed"]))
+            "{}{}".format(bug["violations_fixed"],
+                          " ({})".format(bug["notices_fixed"]) if bug["notices_fixed"] else "")))
     if healthy:
         lines += ["", "| healthy program | world size | violations | rules violated |",
                   "|---|---|---|---|"]

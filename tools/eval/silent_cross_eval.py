@@ -134,11 +134,17 @@ class Suite:
         run([self.tcheck, "infer", "-o", rules, *traces])
         return rules
 
-    def check(self, rules, trace):
+    def check_all(self, rules, trace):
+        """What `check --rules` says of a trace: (its violations, its notices)."""
         jsonl = trace + ".violations.jsonl"
         run([self.tcheck, "check", "--rules", rules, "--jsonl", jsonl, trace], allowed=(0, 1))
         with open(jsonl, encoding="utf-8") as lines:
-            return [json.loads(line) for line in lines if line.strip()]
+            said = [json.loads(line) for line in lines if line.strip()]
+        return ([s for s in said if s["kind"] == "violation"],
+                [s for s in said if s["kind"] == "notice"])
+
+    def check(self, rules, trace):
+        return self.check_all(rules, trace)[0]
 
     def run_case(self, rules, index, case):
         script, evidence, name, shape, what = case
@@ -146,11 +152,11 @@ class Suite:
         buggy, buggy_log, buggy_steps = self.record(stem + "-buggy", script, ["--bug"])
         fixed, fixed_log, fixed_steps = self.record(stem + "-fixed", script)
         trigger = confirmed_trigger(buggy_log, fixed_log, evidence)
-        violations = self.check(rules, buggy)
+        violations, notices = self.check_all(rules, buggy)
         placed = [v for v in violations if v.get("step") is not None]
         first = min((v["step"] for v in placed), default=None)
         early = [v for v in placed if v["step"] < trigger]
-        fixed_violations = self.check(rules, fixed)
+        fixed_violations, fixed_notices = self.check_all(rules, fixed)
         first_rules = {v["invariant"] for v in placed if v["step"] == first}
         fixed_rules = {v["invariant"] for v in fixed_violations}
         return {
@@ -161,6 +167,11 @@ class Suite:
             "trigger_step": trigger,
             "detection_step": first,
             "detected": first is not None and 0 <= first - trigger <= 1 and not early,
+            # Not a violation, but said: what the program did on purpose by its own word.
+            "noticed": noticed_at(notices, trigger) and first is None,
+            "notice_step": min((n["step"] for n in notices if n.get("step") is not None),
+                               default=None),
+            "notices_fixed": len(fixed_notices),
             "relations": sorted({v["relation"] for v in placed if v["step"] == first}),
             "first_violations": sorted(first_rules),
             # The first violations are all of rules the fixed twin violates too: not the bug's.
@@ -181,6 +192,12 @@ class Suite:
         return {"script": script, "shape": shape, "violations": len(violations),
                 "rules": sorted({v["invariant"] for v in violations}),
                 "optimizer_steps_seen": seen}
+
+
+def noticed_at(notices, trigger):
+    """Whether the first notice comes at the trigger step or the next."""
+    steps = [n["step"] for n in notices if n.get("step") is not None]
+    return bool(steps) and 0 <= min(steps) - trigger <= 1
 
 
 def confirmed_trigger(buggy_log, fixed_log, evidence):
@@ -218,6 +235,7 @@ def summary(results, healthy, rules):
         "firing_rules": firing,
         "cases": len(results),
         "detected": sum(result["detected"] for result in results),
+        "noticed": sum(result["noticed"] for result in results),
         "violations_fixed": sum(result["violations_fixed"] for result in results),
         "healthy_programs": len(healthy),
         "violations_healthy": sum(program["violations"] for program in healthy),
@@ -248,7 +266,8 @@ def markdown(results, healthy, totals, command, python, elapsed):
         lines.append("| {} | {} | {} | {} | {} | {} | {} | {} |".format(
             result["case"], result["shape"], result["what"], result["trigger_step"],
             "-" if result["detection_step"] is None else result["detection_step"],
-            ("yes" if result["detected"] else "**no**") +
+            ("yes" if result["detected"] else
+             "notice (not a violation)" if result["noticed"] else "**no**") +
             (" †" if result["first_also_on_fixed"] else ""),
             ", ".join(result["relations"]) or "-",
             result["violations_fixed"]))
@@ -256,10 +275,12 @@ def markdown(results, healthy, totals, command, python, elapsed):
     for program in healthy:
         lines += ["", "Healthy program with no twin, `{}` ({}): {} violations.".format(
             program["script"], program["shape"], program["violations"])]
-    lines += ["", "{} of {} cases detected; {} violations on the fixed twins; {} of the {} rules "
+    lines += ["", "{} of {} cases detected ({} more said as a notice); {} violations on the "
+              "fixed twins; {} of the {} rules "
               "({}) fire on healthy programs of other shapes (the fixed twins and the healthy "
               "programs); the suite took {:.0f} s.".format(
-                  totals["detected"], totals["cases"], totals["violations_fixed"],
+                  totals["detected"], totals["cases"], totals["noticed"],
+                  totals["violations_fixed"],
                   totals["rules_firing_on_fixed"], totals["rules"],
                   "-" if share is None else "{:.0%}".format(share), elapsed)]
     if any(result["first_also_on_fixed"] for result in results):

@@ -27,6 +27,13 @@ static void report(const struct rule_violation *violation, void *context)
 	char rule[24];
 
 	snprintf(rule, sizeof(rule), "%zu", position);
+	if (violation->notice) {
+		log_notice("rule %zu at step %d, in process %u: a weight the program froze "
+			   "(requires_grad False) no longer changes; a notice, not a violation: %s",
+			   position, violation->step, event->pid, violation->text);
+		violation_stream_write(&rules->stream, violation);
+		return;
+	}
 	log_warning("rule %zu violated at step %d by %s in process %u (rank %d of its "
 		    "communicator): %s",
 		    position, violation->step, event->name, event->pid, event->rank,

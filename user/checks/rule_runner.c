@@ -21,12 +21,14 @@
 struct report {
 	struct violation_stream stream; /* --jsonl or --events, when given */
 	struct rule_findings findings;	/* what the text output shows */
+	struct u64_map noticed;		/* rules whose notice the text has shown */
 };
 
 static void report_init(struct report *report, FILE *stream)
 {
 	violation_stream_init(&report->stream, stream);
 	rule_findings_init(&report->findings);
+	u64_map_init(&report->noticed);
 }
 
 /* The findings, one line each, then the report is freed. */
@@ -35,6 +37,7 @@ static void report_finish(struct report *report, const struct rule_set *rules)
 	rule_findings_print(&report->findings, rules, stdout);
 	fflush(stdout);
 	rule_findings_free(&report->findings);
+	u64_map_free(&report->noticed);
 	violation_stream_free(&report->stream);
 }
 
@@ -107,12 +110,38 @@ static const char *changed_scalar(const struct infer_event *event, const struct 
 	return NULL;
 }
 
+/*
+ * A notice: the text shows a rule's first, in full; the stream has each.
+ * It says what the program did on purpose by its own word, in case that
+ * was the mistake (a freeze schedule with its condition inverted).
+ */
+static void report_notice(struct report *report, const struct rule_violation *notice)
+{
+	int job_rank = violation_stream_job_rank(&report->stream, notice);
+	char frozen[512];
+
+	violation_stream_write(&report->stream, notice);
+	if (u64_map_get(&report->noticed, notice->rule_index + 1) ||
+	    u64_map_put(&report->noticed, notice->rule_index + 1, report))
+		return;
+	describe_event(notice->event, job_rank, NULL, frozen, sizeof(frozen));
+	printf("notice at step %d (not a violation): %s, except for weights the program froze: "
+	       "one it had updated is read with requires_grad False from here on and no longer "
+	       "changes, as a frozen weight should; say so if that freeze was not meant\n",
+	       notice->step, notice->text);
+	printf("  frozen: %s\n", frozen);
+}
+
 static void report_violation(const struct rule_violation *violation, void *context)
 {
 	struct report *report = context;
 	char offending[512], other[512] = "", contained[160];
 	const char *field = violation->rule->field;
 
+	if (violation->notice) {
+		report_notice(report, violation);
+		return;
+	}
 	if (violation->rule->relation == RELATION_EVENT_CONTAIN) {
 		snprintf(contained, sizeof(contained), "contains:%s", violation->rule->child.name);
 		field = contained;
@@ -246,9 +275,10 @@ out:
 void rule_check_finish(struct rule_checker *checker, const struct rule_set *rules, const char *how)
 {
 	rule_checker_finish(checker);
-	log_notice("%" PRIu64 " events checked%s against %zu rules: %" PRIu64 " violation(s)",
+	log_notice("%" PRIu64 " events checked%s against %zu rules: %" PRIu64 " violation(s)%s",
 		   rule_checker_events(checker), how, rules->count,
-		   rule_checker_violations(checker));
+		   rule_checker_violations(checker),
+		   rule_checker_notices(checker) ? " and notices (above)" : "");
 }
 
 struct live_rules {

@@ -109,8 +109,8 @@ void violation_stream_write(struct violation_stream *stream, const struct rule_v
 
 	if (!stream->out)
 		return;
-	line = json_pack("{s:s, s:I, s:I, s:o}", "kind", "violation", "rule",
-			 (json_int_t)violation->rule_index, "pid",
+	line = json_pack("{s:s, s:I, s:I, s:o}", "kind", violation->notice ? "notice" : "violation",
+			 "rule", (json_int_t)violation->rule_index, "pid",
 			 (json_int_t)violation->event->pid, "job_rank",
 			 export_json_known_or_null(violation_stream_job_rank(stream, violation)));
 	details = rule_violation_json(stream, violation);
