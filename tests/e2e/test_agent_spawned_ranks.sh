@@ -49,4 +49,18 @@ done
 ! grep -q '^tcheck_nccl_calls_total{pid="[0-9]*",rank="unknown"' "$SCRATCH/metrics.prom" ||
 	fail "a rank is also counted as unknown: $(grep 'rank="unknown"' "$SCRATCH/metrics.prom" | head -3)"
 ! grep -q "rank unknown" "$SCRATCH/agent.log" || fail "the agent said a rank is unknown: $(grep 'rank unknown' "$SCRATCH/agent.log")"
-echo "PASS: 4 ranks without RANK labelled by their communicators' ranks"
+# An agent for ranks 0-1 cannot place processes with no RANK: it says so for
+# each rank, with its pid, and follows none of them.
+port2=$(free_port $((port + 1)) 19800)
+"$TCHECK" agent --listen "127.0.0.1:$port2" --select "$launcher" --ranks 0-1 --duration 60 \
+	>"$SCRATCH/agent-ranks.log" 2>&1 &
+BACKGROUND_PIDS+=($!)
+for pid in "${!rank_of[@]}"; do
+	wait_for_lines "$SCRATCH/agent-ranks.log" 1 "process $pid .*has no RANK.*--ranks 0-1 cannot place it" 30
+	grep -q "process $pid .*has no RANK" "$SCRATCH/agent-ranks.log" ||
+		fail "the --ranks agent did not say pid $pid cannot be placed: $(tail -5 "$SCRATCH/agent-ranks.log")"
+done
+curl -sf "http://127.0.0.1:$port2/metrics" >"$SCRATCH/metrics-ranks.prom" || fail "no metrics from the --ranks agent"
+! grep -q '^tcheck_nccl_calls_total' "$SCRATCH/metrics-ranks.prom" ||
+	fail "the --ranks agent follows a process it cannot place: $(grep '^tcheck_nccl_calls_total' "$SCRATCH/metrics-ranks.prom" | head -3)"
+echo "PASS: 4 ranks without RANK labelled by their communicators' ranks; --ranks says it cannot place them"

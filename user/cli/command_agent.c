@@ -65,7 +65,8 @@ static const char agent_help[] =
 	"      --select TEXT         only processes whose command line, or an ancestor's\n"
 	"                            (mp.spawn workers: the script's), contains TEXT\n"
 	"      --ranks FIRST-LAST    only processes whose RANK lies in this range (one\n"
-	"                            agent per group of ranks sharing a host)\n"
+	"                            agent per group of ranks sharing a host); one with\n"
+	"                            no RANK (a spawn worker) is left out and said\n"
 	"      --torch               also processes running torch without NCCL (CPU): their\n"
 	"                            c10d (gloo) collectives and steps, through torch's\n"
 	"                            probes; without it each is named on the log, once,\n"
@@ -109,7 +110,7 @@ struct agent {
 	struct job_diagnosis *diagnosis; /* hang and slowdown detectors */
 	struct agent_rules *rules;	 /* NULL without --rules */
 	struct agent_health *health;	 /* build, last read of the ring buffer, readiness */
-	struct u64_map cpu_jobs_said;	 /* pids of CPU jobs said to be left unfollowed */
+	struct u64_map skipped_said;	 /* pids said to be left unfollowed */
 	uint64_t last_discovery_ns;
 };
 
@@ -434,37 +435,47 @@ static void polled(void *context, uint64_t now_ns, bool read_ok)
 		agent_health_polled(agent->health, now_ns);
 }
 
-/* A torch process without NCCL, left alone without --torch: said once per process. */
-static void cpu_job_skipped(void *context, pid_t pid)
+/*
+ * A training process left alone, said once per process: a torch process
+ * without NCCL without --torch, or one --ranks cannot place.
+ */
+static void process_skipped(void *context, pid_t pid, enum process_skip_reason reason)
 {
 	struct agent *agent = context;
 	struct process_info info;
 	char error[256];
 
-	if (u64_map_get(&agent->cpu_jobs_said, (uint64_t)pid))
+	if (u64_map_get(&agent->skipped_said, (uint64_t)pid))
 		return;
-	if (u64_map_put(&agent->cpu_jobs_said, (uint64_t)pid, agent))
+	if (u64_map_put(&agent->skipped_said, (uint64_t)pid, agent))
 		return;
-	if (process_info_read(pid, &info, error, sizeof(error)) == 0) {
+	if (process_info_read(pid, &info, error, sizeof(error)) != 0)
+		return;
+	if (reason == PROCESS_SKIP_CPU_JOB)
 		log_warning("process %d (%s) runs torch without NCCL (a CPU job): not followed; "
 			    "start the agent with --torch to follow it",
 			    (int)pid, info.command ? info.command : "?");
-		process_info_free(&info);
-	}
+	else
+		log_warning("process %d (%s) has no RANK in its environment (a launcher, or a "
+			    "torch.multiprocessing.spawn worker), so --ranks %d-%d cannot place "
+			    "it: not followed; an agent without --ranks follows every process",
+			    (int)pid, info.command ? info.command : "?",
+			    agent->settings->first_rank, agent->settings->last_rank);
+	process_info_free(&info);
 }
 
-/* Forgets the CPU jobs that ended, so a new process with a reused pid is said again. */
-static void forget_ended_cpu_jobs(struct agent *agent)
+/* Forgets the processes said that ended, so a new process with a reused pid is said again. */
+static void forget_ended_skipped(struct agent *agent)
 {
 	uint64_t pid;
 	void *value;
 
-	for (size_t i = 0; u64_map_next(&agent->cpu_jobs_said, &i, &pid, &value);) {
+	for (size_t i = 0; u64_map_next(&agent->skipped_said, &i, &pid, &value);) {
 		char path[32];
 
 		snprintf(path, sizeof(path), "/proc/%llu", (unsigned long long)pid);
 		if (access(path, F_OK) != 0) {
-			u64_map_remove(&agent->cpu_jobs_said, pid);
+			u64_map_remove(&agent->skipped_said, pid);
 			i = 0;
 		}
 	}
@@ -478,7 +489,7 @@ static size_t discover(void *context, pid_t *pids, size_t capacity)
 		.command_contains = agent->settings->select,
 		.first_rank = agent->settings->first_rank,
 		.last_rank = agent->settings->last_rank,
-		.cpu_job_skipped = cpu_job_skipped,
+		.skipped = process_skipped,
 		.context = agent,
 	};
 	uint64_t now = monotonic_ns();
@@ -486,7 +497,7 @@ static size_t discover(void *context, pid_t *pids, size_t capacity)
 	if (agent->last_discovery_ns && now - agent->last_discovery_ns < DISCOVERY_INTERVAL_NS)
 		return 0;
 	agent->last_discovery_ns = now;
-	forget_ended_cpu_jobs(agent);
+	forget_ended_skipped(agent);
 	agent_metrics_expire(agent->metrics, now);
 	agent_metrics_findings(agent->metrics, job_diagnosis_hang_count(agent->diagnosis),
 			       job_diagnosis_slowdown_count(agent->diagnosis),
@@ -550,7 +561,7 @@ int command_agent(int argc, char **argv)
 						     settings.retention_seconds)
 				 : NULL;
 	agent.health = registry ? agent_health_new(registry) : NULL;
-	u64_map_init(&agent.cpu_jobs_said);
+	u64_map_init(&agent.skipped_said);
 	if (!agent.metrics || !agent.health) {
 		log_error("out of memory");
 		goto out;
@@ -623,7 +634,7 @@ out:
 		fclose(agent.events);
 	agent_metrics_free(agent.metrics);
 	agent_health_free(agent.health);
-	u64_map_free(&agent.cpu_jobs_said);
+	u64_map_free(&agent.skipped_said);
 	metrics_registry_free(registry);
 	free_settings(&settings);
 	return result;

@@ -75,23 +75,28 @@ static bool command_line_selected(pid_t pid, const char *text)
 	return false;
 }
 
+enum selection { NOT_SELECTED, SELECTED, RANK_UNKNOWN };
+
 /* The selector and the rank range, from the process's command lines and environment. */
-static bool selected(const struct process_finder_options *options, pid_t pid)
+static enum selection selected(const struct process_finder_options *options, pid_t pid)
 {
 	struct process_info info;
 	char error[256];
-	bool wanted;
+	enum selection selection;
 
 	if (options->command_contains && *options->command_contains &&
 	    !command_line_selected(pid, options->command_contains))
-		return false;
+		return NOT_SELECTED;
 	if (options->last_rank < 0)
-		return true;
+		return SELECTED;
 	if (process_info_read(pid, &info, error, sizeof(error)))
-		return false;
-	wanted = info.rank >= options->first_rank && info.rank <= options->last_rank;
+		return NOT_SELECTED;
+	selection = info.rank < 0 ? RANK_UNKNOWN
+		    : info.rank >= options->first_rank && info.rank <= options->last_rank
+			    ? SELECTED
+			    : NOT_SELECTED;
 	process_info_free(&info);
-	return wanted;
+	return selection;
 }
 
 /*
@@ -102,16 +107,21 @@ static bool selected(const struct process_finder_options *options, pid_t pid)
 static bool is_training_process(const struct process_finder_options *options, pid_t pid)
 {
 	struct mapped_file_list list = { 0 };
+	enum selection selection = selected(options, pid);
 	char error[256];
 	bool found, torch_cpu = false;
 
-	if (!selected(options, pid) ||
+	if (selection == NOT_SELECTED || (selection == RANK_UNKNOWN && !options->skipped) ||
 	    process_maps_read_unchecked(pid, &list, error, sizeof(error)))
 		return false;
 	found = list_has_training_library(&list, options->torch_without_nccl, &torch_cpu);
 	mapped_file_list_free(&list);
-	if (!found && torch_cpu && options->cpu_job_skipped)
-		options->cpu_job_skipped(options->context, pid);
+	if (!found && torch_cpu && options->skipped)
+		options->skipped(options->context, pid, PROCESS_SKIP_CPU_JOB);
+	if (found && selection == RANK_UNKNOWN) {
+		options->skipped(options->context, pid, PROCESS_SKIP_RANK_UNKNOWN);
+		return false;
+	}
 	return found;
 }
 

@@ -12,16 +12,24 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+enum process_skip_reason {
+	PROCESS_SKIP_CPU_JOB,
+	PROCESS_SKIP_RANK_UNKNOWN,
+};
+
 struct process_finder_options {
 	bool torch_without_nccl;      /* also processes mapping libtorch_cpu (CPU training) */
 	const char *command_contains; /* NULL: any command line */
 	int first_rank;		      /* with last_rank >= 0: only RANK in [first, last] */
 	int last_rank;		      /* -1: any process, with a RANK or not */
 	/*
-	 * Without torch_without_nccl: told of each selected process that maps
-	 * libtorch_cpu and no NCCL library (a CPU job left unfollowed). NULL: none.
+	 * Told of each training process left out, and why (NULL: none): one
+	 * that maps libtorch_cpu and no NCCL library, without
+	 * torch_without_nccl (a CPU job); one with no RANK in its environment
+	 * while a rank range is asked for (a launcher, or a
+	 * torch.multiprocessing.spawn worker: the range cannot place it).
 	 */
-	void (*cpu_job_skipped)(void *context, pid_t pid);
+	void (*skipped)(void *context, pid_t pid, enum process_skip_reason reason);
 	void *context;
 };
 
