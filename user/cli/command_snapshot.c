@@ -53,8 +53,9 @@ static const char snapshot_help[] =
 	"number the others wait in), last_seq (the lagging rank's own last, c10d),\n"
 	"comm_id, waiting_ranks, doing, missed (the first call it did not make);\n"
 	"processes[]: pid, rank, communicators[] (comm_id, rank, nranks, op_count),\n"
-	"process_groups[] (backend, seq), threads[] (tid, name, native: function,\n"
-	"library, collective; python: function, file, first_line per frame).\n"
+	"process_groups[] (backend, seq, rank, size), threads[] (tid, name, native:\n"
+	"function, library, collective; python: function, file, first_line per\n"
+	"frame), unread_note (a process not read).\n"
 	"\n"
 	"Exit status: 0 no rank lags; 1 a rank lags (a hang); 2 bad input or a process\n"
 	"that cannot be read (one left unread: the others are still written).\n"
@@ -67,7 +68,8 @@ static const char snapshot_help[] =
 	"   seq 12 (its last: 11) ...\",\"findings\":[{\"rank\":1,\"collective\":\n"
 	"   \"c10d::allreduce\",\"seq\":12,\"last_seq\":11,\"missed\":\"Tensor.backward\n"
 	"   (_tensor.py), called from train as rank 0 did\",...}],\"processes\":[{\"pid\":\n"
-	"   4242,\"rank\":0,\"process_groups\":[{\"backend\":\"gloo\",\"seq\":12}],...}]}\n";
+	"   4242,\"rank\":0,\"process_groups\":[{\"backend\":\"gloo\",\"seq\":12,\"rank\":0,\n"
+	"   \"size\":2}],...}]}\n";
 
 /* Written as every output is (base/output_file): aside and renamed, "-" standard output. */
 static int write_output(const char *path, const struct job_snapshot *snapshot,

@@ -457,7 +457,17 @@ int snapshot_process_read(struct snapshot_process *process, struct snapshot_file
 		snprintf(process->process_group_note, sizeof(process->process_group_note),
 			 "no c10d process group was found on the stacks of pid %d's threads",
 			 (int)process->pid);
-	/* A communicator's rank is the job's own word; RANK is the launcher's. */
+	/*
+	 * A spawned worker has no RANK: the widest c10d group it holds (the
+	 * world's) gives its rank. A communicator's rank is the job's own word,
+	 * above both; RANK is the launcher's.
+	 */
+	for (size_t i = 0, widest = 0; process->rank < 0 && i < process->process_group_count; i++)
+		if (process->process_groups[i].rank >= 0 &&
+		    (size_t)process->process_groups[i].size > widest) {
+			widest = (size_t)process->process_groups[i].size;
+			process->rank = process->process_groups[i].rank;
+		}
 	for (size_t i = 0, widest = 0; i < process->communicator_count; i++)
 		if ((size_t)process->communicators[i].nranks > widest) {
 			widest = (size_t)process->communicators[i].nranks;

@@ -65,10 +65,14 @@ static json_t *process_groups_json(const struct snapshot_process *process)
 	for (size_t i = 0; i < process->process_group_count; i++) {
 		const struct process_group_reading *group = &process->process_groups[i];
 
-		json_array_append_new(groups,
-				      json_pack("{s:s, s:o}", "backend", group->backend, "seq",
-						group->sequence >= 0 ? json_integer(group->sequence)
-								     : json_null()));
+		json_array_append_new(
+			groups,
+			json_pack(
+				"{s:s, s:o, s:o, s:o}", "backend", group->backend, "seq",
+				group->sequence >= 0 ? json_integer(group->sequence) : json_null(),
+				"rank", group->rank >= 0 ? json_integer(group->rank) : json_null(),
+				"size",
+				group->size >= 0 ? json_integer(group->size) : json_null()));
 	}
 	return groups;
 }
@@ -171,12 +175,18 @@ void job_snapshot_write_text(const struct job_snapshot *snapshot,
 				process->communicators[c].op_count);
 		if (process->communicator_note[0])
 			fprintf(out, "  %s\n", process->communicator_note);
-		for (size_t g = 0; g < process->process_group_count; g++)
-			if (process->process_groups[g].sequence >= 0)
-				fprintf(out,
-					"  c10d %s process group, sequence number %" PRId64 "\n",
-					process->process_groups[g].backend,
-					process->process_groups[g].sequence);
+		for (size_t g = 0; g < process->process_group_count; g++) {
+			const struct process_group_reading *group = &process->process_groups[g];
+
+			if (group->sequence < 0 && group->rank < 0)
+				continue;
+			fprintf(out, "  c10d %s process group", group->backend);
+			if (group->rank >= 0)
+				fprintf(out, ", rank %d of %d", group->rank, group->size);
+			if (group->sequence >= 0)
+				fprintf(out, ", sequence number %" PRId64, group->sequence);
+			fputc('\n', out);
+		}
 		if (process->process_group_note[0])
 			fprintf(out, "  %s\n", process->process_group_note);
 		if (process->python_note[0])

@@ -15,6 +15,8 @@
 #include "probe/elf_symbol_lookup.h"
 
 #define CODE_BYTES 48
+/* A group's size beyond this is no size: the member read is something else. */
+#define RANKS_MAX 65536
 /* A sequence number torch counts up from 0 (2.x) or from a 31-bit random start (1.13). */
 #define SEQUENCE_MAX (1ll << 40)
 
@@ -28,12 +30,23 @@ static const struct {
 	{ "N4c10d16ProcessGroupNCCLE", "ProcessGroupNCCL", "nccl" },
 };
 
+/* The bases a group class may have, and their (int rank, int size) constructors. */
+static const struct {
+	const char *type_name;
+	const char *constructor;
+} rank_bases[] = {
+	{ "N4c10d7BackendE", "_ZN4c10d7BackendC2Eii" },
+	{ "N4c10d12ProcessGroupE", "_ZN4c10d12ProcessGroupC2Eii" },
+};
+
 struct process_group_layout_entry {
 	char *host_path;
 	size_t class_index;
 	int err; /* 0: layout holds */
 	struct c10d_sequence_layout layout;
 	char note[256];
+	bool rank_looked_up;
+	int32_t rank_offset; /* -1: not known (the size follows it) */
 };
 
 static int32_t little_endian_32(const uint8_t *bytes)
@@ -86,31 +99,123 @@ int c10d_sequence_layout_decode(const uint8_t *code, size_t size,
 	return 0;
 }
 
+int c10d_rank_offset_decode(const uint8_t *code, size_t size)
+{
+	/* The stores come before the constructor calls anything, within its first bytes. */
+	size_t end = size < 96 ? size : 96;
+
+	for (size_t i = 0; i + 3 <= end; i++) {
+		if (code[i] != 0x89 || code[i + 1] != 0x77 || code[i + 2] >= 0x80)
+			continue;
+		for (size_t j = 0; j + 3 <= end; j++)
+			if (code[j] == 0x89 && code[j + 1] == 0x57 &&
+			    code[j + 2] == code[i + 2] + 4)
+				return code[i + 2];
+	}
+	return -ENOENT;
+}
+
 static bool heap_pointer(uint64_t word, const struct mapped_file_list *maps)
 {
 	return word >= 0x10000 && word < 0x800000000000ull && !(word & 7) &&
 	       !mapped_file_list_find_address(maps, word, NULL);
 }
 
-int remote_object_type_name(pid_t pid, uint64_t address, const struct mapped_file_list *maps,
-			    char *name, size_t size, const struct mapped_file **vtable_file)
+/* The std::type_info of the object's dynamic type, through its vtable. */
+static int object_type_info(pid_t pid, uint64_t address, const struct mapped_file_list *maps,
+			    uint64_t *type_info, const struct mapped_file **vtable_file)
 {
-	uint64_t vtable, type_info, name_address;
+	uint64_t vtable;
 	const struct mapped_file *file;
 
-	if (size == 0 || !heap_pointer(address, maps) ||
-	    remote_memory_read_u64(pid, address, &vtable) != 0 ||
+	if (!heap_pointer(address, maps) || remote_memory_read_u64(pid, address, &vtable) != 0 ||
 	    !(file = mapped_file_list_find_address(maps, vtable, NULL)) ||
-	    remote_memory_read_u64(pid, vtable - 8, &type_info) != 0 ||
-	    !mapped_file_list_find_address(maps, type_info, NULL) ||
-	    remote_memory_read_u64(pid, type_info + 8, &name_address) != 0 ||
+	    remote_memory_read_u64(pid, vtable - 8, type_info) != 0 ||
+	    !mapped_file_list_find_address(maps, *type_info, NULL))
+		return -ENOENT;
+	if (vtable_file)
+		*vtable_file = file;
+	return 0;
+}
+
+/* The mangled name a std::type_info holds. */
+static int type_info_name(pid_t pid, uint64_t type_info, const struct mapped_file_list *maps,
+			  char *name, size_t size)
+{
+	uint64_t name_address;
+
+	if (size == 0 || remote_memory_read_u64(pid, type_info + 8, &name_address) != 0 ||
 	    !mapped_file_list_find_address(maps, name_address, NULL) ||
 	    remote_memory_read(pid, name_address, name, size, NULL, 0) != 0)
 		return -ENOENT;
 	name[size - 1] = '\0';
-	if (vtable_file)
-		*vtable_file = file;
 	return 0;
+}
+
+int remote_object_type_name(pid_t pid, uint64_t address, const struct mapped_file_list *maps,
+			    char *name, size_t size, const struct mapped_file **vtable_file)
+{
+	uint64_t type_info;
+
+	if (object_type_info(pid, address, maps, &type_info, vtable_file) != 0)
+		return -ENOENT;
+	return type_info_name(pid, type_info, maps, name, size);
+}
+
+/*
+ * Where the object's class keeps its rank: its single base (the
+ * __si_class_type_info's base, after the name) is one of rank_bases, whose
+ * constructor stores it. -1 when not known.
+ */
+static int32_t rank_offset_find(pid_t pid, uint64_t address, const struct mapped_file_list *maps,
+				const char *host_path)
+{
+	struct elf_symbol_location location;
+	uint64_t type_info, base;
+	uint8_t code[96];
+	char name[64], error[160];
+	ssize_t got = -1;
+	int descriptor;
+	size_t b;
+
+	if (object_type_info(pid, address, maps, &type_info, NULL) != 0 ||
+	    remote_memory_read_u64(pid, type_info + 16, &base) != 0 ||
+	    !mapped_file_list_find_address(maps, base, NULL) ||
+	    type_info_name(pid, base, maps, name, sizeof(name)) != 0)
+		return -1;
+	for (b = 0; b < sizeof(rank_bases) / sizeof(rank_bases[0]); b++)
+		if (strcmp(name, rank_bases[b].type_name) == 0)
+			break;
+	if (b == sizeof(rank_bases) / sizeof(rank_bases[0]) ||
+	    elf_symbol_find(host_path, rank_bases[b].constructor, &location, error,
+			    sizeof(error)) != 0)
+		return -1;
+	descriptor = open(host_path, O_RDONLY | O_CLOEXEC);
+	if (descriptor >= 0) {
+		got = pread(descriptor, code, sizeof(code), (off_t)location.file_offset);
+		close(descriptor);
+	}
+	return got > 0 ? c10d_rank_offset_decode(code, (size_t)got) : -1;
+}
+
+/* The process's rank in the group and the group's size, -1 each when they do not read as such. */
+static void rank_read(pid_t pid, struct process_group_reading *group,
+		      struct process_group_layout_entry *entry, const struct mapped_file_list *maps)
+{
+	int32_t values[2];
+
+	group->rank = group->size = -1;
+	if (!entry->rank_looked_up) {
+		entry->rank_offset = rank_offset_find(pid, group->pointer, maps, entry->host_path);
+		entry->rank_looked_up = true;
+	}
+	if (entry->rank_offset < 0 ||
+	    remote_memory_read(pid, group->pointer + (uint64_t)entry->rank_offset, values,
+			       sizeof(values), NULL, 0) != 0 ||
+	    values[1] < 1 || values[1] > RANKS_MAX || values[0] < 0 || values[0] >= values[1])
+		return;
+	group->rank = values[0];
+	group->size = values[1];
 }
 
 static void layout_find(struct process_group_layout_entry *entry)
@@ -145,8 +250,8 @@ static void layout_find(struct process_group_layout_entry *entry)
 			 group_classes[entry->class_index].class_name, entry->host_path);
 }
 
-static const struct process_group_layout_entry *
-layout_for(struct process_group_layouts *layouts, const char *host_path, size_t class_index)
+static struct process_group_layout_entry *layout_for(struct process_group_layouts *layouts,
+						     const char *host_path, size_t class_index)
 {
 	struct process_group_layout_entry *entry;
 
@@ -230,7 +335,7 @@ int process_groups_from_words(pid_t pid, const uint64_t *words, size_t count,
 			      size_t *capacity, char *note, size_t note_size)
 {
 	for (size_t i = 0; i < count; i++) {
-		const struct process_group_layout_entry *entry;
+		struct process_group_layout_entry *entry;
 		const struct mapped_file *file;
 		struct process_group_reading *group;
 		char name[64];
@@ -253,6 +358,7 @@ int process_groups_from_words(pid_t pid, const uint64_t *words, size_t count,
 		group->pointer = words[i];
 		snprintf(group->backend, sizeof(group->backend), "%s", group_classes[c].backend);
 		group->sequence = sequence_read(pid, words[i], entry, note, note_size);
+		rank_read(pid, group, entry, maps);
 	}
 	return 0;
 }

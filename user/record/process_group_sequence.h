@@ -8,7 +8,11 @@
  * through its vtable's RTTI) is one of those classes; where the number sits
  * in the object is read from the machine code of the class's exported
  * getSequenceNumberForGroup, so no per-version table is needed, and a form
- * of that code not known here is said, never guessed.
+ * of that code not known here is said, never guessed. The group's rank and
+ * size are read the same way: the class's base (c10d::Backend in torch 2.x,
+ * c10d::ProcessGroup in 1.13) is read from the object's RTTI, and where the
+ * base keeps them from the machine code of its exported (int rank, int
+ * size) constructor.
  */
 #ifndef TCHECK_PROCESS_GROUP_SEQUENCE_H
 #define TCHECK_PROCESS_GROUP_SEQUENCE_H
@@ -37,6 +41,13 @@ struct c10d_sequence_layout {
 int c10d_sequence_layout_decode(const uint8_t *code, size_t size,
 				struct c10d_sequence_layout *layout);
 
+/*
+ * Decodes the start of a base class's (int rank, int size) constructor
+ * (x86-64): the stores `mov %esi,disp(%rdi)` and `mov %edx,disp+4(%rdi)`
+ * among its first instructions. The rank's offset, or -ENOENT.
+ */
+int c10d_rank_offset_decode(const uint8_t *code, size_t size);
+
 /* The C++ type name of the object at 'address' ("N4c10d16ProcessGroupGlooE"), via its vtable. */
 int remote_object_type_name(pid_t pid, uint64_t address, const struct mapped_file_list *maps,
 			    char *name, size_t size, const struct mapped_file **vtable_file);
@@ -46,6 +57,7 @@ struct process_group_reading {
 	uint64_t pointer;
 	char backend[8];  /* "gloo", "nccl" */
 	int64_t sequence; /* -1: not readable (why in the note) */
+	int rank, size;	  /* the process's rank in the group and its size; -1: not readable */
 };
 
 /* The layouts met in one snapshot, per library and class. */
