@@ -663,6 +663,19 @@ void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_rec
 			learn_rank(labels, record->communicator.rank, record->communicator.nranks);
 		break;
 	}
+	case TRACE_RECORD_ARRIVAL: {
+		/*
+		 * The rank read on arrival (RANK, a communicator's, or a c10d group's
+		 * for a spawned gloo worker); any communicator read later, of any
+		 * width, takes its place.
+		 */
+		struct process_labels *labels = labels_of(metrics, record->arrival.pid);
+
+		if (labels)
+			learn_rank(labels, record->arrival.rank,
+				   record->arrival.nranks > 0 ? record->arrival.nranks : 1);
+		break;
+	}
 	case TRACE_RECORD_NETWORK:
 		observe_network(metrics, &record->network);
 		break;
