@@ -5,7 +5,8 @@
 # own log gives for its pid, read from its communicators on arrival, not
 # rank="unknown". The job is started by a launcher whose command line alone
 # names it (as a spawned worker's "python -c from multiprocessing.spawn ..."
-# does not name the script): --select finds the ranks through it.
+# does not name the script): --select finds the ranks through it. A second
+# agent with --ranks 0-1 places the same processes by the same ranks.
 source "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || skip "curl is not installed"
 port=$(free_port 19700 19800)
@@ -49,18 +50,30 @@ done
 ! grep -q '^tcheck_nccl_calls_total{pid="[0-9]*",rank="unknown"' "$SCRATCH/metrics.prom" ||
 	fail "a rank is also counted as unknown: $(grep 'rank="unknown"' "$SCRATCH/metrics.prom" | head -3)"
 ! grep -q "rank unknown" "$SCRATCH/agent.log" || fail "the agent said a rank is unknown: $(grep 'rank unknown' "$SCRATCH/agent.log")"
-# An agent for ranks 0-1 cannot place processes with no RANK: it says so for
-# each rank, with its pid, and follows none of them.
+# An agent for ranks 0-1 places processes with no RANK by the rank their
+# memory gives (their communicators, as on arrival): it follows ranks 0 and 1
+# as their logs name them, says where it placed each rank, and leaves 2 and 3.
 port2=$(free_port $((port + 1)) 19800)
 "$TCHECK" agent --listen "127.0.0.1:$port2" --select "$launcher" --ranks 0-1 --duration 60 \
 	>"$SCRATCH/agent-ranks.log" 2>&1 &
 BACKGROUND_PIDS+=($!)
 for pid in "${!rank_of[@]}"; do
-	wait_for_lines "$SCRATCH/agent-ranks.log" 1 "process $pid .*has no RANK.*--ranks 0-1 cannot place it" 30
-	grep -q "process $pid .*has no RANK" "$SCRATCH/agent-ranks.log" ||
-		fail "the --ranks agent did not say pid $pid cannot be placed: $(tail -5 "$SCRATCH/agent-ranks.log")"
+	wait_for_lines "$SCRATCH/agent-ranks.log" 1 "process $pid has no RANK.*it is rank" 30
+	grep -q "process $pid has no RANK in its environment; its memory says it is rank ${rank_of[$pid]}:" \
+		"$SCRATCH/agent-ranks.log" ||
+		fail "the --ranks agent did not place pid $pid as rank ${rank_of[$pid]}: $(grep "process $pid" "$SCRATCH/agent-ranks.log")"
 done
-curl -sf "http://127.0.0.1:$port2/metrics" >"$SCRATCH/metrics-ranks.prom" || fail "no metrics from the --ranks agent"
-! grep -q '^tcheck_nccl_calls_total' "$SCRATCH/metrics-ranks.prom" ||
-	fail "the --ranks agent follows a process it cannot place: $(grep '^tcheck_nccl_calls_total' "$SCRATCH/metrics-ranks.prom" | head -3)"
-echo "PASS: 4 ranks without RANK labelled by their communicators' ranks; --ranks says it cannot place them"
+placed() {
+	curl -sf "http://127.0.0.1:$port2/metrics" >"$SCRATCH/metrics-ranks.prom" || { echo "no metrics"; return 1; }
+	for pid in "${!rank_of[@]}"; do
+		if [ "${rank_of[$pid]}" -le 1 ]; then
+			grep -q "^tcheck_nccl_calls_total{pid=\"$pid\",rank=\"${rank_of[$pid]}\"," "$SCRATCH/metrics-ranks.prom" ||
+				{ echo "rank ${rank_of[$pid]} (pid $pid) not followed"; return 1; }
+		elif grep -q "^tcheck_nccl_calls_total{pid=\"$pid\"" "$SCRATCH/metrics-ranks.prom"; then
+			echo "rank ${rank_of[$pid]} (pid $pid) followed, outside --ranks 0-1"
+			return 1
+		fi
+	done
+}
+until_passes 30 "the --ranks agent does not follow exactly ranks 0 and 1" placed
+echo "PASS: 4 ranks without RANK labelled by their communicators' ranks; --ranks 0-1 placed them by the same"

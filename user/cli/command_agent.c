@@ -34,6 +34,7 @@
 #include "probe/probe_session.h"
 #include "probe/process_finder.h"
 #include "probe/process_info.h"
+#include "record/job_snapshot.h"
 #include "record/recorder.h"
 
 /* How often /proc is searched for new training processes. */
@@ -66,7 +67,8 @@ static const char agent_help[] =
 	"                            (mp.spawn workers: the script's), contains TEXT\n"
 	"      --ranks FIRST-LAST    only processes whose RANK lies in this range (one\n"
 	"                            agent per group of ranks sharing a host); one with\n"
-	"                            no RANK (a spawn worker) is left out and said\n"
+	"                            no RANK (a spawn worker) is placed by the rank its\n"
+	"                            communicator or c10d group holds, once readable\n"
 	"      --torch               also processes running torch without NCCL (CPU): their\n"
 	"                            c10d (gloo) collectives and steps, through torch's\n"
 	"                            probes; without it each is named on the log, once,\n"
@@ -111,6 +113,7 @@ struct agent {
 	struct agent_rules *rules;	 /* NULL without --rules */
 	struct agent_health *health;	 /* build, last read of the ring buffer, readiness */
 	struct u64_map skipped_said;	 /* pids said to be left unfollowed */
+	struct u64_map placed;		 /* pid with no RANK -> 1 + the rank read from it */
 	uint64_t last_discovery_ns;
 };
 
@@ -457,25 +460,57 @@ static void process_skipped(void *context, pid_t pid, enum process_skip_reason r
 			    (int)pid, info.command ? info.command : "?");
 	else
 		log_warning("process %d (%s) has no RANK in its environment (a launcher, or a "
-			    "torch.multiprocessing.spawn worker), so --ranks %d-%d cannot place "
-			    "it: not followed; an agent without --ranks follows every process",
+			    "torch.multiprocessing.spawn worker) and no communicator or c10d "
+			    "process group gives one yet, so --ranks %d-%d cannot place it: not "
+			    "followed until one does; an agent without --ranks follows every "
+			    "process",
 			    (int)pid, info.command ? info.command : "?",
 			    agent->settings->first_rank, agent->settings->last_rank);
 	process_info_free(&info);
 }
 
-/* Forgets the processes said that ended, so a new process with a reused pid is said again. */
-static void forget_ended_skipped(struct agent *agent)
+/*
+ * The rank of a process with no RANK, as the arrival snapshot reads it (its
+ * widest communicator, or its widest c10d group), kept once read.
+ */
+static int rank_of_unranked(void *context, pid_t pid)
+{
+	struct agent *agent = context;
+	uintptr_t placed = (uintptr_t)u64_map_get(&agent->placed, (uint64_t)pid);
+	struct job_snapshot snapshot;
+	char error[512];
+	int rank;
+
+	if (placed)
+		return (int)(placed - 1);
+	if (job_snapshot_read(&pid, 1, &snapshot, error, sizeof(error)) != 0)
+		return -1;
+	rank = snapshot.count == 1 ? snapshot.processes[0].rank : -1;
+	job_snapshot_free(&snapshot);
+	if (rank < 0 || u64_map_put(&agent->placed, (uint64_t)pid, (void *)(uintptr_t)(rank + 1)))
+		return -1;
+	log_notice("process %d has no RANK in its environment; its memory says it is rank %d: %s "
+		   "by --ranks %d-%d",
+		   (int)pid, rank,
+		   rank >= agent->settings->first_rank && rank <= agent->settings->last_rank
+			   ? "followed"
+			   : "left out",
+		   agent->settings->first_rank, agent->settings->last_rank);
+	return rank;
+}
+
+/* Forgets the pids of a map whose processes ended: a new process with a reused pid is new. */
+static void forget_ended(struct u64_map *pids)
 {
 	uint64_t pid;
 	void *value;
 
-	for (size_t i = 0; u64_map_next(&agent->skipped_said, &i, &pid, &value);) {
+	for (size_t i = 0; u64_map_next(pids, &i, &pid, &value);) {
 		char path[32];
 
 		snprintf(path, sizeof(path), "/proc/%llu", (unsigned long long)pid);
 		if (access(path, F_OK) != 0) {
-			u64_map_remove(&agent->skipped_said, pid);
+			u64_map_remove(pids, pid);
 			i = 0;
 		}
 	}
@@ -490,6 +525,7 @@ static size_t discover(void *context, pid_t *pids, size_t capacity)
 		.first_rank = agent->settings->first_rank,
 		.last_rank = agent->settings->last_rank,
 		.skipped = process_skipped,
+		.rank_of_unranked = rank_of_unranked,
 		.context = agent,
 	};
 	uint64_t now = monotonic_ns();
@@ -497,7 +533,8 @@ static size_t discover(void *context, pid_t *pids, size_t capacity)
 	if (agent->last_discovery_ns && now - agent->last_discovery_ns < DISCOVERY_INTERVAL_NS)
 		return 0;
 	agent->last_discovery_ns = now;
-	forget_ended_skipped(agent);
+	forget_ended(&agent->skipped_said);
+	forget_ended(&agent->placed);
 	agent_metrics_expire(agent->metrics, now);
 	agent_metrics_findings(agent->metrics, job_diagnosis_hang_count(agent->diagnosis),
 			       job_diagnosis_slowdown_count(agent->diagnosis),
@@ -562,6 +599,7 @@ int command_agent(int argc, char **argv)
 				 : NULL;
 	agent.health = registry ? agent_health_new(registry) : NULL;
 	u64_map_init(&agent.skipped_said);
+	u64_map_init(&agent.placed);
 	if (!agent.metrics || !agent.health) {
 		log_error("out of memory");
 		goto out;
@@ -635,6 +673,7 @@ out:
 	agent_metrics_free(agent.metrics);
 	agent_health_free(agent.health);
 	u64_map_free(&agent.skipped_said);
+	u64_map_free(&agent.placed);
 	metrics_registry_free(registry);
 	free_settings(&settings);
 	return result;

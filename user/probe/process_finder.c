@@ -119,6 +119,12 @@ static bool is_training_process(const struct process_finder_options *options, pi
 	if (!found && torch_cpu && options->skipped)
 		options->skipped(options->context, pid, PROCESS_SKIP_CPU_JOB);
 	if (found && selection == RANK_UNKNOWN) {
+		int rank = options->rank_of_unranked
+				   ? options->rank_of_unranked(options->context, pid)
+				   : -1;
+
+		if (rank >= 0)
+			return rank >= options->first_rank && rank <= options->last_rank;
 		options->skipped(options->context, pid, PROCESS_SKIP_RANK_UNKNOWN);
 		return false;
 	}

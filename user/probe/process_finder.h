@@ -26,10 +26,17 @@ struct process_finder_options {
 	 * Told of each training process left out, and why (NULL: none): one
 	 * that maps libtorch_cpu and no NCCL library, without
 	 * torch_without_nccl (a CPU job); one with no RANK in its environment
-	 * while a rank range is asked for (a launcher, or a
-	 * torch.multiprocessing.spawn worker: the range cannot place it).
+	 * while a rank range is asked for and rank_of_unranked cannot read its
+	 * rank yet (a launcher, or a torch.multiprocessing.spawn worker before
+	 * its process group is made).
 	 */
 	void (*skipped)(void *context, pid_t pid, enum process_skip_reason reason);
+	/*
+	 * With a rank range: the rank of a training process with no RANK, read
+	 * some other way (its communicators or c10d groups in its memory), -1
+	 * while it cannot be. NULL: such a process is never placed.
+	 */
+	int (*rank_of_unranked)(void *context, pid_t pid);
 	void *context;
 };
 
