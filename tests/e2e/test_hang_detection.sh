@@ -109,7 +109,7 @@ for _ in $(seq 300); do
 	kill -0 "$session" 2>/dev/null || break
 	sleep 0.1
 done
-sleep 0.5 # calls still open are read once more before the recorder stops
+# The recorder reads the calls still open as it stops (recorder_read_open_calls).
 kill -INT "$session" 2>/dev/null || true
 wait "$session" || fail "record exited $?: $(cat "$SCRATCH/blocking.err")"
 kill -9 -- "-$session" 2>/dev/null || true
