@@ -64,4 +64,21 @@ BACKGROUND_PIDS+=($!)
 late=$!
 wait_for_lines "$events" 1 "\"event\":\"attached\",\"pid\":$late" 40
 grep -q "\"pid\":$late" "$events" || fail "the agent did not find pid $late after the stuck one: $(tail -3 "$SCRATCH/agent.log")"
+
+# An agent with --ranks reads a process with no RANK to place it: the stuck one
+# is said once and not read again (each try would hold the agent 10 s), and the
+# agent keeps answering while it looks at the job every 2 s.
+port2=$(free_port $((port + 1)) 19800)
+"$TCHECK" agent --listen "127.0.0.1:$port2" --select "$job/" --ranks 0-0 --duration 120 \
+	>"$SCRATCH/agent-ranks.out" 2>"$SCRATCH/agent-ranks.log" &
+BACKGROUND_PIDS+=($!)
+wait_for_lines "$SCRATCH/agent-ranks.log" 1 "pid $stuck was not read.*--ranks cannot place it" 40
+grep -q "pid $stuck was not read.*--ranks cannot place it, and it is not read again" \
+	"$SCRATCH/agent-ranks.log" || fail "the --ranks agent did not say it cannot read pid $stuck: $(tail -3 "$SCRATCH/agent-ranks.log")"
+for _ in 1 2 3 4; do
+	curl -sf -m 2 "http://127.0.0.1:$port2/metrics" >/dev/null || fail "/metrics of the --ranks agent does not answer within 2 s"
+	sleep 1
+done
+[ "$(grep -c "pid $stuck was not read" "$SCRATCH/agent-ranks.log")" = 1 ] ||
+	fail "the stuck process was read again: $(grep -c "pid $stuck was not read" "$SCRATCH/agent-ranks.log") times"
 echo "PASS"

@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,9 +471,14 @@ static void process_skipped(void *context, pid_t pid, enum process_skip_reason r
 	process_info_free(&info);
 }
 
+/* In 'placed': a process whose memory could not be read in time (the snapshot's stall). */
+#define UNREADABLE_RANK UINTPTR_MAX
+
 /*
  * The rank of a process with no RANK, as the arrival snapshot reads it (its
- * widest communicator, or its widest c10d group), kept once read.
+ * widest communicator, or its widest c10d group), kept once read. A process
+ * whose read stalled is not read again: each try would hold the agent for
+ * the snapshot's deadline.
  */
 static int rank_of_unranked(void *context, pid_t pid)
 {
@@ -479,14 +486,21 @@ static int rank_of_unranked(void *context, pid_t pid)
 	uintptr_t placed = (uintptr_t)u64_map_get(&agent->placed, (uint64_t)pid);
 	struct job_snapshot snapshot;
 	char error[512];
+	bool stalled;
 	int rank;
 
 	if (placed)
-		return (int)(placed - 1);
+		return placed == UNREADABLE_RANK ? -1 : (int)(placed - 1);
 	if (job_snapshot_read(&pid, 1, &snapshot, error, sizeof(error)) != 0)
 		return -1;
 	rank = snapshot.count == 1 ? snapshot.processes[0].rank : -1;
+	stalled = snapshot.count == 1 && snapshot.processes[0].unread_note[0];
+	if (stalled)
+		log_warning("%s: --ranks cannot place it, and it is not read again",
+			    snapshot.processes[0].unread_note);
 	job_snapshot_free(&snapshot);
+	if (stalled)
+		(void)u64_map_put(&agent->placed, (uint64_t)pid, (void *)UNREADABLE_RANK);
 	if (rank < 0 || u64_map_put(&agent->placed, (uint64_t)pid, (void *)(uintptr_t)(rank + 1)))
 		return -1;
 	log_notice("process %d has no RANK in its environment; its memory says it is rank %d: %s "
