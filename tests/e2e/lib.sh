@@ -62,15 +62,17 @@ log_pid() {
 }
 
 # Waits up to $2 seconds (30) until process $1 has used no CPU for half a
-# second: it is blocked somewhere (a rank waiting in a collective another
-# rank never joins), no longer on its way there.
+# second and its main thread sleeps: it is blocked somewhere (a rank waiting
+# in a collective another rank never joins), no longer on its way there (a
+# runnable process that a busy machine kept off the CPUs is not asleep).
 wait_until_blocked() {
-	local pid=$1 limit=${2:-30} start=$SECONDS before after
+	local pid=$1 limit=${2:-30} start=$SECONDS before after state
 	before=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) || fail "pid $pid is gone"
 	while [ $((SECONDS - start)) -lt "$limit" ]; do
 		sleep 0.5
 		after=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) || fail "pid $pid is gone"
-		[ "$after" = "$before" ] && return 0
+		state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)
+		[ "$after" = "$before" ] && [ "$state" = S ] && return 0
 		before=$after
 	done
 	fail "pid $pid was still running after $limit s"
