@@ -13,11 +13,7 @@ mkdir -p "$dir"
 setsid $TORCH_PYTHON "$ROOT/tests/workloads/python/train_ddp.py" --launcher spawn --steps 20 \
 	--fault stop:1:5 --timeout 120 --log-dir "$dir/log" >"$dir/out" 2>&1 &
 BACKGROUND_PIDS+=($!)
-deadline=$((SECONDS + 90))
-until grep -qs '"kind": "fault"' "$dir/log/rank-1.jsonl"; do
-	[ $SECONDS -lt $deadline ] || fail "rank 1 never logged its fault: $(tail -3 "$dir/out")"
-	sleep 0.2
-done
+wait_for_lines "$dir/log/rank-1.jsonl" 1 '"kind": "fault"' 90
 rank0=$(log_pid "$dir/log/rank-0.jsonl")
 rank1=$(log_pid "$dir/log/rank-1.jsonl")
 for pid in "$rank0" "$rank1"; do
