@@ -17,7 +17,7 @@ start_stuck() {
 	"$job/stuck-stack" --seconds 120 --library "$nccl" >"$1" 2>&1 &
 	BACKGROUND_PIDS+=($!)
 	stuck=$!
-	wait_for_lines "$1" 1 "ready" 10
+	wait_for_lines "$1" 1 "ready|cannot arm" 10
 	grep -q "ready" "$1" || skip "userfaultfd is not available here: $(cat "$1")"
 	stuck_tid=$(sed -n "s/ready: thread \([0-9]*\)'s.*/\1/p" "$1")
 }
