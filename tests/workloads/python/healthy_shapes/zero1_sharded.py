@@ -25,7 +25,9 @@ import shapes_common as common  # noqa: E402
 
 def train_rank(args, rank, world_size):
     torch.manual_seed(args.seed)
+    # 10 parameter tensors: each rank of up to 10 owns a shard (8 ranks included).
     model = nn.Sequential(nn.Linear(10, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(),
+                          nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(),
                           nn.Linear(16, 1))
     parameters = list(model.parameters())
     owners = [index % world_size for index in range(len(parameters))]
