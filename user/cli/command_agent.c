@@ -495,12 +495,12 @@ static int rank_of_unranked(void *context, pid_t pid)
 		return -1;
 	rank = snapshot.count == 1 ? snapshot.processes[0].rank : -1;
 	stalled = snapshot.count == 1 && snapshot.processes[0].unread_note[0];
-	if (stalled)
+	if (stalled) {
 		log_warning("%s: --ranks cannot place it, and it is not read again",
 			    snapshot.processes[0].unread_note);
-	job_snapshot_free(&snapshot);
-	if (stalled)
 		(void)u64_map_put(&agent->placed, (uint64_t)pid, (void *)UNREADABLE_RANK);
+	}
+	job_snapshot_free(&snapshot);
 	if (rank < 0 || u64_map_put(&agent->placed, (uint64_t)pid, (void *)(uintptr_t)(rank + 1)))
 		return -1;
 	log_notice("process %d has no RANK in its environment; its memory says it is rank %d: %s "

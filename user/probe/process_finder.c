@@ -111,7 +111,7 @@ static bool is_training_process(const struct process_finder_options *options, pi
 	char error[256];
 	bool found, torch_cpu = false;
 
-	if (selection == NOT_SELECTED || (selection == RANK_UNKNOWN && !options->skipped) ||
+	if (selection == NOT_SELECTED ||
 	    process_maps_read_unchecked(pid, &list, error, sizeof(error)))
 		return false;
 	found = list_has_training_library(&list, options->torch_without_nccl, &torch_cpu);
@@ -125,7 +125,8 @@ static bool is_training_process(const struct process_finder_options *options, pi
 
 		if (rank >= 0)
 			return rank >= options->first_rank && rank <= options->last_rank;
-		options->skipped(options->context, pid, PROCESS_SKIP_RANK_UNKNOWN);
+		if (options->skipped)
+			options->skipped(options->context, pid, PROCESS_SKIP_RANK_UNKNOWN);
 		return false;
 	}
 	return found;

@@ -3,16 +3,15 @@
 #include "record/process_group_sequence.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/growable_array.h"
 #include "base/remote_memory.h"
 #include "probe/elf_symbol_lookup.h"
+#include "probe/library_file.h"
 
 #define CODE_BYTES 48
 /* A group's size beyond this is no size: the member read is something else. */
@@ -174,8 +173,6 @@ static int32_t rank_offset_find(pid_t pid, uint64_t address, const struct mapped
 	uint64_t type_info, base;
 	uint8_t code[96];
 	char name[64], error[160];
-	ssize_t got = -1;
-	int descriptor;
 	size_t b;
 
 	if (object_type_info(pid, address, maps, &type_info, NULL) != 0 ||
@@ -188,14 +185,10 @@ static int32_t rank_offset_find(pid_t pid, uint64_t address, const struct mapped
 			break;
 	if (b == sizeof(rank_bases) / sizeof(rank_bases[0]) ||
 	    elf_symbol_find(host_path, rank_bases[b].constructor, &location, error,
-			    sizeof(error)) != 0)
+			    sizeof(error)) != 0 ||
+	    library_file_read_at(host_path, location.file_offset, code, sizeof(code), NULL, 0))
 		return -1;
-	descriptor = open(host_path, O_RDONLY | O_CLOEXEC);
-	if (descriptor >= 0) {
-		got = pread(descriptor, code, sizeof(code), (off_t)location.file_offset);
-		close(descriptor);
-	}
-	return got > 0 ? c10d_rank_offset_decode(code, (size_t)got) : -1;
+	return c10d_rank_offset_decode(code, sizeof(code));
 }
 
 /* The process's rank in the group and the group's size, -1 each when they do not read as such. */
@@ -223,8 +216,6 @@ static void layout_find(struct process_group_layout_entry *entry)
 	struct elf_symbol_location location;
 	uint8_t code[CODE_BYTES];
 	char symbol[128], error[160];
-	ssize_t got = -1;
-	int descriptor;
 
 	snprintf(symbol, sizeof(symbol), "_ZN4c10d%zu%s25getSequenceNumberForGroupEv",
 		 strlen(group_classes[entry->class_index].class_name),
@@ -236,13 +227,10 @@ static void layout_find(struct process_group_layout_entry *entry)
 			 group_classes[entry->class_index].class_name, entry->host_path);
 		return;
 	}
-	descriptor = open(entry->host_path, O_RDONLY | O_CLOEXEC);
-	if (descriptor >= 0) {
-		got = pread(descriptor, code, sizeof(code), (off_t)location.file_offset);
-		close(descriptor);
-	}
-	entry->err =
-		got > 0 ? c10d_sequence_layout_decode(code, (size_t)got, &entry->layout) : -EIO;
+	entry->err = library_file_read_at(entry->host_path, location.file_offset, code,
+					  sizeof(code), NULL, 0);
+	if (!entry->err)
+		entry->err = c10d_sequence_layout_decode(code, sizeof(code), &entry->layout);
 	if (entry->err)
 		snprintf(entry->note, sizeof(entry->note),
 			 "the code of c10d::%s::getSequenceNumberForGroup in %.120s is not a form "
