@@ -46,7 +46,30 @@ for _ in $(seq 60); do
 	done
 	[ -n "$labelled" ] && break
 done
-[ -n "$labelled" ] || fail "the ranks are not labelled as their logs say (${!rank_of[*]} -> ${rank_of[*]}): $(grep '^tcheck_nccl_calls_total' "$SCRATCH/metrics.prom" | head -8)"
+[ -n "$labelled" ] || fail "the ranks are not labelled as their logs say (${!rank_of[*]} -> ${rank_of[*]}): $(grep '^tcheck_nccl_calls_total' "$SCRATCH/metrics.prom" | cut -d, -f1-2 | sort -u); the agent said: $(grep 'on arrival' "$SCRATCH/agent.log" | head -40)"
+# Every communicator the arrival snapshot names for a rank is one its own
+# log says it made: a word on a stack that only looks like one is not taken.
+python3 - "$SCRATCH/agent.log" "$SCRATCH/job" <<'CHECK' || fail "the arrival snapshot named a communicator no rank made"
+import glob, json, re, sys
+made = {}
+for path in glob.glob(sys.argv[2] + "/rank-*.jsonl"):
+    for line in open(path):
+        call = json.loads(line)
+        if "comm_hash" in call.get("args", {}):
+            made.setdefault(call["pid"], set()).add(call["args"]["comm_hash"])
+pid, named = None, 0
+for line in open(sys.argv[1]):
+    header = re.search(r"on arrival: rank -?\d+, pid (\d+):", line)
+    if header:
+        pid = int(header.group(1))
+    found = re.search(r"on arrival:   communicator 0x([0-9a-f]+) rank", line)
+    if found and pid is not None:
+        named += 1
+        if int(found.group(1), 16) not in made.get(pid, set()):
+            sys.exit(f"pid {pid}: communicator 0x{found.group(1)} is in no call of its log")
+if named < 4:
+    sys.exit(f"the arrival snapshot named {named} communicators for 4 ranks")
+CHECK
 ! grep -q '^tcheck_nccl_calls_total{pid="[0-9]*",rank="unknown"' "$SCRATCH/metrics.prom" ||
 	fail "a rank is also counted as unknown: $(grep 'rank="unknown"' "$SCRATCH/metrics.prom" | head -3)"
 ! grep -q "rank unknown" "$SCRATCH/agent.log" || fail "the agent said a rank is unknown: $(grep 'rank unknown' "$SCRATCH/agent.log")"

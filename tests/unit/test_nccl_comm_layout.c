@@ -360,6 +360,11 @@ UNIT_TEST(nccl_comm_layout, real_nccl)
 	}
 	/* rank and nRanks sit side by side in every NCCL version. */
 	CU_ASSERT_EQUAL(layout.nranks.offset, layout.rank.offset + 4);
+	/* The magics open and close the struct. */
+	CU_ASSERT_EQUAL(layout.start_magic.offset, 0);
+	CU_ASSERT_EQUAL(layout.start_magic.size, 8);
+	CU_ASSERT_EQUAL(layout.end_magic.offset, layout.struct_size - 8);
+	CU_ASSERT_EQUAL(layout.end_magic.size, 8);
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	CU_ASSERT_EQUAL(nccl_comm_layout_find(REAL_NCCL, &layout, error, sizeof(error)), 0);
@@ -368,11 +373,13 @@ UNIT_TEST(nccl_comm_layout, real_nccl)
 
 /* A communicator of the test's own making, for reads without DWARF. */
 struct test_comm {
+	uint64_t startMagic;
 	uint64_t commHash;
 	int rank;
 	int nRanks;
 	char gap[20];
 	uint64_t opCount;
+	uint64_t endMagic;
 };
 
 static struct nccl_comm_layout test_comm_layout(void)
@@ -383,6 +390,8 @@ static struct nccl_comm_layout test_comm_layout(void)
 		.rank = { offsetof(struct test_comm, rank), 4 },
 		.nranks = { offsetof(struct test_comm, nRanks), 4 },
 		.op_count = { offsetof(struct test_comm, opCount), 8 },
+		.start_magic = { offsetof(struct test_comm, startMagic), 8 },
+		.end_magic = { offsetof(struct test_comm, endMagic), 8 },
 	};
 }
 
@@ -408,6 +417,7 @@ static pid_t start_page_end_child(uint64_t *comm_address)
 		if (pages == MAP_FAILED || munmap(pages + page, page) != 0)
 			_exit(1);
 		comm = (struct test_comm *)(pages + page - sizeof(*comm));
+		comm->startMagic = comm->endMagic = NCCL_COMM_MAGIC;
 		comm->commHash = 0xabcdef0123456789ULL;
 		comm->rank = -7;
 		comm->nRanks = 8;
@@ -442,6 +452,17 @@ UNIT_TEST(nccl_comm_layout, read_from_a_child)
 	CU_ASSERT_EQUAL(values.rank, -7);
 	CU_ASSERT_EQUAL(values.nranks, 8);
 	CU_ASSERT_EQUAL(values.op_count, 1234567);
+	CU_ASSERT(values.valid & NCCL_COMM_HAS_MAGIC);
+	CU_ASSERT(values.magic_matches);
+
+	/*
+	 * Read 8 bytes early, startMagic lands before the struct and endMagic on
+	 * opCount: a word that is not a communicator's address does not match.
+	 */
+	CU_ASSERT_EQUAL(nccl_comm_read(child, address - 8, &layout, &values, error, sizeof(error)),
+			0);
+	CU_ASSERT(values.valid & NCCL_COMM_HAS_MAGIC);
+	CU_ASSERT_FALSE(values.magic_matches);
 
 	/* Shifted by 16 bytes, opCount falls on the unmapped page: a stale pointer. */
 	CU_ASSERT_EQUAL(nccl_comm_read(child, address + 16, &layout, &values, error, sizeof(error)),
@@ -458,9 +479,12 @@ UNIT_TEST(nccl_comm_layout, read_from_a_child)
 
 	/* Members the layout lacks are left unread. */
 	layout.op_count.offset = layout.op_count.size = -1;
+	layout.start_magic.offset = layout.start_magic.size = -1;
+	layout.end_magic.offset = layout.end_magic.size = -1;
 	CU_ASSERT_EQUAL(nccl_comm_read(child, address, &layout, &values, error, sizeof(error)), 0);
 	CU_ASSERT_EQUAL(values.valid,
 			NCCL_COMM_HAS_COMM_HASH | NCCL_COMM_HAS_RANK | NCCL_COMM_HAS_NRANKS);
+	CU_ASSERT_FALSE(values.magic_matches);
 	CU_ASSERT_EQUAL(values.op_count, 0);
 
 	kill(child, SIGKILL);

@@ -26,6 +26,9 @@ enum comm_member_index {
 	MEMBER_RANK,
 	MEMBER_NRANKS,
 	MEMBER_OP_COUNT,
+	MEMBER_REQUIRED_COUNT, /* the members above are needed; those below are not */
+	MEMBER_START_MAGIC = MEMBER_REQUIRED_COUNT,
+	MEMBER_END_MAGIC,
 	MEMBER_COUNT,
 };
 
@@ -41,10 +44,9 @@ enum layout_absence {
 
 /* The members sought, by their name in NCCL's source and their place in the layout. */
 static const char *const member_names[MEMBER_COUNT] = {
-	[MEMBER_COMM_HASH] = "commHash",
-	[MEMBER_RANK] = "rank",
-	[MEMBER_NRANKS] = "nRanks",
-	[MEMBER_OP_COUNT] = "opCount",
+	[MEMBER_COMM_HASH] = "commHash",     [MEMBER_RANK] = "rank",
+	[MEMBER_NRANKS] = "nRanks",	     [MEMBER_OP_COUNT] = "opCount",
+	[MEMBER_START_MAGIC] = "startMagic", [MEMBER_END_MAGIC] = "endMagic",
 };
 
 static struct nccl_comm_member *layout_member(struct nccl_comm_layout *layout, int index)
@@ -54,6 +56,8 @@ static struct nccl_comm_member *layout_member(struct nccl_comm_layout *layout, i
 		[MEMBER_RANK] = &layout->rank,
 		[MEMBER_NRANKS] = &layout->nranks,
 		[MEMBER_OP_COUNT] = &layout->op_count,
+		[MEMBER_START_MAGIC] = &layout->start_magic,
+		[MEMBER_END_MAGIC] = &layout->end_magic,
 	};
 
 	return members[index];
@@ -72,13 +76,23 @@ static void layout_reset(struct nccl_comm_layout *layout)
 		layout_member(layout, i)->offset = layout_member(layout, i)->size = -1;
 }
 
-static int layout_found_count(const struct nccl_comm_layout *layout)
-{
-	int found = 0;
+/* How good a definition is: the needed members first, then the magics. */
+#define LAYOUT_SCORE_FULL \
+	(MEMBER_REQUIRED_COUNT * MEMBER_COUNT + (MEMBER_COUNT - MEMBER_REQUIRED_COUNT))
 
-	for (int i = 0; i < MEMBER_COUNT; i++)
-		found += layout_member_const(layout, i)->offset >= 0;
-	return found;
+static int layout_score(const struct nccl_comm_layout *layout)
+{
+	int needed = 0, optional = 0;
+
+	for (int i = 0; i < MEMBER_COUNT; i++) {
+		if (layout_member_const(layout, i)->offset < 0)
+			continue;
+		if (i < MEMBER_REQUIRED_COUNT)
+			needed++;
+		else
+			optional++;
+	}
+	return needed * MEMBER_COUNT + optional;
 }
 
 /* Describes the members a found definition lacks; returns how many. */
@@ -88,7 +102,7 @@ static int describe_missing(const struct nccl_comm_layout *layout, const char *p
 	char names[64] = "";
 	int missing = 0;
 
-	for (int i = 0; i < MEMBER_COUNT; i++) {
+	for (int i = 0; i < MEMBER_REQUIRED_COUNT; i++) {
 		if (layout_member_const(layout, i)->offset >= 0)
 			continue;
 		missing++;
@@ -197,28 +211,28 @@ static void collect_members(Dwarf_Die *aggregate, int64_t base, int depth,
 /* The best definition seen so far; the search ends when one has every member. */
 struct layout_search {
 	struct nccl_comm_layout best;
-	int best_found; /* members in best; -1 before any definition */
+	int best_score; /* layout_score of best; -1 before any definition */
 };
 
 static bool search_done(const struct layout_search *search)
 {
-	return search->best_found == MEMBER_COUNT;
+	return search->best_score == LAYOUT_SCORE_FULL;
 }
 
 static void consider_definition(Dwarf_Die *structure, struct layout_search *search)
 {
 	struct nccl_comm_layout layout;
 	Dwarf_Word size;
-	int found;
+	int score;
 
 	layout_reset(&layout);
 	if (dwarf_aggregate_size(structure, &size) == 0)
 		layout.struct_size = (int64_t)size;
 	collect_members(structure, 0, 0, &layout);
-	found = layout_found_count(&layout);
-	if (found > search->best_found) {
+	score = layout_score(&layout);
+	if (score > search->best_score) {
 		search->best = layout;
-		search->best_found = found;
+		search->best_score = score;
 	}
 }
 
@@ -331,7 +345,7 @@ static int describe_absence(enum layout_absence absence, const char *path, char 
 static int find_layout(const char *path, struct nccl_comm_layout *layout,
 		       enum layout_absence *absence, char *error, size_t error_size)
 {
-	struct layout_search search = { .best_found = -1 };
+	struct layout_search search = { .best_score = -1 };
 	Dwarf *dwarf;
 	int fd;
 
@@ -346,11 +360,11 @@ static int find_layout(const char *path, struct nccl_comm_layout *layout,
 		return 0;
 	}
 	search_units(dwarf, false, &search);
-	if (search.best_found < 0)
+	if (search.best_score < 0)
 		search_units(dwarf, true, &search);
 	dwarf_end(dwarf);
 	close(fd);
-	if (search.best_found < 0) {
+	if (search.best_score < 0) {
 		*absence = LAYOUT_NO_DEFINITION;
 		return 0;
 	}
@@ -486,7 +500,8 @@ int nccl_comm_read(pid_t pid, uint64_t comm_pointer, const struct nccl_comm_layo
 {
 	struct remote_span spans[MEMBER_COUNT];
 	uint8_t buffers[MEMBER_COUNT][8];
-	int indexes[MEMBER_COUNT], count = 0, err;
+	int indexes[MEMBER_COUNT], count = 0, needed = 0, err;
+	bool magic_read = false, magic_mismatch = false;
 
 	memset(values, 0, sizeof(*values));
 	values->rank = values->nranks = -1;
@@ -504,8 +519,9 @@ int nccl_comm_read(pid_t pid, uint64_t comm_pointer, const struct nccl_comm_layo
 		spans[count].size = (size_t)member->size;
 		indexes[count] = i;
 		count++;
+		needed += i < MEMBER_REQUIRED_COUNT;
 	}
-	if (count == 0)
+	if (needed == 0)
 		return error_fail(
 			error, error_size, EINVAL,
 			"the layout of struct ncclComm has none of commHash, rank, nRanks, "
@@ -535,7 +551,16 @@ int nccl_comm_read(pid_t pid, uint64_t comm_pointer, const struct nccl_comm_layo
 			values->op_count = unsigned_value(buffers[i], size);
 			values->valid |= NCCL_COMM_HAS_OP_COUNT;
 			break;
+		default: /* a magic: each one read must be NCCL's */
+			if (unsigned_value(buffers[i], size) != NCCL_COMM_MAGIC)
+				magic_mismatch = true;
+			magic_read = true;
+			break;
 		}
+	}
+	if (magic_read) {
+		values->valid |= NCCL_COMM_HAS_MAGIC;
+		values->magic_matches = !magic_mismatch;
 	}
 	return 0;
 }

@@ -201,8 +201,18 @@ static void thread_describe_hits(struct snapshot_thread *thread,
 			 c10d_collectives[best]);
 }
 
-static bool plausible_communicator(const struct nccl_comm_values *values)
+/*
+ * Whether a word found on a stack points at a struct ncclComm: where the
+ * library's layout has NCCL's magics, they decide (a stale word whose
+ * members happen to look like a rank and a width does not pass); the
+ * members' ranges are checked either way.
+ */
+static bool plausible_communicator(const struct nccl_comm_values *values,
+				   const struct nccl_comm_layout *layout)
 {
+	if (layout->start_magic.offset >= 0 &&
+	    (!(values->valid & NCCL_COMM_HAS_MAGIC) || !values->magic_matches))
+		return false;
 	return (values->valid & NCCL_COMM_HAS_RANK) && (values->valid & NCCL_COMM_HAS_NRANKS) &&
 	       (values->valid & NCCL_COMM_HAS_OP_COUNT) &&
 	       (values->valid & NCCL_COMM_HAS_COMM_HASH) && values->nranks >= 1 &&
@@ -229,7 +239,7 @@ static int communicators_from_words(struct snapshot_process *process, const uint
 		if (u64_map_put(tried, word, (void *)1))
 			return -ENOMEM;
 		if (nccl_comm_read(process->pid, word, layout, &values, NULL, 0) != 0 ||
-		    !plausible_communicator(&values))
+		    !plausible_communicator(&values, layout))
 			continue;
 		if (growable_array_room_for_one((void **)&process->communicators,
 						process->communicator_count, capacity,
