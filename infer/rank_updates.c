@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/fnv_hash.h"
+#include "base/growable_array.h"
 #include "event_contain.h"
 #include "parameter_updates.h"
 
@@ -47,12 +48,25 @@ struct process_updates {
 	struct update_digest digests[DIGESTS_MAX];
 };
 
-/* The first rank's finished step of one step number, and how many ranks joined. */
+/*
+ * The ranks' finished steps of one step number: the first rank's, those
+ * whose signature differs from it (judged once every rank has joined), and
+ * whether any two hold other shards.
+ */
 struct rank_group {
 	struct infer_event first;
 	uint32_t members;
+	bool sharded;
+	struct infer_event *differing;
+	size_t differing_count, differing_capacity;
 	struct rank_group *next; /* same hash */
 };
+
+static void free_group(struct rank_group *group)
+{
+	free(group->differing);
+	free(group);
+}
 
 bool rule_checks_rank_updates(const struct rule *rule)
 {
@@ -82,7 +96,7 @@ void rank_updates_free(struct rank_updates *updates)
 	for (size_t i = 0; u64_map_next(&updates->groups, &i, &key, &value);) {
 		for (struct rank_group *group = value, *next; group; group = next) {
 			next = group->next;
-			free(group);
+			free_group(group);
 		}
 	}
 	u64_map_free(&updates->processes);
@@ -318,17 +332,36 @@ static bool same_step(const struct infer_event *a, const struct infer_event *b)
 	return a->pipeline == b->pipeline && a->nranks == b->nranks && a->step == b->step;
 }
 
+/* A group all of whose ranks joined (or the last look at one): its differing steps, if replicas. */
+static void judge_group(const struct rank_group *group, rank_updates_differs_fn differs,
+			void *context)
+{
+	for (size_t i = 0; !group->sharded && i < group->differing_count; i++)
+		differs(context, &group->differing[i], &group->first);
+}
+
+/* Takes a group out of its hash chain, and the chain's head out of the map when it empties. */
+static void remove_group(struct rank_updates *updates, uint64_t key, struct rank_group *group)
+{
+	struct rank_group *head = u64_map_get(&updates->groups, key), **link = &head;
+
+	while (*link != group)
+		link = &(*link)->next;
+	*link = group->next;
+	/* Removed first, the key's slot is free again: the put never grows the map. */
+	u64_map_remove(&updates->groups, key);
+	if (head)
+		(void)u64_map_put(&updates->groups, key, head);
+}
+
 int rank_updates_join(struct rank_updates *updates, const struct infer_event *finished,
-		      struct infer_event *peer, bool *complete)
+		      rank_updates_differs_fn differs, void *context)
 {
 	uint64_t key = fnv1a_add_u64(fnv1a_add_u64(fnv1a_add_u64(5, finished->pipeline),
 						   (uint64_t)(int64_t)finished->nranks),
 				     (uint64_t)(int64_t)finished->step);
 	struct rank_group *head = u64_map_get(&updates->groups, key), *group;
-	int differs;
 
-	if (complete)
-		*complete = false;
 	for (group = head; group && !same_step(&group->first, finished); group = group->next)
 		;
 	if (!group) {
@@ -344,24 +377,35 @@ int rank_updates_join(struct rank_updates *updates, const struct infer_event *fi
 		}
 		return 0;
 	}
-	differs = infer_event_field(finished, RANK_UPDATES_FIELD) !=
-			  infer_event_field(&group->first, RANK_UPDATES_FIELD) &&
-		  !rank_updates_other_shards(finished, &group->first);
-	if (differs)
-		*peer = group->first;
-	if (++group->members >= (uint32_t)finished->nranks) {
-		struct rank_group **link = &head;
-
-		while (*link != group)
-			link = &(*link)->next;
-		*link = group->next;
-		/* Removed first, the key's slot is free again: the put never grows the map. */
-		u64_map_remove(&updates->groups, key);
-		if (head)
-			(void)u64_map_put(&updates->groups, key, head);
-		free(group);
-		if (complete)
-			*complete = true;
+	group->sharded |= rank_updates_other_shards(finished, &group->first);
+	if (infer_event_field(finished, RANK_UPDATES_FIELD) !=
+	    infer_event_field(&group->first, RANK_UPDATES_FIELD)) {
+		if (growable_array_room_for_one((void **)&group->differing, group->differing_count,
+						&group->differing_capacity,
+						sizeof(*group->differing)))
+			return -ENOMEM;
+		group->differing[group->differing_count++] = *finished;
 	}
-	return differs;
+	if (++group->members < (uint32_t)finished->nranks)
+		return 0;
+	remove_group(updates, key, group);
+	judge_group(group, differs, context);
+	free_group(group);
+	return 1;
+}
+
+void rank_updates_flush(struct rank_updates *updates, rank_updates_differs_fn differs,
+			void *context)
+{
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0; u64_map_next(&updates->groups, &i, &key, &value);)
+		for (struct rank_group *group = value, *next; group; group = next) {
+			next = group->next;
+			judge_group(group, differs, context);
+			free_group(group);
+		}
+	u64_map_free(&updates->groups);
+	u64_map_init(&updates->groups);
 }

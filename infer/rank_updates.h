@@ -18,8 +18,10 @@
  * its optimizer updated, in order (RANK_UPDATES_SHARD_FIELD, host memory
  * only): ranks whose optimizers updated tensors of other shapes hold other
  * shards of a sharded optimizer (ZeRO-style: each rank updates its own part
- * of the parameters by design), and their steps are neither examples nor
- * checked against each other. A rank whose optimizer did not step at all
+ * of the parameters by design). A job step where any two ranks hold other
+ * shards is neither an example nor checked: ranks whose shards happen to
+ * have the same shapes (two equal layers owned by two ranks) are not told
+ * apart from replicas by their shapes alone. A rank whose optimizer did not step at all
  * still differs from its peers.
  */
 #ifndef TCHECK_RANK_UPDATES_H
@@ -83,15 +85,24 @@ bool rank_updates_wants(const struct infer_event *event);
 int rank_updates_observe(struct rank_updates *updates, const struct infer_event *event,
 			 struct infer_event *finished);
 
+/* A rank's step whose signature differs from 'peer', the first rank's step of that job step. */
+typedef void (*rank_updates_differs_fn)(void *context, const struct infer_event *step,
+					const struct infer_event *peer);
+
 /*
  * Joins a finished step to the other ranks' same step (same source and job
- * size). Returns 1 and copies the first rank's step to 'peer' when the
- * signatures differ, 0 when they agree, it is the first or the two hold
- * other shards, -ENOMEM. A group
- * is forgotten once every rank has joined it; 'complete' (may be NULL) says
- * whether this step was the last to join.
+ * size). A step is judged once every rank has joined it, as inference
+ * takes its examples: when any rank's optimizer updated tensors of other
+ * shapes than the first's, the ranks hold shards and none is compared;
+ * otherwise each rank's step whose signature differs from the first's is
+ * passed to 'differs'. Returns 1 when this rank was the last to join (the
+ * group is then judged and forgotten), 0 when not, -ENOMEM.
  */
 int rank_updates_join(struct rank_updates *updates, const struct infer_event *finished,
-		      struct infer_event *peer, bool *complete);
+		      rank_updates_differs_fn differs, void *context);
+
+/* Judges, as above, the steps some rank never joined (its step was lost, or the trace ended). */
+void rank_updates_flush(struct rank_updates *updates, rank_updates_differs_fn differs,
+			void *context);
 
 #endif /* TCHECK_RANK_UPDATES_H */

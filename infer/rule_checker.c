@@ -506,10 +506,25 @@ static int track_update_step(struct rule_checker *checker, const struct infer_ev
 	return 0;
 }
 
+/* A rank's step that differs from the first rank's, in a job step of replicas. */
+static void judge_rank_updates(void *context, const struct infer_event *step,
+			       const struct infer_event *peer)
+{
+	struct rule_checker *checker = context;
+
+	for (size_t i = 0; i < checker->rules->count; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+
+		if (rule_checks_rank_updates(rule) &&
+		    precondition_holds_pair(checker->rules->pool, &rule->precondition, peer, step))
+			violation(checker, rule, step, peer);
+	}
+}
+
 /* A rank's finished step against the same step of the job's other ranks. */
 static int track_rank_updates(struct rule_checker *checker, const struct infer_event *event)
 {
-	struct infer_event finished, peer;
+	struct infer_event finished;
 	int result;
 
 	if (!checker->has_rank_updates)
@@ -517,15 +532,7 @@ static int track_rank_updates(struct rule_checker *checker, const struct infer_e
 	result = rank_updates_observe(&checker->rank_updates, event, &finished);
 	if (result <= 0)
 		return result;
-	result = rank_updates_join(&checker->rank_updates, &finished, &peer, NULL);
-	for (size_t i = 0; i < checker->rules->count && result > 0; i++) {
-		const struct rule *rule = &checker->rules->rules[i];
-
-		if (rule_checks_rank_updates(rule) &&
-		    precondition_holds_pair(checker->rules->pool, &rule->precondition, &peer,
-					    &finished))
-			violation(checker, rule, &finished, &peer);
-	}
+	result = rank_updates_join(&checker->rank_updates, &finished, judge_rank_updates, checker);
 	return result < 0 ? result : 0;
 }
 
@@ -573,6 +580,8 @@ void rule_checker_finish(struct rule_checker *checker)
 		/* out of memory cannot happen here: judging keeps nothing */
 		(void)operator_precision_finish(&checker->operator_precision,
 						judge_operator_precision, checker);
+	if (checker->has_rank_updates)
+		rank_updates_flush(&checker->rank_updates, judge_rank_updates, checker);
 	contain_checker_finish(checker->contains);
 }
 

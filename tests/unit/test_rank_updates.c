@@ -80,14 +80,30 @@ static size_t build_rank_step(uint32_t pid, int rank, int world_size, int step,
 
 static const struct rank_step HEALTHY = { true, -LR, 1, "Float[4, 4]" };
 
+/* The steps rank_updates_join found differing: how many, and the last one's ranks. */
+struct differing_steps {
+	int count;
+	int rank, peer_rank;
+};
+
+static void note_differing(void *context, const struct infer_event *step,
+			   const struct infer_event *peer)
+{
+	struct differing_steps *differing = context;
+
+	differing->count++;
+	differing->rank = step->rank;
+	differing->peer_rank = peer->rank;
+}
+
 UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
 {
 	struct string_pool *pool = string_pool_new();
 	struct rank_updates updates;
 	struct trace_record records[16];
-	struct infer_event event, finished[2], peer;
+	struct infer_event event, finished[2];
 	int results[2] = { 0, 0 };
-	bool complete = true;
+	struct differing_steps differing = { 0, -1, -1 };
 
 	CU_ASSERT_EQUAL_FATAL(rank_updates_init(&updates, pool), 0);
 	/* Steps 0 and 1 of rank 0, then steps 0 and 1 of rank 1, which does not clip. */
@@ -121,12 +137,16 @@ UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
 	/* The two weights the optimizer's step updated, not the clipped gradients. */
 	CU_ASSERT_PTR_NOT_NULL(strstr(infer_event_field(&finished[0], RANK_UPDATES_FIELD),
 				      "contents of the 2 tensors the optimizer updates"));
-	/* The first rank opens the group; the second differs and completes it. */
-	CU_ASSERT_EQUAL(rank_updates_join(&updates, &finished[0], &peer, &complete), 0);
-	CU_ASSERT_FALSE(complete);
-	CU_ASSERT_EQUAL(rank_updates_join(&updates, &finished[1], &peer, &complete), 1);
-	CU_ASSERT_TRUE(complete);
-	CU_ASSERT_EQUAL(peer.rank, 0);
+	/*
+	 * The first rank opens the group; the second completes it, and only then
+	 * is it judged: it differs from the first.
+	 */
+	CU_ASSERT_EQUAL(rank_updates_join(&updates, &finished[0], note_differing, &differing), 0);
+	CU_ASSERT_EQUAL(differing.count, 0);
+	CU_ASSERT_EQUAL(rank_updates_join(&updates, &finished[1], note_differing, &differing), 1);
+	CU_ASSERT_EQUAL(differing.count, 1);
+	CU_ASSERT_EQUAL(differing.rank, 1);
+	CU_ASSERT_EQUAL(differing.peer_rank, 0);
 	/* A process outside a job of two ranks or more does not count. */
 	build_rank_step(200, 0, 1, 0, HEALTHY, records);
 	CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[0], &event), 1);
@@ -155,9 +175,10 @@ static void count_violation(const struct rule_violation *violation, void *contex
 		seen->at[violation->step]++;
 }
 
-/* A 2-rank job of 'steps' steps; rank 1 steps as 'faulty' from step 'from'. */
-static void run_job(struct rank_violations *seen, const struct rule_set *rules, int steps, int from,
-		    struct rank_step faulty)
+/* A job of 'world_size' ranks and 'steps' steps, each rank stepping as 'how' says. */
+static void run_ranks(struct rank_violations *seen, const struct rule_set *rules, int world_size,
+		      int steps, struct rank_step (*how_of)(int rank, int step, const void *),
+		      const void *context)
 {
 	struct rule_checker *checker =
 		rule_checker_new((struct rule_set *)rules, count_violation, seen);
@@ -166,9 +187,10 @@ static void run_job(struct rank_violations *seen, const struct rule_set *rules, 
 	memset(seen, 0, sizeof(*seen));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
 	for (int step = 0; step < steps; step++)
-		for (int rank = 0; rank < 2; rank++) {
-			struct rank_step how = rank == 1 && step >= from ? faulty : HEALTHY;
-			size_t count = build_rank_step(300 + rank, rank, 2, step, how, records);
+		for (int rank = 0; rank < world_size; rank++) {
+			struct rank_step how = how_of(rank, step, context);
+			size_t count = build_rank_step(300 + (uint32_t)rank, rank, world_size, step,
+						       how, records);
 
 			for (size_t i = 0; i < count; i++)
 				CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]), 0);
@@ -177,12 +199,50 @@ static void run_job(struct rank_violations *seen, const struct rule_set *rules, 
 	rule_checker_free(checker);
 }
 
+/* Where rank 1 turns faulty. */
+struct turn {
+	int from;
+	struct rank_step faulty;
+};
+
+static struct rank_step rank_one_turns(int rank, int step, const void *context)
+{
+	const struct turn *turn = context;
+
+	return rank == 1 && step >= turn->from ? turn->faulty : HEALTHY;
+}
+
+/* A 2-rank job of 'steps' steps; rank 1 steps as 'faulty' from step 'from'. */
+static void run_job(struct rank_violations *seen, const struct rule_set *rules, int steps, int from,
+		    struct rank_step faulty)
+{
+	struct turn turn = { from, faulty };
+
+	run_ranks(seen, rules, 2, steps, rank_one_turns, &turn);
+}
+
 static const struct rule *rank_rule(const struct rule_set *set)
 {
 	for (size_t i = 0; i < set->count; i++)
 		if (rule_checks_rank_updates(&set->rules[i]))
 			return &set->rules[i];
 	return NULL;
+}
+
+static struct rank_step four_shards(int rank, int step, const void *context)
+{
+	static const char *const shapes[4] = { "Float[4, 4]", "Float[4, 4]", "Float[4]",
+					       "Float[16, 10]" };
+
+	(void)step;
+	(void)context;
+	return (struct rank_step){ true, -LR, 1 + rank, shapes[rank] };
+}
+
+static struct rank_step rank_three_strays(int rank, int step, const void *context)
+{
+	(void)context;
+	return rank == 3 && step >= 2 ? (struct rank_step){ true, -LR, 2, "Float[4, 4]" } : HEALTHY;
 }
 
 UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_strays)
@@ -242,6 +302,20 @@ UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_
 	/* Where the shapes are not known (device memory), the ranks are compared as before. */
 	run_job(&seen, set, 7, 2, (struct rank_step){ true, -LR, 2, NULL });
 	CU_ASSERT_EQUAL(seen.total, 4);
+
+	/*
+	 * The rule learned at 2 ranks, checked at 4. Sharded by hand, ranks 0
+	 * and 1 own two equal layers (same shapes, other values) and ranks 2
+	 * and 3 tensors of other shapes: the job holds shards, nothing is said.
+	 */
+	run_ranks(&seen, set, 4, 7, four_shards, NULL);
+	CU_ASSERT_EQUAL(seen.total, 0);
+	/* Four replicas, rank 3's weights other from step 2: its steps 2 to 5. */
+	run_ranks(&seen, set, 4, 7, rank_three_strays, NULL);
+	CU_ASSERT_EQUAL(seen.total, 4);
+	CU_ASSERT_EQUAL(seen.contents_only, 4);
+	CU_ASSERT_EQUAL(seen.at[1], 0);
+	CU_ASSERT_EQUAL(seen.at[2], 1);
 	inference_free(inference);
 	inference_free(alone);
 	rule_set_free(set);
