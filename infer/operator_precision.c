@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/fnv_hash.h"
+#include "base/growable_array.h"
 
 /* The field naming the weight's dtype and sizes: "Float[40, 10]". */
 #define WEIGHT_SHAPE_FIELD "shape:weight"
@@ -218,16 +219,9 @@ static int collect_example(void *context, const struct infer_event *first,
 			examples->failing_names[examples->failing_name_count++] = call->name;
 		return 0;
 	}
-	if (examples->passing_count == examples->capacity) {
-		size_t capacity = examples->capacity ? examples->capacity * 2 : 64;
-		const struct infer_event **grown =
-			realloc((void *)examples->passing, capacity * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		examples->passing = grown;
-		examples->capacity = capacity;
-	}
+	if (growable_array_room_for_one((void **)&examples->passing, examples->passing_count,
+					&examples->capacity, sizeof(*examples->passing)))
+		return -ENOMEM;
 	copy = malloc(sizeof(*copy));
 	if (!copy)
 		return -ENOMEM;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/agent_metric_families.h"
 #include "agent/metrics.h"
 #include "agent/pod_identity.h"
 #include "base/log.h"
@@ -18,9 +19,6 @@
 #include "diagnose/progress_model.h"
 #include "model/c10d_api.h"
 #include "model/nccl_api.h"
-
-enum process_label { LABEL_PID, LABEL_RANK, LABEL_POD, LABEL_NAMESPACE, LABEL_CONTAINER };
-#define PROCESS_LABELS 5
 
 struct process_labels {
 	char pid[16];
@@ -42,10 +40,7 @@ struct agent_metrics {
 	int64_t realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	struct u64_map processes;   /* pid -> process_labels */
 	unsigned attached;
-	struct metrics_family *calls, *bytes, *sequence, *progress, *attached_gauge, *drops,
-		*process_drops, *python_lost, *in_flight, *bytes_in_flight, *findings, *crashes,
-		*violations, *steps, *expected_step, *attach_failures, *in_flight_sequence,
-		*in_flight_entry, *probe_hits, *training_step, *pauses, *pause_seconds;
+	struct agent_metric_families series;
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -54,201 +49,6 @@ static int64_t clock_ns(clockid_t clock)
 
 	clock_gettime(clock, &now);
 	return (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
-}
-
-/* The label names of series per function, per communicator and per process. */
-static const char *const function_label_names[] = { "pid",	 "rank",      "pod",
-						    "namespace", "container", "function" };
-static const char *const comm_label_names[] = { "pid",	     "rank",	  "pod",
-						"namespace", "container", "comm" };
-static const char *const process_label_names[] = { "pid", "rank", "pod", "namespace", "container" };
-
-/* NCCL calls by function, and each communicator's last call. */
-static void declare_call_series(struct agent_metrics *metrics)
-{
-	struct metrics_registry *registry = metrics->registry;
-
-	metrics->calls =
-		metrics_declare(registry, "tcheck_nccl_calls_total", "NCCL API calls by function.",
-				METRICS_COUNTER, function_label_names, 6);
-	metrics->bytes = metrics_declare(registry, "tcheck_nccl_bytes_total",
-					 "Bytes named by NCCL communication calls (count times the "
-					 "datatype's size), by function.",
-					 METRICS_COUNTER, function_label_names, 6);
-	metrics->sequence = metrics_declare(
-		registry, "tcheck_collective_sequence",
-		"Sequence number of the last communication call this rank issued on a "
-		"communicator (comm: the identity all its ranks share).",
-		METRICS_GAUGE, comm_label_names, 6);
-	metrics->progress = metrics_declare(
-		registry, "tcheck_collective_last_progress_timestamp_seconds",
-		"When this rank last issued a communication call on a communicator (Unix time).",
-		METRICS_GAUGE, comm_label_names, 6);
-}
-
-/* The processes followed, and the events lost on the way to the agent. */
-static void declare_coverage_series(struct agent_metrics *metrics)
-{
-	struct metrics_registry *registry = metrics->registry;
-
-	metrics->attached_gauge = metrics_declare(registry, "tcheck_attached_processes",
-						  "Training processes the agent follows now.",
-						  METRICS_GAUGE, NULL, 0);
-	metrics->drops = metrics_declare(registry, "tcheck_ringbuf_drops_total",
-					 "Events lost because the kernel-to-agent ring buffer "
-					 "was full.",
-					 METRICS_COUNTER, NULL, 0);
-	metrics->process_drops =
-		metrics_declare(registry, "tcheck_process_notices_lost_total",
-				"Process start and exit notices lost.", METRICS_COUNTER, NULL, 0);
-	metrics->python_lost = metrics_declare(
-		registry, "tcheck_python_events_lost_total",
-		"Python calls, torch scopes and torch operators the agent knows it missed.",
-		METRICS_COUNTER, NULL, 0);
-}
-
-/* RDMA work requests in flight, per process. */
-static void declare_network_series(struct agent_metrics *metrics)
-{
-	struct metrics_registry *registry = metrics->registry;
-
-	metrics->in_flight =
-		metrics_declare(registry, "tcheck_work_requests_in_flight",
-				"RDMA work requests posted and signalled but not completed yet.",
-				METRICS_GAUGE, process_label_names, PROCESS_LABELS);
-	metrics->bytes_in_flight =
-		metrics_declare(registry, "tcheck_work_request_bytes_in_flight",
-				"Bytes of RDMA work requests posted but not completed yet.",
-				METRICS_GAUGE, process_label_names, PROCESS_LABELS);
-}
-
-/* What the detectors and the rules found, and the step times they measure. */
-static void declare_finding_series(struct agent_metrics *metrics)
-{
-	static const char *const finding_labels[] = { "kind" };
-	static const char *const violation_labels[] = { "pid",	     "rank",	  "pod",
-							"namespace", "container", "rule",
-							"relation",  "function" };
-	/* From a fast data-parallel step to a slow pipeline-parallel one, and a stall. */
-	static const double step_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-					       0.1,   0.25,   0.5,   1,	   2.5,	  5,
-					       10,    25,     60,    120,  300 };
-	struct metrics_registry *registry = metrics->registry;
-
-	metrics->findings =
-		metrics_declare(registry, "tcheck_findings_total",
-				"Hangs, slowdowns and mismatched collectives the detectors "
-				"reported, by kind; crashes are tcheck_crashes_total.",
-				METRICS_COUNTER, finding_labels, 1);
-	metrics->crashes = metrics_declare(
-		registry, "tcheck_crashes_total",
-		"Traced processes that died of a signal or exited with a non-zero status.",
-		METRICS_COUNTER, NULL, 0);
-	metrics->violations = metrics_declare(
-		registry, "tcheck_violations_total",
-		"Calls that violated a rule of the rules file (rule: its position in the file's "
-		"rules list; relation and function: the rule's).",
-		METRICS_COUNTER, violation_labels, 8);
-	metrics->steps = metrics_declare_histogram(
-		registry, "tcheck_step_duration_seconds",
-		"Step time of a rank on a communicator: between its arrivals at the collectives "
-		"that end two consecutive steps (the step is the period of the communicator's "
-		"collectives).",
-		comm_label_names, 6, step_buckets, sizeof(step_buckets) / sizeof(step_buckets[0]));
-	metrics->expected_step =
-		metrics_declare(registry, "tcheck_step_expected_duration_seconds",
-				"The step time learned on a communicator (the slowdown "
-				"detector's reference); absent while it is learned.",
-				METRICS_GAUGE, comm_label_names, 6);
-}
-
-/* Probes the kernel refused: last, so the series keep the order scrapers have seen. */
-static void declare_attach_failure_series(struct agent_metrics *metrics)
-{
-	static const char *const library_labels[] = { "library" };
-
-	metrics->attach_failures = metrics_declare(
-		metrics->registry, "tcheck_probe_attach_failures_total",
-		"Probe attachments the kernel refused, by library (file name up to .so): calls "
-		"in it are not seen.",
-		METRICS_COUNTER, library_labels, 1);
-}
-
-/*
- * The collective each rank is inside now (entered, not returned): a rank
- * blocked in sequence n while another never entered it is what the alert
- * rules compare. Declared last, like the series before it, for the order.
- */
-static void declare_in_flight_series(struct agent_metrics *metrics)
-{
-	struct metrics_registry *registry = metrics->registry;
-
-	metrics->in_flight_sequence = metrics_declare(
-		registry, "tcheck_collective_in_flight_sequence",
-		"Sequence number of the communication call this rank is inside now on a "
-		"communicator (entered, not returned); absent while it is inside none.",
-		METRICS_GAUGE, comm_label_names, 6);
-	metrics->in_flight_entry = metrics_declare(
-		registry, "tcheck_collective_in_flight_entry_timestamp_seconds",
-		"When this rank entered the communication call it is inside now on a "
-		"communicator (Unix time); absent while it is inside none.",
-		METRICS_GAUGE, comm_label_names, 6);
-}
-
-/*
- * What the probes sent, by kind, and the step each process reached: their
- * ratio is the probe hits a step. Declared after the series above, for the order.
- */
-static void declare_probe_hit_series(struct agent_metrics *metrics)
-{
-	static const char *const hit_label_names[] = { "pid",	    "rank",	 "pod",
-						       "namespace", "container", "kind" };
-
-	metrics->probe_hits = metrics_declare(
-		metrics->registry, "tcheck_probe_hits_total",
-		"Records the probes sent, by kind (nccl_call, python_call, torch_scope, torch_op).",
-		METRICS_COUNTER, hit_label_names, 6);
-	metrics->training_step =
-		metrics_declare(metrics->registry, "tcheck_training_step",
-				"The highest training step (the step marker's count) the process's "
-				"records carried.",
-				METRICS_GAUGE, process_label_names, PROCESS_LABELS);
-}
-
-/*
- * Pauses: ranks that lag their peers at work of their own (a checkpoint,
- * data loading), by what they are doing (pause_cause_name: five values).
- * Declared last, for the order.
- */
-static void declare_pause_series(struct agent_metrics *metrics)
-{
-	static const char *const pause_labels[] = { "pid",	 "rank",      "pod",
-						    "namespace", "container", "doing" };
-	struct metrics_registry *registry = metrics->registry;
-
-	metrics->pauses = metrics_declare(
-		registry, "tcheck_pauses_total",
-		"Pauses reported: a rank lagged its peers while doing something of its own "
-		"(doing: file_io, io_wait, computing, or recurring where it paused before) "
-		"and came back; no hang, no slowdown.",
-		METRICS_COUNTER, pause_labels, 6);
-	metrics->pause_seconds = metrics_declare(
-		registry, "tcheck_pause_in_progress_seconds",
-		"How long this rank has been in a pause its peers wait for (since its last "
-		"communication call), held back from a hang because of what it is doing; "
-		"absent while it is in none.",
-		METRICS_GAUGE, pause_labels, 6);
-}
-
-static bool every_series_declared(const struct agent_metrics *metrics)
-{
-	return metrics->pauses && metrics->pause_seconds && metrics->probe_hits &&
-	       metrics->training_step && metrics->in_flight_sequence && metrics->in_flight_entry &&
-	       metrics->violations && metrics->steps && metrics->expected_step &&
-	       metrics->attach_failures && metrics->in_flight && metrics->bytes_in_flight &&
-	       metrics->findings && metrics->crashes && metrics->calls && metrics->bytes &&
-	       metrics->sequence && metrics->progress && metrics->attached_gauge &&
-	       metrics->drops && metrics->process_drops && metrics->python_lost;
 }
 
 struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
@@ -263,20 +63,11 @@ struct agent_metrics *agent_metrics_new(struct metrics_registry *registry,
 	metrics->retention_seconds = retention_seconds;
 	metrics->realtime_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
 	u64_map_init(&metrics->processes);
-	/* The exposition lists the series in the order they are declared. */
-	declare_call_series(metrics);
-	declare_coverage_series(metrics);
-	declare_network_series(metrics);
-	declare_finding_series(metrics);
-	declare_attach_failure_series(metrics);
-	declare_in_flight_series(metrics);
-	declare_probe_hit_series(metrics);
-	declare_pause_series(metrics);
-	if (!every_series_declared(metrics)) {
+	if (!agent_metric_families_declare(&metrics->series, registry)) {
 		agent_metrics_free(metrics);
 		return NULL;
 	}
-	metrics_set(metrics->attached_gauge, NULL, 0);
+	metrics_set(metrics->series.attached_gauge, NULL, 0);
 	return metrics;
 }
 
@@ -378,16 +169,17 @@ static void observe_process(struct agent_metrics *metrics, const struct trace_pr
 	if (process->end_ns && !labels->ended_ns) {
 		labels->ended_ns = process->end_ns;
 		/* An ended rank waits for nothing: only running ranks localise a stall. */
-		metrics_family_remove_series(metrics->sequence, "pid", labels->pid);
-		metrics_family_remove_series(metrics->progress, "pid", labels->pid);
-		metrics_family_remove_series(metrics->in_flight_sequence, "pid", labels->pid);
-		metrics_family_remove_series(metrics->in_flight_entry, "pid", labels->pid);
+		metrics_family_remove_series(metrics->series.sequence, "pid", labels->pid);
+		metrics_family_remove_series(metrics->series.progress, "pid", labels->pid);
+		metrics_family_remove_series(metrics->series.in_flight_sequence, "pid",
+					     labels->pid);
+		metrics_family_remove_series(metrics->series.in_flight_entry, "pid", labels->pid);
 		/* ... and is in no pause. */
-		metrics_family_remove_series(metrics->pause_seconds, "pid", labels->pid);
+		metrics_family_remove_series(metrics->series.pause_seconds, "pid", labels->pid);
 		if (known && metrics->attached)
 			metrics->attached--;
 	}
-	metrics_set(metrics->attached_gauge, NULL, metrics->attached);
+	metrics_set(metrics->series.attached_gauge, NULL, metrics->attached);
 }
 
 /*
@@ -431,14 +223,14 @@ static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_
 	}
 	fill_values(labels, values);
 	values[PROCESS_LABELS] = call->function;
-	metrics_add(metrics->calls, values, 1);
+	metrics_add(metrics->series.calls, values, 1);
 	if (function && nccl_function_is_communication(function) && call->result == 0)
-		metrics_add(metrics->bytes, values, call_bytes(call, function));
+		metrics_add(metrics->series.bytes, values, call_bytes(call, function));
 	if (call->seq < 0 || !call->comm_id || !comm_has_series(labels, call->comm_id))
 		return;
 	values[PROCESS_LABELS] = identity_text(call->comm_id, comm);
-	metrics_set(metrics->sequence, values, (double)call->seq);
-	metrics_set(metrics->progress, values,
+	metrics_set(metrics->series.sequence, values, (double)call->seq);
+	metrics_set(metrics->series.progress, values,
 		    (double)((int64_t)call->entry_ns + metrics->realtime_offset_ns) / 1e9);
 }
 
@@ -457,8 +249,8 @@ static void observe_network(struct agent_metrics *metrics,
 	if (!labels || labels->ended_ns)
 		return;
 	fill_values(labels, values);
-	metrics_set(metrics->in_flight, values, (double)requests);
-	metrics_set(metrics->bytes_in_flight, values, (double)bytes);
+	metrics_set(metrics->series.in_flight, values, (double)requests);
+	metrics_set(metrics->series.bytes_in_flight, values, (double)bytes);
 }
 
 void agent_metrics_findings(struct agent_metrics *metrics, unsigned hangs, unsigned slowdowns,
@@ -466,10 +258,10 @@ void agent_metrics_findings(struct agent_metrics *metrics, unsigned hangs, unsig
 {
 	const char *hang[] = { "hang" }, *slowdown[] = { "slowdown" }, *mismatch[] = { "mismatch" };
 
-	metrics_set(metrics->findings, hang, hangs);
-	metrics_set(metrics->findings, slowdown, slowdowns);
-	metrics_set(metrics->findings, mismatch, mismatches);
-	metrics_set(metrics->crashes, NULL, crashes);
+	metrics_set(metrics->series.findings, hang, hangs);
+	metrics_set(metrics->series.findings, slowdown, slowdowns);
+	metrics_set(metrics->series.findings, mismatch, mismatches);
+	metrics_set(metrics->series.crashes, NULL, crashes);
 }
 
 void agent_metrics_violation(struct agent_metrics *metrics, uint32_t pid, const char *rule,
@@ -484,7 +276,7 @@ void agent_metrics_violation(struct agent_metrics *metrics, uint32_t pid, const 
 	values[PROCESS_LABELS] = rule;
 	values[PROCESS_LABELS + 1] = relation;
 	values[PROCESS_LABELS + 2] = function;
-	metrics_add(metrics->violations, values, 1);
+	metrics_add(metrics->series.violations, values, 1);
 }
 
 void agent_metrics_step(struct agent_metrics *metrics, uint32_t pid, uint64_t comm_id,
@@ -498,9 +290,9 @@ void agent_metrics_step(struct agent_metrics *metrics, uint32_t pid, uint64_t co
 		return;
 	fill_values(labels, values);
 	values[PROCESS_LABELS] = identity_text(comm_id, comm);
-	metrics_observe(metrics->steps, values, seconds);
+	metrics_observe(metrics->series.steps, values, seconds);
 	if (expected_seconds > 0)
-		metrics_set(metrics->expected_step, values, expected_seconds);
+		metrics_set(metrics->series.expected_step, values, expected_seconds);
 }
 
 /* One rank of a communicator: its in-flight series set while it is inside a call, else removed. */
@@ -516,14 +308,14 @@ static void rank_in_flight(struct agent_metrics *metrics, const struct progress_
 	fill_values(labels, values);
 	values[PROCESS_LABELS] = identity_text(comm->comm_id, comm_label);
 	if (!rank->last.open || rank->finished || rank->last.seq < 0) {
-		metrics_unset(metrics->in_flight_sequence, values);
-		metrics_unset(metrics->in_flight_entry, values);
+		metrics_unset(metrics->series.in_flight_sequence, values);
+		metrics_unset(metrics->series.in_flight_entry, values);
 		return;
 	}
 	if (!comm_has_series(labels, comm->comm_id))
 		return;
-	metrics_set(metrics->in_flight_sequence, values, (double)rank->last.seq);
-	metrics_set(metrics->in_flight_entry, values,
+	metrics_set(metrics->series.in_flight_sequence, values, (double)rank->last.seq);
+	metrics_set(metrics->series.in_flight_entry, values,
 		    (double)((int64_t)rank->last.entry_ns + metrics->realtime_offset_ns) / 1e9);
 }
 
@@ -549,7 +341,7 @@ void agent_metrics_pause(struct agent_metrics *metrics, const struct pause_findi
 		return;
 	fill_values(labels, values);
 	values[PROCESS_LABELS] = pause_cause_name(pause->cause);
-	metrics_add(metrics->pauses, values, 1);
+	metrics_add(metrics->series.pauses, values, 1);
 }
 
 /*
@@ -579,10 +371,10 @@ static void process_pause(struct agent_metrics *metrics, const struct pause_proc
 	for (enum pause_cause cause = PAUSE_IDLE; cause <= PAUSE_RECURRING; cause++) {
 		values[PROCESS_LABELS] = pause_cause_name(cause);
 		if (paused && cause == doing)
-			metrics_set(metrics->pause_seconds, values,
+			metrics_set(metrics->series.pause_seconds, values,
 				    (double)(now_ns - stretch->start_ns) / 1e9);
 		else
-			metrics_unset(metrics->pause_seconds, values);
+			metrics_unset(metrics->series.pause_seconds, values);
 	}
 }
 
@@ -614,7 +406,7 @@ void agent_metrics_attach_failure(struct agent_metrics *metrics, const char *pat
 	const char *values[1] = { name };
 
 	agent_metrics_library_name(path, name, sizeof(name));
-	metrics_add(metrics->attach_failures, values, 1);
+	metrics_add(metrics->series.attach_failures, values, 1);
 }
 
 /* One record the probes sent by process 'pid' at training step 'step' (-1 unknown). */
@@ -628,10 +420,10 @@ static void observe_probe_hit(struct agent_metrics *metrics, uint32_t pid, int32
 		return;
 	fill_values(labels, values);
 	values[PROCESS_LABELS] = kind;
-	metrics_add(metrics->probe_hits, values, 1);
+	metrics_add(metrics->series.probe_hits, values, 1);
 	if (step > labels->step) {
 		labels->step = step;
-		metrics_set(metrics->training_step, values, step);
+		metrics_set(metrics->series.training_step, values, step);
 	}
 }
 
@@ -680,9 +472,11 @@ void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_rec
 		observe_network(metrics, &record->network);
 		break;
 	case TRACE_RECORD_STATS:
-		metrics_set(metrics->drops, NULL, (double)record->stats.ringbuf_drops);
-		metrics_set(metrics->process_drops, NULL, (double)record->stats.process_drops);
-		metrics_set(metrics->python_lost, NULL, (double)record->stats.python_events_lost);
+		metrics_set(metrics->series.drops, NULL, (double)record->stats.ringbuf_drops);
+		metrics_set(metrics->series.process_drops, NULL,
+			    (double)record->stats.process_drops);
+		metrics_set(metrics->series.python_lost, NULL,
+			    (double)record->stats.python_events_lost);
 		break;
 	default:
 		break;
