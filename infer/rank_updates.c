@@ -62,6 +62,11 @@ struct rank_group {
 	struct rank_group *next; /* same hash */
 };
 
+/* The ranks of one job (source, size) whose events the checker saw. */
+struct rank_job {
+	struct u64_map pids;
+};
+
 static void free_group(struct rank_group *group)
 {
 	free(group->differing);
@@ -83,6 +88,7 @@ int rank_updates_init(struct rank_updates *updates, struct string_pool *pool)
 	updates->shard_field_name = string_pool_intern(pool, RANK_UPDATES_SHARD_FIELD);
 	u64_map_init(&updates->processes);
 	u64_map_init(&updates->groups);
+	u64_map_init(&updates->jobs);
 	return updates->step_name && updates->field_name && updates->shard_field_name ? 0 : -ENOMEM;
 }
 
@@ -99,8 +105,48 @@ void rank_updates_free(struct rank_updates *updates)
 			free_group(group);
 		}
 	}
+	for (size_t i = 0; u64_map_next(&updates->jobs, &i, &key, &value);) {
+		struct rank_job *job = value;
+
+		u64_map_free(&job->pids);
+		free(job);
+	}
 	u64_map_free(&updates->processes);
 	u64_map_free(&updates->groups);
+	u64_map_free(&updates->jobs);
+}
+
+static uint64_t job_key(uint32_t pipeline, int32_t nranks)
+{
+	return fnv1a_add_u64(fnv1a_add_u64(7, pipeline), (uint64_t)(int64_t)nranks);
+}
+
+/* Counts the process of an event of a rank among its job's; 0 or -ENOMEM. */
+static int see_rank(struct rank_updates *updates, const struct infer_event *event)
+{
+	uint64_t key = job_key(event->pipeline, event->nranks);
+	struct rank_job *job = u64_map_get(&updates->jobs, key);
+
+	if (!job) {
+		job = calloc(1, sizeof(*job));
+		if (!job || u64_map_put(&updates->jobs, key, job)) {
+			free(job);
+			return -ENOMEM;
+		}
+		u64_map_init(&job->pids);
+	}
+	if (u64_map_get(&job->pids, event->pid))
+		return 0;
+	return u64_map_put(&job->pids, event->pid, job) ? -ENOMEM : 0;
+}
+
+/* How many ranks of a finished step's job this checker has seen (at least 1). */
+static uint32_t ranks_seen(const struct rank_updates *updates, const struct infer_event *step)
+{
+	const struct rank_job *job =
+		u64_map_get(&updates->jobs, job_key(step->pipeline, step->nranks));
+
+	return job && job->pids.count ? (uint32_t)job->pids.count : 1;
 }
 
 bool rank_updates_wants(const struct infer_event *event)
@@ -282,6 +328,8 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 	int result = 0;
 	uint32_t i;
 
+	if (event->rank >= 0 && event->nranks >= 2 && see_rank(updates, event))
+		return -ENOMEM;
 	if (!rank_updates_wants(event))
 		return 0;
 	state = u64_map_get(&updates->processes, key);
@@ -354,17 +402,71 @@ static void remove_group(struct rank_updates *updates, uint64_t key, struct rank
 		(void)u64_map_put(&updates->groups, key, head);
 }
 
+static uint64_t group_key(const struct infer_event *step)
+{
+	return fnv1a_add_u64(
+		fnv1a_add_u64(fnv1a_add_u64(5, step->pipeline), (uint64_t)(int64_t)step->nranks),
+		(uint64_t)(int64_t)step->step);
+}
+
+/* Groups of the job at most this many are judged at once when a later step completes. */
+#define EARLIER_STEPS_MAX 64
+
+/*
+ * A later step of the job was judged: its ranks have moved on, so the
+ * earlier steps some rank never finished are judged with the ranks that did.
+ */
+static void judge_earlier_steps(struct rank_updates *updates, const struct infer_event *later,
+				rank_updates_differs_fn differs, void *context)
+{
+	struct rank_group *earlier[EARLIER_STEPS_MAX];
+	size_t count = 0;
+	uint64_t key;
+	void *value;
+
+	for (size_t i = 0;
+	     count < EARLIER_STEPS_MAX && u64_map_next(&updates->groups, &i, &key, &value);)
+		for (struct rank_group *group = value; group && count < EARLIER_STEPS_MAX;
+		     group = group->next)
+			if (group->first.pipeline == later->pipeline &&
+			    group->first.nranks == later->nranks && group->first.step < later->step)
+				earlier[count++] = group;
+	for (size_t i = 0; i < count; i++) {
+		remove_group(updates, group_key(&earlier[i]->first), earlier[i]);
+		judge_group(earlier[i], differs, context);
+		free_group(earlier[i]);
+	}
+}
+
+/* Adds a rank's finished step to its group: whether it differs, and whether it holds another shard.
+ */
+static int add_member(struct rank_group *group, const struct infer_event *finished)
+{
+	group->members++;
+	group->sharded |= rank_updates_other_shards(finished, &group->first);
+	if (infer_event_field(finished, RANK_UPDATES_FIELD) ==
+	    infer_event_field(&group->first, RANK_UPDATES_FIELD))
+		return 0;
+	if (growable_array_room_for_one((void **)&group->differing, group->differing_count,
+					&group->differing_capacity, sizeof(*group->differing)))
+		return -ENOMEM;
+	group->differing[group->differing_count++] = *finished;
+	return 0;
+}
+
 int rank_updates_join(struct rank_updates *updates, const struct infer_event *finished,
 		      rank_updates_differs_fn differs, void *context)
 {
-	uint64_t key = fnv1a_add_u64(fnv1a_add_u64(fnv1a_add_u64(5, finished->pipeline),
-						   (uint64_t)(int64_t)finished->nranks),
-				     (uint64_t)(int64_t)finished->step);
+	uint64_t key = group_key(finished);
 	struct rank_group *head = u64_map_get(&updates->groups, key), *group;
+	uint32_t expected = ranks_seen(updates, finished);
 
 	for (group = head; group && !same_step(&group->first, finished); group = group->next)
 		;
-	if (!group) {
+	if (group) {
+		if (add_member(group, finished))
+			return -ENOMEM;
+	} else {
 		group = calloc(1, sizeof(*group));
 		if (!group)
 			return -ENOMEM;
@@ -375,21 +477,14 @@ int rank_updates_join(struct rank_updates *updates, const struct infer_event *fi
 			free(group);
 			return -ENOMEM;
 		}
-		return 0;
 	}
-	group->sharded |= rank_updates_other_shards(finished, &group->first);
-	if (infer_event_field(finished, RANK_UPDATES_FIELD) !=
-	    infer_event_field(&group->first, RANK_UPDATES_FIELD)) {
-		if (growable_array_room_for_one((void **)&group->differing, group->differing_count,
-						&group->differing_capacity,
-						sizeof(*group->differing)))
-			return -ENOMEM;
-		group->differing[group->differing_count++] = *finished;
-	}
-	if (++group->members < (uint32_t)finished->nranks)
+	if (expected > (uint32_t)finished->nranks)
+		expected = (uint32_t)finished->nranks;
+	if (group->members < expected)
 		return 0;
 	remove_group(updates, key, group);
 	judge_group(group, differs, context);
+	judge_earlier_steps(updates, finished, differs, context);
 	free_group(group);
 	return 1;
 }

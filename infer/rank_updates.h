@@ -47,6 +47,7 @@ struct rank_updates {
 	const char *shard_field_name; /* interned RANK_UPDATES_SHARD_FIELD */
 	struct u64_map processes;     /* (source, pid) -> the step being gathered */
 	struct u64_map groups;	      /* (source, job size, step) -> the ranks' steps so far */
+	struct u64_map jobs;	      /* (source, job size) -> the ranks seen (struct rank_job) */
 };
 
 /* Whether a rule is about this: Consistent on the field "updates" of the step. */
@@ -91,12 +92,15 @@ typedef void (*rank_updates_differs_fn)(void *context, const struct infer_event 
 
 /*
  * Joins a finished step to the other ranks' same step (same source and job
- * size). A step is judged once every rank has joined it, as inference
- * takes its examples: when any rank's optimizer updated tensors of other
- * shapes than the first's, the ranks hold shards and none is compared;
- * otherwise each rank's step whose signature differs from the first's is
- * passed to 'differs'. Returns 1 when this rank was the last to join (the
- * group is then judged and forgotten), 0 when not, -ENOMEM.
+ * size). A step is judged once every rank of the job that this checker
+ * sees has joined it (a node agent sees its node's ranks only), or once a
+ * later step of the job has been judged (a rank that ended or lost the
+ * step holds nothing up). As inference takes its examples: when any rank's
+ * optimizer updated tensors of other shapes than the first's, the ranks
+ * hold shards and none is compared; otherwise each rank's step whose
+ * signature differs from the first's is passed to 'differs'. Returns 1 when
+ * this rank was the last to join (the group is then judged and
+ * forgotten), 0 when not, -ENOMEM.
  */
 int rank_updates_join(struct rank_updates *updates, const struct infer_event *finished,
 		      rank_updates_differs_fn differs, void *context);

@@ -23,6 +23,7 @@ struct rank_step {
 	double alpha;	   /* the SGD update's scale: -lr */
 	int64_t weights;   /* what its weights hold before the update (their digest, in part) */
 	const char *shape; /* of the tensors its optimizer updates (its shard), NULL unknown */
+	bool absent;	   /* this rank's records of the step are not in the trace */
 };
 
 static struct trace_record update(uint32_t pid, int rank, int world_size, int step, uint64_t at,
@@ -159,6 +160,7 @@ struct rank_violations {
 	int at[8];
 	int total;
 	int contents_only; /* same updates and scalars, other values */
+	int before_finish; /* said while the job ran, not at the end of the trace */
 };
 
 static void count_violation(const struct rule_violation *violation, void *context)
@@ -192,9 +194,10 @@ static void run_ranks(struct rank_violations *seen, const struct rule_set *rules
 			size_t count = build_rank_step(300 + (uint32_t)rank, rank, world_size, step,
 						       how, records);
 
-			for (size_t i = 0; i < count; i++)
+			for (size_t i = 0; !how.absent && i < count; i++)
 				CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]), 0);
 		}
+	seen->before_finish = seen->total;
 	rule_checker_finish(checker);
 	rule_checker_free(checker);
 }
@@ -237,6 +240,30 @@ static struct rank_step four_shards(int rank, int step, const void *context)
 	(void)step;
 	(void)context;
 	return (struct rank_step){ true, -LR, 1 + rank, shapes[rank] };
+}
+
+/* A node agent's view of an 8-rank job: ranks 0 to 3 only; rank 1 strays from step 2. */
+static struct rank_step node_of_four(int rank, int step, const void *context)
+{
+	struct rank_step how = HEALTHY;
+
+	(void)context;
+	if (rank == 1 && step >= 2)
+		how.weights = 2;
+	how.absent = rank >= 4;
+	return how;
+}
+
+/* Rank 2's records of step 2 are lost; rank 1 strays in step 2 only. */
+static struct rank_step step_lost_on_rank_two(int rank, int step, const void *context)
+{
+	struct rank_step how = HEALTHY;
+
+	(void)context;
+	if (rank == 1 && step == 2)
+		how.alpha = -10 * LR;
+	how.absent = rank == 2 && step == 2;
+	return how;
 }
 
 static struct rank_step rank_three_strays(int rank, int step, const void *context)
@@ -315,6 +342,24 @@ UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_
 	CU_ASSERT_EQUAL(seen.total, 4);
 	CU_ASSERT_EQUAL(seen.contents_only, 4);
 	CU_ASSERT_EQUAL(seen.at[1], 0);
+	CU_ASSERT_EQUAL(seen.at[2], 1);
+	/* Judged once every rank of the job seen has finished a step: while it runs. */
+	CU_ASSERT_EQUAL(seen.before_finish, 4);
+	/*
+	 * A node agent sees 4 ranks of an 8-rank job: a step is judged when those
+	 * 4 finished it, as the job runs (steps 2 to 5; 6 is never finished).
+	 */
+	run_ranks(&seen, set, 8, 7, node_of_four, NULL);
+	CU_ASSERT_EQUAL(seen.total, 4);
+	CU_ASSERT_EQUAL(seen.before_finish, 4);
+	CU_ASSERT_EQUAL(seen.at[2], 1);
+	/*
+	 * A step one rank lost is judged with the ranks that have it once a later
+	 * step is judged: rank 1's step 2 is named before the trace ends.
+	 */
+	run_ranks(&seen, set, 3, 7, step_lost_on_rank_two, NULL);
+	CU_ASSERT_EQUAL(seen.total, 1);
+	CU_ASSERT_EQUAL(seen.before_finish, 1);
 	CU_ASSERT_EQUAL(seen.at[2], 1);
 	inference_free(inference);
 	inference_free(alone);
