@@ -64,8 +64,20 @@ struct rank_group {
 
 /* The ranks of one job (source, size) whose events the checker saw. */
 struct rank_job {
-	struct u64_map pids;
+	struct u64_map pids; /* pid -> struct rank_seen */
 };
+
+/* When a rank's last event happened: a rank quiet for RANK_QUIET_NS is waited for no more. */
+struct rank_seen {
+	uint64_t last_ns;
+};
+
+/*
+ * Longer than any step or pause its peers would not share (they wait in
+ * the step's collectives), so only a rank that ended or stopped being
+ * traced goes quiet this long.
+ */
+#define RANK_QUIET_NS (120ULL * 1000000000ULL)
 
 static void free_group(struct rank_group *group)
 {
@@ -107,7 +119,11 @@ void rank_updates_free(struct rank_updates *updates)
 	}
 	for (size_t i = 0; u64_map_next(&updates->jobs, &i, &key, &value);) {
 		struct rank_job *job = value;
+		uint64_t pid;
+		void *seen;
 
+		for (size_t j = 0; u64_map_next(&job->pids, &j, &pid, &seen);)
+			free(seen);
 		u64_map_free(&job->pids);
 		free(job);
 	}
@@ -121,11 +137,13 @@ static uint64_t job_key(uint32_t pipeline, int32_t nranks)
 	return fnv1a_add_u64(fnv1a_add_u64(7, pipeline), (uint64_t)(int64_t)nranks);
 }
 
-/* Counts the process of an event of a rank among its job's; 0 or -ENOMEM. */
+/* Counts the process of an event of a rank among its job's, seen now; 0 or -ENOMEM. */
 static int see_rank(struct rank_updates *updates, const struct infer_event *event)
 {
 	uint64_t key = job_key(event->pipeline, event->nranks);
+	uint64_t at = event->exit_ns > event->entry_ns ? event->exit_ns : event->entry_ns;
 	struct rank_job *job = u64_map_get(&updates->jobs, key);
+	struct rank_seen *seen;
 
 	if (!job) {
 		job = calloc(1, sizeof(*job));
@@ -135,18 +153,37 @@ static int see_rank(struct rank_updates *updates, const struct infer_event *even
 		}
 		u64_map_init(&job->pids);
 	}
-	if (u64_map_get(&job->pids, event->pid))
-		return 0;
-	return u64_map_put(&job->pids, event->pid, job) ? -ENOMEM : 0;
+	seen = u64_map_get(&job->pids, event->pid);
+	if (!seen) {
+		seen = calloc(1, sizeof(*seen));
+		if (!seen || u64_map_put(&job->pids, event->pid, seen)) {
+			free(seen);
+			return -ENOMEM;
+		}
+	}
+	if (at > seen->last_ns)
+		seen->last_ns = at;
+	return 0;
 }
 
-/* How many ranks of a finished step's job this checker has seen (at least 1). */
+/*
+ * How many ranks of a finished step's job this checker sees now (at least
+ * 1): those with an event in the RANK_QUIET_NS before the step's end.
+ */
 static uint32_t ranks_seen(const struct rank_updates *updates, const struct infer_event *step)
 {
 	const struct rank_job *job =
 		u64_map_get(&updates->jobs, job_key(step->pipeline, step->nranks));
+	uint32_t count = 0;
+	uint64_t pid;
+	void *value;
 
-	return job && job->pids.count ? (uint32_t)job->pids.count : 1;
+	for (size_t i = 0; job && u64_map_next(&job->pids, &i, &pid, &value);) {
+		const struct rank_seen *seen = value;
+
+		count += seen->last_ns + RANK_QUIET_NS >= step->exit_ns;
+	}
+	return count ? count : 1;
 }
 
 bool rank_updates_wants(const struct infer_event *event)

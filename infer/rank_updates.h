@@ -93,7 +93,8 @@ typedef void (*rank_updates_differs_fn)(void *context, const struct infer_event 
 /*
  * Joins a finished step to the other ranks' same step (same source and job
  * size). A step is judged once every rank of the job that this checker
- * sees has joined it (a node agent sees its node's ranks only), or once a
+ * sees has joined it (a node agent sees its node's ranks only; a rank
+ * quiet for two minutes, one that ended, is not waited for), or once a
  * later step of the job has been judged (a rank that ended or lost the
  * step holds nothing up). As inference takes its examples: when any rank's
  * optimizer updated tensors of other shapes than the first's, the ranks

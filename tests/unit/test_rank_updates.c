@@ -24,6 +24,7 @@ struct rank_step {
 	int64_t weights;   /* what its weights hold before the update (their digest, in part) */
 	const char *shape; /* of the tensors its optimizer updates (its shard), NULL unknown */
 	bool absent;	   /* this rank's records of the step are not in the trace */
+	uint64_t later_ns; /* added to the step's times (a pause of the whole job before it) */
 };
 
 static struct trace_record update(uint32_t pid, int rank, int world_size, int step, uint64_t at,
@@ -61,7 +62,7 @@ static struct trace_record update(uint32_t pid, int rank, int world_size, int st
 static size_t build_rank_step(uint32_t pid, int rank, int world_size, int step,
 			      struct rank_step how, struct trace_record *records)
 {
-	uint64_t at = 1000000ULL * (uint64_t)(step + 1) + 1000ULL * (uint64_t)rank;
+	uint64_t at = how.later_ns + 1000000ULL * (uint64_t)(step + 1) + 1000ULL * (uint64_t)rank;
 	size_t count = 0;
 
 	for (uint64_t p = 0; p < 2 && how.clips; p++)
@@ -266,6 +267,23 @@ static struct rank_step step_lost_on_rank_two(int rank, int step, const void *co
 	return how;
 }
 
+/*
+ * Rank 2 ends after step 2; the others pause 5 minutes before step 4 (a
+ * checkpoint) and go on; rank 1 strays from step 4.
+ */
+static struct rank_step rank_two_ends(int rank, int step, const void *context)
+{
+	struct rank_step how = HEALTHY;
+
+	(void)context;
+	if (step >= 4)
+		how.later_ns = 300ULL * 1000000000ULL;
+	if (rank == 1 && step >= 4)
+		how.weights = 2;
+	how.absent = rank == 2 && step >= 3;
+	return how;
+}
+
 static struct rank_step rank_three_strays(int rank, int step, const void *context)
 {
 	(void)context;
@@ -361,6 +379,14 @@ UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_
 	CU_ASSERT_EQUAL(seen.total, 1);
 	CU_ASSERT_EQUAL(seen.before_finish, 1);
 	CU_ASSERT_EQUAL(seen.at[2], 1);
+	/*
+	 * A rank that ended is waited for no more once it has been quiet two
+	 * minutes: rank 1's steps 4 and 5 are named while the job runs.
+	 */
+	run_ranks(&seen, set, 3, 7, rank_two_ends, NULL);
+	CU_ASSERT_EQUAL(seen.total, 2);
+	CU_ASSERT_EQUAL(seen.before_finish, 2);
+	CU_ASSERT_EQUAL(seen.at[4], 1);
 	inference_free(inference);
 	inference_free(alone);
 	rule_set_free(set);
