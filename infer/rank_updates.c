@@ -119,12 +119,8 @@ void rank_updates_free(struct rank_updates *updates)
 	}
 	for (size_t i = 0; u64_map_next(&updates->jobs, &i, &key, &value);) {
 		struct rank_job *job = value;
-		uint64_t pid;
-		void *seen;
 
-		for (size_t j = 0; u64_map_next(&job->pids, &j, &pid, &seen);)
-			free(seen);
-		u64_map_free(&job->pids);
+		u64_map_free_with_values(&job->pids);
 		free(job);
 	}
 	u64_map_free(&updates->processes);
