@@ -9,14 +9,44 @@
 # - the same job whose rank 0 then stops for good (sleeps, never issuing
 #   its all-reduce): its pauses, then one hang naming job rank 0, within the
 #   usual limit of its last call, live and offline.
+# A healthy run that hangs in torch's own teardown is judged as a hang (below)
+# and run again.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 ddp_run pauses --steps 35 --checkpoint-every 10 --checkpoint-seconds 3 --timeout 100
+healthy=pauses
+# A rank of the healthy job can itself hang now and then in torch's teardown after its
+# last collective (pytorch#75097); its launcher then stops it and prints its stacks.
+# Such a run is no healthy one: the hang must be said, naming the rank whose own log
+# shows it never finished, and the healthy job is run once more.
+if grep -q "ranks still running after" "$SCRATCH/pauses/out"; then
+	echo "the healthy job hung (its launcher's words and the ranks' stacks follow); run again"
+	sed -n '/ranks still running after/,$p' "$SCRATCH/pauses/out"
+	python3 - "$SCRATCH/pauses" <<'PY' || fail "the hang of the healthy job was not said as its logs show it"
+import json, os, sys
+run = sys.argv[1]
+unfinished = set()
+for name in os.listdir(os.path.join(run, "log")):
+    if name.startswith("rank-") and name.endswith(".jsonl"):
+        records = [json.loads(line) for line in open(os.path.join(run, "log", name)) if line.strip()]
+        if not any(r.get("kind") == "summary" for r in records):
+            unfinished.add(int(name[len("rank-"):-len(".jsonl")]))
+hangs = [r for r in map(json.loads, filter(str.strip, open(os.path.join(run, "events.jsonl"))))
+         if r.get("kind") == "hang"]
+assert unfinished and hangs, (unfinished, hangs)
+for hang in hangs:
+    assert {r["job_rank"] for r in hang["lagging_ranks"]} <= unfinished, (unfinished, hang)
+print("the hang names job rank(s) {} of {} unfinished by their logs".format(
+    sorted({r["job_rank"] for h in hangs for r in h["lagging_ranks"]}), sorted(unfinished)))
+PY
+	healthy=pauses-again
+	ddp_run $healthy --steps 35 --checkpoint-every 10 --checkpoint-seconds 3 --timeout 100
+fi
 ddp_run stop --steps 40 --checkpoint-every 10 --checkpoint-seconds 3 --fault stop:0:25 --timeout 70
 
-python3 - "$SCRATCH" <<'PY' || fail "the reports do not match what the workload logged"
+python3 - "$SCRATCH" "$healthy" <<'PY' || fail "the reports do not match what the workload logged"
 import json, os, sys
-scratch = sys.argv[1]
+scratch, healthy = sys.argv[1], sys.argv[2]
 
 def jsonl(path):
     return [json.loads(line) for line in open(path) if line.strip()]
@@ -41,10 +71,10 @@ def check_pauses(name, pauses, checkpoints):
             (pause, checkpoint)
         assert pause["storage_bytes"] + pause["syscall_bytes"] > 0, pause
 
-checkpoints = logged("pauses", "checkpoint")
+checkpoints = logged(healthy, "checkpoint")
 assert len(checkpoints) == 3, ("the workload logged", checkpoints)
 assert all(c["end_ns"] - c["ts_ns"] >= 3e9 for c in checkpoints), checkpoints
-live, offline = findings("pauses")
+live, offline = findings(healthy)
 for side, found in (("live", live), ("offline", offline)):
     assert not [f for f in found if f["kind"] != "pause"], (side, found)
     check_pauses(side, [f for f in found if f["kind"] == "pause"], checkpoints)

@@ -22,8 +22,10 @@ Launchers (--launcher):
 """
 
 import argparse
+import faulthandler
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -41,6 +43,13 @@ import training_common  # noqa: E402
 MASTER_ADDR = "127.0.0.1"
 EXIT_PARAMETERS_DIFFER = 4
 DDP_FORWARD_SCOPE = "DistributedDataParallel.forward"
+# The signal on which a rank prints its threads' stacks, and how long the launcher gives each.
+STACKS_SIGNAL = signal.SIGUSR2
+STACKS_WAIT_S = 0.5
+# Asked by the launcher before it stops a rank that ran past --timeout, a rank (every
+# process that runs this file, forked ones too) prints where each of its threads is,
+# so that a run that hung says where.
+faulthandler.register(STACKS_SIGNAL, all_threads=True)
 
 
 def parse_arguments(argv):
@@ -369,6 +378,17 @@ def exit_status(status):
     return 128 - status if status < 0 else status
 
 
+def print_stacks(processes):
+    """Each running rank in turn prints its threads' Python stacks to its standard error."""
+    for process in processes:
+        print("train_ddp: the stacks of pid {}:".format(process.pid), file=sys.stderr, flush=True)
+        try:
+            os.kill(process.pid, STACKS_SIGNAL)
+        except ProcessLookupError:
+            continue
+        time.sleep(STACKS_WAIT_S)
+
+
 def wait_for_processes(processes, poll_status, stop, timeout_s):
     """Wait for all ranks; stop the others as soon as one fails.
 
@@ -387,10 +407,11 @@ def wait_for_processes(processes, poll_status, stop, timeout_s):
                 for rank, status in failed:
                     print("train_ddp: rank {} exited with status {}".format(rank, exit_status(status)),
                           file=sys.stderr)
-            else:
-                print("train_ddp: ranks still running after {} s, stopping them".format(timeout_s),
-                      file=sys.stderr)
             stopped = [index for index, status in enumerate(statuses) if status is None]
+            if not failed:
+                print("train_ddp: ranks still running after {} s, stopping them; their stacks:".format(
+                    timeout_s), file=sys.stderr)
+                print_stacks([processes[index] for index in stopped])
             for index in stopped:
                 stop(processes[index])
             for index in stopped:
@@ -426,8 +447,9 @@ def launch_spawn(args, port):
     try:
         while not context.join(timeout=0.5):
             if time.monotonic() > deadline:
-                print("train_ddp: ranks still running after {} s, stopping them".format(args.timeout),
-                      file=sys.stderr)
+                print("train_ddp: ranks still running after {} s, stopping them; their stacks:".format(
+                    args.timeout), file=sys.stderr)
+                print_stacks([process for process in context.processes if process.is_alive()])
                 for process in context.processes:
                     if process.is_alive():
                         process.terminate()
