@@ -185,17 +185,15 @@ static uint32_t count_in_step(const void *source, const char *child,
 
 static int log_operation(struct contain_checker *checker, const struct infer_event *event)
 {
-	struct thread_log *log = u64_map_get(&checker->threads, event->tid);
+	int added;
+	struct thread_log *log =
+		u64_map_get_or_add(&checker->threads, event->tid, sizeof(*log), &added);
 	size_t kept = 0;
 
-	if (!log) {
-		log = calloc(1, sizeof(*log));
-		if (!log || u64_map_put(&checker->threads, event->tid, log)) {
-			free(log);
-			return -ENOMEM;
-		}
+	if (!log)
+		return -ENOMEM;
+	if (added)
 		log->step = event->step;
-	}
 	/* Operations two steps old belong to no scope still to come: dropped as a step begins. */
 	if (event->step > log->step) {
 		for (size_t i = 0; i < log->count; i++)
@@ -225,17 +223,16 @@ static void close_step(struct contain_checker *checker, struct step_state *state
 
 static int track_step(struct contain_checker *checker, const struct infer_event *event)
 {
-	struct step_state *state = u64_map_get(&checker->steps, event->pid);
+	struct step_state *state;
+	int added;
 	uint32_t i;
 
 	if (event->step < 0)
 		return 0;
-	if (!state) {
-		state = calloc(1, sizeof(*state));
-		if (!state || u64_map_put(&checker->steps, event->pid, state)) {
-			free(state);
-			return -ENOMEM;
-		}
+	state = u64_map_get_or_add(&checker->steps, event->pid, sizeof(*state), &added);
+	if (!state)
+		return -ENOMEM;
+	if (added) {
 		state->step.kind = INFER_EVENT_STEP;
 		state->step.name = checker->step_name;
 		state->step.pid = event->pid;

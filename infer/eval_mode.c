@@ -59,13 +59,9 @@ int eval_mode_observe(struct eval_mode_tracker *tracker, const struct infer_even
 		return 0;
 	phase = u64_map_get(&tracker->processes, key);
 	if (event->stage == TRACE_STAGE_EVAL) {
-		if (!phase) {
-			phase = calloc(1, sizeof(*phase));
-			if (!phase || u64_map_put(&tracker->processes, key, phase)) {
-				free(phase);
-				return -ENOMEM;
-			}
-		}
+		phase = u64_map_get_or_add(&tracker->processes, key, sizeof(*phase), NULL);
+		if (!phase)
+			return -ENOMEM;
 		if (phase->count < EVAL_MODE_PHASE_CALLS_MAX)
 			phase->calls[phase->count++] = *event;
 		return 0;

@@ -94,19 +94,17 @@ static void start_step(struct clearing_step *state, int32_t step)
 int gradient_clearing_observe(struct gradient_clearing *clearing, const struct infer_event *event)
 {
 	struct clearing_step *state;
+	int added;
 	bool backward = is_scope(event, BACKWARD_FAMILY);
 	bool add = event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
 		   strcmp(event->name, ACCUMULATE_OPERATOR) == 0;
 
 	if (event->step < 0 || event->kind != INFER_EVENT_PYTHON)
 		return 0;
-	state = u64_map_get(&clearing->processes, event->pid);
-	if (!state) {
-		state = calloc(1, sizeof(*state));
-		if (!state || u64_map_put(&clearing->processes, event->pid, state)) {
-			free(state);
-			return -ENOMEM;
-		}
+	state = u64_map_get_or_add(&clearing->processes, event->pid, sizeof(*state), &added);
+	if (!state)
+		return -ENOMEM;
+	if (added) {
 		state->finished_step = -1;
 		start_step(state, event->step);
 	}

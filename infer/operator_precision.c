@@ -150,20 +150,16 @@ int operator_precision_observe(struct operator_precision_tracker *tracker,
 	uint64_t key = process_key(event);
 	struct operator_precision_step *state;
 	const char *shape;
-	int result = 0;
+	int added, result = 0;
 
 	if (!operator_precision_wants(event))
 		return 0;
 	shape = weight_shape(event);
-	state = u64_map_get(&tracker->processes, key);
-	if (!state) {
-		state = calloc(1, sizeof(*state));
-		if (!state || u64_map_put(&tracker->processes, key, state)) {
-			free(state);
-			return -ENOMEM;
-		}
+	state = u64_map_get_or_add(&tracker->processes, key, sizeof(*state), &added);
+	if (!state)
+		return -ENOMEM;
+	if (added)
 		state->step = event->step;
-	}
 	if (event->step < state->step)
 		return 0; /* a late record of a step already judged */
 	if (event->step > state->step) {

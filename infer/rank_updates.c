@@ -138,25 +138,17 @@ static int see_rank(struct rank_updates *updates, const struct infer_event *even
 {
 	uint64_t key = job_key(event->pipeline, event->nranks);
 	uint64_t at = event->exit_ns > event->entry_ns ? event->exit_ns : event->entry_ns;
-	struct rank_job *job = u64_map_get(&updates->jobs, key);
+	int added;
+	struct rank_job *job = u64_map_get_or_add(&updates->jobs, key, sizeof(*job), &added);
 	struct rank_seen *seen;
 
-	if (!job) {
-		job = calloc(1, sizeof(*job));
-		if (!job || u64_map_put(&updates->jobs, key, job)) {
-			free(job);
-			return -ENOMEM;
-		}
+	if (!job)
+		return -ENOMEM;
+	if (added)
 		u64_map_init(&job->pids);
-	}
-	seen = u64_map_get(&job->pids, event->pid);
-	if (!seen) {
-		seen = calloc(1, sizeof(*seen));
-		if (!seen || u64_map_put(&job->pids, event->pid, seen)) {
-			free(seen);
-			return -ENOMEM;
-		}
-	}
+	seen = u64_map_get_or_add(&job->pids, event->pid, sizeof(*seen), NULL);
+	if (!seen)
+		return -ENOMEM;
 	if (at > seen->last_ns)
 		seen->last_ns = at;
 	return 0;
@@ -358,22 +350,18 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 	uint64_t key = fnv1a_add_u64(fnv1a_add_u64(3, event->pipeline), event->pid);
 	struct process_updates *state;
 	const char *what, *digest, *shape;
-	int result = 0;
+	int added, result = 0;
 	uint32_t i;
 
 	if (event->rank >= 0 && event->nranks >= 2 && see_rank(updates, event))
 		return -ENOMEM;
 	if (!rank_updates_wants(event))
 		return 0;
-	state = u64_map_get(&updates->processes, key);
-	if (!state) {
-		state = malloc(sizeof(*state));
-		if (!state || u64_map_put(&updates->processes, key, state)) {
-			free(state);
-			return -ENOMEM;
-		}
+	state = u64_map_get_or_add(&updates->processes, key, sizeof(*state), &added);
+	if (!state)
+		return -ENOMEM;
+	if (added)
 		start_step(updates, state, event);
-	}
 	if (event->step < state->step.step)
 		return 0; /* a late record of a step already finished */
 	if (event->step > state->step.step) {

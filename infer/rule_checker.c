@@ -474,19 +474,17 @@ static int close_update_step(struct rule_checker *checker, struct update_step *s
 static int track_update_step(struct rule_checker *checker, const struct infer_event *event)
 {
 	struct update_step *state;
+	int added;
 
 	if (event->step < 0 ||
 	    !((checker->has_parameter_updates && parameter_updates_wants(event)) ||
 	      (checker->has_requires_grad_updates && requires_grad_updates_wants(event)) ||
 	      (checker->has_scalars_steady && scalars_steady_wants(event))))
 		return 0;
-	state = u64_map_get(&checker->update_steps, event->pid);
-	if (!state) {
-		state = calloc(1, sizeof(*state));
-		if (!state || u64_map_put(&checker->update_steps, event->pid, state)) {
-			free(state);
-			return -ENOMEM;
-		}
+	state = u64_map_get_or_add(&checker->update_steps, event->pid, sizeof(*state), &added);
+	if (!state)
+		return -ENOMEM;
+	if (added) {
 		u64_map_init(&state->history);
 		state->step = event->step;
 	}

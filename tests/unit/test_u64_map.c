@@ -72,3 +72,29 @@ UNIT_TEST(u64_map, frees_its_values_with_the_table)
 	CU_ASSERT_PTR_EQUAL(u64_map_get(&map, 7), &map);
 	u64_map_free(&map);
 }
+
+/* A key's value made once, zeroed, and found again; other keys get values of their own. */
+UNIT_TEST(u64_map, get_or_add_makes_a_zeroed_value_once)
+{
+	struct u64_map map;
+	uint64_t *first, *again, *other;
+	int added = -1;
+
+	u64_map_init(&map);
+	first = u64_map_get_or_add(&map, 42, sizeof(*first), &added);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(first);
+	CU_ASSERT_EQUAL(added, 1);
+	CU_ASSERT_EQUAL(*first, 0);
+	*first = 7;
+	again = u64_map_get_or_add(&map, 42, sizeof(*again), &added);
+	CU_ASSERT_PTR_EQUAL(again, first);
+	CU_ASSERT_EQUAL(added, 0);
+	CU_ASSERT_EQUAL(*again, 7);
+	other = u64_map_get_or_add(&map, 43, sizeof(*other), NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(other);
+	CU_ASSERT_PTR_NOT_EQUAL(other, first);
+	CU_ASSERT_EQUAL(*other, 0);
+	CU_ASSERT_PTR_EQUAL(u64_map_get(&map, 42), first);
+	CU_ASSERT_EQUAL(map.count, 2);
+	u64_map_free_with_values(&map);
+}

@@ -92,15 +92,12 @@ void agent_metrics_free(struct agent_metrics *metrics)
 
 static struct process_labels *labels_of(struct agent_metrics *metrics, uint32_t pid)
 {
-	struct process_labels *labels = u64_map_get(&metrics->processes, pid);
+	int added;
+	struct process_labels *labels =
+		u64_map_get_or_add(&metrics->processes, pid, sizeof(*labels), &added);
 
-	if (labels)
+	if (!labels || !added)
 		return labels;
-	labels = calloc(1, sizeof(*labels));
-	if (!labels || u64_map_put(&metrics->processes, pid, labels)) {
-		free(labels);
-		return NULL;
-	}
 	snprintf(labels->pid, sizeof(labels->pid), "%u", pid);
 	snprintf(labels->rank, sizeof(labels->rank), "unknown");
 	labels->step = -1;

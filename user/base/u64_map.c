@@ -92,6 +92,22 @@ int u64_map_put(struct u64_map *map, uint64_t key, void *value)
 	return 0;
 }
 
+void *u64_map_get_or_add(struct u64_map *map, uint64_t key, size_t size, int *added)
+{
+	void *value = u64_map_get(map, key);
+
+	if (added)
+		*added = !value;
+	if (value)
+		return value;
+	value = calloc(1, size);
+	if (!value || u64_map_put(map, key, value)) {
+		free(value);
+		return NULL;
+	}
+	return value;
+}
+
 void *u64_map_remove(struct u64_map *map, uint64_t key)
 {
 	size_t slot, next;

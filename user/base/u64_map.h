@@ -24,6 +24,11 @@ void u64_map_free_with_values(struct u64_map *map);
 void *u64_map_get(const struct u64_map *map, uint64_t key);
 /* Inserts or replaces. Returns 0, or -ENOMEM. */
 int u64_map_put(struct u64_map *map, uint64_t key, void *value);
+/*
+ * The value under key; where there is none, a new zeroed value of size bytes
+ * put there, and *added set (added may be NULL). NULL when out of memory.
+ */
+void *u64_map_get_or_add(struct u64_map *map, uint64_t key, size_t size, int *added);
 /* Removes and returns the value, or NULL. */
 void *u64_map_remove(struct u64_map *map, uint64_t key);
 

@@ -330,15 +330,12 @@ int work_requests_handle_record(struct work_requests *tracker, const void *data,
 
 static struct process_network *process_of(struct work_requests *tracker, uint32_t pid)
 {
-	struct process_network *process = u64_map_get(&tracker->processes, pid);
+	int added;
+	struct process_network *process =
+		u64_map_get_or_add(&tracker->processes, pid, sizeof(*process), &added);
 
-	if (process)
+	if (!process || !added)
 		return process;
-	process = calloc(1, sizeof(*process));
-	if (!process || u64_map_put(&tracker->processes, pid, process)) {
-		free(process);
-		return NULL;
-	}
 	network_window_init(&process->window, BANDWIDTH_WINDOW_NS);
 	return process;
 }

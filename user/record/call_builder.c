@@ -104,16 +104,7 @@ static struct call_builder_process *process_in(struct call_builder_process **slo
 
 static struct thread_state *thread_of(struct call_builder_process *process, uint32_t tid)
 {
-	struct thread_state *thread = u64_map_get(&process->threads, tid);
-
-	if (thread)
-		return thread;
-	thread = calloc(1, sizeof(*thread));
-	if (thread && u64_map_put(&process->threads, tid, thread)) {
-		free(thread);
-		return NULL;
-	}
-	return thread;
+	return u64_map_get_or_add(&process->threads, tid, sizeof(struct thread_state), NULL);
 }
 
 static int emit_communicator(struct call_builder *builder, const struct known_communicator *known)

@@ -340,16 +340,7 @@ static int hand_out_call(struct reading *reading, const struct thread_calls *thr
 
 static struct thread_calls *thread_of(struct reading *reading, uint64_t tid)
 {
-	struct thread_calls *thread = u64_map_get(&reading->threads, tid);
-
-	if (thread)
-		return thread;
-	thread = calloc(1, sizeof(*thread));
-	if (!thread || u64_map_put(&reading->threads, tid, thread)) {
-		free(thread);
-		return NULL;
-	}
-	return thread;
+	return u64_map_get_or_add(&reading->threads, tid, sizeof(struct thread_calls), NULL);
 }
 
 /* Arguments in call order: positional ("0", "1", ...) then keywords, primitives only. */
