@@ -57,7 +57,6 @@ int eval_mode_observe(struct eval_mode_tracker *tracker, const struct infer_even
 
 	if (!eval_mode_wants(event))
 		return 0;
-	phase = u64_map_get(&tracker->processes, key);
 	if (event->stage == TRACE_STAGE_EVAL) {
 		phase = u64_map_get_or_add(&tracker->processes, key, sizeof(*phase), NULL);
 		if (!phase)
@@ -66,7 +65,10 @@ int eval_mode_observe(struct eval_mode_tracker *tracker, const struct infer_even
 			phase->calls[phase->count++] = *event;
 		return 0;
 	}
-	if (event->stage != TRACE_STAGE_TRAIN || !phase)
+	if (event->stage != TRACE_STAGE_TRAIN)
+		return 0;
+	phase = u64_map_get(&tracker->processes, key);
+	if (!phase)
 		return 0;
 	/* Training again: the calls kept were an evaluation phase's. */
 	for (size_t i = 0; i < phase->count && !result; i++)
