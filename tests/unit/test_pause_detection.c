@@ -91,14 +91,41 @@ static void sample(struct pause_job *job, uint64_t now_ns, enum rank_doing doing
 	job->now_ns = now_ns;
 }
 
-/* 20 steps of both ranks, sampled; the step time is learned. */
-static void new_pause_job(struct pause_job *job)
+/* A sample of a process that is no rank (a data loader's worker) at 'now_ns'. */
+static void sample_helper(struct pause_job *job, uint32_t pid, uint64_t now_ns)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_ACTIVITY };
+
+	record.activity.timestamp_ns = now_ns;
+	record.activity.pid = pid;
+	record.activity.threads = 2;
+	job_diagnosis_record(job->diagnosis, &record, 0);
+}
+
+static void end_process(struct pause_job *job, uint32_t pid, uint64_t end_ns)
+{
+	struct trace_record record = { .kind = TRACE_RECORD_PROCESS };
+
+	record.process.pid = pid;
+	record.process.parent_pid = pid_of(0);
+	record.process.rank = -1;
+	record.process.start_ns = 1;
+	record.process.end_ns = end_ns;
+	job_diagnosis_record(job->diagnosis, &record, 0);
+}
+
+static void start_pause_job(struct pause_job *job)
 {
 	memset(job, 0, sizeof(*job));
 	job->events = tmpfile();
 	CU_ASSERT_PTR_NOT_NULL_FATAL(job->events);
 	job->diagnosis = job_diagnosis_new(NULL, NULL, job->events);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(job->diagnosis);
+}
+
+/* 20 steps of both ranks, sampled; the step time is learned. */
+static void run_first_steps(struct pause_job *job)
+{
 	for (int step = 0; step < 20; step++) {
 		uint64_t start = SECOND_NS + (uint64_t)step * STEP_NS;
 
@@ -107,6 +134,12 @@ static void new_pause_job(struct pause_job *job)
 		if (step % 2 == 1)
 			sample(job, start + STEP_NS, DOING_COMPUTE);
 	}
+}
+
+static void new_pause_job(struct pause_job *job)
+{
+	start_pause_job(job);
+	run_first_steps(job);
 }
 
 /*
@@ -332,5 +365,30 @@ UNIT_TEST(pause_detection, a_busy_pause_far_longer_than_the_learned_one_is_a_han
 	/* Busy for more than PAUSE_LEARNED_FACTOR times 1.6 s: stuck in a loop of its own. */
 	pause_rank_0(&job, 20.0, DOING_COMPUTE, 0);
 	CU_ASSERT_EQUAL(job_diagnosis_hang_count(job.diagnosis), 1);
+	pause_job_free(&job);
+}
+
+/*
+ * Processes that are no rank come and go around the ranks (a data loader's
+ * workers): one sampled before the job's first call ends and another
+ * starts, then rank 0 writes a checkpoint. The pause is rank 0's, as long as
+ * it was, whatever place the processes that came and went took.
+ */
+UNIT_TEST(pause_detection, workers_that_come_and_go_leave_a_rank_its_own_pause)
+{
+	struct pause_job job;
+
+	start_pause_job(&job);
+	sample_helper(&job, 6990, SECOND_NS / 2);
+	sample_helper(&job, pid_of(1), SECOND_NS / 2);
+	run_first_steps(&job);
+	end_process(&job, 6990, job.now_ns);
+	sample_helper(&job, 6991, job.now_ns + 1000);
+	pause_rank_0(&job, 3.0, DOING_WRITES, (uint64_t)(3.1 * 1e9));
+	CU_ASSERT_EQUAL(job_diagnosis_hang_count(job.diagnosis), 0);
+	CU_ASSERT_EQUAL_FATAL(job_diagnosis_pause_count(job.diagnosis), 1);
+	CU_ASSERT_EQUAL(event_field(&job, "pause", "pid"), pid_of(0));
+	CU_ASSERT(event_says(&job, "pause", "\"doing\":\"file_io\""));
+	CU_ASSERT_DOUBLE_EQUAL(event_field(&job, "pause", "duration_ns"), 3.1e9, 0.11e9);
 	pause_job_free(&job);
 }

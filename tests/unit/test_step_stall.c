@@ -35,7 +35,7 @@ static void python_call(struct stall_job *job, const char *name, int32_t step, u
 	call.tid = PID;
 	call.step = step;
 	call.qualified_name = name;
-	step_stall_python(&job->detector, &call, 0);
+	step_stall_python(&job->detector, step_stall_process(&job->detector, PID), &call, 0);
 	flight_recorder_python(&job->flights, &call);
 	progress_model_advance(job->model, entry_ns + 1000);
 	job->now_ns = entry_ns + 1000;
@@ -131,7 +131,7 @@ UNIT_TEST(step_stall, blocked_inside_a_collective_is_left_to_the_hang_detector)
 	call.nranks = 2;
 	call.flags = TRACE_CALL_OPEN;
 	progress_model_add_call(job->model, &call, &completed);
-	step_stall_nccl(&job->detector, &call);
+	step_stall_nccl(&job->detector, step_stall_process(&job->detector, PID), &call);
 	CU_ASSERT_FALSE(stalled_at(job, call.entry_ns + 60 * SECOND_NS));
 	stall_job_free(job);
 }
@@ -141,7 +141,7 @@ UNIT_TEST(step_stall, ended_process_is_no_hang)
 	struct stall_job *job = new_stall_job();
 
 	run_steps(job, 20);
-	step_stall_process_ended(&job->detector, PID);
+	step_stall_process_ended(step_stall_process(&job->detector, PID));
 	CU_ASSERT_FALSE(stalled_at(job, job->now_ns + 60 * SECOND_NS));
 	stall_job_free(job);
 }

@@ -379,7 +379,8 @@ void agent_metrics_pauses(struct agent_metrics *metrics, const struct pause_trac
 			  uint64_t now_ns)
 {
 	for (unsigned i = 0; i < pauses->count && i < PAUSE_MAX_PROCESSES; i++)
-		process_pause(metrics, &pauses->processes[i], now_ns);
+		if (pauses->processes[i].pid) /* 0: a forgotten process's slot */
+			process_pause(metrics, &pauses->processes[i], now_ns);
 }
 
 void agent_metrics_library_name(const char *path, char *name, size_t size)

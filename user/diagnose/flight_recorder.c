@@ -23,7 +23,7 @@ void flight_recorder_free(struct flight_recorder *recorder)
 	recorder->process_count = 0;
 }
 
-static struct flight_process *process_of(struct flight_recorder *recorder, uint32_t pid)
+struct flight_process *flight_recorder_process(struct flight_recorder *recorder, uint32_t pid)
 {
 	struct flight_process *process;
 
@@ -108,7 +108,12 @@ static void keep_call(struct flight_process *process, unsigned ring_size,
 
 void flight_recorder_call(struct flight_recorder *recorder, const struct trace_nccl_call *call)
 {
-	struct flight_process *process = process_of(recorder, call->pid);
+	flight_recorder_keep_call(recorder, flight_recorder_process(recorder, call->pid), call);
+}
+
+void flight_recorder_keep_call(const struct flight_recorder *recorder,
+			       struct flight_process *process, const struct trace_nccl_call *call)
+{
 	struct flight_call kept;
 
 	/*
@@ -170,8 +175,12 @@ static void keep_exception(struct flight_exception *exception,
 void flight_recorder_python(struct flight_recorder *recorder,
 			    const struct trace_python_call *python)
 {
-	struct flight_process *process = process_of(recorder, python->pid);
+	flight_recorder_keep_python(flight_recorder_process(recorder, python->pid), python);
+}
 
+void flight_recorder_keep_python(struct flight_process *process,
+				 const struct trace_python_call *python)
+{
 	if (!process)
 		return;
 	/* An exception's step counts: it may be raised before the step's first call. */

@@ -76,6 +76,18 @@ void flight_recorder_call(struct flight_recorder *recorder, const struct trace_n
 void flight_recorder_python(struct flight_recorder *recorder,
 			    const struct trace_python_call *python);
 
+/*
+ * The process's record, added when new; NULL when FLIGHT_PROCESSES_MAX are
+ * kept or out of memory. It stays where it is while the recorder lives: a
+ * caller that keeps it finds the process without a look-up.
+ */
+struct flight_process *flight_recorder_process(struct flight_recorder *recorder, uint32_t pid);
+/* The same as flight_recorder_call and _python for the process's record (NULL: nothing). */
+void flight_recorder_keep_call(const struct flight_recorder *recorder,
+			       struct flight_process *process, const struct trace_nccl_call *call);
+void flight_recorder_keep_python(struct flight_process *process,
+				 const struct trace_python_call *python);
+
 /* The process's record, NULL when it made nothing the recorder keeps. */
 const struct flight_process *flight_recorder_find(const struct flight_recorder *recorder,
 						  uint32_t pid);

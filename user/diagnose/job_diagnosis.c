@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/system_clock.h"
+#include "base/u64_map.h"
 #include "diagnose/arrival_finding.h"
 #include "diagnose/crash_report.h"
 #include "diagnose/diagnosis_report.h"
@@ -14,18 +15,29 @@
 #include "diagnose/job_diagnosis.h"
 #include "diagnose/mismatch_detector.h"
 #include "diagnose/pause_tracker.h"
+#include "diagnose/progress_processes.h"
 #include "diagnose/slowdown_detector.h"
 #include "diagnose/step_stall_detector.h"
 #include "export/export_jsonl.h"
 
 #define HANG_REPORTS_PER_CHECK 16
-#define MAX_PROCESSES 4096
 #define MAX_RECENT_SLOWDOWNS 16
 
-/* The RANK its launcher gave a process. */
-struct process_rank {
-	uint32_t pid;
-	int32_t rank;
+/*
+ * A process the records name, once per pid: the RANK its launcher gave it
+ * and each detector's state for it, so that a record's process is looked up
+ * once and each detector is handed its own state. A detector's slot is
+ * filled the first time that detector takes a record of the process.
+ */
+struct diagnosis_process {
+	bool recorded;	     /* a process record of it came */
+	int32_t rank;	     /* the RANK of its latest process record, -1 none */
+	bool crash_reported; /* its death was reported */
+	bool error_reported; /* its NCCL error was reported */
+	struct progress_process *progress;
+	struct flight_process *flight;
+	struct step_stall_process *stall;
+	struct pause_process *pause; /* NULL again once it ended: the tracker frees its slot */
 };
 
 struct job_diagnosis {
@@ -38,14 +50,9 @@ struct job_diagnosis {
 	uint64_t judged; /* calls, processes, Python events: none is nothing to judge */
 	struct flight_recorder flights;	   /* each process's last calls, for crash reports */
 	struct step_stall_detector stalls; /* step progress of processes with Python steps */
-	uint32_t crashed[MAX_PROCESSES];   /* processes whose death was reported */
-	unsigned crashed_count;
-	uint32_t errored[MAX_PROCESSES]; /* processes whose NCCL error was reported */
-	unsigned errored_count;
 	struct diagnosis_report published[MAX_RECENT_SLOWDOWNS]; /* the latest, a ring */
 	unsigned published_count;
-	struct process_rank processes[MAX_PROCESSES];
-	unsigned process_count;
+	struct u64_map processes; /* pid -> struct diagnosis_process */
 	job_step_fn on_step;
 	void *step_context;
 	job_pause_fn on_pause;
@@ -64,32 +71,38 @@ struct job_diagnosis {
  */
 #define HANG_CHECK_SPACING_NS (10ULL * 1000 * 1000)
 
-/* Where 'pid' is in diagnosis->processes; -1 when it is not. */
-static int process_index(const struct job_diagnosis *diagnosis, uint32_t pid)
+/* The process's entry, added when new; NULL when out of memory (its records go unjudged). */
+static struct diagnosis_process *process_of(struct job_diagnosis *diagnosis, uint32_t pid)
 {
-	for (unsigned i = 0; i < diagnosis->process_count; i++)
-		if (diagnosis->processes[i].pid == pid)
-			return (int)i;
-	return -1;
+	int added = 0;
+	struct diagnosis_process *process =
+		u64_map_get_or_add(&diagnosis->processes, pid, sizeof(*process), &added);
+
+	if (process && added)
+		process->rank = -1;
+	return process;
+}
+
+/* Whether a process record of 'pid' came. */
+static bool recorded(const struct job_diagnosis *diagnosis, uint32_t pid)
+{
+	const struct diagnosis_process *process = u64_map_get(&diagnosis->processes, pid);
+
+	return process && process->recorded;
 }
 
 static int32_t job_rank_of(const struct job_diagnosis *diagnosis, uint32_t pid)
 {
-	int index = process_index(diagnosis, pid);
+	const struct diagnosis_process *process = u64_map_get(&diagnosis->processes, pid);
 
-	return index >= 0 ? diagnosis->processes[index].rank : -1;
+	return process && process->recorded ? process->rank : -1;
 }
 
 /* A process record kept once per process, with the rank its latest record gives. */
-static void keep_process(struct job_diagnosis *diagnosis, const struct trace_process *record)
+static void keep_process(struct diagnosis_process *process, const struct trace_process *record)
 {
-	int index = process_index(diagnosis, record->pid);
-
-	if (index >= 0)
-		diagnosis->processes[index].rank = record->rank;
-	else if (diagnosis->process_count < MAX_PROCESSES)
-		diagnosis->processes[diagnosis->process_count++] =
-			(struct process_rank){ record->pid, record->rank };
+	process->recorded = true;
+	process->rank = record->rank;
 }
 
 /*
@@ -103,7 +116,7 @@ static bool does_job_work(const struct job_diagnosis *diagnosis,
 {
 	return process->rank >= 0 || job_rank_of(diagnosis, process->pid) >= 0 ||
 	       flight_recorder_find(&diagnosis->flights, process->pid) ||
-	       process_index(diagnosis, process->parent_pid) < 0;
+	       !recorded(diagnosis, process->parent_pid);
 }
 
 /* CLOCK_REALTIME less CLOCK_MONOTONIC now: the wall clock of what is diagnosed live. */
@@ -131,6 +144,7 @@ struct job_diagnosis *job_diagnosis_new(const struct progress_options *options, 
 	diagnosis->text = text;
 	diagnosis->events = events;
 	diagnosis->wall_clock_offset_ns = live_wall_clock_offset_ns();
+	u64_map_init(&diagnosis->processes);
 	flight_recorder_init(&diagnosis->flights, options ? options->flight_calls : 0);
 	return diagnosis;
 }
@@ -141,6 +155,7 @@ void job_diagnosis_free(struct job_diagnosis *diagnosis)
 		return;
 	progress_model_free(diagnosis->model);
 	flight_recorder_free(&diagnosis->flights);
+	u64_map_free_with_values(&diagnosis->processes);
 	free(diagnosis);
 }
 
@@ -291,39 +306,30 @@ static void judge_arrival(struct job_diagnosis *diagnosis, const struct trace_ar
 		      state->timestamp_ns);
 }
 
-/* Whether 'pid' is in the first 'count' of 'pids'; adds it when it is not and there is room. */
-static bool seen_before(uint32_t *pids, unsigned *count, uint32_t pid)
-{
-	for (unsigned i = 0; i < *count && i < MAX_PROCESSES; i++)
-		if (pids[i] == pid)
-			return true;
-	if (*count < MAX_PROCESSES)
-		pids[*count] = pid;
-	(*count)++;
-	return false;
-}
-
 /* A process that died: reported once, from what was kept of it and of its peers. */
-static void publish_crash(struct job_diagnosis *diagnosis, const struct trace_process *process)
+static void publish_crash(struct job_diagnosis *diagnosis, struct diagnosis_process *entry,
+			  const struct trace_process *process)
 {
 	static struct crash_report report;
 
-	if (seen_before(diagnosis->crashed, &diagnosis->crashed_count, process->pid))
+	if (entry->crash_reported)
 		return;
+	entry->crash_reported = true;
 	crash_report_fill(diagnosis->model, &diagnosis->flights, process, &report);
 	write_crash(diagnosis, &report);
 }
 
 /* An NCCL call of a process that reported an error: its first one, once. */
-static void publish_nccl_error(struct job_diagnosis *diagnosis, const struct trace_nccl_call *call,
-			       int32_t result)
+static void publish_nccl_error(struct job_diagnosis *diagnosis, struct diagnosis_process *entry,
+			       const struct trace_nccl_call *call, int32_t result)
 {
 	static struct crash_report report;
 
-	if (seen_before(diagnosis->errored, &diagnosis->errored_count, call->pid))
+	if (entry->error_reported)
 		return;
+	entry->error_reported = true;
 	crash_report_fill_nccl_error(diagnosis->model, &diagnosis->flights, call, result,
-				     job_rank_of(diagnosis, call->pid), &report);
+				     entry->recorded ? entry->rank : -1, &report);
 	write_crash(diagnosis, &report);
 }
 
@@ -348,12 +354,13 @@ static void write_crash(struct job_diagnosis *diagnosis, struct crash_report *re
 }
 
 /* A process that ended: a crash of the job, or said with -v when it is a helper's failure. */
-static void judge_end(struct job_diagnosis *diagnosis, const struct trace_process *process)
+static void judge_end(struct job_diagnosis *diagnosis, struct diagnosis_process *entry,
+		      const struct trace_process *process)
 {
 	bool job_work = does_job_work(diagnosis, process);
 
 	if (trace_exit_crashed(process->exit_code, job_work))
-		publish_crash(diagnosis, process);
+		publish_crash(diagnosis, entry, process);
 	else if (!job_work && trace_exit_status(process->exit_code))
 		log_info("process %u (%s) exited with status %d: a helper of the job (no rank, no "
 			 "call followed, a traced parent), not reported as a crash",
@@ -380,11 +387,35 @@ static void shift(uint64_t *time_ns, int64_t shift_ns)
 		*time_ns = (uint64_t)((int64_t)*time_ns + shift_ns);
 }
 
-void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_record *record,
-			  int64_t time_shift_ns)
+/* Each detector's state for the process, made the first time that detector needs it. */
+static struct flight_process *flight_of(struct job_diagnosis *diagnosis,
+					struct diagnosis_process *process, uint32_t pid)
 {
-	struct trace_nccl_call call;
-	struct trace_activity_sample activity;
+	if (!process->flight)
+		process->flight = flight_recorder_process(&diagnosis->flights, pid);
+	return process->flight;
+}
+
+static struct step_stall_process *stall_of(struct job_diagnosis *diagnosis,
+					   struct diagnosis_process *process, uint32_t pid)
+{
+	if (!process->stall)
+		process->stall = step_stall_process(&diagnosis->stalls, pid);
+	return process->stall;
+}
+
+static struct pause_process *pause_of(struct job_diagnosis *diagnosis,
+				      struct diagnosis_process *process, uint32_t pid)
+{
+	if (!process->pause)
+		process->pause = pause_tracker_process(&diagnosis->pauses, pid);
+	return process->pause;
+}
+
+static void judge_call(struct job_diagnosis *diagnosis, struct diagnosis_process *process,
+		       const struct trace_nccl_call *recorded_call, int64_t time_shift_ns)
+{
+	struct trace_nccl_call call = *recorded_call;
 	struct diagnosis_report report;
 	struct pause_finding pause;
 	struct progress_comm *comm;
@@ -392,57 +423,100 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 	bool paused = false;
 	int32_t error;
 
+	diagnosis->judged++;
+	shift(&call.entry_ns, time_shift_ns);
+	/* A hang is judged before the call that would end it is counted. */
+	if (call.entry_ns - diagnosis->hangs_checked_ns >= HANG_CHECK_SPACING_NS)
+		job_diagnosis_tick(diagnosis, call.entry_ns);
+	else
+		progress_model_advance(diagnosis->model, call.entry_ns);
+	if (!process->progress)
+		process->progress = progress_process_of(diagnosis->model, call.pid);
+	comm = progress_model_add_process_call(diagnosis->model, process->progress, &call, &step);
+	if (comm &&
+	    pause_process_call(pause_of(diagnosis, process, call.pid), call.entry_ns, &pause)) {
+		publish_pause(diagnosis, &pause, &call);
+		paused = true;
+	}
+	flight_recorder_keep_call(&diagnosis->flights, flight_of(diagnosis, process, call.pid),
+				  &call);
+	step_stall_nccl(&diagnosis->stalls, stall_of(diagnosis, process, call.pid), &call);
+	error = crash_nccl_error_of(&call);
+	if (error)
+		publish_nccl_error(diagnosis, process, &call, error);
+	completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
+	if (completed >= 0 && progress_is_collective(call.api) &&
+	    mismatch_detector_check(diagnosis->model, comm, completed, &report))
+		publish(diagnosis, &report);
+	if (completed >= 0 && progress_is_collective(call.api) &&
+	    slowdown_detector_check(diagnosis->model, comm, completed, &report))
+		paused |= publish_slowdown(diagnosis, &report, &call);
+	/*
+	 * Learned after it is judged, so that it is not judged against itself;
+	 * a pause is not the job's jitter.
+	 */
+	if (completed >= 0 && progress_is_collective(call.api) && !paused)
+		slowdown_detector_learn(comm, completed);
+	if (comm && step >= 0 && diagnosis->on_step)
+		diagnosis->on_step(diagnosis->step_context, comm, step);
+}
+
+static void judge_process(struct job_diagnosis *diagnosis, struct diagnosis_process *process,
+			  const struct trace_process *record, int64_t time_shift_ns)
+{
+	diagnosis->judged++;
+	if (record->end_ns) {
+		/* Judged as of its end, as a live check would have before it. */
+		job_diagnosis_tick(diagnosis, (uint64_t)((int64_t)record->end_ns + time_shift_ns));
+		/* Reported before the model forgets where the process stood. */
+		judge_end(diagnosis, process, record);
+		progress_model_process_ended(diagnosis->model, record->pid);
+		/* Made if new: records of it that come after its end do not make it step. */
+		step_stall_process_ended(stall_of(diagnosis, process, record->pid));
+		pause_tracker_forget(&diagnosis->pauses, record->pid);
+		process->pause = NULL;
+	}
+	keep_process(process, record);
+}
+
+/* Whether a record is of one process, with its pid. */
+static bool record_pid(const struct trace_record *record, uint32_t *pid)
+{
 	switch (record->kind) {
 	case TRACE_RECORD_NCCL_CALL:
-		diagnosis->judged++;
-		call = record->call;
-		shift(&call.entry_ns, time_shift_ns);
-		/* A hang is judged before the call that would end it is counted. */
-		if (call.entry_ns - diagnosis->hangs_checked_ns >= HANG_CHECK_SPACING_NS)
-			job_diagnosis_tick(diagnosis, call.entry_ns);
-		else
-			progress_model_advance(diagnosis->model, call.entry_ns);
-		comm = progress_model_add_call(diagnosis->model, &call, &step);
-		if (comm &&
-		    pause_tracker_call(&diagnosis->pauses, call.pid, call.entry_ns, &pause)) {
-			publish_pause(diagnosis, &pause, &call);
-			paused = true;
-		}
-		flight_recorder_call(&diagnosis->flights, &call);
-		step_stall_nccl(&diagnosis->stalls, &call);
-		error = crash_nccl_error_of(&call);
-		if (error)
-			publish_nccl_error(diagnosis, &call, error);
-		completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
-		if (completed >= 0 && progress_is_collective(call.api) &&
-		    mismatch_detector_check(diagnosis->model, comm, completed, &report))
-			publish(diagnosis, &report);
-		if (completed >= 0 && progress_is_collective(call.api) &&
-		    slowdown_detector_check(diagnosis->model, comm, completed, &report))
-			paused |= publish_slowdown(diagnosis, &report, &call);
-		/*
-		 * Learned after it is judged, so that it is not judged against itself;
-		 * a pause is not the job's jitter.
-		 */
-		if (completed >= 0 && progress_is_collective(call.api) && !paused)
-			slowdown_detector_learn(comm, completed);
-		if (comm && step >= 0 && diagnosis->on_step)
-			diagnosis->on_step(diagnosis->step_context, comm, step);
+		*pid = record->call.pid;
+		return true;
+	case TRACE_RECORD_PROCESS:
+		*pid = record->process.pid;
+		return true;
+	case TRACE_RECORD_ACTIVITY:
+		*pid = record->activity.pid;
+		return true;
+	case TRACE_RECORD_PYTHON_CALL:
+		*pid = record->python_call.pid;
+		return true;
+	default:
+		return false;
+	}
+}
+
+void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_record *record,
+			  int64_t time_shift_ns)
+{
+	uint32_t pid = 0;
+	/* The one look-up of the record's process: each detector is handed its state. */
+	struct diagnosis_process *process =
+		record_pid(record, &pid) ? process_of(diagnosis, pid) : NULL;
+	struct trace_activity_sample activity;
+
+	switch (record->kind) {
+	case TRACE_RECORD_NCCL_CALL:
+		if (process)
+			judge_call(diagnosis, process, &record->call, time_shift_ns);
 		break;
 	case TRACE_RECORD_PROCESS:
-		diagnosis->judged++;
-		/* Judged as of its end, as a live check would have before it. */
-		if (record->process.end_ns)
-			job_diagnosis_tick(diagnosis, (uint64_t)((int64_t)record->process.end_ns +
-								 time_shift_ns));
-		if (record->process.end_ns) {
-			/* Reported before the model forgets where the process stood. */
-			judge_end(diagnosis, &record->process);
-			progress_model_process_ended(diagnosis->model, record->process.pid);
-			step_stall_process_ended(&diagnosis->stalls, record->process.pid);
-			pause_tracker_forget(&diagnosis->pauses, record->process.pid);
-		}
-		keep_process(diagnosis, &record->process);
+		if (process)
+			judge_process(diagnosis, process, &record->process, time_shift_ns);
 		break;
 	case TRACE_RECORD_STATS:
 		job_diagnosis_tick(diagnosis,
@@ -455,7 +529,8 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		/* Judged as each sample comes, live and offline alike. */
 		activity = record->activity;
 		shift(&activity.timestamp_ns, time_shift_ns);
-		pause_tracker_sample(&diagnosis->pauses, &activity);
+		if (process)
+			pause_process_sample(pause_of(diagnosis, process, pid), &activity);
 		job_diagnosis_tick(diagnosis, activity.timestamp_ns);
 		break;
 	case TRACE_RECORD_ARRIVAL:
@@ -465,8 +540,12 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 		break;
 	case TRACE_RECORD_PYTHON_CALL:
 		diagnosis->judged++;
-		flight_recorder_python(&diagnosis->flights, &record->python_call);
-		step_stall_python(&diagnosis->stalls, &record->python_call, time_shift_ns);
+		if (!process)
+			break;
+		flight_recorder_keep_python(flight_of(diagnosis, process, pid),
+					    &record->python_call);
+		step_stall_python(&diagnosis->stalls, stall_of(diagnosis, process, pid),
+				  &record->python_call, time_shift_ns);
 		break;
 	default:
 		break;

@@ -96,13 +96,18 @@ static struct pause_process *find(const struct pause_tracker *tracker, uint32_t 
 	return NULL;
 }
 
-static struct pause_process *find_or_add(struct pause_tracker *tracker, uint32_t pid)
+struct pause_process *pause_tracker_process(struct pause_tracker *tracker, uint32_t pid)
 {
 	struct pause_process *process = find(tracker, pid);
 
-	if (process || tracker->count == PAUSE_MAX_PROCESSES)
+	if (process || !pid)
 		return process;
-	process = &tracker->processes[tracker->count++];
+	/* A forgotten process's slot first: the others stay where they are. */
+	process = find(tracker, 0);
+	if (!process && tracker->count == PAUSE_MAX_PROCESSES)
+		return NULL;
+	if (!process)
+		process = &tracker->processes[tracker->count++];
 	memset(process, 0, sizeof(*process));
 	process->pid = pid;
 	process->learned_position = -1;
@@ -112,7 +117,11 @@ static struct pause_process *find_or_add(struct pause_tracker *tracker, uint32_t
 
 void pause_tracker_sample(struct pause_tracker *tracker, const struct trace_activity_sample *sample)
 {
-	struct pause_process *process = find_or_add(tracker, sample->pid);
+	pause_process_sample(pause_tracker_process(tracker, sample->pid), sample);
+}
+
+void pause_process_sample(struct pause_process *process, const struct trace_activity_sample *sample)
+{
 	struct pause_stretch *stretch;
 
 	if (!process)
@@ -178,7 +187,12 @@ static void fill_finding(const struct pause_stretch *stretch, uint32_t pid, uint
 bool pause_tracker_call(struct pause_tracker *tracker, uint32_t pid, uint64_t entry_ns,
 			struct pause_finding *ended)
 {
-	struct pause_process *process = find_or_add(tracker, pid);
+	return pause_process_call(pause_tracker_process(tracker, pid), entry_ns, ended);
+}
+
+bool pause_process_call(struct pause_process *process, uint64_t entry_ns,
+			struct pause_finding *ended)
+{
 	struct pause_stretch stretch;
 	enum pause_cause cause;
 
@@ -194,7 +208,8 @@ bool pause_tracker_call(struct pause_tracker *tracker, uint32_t pid, uint64_t en
 	if (!stretch.start_ns || !stretch.held)
 		return false; /* its first call has nothing before it to judge */
 	cause = pause_stretch_cause(&stretch, entry_ns);
-	fill_finding(&stretch, pid, entry_ns, cause == PAUSE_IDLE ? PAUSE_RECURRING : cause, ended);
+	fill_finding(&stretch, process->pid, entry_ns,
+		     cause == PAUSE_IDLE ? PAUSE_RECURRING : cause, ended);
 	learn(process, &stretch, (double)(entry_ns - stretch.start_ns));
 	process->last_reported = true;
 	process->returned_ns = entry_ns;
@@ -269,7 +284,7 @@ double pause_tracker_recurring_ns(const struct pause_tracker *tracker, uint32_t 
 void pause_tracker_hold(struct pause_tracker *tracker, uint32_t pid, uint64_t since_ns,
 			uint64_t comm_id, int64_t position, int64_t collectives)
 {
-	struct pause_process *process = find_or_add(tracker, pid);
+	struct pause_process *process = pause_tracker_process(tracker, pid);
 
 	if (!process || process->current.held || process->current.start_ns > since_ns)
 		return;
@@ -298,8 +313,9 @@ void pause_tracker_forget(struct pause_tracker *tracker, uint32_t pid)
 {
 	struct pause_process *process = find(tracker, pid);
 
+	/* Its slot is free (pid 0) for the next process; no other process moves. */
 	if (process)
-		*process = tracker->processes[--tracker->count];
+		memset(process, 0, sizeof(*process));
 }
 
 void pause_finding_text(const struct pause_finding *pause, char *text, size_t size)

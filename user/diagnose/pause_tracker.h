@@ -84,7 +84,7 @@ struct pause_process {
 };
 
 struct pause_tracker {
-	unsigned count;
+	unsigned count; /* slots used; a forgotten process's has pid 0 */
 	struct pause_process processes[PAUSE_MAX_PROCESSES];
 };
 
@@ -112,6 +112,19 @@ const char *pause_cause_name(enum pause_cause cause);
 
 void pause_tracker_sample(struct pause_tracker *tracker,
 			  const struct trace_activity_sample *sample);
+
+/*
+ * The process's entry, added when new; NULL for pid 0 and when
+ * PAUSE_MAX_PROCESSES are kept. It stays where it is until the process is
+ * forgotten (pause_tracker_forget frees its slot for another): a caller
+ * that keeps it finds the process without a look-up until then.
+ */
+struct pause_process *pause_tracker_process(struct pause_tracker *tracker, uint32_t pid);
+/* pause_tracker_sample and pause_tracker_call for the process's entry (NULL: nothing, false). */
+void pause_process_sample(struct pause_process *process,
+			  const struct trace_activity_sample *sample);
+bool pause_process_call(struct pause_process *process, uint64_t entry_ns,
+			struct pause_finding *ended);
 
 /*
  * The process made a communication call entered at 'entry_ns': its stretch

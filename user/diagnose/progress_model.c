@@ -295,11 +295,10 @@ static int64_t complete_steps(struct progress_model *model, struct progress_comm
 	return completed;
 }
 
-static void add_collective(struct progress_model *model, struct progress_comm *comm,
-			   struct progress_rank *rank, int32_t r,
+static void add_collective(struct progress_comm *comm, struct progress_rank *rank, int32_t r,
+			   const struct progress_process *process,
 			   const struct trace_nccl_call *call)
 {
-	struct progress_process *process = progress_process_of(model, call->pid);
 	int64_t index = rank->collectives++;
 	struct progress_slot *slot = &comm->window[index % PROGRESS_WINDOW];
 	uint64_t count = progress_call_count(call);
@@ -502,6 +501,15 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 					      const struct trace_nccl_call *call,
 					      int64_t *completed_step)
 {
+	return progress_model_add_process_call(model, progress_process_of(model, call->pid), call,
+					       completed_step);
+}
+
+struct progress_comm *progress_model_add_process_call(struct progress_model *model,
+						      struct progress_process *process,
+						      const struct trace_nccl_call *call,
+						      int64_t *completed_step)
+{
 	bool collective = progress_is_collective(call->api);
 	bool point_to_point = progress_is_point_to_point(call->api);
 	struct progress_comm *comm;
@@ -513,7 +521,7 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 		model, call->entry_ns + ((call->flags & TRACE_CALL_OPEN) ? 0 : call->duration_ns));
 	if (call->depth == 0 && !call->comm)
 		track_blocked(model, call);
-	progress_process_count_inside(model, call);
+	progress_process_count_inside(process, call);
 	if (!call->comm_id || call->rank < 0 || call->nranks <= 0 ||
 	    call->nranks > PROGRESS_MAX_RANKS || call->rank >= call->nranks || call->depth > 0)
 		return NULL;
@@ -560,7 +568,7 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	    call->entry_ns < rank->last.entry_ns)
 		return comm;
 	rank->last_tid = call->tid;
-	progress_process_remember(model, call);
+	progress_process_remember(process, call);
 	rank->last = (struct progress_event){ call->function,
 					      progress_call_count(call),
 					      call->entry_ns,
@@ -580,7 +588,7 @@ struct progress_comm *progress_model_add_call(struct progress_model *model,
 	}
 	if (!place_rank(comm, rank, call))
 		return comm;
-	add_collective(model, comm, rank, call->rank, call);
+	add_collective(comm, rank, call->rank, process, call);
 	if (call->flags & TRACE_CALL_OPEN)
 		remember_open_call(rank, call, rank->collectives - 1);
 	*completed_step = complete_steps(model, comm);

@@ -261,6 +261,15 @@ void progress_model_free(struct progress_model *model);
 struct progress_comm *progress_model_add_call(struct progress_model *model,
 					      const struct trace_nccl_call *call,
 					      int64_t *completed_step);
+/*
+ * The same for a call of 'process', the model's entry of the call's pid
+ * (progress_process_of, kept by the caller; NULL when the model keeps no
+ * more processes).
+ */
+struct progress_comm *progress_model_add_process_call(struct progress_model *model,
+						      struct progress_process *process,
+						      const struct trace_nccl_call *call,
+						      int64_t *completed_step);
 
 /* A process exited: its communicators are done, not stuck. */
 void progress_model_process_ended(struct progress_model *model, uint32_t pid);

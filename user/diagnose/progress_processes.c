@@ -24,10 +24,8 @@ struct progress_process *progress_process_of(struct progress_model *model, uint3
 	return process;
 }
 
-void progress_process_remember(struct progress_model *model, const struct trace_nccl_call *call)
+void progress_process_remember(struct progress_process *process, const struct trace_nccl_call *call)
 {
-	struct progress_process *process = progress_process_of(model, call->pid);
-
 	if (process)
 		process->calls[process->call_count++ % PROGRESS_CALLS_KEPT] =
 			(struct progress_call_mark){ call->comm_id, call->function, call->seq };
@@ -99,13 +97,9 @@ bool progress_call_counts_inside(const struct trace_nccl_call *call)
 	return call->depth == 0 && !(call->flags & (TRACE_CALL_OPEN | TRACE_CALL_WORK_AWAITED));
 }
 
-void progress_process_count_inside(struct progress_model *model, const struct trace_nccl_call *call)
+void progress_process_count_inside(struct progress_process *process,
+				   const struct trace_nccl_call *call)
 {
-	struct progress_process *process;
-
-	if (!progress_call_counts_inside(call))
-		return;
-	process = progress_process_of(model, call->pid);
-	if (process)
+	if (process && progress_call_counts_inside(call))
 		process->inside_ns += call->duration_ns;
 }

@@ -11,11 +11,15 @@
 
 #include "diagnose/progress_model.h"
 
-/* The process's entry, added when new; NULL when PROGRESS_PROCESSES_MAX are kept. */
+/*
+ * The process's entry, added when new; NULL when PROGRESS_PROCESSES_MAX are
+ * kept. It stays where it is while the model lives.
+ */
 struct progress_process *progress_process_of(struct progress_model *model, uint32_t pid);
 
-/* A communication call the process made (seen for the first time), in its order. */
-void progress_process_remember(struct progress_model *model, const struct trace_nccl_call *call);
+/* A communication call the process made (seen for the first time), in its order; NULL: none. */
+void progress_process_remember(struct progress_process *process,
+			       const struct trace_nccl_call *call);
 
 /*
  * Whether a call's duration is time its thread spent inside it: one made
@@ -25,7 +29,7 @@ void progress_process_remember(struct progress_model *model, const struct trace_
 bool progress_call_counts_inside(const struct trace_nccl_call *call);
 
 /* A call of the process returned (depth 0): its time inside calls grows by its duration. */
-void progress_process_count_inside(struct progress_model *model,
+void progress_process_count_inside(struct progress_process *process,
 				   const struct trace_nccl_call *call);
 
 #endif /* TCHECK_PROGRESS_PROCESSES_H */

@@ -4,7 +4,7 @@
 
 #include "diagnose/step_stall_detector.h"
 
-static struct step_stall_process *process_of(struct step_stall_detector *detector, uint32_t pid)
+struct step_stall_process *step_stall_process(struct step_stall_detector *detector, uint32_t pid)
 {
 	struct step_stall_process *process;
 
@@ -29,16 +29,12 @@ static void active(struct step_stall_detector *detector, struct step_stall_proce
 	}
 }
 
-void step_stall_python(struct step_stall_detector *detector, const struct trace_python_call *call,
-		       int64_t time_shift_ns)
+void step_stall_python(struct step_stall_detector *detector, struct step_stall_process *process,
+		       const struct trace_python_call *call, int64_t time_shift_ns)
 {
-	struct step_stall_process *process;
 	uint64_t entry_ns = (uint64_t)((int64_t)call->entry_ns + time_shift_ns);
 
-	if (call->flags & TRACE_PYTHON_UNCAUGHT)
-		return;
-	process = process_of(detector, call->pid);
-	if (!process)
+	if (!process || (call->flags & TRACE_PYTHON_UNCAUGHT))
 		return;
 	active(detector, process, entry_ns + call->duration_ns);
 	if (call->step <= process->step)
@@ -51,19 +47,16 @@ void step_stall_python(struct step_stall_detector *detector, const struct trace_
 	process->step_since_ns = entry_ns;
 }
 
-void step_stall_nccl(struct step_stall_detector *detector, const struct trace_nccl_call *call)
+void step_stall_nccl(struct step_stall_detector *detector, struct step_stall_process *process,
+		     const struct trace_nccl_call *call)
 {
-	struct step_stall_process *process = process_of(detector, call->pid);
-
 	if (process)
 		active(detector, process,
 		       call->entry_ns + ((call->flags & TRACE_CALL_OPEN) ? 0 : call->duration_ns));
 }
 
-void step_stall_process_ended(struct step_stall_detector *detector, uint32_t pid)
+void step_stall_process_ended(struct step_stall_process *process)
 {
-	struct step_stall_process *process = process_of(detector, pid);
-
 	if (process)
 		process->ended = true;
 }

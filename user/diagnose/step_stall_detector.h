@@ -41,11 +41,21 @@ struct step_stall_detector {
 	bool reported; /* the current stall was reported; any activity ends it */
 };
 
-/* 'time_shift_ns' is added to the call's times (traces of several hosts on one clock). */
-void step_stall_python(struct step_stall_detector *detector, const struct trace_python_call *call,
-		       int64_t time_shift_ns);
-void step_stall_nccl(struct step_stall_detector *detector, const struct trace_nccl_call *call);
-void step_stall_process_ended(struct step_stall_detector *detector, uint32_t pid);
+/*
+ * The process's entry, added when new; NULL when STEP_STALL_PROCESSES are
+ * kept. It stays where it is while the detector lives.
+ */
+struct step_stall_process *step_stall_process(struct step_stall_detector *detector, uint32_t pid);
+
+/*
+ * A call of 'process' (its entry; NULL: nothing). 'time_shift_ns' is added
+ * to the call's times (traces of several hosts on one clock).
+ */
+void step_stall_python(struct step_stall_detector *detector, struct step_stall_process *process,
+		       const struct trace_python_call *call, int64_t time_shift_ns);
+void step_stall_nccl(struct step_stall_detector *detector, struct step_stall_process *process,
+		     const struct trace_nccl_call *call);
+void step_stall_process_ended(struct step_stall_process *process);
 
 /*
  * At the model's current time: true with 'report' filled (a hang with
