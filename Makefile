@@ -278,9 +278,10 @@ LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*
 # The daemon's own code and the fuzz targets; other tests are checked by the compiler,
 # cppcheck and by running.
 TIDY_SOURCES = $(wildcard user/*.c user/*/*.c infer/*.c tools/bench/*.c tests/fuzz/*.c)
-lint: $(SKELETONS) $(OUTPUT)/build_commit.h
+lint: $(SKELETONS) $(OUTPUT)/build_commit.h $(USER_OBJECTS)
 	clang-format --dry-run --Werror $(LINT_SOURCES)
 	python3 tools/check-layers.py .
+	python3 tools/check-circles.py $(USER_OBJECTS)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem --inline-suppr -D__x86_64__ \
 		-Iinclude -Iuser -I. -Itests/fuzz user infer tests/unit tests/nccl_double tests/workloads \

@@ -83,53 +83,51 @@ void python_losses_count_unnamed(struct python_tracer_losses *losses, uint32_t p
 		    pid);
 }
 
-void python_losses_report(const struct python_tracer *tracer, uint64_t kernel_drops)
+void python_losses_report(const struct python_tracer_losses *losses, uint64_t kernel_drops)
 {
 	char sentences[PYTHON_LOSSES_SENTENCES][320];
-	struct python_tracer_losses losses;
 	size_t count;
 
-	python_tracer_get_losses(tracer, &losses);
-	count = python_losses_sentences(&losses, kernel_drops, sentences);
+	count = python_losses_sentences(losses, kernel_drops, sentences);
 	for (size_t i = 0; i < count; i++)
 		log_warning("%s", sentences[i]);
 	/* Mostly module bodies run once at import and freed at once: not a warning. */
-	if (losses.unnamed_calls)
+	if (losses->unnamed_calls)
 		log_info("%llu Python calls were of code objects freed before they could be named "
 			 "(module bodies run at import, short-lived functions): not recorded",
-			 (unsigned long long)losses.unnamed_calls);
+			 (unsigned long long)losses->unnamed_calls);
 	/*
 	 * The trace shows these frames as such; freed module bodies make most of
 	 * them: about the recording, not the job (-v).
 	 */
-	if (losses.unnamed_callers)
+	if (losses->unnamed_callers)
 		log_info("%llu callers in the Python stacks of recorded calls are written as "
 			 "\"" PYTHON_UNREADABLE_FRAME "\": their code objects were freed (module "
 			 "bodies run at import) or their process had ended before they were read",
-			 (unsigned long long)losses.unnamed_callers);
-	if (losses.device_contents)
+			 (unsigned long long)losses->unnamed_callers);
+	if (losses->device_contents)
 		log_notice(
 			"%llu torch operators worked on tensors in device memory, which is not "
 			"read: replicas are compared by their update operators and scalars only, "
 			"not by their parameters' contents",
-			(unsigned long long)losses.device_contents);
-	if (losses.unread_module_classes)
+			(unsigned long long)losses->device_contents);
+	if (losses->unread_module_classes)
 		log_notice("%llu module calls are recorded without their module's class: the type "
 			   "of their self argument could not be read from the process",
-			   (unsigned long long)losses.unread_module_classes);
-	if (losses.unplaced_modules)
+			   (unsigned long long)losses->unread_module_classes);
+	if (losses->unplaced_modules)
 		log_notice("%llu module calls are recorded with their class but no attribute path: "
 			   "their module was not found under the top module of their thread, or "
 			   "the module dicts could not be read (CPython 3.11 to 3.14 are read)",
-			   (unsigned long long)losses.unplaced_modules);
-	if (losses.backward_ends_missed)
+			   (unsigned long long)losses->unplaced_modules);
+	if (losses->backward_ends_missed)
 		log_notice("%llu backward passes have no end in the trace (an exception left "
 			   "them, the recording stopped inside, or they returned by a path the "
 			   "probes do not cover): recorded at their start only",
-			   (unsigned long long)losses.backward_ends_missed);
-	if (losses.unreadable_contents)
+			   (unsigned long long)losses->backward_ends_missed);
+	if (losses->unreadable_contents)
 		log_notice("the contents of %llu torch operators' tensors could not be read "
 			   "(freed, or laid out otherwise than in torch 1.13 and 2.x): no digest "
 			   "for them",
-			   (unsigned long long)losses.unreadable_contents);
+			   (unsigned long long)losses->unreadable_contents);
 }

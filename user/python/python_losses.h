@@ -37,7 +37,7 @@ void python_losses_count_unnamed(struct python_tracer_losses *losses, uint32_t p
 /* An event of a process whose Python was not followed: counted, its pid kept. */
 void python_losses_count_unfollowed(struct python_tracer_losses *losses, uint32_t pid);
 
-/* Warns of each loss of the tracer's (nothing when there was none). */
-void python_losses_report(const struct python_tracer *tracer, uint64_t kernel_drops);
+/* Warns of each of the tracer's losses (python_tracer_get_losses; nothing when there was none). */
+void python_losses_report(const struct python_tracer_losses *losses, uint64_t kernel_drops);
 
 #endif /* TCHECK_PYTHON_LOSSES_H */

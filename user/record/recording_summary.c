@@ -35,8 +35,12 @@ void recording_report_losses(struct python_tracer *python, const uint64_t *count
 	if (counters[TCHECK_COUNTER_PROCESS_DROPS])
 		log_warning("%llu process notices were lost",
 			    (unsigned long long)counters[TCHECK_COUNTER_PROCESS_DROPS]);
-	if (python)
-		python_losses_report(python, counters[TCHECK_COUNTER_PYTHON_DROPS]);
+	if (python) {
+		struct python_tracer_losses losses;
+
+		python_tracer_get_losses(python, &losses);
+		python_losses_report(&losses, counters[TCHECK_COUNTER_PYTHON_DROPS]);
+	}
 }
 
 void recording_report_totals(const struct recording_counts *counts, const char *output_path)

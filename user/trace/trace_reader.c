@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +20,6 @@
 #include "base/growable_array.h"
 #include "trace/trace_reader_state.h"
 #include "trace/trace_record_kinds.h"
-
-int trace_reader_fail(struct trace_reader *reader, int err, const char *format, ...)
-{
-	va_list arguments;
-
-	va_start(arguments, format);
-	vsnprintf(reader->error, sizeof(reader->error), format, arguments);
-	va_end(arguments);
-	reader->failure = err;
-	return err;
-}
 
 void trace_reader_update_note(struct trace_reader *reader)
 {
