@@ -221,7 +221,8 @@ static void close_step(struct contain_checker *checker, struct step_state *state
 	state->child_count = 0;
 }
 
-static int track_step(struct contain_checker *checker, const struct infer_event *event)
+static int track_step(struct contain_checker *checker, const struct infer_event *event,
+		      void **cached)
 {
 	struct step_state *state;
 	int added;
@@ -229,7 +230,8 @@ static int track_step(struct contain_checker *checker, const struct infer_event 
 
 	if (event->step < 0)
 		return 0;
-	state = u64_map_get_or_add(&checker->steps, event->pid, sizeof(*state), &added);
+	state = u64_map_get_or_add_cached(&checker->steps, event->pid, sizeof(*state), &added,
+					  cached);
 	if (!state)
 		return -ENOMEM;
 	if (added) {
@@ -269,7 +271,8 @@ static int track_step(struct contain_checker *checker, const struct infer_event 
 	return 0;
 }
 
-int contain_checker_observe(struct contain_checker *checker, const struct infer_event *event)
+int contain_checker_observe(struct contain_checker *checker, const struct infer_event *event,
+			    void **cached)
 {
 	if (checker->has_scope_rules) {
 		if (event_contain_is_parent(event))
@@ -280,7 +283,7 @@ int contain_checker_observe(struct contain_checker *checker, const struct infer_
 		    log_operation(checker, event))
 			return -ENOMEM;
 	}
-	return checker->has_step_rules ? track_step(checker, event) : 0;
+	return checker->has_step_rules ? track_step(checker, event, cached) : 0;
 }
 
 void contain_checker_finish(struct contain_checker *checker)

@@ -27,8 +27,12 @@ struct contain_checker;
 struct contain_checker *contain_checker_new(struct rule_set *rules, contain_violation_fn report,
 					    void *context,
 					    const struct gradient_clearing *clearing);
-/* 0 or -ENOMEM. */
-int contain_checker_observe(struct contain_checker *checker, const struct infer_event *event);
+/*
+ * 'cached' is the caller's slot for the event's process (NULL: looked up
+ * each time, u64_map_get_or_add_cached). 0 or -ENOMEM.
+ */
+int contain_checker_observe(struct contain_checker *checker, const struct infer_event *event,
+			    void **cached);
 /* Checks the steps still open. */
 void contain_checker_finish(struct contain_checker *checker);
 void contain_checker_free(struct contain_checker *checker);

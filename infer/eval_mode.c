@@ -49,26 +49,24 @@ static uint64_t process_key(const struct infer_event *event)
 }
 
 int eval_mode_observe(struct eval_mode_tracker *tracker, const struct infer_event *event,
-		      eval_mode_example_fn example, void *context)
+		      void **cached, eval_mode_example_fn example, void *context)
 {
-	uint64_t key = process_key(event);
 	struct eval_mode_phase *phase;
 	int result = 0;
 
 	if (!eval_mode_wants(event))
 		return 0;
+	/* Made at the process's first flagged call, whatever its stage: it holds no call yet. */
+	phase = u64_map_get_or_add_cached(&tracker->processes, process_key(event), sizeof(*phase),
+					  NULL, cached);
+	if (!phase)
+		return -ENOMEM;
 	if (event->stage == TRACE_STAGE_EVAL) {
-		phase = u64_map_get_or_add(&tracker->processes, key, sizeof(*phase), NULL);
-		if (!phase)
-			return -ENOMEM;
 		if (phase->count < EVAL_MODE_PHASE_CALLS_MAX)
 			phase->calls[phase->count++] = *event;
 		return 0;
 	}
 	if (event->stage != TRACE_STAGE_TRAIN)
-		return 0;
-	phase = u64_map_get(&tracker->processes, key);
-	if (!phase)
 		return 0;
 	/* Training again: the calls kept were an evaluation phase's. */
 	for (size_t i = 0; i < phase->count && !result; i++)
@@ -159,7 +157,7 @@ int infer_eval_mode(struct rule_set *rules, const struct infer_event *events, si
 	if (!failed)
 		qsort(order, wanted, sizeof(*order), infer_event_order_by_process_step);
 	for (size_t i = 0; i < wanted && !failed; i++)
-		failed = eval_mode_observe(&tracker, order[i], collect_example, &examples);
+		failed = eval_mode_observe(&tracker, order[i], NULL, collect_example, &examples);
 	/* One rule per operator: the names of the passing examples, each once. */
 	names = malloc((examples.passing_count ? examples.passing_count : 1) * sizeof(*names));
 	if (!failed && !names)

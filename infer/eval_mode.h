@@ -51,11 +51,12 @@ const char *eval_mode_flag_field(const struct infer_event *event);
 /*
  * Follows one event of a process, in the process's order. A flagged call in
  * stage eval is kept; one in stage train ends the evaluation phase and
- * hands each call kept to 'example'. Returns 0, -ENOMEM, or what 'example'
- * returned when not 0.
+ * hands each call kept to 'example'. 'cached' is the caller's slot for the
+ * event's process (NULL: looked up each time, u64_map_get_or_add_cached).
+ * Returns 0, -ENOMEM, or what 'example' returned when not 0.
  */
 int eval_mode_observe(struct eval_mode_tracker *tracker, const struct infer_event *event,
-		      eval_mode_example_fn example, void *context);
+		      void **cached, eval_mode_example_fn example, void *context);
 
 /*
  * Finds the EvalModeRespected invariants of 'events' (one rule per flagged

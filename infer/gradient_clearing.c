@@ -91,7 +91,8 @@ static void start_step(struct clearing_step *state, int32_t step)
 	state->adds_overflowed = false;
 }
 
-int gradient_clearing_observe(struct gradient_clearing *clearing, const struct infer_event *event)
+int gradient_clearing_observe(struct gradient_clearing *clearing, const struct infer_event *event,
+			      void **cached)
 {
 	struct clearing_step *state;
 	int added;
@@ -101,7 +102,8 @@ int gradient_clearing_observe(struct gradient_clearing *clearing, const struct i
 
 	if (event->step < 0 || event->kind != INFER_EVENT_PYTHON)
 		return 0;
-	state = u64_map_get_or_add(&clearing->processes, event->pid, sizeof(*state), &added);
+	state = u64_map_get_or_add_cached(&clearing->processes, event->pid, sizeof(*state), &added,
+					  cached);
 	if (!state)
 		return -ENOMEM;
 	if (added) {

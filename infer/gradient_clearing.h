@@ -47,8 +47,13 @@ bool gradient_clearing_runs_before(const struct infer_event *event,
 void gradient_clearing_init(struct gradient_clearing *clearing);
 void gradient_clearing_free(struct gradient_clearing *clearing);
 
-/* Takes one event (any kind; events of a step come in any order). 0 or -ENOMEM. */
-int gradient_clearing_observe(struct gradient_clearing *clearing, const struct infer_event *event);
+/*
+ * Takes one event (any kind; events of a step come in any order); 'cached' is
+ * the caller's slot for the event's process (NULL: looked up each time,
+ * u64_map_get_or_add_cached). 0 or -ENOMEM.
+ */
+int gradient_clearing_observe(struct gradient_clearing *clearing, const struct infer_event *event,
+			      void **cached);
 
 /*
  * Whether step 'step' of process 'pid' (its current step or the one it

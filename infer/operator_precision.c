@@ -144,10 +144,9 @@ static uint64_t process_key(const struct infer_event *event)
 }
 
 int operator_precision_observe(struct operator_precision_tracker *tracker,
-			       const struct infer_event *event,
+			       const struct infer_event *event, void **cached,
 			       operator_precision_example_fn example, void *context)
 {
-	uint64_t key = process_key(event);
 	struct operator_precision_step *state;
 	const char *shape;
 	int added, result = 0;
@@ -155,7 +154,8 @@ int operator_precision_observe(struct operator_precision_tracker *tracker,
 	if (!operator_precision_wants(event))
 		return 0;
 	shape = weight_shape(event);
-	state = u64_map_get_or_add(&tracker->processes, key, sizeof(*state), &added);
+	state = u64_map_get_or_add_cached(&tracker->processes, process_key(event), sizeof(*state),
+					  &added, cached);
 	if (!state)
 		return -ENOMEM;
 	if (added)
@@ -266,7 +266,8 @@ int infer_operator_precision(struct rule_set *rules, const struct infer_event *e
 	if (!failed)
 		qsort(order, wanted, sizeof(*order), infer_event_order_by_process_step);
 	for (size_t i = 0; i < wanted && !failed; i++)
-		failed = operator_precision_observe(&tracker, order[i], collect_example, &examples);
+		failed = operator_precision_observe(&tracker, order[i], NULL, collect_example,
+						    &examples);
 	if (!failed)
 		failed = operator_precision_finish(&tracker, collect_example, &examples);
 	for (size_t i = 0; i < examples.passing_count && !failed; i++) {

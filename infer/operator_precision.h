@@ -63,11 +63,13 @@ bool operator_precision_wants(const struct infer_event *event);
  * Follows one event of a process, in the process's order. A step the
  * process has left is handed to 'example', one call per operator: the call
  * on autocast's cast weight stands for its wrapper, without its
- * requires_grad (a cast copy is no frozen weight). Returns 0, -ENOMEM, or
- * what 'example' returned when not 0.
+ * requires_grad (a cast copy is no frozen weight). 'cached' is the caller's
+ * slot for the event's process (NULL: looked up each time,
+ * u64_map_get_or_add_cached). Returns 0, -ENOMEM, or what 'example'
+ * returned when not 0.
  */
 int operator_precision_observe(struct operator_precision_tracker *tracker,
-			       const struct infer_event *event,
+			       const struct infer_event *event, void **cached,
 			       operator_precision_example_fn example, void *context);
 
 /* Hands every step still open to 'example' (the end of the trace). */

@@ -70,6 +70,7 @@ struct rank_job {
 /* When a rank's last event happened: a rank quiet for RANK_QUIET_NS is waited for no more. */
 struct rank_seen {
 	uint64_t last_ns;
+	int32_t nranks; /* of the job it is counted in */
 };
 
 /*
@@ -133,22 +134,31 @@ static uint64_t job_key(uint32_t pipeline, int32_t nranks)
 	return fnv1a_add_u64(fnv1a_add_u64(7, pipeline), (uint64_t)(int64_t)nranks);
 }
 
-/* Counts the process of an event of a rank among its job's, seen now; 0 or -ENOMEM. */
-static int see_rank(struct rank_updates *updates, const struct infer_event *event)
+/*
+ * Counts the process of an event of a rank among its job's, seen now; 0 or
+ * -ENOMEM. 'cached' (may be NULL) keeps its note while the job's size stays.
+ */
+static int see_rank(struct rank_updates *updates, const struct infer_event *event, void **cached)
 {
-	uint64_t key = job_key(event->pipeline, event->nranks);
 	uint64_t at = event->exit_ns > event->entry_ns ? event->exit_ns : event->entry_ns;
+	struct rank_seen *seen = cached ? *cached : NULL;
+	struct rank_job *job;
 	int added;
-	struct rank_job *job = u64_map_get_or_add(&updates->jobs, key, sizeof(*job), &added);
-	struct rank_seen *seen;
 
-	if (!job)
-		return -ENOMEM;
-	if (added)
-		u64_map_init(&job->pids);
-	seen = u64_map_get_or_add(&job->pids, event->pid, sizeof(*seen), NULL);
-	if (!seen)
-		return -ENOMEM;
+	if (!seen || seen->nranks != event->nranks) {
+		job = u64_map_get_or_add(&updates->jobs, job_key(event->pipeline, event->nranks),
+					 sizeof(*job), &added);
+		if (!job)
+			return -ENOMEM;
+		if (added)
+			u64_map_init(&job->pids);
+		seen = u64_map_get_or_add(&job->pids, event->pid, sizeof(*seen), NULL);
+		if (!seen)
+			return -ENOMEM;
+		seen->nranks = event->nranks;
+		if (cached)
+			*cached = seen;
+	}
 	if (at > seen->last_ns)
 		seen->last_ns = at;
 	return 0;
@@ -345,7 +355,7 @@ static void start_step(struct rank_updates *updates, struct process_updates *sta
 }
 
 int rank_updates_observe(struct rank_updates *updates, const struct infer_event *event,
-			 struct infer_event *finished)
+			 struct rank_updates_cache *cache, struct infer_event *finished)
 {
 	uint64_t key = fnv1a_add_u64(fnv1a_add_u64(3, event->pipeline), event->pid);
 	struct process_updates *state;
@@ -353,11 +363,13 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 	int added, result = 0;
 	uint32_t i;
 
-	if (event->rank >= 0 && event->nranks >= 2 && see_rank(updates, event))
+	if (event->rank >= 0 && event->nranks >= 2 &&
+	    see_rank(updates, event, cache ? &cache->seen : NULL))
 		return -ENOMEM;
 	if (!rank_updates_wants(event))
 		return 0;
-	state = u64_map_get_or_add(&updates->processes, key, sizeof(*state), &added);
+	state = u64_map_get_or_add_cached(&updates->processes, key, sizeof(*state), &added,
+					  cache ? &cache->process : NULL);
 	if (!state)
 		return -ENOMEM;
 	if (added)

@@ -82,9 +82,15 @@ bool rank_updates_wants(const struct infer_event *event);
  * 'finished' (kind INFER_EVENT_STEP, its signature as the field "updates",
  * the shapes its optimizer updated as RANK_UPDATES_SHARD_FIELD) and 1 is returned; else 0; -ENOMEM
  * when out of memory. A process's last step stays open: it may have been cut short.
+ * 'cache' holds the caller's slots for the event's process (NULL: looked up
+ * each time; u64_map_get_or_add_cached).
  */
+struct rank_updates_cache {
+	void *process; /* its steps so far */
+	void *seen;    /* when it was last seen among its job's ranks */
+};
 int rank_updates_observe(struct rank_updates *updates, const struct infer_event *event,
-			 struct infer_event *finished);
+			 struct rank_updates_cache *cache, struct infer_event *finished);
 
 /* A rank's step whose signature differs from 'peer', the first rank's step of that job step. */
 typedef void (*rank_updates_differs_fn)(void *context, const struct infer_event *step,

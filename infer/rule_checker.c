@@ -47,6 +47,22 @@ struct update_step {
 	struct scalars_history scalars; /* what its last optimizer step applied */
 };
 
+/*
+ * A process the checker has seen (its trace and pid): each tracker's state
+ * for it, kept here by the tracker the first time it takes an event of the
+ * process (u64_map_get_or_add_cached), so that an event's process is looked
+ * up once, here, and in no tracker's table.
+ */
+struct checked_process {
+	void *step;	 /* struct process_step: APISequence */
+	void *updates;	 /* struct update_step: the rules on updates */
+	void *clearing;	 /* gradient_clearing's */
+	void *eval_mode; /* eval_mode's */
+	void *precision; /* operator_precision's */
+	void *contain;	 /* contain_checker's step */
+	struct rank_updates_cache rank;
+};
+
 struct rule_checker {
 	struct rule_set *rules;
 	rule_violation_fn report;
@@ -54,6 +70,7 @@ struct rule_checker {
 	struct u64_map groups;	    /* key hash -> struct group list */
 	struct u64_map occurrences; /* hash (pid, name, step) -> count + 1 */
 	struct u64_map processes;   /* pid -> struct process_step */
+	struct u64_map checked;	    /* (trace, pid) -> struct checked_process */
 	struct contain_checker *contains;
 	struct process_uses uses; /* what each process has called so far */
 	/* steps that cleared their gradients without zero_grad */
@@ -94,6 +111,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	u64_map_init(&checker->groups);
 	u64_map_init(&checker->occurrences);
 	u64_map_init(&checker->processes);
+	u64_map_init(&checker->checked);
 	process_uses_init(&checker->uses);
 	u64_map_init(&checker->update_steps);
 	eval_mode_tracker_init(&checker->eval_mode);
@@ -348,26 +366,24 @@ static void close_step(struct rule_checker *checker, struct process_step *state)
 	state->name_count = 0;
 }
 
-static int track_step(struct rule_checker *checker, const struct infer_event *event)
+static int track_step(struct rule_checker *checker, const struct infer_event *event,
+		      struct checked_process *process)
 {
 	struct process_step *state;
+	int added;
 	uint32_t n;
 
 	if (!checker->has_sequences || event->kind != INFER_EVENT_PYTHON ||
 	    ((event->flags & TRACE_PYTHON_TORCH_OP) && !checker->has_operator_sequences) ||
 	    event->step < 0)
 		return 0;
-	state = u64_map_get(&checker->processes, event->pid);
-	if (!state) {
-		state = calloc(1, sizeof(*state));
-		if (!state)
-			return -ENOMEM;
+	state = u64_map_get_or_add_cached(&checker->processes, event->pid, sizeof(*state), &added,
+					  &process->step);
+	if (!state)
+		return -ENOMEM;
+	if (added) {
 		state->pid = event->pid;
 		state->step = event->step;
-		if (u64_map_put(&checker->processes, event->pid, state)) {
-			free(state);
-			return -ENOMEM;
-		}
 	}
 	if (event->step > state->step) {
 		close_step(checker, state);
@@ -471,7 +487,8 @@ static int close_update_step(struct rule_checker *checker, struct update_step *s
 	return failed;
 }
 
-static int track_update_step(struct rule_checker *checker, const struct infer_event *event)
+static int track_update_step(struct rule_checker *checker, const struct infer_event *event,
+			     struct checked_process *process)
 {
 	struct update_step *state;
 	int added;
@@ -481,7 +498,8 @@ static int track_update_step(struct rule_checker *checker, const struct infer_ev
 	      (checker->has_requires_grad_updates && requires_grad_updates_wants(event)) ||
 	      (checker->has_scalars_steady && scalars_steady_wants(event))))
 		return 0;
-	state = u64_map_get_or_add(&checker->update_steps, event->pid, sizeof(*state), &added);
+	state = u64_map_get_or_add_cached(&checker->update_steps, event->pid, sizeof(*state),
+					  &added, &process->updates);
 	if (!state)
 		return -ENOMEM;
 	if (added) {
@@ -520,14 +538,15 @@ static void judge_rank_updates(void *context, const struct infer_event *step,
 }
 
 /* A rank's finished step against the same step of the job's other ranks. */
-static int track_rank_updates(struct rule_checker *checker, const struct infer_event *event)
+static int track_rank_updates(struct rule_checker *checker, const struct infer_event *event,
+			      struct checked_process *process)
 {
 	struct infer_event finished;
 	int result;
 
 	if (!checker->has_rank_updates)
 		return 0;
-	result = rank_updates_observe(&checker->rank_updates, event, &finished);
+	result = rank_updates_observe(&checker->rank_updates, event, &process->rank, &finished);
 	if (result <= 0)
 		return result;
 	result = rank_updates_join(&checker->rank_updates, &finished, judge_rank_updates, checker);
@@ -536,28 +555,34 @@ static int track_rank_updates(struct rule_checker *checker, const struct infer_e
 
 int rule_checker_observe(struct rule_checker *checker, const struct trace_record *record)
 {
+	struct checked_process *process;
 	struct infer_event event;
 	int converted = infer_event_from_record(checker->rules->pool, record, &event);
 
 	if (converted <= 0)
 		return converted < 0 ? -ENOMEM : 0;
 	checker->events++;
-	if (process_uses_add(&checker->uses, &event) ||
-	    gradient_clearing_observe(&checker->clearing, &event))
+	/* The one look-up of the event's process: each tracker is handed its slot. */
+	process = u64_map_get_or_add(&checker->checked, (uint64_t)event.pipeline << 32 | event.pid,
+				     sizeof(*process), NULL);
+	if (!process || process_uses_add(&checker->uses, &event) ||
+	    gradient_clearing_observe(&checker->clearing, &event, &process->clearing))
 		return -ENOMEM;
 	check_constants(checker, &event);
 	if (checker->has_eval_mode &&
-	    eval_mode_observe(&checker->eval_mode, &event, judge_eval_mode, checker) < 0)
+	    eval_mode_observe(&checker->eval_mode, &event, &process->eval_mode, judge_eval_mode,
+			      checker) < 0)
 		return -ENOMEM;
 	if (checker->has_operator_precision &&
-	    operator_precision_observe(&checker->operator_precision, &event,
+	    operator_precision_observe(&checker->operator_precision, &event, &process->precision,
 				       judge_operator_precision, checker) < 0)
 		return -ENOMEM;
 	if (check_consistent(checker, &event) ||
-	    contain_checker_observe(checker->contains, &event) ||
-	    track_update_step(checker, &event) || track_rank_updates(checker, &event))
+	    contain_checker_observe(checker->contains, &event, &process->contain) ||
+	    track_update_step(checker, &event, process) ||
+	    track_rank_updates(checker, &event, process))
 		return -ENOMEM;
-	return track_step(checker, &event);
+	return track_step(checker, &event, process);
 }
 
 void rule_checker_tick(struct rule_checker *checker, uint64_t now_ns)
@@ -621,6 +646,7 @@ void rule_checker_free(struct rule_checker *checker)
 	u64_map_free(&checker->groups);
 	u64_map_free(&checker->occurrences);
 	u64_map_free(&checker->processes);
+	u64_map_free_with_values(&checker->checked);
 	for (size_t i = 0; u64_map_next(&checker->update_steps, &i, &key, &value);) {
 		struct update_step *state = value;
 

@@ -105,7 +105,7 @@ int inference_rank_updates(struct inference *inference, const struct infer_event
 		order[i] = &inference->events[i];
 	qsort(order, inference->count, sizeof(*order), infer_event_order_by_process_step);
 	for (size_t i = 0; i < inference->count && !failed; i++) {
-		int finished = rank_updates_observe(&updates, order[i], &steps[step_count]);
+		int finished = rank_updates_observe(&updates, order[i], NULL, &steps[step_count]);
 
 		if (finished < 0)
 			failed = finished;

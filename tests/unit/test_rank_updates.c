@@ -120,7 +120,8 @@ UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
 				CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &event),
 						1);
 				CU_ASSERT_TRUE(rank_updates_wants(&event));
-				result = rank_updates_observe(&updates, &event, &finished[rank]);
+				result = rank_updates_observe(&updates, &event, NULL,
+							      &finished[rank]);
 				CU_ASSERT_TRUE(result == 0 || result == 1);
 				results[rank] += result;
 			}

@@ -74,6 +74,36 @@ UNIT_TEST(u64_map, frees_its_values_with_the_table)
 }
 
 /* A key's value made once, zeroed, and found again; other keys get values of their own. */
+/*
+ * Through a cache: the first call finds (or makes) the value and keeps it;
+ * later calls return it without a look-up, even once the map was given
+ * another value under the key; no cache is the map alone.
+ */
+UNIT_TEST(u64_map, get_or_add_cached_looks_up_once)
+{
+	struct u64_map map;
+	void *cached = NULL, *replacement = malloc(sizeof(uint64_t));
+	uint64_t *value;
+	int added = -1;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(replacement);
+	u64_map_init(&map);
+	value = u64_map_get_or_add_cached(&map, 5, sizeof(*value), &added, &cached);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(value);
+	CU_ASSERT_EQUAL(added, 1);
+	CU_ASSERT_PTR_EQUAL(cached, value);
+	/* The map changes under the key; the cache still answers with what it kept. */
+	CU_ASSERT_EQUAL(u64_map_put(&map, 5, replacement), 0);
+	CU_ASSERT_PTR_EQUAL(u64_map_get_or_add_cached(&map, 5, sizeof(*value), &added, &cached),
+			    value);
+	CU_ASSERT_EQUAL(added, 0);
+	CU_ASSERT_PTR_EQUAL(u64_map_get_or_add_cached(&map, 5, sizeof(*value), &added, NULL),
+			    replacement);
+	CU_ASSERT_EQUAL(added, 0);
+	free(value);
+	u64_map_free_with_values(&map);
+}
+
 UNIT_TEST(u64_map, get_or_add_makes_a_zeroed_value_once)
 {
 	struct u64_map map;

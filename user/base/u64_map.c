@@ -108,6 +108,22 @@ void *u64_map_get_or_add(struct u64_map *map, uint64_t key, size_t size, int *ad
 	return value;
 }
 
+void *u64_map_get_or_add_cached(struct u64_map *map, uint64_t key, size_t size, int *added,
+				void **cached)
+{
+	void *value;
+
+	if (cached && *cached) {
+		if (added)
+			*added = 0;
+		return *cached;
+	}
+	value = u64_map_get_or_add(map, key, size, added);
+	if (cached)
+		*cached = value;
+	return value;
+}
+
 void *u64_map_remove(struct u64_map *map, uint64_t key)
 {
 	size_t slot, next;

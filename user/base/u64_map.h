@@ -29,6 +29,16 @@ int u64_map_put(struct u64_map *map, uint64_t key, void *value);
  * put there, and *added set (added may be NULL). NULL when out of memory.
  */
 void *u64_map_get_or_add(struct u64_map *map, uint64_t key, size_t size, int *added);
+/*
+ * The same through a caller's cache of it ('cached' may be NULL: the map
+ * alone): *cached when set, without a look-up; else the map's value, kept in
+ * *cached. A value stays where it is until it is removed, so a caller with a
+ * table of its own (a slot per stage for one process) looks its key up once
+ * there, and not again in each stage's map. A cached value must not be
+ * removed from the map while the cache holds it.
+ */
+void *u64_map_get_or_add_cached(struct u64_map *map, uint64_t key, size_t size, int *added,
+				void **cached);
 /* Removes and returns the value, or NULL. */
 void *u64_map_remove(struct u64_map *map, uint64_t key);
 
