@@ -55,11 +55,18 @@ struct process_updates {
  */
 struct rank_group {
 	struct infer_event first;
+	uint64_t world; /* the job's world communicator, 0 unknown */
 	uint32_t members;
 	bool sharded;
 	struct infer_event *differing;
 	size_t differing_count, differing_capacity;
 	struct rank_group *next; /* same hash */
+};
+
+/* A process's widest communicator so far: its job's world. */
+struct process_world {
+	uint64_t comm_id;
+	int32_t nranks;
 };
 
 /* The ranks of one job (source, size) whose events the checker saw. */
@@ -102,6 +109,7 @@ int rank_updates_init(struct rank_updates *updates, struct string_pool *pool)
 	u64_map_init(&updates->processes);
 	u64_map_init(&updates->groups);
 	u64_map_init(&updates->jobs);
+	u64_map_init(&updates->worlds);
 	return updates->step_name && updates->field_name && updates->shard_field_name ? 0 : -ENOMEM;
 }
 
@@ -127,6 +135,45 @@ void rank_updates_free(struct rank_updates *updates)
 	u64_map_free(&updates->processes);
 	u64_map_free(&updates->groups);
 	u64_map_free(&updates->jobs);
+	u64_map_free_with_values(&updates->worlds);
+}
+
+static uint64_t process_key(uint32_t pipeline, uint32_t pid)
+{
+	return fnv1a_add_u64(fnv1a_add_u64(3, pipeline), pid);
+}
+
+/*
+ * Notes a communicator a process calls on (NCCL's, or c10d's): the widest
+ * is its job's world, shared by its ranks and by no other job's. 0 or
+ * -ENOMEM.
+ */
+static int see_communicator(struct rank_updates *updates, const struct infer_event *event,
+			    void **cached)
+{
+	struct process_world *world;
+
+	if (event->kind != INFER_EVENT_NCCL || !event->comm_id || event->nranks < 2)
+		return 0;
+	world = u64_map_get_or_add_cached(&updates->worlds,
+					  process_key(event->pipeline, event->pid), sizeof(*world),
+					  NULL, cached);
+	if (!world)
+		return -ENOMEM;
+	if (event->nranks > world->nranks) {
+		world->comm_id = event->comm_id;
+		world->nranks = event->nranks;
+	}
+	return 0;
+}
+
+/* The world communicator of a finished step's job, 0 when its process's is not known. */
+static uint64_t world_of(const struct rank_updates *updates, const struct infer_event *step)
+{
+	const struct process_world *world =
+		u64_map_get(&updates->worlds, process_key(step->pipeline, step->pid));
+
+	return world && world->nranks == step->nranks ? world->comm_id : 0;
 }
 
 static uint64_t job_key(uint32_t pipeline, int32_t nranks)
@@ -165,10 +212,12 @@ static int see_rank(struct rank_updates *updates, const struct infer_event *even
 }
 
 /*
- * How many ranks of a finished step's job this checker sees now (at least
- * 1): those with an event in the RANK_QUIET_NS before the step's end.
+ * How many ranks of a finished step's job (its world communicator 'world')
+ * this checker sees now (at least 1): those with an event in the
+ * RANK_QUIET_NS before the step's end.
  */
-static uint32_t ranks_seen(const struct rank_updates *updates, const struct infer_event *step)
+static uint32_t ranks_seen(const struct rank_updates *updates, const struct infer_event *step,
+			   uint64_t world)
 {
 	const struct rank_job *job =
 		u64_map_get(&updates->jobs, job_key(step->pipeline, step->nranks));
@@ -178,8 +227,12 @@ static uint32_t ranks_seen(const struct rank_updates *updates, const struct infe
 
 	for (size_t i = 0; job && u64_map_next(&job->pids, &i, &pid, &value);) {
 		const struct rank_seen *seen = value;
+		struct infer_event peer = { .pipeline = step->pipeline,
+					    .pid = (uint32_t)pid,
+					    .nranks = step->nranks };
 
-		count += seen->last_ns + RANK_QUIET_NS >= step->exit_ns;
+		count += seen->last_ns + RANK_QUIET_NS >= step->exit_ns &&
+			 world_of(updates, &peer) == world;
 	}
 	return count ? count : 1;
 }
@@ -357,7 +410,7 @@ static void start_step(struct rank_updates *updates, struct process_updates *sta
 int rank_updates_observe(struct rank_updates *updates, const struct infer_event *event,
 			 struct rank_updates_cache *cache, struct infer_event *finished)
 {
-	uint64_t key = fnv1a_add_u64(fnv1a_add_u64(3, event->pipeline), event->pid);
+	uint64_t key = process_key(event->pipeline, event->pid);
 	struct process_updates *state;
 	const char *what, *digest, *shape;
 	int added, result = 0;
@@ -365,6 +418,8 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 
 	if (event->rank >= 0 && event->nranks >= 2 &&
 	    see_rank(updates, event, cache ? &cache->seen : NULL))
+		return -ENOMEM;
+	if (see_communicator(updates, event, cache ? &cache->world : NULL))
 		return -ENOMEM;
 	if (!rank_updates_wants(event))
 		return 0;
@@ -435,11 +490,12 @@ static void remove_group(struct rank_updates *updates, uint64_t key, struct rank
 		(void)u64_map_put(&updates->groups, key, head);
 }
 
-static uint64_t group_key(const struct infer_event *step)
+static uint64_t group_key(const struct infer_event *step, uint64_t world)
 {
-	return fnv1a_add_u64(
-		fnv1a_add_u64(fnv1a_add_u64(5, step->pipeline), (uint64_t)(int64_t)step->nranks),
-		(uint64_t)(int64_t)step->step);
+	return fnv1a_add_u64(fnv1a_add_u64(fnv1a_add_u64(fnv1a_add_u64(5, step->pipeline),
+							 (uint64_t)(int64_t)step->nranks),
+					   world),
+			     (uint64_t)(int64_t)step->step);
 }
 
 /* Groups of the job at most this many are judged at once when a later step completes. */
@@ -450,7 +506,7 @@ static uint64_t group_key(const struct infer_event *step)
  * earlier steps some rank never finished are judged with the ranks that did.
  */
 static void judge_earlier_steps(struct rank_updates *updates, const struct infer_event *later,
-				rank_updates_differs_fn differs, void *context)
+				uint64_t world, rank_updates_differs_fn differs, void *context)
 {
 	struct rank_group *earlier[EARLIER_STEPS_MAX];
 	size_t count = 0;
@@ -462,10 +518,11 @@ static void judge_earlier_steps(struct rank_updates *updates, const struct infer
 		for (struct rank_group *group = value; group && count < EARLIER_STEPS_MAX;
 		     group = group->next)
 			if (group->first.pipeline == later->pipeline &&
-			    group->first.nranks == later->nranks && group->first.step < later->step)
+			    group->first.nranks == later->nranks && group->world == world &&
+			    group->first.step < later->step)
 				earlier[count++] = group;
 	for (size_t i = 0; i < count; i++) {
-		remove_group(updates, group_key(&earlier[i]->first), earlier[i]);
+		remove_group(updates, group_key(&earlier[i]->first, earlier[i]->world), earlier[i]);
 		judge_group(earlier[i], differs, context);
 		free_group(earlier[i]);
 	}
@@ -490,11 +547,13 @@ static int add_member(struct rank_group *group, const struct infer_event *finish
 int rank_updates_join(struct rank_updates *updates, const struct infer_event *finished,
 		      rank_updates_differs_fn differs, void *context)
 {
-	uint64_t key = group_key(finished);
+	uint64_t world = world_of(updates, finished);
+	uint64_t key = group_key(finished, world);
 	struct rank_group *head = u64_map_get(&updates->groups, key), *group;
-	uint32_t expected = ranks_seen(updates, finished);
+	uint32_t expected = ranks_seen(updates, finished, world);
 
-	for (group = head; group && !same_step(&group->first, finished); group = group->next)
+	for (group = head; group && !(group->world == world && same_step(&group->first, finished));
+	     group = group->next)
 		;
 	if (group) {
 		if (add_member(group, finished))
@@ -504,6 +563,7 @@ int rank_updates_join(struct rank_updates *updates, const struct infer_event *fi
 		if (!group)
 			return -ENOMEM;
 		group->first = *finished;
+		group->world = world;
 		group->members = 1;
 		group->next = head;
 		if (u64_map_put(&updates->groups, key, group)) {
@@ -517,7 +577,7 @@ int rank_updates_join(struct rank_updates *updates, const struct infer_event *fi
 		return 0;
 	remove_group(updates, key, group);
 	judge_group(group, differs, context);
-	judge_earlier_steps(updates, finished, differs, context);
+	judge_earlier_steps(updates, finished, world, differs, context);
 	free_group(group);
 	return 1;
 }

@@ -14,6 +14,12 @@
  * loaded on one rank), shows as a step whose signature differs from its
  * peers'. Rules name it as Consistent on the field "updates" of the step.
  *
+ * The ranks of a job are the processes of one source (trace) and job size
+ * whose widest communicator (NCCL's, or c10d's over gloo: the job's world)
+ * is the same: two jobs of the same size on one node, watched by one agent,
+ * are two jobs, not one. A process whose communicators are not seen yet is
+ * grouped by its source and size alone.
+ *
  * Only replicas are compared. A step also names the shapes of the tensors
  * its optimizer updated, in order (RANK_UPDATES_SHARD_FIELD, host memory
  * only): ranks whose optimizers updated tensors of other shapes hold other
@@ -46,8 +52,9 @@ struct rank_updates {
 	const char *field_name;	      /* interned RANK_UPDATES_FIELD */
 	const char *shard_field_name; /* interned RANK_UPDATES_SHARD_FIELD */
 	struct u64_map processes;     /* (source, pid) -> the step being gathered */
-	struct u64_map groups;	      /* (source, job size, step) -> the ranks' steps so far */
-	struct u64_map jobs;	      /* (source, job size) -> the ranks seen (struct rank_job) */
+	struct u64_map groups; /* (source, job size, world, step) -> the ranks' steps so far */
+	struct u64_map jobs;   /* (source, job size) -> the ranks seen (struct rank_job) */
+	struct u64_map worlds; /* (source, pid) -> its widest communicator (the job's world) */
 };
 
 /* Whether a rule is about this: Consistent on the field "updates" of the step. */
@@ -88,6 +95,7 @@ bool rank_updates_wants(const struct infer_event *event);
 struct rank_updates_cache {
 	void *process; /* its steps so far */
 	void *seen;    /* when it was last seen among its job's ranks */
+	void *world;   /* its widest communicator */
 };
 int rank_updates_observe(struct rank_updates *updates, const struct infer_event *event,
 			 struct rank_updates_cache *cache, struct infer_event *finished);

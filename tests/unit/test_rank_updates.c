@@ -291,6 +291,49 @@ static struct rank_step rank_three_strays(int rank, int step, const void *contex
 	return rank == 3 && step >= 2 ? (struct rank_step){ true, -LR, 2, "Float[4, 4]" } : HEALTHY;
 }
 
+/*
+ * Two 2-rank jobs on one node under one checker (an agent's view): job A
+ * (pids 600 and 601) and job B (700 and 701), each on a world communicator
+ * of its own, replicas within each job but other weights from job to job.
+ * Their steps interleave so that A's rank 0 and B's rank 0 are the first two
+ * to finish each step. 'strays' from step 2 on B's rank 1 when set.
+ */
+static void run_two_jobs(struct rank_violations *seen, const struct rule_set *rules, bool strays)
+{
+	struct rule_checker *checker =
+		rule_checker_new((struct rule_set *)rules, count_violation, seen);
+	static const uint32_t first_pid[2] = { 600, 700 };
+	static const uint64_t world[2] = { 0xa11, 0xb22 };
+	struct trace_record records[16];
+
+	memset(seen, 0, sizeof(*seen));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	for (int job = 0; job < 2; job++)
+		for (int rank = 0; rank < 2; rank++) {
+			records[0] = all_reduce_record(first_pid[job] + (uint32_t)rank, rank, 2,
+						       world[job], 0, 16);
+			CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[0]), 0);
+		}
+	for (int step = 0; step < 7; step++)
+		for (int rank = 0; rank < 2; rank++)
+			for (int job = 0; job < 2; job++) {
+				struct rank_step how = HEALTHY;
+				size_t count;
+
+				how.weights = 1 + job;
+				if (strays && job == 1 && rank == 1 && step >= 2)
+					how.weights = 3;
+				count = build_rank_step(first_pid[job] + (uint32_t)rank, rank, 2,
+							step, how, records);
+				for (size_t i = 0; i < count; i++)
+					CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]),
+							0);
+			}
+	seen->before_finish = seen->total;
+	rule_checker_finish(checker);
+	rule_checker_free(checker);
+}
+
 UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_strays)
 {
 	struct rule_set *set = rule_set_new(), *single = rule_set_new();
@@ -388,6 +431,19 @@ UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_
 	CU_ASSERT_EQUAL(seen.total, 2);
 	CU_ASSERT_EQUAL(seen.before_finish, 2);
 	CU_ASSERT_EQUAL(seen.at[4], 1);
+	/*
+	 * Two jobs of the same size under one checker are two jobs: healthy,
+	 * nothing, though their steps interleave; job B's rank 1 strays from
+	 * step 2: its steps 2 to 5, named while the jobs run.
+	 */
+	run_two_jobs(&seen, set, false);
+	CU_ASSERT_EQUAL(seen.total, 0);
+	run_two_jobs(&seen, set, true);
+	CU_ASSERT_EQUAL(seen.total, 4);
+	CU_ASSERT_EQUAL(seen.contents_only, 4);
+	CU_ASSERT_EQUAL(seen.before_finish, 4);
+	CU_ASSERT_EQUAL(seen.at[1], 0);
+	CU_ASSERT_EQUAL(seen.at[2], 1);
 	inference_free(inference);
 	inference_free(alone);
 	rule_set_free(set);
