@@ -167,13 +167,14 @@ static int see_communicator(struct rank_updates *updates, const struct infer_eve
 	return 0;
 }
 
-/* The world communicator of a finished step's job, 0 when its process's is not known. */
-static uint64_t world_of(const struct rank_updates *updates, const struct infer_event *step)
+/* The world communicator of a process in a job of 'nranks', 0 when not known. */
+static uint64_t world_of(const struct rank_updates *updates, uint32_t pipeline, uint32_t pid,
+			 int32_t nranks)
 {
 	const struct process_world *world =
-		u64_map_get(&updates->worlds, process_key(step->pipeline, step->pid));
+		u64_map_get(&updates->worlds, process_key(pipeline, pid));
 
-	return world && world->nranks == step->nranks ? world->comm_id : 0;
+	return world && world->nranks == nranks ? world->comm_id : 0;
 }
 
 static uint64_t job_key(uint32_t pipeline, int32_t nranks)
@@ -227,12 +228,9 @@ static uint32_t ranks_seen(const struct rank_updates *updates, const struct infe
 
 	for (size_t i = 0; job && u64_map_next(&job->pids, &i, &pid, &value);) {
 		const struct rank_seen *seen = value;
-		struct infer_event peer = { .pipeline = step->pipeline,
-					    .pid = (uint32_t)pid,
-					    .nranks = step->nranks };
 
 		count += seen->last_ns + RANK_QUIET_NS >= step->exit_ns &&
-			 world_of(updates, &peer) == world;
+			 world_of(updates, step->pipeline, (uint32_t)pid, step->nranks) == world;
 	}
 	return count ? count : 1;
 }
@@ -547,7 +545,7 @@ static int add_member(struct rank_group *group, const struct infer_event *finish
 int rank_updates_join(struct rank_updates *updates, const struct infer_event *finished,
 		      rank_updates_differs_fn differs, void *context)
 {
-	uint64_t world = world_of(updates, finished);
+	uint64_t world = world_of(updates, finished->pipeline, finished->pid, finished->nranks);
 	uint64_t key = group_key(finished, world);
 	struct rank_group *head = u64_map_get(&updates->groups, key), *group;
 	uint32_t expected = ranks_seen(updates, finished, world);

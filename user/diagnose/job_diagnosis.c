@@ -388,6 +388,14 @@ static void shift(uint64_t *time_ns, int64_t shift_ns)
 }
 
 /* Each detector's state for the process, made the first time that detector needs it. */
+static struct progress_process *progress_of(struct job_diagnosis *diagnosis,
+					    struct diagnosis_process *process, uint32_t pid)
+{
+	if (!process->progress)
+		process->progress = progress_process_of(diagnosis->model, pid);
+	return process->progress;
+}
+
 static struct flight_process *flight_of(struct job_diagnosis *diagnosis,
 					struct diagnosis_process *process, uint32_t pid)
 {
@@ -430,9 +438,8 @@ static void judge_call(struct job_diagnosis *diagnosis, struct diagnosis_process
 		job_diagnosis_tick(diagnosis, call.entry_ns);
 	else
 		progress_model_advance(diagnosis->model, call.entry_ns);
-	if (!process->progress)
-		process->progress = progress_process_of(diagnosis->model, call.pid);
-	comm = progress_model_add_process_call(diagnosis->model, process->progress, &call, &step);
+	comm = progress_model_add_process_call(
+		diagnosis->model, progress_of(diagnosis, process, call.pid), &call, &step);
 	if (comm &&
 	    pause_process_call(pause_of(diagnosis, process, call.pid), call.entry_ns, &pause)) {
 		publish_pause(diagnosis, &pause, &call);
