@@ -8,7 +8,9 @@
 # never called (APISequence), an optimizer over part of the model and a step that loses a
 # layer's updates (TrainableUpdated), replicas that drift after lost gradients and after a
 # LayerNorm clipped on one rank only (Consistent on a step's updates, 2 ranks), and attention
-# dropout left on in eval() (EvalModeRespected: dropout's train flag read at the operator),
+# dropout left on in eval() in two shapes, F.dropout(training=True) and the rate handed to
+# scaled_dot_product_attention (EvalModeRespected: dropout's train flag read at the operator,
+# which SDPA's CPU path calls; F.dropout's default where torch has no SDPA),
 # training on the unwrapped DDP module (2 ranks), and a linear left out of the autocast
 # region (OnePrecision: the weight's dtype read at the operator). Three fixed twins must stay clean
 # though their bugs are not caught: a backbone whose train() puts its frozen stages in
@@ -19,7 +21,8 @@ source "$(dirname "$0")/lib.sh"
 torch_stack
 only=so_60335387_no_zero_grad.py,optimizer_on_part_of_model.py,pytorch_115607_stale_param_list.py
 only=$only,pytorch_84803_allreduce_data_loss.py,deepspeed_1801_clip_replicated.py
-only=$only,transformers_33844_dropout_in_eval.py,ddp_out_of_sync_unwrapped.py
+only=$only,transformers_33844_dropout_in_eval.py,transformers_33844_sdpa_eval.py
+only=$only,ddp_out_of_sync_unwrapped.py
 only=$only,mmpretrain_702_frozen_stages.py,pytorch_51800_spectral_norm_eval.py
 only=$only,lightning_thunder_725_autocast.py
 status=0
@@ -40,6 +43,7 @@ expected = {
     "pytorch_84803_allreduce_data_loss.py": "Consistent",
     "deepspeed_1801_clip_replicated.py": "Consistent",
     "transformers_33844_dropout_in_eval.py": "EvalModeRespected",
+    "transformers_33844_sdpa_eval.py": "EvalModeRespected",
     "ddp_out_of_sync_unwrapped.py": "Consistent",
     "lightning_thunder_725_autocast.py": "OnePrecision",
 }

@@ -62,6 +62,8 @@ BUGS = [
      "needs DeepSpeed MoE (the hang suite covers uneven collectives)"),
     ("transformers#33844", "transformers_33844_dropout_in_eval.py",
      "attention dropout active in eval()"),
+    ("transformers#33844 (SDPA shape)", "transformers_33844_sdpa_eval.py",
+     "attention dropout_p passed to scaled_dot_product_attention in eval()"),
     ("transformers#17877", "transformers_17877_double_init.py",
      "weights initialised more than once (post_init per nesting level)"),
     ("transformers#23723", "transformers_23723_max_new_tokens.py",
