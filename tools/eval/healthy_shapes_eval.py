@@ -49,6 +49,15 @@ SHAPES = [
     ("ddp_world.py", ["--world-size", "1"], "DDP MLP, SGD momentum, 1 rank"),
     ("ddp_world.py", ["--world-size", "2"], "the same DDP program, 2 ranks"),
     ("ddp_world.py", ["--world-size", "4"], "the same DDP program, 4 ranks"),
+    ("head_finetune.py", [], "CNN body frozen from the start in eval(), SGD on the head, "
+     "model.zero_grad(), StepLR"),
+    ("clip_onecycle.py", [], "AdamW with a no-decay group, clip_grad_norm_, OneCycleLR"),
+    ("tied_embeddings.py", [], "GRU language model, output tied to the embedding, evaluation "
+     "every 4 steps"),
+    ("loss_scale_skip.py", [], "dynamic loss scaling by hand: overflowing iterations skip "
+     "their step"),
+    ("ddp_no_sync_accumulation.py", ["--world-size", "2"], "DDP, 3 micro-batches, two of them "
+     "in no_sync(), 2 ranks"),
 ]
 
 
