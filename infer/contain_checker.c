@@ -18,8 +18,9 @@
 
 struct logged_operation {
 	const char *name;
-	uint64_t entry_ns;
+	uint64_t entry_ns, exit_ns;
 	int32_t step;
+	bool torch_scope;
 };
 
 /* Recent operations of one thread whose names some scope rule counts. */
@@ -36,6 +37,7 @@ struct step_state {
 	uint32_t child_count;
 	const char *children[STEP_CHILDREN_MAX];
 	uint32_t counts[STEP_CHILDREN_MAX];
+	struct contain_last_call last[STEP_CHILDREN_MAX];
 };
 
 struct contain_checker {
@@ -163,12 +165,17 @@ static uint32_t count_in_log(const void *source, const char *child,
 			     const struct infer_event *parent)
 {
 	const struct thread_log *log = source;
+	struct contain_last_call last = { 0 };
 	uint32_t count = 0;
 
-	for (size_t i = 0; log && i < log->count; i++)
-		count += log->entries[i].name == child &&
-			 log->entries[i].entry_ns >= parent->entry_ns &&
-			 log->entries[i].entry_ns <= parent->exit_ns;
+	for (size_t i = 0; log && i < log->count; i++) {
+		const struct logged_operation *entry = &log->entries[i];
+
+		count += entry->name == child && entry->entry_ns >= parent->entry_ns &&
+			 entry->entry_ns <= parent->exit_ns &&
+			 !event_contain_nested_again(&last, 0, entry->entry_ns, entry->exit_ns,
+						     entry->torch_scope);
+	}
 	return count;
 }
 
@@ -211,7 +218,8 @@ static int log_operation(struct contain_checker *checker, const struct infer_eve
 					sizeof(*log->entries)))
 		return -ENOMEM;
 	log->entries[log->count++] =
-		(struct logged_operation){ event->name, event->entry_ns, event->step };
+		(struct logged_operation){ event->name, event->entry_ns, event->exit_ns,
+					   event->step, event_contain_is_parent(event) != 0 };
 	return 0;
 }
 
@@ -265,9 +273,12 @@ static int track_step(struct contain_checker *checker, const struct infer_event 
 		if (i == STEP_CHILDREN_MAX)
 			return 0;
 		state->children[state->child_count] = event->name;
+		state->last[state->child_count] = (struct contain_last_call){ 0 };
 		state->counts[state->child_count++] = 0;
 	}
-	state->counts[i]++;
+	if (!event_contain_nested_again(&state->last[i], event->tid, event->entry_ns,
+					event->exit_ns, event_contain_is_parent(event)))
+		state->counts[i]++;
 	return 0;
 }
 

@@ -23,6 +23,7 @@ struct child_count {
 	const char *name;
 	uint32_t kind;
 	uint32_t count;
+	struct contain_last_call last;
 };
 
 /* A parent being filled: its children so far. */
@@ -107,6 +108,22 @@ static bool is_torch_operator(const struct infer_event *event)
 	return event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP);
 }
 
+bool event_contain_nested_again(struct contain_last_call *last, uint32_t tid, uint64_t entry_ns,
+				uint64_t exit_ns, bool torch_scope)
+{
+	bool inside, around;
+
+	if (!torch_scope)
+		return false;
+	inside = last->seen && last->tid == tid && entry_ns >= last->entry_ns &&
+		 exit_ns <= last->exit_ns;
+	around = last->seen && last->tid == tid && entry_ns <= last->entry_ns &&
+		 exit_ns >= last->exit_ns;
+	if (!inside)
+		*last = (struct contain_last_call){ true, tid, entry_ns, exit_ns };
+	return inside || around;
+}
+
 static void count_child(struct open_parent *parent, const struct infer_event *child)
 {
 	const char *name = child->name;
@@ -121,8 +138,11 @@ static void count_child(struct open_parent *parent, const struct infer_event *ch
 			return;
 		}
 		parent->children[parent->child_count++] =
-			(struct child_count){ name, child->kind, 0 };
+			(struct child_count){ name, child->kind, 0, { 0 } };
 	}
+	if (event_contain_nested_again(&parent->children[i].last, child->tid, child->entry_ns,
+				       child->exit_ns, event_contain_is_parent(child)))
+		return;
 	parent->children[i].count++;
 }
 

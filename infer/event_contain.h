@@ -49,4 +49,23 @@ bool event_contain_judged(const struct infer_event *parent);
  */
 uint64_t event_contain_holder(const struct infer_event *parent);
 
+/* The last call of one child counted in a parent. */
+struct contain_last_call {
+	bool seen;
+	uint32_t tid;
+	uint64_t entry_ns, exit_ns;
+};
+
+/*
+ * Whether a torch scope nests with the last call of its name counted in
+ * the same parent (same thread, one inside the other): then it is the same
+ * call seen twice and is not counted again. ZeroRedundancyOptimizer.step
+ * runs its local optimizer's step: two Optimizer.step#* scopes, one step of
+ * the optimizer. 'last' follows the outer of the two, or this call when it
+ * is counted. Calls come in any order (inference: by entry, checking: by
+ * return). Other events never nest here.
+ */
+bool event_contain_nested_again(struct contain_last_call *last, uint32_t tid, uint64_t entry_ns,
+				uint64_t exit_ns, bool torch_scope);
+
 #endif /* TCHECK_EVENT_CONTAIN_H */

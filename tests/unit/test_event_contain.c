@@ -549,3 +549,81 @@ UNIT_TEST(event_contain, an_optimizers_operators_are_asked_of_that_optimizer_alo
 	inference_free(inference);
 	rule_set_free(set);
 }
+
+static int nested_step_violations;
+
+static void count_step_scope_violations(const struct rule_violation *violation, void *context)
+{
+	(void)context;
+	if (violation->rule->relation == RELATION_EVENT_CONTAIN &&
+	    violation->rule->event.kind == INFER_EVENT_STEP &&
+	    strcmp(violation->rule->child.name, SCOPE_FAMILY) == 0)
+		nested_step_violations++;
+}
+
+/*
+ * One step of a process whose optimizer step is two scopes, 'inner' run by
+ * 'outer' (ZeroRedundancyOptimizer.step around its local Adam.step) or, with
+ * 'nested' false, one after the other (two optimizers); the inner holds 4
+ * add_, and one more runs after both. Records in exit order.
+ */
+static void feed_optimizer_pair(struct rule_checker *checker, uint32_t pid, int step, bool nested)
+{
+	uint64_t base = (uint64_t)step * 1000 + 100;
+	uint64_t inner_entry = nested ? base + 50 : base;
+	struct trace_record record;
+
+	for (int i = 0; i < 4; i++) {
+		record = python_call_record(pid, step, inner_entry + 10 + (uint64_t)i * 20, 5, OP,
+					    TRACE_PYTHON_TORCH_OP);
+		CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+	}
+	record = python_call_record(pid, step, inner_entry, 200, "Optimizer.step#Adam.step",
+				    TRACE_PYTHON_TORCH_SCOPE);
+	CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+	record = python_call_record(pid, step, nested ? base : base + 300, nested ? 400 : 100,
+				    "Optimizer.step#ZeroRedundancyOptimizer.step",
+				    TRACE_PYTHON_TORCH_SCOPE);
+	CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+	record = python_call_record(pid, step, base + 700, 5, OP, TRACE_PYTHON_TORCH_OP);
+	CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+}
+
+UNIT_TEST(event_contain, an_optimizer_step_run_by_another_is_one_step_of_it)
+{
+	static const int healthy[6] = { 4, 4, 4, 4, 4, 4 };
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct rule_checker *checker;
+	bool once = false;
+
+	add_steps(inference, NULL, 10, healthy, 6);
+	add_steps(inference, NULL, 11, healthy, 6);
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	for (size_t i = 0; i < set->count; i++)
+		once |= set->rules[i].relation == RELATION_EVENT_CONTAIN &&
+			set->rules[i].event.kind == INFER_EVENT_STEP &&
+			strcmp(set->rules[i].child.name, SCOPE_FAMILY) == 0 &&
+			set->rules[i].value && strcmp(set->rules[i].value, "1") == 0;
+	CU_ASSERT_TRUE_FATAL(once);
+	/* ZeroRedundancyOptimizer: its step runs Adam's, one optimizer step a step. */
+	nested_step_violations = 0;
+	checker = rule_checker_new(set, count_step_scope_violations, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	for (int step = 0; step < 6; step++)
+		feed_optimizer_pair(checker, 40, step, true);
+	rule_checker_finish(checker);
+	CU_ASSERT_EQUAL(nested_step_violations, 0);
+	rule_checker_free(checker);
+	/* Two optimizer steps one after the other in each step: "exactly 1 times" is broken. */
+	nested_step_violations = 0;
+	checker = rule_checker_new(set, count_step_scope_violations, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	for (int step = 0; step < 6; step++)
+		feed_optimizer_pair(checker, 41, step, false);
+	rule_checker_finish(checker);
+	CU_ASSERT_TRUE(nested_step_violations >= 4);
+	rule_checker_free(checker);
+	inference_free(inference);
+	rule_set_free(set);
+}

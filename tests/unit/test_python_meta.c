@@ -57,3 +57,35 @@ UNIT_TEST(python_meta, oldest_changes_fold_into_the_initial_state)
 	state = python_meta_at(&timeline, (PYTHON_META_CHANGES + 10) * 10);
 	CU_ASSERT_EQUAL(state.step, PYTHON_META_CHANGES + 10);
 }
+
+UNIT_TEST(python_meta, a_marker_around_the_last_one_ends_the_same_step)
+{
+	struct python_meta_timeline timeline;
+	struct python_meta_state state;
+
+	python_meta_init(&timeline);
+	/* ZeroRedundancyOptimizer.step (100-300) runs Adam.step (150-200): one step. */
+	python_meta_end_step(&timeline, 150, 200);
+	python_meta_end_step(&timeline, 100, 300);
+	CU_ASSERT_EQUAL(timeline.current.step, 1);
+	state = python_meta_at(&timeline, 250);
+	CU_ASSERT_EQUAL(state.step, 0);
+	state = python_meta_at(&timeline, 300);
+	CU_ASSERT_EQUAL(state.step, 1);
+	/* The next iteration's markers, nested the same way: step 2 from its outer return. */
+	python_meta_set_stage(&timeline, 350, TRACE_STAGE_TRAIN);
+	python_meta_end_step(&timeline, 450, 500);
+	python_meta_end_step(&timeline, 400, 600);
+	CU_ASSERT_EQUAL(timeline.current.step, 2);
+	state = python_meta_at(&timeline, 550);
+	CU_ASSERT_EQUAL(state.step, 1);
+	CU_ASSERT_EQUAL(state.stage, TRACE_STAGE_TRAIN);
+	state = python_meta_at(&timeline, 600);
+	CU_ASSERT_EQUAL(state.step, 2);
+	/* Two markers one after the other (two optimizers, a GAN): two steps. */
+	python_meta_end_step(&timeline, 700, 800);
+	python_meta_end_step(&timeline, 900, 1000);
+	CU_ASSERT_EQUAL(timeline.current.step, 4);
+	state = python_meta_at(&timeline, 850);
+	CU_ASSERT_EQUAL(state.step, 3);
+}

@@ -58,6 +58,8 @@ SHAPES = [
      "their step"),
     ("ddp_no_sync_accumulation.py", ["--world-size", "2"], "DDP, 3 micro-batches, two of them "
      "in no_sync(), 2 ranks"),
+    ("zero_redundancy.py", ["--world-size", "2"], "DDP with torch's ZeroRedundancyOptimizer "
+     "(Adam state sharded), 2 ranks"),
 ]
 
 

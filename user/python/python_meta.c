@@ -37,6 +37,23 @@ void python_meta_advance_step(struct python_meta_timeline *timeline, uint64_t at
 	remember(timeline, at_ns, after);
 }
 
+void python_meta_end_step(struct python_meta_timeline *timeline, uint64_t entry_ns,
+			  uint64_t return_ns)
+{
+	struct python_meta_change *last = &timeline->changes[timeline->step_end_slot];
+
+	/* The last step's end is still remembered, and lies inside this marker. */
+	if (timeline->step_end_entry_ns && timeline->count &&
+	    last->after.step == timeline->current.step && entry_ns <= timeline->step_end_entry_ns &&
+	    last->at_ns <= return_ns) {
+		last->at_ns = return_ns;
+		return;
+	}
+	timeline->step_end_slot = timeline->next;
+	timeline->step_end_entry_ns = entry_ns ? entry_ns : 1;
+	python_meta_advance_step(timeline, return_ns);
+}
+
 void python_meta_set_stage(struct python_meta_timeline *timeline, uint64_t at_ns, uint32_t stage)
 {
 	struct python_meta_state after = timeline->current;

@@ -29,12 +29,26 @@ struct python_meta_timeline {
 	struct python_meta_change changes[PYTHON_META_CHANGES];
 	uint32_t count; /* changes remembered */
 	uint32_t next;	/* slot of the next change */
+	/* The last step's end: its slot, and when it was entered (0: no step ended yet). */
+	uint32_t step_end_slot;
+	uint64_t step_end_entry_ns;
 };
 
 void python_meta_init(struct python_meta_timeline *timeline);
 
 /* The step advances (the step marker ended) at at_ns. */
 void python_meta_advance_step(struct python_meta_timeline *timeline, uint64_t at_ns);
+
+/*
+ * The step marker entered at entry_ns returned at return_ns. A marker whose
+ * span holds the marker that ended the last step is the same step seen from
+ * outside (ZeroRedundancyOptimizer.step runs its local optimizer's step,
+ * each a torch scope Optimizer.step#...): that step's end moves to this
+ * return and no step is added; calls recorded between the two returns were
+ * already placed in the next step. Any other marker advances the step.
+ */
+void python_meta_end_step(struct python_meta_timeline *timeline, uint64_t entry_ns,
+			  uint64_t return_ns);
 
 /* The stage became stage (Module.training was set) at at_ns. */
 void python_meta_set_stage(struct python_meta_timeline *timeline, uint64_t at_ns, uint32_t stage);

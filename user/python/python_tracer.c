@@ -628,7 +628,8 @@ int python_tracer_handle(struct python_tracer *tracer, struct python_process *pr
 	}
 	/* The marker call ends a step: calls entered after its return are in the next. */
 	if (named->roles & CODE_ROLE_STEP_MARKER) {
-		python_meta_advance_step(&process->meta, record->return_ns);
+		python_meta_end_step(&process->meta, record->header.timestamp_ns,
+				     record->return_ns);
 		tracer->losses.step_marks++;
 	}
 	return result;

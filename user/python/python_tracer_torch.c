@@ -489,7 +489,8 @@ int python_tracer_handle_scope(struct python_tracer *tracer, struct python_proce
 	result = tracer->emit(tracer->context, &out);
 	/* The step marker (by default an optimizer's step) ends a training step. */
 	if (strncmp(name, tracer->step_marker, strlen(tracer->step_marker)) == 0) {
-		python_meta_advance_step(&process->meta, record->return_ns);
+		python_meta_end_step(&process->meta, record->header.timestamp_ns,
+				     record->return_ns);
 		tracer->losses.step_marks++;
 	}
 	return result;
