@@ -347,12 +347,23 @@ def train_rank(args, call_log, rank, world_size, progress_path):
     return 0
 
 
+def end_rank(status):
+    """A rank that finished, logged its summary and printed its line ends at once.
+
+    The interpreter's teardown is skipped: torch 1.13's gloo process group can hang in its
+    destructors at exit (pytorch#75097, "a certain probability of hangs"), after every call of
+    the run has returned and been logged, and the launcher then stops the rank at its timeout.
+    What the run did is unchanged; only the destructors do not run.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 def spawned_rank(local_rank, args):
     """Entry point of a rank started by torch.multiprocessing.spawn or fork."""
     os.environ.update(rank_environment(local_rank, args.world_size, int(os.environ["MASTER_PORT"])))
-    status = run_rank(args)
-    if status:
-        sys.exit(status)
+    end_rank(run_rank(args))
 
 
 def write_launcher_file(args, port, pids):
@@ -483,7 +494,7 @@ def main(argv=None):
         print("train_ddp: --steps must not be negative", file=sys.stderr)
         return 2
     if args.worker:
-        return run_rank(args)
+        end_rank(run_rank(args))
 
     if args.log_dir:
         os.makedirs(args.log_dir, exist_ok=True)
