@@ -159,7 +159,7 @@ class RealSuite(cross.Suite):
         warnings = recorder_warnings(result.stderr)
         self.warnings[stem] = warnings
         seen = self.steps_seen(trace)
-        progress("[{}] {:.1f} s, Optimizer.step scopes per process: {}{}".format(
+        progress("[{}] {:.1f} s, optimizer steps per process: {}{}".format(
             self.count, time.monotonic() - started, seen or "none",
             "".join("\n    recorder: " + warning for warning in warnings)))
         return trace, log_dir, seen

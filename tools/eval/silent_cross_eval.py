@@ -114,18 +114,21 @@ class Suite:
         run([self.tcheck, "record", "-o", trace, "--python", "--", *self.python,
              os.path.join(PIPELINES, script), *extra, "--log", log])
         seen = self.steps_seen(trace)
-        progress("[{}/{}] {:.1f} s, Optimizer.step scopes per process: {}".format(
+        progress("[{}/{}] {:.1f} s, optimizer steps per process: {}".format(
             self.count, self.total, time.monotonic() - started, seen or "none"))
         return trace, log, seen
 
     def steps_seen(self, trace):
-        """How many Optimizer.step scopes each process of the trace shows (the tool's steps)."""
-        counts = {}
+        """How many steps ended by an Optimizer.step scope each process of the trace shows.
+
+        The tool's steps: the distinct steps its Optimizer.step scopes fall in, so that an
+        optimizer step run by another (ZeroRedundancyOptimizer's local Adam) counts once."""
+        steps = {}
         for line in run([self.tcheck, "dump", trace]).stdout.splitlines():
             record = json.loads(line)
             if record.get("kind") == "torch_scope" and record["name"].startswith("Optimizer.step"):
-                counts[record["pid"]] = counts.get(record["pid"], 0) + 1
-        return sorted(counts.values())
+                steps.setdefault(record["pid"], set()).add(record["step"])
+        return sorted(len(seen) for seen in steps.values())
 
     def infer(self):
         traces = [self.record("reference-" + script[:-3], script)[0] for script in REFERENCES]

@@ -43,14 +43,14 @@ void python_meta_end_step(struct python_meta_timeline *timeline, uint64_t entry_
 	struct python_meta_change *last = &timeline->changes[timeline->step_end_slot];
 
 	/* The last step's end is still remembered, and lies inside this marker. */
-	if (timeline->step_end_entry_ns && timeline->count &&
-	    last->after.step == timeline->current.step && entry_ns <= timeline->step_end_entry_ns &&
-	    last->at_ns <= return_ns) {
+	if (timeline->step_ended && timeline->count && last->after.step == timeline->current.step &&
+	    entry_ns <= timeline->step_end_entry_ns && last->at_ns <= return_ns) {
 		last->at_ns = return_ns;
 		return;
 	}
 	timeline->step_end_slot = timeline->next;
-	timeline->step_end_entry_ns = entry_ns ? entry_ns : 1;
+	timeline->step_ended = true;
+	timeline->step_end_entry_ns = entry_ns;
 	python_meta_advance_step(timeline, return_ns);
 }
 

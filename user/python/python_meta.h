@@ -8,6 +8,7 @@
 #ifndef TCHECK_PYTHON_META_H
 #define TCHECK_PYTHON_META_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Changes remembered; older ones are folded into the state before them. */
@@ -29,7 +30,8 @@ struct python_meta_timeline {
 	struct python_meta_change changes[PYTHON_META_CHANGES];
 	uint32_t count; /* changes remembered */
 	uint32_t next;	/* slot of the next change */
-	/* The last step's end: its slot, and when it was entered (0: no step ended yet). */
+	/* The last step's end (once a step ended): its slot, and when its marker was entered. */
+	bool step_ended;
 	uint32_t step_end_slot;
 	uint64_t step_end_entry_ns;
 };
