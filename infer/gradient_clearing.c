@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Gradients cleared without zero_grad: a step whose first backward accumulated into none. */
+/*
+ * Gradients cleared without Optimizer.zero_grad: a step whose first backward
+ * accumulated into none, or only into gradients zeroed earlier in the step.
+ */
 #include "gradient_clearing.h"
 
 #include <errno.h>
@@ -13,17 +16,21 @@
  */
 #define ADDS_MAX 256
 #define ACCUMULATE_OPERATOR "aten::add_.Tensor"
+#define ZERO_OPERATOR "aten::zero_"
+#define TENSOR_FIELD "tensor:self"
 
 struct add_seen {
 	uint32_t tid;
 	uint64_t entry_ns;
+	uint64_t tensor; /* 0: not known */
 };
 
 struct clearing_step {
 	int32_t step;
 	bool backward_seen;
 	struct infer_event backward; /* the step's first backward */
-	bool accumulated;	     /* an in-place add ran inside it */
+	bool accumulated;	     /* an in-place add into a gradient not zeroed ran inside it */
+	struct u64_map zeroed;	     /* tensors zeroed in place in the step (values: the map) */
 	uint32_t add_count;	     /* adds before the backward's record came */
 	bool adds_overflowed;
 	struct add_seen adds[ADDS_MAX];
@@ -39,6 +46,12 @@ void gradient_clearing_init(struct gradient_clearing *clearing)
 
 void gradient_clearing_free(struct gradient_clearing *clearing)
 {
+	size_t position = 0;
+	uint64_t pid;
+	void *value;
+
+	while (u64_map_next(&clearing->processes, &position, &pid, &value))
+		u64_map_free(&((struct clearing_step *)value)->zeroed);
 	u64_map_free_with_values(&clearing->processes);
 }
 
@@ -71,14 +84,31 @@ static bool in_backward(const struct clearing_step *state, uint32_t tid, uint64_
 	       entry_ns <= state->backward.exit_ns;
 }
 
+static uint64_t tensor_of(const struct infer_event *event)
+{
+	const char *text = infer_event_field(event, TENSOR_FIELD);
+
+	return text ? strtoull(text, NULL, 10) : 0;
+}
+
+/*
+ * An add inside the first backward into a gradient that held last step's
+ * values: not one the step zeroed in place before it (Module.zero_grad,
+ * zero_grad(set_to_none=False), a gradient zeroed by hand).
+ */
+static bool accumulates(const struct clearing_step *state, const struct add_seen *add)
+{
+	return in_backward(state, add->tid, add->entry_ns) &&
+	       !(add->tensor && u64_map_get(&state->zeroed, add->tensor));
+}
+
 /* The step's first backward came: the adds seen so far ran inside it or not. */
 static void note_backward(struct clearing_step *state, const struct infer_event *backward)
 {
 	state->backward = *backward;
 	state->backward_seen = true;
 	for (uint32_t i = 0; i < state->add_count; i++)
-		state->accumulated |=
-			in_backward(state, state->adds[i].tid, state->adds[i].entry_ns);
+		state->accumulated |= accumulates(state, &state->adds[i]);
 	state->add_count = 0;
 }
 
@@ -89,6 +119,8 @@ static void start_step(struct clearing_step *state, int32_t step)
 	state->accumulated = false;
 	state->add_count = 0;
 	state->adds_overflowed = false;
+	u64_map_free(&state->zeroed);
+	u64_map_init(&state->zeroed);
 }
 
 int gradient_clearing_observe(struct gradient_clearing *clearing, const struct infer_event *event,
@@ -97,8 +129,10 @@ int gradient_clearing_observe(struct gradient_clearing *clearing, const struct i
 	struct clearing_step *state;
 	int added;
 	bool backward = is_scope(event, BACKWARD_FAMILY);
-	bool add = event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
-		   strcmp(event->name, ACCUMULATE_OPERATOR) == 0;
+	bool operator= event->kind == INFER_EVENT_PYTHON &&(event->flags &TRACE_PYTHON_TORCH_OP);
+	bool add = operator&& strcmp(event->name, ACCUMULATE_OPERATOR) == 0;
+	bool zero = operator&& strcmp(event->name, ZERO_OPERATOR) == 0;
+	struct add_seen seen;
 
 	if (event->step < 0 || event->kind != INFER_EVENT_PYTHON)
 		return 0;
@@ -108,6 +142,7 @@ int gradient_clearing_observe(struct gradient_clearing *clearing, const struct i
 		return -ENOMEM;
 	if (added) {
 		state->finished_step = -1;
+		u64_map_init(&state->zeroed);
 		start_step(state, event->step);
 	}
 	if (event->step < state->step)
@@ -118,14 +153,19 @@ int gradient_clearing_observe(struct gradient_clearing *clearing, const struct i
 		start_step(state, event->step);
 	}
 	state->adds_watched |= add;
+	if (zero && tensor_of(event) &&
+	    u64_map_put(&state->zeroed, tensor_of(event), &state->zeroed))
+		return -ENOMEM;
+	seen = (struct add_seen){ .tid = event->tid,
+				  .entry_ns = event->entry_ns,
+				  .tensor = add ? tensor_of(event) : 0 };
 	/* Backward scopes of a thread come in order: the first one is the first pass. */
 	if (backward && !state->backward_seen)
 		note_backward(state, event);
 	else if (add && state->backward_seen)
-		state->accumulated |= in_backward(state, event->tid, event->entry_ns);
+		state->accumulated |= accumulates(state, &seen);
 	else if (add && state->add_count < ADDS_MAX)
-		state->adds[state->add_count++] =
-			(struct add_seen){ .tid = event->tid, .entry_ns = event->entry_ns };
+		state->adds[state->add_count++] = seen;
 	else if (add)
 		state->adds_overflowed = true;
 	return 0;

@@ -7,12 +7,16 @@
  * backward shows it: autograd adds a gradient into an existing one in place
  * (aten::add_ inside the backward), and makes a new one where the gradient
  * is None. So a step (what ran between two optimizer steps) whose first
- * backward ran no in-place add_ found every gradient cleared. A program
+ * backward ran no in-place add_ found every gradient cleared. A gradient
+ * zeroed in place earlier in the step (aten::zero_ on it: a module's own
+ * zero_grad(), as PyTorch's examples call it, zeroes rather than frees on
+ * torch 1.x) is cleared too, so an add into it does not count. A program
  * that stopped clearing them accumulates in its first backward and is not
- * excused, and neither is a process that never showed an in-place add
- * (the tracer does not watch them). The rules this excuses are those that ask for zero_grad in a
- * step (APISequence "zero_grad comes first", EventContain "every step
- * contains zero_grad").
+ * excused, nor is one that zeroes other tensors (another model's
+ * gradients), nor a process that never showed an in-place add (the tracer
+ * does not watch them). The rules this excuses are those that ask for
+ * zero_grad in a step (APISequence "zero_grad comes first", EventContain
+ * "every step contains zero_grad").
  */
 #ifndef TCHECK_GRADIENT_CLEARING_H
 #define TCHECK_GRADIENT_CLEARING_H

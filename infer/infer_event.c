@@ -377,6 +377,11 @@ bool infer_step_between_markers(int32_t step)
 	return step > 0;
 }
 
+bool infer_event_in_training_order(const struct infer_event *event)
+{
+	return event->stage != TRACE_STAGE_EVAL;
+}
+
 int infer_event_is_operation(const struct infer_event *event)
 {
 	return event->kind == INFER_EVENT_NCCL ||

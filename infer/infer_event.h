@@ -116,6 +116,15 @@ int infer_event_is_operation(const struct infer_event *event);
 bool infer_step_between_markers(int32_t step);
 
 /*
+ * Whether APISequence orders an event in its step: not one of an evaluation
+ * (stage eval). A program evaluates where it likes (after the optimizer's
+ * step, before the scheduler's, every N steps), so an evaluation's calls
+ * say nothing of a training step's order; a program left in eval() is the
+ * stage rules' to catch.
+ */
+bool infer_event_in_training_order(const struct infer_event *event);
+
+/*
  * qsort comparator of pointers to events: by pipeline, process, step, then
  * entry time, so that the events of one step of a process stand in a row.
  */

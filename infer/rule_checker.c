@@ -9,6 +9,7 @@
 #include "base/u64_map.h"
 #include "contain_checker.h"
 #include "eval_mode.h"
+#include "call_rhythm.h"
 #include "gradient_clearing.h"
 #include "operator_precision.h"
 #include "requires_grad_updates.h"
@@ -72,7 +73,8 @@ struct rule_checker {
 	struct u64_map processes;   /* pid -> struct process_step */
 	struct u64_map checked;	    /* (trace, pid) -> struct checked_process */
 	struct contain_checker *contains;
-	struct process_uses uses; /* what each process has called so far */
+	struct process_uses uses;  /* what each process has called so far */
+	struct call_rhythm rhythm; /* whether each process makes a "used" call every step */
 	/* steps that cleared their gradients without zero_grad */
 	struct gradient_clearing clearing;
 	/* pid -> struct update_step, with rules on what the optimizer's updates do */
@@ -113,6 +115,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	u64_map_init(&checker->processes);
 	u64_map_init(&checker->checked);
 	process_uses_init(&checker->uses);
+	call_rhythm_init(&checker->rhythm);
 	u64_map_init(&checker->update_steps);
 	eval_mode_tracker_init(&checker->eval_mode);
 	operator_precision_tracker_init(&checker->operator_precision, rules->pool);
@@ -360,6 +363,10 @@ static void close_step(struct rule_checker *checker, struct process_step *state)
 		     !process_uses_name(&checker->uses, first_b, rule_used_name(rule))) ||
 		    !precondition_holds(checker->rules->pool, &rule->precondition, first_b))
 			continue;
+		/* A call only some programs make is missed only where it kept a step's pace. */
+		if (rule_used_name(rule) &&
+		    !call_rhythm_step_judged(&checker->rhythm, state->pid, i, first_a != NULL))
+			continue;
 		if (!first_a || first_a->entry_ns > first_b->entry_ns)
 			violation(checker, rule, first_b, first_a);
 	}
@@ -391,6 +398,8 @@ static int track_step(struct rule_checker *checker, const struct infer_event *ev
 	} else if (event->step < state->step) {
 		return 0; /* a late record of a step already checked */
 	}
+	if (!infer_event_in_training_order(event))
+		return 0;
 	for (n = 0; n < state->name_count; n++)
 		if (state->first[n].name == event->name)
 			break;
@@ -658,6 +667,7 @@ void rule_checker_free(struct rule_checker *checker)
 	u64_map_free(&checker->update_steps);
 	rank_updates_free(&checker->rank_updates);
 	process_uses_free(&checker->uses);
+	call_rhythm_free(&checker->rhythm);
 	eval_mode_tracker_free(&checker->eval_mode);
 	operator_precision_tracker_free(&checker->operator_precision);
 	gradient_clearing_free(&checker->clearing);

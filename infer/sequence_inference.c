@@ -31,14 +31,15 @@ static bool sequence_name_before(const struct u64_map *steps_seen, const char *a
 }
 
 /*
- * Whether APISequence orders an event: Python calls and torch scopes; torch
- * operators only when one program is given (called many times a step, in
+ * Whether APISequence orders an event: Python calls and torch scopes of
+ * training (infer_event_in_training_order); torch operators only when one
+ * program is given (called many times a step, in
  * the forward and the optimizer alike, their order is that program's
  * implementation, not something another program shares).
  */
 static bool sequenced(const struct inference *inference, const struct infer_event *event)
 {
-	return event->kind == INFER_EVENT_PYTHON &&
+	return event->kind == INFER_EVENT_PYTHON && infer_event_in_training_order(event) &&
 	       (!(event->flags & TRACE_PYTHON_TORCH_OP) || inference->pipeline_count < 2);
 }
 

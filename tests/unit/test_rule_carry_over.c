@@ -38,13 +38,39 @@ struct program {
 	 * that exist (an in-place add_ inside it), BACKWARD_FRESH finds them
 	 * None (set to None by hand) and adds into none; either way the
 	 * optimizer's step runs an add_, so the tracer is seen to watch them.
+	 * BACKWARD_INTO_ZEROED adds into gradients zeroed in place first in the
+	 * step (a module's zero_grad() on torch 1.x), BACKWARD_ZEROED_OTHERS
+	 * zeroes other tensors than those it adds into.
 	 */
 	int backward;
 	/* zero_grad between the forward (DDP's) and the backward, where it also clears in time. */
 	int zero_grad_after_forward;
+	/* DDP's forward only every this many steps (0: every step until ddp_until) */
+	int ddp_every;
+	/* an evaluation forward (stage eval) first in each step, before the configure call */
+	int evaluates_first;
 };
 
-enum { NO_BACKWARD, BACKWARD_ACCUMULATES, BACKWARD_FRESH };
+enum {
+	NO_BACKWARD,
+	BACKWARD_ACCUMULATES,
+	BACKWARD_FRESH,
+	BACKWARD_INTO_ZEROED,
+	BACKWARD_ZEROED_OTHERS
+};
+
+/* A gradient's and another tensor's addresses. */
+#define GRADIENT 0x7f0010
+#define OTHER_TENSOR 0x7f0020
+
+static void tensor_argument(struct trace_record *record, uint64_t tensor)
+{
+	struct trace_python_arg *arg = &record->python_call.args[record->python_call.arg_count++];
+
+	*arg = (struct trace_python_arg){ .name = "tensor:self",
+					  .type = TRACE_VALUE_INT,
+					  .integer = (int64_t)tensor };
+}
 
 static struct trace_record call(const struct program *program, int step, uint64_t entry_ns,
 				const char *name, uint32_t flags)
@@ -68,9 +94,13 @@ static void run_program(const struct program *program, struct inference *inferen
 	snprintf(step_scope, sizeof(step_scope), "Optimizer.step#%s.step", program->optimizer);
 	for (int step = 0; step < STEPS; step++) {
 		uint64_t base = 1000000ULL * (uint64_t)(step + 1);
-		struct trace_record records[8];
+		struct trace_record records[11];
 		size_t count = 0;
 
+		if (program->evaluates_first) {
+			records[count] = call(program, step, base - 50, DDP_FORWARD, 0);
+			records[count++].python_call.stage = TRACE_STAGE_EVAL;
+		}
 		records[count] = call(program, step, base, CONFIGURE, 0);
 		records[count].python_call.arg_count = 1;
 		records[count++].python_call.args[0] = (struct trace_python_arg){
@@ -81,12 +111,25 @@ static void run_program(const struct program *program, struct inference *inferen
 				call(program, step,
 				     base + (program->zero_grad_after_forward ? 210 : 100),
 				     zero_grad, TRACE_PYTHON_TORCH_SCOPE);
-		if (step < program->ddp_until)
+		if (step < program->ddp_until &&
+		    (!program->ddp_every || step % program->ddp_every == 0))
 			records[count++] = call(program, step, base + 200, DDP_FORWARD, 0);
+		if (program->backward == BACKWARD_INTO_ZEROED ||
+		    program->backward == BACKWARD_ZEROED_OTHERS) {
+			records[count] = call(program, step, base + 150, "aten::zero_",
+					      TRACE_PYTHON_TORCH_OP);
+			tensor_argument(&records[count++], program->backward == BACKWARD_INTO_ZEROED
+								   ? GRADIENT
+								   : OTHER_TENSOR);
+		}
 		/* An operator's record comes before that of the scope it ran in. */
-		if (program->backward == BACKWARD_ACCUMULATES)
-			records[count++] = call(program, step, base + 230, "aten::add_.Tensor",
-						TRACE_PYTHON_TORCH_OP);
+		if (program->backward == BACKWARD_ACCUMULATES ||
+		    program->backward == BACKWARD_INTO_ZEROED ||
+		    program->backward == BACKWARD_ZEROED_OTHERS) {
+			records[count] = call(program, step, base + 230, "aten::add_.Tensor",
+					      TRACE_PYTHON_TORCH_OP);
+			tensor_argument(&records[count++], GRADIENT);
+		}
 		if (program->backward != NO_BACKWARD) {
 			records[count] =
 				call(program, step, base + 220, "Autograd.backward#Engine.execute",
@@ -260,10 +303,38 @@ UNIT_TEST(carry_over, rules_from_three_programs_hold_on_a_fourth)
 	check_program(set, &(struct program){ 54, "Adam", 0, 0, 0.1, -1, 0, BACKWARD_ACCUMULATES },
 		      &tally);
 	CU_ASSERT_EQUAL(first_step_of(&tally, set, zero_grad_first), 1);
+	/*
+	 * One that clears with its model's zero_grad(), which zeroes each
+	 * gradient in place (torch 1.x) rather than through the optimizer: its
+	 * backward adds into gradients zeroed in the step, nothing to say.
+	 */
+	check_program(set, &(struct program){ 56, "Adam", 0, 0, 0.1, -1, 0, BACKWARD_INTO_ZEROED },
+		      &tally);
+	CU_ASSERT_EQUAL(tally.total, 0);
+	/* One that zeroes other tensors (another model's) and adds into last step's: caught. */
+	check_program(set,
+		      &(struct program){ 58, "Adam", 0, 0, 0.1, -1, 0, BACKWARD_ZEROED_OTHERS },
+		      &tally);
+	CU_ASSERT_EQUAL(first_step_of(&tally, set, zero_grad_first), 1);
 	/* A DDP program whose forward stops being DDP's at step 3: from step 3 on. */
 	check_program(set, &(struct program){ 60, "Adam", STEPS, 3, 0.1, -1 }, &tally);
 	CU_ASSERT_EQUAL(first_step_of(&tally, set, ddp_first), 3);
 	CU_ASSERT_EQUAL(first_step_of(&tally, set, zero_grad_first), -1);
+	/*
+	 * One that makes the call at a pace of its own, every third step (a
+	 * scheduler stepped once an epoch): in order where it runs, nothing to say.
+	 */
+	check_program(set, &(struct program){ 62, "Adam", STEPS, STEPS, 0.1, -1, .ddp_every = 3 },
+		      &tally);
+	CU_ASSERT_EQUAL(tally.total, 0);
+	/*
+	 * One that evaluates first in each step (eval(), a forward, train()):
+	 * the evaluation's calls are no part of the training step's order.
+	 */
+	check_program(set,
+		      &(struct program){ 64, "Adam", STEPS, STEPS, 0.1, -1, .evaluates_first = 1 },
+		      &tally);
+	CU_ASSERT_EQUAL(tally.total, 0);
 	/* A program left in eval mode at step 4: its zero_grad and step there, nothing else. */
 	check_program(set, &(struct program){ 70, "SGD", STEPS, 0, 0.1, 4 }, &tally);
 	CU_ASSERT_EQUAL(first_step_of(&tally, set, trains), 4);
