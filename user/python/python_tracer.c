@@ -21,6 +21,7 @@
 #include "python/python_meta.h"
 #include "python/python_mode_calls.h"
 #include "python/python_module_classes.h"
+#include "python/python_module_modes.h"
 #include "python/python_module_paths.h"
 #include "python/python_names.h"
 #include "python/python_tracer_state.h"
@@ -109,6 +110,7 @@ static void free_process(struct python_process *process)
 	u64_map_free(&process->codes);
 	python_module_classes_free(&process->module_classes);
 	python_module_paths_free(&process->module_paths);
+	python_module_modes_free(&process->module_modes);
 	free(process);
 }
 
@@ -354,6 +356,7 @@ int python_tracer_add_process(struct python_tracer *tracer, struct python_proces
 	u64_map_init(&process->codes);
 	u64_map_init(&process->module_classes);
 	python_module_paths_init(&process->module_paths);
+	python_module_modes_init(&process->module_modes);
 	python_meta_init(&process->meta);
 	read_rank(pid, process);
 	result = python_layout_for(&runtime, &process->layout, error, error_size);
@@ -535,6 +538,72 @@ static void fill_arguments(struct python_tracer *tracer, const struct named_code
 	}
 }
 
+/* Whether the stage follows the top modules the program calls (python_module_modes.h). */
+static bool module_calls_followed(const struct python_tracer *tracer)
+{
+	return !tracer->torch_events_only &&
+	       python_name_selected(TRACE_MODULE_CALL_NAME, tracer->prefixes);
+}
+
+static void stage_changed(struct python_tracer *tracer, struct python_process *process,
+			  uint64_t at_ns, int result)
+{
+	if (result < 0)
+		log_debug("process %d: out of memory following the modes of its modules",
+			  process->pid);
+	python_meta_set_stage(
+		&process->meta, at_ns,
+		python_module_modes_stage(&process->module_modes, module_calls_followed(tracer)));
+}
+
+/* The object a call's probe kept as its self (its first parameter), or NULL. */
+static const struct tcheck_python_arg *object_self(const struct tcheck_python_record *record)
+{
+	for (uint32_t i = 0; i < record->arg_count && i < TCHECK_PYTHON_ARGS_MAX; i++)
+		if (record->args[i].type == TCHECK_PYTHON_ARG_OBJECT &&
+		    record->args[i].position == 0)
+			return &record->args[i];
+	return NULL;
+}
+
+static uint64_t object_address(const struct tcheck_python_arg *self, size_t at)
+{
+	uint64_t address;
+
+	memcpy(&address, self->bytes + at, sizeof(address));
+	return address;
+}
+
+/*
+ * A module call (named callers in call): its module is a submodule, or a top
+ * module that may change the stage from its entry on when met first. A call
+ * whose callers the probe cut, or that shows fewer module calls above it
+ * than the probe saw open (one entered before the probes were attached),
+ * places no top module.
+ */
+static void follow_module_call(struct python_tracer *tracer, struct python_process *process,
+			       const struct tcheck_python_record *record,
+			       const struct trace_python_call *call)
+{
+	const struct tcheck_python_arg *self = object_self(record);
+	uint32_t module_callers = 0;
+	uint64_t module, top;
+	int result;
+
+	if (!self)
+		return;
+	module = object_address(self, 0);
+	top = object_address(self, sizeof(uint64_t));
+	for (uint32_t i = 0; i < call->py_stack.depth && i < TRACE_PY_STACK_MAX; i++)
+		module_callers += strcmp(call->py_stack.frames[i], TRACE_MODULE_CALL_NAME) == 0;
+	if (module == top &&
+	    ((record->flags & TCHECK_PYTHON_CALLERS_CUT) || module_callers != self->state))
+		return;
+	result = python_module_modes_called(&process->module_modes, module, top);
+	if (result)
+		stage_changed(tracer, process, record->header.timestamp_ns, result);
+}
+
 /* Module.__setattr__(self, "training", mode) of the outermost train(): the stage from then on. */
 static void follow_stage(struct python_tracer *tracer, struct python_process *process,
 			 const struct tcheck_python_record *record,
@@ -557,8 +626,13 @@ static void follow_stage(struct python_tracer *tracer, struct python_process *pr
 		for (int a = 0; a < callers[i].argument_count && a < 2; a++)
 			callers[i].argument_names[a] = named->argument_names[a];
 	}
-	if (python_mode_call_is_outermost(callers, depth))
-		python_meta_set_stage(&process->meta, record->return_ns, stage);
+	if (python_mode_call_is_outermost(callers, depth)) {
+		const struct tcheck_python_arg *self = object_self(record);
+
+		stage_changed(tracer, process, record->return_ns,
+			      python_module_modes_set(&process->module_modes,
+						      self ? object_address(self, 0) : 0, stage));
+	}
 }
 
 int python_tracer_handle(struct python_tracer *tracer, struct python_process *process,
@@ -624,6 +698,8 @@ int python_tracer_handle(struct python_tracer *tracer, struct python_process *pr
 		    python_module_path_add(&process->module_paths, &process->module_classes,
 					   &process->layout, record, call) < 0)
 			tracer->losses.unplaced_modules++;
+		if (named->module_call)
+			follow_module_call(tracer, process, record, call);
 		result = tracer->emit(tracer->context, &out);
 	}
 	/* The marker call ends a step: calls entered after its return are in the next. */

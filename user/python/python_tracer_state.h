@@ -16,6 +16,7 @@
 #include "base/u64_map.h"
 #include "python/python_layout.h"
 #include "python/python_meta.h"
+#include "python/python_module_modes.h"
 #include "python/python_module_paths.h"
 #include "python/python_tracer.h"
 #include "python/torch_op_readings.h"
@@ -41,6 +42,7 @@ struct python_process {
 	struct u64_map codes;	       /* code address -> named_code */
 	struct u64_map module_classes; /* type address -> class name (python_module_classes.h) */
 	struct python_module_paths module_paths; /* module address -> attribute path */
+	struct python_module_modes module_modes; /* the stage from its models' modes */
 	/* Backward passes entered whose end is awaited, oldest first (any thread). */
 	struct trace_python_call backward_open[PYTHON_BACKWARD_OPEN_MAX];
 	unsigned backward_open_count;

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The stage from the modes of the models a program runs. torch defines a
+ * model's mode by the train() or eval() call on it, but a program may hold
+ * several models in other modes: an EMA copy or a distillation teacher kept
+ * in eval() beside the model it trains, a GAN's two halves. So where the
+ * tracer follows module calls, the stage is train while any top module the
+ * program has called (the outermost module call on a thread) is in train
+ * mode, eval once every one is in eval: a top module's mode is that of the
+ * last outermost train()/eval() on it (python_mode_calls.h), train before
+ * any (nn.Module's default). A train() or eval() on a module seen running
+ * inside another (a batch norm frozen by hand, `model.module.eval()`) sets
+ * no model's mode. Before the first top module call returns the stage is
+ * unknown. Where module calls are not followed, the stage is that of the
+ * last outermost train()/eval(), as before. Needs no kernel.
+ */
+#ifndef TCHECK_PYTHON_MODULE_MODES_H
+#define TCHECK_PYTHON_MODULE_MODES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/u64_map.h"
+
+struct python_module_modes {
+	struct u64_map modes;	   /* module address -> its last outermost mode call's stage */
+	struct u64_map tops;	   /* top module address -> non-NULL: the program called it */
+	struct u64_map submodules; /* module address -> non-NULL: seen running inside another */
+	uint32_t last_set;	   /* the last outermost mode call's stage (enum trace_stage) */
+};
+
+void python_module_modes_init(struct python_module_modes *modes);
+void python_module_modes_free(struct python_module_modes *modes);
+
+/* The outermost train() or eval() on the module at 'module' set 'stage'; 0 or -ENOMEM. */
+int python_module_modes_set(struct python_module_modes *modes, uint64_t module, uint32_t stage);
+
+/*
+ * A module call of the module at 'self' whose top module (the outermost
+ * module call on its thread) is at 'top' (self itself for a top module):
+ * 1 when it is a top module met for the first time, 0 otherwise, or -ENOMEM.
+ */
+int python_module_modes_called(struct python_module_modes *modes, uint64_t self, uint64_t top);
+
+/*
+ * The stage now (enum trace_stage): from the called top modules' modes
+ * where module calls are followed, else the last outermost mode call's.
+ */
+uint32_t python_module_modes_stage(const struct python_module_modes *modes,
+				   bool module_calls_followed);
+
+#endif /* TCHECK_PYTHON_MODULE_MODES_H */
