@@ -9,6 +9,7 @@
 
 #include "base/fnv_hash.h"
 #include "base/u64_map.h"
+#include "model_calls.h"
 
 #define UPDATED_FIELD "tensor:self"
 #define READ_FIELD "tensor:weight"
@@ -21,7 +22,7 @@ bool parameter_updates_is_optimizer_step(const struct infer_event *event)
 
 bool parameter_updates_wants(const struct infer_event *event)
 {
-	return parameter_updates_is_optimizer_step(event) ||
+	return parameter_updates_is_optimizer_step(event) || model_calls_wants(event) ||
 	       (event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
 		(infer_event_field(event, UPDATED_FIELD) || infer_event_field(event, READ_FIELD)));
 }
@@ -241,6 +242,7 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	struct updates updates;
 	struct u64_map reads;	      /* weight read -> its first read */
 	struct u64_map unread_shapes; /* shapes of parameters changed and not read */
+	struct model_calls models;    /* the model of each read, and those the step trains */
 	size_t frozen_reads = 0;
 	uint64_t weight;
 	void *value;
@@ -248,6 +250,7 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 
 	memset(finding, 0, sizeof(*finding));
 	memset(&updates, 0, sizeof(updates));
+	memset(&models, 0, sizeof(models));
 	u64_map_init(&updates.any);
 	u64_map_init(&updates.changing);
 	u64_map_init(&reads);
@@ -257,10 +260,16 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 		failed = collect_reads(events, count, &reads);
 	if (!failed && finding->step)
 		failed = unread_parameter_shapes(&updates, &reads, &unread_shapes);
+	if (!failed)
+		failed = model_calls_find(&models, events, count);
+	for (size_t i = 0; !failed && u64_map_next(&reads, &i, &weight, &value);)
+		if (u64_map_get(&updates.changing, weight))
+			failed = model_calls_note_changed(&models, value);
 	for (size_t i = 0; !failed && u64_map_next(&reads, &i, &weight, &value);) {
 		const struct infer_event *read = value;
 
-		if (parameter_updates_computed_weight(read, &unread_shapes))
+		if (parameter_updates_computed_weight(read, &unread_shapes) ||
+		    model_calls_of_another_model(&models, read))
 			continue;
 		finding->weights++;
 		if (is_false(infer_event_field(read, "requires_grad:weight")))
@@ -305,5 +314,6 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	u64_map_free(&updates.changing);
 	u64_map_free(&reads);
 	u64_map_free(&unread_shapes);
+	model_calls_free(&models);
 	return failed;
 }

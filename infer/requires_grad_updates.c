@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/u64_map.h"
+#include "model_calls.h"
 #include "parameter_updates.h"
 #include "precondition.h"
 
@@ -92,10 +93,27 @@ static bool changed_what_was_read(const struct infer_event *read, const struct i
 	return !read_shape || !updated_shape || strcmp(read_shape, updated_shape) == 0;
 }
 
-/* The earliest read in 'reads' whose tensor 'changed' holds (want_changed) or lacks. */
+/* Notes the models whose reads 'changed' holds: those the step trains; 0 or -ENOMEM. */
+static int note_trained_models(struct model_calls *models, const struct u64_map *reads,
+			       const struct u64_map *changed)
+{
+	uint64_t tensor;
+	void *value;
+	int failed = 0;
+
+	for (size_t i = 0; !failed && u64_map_next(reads, &i, &tensor, &value);)
+		if (changed_what_was_read(value, u64_map_get(changed, tensor)))
+			failed = model_calls_note_changed(models, value);
+	return failed;
+}
+
+/*
+ * The earliest read in 'reads' whose tensor 'changed' holds (want_changed) or
+ * lacks; 'models' given, reads of models the step does not train left out.
+ */
 static const struct infer_event *first_read(const struct u64_map *reads,
 					    const struct u64_map *changed, bool want_changed,
-					    size_t *matching)
+					    const struct model_calls *models, size_t *matching)
 {
 	const struct infer_event *first = NULL;
 	uint64_t tensor;
@@ -104,7 +122,8 @@ static const struct infer_event *first_read(const struct u64_map *reads,
 	for (size_t i = 0; u64_map_next(reads, &i, &tensor, &value);) {
 		const struct infer_event *read = value;
 
-		if (changed_what_was_read(read, u64_map_get(changed, tensor)) != want_changed)
+		if (changed_what_was_read(read, u64_map_get(changed, tensor)) != want_changed ||
+		    (models && model_calls_of_another_model(models, read)))
 			continue;
 		(*matching)++;
 		if (!first || read->entry_ns < first->entry_ns)
@@ -117,12 +136,14 @@ int requires_grad_updates_judge(const struct infer_event *const *events, size_t 
 				struct requires_grad_finding *finding)
 {
 	struct step_tensors tensors;
+	struct model_calls models;
 	size_t frozen_changed = 0, trainable_changed = 0, trainable_unchanged = 0;
 	size_t frozen_unchanged = 0;
 	bool reads;
 	int failed;
 
 	memset(finding, 0, sizeof(*finding));
+	memset(&models, 0, sizeof(models));
 	u64_map_init(&tensors.frozen);
 	u64_map_init(&tensors.trainable);
 	u64_map_init(&tensors.changed);
@@ -130,13 +151,19 @@ int requires_grad_updates_judge(const struct infer_event *const *events, size_t 
 	failed = parameter_updates_unread_shapes(events, count, &tensors.computed);
 	if (!failed)
 		failed = collect(events, count, &tensors, finding);
+	if (!failed)
+		failed = model_calls_find(&models, events, count);
+	if (!failed)
+		failed = note_trained_models(&models, &tensors.frozen, &tensors.changed);
+	if (!failed)
+		failed = note_trained_models(&models, &tensors.trainable, &tensors.changed);
 	if (!failed) {
 		finding->frozen_read =
-			first_read(&tensors.frozen, &tensors.changed, true, &frozen_changed);
-		first_read(&tensors.frozen, &tensors.changed, false, &frozen_unchanged);
-		first_read(&tensors.trainable, &tensors.changed, true, &trainable_changed);
+			first_read(&tensors.frozen, &tensors.changed, true, NULL, &frozen_changed);
+		first_read(&tensors.frozen, &tensors.changed, false, NULL, &frozen_unchanged);
+		first_read(&tensors.trainable, &tensors.changed, true, NULL, &trainable_changed);
 		finding->trainable_read = first_read(&tensors.trainable, &tensors.changed, false,
-						     &trainable_unchanged);
+						     &models, &trainable_unchanged);
 	}
 	reads = frozen_changed + frozen_unchanged + trainable_changed + trainable_unchanged > 0;
 	finding->frozen_applies = !failed && finding->step && reads;
@@ -156,6 +183,7 @@ int requires_grad_updates_judge(const struct infer_event *const *events, size_t 
 	u64_map_free(&tensors.trainable);
 	u64_map_free(&tensors.changed);
 	u64_map_free(&tensors.computed);
+	model_calls_free(&models);
 	return failed;
 }
 
