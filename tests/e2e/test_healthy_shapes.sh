@@ -18,7 +18,7 @@ python3 - "$SCRATCH/results.json" <<'PY' || fail "results: $(tail -20 "$SCRATCH/
 import json, sys
 results = json.load(open(sys.argv[1]))
 shapes, nccl = results["shapes"], results["nccl"]
-assert len(shapes) >= 18, len(shapes)
+assert len(shapes) >= 23, len(shapes)
 # Every program trained (its log) and the tool saw every optimizer step of every rank.
 for shape in shapes:
     assert shape["judged"], shape
@@ -29,7 +29,9 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4}, shapes
 # ranks update other shards and set their gradients to None by hand), DDP at every size, a
 # head trained on a body frozen from the start, clipping with OneCycleLR, tied embeddings,
 # steps skipped by loss scaling, DDP accumulation in no_sync(), torch's ZeroRedundancyOptimizer
-# (its step runs the local optimizer's: one step, not two).
+# (its step runs the local optimizer's: one step, not two), an EMA copy and a distillation
+# teacher kept in eval() beside the model that trains, the model's own zero_grad(), PyTorch's
+# MNIST example (evaluation and scheduler once an epoch), batch norms frozen by model.apply().
 flagged = [(s["script"], s["options"], s["violations"], s["rules"], s["recording_losses"])
            for s in shapes if s["violations"]]
 assert not flagged, flagged
