@@ -55,12 +55,15 @@ struct update_step {
  * up once, here, and in no tracker's table.
  */
 struct checked_process {
-	void *step;	 /* struct process_step: APISequence */
-	void *updates;	 /* struct update_step: the rules on updates */
-	void *clearing;	 /* gradient_clearing's */
-	void *eval_mode; /* eval_mode's */
-	void *precision; /* operator_precision's */
-	void *contain;	 /* contain_checker's step */
+	uint32_t pid;
+	bool python;	   /* it made Python calls */
+	int32_t last_step; /* the latest step of its events: 0 until its step marker ends */
+	void *step;	   /* struct process_step: APISequence */
+	void *updates;	   /* struct update_step: the rules on updates */
+	void *clearing;	   /* gradient_clearing's */
+	void *eval_mode;   /* eval_mode's */
+	void *precision;   /* operator_precision's */
+	void *contain;	   /* contain_checker's step */
 	struct rank_updates_cache rank;
 };
 
@@ -574,6 +577,12 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 	/* The one look-up of the event's process: each tracker is handed its slot. */
 	process = u64_map_get_or_add(&checker->checked, (uint64_t)event.pipeline << 32 | event.pid,
 				     sizeof(*process), NULL);
+	if (process) {
+		process->pid = event.pid;
+		process->python |= event.kind == INFER_EVENT_PYTHON;
+		if (event.step > process->last_step)
+			process->last_step = event.step;
+	}
 	if (!process || process_uses_add(&checker->uses, &event) ||
 	    gradient_clearing_observe(&checker->clearing, &event, &process->clearing))
 		return -ENOMEM;
@@ -630,6 +639,27 @@ uint64_t rule_checker_notices(const struct rule_checker *checker)
 uint64_t rule_checker_events(const struct rule_checker *checker)
 {
 	return checker->events;
+}
+
+size_t rule_checker_python_processes(const struct rule_checker *checker, bool *stepped,
+				     uint32_t *pids, size_t max)
+{
+	size_t count = 0;
+	uint64_t key;
+	void *value;
+
+	*stepped = false;
+	for (size_t i = 0; u64_map_next(&checker->checked, &i, &key, &value);) {
+		const struct checked_process *process = value;
+
+		if (!process->python)
+			continue;
+		*stepped |= process->last_step > 0;
+		if (count < max)
+			pids[count] = process->pid;
+		count++;
+	}
+	return count;
 }
 
 void rule_checker_free(struct rule_checker *checker)

@@ -42,6 +42,13 @@ void rule_checker_finish(struct rule_checker *checker);
 uint64_t rule_checker_violations(const struct rule_checker *checker);
 uint64_t rule_checker_notices(const struct rule_checker *checker);
 uint64_t rule_checker_events(const struct rule_checker *checker);
+/*
+ * The processes that made Python calls (up to max of their pids in pids)
+ * and whether any of them ended a step (its step marker ran): where none
+ * did, the rules about steps judged none of their calls.
+ */
+size_t rule_checker_python_processes(const struct rule_checker *checker, bool *stepped,
+				     uint32_t *pids, size_t max);
 void rule_checker_free(struct rule_checker *checker);
 
 #endif /* TCHECK_RULE_CHECKER_H */

@@ -508,3 +508,31 @@ UNIT_TEST(carry_over, a_collectives_size_is_no_constant_across_jobs)
 	rule_set_free(set);
 	rule_set_free(single);
 }
+
+UNIT_TEST(carry_over, a_process_whose_steps_never_end_is_said_unjudged)
+{
+	struct rule_set *set = rule_set_new();
+	struct rule_checker *checker = rule_checker_new(set, NULL, NULL);
+	struct trace_record record;
+	uint32_t pids[2] = { 0 };
+	bool stepped = true;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	/* Weights updated by hand: no optimizer step, every call in step 0. */
+	for (int call_index = 0; call_index < 3; call_index++) {
+		record = python_call_record(70, 0, 1000 + 100 * (uint64_t)call_index, 10,
+					    TRACE_MODULE_CALL_NAME, 0);
+		CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+	}
+	CU_ASSERT_EQUAL(rule_checker_python_processes(checker, &stepped, pids, 2), 1);
+	CU_ASSERT_FALSE(stepped);
+	CU_ASSERT_EQUAL(pids[0], 70);
+	/* A second process whose optimizer stepped: the steps were judged. */
+	record = python_call_record(71, 1, 5000, 10, "Optimizer.step#SGD.step",
+				    TRACE_PYTHON_TORCH_SCOPE);
+	CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+	CU_ASSERT_EQUAL(rule_checker_python_processes(checker, &stepped, pids, 2), 2);
+	CU_ASSERT_TRUE(stepped);
+	rule_checker_free(checker);
+	rule_set_free(set);
+}

@@ -272,9 +272,35 @@ out:
 	return status;
 }
 
+/*
+ * "No silent zero": Python processes checked none of which ended a step
+ * (no Optimizer.step scope, the default step marker, ran: weights updated
+ * by hand) were not judged by the rules about steps.
+ */
+static void warn_unstepped(const struct rule_checker *checker)
+{
+	uint32_t pids[4];
+	char listed[64] = "";
+	bool stepped;
+	size_t count = rule_checker_python_processes(checker, &stepped, pids, 4);
+	size_t used = 0;
+
+	if (count == 0 || stepped)
+		return;
+	for (size_t i = 0; i < count && i < 4 && used < sizeof(listed); i++)
+		used += (size_t)snprintf(listed + used, sizeof(listed) - used, "%s%u",
+					 i ? ", " : "", pids[i]);
+	log_warning("no training step ended in the %zu Python process(es) checked (pid %s%s): no "
+		    "Optimizer.step scope, the step marker, ran, so the rules about steps "
+		    "judged none of their calls; a program that updates its weights without a "
+		    "torch optimizer can name its step function with record --step-marker NAME",
+		    count, listed, count > 4 ? ", ..." : "");
+}
+
 void rule_check_finish(struct rule_checker *checker, const struct rule_set *rules, const char *how)
 {
 	rule_checker_finish(checker);
+	warn_unstepped(checker);
 	log_notice("%" PRIu64 " events checked%s against %zu rules: %" PRIu64 " violation(s)%s",
 		   rule_checker_events(checker), how, rules->count,
 		   rule_checker_violations(checker),
