@@ -100,7 +100,8 @@ bool model_calls_of_another_model(const struct model_calls *calls, const struct 
 	if (calls->trained.count == 0)
 		return false;
 	model = model_calls_around(calls, read);
-	return model && !u64_map_get(&calls->trained, (uintptr_t)model);
+	return model && model->stage == TRACE_STAGE_EVAL &&
+	       !u64_map_get(&calls->trained, (uintptr_t)model);
 }
 
 void model_calls_free(struct model_calls *calls)

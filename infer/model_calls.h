@@ -2,15 +2,17 @@
 /*
  * Which model a step's weight read belongs to, and whether the step trains
  * it. A read's model is the outermost module call (Module._call_impl) around
- * it on its thread, among the step's events. A step trains the models some
- * of whose read weights its optimizer step changed; a program may read the
- * weights of another model in the same step without training it there: a
- * distillation teacher, an EMA copy, the other half of a GAN. The rules on
- * what the optimizer changes of what the forward reads (ParametersUpdated,
- * TrainableUpdated) judge the reads of trained models only, once the step
- * trains one: a step that changes nothing the forward reads, and reads that
- * no module call holds (a functional forward, a trace without the frame
- * evaluator's calls), are judged as before.
+ * it on its thread, among the step's events; the call's stage is its top
+ * module's mode (python_module_modes.h). A step trains the models some of
+ * whose read weights its optimizer step changed; a program may also read
+ * the weights of a model it keeps in eval() without training it: a
+ * distillation teacher, an EMA copy. The rules on what the optimizer changes
+ * of what the forward reads (ParametersUpdated, TrainableUpdated) leave out
+ * the reads of a model in eval() none of whose weights the step changed,
+ * once the step trains one. A model in training mode called in pieces
+ * (encoder, then head), a step that changes nothing the forward reads, and
+ * reads no module call holds (a functional forward, a trace without the
+ * frame evaluator's calls) are judged as before.
  */
 #ifndef TCHECK_MODEL_CALLS_H
 #define TCHECK_MODEL_CALLS_H
@@ -41,7 +43,7 @@ const struct infer_event *model_calls_around(const struct model_calls *calls,
 /* A read whose weight the step's optimizer changed: its model is trained; 0 or -ENOMEM. */
 int model_calls_note_changed(struct model_calls *calls, const struct infer_event *read);
 
-/* Whether a read is of a model other than those the step trains, when it trains one. */
+/* Whether a read is of a model in eval() the step does not train, when it trains one. */
 bool model_calls_of_another_model(const struct model_calls *calls, const struct infer_event *read);
 
 void model_calls_free(struct model_calls *calls);

@@ -57,6 +57,9 @@ UNIT_TEST(python_module_modes, a_student_put_in_train_before_its_teacher_in_eval
 	CU_ASSERT_EQUAL(stage(&modes), TRACE_STAGE_EVAL);
 	CU_ASSERT_EQUAL(python_module_modes_called(&modes, MODEL, MODEL), 1);
 	CU_ASSERT_EQUAL(stage(&modes), TRACE_STAGE_TRAIN);
+	/* Each model's own mode, for its module calls. */
+	CU_ASSERT_EQUAL(python_module_modes_of(&modes, TEACHER), TRACE_STAGE_EVAL);
+	CU_ASSERT_EQUAL(python_module_modes_of(&modes, MODEL), TRACE_STAGE_TRAIN);
 	python_module_modes_free(&modes);
 }
 

@@ -28,8 +28,10 @@ enum second_weight {
 	/* read as autocast's frozen bfloat16 copy, whose address an optimizer buffer of another
 	 * dtype takes in the step */
 	CAST_REUSED,
-	/* read trainable by another model's forward (a distillation teacher), not updated */
+	/* read trainable by a model in eval() (a distillation teacher), not updated */
 	OTHER_MODEL,
+	/* read trainable by a second top module in training mode (a head called apart) */
+	OTHER_PIECE,
 	/* read trainable in the same model's forward as the first, not updated */
 	LEFT_OUT_OF_ONE_MODEL,
 };
@@ -97,13 +99,17 @@ static size_t build_step(uint32_t pid, int step, enum second_weight second, int 
 	size_t count = 0;
 
 	/* Module calls around the reads: one model, or a second one around the second read. */
-	if (second == OTHER_MODEL || second == LEFT_OUT_OF_ONE_MODEL)
-		records[count++] =
-			python_call_record(pid, step, base + 5, second == OTHER_MODEL ? 10 : 25,
-					   TRACE_MODULE_CALL_NAME, 0);
-	if (second == OTHER_MODEL)
-		records[count++] =
+	if (second == OTHER_MODEL || second == OTHER_PIECE || second == LEFT_OUT_OF_ONE_MODEL)
+		records[count++] = python_call_record(pid, step, base + 5,
+						      second == LEFT_OUT_OF_ONE_MODEL ? 25 : 10,
+						      TRACE_MODULE_CALL_NAME, 0);
+	if (second == OTHER_MODEL || second == OTHER_PIECE) {
+		records[count] =
 			python_call_record(pid, step, base + 18, 10, TRACE_MODULE_CALL_NAME, 0);
+		/* A module call's stage is its top module's mode. */
+		records[count++].python_call.stage =
+			second == OTHER_MODEL ? TRACE_STAGE_EVAL : TRACE_STAGE_TRAIN;
+	}
 	count = read_weight(records, count, pid, step, base + 10, WEIGHT_1, true, "Float[4, 4]");
 	count = read_weight(records, count, pid, step, base + 20, WEIGHT_2, !frozen,
 			    second == CAST_REUSED ? "BFloat16[4, 4]" : "Float[4, 4]");
@@ -194,13 +200,17 @@ UNIT_TEST(requires_grad_updates, frozen_and_trainable_weights_against_the_step)
 	CU_ASSERT_TRUE(found.trainable_holds);
 
 	/*
-	 * A weight of another model read in the step (a distillation teacher's,
-	 * under no_grad) and left alone: the step trains the model whose weight
-	 * it changed. Left out of the same model's forward, it is still found.
+	 * A weight of a model kept in eval() read in the step (a distillation
+	 * teacher's, under no_grad) and left alone: the step trains the model
+	 * whose weight it changed. Left out of the same model's forward, or of a
+	 * second piece in training mode called apart, it is still found.
 	 */
 	found = judge(OTHER_MODEL, -1);
 	CU_ASSERT_TRUE(found.trainable_applies && found.trainable_holds);
 	found = judge(LEFT_OUT_OF_ONE_MODEL, -1);
+	CU_ASSERT_FALSE(found.trainable_holds);
+	CU_ASSERT_EQUAL(found.trainable_read, WEIGHT_2);
+	found = judge(OTHER_PIECE, -1);
 	CU_ASSERT_FALSE(found.trainable_holds);
 	CU_ASSERT_EQUAL(found.trainable_read, WEIGHT_2);
 

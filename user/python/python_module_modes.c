@@ -43,7 +43,7 @@ int python_module_modes_called(struct python_module_modes *modes, uint64_t self,
 	return u64_map_put(&modes->tops, top, &modes->tops) ? -ENOMEM : 1;
 }
 
-static uint32_t mode_of(const struct python_module_modes *modes, uint64_t module)
+uint32_t python_module_modes_of(const struct python_module_modes *modes, uint64_t module)
 {
 	uintptr_t stored = (uintptr_t)u64_map_get(&modes->modes, module);
 
@@ -61,7 +61,7 @@ uint32_t python_module_modes_stage(const struct python_module_modes *modes,
 	if (modes->tops.count == 0)
 		return TRACE_STAGE_UNKNOWN;
 	for (size_t i = 0; u64_map_next(&modes->tops, &i, &top, &value);)
-		if (mode_of(modes, top) != TRACE_STAGE_EVAL)
+		if (python_module_modes_of(modes, top) != TRACE_STAGE_EVAL)
 			return TRACE_STAGE_TRAIN;
 	return TRACE_STAGE_EVAL;
 }

@@ -42,6 +42,9 @@ int python_module_modes_set(struct python_module_modes *modes, uint64_t module, 
  */
 int python_module_modes_called(struct python_module_modes *modes, uint64_t self, uint64_t top);
 
+/* The mode of the top module at 'top' (enum trace_stage): train before any mode call on it. */
+uint32_t python_module_modes_of(const struct python_module_modes *modes, uint64_t top);
+
 /*
  * The stage now (enum trace_stage): from the called top modules' modes
  * where module calls are followed, else the last outermost mode call's.

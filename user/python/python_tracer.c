@@ -579,11 +579,13 @@ static uint64_t object_address(const struct tcheck_python_arg *self, size_t at)
  * module that may change the stage from its entry on when met first. A call
  * whose callers the probe cut, or that shows fewer module calls above it
  * than the probe saw open (one entered before the probes were attached),
- * places no top module.
+ * places no top module. The call's own stage is its top module's mode: an
+ * EMA copy's or a teacher's forward is in stage eval while its process
+ * trains another model.
  */
 static void follow_module_call(struct python_tracer *tracer, struct python_process *process,
 			       const struct tcheck_python_record *record,
-			       const struct trace_python_call *call)
+			       struct trace_python_call *call)
 {
 	const struct tcheck_python_arg *self = object_self(record);
 	uint32_t module_callers = 0;
@@ -602,6 +604,8 @@ static void follow_module_call(struct python_tracer *tracer, struct python_proce
 	result = python_module_modes_called(&process->module_modes, module, top);
 	if (result)
 		stage_changed(tracer, process, record->header.timestamp_ns, result);
+	if (module_calls_followed(tracer))
+		call->stage = python_module_modes_of(&process->module_modes, top);
 }
 
 /* Module.__setattr__(self, "training", mode) of the outermost train(): the stage from then on. */
