@@ -25,7 +25,7 @@ void call_rhythm_free(struct call_rhythm *rhythm)
 bool call_rhythm_step_judged(struct call_rhythm *rhythm, uint32_t pid, size_t rule_index,
 			     bool present)
 {
-	uint64_t key = fnv1a_add_u64(fnv1a_add_u64(17, pid), rule_index);
+	uint64_t key = fnv1a_add_u64(fnv1a_add_u64(FNV1A_OFFSET_BASIS, pid), rule_index);
 	struct pace *pace = u64_map_get_or_add(&rhythm->paces, key, sizeof(*pace), NULL);
 	bool kept;
 
