@@ -26,10 +26,7 @@ TEMPERATURE = 4.0
 
 
 def main():
-    options = common.parser(__doc__.splitlines()[0])
-    options.add_argument("--epoch-steps", type=int, default=5, metavar="N",
-                         help="batches per epoch (default 5)")
-    args = options.parse_args()
+    args = common.parser(__doc__.splitlines()[0], epochs=True).parse_args()
     torch.manual_seed(args.seed)
     teacher = nn.Sequential(nn.Linear(12, 48), nn.BatchNorm1d(48), nn.ReLU(), nn.Dropout(0.3),
                             nn.Linear(48, 5))

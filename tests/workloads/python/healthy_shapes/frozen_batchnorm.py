@@ -28,10 +28,7 @@ def set_bn_eval(module):
 
 
 def main():
-    options = common.parser(__doc__.splitlines()[0])
-    options.add_argument("--epoch-steps", type=int, default=5, metavar="N",
-                         help="batches per epoch (default 5)")
-    args = options.parse_args()
+    args = common.parser(__doc__.splitlines()[0], epochs=True).parse_args()
     torch.manual_seed(args.seed)
     model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
                           nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),

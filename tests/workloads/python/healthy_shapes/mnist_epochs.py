@@ -60,10 +60,7 @@ def test(model, data, target):
 
 
 def main():
-    options = common.parser(__doc__.splitlines()[0])
-    options.add_argument("--epoch-steps", type=int, default=5, metavar="N",
-                         help="batches per epoch (default 5)")
-    args = options.parse_args()
+    args = common.parser(__doc__.splitlines()[0], epochs=True).parse_args()
     torch.manual_seed(args.seed)
     model = Net()
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)

@@ -21,7 +21,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pipeline_common  # noqa: E402
 
 
-def parser(description, steps=10, distributed=False, world_size=2):
+def parser(description, steps=10, distributed=False, world_size=2, epochs=False):
+    """The options every program takes; epochs: also --epoch-steps N (5), batches per epoch."""
     options = argparse.ArgumentParser(
         description=description,
         epilog="DIR/rank-R.jsonl is the run's truth: see README.md in this folder.")
@@ -30,6 +31,9 @@ def parser(description, steps=10, distributed=False, world_size=2):
     options.add_argument("--seed", type=int, default=7, help="model and data seed (default 7)")
     options.add_argument("--log-dir", required=True, metavar="DIR",
                          help="write DIR/rank-R.jsonl, one line per step")
+    if epochs:
+        options.add_argument("--epoch-steps", type=int, default=5, metavar="N",
+                             help="batches per epoch (default 5)")
     if distributed:
         options.add_argument("--world-size", type=int, default=world_size, metavar="N",
                              help="ranks (default {})".format(world_size))
