@@ -72,10 +72,5 @@ class StepLog:
 def main_distributed(args, train_rank):
     """A distributed program's entry point: the launcher, or (with --worker) one rank."""
     if args.worker:
-        import torch.distributed as dist
-        rank, size = pipeline_common.init_rank()
-        train_rank(args, rank, size)
-        dist.barrier()
-        dist.destroy_process_group()
-        return 0
+        pipeline_common.run_worker(args, train_rank)
     return pipeline_common.launch(args.world_size, timeout_s=300)

@@ -155,15 +155,27 @@ def replicas_identical(model):
     return all(torch.equal(values, gathered[0]) for values in gathered)
 
 
+def run_worker(args, train_rank):
+    """One rank (--worker): trains, waits for the others at a barrier, and ends at once.
+
+    The interpreter's teardown is skipped (os._exit after flushing): a gloo process group can
+    hang in destroy_process_group or in its destructors at exit (pytorch#75097, seen here on
+    torch 1.13 and 2.6 under load), after all the rank did was logged, and the launcher would
+    then stop the rank at its timeout. Its logs are written and closed by then.
+    """
+    import torch.distributed as dist
+    rank, size = init_rank()
+    train_rank(args, rank, size)
+    dist.barrier()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def main_ddp(args, train_rank, world_size=2):
     """A DDP script's entry point: the launcher, or (with --worker) one rank's training."""
     if args.worker:
-        import torch.distributed as dist
-        rank, size = init_rank()
-        train_rank(args, rank, size)
-        dist.barrier()
-        dist.destroy_process_group()
-        return 0
+        run_worker(args, train_rank)
     status = launch(world_size)
     if status == 0:
         merge_rank_logs(args.log, world_size)

@@ -99,10 +99,5 @@ def replicas_agree(tensors):
 def main_distributed(args, train_rank):
     """A distributed program's entry: starts --world-size ranks, or (--worker) runs one."""
     if args.worker:
-        import torch.distributed as dist
-        rank, size = pipeline_common.init_rank()
-        train_rank(args, rank, size)
-        dist.barrier()
-        dist.destroy_process_group()
-        return 0
+        pipeline_common.run_worker(args, train_rank)
     return pipeline_common.launch(args.world_size)
