@@ -84,13 +84,6 @@ static bool in_backward(const struct clearing_step *state, uint32_t tid, uint64_
 	       entry_ns <= state->backward.exit_ns;
 }
 
-static uint64_t tensor_of(const struct infer_event *event)
-{
-	const char *text = infer_event_field(event, TENSOR_FIELD);
-
-	return text ? strtoull(text, NULL, 10) : 0;
-}
-
 /*
  * An add inside the first backward into a gradient that held last step's
  * values: not one the step zeroed in place before it (Module.zero_grad,
@@ -119,8 +112,7 @@ static void start_step(struct clearing_step *state, int32_t step)
 	state->accumulated = false;
 	state->add_count = 0;
 	state->adds_overflowed = false;
-	u64_map_free(&state->zeroed);
-	u64_map_init(&state->zeroed);
+	u64_map_free(&state->zeroed); /* left empty, ready for the step */
 }
 
 int gradient_clearing_observe(struct gradient_clearing *clearing, const struct infer_event *event,
@@ -129,9 +121,10 @@ int gradient_clearing_observe(struct gradient_clearing *clearing, const struct i
 	struct clearing_step *state;
 	int added;
 	bool backward = is_scope(event, BACKWARD_FAMILY);
-	bool operator= event->kind == INFER_EVENT_PYTHON &&(event->flags &TRACE_PYTHON_TORCH_OP);
-	bool add = operator&& strcmp(event->name, ACCUMULATE_OPERATOR) == 0;
-	bool zero = operator&& strcmp(event->name, ZERO_OPERATOR) == 0;
+	bool torch_op = event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP);
+	bool add = torch_op && strcmp(event->name, ACCUMULATE_OPERATOR) == 0;
+	bool zero = torch_op && strcmp(event->name, ZERO_OPERATOR) == 0;
+	uint64_t tensor = add || zero ? infer_event_tensor(event, TENSOR_FIELD) : 0;
 	struct add_seen seen;
 
 	if (event->step < 0 || event->kind != INFER_EVENT_PYTHON)
@@ -141,8 +134,7 @@ int gradient_clearing_observe(struct gradient_clearing *clearing, const struct i
 	if (!state)
 		return -ENOMEM;
 	if (added) {
-		state->finished_step = -1;
-		u64_map_init(&state->zeroed);
+		state->finished_step = -1; /* zeroed: an empty map, as start_step leaves it */
 		start_step(state, event->step);
 	}
 	if (event->step < state->step)
@@ -153,12 +145,11 @@ int gradient_clearing_observe(struct gradient_clearing *clearing, const struct i
 		start_step(state, event->step);
 	}
 	state->adds_watched |= add;
-	if (zero && tensor_of(event) &&
-	    u64_map_put(&state->zeroed, tensor_of(event), &state->zeroed))
+	if (zero && tensor && u64_map_put(&state->zeroed, tensor, &state->zeroed))
 		return -ENOMEM;
 	seen = (struct add_seen){ .tid = event->tid,
 				  .entry_ns = event->entry_ns,
-				  .tensor = add ? tensor_of(event) : 0 };
+				  .tensor = tensor };
 	/* Backward scopes of a thread come in order: the first one is the first pass. */
 	if (backward && !state->backward_seen)
 		note_backward(state, event);

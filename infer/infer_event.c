@@ -364,6 +364,13 @@ const char *infer_event_field(const struct infer_event *event, const char *name)
 	return NULL;
 }
 
+uint64_t infer_event_tensor(const struct infer_event *event, const char *field)
+{
+	const char *text = infer_event_field(event, field);
+
+	return text ? strtoull(text, NULL, 10) : 0;
+}
+
 static const char *const meta_variables[] = { "rank", "nranks",	 "stage",
 					      "comm", "context", "first_step" };
 

@@ -86,6 +86,9 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 /* The value of a field, or NULL when the event has none of that name. */
 const char *infer_event_field(const struct infer_event *event, const char *name);
 
+/* The tensor identity a field holds ("tensor:self", "tensor:weight"), or 0 when none. */
+uint64_t infer_event_tensor(const struct infer_event *event, const char *field);
+
 /*
  * The value of a meta variable or field as an interned string: "rank",
  * "nranks", "stage", "comm", "context", "first_step" or a field name.

@@ -27,13 +27,6 @@ bool parameter_updates_wants(const struct infer_event *event)
 		(infer_event_field(event, UPDATED_FIELD) || infer_event_field(event, READ_FIELD)));
 }
 
-static uint64_t tensor_of(const struct infer_event *event, const char *field)
-{
-	const char *text = infer_event_field(event, field);
-
-	return text ? strtoull(text, NULL, 10) : 0;
-}
-
 /*
  * Whether an update changes its tensor: an additive scale (alpha, value,
  * weight) of 0 or a factor (mul_'s, div_'s other) of 1 leaves it as it was.
@@ -119,7 +112,7 @@ static int collect_updates(const struct infer_event *const *events, size_t count
 				finding->step = event;
 			continue;
 		}
-		tensor = tensor_of(event, UPDATED_FIELD);
+		tensor = infer_event_tensor(event, UPDATED_FIELD);
 		if (!tensor || !parameter_updates_step_around(events, count, event))
 			continue;
 		if (!u64_map_get(&updates->any, tensor) &&
@@ -165,7 +158,7 @@ static int collect_reads(const struct infer_event *const *events, size_t count,
 	for (size_t i = 0; i < count; i++) {
 		const struct infer_event *read = events[i];
 		const struct infer_event *known;
-		uint64_t weight = tensor_of(read, READ_FIELD);
+		uint64_t weight = infer_event_tensor(read, READ_FIELD);
 
 		if (!weight || parameter_updates_step_around(events, count, read))
 			continue;
@@ -295,7 +288,8 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	if (!finding->holds) {
 		finding->stopped = first_stopped != NULL;
 		finding->read = first_stopped ? first_stopped : first_unchanged;
-		finding->update = u64_map_get(&updates.any, tensor_of(finding->read, READ_FIELD));
+		finding->update =
+			u64_map_get(&updates.any, infer_event_tensor(finding->read, READ_FIELD));
 	}
 	finding->frozen = finding->holds && finding->applies ? first_frozen : NULL;
 	/*

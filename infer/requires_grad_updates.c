@@ -23,13 +23,6 @@ bool requires_grad_updates_wants(const struct infer_event *event)
 	return parameter_updates_wants(event);
 }
 
-static uint64_t tensor_of(const struct infer_event *event, const char *field)
-{
-	const char *text = infer_event_field(event, field);
-
-	return text ? strtoull(text, NULL, 10) : 0;
-}
-
 /* Keeps the earliest event per tensor: events come in any order. */
 static int keep_earliest(struct u64_map *map, uint64_t tensor, const struct infer_event *event)
 {
@@ -56,8 +49,8 @@ static int collect(const struct infer_event *const *events, size_t count,
 	for (size_t i = 0; i < count && !failed; i++) {
 		const struct infer_event *event = events[i];
 		bool in_step = parameter_updates_step_around(events, count, event) != NULL;
-		uint64_t weight = tensor_of(event, READ_FIELD);
-		uint64_t updated = tensor_of(event, UPDATED_FIELD);
+		uint64_t weight = infer_event_tensor(event, READ_FIELD);
+		uint64_t updated = infer_event_tensor(event, UPDATED_FIELD);
 		const char *requires_grad = infer_event_field(event, READ_REQUIRES_GRAD_FIELD);
 
 		if (parameter_updates_is_optimizer_step(event)) {
@@ -168,10 +161,11 @@ int requires_grad_updates_judge(const struct infer_event *const *events, size_t 
 	reads = frozen_changed + frozen_unchanged + trainable_changed + trainable_unchanged > 0;
 	finding->frozen_applies = !failed && finding->step && reads;
 	finding->frozen_holds = !finding->frozen_applies || frozen_changed == 0;
-	finding->frozen_update = finding->frozen_holds
-					 ? NULL
-					 : u64_map_get(&tensors.changed,
-						       tensor_of(finding->frozen_read, READ_FIELD));
+	finding->frozen_update =
+		finding->frozen_holds
+			? NULL
+			: u64_map_get(&tensors.changed,
+				      infer_event_tensor(finding->frozen_read, READ_FIELD));
 	if (finding->frozen_holds)
 		finding->frozen_read = NULL;
 	finding->trainable_applies = !failed && finding->step && finding->step->nranks <= 1 &&
