@@ -308,32 +308,49 @@ const char *python_module_path(struct python_module_paths *paths, struct u64_map
 	return path;
 }
 
+const struct tcheck_python_arg *python_record_self(const struct tcheck_python_record *record)
+{
+	for (uint32_t i = 0; i < record->arg_count && i < TCHECK_PYTHON_ARGS_MAX; i++)
+		if (record->args[i].type == TCHECK_PYTHON_ARG_OBJECT &&
+		    record->args[i].position == 0)
+			return &record->args[i];
+	return NULL;
+}
+
+bool python_module_call_of(const struct tcheck_python_record *record,
+			   const struct trace_python_call *call, struct python_module_call *out)
+{
+	const struct tcheck_python_arg *self = python_record_self(record);
+	uint32_t module_callers = 0;
+
+	if (!self)
+		return false;
+	for (uint32_t i = 0; i < call->py_stack.depth && i < TRACE_PY_STACK_MAX; i++)
+		module_callers += strcmp(call->py_stack.frames[i], TRACE_MODULE_CALL_NAME) == 0;
+	memcpy(&out->module, self->bytes, sizeof(out->module));
+	memcpy(&out->top, self->bytes + sizeof(out->module), sizeof(out->top));
+	out->type = self->value;
+	/* Callers cut by the probe's walk may not show every module call. */
+	out->top_known =
+		!(record->flags & TCHECK_PYTHON_CALLERS_CUT) && module_callers == self->state;
+	return true;
+}
+
 int python_module_path_add(struct python_module_paths *paths, struct u64_map *classes,
 			   const struct python_layout *layout,
 			   const struct tcheck_python_record *record,
 			   struct trace_python_call *call)
 {
-	const struct tcheck_python_arg *self = NULL;
-	uint64_t address, root;
-	uint32_t module_callers = 0;
-	bool has_class = false, root_is_top;
+	struct python_module_call module;
+	bool has_class = false;
 	const char *path;
 
-	for (uint32_t i = 0; i < record->arg_count && i < TCHECK_PYTHON_ARGS_MAX; i++)
-		if (record->args[i].type == TCHECK_PYTHON_ARG_OBJECT)
-			self = &record->args[i];
 	for (uint32_t i = 0; i < call->arg_count && i < TRACE_PY_ARGS_MAX; i++)
 		has_class |= strcmp(call->args[i].name, TRACE_MODULE_CLASS_ARG) == 0;
-	if (!self || !has_class)
+	if (!has_class || !python_module_call_of(record, call, &module))
 		return 1;
-	for (uint32_t i = 0; i < call->py_stack.depth && i < TRACE_PY_STACK_MAX; i++)
-		module_callers += strcmp(call->py_stack.frames[i], TRACE_MODULE_CALL_NAME) == 0;
-	/* Callers cut by the probe's walk may not show every module call. */
-	root_is_top = !(record->flags & TCHECK_PYTHON_CALLERS_CUT) && module_callers == self->state;
-	memcpy(&address, self->bytes, sizeof(address));
-	memcpy(&root, self->bytes + sizeof(address), sizeof(root));
-	path = python_module_path(paths, classes, (pid_t)record->header.pid, layout, address,
-				  self->value, root, root_is_top);
+	path = python_module_path(paths, classes, (pid_t)record->header.pid, layout, module.module,
+				  module.type, module.top, module.top_known);
 	if (!path || call->arg_count >= TRACE_PY_ARGS_MAX)
 		return -1;
 	call->args[call->arg_count++] = (struct trace_python_arg){ .name = TRACE_MODULE_PATH_ARG,

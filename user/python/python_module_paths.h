@@ -57,6 +57,29 @@ const char *python_module_path(struct python_module_paths *paths, struct u64_map
 			       pid_t pid, const struct python_layout *layout, uint64_t self,
 			       uint64_t type, uint64_t root, bool root_is_top);
 
+/* The object a call's probe kept as its self (its first parameter), or NULL. */
+const struct tcheck_python_arg *python_record_self(const struct tcheck_python_record *record);
+
+/* A module call's module and top module, as its probe kept them. */
+struct python_module_call {
+	uint64_t module; /* self's address */
+	uint64_t type;	 /* self's type */
+	uint64_t top;	 /* the self of the outermost module call on the thread */
+	/*
+	 * The callers hold as many module calls as the probe saw open above
+	 * it, uncut: no call entered before the probes were attached makes an
+	 * inner module look outermost.
+	 */
+	bool top_known;
+};
+
+/*
+ * Reads a Module._call_impl record (its named callers in call); false when
+ * the probe kept no self.
+ */
+bool python_module_call_of(const struct tcheck_python_record *record,
+			   const struct trace_python_call *call, struct python_module_call *out);
+
 /*
  * Adds the path of a module call's module (record: the probe's record of
  * Module._call_impl, its self a TCHECK_PYTHON_ARG_OBJECT) to call, which

@@ -75,6 +75,8 @@ struct python_tracer *python_tracer_new(struct probe_session *session, const cha
 		return NULL;
 	tracer->session = session;
 	tracer->prefixes = prefixes ? prefixes : python_default_prefixes;
+	tracer->module_calls_selected =
+		python_name_selected(TRACE_MODULE_CALL_NAME, tracer->prefixes);
 	tracer->step_marker = default_step_marker;
 	tracer->emit = emit;
 	tracer->context = context;
@@ -541,8 +543,7 @@ static void fill_arguments(struct python_tracer *tracer, const struct named_code
 /* Whether the stage follows the top modules the program calls (python_module_modes.h). */
 static bool module_calls_followed(const struct python_tracer *tracer)
 {
-	return !tracer->torch_events_only &&
-	       python_name_selected(TRACE_MODULE_CALL_NAME, tracer->prefixes);
+	return !tracer->torch_events_only && tracer->module_calls_selected;
 }
 
 static void stage_changed(struct python_tracer *tracer, struct python_process *process,
@@ -556,56 +557,28 @@ static void stage_changed(struct python_tracer *tracer, struct python_process *p
 		python_module_modes_stage(&process->module_modes, module_calls_followed(tracer)));
 }
 
-/* The object a call's probe kept as its self (its first parameter), or NULL. */
-static const struct tcheck_python_arg *object_self(const struct tcheck_python_record *record)
-{
-	for (uint32_t i = 0; i < record->arg_count && i < TCHECK_PYTHON_ARGS_MAX; i++)
-		if (record->args[i].type == TCHECK_PYTHON_ARG_OBJECT &&
-		    record->args[i].position == 0)
-			return &record->args[i];
-	return NULL;
-}
-
-static uint64_t object_address(const struct tcheck_python_arg *self, size_t at)
-{
-	uint64_t address;
-
-	memcpy(&address, self->bytes + at, sizeof(address));
-	return address;
-}
-
 /*
  * A module call (named callers in call): its module is a submodule, or a top
- * module that may change the stage from its entry on when met first. A call
- * whose callers the probe cut, or that shows fewer module calls above it
- * than the probe saw open (one entered before the probes were attached),
- * places no top module. The call's own stage is its top module's mode: an
- * EMA copy's or a teacher's forward is in stage eval while its process
- * trains another model.
+ * module that may change the stage from its entry on when met first; a call
+ * whose top is not known (python_module_paths.h) places no top module. The
+ * call's own stage is its top module's mode: an EMA copy's or a teacher's
+ * forward is in stage eval while its process trains another model.
  */
 static void follow_module_call(struct python_tracer *tracer, struct python_process *process,
 			       const struct tcheck_python_record *record,
 			       struct trace_python_call *call)
 {
-	const struct tcheck_python_arg *self = object_self(record);
-	uint32_t module_callers = 0;
-	uint64_t module, top;
+	struct python_module_call module;
 	int result;
 
-	if (!self)
+	if (!python_module_call_of(record, call, &module) ||
+	    (module.module == module.top && !module.top_known))
 		return;
-	module = object_address(self, 0);
-	top = object_address(self, sizeof(uint64_t));
-	for (uint32_t i = 0; i < call->py_stack.depth && i < TRACE_PY_STACK_MAX; i++)
-		module_callers += strcmp(call->py_stack.frames[i], TRACE_MODULE_CALL_NAME) == 0;
-	if (module == top &&
-	    ((record->flags & TCHECK_PYTHON_CALLERS_CUT) || module_callers != self->state))
-		return;
-	result = python_module_modes_called(&process->module_modes, module, top);
+	result = python_module_modes_called(&process->module_modes, module.module, module.top);
 	if (result)
 		stage_changed(tracer, process, record->header.timestamp_ns, result);
 	if (module_calls_followed(tracer))
-		call->stage = python_module_modes_of(&process->module_modes, top);
+		call->stage = python_module_modes_of(&process->module_modes, module.top);
 }
 
 /* Module.__setattr__(self, "training", mode) of the outermost train(): the stage from then on. */
@@ -631,11 +604,13 @@ static void follow_stage(struct python_tracer *tracer, struct python_process *pr
 			callers[i].argument_names[a] = named->argument_names[a];
 	}
 	if (python_mode_call_is_outermost(callers, depth)) {
-		const struct tcheck_python_arg *self = object_self(record);
+		const struct tcheck_python_arg *self = python_record_self(record);
+		uint64_t module = 0;
 
+		if (self)
+			memcpy(&module, self->bytes, sizeof(module));
 		stage_changed(tracer, process, record->return_ns,
-			      python_module_modes_set(&process->module_modes,
-						      self ? object_address(self, 0) : 0, stage));
+			      python_module_modes_set(&process->module_modes, module, stage));
 	}
 }
 

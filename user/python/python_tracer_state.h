@@ -62,6 +62,7 @@ struct python_tracer {
 	bool training_ops; /* also the operators of updates and forward reads (torch_op_readings.h)
 			    */
 	bool torch_events_only;			    /* the frame evaluator is not probed */
+	bool module_calls_selected;		    /* the prefixes select Module._call_impl */
 	char **operator_names;			    /* by operator number: "aten::add_.Tensor" */
 	struct torch_op_reading *operator_readings; /* by operator number */
 	size_t operator_name_count;
