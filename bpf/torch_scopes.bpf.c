@@ -68,6 +68,29 @@ static __always_inline bool scope_name_read(const __u64 *arguments, __u64 cookie
 	       bpf_probe_read_user_str(scope->name, sizeof(scope->name), (void *)name_data) > 0;
 }
 
+/*
+ * A scope just opened: a record of its name and entry, so that user space
+ * knows a step marker has begun before the operators it runs arrive (the
+ * scope's own record comes at its end, after them).
+ */
+static __always_inline void announce_scope(__u32 pid, __u32 tid, const struct torch_scope *scope,
+					   __u32 depth)
+{
+	struct tcheck_torch_scope_record *record;
+
+	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+	if (!record) {
+		count(TCHECK_COUNTER_PYTHON_DROPS);
+		return;
+	}
+	fill_header(&record->header, TCHECK_RECORD_TORCH_SCOPE, pid, tid, scope->entry_ns);
+	record->return_ns = 0;
+	record->depth = depth;
+	record->flags = TCHECK_TORCH_SCOPE_OPENS;
+	__builtin_memcpy(record->name, scope->name, sizeof(record->name));
+	bpf_ringbuf_submit(record, BPF_RB_NO_WAKEUP);
+}
+
 /* A site that has both the name and the key (torch 1.13's internal enter): the scope opens. */
 SEC("uprobe")
 int torch_scope_enter(struct pt_regs *ctx)
@@ -89,6 +112,7 @@ int torch_scope_enter(struct pt_regs *ctx)
 						       TCHECK_TORCH_REGISTER_MASK);
 	scope->entry_ns = bpf_ktime_get_ns();
 	stack->named = 0;
+	announce_scope(pid, tid, scope, stack->depth);
 	stack->depth++;
 	return 0;
 }
@@ -141,6 +165,7 @@ int torch_scope_keyed(struct pt_regs *ctx)
 	if (!scope)
 		return 0;
 	scope->key = PT_REGS_PARM1(ctx);
+	announce_scope(pid, tid, scope, stack->depth);
 	stack->depth++;
 	return 0;
 }

@@ -36,6 +36,7 @@ struct step_state {
 	struct infer_event step; /* the synthetic parent */
 	uint32_t child_count;
 	const char *children[STEP_CHILDREN_MAX];
+	const char *implementations[STEP_CHILDREN_MAX]; /* event_contain_step_count_key */
 	uint32_t counts[STEP_CHILDREN_MAX];
 	struct contain_last_call last[STEP_CHILDREN_MAX];
 };
@@ -183,11 +184,13 @@ static uint32_t count_in_step(const void *source, const char *child,
 			      const struct infer_event *parent)
 {
 	const struct step_state *state = source;
+	uint32_t most = 0;
 
+	/* The most any one implementation of the child made (event_contain_step_count_key). */
 	for (uint32_t i = 0; i < state->child_count; i++)
-		if (state->children[i] == child)
-			return state->counts[i];
-	return 0;
+		if (state->children[i] == child && state->counts[i] > most)
+			most = state->counts[i];
+	return most;
 }
 
 static int log_operation(struct contain_checker *checker, const struct infer_event *event)
@@ -233,6 +236,7 @@ static int track_step(struct contain_checker *checker, const struct infer_event 
 		      void **cached)
 {
 	struct step_state *state;
+	const char *implementation;
 	int added;
 	uint32_t i;
 
@@ -266,13 +270,16 @@ static int track_step(struct contain_checker *checker, const struct infer_event 
 	if (!infer_event_is_operation(event) ||
 	    !counted_child(checker, INFER_EVENT_STEP, event->name))
 		return 0;
+	implementation = event_contain_step_count_key(event);
 	for (i = 0; i < state->child_count; i++)
-		if (state->children[i] == event->name)
+		if (state->children[i] == event->name &&
+		    event_contain_same_count_key(state->implementations[i], implementation))
 			break;
 	if (i == state->child_count) {
 		if (i == STEP_CHILDREN_MAX)
 			return 0;
 		state->children[state->child_count] = event->name;
+		state->implementations[state->child_count] = implementation;
 		state->last[state->child_count] = (struct contain_last_call){ 0 };
 		state->counts[state->child_count++] = 0;
 	}

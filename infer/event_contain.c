@@ -21,6 +21,7 @@
 
 struct child_count {
 	const char *name;
+	const char *implementation; /* event_contain_step_count_key, in steps */
 	uint32_t kind;
 	uint32_t count;
 	struct contain_last_call last;
@@ -124,13 +125,28 @@ bool event_contain_nested_again(struct contain_last_call *last, uint32_t tid, ui
 	return inside || around;
 }
 
-static void count_child(struct open_parent *parent, const struct infer_event *child)
+const char *event_contain_step_count_key(const struct infer_event *child)
+{
+	return event_contain_is_parent(child) ? infer_event_field(child, INFER_IMPLEMENTATION_FIELD)
+					      : NULL;
+}
+
+bool event_contain_same_count_key(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Counts 'child' in 'parent'; a step counts each implementation of a scope apart. */
+static void count_child(struct open_parent *parent, const struct infer_event *child, bool in_step)
 {
 	const char *name = child->name;
+	const char *implementation = in_step ? event_contain_step_count_key(child) : NULL;
 	uint32_t i;
 
 	for (i = 0; i < parent->child_count; i++)
-		if (parent->children[i].name == name)
+		if (parent->children[i].name == name &&
+		    event_contain_same_count_key(parent->children[i].implementation,
+						 implementation))
 			break;
 	if (i == parent->child_count) {
 		if (i == CHILDREN_MAX) {
@@ -138,7 +154,7 @@ static void count_child(struct open_parent *parent, const struct infer_event *ch
 			return;
 		}
 		parent->children[parent->child_count++] =
-			(struct child_count){ name, child->kind, 0, { 0 } };
+			(struct child_count){ name, implementation, child->kind, 0, { 0 } };
 	}
 	if (event_contain_nested_again(&parent->children[i].last, child->tid, child->entry_ns,
 				       child->exit_ns, event_contain_is_parent(child)))
@@ -159,10 +175,22 @@ static void close_parent(struct contain_state *state, const struct open_parent *
 		state->out_of_memory = 1;
 		return;
 	}
-	for (uint32_t i = 0; i < parent->child_count; i++)
-		state->found[state->found_count++] =
-			(struct contained){ parent->index, parent->children[i].name,
-					    parent->children[i].kind, parent->children[i].count };
+	for (uint32_t i = 0; i < parent->child_count; i++) {
+		const struct child_count *child = &parent->children[i];
+		uint32_t most = child->count;
+		bool counted = false;
+
+		/* One finding per name: the most any of its implementations made. */
+		for (uint32_t j = 0; j < parent->child_count && !counted; j++) {
+			counted = j < i && parent->children[j].name == child->name;
+			if (parent->children[j].name == child->name &&
+			    parent->children[j].count > most)
+				most = parent->children[j].count;
+		}
+		if (!counted)
+			state->found[state->found_count++] =
+				(struct contained){ parent->index, child->name, child->kind, most };
+	}
 }
 
 /* Scopes as parents: a sweep per thread with a stack of the scopes still open. */
@@ -182,7 +210,7 @@ static void count_in_scopes(struct contain_state *state, const struct infer_even
 		if (infer_event_is_operation(event))
 			for (size_t d = 0; d < depth; d++)
 				if (event->exit_ns <= stack[d].exit_ns)
-					count_child(&stack[d], event);
+					count_child(&stack[d], event, false);
 		if (event_contain_is_parent(event) && depth < DEPTH_MAX) {
 			struct open_parent *parent = &stack[depth++];
 
@@ -262,7 +290,7 @@ static int count_in_steps(struct contain_state *state, const struct infer_event 
 			 */
 			if (infer_event_is_operation(event) &&
 			    (!is_torch_operator(event) || state->evidence->pipeline_count < 2))
-				count_child(&parent, event);
+				count_child(&parent, event, true);
 		}
 		close_parent(state, &parent);
 		start = end;

@@ -49,6 +49,18 @@ bool event_contain_judged(const struct infer_event *parent);
  */
 uint64_t event_contain_holder(const struct infer_event *parent);
 
+/*
+ * What a step counts a torch scope by, beside its name: its implementation
+ * (the optimizer's class, "SGD.step"), or NULL for other children. A step
+ * that runs two optimizers (a model's parameters split between them) holds
+ * Optimizer.step#* once per optimizer, and "exactly N times" is judged on
+ * the most any one implementation made.
+ */
+const char *event_contain_step_count_key(const struct infer_event *child);
+
+/* Whether two count keys name the same implementation (both may be NULL). */
+bool event_contain_same_count_key(const char *a, const char *b);
+
 /* The last call of one child counted in a parent. */
 struct contain_last_call {
 	bool seen;

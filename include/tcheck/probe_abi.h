@@ -434,9 +434,13 @@ struct tcheck_python_record {
 #define TCHECK_BACKWARD_SCOPE_NAME "Autograd.backward#Engine.execute"
 /* The entry probe's cookie: its returns are probed too. */
 #define TCHECK_BACKWARD_ENDS_PROBED 1ULL
-/* Flags of a scope record: an entry whose end record will follow, and that end. */
+/*
+ * Flags of a scope record: an entry whose end record will follow, and that
+ * end; a user scope's opening (its paired record still comes at its end).
+ */
 #define TCHECK_TORCH_SCOPE_END_FOLLOWS (1U << 0)
 #define TCHECK_TORCH_SCOPE_BACKWARD_END (1U << 1)
+#define TCHECK_TORCH_SCOPE_OPENS (1U << 2)
 
 /* A torch record_function scope (Optimizer.step#SGD.step): entry and end paired. */
 struct tcheck_torch_scope_record {

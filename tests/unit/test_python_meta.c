@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* Step and stage over time: looked up at entry times, changes arriving out of order, overflow. */
+#include <string.h>
+
 #include "model/trace_records.h"
 #include "python/python_meta.h"
+#include "python/torch_held_ops.h"
 #include "unit.h"
 
 UNIT_TEST(python_meta, state_at_entry_time_not_arrival)
@@ -88,4 +91,106 @@ UNIT_TEST(python_meta, a_marker_around_the_last_one_ends_the_same_step)
 	CU_ASSERT_EQUAL(timeline.current.step, 4);
 	state = python_meta_at(&timeline, 850);
 	CU_ASSERT_EQUAL(state.step, 3);
+}
+
+UNIT_TEST(python_meta, a_second_optimizers_step_continues_the_step)
+{
+	struct python_meta_timeline timeline;
+
+	python_meta_init(&timeline);
+	/* Backward at 50, SGD.step 100-200, then AdamW.step 250-300: one step. */
+	python_meta_note_backward(&timeline, 50);
+	python_meta_end_step(&timeline, 100, 200);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 220).step, 1);
+	python_meta_marker_opens(&timeline, 250);
+	CU_ASSERT_TRUE(timeline.continuing);
+	CU_ASSERT_EQUAL(timeline.current.step, 0);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 220).step, 0);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 280).step, 0);
+	python_meta_end_step(&timeline, 250, 300);
+	CU_ASSERT_FALSE(timeline.continuing);
+	CU_ASSERT_EQUAL(timeline.current.step, 1);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 299).step, 0);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 300).step, 1);
+	/* The next iteration: its backward, then both optimizers again, one step more. */
+	python_meta_note_backward(&timeline, 400);
+	python_meta_marker_opens(&timeline, 500);
+	CU_ASSERT_FALSE(timeline.continuing);
+	python_meta_end_step(&timeline, 500, 600);
+	python_meta_marker_opens(&timeline, 650);
+	python_meta_end_step(&timeline, 650, 700);
+	CU_ASSERT_EQUAL(timeline.current.step, 2);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 680).step, 1);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 700).step, 2);
+}
+
+UNIT_TEST(python_meta, a_marker_after_a_backward_or_around_its_own_is_the_next_step)
+{
+	struct python_meta_timeline timeline;
+
+	python_meta_init(&timeline);
+	/* No backward seen yet: a second marker is a step of its own. */
+	python_meta_end_step(&timeline, 10, 20);
+	python_meta_marker_opens(&timeline, 30);
+	CU_ASSERT_FALSE(timeline.continuing);
+	python_meta_end_step(&timeline, 30, 40);
+	CU_ASSERT_EQUAL(timeline.current.step, 2);
+	/* A GAN: the generator's backward (220) runs between the two optimizers' steps. */
+	python_meta_note_backward(&timeline, 50);
+	python_meta_end_step(&timeline, 100, 200);
+	python_meta_note_backward(&timeline, 220);
+	python_meta_marker_opens(&timeline, 250);
+	CU_ASSERT_FALSE(timeline.continuing);
+	python_meta_end_step(&timeline, 250, 300);
+	CU_ASSERT_EQUAL(timeline.current.step, 4);
+	/* LBFGS: the closure's backward runs inside the marker; each marker is a step. */
+	python_meta_marker_opens(&timeline, 400);
+	python_meta_note_backward(&timeline, 420);
+	python_meta_end_step(&timeline, 400, 500);
+	python_meta_marker_opens(&timeline, 550);
+	CU_ASSERT_FALSE(timeline.continuing);
+	python_meta_note_backward(&timeline, 570);
+	python_meta_end_step(&timeline, 550, 650);
+	CU_ASSERT_EQUAL(timeline.current.step, 6);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 600).step, 5);
+}
+
+UNIT_TEST(python_meta, a_held_end_whose_marker_never_returned_ends_at_the_next_backward)
+{
+	struct python_meta_timeline timeline;
+
+	python_meta_init(&timeline);
+	python_meta_note_backward(&timeline, 50);
+	python_meta_end_step(&timeline, 100, 200);
+	python_meta_marker_opens(&timeline, 250);
+	/* The second marker's record was lost: the next backward starts step 1. */
+	python_meta_note_backward(&timeline, 400);
+	CU_ASSERT_FALSE(timeline.continuing);
+	CU_ASSERT_EQUAL(timeline.current.step, 1);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 350).step, 0);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 400).step, 1);
+	python_meta_end_step(&timeline, 500, 600);
+	CU_ASSERT_EQUAL(timeline.current.step, 2);
+}
+
+UNIT_TEST(python_meta, operators_after_a_steps_end_wait_for_the_next_call_or_scope)
+{
+	static struct torch_held_ops held;
+	struct tcheck_torch_op_record record = { .header = { .timestamp_ns = 150 } };
+
+	memset(&held, 0, sizeof(held));
+	CU_ASSERT_FALSE(torch_held_ops_keep(&held, &record)); /* no step ended yet */
+	torch_held_ops_start(&held, 100);
+	record.header.timestamp_ns = 90; /* entered before the end: placed as it comes */
+	CU_ASSERT_FALSE(torch_held_ops_keep(&held, &record));
+	for (int i = 0; i < TORCH_HELD_OPS_MAX; i++) {
+		record.header.timestamp_ns = 150 + (uint64_t)i;
+		CU_ASSERT_TRUE(torch_held_ops_keep(&held, &record));
+	}
+	CU_ASSERT_FALSE(torch_held_ops_keep(&held, &record)); /* full */
+	CU_ASSERT_EQUAL(held.count, TORCH_HELD_OPS_MAX);
+	CU_ASSERT_EQUAL(held.ops[3].header.timestamp_ns, 153);
+	/* A call that began before the end (a wrapper of the marker) settles nothing. */
+	CU_ASSERT_FALSE(torch_held_ops_settled_by(&held, 90));
+	CU_ASSERT_TRUE(torch_held_ops_settled_by(&held, 120));
 }

@@ -68,6 +68,8 @@ SHAPES = [
      "eval()"),
     ("frozen_batchnorm.py", [], "fine-tuning with the batch norms put back in eval() by "
      "model.apply()"),
+    ("split_optimizers.py", [], "one model's parameters split between SGD (matrices) and AdamW "
+     "(the rest), both stepped each iteration"),
 ]
 
 

@@ -37,10 +37,60 @@ void python_meta_advance_step(struct python_meta_timeline *timeline, uint64_t at
 	remember(timeline, at_ns, after);
 }
 
+/* The last step's end, while it is still remembered and still the newest step change. */
+static struct python_meta_change *last_step_end(struct python_meta_timeline *timeline)
+{
+	struct python_meta_change *last = &timeline->changes[timeline->step_end_slot];
+
+	if (!timeline->step_ended || !timeline->count)
+		return NULL;
+	return last->after.step == timeline->current.step + (timeline->continuing ? 1 : 0) ? last
+											   : NULL;
+}
+
+/* The held end is placed at at_ns: calls entered after it are in the next step. */
+static void release_held_end(struct python_meta_timeline *timeline, uint64_t at_ns)
+{
+	struct python_meta_change *last = last_step_end(timeline);
+
+	if (!timeline->continuing)
+		return;
+	timeline->continuing = false;
+	timeline->current.step++;
+	if (last)
+		last->at_ns = at_ns;
+}
+
+void python_meta_marker_opens(struct python_meta_timeline *timeline, uint64_t entry_ns)
+{
+	struct python_meta_change *last = last_step_end(timeline);
+
+	if (!last || timeline->continuing || entry_ns < last->at_ns ||
+	    !timeline->backward_entry_ns ||
+	    timeline->backward_entry_ns >= timeline->step_end_entry_ns)
+		return;
+	timeline->continuing = true;
+	timeline->current.step--;
+	last->at_ns = UINT64_MAX; /* held: no lookup finds it until the marker returns */
+}
+
+void python_meta_note_backward(struct python_meta_timeline *timeline, uint64_t entry_ns)
+{
+	/* A held end whose marker's return was lost: the next pass starts the next step. */
+	release_held_end(timeline, entry_ns);
+	if (entry_ns > timeline->backward_entry_ns)
+		timeline->backward_entry_ns = entry_ns;
+}
+
 void python_meta_end_step(struct python_meta_timeline *timeline, uint64_t entry_ns,
 			  uint64_t return_ns)
 {
 	struct python_meta_change *last = &timeline->changes[timeline->step_end_slot];
+
+	if (timeline->continuing) {
+		release_held_end(timeline, return_ns);
+		return;
+	}
 
 	/* The last step's end is still remembered, and lies inside this marker. */
 	if (timeline->step_ended && timeline->count && last->after.step == timeline->current.step &&

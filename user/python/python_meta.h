@@ -34,6 +34,10 @@ struct python_meta_timeline {
 	bool step_ended;
 	uint32_t step_end_slot;
 	uint64_t step_end_entry_ns;
+	/* The latest backward pass's entry (0: none seen). */
+	uint64_t backward_entry_ns;
+	/* A second optimizer's step is running in the step that ended: its end is pending. */
+	bool continuing;
 };
 
 void python_meta_init(struct python_meta_timeline *timeline);
@@ -47,10 +51,25 @@ void python_meta_advance_step(struct python_meta_timeline *timeline, uint64_t at
  * outside (ZeroRedundancyOptimizer.step runs its local optimizer's step,
  * each a torch scope Optimizer.step#...): that step's end moves to this
  * return and no step is added; calls recorded between the two returns were
- * already placed in the next step. Any other marker advances the step.
+ * already placed in the next step. So does a marker that continues the last
+ * step (python_meta_marker_opens). Any other marker advances the step.
  */
 void python_meta_end_step(struct python_meta_timeline *timeline, uint64_t entry_ns,
 			  uint64_t return_ns);
+
+/*
+ * A step marker opened at entry_ns (known before the operators it runs
+ * arrive). When it opens after the last step's marker returned, with no
+ * backward pass since, and that step's backward ran before its marker
+ * rather than inside it (an LBFGS closure), it is a second optimizer of the
+ * same step (a model's parameters split between two optimizers): the last
+ * step's end is held until this marker returns, so that what it runs is in
+ * that step, and python_meta_end_step moves the end there.
+ */
+void python_meta_marker_opens(struct python_meta_timeline *timeline, uint64_t entry_ns);
+
+/* A backward pass entered at entry_ns (an end still held is placed there). */
+void python_meta_note_backward(struct python_meta_timeline *timeline, uint64_t entry_ns);
 
 /* The stage became stage (Module.training was set) at at_ns. */
 void python_meta_set_stage(struct python_meta_timeline *timeline, uint64_t at_ns, uint32_t stage);

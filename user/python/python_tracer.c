@@ -143,8 +143,11 @@ void python_tracer_forget_process(struct python_tracer *tracer, struct python_pr
 void python_tracer_end_process(struct python_tracer *tracer, struct python_process *process)
 {
 	process = python_process_followed(process);
-	if (process)
-		python_tracer_close_backward(tracer, process);
+	if (!process)
+		return;
+	if (python_tracer_release_held_ops(tracer, process, 0, true))
+		log_warning("process %d: its last operators could not be written", process->pid);
+	python_tracer_close_backward(tracer, process);
 }
 
 /* What the NCCL probes need to walk a thread's frames; -ENOENT without _PyRuntime. */
@@ -631,6 +634,11 @@ int python_tracer_handle(struct python_tracer *tracer, struct python_process *pr
 		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;
 	}
+	/* A call entered since the last step's end places the operators held since. */
+	result =
+		python_tracer_release_held_ops(tracer, process, record->header.timestamp_ns, false);
+	if (result)
+		return result;
 	named = name_code(tracer, process, record->header.pid, record->code, record->code_name);
 	if (!named) {
 		python_losses_count_unnamed(&tracer->losses, record->header.pid,

@@ -19,6 +19,7 @@
 #include "python/python_module_modes.h"
 #include "python/python_module_paths.h"
 #include "python/python_tracer.h"
+#include "python/torch_held_ops.h"
 #include "python/torch_op_readings.h"
 #include "tcheck/probe_abi.h"
 
@@ -46,6 +47,7 @@ struct python_process {
 	/* Backward passes entered whose end is awaited, oldest first (any thread). */
 	struct trace_python_call backward_open[PYTHON_BACKWARD_OPEN_MAX];
 	unsigned backward_open_count;
+	struct torch_held_ops held_ops; /* operators entered since a step's end, not yet placed */
 };
 
 struct python_tracer {
@@ -74,6 +76,14 @@ static inline struct python_process *python_process_followed(struct python_proce
 {
 	return process && !process->refused ? process : NULL;
 }
+
+/*
+ * Places the operators held since the last step's end (torch_held_ops.h)
+ * when a call or scope entered at entry_ns shows where they belong, or
+ * whatever it shows when 'all'; 0, or the first emission's error.
+ */
+int python_tracer_release_held_ops(struct python_tracer *tracer, struct python_process *process,
+				   uint64_t entry_ns, bool all);
 
 /*
  * Emits the backward passes the process left open, at their start (their

@@ -460,6 +460,11 @@ static int close_backward(struct python_tracer *tracer, struct python_process *p
 	return 0;
 }
 
+static bool is_step_marker(const struct python_tracer *tracer, const char *name)
+{
+	return strncmp(name, tracer->step_marker, strlen(tracer->step_marker)) == 0;
+}
+
 int python_tracer_handle_scope(struct python_tracer *tracer, struct python_process *process,
 			       const struct tcheck_torch_scope_record *record)
 {
@@ -477,6 +482,22 @@ int python_tracer_handle_scope(struct python_tracer *tracer, struct python_proce
 		return close_backward(tracer, process, record);
 	memcpy(name, record->name, TCHECK_TORCH_SCOPE_NAME_BYTES);
 	name[TCHECK_TORCH_SCOPE_NAME_BYTES] = '\0';
+	/*
+	 * A scope's opening only tells whether a step marker continues the last
+	 * step, and so where the operators held since that step's end belong.
+	 */
+	if (record->flags & TCHECK_TORCH_SCOPE_OPENS) {
+		if (is_step_marker(tracer, name))
+			python_meta_marker_opens(&process->meta, record->header.timestamp_ns);
+		return python_tracer_release_held_ops(tracer, process, record->header.timestamp_ns,
+						      false);
+	}
+	if (strcmp(name, TCHECK_BACKWARD_SCOPE_NAME) == 0)
+		python_meta_note_backward(&process->meta, record->header.timestamp_ns);
+	result =
+		python_tracer_release_held_ops(tracer, process, record->header.timestamp_ns, false);
+	if (result)
+		return result;
 	out.python_call.qualified_name = kept_scope_name(tracer, name);
 	if (!out.python_call.qualified_name)
 		return -ENOMEM;
@@ -488,9 +509,10 @@ int python_tracer_handle_scope(struct python_tracer *tracer, struct python_proce
 	}
 	result = tracer->emit(tracer->context, &out);
 	/* The step marker (by default an optimizer's step) ends a training step. */
-	if (strncmp(name, tracer->step_marker, strlen(tracer->step_marker)) == 0) {
+	if (is_step_marker(tracer, name)) {
 		python_meta_end_step(&process->meta, record->header.timestamp_ns,
 				     record->return_ns);
+		torch_held_ops_start(&process->held_ops, record->return_ns);
 		tracer->losses.step_marks++;
 	}
 	return result;
@@ -579,18 +601,13 @@ static void op_arguments(struct python_tracer *tracer, const struct torch_op_rea
 	}
 }
 
-int python_tracer_handle_op(struct python_tracer *tracer, struct python_process *process,
-			    const struct tcheck_torch_op_record *record)
+static int emit_op(struct python_tracer *tracer, struct python_process *process,
+		   const struct tcheck_torch_op_record *record)
 {
 	struct trace_record out = { .kind = TRACE_RECORD_PYTHON_CALL,
 				    .python_call = { .rank = -1, .world_size = -1 } };
 	char shape[128];
 
-	process = python_process_followed(process);
-	if (!process) {
-		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
-		return 0;
-	}
 	if (record->operator>= tracer->operator_name_count)
 		return 0;
 	out.python_call.qualified_name = tracer->operator_names[record->operator];
@@ -599,4 +616,42 @@ int python_tracer_handle_op(struct python_tracer *tracer, struct python_process 
 	op_arguments(tracer, &tracer->operator_readings[record->operator], record,
 		     &out.python_call, shape, sizeof(shape));
 	return tracer->emit(tracer->context, &out);
+}
+
+int python_tracer_release_held_ops(struct python_tracer *tracer, struct python_process *process,
+				   uint64_t entry_ns, bool all)
+{
+	struct torch_held_ops *held = &process->held_ops;
+	int result = 0;
+
+	if (!all && !torch_held_ops_settled_by(held, entry_ns))
+		return 0;
+	held->holding = false;
+	for (uint32_t i = 0; i < held->count; i++) {
+		int emitted = emit_op(tracer, process, &held->ops[i]);
+
+		if (!result)
+			result = emitted;
+	}
+	held->count = 0;
+	return result;
+}
+
+int python_tracer_handle_op(struct python_tracer *tracer, struct python_process *process,
+			    const struct tcheck_torch_op_record *record)
+{
+	int released;
+
+	process = python_process_followed(process);
+	if (!process) {
+		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
+		return 0;
+	}
+	if (torch_held_ops_keep(&process->held_ops, record))
+		return 0;
+	/* No room left: what is held is placed as things stand, before this one. */
+	released = process->held_ops.holding
+			   ? python_tracer_release_held_ops(tracer, process, 0, true)
+			   : 0;
+	return emit_op(tracer, process, record) ?: released;
 }

@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Healthy: one model, its parameters split between two optimizers stepped one after the other.
+
+Matrices go to SGD with momentum, embeddings, norms and biases to AdamW
+(the split that Muon + AdamW recipes and sparse/dense embedding setups use).
+Each iteration: both zero_grad(), forward, backward, both step(). One
+process, CPU.
+
+    /usr/bin/python3 split_optimizers.py --steps 10 --log-dir /tmp/split
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import shapes_common as common  # noqa: E402
+
+
+class TinyLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(32, 16)
+        self.hidden = nn.Linear(16, 32)
+        self.norm = nn.LayerNorm(32)
+        self.out = nn.Linear(32, 32)
+
+    def forward(self, tokens):
+        return self.out(self.norm(torch.relu(self.hidden(self.embed(tokens)))))
+
+
+def main():
+    args = common.parser(__doc__.splitlines()[0]).parse_args()
+    torch.manual_seed(args.seed)
+    model = TinyLM()
+    matrices = [model.hidden.weight, model.out.weight]
+    others = [p for p in model.parameters() if all(p is not m for m in matrices)]
+    optimizers = [torch.optim.SGD(matrices, lr=0.05, momentum=0.9),
+                  torch.optim.AdamW(others, lr=3e-3, weight_decay=0.01)]
+    tokens = torch.randint(0, 32, (args.steps, 16, 9))
+    log = common.StepLog(args.log_dir)
+    for step in range(args.steps):
+        before = common.snapshot(model.parameters())
+        for optimizer in optimizers:
+            optimizer.zero_grad()
+        logits = model(tokens[step][:, :-1])
+        loss = nn.functional.cross_entropy(logits.reshape(-1, 32), tokens[step][:, 1:].reshape(-1))
+        loss.backward()
+        for optimizer in optimizers:
+            optimizer.step()
+        log.step(step, optimizers[0], loss, common.changed(before, model.parameters()))
+    log.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
