@@ -10,6 +10,7 @@
 #include "base/u64_map.h"
 #include "contain_checker.h"
 #include "event_contain.h"
+#include "parameter_updates.h"
 
 /* Operations remembered per thread before the oldest are dropped. */
 #define THREAD_LOG_MAX 8192
@@ -36,9 +37,10 @@ struct step_state {
 	struct infer_event step; /* the synthetic parent */
 	uint32_t child_count;
 	const char *children[STEP_CHILDREN_MAX];
-	const char *implementations[STEP_CHILDREN_MAX]; /* event_contain_step_count_key */
 	uint32_t counts[STEP_CHILDREN_MAX];
 	struct contain_last_call last[STEP_CHILDREN_MAX];
+	uint32_t optimizer_steps; /* Optimizer.step#* scopes, nested ones once */
+	struct contain_last_call last_optimizer_step;
 };
 
 struct contain_checker {
@@ -130,7 +132,10 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 		if (count && !u64_map_get(&checker->contained, key))
 			(void)u64_map_put(&checker->contained, key, checker);
 		snprintf(text, sizeof(text), "%u", count);
-		violated = rule->value ? strcmp(rule->value, text) != 0 : count == 0;
+		violated = rule->value
+				   ? strcmp(rule->value, text) != 0 &&
+					     event_contain_count_judged(parent, rule->child.name)
+				   : count == 0;
 		/* Scope "used": only once this process's parent has held the child. */
 		if (!violated || !event_contain_judged(parent) ||
 		    (rule->scope == RULE_SCOPE_USED && !u64_map_get(&checker->contained, key)))
@@ -184,13 +189,11 @@ static uint32_t count_in_step(const void *source, const char *child,
 			      const struct infer_event *parent)
 {
 	const struct step_state *state = source;
-	uint32_t most = 0;
 
-	/* The most any one implementation of the child made (event_contain_step_count_key). */
 	for (uint32_t i = 0; i < state->child_count; i++)
-		if (state->children[i] == child && state->counts[i] > most)
-			most = state->counts[i];
-	return most;
+		if (state->children[i] == child)
+			return state->counts[i];
+	return 0;
 }
 
 static int log_operation(struct contain_checker *checker, const struct infer_event *event)
@@ -228,15 +231,19 @@ static int log_operation(struct contain_checker *checker, const struct infer_eve
 
 static void close_step(struct contain_checker *checker, struct step_state *state)
 {
+	if (state->optimizer_steps > 1)
+		state->step.flags |= EVENT_CONTAIN_SEVERAL_OPTIMIZERS;
 	check_parent(checker, &state->step, count_in_step, state);
+	state->step.flags &= ~EVENT_CONTAIN_SEVERAL_OPTIMIZERS;
 	state->child_count = 0;
+	state->optimizer_steps = 0;
+	state->last_optimizer_step = (struct contain_last_call){ 0 };
 }
 
 static int track_step(struct contain_checker *checker, const struct infer_event *event,
 		      void **cached)
 {
 	struct step_state *state;
-	const char *implementation;
 	int added;
 	uint32_t i;
 
@@ -267,19 +274,20 @@ static int track_step(struct contain_checker *checker, const struct infer_event 
 		state->step.nranks = event->nranks;
 		state->step.stage = event->stage;
 	}
+	if (event_contain_is_parent(event) && strcmp(event->name, OPTIMIZER_STEP_FAMILY) == 0 &&
+	    !event_contain_nested_again(&state->last_optimizer_step, event->tid, event->entry_ns,
+					event->exit_ns, true))
+		state->optimizer_steps++;
 	if (!infer_event_is_operation(event) ||
 	    !counted_child(checker, INFER_EVENT_STEP, event->name))
 		return 0;
-	implementation = event_contain_step_count_key(event);
 	for (i = 0; i < state->child_count; i++)
-		if (state->children[i] == event->name &&
-		    event_contain_same_count_key(state->implementations[i], implementation))
+		if (state->children[i] == event->name)
 			break;
 	if (i == state->child_count) {
 		if (i == STEP_CHILDREN_MAX)
 			return 0;
 		state->children[state->child_count] = event->name;
-		state->implementations[state->child_count] = implementation;
 		state->last[state->child_count] = (struct contain_last_call){ 0 };
 		state->counts[state->child_count++] = 0;
 	}

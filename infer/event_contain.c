@@ -9,6 +9,7 @@
 #include "base/growable_array.h"
 #include "base/u64_map.h"
 #include "event_contain.h"
+#include "parameter_updates.h"
 
 /* Distinct child names counted per parent; a parent with more is left out. */
 #define CHILDREN_MAX 32
@@ -21,7 +22,6 @@
 
 struct child_count {
 	const char *name;
-	const char *implementation; /* event_contain_step_count_key, in steps */
 	uint32_t kind;
 	uint32_t count;
 	struct contain_last_call last;
@@ -125,28 +125,22 @@ bool event_contain_nested_again(struct contain_last_call *last, uint32_t tid, ui
 	return inside || around;
 }
 
-const char *event_contain_step_count_key(const struct infer_event *child)
+/* An optimizer's own scopes: "Optimizer.step#*", "Optimizer.zero_grad#*". */
+#define OPTIMIZER_SCOPE_PREFIX "Optimizer."
+
+bool event_contain_count_judged(const struct infer_event *parent, const char *child)
 {
-	return event_contain_is_parent(child) ? infer_event_field(child, INFER_IMPLEMENTATION_FIELD)
-					      : NULL;
+	return !(parent->flags & EVENT_CONTAIN_SEVERAL_OPTIMIZERS) || !child ||
+	       strncmp(child, OPTIMIZER_SCOPE_PREFIX, strlen(OPTIMIZER_SCOPE_PREFIX)) != 0;
 }
 
-bool event_contain_same_count_key(const char *a, const char *b)
-{
-	return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-/* Counts 'child' in 'parent'; a step counts each implementation of a scope apart. */
-static void count_child(struct open_parent *parent, const struct infer_event *child, bool in_step)
+static void count_child(struct open_parent *parent, const struct infer_event *child)
 {
 	const char *name = child->name;
-	const char *implementation = in_step ? event_contain_step_count_key(child) : NULL;
 	uint32_t i;
 
 	for (i = 0; i < parent->child_count; i++)
-		if (parent->children[i].name == name &&
-		    event_contain_same_count_key(parent->children[i].implementation,
-						 implementation))
+		if (parent->children[i].name == name)
 			break;
 	if (i == parent->child_count) {
 		if (i == CHILDREN_MAX) {
@@ -154,7 +148,7 @@ static void count_child(struct open_parent *parent, const struct infer_event *ch
 			return;
 		}
 		parent->children[parent->child_count++] =
-			(struct child_count){ name, implementation, child->kind, 0, { 0 } };
+			(struct child_count){ name, child->kind, 0, { 0 } };
 	}
 	if (event_contain_nested_again(&parent->children[i].last, child->tid, child->entry_ns,
 				       child->exit_ns, event_contain_is_parent(child)))
@@ -175,22 +169,10 @@ static void close_parent(struct contain_state *state, const struct open_parent *
 		state->out_of_memory = 1;
 		return;
 	}
-	for (uint32_t i = 0; i < parent->child_count; i++) {
-		const struct child_count *child = &parent->children[i];
-		uint32_t most = child->count;
-		bool counted = false;
-
-		/* One finding per name: the most any of its implementations made. */
-		for (uint32_t j = 0; j < parent->child_count && !counted; j++) {
-			counted = j < i && parent->children[j].name == child->name;
-			if (parent->children[j].name == child->name &&
-			    parent->children[j].count > most)
-				most = parent->children[j].count;
-		}
-		if (!counted)
-			state->found[state->found_count++] =
-				(struct contained){ parent->index, child->name, child->kind, most };
-	}
+	for (uint32_t i = 0; i < parent->child_count; i++)
+		state->found[state->found_count++] =
+			(struct contained){ parent->index, parent->children[i].name,
+					    parent->children[i].kind, parent->children[i].count };
 }
 
 /* Scopes as parents: a sweep per thread with a stack of the scopes still open. */
@@ -210,7 +192,7 @@ static void count_in_scopes(struct contain_state *state, const struct infer_even
 		if (infer_event_is_operation(event))
 			for (size_t d = 0; d < depth; d++)
 				if (event->exit_ns <= stack[d].exit_ns)
-					count_child(&stack[d], event, false);
+					count_child(&stack[d], event);
 		if (event_contain_is_parent(event) && depth < DEPTH_MAX) {
 			struct open_parent *parent = &stack[depth++];
 
@@ -290,8 +272,12 @@ static int count_in_steps(struct contain_state *state, const struct infer_event 
 			 */
 			if (infer_event_is_operation(event) &&
 			    (!is_torch_operator(event) || state->evidence->pipeline_count < 2))
-				count_child(&parent, event, true);
+				count_child(&parent, event);
 		}
+		for (uint32_t c = 0; c < parent.child_count; c++)
+			if (strcmp(parent.children[c].name, OPTIMIZER_STEP_FAMILY) == 0 &&
+			    parent.children[c].count > 1)
+				step->flags |= EVENT_CONTAIN_SEVERAL_OPTIMIZERS;
 		close_parent(state, &parent);
 		start = end;
 	}
@@ -402,6 +388,8 @@ static int infer_pair(struct contain_state *state, const struct infer_event **by
 			passing[passing_count++] = by_parent[i];
 		else
 			failing[failing_count++] = by_parent[i];
+		if (!event_contain_count_judged(by_parent[i], child))
+			continue;
 		while (known < value_count && values[known] != count)
 			known++;
 		if (known == value_count) {
@@ -428,7 +416,8 @@ static int infer_pair(struct contain_state *state, const struct infer_event **by
 		passing_count = failing_count = 0;
 		for (size_t i = first; i < end; i++) {
 			if (!u64_map_get(&holders, event_contain_holder(by_parent[i])) ||
-			    !event_contain_judged(by_parent[i]))
+			    !event_contain_judged(by_parent[i]) ||
+			    !event_contain_count_judged(by_parent[i], child))
 				continue;
 			if (counts[i - first] == values[v])
 				passing[passing_count++] = by_parent[i];

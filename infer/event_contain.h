@@ -50,16 +50,17 @@ bool event_contain_judged(const struct infer_event *parent);
 uint64_t event_contain_holder(const struct infer_event *parent);
 
 /*
- * What a step counts a torch scope by, beside its name: its implementation
- * (the optimizer's class, "SGD.step"), or NULL for other children. A step
- * that runs two optimizers (a model's parameters split between them) holds
- * Optimizer.step#* once per optimizer, and "exactly N times" is judged on
- * the most any one implementation made.
+ * A step that ran two optimizer steps or more one after the other (a model's
+ * parameters split between two optimizers, stepped in one iteration): a flag
+ * of the step parent. How many times such a step runs an optimizer's own
+ * scopes (Optimizer.step#*, Optimizer.zero_grad#*) is its number of
+ * optimizers, so it is no example of "exactly N times" of them and is not
+ * judged on it; "contains" still holds or not.
  */
-const char *event_contain_step_count_key(const struct infer_event *child);
+#define EVENT_CONTAIN_SEVERAL_OPTIMIZERS (1U << 31)
 
-/* Whether two count keys name the same implementation (both may be NULL). */
-bool event_contain_same_count_key(const char *a, const char *b);
+/* Whether 'parent' is an example of (and judged on) how many times it holds 'child'. */
+bool event_contain_count_judged(const struct infer_event *parent, const char *child);
 
 /* The last call of one child counted in a parent. */
 struct contain_last_call {

@@ -18,7 +18,7 @@ python3 - "$SCRATCH/results.json" <<'PY' || fail "results: $(tail -20 "$SCRATCH/
 import json, sys
 results = json.load(open(sys.argv[1]))
 shapes, nccl = results["shapes"], results["nccl"]
-assert len(shapes) >= 24, len(shapes)
+assert len(shapes) >= 25, len(shapes)
 # Every program trained (its log) and the tool saw every optimizer step of every rank.
 for shape in shapes:
     assert shape["judged"], shape
@@ -35,7 +35,7 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4}, shapes
 # a model's parameters split between two optimizers.
 # Two optimizers stepped one after the other are one training step: 10 steps, not 20.
 split = [s for s in shapes if s["script"] == "split_optimizers.py"]
-assert split and split[0]["optimizer_steps_seen"] == [10], split
+assert len(split) == 2 and all(s["optimizer_steps_seen"] == [10] for s in split), split
 flagged = [(s["script"], s["options"], s["violations"], s["rules"], s["recording_losses"])
            for s in shapes if s["violations"]]
 assert not flagged, flagged

@@ -70,6 +70,7 @@ SHAPES = [
      "model.apply()"),
     ("split_optimizers.py", [], "one model's parameters split between SGD (matrices) and AdamW "
      "(the rest), both stepped each iteration"),
+    ("split_optimizers.py", ["--same-class"], "the same split between two Adam optimizers"),
 ]
 
 

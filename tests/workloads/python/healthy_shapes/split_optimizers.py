@@ -4,8 +4,9 @@
 
 Matrices go to SGD with momentum, embeddings, norms and biases to AdamW
 (the split that Muon + AdamW recipes and sparse/dense embedding setups use).
-Each iteration: both zero_grad(), forward, backward, both step(). One
-process, CPU.
+Each iteration: both zero_grad(), forward, backward, both step(). With
+--same-class both are Adam (two learning rates kept as two optimizers rather
+than two parameter groups). One process, CPU.
 
     /usr/bin/python3 split_optimizers.py --steps 10 --log-dir /tmp/split
 """
@@ -33,13 +34,19 @@ class TinyLM(nn.Module):
 
 
 def main():
-    args = common.parser(__doc__.splitlines()[0]).parse_args()
+    options = common.parser(__doc__.splitlines()[0])
+    options.add_argument("--same-class", action="store_true",
+                         help="two Adam optimizers instead of SGD and AdamW")
+    args = options.parse_args()
     torch.manual_seed(args.seed)
     model = TinyLM()
     matrices = [model.hidden.weight, model.out.weight]
     others = [p for p in model.parameters() if all(p is not m for m in matrices)]
-    optimizers = [torch.optim.SGD(matrices, lr=0.05, momentum=0.9),
-                  torch.optim.AdamW(others, lr=3e-3, weight_decay=0.01)]
+    if args.same_class:
+        optimizers = [torch.optim.Adam(matrices, lr=1e-3), torch.optim.Adam(others, lr=3e-3)]
+    else:
+        optimizers = [torch.optim.SGD(matrices, lr=0.05, momentum=0.9),
+                      torch.optim.AdamW(others, lr=3e-3, weight_decay=0.01)]
     tokens = torch.randint(0, 32, (args.steps, 16, 9))
     log = common.StepLog(args.log_dir)
     for step in range(args.steps):
