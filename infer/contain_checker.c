@@ -10,7 +10,6 @@
 #include "base/u64_map.h"
 #include "contain_checker.h"
 #include "event_contain.h"
-#include "parameter_updates.h"
 
 /* Operations remembered per thread before the oldest are dropped. */
 #define THREAD_LOG_MAX 8192

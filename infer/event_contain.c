@@ -9,7 +9,6 @@
 #include "base/growable_array.h"
 #include "base/u64_map.h"
 #include "event_contain.h"
-#include "parameter_updates.h"
 
 /* Distinct child names counted per parent; a parent with more is left out. */
 #define CHILDREN_MAX 32
@@ -342,6 +341,14 @@ static int emit(struct contain_state *state, const struct infer_event *parent, c
 	 */
 	if (strncmp(child, TORCH_OPERATOR_PREFIX, strlen(TORCH_OPERATOR_PREFIX)) == 0) {
 		if (value && state->evidence->pipeline_count >= 2)
+			return 0;
+		/*
+		 * The operators a backward pass runs are the model's (its autograd
+		 * functions; a checkpointed block's backward runs a pass of its own):
+		 * across programs, as for a step, no rule.
+		 */
+		if (strcmp(parent->name, BACKWARD_FAMILY) == 0 &&
+		    state->evidence->pipeline_count >= 2)
 			return 0;
 		rule.scope = RULE_SCOPE_USED;
 	}

@@ -27,11 +27,6 @@
 #include "base/u64_map.h"
 #include "infer_event.h"
 
-/* The family of the call whose absence a step with fresh gradients excuses. */
-#define ZERO_GRAD_FAMILY "Optimizer.zero_grad#" INFER_SCOPE_ANY
-/* The backward pass, a torch scope family. */
-#define BACKWARD_FAMILY "Autograd.backward#" INFER_SCOPE_ANY
-
 /* What each process's current and last finished step showed. */
 struct gradient_clearing {
 	struct u64_map processes; /* pid -> its state */

@@ -31,6 +31,10 @@ enum infer_event_kind {
 #define INFER_SCOPE_ANY "*"
 /* The field holding a scope's implementation. */
 #define INFER_IMPLEMENTATION_FIELD "implementation"
+/* The torch scope families the relations on training steps name. */
+#define OPTIMIZER_STEP_FAMILY "Optimizer.step#" INFER_SCOPE_ANY
+#define ZERO_GRAD_FAMILY "Optimizer.zero_grad#" INFER_SCOPE_ANY
+#define BACKWARD_FAMILY "Autograd.backward#" INFER_SCOPE_ANY
 
 /* A named value: "count" = "1024", "arg:lr" = "0.1". */
 struct infer_field {

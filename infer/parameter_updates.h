@@ -29,9 +29,6 @@
 #include "base/u64_map.h"
 #include "infer_event.h"
 
-/* The parent a ParametersUpdated rule names: any optimizer's step. */
-#define OPTIMIZER_STEP_FAMILY "Optimizer.step#" INFER_SCOPE_ANY
-
 /* What one step of one process shows. */
 struct parameter_updates_finding {
 	bool applies; /* the step has an optimizer step and a forward that reads weights */

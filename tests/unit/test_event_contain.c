@@ -266,6 +266,48 @@ UNIT_TEST(event_contain, across_programs_a_step_counts_no_operators)
 	rule_set_free(set);
 }
 
+/* Steps of one process whose backward pass runs the operator OP, then an optimizer step. */
+static void add_backward_steps(struct inference *inference, uint32_t pid, int steps)
+{
+	for (int step = 0; step < steps; step++) {
+		uint64_t base = (uint64_t)step * 1000 + 100;
+		struct trace_record op =
+			python_call_record(pid, step, base + 10, 5, OP, TRACE_PYTHON_TORCH_OP);
+		struct trace_record backward =
+			python_call_record(pid, step, base, 300, "Autograd.backward#Engine.execute",
+					   TRACE_PYTHON_TORCH_SCOPE);
+		struct trace_record optimizer = python_call_record(pid, step, base + 400, 100,
+								   SCOPE, TRACE_PYTHON_TORCH_SCOPE);
+
+		CU_ASSERT_EQUAL(inference_add(inference, &op), 0);
+		CU_ASSERT_EQUAL(inference_add(inference, &backward), 0);
+		CU_ASSERT_EQUAL(inference_add(inference, &optimizer), 0);
+	}
+}
+
+UNIT_TEST(event_contain, across_programs_a_backward_pass_contains_no_operator)
+{
+	struct rule_set *one = rule_set_new(), *two = rule_set_new();
+	struct inference *inference = inference_new(one);
+
+	/* One program: what its backward passes run is a rule of that program. */
+	add_backward_steps(inference, 20, 6);
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	CU_ASSERT_PTR_NOT_NULL(contain_rule(one, INFER_EVENT_PYTHON, "Autograd.backward#*", NULL));
+	inference_free(inference);
+	/* Two programs: the operators are their models' (a checkpointed block runs a pass of
+	   its own without them). */
+	inference = inference_new(two);
+	add_backward_steps(inference, 20, 6);
+	inference_set_pipeline(inference, 1);
+	add_backward_steps(inference, 21, 6);
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	CU_ASSERT_PTR_NULL(contain_rule(two, INFER_EVENT_PYTHON, "Autograd.backward#*", NULL));
+	inference_free(inference);
+	rule_set_free(one);
+	rule_set_free(two);
+}
+
 static void add_seeds(struct inference *inference, struct rule_checker *checker, int steps,
 		      int same_at)
 {

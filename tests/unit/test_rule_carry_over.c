@@ -14,7 +14,6 @@
 #include "nccl_records.h"
 #include "unit.h"
 
-#define ZERO_GRAD_FAMILY "Optimizer.zero_grad#*"
 #define STEP_FAMILY "Optimizer.step#*"
 #define DDP_FORWARD "torch.nn.parallel.distributed.DistributedDataParallel.forward"
 #define CONFIGURE "train.configure"

@@ -71,6 +71,15 @@ SHAPES = [
     ("split_optimizers.py", [], "one model's parameters split between SGD (matrices) and AdamW "
      "(the rest), both stepped each iteration"),
     ("split_optimizers.py", ["--same-class"], "the same split between two Adam optimizers"),
+    ("zero_grad_before_backward.py", [], "PyTorch's \"Learning PyTorch with Examples\" loop: "
+     "forward, zero_grad(), backward, step (RMSprop)"),
+    ("checkpointed.py", [], "activation checkpointing: blocks run through "
+     "torch.utils.checkpoint, Adam"),
+    ("gradual_unfreeze.py", [], "gradual unfreezing: the body gets requires_grad at step 3, "
+     "AdamW over all from the start"),
+    ("two_losses_retain.py", [], "two losses, two backward calls (retain_graph), "
+     "clip_grad_value_, SGD Nesterov"),
+    ("plateau.py", [], "ReduceLROnPlateau on a validation in eval() every 3 steps"),
 ]
 
 
