@@ -18,7 +18,7 @@ python3 - "$SCRATCH/results.json" <<'PY' || fail "results: $(tail -20 "$SCRATCH/
 import json, sys
 results = json.load(open(sys.argv[1]))
 shapes, nccl = results["shapes"], results["nccl"]
-assert len(shapes) >= 30, len(shapes)
+assert len(shapes) >= 31, len(shapes)
 # Every program trained (its log) and the tool saw every optimizer step of every rank.
 for shape in shapes:
     assert shape["judged"], shape
@@ -34,7 +34,7 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4}, shapes
 # MNIST example (evaluation and scheduler once an epoch), batch norms frozen by model.apply(),
 # a model's parameters split between two optimizers (two classes, or two Adam), zero_grad()
 # between forward and backward, activation checkpointing (backward passes inside the backward),
-# gradual unfreezing, two backward calls a step, ReduceLROnPlateau.
+# gradual unfreezing, two backward calls a step, ReduceLROnPlateau, optimizer.step(closure).
 # Two optimizers stepped one after the other are one training step: 10 steps, not 20.
 split = [s for s in shapes if s["script"] == "split_optimizers.py"]
 assert len(split) == 2 and all(s["optimizer_steps_seen"] == [10] for s in split), split

@@ -48,6 +48,12 @@ struct program {
 	int ddp_every;
 	/* an evaluation forward (stage eval) first in each step, before the configure call */
 	int evaluates_first;
+	/*
+	 * optimizer.step(closure): the step's scope opens before the zero_grad and
+	 * ends after the backward, which the closure runs inside it (PyTorch
+	 * Lightning's automatic optimization)
+	 */
+	int closure;
 };
 
 enum {
@@ -137,8 +143,11 @@ static void run_program(const struct program *program, struct inference *inferen
 			records[count++] = call(program, step, base + 305, "aten::add_.Tensor",
 						TRACE_PYTHON_TORCH_OP);
 		}
-		records[count++] =
-			call(program, step, base + 300, step_scope, TRACE_PYTHON_TORCH_SCOPE);
+		records[count] = call(program, step, program->closure ? base + 50 : base + 300,
+				      step_scope, TRACE_PYTHON_TORCH_SCOPE);
+		if (program->closure)
+			records[count].python_call.duration_ns = 400;
+		count++;
 		for (size_t i = 0; i < count; i++) {
 			if (inference)
 				CU_ASSERT_EQUAL(inference_add(inference, &records[i]), 0);
@@ -343,7 +352,7 @@ UNIT_TEST(carry_over, rules_from_three_programs_hold_on_a_fourth)
 	rule_set_free(set);
 }
 
-UNIT_TEST(carry_over, zero_grad_is_asked_before_the_backward_not_before_the_forward)
+UNIT_TEST(carry_over, zero_grad_is_asked_before_the_backward_not_before_the_forward_or_the_closure)
 {
 	/* Two DDP references that zero, run DDP's forward, then the backward, then step. */
 	static const struct program references[2] = {
@@ -379,6 +388,18 @@ UNIT_TEST(carry_over, zero_grad_is_asked_before_the_backward_not_before_the_forw
 	/* One that stops zeroing at step 3: caught there, before its backward. */
 	check_program(set,
 		      &(struct program){ 40, "Adam", 3, STEPS, 0.1, -1, 0, BACKWARD_ACCUMULATES },
+		      &tally);
+	CU_ASSERT_EQUAL(first_step_of(&tally, set, before_backward), 3);
+	/* optimizer.step(closure): zero_grad, forward and backward run inside the step. */
+	check_program(set,
+		      &(struct program){ 50, "Adam", STEPS, STEPS, 0.1, -1, 0, BACKWARD_ACCUMULATES,
+					 .closure = 1 },
+		      &tally);
+	CU_ASSERT_EQUAL(tally.total, 0);
+	/* The same closure without zero_grad from step 3: still caught there. */
+	check_program(set,
+		      &(struct program){ 60, "Adam", 3, STEPS, 0.1, -1, 0, BACKWARD_ACCUMULATES,
+					 .closure = 1 },
 		      &tally);
 	CU_ASSERT_EQUAL(first_step_of(&tally, set, before_backward), 3);
 

@@ -80,6 +80,8 @@ SHAPES = [
     ("two_losses_retain.py", [], "two losses, two backward calls (retain_graph), "
      "clip_grad_value_, SGD Nesterov"),
     ("plateau.py", [], "ReduceLROnPlateau on a validation in eval() every 3 steps"),
+    ("closure_step.py", [], "optimizer.step(closure) as Lightning runs it: zero_grad, forward "
+     "and backward inside the step"),
 ]
 
 
