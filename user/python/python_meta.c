@@ -85,16 +85,15 @@ void python_meta_note_backward(struct python_meta_timeline *timeline, uint64_t e
 void python_meta_end_step(struct python_meta_timeline *timeline, uint64_t entry_ns,
 			  uint64_t return_ns)
 {
-	struct python_meta_change *last = &timeline->changes[timeline->step_end_slot];
+	struct python_meta_change *last;
 
 	if (timeline->continuing) {
 		release_held_end(timeline, return_ns);
 		return;
 	}
-
+	last = last_step_end(timeline);
 	/* The last step's end is still remembered, and lies inside this marker. */
-	if (timeline->step_ended && timeline->count && last->after.step == timeline->current.step &&
-	    entry_ns <= timeline->step_end_entry_ns && last->at_ns <= return_ns) {
+	if (last && entry_ns <= timeline->step_end_entry_ns && last->at_ns <= return_ns) {
 		last->at_ns = return_ns;
 		return;
 	}

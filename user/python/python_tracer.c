@@ -439,7 +439,7 @@ static struct named_code *name_code(struct python_tracer *tracer, struct python_
 	named->selected = python_name_selected(named->qualified_name, tracer->prefixes);
 	if (strcmp(named->qualified_name, PYTHON_STAGE_SETTER) == 0)
 		named->roles |= CODE_ROLE_STAGE_SETTER;
-	if (strncmp(named->qualified_name, tracer->step_marker, strlen(tracer->step_marker)) == 0)
+	if (python_tracer_is_step_marker(tracer, named->qualified_name))
 		named->roles |= CODE_ROLE_STEP_MARKER;
 	if (strcmp(named->qualified_name, TRACE_MODULE_CALL_NAME) == 0)
 		named->module_call = true;

@@ -77,6 +77,9 @@ static inline struct python_process *python_process_followed(struct python_proce
 	return process && !process->refused ? process : NULL;
 }
 
+/* Whether a scope name or a qualified name is the step marker's (it starts with it). */
+bool python_tracer_is_step_marker(const struct python_tracer *tracer, const char *name);
+
 /*
  * Places the operators held since the last step's end (torch_held_ops.h)
  * when a call or scope entered at entry_ns shows where they belong, or

@@ -460,7 +460,7 @@ static int close_backward(struct python_tracer *tracer, struct python_process *p
 	return 0;
 }
 
-static bool is_step_marker(const struct python_tracer *tracer, const char *name)
+bool python_tracer_is_step_marker(const struct python_tracer *tracer, const char *name)
 {
 	return strncmp(name, tracer->step_marker, strlen(tracer->step_marker)) == 0;
 }
@@ -487,7 +487,7 @@ int python_tracer_handle_scope(struct python_tracer *tracer, struct python_proce
 	 * step, and so where the operators held since that step's end belong.
 	 */
 	if (record->flags & TCHECK_TORCH_SCOPE_OPENS) {
-		if (is_step_marker(tracer, name))
+		if (python_tracer_is_step_marker(tracer, name))
 			python_meta_marker_opens(&process->meta, record->header.timestamp_ns);
 		return python_tracer_release_held_ops(tracer, process, record->header.timestamp_ns,
 						      false);
@@ -509,7 +509,7 @@ int python_tracer_handle_scope(struct python_tracer *tracer, struct python_proce
 	}
 	result = tracer->emit(tracer->context, &out);
 	/* The step marker (by default an optimizer's step) ends a training step. */
-	if (is_step_marker(tracer, name)) {
+	if (python_tracer_is_step_marker(tracer, name)) {
 		python_meta_end_step(&process->meta, record->header.timestamp_ns,
 				     record->return_ns);
 		torch_held_ops_start(&process->held_ops, record->return_ns);
