@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
  * Gradients cleared without Optimizer.zero_grad: a step whose first backward
- * accumulated into none, or only into gradients zeroed earlier in the step.
+ * accumulated into none, or only into gradients zeroed earlier in the step
+ * or of the parameters another optimizer changed in the step before.
  */
 #include "gradient_clearing.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "optimizer_turns.h"
 
 /*
  * In-place adds remembered per step until its first backward's record comes
@@ -18,11 +21,13 @@
 #define ACCUMULATE_OPERATOR "aten::add_.Tensor"
 #define ZERO_OPERATOR "aten::zero_"
 #define TENSOR_FIELD "tensor:self"
+#define SHAPE_FIELD "shape:self"
 
 struct add_seen {
 	uint32_t tid;
 	uint64_t entry_ns;
 	uint64_t tensor; /* 0: not known */
+	uintptr_t shape; /* optimizer_turn_shape */
 };
 
 struct clearing_step {
@@ -30,8 +35,11 @@ struct clearing_step {
 	bool backward_seen;
 	struct infer_event backward; /* the step's first backward */
 	bool accumulated;	     /* an in-place add into a gradient not zeroed ran inside it */
-	struct u64_map zeroed;	     /* tensors zeroed in place in the step (values: the map) */
-	uint32_t add_count;	     /* adds before the backward's record came */
+	struct u64_map accumulated_into;       /* those gradients: tensor -> its shape's hash */
+	bool accumulated_unknown;	       /* ... one of them not known */
+	struct optimizer_turn turn, last_turn; /* what this step's and the last one's changed */
+	struct u64_map zeroed; /* tensors zeroed in place in the step (values: the map) */
+	uint32_t add_count;    /* adds before the backward's record came */
 	bool adds_overflowed;
 	struct add_seen adds[ADDS_MAX];
 	bool adds_watched;     /* the process showed an in-place add: the tracer watches them */
@@ -50,8 +58,14 @@ void gradient_clearing_free(struct gradient_clearing *clearing)
 	uint64_t pid;
 	void *value;
 
-	while (u64_map_next(&clearing->processes, &position, &pid, &value))
-		u64_map_free(&((struct clearing_step *)value)->zeroed);
+	while (u64_map_next(&clearing->processes, &position, &pid, &value)) {
+		struct clearing_step *state = value;
+
+		u64_map_free(&state->zeroed);
+		u64_map_free(&state->accumulated_into);
+		optimizer_turn_free(&state->turn);
+		optimizer_turn_free(&state->last_turn);
+	}
 	u64_map_free_with_values(&clearing->processes);
 }
 
@@ -72,10 +86,23 @@ static bool is_scope(const struct infer_event *event, const char *family)
 	       strcmp(event->name, family) == 0;
 }
 
+/*
+ * The step's first backward added only into gradients of the parameters the
+ * other optimizer changed in the step before, this one taking its turn
+ * after it (optimizer_turns.h): a GAN's generator step fills the
+ * discriminator's gradients, which the discriminator's step clears.
+ */
+static bool accumulated_into_other_turn(const struct clearing_step *state)
+{
+	return !state->accumulated_unknown &&
+	       optimizer_turns_alternate(&state->last_turn, &state->turn) &&
+	       optimizer_turn_shapes_cover(&state->last_turn, &state->accumulated_into);
+}
+
 static bool step_fresh(const struct clearing_step *state)
 {
-	return state->adds_watched && state->backward_seen && !state->accumulated &&
-	       !state->adds_overflowed;
+	return state->adds_watched && state->backward_seen && !state->adds_overflowed &&
+	       (!state->accumulated || accumulated_into_other_turn(state));
 }
 
 static bool in_backward(const struct clearing_step *state, uint32_t tid, uint64_t entry_ns)
@@ -95,14 +122,30 @@ static bool accumulates(const struct clearing_step *state, const struct add_seen
 	       !(add->tensor && u64_map_get(&state->zeroed, add->tensor));
 }
 
-/* The step's first backward came: the adds seen so far ran inside it or not. */
-static void note_backward(struct clearing_step *state, const struct infer_event *backward)
+/* An add into a gradient the step did not clear: noted with the gradient's shape. */
+static int note_accumulation(struct clearing_step *state, const struct add_seen *add)
 {
+	if (!accumulates(state, add))
+		return 0;
+	state->accumulated = true;
+	if (!add->tensor) {
+		state->accumulated_unknown = true;
+		return 0;
+	}
+	return u64_map_put(&state->accumulated_into, add->tensor, (void *)add->shape);
+}
+
+/* The step's first backward came: the adds seen so far ran inside it or not. */
+static int note_backward(struct clearing_step *state, const struct infer_event *backward)
+{
+	int failed = 0;
+
 	state->backward = *backward;
 	state->backward_seen = true;
-	for (uint32_t i = 0; i < state->add_count; i++)
-		state->accumulated |= accumulates(state, &state->adds[i]);
+	for (uint32_t i = 0; i < state->add_count && !failed; i++)
+		failed = note_accumulation(state, &state->adds[i]);
 	state->add_count = 0;
+	return failed;
 }
 
 static void start_step(struct clearing_step *state, int32_t step)
@@ -110,9 +153,12 @@ static void start_step(struct clearing_step *state, int32_t step)
 	state->step = step;
 	state->backward_seen = false;
 	state->accumulated = false;
+	state->accumulated_unknown = false;
 	state->add_count = 0;
 	state->adds_overflowed = false;
 	u64_map_free(&state->zeroed); /* left empty, ready for the step */
+	u64_map_free(&state->accumulated_into);
+	optimizer_turn_move(&state->last_turn, &state->turn, step);
 }
 
 int gradient_clearing_observe(struct gradient_clearing *clearing, const struct infer_event *event,
@@ -134,7 +180,9 @@ int gradient_clearing_observe(struct gradient_clearing *clearing, const struct i
 	if (!state)
 		return -ENOMEM;
 	if (added) {
-		state->finished_step = -1; /* zeroed: an empty map, as start_step leaves it */
+		state->finished_step = -1; /* zeroed: empty maps, as start_step leaves them */
+		optimizer_turn_init(&state->last_turn, -1);
+		optimizer_turn_init(&state->turn, -1);
 		start_step(state, event->step);
 	}
 	if (event->step < state->step)
@@ -147,15 +195,18 @@ int gradient_clearing_observe(struct gradient_clearing *clearing, const struct i
 	state->adds_watched |= add;
 	if (zero && tensor && u64_map_put(&state->zeroed, tensor, &state->zeroed))
 		return -ENOMEM;
+	if (optimizer_turn_is_update(event) && optimizer_turn_note(&state->turn, event))
+		return -ENOMEM;
 	seen = (struct add_seen){ .tid = event->tid,
 				  .entry_ns = event->entry_ns,
-				  .tensor = tensor };
+				  .tensor = tensor,
+				  .shape = add ? optimizer_turn_shape(event, SHAPE_FIELD) : 0 };
 	/* Backward scopes of a thread come in order: the first one is the first pass. */
 	if (backward && !state->backward_seen)
-		note_backward(state, event);
-	else if (add && state->backward_seen)
-		state->accumulated |= accumulates(state, &seen);
-	else if (add && state->add_count < ADDS_MAX)
+		return note_backward(state, event);
+	if (add && state->backward_seen)
+		return note_accumulation(state, &seen);
+	if (add && state->add_count < ADDS_MAX)
 		state->adds[state->add_count++] = seen;
 	else if (add)
 		state->adds_overflowed = true;

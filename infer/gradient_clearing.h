@@ -14,9 +14,14 @@
  * that stopped clearing them accumulates in its first backward and is not
  * excused, nor is one that zeroes other tensors (another model's
  * gradients), nor a process that never showed an in-place add (the tracer
- * does not watch them). The rules this excuses are those that ask for
- * zero_grad in a step (APISequence "zero_grad comes first", EventContain
- * "every step contains zero_grad").
+ * does not watch them). A step that takes its turn after another
+ * optimizer's (a GAN's generator step after its discriminator's,
+ * optimizer_turns.h) may add into that optimizer's gradients, which are
+ * cleared before that optimizer reads them again: adds into gradients the
+ * shapes of the other turn's parameters, each once, do not count; an add
+ * into one of this step's own shapes beyond those does. The rules this excuses are those that ask
+ * for zero_grad in a step (APISequence "zero_grad comes first", EventContain "every step contains
+ * zero_grad").
  */
 #ifndef TCHECK_GRADIENT_CLEARING_H
 #define TCHECK_GRADIENT_CLEARING_H

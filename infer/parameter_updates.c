@@ -228,7 +228,8 @@ int parameter_updates_unread_shapes(const struct infer_event *const *events, siz
 }
 
 int parameter_updates_judge(const struct infer_event *const *events, size_t count,
-			    struct u64_map *history, struct parameter_updates_finding *finding)
+			    struct u64_map *history, const struct u64_map *other_turn,
+			    struct parameter_updates_finding *finding)
 {
 	const struct infer_event *first_unchanged = NULL, *first_stopped = NULL;
 	const struct infer_event *first_frozen = NULL;
@@ -271,6 +272,11 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 			finding->changed++;
 			continue;
 		}
+		/* The other model of optimizers taking turns: trained in the turn before. */
+		if (other_turn && u64_map_get(other_turn, weight)) {
+			finding->other_turn++;
+			continue;
+		}
 		note_unchanged(&first_unchanged, read);
 		if (!u64_map_get(history, weight))
 			continue;
@@ -284,7 +290,8 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 			   !updated_out_of_sight(&updates, frozen_reads) &&
 			   !other_shard(finding, &updates, first_stopped != NULL);
 	/* Nothing the forward reads changes, or what changed before stopped changing. */
-	finding->holds = !finding->applies || (finding->changed > 0 && !first_stopped);
+	finding->holds = !finding->applies ||
+			 ((finding->changed > 0 || finding->other_turn > 0) && !first_stopped);
 	if (!finding->holds) {
 		finding->stopped = first_stopped != NULL;
 		finding->read = first_stopped ? first_stopped : first_unchanged;

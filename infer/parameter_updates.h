@@ -38,7 +38,8 @@ struct parameter_updates_finding {
 	const struct infer_event *update; /* ... and its update that changed nothing, or NULL */
 	size_t weights;			  /* distinct weights the forward read */
 	size_t changed;			  /* ... of them changed by the optimizer's step */
-	bool stopped; /* violated by a weight changed in an earlier step, not in this one */
+	size_t other_turn; /* ... of them changed by the other of optimizers taking turns */
+	bool stopped;	   /* violated by a weight changed in an earlier step, not in this one */
 	/* Held, but a weight changed before was read frozen and did not change: a notice. */
 	const struct infer_event *frozen;
 };
@@ -86,9 +87,13 @@ bool parameter_updates_computed_weight(const struct infer_event *read,
  * parameter_updates_wants refuses are ignored). 'history' holds the
  * weights the process's earlier steps changed (a map of TensorImpl
  * addresses, empty at its first step); the ones this step changes are
- * added. Returns 0, or -ENOMEM.
+ * added. 'other_turn' (NULL: none) holds, where the step takes its turn
+ * after another optimizer's (optimizer_turns.h), the parameters that one
+ * changed: a weight read of them is the other model's, trained in its
+ * turn, and is neither left unchanged nor stopped. Returns 0, or -ENOMEM.
  */
 int parameter_updates_judge(const struct infer_event *const *events, size_t count,
-			    struct u64_map *history, struct parameter_updates_finding *finding);
+			    struct u64_map *history, const struct u64_map *other_turn,
+			    struct parameter_updates_finding *finding);
 
 #endif /* TCHECK_PARAMETER_UPDATES_H */

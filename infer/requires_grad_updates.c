@@ -100,13 +100,18 @@ static int note_trained_models(struct model_calls *models, const struct u64_map 
 	return failed;
 }
 
-/*
- * The earliest read in 'reads' whose tensor 'changed' holds (want_changed) or
- * lacks; 'models' given, reads of models the step does not train left out.
- */
+/* What first_read leaves out and where it puts what it finds (each may be NULL). */
+struct read_filter {
+	const struct model_calls *models; /* reads of models the step does not train */
+	const struct u64_map *other_turn; /* weights the other of optimizers taking turns changed */
+	struct u64_map *matched;	  /* every read found: tensor -> read */
+	int failed;			  /* -ENOMEM: 'matched' lacks some */
+};
+
+/* The earliest read in 'reads' whose tensor 'changed' holds (want_changed) or lacks. */
 static const struct infer_event *first_read(const struct u64_map *reads,
 					    const struct u64_map *changed, bool want_changed,
-					    const struct model_calls *models, size_t *matching)
+					    struct read_filter *filter, size_t *matching)
 {
 	const struct infer_event *first = NULL;
 	uint64_t tensor;
@@ -116,8 +121,12 @@ static const struct infer_event *first_read(const struct u64_map *reads,
 		const struct infer_event *read = value;
 
 		if (changed_what_was_read(read, u64_map_get(changed, tensor)) != want_changed ||
-		    (models && model_calls_of_another_model(models, read)))
+		    (filter && filter->models &&
+		     model_calls_of_another_model(filter->models, read)) ||
+		    (filter && filter->other_turn && u64_map_get(filter->other_turn, tensor)))
 			continue;
+		if (filter && filter->matched && u64_map_put(filter->matched, tensor, value))
+			filter->failed = -ENOMEM;
 		(*matching)++;
 		if (!first || read->entry_ns < first->entry_ns)
 			first = read;
@@ -126,6 +135,7 @@ static const struct infer_event *first_read(const struct u64_map *reads,
 }
 
 int requires_grad_updates_judge(const struct infer_event *const *events, size_t count,
+				const struct u64_map *other_turn, struct u64_map *unchanged,
 				struct requires_grad_finding *finding)
 {
 	struct step_tensors tensors;
@@ -155,8 +165,11 @@ int requires_grad_updates_judge(const struct infer_event *const *events, size_t 
 			first_read(&tensors.frozen, &tensors.changed, true, NULL, &frozen_changed);
 		first_read(&tensors.frozen, &tensors.changed, false, NULL, &frozen_unchanged);
 		first_read(&tensors.trainable, &tensors.changed, true, NULL, &trainable_changed);
+		struct read_filter filter = { &models, other_turn, unchanged, 0 };
+
 		finding->trainable_read = first_read(&tensors.trainable, &tensors.changed, false,
-						     &models, &trainable_unchanged);
+						     &filter, &trainable_unchanged);
+		failed = filter.failed;
 	}
 	reads = frozen_changed + frozen_unchanged + trainable_changed + trainable_unchanged > 0;
 	finding->frozen_applies = !failed && finding->step && reads;
@@ -214,7 +227,8 @@ static int judge_steps(const struct infer_event **order, size_t count, struct ex
 			;
 		if (first->step < 0)
 			continue;
-		failed = requires_grad_updates_judge(order + start, end - start, &finding);
+		failed = requires_grad_updates_judge(order + start, end - start, NULL, NULL,
+						     &finding);
 		if (failed)
 			break;
 		add_example(frozen, finding.frozen_applies, finding.frozen_holds, finding.step);

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/u64_map.h"
 #include "infer_event.h"
 #include "rule_support.h"
 #include "rules.h"
@@ -48,9 +49,16 @@ bool requires_grad_updates_wants(const struct infer_event *event);
 
 /*
  * Judges the events of one step of one process (any order; those
- * requires_grad_updates_wants refuses are ignored). Returns 0, or -ENOMEM.
+ * requires_grad_updates_wants refuses are ignored). 'other_turn' (NULL:
+ * none) holds, where the step takes its turn after another optimizer's
+ * (optimizer_turns.h), the parameters that one changed: reads of them are
+ * the other model's and need not change. 'unchanged' (NULL: not wanted)
+ * gets every weight read trainable that broke TrainableUpdated (tensor ->
+ * its read): the other optimizer's turn may come after this step.
+ * Returns 0, or -ENOMEM.
  */
 int requires_grad_updates_judge(const struct infer_event *const *events, size_t count,
+				const struct u64_map *other_turn, struct u64_map *unchanged,
 				struct requires_grad_finding *finding);
 
 /*

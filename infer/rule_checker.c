@@ -12,6 +12,7 @@
 #include "eval_mode.h"
 #include "gradient_clearing.h"
 #include "operator_precision.h"
+#include "optimizer_turns.h"
 #include "requires_grad_updates.h"
 #include "parameter_updates.h"
 #include "process_uses.h"
@@ -44,8 +45,17 @@ struct update_step {
 	int32_t step;
 	size_t count, capacity;
 	struct infer_event *events;
-	struct u64_map history;		/* the weights the process's earlier steps changed */
-	struct scalars_history scalars; /* what its last optimizer step applied */
+	struct u64_map history;		 /* the weights the process's earlier steps changed */
+	struct scalars_history scalars;	 /* what its last optimizer step applied */
+	struct optimizer_turn last_turn; /* what the last step's optimizer changed */
+	/*
+	 * A TrainableUpdated violation held until the next step shows whether
+	 * another optimizer takes its turn there and changes the weights left
+	 * (a GAN's first discriminator step reads the generator, trained next).
+	 */
+	bool awaiting_turn;
+	struct infer_event awaiting_step, awaiting_read;
+	struct u64_map awaiting_weights; /* the weights read trainable and not changed */
 };
 
 /*
@@ -430,10 +440,12 @@ static int track_step(struct rule_checker *checker, const struct infer_event *ev
 
 /* Judges a finished step of one process against the ParametersUpdated rules. */
 static int judge_parameter_updates(struct rule_checker *checker, struct update_step *state,
-				   const struct infer_event *const *events)
+				   const struct infer_event *const *events,
+				   const struct u64_map *other_turn)
 {
 	struct parameter_updates_finding finding;
-	int failed = parameter_updates_judge(events, state->count, &state->history, &finding);
+	int failed = parameter_updates_judge(events, state->count, &state->history, other_turn,
+					     &finding);
 
 	for (size_t i = 0;
 	     i < checker->rules->count && !failed && (!finding.holds || finding.frozen); i++) {
@@ -451,25 +463,61 @@ static int judge_parameter_updates(struct rule_checker *checker, struct update_s
 	return failed;
 }
 
+/* A step's FrozenUnchanged or TrainableUpdated violation, against the rules on its step. */
+static void requires_grad_violation(struct rule_checker *checker, uint32_t relation,
+				    const struct infer_event *step, const struct infer_event *event,
+				    const struct infer_event *other)
+{
+	for (size_t i = 0; i < checker->rules->count; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+
+		if (rule->relation == relation && rule->event.name == step->name &&
+		    precondition_holds(checker->rules->pool, &rule->precondition, step))
+			violation(checker, rule, event, other);
+	}
+}
+
+/*
+ * The TrainableUpdated violation held for the step before 'turn's: said
+ * unless this step took its turn after it and changed every weight left.
+ */
+static void settle_awaiting_turn(struct rule_checker *checker, struct update_step *state,
+				 const struct optimizer_turn *turn)
+{
+	bool trained_in_turn = turn && optimizer_turns_alternate(&state->last_turn, turn);
+	uint64_t weight;
+	void *read;
+
+	if (!state->awaiting_turn)
+		return;
+	for (size_t i = 0;
+	     trained_in_turn && u64_map_next(&state->awaiting_weights, &i, &weight, &read);)
+		trained_in_turn = optimizer_turn_changed(turn, weight);
+	if (!trained_in_turn)
+		requires_grad_violation(checker, RELATION_TRAINABLE_UPDATED, &state->awaiting_step,
+					&state->awaiting_read, NULL);
+	state->awaiting_turn = false;
+	u64_map_free(&state->awaiting_weights);
+}
+
 /* Judges a finished step of one process against the FrozenUnchanged and TrainableUpdated rules. */
-static int judge_requires_grad_updates(struct rule_checker *checker,
-				       const struct update_step *state,
-				       const struct infer_event *const *events)
+static int judge_requires_grad_updates(struct rule_checker *checker, struct update_step *state,
+				       const struct infer_event *const *events,
+				       const struct u64_map *other_turn)
 {
 	struct requires_grad_finding finding;
-	int failed = requires_grad_updates_judge(events, state->count, &finding);
+	int failed = requires_grad_updates_judge(events, state->count, other_turn,
+						 &state->awaiting_weights, &finding);
 
-	for (size_t i = 0; i < checker->rules->count && !failed; i++) {
-		const struct rule *rule = &checker->rules->rules[i];
-		bool frozen = rule->relation == RELATION_FROZEN_UNCHANGED && !finding.frozen_holds;
-		bool trainable =
-			rule->relation == RELATION_TRAINABLE_UPDATED && !finding.trainable_holds;
-
-		if ((frozen || trainable) && rule->event.name == finding.step->name &&
-		    precondition_holds(checker->rules->pool, &rule->precondition, finding.step))
-			violation(checker, rule,
-				  frozen ? finding.frozen_update : finding.trainable_read,
-				  frozen ? finding.frozen_read : NULL);
+	if (!failed && !finding.frozen_holds)
+		requires_grad_violation(checker, RELATION_FROZEN_UNCHANGED, finding.step,
+					finding.frozen_update, finding.frozen_read);
+	if (!failed && !finding.trainable_holds) {
+		state->awaiting_turn = true;
+		state->awaiting_step = *finding.step;
+		state->awaiting_read = *finding.trainable_read;
+	} else {
+		u64_map_free(&state->awaiting_weights);
 	}
 	return failed;
 }
@@ -494,18 +542,27 @@ static int judge_scalars_steady(struct rule_checker *checker, struct update_step
 static int close_update_step(struct rule_checker *checker, struct update_step *state)
 {
 	const struct infer_event **events = malloc((state->count + 1) * sizeof(*events));
-	int failed = 0;
+	const struct u64_map *other_turn = NULL;
+	struct optimizer_turn turn;
+	int failed;
 
+	optimizer_turn_init(&turn, state->step);
 	if (!events)
 		return -ENOMEM;
 	for (size_t i = 0; i < state->count; i++)
 		events[i] = &state->events[i];
-	if (checker->has_parameter_updates)
-		failed = judge_parameter_updates(checker, state, events);
+	failed = optimizer_turn_collect(&turn, events, state->count);
+	settle_awaiting_turn(checker, state, failed ? NULL : &turn);
+	if (!failed && optimizer_turns_alternate(&state->last_turn, &turn))
+		other_turn = &state->last_turn.changed;
+	if (!failed && checker->has_parameter_updates)
+		failed = judge_parameter_updates(checker, state, events, other_turn);
 	if (!failed && checker->has_requires_grad_updates)
-		failed = judge_requires_grad_updates(checker, state, events);
+		failed = judge_requires_grad_updates(checker, state, events, other_turn);
 	if (!failed && checker->has_scalars_steady)
 		failed = judge_scalars_steady(checker, state, events);
+	optimizer_turn_move(&state->last_turn, &turn, -1);
+	optimizer_turn_free(&turn);
 	free(events);
 	state->count = 0;
 	return failed;
@@ -528,6 +585,7 @@ static int track_update_step(struct rule_checker *checker, const struct infer_ev
 		return -ENOMEM;
 	if (added) {
 		u64_map_init(&state->history);
+		optimizer_turn_init(&state->last_turn, -1);
 		state->step = event->step;
 	}
 	if (event->step < state->step)
@@ -626,9 +684,11 @@ void rule_checker_finish(struct rule_checker *checker)
 
 	for (size_t i = 0; u64_map_next(&checker->processes, &i, &key, &value);)
 		close_step(checker, value);
-	for (size_t i = 0; u64_map_next(&checker->update_steps, &i, &key, &value);)
+	for (size_t i = 0; u64_map_next(&checker->update_steps, &i, &key, &value);) {
 		(void)close_update_step(checker,
 					value); /* out of memory: that step is not judged */
+		settle_awaiting_turn(checker, value, NULL); /* no turn comes after the last */
+	}
 	if (checker->has_operator_precision)
 		/* out of memory cannot happen here: judging keeps nothing */
 		(void)operator_precision_finish(&checker->operator_precision,
@@ -702,6 +762,8 @@ void rule_checker_free(struct rule_checker *checker)
 		struct update_step *state = value;
 
 		u64_map_free(&state->history);
+		u64_map_free(&state->awaiting_weights);
+		optimizer_turn_free(&state->last_turn);
 		scalars_history_free(&state->scalars);
 		free(state->events);
 		free(state);

@@ -46,7 +46,7 @@ int inference_parameter_updates(struct inference *inference, const struct infer_
 			end++;
 		}
 		if (order[start]->step >= 0 && count > 0) {
-			failed = parameter_updates_judge(wanted, count, &history, &finding);
+			failed = parameter_updates_judge(wanted, count, &history, NULL, &finding);
 			if (!failed && finding.applies) {
 				if (finding.holds)
 					passing[passing_count++] = finding.step;

@@ -102,8 +102,10 @@ static struct judged judge(uint64_t read, bool read_requires_grad, uint64_t para
 		CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &events[i]), 1);
 		pointers[i] = &events[i];
 	}
-	CU_ASSERT_EQUAL(parameter_updates_judge(pointers, count, &history, &judged.updates), 0);
-	CU_ASSERT_EQUAL(requires_grad_updates_judge(pointers, count, &judged.requires_grad), 0);
+	CU_ASSERT_EQUAL(parameter_updates_judge(pointers, count, &history, NULL, &judged.updates),
+			0);
+	CU_ASSERT_EQUAL(
+		requires_grad_updates_judge(pointers, count, NULL, NULL, &judged.requires_grad), 0);
 	judged.in_history = u64_map_get(&history, read) != NULL;
 	u64_map_free(&history);
 	string_pool_free(pool);

@@ -148,7 +148,7 @@ static void judge_in_job(enum step_fault fault, bool before, uint64_t unchanged,
 		CU_ASSERT_TRUE(parameter_updates_wants(&events[i]));
 		pointers[i] = &events[i];
 	}
-	CU_ASSERT_EQUAL(parameter_updates_judge(pointers, count, &history, finding), 0);
+	CU_ASSERT_EQUAL(parameter_updates_judge(pointers, count, &history, NULL, finding), 0);
 	CU_ASSERT_EQUAL(finding->read ? strtoull(infer_event_field(finding->read, "tensor:weight"),
 						 NULL, 10)
 				      : 0,

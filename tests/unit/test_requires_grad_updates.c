@@ -151,7 +151,7 @@ static struct outcome judge(enum second_weight second, int ranks)
 		CU_ASSERT_TRUE(requires_grad_updates_wants(&events[i]));
 		pointers[i] = &events[i];
 	}
-	CU_ASSERT_EQUAL(requires_grad_updates_judge(pointers, count, &finding), 0);
+	CU_ASSERT_EQUAL(requires_grad_updates_judge(pointers, count, NULL, NULL, &finding), 0);
 	outcome = (struct outcome){
 		.frozen_applies = finding.frozen_applies,
 		.frozen_holds = finding.frozen_holds,

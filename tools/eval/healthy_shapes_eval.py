@@ -82,6 +82,10 @@ SHAPES = [
     ("plateau.py", [], "ReduceLROnPlateau on a validation in eval() every 3 steps"),
     ("closure_step.py", [], "optimizer.step(closure) as Lightning runs it: zero_grad, forward "
      "and backward inside the step"),
+    ("gan_two_optimizers.py", [], "DCGAN: the discriminator's step, then the generator's, "
+     "each model's own zero_grad()"),
+    ("gan_generator_first.py", [], "GAN stepping the generator first, then the discriminator, "
+     "each optimizer's zero_grad()"),
 ]
 
 
