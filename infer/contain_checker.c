@@ -228,12 +228,31 @@ static int log_operation(struct contain_checker *checker, const struct infer_eve
 	return 0;
 }
 
+/*
+ * An optimizer step whose closure ran the optimizer's own scopes (their
+ * records came before the step's, which ends after them): the step's
+ * count of them is the closure's.
+ */
+static void note_closure(struct step_state *state, const struct infer_event *optimizer_step)
+{
+	for (uint32_t i = 0; i < state->child_count; i++) {
+		const struct contain_last_call *last = &state->last[i];
+
+		if (last->seen && event_contain_is_optimizer_scope(state->children[i]) &&
+		    state->children[i] != optimizer_step->name &&
+		    last->tid == optimizer_step->tid &&
+		    last->entry_ns >= optimizer_step->entry_ns &&
+		    last->exit_ns <= optimizer_step->exit_ns)
+			state->step.flags |= EVENT_CONTAIN_OPTIMIZER_CLOSURE;
+	}
+}
+
 static void close_step(struct contain_checker *checker, struct step_state *state)
 {
 	if (state->optimizer_steps > 1)
 		state->step.flags |= EVENT_CONTAIN_SEVERAL_OPTIMIZERS;
 	check_parent(checker, &state->step, count_in_step, state);
-	state->step.flags &= ~EVENT_CONTAIN_SEVERAL_OPTIMIZERS;
+	state->step.flags &= ~(EVENT_CONTAIN_SEVERAL_OPTIMIZERS | EVENT_CONTAIN_OPTIMIZER_CLOSURE);
 	state->child_count = 0;
 	state->optimizer_steps = 0;
 	state->last_optimizer_step = (struct contain_last_call){ 0 };
@@ -273,10 +292,12 @@ static int track_step(struct contain_checker *checker, const struct infer_event 
 		state->step.nranks = event->nranks;
 		state->step.stage = event->stage;
 	}
-	if (event_contain_is_parent(event) && strcmp(event->name, OPTIMIZER_STEP_FAMILY) == 0 &&
-	    !event_contain_nested_again(&state->last_optimizer_step, event->tid, event->entry_ns,
-					event->exit_ns, true))
-		state->optimizer_steps++;
+	if (event_contain_is_parent(event) && strcmp(event->name, OPTIMIZER_STEP_FAMILY) == 0) {
+		if (!event_contain_nested_again(&state->last_optimizer_step, event->tid,
+						event->entry_ns, event->exit_ns, true))
+			state->optimizer_steps++;
+		note_closure(state, event);
+	}
 	if (!infer_event_is_operation(event) ||
 	    !counted_child(checker, INFER_EVENT_STEP, event->name))
 		return 0;

@@ -127,10 +127,38 @@ bool event_contain_nested_again(struct contain_last_call *last, uint32_t tid, ui
 /* An optimizer's own scopes: "Optimizer.step#*", "Optimizer.zero_grad#*". */
 #define OPTIMIZER_SCOPE_PREFIX "Optimizer."
 
+bool event_contain_is_optimizer_scope(const char *child)
+{
+	return child && strncmp(child, OPTIMIZER_SCOPE_PREFIX, strlen(OPTIMIZER_SCOPE_PREFIX)) == 0;
+}
+
+bool event_contain_runs_inside(const struct infer_event *inner, const struct infer_event *outer)
+{
+	return inner != outer && inner->tid == outer->tid && inner->entry_ns >= outer->entry_ns &&
+	       inner->exit_ns <= outer->exit_ns;
+}
+
 bool event_contain_count_judged(const struct infer_event *parent, const char *child)
 {
-	return !(parent->flags & EVENT_CONTAIN_SEVERAL_OPTIMIZERS) || !child ||
-	       strncmp(child, OPTIMIZER_SCOPE_PREFIX, strlen(OPTIMIZER_SCOPE_PREFIX)) != 0;
+	return !(parent->flags &
+		 (EVENT_CONTAIN_SEVERAL_OPTIMIZERS | EVENT_CONTAIN_OPTIMIZER_CLOSURE)) ||
+	       !event_contain_is_optimizer_scope(child);
+}
+
+/* Whether an optimizer's own scope other than its step ran inside one of its steps. */
+static bool optimizer_closure(const struct infer_event **order, size_t start, size_t end)
+{
+	for (size_t i = start; i < end; i++) {
+		if (!event_contain_is_parent(order[i]) ||
+		    strcmp(order[i]->name, OPTIMIZER_STEP_FAMILY) != 0)
+			continue;
+		for (size_t j = start; j < end; j++)
+			if (event_contain_is_optimizer_scope(order[j]->name) &&
+			    order[j]->name != order[i]->name &&
+			    event_contain_runs_inside(order[j], order[i]))
+				return true;
+	}
+	return false;
 }
 
 static void count_child(struct open_parent *parent, const struct infer_event *child)
@@ -277,6 +305,8 @@ static int count_in_steps(struct contain_state *state, const struct infer_event 
 			if (strcmp(parent.children[c].name, OPTIMIZER_STEP_FAMILY) == 0 &&
 			    parent.children[c].count > 1)
 				step->flags |= EVENT_CONTAIN_SEVERAL_OPTIMIZERS;
+		if (optimizer_closure(order, start, end))
+			step->flags |= EVENT_CONTAIN_OPTIMIZER_CLOSURE;
 		close_parent(state, &parent);
 		start = end;
 	}

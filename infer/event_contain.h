@@ -58,6 +58,19 @@ uint64_t event_contain_holder(const struct infer_event *parent);
  * judged on it; "contains" still holds or not.
  */
 #define EVENT_CONTAIN_SEVERAL_OPTIMIZERS (1U << 31)
+/*
+ * A step whose optimizer's own scopes ran inside its optimizer step: the
+ * closure optimizer.step(closure) calls zero_grad in, which LBFGS calls up
+ * to max_iter times a step. Their count is the closure's, so the step is
+ * not judged on "exactly N times" of them either.
+ */
+#define EVENT_CONTAIN_OPTIMIZER_CLOSURE (1U << 30)
+
+/* Whether 'inner' ran inside 'outer' on the same thread (a closure inside an optimizer step). */
+bool event_contain_runs_inside(const struct infer_event *inner, const struct infer_event *outer);
+
+/* Whether a child of this name is one of an optimizer's own scopes ("Optimizer.*"). */
+bool event_contain_is_optimizer_scope(const char *child);
 
 /* Whether 'parent' is an example of (and judged on) how many times it holds 'child'. */
 bool event_contain_count_judged(const struct infer_event *parent, const char *child);

@@ -18,7 +18,7 @@ python3 - "$SCRATCH/results.json" <<'PY' || fail "results: $(tail -20 "$SCRATCH/
 import json, sys
 results = json.load(open(sys.argv[1]))
 shapes, nccl = results["shapes"], results["nccl"]
-assert len(shapes) >= 33, len(shapes)
+assert len(shapes) >= 34, len(shapes)
 # Every program trained (its log) and the tool saw every optimizer step of every rank.
 for shape in shapes:
     assert shape["judged"], shape
@@ -34,7 +34,8 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4}, shapes
 # MNIST example (evaluation and scheduler once an epoch), batch norms frozen by model.apply(),
 # a model's parameters split between two optimizers (two classes, or two Adam), zero_grad()
 # between forward and backward, activation checkpointing (backward passes inside the backward),
-# gradual unfreezing, two backward calls a step, ReduceLROnPlateau, optimizer.step(closure),
+# gradual unfreezing, two backward calls a step, ReduceLROnPlateau, optimizer.step(closure)
+# (once, or up to 4 times a step by LBFGS),
 # two GANs whose optimizers take turns (the discriminator's first with the models' own
 # zero_grad(), or the generator's first with the optimizers').
 # Two optimizers stepped one after the other are one training step: 10 steps, not 20; a GAN's

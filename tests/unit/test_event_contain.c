@@ -712,3 +712,77 @@ UNIT_TEST(event_contain, steps_of_two_optimizers_teach_no_count_of_optimizer_sco
 	inference_free(inference);
 	rule_set_free(set);
 }
+
+static int zero_grad_count_violations;
+
+static void count_zero_grad_count_violations(const struct rule_violation *violation, void *context)
+{
+	(void)context;
+	if (violation->rule->relation == RELATION_EVENT_CONTAIN &&
+	    violation->rule->event.kind == INFER_EVENT_STEP && violation->rule->value &&
+	    strcmp(violation->rule->child.name, "Optimizer.zero_grad#*") == 0)
+		zero_grad_count_violations++;
+}
+
+/*
+ * One step: 'zero_grads' zero_grad scopes, then the optimizer's step; with
+ * 'closure' the zero_grads run inside the step (LBFGS evaluating its
+ * closure several times). Records in exit order.
+ */
+static void feed_zero_grads(struct rule_checker *checker, struct inference *inference, uint32_t pid,
+			    int step, int zero_grads, bool closure)
+{
+	uint64_t base = (uint64_t)step * 10000 + 100;
+	struct trace_record record;
+
+	for (int i = 0; i < zero_grads; i++) {
+		record = python_call_record(pid, step, base + 10 + (uint64_t)i * 1000, 5,
+					    "Optimizer.zero_grad#LBFGS.zero_grad",
+					    TRACE_PYTHON_TORCH_SCOPE);
+		feed_one(checker, inference, &record);
+	}
+	record = python_call_record(pid, step, closure ? base : base + 5000, closure ? 8000 : 100,
+				    "Optimizer.step#LBFGS.step", TRACE_PYTHON_TORCH_SCOPE);
+	feed_one(checker, inference, &record);
+}
+
+UNIT_TEST(event_contain, zero_grads_of_a_closure_inside_the_step_are_not_counted)
+{
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct rule_checker *checker;
+	bool counted = false;
+
+	for (uint32_t pid = 60; pid < 62; pid++)
+		for (int step = 0; step < 6; step++)
+			feed_zero_grads(NULL, inference, pid, step, 1, false);
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	for (size_t i = 0; i < set->count; i++)
+		counted |= set->rules[i].relation == RELATION_EVENT_CONTAIN &&
+			   set->rules[i].value && strcmp(set->rules[i].value, "1") == 0 &&
+			   strcmp(set->rules[i].child.name, "Optimizer.zero_grad#*") == 0;
+	CU_ASSERT_TRUE_FATAL(counted);
+	/* LBFGS evaluates its closure, zero_grad and all, three times a step: not judged. */
+	zero_grad_count_violations = 0;
+	checker = rule_checker_new(set, count_zero_grad_count_violations, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	for (int step = 0; step < 6; step++)
+		feed_zero_grads(checker, NULL, 70, step, 3, true);
+	rule_checker_finish(checker);
+	CU_ASSERT_EQUAL(zero_grad_count_violations, 0);
+	rule_checker_free(checker);
+	/*
+	 * Twice a step before the step: still said, at steps 1 to 4 (step 0 lies
+	 * before the first step marker, and the last step never closed).
+	 */
+	zero_grad_count_violations = 0;
+	checker = rule_checker_new(set, count_zero_grad_count_violations, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	for (int step = 0; step < 6; step++)
+		feed_zero_grads(checker, NULL, 71, step, 2, false);
+	rule_checker_finish(checker);
+	CU_ASSERT_EQUAL(zero_grad_count_violations, 4);
+	rule_checker_free(checker);
+	inference_free(inference);
+	rule_set_free(set);
+}

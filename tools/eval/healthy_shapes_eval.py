@@ -86,6 +86,8 @@ SHAPES = [
      "each model's own zero_grad()"),
     ("gan_generator_first.py", [], "GAN stepping the generator first, then the discriminator, "
      "each optimizer's zero_grad()"),
+    ("lbfgs_closure.py", [], "LBFGS stepped with a closure it evaluates up to 4 times a step "
+     "(zero_grad, forward, backward)"),
 ]
 
 
