@@ -15,6 +15,40 @@
 
 #define TORCH_OP_DEPTH 8
 
+/* Each thread's grad mode as GradMode::set_enabled last set it (TCHECK_GRAD_MODE_*). */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u32);
+} grad_modes SEC(".maps");
+
+/*
+ * c10::GradMode::set_enabled(bool): what torch.no_grad(), torch.enable_grad()
+ * and the optimizers' own no_grad call, entering and leaving. The bool is
+ * rdi's low byte.
+ */
+SEC("uprobe")
+int grad_mode_set(struct pt_regs *ctx)
+{
+	__u32 *mode;
+
+	if (!is_traced(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	mode = bpf_task_storage_get(&grad_modes, bpf_get_current_task_btf(), 0,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (mode)
+		*mode = (PT_REGS_PARM1(ctx) & 0xff) ? TCHECK_GRAD_MODE_ON : TCHECK_GRAD_MODE_OFF;
+	return 0;
+}
+
+static __always_inline __u32 thread_grad_mode(void)
+{
+	__u32 *mode = bpf_task_storage_get(&grad_modes, bpf_get_current_task_btf(), 0, 0);
+
+	return mode ? *mode : TCHECK_GRAD_MODE_UNKNOWN;
+}
+
 struct torch_op_call {
 	__u64 entry_ns;
 	__u32 operator;
@@ -267,7 +301,7 @@ int torch_op_entry(struct pt_regs *ctx)
 	for (int i = 0; i < TCHECK_TORCH_OP_DIMS_MAX; i++)
 		record->sizes[i] = call.sizes[i];
 	record->requires_grad = call.requires_grad;
-	record->reserved = 0;
+	record->grad_mode = thread_grad_mode();
 	bpf_ringbuf_submit(record, call_wakeup_flags(record));
 	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;

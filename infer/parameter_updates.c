@@ -13,6 +13,7 @@
 
 #define UPDATED_FIELD "tensor:self"
 #define READ_FIELD "tensor:weight"
+#define READ_GRAD_MODE_FIELD "grad_mode:weight"
 
 bool parameter_updates_is_optimizer_step(const struct infer_event *event)
 {
@@ -151,7 +152,15 @@ static bool is_true(const char *flag)
 	return flag && strcmp(flag, "True") == 0;
 }
 
-/* The forward's weight reads: weight -> its first read (none inside the optimizer's step). */
+bool parameter_updates_read_without_grad(const struct infer_event *read)
+{
+	return is_false(infer_event_field(read, READ_GRAD_MODE_FIELD));
+}
+
+/*
+ * The forward's weight reads: weight -> its first read (none inside the
+ * optimizer's step, none made with autograd off).
+ */
 static int collect_reads(const struct infer_event *const *events, size_t count,
 			 struct u64_map *reads)
 {
@@ -160,7 +169,8 @@ static int collect_reads(const struct infer_event *const *events, size_t count,
 		const struct infer_event *known;
 		uint64_t weight = infer_event_tensor(read, READ_FIELD);
 
-		if (!weight || parameter_updates_step_around(events, count, read))
+		if (!weight || parameter_updates_step_around(events, count, read) ||
+		    parameter_updates_read_without_grad(read))
 			continue;
 		known = u64_map_get(reads, weight);
 		if (known && known->entry_ns <= read->entry_ns)

@@ -57,7 +57,9 @@ static int collect(const struct infer_event *const *events, size_t count,
 			if (!finding->step || event->entry_ns < finding->step->entry_ns)
 				finding->step = event;
 		} else if (weight && !in_step && requires_grad &&
-			   !parameter_updates_computed_weight(event, &tensors->computed)) {
+			   !parameter_updates_computed_weight(event, &tensors->computed) &&
+			   (strcmp(requires_grad, "False") == 0 ||
+			    !parameter_updates_read_without_grad(event))) {
 			failed = keep_earliest(strcmp(requires_grad, "False") == 0
 						       ? &tensors->frozen
 						       : &tensors->trainable,

@@ -486,6 +486,15 @@ struct tcheck_torch_scope_record {
 #define TCHECK_REQUIRES_GRAD_YES 1
 #define TCHECK_REQUIRES_GRAD_UNKNOWN 2
 /*
+ * tcheck_torch_op_record.grad_mode: whether autograd was on for the thread
+ * when the operator ran (c10::GradMode, which torch.no_grad() turns off),
+ * as the probe on GradMode::set_enabled last saw it set: unknown until it
+ * has seen a change on that thread.
+ */
+#define TCHECK_GRAD_MODE_UNKNOWN 0
+#define TCHECK_GRAD_MODE_ON 1
+#define TCHECK_GRAD_MODE_OFF 2
+/*
  * Whether the probe reads the tensor's contents (a digest): only for an
  * in-place update's self whose old value matters (not zero_'s, not a
  * weight the forward reads), so other operators pay no reads for them.
@@ -536,7 +545,7 @@ struct tcheck_torch_op_record {
 	tcheck_u32 dtype; /* its c10::ScalarType */
 	tcheck_u64 sizes[TCHECK_TORCH_OP_DIMS_MAX];
 	tcheck_u32 requires_grad; /* TCHECK_REQUIRES_GRAD_* */
-	tcheck_u32 reserved;
+	tcheck_u32 grad_mode;	  /* TCHECK_GRAD_MODE_* */
 };
 
 /*

@@ -18,7 +18,7 @@ python3 - "$SCRATCH/results.json" <<'PY' || fail "results: $(tail -20 "$SCRATCH/
 import json, sys
 results = json.load(open(sys.argv[1]))
 shapes, nccl = results["shapes"], results["nccl"]
-assert len(shapes) >= 34, len(shapes)
+assert len(shapes) >= 37, len(shapes)
 # Every program trained (its log) and the tool saw every optimizer step of every rank.
 for shape in shapes:
     assert shape["judged"], shape
@@ -36,14 +36,16 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4}, shapes
 # between forward and backward, activation checkpointing (backward passes inside the backward),
 # gradual unfreezing, two backward calls a step, ReduceLROnPlateau, optimizer.step(closure)
 # (once, or up to 4 times a step by LBFGS),
-# two GANs whose optimizers take turns (the discriminator's first with the models' own
-# zero_grad(), or the generator's first with the optimizers').
+# three GANs whose optimizers take turns (the discriminator's first with the models' own
+# zero_grad(), or the generator's first with the optimizers', or WGAN-GP's critic with its
+# gradient penalty), DDPG's actor and critic with target copies read under no_grad, and an
+# averaged model (SWA) evaluated under no_grad.
 # Two optimizers stepped one after the other are one training step: 10 steps, not 20; a GAN's
-# two, with a backward between them, take turns: 20 steps of 10 iterations.
+# or DDPG's two, with a backward between them, take turns: 20 steps of 10 iterations.
 split = [s for s in shapes if s["script"] == "split_optimizers.py"]
 assert len(split) == 2 and all(s["optimizer_steps_seen"] == [10] for s in split), split
-gans = [s for s in shapes if s["script"].startswith("gan_")]
-assert len(gans) == 2 and all(s["optimizer_steps_seen"] == [20] for s in gans), gans
+turns = [s for s in shapes if s["script"].startswith(("gan_", "wgan_", "ddpg_"))]
+assert len(turns) == 4 and all(s["optimizer_steps_seen"] == [20] for s in turns), turns
 flagged = [(s["script"], s["options"], s["violations"], s["rules"], s["recording_losses"])
            for s in shapes if s["violations"]]
 assert not flagged, flagged

@@ -7,8 +7,10 @@
 # the bytes the program logged just before its optimizer's step (FNV-1a over
 # the first and last 64 bytes of the storage, or all of a smaller one, then
 # its size; the upper 48 bits); the forward's reads of the frozen weight say
-# it does not require grad, those of the trained one that it does; no
-# contents said unread.
+# it does not require grad, those of the trained one that it does; the
+# evaluation forward the program runs under torch.no_grad() after each step
+# reads them with autograd off (grad_mode:weight False), the training forward
+# with it on (no such field); no contents said unread.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 SCRIPT="$ROOT/tests/workloads/python/tensor_contents.py"
@@ -63,6 +65,11 @@ for c in calls:
     if c["kind"] == "torch_op" and c["name"] == "aten::linear":
         reads[c["args"].get("shape:weight")].add(c["args"].get("requires_grad:weight"))
 assert reads == {"Float[5, 6]": {True}, "Float[2, 5]": {False}}, dict(reads)
+# In time order: two reads of the training forward (autograd on), two of the evaluation (off).
+modes = [c["args"].get("grad_mode:weight") for c in sorted(
+    (c for c in calls if c["kind"] == "torch_op" and c["name"] == "aten::linear"),
+    key=lambda c: c["ts_ns"])]
+assert modes == [None, None, False, False] * 4, modes
 # The parameters change from step to step, and so do their digests.
 assert len({op["args"]["digest:self"] for ops in updates.values() for op in ops}) == checked
 print("{} updates: shapes and digests as the program logged them".format(checked))

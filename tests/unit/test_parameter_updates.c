@@ -29,6 +29,8 @@ enum step_fault {
 	FUSED,		    /* a fused kernel updates the parameters: only step counters show */
 	FUSED_FROZEN,	    /* the same, but the forward reads frozen weights */
 	OTHER_TENSOR,	    /* the optimizer changes a parameter the forward does not read */
+	/* the second read with autograd off (a target network under no_grad), not updated */
+	SECOND_WITHOUT_GRAD,
 };
 
 static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
@@ -70,8 +72,11 @@ static size_t build_step(uint32_t pid, int step, enum step_fault fault,
 	records[count] =
 		python_call_record(pid, step, base + 20, 5, "aten::linear", TRACE_PYTHON_TORCH_OP);
 	tensor_argument(&records[count], "tensor:weight", WEIGHT_2);
-	requires_grad_argument(&records[count++], "requires_grad:weight",
+	requires_grad_argument(&records[count], "requires_grad:weight",
 			       fault != FUSED_FROZEN && fault != SECOND_FROZEN);
+	if (fault == SECOND_WITHOUT_GRAD)
+		requires_grad_argument(&records[count], "grad_mode:weight", false);
+	count++;
 	if (fault == FUSED || fault == FUSED_FROZEN) {
 		/* A fused AdamW's step counter: a 0-dim tensor that does not require grad. */
 		records[count] = python_call_record(pid, step, base + 105, 3, "aten::add_.Tensor",
@@ -120,6 +125,8 @@ static size_t build_step(uint32_t pid, int step, enum step_fault fault,
  */
 static bool weight_2_remembered;
 static uint64_t frozen_named;
+/* What another optimizer taking turns changed in the step before (NULL: no turns). */
+static const struct u64_map *other_turn;
 
 /*
  * Judges one step after earlier steps that changed 'before' weights
@@ -148,7 +155,7 @@ static void judge_in_job(enum step_fault fault, bool before, uint64_t unchanged,
 		CU_ASSERT_TRUE(parameter_updates_wants(&events[i]));
 		pointers[i] = &events[i];
 	}
-	CU_ASSERT_EQUAL(parameter_updates_judge(pointers, count, &history, NULL, finding), 0);
+	CU_ASSERT_EQUAL(parameter_updates_judge(pointers, count, &history, other_turn, finding), 0);
 	CU_ASSERT_EQUAL(finding->read ? strtoull(infer_event_field(finding->read, "tensor:weight"),
 						 NULL, 10)
 				      : 0,
@@ -230,6 +237,44 @@ UNIT_TEST(parameter_updates, each_weight_read_against_what_the_step_changes)
 	judge(FUSED_FROZEN, true, WEIGHT_1, &finding);
 	CU_ASSERT_TRUE(finding.applies);
 	CU_ASSERT_FALSE(finding.holds);
+}
+
+UNIT_TEST(parameter_updates, reads_without_autograd_and_the_other_turns_weights)
+{
+	struct parameter_updates_finding finding;
+	struct u64_map turn;
+
+	/*
+	 * A weight changed before and now read with autograd off only (a
+	 * target network's copy under no_grad): no gradient reaches it from
+	 * the step, so it is not asked to change. Read with autograd on, the
+	 * same is a layer that stopped.
+	 */
+	judge(SECOND_WITHOUT_GRAD, true, 0, &finding);
+	CU_ASSERT_TRUE(finding.holds);
+	CU_ASSERT_EQUAL(finding.weights, 1);
+	judge(SECOND_NOT_UPDATED, true, WEIGHT_2, &finding);
+	CU_ASSERT_FALSE(finding.holds);
+	/*
+	 * Where the step takes its turn after another optimizer's that changed
+	 * it (a GAN's generator step reading the discriminator): the other
+	 * model's, trained in its turn. Even with nothing read changed here.
+	 */
+	u64_map_init(&turn);
+	CU_ASSERT_EQUAL(u64_map_put(&turn, WEIGHT_2, &turn), 0);
+	other_turn = &turn;
+	judge(SECOND_NOT_UPDATED, true, 0, &finding);
+	CU_ASSERT_TRUE(finding.holds);
+	CU_ASSERT_EQUAL(finding.other_turn, 1);
+	CU_ASSERT_EQUAL(u64_map_put(&turn, WEIGHT_1, &turn), 0);
+	judge(NO_UPDATE, true, 0, &finding);
+	CU_ASSERT_TRUE(finding.holds);
+	CU_ASSERT_EQUAL(finding.changed, 0);
+	other_turn = NULL;
+	/* Without the turn, the same step changes nothing it reads. */
+	judge(NO_UPDATE, true, WEIGHT_1, &finding);
+	CU_ASSERT_FALSE(finding.holds);
+	u64_map_free(&turn);
 }
 
 UNIT_TEST(parameter_updates, a_rank_of_a_sharded_optimizer_holds_another_shard)

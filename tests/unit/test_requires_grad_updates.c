@@ -34,6 +34,10 @@ enum second_weight {
 	OTHER_PIECE,
 	/* read trainable in the same model's forward as the first, not updated */
 	LEFT_OUT_OF_ONE_MODEL,
+	/* read trainable with autograd off (a target network under no_grad), not updated */
+	TARGET_NETWORK,
+	/* read frozen with autograd off, still updated (weight decay, momentum) */
+	FROZEN_MOVED_WITHOUT_GRAD,
 };
 
 static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
@@ -95,7 +99,8 @@ static size_t build_step(uint32_t pid, int step, enum second_weight second, int 
 			 struct trace_record *records)
 {
 	uint64_t base = 1000000ULL * (uint64_t)(step + 1);
-	bool frozen = second == FROZEN_MOVED || second == FROZEN_STILL || second == CAST_REUSED;
+	bool frozen = second == FROZEN_MOVED || second == FROZEN_STILL || second == CAST_REUSED ||
+		      second == FROZEN_MOVED_WITHOUT_GRAD;
 	size_t count = 0;
 
 	/* Module calls around the reads: one model, or a second one around the second read. */
@@ -113,9 +118,12 @@ static size_t build_step(uint32_t pid, int step, enum second_weight second, int 
 	count = read_weight(records, count, pid, step, base + 10, WEIGHT_1, true, "Float[4, 4]");
 	count = read_weight(records, count, pid, step, base + 20, WEIGHT_2, !frozen,
 			    second == CAST_REUSED ? "BFloat16[4, 4]" : "Float[4, 4]");
+	if (second == TARGET_NETWORK || second == FROZEN_MOVED_WITHOUT_GRAD)
+		bool_argument(&records[count - 1], "grad_mode:weight", false);
 	if (second != NOTHING_UPDATED)
 		count = update_weight(records, count, pid, step, base + 110, WEIGHT_1);
-	if (second == TRAINED || second == FROZEN_MOVED || second == CAST_REUSED)
+	if (second == TRAINED || second == FROZEN_MOVED || second == CAST_REUSED ||
+	    second == FROZEN_MOVED_WITHOUT_GRAD)
 		count = update_weight(records, count, pid, step, base + 120, WEIGHT_2);
 	/* The scope's record comes when it ends, after what ran inside it. */
 	records[count++] = python_call_record(pid, step, base + 100, 100, "Optimizer.step#SGD.step",
@@ -213,6 +221,17 @@ UNIT_TEST(requires_grad_updates, frozen_and_trainable_weights_against_the_step)
 	found = judge(OTHER_PIECE, -1);
 	CU_ASSERT_FALSE(found.trainable_holds);
 	CU_ASSERT_EQUAL(found.trainable_read, WEIGHT_2);
+
+	/*
+	 * A weight read with autograd off (a target network's, under no_grad)
+	 * gets no gradient from the step: nothing asked of the optimizer. A
+	 * frozen one read so and moved is still found.
+	 */
+	found = judge(TARGET_NETWORK, -1);
+	CU_ASSERT_TRUE(found.trainable_applies && found.trainable_holds);
+	found = judge(FROZEN_MOVED_WITHOUT_GRAD, -1);
+	CU_ASSERT_FALSE(found.frozen_holds);
+	CU_ASSERT_EQUAL(found.frozen_read, WEIGHT_2);
 
 	/* An optimizer that changes nothing is ParametersUpdated's, not this rule's. */
 	found = judge(NOTHING_UPDATED, -1);

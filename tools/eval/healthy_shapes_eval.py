@@ -88,6 +88,12 @@ SHAPES = [
      "each optimizer's zero_grad()"),
     ("lbfgs_closure.py", [], "LBFGS stepped with a closure it evaluates up to 4 times a step "
      "(zero_grad, forward, backward)"),
+    ("ddpg_actor_critic.py", [], "DDPG: critic and actor, each with its Adam, target copies "
+     "read under no_grad and moved by Polyak averaging"),
+    ("swa_average.py", [], "stochastic weight averaging: AveragedModel updated from step 4, "
+     "evaluated under no_grad, SWALR"),
+    ("wgan_gp.py", [], "WGAN-GP: the critic's gradient penalty through autograd.grad "
+     "(create_graph), then the generator"),
 ]
 
 

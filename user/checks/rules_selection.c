@@ -236,6 +236,10 @@ void rules_selection_print(const struct rules_selection *selection, FILE *out)
 	else if (!selection->torch_op_count)
 		fprintf(out, " none");
 	fprintf(out, "\n");
+	if (selection->training_ops)
+		fprintf(out, "probe: torch's grad mode (c10::GradMode::set_enabled, about two hits "
+			     "a step): with the training operators, whether a forward ran under "
+			     "no_grad\n");
 	if (selection->python_frames)
 		fprintf(out,
 			"probe: CPython's frame evaluator: needed by %zu rule(s); the first, %s\n",

@@ -132,6 +132,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	bpf_program__set_autoload(session->skeleton->progs.python_exception_at_exit,
 				  config->python);
 	bpf_program__set_autoload(session->skeleton->progs.torch_op_entry, config->torch_ops);
+	bpf_program__set_autoload(session->skeleton->progs.grad_mode_set, config->torch_ops);
 	if (uprobe_link_prepare(session->skeleton->progs.library_call_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.library_call_return) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_frame_entry) ||
@@ -151,6 +152,7 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 	    uprobe_link_prepare(session->skeleton->progs.python_exception_display) ||
 	    uprobe_link_prepare(session->skeleton->progs.python_exception_at_exit) ||
 	    uprobe_link_prepare(session->skeleton->progs.torch_op_entry) ||
+	    uprobe_link_prepare(session->skeleton->progs.grad_mode_set) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_entry) ||
 	    uprobe_link_prepare(session->skeleton->progs.floor_return) ||
 	    prepare_work_request_programs(session->skeleton)) {
@@ -406,6 +408,15 @@ int probe_session_attach_torch_ops(struct probe_session *session, const char *pa
 {
 	return uprobe_link_attach(&session->links, session->skeleton->progs.torch_op_entry, false,
 				  path, offsets, cookies, count, -1, error, error_size);
+}
+
+int probe_session_attach_grad_mode(struct probe_session *session, const char *path, uint64_t offset,
+				   char *error, size_t error_size)
+{
+	uint64_t cookie = 0;
+
+	return uprobe_link_attach(&session->links, session->skeleton->progs.grad_mode_set, false,
+				  path, &offset, &cookie, 1, -1, error, error_size);
 }
 
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,

@@ -138,6 +138,13 @@ int probe_session_attach_c10d_work(struct probe_session *session, const char *pa
 int probe_session_attach_torch_ops(struct probe_session *session, const char *path,
 				   const uint64_t *offsets, const uint64_t *cookies, size_t count,
 				   char *error, size_t error_size);
+
+/*
+ * c10::GradMode::set_enabled at 'offset' of the libc10.so at 'path': the
+ * operator records then say whether autograd was on (load with torch_ops).
+ */
+int probe_session_attach_grad_mode(struct probe_session *session, const char *path, uint64_t offset,
+				   char *error, size_t error_size);
 /* Tells the Python probes where a process's frames keep their code object; NULL: forget it. */
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,
 				     const struct tcheck_python_process *process);

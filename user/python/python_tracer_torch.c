@@ -56,6 +56,29 @@ void torch_operator_display_name(const char *request, const char *operator_name,
  * Attaches the operator probes; their cookies number the operators
  * (tracer->operator_names, operator_readings) and say what to read.
  */
+/*
+ * Where autograd is switched on and off (torch.no_grad()): a weight read
+ * with it off gets no gradient from that forward. Without it, every read
+ * is judged as one autograd follows.
+ */
+static void attach_grad_mode(struct python_tracer *tracer, pid_t pid,
+			     const struct torch_probes *probes)
+{
+	char error[512];
+
+	if (!probes->grad_mode.symbol) {
+		log_info("process %d: no c10::GradMode::set_enabled beside %s: weights read "
+			 "under torch.no_grad() are judged as read for training",
+			 pid, probes->library_path);
+		return;
+	}
+	if (probe_session_attach_grad_mode(tracer->session, probes->c10_host_path,
+					   probes->grad_mode.file_offset, error, sizeof(error)))
+		log_warning("process %d: %s; weights read under torch.no_grad() are judged as "
+			    "read for training",
+			    pid, error);
+}
+
 static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
 			     const struct torch_probes *probes)
 {
@@ -98,6 +121,9 @@ static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
 	else
 		log_info("probed %zu torch operator entry points in %s", probes->op_count,
 			 probes->library_path);
+	/* Only the rules on what the optimizer changes of what the forward reads ask for it. */
+	if (tracer->training_ops)
+		attach_grad_mode(tracer, pid, probes);
 out:
 	free(offsets);
 	free(cookies);
@@ -571,6 +597,12 @@ static void op_arguments(struct python_tracer *tracer, const struct torch_op_rea
 					    : TORCH_TENSOR_READ_REQUIRES_GRAD;
 			arg->type = TRACE_VALUE_BOOL;
 			arg->integer = record->requires_grad == TCHECK_REQUIRES_GRAD_YES;
+		}
+		if (!updated && record->grad_mode == TCHECK_GRAD_MODE_OFF) {
+			arg = &call->args[call->arg_count++];
+			arg->name = TORCH_TENSOR_READ_GRAD_MODE;
+			arg->type = TRACE_VALUE_BOOL;
+			arg->integer = 0;
 		}
 		/* Read only where torch_op_reads_contents asked for them. */
 		if (record->contents == TCHECK_TENSOR_CONTENTS_READ) {

@@ -30,6 +30,13 @@
 #define TORCH_TENSOR_UPDATED_REQUIRES_GRAD "requires_grad:self"
 #define TORCH_TENSOR_READ_REQUIRES_GRAD "requires_grad:weight"
 /*
+ * False where the forward read its weight with autograd off (under
+ * torch.no_grad(): a target network's, an EMA copy's, a teacher's), so that
+ * no gradient reaches the weight from it; left out where autograd was on or
+ * the tracer has not yet seen the thread's grad mode set.
+ */
+#define TORCH_TENSOR_READ_GRAD_MODE "grad_mode:weight"
+/*
  * Whether a dropout (train) or a batch norm (training) runs as in training
  * (True) or as in evaluation (False), under the operator's own argument name.
  */

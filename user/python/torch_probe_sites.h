@@ -18,6 +18,8 @@
 #define TORCH_LIBRARY_NAME "libtorch_cpu.so"
 /* Where a CUDA build keeps its CUDA code, ProcessGroupNCCL among it. */
 #define TORCH_CUDA_LIBRARY_NAME "libtorch_cuda.so"
+/* torch's core library: c10::GradMode among it. */
+#define TORCH_C10_LIBRARY_NAME "libc10.so"
 
 /* Names found in a string table, sorted and without repeats once finished. */
 struct torch_name_list {

@@ -174,10 +174,16 @@ static int resolve_prefix_store(struct torch_probes *probes, char *error, size_t
 				      &probes->prefix_store, error, error_size);
 }
 
-/* Where a torch's CUDA library is: openable as 'path' here and as seen by the process. */
-struct cuda_library {
+/* Where one of torch's other libraries is: as seen by the process, and openable here. */
+struct sibling_library {
 	const char *path; /* NULL: none */
 	const char *host_path;
+};
+
+/* torch's other libraries a libtorch_cpu.so comes with. */
+struct sibling_libraries {
+	struct sibling_library cuda; /* libtorch_cuda.so: ProcessGroupNCCL */
+	struct sibling_library c10;  /* libc10.so: c10::GradMode */
 };
 
 /*
@@ -205,7 +211,7 @@ static int resolve_gloo_work(struct torch_probes *probes, char *error, size_t er
 	return err;
 }
 
-static int resolve_all(struct torch_probes *probes, const struct cuda_library *cuda,
+static int resolve_all(struct torch_probes *probes, const struct sibling_libraries *siblings,
 		       const char *const *ops, size_t op_count, char *error, size_t error_size)
 {
 	int err;
@@ -224,7 +230,11 @@ static int resolve_all(struct torch_probes *probes, const struct cuda_library *c
 	if (!err)
 		err = resolve_gloo_work(probes, error, error_size);
 	if (!err)
-		err = torch_c10d_resolve(probes, cuda->path, cuda->host_path, error, error_size);
+		err = torch_c10d_resolve(probes, siblings->cuda.path, siblings->cuda.host_path,
+					 error, error_size);
+	if (!err)
+		err = torch_grad_mode_resolve(probes, siblings->c10.path, siblings->c10.host_path,
+					      error, error_size);
 	if (!err)
 		err = torch_operators_resolve(probes, ops, op_count, error, error_size);
 	return err;
@@ -254,10 +264,10 @@ static size_t directory_length(const char *path)
 }
 
 /*
- * The libtorch_cuda.so beside 'library_path', with the same suffix
+ * The library 'name' beside 'library_path', with the same suffix
  * (libtorch_cpu.so.2.6.0 beside libtorch_cuda.so.2.6.0); false when absent.
  */
-static bool cuda_library_beside(const char *library_path, char *path, size_t size)
+static bool library_beside(const char *library_path, const char *name, char *path, size_t size)
 {
 	size_t directory = directory_length(library_path);
 	const char *suffix = library_path + directory + strlen(TORCH_LIBRARY_NAME);
@@ -265,17 +275,16 @@ static bool cuda_library_beside(const char *library_path, char *path, size_t siz
 
 	if (strncmp(library_path + directory, TORCH_LIBRARY_NAME, strlen(TORCH_LIBRARY_NAME)) != 0)
 		return false;
-	length = snprintf(path, size, "%.*s%s%s", (int)directory, library_path,
-			  TORCH_CUDA_LIBRARY_NAME, suffix);
+	length = snprintf(path, size, "%.*s%s%s", (int)directory, library_path, name, suffix);
 	return length > 0 && (size_t)length < size && access(path, R_OK) == 0;
 }
 
 int torch_probes_resolve(const char *library_path, const char *const *ops, size_t op_count,
 			 struct torch_probes **probes, char *error, size_t error_size)
 {
-	struct cuda_library cuda = { NULL, NULL };
+	struct sibling_libraries siblings = { { NULL, NULL }, { NULL, NULL } };
 	struct torch_probes *result;
-	char cuda_path[4096];
+	char cuda_path[4096], c10_path[4096];
 	int err;
 
 	*probes = NULL;
@@ -285,9 +294,11 @@ int torch_probes_resolve(const char *library_path, const char *const *ops, size_
 	result = probes_create(library_path, library_path);
 	if (!result)
 		return error_fail(error, error_size, ENOMEM, "out of memory");
-	if (cuda_library_beside(library_path, cuda_path, sizeof(cuda_path)))
-		cuda = (struct cuda_library){ cuda_path, cuda_path };
-	err = resolve_all(result, &cuda, ops, op_count, error, error_size);
+	if (library_beside(library_path, TORCH_CUDA_LIBRARY_NAME, cuda_path, sizeof(cuda_path)))
+		siblings.cuda = (struct sibling_library){ cuda_path, cuda_path };
+	if (library_beside(library_path, TORCH_C10_LIBRARY_NAME, c10_path, sizeof(c10_path)))
+		siblings.c10 = (struct sibling_library){ c10_path, c10_path };
+	err = resolve_all(result, &siblings, ops, op_count, error, error_size);
 	if (err) {
 		torch_probes_free(result);
 		return err;
@@ -322,13 +333,30 @@ int torch_probes_process_library(pid_t pid, char *host_path, size_t size)
 	return result;
 }
 
+/*
+ * Not mapped yet (the loader maps torch's libraries one after the other)
+ * or never: the one beside libtorch_cpu.so, of its suffix, is the one the
+ * process loads. 'path' and 'host_path' receive it, as the process and
+ * this tool see it.
+ */
+static void sibling_beside(const struct mapped_file *library, const char *name,
+			   struct sibling_library *sibling, char *path, char *host_path,
+			   size_t size)
+{
+	if (sibling->path || !library_beside(library->host_path, name, host_path, size) ||
+	    snprintf(path, size, "%.*s%s", (int)directory_length(library->path), library->path,
+		     host_path + directory_length(host_path)) >= (int)size)
+		return;
+	*sibling = (struct sibling_library){ path, host_path };
+}
+
 int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_count,
 				 struct torch_probes **probes, char *error, size_t error_size)
 {
 	struct mapped_file_list list = { 0 };
 	const struct mapped_file *library = NULL;
-	struct cuda_library cuda = { NULL, NULL };
-	char cuda_path[4096], cuda_host_path[4096];
+	struct sibling_libraries siblings = { { NULL, NULL }, { NULL, NULL } };
+	char cuda_path[4096], cuda_host_path[4096], c10_path[4096], c10_host_path[4096];
 	struct torch_probes *result;
 	int err;
 
@@ -337,10 +365,14 @@ int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_co
 	if (err)
 		return err;
 	for (size_t i = 0; i < list.count; i++) {
-		if (!library && is_library(list.files[i].path, TORCH_LIBRARY_NAME))
-			library = &list.files[i];
-		else if (!cuda.path && is_library(list.files[i].path, TORCH_CUDA_LIBRARY_NAME))
-			cuda = (struct cuda_library){ list.files[i].path, list.files[i].host_path };
+		const struct mapped_file *file = &list.files[i];
+
+		if (!library && is_library(file->path, TORCH_LIBRARY_NAME))
+			library = file;
+		else if (!siblings.cuda.path && is_library(file->path, TORCH_CUDA_LIBRARY_NAME))
+			siblings.cuda = (struct sibling_library){ file->path, file->host_path };
+		else if (!siblings.c10.path && is_library(file->path, TORCH_C10_LIBRARY_NAME))
+			siblings.c10 = (struct sibling_library){ file->path, file->host_path };
 	}
 	if (!library) {
 		mapped_file_list_free(&list);
@@ -349,22 +381,16 @@ int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_co
 				  "process, or it has not imported torch yet",
 				  (int)pid);
 	}
-	/*
-	 * Not mapped yet (the loader maps torch's libraries one after the
-	 * other) or never: the one beside libtorch_cpu.so is the one it loads.
-	 */
-	if (!cuda.path &&
-	    cuda_library_beside(library->host_path, cuda_host_path, sizeof(cuda_host_path)) &&
-	    snprintf(cuda_path, sizeof(cuda_path), "%.*s%s", (int)directory_length(library->path),
-		     library->path,
-		     cuda_host_path + directory_length(cuda_host_path)) < (int)sizeof(cuda_path))
-		cuda = (struct cuda_library){ cuda_path, cuda_host_path };
+	sibling_beside(library, TORCH_CUDA_LIBRARY_NAME, &siblings.cuda, cuda_path, cuda_host_path,
+		       sizeof(cuda_path));
+	sibling_beside(library, TORCH_C10_LIBRARY_NAME, &siblings.c10, c10_path, c10_host_path,
+		       sizeof(c10_path));
 	result = probes_create(library->path, library->host_path);
 	if (!result) {
 		mapped_file_list_free(&list);
 		return error_fail(error, error_size, ENOMEM, "out of memory");
 	}
-	err = resolve_all(result, &cuda, ops, op_count, error, error_size);
+	err = resolve_all(result, &siblings, ops, op_count, error, error_size);
 	mapped_file_list_free(&list);
 	if (err) {
 		torch_probes_free(result);
@@ -390,6 +416,9 @@ void torch_probes_free(struct torch_probes *probes)
 	for (int i = 0; i < TORCH_PROCESS_GROUP_SITES; i++)
 		torch_probe_site_free(&probes->process_groups[i]);
 	torch_c10d_free(probes);
+	torch_probe_site_free(&probes->grad_mode);
+	free(probes->c10_library_path);
+	free(probes->c10_host_path);
 	for (size_t i = 0; i < probes->op_count; i++) {
 		free(probes->ops[i].request);
 		free(probes->ops[i].operator_name);
@@ -460,4 +489,7 @@ void torch_probes_print(const struct torch_probes *probes, FILE *out)
 			: " (unknown for this version: not read)");
 	for (size_t i = 0; i < probes->op_count; i++)
 		print_site(out, probes->ops[i].operator_name, &probes->ops[i].site);
+	print_site(out, "grad mode", &probes->grad_mode);
+	if (probes->grad_mode.symbol)
+		fprintf(out, "           in %s\n", probes->c10_library_path);
 }

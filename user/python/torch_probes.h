@@ -148,6 +148,14 @@ struct torch_probes {
 	 * library, NCCL's in the libtorch_cuda.so beside it or mapped with it.
 	 */
 	struct torch_c10d_probes c10d[TORCH_C10D_BACKENDS];
+	/*
+	 * c10::GradMode::set_enabled in the libc10.so mapped with it or beside
+	 * it (torch_grad_mode.c): the thread's autograd switch, which
+	 * torch.no_grad() turns off. Paths and symbol NULL when not found.
+	 */
+	char *c10_library_path; /* as the process sees it */
+	char *c10_host_path;	/* openable from here */
+	struct torch_probe_site grad_mode;
 	struct torch_tensor_layout tensor_layout; /* zeros for a version not checked */
 	struct torch_op_probe *ops; /* every overload of every request, in request order */
 	size_t op_count, op_capacity;
@@ -197,6 +205,15 @@ int torch_operators_resolve_available(struct torch_probes *probes, const char *c
  */
 int torch_c10d_resolve(struct torch_probes *probes, const char *cuda_path,
 		       const char *cuda_host_path, char *error, size_t error_size);
+
+/*
+ * c10::GradMode::set_enabled(bool) in the libc10.so at c10_path (seen from
+ * here as c10_host_path; NULL: none), where the probe learns each thread's
+ * grad mode (torch_grad_mode.c). 0, or -ENOMEM; a library or a symbol not
+ * found leaves the site empty.
+ */
+int torch_grad_mode_resolve(struct torch_probes *probes, const char *c10_path,
+			    const char *c10_host_path, char *error, size_t error_size);
 
 /* How many of a backend's operations were found. */
 size_t torch_c10d_site_count(const struct torch_c10d_probes *backend);

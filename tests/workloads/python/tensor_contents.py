@@ -10,7 +10,9 @@ the order of model.parameters()). Before each step's optimizer.step() the
 log gets one JSON line per parameter: the step, its position, whether it
 requires grad, dtype, sizes, size in bytes, and the first and last 64 bytes
 of its storage (all of it when smaller), as hex. A tracer that reads the
-tensors' contents must agree with this.
+tensors' contents must agree with this. After each step the model runs once
+more under torch.no_grad() (an evaluation: its reads get no gradient), so
+each step's weights are read twice with autograd on, then twice with it off.
 
     /usr/bin/python3 tensor_contents.py --steps 4 --log /tmp/contents.jsonl
 """
@@ -64,6 +66,8 @@ def main():
                                       "dtype": str(parameter.dtype), "sizes": list(parameter.shape),
                                       "nbytes": size, "head": head.hex(), "tail": tail.hex()}) + "\n")
             optimizer.step()
+            with torch.no_grad():
+                model(features[step], tokens[step])
     print("trained {} steps".format(args.steps))
 
 
