@@ -107,7 +107,9 @@ status=0
 "$TCHECK" check --rules "$SCRATCH/absent.json" "$SCRATCH/fixed.trace" 2>"$SCRATCH/err" || status=$?
 [ "$status" = 2 ] && grep -q "cannot read the rules file .*absent.json: .*No such file" "$SCRATCH/err" ||
 	fail "absent rules: $status $(cat "$SCRATCH/err")"
-head -c 100 /dev/urandom >"$SCRATCH/junk.trace"
+# Random bytes after a fixed first one: a file whose first byte (after white space) is '{'
+# is read as TrainCheck's JSON Lines and refused as such, with another sentence.
+{ printf 'x'; head -c 99 /dev/urandom; } >"$SCRATCH/junk.trace"
 status=0
 "$TCHECK" check --rules "$SCRATCH/rules.json" "$SCRATCH/junk.trace" 2>"$SCRATCH/err" || status=$?
 [ "$status" = 2 ] && grep -q "is neither a tcheck-bpf trace" "$SCRATCH/err" || fail "junk trace: $status"
