@@ -18,7 +18,7 @@ python3 - "$SCRATCH/results.json" <<'PY' || fail "results: $(tail -20 "$SCRATCH/
 import json, sys
 results = json.load(open(sys.argv[1]))
 shapes, nccl = results["shapes"], results["nccl"]
-assert len(shapes) >= 37, len(shapes)
+assert len(shapes) >= 39, len(shapes)
 # Every program trained (its log) and the tool saw every optimizer step of every rank.
 for shape in shapes:
     assert shape["judged"], shape
@@ -38,8 +38,9 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4}, shapes
 # (once, or up to 4 times a step by LBFGS),
 # three GANs whose optimizers take turns (the discriminator's first with the models' own
 # zero_grad(), or the generator's first with the optimizers', or WGAN-GP's critic with its
-# gradient penalty), DDPG's actor and critic with target copies read under no_grad, and an
-# averaged model (SWA) evaluated under no_grad.
+# gradient penalty), DDPG's actor and critic with target copies read under no_grad, an
+# averaged model (SWA) evaluated under no_grad, PPO's epochs over a rollout taken under
+# no_grad, and a distillation teacher run under no_grad but never put in eval().
 # Two optimizers stepped one after the other are one training step: 10 steps, not 20; a GAN's
 # or DDPG's two, with a backward between them, take turns: 20 steps of 10 iterations.
 split = [s for s in shapes if s["script"] == "split_optimizers.py"]
