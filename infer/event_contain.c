@@ -132,12 +132,6 @@ bool event_contain_is_optimizer_scope(const char *child)
 	return child && strncmp(child, OPTIMIZER_SCOPE_PREFIX, strlen(OPTIMIZER_SCOPE_PREFIX)) == 0;
 }
 
-bool event_contain_runs_inside(const struct infer_event *inner, const struct infer_event *outer)
-{
-	return inner != outer && inner->tid == outer->tid && inner->entry_ns >= outer->entry_ns &&
-	       inner->exit_ns <= outer->exit_ns;
-}
-
 bool event_contain_count_judged(const struct infer_event *parent, const char *child)
 {
 	return !(parent->flags &
@@ -155,7 +149,7 @@ static bool optimizer_closure(const struct infer_event **order, size_t start, si
 		for (size_t j = start; j < end; j++)
 			if (event_contain_is_optimizer_scope(order[j]->name) &&
 			    order[j]->name != order[i]->name &&
-			    event_contain_runs_inside(order[j], order[i]))
+			    infer_event_runs_inside(order[j], order[i]))
 				return true;
 	}
 	return false;

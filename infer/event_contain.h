@@ -66,9 +66,6 @@ uint64_t event_contain_holder(const struct infer_event *parent);
  */
 #define EVENT_CONTAIN_OPTIMIZER_CLOSURE (1U << 30)
 
-/* Whether 'inner' ran inside 'outer' on the same thread (a closure inside an optimizer step). */
-bool event_contain_runs_inside(const struct infer_event *inner, const struct infer_event *outer);
-
 /* Whether a child of this name is one of an optimizer's own scopes ("Optimizer.*"). */
 bool event_contain_is_optimizer_scope(const char *child);
 

@@ -19,9 +19,9 @@
  * optimizer_turns.h) may add into that optimizer's gradients, which are
  * cleared before that optimizer reads them again: adds into gradients the
  * shapes of the other turn's parameters, each once, do not count; an add
- * into one of this step's own shapes beyond those does. The rules this excuses are those that ask
- * for zero_grad in a step (APISequence "zero_grad comes first", EventContain "every step contains
- * zero_grad").
+ * into one of this step's own shapes beyond those does. The rules this
+ * excuses are those that ask for zero_grad in a step (APISequence
+ * "zero_grad comes first", EventContain "every step contains zero_grad").
  */
 #ifndef TCHECK_GRADIENT_CLEARING_H
 #define TCHECK_GRADIENT_CLEARING_H

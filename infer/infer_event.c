@@ -384,6 +384,12 @@ bool infer_step_between_markers(int32_t step)
 	return step > 0;
 }
 
+bool infer_event_runs_inside(const struct infer_event *inner, const struct infer_event *outer)
+{
+	return inner != outer && inner->tid == outer->tid && inner->entry_ns >= outer->entry_ns &&
+	       inner->exit_ns <= outer->exit_ns;
+}
+
 bool infer_event_in_training_order(const struct infer_event *event)
 {
 	return event->stage != TRACE_STAGE_EVAL;

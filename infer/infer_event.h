@@ -123,6 +123,13 @@ int infer_event_is_operation(const struct infer_event *event);
 bool infer_step_between_markers(int32_t step);
 
 /*
+ * Whether 'inner' ran inside 'outer' on its thread (entered at or after it,
+ * ended at or before it): an operator in an optimizer's step, the closure
+ * optimizer.step(closure) calls. An event does not run inside itself.
+ */
+bool infer_event_runs_inside(const struct infer_event *inner, const struct infer_event *outer);
+
+/*
  * Whether APISequence orders an event in its step: not one of an evaluation
  * (stage eval). A program evaluates where it likes (after the optimizer's
  * step, before the scheduler's, every N steps), so an evaluation's calls

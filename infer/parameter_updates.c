@@ -46,18 +46,13 @@ bool parameter_updates_changes(const struct infer_event *update)
 	return !factor || strtod(factor, NULL) != 1.0;
 }
 
-static bool inside(const struct infer_event *event, const struct infer_event *scope)
-{
-	return event->tid == scope->tid && event->entry_ns >= scope->entry_ns &&
-	       event->exit_ns <= scope->exit_ns;
-}
-
 const struct infer_event *parameter_updates_step_around(const struct infer_event *const *events,
 							size_t count,
 							const struct infer_event *event)
 {
 	for (size_t i = 0; i < count; i++)
-		if (parameter_updates_is_optimizer_step(events[i]) && inside(event, events[i]))
+		if (parameter_updates_is_optimizer_step(events[i]) &&
+		    infer_event_runs_inside(event, events[i]))
 			return events[i];
 	return NULL;
 }

@@ -352,17 +352,6 @@ static int check_consistent(struct rule_checker *checker, const struct infer_eve
 	return 0;
 }
 
-/*
- * Whether 'inner' ran inside 'outer' on its thread: the closure an
- * optimizer's step(closure) calls (zero_grad, forward, backward, as PyTorch
- * Lightning runs its training step). Nesting says nothing of their order.
- */
-static bool runs_inside(const struct infer_event *inner, const struct infer_event *outer)
-{
-	return inner->tid == outer->tid && inner->entry_ns >= outer->entry_ns &&
-	       inner->exit_ns <= outer->exit_ns;
-}
-
 /* Checks the order rules on a finished step of one process. */
 static void close_step(struct rule_checker *checker, struct process_step *state)
 {
@@ -392,7 +381,9 @@ static void close_step(struct rule_checker *checker, struct process_step *state)
 		    !call_rhythm_step_judged(&checker->rhythm, state->pid, i, first_a != NULL))
 			continue;
 		if (!first_a ||
-		    (first_a->entry_ns > first_b->entry_ns && !runs_inside(first_a, first_b)))
+		    (first_a->entry_ns > first_b->entry_ns &&
+		     /* the closure optimizer.step(closure) calls: nesting says nothing of order */
+		     !infer_event_runs_inside(first_a, first_b)))
 			violation(checker, rule, first_b, first_a);
 	}
 	state->name_count = 0;
