@@ -228,6 +228,40 @@ static __always_inline void read_blob(struct tcheck_call_record *record,
 		record->flags |= TCHECK_CALL_HAS_BLOB;
 }
 
+/*
+ * The fields of a call record before its blob (all a short record has).
+ * Non-zero when the call is filtered out: a poll of ncclCommGetAsyncError
+ * that found no error (it is polled constantly).
+ */
+static __always_inline int fill_call_record(struct tcheck_call_record *record,
+					    const struct tcheck_open_call *frame,
+					    __u64 return_value, __u32 depth, __u32 pid, __u32 tid)
+{
+	record->flags = 0;
+	read_out_value(record, frame);
+	if ((frame->cookie & TCHECK_COOKIE_ONLY_FAILURES) && (__u32)return_value == 0 &&
+	    record->out_value == 0)
+		return 1;
+	fill_header(&record->header, TCHECK_RECORD_CALL, pid, tid, frame->entry_ns);
+	record->return_ns = bpf_ktime_get_ns();
+	__builtin_memcpy(record->args, frame->args, sizeof(record->args));
+	record->return_value = return_value;
+	record->function_index = frame->cookie & TCHECK_COOKIE_FUNCTION_MASK;
+	record->depth = depth;
+	record->reserved = 0;
+	read_created_communicator(record, frame, (__u32)return_value);
+	record->flags |= frame->py_flags | frame->call_flags;
+	record->comm_op_count = frame->comm_op_count;
+	return 0;
+}
+
+/* The reader steps over a discarded record on its next timed poll. */
+static __always_inline void discard_filtered(void *record)
+{
+	bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
+	count(TCHECK_COUNTER_FILTERED);
+}
+
 SEC("uretprobe")
 int library_call_return(struct pt_regs *ctx)
 {
@@ -264,32 +298,31 @@ int library_call_return(struct pt_regs *ctx)
 		return 0;
 	}
 	return_value = PT_REGS_RC(ctx);
+	/* Most calls have no blob and no Python caller: their record stops before the blob. */
+	if (!frame->py_depth && !(frame->cookie & TCHECK_COOKIE_BLOB_ANY)) {
+		record = bpf_ringbuf_reserve(&events, TCHECK_CALL_RECORD_SHORT_BYTES, 0);
+		if (!record) {
+			count(TCHECK_COUNTER_RINGBUF_DROPS);
+			return 0;
+		}
+		if (fill_call_record(record, frame, return_value, depth, pid, tid)) {
+			discard_filtered(record);
+			return 0;
+		}
+		bpf_ringbuf_submit(record, ringbuf_wakeup_flags(TCHECK_CALL_RECORD_SHORT_BYTES));
+		count(TCHECK_COUNTER_CALLS);
+		return 0;
+	}
 	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
 	if (!record) {
 		count(TCHECK_COUNTER_RINGBUF_DROPS);
 		return 0;
 	}
-	record->flags = 0;
-	read_out_value(record, frame);
-	/* ncclCommGetAsyncError is polled constantly: keep only failures. */
-	if ((frame->cookie & TCHECK_COOKIE_ONLY_FAILURES) && (__u32)return_value == 0 &&
-	    record->out_value == 0) {
-		/* The reader steps over it on its next timed poll. */
-		bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
-		count(TCHECK_COUNTER_FILTERED);
+	if (fill_call_record(record, frame, return_value, depth, pid, tid)) {
+		discard_filtered(record);
 		return 0;
 	}
-	fill_header(&record->header, TCHECK_RECORD_CALL, pid, tid, frame->entry_ns);
-	record->return_ns = bpf_ktime_get_ns();
-	__builtin_memcpy(record->args, frame->args, sizeof(record->args));
-	record->return_value = return_value;
-	record->function_index = frame->cookie & TCHECK_COOKIE_FUNCTION_MASK;
-	record->depth = depth;
-	record->reserved = 0;
-	read_created_communicator(record, frame, (__u32)return_value);
 	read_blob(record, frame);
-	record->flags |= frame->py_flags | frame->call_flags;
-	record->comm_op_count = frame->comm_op_count;
 	record->py_depth = frame->py_depth;
 	record->py_reserved = 0;
 	if (frame->py_depth) {

@@ -50,6 +50,10 @@ typedef int64_t tcheck_s64;
 /* Bits 22-25: 1 + index of a pointer argument whose blob is read at return. */
 #define TCHECK_COOKIE_BLOB_ARG_SHIFT 22
 #define TCHECK_COOKIE_BLOB_ARG_MASK 0xfULL
+/* Either source of a blob. */
+#define TCHECK_COOKIE_BLOB_ANY           \
+	(TCHECK_COOKIE_BLOB_FROM_STACK | \
+	 (TCHECK_COOKIE_BLOB_ARG_MASK << TCHECK_COOKIE_BLOB_ARG_SHIFT))
 /* Bit 26: emit only when the return code or the out value is non-zero. */
 #define TCHECK_COOKIE_ONLY_FAILURES (1ULL << 26)
 /* Bit 27: the probe marks a change of the loaded-library list (r_brk). */
@@ -165,6 +169,14 @@ struct tcheck_call_record {
 	tcheck_u64 py_code[TCHECK_PY_STACK_MAX];
 	tcheck_u64 py_name[TCHECK_PY_STACK_MAX];
 };
+
+/*
+ * A call with no blob and no Python caller is sent as a short record: the
+ * fields before the blob only, 176 bytes in the ring buffer instead of 440.
+ * The probe writes, and the reader reads, fewer cache lines a call. The
+ * reader takes the missing fields as zero.
+ */
+#define TCHECK_CALL_RECORD_SHORT_BYTES __builtin_offsetof(struct tcheck_call_record, blob)
 
 /*
  * An entered library call waiting for its return, kept per thread in the

@@ -673,3 +673,29 @@ UNIT_TEST(call_builder, a_forgotten_process_starts_again_with_no_communicator)
 	CU_ASSERT_EQUAL(call_builder_communicator_count(builder), 1);
 	free_builder(builder);
 }
+
+UNIT_TEST(call_builder, a_short_record_reads_as_the_whole_record_with_no_blob_or_python_caller)
+{
+	struct tcheck_call_record sent = make_call("ncclAllReduce", 1, 2000);
+	struct tcheck_call_record whole;
+	const struct tcheck_call_record *read;
+	uint8_t ring[sizeof(sent)];
+
+	sent.args[5] = 0xa;
+	sent.comm_op_count = 41;
+	/* What the probe writes: the fields before the blob; the rest of the slot is old data. */
+	memset(ring, 0xee, sizeof(ring));
+	memcpy(ring, &sent, TCHECK_CALL_RECORD_SHORT_BYTES);
+	read = call_record_whole(ring, TCHECK_CALL_RECORD_SHORT_BYTES, &whole);
+	CU_ASSERT_PTR_EQUAL(read, &whole);
+	CU_ASSERT_EQUAL(read->header.type, TCHECK_RECORD_CALL);
+	CU_ASSERT_EQUAL(read->args[5], 0xa);
+	CU_ASSERT_EQUAL(read->comm_op_count, 41);
+	CU_ASSERT_EQUAL(read->function_index, sent.function_index);
+	CU_ASSERT_EQUAL(read->blob[0], 0);
+	CU_ASSERT_EQUAL(read->py_depth, 0);
+	CU_ASSERT_EQUAL(read->py_code[TCHECK_PY_STACK_MAX - 1], 0);
+	/* A whole record is read in place; a record shorter than a short one is refused. */
+	CU_ASSERT_PTR_EQUAL(call_record_whole(ring, sizeof(ring), &whole), (const void *)ring);
+	CU_ASSERT_PTR_NULL(call_record_whole(ring, TCHECK_CALL_RECORD_SHORT_BYTES - 8, &whole));
+}

@@ -15,16 +15,15 @@
 #include "base/error_message.h"
 #include "base/log.h"
 #include "probe/function_returns.h"
+#include "probe/ring_reader.h"
 #include "probe/uprobe_links.h"
 #include "tracer.skel.h"
 
 struct probe_session {
 	struct tracer_bpf *skeleton;
-	struct ring_buffer *ring_buffer;
+	struct ring_reader *ring_reader;
 	struct uprobe_link_list links;
 	int possible_cpus;
-	probe_record_fn on_record;
-	void *context;
 	bool python_session; /* the frame evaluator probed as one uprobe session */
 };
 
@@ -53,13 +52,6 @@ static int check_kernel(char *error, size_t error_size)
 		return -ENOENT;
 	}
 	return 0;
-}
-
-static int handle_ring_record(void *context, void *data, size_t size)
-{
-	struct probe_session *session = context;
-
-	return session->on_record(session->context, data, size);
 }
 
 static int prepare_work_request_programs(struct tracer_bpf *skeleton)
@@ -98,8 +90,6 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 		snprintf(error, error_size, "out of memory");
 		return NULL;
 	}
-	session->on_record = on_record;
-	session->context = context;
 	session->possible_cpus = libbpf_num_possible_cpus();
 	session->skeleton = tracer_bpf__open();
 	if (!session->skeleton) {
@@ -181,9 +171,10 @@ struct probe_session *probe_session_new(const struct probe_session_config *confi
 			 strerror(-result));
 		goto fail;
 	}
-	session->ring_buffer = ring_buffer__new(bpf_map__fd(session->skeleton->maps.events),
-						handle_ring_record, session, NULL);
-	if (!session->ring_buffer) {
+	session->ring_reader = ring_reader_new(bpf_map__fd(session->skeleton->maps.events),
+					       bpf_map__max_entries(session->skeleton->maps.events),
+					       on_record, context);
+	if (!session->ring_reader) {
 		snprintf(error, error_size, "cannot open the ring buffer: %s", strerror(errno));
 		goto fail;
 	}
@@ -198,7 +189,7 @@ void probe_session_free(struct probe_session *session)
 	if (!session)
 		return;
 	uprobe_link_list_free(&session->links);
-	ring_buffer__free(session->ring_buffer);
+	ring_reader_free(session->ring_reader);
 	tracer_bpf__destroy(session->skeleton);
 	free(session);
 }
@@ -530,20 +521,20 @@ int probe_session_open_calls_fd(struct probe_session *session)
 
 int probe_session_poll(struct probe_session *session, int timeout_ms)
 {
-	int result = ring_buffer__poll(session->ring_buffer, timeout_ms);
+	int result = ring_reader_poll(session->ring_reader, timeout_ms);
 
 	/* A signal (Ctrl-C) interrupting the wait is not an error. */
 	if (result == -EINTR)
 		result = 0;
 	/* Calls are submitted without waking the reader (call_wakeup_flags): read them now. */
 	if (result == 0)
-		result = ring_buffer__consume(session->ring_buffer);
+		result = ring_reader_consume(session->ring_reader);
 	return result;
 }
 
 int probe_session_drain(struct probe_session *session)
 {
-	return ring_buffer__consume(session->ring_buffer);
+	return ring_reader_consume(session->ring_reader);
 }
 
 void probe_session_counters(struct probe_session *session, uint64_t *counters)

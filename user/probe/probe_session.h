@@ -11,12 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probe/ring_reader.h"
 #include "tcheck/probe_abi.h"
 
 struct probe_session;
 
 /* Called for every ring-buffer record. Non-zero stops the poll. */
-typedef int (*probe_record_fn)(void *context, const void *record, size_t size);
+typedef ring_record_fn probe_record_fn;
 
 /* The kernel-to-daemon ring buffer: a power of two, at least a page, its size a u32. */
 #define PROBE_RING_BUFFER_MIN_BYTES 4096UL

@@ -580,3 +580,15 @@ int call_builder_add(struct call_builder *builder, struct call_builder_process *
 		drop_communicator(builder, process, call.comm);
 	return error;
 }
+
+const struct tcheck_call_record *call_record_whole(const void *data, size_t size,
+						   struct tcheck_call_record *whole)
+{
+	if (size >= sizeof(*whole))
+		return data;
+	if (size < TCHECK_CALL_RECORD_SHORT_BYTES)
+		return NULL;
+	memset(whole, 0, sizeof(*whole));
+	memcpy(whole, data, TCHECK_CALL_RECORD_SHORT_BYTES);
+	return whole;
+}

@@ -42,6 +42,15 @@ struct call_builder *call_builder_new(call_builder_emit_fn emit, call_builder_re
 void call_builder_free(struct call_builder *builder);
 
 /*
+ * The call record a ring-buffer record of 'size' bytes holds, whole: a short
+ * record (TCHECK_CALL_RECORD_SHORT_BYTES, a call with no blob and no Python
+ * caller) is copied into 'whole' with the rest zero. NULL when 'size' is too
+ * small for either.
+ */
+const struct tcheck_call_record *call_record_whole(const void *data, size_t size,
+						   struct tcheck_call_record *whole);
+
+/*
  * Feeds one TCHECK_RECORD_CALL record, with the slot of its process and the
  * Python side of the process when the call was made (NULL where Python is
  * not followed). Returns the emitter's result.

@@ -120,6 +120,8 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 	const struct tcheck_record_header *header = data;
 	const struct tcheck_process_record *notice = data;
 	struct recorder *recorder = context;
+	const struct tcheck_call_record *call;
+	struct tcheck_call_record whole;
 	struct trace_python_context python;
 	struct traced_process *process;
 	char error[512];
@@ -128,7 +130,8 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 		return 0;
 	switch (header->type) {
 	case TCHECK_RECORD_CALL:
-		if (size < sizeof(struct tcheck_call_record))
+		call = call_record_whole(data, size, &whole);
+		if (!call)
 			return 0;
 		/*
 		 * One look-up finds the process and the builder's state for it. A
@@ -143,8 +146,8 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 			log_warning("a call of process %u is lost: out of memory", header->pid);
 			return 0;
 		}
-		if (call_builder_add(recorder->builder, &process->stages.call_builder, data,
-				     python_context_of(recorder, process, data, &python)))
+		if (call_builder_add(recorder->builder, &process->stages.call_builder, call,
+				     python_context_of(recorder, process, call, &python)))
 			log_warning("a call record of process %u could not be decoded",
 				    header->pid);
 		return 0;
