@@ -108,18 +108,39 @@ static __always_inline __u64 digest_words(__u64 hash, const __u64 *words, int co
  * smaller one) and its size, hashed: a cheap digest of a parameter that
  * replicas holding the same values share. Device memory is not read.
  */
+/* The tensor's StorageImpl's first members; false when they cannot be read. */
+static __always_inline bool read_storage(const struct torch_op_call *call, __u64 header,
+					 struct storage_layout *storage)
+{
+	__u64 storage_at = 0;
+
+	return header &&
+	       !bpf_probe_read_user(&storage_at, sizeof(storage_at),
+				    (const void *)(call->tensor + header)) &&
+	       storage_at &&
+	       !bpf_probe_read_user(storage, sizeof(*storage), (const void *)(storage_at + header));
+}
+
+/*
+ * Whether a weight the forward reads has bytes: torch.compile runs the
+ * model's code on fake tensors (a meta storage, no data) while it traces it.
+ */
+static __always_inline void check_data(struct torch_op_call *call, __u64 header)
+{
+	struct storage_layout storage;
+
+	if (read_storage(call, header, &storage) && !storage.data)
+		call->contents = TCHECK_TENSOR_CONTENTS_NO_DATA;
+}
+
 static __always_inline void read_contents(struct torch_op_call *call, __u64 header)
 {
 	struct storage_layout storage;
-	__u64 storage_at = 0, sample[DIGEST_SAMPLE_BYTES / 8], hash = 0xcbf29ce484222325ULL;
+	__u64 sample[DIGEST_SAMPLE_BYTES / 8], hash = 0xcbf29ce484222325ULL;
 	__u64 size;
 
 	call->contents = TCHECK_TENSOR_CONTENTS_UNREADABLE;
-	if (!header ||
-	    bpf_probe_read_user(&storage_at, sizeof(storage_at),
-				(const void *)(call->tensor + header)) ||
-	    !storage_at ||
-	    bpf_probe_read_user(&storage, sizeof(storage), (const void *)(storage_at + header)))
+	if (!read_storage(call, header, &storage))
 		return;
 	if (storage.device_type != DEVICE_TYPE_CPU) {
 		call->contents = TCHECK_TENSOR_CONTENTS_DEVICE;
@@ -228,6 +249,8 @@ static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
 		/* The bytes only where the daemon keeps them: an update's old value. */
 		if (cookie & TCHECK_TORCH_OP_READ_CONTENTS)
 			read_contents(call, header);
+		else if (cookie & TCHECK_TORCH_OP_CHECK_DATA)
+			check_data(call, header);
 		read_shape(call,
 			   (cookie >> TCHECK_TORCH_OP_NUMEL_SHIFT) & TCHECK_TORCH_OP_NUMEL_MASK);
 		call->requires_grad =

@@ -522,6 +522,12 @@ struct tcheck_torch_scope_record {
 #define TCHECK_TORCH_OP_BOOL_BY_VALUE (1ULL << 53)
 #define TCHECK_TORCH_OP_FIRST_STACK_ARGUMENT 7
 /*
+ * Whether the probe looks whether the tensor's storage holds bytes (for a
+ * weight the forward reads): torch.compile traces a model with fake tensors,
+ * whose storage has none (TCHECK_TENSOR_CONTENTS_NO_DATA).
+ */
+#define TCHECK_TORCH_OP_CHECK_DATA (1ULL << 54)
+/*
  * c10::Scalar's tag values read: HAS_d and HAS_i are 0 and 1 in torch 1.13
  * and 2.x (2.x inserts HAS_u after them); anything else is not read.
  */
@@ -540,6 +546,8 @@ struct tcheck_torch_scope_record {
 #define TCHECK_TENSOR_CONTENTS_READ 1	/* 'digest' holds them */
 #define TCHECK_TENSOR_CONTENTS_DEVICE 2 /* in device memory: not read */
 #define TCHECK_TENSOR_CONTENTS_UNREADABLE 3
+/* Asked with TCHECK_TORCH_OP_CHECK_DATA: the storage holds no bytes (a fake or meta tensor). */
+#define TCHECK_TENSOR_CONTENTS_NO_DATA 4
 
 /* A call of a selected torch operator (at::_ops::NAME::call): entry and return paired. */
 struct tcheck_torch_op_record {

@@ -241,3 +241,32 @@ UNIT_TEST(eval_mode, dropout_and_batch_norm_probes_read_their_flag_by_value)
 		listed |= strcmp(torch_training_ops[i], "dropout.default") == 0;
 	CU_ASSERT_TRUE(listed);
 }
+
+UNIT_TEST(eval_mode, weight_reads_ask_whether_the_weight_has_data_and_updates_read_contents)
+{
+	struct torch_tensor_layout layout = { 0 };
+	const char *reads[] = { "linear", "conv1d", "conv2d", "embedding" };
+	struct torch_op_reading reading;
+	uint64_t cookie;
+
+	/* torch.compile traces the model on fake tensors: the probe checks a read weight's storage.
+	 */
+	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+		reading = torch_op_reading_of(reads[i]);
+		cookie = torch_op_cookie(i, &reading, &layout);
+		CU_ASSERT_TRUE(torch_op_reads_weight(&reading));
+		CU_ASSERT_TRUE((cookie & TCHECK_TORCH_OP_CHECK_DATA) != 0);
+		CU_ASSERT_FALSE((cookie & TCHECK_TORCH_OP_READ_CONTENTS) != 0);
+	}
+	/* An update's old contents are digested; what zero_ overwrites, and dropout, neither. */
+	reading = torch_op_reading_of("add__Tensor");
+	cookie = torch_op_cookie(1, &reading, &layout);
+	CU_ASSERT_TRUE((cookie & TCHECK_TORCH_OP_READ_CONTENTS) != 0);
+	CU_ASSERT_FALSE((cookie & TCHECK_TORCH_OP_CHECK_DATA) != 0);
+	reading = torch_op_reading_of("zero_");
+	cookie = torch_op_cookie(2, &reading, &layout);
+	CU_ASSERT_FALSE((cookie & (TCHECK_TORCH_OP_READ_CONTENTS | TCHECK_TORCH_OP_CHECK_DATA)) !=
+			0);
+	reading = torch_op_reading_of("dropout");
+	CU_ASSERT_FALSE((torch_op_cookie(3, &reading, &layout) & TCHECK_TORCH_OP_CHECK_DATA) != 0);
+}

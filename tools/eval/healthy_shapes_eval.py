@@ -98,6 +98,8 @@ SHAPES = [
      "clip_grad_norm_"),
     ("distill_no_grad.py", [], "distillation with the teacher under no_grad only, never put "
      "in eval()"),
+    ("compiled_model.py", [], "a model wrapped by torch.compile (aot_eager; eager on torch "
+     "1.13), AdamW"),
 ]
 
 

@@ -36,7 +36,8 @@ bool trace_arg_describes_tensor(const char *name)
 			strncmp(name, "digest:", strlen("digest:")) == 0 ||
 			strncmp(name, "shape:", strlen("shape:")) == 0 ||
 			strncmp(name, "requires_grad:", strlen("requires_grad:")) == 0 ||
-			strncmp(name, "grad_mode:", strlen("grad_mode:")) == 0);
+			strncmp(name, "grad_mode:", strlen("grad_mode:")) == 0 ||
+			strncmp(name, "data:", strlen("data:")) == 0);
 }
 
 int trace_exit_signal(int32_t wait_status)

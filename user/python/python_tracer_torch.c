@@ -582,9 +582,17 @@ static void op_arguments(struct python_tracer *tracer, const struct torch_op_rea
 		bool updated = strcmp(reading->tensor_field, TORCH_TENSOR_UPDATED) == 0;
 
 		arg = &call->args[call->arg_count++];
-		arg->name = reading->tensor_field;
-		arg->type = TRACE_VALUE_INT;
-		arg->integer = (int64_t)record->tensor;
+		/* A fake tensor torch.compile traces with: no parameter's read
+		 * (torch_op_readings.h). */
+		if (!updated && record->contents == TCHECK_TENSOR_CONTENTS_NO_DATA) {
+			arg->name = TORCH_TENSOR_READ_DATA;
+			arg->type = TRACE_VALUE_BOOL;
+			arg->integer = 0;
+		} else {
+			arg->name = reading->tensor_field;
+			arg->type = TRACE_VALUE_INT;
+			arg->integer = (int64_t)record->tensor;
+		}
 		if (describe_shape(record, shape, shape_size)) {
 			arg = &call->args[call->arg_count++];
 			arg->name = updated ? TORCH_TENSOR_UPDATED_SHAPE : TORCH_TENSOR_READ_SHAPE;

@@ -86,7 +86,13 @@ uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading,
 	       ((uint64_t)layout->requires_grad_offset & TCHECK_TORCH_OP_REQUIRES_GRAD_MASK)
 		       << TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT |
 	       (torch_op_reads_contents(reading) ? TCHECK_TORCH_OP_READ_CONTENTS : 0) |
+	       (torch_op_reads_weight(reading) ? TCHECK_TORCH_OP_CHECK_DATA : 0) |
 	       (reading->scalar_is_bool ? TCHECK_TORCH_OP_BOOL_BY_VALUE : 0);
+}
+
+bool torch_op_reads_weight(const struct torch_op_reading *reading)
+{
+	return reading->tensor_field && strcmp(reading->tensor_field, TORCH_TENSOR_READ) == 0;
 }
 
 bool torch_op_reads_contents(const struct torch_op_reading *reading)

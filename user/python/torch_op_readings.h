@@ -37,6 +37,13 @@
  */
 #define TORCH_TENSOR_READ_GRAD_MODE "grad_mode:weight"
 /*
+ * False where the weight the forward read has no bytes: a fake tensor that
+ * torch.compile runs the model's code on while it traces it (a meta
+ * storage). Such a read is no read of a parameter: its tensor identity is
+ * left out, and this says why. Left out for a weight with data.
+ */
+#define TORCH_TENSOR_READ_DATA "data:weight"
+/*
  * Whether a dropout (train) or a batch norm (training) runs as in training
  * (True) or as in evaluation (False), under the operator's own argument name.
  */
@@ -74,5 +81,7 @@ uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading,
 
 /* Whether the probe reads the contents of the operator's tensor: an update's, not zero_'s. */
 bool torch_op_reads_contents(const struct torch_op_reading *reading);
+/* Whether the operator's tensor is a weight the forward reads (the probe checks it has data). */
+bool torch_op_reads_weight(const struct torch_op_reading *reading);
 
 #endif /* TCHECK_TORCH_OP_READINGS_H */
