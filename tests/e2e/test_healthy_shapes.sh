@@ -18,7 +18,7 @@ python3 - "$SCRATCH/results.json" <<'PY' || fail "results: $(tail -20 "$SCRATCH/
 import json, sys
 results = json.load(open(sys.argv[1]))
 shapes, nccl = results["shapes"], results["nccl"]
-assert len(shapes) >= 40, len(shapes)
+assert len(shapes) >= 41, len(shapes)
 # Every program trained (its log) and the tool saw every optimizer step of every rank.
 for shape in shapes:
     assert shape["judged"], shape
@@ -40,8 +40,8 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4}, shapes
 # zero_grad(), or the generator's first with the optimizers', or WGAN-GP's critic with its
 # gradient penalty), DDPG's actor and critic with target copies read under no_grad, an
 # averaged model (SWA) evaluated under no_grad, PPO's epochs over a rollout taken under
-# no_grad, a distillation teacher run under no_grad but never put in eval(), and a model
-# wrapped by torch.compile.
+# no_grad, a distillation teacher run under no_grad but never put in eval(), a model
+# wrapped by torch.compile, and LoRA adapters on frozen linears.
 # Two optimizers stepped one after the other are one training step: 10 steps, not 20; a GAN's
 # or DDPG's two, with a backward between them, take turns: 20 steps of 10 iterations.
 split = [s for s in shapes if s["script"] == "split_optimizers.py"]

@@ -100,6 +100,8 @@ SHAPES = [
      "in eval()"),
     ("compiled_model.py", [], "a model wrapped by torch.compile (aot_eager; eager on torch "
      "1.13), AdamW"),
+    ("lora_adapters.py", [], "LoRA: frozen base linears, low-rank adapters (B zero at the "
+     "start) and a head trained by AdamW"),
 ]
 
 
