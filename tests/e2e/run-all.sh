@@ -8,12 +8,20 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "end-to-end tests load BPF programs: run them as root (sudo make test)" >&2
 	exit 1
 fi
+# A test's time limit: 600 s, or what a line "# e2e-timeout: SECONDS" in it says (a suite
+# that records dozens of programs on a slow stack).
+time_limit() {
+	local declared
+	declared=$(sed -n 's/^# e2e-timeout: \([0-9][0-9]*\)$/\1/p' "$1" | head -n 1)
+	echo "${declared:-600}"
+}
+
 # run_test NAME FILE [STACK]: one run, with its closing PASS, SKIP or FAIL line.
 run_test() {
 	local name=$1 test=$2 stack=${3:-} log start status elapsed_ms seconds
 	log=$(mktemp)
 	start=$(date +%s%N)
-	TCHECK_TORCH_STACK=$stack timeout 600 bash "$test" >"$log" 2>&1
+	TCHECK_TORCH_STACK=$stack timeout "$(time_limit "$test")" bash "$test" >"$log" 2>&1
 	status=$?
 	elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 	seconds="$((elapsed_ms / 1000)).$((elapsed_ms % 1000 / 100))"
