@@ -255,11 +255,28 @@ static __always_inline int fill_call_record(struct tcheck_call_record *record,
 	return 0;
 }
 
-/* The reader steps over a discarded record on its next timed poll. */
-static __always_inline void discard_filtered(void *record)
+/*
+ * A call record of 'size' bytes (a constant: the whole record or a short
+ * one) reserved and filled up to its blob. NULL when the ring buffer is full
+ * (counted) or the call is filtered out (discarded: the reader steps over it
+ * on its next timed poll).
+ */
+static __always_inline struct tcheck_call_record *
+begin_call_record(__u64 size, const struct tcheck_open_call *frame, __u64 return_value, __u32 depth,
+		  __u32 pid, __u32 tid)
 {
-	bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
-	count(TCHECK_COUNTER_FILTERED);
+	struct tcheck_call_record *record = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!record) {
+		count(TCHECK_COUNTER_RINGBUF_DROPS);
+		return NULL;
+	}
+	if (fill_call_record(record, frame, return_value, depth, pid, tid)) {
+		bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
+		count(TCHECK_COUNTER_FILTERED);
+		return NULL;
+	}
+	return record;
 }
 
 SEC("uretprobe")
@@ -300,28 +317,18 @@ int library_call_return(struct pt_regs *ctx)
 	return_value = PT_REGS_RC(ctx);
 	/* Most calls have no blob and no Python caller: their record stops before the blob. */
 	if (!frame->py_depth && !(frame->cookie & TCHECK_COOKIE_BLOB_ANY)) {
-		record = bpf_ringbuf_reserve(&events, TCHECK_CALL_RECORD_SHORT_BYTES, 0);
-		if (!record) {
-			count(TCHECK_COUNTER_RINGBUF_DROPS);
-			return 0;
+		record = begin_call_record(TCHECK_CALL_RECORD_SHORT_BYTES, frame, return_value,
+					   depth, pid, tid);
+		if (record) {
+			bpf_ringbuf_submit(record,
+					   ringbuf_wakeup_flags(TCHECK_CALL_RECORD_SHORT_BYTES));
+			count(TCHECK_COUNTER_CALLS);
 		}
-		if (fill_call_record(record, frame, return_value, depth, pid, tid)) {
-			discard_filtered(record);
-			return 0;
-		}
-		bpf_ringbuf_submit(record, ringbuf_wakeup_flags(TCHECK_CALL_RECORD_SHORT_BYTES));
-		count(TCHECK_COUNTER_CALLS);
 		return 0;
 	}
-	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
-	if (!record) {
-		count(TCHECK_COUNTER_RINGBUF_DROPS);
+	record = begin_call_record(sizeof(*record), frame, return_value, depth, pid, tid);
+	if (!record)
 		return 0;
-	}
-	if (fill_call_record(record, frame, return_value, depth, pid, tid)) {
-		discard_filtered(record);
-		return 0;
-	}
 	read_blob(record, frame);
 	record->py_depth = frame->py_depth;
 	record->py_reserved = 0;
