@@ -338,7 +338,7 @@ static __always_inline bool frame_entered(struct pt_regs *ctx)
 	THREAD_STACK_DROP_ENDED(stack, frames, PYTHON_MAX_DEPTH, PYTHON_STALE_POPS, stack_pointer);
 	frame = THREAD_STACK_SLOT(stack, frames, PYTHON_MAX_DEPTH);
 	if (!frame) {
-		count(TCHECK_COUNTER_PYTHON_DROPS);
+		count(TCHECK_COUNTER_PYTHON_TOO_DEEP);
 		return false;
 	}
 	frame->code = code;

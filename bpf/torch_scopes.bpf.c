@@ -51,7 +51,7 @@ static __always_inline struct torch_scope *next_scope(__u32 tid, struct torch_sc
 		return NULL;
 	scope = THREAD_STACK_SLOT(*stack, scopes, TORCH_SCOPE_DEPTH);
 	if (!scope)
-		count(TCHECK_COUNTER_PYTHON_DROPS);
+		count(TCHECK_COUNTER_PYTHON_TOO_DEEP);
 	return scope;
 }
 

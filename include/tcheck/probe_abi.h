@@ -668,7 +668,9 @@ enum tcheck_counter {
 	TCHECK_COUNTER_FILTERED,	  /* calls suppressed by ONLY_FAILURES */
 	TCHECK_COUNTER_PROCESS_DROPS,	  /* process notices lost: ring buffer full */
 	TCHECK_COUNTER_PYTHON_CALLS,	  /* Python calls offered */
-	TCHECK_COUNTER_PYTHON_DROPS, /* Python calls lost: ring buffer full or nested too deep */
+	TCHECK_COUNTER_PYTHON_DROPS,	  /* Python events lost: ring buffer full */
+	/* Python calls and torch scopes not followed: nested deeper than the probes' stacks. */
+	TCHECK_COUNTER_PYTHON_TOO_DEEP,
 	TCHECK_COUNTER_COUNT,
 };
 

@@ -6,18 +6,32 @@
 
 #include "base/log.h"
 #include "probe/process_info.h"
+#include "tcheck/probe_abi.h"
 
-size_t python_losses_sentences(const struct python_tracer_losses *losses, uint64_t kernel_drops,
+struct python_kernel_drops python_kernel_drops_of(const uint64_t *counters)
+{
+	return (struct python_kernel_drops){ counters[TCHECK_COUNTER_PYTHON_DROPS],
+					     counters[TCHECK_COUNTER_PYTHON_TOO_DEEP] };
+}
+
+size_t python_losses_sentences(const struct python_tracer_losses *losses,
+			       struct python_kernel_drops kernel,
 			       char sentences[PYTHON_LOSSES_SENTENCES][320])
 {
 	size_t count = 0;
 
-	if (kernel_drops)
+	if (kernel.ring_full)
 		snprintf(sentences[count++], 320,
 			 "%llu Python calls, torch scopes or torch operators were lost in the "
-			 "kernel (ring buffer full, or nested deeper than the probes follow); "
-			 "raise --ring-buffer-mb",
-			 (unsigned long long)kernel_drops);
+			 "kernel, the ring buffer being full; raise --ring-buffer-mb",
+			 (unsigned long long)kernel.ring_full);
+	if (kernel.too_deep)
+		snprintf(sentences[count++], 320,
+			 "%llu Python calls or torch scopes were nested deeper than the probes "
+			 "follow (32 calls of followed or not yet named code, 8 scopes, on a "
+			 "thread) and are not in the trace; torch.compile's tracing runs code "
+			 "that deep, and a larger ring buffer does not help",
+			 (unsigned long long)kernel.too_deep);
 	if (losses->refused_processes)
 		snprintf(sentences[count++], 320,
 			 "%u process%s run%s a CPython that cannot be followed (said above): "
@@ -53,9 +67,11 @@ size_t python_losses_sentences(const struct python_tracer_losses *losses, uint64
 	return count;
 }
 
-uint64_t python_losses_events(const struct python_tracer_losses *losses, uint64_t kernel_drops)
+uint64_t python_losses_events(const struct python_tracer_losses *losses,
+			      struct python_kernel_drops kernel)
 {
-	return kernel_drops + losses->unfollowed_events + losses->ended_unnamed_calls;
+	return kernel.ring_full + kernel.too_deep + losses->unfollowed_events +
+	       losses->ended_unnamed_calls;
 }
 
 void python_losses_count_unfollowed(struct python_tracer_losses *losses, uint32_t pid)
@@ -83,12 +99,13 @@ void python_losses_count_unnamed(struct python_tracer_losses *losses, uint32_t p
 		    pid);
 }
 
-void python_losses_report(const struct python_tracer_losses *losses, uint64_t kernel_drops)
+void python_losses_report(const struct python_tracer_losses *losses,
+			  struct python_kernel_drops kernel)
 {
 	char sentences[PYTHON_LOSSES_SENTENCES][320];
 	size_t count;
 
-	count = python_losses_sentences(losses, kernel_drops, sentences);
+	count = python_losses_sentences(losses, kernel, sentences);
 	for (size_t i = 0; i < count; i++)
 		log_warning("%s", sentences[i]);
 	/* Mostly module bodies run once at import and freed at once: not a warning. */

@@ -18,7 +18,7 @@ uint64_t recording_python_events_lost(struct python_tracer *python, const uint64
 	if (!python)
 		return 0;
 	python_tracer_get_losses(python, &losses);
-	return python_losses_events(&losses, counters[TCHECK_COUNTER_PYTHON_DROPS]);
+	return python_losses_events(&losses, python_kernel_drops_of(counters));
 }
 
 void recording_report_losses(struct python_tracer *python, const uint64_t *counters)
@@ -39,7 +39,7 @@ void recording_report_losses(struct python_tracer *python, const uint64_t *count
 		struct python_tracer_losses losses;
 
 		python_tracer_get_losses(python, &losses);
-		python_losses_report(&losses, counters[TCHECK_COUNTER_PYTHON_DROPS]);
+		python_losses_report(&losses, python_kernel_drops_of(counters));
 	}
 }
 
