@@ -103,11 +103,6 @@ static __always_inline __u64 digest_words(__u64 hash, const __u64 *words, int co
 	return hash;
 }
 
-/*
- * The first and the last 64 bytes of the tensor's storage (fewer for a
- * smaller one) and its size, hashed: a cheap digest of a parameter that
- * replicas holding the same values share. Device memory is not read.
- */
 /* The tensor's StorageImpl's first members; false when they cannot be read. */
 static __always_inline bool read_storage(const struct torch_op_call *call, __u64 header,
 					 struct storage_layout *storage)
@@ -133,6 +128,11 @@ static __always_inline void check_data(struct torch_op_call *call, __u64 header)
 		call->contents = TCHECK_TENSOR_CONTENTS_NO_DATA;
 }
 
+/*
+ * The first and the last 64 bytes of the tensor's storage (fewer for a
+ * smaller one) and its size, hashed: a cheap digest of a parameter that
+ * replicas holding the same values share. Device memory is not read.
+ */
 static __always_inline void read_contents(struct torch_op_call *call, __u64 header)
 {
 	struct storage_layout storage;

@@ -588,7 +588,8 @@ const struct tcheck_call_record *call_record_whole(const void *data, size_t size
 		return data;
 	if (size < TCHECK_CALL_RECORD_SHORT_BYTES)
 		return NULL;
-	memset(whole, 0, sizeof(*whole));
 	memcpy(whole, data, TCHECK_CALL_RECORD_SHORT_BYTES);
+	memset((char *)whole + TCHECK_CALL_RECORD_SHORT_BYTES, 0,
+	       sizeof(*whole) - TCHECK_CALL_RECORD_SHORT_BYTES);
 	return whole;
 }
