@@ -108,11 +108,13 @@ $(OUTPUT)/user/%.o: user/%.c $(USER_HEADERS) $(wildcard infer/*.h) $(wildcard in
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # The inference and checking engine: pure C, no BPF.
-$(OUTPUT)/infer/%.o: infer/%.c $(wildcard infer/*.h) $(wildcard user/model/*.h user/base/*.h) | $(OUTPUT)/infer
+$(OUTPUT)/infer/%.o: infer/%.c $(wildcard infer/*.h) $(wildcard user/model/*.h user/base/*.h) \
+		   $(wildcard include/tcheck/*.h) | $(OUTPUT)/infer
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(OUTPUT)/tests/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h) $(USER_HEADERS) $(wildcard infer/*.h) | $(OUTPUT)/tests/unit
+$(OUTPUT)/tests/unit/%.o: tests/unit/%.c $(wildcard tests/unit/*.h) $(USER_HEADERS) $(wildcard infer/*.h) \
+			   $(wildcard include/tcheck/*.h) | $(OUTPUT)/tests/unit
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -c $< -o $@
 

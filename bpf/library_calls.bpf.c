@@ -319,11 +319,9 @@ int library_call_return(struct pt_regs *ctx)
 	if (!frame->py_depth && !(frame->cookie & TCHECK_COOKIE_BLOB_ANY)) {
 		record = begin_call_record(TCHECK_CALL_RECORD_SHORT_BYTES, frame, return_value,
 					   depth, pid, tid);
-		if (record) {
+		if (record)
 			bpf_ringbuf_submit(record,
 					   ringbuf_wakeup_flags(TCHECK_CALL_RECORD_SHORT_BYTES));
-			count(TCHECK_COUNTER_CALLS);
-		}
 		return 0;
 	}
 	record = begin_call_record(sizeof(*record), frame, return_value, depth, pid, tid);
@@ -339,7 +337,6 @@ int library_call_return(struct pt_regs *ctx)
 	bpf_ringbuf_submit(record, frame->py_depth && !python_context_named(pid, frame)
 					   ? BPF_RB_FORCE_WAKEUP
 					   : call_wakeup_flags(record));
-	count(TCHECK_COUNTER_CALLS);
 	return 0;
 }
 

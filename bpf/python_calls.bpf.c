@@ -407,7 +407,6 @@ static __always_inline void frame_returned(struct pt_regs *ctx)
 	 * daemon now. There are few of them, so this costs little.
 	 */
 	bpf_ringbuf_submit(record, verdict ? call_wakeup_flags(record) : BPF_RB_FORCE_WAKEUP);
-	count(TCHECK_COUNTER_PYTHON_CALLS);
 }
 
 SEC("uretprobe")

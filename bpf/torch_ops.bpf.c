@@ -326,6 +326,5 @@ int torch_op_entry(struct pt_regs *ctx)
 	record->requires_grad = call.requires_grad;
 	record->grad_mode = thread_grad_mode();
 	bpf_ringbuf_submit(record, call_wakeup_flags(record));
-	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;
 }

@@ -204,7 +204,6 @@ static __always_inline int close_scope(__u64 key)
 	record->flags = 0;
 	__builtin_memcpy(record->name, scope->name, sizeof(record->name));
 	bpf_ringbuf_submit(record, call_wakeup_flags(record));
-	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;
 }
 
@@ -246,7 +245,6 @@ static __always_inline int backward_record(__u32 flags)
 	__builtin_memcpy(record->name, TCHECK_BACKWARD_SCOPE_NAME,
 			 sizeof(TCHECK_BACKWARD_SCOPE_NAME));
 	bpf_ringbuf_submit(record, call_wakeup_flags(record));
-	count(TCHECK_COUNTER_PYTHON_CALLS);
 	return 0;
 }
 

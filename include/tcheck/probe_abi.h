@@ -659,15 +659,17 @@ struct tcheck_c10d_work_record {
 	tcheck_u32 reserved;
 };
 
-/* Counters the BPF side keeps, one slot each in a per-CPU array. */
+/*
+ * Counters the BPF side keeps, one slot each in a per-CPU array: what was
+ * lost or left out. What was sent the daemon counts as it reads it, so a
+ * probe that sends pays no counter.
+ */
 enum tcheck_counter {
-	TCHECK_COUNTER_CALLS = 0,	  /* calls completed and offered */
-	TCHECK_COUNTER_RINGBUF_DROPS,	  /* records lost: ring buffer full */
+	TCHECK_COUNTER_RINGBUF_DROPS = 0, /* records lost: ring buffer full */
 	TCHECK_COUNTER_UNMATCHED_RETURNS, /* returns whose entry was not seen */
 	TCHECK_COUNTER_NESTING_OVERFLOWS, /* calls deeper than TCHECK_MAX_NESTING */
 	TCHECK_COUNTER_FILTERED,	  /* calls suppressed by ONLY_FAILURES */
 	TCHECK_COUNTER_PROCESS_DROPS,	  /* process notices lost: ring buffer full */
-	TCHECK_COUNTER_PYTHON_CALLS,	  /* Python calls offered */
 	TCHECK_COUNTER_PYTHON_DROPS,	  /* Python events lost: ring buffer full */
 	/* Python calls and torch scopes not followed: nested deeper than the probes' stacks. */
 	TCHECK_COUNTER_PYTHON_TOO_DEEP,

@@ -96,7 +96,7 @@ void recorder_write_stats(struct recorder *recorder, const uint64_t *counters)
 	struct trace_record record = { .kind = TRACE_RECORD_STATS };
 
 	record.stats.timestamp_ns = monotonic_ns();
-	record.stats.calls = counters[TCHECK_COUNTER_CALLS];
+	record.stats.calls = recorder->counts.calls;
 	record.stats.ringbuf_drops = counters[TCHECK_COUNTER_RINGBUF_DROPS];
 	record.stats.unmatched_returns = counters[TCHECK_COUNTER_UNMATCHED_RETURNS];
 	record.stats.nesting_overflows = counters[TCHECK_COUNTER_NESTING_OVERFLOWS];
