@@ -8,6 +8,11 @@ WORKLOAD="$TEST_BIN/nccl-workload"
 REAL_NCCL=/usr/local/cuda/lib/libnccl.so.2
 SCRATCH=$(mktemp -d /tmp/tcheck-e2e.XXXXXX)
 BACKGROUND_PIDS=()
+# Programs the evaluation suites (tools/eval/) record side by side, each under a recorder of
+# its own (their results do not depend on it). Two: a recorder's uprobes trap in every
+# process that maps the probed file, so each one more makes every recorded program's traps
+# dearer.
+EVAL_JOBS=${EVAL_JOBS:-2}
 
 # Prints a process's descendants, deepest first.
 descendants_of() {

@@ -108,8 +108,7 @@ SHAPES = [
 def record_shape(suite, index, script, options):
     stem = "shape{}-{}".format(index, script[:-3])
     trace, log_dir = suite.path(stem + ".trace"), suite.path(stem + "-log")
-    suite.count += 1
-    cross.progress("[{}] recording {} {}".format(suite.count, script, " ".join(options)))
+    cross.progress("[{}] recording {} {}".format(suite.next_number(), script, " ".join(options)))
     cross.remove_trace(trace)  # record refuses to replace a trace
     result = cross.run([suite.tcheck, "record", "-o", trace, "--python", "--", *suite.python,
                         os.path.join(SHAPES_DIR, script), *options, "--steps", str(STEPS),
@@ -184,6 +183,7 @@ def main():
     parser.add_argument("--results", default=None, metavar="FILE", help="write the results here")
     parser.add_argument("--no-nccl", action="store_true",
                         help="leave out the NCCL workload's world sizes")
+    cross.add_jobs_option(parser)
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("healthy_shapes_eval: records with BPF: run it as root", file=sys.stderr)
@@ -192,8 +192,9 @@ def main():
     os.makedirs(work, exist_ok=True)
     suite = cross.Suite(args.tcheck, work, shlex.split(args.python))
     try:
-        rules = suite.infer()
-        shapes = [check_shape(suite, rules, index, shape) for index, shape in enumerate(SHAPES)]
+        rules = suite.infer(args.jobs)
+        shapes = cross.in_parallel(lambda item: check_shape(suite, rules, *item),
+                                   list(enumerate(SHAPES)), args.jobs)
         nccl = None if args.no_nccl else nccl_world_sizes(suite)
     except (RuntimeError, OSError, ValueError, KeyError) as error:
         print("healthy_shapes_eval: {} (work folder {})".format(error, work), file=sys.stderr)

@@ -149,9 +149,9 @@ class RealSuite(cross.Suite):
     def record_program(self, stem, script, extra=()):
         """Records a program as README.md shows; returns (trace, its log folder, steps seen)."""
         trace, log_dir = self.path(stem + ".trace"), self.path(stem + ".log")
-        self.count += 1
+        number = self.next_number()
         started = time.monotonic()
-        progress("[{}] recording {} {}".format(self.count, os.path.basename(script),
+        progress("[{}] recording {} {}".format(number, os.path.basename(script),
                                                " ".join(extra)))
         cross.remove_trace(trace)  # record refuses to replace a trace
         result = cross.run([self.tcheck, "record", "-o", trace, "--python", "--", *self.python,
@@ -160,7 +160,7 @@ class RealSuite(cross.Suite):
         self.warnings[stem] = warnings
         seen = self.steps_seen(trace)
         progress("[{}] {:.1f} s, optimizer steps per process: {}{}".format(
-            self.count, time.monotonic() - started, seen or "none",
+            number, time.monotonic() - started, seen or "none",
             "".join("\n    recorder: " + warning for warning in warnings)))
         return trace, log_dir, seen
 
@@ -316,6 +316,7 @@ def main():
                         help="write the per-program results and the summary as JSON here")
     parser.add_argument("--command", default="sudo make eval-real",
                         help="the command named in the Markdown")
+    cross.add_jobs_option(parser)
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("real_bugs_eval: records with BPF: run it as root", file=sys.stderr)
@@ -333,23 +334,23 @@ def main():
     suite = RealSuite(args.tcheck, work, python, args.steps)
     started = time.monotonic()
     try:
-        rules = suite.infer()
-        bugs = []
-        for index, bug in enumerate(chosen):
-            bugs.append(suite.run_bug(rules, index, bug))
-            if bugs[-1]["runnable"]:
+        rules = suite.infer(args.jobs)
+        bugs = cross.in_parallel(lambda item: suite.run_bug(rules, *item),
+                                 list(enumerate(chosen)), args.jobs)
+        for bug, result in zip(chosen, bugs):
+            if result["runnable"]:
                 progress("{}: caught={} trigger={} first={} {} fixed-violations={}".format(
-                    bug[0], bugs[-1]["caught"], bugs[-1]["trigger_step"],
-                    bugs[-1]["detection_step"], ",".join(bugs[-1]["relations"]),
-                    bugs[-1]["violations_fixed"]))
-        healthy = []
-        for script in healthy_scripts:
-            sizes = [int(size) for size in args.world_sizes.split(",")] \
-                if takes_world_size(python, script) else [None]
-            for size in sizes:
-                healthy.append(suite.run_healthy_program(rules, script, size))
-                progress("{} (world size {}): {} violations".format(
-                    healthy[-1]["script"], healthy[-1]["world_size"], healthy[-1]["violations"]))
+                    bug[0], result["caught"], result["trigger_step"],
+                    result["detection_step"], ",".join(result["relations"]),
+                    result["violations_fixed"]))
+        runs = [(script, size) for script in healthy_scripts
+                for size in ([int(size) for size in args.world_sizes.split(",")]
+                             if takes_world_size(python, script) else [None])]
+        healthy = cross.in_parallel(lambda run: suite.run_healthy_program(rules, *run), runs,
+                                    args.jobs)
+        for program in healthy:
+            progress("{} (world size {}): {} violations".format(
+                program["script"], program["world_size"], program["violations"]))
     except (RuntimeError, OSError, ValueError, KeyError) as error:
         print("real_bugs_eval: {} (work folder {})".format(error, work), file=sys.stderr)
         return 2

@@ -23,11 +23,13 @@ healthy program, 1
 otherwise, 2 on errors. Needs root (BPF).
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import shlex
 import subprocess
 import sys
+import threading
 import tempfile
 import time
 
@@ -80,6 +82,24 @@ def progress(message):
     print("silent_cross_eval: " + message, file=sys.stderr, flush=True)
 
 
+def in_parallel(function, items, jobs):
+    """function(item) for each item, up to `jobs` at once; the results in the items' order.
+
+    Each recording is a process of its own with its own recorder, so programs
+    recorded side by side see only their own probes' records; the first error
+    raised is raised here once the others have finished."""
+    if jobs <= 1:
+        return [function(item) for item in items]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(function, items))
+
+
+def add_jobs_option(parser):
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="record up to N programs at once (default 1); each has its own "
+                             "recorder, and the results do not depend on N")
+
+
 def remove_trace(path):
     """Removes a trace an earlier run of the suite left: record never replaces one."""
     if os.path.exists(path):
@@ -99,6 +119,7 @@ class Suite:
     def __init__(self, tcheck, work, python):
         self.tcheck, self.work, self.python = tcheck, work, python
         self.count = 0
+        self.counting = threading.Lock()
         self.total = len(REFERENCES) + 2 * len(CASES) + len(HEALTHY)
 
     def path(self, name):
@@ -108,15 +129,21 @@ class Suite:
         """Records a script as README.md shows; returns (trace, its JSON log, steps seen)."""
         trace, log = self.path(stem + ".trace"), self.path(stem + ".json")
         remove_trace(trace)  # record refuses to replace a trace
-        self.count += 1
+        number = self.next_number()
         started = time.monotonic()
-        progress("[{}/{}] recording {} {}".format(self.count, self.total, script, " ".join(extra)))
+        progress("[{}/{}] recording {} {}".format(number, self.total, script, " ".join(extra)))
         run([self.tcheck, "record", "-o", trace, "--python", "--", *self.python,
              os.path.join(PIPELINES, script), *extra, "--log", log])
         seen = self.steps_seen(trace)
         progress("[{}/{}] {:.1f} s, optimizer steps per process: {}".format(
-            self.count, self.total, time.monotonic() - started, seen or "none"))
+            number, self.total, time.monotonic() - started, seen or "none"))
         return trace, log, seen
+
+    def next_number(self):
+        """The next recording's number, for progress lines (recordings may run side by side)."""
+        with self.counting:
+            self.count += 1
+            return self.count
 
     def steps_seen(self, trace):
         """How many steps ended by an Optimizer.step scope each process of the trace shows.
@@ -130,8 +157,9 @@ class Suite:
                 steps.setdefault(record["pid"], set()).add(record["step"])
         return sorted(len(seen) for seen in steps.values())
 
-    def infer(self):
-        traces = [self.record("reference-" + script[:-3], script)[0] for script in REFERENCES]
+    def infer(self, jobs=1):
+        traces = in_parallel(lambda script: self.record("reference-" + script[:-3], script)[0],
+                             REFERENCES, jobs)
         rules = self.path("rules.json")
         progress("inferring rules from the {} references".format(len(traces)))
         run([self.tcheck, "infer", "-o", rules, *traces])
@@ -308,6 +336,7 @@ def main():
                         help="write the per-case results and the summary as JSON here")
     parser.add_argument("--command", default="sudo make eval-silent",
                         help="the command named in the Markdown")
+    add_jobs_option(parser)
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("silent_cross_eval: records with BPF: run it as root", file=sys.stderr)
@@ -318,19 +347,18 @@ def main():
     suite = Suite(args.tcheck, work, python)
     started = time.monotonic()
     try:
-        rules = suite.infer()
-        results = []
-        for index, case in enumerate(CASES):
-            result = suite.run_case(rules, index, case)
-            results.append(result)
+        rules = suite.infer(args.jobs)
+        results = in_parallel(lambda item: suite.run_case(rules, *item), list(enumerate(CASES)),
+                              args.jobs)
+        for result in results:
             progress("{}: detected={} trigger={} detection={} {} fixed-violations={}".format(
                 result["case"], result["detected"], result["trigger_step"],
                 result["detection_step"], ",".join(result["relations"]),
                 result["violations_fixed"]))
-        healthy = []
-        for index, program in enumerate(HEALTHY):
-            healthy.append(suite.run_healthy(rules, index, program))
-            progress("{}: {} violations".format(program[0], healthy[-1]["violations"]))
+        healthy = in_parallel(lambda item: suite.run_healthy(rules, *item),
+                              list(enumerate(HEALTHY)), args.jobs)
+        for program, result in zip(HEALTHY, healthy):
+            progress("{}: {} violations".format(program[0], result["violations"]))
     except (RuntimeError, OSError, ValueError, KeyError) as error:
         print("silent_cross_eval: {} (work folder {})".format(error, work), file=sys.stderr)
         return 2

@@ -11,6 +11,7 @@ Torch APIs used here work on torch 1.13 and 2.6 (CPU).
 import argparse
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -84,6 +85,25 @@ def case_truth(args, name):
 # RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in its initial environment).
 
 def free_port():
+    """A TCP port free a moment ago, below the kernel's ephemeral range.
+
+    Rank 0 binds it seconds later, once torch is imported: a port the kernel
+    hands out for outgoing connections (another job's gloo pairs, recorded
+    beside this one) could be taken by then; one below that range cannot."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as ports:
+            ephemeral_low = int(ports.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    candidates = list(range(max(1024, ephemeral_low - 12000), ephemeral_low))
+    random.SystemRandom().shuffle(candidates)
+    for port in candidates[:200]:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((MASTER_ADDR, port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((MASTER_ADDR, 0))
         return probe.getsockname()[1]
