@@ -86,16 +86,27 @@ def in_parallel(function, items, jobs):
     """function(item) for each item, up to `jobs` at once; the results in the items' order.
 
     Each recording is a process of its own with its own recorder, so programs
-    recorded side by side see only their own probes' records; the first error
-    raised is raised here once the others have finished."""
+    recorded side by side see only their own probes' records. The first error
+    is raised once the items already started have finished; the rest are not
+    started."""
     if jobs <= 1:
         return [function(item) for item in items]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
+    try:
         return list(pool.map(function, items))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def positive_count(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("needs a whole number of at least 1, not " + text)
+    return value
 
 
 def add_jobs_option(parser):
-    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+    parser.add_argument("--jobs", type=positive_count, default=1, metavar="N",
                         help="record up to N programs at once (default 1); each has its own "
                              "recorder, and the results do not depend on N")
 
