@@ -243,6 +243,7 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	struct u64_map unread_shapes; /* shapes of parameters changed and not read */
 	struct model_calls models;    /* the model of each read, and those the step trains */
 	size_t frozen_reads = 0;
+	size_t computed_reads = 0; /* reads of weights computed from a parameter the step changed */
 	uint64_t weight;
 	void *value;
 	int failed;
@@ -267,9 +268,12 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	for (size_t i = 0; !failed && u64_map_next(&reads, &i, &weight, &value);) {
 		const struct infer_event *read = value;
 
-		if (parameter_updates_computed_weight(read, &unread_shapes) ||
-		    model_calls_of_another_model(&models, read))
+		if (model_calls_of_another_model(&models, read))
 			continue;
+		if (parameter_updates_computed_weight(read, &unread_shapes)) {
+			computed_reads++;
+			continue;
+		}
 		finding->weights++;
 		if (is_false(infer_event_field(read, "requires_grad:weight")))
 			frozen_reads++;
@@ -294,9 +298,14 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	finding->applies = !failed && finding->step && finding->weights > 0 &&
 			   !updated_out_of_sight(&updates, frozen_reads) &&
 			   !other_shard(finding, &updates, first_stopped != NULL);
-	/* Nothing the forward reads changes, or what changed before stopped changing. */
+	/*
+	 * Nothing the forward reads changes, or what changed before stopped
+	 * changing. A reparametrised weight (spectral_norm's, weight_norm's) is
+	 * read as a new tensor each time: it changes when its parameter does.
+	 */
 	finding->holds = !finding->applies ||
-			 ((finding->changed > 0 || finding->other_turn > 0) && !first_stopped);
+			 ((finding->changed > 0 || finding->other_turn > 0 || computed_reads > 0) &&
+			  !first_stopped);
 	if (!finding->holds) {
 		finding->stopped = first_stopped != NULL;
 		finding->read = first_stopped ? first_stopped : first_unchanged;

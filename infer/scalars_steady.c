@@ -21,6 +21,29 @@ static bool is_scheduler_code(const struct infer_event *event)
 		       strlen(SCALARS_STEADY_SCHEDULER_PREFIX)) == 0;
 }
 
+/*
+ * Python code that sets an optimizer up: the constructor of a torch.optim
+ * class (SGD.__init__; a scheduler's is scheduler code) or the loading of
+ * a state dict into one.
+ */
+static bool is_optimizer_set_up(const struct infer_event *event)
+{
+	static const char init[] = ".__init__";
+	size_t length;
+
+	if (event->kind != INFER_EVENT_PYTHON ||
+	    (event->flags & (TRACE_PYTHON_TORCH_OP | TRACE_PYTHON_TORCH_SCOPE)) ||
+	    strncmp(event->name, SCALARS_STEADY_FOLLOWED_PREFIX,
+		    strlen(SCALARS_STEADY_FOLLOWED_PREFIX)) != 0 ||
+	    is_scheduler_code(event))
+		return false;
+	if (strncmp(event->name, SCALARS_STEADY_LOAD_STATE_PREFIX,
+		    strlen(SCALARS_STEADY_LOAD_STATE_PREFIX)) == 0)
+		return true;
+	length = strlen(event->name);
+	return length > strlen(init) && strcmp(event->name + length - strlen(init), init) == 0;
+}
+
 static bool is_update(const struct infer_event *event)
 {
 	return event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
@@ -30,7 +53,7 @@ static bool is_update(const struct infer_event *event)
 bool scalars_steady_wants(const struct infer_event *event)
 {
 	return parameter_updates_is_optimizer_step(event) || is_update(event) ||
-	       is_scheduler_code(event);
+	       is_scheduler_code(event) || is_optimizer_set_up(event);
 }
 
 static bool same_scalar(const struct applied_scalar *a, const struct applied_scalar *b)
@@ -97,7 +120,7 @@ int scalars_steady_judge(const struct infer_event *const *events, size_t count,
 			 struct scalars_history *history, struct scalars_steady_finding *finding)
 {
 	struct scalars_history current = { .known = true };
-	const struct applied_scalar *old, *new;
+	const struct applied_scalar *old = NULL, *new = NULL;
 	bool scheduled = false, replaced;
 	int failed = 0;
 
@@ -108,6 +131,7 @@ int scalars_steady_judge(const struct infer_event *const *events, size_t count,
 		    (!finding->step || events[i]->entry_ns < finding->step->entry_ns))
 			finding->step = events[i];
 		scheduled |= is_scheduler_code(events[i]);
+		history->set_up_again |= is_optimizer_set_up(events[i]);
 	}
 	history->scheduled |= scheduled;
 	if (!finding->step)
@@ -122,7 +146,9 @@ int scalars_steady_judge(const struct infer_event *const *events, size_t count,
 	current.scheduled = history->scheduled;
 	replaced = history->known && find_replaced(history, &current, &old, &new);
 	current.steady = history->known && !replaced;
-	finding->applies = history->steady && !current.scheduled && current.count > 0;
+	/* The program changed its own optimizer's scalars: its intent, no example. */
+	finding->applies = history->steady && !current.scheduled && current.count > 0 &&
+			   (!replaced || history->set_up_again);
 	if (finding->applies && replaced) {
 		finding->holds = false;
 		finding->before = old->update;

@@ -16,9 +16,12 @@
  * an example once the scalars have settled: its previous step applied the
  * scalars of the one before it. A warm-up written out in the loop (the
  * learning rate set by hand in each of the first steps) changes them every
- * step and is no example until it ends; a learning rate changed by hand
- * after steady steps, or by an optimizer rebuilt with another
- * configuration, fails.
+ * step and is no example until it ends. A change after steady steps fails
+ * when the optimizer was set up again since the previous step (an
+ * optimizer of torch.optim built, or a state dict loaded into one: a
+ * resume or a rebuild that brought other scalars than it replaced); a
+ * change the program made to its own optimizer (a step decay written out,
+ * `param_group["lr"] = ...`) is its intent, and that step is no example.
  */
 #ifndef TCHECK_SCALARS_STEADY_H
 #define TCHECK_SCALARS_STEADY_H
@@ -34,6 +37,10 @@
 #define SCALARS_STEADY_FIELD INFER_IMPLEMENTATION_FIELD
 /* Python code whose run in a step lets its scalars change: torch's schedulers. */
 #define SCALARS_STEADY_SCHEDULER_PREFIX "torch.optim.lr_scheduler."
+/* The Python code followed for the rule: the schedulers, and optimizers set up again. */
+#define SCALARS_STEADY_FOLLOWED_PREFIX "torch.optim."
+/* Code that sets an optimizer up again: a state dict loaded into it. */
+#define SCALARS_STEADY_LOAD_STATE_PREFIX "torch.optim.optimizer.Optimizer.load_state_dict"
 
 /* One (operator, argument, value) an optimizer step applied, with an update that did. */
 struct applied_scalar {
@@ -45,8 +52,9 @@ struct applied_scalar {
 /* What the process's last optimizer step applied. */
 struct scalars_history {
 	bool known;
-	bool steady;	/* the last optimizer step applied the scalars of the one before it */
-	bool scheduled; /* scheduler code ran in the process: its scalars are the scheduler's */
+	bool steady;	   /* the last optimizer step applied the scalars of the one before it */
+	bool scheduled;	   /* scheduler code ran in the process: its scalars are the scheduler's */
+	bool set_up_again; /* an optimizer was built or loaded since the last optimizer step */
 	size_t count, capacity;
 	struct applied_scalar *scalars;
 };
@@ -60,7 +68,10 @@ struct scalars_steady_finding {
 	struct infer_event before;	  /* ... and the previous step's with the value replaced */
 };
 
-/* Whether an event takes part (an optimizer step, an update operator, a scheduler's code). */
+/*
+ * Whether an event takes part (an optimizer step, an update operator, a
+ * scheduler's code, an optimizer built or loaded).
+ */
 bool scalars_steady_wants(const struct infer_event *event);
 
 /*

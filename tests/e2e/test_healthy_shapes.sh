@@ -7,7 +7,7 @@
 # healthy 8-rank job. Asserted: no violation on any of them, each judged (the trace shows as
 # many optimizer steps per process as the program's own log), and the 8-rank job really moves
 # collectives of a layout the references did not have.
-# 41 programs recorded one after the other: 3-5 minutes a stack alone, more beside other work.
+# 51 programs, two recorded at a time (EVAL_JOBS): 2-4 minutes a stack alone, more beside other work.
 # e2e-timeout: 1500
 source "$(dirname "$0")/lib.sh"
 torch_stack
@@ -20,7 +20,7 @@ python3 - "$SCRATCH/results.json" <<'PY' || fail "results: $(tail -20 "$SCRATCH/
 import json, sys
 results = json.load(open(sys.argv[1]))
 shapes, nccl = results["shapes"], results["nccl"]
-assert len(shapes) >= 41, len(shapes)
+assert len(shapes) >= 51, len(shapes)
 # Every program trained (its log) and the tool saw every optimizer step of every rank.
 for shape in shapes:
     assert shape["judged"], shape
@@ -43,7 +43,13 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4}, shapes
 # gradient penalty), DDPG's actor and critic with target copies read under no_grad, an
 # averaged model (SWA) evaluated under no_grad, PPO's epochs over a rollout taken under
 # no_grad, a distillation teacher run under no_grad but never put in eval(), a model
-# wrapped by torch.compile, and LoRA adapters on frozen linears.
+# wrapped by torch.compile, LoRA adapters on frozen linears, multi-task training by turns and
+# top-1 experts (parameters left out of a step's forward, and so unchanged), a warm-up from a
+# learning rate of 0 (a first step that changes nothing), stochastic depth, a discriminator
+# frozen by requires_grad for the generator's step, a spectral-normalised discriminator (its
+# weights computed from weight_orig at each forward) and weight-normalised convolutions, a
+# sparse embedding under SparseAdam, two views a step under RAdam, and a step decay of the
+# learning rate written by hand (PyTorch's ImageNet example).
 # Two optimizers stepped one after the other are one training step: 10 steps, not 20; a GAN's
 # or DDPG's two, with a backward between them, take turns: 20 steps of 10 iterations.
 split = [s for s in shapes if s["script"] == "split_optimizers.py"]

@@ -2,7 +2,7 @@
 # Selective instrumentation: with --rules and no Python options, record
 # traces exactly the Python functions, scopes and torch operators the rules
 # are about (the rules file is the truth; a ScalarsSteady rule adds the
-# learning-rate schedulers' code), nothing of the default
+# code of torch.optim: its schedulers, and optimizers built or loaded), nothing of the default
 # selection; rules about NCCL calls only leave Python untraced.
 source "$(dirname "$0")/lib.sh"
 torch_stack
@@ -36,11 +36,12 @@ for line in open(sys.argv[2]):
 assert operators <= set(seen), (operators, seen)
 assert functions <= set(seen), (functions, seen)
 # ...and no Python function beyond them (scopes come with Python tracing), but
-# for the learning-rate schedulers' code a ScalarsSteady rule follows.
-scheduler = "torch.optim.lr_scheduler."
+# for torch.optim's code a ScalarsSteady rule follows (schedulers, optimizers
+# built or loaded).
+followed = "torch.optim."
 steady = any(r["relation"] == "ScalarsSteady" for r in rules)
 extra = {n for n, (kind, _) in seen.items() if kind == "py"} - functions
-extra = {n for n in extra if not (steady and n.startswith(scheduler))}
+extra = {n for n in extra if not (steady and n.startswith(followed))}
 assert not extra, extra
 print(f"{len(operators)} operator(s), {len(functions)} function(s) traced, {sum(n for _, n in seen.values())} events")
 PY

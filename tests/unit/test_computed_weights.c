@@ -153,3 +153,41 @@ UNIT_TEST(computed_weights, a_frozen_layer_is_still_judged)
 	CU_ASSERT_EQUAL(judged.updates.weights, 1);
 	CU_ASSERT_TRUE(judged.updates.stopped);
 }
+
+/*
+ * The first step of a GAN whose discriminator is spectral-normalised (SN-GAN):
+ * the discriminator's step reads the generator's weights (to make its fake
+ * batch; trained in the other turn, which has not come yet) and its own
+ * computed weights, and changes its weight_orig. The computed weights changed
+ * with it: the step changed weights the forward reads.
+ */
+UNIT_TEST(computed_weights, a_computed_weight_changed_by_the_step_counts_as_changed)
+{
+	struct string_pool *pool = string_pool_new();
+	struct trace_record records[MAX_RECORDS];
+	struct infer_event events[MAX_RECORDS];
+	const struct infer_event *pointers[MAX_RECORDS];
+	struct parameter_updates_finding finding;
+	struct u64_map history;
+	size_t count;
+
+	count = build_step(COMPUTED, false, ORIGINAL, "Float[4, 3]", records);
+	records[count++] = tensor_op(90, "aten::linear", "weight", FROZEN, "Float[3, 2]", true, 0);
+	u64_map_init(&history);
+	for (size_t i = 0; i < count; i++) {
+		CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &events[i]), 1);
+		pointers[i] = &events[i];
+	}
+	CU_ASSERT_EQUAL(parameter_updates_judge(pointers, count, &history, NULL, &finding), 0);
+	CU_ASSERT_TRUE(finding.applies);
+	CU_ASSERT_TRUE(finding.holds);
+	CU_ASSERT_EQUAL(finding.weights, 1);
+
+	/* The same step once the generator's weight stopped changing: still caught. */
+	CU_ASSERT_EQUAL(u64_map_put(&history, FROZEN, &history), 0);
+	CU_ASSERT_EQUAL(parameter_updates_judge(pointers, count, &history, NULL, &finding), 0);
+	CU_ASSERT_FALSE(finding.holds);
+	CU_ASSERT_TRUE(finding.stopped);
+	u64_map_free(&history);
+	string_pool_free(pool);
+}

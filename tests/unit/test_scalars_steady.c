@@ -3,7 +3,8 @@
  * ScalarsSteady on hand-built steps with known answers: the scalars an
  * optimizer's updates apply against its previous step's, a scheduler's run
  * letting them change, a rule per optimizer implementation inferred from
- * healthy programs and its violation at the step whose learning rate moved.
+ * healthy programs and its violation at the step whose learning rate moved
+ * when the optimizer was built or loaded again, not when the program set it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +24,14 @@
 struct step_plan {
 	const char *scope; /* "Optimizer.step#SGD.step" */
 	double learning_rate;
-	bool momentum;	/* the momentum buffer's update (SGD from its second step) */
-	bool scheduler; /* torch.optim.lr_scheduler code ran before the step */
+	bool momentum;	    /* the momentum buffer's update (SGD from its second step) */
+	bool scheduler;	    /* torch.optim.lr_scheduler code ran before the step */
+	const char *set_up; /* code that built or loaded the optimizer before the step, or NULL */
 };
+
+/* What CPython shows of an optimizer built (a torch.optim class's constructor) or loaded. */
+#define BUILT "torch.optim.sgd.SGD.__init__"
+#define LOADED "torch.optim.optimizer.Optimizer.load_state_dict.<locals>.<genexpr>"
 
 static void argument(struct trace_record *record, const char *field, uint32_t type, double value)
 {
@@ -49,6 +55,8 @@ static size_t build_step(uint32_t pid, int step, const struct step_plan *plan,
 		records[count++] = python_call_record(
 			pid, step, base + 50, 5,
 			"torch.optim.lr_scheduler._enable_get_lr_call.__enter__", 0);
+	if (plan->set_up)
+		records[count++] = python_call_record(pid, step, base + 40, 5, plan->set_up, 0);
 	if (plan->momentum) {
 		records[count] = python_call_record(pid, step, base + 105, 3, "aten::mul_.Scalar",
 						    TRACE_PYTHON_TORCH_OP);
@@ -93,10 +101,13 @@ static int judge(struct string_pool *pool, int step, const struct step_plan *pla
 
 UNIT_TEST(scalars_steady, a_scalar_replaced_between_steps_of_a_process_with_no_scheduler)
 {
-	static const struct step_plan sgd = { "Optimizer.step#SGD.step", 0.1, false, false },
-				      momentum = { "Optimizer.step#SGD.step", 0.1, true, false },
-				      tenfold = { "Optimizer.step#SGD.step", 1.0, true, false },
-				      scheduled = { "Optimizer.step#SGD.step", 0.5, true, true };
+	static const struct step_plan
+		sgd = { "Optimizer.step#SGD.step", 0.1, false, false, NULL },
+		momentum = { "Optimizer.step#SGD.step", 0.1, true, false, NULL },
+		rebuilt = { "Optimizer.step#SGD.step", 1.0, true, false, BUILT },
+		tenfold = { "Optimizer.step#SGD.step", 1.0, true, false, NULL },
+		by_hand = { "Optimizer.step#SGD.step", 0.5, true, false, NULL },
+		scheduled = { "Optimizer.step#SGD.step", 0.5, true, true, NULL };
 	struct string_pool *pool = string_pool_new();
 	struct scalars_history history = { 0 };
 	struct scalars_steady_finding finding;
@@ -110,8 +121,8 @@ UNIT_TEST(scalars_steady, a_scalar_replaced_between_steps_of_a_process_with_no_s
 	CU_ASSERT_EQUAL(judge(pool, 1, &momentum, &history, &finding), -1);
 	CU_ASSERT_TRUE(history.steady);
 	CU_ASSERT_EQUAL(judge(pool, 2, &momentum, &history, &finding), 1);
-	/* alpha -0.1 replaced by -1.0: the learning rate moved tenfold. */
-	CU_ASSERT_EQUAL(judge(pool, 3, &tenfold, &history, &finding), 0);
+	/* Rebuilt, and alpha -0.1 replaced by -1.0: the learning rate moved tenfold. */
+	CU_ASSERT_EQUAL(judge(pool, 3, &rebuilt, &history, &finding), 0);
 	CU_ASSERT_STRING_EQUAL(infer_event_field(finding.update, "arg:alpha"), "-1");
 	CU_ASSERT_STRING_EQUAL(infer_event_field(&finding.before, "arg:alpha"),
 			       "-0.10000000000000001");
@@ -120,16 +131,25 @@ UNIT_TEST(scalars_steady, a_scalar_replaced_between_steps_of_a_process_with_no_s
 	/* Reported once: the next step settles on the new value, the one after holds it. */
 	CU_ASSERT_EQUAL(judge(pool, 4, &tenfold, &history, &finding), -1);
 	CU_ASSERT_EQUAL(judge(pool, 5, &tenfold, &history, &finding), 1);
+	CU_ASSERT_FALSE(history.set_up_again);
+	/*
+	 * The program set its own optimizer's learning rate (a step decay
+	 * written out): its intent, no example; the step after settles on it.
+	 */
+	CU_ASSERT_EQUAL(judge(pool, 6, &by_hand, &history, &finding), -1);
+	CU_ASSERT_EQUAL(judge(pool, 7, &by_hand, &history, &finding), -1);
+	CU_ASSERT_EQUAL(judge(pool, 8, &by_hand, &history, &finding), 1);
 	/*
 	 * A scheduler ran: from then on the process's scalars are its scheduler's,
 	 * even in steps where its code is not seen (a step() CPython ran inline).
 	 */
-	CU_ASSERT_EQUAL(judge(pool, 6, &scheduled, &history, &finding), -1);
+	CU_ASSERT_EQUAL(judge(pool, 9, &scheduled, &history, &finding), -1);
 	CU_ASSERT_TRUE(history.scheduled);
-	CU_ASSERT_EQUAL(judge(pool, 7,
-			      &(struct step_plan){ "Optimizer.step#SGD.step", 0.05, true, false },
-			      &history, &finding),
-			-1);
+	CU_ASSERT_EQUAL(
+		judge(pool, 10,
+		      &(struct step_plan){ "Optimizer.step#SGD.step", 0.05, true, false, BUILT },
+		      &history, &finding),
+		-1);
 	scalars_history_free(&history);
 	string_pool_free(pool);
 }
@@ -151,14 +171,22 @@ static void count_violation(const struct rule_violation *violation, void *contex
 }
 
 /* The records of 'steps' steps of one process, learning rate 'rates[step]'; returns their count. */
+/* How an optimizer is set up again at one step of a run. */
+struct set_up_plan {
+	int step; /* -1: never */
+	const char *code;
+};
+
 static size_t build_steps(uint32_t pid, const char *scope, const double *rates,
-			  const bool *scheduled, int steps, struct trace_record *records)
+			  const bool *scheduled, struct set_up_plan set_up, int steps,
+			  struct trace_record *records)
 {
 	size_t count = 0;
 
 	for (int step = 0; step < steps; step++) {
 		struct step_plan plan = { scope, rates[step], step > 0,
-					  scheduled ? scheduled[step] : false };
+					  scheduled ? scheduled[step] : false,
+					  step == set_up.step ? set_up.code : NULL };
 
 		count += build_step(pid, step, &plan, records + count);
 	}
@@ -169,17 +197,19 @@ static void feed_inference(struct inference *inference, uint32_t pid, const char
 			   const double *rates, const bool *scheduled, int steps)
 {
 	struct trace_record records[12 * 8];
-	size_t count = build_steps(pid, scope, rates, scheduled, steps, records);
+	size_t count = build_steps(pid, scope, rates, scheduled, (struct set_up_plan){ -1, NULL },
+				   steps, records);
 
 	for (size_t i = 0; i < count; i++)
 		CU_ASSERT_EQUAL(inference_add(inference, &records[i]), 0);
 }
 
 static void feed_checker(struct rule_checker *checker, uint32_t pid, const char *scope,
-			 const double *rates, const bool *scheduled, int steps)
+			 const double *rates, const bool *scheduled, struct set_up_plan set_up,
+			 int steps)
 {
 	struct trace_record records[12 * 8];
-	size_t count = build_steps(pid, scope, rates, scheduled, steps, records);
+	size_t count = build_steps(pid, scope, rates, scheduled, set_up, steps, records);
 
 	for (size_t i = 0; i < count; i++)
 		CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]), 0);
@@ -256,13 +286,36 @@ UNIT_TEST(scalars_steady, one_rule_per_implementation_that_holds_it)
 	CU_ASSERT_EQUAL(rule->failing, 0);
 	round_trip(set);
 
-	/* SGD rebuilt with ten times the learning rate at step 5: that step, once. */
+	/*
+	 * SGD rebuilt with ten times the learning rate at step 5, then a run whose
+	 * optimizer is loaded from a state dict at step 5 and gets that rate:
+	 * that step, once each.
+	 */
 	checker = rule_checker_new(set, count_violation, &seen);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
-	feed_checker(checker, 30, "Optimizer.step#SGD.step", rebuilt, NULL, 10);
+	feed_checker(checker, 30, "Optimizer.step#SGD.step", rebuilt, NULL,
+		     (struct set_up_plan){ 5, BUILT }, 10);
+	feed_checker(checker, 34, "Optimizer.step#SGD.step", rebuilt, NULL,
+		     (struct set_up_plan){ 5, LOADED }, 10);
 	rule_checker_finish(checker);
-	CU_ASSERT_EQUAL(seen.total, 1);
-	CU_ASSERT_EQUAL(seen.at[5], 1);
+	CU_ASSERT_EQUAL(seen.total, 2);
+	CU_ASSERT_EQUAL(seen.at[5], 2);
+	rule_checker_free(checker);
+
+	/*
+	 * The same change made by the program to its own optimizer (a step
+	 * decay written out); an optimizer built again earlier (step 2) does not
+	 * make a later change a rebuild's.
+	 */
+	memset(&seen, 0, sizeof(seen));
+	checker = rule_checker_new(set, count_violation, &seen);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	feed_checker(checker, 35, "Optimizer.step#SGD.step", rebuilt, NULL,
+		     (struct set_up_plan){ -1, NULL }, 10);
+	feed_checker(checker, 36, "Optimizer.step#SGD.step", rebuilt, NULL,
+		     (struct set_up_plan){ 2, BUILT }, 10);
+	rule_checker_finish(checker);
+	CU_ASSERT_EQUAL(seen.total, 0);
 	rule_checker_free(checker);
 
 	/*
@@ -274,9 +327,12 @@ UNIT_TEST(scalars_steady, one_rule_per_implementation_that_holds_it)
 	memset(&seen, 0, sizeof(seen));
 	checker = rule_checker_new(set, count_violation, &seen);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
-	feed_checker(checker, 31, "Optimizer.step#SGD.step", warm_up, warm_up_scheduled, 8);
-	feed_checker(checker, 32, "Optimizer.step#Adam.step", adam, NULL, 8);
-	feed_checker(checker, 33, "Optimizer.step#SGD.step", warm_up, NULL, 8);
+	feed_checker(checker, 31, "Optimizer.step#SGD.step", warm_up, warm_up_scheduled,
+		     (struct set_up_plan){ -1, NULL }, 8);
+	feed_checker(checker, 32, "Optimizer.step#Adam.step", adam, NULL,
+		     (struct set_up_plan){ -1, NULL }, 8);
+	feed_checker(checker, 33, "Optimizer.step#SGD.step", warm_up, NULL,
+		     (struct set_up_plan){ -1, NULL }, 8);
 	rule_checker_finish(checker);
 	CU_ASSERT_EQUAL(seen.total, 0);
 	rule_checker_free(checker);

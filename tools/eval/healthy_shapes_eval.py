@@ -102,6 +102,25 @@ SHAPES = [
      "1.13), AdamW"),
     ("lora_adapters.py", [], "LoRA: frozen base linears, low-rank adapters (B zero at the "
      "start) and a head trained by AdamW"),
+    ("alternating_tasks.py", [], "multi-task by turns: a shared trunk, one of two heads a "
+     "step, one Adam over all"),
+    ("top1_experts.py", [], "mixture of experts, top-1 routing: experts no token chose get "
+     "no gradient"),
+    ("linear_warmup_from_zero.py", [], "AdamW, linear warm-up from a learning rate of 0 "
+     "(LambdaLR), clip_grad_norm_"),
+    ("stochastic_depth.py", [], "stochastic depth: whole residual blocks skipped at random, "
+     "evaluation every 3 steps"),
+    ("requires_grad_toggle_gan.py", [], "GAN whose discriminator's requires_grad is turned "
+     "off for the generator's step (CycleGAN)"),
+    ("spectral_norm_gan.py", [], "SN-GAN: a spectral-normalised discriminator, hinge loss, "
+     "its step first"),
+    ("sparse_embedding.py", [], "sparse embedding under SparseAdam beside Adam, evaluation "
+     "under inference_mode()"),
+    ("radam_two_views.py", [], "contrastive learning of two views (NT-Xent), RAdam"),
+    ("weight_norm_convs.py", [], "1-D convolutions under weight_norm (vocoders), AdamW, "
+     "ExponentialLR"),
+    ("step_decay_by_hand.py", [], "PyTorch's ImageNet example's adjust_learning_rate: the "
+     "learning rate set by hand each epoch, dropping tenfold"),
 ]
 
 
@@ -120,12 +139,17 @@ def record_shape(suite, index, script, options):
 
 
 def logged_steps(log_dir):
-    """Optimizer steps per rank, from the program's own log."""
+    """Optimizer steps per rank, from the program's own log.
+
+    Every step changes some parameter of the rank, but one taken at a
+    learning rate of 0 (a warm-up that starts there).
+    """
     steps = {}
     for path in glob.glob(os.path.join(log_dir, "rank-*.jsonl")):
         with open(path, encoding="utf-8") as lines:
             records = [json.loads(line) for line in lines if line.strip()]
-        if not records or not all(record["parameters_changed"] for record in records):
+        if not records or not all(record["parameters_changed"] or record["lr"] == 0
+                                  for record in records):
             raise RuntimeError("{}: a step changed no parameter of the rank".format(path))
         steps[records[0]["rank"]] = len(records)
     return steps

@@ -104,9 +104,9 @@ int rules_selection_build(const struct rule_set *rules, struct rules_selection *
 					   rule->relation == RELATION_TRAINABLE_UPDATED ||
 					   rule->relation == RELATION_SCALARS_STEADY ||
 					   rule_checks_rank_updates(rule);
-		/* A scheduler's run in a step lets its scalars change: its code is followed. */
+		/* A scheduler, or an optimizer built or loaded, lets scalars change: followed. */
 		if (rule->relation == RELATION_SCALARS_STEADY && !error)
-			error = name_list_add(&functions, SCALARS_STEADY_SCHEDULER_PREFIX);
+			error = name_list_add(&functions, SCALARS_STEADY_FOLLOWED_PREFIX);
 	}
 	if (!error)
 		error = name_list_finish(&functions);
