@@ -440,6 +440,13 @@ def dump(trace, out_path):
     return done.returncode, done.stderr.strip()
 
 
+def fresh_trace(path):
+    """path, with the trace an earlier record left there removed: record refuses to replace it."""
+    if os.path.exists(path):
+        os.remove(path)
+    return path
+
+
 # ---- phases ----
 
 def calibrate(args, work):
@@ -454,8 +461,8 @@ def calibrate(args, work):
         for cycle in range(6):
             arguments = (["attach", "--pid", str(job.pid), "--duration", str(args.attach_seconds)]
                          if cycle % 2 == 0 else
-                         ["record", "-o", os.path.join(work, "calibration.trace"), "--pid",
-                          str(job.pid), "--duration", str(args.record_seconds)])
+                         ["record", "-o", fresh_trace(os.path.join(work, "calibration.trace")),
+                          "--pid", str(job.pid), "--duration", str(args.record_seconds)])
             status, seconds, _, err, _ = run_tool(arguments, 60, os.path.join(work, "tool.err"))
             if status != 0:
                 failure(f"calibration: tcheck-bpf {arguments[0]} exited {status}: {err}")
@@ -624,11 +631,8 @@ def main():
                                                      interrupt_after=interrupt, during=during)
         else:
             kind = "record"
-            # record refuses to replace the last cycle's trace.
-            if os.path.exists(trace):
-                os.remove(trace)
             status, seconds, peak, err, _ = run_tool(
-                ["record", "-o", trace, "--pid", str(traced.pid), "--duration",
+                ["record", "-o", fresh_trace(trace), "--pid", str(traced.pid), "--duration",
                  str(max(args.record_seconds, DURING_SECONDS) if during
                      else args.record_seconds)], 60, tool_err, during=during)
             if status == 0 and (cycle // 2) % args.dump_every == 0:
