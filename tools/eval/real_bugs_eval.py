@@ -15,7 +15,10 @@ with `tcheck-bpf check --rules`. Every program takes --steps N --log-dir DIR
 A bug is caught when its first violation is at its trigger step or the next
 and none comes before; the trigger step is the buggy twin's own log's,
 confirmed by the first step where the log shows the bug's effect ("symptom");
-a fixed twin's log must show none (or the suite stops, status 2). Writes a
+a fixed twin's log must show none (or the suite stops, status 2). With
+--deploy, every program but the references is recorded with `record --rules
+RULES --events FILE` instead and judged by what the recorder found live
+(silent_cross_eval.py says how). Writes a
 Markdown table (--markdown) and the results as JSON (--results). Exit status:
 0 every runnable bug caught and no violation on a fixed twin or a healthy
 program, 1 otherwise, 2 on errors. Needs root (BPF).
@@ -154,8 +157,9 @@ class RealSuite(cross.Suite):
         progress("[{}] recording {} {}".format(number, os.path.basename(script),
                                                " ".join(extra)))
         cross.remove_trace(trace)  # record refuses to replace a trace
-        result = cross.run([self.tcheck, "record", "-o", trace, "--python", "--", *self.python,
-                            script, *extra, "--steps", str(self.steps), "--log-dir", log_dir])
+        result = cross.run([self.tcheck, "record", "-o", trace,
+                            *self.recording_options(trace), "--", *self.python, script, *extra,
+                            "--steps", str(self.steps), "--log-dir", log_dir])
         warnings = recorder_warnings(result.stderr)
         self.warnings[stem] = warnings
         seen = self.steps_seen(trace)
@@ -206,6 +210,8 @@ class RealSuite(cross.Suite):
             "fixed_rules": sorted(fixed_rules),
             "optimizer_steps_seen": {"buggy": buggy_seen, "fixed": fixed_seen},
             "recorder_warnings": self.warnings[stem + "-buggy"] + self.warnings[stem + "-fixed"],
+            "other_live_findings": {"buggy": self.other_live_findings[buggy],
+                                    "fixed": self.other_live_findings[fixed]},
         }
 
     def run_healthy_program(self, rules, script, world_size):
@@ -219,7 +225,8 @@ class RealSuite(cross.Suite):
                 "logged_steps": min(len(steps) for steps in ranks.values()),
                 "violations": len(violations), "notices": len(notices),
                 "rules": sorted({v["invariant"] for v in violations}),
-                "optimizer_steps_seen": seen, "recorder_warnings": self.warnings[stem]}
+                "optimizer_steps_seen": seen, "recorder_warnings": self.warnings[stem],
+                "other_live_findings": self.other_live_findings[trace]}
 
 
 def stack_versions(python):
@@ -234,7 +241,8 @@ def stack_versions(python):
 
 def markdown(bugs, healthy, totals, command, python, elapsed):
     lines = [
-        "### Real bugs on {}".format(stack_versions(python)),
+        "### Real bugs on {}{}".format(stack_versions(python),
+                                       ", deploy mode" if totals["deploy"] else ""),
         "",
         "Programs run by `{}`.".format(" ".join(python).replace(ROOT, "CHECKOUT")),
         "",
@@ -242,9 +250,10 @@ def markdown(bugs, healthy, totals, command, python, elapsed):
             command, time.strftime("%Y-%m-%d", time.gmtime()), os.cpu_count(),
             os.uname().release),
         "Rules inferred once from the three healthy references of",
-        "`tests/workloads/python/pipelines/` (other shapes); every program recorded with",
-        "`record --python` only and checked with `check --rules`. Trigger: the program's own",
-        "log; caught = first violation at the trigger step or the next, none before.",
+        "`tests/workloads/python/pipelines/` (other shapes), each recorded with",
+        "`record --python` only. " + cross.how_checked(totals["deploy"]),
+        "Trigger: the program's own log; caught = first violation at the trigger step or the",
+        "next, none before.",
         "",
         "| report | what goes wrong | trigger | first violation | caught? | relation | "
         "violations on the fixed twin (notices) |",
@@ -288,6 +297,13 @@ def markdown(bugs, healthy, totals, command, python, elapsed):
     if any(bug.get("first_also_on_fixed") for bug in bugs):
         lines += ["", "† not caught: the first violations are all of rules the fixed twin "
                   "violates too."]
+    other = cross.other_live_findings_said(
+        [(bug["bug"] + " " + twin, bug["other_live_findings"][twin])
+         for bug in bugs if bug["runnable"] for twin in ("buggy", "fixed")] +
+        [("{} (world size {})".format(program["script"], program["world_size"]),
+          program["other_live_findings"]) for program in healthy])
+    if other:
+        lines += ["", other]
     return "\n".join(lines) + "\n"
 
 
@@ -308,15 +324,16 @@ def main():
     parser.add_argument("--healthy-dir", action="append", default=None, metavar="DIR",
                         help="a folder of healthy programs (*.py taking --steps and --log-dir); "
                              "repeatable; default tests/workloads/python/healthy_shapes")
-    parser.add_argument("--world-sizes", default="2", metavar="LIST",
+    parser.add_argument("--world-sizes", default="2,4,8", metavar="LIST",
                         help="world sizes for healthy programs that take --world-size "
-                             "(default 2)")
+                             "(default 2,4,8)")
     parser.add_argument("--markdown", default=None, metavar="FILE", help="write the table here")
     parser.add_argument("--results", default=None, metavar="FILE",
                         help="write the per-program results and the summary as JSON here")
     parser.add_argument("--command", default="sudo make eval-real",
                         help="the command named in the Markdown")
     cross.add_jobs_option(parser)
+    cross.add_deploy_option(parser)
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("real_bugs_eval: records with BPF: run it as root", file=sys.stderr)
@@ -335,6 +352,8 @@ def main():
     started = time.monotonic()
     try:
         rules = suite.infer(args.jobs)
+        if args.deploy:
+            suite.live_rules = rules
         bugs = cross.in_parallel(lambda item: suite.run_bug(rules, *item),
                                  list(enumerate(chosen)), args.jobs)
         for bug, result in zip(chosen, bugs):
@@ -366,6 +385,7 @@ def main():
         "violations_healthy": sum(program["violations"] for program in healthy),
         "healthy_flagged": sum(program["violations"] > 0 for program in healthy),
         "seconds": round(elapsed, 1), "python": args.python, "work": work,
+        "deploy": args.deploy,
     }
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as out:

@@ -17,6 +17,11 @@ and none comes before it.
 Also reported: the share of rules that fire on healthy programs of other
 shapes (the distinct rules violated on any fixed twin or on a healthy program
 with no twin, HEALTHY below, out of the rules file).
+With --deploy, the deploy mode is measured instead: the references are
+recorded as above, and every other program with `record --rules RULES
+--events FILE` (the inferred rules, checked live, only the probes they need);
+what the recorder found live is the verdict, and anything else it found live
+(a hang, a slowdown) is said beside it.
 Writes a Markdown table (--markdown) and the results as JSON (--results).
 Exit status: 0 every case detected and no violation on a fixed twin or a
 healthy program, 1
@@ -117,6 +122,18 @@ def remove_trace(path):
         os.remove(path)
 
 
+def add_deploy_option(parser):
+    parser.add_argument("--deploy", action="store_true",
+                        help="deploy mode: record every program but the references with "
+                             "--rules (the inferred rules, checked live, --events beside the "
+                             "trace) instead of --python then check --rules")
+
+
+def live_findings(trace):
+    """Where a deploy-mode recording writes what it found live (record --events)."""
+    return trace + ".events.jsonl"
+
+
 def run(command, allowed=(0,)):
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             check=False)
@@ -129,6 +146,10 @@ def run(command, allowed=(0,)):
 class Suite:
     def __init__(self, tcheck, work, python):
         self.tcheck, self.work, self.python = tcheck, work, python
+        # Deploy mode: the rules file programs are recorded with (record --rules), checked
+        # live; None: recorded with --python and checked offline (check --rules).
+        self.live_rules = None
+        self.other_live_findings = {}  # trace: kinds found live besides rules (hang, ...)
         self.count = 0
         self.counting = threading.Lock()
         self.total = len(REFERENCES) + 2 * len(CASES) + len(HEALTHY)
@@ -143,12 +164,21 @@ class Suite:
         number = self.next_number()
         started = time.monotonic()
         progress("[{}/{}] recording {} {}".format(number, self.total, script, " ".join(extra)))
-        run([self.tcheck, "record", "-o", trace, "--python", "--", *self.python,
-             os.path.join(PIPELINES, script), *extra, "--log", log])
+        run([self.tcheck, "record", "-o", trace, *self.recording_options(trace), "--",
+             *self.python, os.path.join(PIPELINES, script), *extra, "--log", log])
         seen = self.steps_seen(trace)
         progress("[{}/{}] {:.1f} s, optimizer steps per process: {}".format(
             number, self.total, time.monotonic() - started, seen or "none"))
         return trace, log, seen
+
+    def recording_options(self, trace):
+        """How a program is recorded: --python, or in deploy mode the rules checked live."""
+        if self.live_rules is None:
+            return ["--python"]
+        findings = live_findings(trace)
+        if os.path.exists(findings):
+            os.remove(findings)  # an earlier run's
+        return ["--rules", self.live_rules, "--events", findings]
 
     def next_number(self):
         """The next recording's number, for progress lines (recordings may run side by side)."""
@@ -177,11 +207,21 @@ class Suite:
         return rules
 
     def check_all(self, rules, trace):
-        """What `check --rules` says of a trace: (its violations, its notices)."""
-        jsonl = trace + ".violations.jsonl"
-        run([self.tcheck, "check", "--rules", rules, "--jsonl", jsonl, trace], allowed=(0, 1))
+        """What `check --rules` says of a trace, or in deploy mode what its recorder found live
+        with the same rules: (the violations, the notices)."""
+        if self.live_rules is not None:
+            if rules != self.live_rules:
+                raise RuntimeError("{}: recorded live with {}, not {}".format(
+                    trace, self.live_rules, rules))
+            jsonl = live_findings(trace)
+        else:
+            jsonl = trace + ".violations.jsonl"
+            run([self.tcheck, "check", "--rules", rules, "--jsonl", jsonl, trace],
+                allowed=(0, 1))
         with open(jsonl, encoding="utf-8") as lines:
             said = [json.loads(line) for line in lines if line.strip()]
+        self.other_live_findings[trace] = sorted(
+            s["kind"] for s in said if s["kind"] not in ("violation", "notice"))
         return ([s for s in said if s["kind"] == "violation"],
                 [s for s in said if s["kind"] == "notice"])
 
@@ -224,6 +264,8 @@ class Suite:
             "violations_fixed": len(fixed_violations),
             "fixed_rules": sorted(fixed_rules),
             "optimizer_steps_seen": {"buggy": buggy_steps, "fixed": fixed_steps},
+            "other_live_findings": {"buggy": self.other_live_findings[buggy],
+                                    "fixed": self.other_live_findings[fixed]},
         }
 
 
@@ -233,7 +275,8 @@ class Suite:
         violations = self.check(rules, trace)
         return {"script": script, "shape": shape, "violations": len(violations),
                 "rules": sorted({v["invariant"] for v in violations}),
-                "optimizer_steps_seen": seen}
+                "optimizer_steps_seen": seen,
+                "other_live_findings": self.other_live_findings[trace]}
 
 
 def noticed_at(notices, trigger):
@@ -284,9 +327,26 @@ def summary(results, healthy, rules):
     }
 
 
+def how_checked(deploy):
+    """The Markdown's sentence on how the programs under test were recorded and judged."""
+    if deploy:
+        return ("Deploy mode: each program under test is recorded with `record --rules` of "
+                "those rules (checked live, `--events`), and judged by what the recorder "
+                "found live.")
+    return "Each program under test is recorded the same way and checked with `check --rules`."
+
+
+def other_live_findings_said(programs):
+    """A sentence on what the recorders found live besides rule violations, or ''."""
+    found = ["{} ({})".format(name, ", ".join(kinds)) for name, kinds in programs if kinds]
+    if not found:
+        return ""
+    return "Found live besides rule violations: " + "; ".join(found) + "."
+
+
 def markdown(results, healthy, totals, command, python, elapsed):
     lines = [
-        "## Silent errors across pipelines",
+        "## Silent errors across pipelines" + (", deploy mode" if totals["deploy"] else ""),
         "",
         "Measured with `{}` on {}, {} CPUs, kernel {}; workloads run by `{}`.".format(
             command, time.strftime("%Y-%m-%d", time.gmtime()), os.cpu_count(),
@@ -296,7 +356,7 @@ def markdown(results, healthy, totals, command, python, elapsed):
         "and evaluation passes, an MLP with Adam, warm-up and clipping, 2-rank DDP with",
         "clipping), each recorded",
         "as README.md shows (`record --python`, no operator, filter or other option).",
-        "Each case's buggy and fixed twins are recorded the same way. The step of the",
+        how_checked(totals["deploy"]) + " The step of the",
         "trigger is the case's own log's; a case is detected when its first violation is",
         "at that step or the next and none comes before.",
         "",
@@ -327,6 +387,12 @@ def markdown(results, healthy, totals, command, python, elapsed):
                   "-" if share is None else "{:.0%}".format(share), elapsed)]
     if any(result["first_also_on_fixed"] for result in results):
         lines += ["", "† the first violations are all of rules the fixed twin violates too."]
+    other = other_live_findings_said(
+        [(result["case"] + " " + twin, result["other_live_findings"][twin])
+         for result in results for twin in ("buggy", "fixed")] +
+        [(program["script"], program["other_live_findings"]) for program in healthy])
+    if other:
+        lines += ["", other]
     return "\n".join(lines) + "\n"
 
 
@@ -348,6 +414,7 @@ def main():
     parser.add_argument("--command", default="sudo make eval-silent",
                         help="the command named in the Markdown")
     add_jobs_option(parser)
+    add_deploy_option(parser)
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("silent_cross_eval: records with BPF: run it as root", file=sys.stderr)
@@ -359,6 +426,8 @@ def main():
     started = time.monotonic()
     try:
         rules = suite.infer(args.jobs)
+        if args.deploy:
+            suite.live_rules = rules
         results = in_parallel(lambda item: suite.run_case(rules, *item), list(enumerate(CASES)),
                               args.jobs)
         for result in results:
@@ -375,7 +444,7 @@ def main():
         return 2
     elapsed = time.monotonic() - started
     totals = summary(results, healthy, rules)
-    totals.update(seconds=round(elapsed, 1), python=args.python, work=work)
+    totals.update(seconds=round(elapsed, 1), python=args.python, work=work, deploy=args.deploy)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as out:
             out.write(markdown(results, healthy, totals, args.command, python, elapsed))
