@@ -21,9 +21,30 @@ bool parameter_updates_is_optimizer_step(const struct infer_event *event)
 	       strcmp(event->name, OPTIMIZER_STEP_FAMILY) == 0;
 }
 
+/*
+ * A collective that writes the weights of every rank from some of them: a
+ * broadcast or an all-gather (c10d's or NCCL's). Inside an optimizer's step
+ * it is a sharded optimizer's owners sending the shards they updated
+ * (torch's ZeroRedundancyOptimizer broadcasts, DeepSpeed's ZeRO gathers).
+ */
+static bool is_weights_collective(const struct infer_event *event)
+{
+	static const char *const prefixes[] = { "c10d::broadcast",  "c10d::allgather",
+						"c10d::_allgather", "ncclBroadcast",
+						"ncclBcast",	    "ncclAllGather" };
+
+	if (event->kind != INFER_EVENT_NCCL || !event->name)
+		return false;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(event->name, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
 bool parameter_updates_wants(const struct infer_event *event)
 {
 	return parameter_updates_is_optimizer_step(event) || model_calls_wants(event) ||
+	       is_weights_collective(event) ||
 	       (event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
 		(infer_event_field(event, UPDATED_FIELD) || infer_event_field(event, READ_FIELD)));
 }
@@ -64,6 +85,7 @@ struct updates {
 	size_t of_parameters;	   /* updates of tensors that require grad */
 	size_t of_state;	   /* updates of tensors known not to (buffers, step counters) */
 	size_t parameters_changed; /* tensors that require grad changed */
+	size_t collectives;	   /* broadcasts and all-gathers inside the step (a shard's) */
 };
 
 /*
@@ -86,13 +108,16 @@ static bool updated_out_of_sight(const struct updates *updates, size_t frozen_re
  * a job of several ranks, its optimizer changed parameters, none of them a
  * weight the forward reads, and none of those it changed before: it holds
  * another shard, and the weights it reads are changed by their owners (a
- * broadcast). Each rank's own shard is still judged where it reads it.
+ * broadcast). A rank whose share is empty (more ranks than the optimizer has
+ * parameters to share out) changes nothing itself, and its step only
+ * receives the weights by a broadcast or all-gather. Each rank's own shard
+ * is still judged where it reads it.
  */
 static bool other_shard(const struct parameter_updates_finding *finding,
 			const struct updates *updates, bool stopped)
 {
 	return finding->step->nranks > 1 && finding->changed == 0 && !stopped &&
-	       updates->parameters_changed > 0;
+	       (updates->parameters_changed > 0 || updates->collectives > 0);
 }
 
 static int collect_updates(const struct infer_event *const *events, size_t count,
@@ -106,6 +131,11 @@ static int collect_updates(const struct infer_event *const *events, size_t count
 		if (parameter_updates_is_optimizer_step(event)) {
 			if (!finding->step || event->entry_ns < finding->step->entry_ns)
 				finding->step = event;
+			continue;
+		}
+		if (is_weights_collective(event)) {
+			updates->collectives +=
+				parameter_updates_step_around(events, count, event) != NULL;
 			continue;
 		}
 		tensor = infer_event_tensor(event, UPDATED_FIELD);

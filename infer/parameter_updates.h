@@ -58,7 +58,10 @@ const struct infer_event *parameter_updates_step_around(const struct infer_event
  */
 bool parameter_updates_changes(const struct infer_event *update);
 
-/* Whether an event takes part (an optimizer step, or an operator naming a tensor). */
+/*
+ * Whether an event takes part (an optimizer step, an operator naming a tensor,
+ * or a broadcast or all-gather that may bring a sharded optimizer's weights).
+ */
 bool parameter_updates_wants(const struct infer_event *event);
 
 /*

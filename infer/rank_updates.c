@@ -57,6 +57,7 @@ struct rank_group {
 	struct infer_event first;
 	uint64_t world; /* the job's world communicator, 0 unknown */
 	uint32_t members;
+	const char *shard; /* the first shard a member held (NULL: none yet) */
 	bool sharded;
 	struct infer_event *differing;
 	size_t differing_count, differing_capacity;
@@ -328,12 +329,15 @@ static const char *describe_shard(struct rank_updates *updates, struct process_u
 	return string_pool_intern(updates->pool, text);
 }
 
-bool rank_updates_other_shards(const struct infer_event *step, const struct infer_event *peer)
+bool rank_updates_note_shard(const char **seen, const struct infer_event *step)
 {
 	const char *mine = infer_event_field(step, RANK_UPDATES_SHARD_FIELD);
-	const char *theirs = infer_event_field(peer, RANK_UPDATES_SHARD_FIELD);
 
-	return mine && theirs && mine != theirs;
+	if (!mine)
+		return false;
+	if (!*seen)
+		*seen = mine;
+	return mine != *seen;
 }
 
 bool rank_updates_only_contents_differ(const struct infer_event *step,
@@ -531,7 +535,7 @@ static void judge_earlier_steps(struct rank_updates *updates, const struct infer
 static int add_member(struct rank_group *group, const struct infer_event *finished)
 {
 	group->members++;
-	group->sharded |= rank_updates_other_shards(finished, &group->first);
+	group->sharded |= rank_updates_note_shard(&group->shard, finished);
 	if (infer_event_field(finished, RANK_UPDATES_FIELD) ==
 	    infer_event_field(&group->first, RANK_UPDATES_FIELD))
 		return 0;
@@ -563,6 +567,7 @@ int rank_updates_join(struct rank_updates *updates, const struct infer_event *fi
 		group->first = *finished;
 		group->world = world;
 		group->members = 1;
+		(void)rank_updates_note_shard(&group->shard, finished);
 		group->next = head;
 		if (u64_map_put(&updates->groups, key, group)) {
 			free(group);

@@ -68,10 +68,13 @@ bool rank_updates_only_contents_differ(const struct infer_event *step,
 				       const struct infer_event *peer);
 
 /*
- * Whether two ranks' steps updated tensors of other shapes in their
- * optimizers' steps (both known): shards, not replicas.
+ * Notes a rank's step among the steps of the same job step: true when its
+ * optimizer's step updated tensors of other shapes than the first rank
+ * noted in '*seen' that updated any (shards, not replicas). A rank that
+ * updated nothing in its step (an empty share) holds no shard to compare;
+ * '*seen' starts NULL and keeps the first shard met, whichever rank's.
  */
-bool rank_updates_other_shards(const struct infer_event *step, const struct infer_event *peer);
+bool rank_updates_note_shard(const char **seen, const struct infer_event *step);
 
 /* 0 or -ENOMEM. */
 int rank_updates_init(struct rank_updates *updates, struct string_pool *pool);

@@ -119,14 +119,15 @@ int inference_rank_updates(struct inference *inference, const struct infer_event
 	for (size_t start = 0, end; start < step_count && !failed; start = end) {
 		const struct infer_event *disagreeing = NULL;
 		const char *first = infer_event_field(by_step[start], RANK_UPDATES_FIELD);
-		bool sharded = false;
+		const char *shard = NULL;
+		bool sharded = rank_updates_note_shard(&shard, by_step[start]);
 
 		for (end = start + 1;
 		     end < step_count && same_job_step(by_step[start], by_step[end]); end++) {
 			if (!disagreeing &&
 			    infer_event_field(by_step[end], RANK_UPDATES_FIELD) != first)
 				disagreeing = by_step[end];
-			sharded |= rank_updates_other_shards(by_step[end], by_step[start]);
+			sharded |= rank_updates_note_shard(&shard, by_step[end]);
 		}
 		/* A rank's step is missing, or the ranks hold shards, not replicas: no example. */
 		if (end - start != (size_t)by_step[start]->nranks || sharded)

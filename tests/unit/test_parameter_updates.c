@@ -31,6 +31,8 @@ enum step_fault {
 	OTHER_TENSOR,	    /* the optimizer changes a parameter the forward does not read */
 	/* the second read with autograd off (a target network under no_grad), not updated */
 	SECOND_WITHOUT_GRAD,
+	/* a sharded optimizer's empty share: nothing updated, the weights broadcast to it */
+	EMPTY_SHARE,
 };
 
 static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
@@ -96,6 +98,16 @@ static size_t build_step(uint32_t pid, int step, enum step_fault fault,
 		requires_grad_argument(&records[count], "requires_grad:self", true);
 		scalar_argument(&records[count++], "arg:alpha", -0.1);
 	}
+	if (fault == EMPTY_SHARE) {
+		/* torch's ZeroRedundancyOptimizer: the owners broadcast what they updated. */
+		records[count] =
+			nccl_call_record("c10d::broadcast", pid, 1, 8, 0xc0, 3, 640, base + 130);
+		records[count++].call.step = step;
+		records[count++] = python_call_record(pid, step, base + 100, 100,
+						      "Optimizer.step#ZeroRedundancyOptimizer.step",
+						      TRACE_PYTHON_TORCH_SCOPE);
+		return count;
+	}
 	/* The momentum buffer's update is no parameter's. */
 	records[count] = python_call_record(pid, step, base + 105, 3, "aten::mul_.Scalar",
 					    TRACE_PYTHON_TORCH_OP);
@@ -149,8 +161,13 @@ static void judge_in_job(enum step_fault fault, bool before, uint64_t unchanged,
 		CU_ASSERT_EQUAL(u64_map_put(&history, WEIGHT_2, &history), 0);
 	}
 	for (size_t i = 0; i < count; i++) {
-		records[i].python_call.rank = world_size > 1 ? 1 : -1;
-		records[i].python_call.world_size = world_size;
+		if (records[i].kind == TRACE_RECORD_PYTHON_CALL) {
+			records[i].python_call.rank = world_size > 1 ? 1 : -1;
+			records[i].python_call.world_size = world_size;
+		} else {
+			records[i].call.nranks = world_size > 1 ? world_size : 1;
+			records[i].call.rank = world_size > 1 ? 1 : 0;
+		}
 		CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &events[i]), 1);
 		CU_ASSERT_TRUE(parameter_updates_wants(&events[i]));
 		pointers[i] = &events[i];
@@ -301,6 +318,21 @@ UNIT_TEST(parameter_updates, a_rank_of_a_sharded_optimizer_holds_another_shard)
 	CU_ASSERT_TRUE(finding.applies);
 	CU_ASSERT_FALSE(finding.holds);
 	judge_in_job(ZERO_SCALE, false, WEIGHT_1, 2, &finding);
+	CU_ASSERT_FALSE(finding.holds);
+	/*
+	 * More ranks than the optimizer has parameters to share out: rank 1's share
+	 * is empty, its step changes nothing and receives the weights by broadcast.
+	 */
+	judge_in_job(EMPTY_SHARE, false, 0, 8, &finding);
+	CU_ASSERT_FALSE(finding.applies);
+	CU_ASSERT_TRUE(finding.holds);
+	/* A single process whose step only broadcasts changes nothing it reads: caught. */
+	judge(EMPTY_SHARE, false, WEIGHT_1, &finding);
+	CU_ASSERT_TRUE(finding.applies);
+	CU_ASSERT_FALSE(finding.holds);
+	/* A rank that changed the weights it reads before and stopped is judged. */
+	judge_in_job(EMPTY_SHARE, true, WEIGHT_1, 8, &finding);
+	CU_ASSERT_TRUE(finding.applies);
 	CU_ASSERT_FALSE(finding.holds);
 }
 

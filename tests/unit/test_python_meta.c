@@ -93,6 +93,40 @@ UNIT_TEST(python_meta, a_marker_around_the_last_one_ends_the_same_step)
 	CU_ASSERT_EQUAL(state.step, 3);
 }
 
+UNIT_TEST(python_meta, what_runs_between_a_nested_markers_return_and_the_outer_ones_stays)
+{
+	struct python_meta_timeline timeline;
+
+	python_meta_init(&timeline);
+	/*
+	 * ZeroRedundancyOptimizer.step (100-300) seen opening, its local Adam.step
+	 * (150-200), then the shards' broadcasts (250) before the outer return.
+	 */
+	python_meta_marker_opens(&timeline, 100);
+	python_meta_marker_opens(&timeline, 150);
+	python_meta_end_step(&timeline, 150, 200);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 250).step, 0);
+	python_meta_end_step(&timeline, 100, 300);
+	CU_ASSERT_EQUAL(timeline.current.step, 1);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 250).step, 0);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 300).step, 1);
+	/* The next iteration, the outer return lost: the next backward pass ends the hold. */
+	python_meta_marker_opens(&timeline, 400);
+	python_meta_marker_opens(&timeline, 450);
+	python_meta_end_step(&timeline, 450, 500);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 550).step, 1);
+	python_meta_note_backward(&timeline, 700);
+	CU_ASSERT_EQUAL(timeline.current.step, 2);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 550).step, 1);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 700).step, 2);
+	/* A marker on its own after that (seen opening) ends its step at its return. */
+	python_meta_marker_opens(&timeline, 800);
+	python_meta_end_step(&timeline, 800, 900);
+	CU_ASSERT_EQUAL(timeline.current.step, 3);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 900).step, 3);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 850).step, 2);
+}
+
 UNIT_TEST(python_meta, a_second_optimizers_step_continues_the_step)
 {
 	struct python_meta_timeline timeline;

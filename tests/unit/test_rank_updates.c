@@ -25,6 +25,7 @@ struct rank_step {
 	const char *shape; /* of the tensors its optimizer updates (its shard), NULL unknown */
 	bool absent;	   /* this rank's records of the step are not in the trace */
 	uint64_t later_ns; /* added to the step's times (a pause of the whole job before it) */
+	bool empty_share;  /* its optimizer's step updates nothing (a sharded one's empty share) */
 };
 
 static struct trace_record update(uint32_t pid, int rank, int world_size, int step, uint64_t at,
@@ -69,7 +70,7 @@ static size_t build_rank_step(uint32_t pid, int rank, int world_size, int step,
 		records[count++] =
 			update(pid, rank, world_size, step, at + p, "aten::mul_.Tensor",
 			       WEIGHT + 0x100 + p, 7000 + 10 * rank + (int64_t)p, NULL, NULL, 0);
-	for (uint64_t p = 0; p < 2; p++)
+	for (uint64_t p = 0; p < 2 && !how.empty_share; p++)
 		records[count++] = update(
 			pid, rank, world_size, step, at + 10 + p, "aten::add_.Tensor", WEIGHT + p,
 			how.weights + 100 * step + (int64_t)p, how.shape, "arg:alpha", how.alpha);
@@ -244,6 +245,18 @@ static struct rank_step four_shards(int rank, int step, const void *context)
 	return (struct rank_step){ true, -LR, 1 + rank, shapes[rank] };
 }
 
+/*
+ * A sharded optimizer over fewer parameters than ranks: rank 0's share is
+ * empty (its step updates nothing) and, fed first, finishes each step first.
+ */
+static struct rank_step empty_share_first(int rank, int step, const void *context)
+{
+	struct rank_step how = four_shards(rank, step, context);
+
+	how.empty_share = rank == 0;
+	return how;
+}
+
 /* A node agent's view of an 8-rank job: ranks 0 to 3 only; rank 1 strays from step 2. */
 static struct rank_step node_of_four(int rank, int step, const void *context)
 {
@@ -398,6 +411,9 @@ UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_
 	 * and 3 tensors of other shapes: the job holds shards, nothing is said.
 	 */
 	run_ranks(&seen, set, 4, 7, four_shards, NULL);
+	CU_ASSERT_EQUAL(seen.total, 0);
+	/* The same with rank 0's share empty, its step first to finish: still shards. */
+	run_ranks(&seen, set, 4, 7, empty_share_first, NULL);
 	CU_ASSERT_EQUAL(seen.total, 0);
 	/* Four replicas, rank 3's weights other from step 2: its steps 2 to 5. */
 	run_ranks(&seen, set, 4, 7, rank_three_strays, NULL);

@@ -65,6 +65,9 @@ void python_meta_marker_opens(struct python_meta_timeline *timeline, uint64_t en
 {
 	struct python_meta_change *last = last_step_end(timeline);
 
+	if (!timeline->open_marker_entry_ns)
+		timeline->open_marker_entry_ns = entry_ns;
+
 	if (!last || timeline->continuing || entry_ns < last->at_ns ||
 	    !timeline->backward_entry_ns ||
 	    timeline->backward_entry_ns >= timeline->step_end_entry_ns)
@@ -74,10 +77,24 @@ void python_meta_marker_opens(struct python_meta_timeline *timeline, uint64_t en
 	last->at_ns = UINT64_MAX; /* held: no lookup finds it until the marker returns */
 }
 
+/* The outer marker returned (or its return was lost): the held inner end is placed at at_ns. */
+static void release_nested_end(struct python_meta_timeline *timeline, uint64_t at_ns)
+{
+	struct python_meta_change *last = last_step_end(timeline);
+
+	timeline->open_marker_entry_ns = 0;
+	if (!timeline->nested_end_held)
+		return;
+	timeline->nested_end_held = false;
+	if (last)
+		last->at_ns = at_ns;
+}
+
 void python_meta_note_backward(struct python_meta_timeline *timeline, uint64_t entry_ns)
 {
 	/* A held end whose marker's return was lost: the next pass starts the next step. */
 	release_held_end(timeline, entry_ns);
+	release_nested_end(timeline, entry_ns);
 	if (entry_ns > timeline->backward_entry_ns)
 		timeline->backward_entry_ns = entry_ns;
 }
@@ -86,10 +103,19 @@ void python_meta_end_step(struct python_meta_timeline *timeline, uint64_t entry_
 			  uint64_t return_ns)
 {
 	struct python_meta_change *last;
+	bool nested = timeline->open_marker_entry_ns && entry_ns > timeline->open_marker_entry_ns;
 
 	if (timeline->continuing) {
 		release_held_end(timeline, return_ns);
 		return;
+	}
+	/* The outer marker returns: the step ends here, where the inner one's end was held. */
+	if (!nested && timeline->open_marker_entry_ns) {
+		bool held = timeline->nested_end_held;
+
+		release_nested_end(timeline, return_ns);
+		if (held)
+			return;
 	}
 	last = last_step_end(timeline);
 	/* The last step's end is still remembered, and lies inside this marker. */
@@ -101,6 +127,11 @@ void python_meta_end_step(struct python_meta_timeline *timeline, uint64_t entry_
 	timeline->step_ended = true;
 	timeline->step_end_entry_ns = entry_ns;
 	python_meta_advance_step(timeline, return_ns);
+	if (nested) {
+		/* No lookup finds the end until the outer marker returns. */
+		timeline->changes[timeline->step_end_slot].at_ns = UINT64_MAX;
+		timeline->nested_end_held = true;
+	}
 }
 
 void python_meta_set_stage(struct python_meta_timeline *timeline, uint64_t at_ns, uint32_t stage)

@@ -38,6 +38,10 @@ struct python_meta_timeline {
 	uint64_t backward_entry_ns;
 	/* A second optimizer's step is running in the step that ended: its end is pending. */
 	bool continuing;
+	/* The outermost step marker seen opening and not yet returned: its entry (0: none). */
+	uint64_t open_marker_entry_ns;
+	/* A marker nested in it returned: the step's end is held until the outer one returns. */
+	bool nested_end_held;
 };
 
 void python_meta_init(struct python_meta_timeline *timeline);
@@ -50,9 +54,12 @@ void python_meta_advance_step(struct python_meta_timeline *timeline, uint64_t at
  * span holds the marker that ended the last step is the same step seen from
  * outside (ZeroRedundancyOptimizer.step runs its local optimizer's step,
  * each a torch scope Optimizer.step#...): that step's end moves to this
- * return and no step is added; calls recorded between the two returns were
- * already placed in the next step. So does a marker that continues the last
- * step (python_meta_marker_opens). Any other marker advances the step.
+ * return and no step is added. When the outer marker was seen opening
+ * (python_meta_marker_opens), the inner one's end is held from the start,
+ * so that what runs between the two returns (the shards' broadcasts) stays
+ * in the step; otherwise it was already placed in the next step. So does a
+ * marker that continues the last step (python_meta_marker_opens). Any other
+ * marker advances the step.
  */
 void python_meta_end_step(struct python_meta_timeline *timeline, uint64_t entry_ns,
 			  uint64_t return_ns);
