@@ -156,6 +156,14 @@ UNIT_TEST(python_meta, a_second_optimizers_step_continues_the_step)
 	CU_ASSERT_EQUAL(timeline.current.step, 2);
 	CU_ASSERT_EQUAL(python_meta_at(&timeline, 680).step, 1);
 	CU_ASSERT_EQUAL(python_meta_at(&timeline, 700).step, 2);
+	/* Each returned: none is left open to hold a later marker's end as nested in it. */
+	CU_ASSERT_EQUAL(timeline.open_marker_entry_ns, 0);
+	/* A third optimizer with no backward pass before it continues the same step. */
+	python_meta_marker_opens(&timeline, 800);
+	python_meta_end_step(&timeline, 800, 900);
+	CU_ASSERT_EQUAL(timeline.current.step, 2);
+	CU_ASSERT_EQUAL(timeline.open_marker_entry_ns, 0);
+	CU_ASSERT_EQUAL(python_meta_at(&timeline, 900).step, 2);
 }
 
 UNIT_TEST(python_meta, a_marker_after_a_backward_or_around_its_own_is_the_next_step)

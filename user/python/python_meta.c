@@ -105,10 +105,6 @@ void python_meta_end_step(struct python_meta_timeline *timeline, uint64_t entry_
 	struct python_meta_change *last;
 	bool nested = timeline->open_marker_entry_ns && entry_ns > timeline->open_marker_entry_ns;
 
-	if (timeline->continuing) {
-		release_held_end(timeline, return_ns);
-		return;
-	}
 	/* The outer marker returns: the step ends here, where the inner one's end was held. */
 	if (!nested && timeline->open_marker_entry_ns) {
 		bool held = timeline->nested_end_held;
@@ -116,6 +112,10 @@ void python_meta_end_step(struct python_meta_timeline *timeline, uint64_t entry_
 		release_nested_end(timeline, return_ns);
 		if (held)
 			return;
+	}
+	if (timeline->continuing) {
+		release_held_end(timeline, return_ns);
+		return;
 	}
 	last = last_step_end(timeline);
 	/* The last step's end is still remembered, and lies inside this marker. */
