@@ -117,7 +117,8 @@ def add_jobs_option(parser):
 
 
 def remove_trace(path):
-    """Removes a trace an earlier run of the suite left: record never replaces one."""
+    """Removes a trace (or its live findings) an earlier run of the suite left: record never
+    replaces a trace."""
     if os.path.exists(path):
         os.remove(path)
 
@@ -176,8 +177,7 @@ class Suite:
         if self.live_rules is None:
             return ["--python"]
         findings = live_findings(trace)
-        if os.path.exists(findings):
-            os.remove(findings)  # an earlier run's
+        remove_trace(findings)
         return ["--rules", self.live_rules, "--events", findings]
 
     def next_number(self):
