@@ -71,7 +71,7 @@ SHAPES = [
     ("frozen_batchnorm.py", [], "fine-tuning with the batch norms put back in eval() by "
      "model.apply()"),
     ("split_optimizers.py", [], "one model's parameters split between SGD (matrices) and AdamW "
-     "(the rest), both stepped each iteration"),
+     "(the rest), both stepped each iteration, the first one's updates looked at between"),
     ("split_optimizers.py", ["--same-class"], "the same split between two Adam optimizers"),
     ("zero_grad_before_backward.py", [], "PyTorch's \"Learning PyTorch with Examples\" loop: "
      "forward, zero_grad(), backward, step (RMSprop)"),

@@ -634,23 +634,29 @@ int python_tracer_handle(struct python_tracer *tracer, struct python_process *pr
 		python_losses_count_unfollowed(&tracer->losses, record->header.pid);
 		return 0;
 	}
-	/* A call entered since the last step's end places the operators held since. */
-	result =
-		python_tracer_release_held_ops(tracer, process, record->header.timestamp_ns, false);
-	if (result)
-		return result;
 	named = name_code(tracer, process, record->header.pid, record->code, record->code_name);
 	if (!named) {
 		python_losses_count_unnamed(&tracer->losses, record->header.pid,
 					    &process->ended_unnamed_said);
 		return 0;
 	}
+	/*
+	 * Sent although ignored: code the probes had no verdict for yet (its
+	 * first calls, while the daemon names it) or whose verdict left their
+	 * map (least recently used). Such a call places no held operator: it
+	 * reaches the daemon only while the daemon is behind, and where the
+	 * operators go must not depend on that.
+	 */
 	if (!named->selected && !named->roles) {
-		/* Sent although ignored: its verdict left the probes' map (least recently used). */
 		probe_session_set_code_verdict(tracer->session, record->header.pid, record->code,
 					       record->code_name, TCHECK_CODE_IGNORED);
 		return 0;
 	}
+	/* A followed call entered since the last step's end places the operators held since. */
+	result =
+		python_tracer_release_held_ops(tracer, process, record->header.timestamp_ns, false);
+	if (result)
+		return result;
 	fill_arguments(tracer, named, process, record, call, values);
 	if (named->roles & CODE_ROLE_STAGE_SETTER)
 		follow_stage(tracer, process, record, call);

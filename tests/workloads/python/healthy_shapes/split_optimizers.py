@@ -4,9 +4,11 @@
 
 Matrices go to SGD with momentum, embeddings, norms and biases to AdamW
 (the split that Muon + AdamW recipes and sparse/dense embedding setups use).
-Each iteration: both zero_grad(), forward, backward, both step(). With
---same-class both are Adam (two learning rates kept as two optimizers rather
-than two parameter groups). One process, CPU.
+Each iteration: both zero_grad(), forward, backward, the first step(), a
+look at which matrix it moved most (monitoring code between the two steps,
+logged), the second step(). With --same-class both are Adam (two learning
+rates kept as two optimizers rather than two parameter groups). One process,
+CPU.
 
     /usr/bin/python3 split_optimizers.py --steps 10 --log-dir /tmp/split
 """
@@ -51,14 +53,19 @@ def main():
     log = common.StepLog(args.log_dir)
     for step in range(args.steps):
         before = common.snapshot(model.parameters())
+        matrices_before = common.snapshot(matrices)
         for optimizer in optimizers:
             optimizer.zero_grad()
         logits = model(tokens[step][:, :-1])
         loss = nn.functional.cross_entropy(logits.reshape(-1, 32), tokens[step][:, 1:].reshape(-1))
         loss.backward()
-        for optimizer in optimizers:
-            optimizer.step()
-        log.step(step, optimizers[0], loss, common.changed(before, model.parameters()))
+        optimizers[0].step()
+        moved = [(new.detach() - old).abs().max().item()
+                 for old, new in zip(matrices_before, matrices)]
+        most_moved = max(range(len(matrices)), key=lambda index: moved[index])
+        optimizers[1].step()
+        log.step(step, optimizers[0], loss, common.changed(before, model.parameters()),
+                 most_moved_matrix=most_moved)
     log.close()
     return 0
 
