@@ -168,6 +168,7 @@ static void attach_loader(struct library_discovery *discovery, const char *path,
 	const char *probed = u64_map_get(&discovery->loader_notices, (uint64_t)pid);
 	char error[512], *kept;
 	uint64_t offset;
+	int result;
 
 	if (probed && strcmp(probed, path) == 0)
 		return;
@@ -175,8 +176,15 @@ static void attach_loader(struct library_discovery *discovery, const char *path,
 		log_debug("no dlopen notices from %s: %s", path, error);
 		return;
 	}
-	if (probe_session_attach_notice(discovery->session, path, offset,
-					TCHECK_COOKIE_LIBRARY_CHANGE, pid, error, sizeof(error))) {
+	result = probe_session_attach_notice(discovery->session, path, offset,
+					     TCHECK_COOKIE_LIBRARY_CHANGE, pid, error,
+					     sizeof(error));
+	/* ESRCH: the process ended meanwhile; it loads nothing more. */
+	if (result == -ESRCH) {
+		log_debug("process %d ended before its loader was probed", pid);
+		return;
+	}
+	if (result) {
 		log_warning("libraries process %d loads later may be found late: %s", pid, error);
 		return;
 	}
