@@ -7,7 +7,7 @@
 # healthy 8-rank job. Asserted: no violation on any of them, each judged (the trace shows as
 # many optimizer steps per process as the program's own log), and the 8-rank job really moves
 # collectives of a layout the references did not have.
-# 52 runs, two recorded at a time (EVAL_JOBS): 2-4 minutes a stack alone, more beside other work.
+# 53 runs, two recorded at a time (EVAL_JOBS): 2-4 minutes a stack alone, more beside other work.
 # e2e-timeout: 1500
 source "$(dirname "$0")/lib.sh"
 torch_stack
@@ -20,7 +20,7 @@ python3 - "$SCRATCH/results.json" <<'PY' || fail "results: $(tail -20 "$SCRATCH/
 import json, sys
 results = json.load(open(sys.argv[1]))
 shapes, nccl = results["shapes"], results["nccl"]
-assert len(shapes) >= 52, len(shapes)
+assert len(shapes) >= 53, len(shapes)
 # Every program trained (its log) and the tool saw every optimizer step of every rank.
 for shape in shapes:
     assert shape["judged"], shape
@@ -34,7 +34,8 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4, 8}, shapes
 # (its step runs the local optimizer's: one step, not two), an EMA copy and a distillation
 # teacher kept in eval() beside the model that trains, the model's own zero_grad(), PyTorch's
 # MNIST example (evaluation and scheduler once an epoch), batch norms frozen by model.apply(),
-# a model's parameters split between two optimizers (two classes, or two Adam), zero_grad()
+# a model's parameters split between two optimizers (two classes, or two Adam, or with an EMA
+# of each optimizer's parameters moved between the two steps: forty operators), zero_grad()
 # between forward and backward, activation checkpointing (backward passes inside the backward),
 # gradual unfreezing, two backward calls a step, ReduceLROnPlateau, optimizer.step(closure)
 # (once, or up to 4 times a step by LBFGS),
@@ -52,8 +53,8 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4, 8}, shapes
 # learning rate written by hand (PyTorch's ImageNet example).
 # Two optimizers stepped one after the other are one training step: 10 steps, not 20; a GAN's
 # or DDPG's two, with a backward between them, take turns: 20 steps of 10 iterations.
-split = [s for s in shapes if s["script"] == "split_optimizers.py"]
-assert len(split) == 2 and all(s["optimizer_steps_seen"] == [10] for s in split), split
+split = [s for s in shapes if s["script"] in ("split_optimizers.py", "ema_per_optimizer.py")]
+assert len(split) == 3 and all(s["optimizer_steps_seen"] == [10] for s in split), split
 turns = [s for s in shapes if s["script"].startswith(("gan_", "wgan_", "ddpg_"))]
 assert len(turns) == 4 and all(s["optimizer_steps_seen"] == [20] for s in turns), turns
 flagged = [(s["script"], s["options"], s["violations"], s["rules"], s["recording_losses"])

@@ -235,4 +235,28 @@ UNIT_TEST(python_meta, operators_after_a_steps_end_wait_for_the_next_call_or_sco
 	/* A call that began before the end (a wrapper of the marker) settles nothing. */
 	CU_ASSERT_FALSE(torch_held_ops_settled_by(&held, 90));
 	CU_ASSERT_TRUE(torch_held_ops_settled_by(&held, 120));
+	torch_held_ops_free(&held);
+	CU_ASSERT_PTR_NULL(held.ops);
+	CU_ASSERT_FALSE(held.holding);
+}
+
+/*
+ * A program's own in-place updates between two optimizers' steps (an EMA of
+ * the first one's parameters: a mul_ and an add_ a tensor) are many more
+ * than the 32 once held: all must wait for the second optimizer's opening.
+ */
+UNIT_TEST(python_meta, hundreds_of_operators_between_two_optimizers_steps_are_held)
+{
+	struct torch_held_ops held = { 0 };
+	struct tcheck_torch_op_record record = { 0 };
+
+	torch_held_ops_start(&held, 100);
+	for (int i = 0; i < 1000; i++) {
+		record.header.timestamp_ns = 101 + (uint64_t)i;
+		CU_ASSERT_TRUE_FATAL(torch_held_ops_keep(&held, &record));
+	}
+	CU_ASSERT_EQUAL(held.count, 1000);
+	CU_ASSERT_EQUAL(held.ops[999].header.timestamp_ns, 1100);
+	CU_ASSERT_TRUE(held.capacity >= 1000 && held.capacity <= TORCH_HELD_OPS_MAX);
+	torch_held_ops_free(&held);
 }

@@ -73,6 +73,8 @@ SHAPES = [
     ("split_optimizers.py", [], "one model's parameters split between SGD (matrices) and AdamW "
      "(the rest), both stepped each iteration, the first one's updates looked at between"),
     ("split_optimizers.py", ["--same-class"], "the same split between two Adam optimizers"),
+    ("ema_per_optimizer.py", [], "a 20-block model split between SGD and AdamW, each "
+     "optimizer's step followed at once by an EMA of its parameters"),
     ("zero_grad_before_backward.py", [], "PyTorch's \"Learning PyTorch with Examples\" loop: "
      "forward, zero_grad(), backward, step (RMSprop)"),
     ("checkpointed.py", [], "activation checkpointing: blocks run through "

@@ -113,6 +113,7 @@ static void free_process(struct python_process *process)
 	python_module_classes_free(&process->module_classes);
 	python_module_paths_free(&process->module_paths);
 	python_module_modes_free(&process->module_modes);
+	torch_held_ops_free(&process->held_ops);
 	free(process);
 }
 
