@@ -74,19 +74,23 @@ int optimizer_turn_collect(struct optimizer_turn *turn, const struct infer_event
 	return failed;
 }
 
-bool optimizer_turns_alternate(const struct optimizer_turn *before,
-			       const struct optimizer_turn *after)
+/* Whether two turns changed a parameter in common. */
+static bool turns_share(const struct optimizer_turn *a, const struct optimizer_turn *b)
 {
 	uint64_t tensor;
 	void *shape;
 
-	if (!before || !after || before->step < 0 || after->step != before->step + 1 ||
-	    before->changed.count == 0 || after->changed.count == 0)
-		return false;
-	for (size_t i = 0; u64_map_next(&after->changed, &i, &tensor, &shape);)
-		if (u64_map_get(&before->changed, tensor))
-			return false;
-	return true;
+	for (size_t i = 0; u64_map_next(&a->changed, &i, &tensor, &shape);)
+		if (u64_map_get(&b->changed, tensor))
+			return true;
+	return false;
+}
+
+bool optimizer_turns_alternate(const struct optimizer_turn *before,
+			       const struct optimizer_turn *after)
+{
+	return before && after && before->step >= 0 && after->step == before->step + 1 &&
+	       before->changed.count > 0 && after->changed.count > 0 && !turns_share(after, before);
 }
 
 bool optimizer_turn_changed(const struct optimizer_turn *turn, uint64_t tensor)
@@ -122,4 +126,57 @@ bool optimizer_turn_shapes_cover(const struct optimizer_turn *turn, const struct
 			  !count_shape(&free_parameters, (uintptr_t)shape, -1);
 	u64_map_free(&free_parameters);
 	return covered;
+}
+
+void optimizer_turns_init(struct optimizer_turns *turns)
+{
+	turns->count = 0;
+}
+
+void optimizer_turns_free(struct optimizer_turns *turns)
+{
+	for (size_t i = 0; i < turns->count; i++)
+		optimizer_turn_free(&turns->kept[i]);
+	turns->count = 0;
+}
+
+int optimizer_turns_others(const struct optimizer_turns *turns, const struct optimizer_turn *turn,
+			   struct u64_map *others)
+{
+	uint64_t tensor;
+	void *shape;
+	int failed = 0;
+
+	if (turn->changed.count == 0)
+		return 0;
+	for (size_t k = 0; k < turns->count && !failed; k++) {
+		const struct optimizer_turn *kept = &turns->kept[k];
+
+		if (kept->step >= turn->step || turn->step - kept->step > OPTIMIZER_TURN_WINDOW ||
+		    turns_share(kept, turn))
+			continue;
+		for (size_t i = 0; !failed && u64_map_next(&kept->changed, &i, &tensor, &shape);)
+			failed = u64_map_put(others, tensor, shape);
+	}
+	return failed;
+}
+
+void optimizer_turns_keep(struct optimizer_turns *turns, struct optimizer_turn *turn)
+{
+	size_t kept = 0;
+
+	if (turn->changed.count == 0)
+		return;
+	for (size_t k = 0; k < turns->count; k++) {
+		if (turns_share(&turns->kept[k], turn))
+			optimizer_turn_free(&turns->kept[k]);
+		else
+			turns->kept[kept++] = turns->kept[k];
+	}
+	if (kept == OPTIMIZER_TURNS_KEPT)
+		optimizer_turn_free(&turns->kept[--kept]);
+	memmove(&turns->kept[1], &turns->kept[0], kept * sizeof(turns->kept[0]));
+	turns->kept[0] = *turn;
+	turns->count = kept + 1;
+	optimizer_turn_init(turn, -1);
 }

@@ -69,4 +69,42 @@ bool optimizer_turn_changed(const struct optimizer_turn *turn, uint64_t tensor);
  */
 bool optimizer_turn_shapes_cover(const struct optimizer_turn *turn, const struct u64_map *tensors);
 
+/*
+ * The turns a process's optimizers took lately. A WGAN steps its critic's
+ * optimizer several times for each step of its generator's (n_critic, 5 in
+ * the paper's recipe), so the critic's steps follow one another: what they
+ * read of the generator was trained in the generator's last turn, a few
+ * steps before, or is trained in its next. A turn is what one step's
+ * optimizers changed; a step that changes a parameter a kept turn changed
+ * continues that turn and replaces it. A turn older than
+ * OPTIMIZER_TURN_WINDOW steps excuses nothing: a model trained in a phase
+ * long past (a pre-training optimizer) does not excuse one that stopped.
+ */
+#define OPTIMIZER_TURNS_KEPT 4
+#define OPTIMIZER_TURN_WINDOW 8
+
+struct optimizer_turns {
+	struct optimizer_turn kept[OPTIMIZER_TURNS_KEPT]; /* newest first */
+	size_t count;
+};
+
+void optimizer_turns_init(struct optimizer_turns *turns);
+void optimizer_turns_free(struct optimizer_turns *turns);
+
+/*
+ * Puts in 'others' (tensor -> its shape's hash) the parameters changed by
+ * the kept turns of the OPTIMIZER_TURN_WINDOW steps before 'turn' that share
+ * none with it: another optimizer's, taking turns with this step's. Nothing
+ * when 'turn' changed nothing. 0 or -ENOMEM.
+ */
+int optimizer_turns_others(const struct optimizer_turns *turns, const struct optimizer_turn *turn,
+			   struct u64_map *others);
+
+/*
+ * Keeps 'turn' when it changed something (moved: 'turn' is left empty for
+ * step -1), in place of the kept turns it shares a parameter with; the
+ * oldest beyond OPTIMIZER_TURNS_KEPT is forgotten.
+ */
+void optimizer_turns_keep(struct optimizer_turns *turns, struct optimizer_turn *turn);
+
 #endif /* TCHECK_OPTIMIZER_TURNS_H */

@@ -40,22 +40,28 @@ struct process_step {
 	struct infer_event first[STEP_NAMES_MAX];
 };
 
+/*
+ * A TrainableUpdated violation held until a later step shows whether it
+ * trains the weights left, within OPTIMIZER_TURN_WINDOW steps: a GAN's first
+ * critic steps read the generator, trained in its turn after them.
+ */
+struct held_violation {
+	struct infer_event step, read;
+	struct u64_map weights; /* read trainable, not changed yet: tensor -> its read */
+};
+
+#define HELD_VIOLATIONS_MAX OPTIMIZER_TURN_WINDOW
+
 /* The events of one process's current step that the rules on updates judge. */
 struct update_step {
 	int32_t step;
 	size_t count, capacity;
 	struct infer_event *events;
-	struct u64_map history;		 /* the weights the process's earlier steps changed */
-	struct scalars_history scalars;	 /* what its last optimizer step applied */
-	struct optimizer_turn last_turn; /* what the last step's optimizer changed */
-	/*
-	 * A TrainableUpdated violation held until the next step shows whether
-	 * another optimizer takes its turn there and changes the weights left
-	 * (a GAN's first discriminator step reads the generator, trained next).
-	 */
-	bool awaiting_turn;
-	struct infer_event awaiting_step, awaiting_read;
-	struct u64_map awaiting_weights; /* the weights read trainable and not changed */
+	struct u64_map history;		/* the weights the process's earlier steps changed */
+	struct scalars_history scalars; /* what its last optimizer step applied */
+	struct optimizer_turns turns;	/* what its optimizers changed lately, turn by turn */
+	struct held_violation held[HELD_VIOLATIONS_MAX]; /* oldest first */
+	size_t held_count;
 };
 
 /*
@@ -469,26 +475,55 @@ static void requires_grad_violation(struct rule_checker *checker, uint32_t relat
 }
 
 /*
- * The TrainableUpdated violation held for the step before 'turn's: said
- * unless this step took its turn after it and changed every weight left.
+ * The TrainableUpdated violations held, once 'turn' (NULL: no step comes
+ * after) is known: a weight it changed was trained in its turn; a violation
+ * with weights left is said once its window has passed.
  */
-static void settle_awaiting_turn(struct rule_checker *checker, struct update_step *state,
-				 const struct optimizer_turn *turn)
+static void settle_held_violations(struct rule_checker *checker, struct update_step *state,
+				   const struct optimizer_turn *turn)
 {
-	bool trained_in_turn = turn && optimizer_turns_alternate(&state->last_turn, turn);
-	uint64_t weight;
-	void *read;
+	size_t kept = 0;
+	uint64_t tensor;
+	void *shape;
 
-	if (!state->awaiting_turn)
-		return;
-	for (size_t i = 0;
-	     trained_in_turn && u64_map_next(&state->awaiting_weights, &i, &weight, &read);)
-		trained_in_turn = optimizer_turn_changed(turn, weight);
-	if (!trained_in_turn)
-		requires_grad_violation(checker, RELATION_TRAINABLE_UPDATED, &state->awaiting_step,
-					&state->awaiting_read, NULL);
-	state->awaiting_turn = false;
-	u64_map_free(&state->awaiting_weights);
+	for (size_t h = 0; h < state->held_count; h++) {
+		struct held_violation *held = &state->held[h];
+
+		for (size_t i = 0; turn && u64_map_next(&turn->changed, &i, &tensor, &shape);)
+			u64_map_remove(&held->weights, tensor);
+		if (held->weights.count && turn &&
+		    turn->step - held->step.step < OPTIMIZER_TURN_WINDOW) {
+			state->held[kept++] = *held;
+			continue;
+		}
+		if (held->weights.count)
+			requires_grad_violation(checker, RELATION_TRAINABLE_UPDATED, &held->step,
+						&held->read, NULL);
+		u64_map_free(&held->weights);
+	}
+	state->held_count = kept;
+}
+
+/* Holds a step's TrainableUpdated violation ('weights' moved), saying the oldest if full. */
+static void hold_violation(struct rule_checker *checker, struct update_step *state,
+			   const struct infer_event *step, const struct infer_event *read,
+			   struct u64_map *weights)
+{
+	struct held_violation *held;
+
+	if (state->held_count == HELD_VIOLATIONS_MAX) {
+		held = &state->held[0];
+		requires_grad_violation(checker, RELATION_TRAINABLE_UPDATED, &held->step,
+					&held->read, NULL);
+		u64_map_free(&held->weights);
+		memmove(&state->held[0], &state->held[1],
+			--state->held_count * sizeof(state->held[0]));
+	}
+	held = &state->held[state->held_count++];
+	held->step = *step;
+	held->read = *read;
+	held->weights = *weights;
+	u64_map_init(weights);
 }
 
 /* Judges a finished step of one process against the FrozenUnchanged and TrainableUpdated rules. */
@@ -497,19 +532,18 @@ static int judge_requires_grad_updates(struct rule_checker *checker, struct upda
 				       const struct u64_map *other_turn)
 {
 	struct requires_grad_finding finding;
-	int failed = requires_grad_updates_judge(events, state->count, other_turn,
-						 &state->awaiting_weights, &finding);
+	struct u64_map unchanged;
+	int failed;
 
+	u64_map_init(&unchanged);
+	failed =
+		requires_grad_updates_judge(events, state->count, other_turn, &unchanged, &finding);
 	if (!failed && !finding.frozen_holds)
 		requires_grad_violation(checker, RELATION_FROZEN_UNCHANGED, finding.step,
 					finding.frozen_update, finding.frozen_read);
-	if (!failed && !finding.trainable_holds) {
-		state->awaiting_turn = true;
-		state->awaiting_step = *finding.step;
-		state->awaiting_read = *finding.trainable_read;
-	} else {
-		u64_map_free(&state->awaiting_weights);
-	}
+	if (!failed && !finding.trainable_holds)
+		hold_violation(checker, state, finding.step, finding.trainable_read, &unchanged);
+	u64_map_free(&unchanged);
 	return failed;
 }
 
@@ -535,25 +569,30 @@ static int close_update_step(struct rule_checker *checker, struct update_step *s
 	const struct infer_event **events = malloc((state->count + 1) * sizeof(*events));
 	const struct u64_map *other_turn = NULL;
 	struct optimizer_turn turn;
+	struct u64_map others;
 	int failed;
 
 	optimizer_turn_init(&turn, state->step);
+	u64_map_init(&others);
 	if (!events)
 		return -ENOMEM;
 	for (size_t i = 0; i < state->count; i++)
 		events[i] = &state->events[i];
 	failed = optimizer_turn_collect(&turn, events, state->count);
-	settle_awaiting_turn(checker, state, failed ? NULL : &turn);
-	if (!failed && optimizer_turns_alternate(&state->last_turn, &turn))
-		other_turn = &state->last_turn.changed;
+	settle_held_violations(checker, state, failed ? NULL : &turn);
+	if (!failed)
+		failed = optimizer_turns_others(&state->turns, &turn, &others);
+	if (!failed && others.count)
+		other_turn = &others;
 	if (!failed && checker->has_parameter_updates)
 		failed = judge_parameter_updates(checker, state, events, other_turn);
 	if (!failed && checker->has_requires_grad_updates)
 		failed = judge_requires_grad_updates(checker, state, events, other_turn);
 	if (!failed && checker->has_scalars_steady)
 		failed = judge_scalars_steady(checker, state, events);
-	optimizer_turn_move(&state->last_turn, &turn, -1);
+	optimizer_turns_keep(&state->turns, &turn);
 	optimizer_turn_free(&turn);
+	u64_map_free(&others);
 	free(events);
 	state->count = 0;
 	return failed;
@@ -576,7 +615,7 @@ static int track_update_step(struct rule_checker *checker, const struct infer_ev
 		return -ENOMEM;
 	if (added) {
 		u64_map_init(&state->history);
-		optimizer_turn_init(&state->last_turn, -1);
+		optimizer_turns_init(&state->turns);
 		state->step = event->step;
 	}
 	if (event->step < state->step)
@@ -678,7 +717,7 @@ void rule_checker_finish(struct rule_checker *checker)
 	for (size_t i = 0; u64_map_next(&checker->update_steps, &i, &key, &value);) {
 		(void)close_update_step(checker,
 					value); /* out of memory: that step is not judged */
-		settle_awaiting_turn(checker, value, NULL); /* no turn comes after the last */
+		settle_held_violations(checker, value, NULL); /* no step comes after the last */
 	}
 	if (checker->has_operator_precision)
 		/* out of memory cannot happen here: judging keeps nothing */
@@ -753,8 +792,9 @@ void rule_checker_free(struct rule_checker *checker)
 		struct update_step *state = value;
 
 		u64_map_free(&state->history);
-		u64_map_free(&state->awaiting_weights);
-		optimizer_turn_free(&state->last_turn);
+		for (size_t h = 0; h < state->held_count; h++)
+			u64_map_free(&state->held[h].weights);
+		optimizer_turns_free(&state->turns);
 		scalars_history_free(&state->scalars);
 		free(state->events);
 		free(state);

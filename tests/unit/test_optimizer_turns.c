@@ -15,7 +15,7 @@
 #include "nccl_records.h"
 #include "unit.h"
 
-#define STEPS 8
+#define STEPS 12
 #define WEIGHT 0x1000
 #define GRADIENT 0x1100
 #define DISCRIMINATOR_WEIGHT 0x2000
@@ -27,10 +27,27 @@
 
 enum gan {
 	HEALTHY,
-	GENERATOR_NOT_CLEARED,	  /* netG.zero_grad() left out */
-	DISCRIMINATOR_PARAMETERS, /* optimizer_g = Adam(netD.parameters()) */
-	GENERATOR_NEVER_TRAINED,  /* only the discriminator's optimizer, every step */
+	GENERATOR_NOT_CLEARED,	   /* netG.zero_grad() left out */
+	DISCRIMINATOR_PARAMETERS,  /* optimizer_g = Adam(netD.parameters()) */
+	GENERATOR_NEVER_TRAINED,   /* only the discriminator's optimizer, every step */
+	WGAN_FIVE_CRITIC_STEPS,	   /* healthy: five critic steps for each generator step */
+	GENERATOR_FIRST_AT_STEP_9, /* a generator first trained more than a window late */
 };
+
+/* Whether a step is the generator's turn. */
+static bool generator_turn_at(enum gan gan, int step)
+{
+	switch (gan) {
+	case GENERATOR_NEVER_TRAINED:
+		return false;
+	case WGAN_FIVE_CRITIC_STEPS:
+		return step % 6 == 5;
+	case GENERATOR_FIRST_AT_STEP_9:
+		return step >= 9 && step % 2 == 1;
+	default:
+		return step % 2 == 1;
+	}
+}
 
 struct records {
 	struct trace_record at[16];
@@ -109,12 +126,13 @@ static void reference_step(struct records *records, uint32_t pid, int step)
  * place, torch 1.x): even steps the discriminator's turn (its gradients
  * zeroed, the generator's and its own forward, its update), odd steps the
  * generator's (its gradients zeroed, the discriminator's forward on the
- * fakes, a backward that adds into both models' gradients, its update).
+ * fakes, a backward that adds into both models' gradients, its update);
+ * a WGAN's generator takes every sixth step.
  */
 static void gan_step(struct records *records, uint32_t pid, int step, enum gan gan)
 {
 	uint64_t base = 1000000ULL * (uint64_t)(step + 1);
-	bool generator_turn = step % 2 == 1 && gan != GENERATOR_NEVER_TRAINED;
+	bool generator_turn = generator_turn_at(gan, step);
 	uint64_t own_gradient = generator_turn ? GENERATOR_GRADIENT : DISCRIMINATOR_GRADIENT;
 	const char *own_shape = generator_turn ? GENERATOR_SHAPE : DISCRIMINATOR_SHAPE;
 	uint64_t updated = generator_turn && gan != DISCRIMINATOR_PARAMETERS ? GENERATOR_WEIGHT
@@ -232,6 +250,18 @@ UNIT_TEST(optimizer_turns, a_gan_is_judged_turn_by_turn)
 	check_gan(set, GENERATOR_NEVER_TRAINED, &tally);
 	CU_ASSERT_EQUAL(first_step(&tally, RELATION_TRAINABLE_UPDATED), 0);
 	CU_ASSERT_EQUAL(tally.at[RELATION_TRAINABLE_UPDATED][STEPS - 1], 1);
+	/*
+	 * A WGAN: the critic's first five steps read the generator, trained in
+	 * its turn after them; the critic's steps after that turn read what it
+	 * changed.
+	 */
+	check_gan(set, WGAN_FIVE_CRITIC_STEPS, &tally);
+	CU_ASSERT_EQUAL(tally.total, 0);
+	/* A generator first trained nine steps later: step 0 waited past its window. */
+	check_gan(set, GENERATOR_FIRST_AT_STEP_9, &tally);
+	CU_ASSERT_EQUAL(first_step(&tally, RELATION_TRAINABLE_UPDATED), 0);
+	CU_ASSERT_EQUAL(tally.at[RELATION_TRAINABLE_UPDATED][1], 0);
+	CU_ASSERT_EQUAL(tally.at[RELATION_TRAINABLE_UPDATED][8], 0);
 
 	inference_free(inference);
 	rule_set_free(set);

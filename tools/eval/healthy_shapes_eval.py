@@ -98,6 +98,8 @@ SHAPES = [
      "evaluated under no_grad, SWALR"),
     ("wgan_gp.py", [], "WGAN-GP: the critic's gradient penalty through autograd.grad "
      "(create_graph), then the generator"),
+    ("wgan_critic_steps.py", [], "the original WGAN: five critic steps (weights clipped) for "
+     "each generator step, RMSprop"),
     ("ppo_epochs.py", [], "PPO: a rollout under no_grad, then 2 epochs of 2 minibatches, "
      "clip_grad_norm_"),
     ("distill_no_grad.py", [], "distillation with the teacher under no_grad only, never put "
