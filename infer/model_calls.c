@@ -9,11 +9,22 @@
 
 #include "model/trace_records.h"
 
+bool model_calls_is_module_call(const char *name)
+{
+	return name && strcmp(name, TRACE_MODULE_CALL_NAME) == 0;
+}
+
+uint64_t model_calls_weight_read(const struct infer_event *event)
+{
+	return (event->flags & TRACE_PYTHON_TORCH_OP) ? infer_event_tensor(event, "tensor:weight")
+						      : 0;
+}
+
 bool model_calls_wants(const struct infer_event *event)
 {
 	return event->kind == INFER_EVENT_PYTHON &&
 	       !(event->flags & (TRACE_PYTHON_TORCH_OP | TRACE_PYTHON_TORCH_SCOPE)) &&
-	       strcmp(event->name, TRACE_MODULE_CALL_NAME) == 0;
+	       model_calls_is_module_call(event->name);
 }
 
 static int by_thread_then_entry(const void *left, const void *right)

@@ -32,6 +32,12 @@ struct model_calls {
 /* Whether the rules on updates keep an event for this: a module call. */
 bool model_calls_wants(const struct infer_event *event);
 
+/* Whether a Python function's name is the module call's (Module._call_impl). */
+bool model_calls_is_module_call(const char *name);
+
+/* The weight an operator reads (linear, conv, embedding: "tensor:weight"), or 0. */
+uint64_t model_calls_weight_read(const struct infer_event *event);
+
 /* Finds the outermost module calls of a step's events; 0 or -ENOMEM. */
 int model_calls_find(struct model_calls *calls, const struct infer_event *const *events,
 		     size_t count);

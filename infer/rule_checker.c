@@ -11,6 +11,7 @@
 #include "contain_checker.h"
 #include "eval_mode.h"
 #include "gradient_clearing.h"
+#include "model_calls.h"
 #include "operator_precision.h"
 #include "optimizer_turns.h"
 #include "requires_grad_updates.h"
@@ -36,6 +37,7 @@ struct group {
 struct process_step {
 	uint32_t pid;
 	int32_t step;
+	bool reads_weight; /* its training forward read a layer's weight (linear, conv...) */
 	uint32_t name_count;
 	struct infer_event first[STEP_NAMES_MAX];
 };
@@ -382,6 +384,16 @@ static void close_step(struct rule_checker *checker, struct process_step *state)
 		     !process_uses_name(&checker->uses, first_b, rule_used_name(rule))) ||
 		    !precondition_holds(checker->rules->pool, &rule->precondition, first_b))
 			continue;
+		/*
+		 * Module calls are how a program builds its forward, not what training
+		 * asks: a step is asked for one only in a process that makes them and
+		 * only when its forward reads a layer's weight. A step of raw tensors
+		 * (a factorisation's, SAC's temperature's) makes none.
+		 */
+		if (!first_a && model_calls_is_module_call(rule->first.name) &&
+		    (!state->reads_weight ||
+		     !process_uses_name(&checker->uses, first_b, rule->first.name)))
+			continue;
 		/* A call only some programs make is missed only where it kept a step's pace. */
 		if (rule_used_name(rule) &&
 		    !call_rhythm_step_judged(&checker->rhythm, state->pid, i, first_a != NULL))
@@ -393,18 +405,20 @@ static void close_step(struct rule_checker *checker, struct process_step *state)
 			violation(checker, rule, first_b, first_a);
 	}
 	state->name_count = 0;
+	state->reads_weight = false;
 }
 
 static int track_step(struct rule_checker *checker, const struct infer_event *event,
 		      struct checked_process *process)
 {
+	bool is_operator = event->flags & TRACE_PYTHON_TORCH_OP;
+	bool reads_weight = model_calls_weight_read(event) != 0;
 	struct process_step *state;
 	int added;
 	uint32_t n;
 
 	if (!checker->has_sequences || event->kind != INFER_EVENT_PYTHON ||
-	    ((event->flags & TRACE_PYTHON_TORCH_OP) && !checker->has_operator_sequences) ||
-	    event->step < 0)
+	    (is_operator && !checker->has_operator_sequences && !reads_weight) || event->step < 0)
 		return 0;
 	state = u64_map_get_or_add_cached(&checker->processes, event->pid, sizeof(*state), &added,
 					  &process->step);
@@ -421,6 +435,9 @@ static int track_step(struct rule_checker *checker, const struct infer_event *ev
 		return 0; /* a late record of a step already checked */
 	}
 	if (!infer_event_in_training_order(event))
+		return 0;
+	state->reads_weight |= reads_weight;
+	if (is_operator && !checker->has_operator_sequences)
 		return 0;
 	for (n = 0; n < state->name_count; n++)
 		if (state->first[n].name == event->name)

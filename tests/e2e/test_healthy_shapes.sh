@@ -7,7 +7,7 @@
 # healthy 8-rank job. Asserted: no violation on any of them, each judged (the trace shows as
 # many optimizer steps per process as the program's own log), and the 8-rank job really moves
 # collectives of a layout the references did not have.
-# 54 runs, two recorded at a time (EVAL_JOBS): 2-4 minutes a stack alone, more beside other work.
+# 56 runs, two recorded at a time (EVAL_JOBS): 2-4 minutes a stack alone, more beside other work.
 # e2e-timeout: 1500
 source "$(dirname "$0")/lib.sh"
 torch_stack
@@ -20,7 +20,7 @@ python3 - "$SCRATCH/results.json" <<'PY' || fail "results: $(tail -20 "$SCRATCH/
 import json, sys
 results = json.load(open(sys.argv[1]))
 shapes, nccl = results["shapes"], results["nccl"]
-assert len(shapes) >= 54, len(shapes)
+assert len(shapes) >= 56, len(shapes)
 # Every program trained (its log) and the tool saw every optimizer step of every rank.
 for shape in shapes:
     assert shape["judged"], shape
@@ -41,7 +41,8 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4, 8}, shapes
 # (once, or up to 4 times a step by LBFGS),
 # three GANs whose optimizers take turns (the discriminator's first with the models' own
 # zero_grad(), or the generator's first with the optimizers', or WGAN-GP's critic with its
-# gradient penalty), the original WGAN's five critic steps for each generator step, DDPG's actor and critic with target copies read under no_grad, an
+# gradient penalty), the original WGAN's five critic steps for each generator step, SAC's
+# critic, policy and temperature (a step that reads no layer), DDPG's actor and critic with target copies read under no_grad, an
 # averaged model (SWA) evaluated under no_grad, PPO's epochs over a rollout taken under
 # no_grad, a distillation teacher run under no_grad but never put in eval(), a model
 # wrapped by torch.compile, LoRA adapters on frozen linears, multi-task training by turns and
@@ -49,8 +50,9 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4, 8}, shapes
 # learning rate of 0 (a first step that changes nothing), stochastic depth, a discriminator
 # frozen by requires_grad for the generator's step, a spectral-normalised discriminator (its
 # weights computed from weight_orig at each forward) and weight-normalised convolutions, a
-# sparse embedding under SparseAdam, two views a step under RAdam, and a step decay of the
-# learning rate written by hand (PyTorch's ImageNet example).
+# sparse embedding under SparseAdam, two views a step under RAdam, a step decay of the
+# learning rate written by hand (PyTorch's ImageNet example), and a matrix factorisation of raw
+# tensors (no module call at all).
 # Two optimizers stepped one after the other are one training step: 10 steps, not 20; a GAN's
 # or DDPG's two, with a backward between them, take turns: 20 steps of 10 iterations.
 split = [s for s in shapes if s["script"] in ("split_optimizers.py", "ema_per_optimizer.py")]
@@ -58,9 +60,10 @@ assert len(split) == 3 and all(s["optimizer_steps_seen"] == [10] for s in split)
 turns = [s for s in shapes if s["script"] in ("gan_two_optimizers.py", "gan_generator_first.py",
                                               "wgan_gp.py", "ddpg_actor_critic.py")]
 assert len(turns) == 4 and all(s["optimizer_steps_seen"] == [20] for s in turns), turns
-# The original WGAN logs each optimizer step: 10, the critic's several in a row.
-critic = [s for s in shapes if s["script"] == "wgan_critic_steps.py"]
-assert len(critic) == 1 and critic[0]["optimizer_steps_seen"] == [10], critic
+# The original WGAN and SAC log each optimizer step: 10, the critic's several in a row, or the
+# critic's, the policy's and the temperature's in turn.
+each = [s for s in shapes if s["script"] in ("wgan_critic_steps.py", "sac_temperature.py")]
+assert len(each) == 2 and all(s["optimizer_steps_seen"] == [10] for s in each), each
 flagged = [(s["script"], s["options"], s["violations"], s["rules"], s["recording_losses"])
            for s in shapes if s["violations"]]
 assert not flagged, flagged

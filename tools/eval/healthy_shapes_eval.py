@@ -100,6 +100,10 @@ SHAPES = [
      "(create_graph), then the generator"),
     ("wgan_critic_steps.py", [], "the original WGAN: five critic steps (weights clipped) for "
      "each generator step, RMSprop"),
+    ("sac_temperature.py", [], "SAC: critic, policy and a temperature tensor, each with its "
+     "Adam, stepped in turn"),
+    ("matrix_factorization.py", [], "matrix factorisation of raw nn.Parameter tensors, no "
+     "nn.Module, Adam"),
     ("ppo_epochs.py", [], "PPO: a rollout under no_grad, then 2 epochs of 2 minibatches, "
      "clip_grad_norm_"),
     ("distill_no_grad.py", [], "distillation with the teacher under no_grad only, never put "
