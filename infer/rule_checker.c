@@ -49,7 +49,7 @@ struct process_step {
  */
 struct held_violation {
 	struct infer_event step, read;
-	struct u64_map weights; /* read trainable, not changed yet: tensor -> its read */
+	struct u64_map weights; /* read trainable, not changed yet (tensor -> non-NULL) */
 };
 
 #define HELD_VIOLATIONS_MAX OPTIMIZER_TURN_WINDOW
@@ -110,6 +110,7 @@ struct rule_checker {
 	struct operator_precision_tracker operator_precision;
 	int has_rank_updates;
 	struct rank_updates rank_updates; /* each rank's step, with Consistent rules on "updates" */
+	int has_module_call_sequences;	  /* an APISequence asks for a module call first */
 	int has_operator_sequences; /* an APISequence names a torch operator (one program's rules)
 				     */
 	uint64_t violations;
@@ -143,6 +144,9 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	gradient_clearing_init(&checker->clearing);
 	for (size_t i = 0; i < rules->count; i++) {
 		checker->has_sequences |= rules->rules[i].relation == RELATION_API_SEQUENCE;
+		checker->has_module_call_sequences |=
+			rules->rules[i].relation == RELATION_API_SEQUENCE &&
+			model_calls_is_module_call(rules->rules[i].first.name);
 		checker->has_operator_sequences |=
 			rules->rules[i].relation == RELATION_API_SEQUENCE &&
 			(strncmp(rules->rules[i].event.name, "aten::", 6) == 0 ||
@@ -412,7 +416,8 @@ static int track_step(struct rule_checker *checker, const struct infer_event *ev
 		      struct checked_process *process)
 {
 	bool is_operator = event->flags & TRACE_PYTHON_TORCH_OP;
-	bool reads_weight = model_calls_weight_read(event) != 0;
+	bool reads_weight =
+		checker->has_module_call_sequences && model_calls_weight_read(event) != 0;
 	struct process_step *state;
 	int added;
 	uint32_t n;
