@@ -8,11 +8,14 @@
 #include "base/growable_array.h"
 #include "base/fnv_hash.h"
 #include "base/u64_map.h"
+#include "call_rhythm.h"
 #include "contain_checker.h"
 #include "event_contain.h"
 
 /* Operations remembered per thread before the oldest are dropped. */
 #define THREAD_LOG_MAX 8192
+/* Shown with a step that cleared gradients no update had used (gradient_clearing.h). */
+#define CLEARED_UNUSED_FIELD "cleared_unused_gradients"
 /* Children counted per step of a process. */
 #define STEP_CHILDREN_MAX 64
 
@@ -53,6 +56,7 @@ struct contain_checker {
 	const char *step_name;
 	int has_scope_rules, has_step_rules;
 	const struct gradient_clearing *clearing;
+	struct call_rhythm rhythm; /* whether each process holds a "used" child every step */
 };
 
 struct contain_checker *contain_checker_new(struct rule_set *rules, contain_violation_fn report,
@@ -67,6 +71,7 @@ struct contain_checker *contain_checker_new(struct rule_set *rules, contain_viol
 	checker->report = report;
 	checker->context = context;
 	checker->clearing = clearing;
+	call_rhythm_init(&checker->rhythm);
 	checker->step_name = string_pool_intern(rules->pool, STEP_PARENT_NAME);
 	u64_map_init(&checker->threads);
 	u64_map_init(&checker->steps);
@@ -111,6 +116,7 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 		uint32_t count;
 		char name[160], text[16];
 		int violated;
+		bool unused;
 
 		if (rule->relation != RELATION_EVENT_CONTAIN || rule->event.name != parent->name ||
 		    rule->event.kind != parent->kind)
@@ -130,11 +136,28 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 		/* Out of memory: the rule waits a little longer for its process. */
 		if (count && !u64_map_get(&checker->contained, key))
 			(void)u64_map_put(&checker->contained, key, checker);
+		/*
+		 * A call only some programs make (a collective) is missed from a step
+		 * only where the process kept a step's pace with it: parameters
+		 * averaged every few steps (local SGD) are the program's own pace.
+		 */
+		if (rule->scope == RULE_SCOPE_USED && !rule->value &&
+		    parent->kind == INFER_EVENT_STEP && u64_map_get(&checker->contained, key) &&
+		    !call_rhythm_step_judged(&checker->rhythm, parent->pid, i, count > 0))
+			continue;
 		snprintf(text, sizeof(text), "%u", count);
+		/*
+		 * A step that holds zero_grad but cleared gradients no update had used
+		 * (a skipped optimizer step) does not clear them as training asks.
+		 */
+		unused = !rule->value && parent->kind == INFER_EVENT_STEP && count &&
+			 gradient_clearing_excuses(rule->child.name) &&
+			 gradient_clearing_cleared_unused(checker->clearing, parent->pid,
+							  parent->step);
 		violated = rule->value
 				   ? strcmp(rule->value, text) != 0 &&
 					     event_contain_count_judged(parent, rule->child.name)
-				   : count == 0;
+				   : count == 0 || unused;
 		/* Scope "used": only once this process's parent has held the child. */
 		if (!violated || !event_contain_judged(parent) ||
 		    (rule->scope == RULE_SCOPE_USED && !u64_map_get(&checker->contained, key)))
@@ -150,15 +173,23 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 			if (parent->field_count)
 				memcpy(fields, parent->fields,
 				       parent->field_count * sizeof(fields[0]));
+			uint32_t added = 1;
+
 			field->name = string_pool_intern(checker->rules->pool, name);
 			field->value = string_pool_intern(checker->rules->pool, text);
+			if (unused && shown.field_count + 1 < INFER_FIELDS_MAX) {
+				field[1].name = string_pool_intern(checker->rules->pool,
+								   CLEARED_UNUSED_FIELD);
+				field[1].value = string_pool_intern(checker->rules->pool, "True");
+				added += field[1].name && field[1].value;
+			}
 			interned = field->name && field->value
 					   ? string_pool_intern_fields(checker->rules->pool, fields,
-								       shown.field_count + 1)
+								       shown.field_count + added)
 					   : NULL;
 			if (interned) {
 				shown.fields = interned;
-				shown.field_count++;
+				shown.field_count += added;
 			}
 		}
 		if (checker->report)
@@ -359,5 +390,6 @@ void contain_checker_free(struct contain_checker *checker)
 	u64_map_free(&checker->threads);
 	u64_map_free(&checker->steps);
 	u64_map_free(&checker->contained);
+	call_rhythm_free(&checker->rhythm);
 	free(checker);
 }

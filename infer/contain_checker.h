@@ -20,7 +20,9 @@ struct contain_checker;
 /*
  * NULL when out of memory; a checker of a rule set without EventContain does
  * nothing. A rule of scope "used" is checked on a process's parent only once
- * a parent of that process has held the rule's child. A step that cleared
+ * a parent of that process has held the rule's child, and a step without
+ * the child only while the process held it in every step since (two in a
+ * row at least: call_rhythm.h). A step that cleared
  * its gradients without zero_grad ('clearing', fed by the caller before
  * each event) is not asked to contain zero_grad.
  */

@@ -9,6 +9,7 @@
 #include "base/growable_array.h"
 #include "base/u64_map.h"
 #include "event_contain.h"
+#include "gradient_clearing.h"
 
 /* Distinct child names counted per parent; a parent with more is left out. */
 #define CHILDREN_MAX 32
@@ -134,6 +135,9 @@ bool event_contain_is_optimizer_scope(const char *child)
 
 bool event_contain_count_judged(const struct infer_event *parent, const char *child)
 {
+	/* Clearing gradients twice clears them once (SAM's two passes): only its absence counts. */
+	if (gradient_clearing_excuses(child))
+		return false;
 	return !(parent->flags &
 		 (EVENT_CONTAIN_SEVERAL_OPTIMIZERS | EVENT_CONTAIN_OPTIMIZER_CLOSURE)) ||
 	       !event_contain_is_optimizer_scope(child);

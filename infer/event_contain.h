@@ -69,7 +69,13 @@ uint64_t event_contain_holder(const struct infer_event *parent);
 /* Whether a child of this name is one of an optimizer's own scopes ("Optimizer.*"). */
 bool event_contain_is_optimizer_scope(const char *child);
 
-/* Whether 'parent' is an example of (and judged on) how many times it holds 'child'. */
+/*
+ * Whether 'parent' is an example of (and judged on) how many times it holds
+ * 'child'. Never for the optimizer's zero_grad: clearing is idempotent, and
+ * a program may clear twice in a step (before each of SAM's two backward
+ * passes, or before the forward and again after the step); only a step
+ * without it is judged ("contains", and the order rules).
+ */
 bool event_contain_count_judged(const struct infer_event *parent, const char *child);
 
 /* The last call of one child counted in a parent. */

@@ -23,6 +23,21 @@
 #define TENSOR_FIELD "tensor:self"
 #define SHAPE_FIELD "shape:self"
 
+/* Clearings, backward passes and updates kept per step, in any order, to order at its end. */
+#define MARKS_MAX 128
+
+enum mark_kind { MARK_CLEAR, MARK_BACKWARD, MARK_UPDATE };
+
+struct mark {
+	uint64_t at_ns;
+	enum mark_kind kind;
+};
+
+/* Since the last clearing of gradients (zero_grad): a backward filled them, an update used them. */
+struct since_clearing {
+	bool backward, update;
+};
+
 struct add_seen {
 	uint32_t tid;
 	uint64_t entry_ns;
@@ -31,20 +46,25 @@ struct add_seen {
 };
 
 struct clearing_step {
-	int32_t step;
-	bool backward_seen;
-	struct infer_event backward; /* the step's first backward */
-	bool accumulated;	     /* an in-place add into a gradient not zeroed ran inside it */
+	struct infer_event backward;	       /* the step's first backward */
 	struct u64_map accumulated_into;       /* those gradients: tensor -> its shape's hash */
-	bool accumulated_unknown;	       /* ... one of them not known */
 	struct optimizer_turn turn, last_turn; /* what this step's and the last one's changed */
 	struct u64_map zeroed; /* tensors zeroed in place in the step (values: the map) */
-	uint32_t add_count;    /* adds before the backward's record came */
-	bool adds_overflowed;
 	struct add_seen adds[ADDS_MAX];
-	bool adds_watched;     /* the process showed an in-place add: the tracer watches them */
+	struct mark marks[MARKS_MAX];
+	int32_t step;
+	uint32_t add_count; /* adds before the backward's record came */
+	uint32_t mark_count;
 	int32_t finished_step; /* -1 none */
+	bool backward_seen;
+	bool accumulated;	  /* an in-place add into a gradient not zeroed ran inside it */
+	bool accumulated_unknown; /* ... one of them not known */
+	bool adds_overflowed;
+	bool adds_watched; /* the process showed an in-place add: the tracer watches them */
+	bool marks_overflowed;
 	bool finished_fresh;
+	bool finished_unused;	     /* the finished step cleared gradients no update had used */
+	struct since_clearing since; /* as the steps before this one left it */
 };
 
 void gradient_clearing_init(struct gradient_clearing *clearing)
@@ -148,8 +168,53 @@ static int note_backward(struct clearing_step *state, const struct infer_event *
 	return failed;
 }
 
+static int by_time(const void *left, const void *right)
+{
+	const struct mark *a = left, *b = right;
+
+	return a->at_ns < b->at_ns ? -1 : a->at_ns > b->at_ns;
+}
+
+/*
+ * Whether the step, in time order, cleared gradients a backward had filled
+ * since the clearing before and no update had used (an optimizer step
+ * skipped between two clearings); carries 'since' on to the next step. Not
+ * said when some of the step's marks were not kept.
+ */
+static bool cleared_unused(struct clearing_step *state)
+{
+	bool unused = false;
+
+	qsort(state->marks, state->mark_count, sizeof(state->marks[0]), by_time);
+	for (uint32_t i = 0; i < state->mark_count; i++) {
+		switch (state->marks[i].kind) {
+		case MARK_CLEAR:
+			unused |= state->since.backward && !state->since.update;
+			state->since = (struct since_clearing){ false, false };
+			break;
+		case MARK_BACKWARD:
+			state->since.backward = true;
+			break;
+		case MARK_UPDATE:
+			state->since.update = true;
+			break;
+		}
+	}
+	return unused && !state->marks_overflowed;
+}
+
+static void note_mark(struct clearing_step *state, uint64_t at_ns, enum mark_kind kind)
+{
+	if (state->mark_count < MARKS_MAX)
+		state->marks[state->mark_count++] = (struct mark){ at_ns, kind };
+	else
+		state->marks_overflowed = true;
+}
+
 static void start_step(struct clearing_step *state, int32_t step)
 {
+	state->mark_count = 0;
+	state->marks_overflowed = false;
 	state->step = step;
 	state->backward_seen = false;
 	state->accumulated = false;
@@ -190,8 +255,18 @@ int gradient_clearing_observe(struct gradient_clearing *clearing, const struct i
 	if (event->step > state->step) {
 		state->finished_step = state->step;
 		state->finished_fresh = step_fresh(state);
+		state->finished_unused = cleared_unused(state);
 		start_step(state, event->step);
 	}
+	/* An optimizer's step uses the gradients as it ends: its updates ran inside it. */
+	if (is_scope(event, ZERO_GRAD_FAMILY))
+		note_mark(state, event->entry_ns, MARK_CLEAR);
+	else if (backward)
+		note_mark(state, event->entry_ns, MARK_BACKWARD);
+	else if (is_scope(event, OPTIMIZER_STEP_FAMILY))
+		note_mark(state, event->exit_ns, MARK_UPDATE);
+	else if (optimizer_turn_is_update(event))
+		note_mark(state, event->entry_ns, MARK_UPDATE);
 	state->adds_watched |= add;
 	if (zero && tensor && u64_map_put(&state->zeroed, tensor, &state->zeroed))
 		return -ENOMEM;
@@ -211,6 +286,14 @@ int gradient_clearing_observe(struct gradient_clearing *clearing, const struct i
 	else if (add)
 		state->adds_overflowed = true;
 	return 0;
+}
+
+bool gradient_clearing_cleared_unused(const struct gradient_clearing *clearing, uint32_t pid,
+				      int32_t step)
+{
+	const struct clearing_step *state = u64_map_get(&clearing->processes, pid);
+
+	return state && state->finished_step == step && state->finished_unused;
 }
 
 bool gradient_clearing_fresh(const struct gradient_clearing *clearing, uint32_t pid, int32_t step)

@@ -66,6 +66,18 @@ int gradient_clearing_observe(struct gradient_clearing *clearing, const struct i
  */
 bool gradient_clearing_fresh(const struct gradient_clearing *clearing, uint32_t pid, int32_t step);
 
+/*
+ * Whether finished step 'step' of process 'pid' cleared gradients (zero_grad)
+ * that a backward had filled since the clearing before and that no update
+ * had used: no optimizer step and no in-place change of a parameter between
+ * the two clearings, as when a step is skipped (its iteration's gradients
+ * thrown away). SAM (an update by hand between its two backward passes)
+ * and adversarial training (the optimizer's step of the iteration before
+ * between them) use theirs. False when unknown, or for the step still open.
+ */
+bool gradient_clearing_cleared_unused(const struct gradient_clearing *clearing, uint32_t pid,
+				      int32_t step);
+
 /* Whether a rule's event (its APISequence first, its EventContain child) is zero_grad. */
 bool gradient_clearing_excuses(const char *name);
 

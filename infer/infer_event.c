@@ -371,6 +371,13 @@ uint64_t infer_event_tensor(const struct infer_event *event, const char *field)
 	return text ? strtoull(text, NULL, 10) : 0;
 }
 
+bool infer_event_field_is_true(const struct infer_event *event, const char *field)
+{
+	const char *text = infer_event_field(event, field);
+
+	return text && strcmp(text, "True") == 0;
+}
+
 static const char *const meta_variables[] = { "rank", "nranks",	 "stage",
 					      "comm", "context", "first_step" };
 

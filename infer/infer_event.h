@@ -93,6 +93,9 @@ const char *infer_event_field(const struct infer_event *event, const char *name)
 /* The tensor identity a field holds ("tensor:self", "tensor:weight"), or 0 when none. */
 uint64_t infer_event_tensor(const struct infer_event *event, const char *field);
 
+/* Whether a flag field ("requires_grad:self") is known and true. */
+bool infer_event_field_is_true(const struct infer_event *event, const char *field);
+
 /*
  * The value of a meta variable or field as an interned string: "rank",
  * "nranks", "stage", "comm", "context", "first_step" or a field name.

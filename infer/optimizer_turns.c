@@ -33,10 +33,8 @@ void optimizer_turn_move(struct optimizer_turn *into, struct optimizer_turn *fro
 
 bool optimizer_turn_is_update(const struct infer_event *event)
 {
-	const char *requires_grad = infer_event_field(event, UPDATED_REQUIRES_GRAD_FIELD);
-
 	return event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
-	       requires_grad && strcmp(requires_grad, "True") == 0 &&
+	       infer_event_field_is_true(event, UPDATED_REQUIRES_GRAD_FIELD) &&
 	       infer_event_tensor(event, UPDATED_FIELD) && parameter_updates_changes(event);
 }
 

@@ -145,7 +145,7 @@ static int collect_updates(const struct infer_event *const *events, size_t count
 		    u64_map_put(&updates->any, tensor, (void *)event))
 			return -ENOMEM;
 		requires_grad = infer_event_field(event, "requires_grad:self");
-		if (requires_grad && strcmp(requires_grad, "True") == 0)
+		if (infer_event_field_is_true(event, "requires_grad:self"))
 			updates->of_parameters++;
 		else if (requires_grad)
 			updates->of_state++;
@@ -155,7 +155,8 @@ static int collect_updates(const struct infer_event *const *events, size_t count
 			continue;
 		if (u64_map_put(&updates->changing, tensor, (void *)event))
 			return -ENOMEM;
-		updates->parameters_changed += requires_grad && strcmp(requires_grad, "True") == 0;
+		updates->parameters_changed +=
+			infer_event_field_is_true(event, "requires_grad:self");
 	}
 	return 0;
 }
@@ -170,11 +171,6 @@ static void note_unchanged(const struct infer_event **first, const struct infer_
 static bool is_false(const char *flag)
 {
 	return flag && strcmp(flag, "False") == 0;
-}
-
-static bool is_true(const char *flag)
-{
-	return flag && strcmp(flag, "True") == 0;
 }
 
 bool parameter_updates_read_without_grad(const struct infer_event *read)
@@ -223,7 +219,7 @@ static int unread_parameter_shapes(const struct updates *updates, const struct u
 		const char *shape = infer_event_field(update, "shape:self");
 
 		if (!shape || u64_map_get(reads, tensor) ||
-		    !is_true(infer_event_field(update, "requires_grad:self")))
+		    !infer_event_field_is_true(update, "requires_grad:self"))
 			continue;
 		if (u64_map_put(shapes, fnv1a_string(shape), shapes))
 			return -ENOMEM;

@@ -15,6 +15,7 @@
 #define UPDATED_FIELD "tensor:self"
 #define DIGEST_FIELD "digest:self"
 #define SHAPE_FIELD "shape:self"
+#define REQUIRES_GRAD_FIELD "requires_grad:self"
 #define SCALAR_PREFIX "arg:"
 /* Distinct (operator, scalars) pairs kept per step; more are marked, not listed. */
 #define UPDATE_KINDS_MAX 32
@@ -34,6 +35,7 @@ struct update_digest {
 	uint64_t entry_ns;
 	const char *digest; /* interned, as the trace gave it; NULL when it has none */
 	const char *shape;  /* "Float[16, 10]", or NULL */
+	bool parameter;	    /* the tensor requires grad: a parameter, not the optimizer's state */
 };
 
 /* The step of one process being gathered. */
@@ -49,19 +51,29 @@ struct process_updates {
 };
 
 /*
- * The ranks' finished steps of one step number: the first rank's, those
- * whose signature differs from it (judged once every rank has joined), and
- * whether any two hold other shards.
+ * The ranks' finished steps of one step number, in the order they joined
+ * (judged once every rank has joined), and whether any two hold other
+ * shards.
  */
 struct rank_group {
 	struct infer_event first;
-	uint64_t world; /* the job's world communicator, 0 unknown */
-	uint32_t members;
+	uint64_t world;	   /* the job's world communicator, 0 unknown */
 	const char *shard; /* the first shard a member held (NULL: none yet) */
 	bool sharded;
-	struct infer_event *differing;
-	size_t differing_count, differing_capacity;
+	struct infer_event *members; /* members[0] is 'first' */
+	size_t member_count, member_capacity;
 	struct rank_group *next; /* same hash */
+};
+
+/*
+ * What a rank's optimizer found in its tensors at the first step of its job
+ * judged with it: ranks that started from the same contents are replicas;
+ * ranks that started from others hold other parts of the model (a pipeline
+ * stage, a tensor-parallel shard) whatever their shapes.
+ */
+struct replica_class {
+	int32_t step;
+	const char *parameters; /* interned RANK_UPDATES_PARAMETERS_FIELD; NULL: none known */
 };
 
 /* A process's widest communicator so far: its job's world. */
@@ -90,7 +102,7 @@ struct rank_seen {
 
 static void free_group(struct rank_group *group)
 {
-	free(group->differing);
+	free(group->members);
 	free(group);
 }
 
@@ -107,11 +119,16 @@ int rank_updates_init(struct rank_updates *updates, struct string_pool *pool)
 	updates->step_name = string_pool_intern(pool, STEP_PARENT_NAME);
 	updates->field_name = string_pool_intern(pool, RANK_UPDATES_FIELD);
 	updates->shard_field_name = string_pool_intern(pool, RANK_UPDATES_SHARD_FIELD);
+	updates->parameters_field_name = string_pool_intern(pool, RANK_UPDATES_PARAMETERS_FIELD);
 	u64_map_init(&updates->processes);
 	u64_map_init(&updates->groups);
 	u64_map_init(&updates->jobs);
 	u64_map_init(&updates->worlds);
-	return updates->step_name && updates->field_name && updates->shard_field_name ? 0 : -ENOMEM;
+	u64_map_init(&updates->classes);
+	return updates->step_name && updates->field_name && updates->shard_field_name &&
+			       updates->parameters_field_name
+		       ? 0
+		       : -ENOMEM;
 }
 
 void rank_updates_free(struct rank_updates *updates)
@@ -137,6 +154,7 @@ void rank_updates_free(struct rank_updates *updates)
 	u64_map_free(&updates->groups);
 	u64_map_free(&updates->jobs);
 	u64_map_free_with_values(&updates->worlds);
+	u64_map_free_with_values(&updates->classes);
 }
 
 static uint64_t process_key(uint32_t pipeline, uint32_t pid)
@@ -290,12 +308,37 @@ static bool in_optimizer_step(const struct process_updates *state,
  * contents after the step before, the same on every replica. Gradients are
  * left out: before their all-reduce they are each rank's own.
  */
+/*
+ * What the parameters the optimizer's step updated held at the entry of
+ * their updates, in order (a hash, as text), or NULL when the trace has no
+ * contents of any: at a job's first step, the same on replicas and other on
+ * ranks that hold other parts of a model.
+ */
+static const char *describe_parameters(struct rank_updates *updates,
+				       const struct process_updates *state)
+{
+	uint64_t hash = FNV1A_OFFSET_BASIS;
+	uint32_t read = 0;
+	char text[64];
+
+	/* finish_step sorted them by entry. */
+	for (uint32_t i = 0; i < state->digest_count; i++)
+		if (state->digests[i].digest && state->digests[i].parameter &&
+		    in_optimizer_step(state, &state->digests[i])) {
+			hash = fnv1a_add_u64(hash, fnv1a_string(state->digests[i].digest));
+			read++;
+		}
+	if (!read)
+		return NULL;
+	snprintf(text, sizeof(text), "%u parameters held %016llx", read, (unsigned long long)hash);
+	return string_pool_intern(updates->pool, text);
+}
+
 static size_t describe_contents(struct process_updates *state, char *text, size_t size)
 {
 	uint64_t hash = FNV1A_OFFSET_BASIS;
 	uint32_t read = 0;
 
-	qsort(state->digests, state->digest_count, sizeof(state->digests[0]), by_entry);
 	for (uint32_t i = 0; i < state->digest_count; i++)
 		if (state->digests[i].digest && in_optimizer_step(state, &state->digests[i])) {
 			hash = fnv1a_add_u64(hash, fnv1a_string(state->digests[i].digest));
@@ -316,7 +359,7 @@ static const char *describe_shard(struct rank_updates *updates, struct process_u
 	uint32_t shapes = 0;
 	char text[64];
 
-	/* describe_contents sorted them by entry. */
+	/* finish_step sorted them by entry. */
 	for (uint32_t i = 0; i < state->digest_count; i++)
 		if (state->digests[i].shape && in_optimizer_step(state, &state->digests[i])) {
 			hash = fnv1a_add_u64(hash, fnv1a_string(state->digests[i].shape));
@@ -361,10 +404,11 @@ static int finish_step(struct rank_updates *updates, struct process_updates *sta
 {
 	char signature[SIGNATURE_SIZE] = "";
 	size_t used = 0;
-	struct infer_field fields[2];
+	struct infer_field fields[3];
 	uint32_t field_count = 1;
 
 	qsort(state->kinds, state->kind_count, sizeof(state->kinds[0]), by_what);
+	qsort(state->digests, state->digest_count, sizeof(state->digests[0]), by_entry);
 	for (uint32_t i = 0; i < state->kind_count && used < sizeof(signature); i++)
 		used += (size_t)snprintf(signature + used, sizeof(signature) - used, "%s%s x%u",
 					 i ? ", " : "", state->kinds[i].what,
@@ -375,9 +419,13 @@ static int finish_step(struct rank_updates *updates, struct process_updates *sta
 		describe_contents(state, signature + used, sizeof(signature) - used);
 	fields[0].name = updates->field_name;
 	fields[0].value = string_pool_intern(updates->pool, signature);
-	fields[1].name = updates->shard_field_name;
-	fields[1].value = describe_shard(updates, state);
-	if (fields[1].value)
+	fields[field_count].name = updates->shard_field_name;
+	fields[field_count].value = describe_shard(updates, state);
+	if (fields[field_count].value)
+		field_count++;
+	fields[field_count].name = updates->parameters_field_name;
+	fields[field_count].value = describe_parameters(updates, state);
+	if (fields[field_count].value)
 		field_count++;
 	*finished = state->step;
 	finished->field_count = field_count;
@@ -450,7 +498,9 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 	shape = infer_event_field(event, SHAPE_FIELD);
 	if ((digest || shape) && state->digest_count < DIGESTS_MAX)
 		state->digests[state->digest_count++] =
-			(struct update_digest){ event->tid, event->entry_ns, digest, shape };
+			(struct update_digest){ event->tid, event->entry_ns, digest, shape,
+						infer_event_field_is_true(event,
+									  REQUIRES_GRAD_FIELD) };
 	what = describe_update(updates->pool, event);
 	if (!what)
 		return -ENOMEM;
@@ -470,12 +520,77 @@ static bool same_step(const struct infer_event *a, const struct infer_event *b)
 	return a->pipeline == b->pipeline && a->nranks == b->nranks && a->step == b->step;
 }
 
-/* A group all of whose ranks joined (or the last look at one): its differing steps, if replicas. */
-static void judge_group(const struct rank_group *group, rank_updates_differs_fn differs,
-			void *context)
+/* The class of a member's rank, given at the first judged step of its job that it joined. */
+static const struct replica_class *class_of(struct rank_updates *updates,
+					    const struct rank_group *group,
+					    const struct infer_event *member)
 {
-	for (size_t i = 0; !group->sharded && i < group->differing_count; i++)
-		differs(context, &group->differing[i], &group->first);
+	int added;
+	struct replica_class *class =
+		u64_map_get_or_add(&updates->classes, process_key(member->pipeline, member->pid),
+				   sizeof(*class), &added);
+
+	/* Out of memory: no class, and the rank is compared with the first as before. */
+	if (class && added)
+		*class = (struct replica_class){
+			group->first.step, infer_event_field(member, RANK_UPDATES_PARAMETERS_FIELD)
+		};
+	return class;
+}
+
+static bool same_class(const struct replica_class *a, const struct replica_class *b)
+{
+	return a->step == b->step && a->parameters == b->parameters;
+}
+
+/*
+ * The member a rank whose updates differ from the first's is compared
+ * with: the first member of its own class (NULL when it is that member: no
+ * replica joined before it); the first, where the class of either is not
+ * known (device memory: no contents read).
+ */
+static const struct infer_event *replica_to_compare(const struct rank_group *group, size_t index,
+						    const struct replica_class *const *classes)
+{
+	if (!classes[index] || !classes[index]->parameters || !classes[0] ||
+	    !classes[0]->parameters)
+		return &group->members[0];
+	for (size_t j = 0; j < index; j++)
+		if (classes[j] && same_class(classes[j], classes[index]))
+			return &group->members[j];
+	return NULL;
+}
+
+/* Members of a group judged with their classes at once; larger groups look classes up twice. */
+#define CLASSES_AT_ONCE 64
+
+/*
+ * A group all of whose ranks joined (or the last look at one): each member
+ * whose updates differ from those of the replica it is compared with.
+ */
+static void judge_group(struct rank_updates *updates, const struct rank_group *group,
+			rank_updates_differs_fn differs, void *context)
+{
+	const struct replica_class *classes[CLASSES_AT_ONCE];
+	size_t count = group->member_count;
+
+	if (group->sharded || count < 2)
+		return;
+	if (count > CLASSES_AT_ONCE)
+		count = CLASSES_AT_ONCE;
+	for (size_t i = 0; i < count; i++)
+		classes[i] = class_of(updates, group, &group->members[i]);
+	for (size_t i = 1; i < count; i++) {
+		const struct infer_event *member = &group->members[i], *peer;
+
+		if (infer_event_field(member, RANK_UPDATES_FIELD) ==
+		    infer_event_field(&group->members[0], RANK_UPDATES_FIELD))
+			continue;
+		peer = replica_to_compare(group, i, classes);
+		if (peer && infer_event_field(member, RANK_UPDATES_FIELD) !=
+				    infer_event_field(peer, RANK_UPDATES_FIELD))
+			differs(context, member, peer);
+	}
 }
 
 /* Takes a group out of its hash chain, and the chain's head out of the map when it empties. */
@@ -525,24 +640,19 @@ static void judge_earlier_steps(struct rank_updates *updates, const struct infer
 				earlier[count++] = group;
 	for (size_t i = 0; i < count; i++) {
 		remove_group(updates, group_key(&earlier[i]->first, earlier[i]->world), earlier[i]);
-		judge_group(earlier[i], differs, context);
+		judge_group(updates, earlier[i], differs, context);
 		free_group(earlier[i]);
 	}
 }
 
-/* Adds a rank's finished step to its group: whether it differs, and whether it holds another shard.
- */
+/* Adds a rank's finished step to its group, and whether it holds another shard. */
 static int add_member(struct rank_group *group, const struct infer_event *finished)
 {
-	group->members++;
-	group->sharded |= rank_updates_note_shard(&group->shard, finished);
-	if (infer_event_field(finished, RANK_UPDATES_FIELD) ==
-	    infer_event_field(&group->first, RANK_UPDATES_FIELD))
-		return 0;
-	if (growable_array_room_for_one((void **)&group->differing, group->differing_count,
-					&group->differing_capacity, sizeof(*group->differing)))
+	if (growable_array_room_for_one((void **)&group->members, group->member_count,
+					&group->member_capacity, sizeof(*group->members)))
 		return -ENOMEM;
-	group->differing[group->differing_count++] = *finished;
+	group->members[group->member_count++] = *finished;
+	group->sharded |= rank_updates_note_shard(&group->shard, finished);
 	return 0;
 }
 
@@ -566,20 +676,18 @@ int rank_updates_join(struct rank_updates *updates, const struct infer_event *fi
 			return -ENOMEM;
 		group->first = *finished;
 		group->world = world;
-		group->members = 1;
-		(void)rank_updates_note_shard(&group->shard, finished);
 		group->next = head;
-		if (u64_map_put(&updates->groups, key, group)) {
-			free(group);
+		if (add_member(group, finished) || u64_map_put(&updates->groups, key, group)) {
+			free_group(group);
 			return -ENOMEM;
 		}
 	}
 	if (expected > (uint32_t)finished->nranks)
 		expected = (uint32_t)finished->nranks;
-	if (group->members < expected)
+	if (group->member_count < expected)
 		return 0;
 	remove_group(updates, key, group);
-	judge_group(group, differs, context);
+	judge_group(updates, group, differs, context);
 	judge_earlier_steps(updates, finished, world, differs, context);
 	free_group(group);
 	return 1;
@@ -594,7 +702,7 @@ void rank_updates_flush(struct rank_updates *updates, rank_updates_differs_fn di
 	for (size_t i = 0; u64_map_next(&updates->groups, &i, &key, &value);)
 		for (struct rank_group *group = value, *next; group; group = next) {
 			next = group->next;
-			judge_group(group, differs, context);
+			judge_group(updates, group, differs, context);
 			free_group(group);
 		}
 	u64_map_free(&updates->groups);

@@ -29,6 +29,17 @@
  * have the same shapes (two equal layers owned by two ranks) are not told
  * apart from replicas by their shapes alone. A rank whose optimizer did not step at all
  * still differs from its peers.
+ *
+ * Nor are ranks of other parts of a model with tensors of equal shapes (the
+ * stages of a pipeline, the shards of a tensor-parallel layer) replicas: a
+ * rank's class is what the parameters its optimizer updated (the tensors
+ * that require grad) held at the first step of its job judged with it, and
+ * a rank is compared with the first rank of its class to join the step: a
+ * replica that diverged later is still found, a stage is not compared with
+ * another stage, and a rank whose class no other rank shares (a replica
+ * that had diverged before the tool arrived) is not compared at all. Where
+ * the trace has no contents (device memory), ranks are compared with the
+ * first as before.
  */
 #ifndef TCHECK_RANK_UPDATES_H
 #define TCHECK_RANK_UPDATES_H
@@ -43,18 +54,23 @@
 #define RANK_UPDATES_FIELD "updates"
 /* The shapes the optimizer's step updated: a tensor field, never a value or precondition. */
 #define RANK_UPDATES_SHARD_FIELD "shape:updated"
+/* What the parameters held as the optimizer's step updated them: a tensor field. */
+#define RANK_UPDATES_PARAMETERS_FIELD "digest:parameters"
 /* Where a signature's digest of the optimizer's tensors starts. */
 #define RANK_UPDATES_CONTENTS_MARK "; contents of the "
 
 struct rank_updates {
 	struct string_pool *pool;
-	const char *step_name;	      /* interned STEP_PARENT_NAME */
-	const char *field_name;	      /* interned RANK_UPDATES_FIELD */
-	const char *shard_field_name; /* interned RANK_UPDATES_SHARD_FIELD */
-	struct u64_map processes;     /* (source, pid) -> the step being gathered */
+	const char *step_name;		   /* interned STEP_PARENT_NAME */
+	const char *field_name;		   /* interned RANK_UPDATES_FIELD */
+	const char *shard_field_name;	   /* interned RANK_UPDATES_SHARD_FIELD */
+	const char *parameters_field_name; /* interned RANK_UPDATES_PARAMETERS_FIELD */
+	struct u64_map processes;	   /* (source, pid) -> the step being gathered */
 	struct u64_map groups; /* (source, job size, world, step) -> the ranks' steps so far */
 	struct u64_map jobs;   /* (source, job size) -> the ranks seen (struct rank_job) */
 	struct u64_map worlds; /* (source, pid) -> its widest communicator (the job's world) */
+	struct u64_map
+		classes; /* (source, pid) -> its replica class (the contents it started from) */
 };
 
 /* Whether a rule is about this: Consistent on the field "updates" of the step. */

@@ -40,6 +40,7 @@ struct process_step {
 	bool reads_weight; /* its training forward read a layer's weight (linear, conv...) */
 	uint32_t name_count;
 	struct infer_event first[STEP_NAMES_MAX];
+	struct infer_event last[STEP_NAMES_MAX]; /* each name's last call in the step */
 };
 
 /*
@@ -370,15 +371,17 @@ static void close_step(struct rule_checker *checker, struct process_step *state)
 	for (size_t i = 0; i < checker->rules->count && infer_step_between_markers(state->step);
 	     i++) {
 		const struct rule *rule = &checker->rules->rules[i];
-		const struct infer_event *first_a = NULL, *first_b = NULL;
+		const struct infer_event *first_a = NULL, *first_b = NULL, *last_b = NULL;
 
 		if (rule->relation != RELATION_API_SEQUENCE)
 			continue;
 		for (uint32_t n = 0; n < state->name_count; n++) {
 			if (state->first[n].name == rule->first.name)
 				first_a = &state->first[n];
-			if (state->first[n].name == rule->event.name)
+			if (state->first[n].name == rule->event.name) {
 				first_b = &state->first[n];
+				last_b = &state->last[n];
+			}
 		}
 		/* Gradients set to None by hand are cleared as a zero_grad not called would. */
 		if (!first_b ||
@@ -402,10 +405,16 @@ static void close_step(struct rule_checker *checker, struct process_step *state)
 		if (rule_used_name(rule) &&
 		    !call_rhythm_step_judged(&checker->rhythm, state->pid, i, first_a != NULL))
 			continue;
+		/*
+		 * A comes before the last B of the step: a backward for the input's
+		 * gradient before zero_grad and the training backward (adversarial
+		 * training, SAM) has its gradients cleared in time.
+		 */
 		if (!first_a ||
-		    (first_a->entry_ns > first_b->entry_ns &&
+		    (first_a->entry_ns > last_b->entry_ns &&
 		     /* the closure optimizer.step(closure) calls: nesting says nothing of order */
-		     !infer_event_runs_inside(first_a, first_b)))
+		     !infer_event_runs_inside(first_a, first_b) &&
+		     !infer_event_runs_inside(first_a, last_b)))
 			violation(checker, rule, first_b, first_a);
 	}
 	state->name_count = 0;
@@ -450,9 +459,12 @@ static int track_step(struct rule_checker *checker, const struct infer_event *ev
 	if (n == state->name_count) {
 		if (n == STEP_NAMES_MAX)
 			return 0;
-		state->first[state->name_count++] = *event;
+		state->first[n] = *event;
+		state->last[state->name_count++] = *event;
 	} else if (event->entry_ns < state->first[n].entry_ns) {
 		state->first[n] = *event;
+	} else if (event->entry_ns > state->last[n].entry_ns) {
+		state->last[n] = *event;
 	}
 	return 0;
 }

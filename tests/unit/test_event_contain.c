@@ -713,15 +713,23 @@ UNIT_TEST(event_contain, steps_of_two_optimizers_teach_no_count_of_optimizer_sco
 	rule_set_free(set);
 }
 
-static int zero_grad_count_violations;
+/* Violations of the step rules on zero_grad: with a count, and without ("contains"). */
+struct zero_grad_violations {
+	int counted, contained;
+};
 
-static void count_zero_grad_count_violations(const struct rule_violation *violation, void *context)
+static void count_zero_grad_violations(const struct rule_violation *violation, void *context)
 {
-	(void)context;
-	if (violation->rule->relation == RELATION_EVENT_CONTAIN &&
-	    violation->rule->event.kind == INFER_EVENT_STEP && violation->rule->value &&
-	    strcmp(violation->rule->child.name, "Optimizer.zero_grad#*") == 0)
-		zero_grad_count_violations++;
+	struct zero_grad_violations *seen = context;
+
+	if (violation->rule->relation != RELATION_EVENT_CONTAIN ||
+	    violation->rule->event.kind != INFER_EVENT_STEP ||
+	    strcmp(violation->rule->child.name, "Optimizer.zero_grad#*") != 0)
+		return;
+	if (violation->rule->value)
+		seen->counted++;
+	else
+		seen->contained++;
 }
 
 /*
@@ -746,43 +754,246 @@ static void feed_zero_grads(struct rule_checker *checker, struct inference *infe
 	feed_one(checker, inference, &record);
 }
 
-UNIT_TEST(event_contain, zero_grads_of_a_closure_inside_the_step_are_not_counted)
+/* A process of 6 steps, 'zero_grads[step]' zero_grads each, checked against 'set'. */
+static struct zero_grad_violations check_zero_grads(struct rule_set *set, uint32_t pid,
+						    const int *zero_grads, bool closure)
 {
+	struct zero_grad_violations seen = { 0, 0 };
+	struct rule_checker *checker = rule_checker_new(set, count_zero_grad_violations, &seen);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	for (int step = 0; step < 6; step++)
+		feed_zero_grads(checker, NULL, pid, step, zero_grads[step], closure);
+	rule_checker_finish(checker);
+	rule_checker_free(checker);
+	return seen;
+}
+
+UNIT_TEST(event_contain, zero_grad_is_asked_for_not_counted)
+{
+	static const int three[6] = { 3, 3, 3, 3, 3, 3 }, two[6] = { 2, 2, 2, 2, 2, 2 };
+	static const int stops[6] = { 1, 1, 1, 0, 0, 0 };
 	struct rule_set *set = rule_set_new();
 	struct inference *inference = inference_new(set);
-	struct rule_checker *checker;
-	bool counted = false;
+	struct zero_grad_violations seen;
+	bool counted = false, contained = false;
 
 	for (uint32_t pid = 60; pid < 62; pid++)
 		for (int step = 0; step < 6; step++)
 			feed_zero_grads(NULL, inference, pid, step, 1, false);
 	CU_ASSERT_EQUAL(inference_run(inference), 0);
-	for (size_t i = 0; i < set->count; i++)
-		counted |= set->rules[i].relation == RELATION_EVENT_CONTAIN &&
-			   set->rules[i].value && strcmp(set->rules[i].value, "1") == 0 &&
-			   strcmp(set->rules[i].child.name, "Optimizer.zero_grad#*") == 0;
-	CU_ASSERT_TRUE_FATAL(counted);
-	/* LBFGS evaluates its closure, zero_grad and all, three times a step: not judged. */
-	zero_grad_count_violations = 0;
-	checker = rule_checker_new(set, count_zero_grad_count_violations, NULL);
+	for (size_t i = 0; i < set->count; i++) {
+		const struct rule *rule = &set->rules[i];
+
+		if (rule->relation != RELATION_EVENT_CONTAIN ||
+		    strcmp(rule->child.name, "Optimizer.zero_grad#*") != 0)
+			continue;
+		counted |= rule->value != NULL;
+		contained |= rule->value == NULL && rule->event.kind == INFER_EVENT_STEP;
+	}
+	/* Clearing twice clears once: no count is learned, only that a step clears. */
+	CU_ASSERT_FALSE(counted);
+	CU_ASSERT_TRUE_FATAL(contained);
+	/* LBFGS evaluates its closure, zero_grad and all, three times a step: nothing. */
+	seen = check_zero_grads(set, 70, three, true);
+	CU_ASSERT_EQUAL(seen.counted + seen.contained, 0);
+	/* Twice a step before the step (SAM's two passes): nothing. */
+	seen = check_zero_grads(set, 71, two, false);
+	CU_ASSERT_EQUAL(seen.counted + seen.contained, 0);
+	/* No more from step 3: said there (step 5 never closed). */
+	seen = check_zero_grads(set, 72, stops, false);
+	CU_ASSERT_EQUAL(seen.counted, 0);
+	CU_ASSERT_TRUE(seen.contained >= 1);
+	inference_free(inference);
+	rule_set_free(set);
+}
+
+/* Violations of "every step contains OP" (no count) per step. */
+static void count_step_holds_op(const struct rule_violation *violation, void *context)
+{
+	int *at = context;
+
+	if (violation->rule->relation == RELATION_EVENT_CONTAIN &&
+	    violation->rule->event.kind == INFER_EVENT_STEP && !violation->rule->value &&
+	    strcmp(violation->rule->child.name, OP) == 0 && violation->step >= 0 &&
+	    violation->step < 16)
+		at[violation->step]++;
+}
+
+/* One process's steps: OP (a collective, say) where 'holds' says, then the optimizer's step. */
+static void feed_paced_steps(struct inference *inference, struct rule_checker *checker,
+			     uint32_t pid, const char *holds)
+{
+	for (int step = 0; holds[step]; step++) {
+		uint64_t base = (uint64_t)step * 1000 + 100;
+		struct trace_record records[2];
+		size_t count = 0;
+
+		if (holds[step] == 'x')
+			records[count++] =
+				python_call_record(pid, step, base, 5, OP, TRACE_PYTHON_TORCH_OP);
+		records[count++] = python_call_record(pid, step, base + 100, 50, SCOPE,
+						      TRACE_PYTHON_TORCH_SCOPE);
+		for (size_t i = 0; i < count; i++) {
+			if (inference)
+				CU_ASSERT_EQUAL(inference_add(inference, &records[i]), 0);
+			if (checker)
+				CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]), 0);
+		}
+	}
+}
+
+UNIT_TEST(event_contain, a_call_made_at_the_programs_own_pace_is_not_asked_of_every_step)
+{
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct rule_checker *checker;
+	int at[16] = { 0 };
+	int total = 0;
+
+	/* Learned where every step holds OP (a data-parallel job's all-reduce). */
+	feed_paced_steps(inference, NULL, 10, "xxxxxx");
+	feed_paced_steps(inference, NULL, 11, "xxxxx");
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(contain_rule(set, INFER_EVENT_STEP, "step", NULL));
+	/* Parameters averaged every fourth step (local SGD): no step is missing it. */
+	checker = rule_checker_new(set, count_step_holds_op, at);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
-	for (int step = 0; step < 6; step++)
-		feed_zero_grads(checker, NULL, 70, step, 3, true);
+	feed_paced_steps(NULL, checker, 20, "...x...x...x..");
 	rule_checker_finish(checker);
-	CU_ASSERT_EQUAL(zero_grad_count_violations, 0);
 	rule_checker_free(checker);
+	for (int step = 0; step < 16; step++)
+		total += at[step];
+	CU_ASSERT_EQUAL(total, 0);
 	/*
-	 * Twice a step before the step: still said, at steps 1 to 4 (step 0 lies
-	 * before the first step marker, and the last step never closed).
+	 * Held in every step, then no more (a module no longer wrapped): said at
+	 * the step it stops; later steps show the program's pace is another now.
 	 */
-	zero_grad_count_violations = 0;
-	checker = rule_checker_new(set, count_zero_grad_count_violations, NULL);
+	checker = rule_checker_new(set, count_step_holds_op, at);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
-	for (int step = 0; step < 6; step++)
-		feed_zero_grads(checker, NULL, 71, step, 2, false);
+	feed_paced_steps(NULL, checker, 21, "xxx.....");
 	rule_checker_finish(checker);
-	CU_ASSERT_EQUAL(zero_grad_count_violations, 4);
 	rule_checker_free(checker);
+	CU_ASSERT_EQUAL(at[2], 0);
+	CU_ASSERT_EQUAL(at[3], 1);
+	CU_ASSERT_EQUAL(at[4] + at[5] + at[6], 0);
+	inference_free(inference);
+	rule_set_free(set);
+}
+
+/* Violations of "every step contains zero_grad" per step, and whether one showed unused gradients.
+ */
+struct clearing_violations {
+	int at[16];
+	int total;
+	bool shown_unused;
+};
+
+static void count_clearing_violations(const struct rule_violation *violation, void *context)
+{
+	struct clearing_violations *seen = context;
+
+	if (violation->rule->relation != RELATION_EVENT_CONTAIN ||
+	    violation->rule->event.kind != INFER_EVENT_STEP || violation->rule->value ||
+	    strcmp(violation->rule->child.name, "Optimizer.zero_grad#*") != 0)
+		return;
+	seen->total++;
+	if (violation->step >= 0 && violation->step < 16)
+		seen->at[violation->step]++;
+	seen->shown_unused |=
+		infer_event_field(violation->event, "cleared_unused_gradients") != NULL;
+}
+
+/*
+ * A process's iterations, written as letters in time order: Z zero_grad,
+ * B a backward pass, P an in-place change of a parameter by hand (SAM's
+ * climb), S the optimizer's step (its update of a parameter inside it),
+ * which ends a step; records in exit order.
+ */
+static void feed_iterations(struct rule_checker *checker, struct inference *inference, uint32_t pid,
+			    const char *script)
+{
+	uint64_t at = 1000;
+	int step = 0;
+
+	for (const char *letter = script; *letter; letter++, at += 1000) {
+		struct trace_record record;
+
+		if (*letter == 'Z' || *letter == 'B') {
+			record = python_call_record(pid, step, at, 100,
+						    *letter == 'Z'
+							    ? "Optimizer.zero_grad#SGD.zero_grad"
+							    : "Autograd.backward#Engine.execute",
+						    TRACE_PYTHON_TORCH_SCOPE);
+			feed_one(checker, inference, &record);
+			continue;
+		}
+		if (*letter != 'P' && *letter != 'S')
+			continue;
+		record = python_call_record(pid, step, at + 10, 5, "aten::add_.Tensor",
+					    TRACE_PYTHON_TORCH_OP);
+		record.python_call.args[record.python_call.arg_count++] = (struct trace_python_arg){
+			.name = "tensor:self", .type = TRACE_VALUE_INT, .integer = 0x7000
+		};
+		record.python_call.args[record.python_call.arg_count++] = (struct trace_python_arg){
+			.name = "requires_grad:self", .type = TRACE_VALUE_BOOL, .integer = 1
+		};
+		record.python_call.args[record.python_call.arg_count++] = (struct trace_python_arg){
+			.name = "arg:alpha", .type = TRACE_VALUE_FLOAT, .real = -0.1
+		};
+		feed_one(checker, inference, &record);
+		if (*letter == 'S') {
+			record = python_call_record(pid, step, at, 100, "Optimizer.step#SGD.step",
+						    TRACE_PYTHON_TORCH_SCOPE);
+			feed_one(checker, inference, &record);
+			step++;
+		}
+	}
+}
+
+static struct clearing_violations check_iterations(struct rule_set *set, uint32_t pid,
+						   const char *script)
+{
+	struct clearing_violations seen = { { 0 }, 0, false };
+	struct rule_checker *checker = rule_checker_new(set, count_clearing_violations, &seen);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	feed_iterations(checker, NULL, pid, script);
+	rule_checker_finish(checker);
+	rule_checker_free(checker);
+	return seen;
+}
+
+UNIT_TEST(event_contain, gradients_cleared_before_any_update_used_them)
+{
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct clearing_violations seen;
+
+	feed_iterations(NULL, inference, 80, "ZBS ZBS ZBS ZBS ZBS ZBS");
+	feed_iterations(NULL, inference, 81, "ZBS ZBS ZBS ZBS ZBS");
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	/* Healthy: nothing. */
+	seen = check_iterations(set, 90, "ZBS ZBS ZBS ZBS ZBS ZBS");
+	CU_ASSERT_EQUAL(seen.total, 0);
+	/*
+	 * The optimizer's step of the third iteration skipped: step 2 holds two
+	 * iterations, and its second zero_grad throws the first one's gradients
+	 * away. Said there, once, and shown.
+	 */
+	seen = check_iterations(set, 91, "ZBS ZBS ZB ZBS ZBS ZBS");
+	CU_ASSERT_EQUAL(seen.total, 1);
+	CU_ASSERT_EQUAL(seen.at[2], 1);
+	CU_ASSERT_TRUE(seen.shown_unused);
+	/* SAM: backward, a climb by hand, zero_grad, backward, step, zero_grad: nothing. */
+	seen = check_iterations(set, 92, "BPZBSZ BPZBSZ BPZBSZ BPZBSZ BPZBSZ BPZBSZ");
+	CU_ASSERT_EQUAL(seen.total, 0);
+	/* Adversarial training: the input's backward, zero_grad, backward, step: nothing. */
+	seen = check_iterations(set, 93, "BZBS BZBS BZBS BZBS BZBS BZBS");
+	CU_ASSERT_EQUAL(seen.total, 0);
+	/* zero_grad twice, nothing between: nothing thrown away. */
+	seen = check_iterations(set, 94, "ZZBS ZZBS ZZBS ZZBS ZZBS ZZBS");
+	CU_ASSERT_EQUAL(seen.total, 0);
 	inference_free(inference);
 	rule_set_free(set);
 }

@@ -30,7 +30,8 @@ struct rank_step {
 
 static struct trace_record update(uint32_t pid, int rank, int world_size, int step, uint64_t at,
 				  const char *name, uint64_t tensor, int64_t digest,
-				  const char *shape, const char *scalar, double value)
+				  const char *shape, bool parameter, const char *scalar,
+				  double value)
 {
 	struct trace_record record =
 		python_call_record(pid, step, at, 3, name, TRACE_PYTHON_TORCH_OP);
@@ -48,6 +49,9 @@ static struct trace_record update(uint32_t pid, int rank, int world_size, int st
 		call->args[call->arg_count++] = (struct trace_python_arg){ .name = "shape:self",
 									   .type = TRACE_VALUE_STR,
 									   .text = shape };
+	call->args[call->arg_count++] = (struct trace_python_arg){ .name = "requires_grad:self",
+								   .type = TRACE_VALUE_BOOL,
+								   .integer = parameter };
 	if (scalar)
 		call->args[call->arg_count++] = (struct trace_python_arg){
 			.name = scalar, .type = TRACE_VALUE_FLOAT, .real = value
@@ -67,13 +71,14 @@ static size_t build_rank_step(uint32_t pid, int rank, int world_size, int step,
 	size_t count = 0;
 
 	for (uint64_t p = 0; p < 2 && how.clips; p++)
-		records[count++] =
-			update(pid, rank, world_size, step, at + p, "aten::mul_.Tensor",
-			       WEIGHT + 0x100 + p, 7000 + 10 * rank + (int64_t)p, NULL, NULL, 0);
+		records[count++] = update(pid, rank, world_size, step, at + p, "aten::mul_.Tensor",
+					  WEIGHT + 0x100 + p, 7000 + 10 * rank + (int64_t)p, NULL,
+					  false, NULL, 0);
 	for (uint64_t p = 0; p < 2 && !how.empty_share; p++)
-		records[count++] = update(
-			pid, rank, world_size, step, at + 10 + p, "aten::add_.Tensor", WEIGHT + p,
-			how.weights + 100 * step + (int64_t)p, how.shape, "arg:alpha", how.alpha);
+		records[count++] =
+			update(pid, rank, world_size, step, at + 10 + p, "aten::add_.Tensor",
+			       WEIGHT + p, how.weights + 100 * step + (int64_t)p, how.shape, true,
+			       "arg:alpha", how.alpha);
 	records[count] = python_call_record(pid, step, at + 5, 20, "Optimizer.step#SGD.step",
 					    TRACE_PYTHON_TORCH_SCOPE);
 	records[count].python_call.rank = rank;
@@ -162,8 +167,9 @@ UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
 struct rank_violations {
 	int at[8];
 	int total;
-	int contents_only; /* same updates and scalars, other values */
-	int before_finish; /* said while the job ran, not at the end of the trace */
+	int contents_only;    /* same updates and scalars, other values */
+	int before_finish;    /* said while the job ran, not at the end of the trace */
+	int rank, other_rank; /* of the last violation */
 };
 
 static void count_violation(const struct rule_violation *violation, void *context)
@@ -178,6 +184,8 @@ static void count_violation(const struct rule_violation *violation, void *contex
 		seen->contents_only++;
 	if (violation->step >= 0 && violation->step < 8)
 		seen->at[violation->step]++;
+	seen->rank = violation->event->rank;
+	seen->other_rank = violation->other ? violation->other->rank : -1;
 }
 
 /* A job of 'world_size' ranks and 'steps' steps, each rank stepping as 'how' says. */
@@ -345,6 +353,81 @@ static void run_two_jobs(struct rank_violations *seen, const struct rule_set *ru
 	seen->before_finish = seen->total;
 	rule_checker_finish(checker);
 	rule_checker_free(checker);
+}
+
+/* Each rank another pipeline stage: tensors of the same shapes holding other values. */
+static struct rank_step pipeline_stages(int rank, int step, const void *context)
+{
+	struct rank_step how = HEALTHY;
+
+	(void)step;
+	(void)context;
+	how.weights = 1 + 10 * rank;
+	return how;
+}
+
+/*
+ * Tensor and data parallel: ranks 0 and 2 hold one shard of a layer, ranks
+ * 1 and 3 the other (equal shapes, other values); '*stray_from' (when not
+ * NULL) is the step from which rank 3's weights hold what rank 1's do not.
+ */
+static struct rank_step two_shards_two_replicas(int rank, int step, const void *context)
+{
+	const int *stray_from = context;
+	struct rank_step how = HEALTHY;
+
+	how.weights = 1 + 10 * (rank % 2);
+	if (stray_from && rank == 3 && step >= *stray_from)
+		how.weights = 50;
+	return how;
+}
+
+/* Rules inferred from a healthy 2-rank job of 5 steps. */
+static struct rule_set *rules_of_a_healthy_job(void)
+{
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct trace_record records[16];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(inference);
+	for (int step = 0; step < 5; step++)
+		for (int rank = 0; rank < 2; rank++) {
+			size_t count = build_rank_step(400 + rank, rank, 2, step, HEALTHY, records);
+
+			for (size_t i = 0; i < count; i++)
+				CU_ASSERT_EQUAL(inference_add(inference, &records[i]), 0);
+		}
+	CU_ASSERT_EQUAL(inference_run(inference), 0);
+	inference_free(inference);
+	return set;
+}
+
+UNIT_TEST(rank_updates, ranks_of_other_model_parts_are_not_replicas)
+{
+	struct rule_set *set = rules_of_a_healthy_job();
+	struct rank_violations seen;
+	int stray_from = 2;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rank_rule(set));
+	/* Four pipeline stages of equal shapes, each from its own start: nothing. */
+	run_ranks(&seen, set, 4, 7, pipeline_stages, NULL);
+	CU_ASSERT_EQUAL(seen.total, 0);
+	/* Two tensor-parallel shards, each held by two data-parallel replicas: nothing. */
+	run_ranks(&seen, set, 4, 7, two_shards_two_replicas, NULL);
+	CU_ASSERT_EQUAL(seen.total, 0);
+	/*
+	 * Rank 3 strays from its replica, rank 1, from step 2: its steps 2 to 5,
+	 * compared with rank 1, not with rank 0 (another shard).
+	 */
+	run_ranks(&seen, set, 4, 7, two_shards_two_replicas, &stray_from);
+	CU_ASSERT_EQUAL(seen.total, 4);
+	CU_ASSERT_EQUAL(seen.contents_only, 4);
+	CU_ASSERT_EQUAL(seen.at[1], 0);
+	CU_ASSERT_EQUAL(seen.at[2], 1);
+	CU_ASSERT_EQUAL(seen.rank, 3);
+	CU_ASSERT_EQUAL(seen.other_rank, 1);
+	CU_ASSERT_EQUAL(seen.before_finish, 4);
+	rule_set_free(set);
 }
 
 UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_strays)

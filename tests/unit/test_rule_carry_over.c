@@ -54,6 +54,15 @@ struct program {
 	 * Lightning's automatic optimization)
 	 */
 	int closure;
+	/*
+	 * a backward for the input's gradient first in each step, before the
+	 * zero_grad, the forward and the training backward (adversarial
+	 * training, SAM's first pass)
+	 */
+	int backward_for_inputs_first;
+	/* zero_grad after the backward, just before the step: the gradients it steps on are zeros
+	 */
+	int zero_grad_before_step;
 };
 
 enum {
@@ -99,7 +108,7 @@ static void run_program(const struct program *program, struct inference *inferen
 	snprintf(step_scope, sizeof(step_scope), "Optimizer.step#%s.step", program->optimizer);
 	for (int step = 0; step < STEPS; step++) {
 		uint64_t base = 1000000ULL * (uint64_t)(step + 1);
-		struct trace_record records[11];
+		struct trace_record records[12];
 		size_t count = 0;
 
 		if (program->evaluates_first) {
@@ -111,11 +120,18 @@ static void run_program(const struct program *program, struct inference *inferen
 		records[count++].python_call.args[0] = (struct trace_python_arg){
 			.name = "lr", .type = TRACE_VALUE_FLOAT, .real = program->lr
 		};
+		if (program->backward_for_inputs_first) {
+			records[count] =
+				call(program, step, base + 20, "Autograd.backward#Engine.execute",
+				     TRACE_PYTHON_TORCH_SCOPE);
+			records[count++].python_call.duration_ns = 50;
+		}
 		if (program->zero_grad_after_step ? step > 0 : step < program->zero_grad_until)
-			records[count++] =
-				call(program, step,
-				     base + (program->zero_grad_after_forward ? 210 : 100),
-				     zero_grad, TRACE_PYTHON_TORCH_SCOPE);
+			records[count++] = call(program, step,
+						base + (program->zero_grad_before_step	   ? 280
+							: program->zero_grad_after_forward ? 210
+											   : 100),
+						zero_grad, TRACE_PYTHON_TORCH_SCOPE);
 		if (step < program->ddp_until &&
 		    (!program->ddp_every || step % program->ddp_every == 0))
 			records[count++] = call(program, step, base + 200, DDP_FORWARD, 0);
@@ -402,6 +418,23 @@ UNIT_TEST(carry_over, zero_grad_is_asked_before_the_backward_not_before_the_forw
 					 .closure = 1 },
 		      &tally);
 	CU_ASSERT_EQUAL(first_step_of(&tally, set, before_backward), 3);
+	/*
+	 * Adversarial training: a backward for the input's gradient, then
+	 * zero_grad, then the training backward. Cleared before the backward
+	 * whose gradients the step uses: in order (these references' one
+	 * backward a step is a count of theirs, not asked here).
+	 */
+	check_program(set,
+		      &(struct program){ 70, "Adam", STEPS, STEPS, 0.1, -1, 0, BACKWARD_ACCUMULATES,
+					 .backward_for_inputs_first = 1 },
+		      &tally);
+	CU_ASSERT_EQUAL(first_step_of(&tally, set, before_backward), -1);
+	/* zero_grad after the only backward: the step finds zeros, from step 1. */
+	check_program(set,
+		      &(struct program){ 80, "Adam", STEPS, STEPS, 0.1, -1, 0, BACKWARD_ACCUMULATES,
+					 .zero_grad_before_step = 1 },
+		      &tally);
+	CU_ASSERT_EQUAL(first_step_of(&tally, set, before_backward), 1);
 
 	inference_free(inference);
 	rule_set_free(set);

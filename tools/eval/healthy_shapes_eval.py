@@ -131,6 +131,16 @@ SHAPES = [
      "ExponentialLR"),
     ("step_decay_by_hand.py", [], "PyTorch's ImageNet example's adjust_learning_rate: the "
      "learning rate set by hand each epoch, dropping tenfold"),
+    ("pipeline_two_stages.py", ["--world-size", "4"], "pipeline parallel by hand: 4 stages of "
+     "the same shapes, activations and gradients sent between ranks"),
+    ("tensor_parallel_columns.py", ["--world-size", "2"], "a column-parallel linear by hand: "
+     "shards of one shape on 2 ranks, a replicated head"),
+    ("adversarial_fgsm.py", [], "adversarial training: a backward for the input's gradient, "
+     "zero_grad(), then the training backward"),
+    ("sam_two_passes.py", [], "SAM: two backward passes and two zero_grad() a step, a climb "
+     "by hand between"),
+    ("pcgrad_multitask.py", [], "PCGrad: task gradients by autograd.grad, projected and set "
+     "by hand, no backward call"),
 ]
 
 
