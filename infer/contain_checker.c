@@ -14,8 +14,6 @@
 
 /* Operations remembered per thread before the oldest are dropped. */
 #define THREAD_LOG_MAX 8192
-/* Shown with a step that cleared gradients no update had used (gradient_clearing.h). */
-#define CLEARED_UNUSED_FIELD "cleared_unused_gradients"
 /* Children counted per step of a process. */
 #define STEP_CHILDREN_MAX 64
 
@@ -179,7 +177,7 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 			field->value = string_pool_intern(checker->rules->pool, text);
 			if (unused && shown.field_count + 1 < INFER_FIELDS_MAX) {
 				field[1].name = string_pool_intern(checker->rules->pool,
-								   CLEARED_UNUSED_FIELD);
+								   CONTAIN_CLEARED_UNUSED_FIELD);
 				field[1].value = string_pool_intern(checker->rules->pool, "True");
 				added += field[1].name && field[1].value;
 			}

@@ -11,6 +11,13 @@
 #include "gradient_clearing.h"
 #include "rules.h"
 
+/*
+ * A field ("True") of a step reported for "every step contains zero_grad"
+ * although it held one: it cleared gradients no update had used
+ * (gradient_clearing_cleared_unused).
+ */
+#define CONTAIN_CLEARED_UNUSED_FIELD "cleared_unused_gradients"
+
 /* A violated rule and the parent (a scope, or the step) that violates it. */
 typedef void (*contain_violation_fn)(void *context, const struct rule *rule,
 				     const struct infer_event *parent);

@@ -13,6 +13,7 @@
 #include "checks/rule_findings.h"
 #include "checks/rule_runner.h"
 #include "checks/violation_stream.h"
+#include "infer/contain_checker.h"
 #include "infer/rank_updates.h"
 #include "infer/rule_checker.h"
 #include "model/record_consumer.h"
@@ -178,6 +179,10 @@ static void report_violation(const struct rule_violation *violation, void *conte
 			       ? "the step before applied"
 			       : "disagrees with",
 		       other);
+	if (violation->rule->relation == RELATION_EVENT_CONTAIN &&
+	    infer_event_field(violation->event, CONTAIN_CLEARED_UNUSED_FIELD))
+		printf("  it cleared gradients a backward had filled before any optimizer step or "
+		       "change of a parameter used them: an optimizer step skipped?\n");
 	if (rule_checks_rank_updates(violation->rule) && violation->other &&
 	    rank_updates_only_contents_differ(violation->event, violation->other))
 		printf("  the same updates with the same scalars, applied to other values: job "
