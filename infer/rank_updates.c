@@ -561,36 +561,33 @@ static const struct infer_event *replica_to_compare(const struct rank_group *gro
 	return NULL;
 }
 
-/* Members of a group judged with their classes at once; larger groups look classes up twice. */
-#define CLASSES_AT_ONCE 64
-
 /*
  * A group all of whose ranks joined (or the last look at one): each member
- * whose updates differ from those of the replica it is compared with.
+ * whose updates differ from those of the replica it is compared with. Out
+ * of memory for the classes, each is compared with the first.
  */
 static void judge_group(struct rank_updates *updates, const struct rank_group *group,
 			rank_updates_differs_fn differs, void *context)
 {
-	const struct replica_class *classes[CLASSES_AT_ONCE];
-	size_t count = group->member_count;
+	const struct replica_class **classes;
 
-	if (group->sharded || count < 2)
+	if (group->sharded || group->member_count < 2)
 		return;
-	if (count > CLASSES_AT_ONCE)
-		count = CLASSES_AT_ONCE;
-	for (size_t i = 0; i < count; i++)
+	classes = calloc(group->member_count, sizeof(*classes));
+	for (size_t i = 0; classes && i < group->member_count; i++)
 		classes[i] = class_of(updates, group, &group->members[i]);
-	for (size_t i = 1; i < count; i++) {
+	for (size_t i = 1; i < group->member_count; i++) {
 		const struct infer_event *member = &group->members[i], *peer;
 
 		if (infer_event_field(member, RANK_UPDATES_FIELD) ==
 		    infer_event_field(&group->members[0], RANK_UPDATES_FIELD))
 			continue;
-		peer = replica_to_compare(group, i, classes);
+		peer = classes ? replica_to_compare(group, i, classes) : &group->members[0];
 		if (peer && infer_event_field(member, RANK_UPDATES_FIELD) !=
 				    infer_event_field(peer, RANK_UPDATES_FIELD))
 			differs(context, member, peer);
 	}
+	free((void *)classes);
 }
 
 /* Takes a group out of its hash chain, and the chain's head out of the map when it empties. */
