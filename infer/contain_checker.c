@@ -167,12 +167,11 @@ static void check_parent(struct contain_checker *checker, const struct infer_eve
 			struct infer_field fields[INFER_FIELDS_MAX];
 			struct infer_field *field = &fields[shown.field_count];
 			const struct infer_field *interned;
+			uint32_t added = 1;
 
 			if (parent->field_count)
 				memcpy(fields, parent->fields,
 				       parent->field_count * sizeof(fields[0]));
-			uint32_t added = 1;
-
 			field->name = string_pool_intern(checker->rules->pool, name);
 			field->value = string_pool_intern(checker->rules->pool, text);
 			if (unused && shown.field_count + 1 < INFER_FIELDS_MAX) {

@@ -56,11 +56,10 @@ struct process_updates {
  * shards.
  */
 struct rank_group {
-	struct infer_event first;
 	uint64_t world;	   /* the job's world communicator, 0 unknown */
 	const char *shard; /* the first shard a member held (NULL: none yet) */
 	bool sharded;
-	struct infer_event *members; /* members[0] is 'first' */
+	struct infer_event *members; /* at least one once the group exists */
 	size_t member_count, member_capacity;
 	struct rank_group *next; /* same hash */
 };
@@ -302,12 +301,56 @@ static bool in_optimizer_step(const struct process_updates *state,
 	return false;
 }
 
+/* What of the tensors the optimizer's step updated a hash is taken over. */
+enum digest_part {
+	DIGEST_CONTENTS,   /* every tensor's contents */
+	DIGEST_PARAMETERS, /* the contents of the tensors that require grad */
+	DIGEST_SHAPES,	   /* every tensor's shape */
+};
+
+/*
+ * A hash of one part of the digests of the tensors the optimizer's step
+ * updated, in the order it updated them (finish_step sorts them by entry),
+ * and in '*read' how many it took; those that lack the part are left out.
+ */
+static uint64_t hash_digests(const struct process_updates *state, enum digest_part part,
+			     uint32_t *read)
+{
+	uint64_t hash = FNV1A_OFFSET_BASIS;
+
+	*read = 0;
+	for (uint32_t i = 0; i < state->digest_count; i++) {
+		const struct update_digest *digest = &state->digests[i];
+		const char *text = part == DIGEST_SHAPES ? digest->shape : digest->digest;
+
+		if (!text || (part == DIGEST_PARAMETERS && !digest->parameter) ||
+		    !in_optimizer_step(state, digest))
+			continue;
+		hash = fnv1a_add_u64(hash, fnv1a_string(text));
+		(*read)++;
+	}
+	return hash;
+}
+
 /*
  * What the optimizer's step found in the tensors it updates (parameters,
  * momentum and moment buffers), in the order it updated them: their
  * contents after the step before, the same on every replica. Gradients are
  * left out: before their all-reduce they are each rank's own.
  */
+static size_t describe_contents(const struct process_updates *state, char *text, size_t size)
+{
+	uint32_t read;
+	uint64_t hash = hash_digests(state, DIGEST_CONTENTS, &read);
+
+	if (!read)
+		return 0;
+	return (size_t)snprintf(text, size,
+				RANK_UPDATES_CONTENTS_MARK
+				"%u tensors the optimizer updates, before: %016llx",
+				read, (unsigned long long)hash);
+}
+
 /*
  * What the parameters the optimizer's step updated held at the entry of
  * their updates, in order (a hash, as text), or NULL when the trace has no
@@ -317,54 +360,23 @@ static bool in_optimizer_step(const struct process_updates *state,
 static const char *describe_parameters(struct rank_updates *updates,
 				       const struct process_updates *state)
 {
-	uint64_t hash = FNV1A_OFFSET_BASIS;
-	uint32_t read = 0;
+	uint32_t read;
+	uint64_t hash = hash_digests(state, DIGEST_PARAMETERS, &read);
 	char text[64];
 
-	/* finish_step sorted them by entry. */
-	for (uint32_t i = 0; i < state->digest_count; i++)
-		if (state->digests[i].digest && state->digests[i].parameter &&
-		    in_optimizer_step(state, &state->digests[i])) {
-			hash = fnv1a_add_u64(hash, fnv1a_string(state->digests[i].digest));
-			read++;
-		}
 	if (!read)
 		return NULL;
 	snprintf(text, sizeof(text), "%u parameters held %016llx", read, (unsigned long long)hash);
 	return string_pool_intern(updates->pool, text);
 }
 
-static size_t describe_contents(struct process_updates *state, char *text, size_t size)
-{
-	uint64_t hash = FNV1A_OFFSET_BASIS;
-	uint32_t read = 0;
-
-	for (uint32_t i = 0; i < state->digest_count; i++)
-		if (state->digests[i].digest && in_optimizer_step(state, &state->digests[i])) {
-			hash = fnv1a_add_u64(hash, fnv1a_string(state->digests[i].digest));
-			read++;
-		}
-	if (!read)
-		return 0;
-	return (size_t)snprintf(text, size,
-				RANK_UPDATES_CONTENTS_MARK
-				"%u tensors the optimizer updates, before: %016llx",
-				read, (unsigned long long)hash);
-}
-
 /* The shapes of the tensors the optimizer's step updated, in order, or NULL when none known. */
-static const char *describe_shard(struct rank_updates *updates, struct process_updates *state)
+static const char *describe_shard(struct rank_updates *updates, const struct process_updates *state)
 {
-	uint64_t hash = FNV1A_OFFSET_BASIS;
-	uint32_t shapes = 0;
+	uint32_t shapes;
+	uint64_t hash = hash_digests(state, DIGEST_SHAPES, &shapes);
 	char text[64];
 
-	/* finish_step sorted them by entry. */
-	for (uint32_t i = 0; i < state->digest_count; i++)
-		if (state->digests[i].shape && in_optimizer_step(state, &state->digests[i])) {
-			hash = fnv1a_add_u64(hash, fnv1a_string(state->digests[i].shape));
-			shapes++;
-		}
 	if (!shapes)
 		return NULL;
 	snprintf(text, sizeof(text), "%u updates of tensors shaped %016llx", shapes,
@@ -532,9 +544,9 @@ static const struct replica_class *class_of(struct rank_updates *updates,
 
 	/* Out of memory: no class, and the rank is compared with the first as before. */
 	if (class && added)
-		*class = (struct replica_class){
-			group->first.step, infer_event_field(member, RANK_UPDATES_PARAMETERS_FIELD)
-		};
+		*class = (struct replica_class){ group->members[0].step,
+						 infer_event_field(member,
+								   RANK_UPDATES_PARAMETERS_FIELD) };
 	return class;
 }
 
@@ -631,12 +643,13 @@ static void judge_earlier_steps(struct rank_updates *updates, const struct infer
 	     count < EARLIER_STEPS_MAX && u64_map_next(&updates->groups, &i, &key, &value);)
 		for (struct rank_group *group = value; group && count < EARLIER_STEPS_MAX;
 		     group = group->next)
-			if (group->first.pipeline == later->pipeline &&
-			    group->first.nranks == later->nranks && group->world == world &&
-			    group->first.step < later->step)
+			if (group->members[0].pipeline == later->pipeline &&
+			    group->members[0].nranks == later->nranks && group->world == world &&
+			    group->members[0].step < later->step)
 				earlier[count++] = group;
 	for (size_t i = 0; i < count; i++) {
-		remove_group(updates, group_key(&earlier[i]->first, earlier[i]->world), earlier[i]);
+		remove_group(updates, group_key(&earlier[i]->members[0], earlier[i]->world),
+			     earlier[i]);
 		judge_group(updates, earlier[i], differs, context);
 		free_group(earlier[i]);
 	}
@@ -661,7 +674,8 @@ int rank_updates_join(struct rank_updates *updates, const struct infer_event *fi
 	struct rank_group *head = u64_map_get(&updates->groups, key), *group;
 	uint32_t expected = ranks_seen(updates, finished, world);
 
-	for (group = head; group && !(group->world == world && same_step(&group->first, finished));
+	for (group = head;
+	     group && !(group->world == world && same_step(&group->members[0], finished));
 	     group = group->next)
 		;
 	if (group) {
@@ -671,7 +685,6 @@ int rank_updates_join(struct rank_updates *updates, const struct infer_event *fi
 		group = calloc(1, sizeof(*group));
 		if (!group)
 			return -ENOMEM;
-		group->first = *finished;
 		group->world = world;
 		group->next = head;
 		if (add_member(group, finished) || u64_map_put(&updates->groups, key, group)) {

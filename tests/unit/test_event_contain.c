@@ -820,7 +820,10 @@ static void count_step_holds_op(const struct rule_violation *violation, void *co
 		at[violation->step]++;
 }
 
-/* One process's steps: OP (a collective, say) where 'holds' says, then the optimizer's step. */
+/*
+ * One process's steps, a letter each: 'A' a step that runs OP (an
+ * all-reduce, say) before its optimizer's step, '-' one that runs no OP.
+ */
 static void feed_paced_steps(struct inference *inference, struct rule_checker *checker,
 			     uint32_t pid, const char *holds)
 {
@@ -829,7 +832,7 @@ static void feed_paced_steps(struct inference *inference, struct rule_checker *c
 		struct trace_record records[2];
 		size_t count = 0;
 
-		if (holds[step] == 'x')
+		if (holds[step] == 'A')
 			records[count++] =
 				python_call_record(pid, step, base, 5, OP, TRACE_PYTHON_TORCH_OP);
 		records[count++] = python_call_record(pid, step, base + 100, 50, SCOPE,
@@ -852,14 +855,14 @@ UNIT_TEST(event_contain, a_call_made_at_the_programs_own_pace_is_not_asked_of_ev
 	int total = 0;
 
 	/* Learned where every step holds OP (a data-parallel job's all-reduce). */
-	feed_paced_steps(inference, NULL, 10, "xxxxxx");
-	feed_paced_steps(inference, NULL, 11, "xxxxx");
+	feed_paced_steps(inference, NULL, 10, "AAAAAA");
+	feed_paced_steps(inference, NULL, 11, "AAAAA");
 	CU_ASSERT_EQUAL(inference_run(inference), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(contain_rule(set, INFER_EVENT_STEP, "step", NULL));
 	/* Parameters averaged every fourth step (local SGD): no step is missing it. */
 	checker = rule_checker_new(set, count_step_holds_op, at);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
-	feed_paced_steps(NULL, checker, 20, "...x...x...x..");
+	feed_paced_steps(NULL, checker, 20, "---A---A---A--");
 	rule_checker_finish(checker);
 	rule_checker_free(checker);
 	for (int step = 0; step < 16; step++)
@@ -871,7 +874,7 @@ UNIT_TEST(event_contain, a_call_made_at_the_programs_own_pace_is_not_asked_of_ev
 	 */
 	checker = rule_checker_new(set, count_step_holds_op, at);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
-	feed_paced_steps(NULL, checker, 21, "xxx.....");
+	feed_paced_steps(NULL, checker, 21, "AAA-----");
 	rule_checker_finish(checker);
 	rule_checker_free(checker);
 	CU_ASSERT_EQUAL(at[2], 0);
