@@ -45,9 +45,12 @@ static __always_inline void notify_library_change(__u32 pid, __u32 tid)
  * The operation counter of the communicator the call works on, read before
  * the call moves it: the number of operations the rank issued there before
  * this one, which places a call the same on every rank even when the
- * tracing started mid-run.
+ * tracing started mid-run. User space needs it at a communicator's first
+ * top-level call and counts on from there, so it is read once per thread
+ * and communicator (calls->counted_comms), not at every call.
  */
-static __always_inline void read_op_count(struct tcheck_open_call *frame)
+static __always_inline void read_op_count(struct tcheck_thread_calls *calls,
+					  struct tcheck_open_call *frame, __u32 depth)
 {
 	__u32 arg = (frame->cookie >> TCHECK_COOKIE_COMM_ARG_SHIFT) & TCHECK_COOKIE_COMM_ARG_MASK;
 	__u32 slot = (frame->cookie >> TCHECK_COOKIE_LAYOUT_SHIFT) & TCHECK_COOKIE_LAYOUT_MASK;
@@ -55,20 +58,35 @@ static __always_inline void read_op_count(struct tcheck_open_call *frame)
 	__u64 comm;
 
 	frame->comm_op_count = 0;
-	if (!arg || !slot)
+	if (!arg || !slot || depth)
 		return;
 	/* Masked and compared where the verifier sees the index. */
 	arg = (arg - 1) & 0xf;
 	if (arg >= TCHECK_CALL_ARGS)
 		return;
 	comm = frame->args[arg];
+	if (!comm)
+		return;
+	for (int i = 0; i < TCHECK_COUNTED_COMMS; i++)
+		if (calls->counted_comms[i] == comm)
+			return;
 	slot -= 1;
 	layout = bpf_map_lookup_elem(&comm_layouts, &slot);
-	if (!comm || !layout || layout->op_count_offset < 0)
+	if (!layout || layout->op_count_offset < 0)
 		return;
-	if (!bpf_probe_read_user(&frame->comm_op_count, sizeof(frame->comm_op_count),
-				 (void *)(comm + layout->op_count_offset)))
-		frame->call_flags |= TCHECK_CALL_HAS_OP_COUNT;
+	if (bpf_probe_read_user(&frame->comm_op_count, sizeof(frame->comm_op_count),
+				(void *)(comm + layout->op_count_offset)))
+		return;
+	frame->call_flags |= TCHECK_CALL_HAS_OP_COUNT;
+	calls->counted_comms[calls->counted_next++ & (TCHECK_COUNTED_COMMS - 1)] = comm;
+}
+
+/* A record that carried a communicator's counter was lost: read the counters again. */
+static __always_inline void forget_counted_comms(struct tcheck_thread_calls *calls,
+						 const struct tcheck_open_call *frame)
+{
+	if (frame->call_flags & TCHECK_CALL_HAS_OP_COUNT)
+		__builtin_memset(calls->counted_comms, 0, sizeof(calls->counted_comms));
 }
 
 /*
@@ -140,7 +158,7 @@ int library_call_entry(struct pt_regs *ctx)
 		if (bpf_probe_read_user(frame->blob, TCHECK_BLOB_BYTES, (void *)stack))
 			frame->cookie &= ~TCHECK_COOKIE_BLOB_FROM_STACK;
 	}
-	read_op_count(frame);
+	read_op_count(calls, frame, depth);
 	python_context_read(pid, frame);
 	calls->depth = depth + 1;
 	return 0;
@@ -262,17 +280,20 @@ static __always_inline int fill_call_record(struct tcheck_call_record *record,
  * on its next timed poll).
  */
 static __always_inline struct tcheck_call_record *
-begin_call_record(__u64 size, const struct tcheck_open_call *frame, __u64 return_value, __u32 depth,
-		  __u32 pid, __u32 tid)
+begin_call_record(__u64 size, struct tcheck_thread_calls *calls,
+		  const struct tcheck_open_call *frame, __u64 return_value, __u32 depth, __u32 pid,
+		  __u32 tid)
 {
 	struct tcheck_call_record *record = bpf_ringbuf_reserve(&events, size, 0);
 
 	if (!record) {
 		count(TCHECK_COUNTER_RINGBUF_DROPS);
+		forget_counted_comms(calls, frame);
 		return NULL;
 	}
 	if (fill_call_record(record, frame, return_value, depth, pid, tid)) {
 		bpf_ringbuf_discard(record, BPF_RB_NO_WAKEUP);
+		forget_counted_comms(calls, frame);
 		count(TCHECK_COUNTER_FILTERED);
 		return NULL;
 	}
@@ -317,14 +338,14 @@ int library_call_return(struct pt_regs *ctx)
 	return_value = PT_REGS_RC(ctx);
 	/* Most calls have no blob and no Python caller: their record stops before the blob. */
 	if (!frame->py_depth && !(frame->cookie & TCHECK_COOKIE_BLOB_ANY)) {
-		record = begin_call_record(TCHECK_CALL_RECORD_SHORT_BYTES, frame, return_value,
-					   depth, pid, tid);
+		record = begin_call_record(TCHECK_CALL_RECORD_SHORT_BYTES, calls, frame,
+					   return_value, depth, pid, tid);
 		if (record)
 			bpf_ringbuf_submit(record,
 					   ringbuf_wakeup_flags(TCHECK_CALL_RECORD_SHORT_BYTES));
 		return 0;
 	}
-	record = begin_call_record(sizeof(*record), frame, return_value, depth, pid, tid);
+	record = begin_call_record(sizeof(*record), calls, frame, return_value, depth, pid, tid);
 	if (!record)
 		return 0;
 	read_blob(record, frame);

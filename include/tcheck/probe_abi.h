@@ -33,6 +33,8 @@ typedef int64_t tcheck_s64;
 
 /* Calls into the library that may be open on one thread at once. */
 #define TCHECK_MAX_NESTING 4
+/* Communicators per thread whose operation counter is known to user space (a power of 2). */
+#define TCHECK_COUNTED_COMMS 4
 
 /*
  * The attach cookie tells the one generic program what to capture for
@@ -202,6 +204,16 @@ struct tcheck_open_call {
 struct tcheck_thread_calls {
 	tcheck_u32 depth;
 	tcheck_u32 overflow; /* entries beyond TCHECK_MAX_NESTING, skipped */
+	/*
+	 * The communicators whose operation counter this thread has sent in a
+	 * call record (the last TCHECK_COUNTED_COMMS, replaced in turn): user
+	 * space needs a communicator's counter once, at its first traced call,
+	 * and counts on from there, so the entry reads it only for a
+	 * communicator not listed. A record lost on its way forgets the list.
+	 */
+	tcheck_u32 counted_next;
+	tcheck_u32 reserved;
+	tcheck_u64 counted_comms[TCHECK_COUNTED_COMMS];
 	struct tcheck_open_call frames[TCHECK_MAX_NESTING];
 };
 

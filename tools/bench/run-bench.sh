@@ -6,7 +6,8 @@
 # sustains without drops, with its CPU and memory. Ratios are only taken
 # between figures of one run. Knobs (environment): BENCH_CALLS (calls per
 # round, default 50000), BENCH_ROUNDS (default 21), BENCH_LOAD_SECONDS
-# (length of each event-rate run, default 3), REAL_NCCL (path of a real
+# (length of each event-rate run, default 3), BENCH_JOB_STEPS (steps of the
+# 2-rank job the BPF statistics are also read on, default 2000), REAL_NCCL (path of a real
 # libnccl.so.2, default /usr/local/cuda/lib/libnccl.so.2), BASELINE (the root of
 # another build, main's say: its tcheck-bpf is measured in the same rounds and
 # its BPF programs in the same session).
@@ -24,6 +25,8 @@ REAL_NCCL=${REAL_NCCL:-/usr/local/cuda/lib/libnccl.so.2}
 CALLS=${BENCH_CALLS:-50000}
 ROUNDS=${BENCH_ROUNDS:-21}
 LOAD_SECONDS=${BENCH_LOAD_SECONDS:-3}
+# Steps of the 2-rank job whose calls the BPF statistics are also read on.
+JOB_STEPS=${BENCH_JOB_STEPS:-2000}
 LOAD_PROCESSES=2
 LOAD_THREADS=2
 # After full speed, when it had drops: offered rates tried, highest first, until one has none.
@@ -277,19 +280,10 @@ measure_call_cost() {
 	[ "$logged" = "$calls" ] || fail "$tag: $calls calls made, the interposer logged $logged"
 }
 
-# Time inside tcheck-bpf's BPF programs per call, from kernel.bpf_stats_enabled:
-# one run of 5 x 50000 calls traced by the binary $2, its programs' run_cnt and
-# run_time_ns appended to $SCRATCH/$1.programs ("name runs ns" lines).
-measure_program_run() {
-	local name=$1 tracer=$2 bench recorder fd_info id runs
-	sysctl -qw kernel.bpf_stats_enabled=1
-	start_call_bench "$name" --lib "$NCCL_DOUBLE" --calls 50000 --rounds 5
-	bench=$STARTED_PID
-	RECORDER_BINARY=$tracer start_recorder "$name" "$bench"
-	recorder=$STARTED_PID
-	touch "$SCRATCH/$name.go"
-	finish_call_bench "$bench" "$name"
-	# The recorder's program descriptors carry run_cnt and run_time_ns.
+# Appends the run_cnt and run_time_ns of the BPF programs of recorder $1 to
+# $SCRATCH/$2.programs ("name runs ns" lines): its program descriptors carry them.
+read_program_stats() {
+	local recorder=$1 name=$2 fd_info id runs
 	for fd_info in /proc/"$recorder"/fdinfo/*; do
 		# Links name their program too; only a program's own descriptor has run_cnt.
 		runs=$(sed -n 's/^run_cnt:[[:space:]]*//p' "$fd_info" 2>/dev/null || true)
@@ -300,9 +294,52 @@ measure_program_run() {
 			"$runs" "$(sed -n 's/^run_time_ns:[[:space:]]*//p' "$fd_info")" \
 			>>"$SCRATCH/$name.programs"
 	done
+}
+
+# Time inside tcheck-bpf's BPF programs per call, from kernel.bpf_stats_enabled:
+# one run of 5 x 50000 calls traced by the binary $2, its programs' run_cnt and
+# run_time_ns appended to $SCRATCH/$1.programs ("name runs ns" lines).
+measure_program_run() {
+	local name=$1 tracer=$2 bench recorder
+	sysctl -qw kernel.bpf_stats_enabled=1
+	start_call_bench "$name" --lib "$NCCL_DOUBLE" --calls 50000 --rounds 5
+	bench=$STARTED_PID
+	RECORDER_BINARY=$tracer start_recorder "$name" "$bench"
+	recorder=$STARTED_PID
+	touch "$SCRATCH/$name.go"
+	finish_call_bench "$bench" "$name"
+	read_program_stats "$recorder" "$name"
 	sysctl -qw kernel.bpf_stats_enabled="$SAVED_BPF_STATS"
 	stop_background "$recorder" "$SCRATCH/$name.log"
 	rm -f "$SCRATCH/$name.trace" "$SCRATCH/$name.go" "$SCRATCH/$name.ready"
+}
+
+# The same statistics on a job's calls: a 2-rank job of the test double's workload
+# (communicators made, work between the calls), where the bench's loop on a NULL
+# communicator reads none of a communicator's memory and keeps every cache warm.
+measure_job_program_run() {
+	local name=$1 tracer=$2 job=$SCRATCH/$1-job workload recorder
+	sysctl -qw kernel.bpf_stats_enabled=1
+	rm -rf "$job"
+	mkdir -p "$job"
+	LD_LIBRARY_PATH=$ROOT/.output/tests/lib "$ROOT/.output/tests/nccl-workload" --ranks 2 \
+		--steps "$JOB_STEPS" --log-dir "$job" --wait-file "$job/go" >"$job/out" 2>&1 &
+	workload=$!
+	BACKGROUND_PIDS+=("$workload")
+	# Each rank opens its log, then waits for the go file.
+	until [ -e "$job/rank-0.jsonl" ] && [ -e "$job/rank-1.jsonl" ]; do
+		kill -0 "$workload" 2>/dev/null || fail "the workload ended early: $(tail -n 5 "$job/out")"
+		sleep 0.02
+	done
+	RECORDER_BINARY=$tracer start_recorder "$name" "$workload"
+	recorder=$STARTED_PID
+	touch "$job/go"
+	wait "$workload" || fail "the workload failed: $(tail -n 5 "$job/out")"
+	forget_pid "$workload"
+	read_program_stats "$recorder" "$name"
+	sysctl -qw kernel.bpf_stats_enabled="$SAVED_BPF_STATS"
+	stop_background "$recorder" "$SCRATCH/$name.log"
+	rm -f "$SCRATCH/$name.trace"
 }
 
 # ns per run of each library_call_ program over the runs of $1: "name runs ns_per_run".
@@ -328,12 +365,23 @@ measure_program_time() {
 		measure_program_run double-bpf-stats "$TCHECK"
 		[ -z "$BASELINE" ] || measure_program_run baseline-bpf-stats "$BASELINE_TCHECK"
 	done
+	: >"$SCRATCH/job-bpf-stats.programs"
+	: >"$SCRATCH/baseline-job-bpf-stats.programs"
+	for i in 1 2; do
+		measure_job_program_run job-bpf-stats "$TCHECK"
+		[ -z "$BASELINE" ] || measure_job_program_run baseline-job-bpf-stats "$BASELINE_TCHECK"
+	done
 	SAVED_BPF_STATS=
 	grep -q '^library_call_' "$SCRATCH/double-bpf-stats.programs" ||
 		note "the recorder's BPF program statistics could not be read"
 	program_times double-bpf-stats | awk '{ printf "%s %s ns  ", $1, $3 }'
 	printf 'together %s ns' "$(program_time_per_call double-bpf-stats)"
 	[ -z "$BASELINE" ] || printf '; earlier build %s ns' "$(program_time_per_call baseline-bpf-stats)"
+	echo
+	step "  the same on a 2-rank job's calls"
+	program_times job-bpf-stats | awk '{ printf "%s %s ns  ", $1, $3 }'
+	printf 'together %s ns' "$(program_time_per_call job-bpf-stats)"
+	[ -z "$BASELINE" ] || printf '; earlier build %s ns' "$(program_time_per_call baseline-job-bpf-stats)"
 	echo
 }
 
@@ -504,6 +552,18 @@ write_section() {
 			'{ printf "| earlier (%s) | %s | %d | %d |\n", commit, $1, $2, $3 }'
 	echo
 	echo "Three runs of 5 x 50000 calls per build$([ -z "$BASELINE" ] || echo ", the builds taking turns"); entry + return: this build $(program_time_per_call double-bpf-stats) ns$([ -z "$BASELINE" ] || echo ", the earlier $(program_time_per_call baseline-bpf-stats) ns")."
+	echo
+	echo "The same programs on a job's calls: \`nccl-workload --ranks 2 --steps $JOB_STEPS\` on the test double,"
+	echo "\`record --pid\` attached before its communicators are made, two runs per build. Its calls name"
+	echo "communicators and the ranks work between them, so the programs find their data out of the caches,"
+	echo "as in a training job; the loop above names none."
+	echo
+	echo "| Build | Program | runs | ns/run |"
+	echo "|---|---|---:|---:|"
+	program_times job-bpf-stats | awk '{ printf "| this | %s | %d | %d |\n", $1, $2, $3 }'
+	[ -z "$BASELINE" ] ||
+		program_times baseline-job-bpf-stats | awk -v commit="$(git -C "$BASELINE" rev-parse --short HEAD 2>/dev/null)" \
+			'{ printf "| earlier (%s) | %s | %d | %d |\n", commit, $1, $2, $3 }'
 	echo
 	echo "### Event rate without drops, and the recorder's cost"
 	echo
