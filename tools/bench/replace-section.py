@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Replaces the text between <!-- NAME:begin --> and <!-- NAME:end --> in a
 Markdown file with a file's contents, appending the section when absent."""
+import os
 import sys
 
 document_path, name, content_path = sys.argv[1:4]
@@ -14,4 +15,7 @@ if begin in document and end in document:
     document = head + section + tail
 else:
     document = document.rstrip("\n") + "\n\n" + section + "\n"
-open(document_path, "w").write(document)
+# Written aside and renamed into place: an interrupted run leaves the file whole.
+with open(document_path + ".tmp", "w") as out:
+    out.write(document)
+os.replace(document_path + ".tmp", document_path)

@@ -327,8 +327,10 @@ measure_job_program_run() {
 	workload=$!
 	BACKGROUND_PIDS+=("$workload")
 	# Each rank opens its log, then waits for the go file.
+	local deadline=$((SECONDS + 60))
 	until [ -e "$job/rank-0.jsonl" ] && [ -e "$job/rank-1.jsonl" ]; do
 		kill -0 "$workload" 2>/dev/null || fail "the workload ended early: $(tail -n 5 "$job/out")"
+		[ $SECONDS -lt $deadline ] || fail "timed out waiting for the 2-rank job's ranks to start"
 		sleep 0.02
 	done
 	RECORDER_BINARY=$tracer start_recorder "$name" "$workload"
@@ -374,6 +376,8 @@ measure_program_time() {
 	SAVED_BPF_STATS=
 	grep -q '^library_call_' "$SCRATCH/double-bpf-stats.programs" ||
 		note "the recorder's BPF program statistics could not be read"
+	grep -q '^library_call_' "$SCRATCH/job-bpf-stats.programs" ||
+		note "the recorder's BPF program statistics on the 2-rank job could not be read"
 	program_times double-bpf-stats | awk '{ printf "%s %s ns  ", $1, $3 }'
 	printf 'together %s ns' "$(program_time_per_call double-bpf-stats)"
 	[ -z "$BASELINE" ] || printf '; earlier build %s ns' "$(program_time_per_call baseline-bpf-stats)"
@@ -632,6 +636,7 @@ update_results() {
 	fi
 	python3 - "$RESULTS" "$section" "$BEGIN_MARKER" "$END_MARKER" "$HISTORY_MARKER" \
 		"$SCRATCH/history-row.md" <<'EOF'
+import os
 import sys
 path, section_path, begin, end, history, row_path = sys.argv[1:]
 text = open(path).read()
@@ -652,7 +657,10 @@ if history not in text:
     text = text.replace(end, end + table, 1)
 # Rows go just above the marker: the newest last.
 text = text.replace(history, row + "\n" + history, 1)
-open(path, "w").write(text)
+# Written aside and renamed into place: an interrupted run leaves the file whole.
+with open(path + ".tmp", "w") as out:
+    out.write(text)
+os.replace(path + ".tmp", path)
 EOF
 }
 
