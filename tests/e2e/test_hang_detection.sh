@@ -73,10 +73,11 @@ expect_hang "$SCRATCH/stall.jsonl" "$ROOT" "$SCRATCH/stall.trace"
 # monotonic time on the wall clock: the rank's fault file holds the monotonic
 # time it stopped (start_ns) and was written just after (its mtime: a few ms
 # later, more on a busy machine), so the finding lies detected_ns - start_ns
-# after that moment, before the end of the recording. The silence that makes the hang starts at the job's last
-# call, which can come while the stopped rank still computes the step before
-# its stop (a 60 ms sleep, longer on a busy machine), so at least
-# --hang-min-seconds (1 s) less 0.15 s after the stop. The text line starts with the same time.
+# after that moment, before the end of the recording. The silence that makes
+# the hang starts at the job's last call, which can come while the stopped
+# rank still computes the step before its stop (a 60 ms sleep, longer on a
+# busy machine), so the finding comes at least --hang-min-seconds (1 s) less
+# 0.15 s after the stop. The text line starts with the same time.
 "$TCHECK" check "$SCRATCH/stall.trace" >"$SCRATCH/stall.txt" 2>/dev/null || true
 python3 - "$SCRATCH/stall.jsonl" "$SCRATCH/stall.txt" \
 	"$(stat -c %.9Y "$SCRATCH/stall.jsonl.log/rank-2.fault")" "$recording_ended" \
