@@ -262,14 +262,17 @@ fuzz-seeds: $(LIBRARY_OBJECTS)
 	$(Q)mkdir -p tests/fuzz/corpus/trace_reader
 	$(OUTPUT)/make-seed-traces tests/fuzz/corpus/trace_reader
 
-fuzz: fuzz-build
-	@for name in $(FUZZ_NAMES); do \
-		mkdir -p $(FUZZ_DIR)/corpus/$$name || exit 1; \
-		echo "fuzz-$$name: $(FUZZ_SECONDS) s"; \
-		$(FUZZ_DIR)/fuzz-$$name -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-			-close_fd_mask=3 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/crash-$$name- \
-			$(FUZZ_DIR)/corpus/$$name tests/fuzz/corpus/$$name || exit 1; \
-	done
+# One rule per target: `make -j2 -O fuzz` runs two at a time, each one's output in one piece.
+FUZZ_RUNS := $(addprefix fuzz-run-,$(FUZZ_NAMES))
+.PHONY: $(FUZZ_RUNS)
+fuzz: $(FUZZ_RUNS)
+
+$(FUZZ_RUNS): fuzz-run-%: fuzz-build
+	@mkdir -p $(FUZZ_DIR)/corpus/$*
+	@echo "fuzz-$*: $(FUZZ_SECONDS) s"
+	$(Q)$(FUZZ_DIR)/fuzz-$* -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+		-close_fd_mask=3 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/crash-$*- \
+		$(FUZZ_DIR)/corpus/$* tests/fuzz/corpus/$*
 
 LINT_SOURCES = $(filter-out %.skel.h,$(wildcard bpf/*.c bpf/*.h include/tcheck/*.h user/*.c user/*/*.c user/*/*.h \
 	infer/*.c infer/*.h \
@@ -288,12 +291,11 @@ lint: $(SKELETONS) $(OUTPUT)/build_commit.h $(USER_OBJECTS)
 		--suppress=missingIncludeSystem --inline-suppr -D__x86_64__ \
 		-Iinclude -Iuser -I. -Itests/fuzz user infer tests/unit tests/nccl_double tests/workloads \
 		tests/verbs_double tests/fuzz
-	@# One file per run: clang-tidy 14 confuses va_lists across files of one run.
-	@# bpftool's generated skeleton (included by probe_session.c) trips the leak checker.
-	@for file in $(TIDY_SOURCES); do \
-		checks=; [ $$file = user/probe/probe_session.c ] && checks=--checks=-clang-analyzer-unix.Malloc; \
-		clang-tidy --quiet $$checks $$file -- $(ALL_CFLAGS) -Itests/nccl_double -Itests/fuzz || exit 1; \
-	done
+	@# One file per run, two runs at a time: clang-tidy 14 confuses va_lists across files of
+	@# one run. bpftool's generated skeleton (included by probe_session.c) trips the leak checker.
+	@printf '%s\n' $(TIDY_SOURCES) | xargs -P 2 -I FILE sh -c 'checks=; \
+		[ FILE = user/probe/probe_session.c ] && checks=--checks=-clang-analyzer-unix.Malloc; \
+		exec clang-tidy --quiet $$checks FILE -- $(ALL_CFLAGS) -Itests/nccl_double -Itests/fuzz'
 
 demo: all
 	tools/demo.sh

@@ -11,6 +11,7 @@
 # - Rank 2 all-reduces 24 elements on [1, 2] at step 6, rank 1 16: a
 #   mismatch on that group's communicator, live and offline, with both
 #   counts as the ranks logged them, and none on [0, 1].
+# e2e-alone: its fault-free 3-rank job on two CPUs must show no slowdown
 source "$(dirname "$0")/lib.sh"
 torch_stack
 # Three ranks importing torch 2.6 under --python on two cores take 20 s at

@@ -11,6 +11,7 @@
 #   usual limit of its last call, live and offline.
 # A healthy run that hangs in torch's own teardown is judged as a hang (below)
 # and run again.
+# e2e-alone: its healthy job must show no slowdown, and each pause is held to within a second
 source "$(dirname "$0")/lib.sh"
 torch_stack
 ddp_run pauses --steps 35 --checkpoint-every 10 --checkpoint-seconds 3 --timeout 100

@@ -15,6 +15,7 @@
 #   naming that rank and both element counts the ranks logged;
 # - a fault-free run: no hang or mismatch, and a slowdown only where the straggler's
 #   own log shows that step slow (a busy host's noise).
+# e2e-alone: its fault-free runs must show no slowdown, whose floor is 20 ms
 source "$(dirname "$0")/lib.sh"
 torch_stack
 # The time limits leave room for three ranks importing torch 2.6 under

@@ -11,6 +11,7 @@
 #   doing file I/O, the same live and offline;
 # - the same job whose rank 1 then waits for ever (--delay 1:50:forward:0):
 #   its pauses, then one hang naming rank 1 within the usual limit.
+# e2e-alone: no slowdown is allowed within a second of a checkpoint's end
 source "$(dirname "$0")/lib.sh"
 
 # run NAME [ENV=VALUE] -- workload options: records into $SCRATCH/NAME.

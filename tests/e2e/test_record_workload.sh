@@ -2,6 +2,7 @@
 # Records a 4-rank, 100-step job of the NCCL test double started by one
 # launcher command, and checks every call against the workload's own log:
 # nothing lost, nothing doubled, every argument equal, zero drops.
+# e2e-alone: every call of a fast job must be recorded, with zero drops
 source "$(dirname "$0")/lib.sh"
 "$TCHECK" record -o "$SCRATCH/job.trace" -- \
 	"$WORKLOAD" --ranks 4 --steps 100 --log-dir "$SCRATCH/log" || fail "record exited $?"

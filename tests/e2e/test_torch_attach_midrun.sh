@@ -8,6 +8,7 @@
 # script's hooks logged in that window is traced at its step, and each update
 # scope holds the script's parameter count of operator calls. On torch 2.6 the
 # script runs chrooted: record --pid on a chrooted process.
+# e2e-alone: every scoped call after the attach must be in the trace
 source "$(dirname "$0")/lib.sh"
 torch_stack
 $TORCH_PYTHON "$ROOT/tests/workloads/python/train_cpu.py" --steps 250 --step-sleep-ms 20 \
