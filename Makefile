@@ -207,10 +207,12 @@ e2e-test: all
 	tests/e2e/run-all.sh
 
 # Everything: lint, unit tests (also under the sanitizers), then the end-to-end
-# tests (they load BPF: root).
-test: all lint
+# tests (they load BPF: root). The builds and lint use every CPU (TEST_JOBS).
+TEST_JOBS ?= $(shell nproc)
+test:
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) all lint
 	$(TEST_PROGRAM_DIR)/unit-tests
-	$(MAKE) --no-print-directory sanitize
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) sanitize
 	tests/e2e/run-all.sh
 
 # The unit tests built with AddressSanitizer (leaks included) and

@@ -37,6 +37,25 @@ struct environment_scan {
 	char chunk[ENVIRONMENT_CHUNK];
 };
 
+/*
+ * The scan's state lives in a map slot of the CPU, not on the program's
+ * stack: the verifier knows every byte of a stack it wrote and walks the
+ * byte loop once for each value the state takes on (0.7 s a load), but
+ * reads a map value as any value, so the loop's step is checked once.
+ * An exec on a CPU ends before another can start there. bpf_loop passes
+ * its step a pointer to the stack only: one that holds the slot's address.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct environment_scan);
+} environment_scans SEC(".maps");
+
+struct environment_loop {
+	struct environment_scan *scan;
+};
+
 static __always_inline void environment_variable_ends(struct environment_scan *scan)
 {
 	__s32 reading = scan->reading;
@@ -88,7 +107,7 @@ static __always_inline void environment_value_byte(struct environment_scan *scan
 /* bpf_loop's step: one byte of the environment, a fresh chunk read every ENVIRONMENT_CHUNK. */
 static long environment_byte(__u32 index, void *context)
 {
-	struct environment_scan *scan = context;
+	struct environment_scan *scan = ((struct environment_loop *)context)->scan;
 	__u64 left;
 	char c;
 
@@ -118,29 +137,38 @@ static long environment_byte(__u32 index, void *context)
 static __always_inline void read_exec_environment(struct task_struct *task,
 						  struct tcheck_process_record *record)
 {
-	struct environment_scan scan = {
-		.start = BPF_CORE_READ(task, mm, env_start),
-		.reading = -1,
-		.candidates = (1u << TCHECK_ENVIRONMENT_VALUES) - 1,
-	};
+	__u32 slot = 0;
+	struct environment_scan *scan = bpf_map_lookup_elem(&environment_scans, &slot);
+	struct environment_loop loop;
 
-	scan.length = BPF_CORE_READ(task, mm, env_end) - scan.start;
-#pragma unroll
-	for (int name = 0; name < TCHECK_ENVIRONMENT_VALUES; name++) {
-		scan.values[name] = -1;
-		record->environment_values[name] = -1;
-	}
-	record->environment_read = 0;
-	if (scan.length > TCHECK_ENVIRONMENT_BYTES)
-		return;
-	bpf_loop((__u32)scan.length, environment_byte, &scan, 0);
-	if (scan.failed)
-		return;
-	/* A last variable without its NUL (cannot happen after exec) still counts. */
-	environment_variable_ends(&scan);
 #pragma unroll
 	for (int name = 0; name < TCHECK_ENVIRONMENT_VALUES; name++)
-		record->environment_values[name] = scan.values[name];
+		record->environment_values[name] = -1;
+	record->environment_read = 0;
+	if (!scan)
+		return;
+	scan->start = BPF_CORE_READ(task, mm, env_start);
+	scan->length = BPF_CORE_READ(task, mm, env_end) - scan->start;
+	scan->settled = 0;
+	scan->candidates = (1u << TCHECK_ENVIRONMENT_VALUES) - 1;
+	scan->position = 0;
+	scan->reading = -1;
+	scan->value = 0;
+	scan->failed = 0;
+#pragma unroll
+	for (int name = 0; name < TCHECK_ENVIRONMENT_VALUES; name++)
+		scan->values[name] = -1;
+	if (scan->length > TCHECK_ENVIRONMENT_BYTES)
+		return;
+	loop.scan = scan;
+	bpf_loop((__u32)scan->length, environment_byte, &loop, 0);
+	if (scan->failed)
+		return;
+	/* A last variable without its NUL (cannot happen after exec) still counts. */
+	environment_variable_ends(scan);
+#pragma unroll
+	for (int name = 0; name < TCHECK_ENVIRONMENT_VALUES; name++)
+		record->environment_values[name] = scan->values[name];
 	record->environment_read = 1;
 }
 
