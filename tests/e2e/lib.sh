@@ -135,6 +135,10 @@ until_passes() {
 TORCH_STACK=${TCHECK_TORCH_STACK:-torch-1.13}
 TORCH2_ROOT=${TCHECK_TORCH2_ROOT:-/var/cache/tcheck-bpf/trixie-torch}
 TORCH214_ROOT=${TCHECK_TORCH214_ROOT:-/var/cache/tcheck-bpf/sid-torch}
+# The eval suites' option (used unquoted) that shares the references' rules of a torch stack
+# among the suites of one run of run-all.sh (its folder E2E_SHARED): the first suite records
+# the references and infers, the others take its rules. Empty for a test run by itself.
+SHARED_REFERENCES=${E2E_SHARED:+--shared-references $E2E_SHARED/references-$TORCH_STACK}
 torch_stack() {
 	local suite
 	case $TORCH_STACK in

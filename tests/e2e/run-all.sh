@@ -28,6 +28,9 @@ case $jobs in
 esac
 results=$(mktemp -d /tmp/tcheck-e2e-results.XXXXXX)
 trap 'rm -rf "$results"' EXIT
+# What the tests of this run share (lib.sh: SHARED_REFERENCES).
+export E2E_SHARED=$results/shared
+mkdir -p "$E2E_SHARED"
 
 # A test's time limit: 600 s, or what a line "# e2e-timeout: SECONDS" in it says (a suite
 # that records dozens of programs on a slow stack).

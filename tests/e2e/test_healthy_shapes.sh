@@ -13,7 +13,8 @@ source "$(dirname "$0")/lib.sh"
 torch_stack
 status=0
 python3 "$ROOT/tools/eval/healthy_shapes_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/shapes" \
-	--python "$TORCH_PYTHON" --jobs "$EVAL_JOBS" --results "$SCRATCH/results.json" >"$SCRATCH/out.txt" 2>&1 ||
+	--python "$TORCH_PYTHON" --jobs "$EVAL_JOBS" $SHARED_REFERENCES --results "$SCRATCH/results.json" \
+	>"$SCRATCH/out.txt" 2>&1 ||
 	status=$?
 [ "$status" -le 1 ] || fail "driver exited $status: $(tail -20 "$SCRATCH/out.txt")"
 python3 - "$SCRATCH/results.json" <<'PY' || fail "results: $(tail -20 "$SCRATCH/out.txt")"

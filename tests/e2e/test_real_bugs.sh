@@ -28,7 +28,7 @@ only=$only,lightning_thunder_725_autocast.py
 status=0
 mkdir -p "$SCRATCH/no-healthy"
 python3 "$ROOT/tools/eval/real_bugs_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" \
-	--python "$TORCH_PYTHON" --jobs "$EVAL_JOBS" --only "$only" --healthy-dir "$SCRATCH/no-healthy" \
+	--python "$TORCH_PYTHON" --jobs "$EVAL_JOBS" $SHARED_REFERENCES --only "$only" --healthy-dir "$SCRATCH/no-healthy" \
 	--results "$SCRATCH/results.json" >"$SCRATCH/suite.txt" 2>&1 || status=$?
 # 1: a bug missed or a fixed twin flagged (said below); 2: an error.
 [ "$status" -le 1 ] || fail "suite exited $status: $(tail -20 "$SCRATCH/suite.txt")"

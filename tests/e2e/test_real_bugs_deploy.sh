@@ -19,7 +19,7 @@ cp "$shapes/split_optimizers.py" "$shapes/shapes_common.py" "$SCRATCH/healthy/sh
 cp "$ROOT/tests/workloads/python/pipelines/pipeline_common.py" "$SCRATCH/healthy/pipelines/"
 status=0
 python3 "$ROOT/tools/eval/real_bugs_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" --deploy \
-	--python "$TORCH_PYTHON" --jobs "$EVAL_JOBS" \
+	--python "$TORCH_PYTHON" --jobs "$EVAL_JOBS" $SHARED_REFERENCES \
 	--only so_60335387_no_zero_grad.py,optimizer_on_part_of_model.py \
 	--healthy-dir "$SCRATCH/healthy/shapes" --results "$SCRATCH/results.json" \
 	>"$SCRATCH/suite.txt" 2>&1 || status=$?

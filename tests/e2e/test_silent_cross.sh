@@ -13,7 +13,8 @@ source "$(dirname "$0")/lib.sh"
 torch_stack
 status=0
 python3 "$ROOT/tools/eval/silent_cross_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" \
-	--python "$TORCH_PYTHON" --jobs "$EVAL_JOBS" --results "$SCRATCH/results.json" >"$SCRATCH/suite.txt" 2>&1 ||
+	--python "$TORCH_PYTHON" --jobs "$EVAL_JOBS" $SHARED_REFERENCES --results "$SCRATCH/results.json" \
+	>"$SCRATCH/suite.txt" 2>&1 ||
 	status=$?
 # 1: a case missed or a healthy program flagged (said below); 2: an error.
 [ "$status" -le 1 ] || fail "suite exited $status: $(tail -20 "$SCRATCH/suite.txt")"

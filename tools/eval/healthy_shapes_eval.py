@@ -228,6 +228,7 @@ def main():
     parser.add_argument("--no-nccl", action="store_true",
                         help="leave out the NCCL workload's world sizes")
     cross.add_jobs_option(parser)
+    cross.add_shared_references_option(parser)
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("healthy_shapes_eval: records with BPF: run it as root", file=sys.stderr)
@@ -236,7 +237,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     suite = cross.Suite(args.tcheck, work, shlex.split(args.python))
     try:
-        rules = suite.infer(args.jobs)
+        rules = suite.infer(args.jobs, args.shared_references)
         shapes = cross.in_parallel(lambda item: check_shape(suite, rules, *item),
                                    list(enumerate(SHAPES)), args.jobs)
         nccl = None if args.no_nccl else nccl_world_sizes(suite)

@@ -333,6 +333,7 @@ def main():
     parser.add_argument("--command", default="sudo make eval-real",
                         help="the command named in the Markdown")
     cross.add_jobs_option(parser)
+    cross.add_shared_references_option(parser)
     cross.add_deploy_option(parser)
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -351,7 +352,7 @@ def main():
     suite = RealSuite(args.tcheck, work, python, args.steps)
     started = time.monotonic()
     try:
-        rules = suite.infer(args.jobs)
+        rules = suite.infer(args.jobs, args.shared_references)
         if args.deploy:
             suite.live_rules = rules
         bugs = cross.in_parallel(lambda item: suite.run_bug(rules, *item),

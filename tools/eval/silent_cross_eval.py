@@ -29,6 +29,7 @@ otherwise, 2 on errors. Needs root (BPF).
 """
 import argparse
 import concurrent.futures
+import fcntl
 import json
 import os
 import shlex
@@ -116,6 +117,14 @@ def add_jobs_option(parser):
                              "recorder, and the results do not depend on N")
 
 
+def add_shared_references_option(parser):
+    parser.add_argument("--shared-references", default=None, metavar="DIR",
+                        help="record the references and infer their rules in DIR once, and "
+                             "take the rules found there when another suite already did, with "
+                             "the same binary and Python (the end-to-end tests share them); a "
+                             "chrooted --python must see DIR")
+
+
 def remove_trace(path):
     """Removes a trace (or its live findings) an earlier run of the suite left: record never
     replaces a trace."""
@@ -198,7 +207,30 @@ class Suite:
                 steps.setdefault(record["pid"], set()).add(record["step"])
         return sorted(len(seen) for seen in steps.values())
 
-    def infer(self, jobs=1):
+    def infer(self, jobs=1, shared=None):
+        """The rules of the three references, recorded here; or with SHARED (a folder), those
+        another suite inferred there with the same binary and Python, inferred there first
+        if none did (one suite at a time: the others wait)."""
+        if shared is None:
+            return self.infer_here(jobs)
+        os.makedirs(shared, exist_ok=True)
+        binary = os.stat(self.tcheck)
+        identity = json.dumps({"tcheck": os.path.realpath(self.tcheck), "size": binary.st_size,
+                               "mtime_ns": binary.st_mtime_ns, "python": self.python})
+        with open(os.path.join(shared, "lock"), "w", encoding="utf-8") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            done = os.path.join(shared, "inferred-by.json")
+            rules = os.path.join(shared, "rules.json")
+            if os.path.exists(done) and open(done, encoding="utf-8").read() == identity:
+                progress("the references' rules, inferred by an earlier suite: " + rules)
+                return rules
+            rules = Suite(self.tcheck, shared, self.python).infer_here(jobs)
+            with open(done + ".new", "w", encoding="utf-8") as out:
+                out.write(identity)
+            os.replace(done + ".new", done)
+            return rules
+
+    def infer_here(self, jobs):
         traces = in_parallel(lambda script: self.record("reference-" + script[:-3], script)[0],
                              REFERENCES, jobs)
         rules = self.path("rules.json")
@@ -414,6 +446,7 @@ def main():
     parser.add_argument("--command", default="sudo make eval-silent",
                         help="the command named in the Markdown")
     add_jobs_option(parser)
+    add_shared_references_option(parser)
     add_deploy_option(parser)
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -425,7 +458,7 @@ def main():
     suite = Suite(args.tcheck, work, python)
     started = time.monotonic()
     try:
-        rules = suite.infer(args.jobs)
+        rules = suite.infer(args.jobs, args.shared_references)
         if args.deploy:
             suite.live_rules = rules
         results = in_parallel(lambda item: suite.run_case(rules, *item), list(enumerate(CASES)),
