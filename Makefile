@@ -289,7 +289,7 @@ lint: $(SKELETONS) $(OUTPUT)/build_commit.h $(USER_OBJECTS)
 	clang-format --dry-run --Werror $(LINT_SOURCES)
 	python3 tools/check-layers.py .
 	python3 tools/check-circles.py $(USER_OBJECTS)
-	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+	cppcheck -j 2 --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem --inline-suppr -D__x86_64__ \
 		-Iinclude -Iuser -I. -Itests/fuzz user infer tests/unit tests/nccl_double tests/workloads \
 		tests/verbs_double tests/fuzz
