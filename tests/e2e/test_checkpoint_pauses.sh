@@ -8,7 +8,8 @@
 #   logged (its start and end), the same pauses live and offline;
 # - the same job whose rank 0 then stops for good (sleeps, never issuing
 #   its all-reduce): its pauses, then one hang naming job rank 0, within the
-#   usual limit of its last call, live and offline.
+#   usual limit of its last call, live and offline (its launcher stops the
+#   ranks 10 s after the stop).
 # A healthy run that hangs in torch's own teardown is judged as a hang (below)
 # and run again.
 # e2e-alone: its healthy job must show no slowdown, and each pause is held to within a second
@@ -40,7 +41,8 @@ PY
 	healthy=pauses-again
 	ddp_run $healthy --steps 35 --checkpoint-every 10 --checkpoint-seconds 3 --timeout 100
 fi
-ddp_run stop --steps 40 --checkpoint-every 10 --checkpoint-seconds 3 --fault stop:0:25 --timeout 70
+ddp_run stop --steps 40 --checkpoint-every 10 --checkpoint-seconds 3 --fault stop:0:25 --timeout 70 \
+	--end-after-stop 10
 
 python3 - "$SCRATCH" "$healthy" <<'PY' || fail "the reports do not match what the workload logged"
 import json, os, sys

@@ -46,6 +46,8 @@ DDP_FORWARD_SCOPE = "DistributedDataParallel.forward"
 # The signal on which a rank prints its threads' stacks, and how long the launcher gives each.
 STACKS_SIGNAL = signal.SIGUSR2
 STACKS_WAIT_S = 0.5
+# Written in --log-dir by a rank that stops for good (--fault stop), once it logged its stop.
+STOP_MARKER = "stopped"
 # Asked by the launcher before it stops a rank that ran past --timeout, a rank (every
 # process that runs this file, forked ones too) prints where each of its threads is,
 # so that a run that hung says where.
@@ -69,6 +71,10 @@ def parse_arguments(argv):
                              "replaced by the rank, otherwise only rank 0 writes it")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                         help="the launcher stops the ranks after SECONDS (default 120)")
+    parser.add_argument("--end-after-stop", type=float, default=None, metavar="SECONDS",
+                        help="with --fault stop and --log-dir: the launcher stops the ranks "
+                             "SECONDS after the rank stopped, as it does at --timeout, instead "
+                             "of waiting for --timeout")
     parser.add_argument("--fault", default=None, metavar="KIND:R:K[:MS]",
                         help="inject a fault on rank R at step K, before its backward pass: "
                              "stop (the rank sleeps until killed and never all-reduces that "
@@ -190,8 +196,10 @@ def pair_all_reduces(groups, fault, call_log, rank):
     return hook
 
 
-def fault_before_backward(fault, call_log, rank):
-    """The hook train() runs before each backward pass: the fault, where and when it is due."""
+def fault_before_backward(fault, call_log, rank, stop_marker):
+    """The hook train() runs before each backward pass: the fault, where and when it is due.
+
+    A rank that stops for good then writes STOP_MARKER (the path given, or none)."""
     kind, fault_rank, fault_step, milliseconds = fault
 
     def log_fault(step, **details):
@@ -207,6 +215,9 @@ def fault_before_backward(fault, call_log, rank):
             group = dist.distributed_c10d._get_default_group()
             log_fault(step, next_call="c10d::allreduce", next_python_call="Tensor.backward",
                       c10d_sequence=group._get_sequence_number_for_group())
+            if stop_marker:
+                with open(stop_marker, "w", encoding="utf-8"):
+                    pass
             while True:
                 time.sleep(3600)
         if kind == "slow" and rank == fault_rank and step >= fault_step:
@@ -310,7 +321,8 @@ def train_rank(args, call_log, rank, world_size, progress_path):
         hooks.append(pair_all_reduces(make_pair_groups(call_log, world_size), fault, call_log,
                                       rank))
     if fault and fault[0] != "pair-mismatch":
-        hooks.append(fault_before_backward(fault, call_log, rank))
+        stop_marker = os.path.join(args.log_dir, STOP_MARKER) if args.log_dir else None
+        hooks.append(fault_before_backward(fault, call_log, rank, stop_marker))
     if args.checkpoint_every:
         hooks.append(checkpoint_before_backward(args, model, call_log, rank))
     final_loss = training_common.train(
@@ -400,11 +412,24 @@ def print_stacks(processes):
         time.sleep(STACKS_WAIT_S)
 
 
-def wait_for_processes(processes, poll_status, stop, timeout_s):
+def stop_is_old(args):
+    """With --end-after-stop: whether a rank stopped for good at least that long ago."""
+    if args.end_after_stop is None or not args.log_dir:
+        return False
+    try:
+        stopped = os.stat(os.path.join(args.log_dir, STOP_MARKER)).st_mtime
+    except FileNotFoundError:
+        return False
+    return time.time() - stopped >= args.end_after_stop
+
+
+def wait_for_processes(args, processes, poll_status, stop):
     """Wait for all ranks; stop the others as soon as one fails.
 
-    Returns 0, or the exit status of the first rank that failed (1 on timeout).
+    Returns 0, or the exit status of the first rank that failed (1 on timeout, or once a
+    rank stopped for good --end-after-stop seconds ago).
     """
+    timeout_s = args.timeout
     deadline = time.monotonic() + timeout_s
     statuses = [None] * len(processes)
     while any(status is None for status in statuses):
@@ -412,16 +437,20 @@ def wait_for_processes(processes, poll_status, stop, timeout_s):
             if statuses[index] is None:
                 statuses[index] = poll_status(process)
         failed = [(rank, status) for rank, status in enumerate(statuses) if status not in (None, 0)]
-        timed_out = time.monotonic() > deadline
+        timed_out = time.monotonic() > deadline or stop_is_old(args)
         if failed or timed_out:
             if failed:
                 for rank, status in failed:
                     print("train_ddp: rank {} exited with status {}".format(rank, exit_status(status)),
                           file=sys.stderr)
             stopped = [index for index, status in enumerate(statuses) if status is None]
-            if not failed:
+            if not failed and time.monotonic() > deadline:
                 print("train_ddp: ranks still running after {} s, stopping them; their stacks:".format(
                     timeout_s), file=sys.stderr)
+            elif not failed:
+                print("train_ddp: a rank stopped for good {} s ago (--end-after-stop), stopping "
+                      "the ranks; their stacks:".format(args.end_after_stop), file=sys.stderr)
+            if not failed:
                 print_stacks([processes[index] for index in stopped])
             for index in stopped:
                 stop(processes[index])
@@ -447,7 +476,7 @@ def launch_exec(args, port):
     def poll_status(process, wait=False):
         return process.wait() if wait else process.poll()
 
-    return wait_for_processes(processes, poll_status, lambda process: process.terminate(), args.timeout)
+    return wait_for_processes(args, processes, poll_status, lambda process: process.terminate())
 
 
 def launch_spawn(args, port):
@@ -485,7 +514,7 @@ def launch_fork(args, port):
         process.join(None if wait else 0)
         return process.exitcode
 
-    return wait_for_processes(processes, poll_status, lambda process: process.terminate(), args.timeout)
+    return wait_for_processes(args, processes, poll_status, lambda process: process.terminate())
 
 
 def main(argv=None):
