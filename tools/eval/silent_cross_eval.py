@@ -125,6 +125,11 @@ def add_shared_references_option(parser):
                              "chrooted --python must see DIR")
 
 
+def small_file(path):
+    with open(path, encoding="utf-8") as text:
+        return text.read()
+
+
 def remove_trace(path):
     """Removes a trace (or its live findings) an earlier run of the suite left: record never
     replaces a trace."""
@@ -221,7 +226,7 @@ class Suite:
             fcntl.flock(lock, fcntl.LOCK_EX)
             done = os.path.join(shared, "inferred-by.json")
             rules = os.path.join(shared, "rules.json")
-            if os.path.exists(done) and open(done, encoding="utf-8").read() == identity:
+            if os.path.exists(done) and small_file(done) == identity:
                 progress("the references' rules, inferred by an earlier suite: " + rules)
                 return rules
             rules = Suite(self.tcheck, shared, self.python).infer_here(jobs)

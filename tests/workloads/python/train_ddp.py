@@ -444,13 +444,14 @@ def wait_for_processes(args, processes, poll_status, stop):
                     print("train_ddp: rank {} exited with status {}".format(rank, exit_status(status)),
                           file=sys.stderr)
             stopped = [index for index, status in enumerate(statuses) if status is None]
-            if not failed and time.monotonic() > deadline:
-                print("train_ddp: ranks still running after {} s, stopping them; their stacks:".format(
-                    timeout_s), file=sys.stderr)
-            elif not failed:
-                print("train_ddp: a rank stopped for good {} s ago (--end-after-stop), stopping "
-                      "the ranks; their stacks:".format(args.end_after_stop), file=sys.stderr)
             if not failed:
+                if time.monotonic() > deadline:
+                    print("train_ddp: ranks still running after {} s, stopping them; their "
+                          "stacks:".format(timeout_s), file=sys.stderr)
+                else:
+                    print("train_ddp: a rank stopped for good {} s ago (--end-after-stop), "
+                          "stopping the ranks; their stacks:".format(args.end_after_stop),
+                          file=sys.stderr)
                 print_stacks([processes[index] for index in stopped])
             for index in stopped:
                 stop(processes[index])
