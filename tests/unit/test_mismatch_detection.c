@@ -206,3 +206,80 @@ UNIT_TEST(mismatch_detection, ranks_attached_mid_run_line_up_by_the_library_coun
 	CU_ASSERT_EQUAL(attached_mid_run(TRACE_CALL_SEQ_FROM_LIBRARY), 0);
 	CU_ASSERT(attached_mid_run(0) > 0);
 }
+
+/*
+ * A rank's call that never reached the model (its record lost on the way):
+ * rank 1's all-reduce at seq 7 is missing. Its later calls still line up
+ * with the others' by the tracer's numbering, so the odd all-reduce at
+ * seq 12 (rank 2 passes 257) is the one mismatch, with every rank's own
+ * count, and nothing is held against the place rank 1's call was missed.
+ */
+UNIT_TEST(mismatch_detection, a_rank_whose_call_was_lost_stays_lined_up)
+{
+	struct progress_model *model = progress_model_new(NULL);
+	struct diagnosis_report report;
+	unsigned found = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	for (int64_t seq = 0; seq <= 12; seq++)
+		for (int rank = 0; rank < RANKS; rank++) {
+			struct trace_nccl_call call = job_collective(
+				"c10d::allreduce", seq == 12 && rank == 2 ? 257 : 256, rank, seq,
+				1000000000ull + (uint64_t)seq * STEP_NS + (uint64_t)rank * 1000);
+			int64_t completed_step, completed;
+			struct progress_comm *comm;
+
+			if (rank == 1 && seq == 7)
+				continue;
+			comm = progress_model_add_call(model, &call, &completed_step);
+			completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
+			if (completed >= 0 &&
+			    mismatch_detector_check(model, comm, completed, &report))
+				found++;
+		}
+	CU_ASSERT_EQUAL_FATAL(found, 1);
+	CU_ASSERT_EQUAL(report.odd_rank, 2);
+	CU_ASSERT_EQUAL(report.seq, 12);
+	CU_ASSERT_EQUAL(report.count, 256);
+	CU_ASSERT_EQUAL_FATAL(report.rank_count, RANKS);
+	for (int rank = 0; rank < RANKS; rank++) {
+		CU_ASSERT_EQUAL(report.ranks[rank].last.seq, 12);
+		CU_ASSERT_EQUAL(report.ranks[rank].last.count, rank == 2 ? 257 : 256);
+	}
+	progress_model_free(model);
+}
+
+/*
+ * A count that runs ahead of the numbering (a call the tracer counted
+ * without a number, as a failed one) moves the base: the calls after it
+ * are not taken as missed, and a lone odd call is still found.
+ */
+UNIT_TEST(mismatch_detection, a_call_without_a_number_moves_the_base)
+{
+	struct progress_model *model = progress_model_new(NULL);
+	struct diagnosis_report report;
+	unsigned found = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+	for (int64_t seq = 0; seq <= 8; seq++)
+		for (int rank = 0; rank < RANKS; rank++) {
+			/* Every rank's fifth call failed: counted, given no number (-1). */
+			int64_t number = seq < 4 ? seq : seq - 1;
+			struct trace_nccl_call call = job_collective(
+				"ncclAllReduce", seq == 8 && rank == 3 ? 300 : 256, rank,
+				seq == 4 ? -1 : number,
+				1000000000ull + (uint64_t)seq * STEP_NS + (uint64_t)rank * 1000);
+			int64_t completed_step, completed;
+			struct progress_comm *comm =
+				progress_model_add_call(model, &call, &completed_step);
+
+			completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
+			if (completed >= 0 &&
+			    mismatch_detector_check(model, comm, completed, &report))
+				found++;
+		}
+	CU_ASSERT_EQUAL_FATAL(found, 1);
+	CU_ASSERT_EQUAL(report.odd_rank, 3);
+	CU_ASSERT_EQUAL(report.collective_index, 8);
+	progress_model_free(model);
+}

@@ -386,3 +386,37 @@ UNIT_TEST(slowdown_detection, a_rank_late_waiting_for_a_cpu_is_no_straggler)
 	progress_model_free(descheduled.model);
 	progress_model_free(slow.model);
 }
+
+/*
+ * Rank 1's all-gather of step 5 never reached the model (a record lost on
+ * the way). Paired by count alone, each of its later calls would meet its
+ * peers' call before, half a step earlier, and make it a straggler every
+ * step; lined up by the tracer's numbering, the steady steps show no
+ * slowdown, and rank 3, late at step 9, is still the one named.
+ */
+UNIT_TEST(slowdown_detection, a_lost_call_makes_no_straggler)
+{
+	struct job job = job_new();
+
+	for (int step = 0; step < 12; step++) {
+		uint64_t start = (uint64_t)step * STEP_NS + 1000000000ull;
+
+		for (int rank = 0; rank < RANKS; rank++) {
+			uint64_t late = step == 9 && rank == 3 ? 6 * STEP_NS / 10 : 0;
+			struct trace_nccl_call call = job_collective(
+				"ncclAllReduce", 256, rank, 2 * step, start + 1000000 + late);
+
+			job_feed(&job, &call);
+			if (rank == 1 && step == 5)
+				continue;
+			call = job_collective("ncclAllGather", 64, rank, 2 * step + 1,
+					      start + 6000000 + (step == 9 ? 6 * STEP_NS / 10 : 0));
+			job_feed(&job, &call);
+		}
+	}
+	CU_ASSERT_EQUAL_FATAL(job.slow_count, 1);
+	CU_ASSERT_EQUAL(job.slow[0].ranks[0].rank, 3);
+	CU_ASSERT_EQUAL(job.slow[0].step, 9);
+	CU_ASSERT_STRING_EQUAL(job.slow[0].function, "ncclAllReduce");
+	progress_model_free(job.model);
+}

@@ -143,7 +143,7 @@ static void report_stuck(const struct progress_model *model, const struct progre
 		report->function = slot->function;
 		report->count = slot->count;
 		for (int32_t r = 0; r < comm->nranks; r++)
-			if (slot->arrival_ns[r]) {
+			if (slot->arrival_ns[r] && !(slot->guessed & (1ULL << r))) {
 				report->seq = slot->seq[r];
 				break;
 			}

@@ -30,7 +30,8 @@ bool mismatch_detector_check(const struct progress_model *model, const struct pr
 	int32_t odd = -1, alone = -1, most = 0;
 	bool differ = false;
 
-	if (!slot || comm->nranks < 2)
+	/* A rank whose call there never reached the model: nothing to hold against the others. */
+	if (!slot || comm->nranks < 2 || slot->guessed)
 		return false;
 	for (int32_t r = 1; r < comm->nranks; r++)
 		differ |= !same_call(slot, 0, r);

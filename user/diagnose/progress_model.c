@@ -123,6 +123,13 @@ uint64_t progress_comm_last_arrival(const struct progress_comm *comm, int64_t in
 	return latest;
 }
 
+bool progress_comm_guessed(const struct progress_comm *comm, int64_t index)
+{
+	const struct progress_slot *slot = progress_comm_slot(comm, index);
+
+	return slot && slot->guessed;
+}
+
 uint64_t progress_call_count(const struct trace_nccl_call *call)
 {
 	const struct nccl_function *function = call->api;
@@ -288,7 +295,10 @@ static int64_t complete_steps(struct progress_model *model, struct progress_comm
 			break;
 		comm->steps_completed++;
 		comm->last_boundary_ns = end;
-		if (step > 0 && start && end > start)
+		/* A guessed arrival is a bound, not a time: the step is not learned from. */
+		if (step > 0 && start && end > start &&
+		    !progress_comm_guessed(comm, progress_comm_step_end(comm, step)) &&
+		    !progress_comm_guessed(comm, progress_comm_step_end(comm, step - 1)))
 			learn(model, comm, (double)(end - start), step);
 		completed = step;
 	}
@@ -306,6 +316,9 @@ static void add_collective(struct progress_comm *comm, struct progress_rank *ran
 	if (slot->index != index) {
 		memset(slot, 0, sizeof(*slot));
 		slot->index = index;
+	}
+	/* The first rank that made the call, not one whose call there was missed, names it. */
+	if (!slot->function) {
 		slot->function = call->function;
 		slot->count = count;
 	}
@@ -326,6 +339,52 @@ static void add_collective(struct progress_comm *comm, struct progress_rank *ran
 		comm->signature_count++;
 		find_period(comm);
 	}
+}
+
+/*
+ * A collective of the rank that never reached the model (a record lost on
+ * its way): its place is taken, arrived at by the time the rank's next
+ * call came, guessed.
+ */
+static void add_missed_collective(struct progress_comm *comm, struct progress_rank *rank, int32_t r,
+				  uint64_t arrived_by_ns)
+{
+	int64_t index = rank->collectives++;
+	struct progress_slot *slot = &comm->window[index % PROGRESS_WINDOW];
+
+	if (slot->index != index) {
+		memset(slot, 0, sizeof(*slot));
+		slot->index = index;
+	}
+	slot->arrival_ns[r] = arrived_by_ns ? arrived_by_ns : 1;
+	slot->seq[r] = -1;
+	slot->guessed |= 1ULL << r;
+}
+
+/*
+ * Keeps a rank's n-th collective the others' n-th. The tracer numbers
+ * every call a rank made on the communicator; when a call's number runs
+ * ahead of the rank's count, calls between never reached the model, and
+ * their places are taken (add_missed_collective) so that the rank's next
+ * call is not paired with its peers' earlier one. A count that runs ahead
+ * of the numbering (a failed call counted, not numbered) moves the base.
+ */
+static void skip_missed_collectives(struct progress_comm *comm, struct progress_rank *rank,
+				    int32_t r, const struct trace_nccl_call *call)
+{
+	int64_t offset, missed;
+
+	if (call->seq < 0)
+		return;
+	offset = call->seq - rank->p2p_calls - rank->collectives;
+	missed = offset - rank->numbering_offset;
+	if (!rank->numbered || missed < 0 || missed >= PROGRESS_WINDOW) {
+		rank->numbered = true;
+		rank->numbering_offset = offset;
+		return;
+	}
+	for (; missed > 0; missed--)
+		add_missed_collective(comm, rank, r, call->entry_ns);
 }
 
 /* A rank's init call seen open (entered) or returned: communicators being created. */
@@ -588,6 +647,7 @@ struct progress_comm *progress_model_add_process_call(struct progress_model *mod
 	}
 	if (!place_rank(comm, rank, call))
 		return comm;
+	skip_missed_collectives(comm, rank, call->rank, call);
 	add_collective(comm, rank, call->rank, process, call);
 	if (call->flags & TRACE_CALL_OPEN)
 		remember_open_call(rank, call, rank->collectives - 1);

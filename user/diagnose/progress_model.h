@@ -80,6 +80,14 @@ struct progress_rank {
 	 */
 	struct progress_open_call open_calls[PROGRESS_OPEN_REMEMBERED];
 	unsigned open_calls_seen;
+	/*
+	 * The tracer numbers each call a rank made on the communicator (seq):
+	 * seq less the rank's point-to-point calls and collectives counted,
+	 * at its first numbered collective. A later call whose numbering runs
+	 * ahead of that says collectives of the rank never reached the model.
+	 */
+	bool numbered;
+	int64_t numbering_offset;
 };
 
 /* The n-th collective of a communicator, as each rank reached it. */
@@ -103,6 +111,12 @@ struct progress_slot {
 	 */
 	uint64_t cpu_wait_ns[PROGRESS_MAX_RANKS];
 	uint32_t tid[PROGRESS_MAX_RANKS];
+	/*
+	 * Ranks (bit r) whose call there never reached the model, its place
+	 * known from the rank's numbering: arrival_ns is when its next call
+	 * came, a bound and not a time, and it has no function or count.
+	 */
+	uint64_t guessed;
 };
 
 /*
@@ -299,6 +313,8 @@ const struct progress_slot *progress_comm_slot(const struct progress_comm *comm,
 
 /* The last rank's arrival at collective 'index', 0 when some rank has not arrived. */
 uint64_t progress_comm_last_arrival(const struct progress_comm *comm, int64_t index);
+/* Whether a rank's arrival at collective 'index' is guessed (progress_slot.guessed). */
+bool progress_comm_guessed(const struct progress_comm *comm, int64_t index);
 
 /* Index of the collective that ends step 'step' (the period must be known). */
 int64_t progress_comm_step_end(const struct progress_comm *comm, int64_t step);

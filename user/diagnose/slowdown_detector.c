@@ -272,6 +272,10 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 	if (!start_ns || !previous_ns || arrivals.last_rank < 0 || arrivals.last_ns <= start_ns ||
 	    arrivals.last_ns < previous_ns)
 		return false;
+	/* A guessed arrival (a call that never reached the model) is a bound, not a time. */
+	if (slot->guessed || progress_comm_guessed(comm, index - 1) ||
+	    progress_comm_guessed(comm, progress_comm_step_end(comm, step - 1)))
+		return false;
 	for (int64_t p = 0; p < comm->period; p++) {
 		if (p <= position)
 			expected_so_far += comm->expected_gap_ns[p];
@@ -344,7 +348,8 @@ void slowdown_detector_learn(struct progress_comm *comm, int64_t index)
 	int32_t longest_rank;
 	double compute_lead;
 
-	if (!slot || comm->nranks < 2 || index <= comm->lead_learned_index || !comm->period)
+	if (!slot || comm->nranks < 2 || index <= comm->lead_learned_index || !comm->period ||
+	    slot->guessed || progress_comm_guessed(comm, index - 1))
 		return;
 	arrivals_of(comm, slot, &arrivals);
 	if (arrivals.last_rank < 0 || !arrivals.second_latest_ns)

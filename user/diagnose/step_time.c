@@ -15,7 +15,8 @@ size_t step_time_of_ranks(const struct progress_comm *comm, int64_t step,
 	if (!start || !end)
 		return 0;
 	for (int32_t rank = 0; rank < comm->nranks && count < capacity; rank++) {
-		if (!start->arrival_ns[rank] || end->arrival_ns[rank] <= start->arrival_ns[rank])
+		if (!start->arrival_ns[rank] || end->arrival_ns[rank] <= start->arrival_ns[rank] ||
+		    ((start->guessed | end->guessed) & (1ULL << rank)))
 			continue;
 		times[count++] = (struct rank_step_time){
 			.rank = rank,
