@@ -17,6 +17,17 @@
 #include "diagnosis_job.h"
 #include "unit.h"
 
+/* Adds a call to the model and judges the collective it completes; whether a mismatch is found. */
+static bool judge_mismatch(struct progress_model *model, const struct trace_nccl_call *call,
+			   struct diagnosis_report *report)
+{
+	int64_t completed_step, completed;
+	struct progress_comm *comm = progress_model_add_call(model, call, &completed_step);
+
+	completed = comm ? slowdown_completed_collective(comm, call->rank) : -1;
+	return completed >= 0 && mismatch_detector_check(model, comm, completed, report);
+}
+
 /* Feeds one all-reduce per rank at 'index' of the job; rank 'odd' passes 'odd_count'. */
 static void mismatch_round(struct progress_model *model, int64_t index, int odd,
 			   const char *odd_function, uint64_t odd_count,
@@ -26,12 +37,8 @@ static void mismatch_round(struct progress_model *model, int64_t index, int odd,
 		struct trace_nccl_call call = job_collective(
 			rank == odd ? odd_function : "ncclAllReduce", rank == odd ? odd_count : 256,
 			rank, index, 1000000000ull + (uint64_t)index * STEP_NS + (uint64_t)rank);
-		int64_t completed_step, completed;
-		struct progress_comm *comm = progress_model_add_call(model, &call, &completed_step);
 
-		completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
-		if (completed >= 0 && mismatch_detector_check(model, comm, completed, report))
-			(*found)++;
+		*found += judge_mismatch(model, &call, report);
 	}
 }
 
@@ -97,14 +104,9 @@ UNIT_TEST(mismatch_detection, two_ranks_that_disagree_name_no_culprit)
 	for (int rank = 0; rank < 2; rank++) {
 		struct trace_nccl_call call = job_collective("ncclAllReduce", rank ? 72 : 64, rank,
 							     0, 1000 + (uint64_t)rank);
-		int64_t completed_step, completed;
-		struct progress_comm *comm;
 
 		call.nranks = 2;
-		comm = progress_model_add_call(model, &call, &completed_step);
-		completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
-		if (completed >= 0 && mismatch_detector_check(model, comm, completed, &report))
-			found++;
+		found += judge_mismatch(model, &call, &report);
 	}
 	CU_ASSERT_EQUAL_FATAL(found, 1);
 	CU_ASSERT_EQUAL(report.odd_rank, -1);
@@ -180,17 +182,11 @@ static unsigned attached_mid_run(uint32_t flags)
 			struct trace_nccl_call call = job_collective(
 				even ? "ncclAllReduce" : "ncclBroadcast", even ? 256 : 8, rank, seq,
 				1000000000ull + (uint64_t)seq * STEP_NS / 4 + (uint64_t)rank);
-			int64_t completed_step, completed;
-			struct progress_comm *comm;
 
 			if (seq < 100 + first[rank])
 				continue;
 			call.flags = flags;
-			comm = progress_model_add_call(model, &call, &completed_step);
-			completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
-			if (completed >= 0 &&
-			    mismatch_detector_check(model, comm, completed, &report))
-				found++;
+			found += judge_mismatch(model, &call, &report);
 		}
 	progress_model_free(model);
 	return found;
@@ -226,16 +222,10 @@ UNIT_TEST(mismatch_detection, a_rank_whose_call_was_lost_stays_lined_up)
 			struct trace_nccl_call call = job_collective(
 				"c10d::allreduce", seq == 12 && rank == 2 ? 257 : 256, rank, seq,
 				1000000000ull + (uint64_t)seq * STEP_NS + (uint64_t)rank * 1000);
-			int64_t completed_step, completed;
-			struct progress_comm *comm;
 
 			if (rank == 1 && seq == 7)
 				continue;
-			comm = progress_model_add_call(model, &call, &completed_step);
-			completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
-			if (completed >= 0 &&
-			    mismatch_detector_check(model, comm, completed, &report))
-				found++;
+			found += judge_mismatch(model, &call, &report);
 		}
 	CU_ASSERT_EQUAL_FATAL(found, 1);
 	CU_ASSERT_EQUAL(report.odd_rank, 2);
@@ -269,14 +259,8 @@ UNIT_TEST(mismatch_detection, a_call_without_a_number_moves_the_base)
 				"ncclAllReduce", seq == 8 && rank == 3 ? 300 : 256, rank,
 				seq == 4 ? -1 : number,
 				1000000000ull + (uint64_t)seq * STEP_NS + (uint64_t)rank * 1000);
-			int64_t completed_step, completed;
-			struct progress_comm *comm =
-				progress_model_add_call(model, &call, &completed_step);
 
-			completed = comm ? slowdown_completed_collective(comm, call.rank) : -1;
-			if (completed >= 0 &&
-			    mismatch_detector_check(model, comm, completed, &report))
-				found++;
+			found += judge_mismatch(model, &call, &report);
 		}
 	CU_ASSERT_EQUAL_FATAL(found, 1);
 	CU_ASSERT_EQUAL(report.odd_rank, 3);
