@@ -48,6 +48,8 @@ struct process_updates {
 	struct infer_event optimizer_steps[OPTIMIZER_STEPS_MAX];
 	uint32_t digest_count;
 	struct update_digest digests[DIGESTS_MAX];
+	/* A step of the process made no collective: its replicas train alone (rank_updates.h). */
+	bool trains_alone;
 };
 
 /*
@@ -75,10 +77,15 @@ struct replica_class {
 	const char *parameters; /* interned RANK_UPDATES_PARAMETERS_FIELD; NULL: none known */
 };
 
-/* A process's widest communicator so far: its job's world. */
+/*
+ * A process's widest communicator so far: its job's world; and the two
+ * latest steps in which it made a collective (step + 1, 0 for none): a
+ * step's collectives can come before the last update of the step before.
+ */
 struct process_world {
 	uint64_t comm_id;
 	int32_t nranks;
+	int32_t collective_steps[2];
 };
 
 /* The ranks of one job (source, size) whose events the checker saw. */
@@ -161,6 +168,20 @@ static uint64_t process_key(uint32_t pipeline, uint32_t pid)
 	return fnv1a_add_u64(fnv1a_add_u64(3, pipeline), pid);
 }
 
+static void note_collective_step(struct process_world *world, int32_t step)
+{
+	int32_t mark = step + 1;
+
+	if (step < 0 || mark == world->collective_steps[0] || mark == world->collective_steps[1])
+		return;
+	if (mark > world->collective_steps[0]) {
+		world->collective_steps[1] = world->collective_steps[0];
+		world->collective_steps[0] = mark;
+	} else if (mark > world->collective_steps[1]) {
+		world->collective_steps[1] = mark;
+	}
+}
+
 /*
  * Notes a communicator a process calls on (NCCL's, or c10d's): the widest
  * is its job's world, shared by its ranks and by no other job's. 0 or
@@ -182,6 +203,7 @@ static int see_communicator(struct rank_updates *updates, const struct infer_eve
 		world->comm_id = event->comm_id;
 		world->nranks = event->nranks;
 	}
+	note_collective_step(world, event->step);
 	return 0;
 }
 
@@ -193,6 +215,20 @@ static uint64_t world_of(const struct rank_updates *updates, uint32_t pipeline, 
 		u64_map_get(&updates->worlds, process_key(pipeline, pid));
 
 	return world && world->nranks == nranks ? world->comm_id : 0;
+}
+
+/*
+ * Whether a process made a collective in 'step' (its event's step), as far
+ * as the two latest steps with one tell: finished steps are asked in order.
+ */
+static bool collective_in_step(const struct rank_updates *updates, uint32_t pipeline, uint32_t pid,
+			       int32_t step)
+{
+	const struct process_world *world =
+		u64_map_get(&updates->worlds, process_key(pipeline, pid));
+
+	return world && step >= 0 &&
+	       (world->collective_steps[0] == step + 1 || world->collective_steps[1] == step + 1);
 }
 
 static uint64_t job_key(uint32_t pipeline, int32_t nranks)
@@ -494,10 +530,13 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 	if (event->step < state->step.step)
 		return 0; /* a late record of a step already finished */
 	if (event->step > state->step.step) {
+		state->trains_alone |=
+			!collective_in_step(updates, event->pipeline, event->pid, state->step.step);
 		if (finish_step(updates, state, finished))
 			return -ENOMEM;
+		/* From a step with no collective on: neither examples nor checked. */
+		result = !state->trains_alone;
 		start_step(updates, state, event);
-		result = 1;
 	}
 	if (event->exit_ns > state->step.exit_ns)
 		state->step.exit_ns = event->exit_ns;

@@ -40,6 +40,15 @@
  * that had diverged before the tool arrived) is not compared at all. Where
  * the trace has no contents (device memory), ranks are compared with the
  * first as before.
+ *
+ * Nor do replicas that train alone agree: local SGD and federated
+ * averaging all-reduce the parameters every few steps, and between two
+ * averagings each rank's replica moves with its own data (its momentum
+ * buffers for good). Replicas agree after every step only where their
+ * ranks communicate in every step (a data-parallel job all-reduces the
+ * gradients each step consumes). A process's steps from the first in
+ * which it made no collective on (the step its collectives carry) are
+ * neither examples nor checked.
  */
 #ifndef TCHECK_RANK_UPDATES_H
 #define TCHECK_RANK_UPDATES_H

@@ -16,6 +16,7 @@
 
 #define WEIGHT 0x5000
 #define LR 0.1
+#define DATA_PARALLEL_COMM 0x77 /* the job's world, on which each step all-reduces */
 
 /* How one rank's step goes. */
 struct rank_step {
@@ -26,6 +27,7 @@ struct rank_step {
 	bool absent;	   /* this rank's records of the step are not in the trace */
 	uint64_t later_ns; /* added to the step's times (a pause of the whole job before it) */
 	bool empty_share;  /* its optimizer's step updates nothing (a sharded one's empty share) */
+	bool alone;	   /* makes no collective (local SGD between two averagings) */
 };
 
 static struct trace_record update(uint32_t pid, int rank, int world_size, int step, uint64_t at,
@@ -60,15 +62,22 @@ static struct trace_record update(uint32_t pid, int rank, int world_size, int st
 }
 
 /*
- * One rank's step: clipping scales two gradients (each rank's own contents:
- * not compared), then SGD's step updates two weights, then its scope ends,
- * as the tracer emits them.
+ * One rank's step: the gradients' all-reduce on 'comm' (unless it trains
+ * alone), clipping scales two gradients (each rank's own contents: not
+ * compared), then SGD's step updates two weights, then its scope ends, as
+ * the tracer emits them.
  */
-static size_t build_rank_step(uint32_t pid, int rank, int world_size, int step,
+static size_t build_rank_step(uint32_t pid, int rank, int world_size, int step, uint64_t comm,
 			      struct rank_step how, struct trace_record *records)
 {
 	uint64_t at = how.later_ns + 1000000ULL * (uint64_t)(step + 1) + 1000ULL * (uint64_t)rank;
 	size_t count = 0;
+
+	if (!how.alone) {
+		records[count] = nccl_call_record("ncclAllReduce", pid, rank, world_size, comm,
+						  step, 32, at - 500);
+		records[count++].call.step = step;
+	}
 
 	for (uint64_t p = 0; p < 2 && how.clips; p++)
 		records[count++] = update(pid, rank, world_size, step, at + p, "aten::mul_.Tensor",
@@ -118,14 +127,16 @@ UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
 	for (int rank = 0; rank < 2; rank++)
 		for (int step = 0; step < 2; step++) {
 			struct rank_step how = { rank == 0, -LR, 1 };
-			size_t count = build_rank_step(100 + rank, rank, 2, step, how, records);
+			size_t count = build_rank_step(100 + rank, rank, 2, step,
+						       DATA_PARALLEL_COMM, how, records);
 
 			for (size_t i = 0; i < count; i++) {
 				int result;
 
 				CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &event),
 						1);
-				CU_ASSERT_TRUE(rank_updates_wants(&event));
+				CU_ASSERT_TRUE(rank_updates_wants(&event) ==
+					       (records[i].kind == TRACE_RECORD_PYTHON_CALL));
 				result = rank_updates_observe(&updates, &event, NULL,
 							      &finished[rank]);
 				CU_ASSERT_TRUE(result == 0 || result == 1);
@@ -157,8 +168,8 @@ UNIT_TEST(rank_updates, a_step_signature_names_each_update_and_its_scalars)
 	CU_ASSERT_EQUAL(differing.rank, 1);
 	CU_ASSERT_EQUAL(differing.peer_rank, 0);
 	/* A process outside a job of two ranks or more does not count. */
-	build_rank_step(200, 0, 1, 0, HEALTHY, records);
-	CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[0], &event), 1);
+	CU_ASSERT_EQUAL(build_rank_step(200, 0, 1, 0, DATA_PARALLEL_COMM, HEALTHY, records), 6);
+	CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[1], &event), 1);
 	CU_ASSERT_FALSE(rank_updates_wants(&event));
 	rank_updates_free(&updates);
 	string_pool_free(pool);
@@ -203,7 +214,7 @@ static void run_ranks(struct rank_violations *seen, const struct rule_set *rules
 		for (int rank = 0; rank < world_size; rank++) {
 			struct rank_step how = how_of(rank, step, context);
 			size_t count = build_rank_step(300 + (uint32_t)rank, rank, world_size, step,
-						       how, records);
+						       DATA_PARALLEL_COMM, how, records);
 
 			for (size_t i = 0; !how.absent && i < count; i++)
 				CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]), 0);
@@ -345,7 +356,7 @@ static void run_two_jobs(struct rank_violations *seen, const struct rule_set *ru
 				if (strays && job == 1 && rank == 1 && step >= 2)
 					how.weights = 3;
 				count = build_rank_step(first_pid[job] + (uint32_t)rank, rank, 2,
-							step, how, records);
+							step, world[job], how, records);
 				for (size_t i = 0; i < count; i++)
 					CU_ASSERT_EQUAL(rule_checker_observe(checker, &records[i]),
 							0);
@@ -392,7 +403,8 @@ static struct rule_set *rules_of_a_healthy_job(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(inference);
 	for (int step = 0; step < 5; step++)
 		for (int rank = 0; rank < 2; rank++) {
-			size_t count = build_rank_step(400 + rank, rank, 2, step, HEALTHY, records);
+			size_t count = build_rank_step(400 + rank, rank, 2, step,
+						       DATA_PARALLEL_COMM, HEALTHY, records);
 
 			for (size_t i = 0; i < count; i++)
 				CU_ASSERT_EQUAL(inference_add(inference, &records[i]), 0);
@@ -440,12 +452,14 @@ UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_
 
 	for (int step = 0; step < 5; step++)
 		for (int rank = 0; rank < 2; rank++) {
-			size_t count = build_rank_step(400 + rank, rank, 2, step, HEALTHY, records);
+			size_t count = build_rank_step(400 + rank, rank, 2, step,
+						       DATA_PARALLEL_COMM, HEALTHY, records);
 
 			for (size_t i = 0; i < count; i++)
 				CU_ASSERT_EQUAL(inference_add(inference, &records[i]), 0);
 			/* The same steps in a process of its own teach nothing across ranks. */
-			count = build_rank_step(500, 0, 1, step, HEALTHY, records);
+			count = build_rank_step(500, 0, 1, step, DATA_PARALLEL_COMM, HEALTHY,
+						records);
 			for (size_t i = 0; rank == 0 && i < count; i++)
 				CU_ASSERT_EQUAL(inference_add(alone, &records[i]), 0);
 		}
@@ -547,4 +561,49 @@ UNIT_TEST(rank_updates, inferred_from_a_healthy_job_and_caught_on_the_rank_that_
 	inference_free(alone);
 	rule_set_free(set);
 	rule_set_free(single);
+}
+
+/*
+ * Local SGD: each rank trains alone and the replicas are averaged after
+ * every fourth step (a collective then); between averagings each rank's
+ * weights hold its own values, and after one its momentum buffers still do.
+ */
+static struct rank_step local_sgd(int rank, int step, const void *context)
+{
+	struct rank_step how = HEALTHY;
+
+	(void)context;
+	how.alone = step % 4 != 0 || step == 0;
+	how.weights = step == 0 ? 1 : 1 + rank;
+	return how;
+}
+
+/* A replica that strays while the ranks all-reduce every step (rank 1 from step 3). */
+static struct rank_step strays_while_in_step(int rank, int step, const void *context)
+{
+	struct rank_step how = HEALTHY;
+
+	(void)context;
+	if (rank == 1 && step >= 3)
+		how.weights = 2;
+	return how;
+}
+
+UNIT_TEST(rank_updates, replicas_that_train_alone_are_not_held_to_agree)
+{
+	struct rule_set *set = rules_of_a_healthy_job();
+	struct rank_violations seen;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rank_rule(set));
+	/* Local SGD at 2 and 4 ranks: its replicas differ by design, nothing is said. */
+	run_ranks(&seen, set, 2, 9, local_sgd, NULL);
+	CU_ASSERT_EQUAL(seen.total, 0);
+	run_ranks(&seen, set, 4, 9, local_sgd, NULL);
+	CU_ASSERT_EQUAL(seen.total, 0);
+	/* The same stray in a job whose ranks communicate in every step: steps 3 to 7. */
+	run_ranks(&seen, set, 2, 9, strays_while_in_step, NULL);
+	CU_ASSERT_EQUAL(seen.total, 5);
+	CU_ASSERT_EQUAL(seen.at[2], 0);
+	CU_ASSERT_EQUAL(seen.at[3], 1);
+	rule_set_free(set);
 }

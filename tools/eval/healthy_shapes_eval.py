@@ -62,6 +62,8 @@ SHAPES = [
      "(Adam state sharded), 2 ranks"),
     ("zero_redundancy.py", ["--world-size", "8"], "the same at 8 ranks, more than its 6 "
      "parameters: two ranks' shares are empty"),
+    ("local_sgd.py", ["--world-size", "4"], "local SGD: each rank trains alone, the parameters "
+     "averaged with all_reduce after every fourth step"),
     ("ema_shadow.py", [], "Adam and an EMA copy kept in eval(), the model never given train()"),
     ("module_zero_grad.py", [], "SGD momentum, the model's own zero_grad(), clip_grad_norm_"),
     ("mnist_epochs.py", [], "PyTorch's MNIST example: Adadelta, evaluation and StepLR once an "
