@@ -12,7 +12,7 @@
 # did not start. Those run first, one at a time; then the others side by
 # side, the ones with the longest time limit first.
 #
-#   E2E_ONLY=NAME          only the tests whose name contains NAME
+#   E2E_ONLY=NAME[,NAME]   only the tests whose name contains one of the NAMEs
 #   E2E_TORCH_STACKS=LIST  the torch stacks a Python test runs on
 #   E2E_JOBS=N             how many tests run at once
 set -u
@@ -75,12 +75,23 @@ report() {
 	esac
 }
 
+# Whether E2E_ONLY (none, or NAME,NAME...) takes a test: its name contains one of them.
+wanted() {
+	local want wants
+	[ -z "${E2E_ONLY:-}" ] && return 0
+	IFS=, read -ra wants <<<"$E2E_ONLY"
+	for want in "${wants[@]}"; do
+		[ -n "$want" ] && [[ "$1" == *"$want"* ]] && return 0
+	done
+	return 1
+}
+
 # The runs to make, as "TIME_LIMIT ALONE NAME FILE STACK" lines.
 runs() {
 	local test name limit alone stack
 	for test in "$here"/test_*.sh; do
 		name=$(basename "$test" .sh)
-		[ -n "${E2E_ONLY:-}" ] && [[ "$name" != *"$E2E_ONLY"* ]] && continue
+		wanted "$name" || continue
 		limit=$(time_limit "$test")
 		alone=0
 		grep -q '^# e2e-alone: ' "$test" && alone=1
