@@ -305,18 +305,26 @@ static int64_t complete_steps(struct progress_model *model, struct progress_comm
 	return completed;
 }
 
-static void add_collective(struct progress_comm *comm, struct progress_rank *rank, int32_t r,
-			   const struct progress_process *process,
-			   const struct trace_nccl_call *call)
+/* The window's slot of collective 'index', emptied for it if it held an older one. */
+static struct progress_slot *claim_slot(struct progress_comm *comm, int64_t index)
 {
-	int64_t index = rank->collectives++;
 	struct progress_slot *slot = &comm->window[index % PROGRESS_WINDOW];
-	uint64_t count = progress_call_count(call);
 
 	if (slot->index != index) {
 		memset(slot, 0, sizeof(*slot));
 		slot->index = index;
 	}
+	return slot;
+}
+
+static void add_collective(struct progress_comm *comm, struct progress_rank *rank, int32_t r,
+			   const struct progress_process *process,
+			   const struct trace_nccl_call *call)
+{
+	int64_t index = rank->collectives++;
+	struct progress_slot *slot = claim_slot(comm, index);
+	uint64_t count = progress_call_count(call);
+
 	/* The first rank that made the call, not one whose call there was missed, names it. */
 	if (!slot->function) {
 		slot->function = call->function;
@@ -349,13 +357,8 @@ static void add_collective(struct progress_comm *comm, struct progress_rank *ran
 static void add_missed_collective(struct progress_comm *comm, struct progress_rank *rank, int32_t r,
 				  uint64_t arrived_by_ns)
 {
-	int64_t index = rank->collectives++;
-	struct progress_slot *slot = &comm->window[index % PROGRESS_WINDOW];
+	struct progress_slot *slot = claim_slot(comm, rank->collectives++);
 
-	if (slot->index != index) {
-		memset(slot, 0, sizeof(*slot));
-		slot->index = index;
-	}
 	slot->arrival_ns[r] = arrived_by_ns ? arrived_by_ns : 1;
 	slot->seq[r] = -1;
 	slot->guessed |= 1ULL << r;
