@@ -18,6 +18,11 @@
  * linear in bfloat16). A layer applied twice in a row computes in its own
  * dtype either way.
  *
+ * Only calls made with autograd on are judged: a forward under no_grad()
+ * is an evaluation or a teacher's, which a program may well run in full
+ * precision beside a mixed-precision training forward (a validation that
+ * wants exact metrics), and the report's bug is in the training forward.
+ *
  * Known limit: a program that keeps a layer in float32 on purpose inside an
  * autocast region (`autocast(enabled=False)` around it), or a model that
  * mixes float64 and float32 layers by design, reads exactly like the
@@ -56,7 +61,10 @@ void operator_precision_tracker_init(struct operator_precision_tracker *tracker,
 				     struct string_pool *pool);
 void operator_precision_tracker_free(struct operator_precision_tracker *tracker);
 
-/* Whether an event is an operator call that names the dtype of the weight it reads. */
+/*
+ * Whether an event is an operator call that names the dtype of the weight it
+ * reads, made with autograd on.
+ */
 bool operator_precision_wants(const struct infer_event *event);
 
 /*

@@ -4,8 +4,9 @@
  * probe records them (the weight's dtype and sizes), the rule inferred from
  * a full-precision run, no violation on a mixed-precision run (autocast's
  * kernel calling linear again on the cast weight) nor on a layer applied
- * twice in a row, and one violation per step where one linear runs outside
- * the autocast region (lightning-thunder#725).
+ * twice in a row nor on a float32 evaluation under no_grad() beside
+ * bfloat16 training, and one violation per step where one linear runs
+ * outside the autocast region (lightning-thunder#725).
  */
 #include <string.h>
 
@@ -22,6 +23,16 @@ static const char *const autocast[] = { "Float[40, 10]", "BFloat16[40, 10]", "Fl
 /* The first linear left out of the region: float32, with no cast call after it. */
 static const char *const one_outside[] = { "Float[40, 10]", "Float[3, 40]", "BFloat16[3, 40]",
 					   NULL };
+/* A shape read with autograd off: an evaluation's forward. */
+#define NO_GRAD "no_grad "
+/* Trained under autocast, then evaluated in float32 under no_grad(), in one step. */
+static const char *const autocast_then_evaluated[] = { "Float[40, 10]",
+						       "BFloat16[40, 10]",
+						       "Float[3, 40]",
+						       "BFloat16[3, 40]",
+						       NO_GRAD "Float[40, 10]",
+						       NO_GRAD "Float[3, 40]",
+						       NULL };
 /* One layer applied twice, then the head. */
 static const char *const applied_twice[] = { "Float[40, 40]", "Float[40, 40]", "Float[3, 40]",
 					     NULL };
@@ -33,19 +44,27 @@ static size_t build_step(uint32_t pid, int step, const char *const *shapes,
 	size_t count = 0;
 
 	for (; shapes[count]; count++) {
+		bool without_grad = strncmp(shapes[count], NO_GRAD, strlen(NO_GRAD)) == 0;
+		const char *shape = shapes[count] + (without_grad ? strlen(NO_GRAD) : 0);
+		struct trace_python_call *call = &records[count].python_call;
+
 		records[count] = python_call_record(pid, step, base + 10 * (count + 1), 0,
 						    "aten::linear", TRACE_PYTHON_TORCH_OP);
-		records[count].python_call.args[0] =
-			(struct trace_python_arg){ .name = TORCH_TENSOR_READ_SHAPE,
-						   .type = TRACE_VALUE_STR,
-						   .text = shapes[count] };
+		call->args[0] = (struct trace_python_arg){ .name = TORCH_TENSOR_READ_SHAPE,
+							   .type = TRACE_VALUE_STR,
+							   .text = shape };
 		/* the weight requires grad; autocast's cast copy of it does not */
-		records[count].python_call.args[1] =
+		call->args[1] =
 			(struct trace_python_arg){ .name = TORCH_TENSOR_READ_REQUIRES_GRAD,
 						   .type = TRACE_VALUE_BOOL,
-						   .integer = strncmp(shapes[count], "Float", 5) ==
-							      0 };
-		records[count].python_call.arg_count = 2;
+						   .integer = strncmp(shape, "Float", 5) == 0 };
+		call->arg_count = 2;
+		/* as the probe says it: only when autograd was off */
+		if (without_grad)
+			call->args[call->arg_count++] =
+				(struct trace_python_arg){ .name = TORCH_TENSOR_READ_GRAD_MODE,
+							   .type = TRACE_VALUE_BOOL,
+							   .integer = 0 };
 	}
 	records[count++] = python_call_record(pid, step, base + 500, 100, "Optimizer.step#SGD.step",
 					      TRACE_PYTHON_TORCH_SCOPE);
@@ -79,7 +98,7 @@ static struct seen_violations check_run(struct rule_set *set, uint32_t pid,
 {
 	struct seen_violations seen = { { 0 }, 0, "", false };
 	struct rule_checker *checker = rule_checker_new(set, count_violation, &seen);
-	struct trace_record records[8];
+	struct trace_record records[12];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
 	for (int step = 0; step < steps; step++) {
@@ -98,7 +117,7 @@ static struct rule_set *infer_from(const char *const *shapes, int steps)
 {
 	struct rule_set *set = rule_set_new();
 	struct inference *inference = inference_new(set);
-	struct trace_record records[8];
+	struct trace_record records[12];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(inference);
 	for (int step = 0; step < steps; step++) {
@@ -155,6 +174,19 @@ UNIT_TEST(operator_precision, a_mixed_precision_reference_teaches_the_same_rule)
 	CU_ASSERT_EQUAL_FATAL(precision_rules(set), 1);
 	CU_ASSERT_EQUAL(check_run(set, 40, full_precision, 4).total, 0);
 	CU_ASSERT_EQUAL(check_run(set, 41, one_outside, 4).total, 4);
+	rule_set_free(set);
+}
+
+UNIT_TEST(operator_precision, a_float32_evaluation_beside_autocast_training_is_no_stray)
+{
+	struct rule_set *set = infer_from(full_precision, 6);
+	struct seen_violations seen;
+
+	CU_ASSERT_EQUAL_FATAL(precision_rules(set), 1);
+	CU_ASSERT_EQUAL(check_run(set, 50, autocast_then_evaluated, 5).total, 0);
+	/* The training forward is still judged: its layer left out is found. */
+	seen = check_run(set, 51, one_outside, 3);
+	CU_ASSERT_EQUAL(seen.total, 3);
 	rule_set_free(set);
 }
 
