@@ -286,7 +286,7 @@ static int scope_fields(struct string_pool *pool, const char *qualified_name,
 		if (add_field(pool, list, INFER_IMPLEMENTATION_FIELD, implementation + 1))
 			return -1;
 	}
-	return stage ? add_field(pool, list, "stage", stage) : 0;
+	return stage ? add_field(pool, list, INFER_STAGE_FIELD, stage) : 0;
 }
 
 int infer_event_from_record(struct string_pool *pool, const struct trace_record *record,
@@ -378,7 +378,7 @@ bool infer_event_field_is_true(const struct infer_event *event, const char *fiel
 	return text && strcmp(text, "True") == 0;
 }
 
-static const char *const meta_variables[] = { "rank", "nranks",	 "stage",
+static const char *const meta_variables[] = { "rank", "nranks",	 INFER_STAGE_FIELD,
 					      "comm", "context", "first_step" };
 
 bool infer_field_describes_tensor(const char *name)
@@ -430,7 +430,7 @@ const char *infer_event_variable(struct string_pool *pool, const struct infer_ev
 		if (event->nranks < 0)
 			return NULL;
 		snprintf(text, sizeof(text), "%d", event->nranks);
-	} else if (strcmp(variable, "stage") == 0) {
+	} else if (strcmp(variable, INFER_STAGE_FIELD) == 0) {
 		return stage_name(pool, event->stage);
 	} else if (strcmp(variable, "comm") == 0) {
 		if (!event->comm_id)

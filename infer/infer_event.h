@@ -96,6 +96,9 @@ uint64_t infer_event_tensor(const struct infer_event *event, const char *field);
 /* Whether a flag field ("requires_grad:self") is known and true. */
 bool infer_event_field_is_true(const struct infer_event *event, const char *field);
 
+/* The field and meta variable that say a Python call's stage ("train", "eval"). */
+#define INFER_STAGE_FIELD "stage"
+
 /*
  * The value of a meta variable or field as an interned string: "rank",
  * "nranks", "stage", "comm", "context", "first_step" or a field name.

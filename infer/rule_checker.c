@@ -210,7 +210,24 @@ static void contain_violation(void *context, const struct rule *rule,
 	violation(context, rule, parent, NULL);
 }
 
-static void check_constants(struct rule_checker *checker, const struct infer_event *event)
+/*
+ * Whether a constant on the stage ("stage of Optimizer.step#* is always
+ * train") is judged on the event's process: only once the process has made
+ * the call in that stage in a step after its first. A program that trains
+ * in eval() from its first step (dropout off on purpose, as RL fine-tuning
+ * does) chose it; one whose steps ran in train() and then run in eval()
+ * never left an evaluation. The first step's calls before the model's
+ * first forward read training mode whatever the model's (no module call
+ * has said it yet), so they say nothing of it.
+ */
+static bool stage_constant_judged(struct rule_checker *checker, const struct rule *rule,
+				  const struct infer_event *event)
+{
+	return !rule->field || strcmp(rule->field, INFER_STAGE_FIELD) != 0 ||
+	       process_uses_value(&checker->uses, event, rule->field, rule->value);
+}
+
+static int check_constants(struct rule_checker *checker, const struct infer_event *event)
 {
 	for (size_t i = 0; i < checker->rules->count; i++) {
 		const struct rule *rule = &checker->rules->rules[i];
@@ -218,10 +235,17 @@ static void check_constants(struct rule_checker *checker, const struct infer_eve
 		if ((rule->relation != RELATION_API_ARG && rule->relation != RELATION_API_OUTPUT) ||
 		    rule->distinct || rule->event.name != event->name)
 			continue;
-		if (infer_event_field(event, rule->field) != rule->value &&
-		    precondition_holds(checker->rules->pool, &rule->precondition, event))
+		if (infer_event_field(event, rule->field) == rule->value) {
+			if (event->step > 0 && rule->field &&
+			    strcmp(rule->field, INFER_STAGE_FIELD) == 0 &&
+			    process_uses_add_value(&checker->uses, event, rule->field))
+				return -ENOMEM;
+		} else if (precondition_holds(checker->rules->pool, &rule->precondition, event) &&
+			   stage_constant_judged(checker, rule, event)) {
 			violation(checker, rule, event, NULL);
+		}
 	}
+	return 0;
 }
 
 /* An operator call of an evaluation phase the process has left for training again. */
@@ -718,9 +742,9 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 			process->last_step = event.step;
 	}
 	if (!process || process_uses_add(&checker->uses, &event) ||
-	    gradient_clearing_observe(&checker->clearing, &event, &process->clearing))
+	    gradient_clearing_observe(&checker->clearing, &event, &process->clearing) ||
+	    check_constants(checker, &event))
 		return -ENOMEM;
-	check_constants(checker, &event);
 	if (checker->has_eval_mode &&
 	    eval_mode_observe(&checker->eval_mode, &event, &process->eval_mode, judge_eval_mode,
 			      checker) < 0)

@@ -11,7 +11,6 @@
 
 /* How operators and scopes are named in a trace: "aten::add_.Tensor", "Optimizer.step#SGD.step". */
 static const char operator_prefix[] = "aten::";
-static const char stage_variable[] = "stage";
 
 bool rule_descriptor_is_torch_level(const struct rule_descriptor *descriptor)
 {
@@ -28,7 +27,7 @@ static bool precondition_reads_stage(const struct precondition *precondition)
 		for (uint32_t j = 0; j < precondition->groups[i].clause_count; j++) {
 			const char *variable = precondition->groups[i].clauses[j].variable;
 
-			if (variable && strcmp(variable, stage_variable) == 0)
+			if (variable && strcmp(variable, INFER_STAGE_FIELD) == 0)
 				return true;
 		}
 	return false;
@@ -48,7 +47,7 @@ bool rule_needs_python_frames(const struct rule *rule, char *reason, size_t reas
 		why = "EvalModeRespected follows module calls and train()/eval()";
 	else if (!why && rule->relation == RELATION_SCALARS_STEADY)
 		why = "ScalarsSteady follows the learning-rate schedulers' Python code";
-	else if (!why && ((rule->field && strcmp(rule->field, stage_variable) == 0) ||
+	else if (!why && ((rule->field && strcmp(rule->field, INFER_STAGE_FIELD) == 0) ||
 			  precondition_reads_stage(&rule->precondition)))
 		why = "it reads the stage, which Python sets (Module.training)";
 	if (why && reason && reason_size)

@@ -63,6 +63,8 @@ struct program {
 	/* zero_grad after the backward, just before the step: the gradients it steps on are zeros
 	 */
 	int zero_grad_before_step;
+	/* every call in stage eval: the program trains in eval() from its first step, on purpose */
+	int trains_in_eval;
 };
 
 enum {
@@ -93,6 +95,9 @@ static struct trace_record call(const struct program *program, int step, uint64_
 		python_call_record(program->pid, step, entry_ns, 10, name, flags);
 
 	if (step == program->eval_at)
+		record.python_call.stage = TRACE_STAGE_EVAL;
+	/* As the tracer says it: in training mode until the model's first call returns. */
+	if (program->trains_in_eval && (step > 0 || !strstr(name, "zero_grad")))
 		record.python_call.stage = TRACE_STAGE_EVAL;
 	return record;
 }
@@ -363,6 +368,13 @@ UNIT_TEST(carry_over, rules_from_three_programs_hold_on_a_fourth)
 	check_program(set, &(struct program){ 70, "SGD", STEPS, 0, 0.1, 4 }, &tally);
 	CU_ASSERT_EQUAL(first_step_of(&tally, set, trains), 4);
 	CU_ASSERT_EQUAL(tally.total, 2);
+	/*
+	 * One that trains in eval() from its first step (dropout off on purpose,
+	 * RL fine-tuning): its steps were never in training mode to leave it.
+	 */
+	check_program(set, &(struct program){ 72, "SGD", STEPS, 0, 0.1, -1, .trains_in_eval = 1 },
+		      &tally);
+	CU_ASSERT_EQUAL(tally.total, 0);
 
 	inference_free(inference);
 	rule_set_free(set);
