@@ -143,6 +143,24 @@ SHAPES = [
      "by hand between"),
     ("pcgrad_multitask.py", [], "PCGrad: task gradients by autograd.grad, projected and set "
      "by hand, no backward call"),
+    ("add_param_group_unfreeze.py", [], "a frozen body unfrozen at step 4 and handed to SGD by "
+     "add_param_group"),
+    ("average_gradients_by_hand.py", ["--world-size", "2"], "data parallelism by hand "
+     "(PyTorch's tutorial): parameters broadcast, gradients all-reduced one by one, 2 ranks"),
+    ("autocast_bf16_eval.py", [], "training under CPU bfloat16 autocast, a float32 evaluation "
+     "under no_grad every 3 steps"),
+    ("finetune_in_eval_mode.py", [], "fine-tuning with the whole model kept in eval() (dropout "
+     "off, batch norm frozen) from the start"),
+    ("new_head_second_phase.py", [], "two-phase transfer: a new head and a new Adam replace "
+     "the head and SGD at step 5"),
+    ("maml_inner_loop.py", [], "MAML: inner-loop updates of fast weights by autograd.grad "
+     "(create_graph), one meta step of Adam"),
+    ("moco_momentum_encoder.py", [], "MoCo: a key encoder in training mode under no_grad, "
+     "moved by momentum from the query encoder"),
+    ("other_optimizers.py", ["--optimizer", "Rprop"], "Rprop: signs and step sizes, no "
+     "momentum buffer"),
+    ("other_optimizers.py", ["--optimizer", "Adagrad"], "Adagrad: no mul_ in its step"),
+    ("other_optimizers.py", ["--optimizer", "ASGD"], "ASGD: averaging from step 3"),
 ]
 
 
