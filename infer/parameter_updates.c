@@ -202,11 +202,34 @@ static int collect_reads(const struct infer_event *const *events, size_t count,
 	return 0;
 }
 
+/* Whether a shape as recorded ("'BFloat16[32, 8]'", quoted or not) is of that dtype. */
+static bool shape_of_dtype(const char *shape, const char *dtype)
+{
+	size_t length = strlen(dtype);
+
+	if (*shape == '\'')
+		shape++;
+	return strncmp(shape, dtype, length) == 0 && shape[length] == '[';
+}
+
+/* Reduced precisions a model may run in while its optimizer keeps float32 masters. */
+static bool of_reduced_precision(const char *shape)
+{
+	return shape_of_dtype(shape, "BFloat16") || shape_of_dtype(shape, "Half");
+}
+
+/* The key of a float32 master's sizes ("[32, 8]"), apart from the keys of whole shapes. */
+static uint64_t master_sizes_key(const char *shape)
+{
+	return fnv1a_add_u64(fnv1a_string(strchr(shape, '[')), 1);
+}
+
 /*
  * The shapes (hashed) of the parameters the step changed and the forward
  * did not read: a reparametrised layer's (spectral_norm, weight_norm,
  * parametrize) weight_orig, from which each forward computes the weight it
- * reads as a new tensor that is no parameter.
+ * reads as a new tensor that is no parameter; and the sizes of the float32
+ * ones, master copies of a reduced-precision model's weights.
  */
 static int unread_parameter_shapes(const struct updates *updates, const struct u64_map *reads,
 				   struct u64_map *shapes)
@@ -218,10 +241,12 @@ static int unread_parameter_shapes(const struct updates *updates, const struct u
 		const struct infer_event *update = value;
 		const char *shape = infer_event_field(update, "shape:self");
 
-		if (!shape || u64_map_get(reads, tensor) ||
+		if (!shape || !strchr(shape, '[') || u64_map_get(reads, tensor) ||
 		    !infer_event_field_is_true(update, "requires_grad:self"))
 			continue;
-		if (u64_map_put(shapes, fnv1a_string(shape), shapes))
+		if (u64_map_put(shapes, fnv1a_string(shape), shapes) ||
+		    (shape_of_dtype(shape, "Float") &&
+		     u64_map_put(shapes, master_sizes_key(shape), shapes)))
 			return -ENOMEM;
 	}
 	return 0;
@@ -232,7 +257,11 @@ bool parameter_updates_computed_weight(const struct infer_event *read,
 {
 	const char *shape = infer_event_field(read, "shape:weight");
 
-	return is_false(infer_event_field(read, "requires_grad:weight")) && shape &&
+	if (!shape || !strchr(shape, '['))
+		return false;
+	if (of_reduced_precision(shape) && u64_map_get(unread_shapes, master_sizes_key(shape)))
+		return true;
+	return is_false(infer_event_field(read, "requires_grad:weight")) &&
 	       u64_map_get(unread_shapes, fnv1a_string(shape));
 }
 

@@ -90,7 +90,12 @@ int parameter_updates_unread_shapes(const struct infer_event *const *events, siz
  * Whether a weight read is computed from such a parameter: it does not
  * require grad of its own (the flag read is a leaf's) and 'shapes' holds
  * its shape. A frozen layer's weight has no unread parameter of its shape
- * changed beside it (its own trainable twins are read).
+ * changed beside it (its own trainable twins are read). Or a copy of one:
+ * a weight in bfloat16 or half whose sizes are those of a float32
+ * parameter the step changed and the forward did not read. Mixed precision
+ * by hand (Apex's O2, Megatron-LM's and DeepSpeed's optimizers) keeps
+ * float32 master copies in the optimizer and copies them into the model's
+ * weights after its step, by an operator the tracer does not watch.
  */
 bool parameter_updates_computed_weight(const struct infer_event *read,
 				       const struct u64_map *shapes);

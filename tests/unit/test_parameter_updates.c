@@ -33,6 +33,11 @@ enum step_fault {
 	SECOND_WITHOUT_GRAD,
 	/* a sharded optimizer's empty share: nothing updated, the weights broadcast to it */
 	EMPTY_SHARE,
+	/* a bfloat16 model: the optimizer updates float32 masters, copied into it afterwards */
+	MASTER_WEIGHTS,
+	/* a float32 model whose optimizer holds other tensors of the same sizes (a stale model's)
+	 */
+	STALE_SAME_SIZES,
 };
 
 static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
@@ -58,6 +63,52 @@ static void requires_grad_argument(struct trace_record *record, const char *fiel
 	*arg = (struct trace_python_arg){ .name = field,
 					  .type = TRACE_VALUE_BOOL,
 					  .integer = value };
+}
+
+#define MASTER_1 0x9000
+#define MASTER_2 0xa000
+
+/* The weights' shapes as the probe records them, in the model's dtype. */
+static void shape_argument(struct trace_record *record, const char *field, const char *dtype,
+			   const char *sizes)
+{
+	struct trace_python_arg *arg = &record->python_call.args[record->python_call.arg_count++];
+	static char texts[8][32];
+	static unsigned next;
+	char *text = texts[next++ % 8];
+
+	snprintf(text, sizeof(texts[0]), "%s%s", dtype, sizes);
+	*arg = (struct trace_python_arg){ .name = field, .type = TRACE_VALUE_STR, .text = text };
+}
+
+/* Both weights read in 'dtype', then the optimizer's step on float32 tensors of their sizes. */
+static size_t build_master_step(uint32_t pid, int step, const char *dtype,
+				struct trace_record *records)
+{
+	static const char *const sizes[2] = { "[40, 10]", "[3, 40]" };
+	static const uint64_t weights[2] = { WEIGHT_1, WEIGHT_2 },
+			      masters[2] = { MASTER_1, MASTER_2 };
+	uint64_t base = 1000000ULL * (uint64_t)(step + 1);
+	size_t count = 0;
+
+	for (int i = 0; i < 2; i++) {
+		records[count] = python_call_record(pid, step, base + 10 * (i + 1), 5,
+						    "aten::linear", TRACE_PYTHON_TORCH_OP);
+		tensor_argument(&records[count], "tensor:weight", weights[i]);
+		requires_grad_argument(&records[count], "requires_grad:weight", true);
+		shape_argument(&records[count++], "shape:weight", dtype, sizes[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		records[count] = python_call_record(pid, step, base + 110 + 10 * i, 3,
+						    "aten::add_.Tensor", TRACE_PYTHON_TORCH_OP);
+		tensor_argument(&records[count], "tensor:self", masters[i]);
+		requires_grad_argument(&records[count], "requires_grad:self", true);
+		shape_argument(&records[count], "shape:self", "Float", sizes[i]);
+		scalar_argument(&records[count++], "arg:alpha", -0.1);
+	}
+	records[count++] = python_call_record(pid, step, base + 100, 100, "Optimizer.step#SGD.step",
+					      TRACE_PYTHON_TORCH_SCOPE);
+	return count;
 }
 
 /* A forward that reads two weights, then an SGD step with momentum; records in arrival order. */
@@ -152,7 +203,9 @@ static void judge_in_job(enum step_fault fault, bool before, uint64_t unchanged,
 	struct trace_record records[8];
 	struct infer_event events[8];
 	const struct infer_event *pointers[8];
-	size_t count = build_step(10, 3, fault, records);
+	size_t count = fault == MASTER_WEIGHTS	   ? build_master_step(10, 3, "BFloat16", records)
+		       : fault == STALE_SAME_SIZES ? build_master_step(10, 3, "Float", records)
+						   : build_step(10, 3, fault, records);
 	struct u64_map history;
 
 	u64_map_init(&history);
@@ -252,6 +305,24 @@ UNIT_TEST(parameter_updates, each_weight_read_against_what_the_step_changes)
 	judge(FUSED, true, 0, &finding);
 	CU_ASSERT_FALSE(finding.applies);
 	judge(FUSED_FROZEN, true, WEIGHT_1, &finding);
+	CU_ASSERT_TRUE(finding.applies);
+	CU_ASSERT_FALSE(finding.holds);
+}
+
+UNIT_TEST(parameter_updates, a_model_in_bfloat16_moves_by_its_float32_masters)
+{
+	struct parameter_updates_finding finding;
+
+	/*
+	 * The optimizer changed float32 tensors the forward did not read, of the
+	 * sizes of the bfloat16 weights it read: their master copies.
+	 */
+	judge(MASTER_WEIGHTS, true, 0, &finding);
+	CU_ASSERT_TRUE(finding.holds);
+	/* Each read is a copy, as a reparametrised layer's weight is computed: none left unchanged. */
+	CU_ASSERT_EQUAL(finding.weights, 0);
+	/* In float32, the same step changed another model's tensors: the one it trains never. */
+	judge(STALE_SAME_SIZES, false, WEIGHT_1, &finding);
 	CU_ASSERT_TRUE(finding.applies);
 	CU_ASSERT_FALSE(finding.holds);
 }
