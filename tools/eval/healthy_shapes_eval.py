@@ -161,6 +161,8 @@ SHAPES = [
      "momentum buffer"),
     ("other_optimizers.py", ["--optimizer", "Adagrad"], "Adagrad: no mul_ in its step"),
     ("other_optimizers.py", ["--optimizer", "ASGD"], "ASGD: averaging from step 3"),
+    ("master_weights_by_hand.py", [], "mixed precision by hand: a bfloat16 model, SGD over "
+     "float32 masters copied back after each step"),
 ]
 
 
