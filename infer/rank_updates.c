@@ -22,6 +22,8 @@
 /* Optimizer steps and updated tensors' digests kept per step; later ones are left out. */
 #define OPTIMIZER_STEPS_MAX 4
 #define DIGESTS_MAX 512
+/* Updates of 0-dim tensors kept per step until its optimizer steps are known. */
+#define SCALAR_UPDATES_MAX 64
 #define SIGNATURE_SIZE 2048
 
 struct update_kind {
@@ -38,6 +40,13 @@ struct update_digest {
 	bool parameter;	    /* the tensor requires grad: a parameter, not the optimizer's state */
 };
 
+/* An update of a 0-dim tensor: part of the signature only inside an optimizer's step. */
+struct scalar_update {
+	const char *what; /* interned "operator arg:x=v" */
+	uint32_t tid;
+	uint64_t entry_ns;
+};
+
 /* The step of one process being gathered. */
 struct process_updates {
 	struct infer_event step;
@@ -48,6 +57,8 @@ struct process_updates {
 	struct infer_event optimizer_steps[OPTIMIZER_STEPS_MAX];
 	uint32_t digest_count;
 	struct update_digest digests[DIGESTS_MAX];
+	uint32_t scalar_update_count;
+	struct scalar_update scalar_updates[SCALAR_UPDATES_MAX];
 	/* A step of the process made no collective: its replicas train alone (rank_updates.h). */
 	bool trains_alone;
 };
@@ -324,17 +335,53 @@ static int by_entry(const void *left, const void *right)
 	return a->entry_ns < b->entry_ns ? -1 : a->entry_ns > b->entry_ns;
 }
 
-static bool in_optimizer_step(const struct process_updates *state,
-			      const struct update_digest *digest)
+/* Whether an update a thread entered then ran inside one of the step's optimizer steps. */
+static bool in_optimizer_step(const struct process_updates *state, uint32_t tid, uint64_t entry_ns)
 {
 	for (uint32_t i = 0; i < state->optimizer_step_count; i++) {
 		const struct infer_event *step = &state->optimizer_steps[i];
 
-		if (step->tid == digest->tid && digest->entry_ns >= step->entry_ns &&
-		    digest->entry_ns <= step->exit_ns)
+		if (step->tid == tid && entry_ns >= step->entry_ns && entry_ns <= step->exit_ns)
 			return true;
 	}
 	return false;
+}
+
+/* Counts one update of a kind into the step's signature. */
+static void count_kind(struct process_updates *state, const char *what)
+{
+	uint32_t i;
+
+	for (i = 0; i < state->kind_count && state->kinds[i].what != what; i++)
+		;
+	if (i < state->kind_count)
+		state->kinds[i].count++;
+	else if (i < UPDATE_KINDS_MAX)
+		state->kinds[state->kind_count++] = (struct update_kind){ what, 1 };
+	else
+		state->overflow = true;
+}
+
+/*
+ * Whether an update is of a 0-dim tensor ("Float[]"). Outside the
+ * optimizer's step such a tensor is a number the program computed (an
+ * evaluation's accuracy, a metric's mean on rank 0 alone), no part of the
+ * replica; inside it, an optimizer's step counter.
+ */
+static bool of_no_dimension(const char *shape)
+{
+	return shape && strstr(shape, "[]") != NULL;
+}
+
+/* The step's 0-dim updates that ran inside its optimizer steps, into the signature. */
+static void count_scalar_updates(struct process_updates *state)
+{
+	for (uint32_t i = 0; i < state->scalar_update_count; i++) {
+		const struct scalar_update *update = &state->scalar_updates[i];
+
+		if (in_optimizer_step(state, update->tid, update->entry_ns))
+			count_kind(state, update->what);
+	}
 }
 
 /* What of the tensors the optimizer's step updated a hash is taken over. */
@@ -360,7 +407,7 @@ static uint64_t hash_digests(const struct process_updates *state, enum digest_pa
 		const char *text = part == DIGEST_SHAPES ? digest->shape : digest->digest;
 
 		if (!text || (part == DIGEST_PARAMETERS && !digest->parameter) ||
-		    !in_optimizer_step(state, digest))
+		    !in_optimizer_step(state, digest->tid, digest->entry_ns))
 			continue;
 		hash = fnv1a_add_u64(hash, fnv1a_string(text));
 		(*read)++;
@@ -455,6 +502,7 @@ static int finish_step(struct rank_updates *updates, struct process_updates *sta
 	struct infer_field fields[3];
 	uint32_t field_count = 1;
 
+	count_scalar_updates(state);
 	qsort(state->kinds, state->kind_count, sizeof(state->kinds[0]), by_what);
 	qsort(state->digests, state->digest_count, sizeof(state->digests[0]), by_entry);
 	for (uint32_t i = 0; i < state->kind_count && used < sizeof(signature); i++)
@@ -490,6 +538,7 @@ static void start_step(struct rank_updates *updates, struct process_updates *sta
 	state->overflow = false;
 	state->optimizer_step_count = 0;
 	state->digest_count = 0;
+	state->scalar_update_count = 0;
 	state->step = (struct infer_event){ .kind = INFER_EVENT_STEP,
 					    .name = updates->step_name,
 					    .pipeline = event->pipeline,
@@ -512,7 +561,6 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 	struct process_updates *state;
 	const char *what, *digest, *shape;
 	int added, result = 0;
-	uint32_t i;
 
 	if (event->rank >= 0 && event->nranks >= 2 &&
 	    see_rank(updates, event, cache ? &cache->seen : NULL))
@@ -555,14 +603,13 @@ int rank_updates_observe(struct rank_updates *updates, const struct infer_event 
 	what = describe_update(updates->pool, event);
 	if (!what)
 		return -ENOMEM;
-	for (i = 0; i < state->kind_count && state->kinds[i].what != what; i++)
-		;
-	if (i < state->kind_count)
-		state->kinds[i].count++;
-	else if (i < UPDATE_KINDS_MAX)
-		state->kinds[state->kind_count++] = (struct update_kind){ what, 1 };
-	else
-		state->overflow = true;
+	/* Judged when the step's optimizer steps are known (their records end the step). */
+	if (of_no_dimension(shape) && state->scalar_update_count < SCALAR_UPDATES_MAX) {
+		state->scalar_updates[state->scalar_update_count++] =
+			(struct scalar_update){ what, event->tid, event->entry_ns };
+		return result;
+	}
+	count_kind(state, what);
 	return result;
 }
 

@@ -13,6 +13,9 @@
  * whose parameters were changed behind the optimizer's back (a checkpoint
  * loaded on one rank), shows as a step whose signature differs from its
  * peers'. Rules name it as Consistent on the field "updates" of the step.
+ * An update of a 0-dim tensor counts only inside the optimizer's step (its
+ * step counter): outside it, it is a number the program computed (a
+ * metric's mean on rank 0 alone), no part of the replica.
  *
  * The ranks of a job are the processes of one source (trace) and job size
  * whose widest communicator (NCCL's, or c10d's over gloo: the job's world)

@@ -28,6 +28,9 @@ struct rank_step {
 	uint64_t later_ns; /* added to the step's times (a pause of the whole job before it) */
 	bool empty_share;  /* its optimizer's step updates nothing (a sharded one's empty share) */
 	bool alone;	   /* makes no collective (local SGD between two averagings) */
+	/* its optimizer's step counts in a 0-dim tensor, by this much (0: no counter) */
+	double counter_alpha;
+	bool evaluates; /* after its step, a metric's mean: a 0-dim tensor divided in place */
 };
 
 static struct trace_record update(uint32_t pid, int rank, int world_size, int step, uint64_t at,
@@ -88,10 +91,18 @@ static size_t build_rank_step(uint32_t pid, int rank, int world_size, int step, 
 			update(pid, rank, world_size, step, at + 10 + p, "aten::add_.Tensor",
 			       WEIGHT + p, how.weights + 100 * step + (int64_t)p, how.shape, true,
 			       "arg:alpha", how.alpha);
+	if (how.counter_alpha != 0)
+		records[count++] = update(pid, rank, world_size, step, at + 15, "aten::add_.Tensor",
+					  WEIGHT + 0x200, 5 + step, "Float[]", false, "arg:alpha",
+					  how.counter_alpha);
 	records[count] = python_call_record(pid, step, at + 5, 20, "Optimizer.step#SGD.step",
 					    TRACE_PYTHON_TORCH_SCOPE);
 	records[count].python_call.rank = rank;
 	records[count++].python_call.world_size = world_size;
+	if (how.evaluates)
+		records[count++] = update(pid, rank, world_size, step, at + 40, "aten::div_.Scalar",
+					  WEIGHT + 0x300 + (uint64_t)step, 9, "Float[]", false,
+					  "arg:other", 16);
 	return count;
 }
 
@@ -605,5 +616,47 @@ UNIT_TEST(rank_updates, replicas_that_train_alone_are_not_held_to_agree)
 	CU_ASSERT_EQUAL(seen.total, 5);
 	CU_ASSERT_EQUAL(seen.at[2], 0);
 	CU_ASSERT_EQUAL(seen.at[3], 1);
+	rule_set_free(set);
+}
+
+/* Rank 0 alone evaluates after every third step (`if rank == 0:`): a mean over 16. */
+static struct rank_step rank_zero_evaluates(int rank, int step, const void *context)
+{
+	struct rank_step how = HEALTHY;
+
+	(void)context;
+	how.evaluates = rank == 0 && step % 3 == 2;
+	return how;
+}
+
+/* Every rank's optimizer counts its steps in a 0-dim tensor; rank 1 twice from step 3. */
+static struct rank_step rank_one_counts_twice(int rank, int step, const void *context)
+{
+	struct rank_step how = HEALTHY;
+
+	(void)context;
+	how.counter_alpha = rank == 1 && step >= 3 ? 2 : 1;
+	return how;
+}
+
+UNIT_TEST(rank_updates, a_number_one_rank_computes_is_no_update_of_its_replica)
+{
+	struct rule_set *set = rules_of_a_healthy_job();
+	struct rank_violations seen;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rank_rule(set));
+	/* A metric rank 0 alone computes outside the optimizer's step: nothing to say. */
+	run_ranks(&seen, set, 2, 9, rank_zero_evaluates, NULL);
+	CU_ASSERT_EQUAL(seen.total, 0);
+	run_ranks(&seen, set, 4, 9, rank_zero_evaluates, NULL);
+	CU_ASSERT_EQUAL(seen.total, 0);
+	/*
+	 * A 0-dim tensor inside the optimizer's step is its state: a rank that
+	 * counts apart, at steps 3 to 7 (the last step never ends).
+	 */
+	run_ranks(&seen, set, 2, 9, rank_one_counts_twice, NULL);
+	CU_ASSERT_EQUAL(seen.at[2], 0);
+	CU_ASSERT_EQUAL(seen.at[3], 1);
+	CU_ASSERT_EQUAL(seen.total, 5);
 	rule_set_free(set);
 }
