@@ -163,6 +163,10 @@ SHAPES = [
     ("other_optimizers.py", ["--optimizer", "ASGD"], "ASGD: averaging from step 3"),
     ("master_weights_by_hand.py", [], "mixed precision by hand: a bfloat16 model, SGD over "
      "float32 masters copied back after each step"),
+    ("ddp_rank0_evaluates.py", ["--world-size", "2"], "DDP with batch norm, rank 0 alone "
+     "evaluating and saving every third step, a barrier"),
+    ("dataloader_workers.py", [], "a DataLoader with two worker processes, shuffled and "
+     "augmented"),
 ]
 
 
