@@ -319,7 +319,7 @@ UNIT_TEST(parameter_updates, a_model_in_bfloat16_moves_by_its_float32_masters)
 	 */
 	judge(MASTER_WEIGHTS, true, 0, &finding);
 	CU_ASSERT_TRUE(finding.holds);
-	/* Each read is a copy, as a reparametrised layer's weight is computed: none left unchanged. */
+	/* Each read is a copy, as a reparametrised weight is computed: none left unchanged. */
 	CU_ASSERT_EQUAL(finding.weights, 0);
 	/* In float32, the same step changed another model's tensors: the one it trains never. */
 	judge(STALE_SAME_SIZES, false, WEIGHT_1, &finding);
