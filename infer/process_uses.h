@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Which calls each process has made: the names (interned) seen per process
- * of a pipeline, and the values some of their fields held. A rule about calls only some programs
- * make applies to a process only once it has made them (docs/rules-format.md, "Scope").
+ * of a pipeline, and the values some of their fields held. A rule about
+ * calls only some programs make applies to a process only once it has made
+ * them (docs/rules-format.md, "Scope").
  */
 #ifndef TCHECK_PROCESS_USES_H
 #define TCHECK_PROCESS_USES_H
