@@ -96,6 +96,7 @@ struct rule_checker {
 	struct u64_map checked;	    /* (trace, pid) -> struct checked_process */
 	struct contain_checker *contains;
 	struct process_uses uses;  /* what each process has called so far */
+	const char *stage_field;   /* interned INFER_STAGE_FIELD: see check_constants */
 	struct call_rhythm rhythm; /* whether each process makes a "used" call every step */
 	/* steps that cleared their gradients without zero_grad */
 	struct gradient_clearing clearing;
@@ -163,9 +164,11 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 			rules->rules[i].relation == RELATION_ONE_PRECISION;
 		checker->has_rank_updates |= rule_checks_rank_updates(&rules->rules[i]);
 	}
+	checker->stage_field = string_pool_intern(rules->pool, INFER_STAGE_FIELD);
 	checker->contains =
 		contain_checker_new(rules, contain_violation, checker, &checker->clearing);
-	if (!checker->contains || rank_updates_init(&checker->rank_updates, rules->pool)) {
+	if (!checker->stage_field || !checker->contains ||
+	    rank_updates_init(&checker->rank_updates, rules->pool)) {
 		contain_checker_free(checker->contains);
 		rank_updates_free(&checker->rank_updates);
 		operator_precision_tracker_free(&checker->operator_precision);
@@ -211,37 +214,31 @@ static void contain_violation(void *context, const struct rule *rule,
 }
 
 /*
- * Whether a constant on the stage ("stage of Optimizer.step#* is always
- * train") is judged on the event's process: only once the process has made
- * the call in that stage in a step after its first. A program that trains
- * in eval() from its first step (dropout off on purpose, as RL fine-tuning
- * does) chose it; one whose steps ran in train() and then run in eval()
- * never left an evaluation. The first step's calls before the model's
- * first forward read training mode whatever the model's (no module call
- * has said it yet), so they say nothing of it.
+ * APIArg and APIOutput constants. One on the stage ("stage of
+ * Optimizer.step#* is always train") is judged on a process only once the
+ * process has made the call in that stage in a step after its first. A
+ * program that trains in eval() from its first step (dropout off on purpose,
+ * as RL fine-tuning does) chose it; one whose steps ran in train() and then
+ * run in eval() never left an evaluation. The first step's calls before the
+ * model's first forward read training mode whatever the model's (no module
+ * call has said it yet), so they say nothing of it.
  */
-static bool stage_constant_judged(struct rule_checker *checker, const struct rule *rule,
-				  const struct infer_event *event)
-{
-	return !rule->field || strcmp(rule->field, INFER_STAGE_FIELD) != 0 ||
-	       process_uses_value(&checker->uses, event, rule->field, rule->value);
-}
-
 static int check_constants(struct rule_checker *checker, const struct infer_event *event)
 {
 	for (size_t i = 0; i < checker->rules->count; i++) {
 		const struct rule *rule = &checker->rules->rules[i];
+		bool on_stage = rule->field == checker->stage_field;
 
 		if ((rule->relation != RELATION_API_ARG && rule->relation != RELATION_API_OUTPUT) ||
 		    rule->distinct || rule->event.name != event->name)
 			continue;
 		if (infer_event_field(event, rule->field) == rule->value) {
-			if (event->step > 0 && rule->field &&
-			    strcmp(rule->field, INFER_STAGE_FIELD) == 0 &&
+			if (on_stage && event->step > 0 &&
 			    process_uses_add_value(&checker->uses, event, rule->field))
 				return -ENOMEM;
 		} else if (precondition_holds(checker->rules->pool, &rule->precondition, event) &&
-			   stage_constant_judged(checker, rule, event)) {
+			   (!on_stage ||
+			    process_uses_value(&checker->uses, event, rule->field, rule->value))) {
 			violation(checker, rule, event, NULL);
 		}
 	}
