@@ -17,6 +17,7 @@ shapes="$ROOT/tests/workloads/python/healthy_shapes"
 mkdir -p "$SCRATCH/healthy/shapes" "$SCRATCH/healthy/pipelines"
 cp "$shapes/split_optimizers.py" "$shapes/shapes_common.py" "$SCRATCH/healthy/shapes/"
 cp "$ROOT/tests/workloads/python/pipelines/pipeline_common.py" "$SCRATCH/healthy/pipelines/"
+cp "$ROOT/tests/workloads/python/rendezvous_port.py" "$SCRATCH/healthy/"
 status=0
 python3 "$ROOT/tools/eval/real_bugs_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" --deploy \
 	--python "$TORCH_PYTHON" --jobs "$EVAL_JOBS" $SHARED_REFERENCES \

@@ -32,7 +32,8 @@ status=0
 "$TCHECK" snapshot $pid_options --json -o "$dir/snapshot.json" 2>"$dir/snapshot.err" || status=$?
 after=$(monotonic)
 [ "$status" = 0 ] || fail "snapshot exited $status during a checkpoint, not 0: $(head -c 600 "$dir/snapshot.json")"
-wait "$job" || fail "the job failed: $(tail -3 "$dir/out")"
+# The launcher prints the stacks of a rank it stops at --timeout: the tail shows where it was.
+wait "$job" || fail "the job failed: $(tail -30 "$dir/out")"
 
 python3 - "$dir" "$before" "$after" <<'PY' || fail "the snapshot does not match the workload's log"
 import json, os, sys

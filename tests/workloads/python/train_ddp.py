@@ -26,7 +26,6 @@ import faulthandler
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -38,6 +37,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
+import rendezvous_port  # noqa: E402
 import training_common  # noqa: E402
 
 MASTER_ADDR = "127.0.0.1"
@@ -100,13 +100,6 @@ def parse_arguments(argv):
                         help="how long each checkpoint lasts (default 3)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
-
-
-def free_port():
-    """A TCP port that was free a moment ago (bound to port 0, then closed)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((MASTER_ADDR, 0))
-        return probe.getsockname()[1]
 
 
 def rank_environment(rank, world_size, port):
@@ -532,7 +525,7 @@ def main(argv=None):
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     # Distribution builds of torch 2.x (Debian's) lack libuv, which TCPStore asks for by default.
     os.environ.setdefault("USE_LIBUV", "0")
-    port = free_port()
+    port = rendezvous_port.free_port(MASTER_ADDR)
     started = time.monotonic()
     if args.launcher == "exec":
         status = launch_exec(args, port)

@@ -11,13 +11,14 @@ Torch APIs used here work on torch 1.13 and 2.6 (CPU).
 import argparse
 import json
 import os
-import random
-import socket
 import subprocess
 import sys
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import rendezvous_port  # noqa: E402
 
 MASTER_ADDR = "127.0.0.1"
 
@@ -84,31 +85,6 @@ def case_truth(args, name):
 # Distributed: the `exec` launcher of ../train_ddp.py (each rank a fresh interpreter with
 # RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in its initial environment).
 
-def free_port():
-    """A TCP port free a moment ago, below the kernel's ephemeral range.
-
-    Rank 0 binds it seconds later, once torch is imported: a port the kernel
-    hands out for outgoing connections (another job's gloo pairs, recorded
-    beside this one) could be taken by then; one below that range cannot."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as ports:
-            ephemeral_low = int(ports.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        ephemeral_low = 32768
-    candidates = list(range(max(1024, ephemeral_low - 12000), ephemeral_low))
-    random.SystemRandom().shuffle(candidates)
-    for port in candidates[:200]:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            try:
-                probe.bind((MASTER_ADDR, port))
-            except OSError:
-                continue
-            return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((MASTER_ADDR, 0))
-        return probe.getsockname()[1]
-
-
 def rank_log(path, rank):
     return "{}.rank-{}".format(path, rank) if path else None
 
@@ -119,7 +95,7 @@ def launch(world_size=2, timeout_s=120):
     Returns the exit status: the first failing rank's, or 1 on timeout."""
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     os.environ.setdefault("USE_LIBUV", "0")
-    port = free_port()
+    port = rendezvous_port.free_port(MASTER_ADDR)
     processes = []
     for rank in range(world_size):
         environment = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank),
