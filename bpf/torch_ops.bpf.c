@@ -25,20 +25,41 @@ struct {
 
 /*
  * c10::GradMode::set_enabled(bool): what torch.no_grad(), torch.enable_grad()
- * and the optimizers' own no_grad call, entering and leaving. The bool is
- * rdi's low byte.
+ * and the optimizers' own no_grad call, entering and leaving; the bool is
+ * rdi's low byte. c10::AutogradState::set_tls_state(AutogradState): what
+ * torch.inference_mode() calls instead, entering and leaving; grad mode is
+ * bit 0 of the state, in rdi or at an offset from it (the cookie says,
+ * probe_abi.h's TCHECK_GRAD_MODE_FROM_*).
  */
 SEC("uprobe")
 int grad_mode_set(struct pt_regs *ctx)
 {
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 first = PT_REGS_PARM1(ctx);
+	__u8 state;
 	__u32 *mode;
+	bool on;
 
 	if (!is_traced(bpf_get_current_pid_tgid() >> 32))
 		return 0;
+	switch (cookie & TCHECK_GRAD_MODE_FROM_MASK) {
+	case TCHECK_GRAD_MODE_FROM_STATE_VALUE:
+		on = first & 1;
+		break;
+	case TCHECK_GRAD_MODE_FROM_STATE_REFERENCE:
+		if (bpf_probe_read_user(
+			    &state, sizeof(state),
+			    (void *)(first + (cookie >> TCHECK_GRAD_MODE_STATE_OFFSET_SHIFT))))
+			return 0;
+		on = state & 1;
+		break;
+	default:
+		on = first & 0xff;
+	}
 	mode = bpf_task_storage_get(&grad_modes, bpf_get_current_task_btf(), 0,
 				    BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (mode)
-		*mode = (PT_REGS_PARM1(ctx) & 0xff) ? TCHECK_GRAD_MODE_ON : TCHECK_GRAD_MODE_OFF;
+		*mode = on ? TCHECK_GRAD_MODE_ON : TCHECK_GRAD_MODE_OFF;
 	return 0;
 }
 

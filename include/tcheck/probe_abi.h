@@ -512,12 +512,27 @@ struct tcheck_torch_scope_record {
 /*
  * tcheck_torch_op_record.grad_mode: whether autograd was on for the thread
  * when the operator ran (c10::GradMode, which torch.no_grad() turns off),
- * as the probe on GradMode::set_enabled last saw it set: unknown until it
- * has seen a change on that thread.
+ * as the probes on GradMode::set_enabled and AutogradState::set_tls_state
+ * (torch.inference_mode()) last saw it set: unknown until they have seen a
+ * change on that thread.
  */
 #define TCHECK_GRAD_MODE_UNKNOWN 0
 #define TCHECK_GRAD_MODE_ON 1
 #define TCHECK_GRAD_MODE_OFF 2
+/*
+ * grad_mode_set's attach cookie: where the thread's new grad mode is at the
+ * probed entry. GradMode::set_enabled(bool): the bool in dil (no_grad(),
+ * enable_grad()). AutogradState::set_tls_state(AutogradState), which
+ * InferenceMode's guard calls instead: bit 0 of the state, passed in dil
+ * while the state is that byte alone (torch 1.13 to 2.6), or read from the
+ * byte at rdi + (cookie >> TCHECK_GRAD_MODE_STATE_OFFSET_SHIFT) once the
+ * state holds more and is passed by reference (torch 2.14).
+ */
+#define TCHECK_GRAD_MODE_FROM_BOOL 0
+#define TCHECK_GRAD_MODE_FROM_STATE_VALUE 1
+#define TCHECK_GRAD_MODE_FROM_STATE_REFERENCE 2
+#define TCHECK_GRAD_MODE_FROM_MASK 0xffULL
+#define TCHECK_GRAD_MODE_STATE_OFFSET_SHIFT 8
 /*
  * Whether the probe reads the tensor's contents (a digest): only for an
  * in-place update's self whose old value matters (not zero_'s, not a

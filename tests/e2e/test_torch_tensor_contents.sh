@@ -8,9 +8,11 @@
 # the first and last 64 bytes of the storage, or all of a smaller one, then
 # its size; the upper 48 bits); the forward's reads of the frozen weight say
 # it does not require grad, those of the trained one that it does; the
-# evaluation forward the program runs under torch.no_grad() after each step
-# reads them with autograd off (grad_mode:weight False), the training forward
-# with it on (no such field); no contents said unread.
+# evaluation forwards the program runs under torch.no_grad() and under
+# torch.inference_mode() after each step read them with autograd off
+# (grad_mode:weight False), the training forward with it on (no such field),
+# as the program's own torch.is_grad_enabled() said in each; no contents said
+# unread.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 SCRIPT="$ROOT/tests/workloads/python/tensor_contents.py"
@@ -39,9 +41,13 @@ def digest(entry):
     return fold(value, [entry["nbytes"]]) >> 16
 DTYPES = {"torch.float32": "Float", "torch.int64": "Long", "torch.float64": "Double"}
 logged = collections.defaultdict(list)
+forwards = []
 for line in open(sys.argv[1]):
     entry = json.loads(line)
-    logged[entry["step"]].append(entry)
+    if "forward" in entry:
+        forwards.append(entry)
+    else:
+        logged[entry["step"]].append(entry)
 calls = [json.loads(line) for line in open(sys.argv[2])]
 updates = collections.defaultdict(list)
 for c in calls:
@@ -65,11 +71,15 @@ for c in calls:
     if c["kind"] == "torch_op" and c["name"] == "aten::linear":
         reads[c["args"].get("shape:weight")].add(c["args"].get("requires_grad:weight"))
 assert reads == {"Float[5, 6]": {True}, "Float[2, 5]": {False}}, dict(reads)
-# In time order: two reads of the training forward (autograd on), two of the evaluation (off).
+# In time order, two reads of each forward (two Linear layers), autograd as the program saw it:
+# on in the training forward (no field), off under no_grad() and under inference_mode().
+assert [f["forward"] for f in forwards] == ["training", "no_grad", "inference_mode"] * 4, forwards
+expected = [None if f["grad_enabled"] else False for f in forwards for _ in range(2)]
+assert expected == [None, None, False, False, False, False] * 4, expected
 modes = [c["args"].get("grad_mode:weight") for c in sorted(
     (c for c in calls if c["kind"] == "torch_op" and c["name"] == "aten::linear"),
     key=lambda c: c["ts_ns"])]
-assert modes == [None, None, False, False] * 4, modes
+assert modes == expected, (modes, expected)
 # The parameters change from step to step, and so do their digests.
 assert len({op["args"]["digest:self"] for ops in updates.values() for op in ops}) == checked
 print("{} updates: shapes and digests as the program logged them".format(checked))

@@ -167,6 +167,14 @@ SHAPES = [
      "evaluating and saving every third step, a barrier"),
     ("dataloader_workers.py", [], "a DataLoader with two worker processes, shuffled and "
      "augmented"),
+    ("inference_mode_eval.py", ["--autocast"], "bfloat16 autocast training, a float32 "
+     "evaluation under torch.inference_mode() every third step"),
+    ("partial_last_batch.py", [], "packed LSTM over sequences of varied length, the last "
+     "batch of each epoch smaller"),
+    ("transformer_padding_eval.py", [], "Transformer encoder with padding masks, LambdaLR "
+     "warm-up, evaluation in the loop"),
+    ("restore_best_weights.py", [], "the best weights restored with load_state_dict() and the "
+     "learning rate halved when validation worsens"),
 ]
 
 

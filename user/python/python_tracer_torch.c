@@ -57,13 +57,14 @@ void torch_operator_display_name(const char *request, const char *operator_name,
  * (tracer->operator_names, operator_readings) and say what to read.
  */
 /*
- * Where autograd is switched on and off (torch.no_grad()): a weight read
- * with it off gets no gradient from that forward. Without it, every read
- * is judged as one autograd follows.
+ * Where autograd is switched on and off (torch.no_grad(), torch.inference_mode()):
+ * a weight read with it off gets no gradient from that forward. Without it,
+ * every read is judged as one autograd follows.
  */
 static void attach_grad_mode(struct python_tracer *tracer, pid_t pid,
 			     const struct torch_probes *probes)
 {
+	uint64_t cookie = TCHECK_GRAD_MODE_FROM_BOOL;
 	char error[512];
 
 	if (!probes->grad_mode.symbol) {
@@ -73,9 +74,23 @@ static void attach_grad_mode(struct python_tracer *tracer, pid_t pid,
 		return;
 	}
 	if (probe_session_attach_grad_mode(tracer->session, probes->c10_host_path,
-					   probes->grad_mode.file_offset, error, sizeof(error)))
+					   &probes->grad_mode.file_offset, &cookie, 1, error,
+					   sizeof(error))) {
 		log_warning("process %d: %s; weights read under torch.no_grad() are judged as "
 			    "read for training",
+			    pid, error);
+		return;
+	}
+	if (!probes->grad_state.symbol)
+		log_info("process %d: no call of c10::AutogradState::set_tls_state of a known "
+			 "layout in libtorch_python.so beside %s: weights read under "
+			 "torch.inference_mode() are judged as read for training",
+			 pid, probes->library_path);
+	else if (probe_session_attach_grad_mode(
+			 tracer->session, probes->python_host_path, &probes->grad_state.file_offset,
+			 &probes->grad_state_cookie, 1, error, sizeof(error)))
+		log_warning("process %d: %s; weights read under torch.inference_mode() are "
+			    "judged as read for training",
 			    pid, error);
 }
 

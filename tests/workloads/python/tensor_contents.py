@@ -11,8 +11,10 @@ log gets one JSON line per parameter: the step, its position, whether it
 requires grad, dtype, sizes, size in bytes, and the first and last 64 bytes
 of its storage (all of it when smaller), as hex. A tracer that reads the
 tensors' contents must agree with this. After each step the model runs once
-more under torch.no_grad() (an evaluation: its reads get no gradient), so
-each step's weights are read twice with autograd on, then twice with it off.
+more under torch.no_grad() and once under torch.inference_mode() (two
+evaluations: their reads get no gradient), so each step's weights are read
+twice with autograd on, then four times with it off. Each forward's line in
+the log says whether autograd was on in it (torch.is_grad_enabled()).
 
     /usr/bin/python3 tensor_contents.py --steps 4 --log /tmp/contents.jsonl
 """
@@ -58,6 +60,8 @@ def main():
         for step in range(args.steps):
             optimizer.zero_grad()
             loss = nn.functional.mse_loss(model(features[step], tokens[step]), targets[step])
+            log.write(json.dumps({"step": step, "forward": "training",
+                                  "grad_enabled": torch.is_grad_enabled()}) + "\n")
             loss.backward()
             for position, parameter in enumerate(model.parameters()):
                 head, tail, size = storage_bytes(parameter)
@@ -68,6 +72,12 @@ def main():
             optimizer.step()
             with torch.no_grad():
                 model(features[step], tokens[step])
+                log.write(json.dumps({"step": step, "forward": "no_grad",
+                                      "grad_enabled": torch.is_grad_enabled()}) + "\n")
+            with torch.inference_mode():
+                model(features[step], tokens[step])
+                log.write(json.dumps({"step": step, "forward": "inference_mode",
+                                      "grad_enabled": torch.is_grad_enabled()}) + "\n")
     print("trained {} steps".format(args.steps))
 
 
