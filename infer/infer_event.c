@@ -397,6 +397,12 @@ bool infer_event_runs_inside(const struct infer_event *inner, const struct infer
 	       inner->exit_ns <= outer->exit_ns;
 }
 
+bool infer_name_trains(const char *name)
+{
+	return name &&
+	       (strcmp(name, OPTIMIZER_STEP_FAMILY) == 0 || strcmp(name, BACKWARD_FAMILY) == 0);
+}
+
 bool infer_event_in_training_order(const struct infer_event *event)
 {
 	return event->stage != TRACE_STAGE_EVAL;

@@ -100,6 +100,16 @@ bool infer_event_field_is_true(const struct infer_event *event, const char *fiel
 #define INFER_STAGE_FIELD "stage"
 
 /*
+ * Whether the calls named 'name' train the model: an optimizer's step or a
+ * backward pass (their scope families). Only of those is the stage a rule
+ * ("stage of Optimizer.step#* is always train"): a model left in eval()
+ * trains there, and that is the mistake. Any other call made in eval()
+ * (zero_grad in the tutorial's shared train/val loop, a loss or metric of
+ * an evaluation) trains nothing, whatever the references did.
+ */
+bool infer_name_trains(const char *name);
+
+/*
  * The value of a meta variable or field as an interned string: "rank",
  * "nranks", "stage", "comm", "context", "first_step" or a field name.
  * NULL when unknown: a precondition never names an unknown value.

@@ -291,7 +291,9 @@ static int infer_constants(struct inference *inference, const struct infer_event
 			const char *field = first->fields[f].name;
 			const char *values[MAX_CONSTANT_VALUES];
 			size_t value_count = 0, i;
-			int too_many = infer_field_describes_tensor(field);
+			int too_many = infer_field_describes_tensor(field) ||
+				       (strcmp(field, INFER_STAGE_FIELD) == 0 &&
+					!infer_name_trains(first->name));
 
 			for (i = start; i < end && !too_many; i++) {
 				const char *value = infer_event_field(order[i], field);

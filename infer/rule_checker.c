@@ -221,7 +221,9 @@ static void contain_violation(void *context, const struct rule *rule,
  * as RL fine-tuning does) chose it; one whose steps ran in train() and then
  * run in eval() never left an evaluation. The first step's calls before the
  * model's first forward read training mode whatever the model's (no module
- * call has said it yet), so they say nothing of it.
+ * call has said it yet), so they say nothing of it. A stage rule on a call
+ * that does not train (infer_name_trains), from a rules file inferred before
+ * infer stopped writing them, is not judged.
  */
 static int check_constants(struct rule_checker *checker, const struct infer_event *event)
 {
@@ -230,7 +232,8 @@ static int check_constants(struct rule_checker *checker, const struct infer_even
 		bool on_stage = rule->field == checker->stage_field;
 
 		if ((rule->relation != RELATION_API_ARG && rule->relation != RELATION_API_OUTPUT) ||
-		    rule->distinct || rule->event.name != event->name)
+		    rule->distinct || rule->event.name != event->name ||
+		    (on_stage && !infer_name_trains(rule->event.name)))
 			continue;
 		if (infer_event_field(event, rule->field) == rule->value) {
 			if (on_stage && event->step > 0 &&

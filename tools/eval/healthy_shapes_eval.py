@@ -175,6 +175,12 @@ SHAPES = [
      "warm-up, evaluation in the loop"),
     ("restore_best_weights.py", [], "the best weights restored with load_state_dict() and the "
      "learning rate halved when validation worsens"),
+    ("grad_enabled_phases.py", [], "the transfer-learning tutorial: train and val phases "
+     "through one loop under set_grad_enabled(), zero_grad() in both"),
+    ("ddp_metrics_all_reduce.py", ["--world-size", "2"], "DDP, every rank evaluating its "
+     "shard under inference_mode(), metrics and loss all-reduced, 2 ranks"),
+    ("teacher_forcing_seq2seq.py", [], "GRU encoder-decoder, two Adam optimizers, teacher "
+     "forcing drawn per batch"),
 ]
 
 

@@ -81,6 +81,8 @@ BUGS = [
      "requires_grad=False layer moved by momentum and weight decay"),
     ("optimizer over part of the model (issue 26)", "optimizer_on_part_of_model.py",
      "optim.SGD(model.out.parameters()): the body never updated"),
+    ("open-unlearning#178, transformers#26221", "open_unlearning_178_checkpoint_lora.py",
+     "LoRA adapters in reentrant checkpointed blocks over frozen embeddings never trained"),
 ]
 
 
