@@ -252,6 +252,56 @@ static int unread_parameter_shapes(const struct updates *updates, const struct u
 	return 0;
 }
 
+/* Whether a shape as recorded ("'Float[64, 32]'") has two dimensions or more: a matrix. */
+static bool shape_is_matrix(const char *shape)
+{
+	const char *sizes = shape ? strchr(shape, '[') : NULL;
+
+	return sizes && strchr(sizes, ',') != NULL;
+}
+
+/*
+ * Whether the step changed a matrix that requires grad which no watched
+ * forward read of the process ever saw: not read in this step, not one read
+ * and changed in an earlier one (history), and of no shape the forward read.
+ * The model trains it through operators the probes do not watch (prompt
+ * tuning's soft prompt joined to the embeddings with torch.cat, an adapter
+ * applied with matmul), so weights the forward reads staying as they were
+ * says nothing: they may all be frozen by design. Still judged: a stale
+ * model's parameters (read in the steps before it was replaced, or of the
+ * shapes of the model that replaced it), a reparametrised weight's
+ * parameter (of the computed weight's shape) and a model trained in its
+ * norms only (every matrix frozen: it changes no matrix).
+ */
+static bool trains_unwatched_matrix(const struct updates *updates, const struct u64_map *reads,
+				    const struct u64_map *history)
+{
+	struct u64_map read_shapes;
+	uint64_t tensor;
+	void *value;
+	bool found = false;
+
+	u64_map_init(&read_shapes);
+	for (size_t i = 0; u64_map_next(reads, &i, &tensor, &value);) {
+		const char *shape = infer_event_field(value, "shape:weight");
+
+		if (shape && u64_map_put(&read_shapes, fnv1a_string(shape), &read_shapes)) {
+			u64_map_free(&read_shapes);
+			return false;
+		}
+	}
+	for (size_t i = 0; !found && u64_map_next(&updates->changing, &i, &tensor, &value);) {
+		const struct infer_event *update = value;
+		const char *shape = infer_event_field(update, "shape:self");
+
+		found = infer_event_field_is_true(update, "requires_grad:self") &&
+			shape_is_matrix(shape) && !u64_map_get(&read_shapes, fnv1a_string(shape)) &&
+			!u64_map_get(reads, tensor) && !u64_map_get(history, tensor);
+	}
+	u64_map_free(&read_shapes);
+	return found;
+}
+
 bool parameter_updates_computed_weight(const struct infer_event *read,
 				       const struct u64_map *unread_shapes)
 {
@@ -352,7 +402,9 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	}
 	finding->applies = !failed && finding->step && finding->weights > 0 &&
 			   !updated_out_of_sight(&updates, frozen_reads) &&
-			   !other_shard(finding, &updates, first_stopped != NULL);
+			   !other_shard(finding, &updates, first_stopped != NULL) &&
+			   !(finding->changed == 0 && !first_stopped &&
+			     trains_unwatched_matrix(&updates, &reads, history));
 	/*
 	 * Nothing the forward reads changes, or what changed before stopped
 	 * changing. A reparametrised weight (spectral_norm's, weight_norm's) is

@@ -18,7 +18,9 @@
  * optimizer's step counters) changed its parameters out of sight: no example.
  * Only updates of tensors that may require grad change a weight: optimizer
  * state and temporaries do not, though their addresses may be a freed
- * weight's. Weights computed from a parameter (below) are not judged.
+ * weight's. Weights computed from a parameter (below) are not judged, nor
+ * is a step that changes no weight read but trains a matrix no watched read
+ * ever saw (prompt tuning's soft prompt, read through torch.cat).
  */
 #ifndef TCHECK_PARAMETER_UPDATES_H
 #define TCHECK_PARAMETER_UPDATES_H

@@ -5,6 +5,8 @@
  * forward never reads, and the forward reads a new tensor each time, whose
  * freed address an optimizer temporary may take. Neither ParametersUpdated
  * nor FrozenUnchanged judges such a weight; a frozen layer is still judged.
+ * Nor does ParametersUpdated judge a step that trains a matrix through
+ * operators the probes do not watch (a soft prompt joined with torch.cat).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -190,4 +192,28 @@ UNIT_TEST(computed_weights, a_computed_weight_changed_by_the_step_counts_as_chan
 	CU_ASSERT_TRUE(finding.stopped);
 	u64_map_free(&history);
 	string_pool_free(pool);
+}
+
+UNIT_TEST(computed_weights, a_matrix_trained_through_unwatched_operators_is_no_example)
+{
+	/*
+	 * Prompt tuning: every weight the forward reads is frozen, the optimizer
+	 * changes a matrix of another shape that no watched operator reads (the
+	 * soft prompt, joined to the embeddings with torch.cat): not judged.
+	 */
+	struct judged judged = judge(FROZEN, false, BIAS, "Float[8, 5]", false);
+
+	CU_ASSERT_FALSE(judged.updates.applies);
+	CU_ASSERT_TRUE(judged.updates.holds);
+	/*
+	 * The optimizer changes a matrix of the shape of the trainable weight the
+	 * forward reads, and not that weight: a stale model's, caught as before.
+	 */
+	judged = judge(FROZEN, true, BIAS, "Float[4, 3]", false);
+	CU_ASSERT_TRUE(judged.updates.applies);
+	CU_ASSERT_FALSE(judged.updates.holds);
+	/* Only a bias changes while every matrix is frozen (forum 84911): caught as before. */
+	judged = judge(FROZEN, false, BIAS, "Float[8]", false);
+	CU_ASSERT_TRUE(judged.updates.applies);
+	CU_ASSERT_FALSE(judged.updates.holds);
 }

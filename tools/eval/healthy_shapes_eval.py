@@ -181,6 +181,8 @@ SHAPES = [
      "shard under inference_mode(), metrics and loss all-reduced, 2 ranks"),
     ("teacher_forcing_seq2seq.py", [], "GRU encoder-decoder, two Adam optimizers, teacher "
      "forcing drawn per batch"),
+    ("prompt_tuning.py", [], "prompt tuning: the model frozen whole, a soft prompt joined "
+     "with torch.cat trained alone"),
 ]
 
 

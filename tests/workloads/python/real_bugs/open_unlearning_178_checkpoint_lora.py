@@ -33,17 +33,19 @@ VOCABULARY, WIDTH, RANK = 64, 32, 4
 
 
 class LoraLinear(nn.Module):
-    """A frozen linear layer and a trainable low-rank update, B starting at zero as PEFT's."""
+    """A frozen linear layer and a trainable low-rank update as PEFT builds it: lora_A and
+    lora_B linear layers without bias, B starting at zero."""
 
     def __init__(self, inputs, outputs):
         super().__init__()
         self.base = nn.Linear(inputs, outputs)
         self.base.requires_grad_(False)
-        self.lora_a = nn.Parameter(torch.randn(RANK, inputs) * 0.1)
-        self.lora_b = nn.Parameter(torch.zeros(outputs, RANK))
+        self.lora_a = nn.Linear(inputs, RANK, bias=False)
+        self.lora_b = nn.Linear(RANK, outputs, bias=False)
+        nn.init.zeros_(self.lora_b.weight)
 
     def forward(self, x):
-        return self.base(x) + x @ self.lora_a.t() @ self.lora_b.t()
+        return self.base(x) + self.lora_b(self.lora_a(x))
 
 
 class Block(nn.Module):
