@@ -82,12 +82,12 @@ static void attach_grad_mode(struct python_tracer *tracer, pid_t pid,
 		return;
 	}
 	if (!probes->grad_state.symbol)
-		log_info("process %d: no call of c10::AutogradState::set_tls_state of a known "
-			 "layout in libtorch_python.so beside %s: weights read under "
-			 "torch.inference_mode() are judged as read for training",
-			 pid, probes->library_path);
+		log_info("process %d: no c10::AutogradState::set_tls_state of a known layout in "
+			 "%s: weights read under torch.inference_mode() are judged as read for "
+			 "training",
+			 pid, probes->c10_library_path);
 	else if (probe_session_attach_grad_mode(
-			 tracer->session, probes->python_host_path, &probes->grad_state.file_offset,
+			 tracer->session, probes->c10_host_path, &probes->grad_state.file_offset,
 			 &probes->grad_state_cookie, 1, error, sizeof(error)))
 		log_warning("process %d: %s; weights read under torch.inference_mode() are "
 			    "judged as read for training",

@@ -4,8 +4,7 @@
  * in libc10.so, which torch.no_grad(), torch.enable_grad(), the optimizers'
  * no_grad and C++'s AutoGradMode guards all call, and
  * c10::AutogradState::set_tls_state, which torch.inference_mode()'s guard
- * calls instead (it sets the whole state at once), probed where
- * libtorch_python.so calls it. The operator probes then
+ * calls instead (it sets the whole state at once). The operator probes then
  * know whether autograd was on when a forward read a weight.
  */
 #include <errno.h>
@@ -16,7 +15,6 @@
 
 #include "base/error_message.h"
 #include "tcheck/probe_abi.h"
-#include "probe/elf_plt.h"
 #include "probe/elf_symbol_lookup.h"
 #include "probe/library_file.h"
 #include "python/torch_grad_mode.h"
@@ -104,31 +102,22 @@ static int state_cookie(const char *host_path, const struct elf_symbol_location 
 }
 
 /*
- * libtorch_python's calls to set_tls_state, when set_enabled's code says
- * where the state keeps the mode. Its PLT stub, not the function: libc10
- * calls set_tls_state itself some thirty times a training step (each
- * thread-local state guard), libtorch_python only as torch.inference_mode()
- * enters and leaves.
+ * set_tls_state, when set_enabled's code says where the state keeps the
+ * mode. libc10 calls it itself too (its thread-local state guards, some
+ * thirty times a training step), each call setting the whole state: the
+ * mode read there is the thread's in every case.
  */
-static int resolve_state_setter(struct torch_probes *probes,
-				const struct torch_grad_mode_libraries *libraries,
+static int resolve_state_setter(struct torch_probes *probes, const char *c10_host_path,
 				const struct elf_symbol_location *set_enabled)
 {
 	struct elf_symbol_location location;
-	char error[512];
 	uint64_t cookie;
 	int err;
 
-	if (!libraries->python_path || !libraries->python_host_path ||
-	    state_cookie(libraries->c10_host_path, set_enabled, &cookie) ||
-	    elf_plt_stub_find(libraries->python_host_path, AUTOGRAD_STATE_SET_TLS_STATE, &location,
-			      error, sizeof(error)))
+	if (state_cookie(c10_host_path, set_enabled, &cookie) ||
+	    elf_symbol_find(c10_host_path, AUTOGRAD_STATE_SET_TLS_STATE, &location, NULL, 0))
 		return 0;
-	probes->python_library_path = strdup(libraries->python_path);
-	probes->python_host_path = strdup(libraries->python_host_path);
-	if (!probes->python_library_path || !probes->python_host_path)
-		return -ENOMEM;
-	err = torch_probe_site_set(&probes->grad_state, AUTOGRAD_STATE_SET_TLS_STATE "@plt", false,
+	err = torch_probe_site_set(&probes->grad_state, AUTOGRAD_STATE_SET_TLS_STATE, true,
 				   &location);
 	if (!err)
 		err = cookie == TCHECK_GRAD_MODE_FROM_STATE_VALUE
@@ -142,22 +131,24 @@ static int resolve_state_setter(struct torch_probes *probes,
 					"its "
 					"byte at +%u (torch.inference_mode() sets it)",
 					(unsigned)(cookie >> TCHECK_GRAD_MODE_STATE_OFFSET_SHIFT));
+	if (!err)
+		err = torch_probe_site_move_to_emulated_instruction(c10_host_path,
+								    &probes->grad_state);
 	probes->grad_state_cookie = cookie;
 	return err;
 }
 
-int torch_grad_mode_resolve(struct torch_probes *probes,
-			    const struct torch_grad_mode_libraries *libraries, char *error,
-			    size_t error_size)
+int torch_grad_mode_resolve(struct torch_probes *probes, const char *c10_path,
+			    const char *c10_host_path, char *error, size_t error_size)
 {
 	struct elf_symbol_location location;
 	int err;
 
-	if (!libraries->c10_path || !libraries->c10_host_path ||
-	    elf_symbol_find(libraries->c10_host_path, GRAD_MODE_SET_ENABLED, &location, NULL, 0))
+	if (!c10_path || !c10_host_path ||
+	    elf_symbol_find(c10_host_path, GRAD_MODE_SET_ENABLED, &location, NULL, 0))
 		return 0;
-	probes->c10_library_path = strdup(libraries->c10_path);
-	probes->c10_host_path = strdup(libraries->c10_host_path);
+	probes->c10_library_path = strdup(c10_path);
+	probes->c10_host_path = strdup(c10_host_path);
 	if (!probes->c10_library_path || !probes->c10_host_path)
 		return error_fail(error, error_size, ENOMEM, "out of memory");
 	err = torch_probe_site_set(&probes->grad_mode, GRAD_MODE_SET_ENABLED, true, &location);
@@ -166,9 +157,9 @@ int torch_grad_mode_resolve(struct torch_probes *probes,
 			&probes->grad_mode,
 			"dil -> whether autograd is on for the thread from now");
 	if (!err)
-		err = torch_probe_site_move_to_emulated_instruction(libraries->c10_host_path,
+		err = torch_probe_site_move_to_emulated_instruction(c10_host_path,
 								    &probes->grad_mode);
 	if (!err)
-		err = resolve_state_setter(probes, libraries, &location);
+		err = resolve_state_setter(probes, c10_host_path, &location);
 	return err ? error_fail(error, error_size, -err, "out of memory") : 0;
 }
