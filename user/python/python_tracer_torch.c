@@ -64,7 +64,6 @@ void torch_operator_display_name(const char *request, const char *operator_name,
 static void attach_grad_mode(struct python_tracer *tracer, pid_t pid,
 			     const struct torch_probes *probes)
 {
-	uint64_t cookie = TCHECK_GRAD_MODE_FROM_BOOL;
 	char error[512];
 
 	if (!probes->grad_mode.symbol) {
@@ -74,8 +73,8 @@ static void attach_grad_mode(struct python_tracer *tracer, pid_t pid,
 		return;
 	}
 	if (probe_session_attach_grad_mode(tracer->session, probes->c10_host_path,
-					   &probes->grad_mode.file_offset, &cookie, 1, error,
-					   sizeof(error))) {
+					   probes->grad_mode.file_offset,
+					   TCHECK_GRAD_MODE_FROM_BOOL, error, sizeof(error))) {
 		log_warning("process %d: %s; weights read under torch.no_grad() are judged as "
 			    "read for training",
 			    pid, error);
@@ -86,9 +85,9 @@ static void attach_grad_mode(struct python_tracer *tracer, pid_t pid,
 			 "%s: weights read under torch.inference_mode() are judged as read for "
 			 "training",
 			 pid, probes->c10_library_path);
-	else if (probe_session_attach_grad_mode(
-			 tracer->session, probes->c10_host_path, &probes->grad_state.file_offset,
-			 &probes->grad_state_cookie, 1, error, sizeof(error)))
+	else if (probe_session_attach_grad_mode(tracer->session, probes->c10_host_path,
+						probes->grad_state.file_offset,
+						probes->grad_state_cookie, error, sizeof(error)))
 		log_warning("process %d: %s; weights read under torch.inference_mode() are "
 			    "judged as read for training",
 			    pid, error);

@@ -111,6 +111,7 @@ static int resolve_state_setter(struct torch_probes *probes, const char *c10_hos
 				const struct elf_symbol_location *set_enabled)
 {
 	struct elf_symbol_location location;
+	char place[48];
 	uint64_t cookie;
 	int err;
 
@@ -119,18 +120,17 @@ static int resolve_state_setter(struct torch_probes *probes, const char *c10_hos
 		return 0;
 	err = torch_probe_site_set(&probes->grad_state, AUTOGRAD_STATE_SET_TLS_STATE, true,
 				   &location);
+	if (cookie == TCHECK_GRAD_MODE_FROM_STATE_VALUE)
+		snprintf(place, sizeof(place), "dil");
+	else
+		snprintf(place, sizeof(place), "the byte at rdi+0x%x",
+			 (unsigned)(cookie >> TCHECK_GRAD_MODE_STATE_OFFSET_SHIFT));
 	if (!err)
-		err = cookie == TCHECK_GRAD_MODE_FROM_STATE_VALUE
-			      ? torch_probe_site_set_reading(
-					&probes->grad_state,
-					"dil -> the thread's autograd state, grad mode its bit 0 "
-					"(torch.inference_mode() sets it)")
-			      : torch_probe_site_set_reading(
-					&probes->grad_state,
-					"rdi -> the thread's autograd state, grad mode bit 0 of "
-					"its "
-					"byte at +%u (torch.inference_mode() sets it)",
-					(unsigned)(cookie >> TCHECK_GRAD_MODE_STATE_OFFSET_SHIFT));
+		err = torch_probe_site_set_reading(
+			&probes->grad_state,
+			"the thread's autograd state: grad mode is bit 0 "
+			"of %s (torch.inference_mode() sets it)",
+			place);
 	if (!err)
 		err = torch_probe_site_move_to_emulated_instruction(c10_host_path,
 								    &probes->grad_state);
