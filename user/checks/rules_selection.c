@@ -237,11 +237,10 @@ void rules_selection_print(const struct rules_selection *selection, FILE *out)
 		fprintf(out, " none");
 	fprintf(out, "\n");
 	if (selection->training_ops)
-		fprintf(out,
-			"probe: torch's grad mode (c10::GradMode::set_enabled, about two hits "
-			"a step, and c10::AutogradState::set_tls_state, about thirty): with the "
-			"training operators, whether a forward ran under no_grad or "
-			"inference_mode\n");
+		fprintf(out, "probe: torch's grad mode (c10::GradMode::set_enabled, about two hits "
+			     "a step, and libtorch_python's calls of AutogradState::set_tls_state, "
+			     "two an inference_mode block): with the training operators, whether a "
+			     "forward ran under no_grad or inference_mode\n");
 	if (selection->python_frames)
 		fprintf(out,
 			"probe: CPython's frame evaluator: needed by %zu rule(s); the first, %s\n",

@@ -401,11 +401,21 @@ int probe_session_attach_torch_ops(struct probe_session *session, const char *pa
 				  path, offsets, cookies, count, -1, error, error_size);
 }
 
-int probe_session_attach_grad_mode(struct probe_session *session, const char *path, uint64_t offset,
-				   uint64_t cookie, char *error, size_t error_size)
+int probe_session_attach_grad_mode(struct probe_session *session, const char *path,
+				   const uint64_t *offsets, size_t count, uint64_t cookie, char *error,
+				   size_t error_size)
 {
-	return uprobe_link_attach(&session->links, session->skeleton->progs.grad_mode_set, false,
-				  path, &offset, &cookie, 1, -1, error, error_size);
+	uint64_t *cookies = calloc(count ? count : 1, sizeof(*cookies));
+	int err;
+
+	if (!cookies)
+		return error_fail(error, error_size, ENOMEM, "out of memory");
+	for (size_t i = 0; i < count; i++)
+		cookies[i] = cookie;
+	err = uprobe_link_attach(&session->links, session->skeleton->progs.grad_mode_set, false,
+				 path, offsets, cookies, count, -1, error, error_size);
+	free(cookies);
+	return err;
 }
 
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,

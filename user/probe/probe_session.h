@@ -141,13 +141,15 @@ int probe_session_attach_torch_ops(struct probe_session *session, const char *pa
 				   char *error, size_t error_size);
 
 /*
- * Where the libc10.so at 'path' sets a thread's grad mode, at 'offset'
- * (GradMode::set_enabled, AutogradState::set_tls_state), 'cookie' a
- * TCHECK_GRAD_MODE_FROM_*: the operator records then say whether autograd
- * was on (load with torch_ops).
+ * Where the library at 'path' sets a thread's grad mode, at 'count'
+ * offsets (libc10's GradMode::set_enabled, libtorch_python's calls of
+ * AutogradState::set_tls_state), 'cookie' a TCHECK_GRAD_MODE_FROM_* for
+ * all: the operator records then say whether autograd was on (load with
+ * torch_ops).
  */
-int probe_session_attach_grad_mode(struct probe_session *session, const char *path, uint64_t offset,
-				   uint64_t cookie, char *error, size_t error_size);
+int probe_session_attach_grad_mode(struct probe_session *session, const char *path,
+				   const uint64_t *offsets, size_t count, uint64_t cookie, char *error,
+				   size_t error_size);
 /* Tells the Python probes where a process's frames keep their code object; NULL: forget it. */
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,
 				     const struct tcheck_python_process *process);

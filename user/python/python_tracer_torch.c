@@ -53,9 +53,24 @@ void torch_operator_display_name(const char *request, const char *operator_name,
 }
 
 /*
- * Attaches the operator probes; their cookies number the operators
- * (tracer->operator_names, operator_readings) and say what to read.
+ * A probe on each of libtorch_python's calls of AutogradState::set_tls_state
+ * (torch.inference_mode() entering and leaving). A call left unprobed would
+ * leave the mode wrong after it, so all or none.
  */
+static void attach_grad_state_calls(struct python_tracer *tracer, pid_t pid,
+				    const struct torch_probes *probes)
+{
+	const struct call_sites *calls = &probes->grad_state_calls;
+	char error[512];
+
+	if (probe_session_attach_grad_mode(tracer->session, probes->python_host_path,
+					   calls->file_offsets, calls->count,
+					   probes->grad_state_cookie, error, sizeof(error)))
+		log_warning("process %d: %s; weights read under torch.inference_mode() are "
+			    "judged as read for training",
+			    pid, error);
+}
+
 /*
  * Where autograd is switched on and off (torch.no_grad(), torch.inference_mode()):
  * a weight read with it off gets no gradient from that forward. Without it,
@@ -73,7 +88,7 @@ static void attach_grad_mode(struct python_tracer *tracer, pid_t pid,
 		return;
 	}
 	if (probe_session_attach_grad_mode(tracer->session, probes->c10_host_path,
-					   probes->grad_mode.file_offset,
+					   &probes->grad_mode.file_offset, 1,
 					   TCHECK_GRAD_MODE_FROM_BOOL, error, sizeof(error))) {
 		log_warning("process %d: %s; weights read under torch.no_grad() are judged as "
 			    "read for training",
@@ -81,18 +96,19 @@ static void attach_grad_mode(struct python_tracer *tracer, pid_t pid,
 		return;
 	}
 	if (!probes->grad_state.symbol)
-		log_info("process %d: no c10::AutogradState::set_tls_state of a known layout in "
-			 "%s: weights read under torch.inference_mode() are judged as read for "
-			 "training",
-			 pid, probes->c10_library_path);
-	else if (probe_session_attach_grad_mode(tracer->session, probes->c10_host_path,
-						probes->grad_state.file_offset,
-						probes->grad_state_cookie, error, sizeof(error)))
-		log_warning("process %d: %s; weights read under torch.inference_mode() are "
-			    "judged as read for training",
-			    pid, error);
+		log_info("process %d: no call of c10::AutogradState::set_tls_state of a known "
+			 "layout in libtorch_python.so beside %s%s%s: weights read under "
+			 "torch.inference_mode() are judged as read for training",
+			 pid, probes->library_path, probes->grad_state_missing[0] ? ": " : "",
+			 probes->grad_state_missing);
+	else
+		attach_grad_state_calls(tracer, pid, probes);
 }
 
+/*
+ * Attaches the operator probes; their cookies number the operators
+ * (tracer->operator_names, operator_readings) and say what to read.
+ */
 static void attach_torch_ops(struct python_tracer *tracer, pid_t pid,
 			     const struct torch_probes *probes)
 {

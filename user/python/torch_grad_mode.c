@@ -4,7 +4,8 @@
  * in libc10.so, which torch.no_grad(), torch.enable_grad(), the optimizers'
  * no_grad and C++'s AutoGradMode guards all call, and
  * c10::AutogradState::set_tls_state, which torch.inference_mode()'s guard
- * calls instead (it sets the whole state at once). The operator probes then
+ * calls instead (it sets the whole state at once), probed where
+ * libtorch_python.so calls it. The operator probes then
  * know whether autograd was on when a forward read a weight.
  */
 #include <errno.h>
@@ -15,6 +16,7 @@
 
 #include "base/error_message.h"
 #include "tcheck/probe_abi.h"
+#include "probe/call_sites.h"
 #include "probe/elf_symbol_lookup.h"
 #include "probe/library_file.h"
 #include "python/torch_grad_mode.h"
@@ -102,23 +104,36 @@ static int state_cookie(const char *host_path, const struct elf_symbol_location 
 }
 
 /*
- * set_tls_state, when set_enabled's code says where the state keeps the
- * mode. libc10 calls it itself too (its thread-local state guards, some
- * thirty times a training step), each call setting the whole state: the
- * mode read there is the thread's in every case.
+ * libtorch_python's calls of set_tls_state, when set_enabled's code says
+ * where the state keeps the mode: probed at each call instruction (the
+ * kernel emulates a call rel32), not at the function, which libc10's own
+ * thread-local state guards call some thirty times a training step;
+ * libtorch_python calls it as torch.inference_mode() enters and leaves.
  */
-static int resolve_state_setter(struct torch_probes *probes, const char *c10_host_path,
+static int resolve_state_setter(struct torch_probes *probes,
+				const struct torch_grad_mode_libraries *libraries,
 				const struct elf_symbol_location *set_enabled)
 {
-	struct elf_symbol_location location;
+	struct call_sites *calls = &probes->grad_state_calls;
+	struct elf_symbol_location location = { 0 };
 	char place[48];
 	uint64_t cookie;
 	int err;
 
-	if (state_cookie(c10_host_path, set_enabled, &cookie) ||
-	    elf_symbol_find(c10_host_path, AUTOGRAD_STATE_SET_TLS_STATE, &location, NULL, 0))
+	if (!libraries->python_path || !libraries->python_host_path ||
+	    state_cookie(libraries->c10_host_path, set_enabled, &cookie))
 		return 0;
-	err = torch_probe_site_set(&probes->grad_state, AUTOGRAD_STATE_SET_TLS_STATE, true,
+	err = call_sites_find(libraries->python_host_path, AUTOGRAD_STATE_SET_TLS_STATE, calls,
+			      probes->grad_state_missing, sizeof(probes->grad_state_missing));
+	if (err)
+		return 0;
+	probes->python_library_path = strdup(libraries->python_path);
+	probes->python_host_path = strdup(libraries->python_host_path);
+	if (!probes->python_library_path || !probes->python_host_path)
+		return -ENOMEM;
+	location.address = calls->addresses[0];
+	location.file_offset = calls->file_offsets[0];
+	err = torch_probe_site_set(&probes->grad_state, AUTOGRAD_STATE_SET_TLS_STATE, false,
 				   &location);
 	if (cookie == TCHECK_GRAD_MODE_FROM_STATE_VALUE)
 		snprintf(place, sizeof(place), "dil");
@@ -128,27 +143,25 @@ static int resolve_state_setter(struct torch_probes *probes, const char *c10_hos
 	if (!err)
 		err = torch_probe_site_set_reading(
 			&probes->grad_state,
-			"the thread's autograd state: grad mode is bit 0 "
-			"of %s (torch.inference_mode() sets it)",
-			place);
-	if (!err)
-		err = torch_probe_site_move_to_emulated_instruction(c10_host_path,
-								    &probes->grad_state);
+			"at each of libtorch_python's %zu calls: the thread's new autograd state, "
+			"grad mode bit 0 of %s (torch.inference_mode() sets it)",
+			calls->count, place);
 	probes->grad_state_cookie = cookie;
 	return err;
 }
 
-int torch_grad_mode_resolve(struct torch_probes *probes, const char *c10_path,
-			    const char *c10_host_path, char *error, size_t error_size)
+int torch_grad_mode_resolve(struct torch_probes *probes,
+			    const struct torch_grad_mode_libraries *libraries, char *error,
+			    size_t error_size)
 {
 	struct elf_symbol_location location;
 	int err;
 
-	if (!c10_path || !c10_host_path ||
-	    elf_symbol_find(c10_host_path, GRAD_MODE_SET_ENABLED, &location, NULL, 0))
+	if (!libraries->c10_path || !libraries->c10_host_path ||
+	    elf_symbol_find(libraries->c10_host_path, GRAD_MODE_SET_ENABLED, &location, NULL, 0))
 		return 0;
-	probes->c10_library_path = strdup(c10_path);
-	probes->c10_host_path = strdup(c10_host_path);
+	probes->c10_library_path = strdup(libraries->c10_path);
+	probes->c10_host_path = strdup(libraries->c10_host_path);
 	if (!probes->c10_library_path || !probes->c10_host_path)
 		return error_fail(error, error_size, ENOMEM, "out of memory");
 	err = torch_probe_site_set(&probes->grad_mode, GRAD_MODE_SET_ENABLED, true, &location);
@@ -157,9 +170,9 @@ int torch_grad_mode_resolve(struct torch_probes *probes, const char *c10_path,
 			&probes->grad_mode,
 			"dil -> whether autograd is on for the thread from now");
 	if (!err)
-		err = torch_probe_site_move_to_emulated_instruction(c10_host_path,
+		err = torch_probe_site_move_to_emulated_instruction(libraries->c10_host_path,
 								    &probes->grad_mode);
 	if (!err)
-		err = resolve_state_setter(probes, c10_host_path, &location);
+		err = resolve_state_setter(probes, libraries, &location);
 	return err ? error_fail(error, error_size, -err, "out of memory") : 0;
 }

@@ -20,6 +20,8 @@
 #define TORCH_CUDA_LIBRARY_NAME "libtorch_cuda.so"
 /* torch's core library: c10::GradMode among it. */
 #define TORCH_C10_LIBRARY_NAME "libc10.so"
+/* torch's Python bindings: torch.inference_mode()'s guard among them. */
+#define TORCH_PYTHON_LIBRARY_NAME "libtorch_python.so"
 
 /* Names found in a string table, sorted and without repeats once finished. */
 struct torch_name_list {

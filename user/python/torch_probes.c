@@ -184,6 +184,8 @@ struct sibling_library {
 struct sibling_libraries {
 	struct sibling_library cuda; /* libtorch_cuda.so: ProcessGroupNCCL */
 	struct sibling_library c10;  /* libc10.so: c10::GradMode */
+	/* libtorch_python.so: torch.inference_mode()'s calls into libc10.so */
+	struct sibling_library python;
 };
 
 /*
@@ -233,7 +235,11 @@ static int resolve_all(struct torch_probes *probes, const struct sibling_librari
 		err = torch_c10d_resolve(probes, siblings->cuda.path, siblings->cuda.host_path,
 					 error, error_size);
 	if (!err)
-		err = torch_grad_mode_resolve(probes, siblings->c10.path, siblings->c10.host_path,
+		err = torch_grad_mode_resolve(probes,
+					      &(struct torch_grad_mode_libraries){
+						      siblings->c10.path, siblings->c10.host_path,
+						      siblings->python.path,
+						      siblings->python.host_path },
 					      error, error_size);
 	if (!err)
 		err = torch_operators_resolve(probes, ops, op_count, error, error_size);
@@ -282,9 +288,9 @@ static bool library_beside(const char *library_path, const char *name, char *pat
 int torch_probes_resolve(const char *library_path, const char *const *ops, size_t op_count,
 			 struct torch_probes **probes, char *error, size_t error_size)
 {
-	struct sibling_libraries siblings = { { NULL, NULL }, { NULL, NULL } };
+	struct sibling_libraries siblings = { 0 };
 	struct torch_probes *result;
-	char cuda_path[4096], c10_path[4096];
+	char cuda_path[4096], c10_path[4096], python_path[4096];
 	int err;
 
 	*probes = NULL;
@@ -298,6 +304,9 @@ int torch_probes_resolve(const char *library_path, const char *const *ops, size_
 		siblings.cuda = (struct sibling_library){ cuda_path, cuda_path };
 	if (library_beside(library_path, TORCH_C10_LIBRARY_NAME, c10_path, sizeof(c10_path)))
 		siblings.c10 = (struct sibling_library){ c10_path, c10_path };
+	if (library_beside(library_path, TORCH_PYTHON_LIBRARY_NAME, python_path,
+			   sizeof(python_path)))
+		siblings.python = (struct sibling_library){ python_path, python_path };
 	err = resolve_all(result, &siblings, ops, op_count, error, error_size);
 	if (err) {
 		torch_probes_free(result);
@@ -355,8 +364,9 @@ int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_co
 {
 	struct mapped_file_list list = { 0 };
 	const struct mapped_file *library = NULL;
-	struct sibling_libraries siblings = { { NULL, NULL }, { NULL, NULL } };
+	struct sibling_libraries siblings = { 0 };
 	char cuda_path[4096], cuda_host_path[4096], c10_path[4096], c10_host_path[4096];
+	char python_path[4096], python_host_path[4096];
 	struct torch_probes *result;
 	int err;
 
@@ -373,6 +383,8 @@ int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_co
 			siblings.cuda = (struct sibling_library){ file->path, file->host_path };
 		else if (!siblings.c10.path && is_library(file->path, TORCH_C10_LIBRARY_NAME))
 			siblings.c10 = (struct sibling_library){ file->path, file->host_path };
+		else if (!siblings.python.path && is_library(file->path, TORCH_PYTHON_LIBRARY_NAME))
+			siblings.python = (struct sibling_library){ file->path, file->host_path };
 	}
 	if (!library) {
 		mapped_file_list_free(&list);
@@ -385,6 +397,8 @@ int torch_probes_resolve_process(pid_t pid, const char *const *ops, size_t op_co
 		       sizeof(cuda_path));
 	sibling_beside(library, TORCH_C10_LIBRARY_NAME, &siblings.c10, c10_path, c10_host_path,
 		       sizeof(c10_path));
+	sibling_beside(library, TORCH_PYTHON_LIBRARY_NAME, &siblings.python, python_path,
+		       python_host_path, sizeof(python_path));
 	result = probes_create(library->path, library->host_path);
 	if (!result) {
 		mapped_file_list_free(&list);
@@ -418,6 +432,8 @@ void torch_probes_free(struct torch_probes *probes)
 	torch_c10d_free(probes);
 	torch_probe_site_free(&probes->grad_mode);
 	torch_probe_site_free(&probes->grad_state);
+	free(probes->python_library_path);
+	free(probes->python_host_path);
 	free(probes->c10_library_path);
 	free(probes->c10_host_path);
 	for (size_t i = 0; i < probes->op_count; i++) {
@@ -494,4 +510,12 @@ void torch_probes_print(const struct torch_probes *probes, FILE *out)
 	if (probes->grad_mode.symbol)
 		fprintf(out, "           in %s\n", probes->c10_library_path);
 	print_site(out, "grad state", &probes->grad_state);
+	if (!probes->grad_state.symbol && probes->grad_state_missing[0])
+		fprintf(out, "           %s\n", probes->grad_state_missing);
+	if (!probes->grad_state.symbol)
+		return;
+	fprintf(out, "           in %s, calls at offsets", probes->python_library_path);
+	for (size_t i = 0; i < probes->grad_state_calls.count; i++)
+		fprintf(out, " 0x%llx", (unsigned long long)probes->grad_state_calls.file_offsets[i]);
+	fprintf(out, "\n");
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "probe/call_sites.h"
 #include "probe/function_returns.h"
 #include "python/torch_tensor_layout.h"
 
@@ -152,16 +153,23 @@ struct torch_probes {
 	 * c10::GradMode::set_enabled in the libc10.so mapped with it or beside
 	 * it (torch_grad_mode.c): the thread's autograd switch, which
 	 * torch.no_grad() turns off. Paths and symbol NULL when not found.
-	 * grad_state: c10::AutogradState::set_tls_state in the same library,
-	 * which torch.inference_mode()'s guard calls entering and leaving, and
-	 * the probe's cookie saying where the state keeps the mode
+	 * grad_state: c10::AutogradState::set_tls_state as libtorch_python.so
+	 * calls it, torch.inference_mode()'s guard entering and leaving: the
+	 * site names the first of its calls, grad_state_calls holds them all
+	 * (libc10's own thirty calls a training step do not pass there), and
+	 * the probe's cookie says where the state keeps the mode
 	 * (TCHECK_GRAD_MODE_FROM_*); symbol NULL when absent or the state's
-	 * layout is not known.
+	 * layout is not known, grad_state_missing then saying why when the
+	 * calls were looked for.
 	 */
-	char *c10_library_path; /* as the process sees it */
-	char *c10_host_path;	/* openable from here */
+	char *c10_library_path;	   /* as the process sees it */
+	char *c10_host_path;	   /* openable from here */
+	char *python_library_path; /* libtorch_python.so, as the process sees it */
+	char *python_host_path;
 	struct torch_probe_site grad_mode;
 	struct torch_probe_site grad_state;
+	struct call_sites grad_state_calls;
+	char grad_state_missing[256];
 	uint64_t grad_state_cookie;
 	struct torch_tensor_layout tensor_layout; /* zeros for a version not checked */
 	struct torch_op_probe *ops; /* every overload of every request, in request order */
@@ -213,14 +221,23 @@ int torch_operators_resolve_available(struct torch_probes *probes, const char *c
 int torch_c10d_resolve(struct torch_probes *probes, const char *cuda_path,
 		       const char *cuda_host_path, char *error, size_t error_size);
 
+/* The libraries a torch sets grad mode in: paths as the process sees them and openable here. */
+struct torch_grad_mode_libraries {
+	const char *c10_path; /* NULL: none */
+	const char *c10_host_path;
+	const char *python_path; /* NULL: none */
+	const char *python_host_path;
+};
+
 /*
- * c10::GradMode::set_enabled(bool) and c10::AutogradState::set_tls_state in
- * the libc10.so at c10_path (seen from here as c10_host_path; NULL: none),
- * where the probe learns each thread's grad mode (torch_grad_mode.c). 0, or
- * -ENOMEM; a library or a symbol not found leaves the site empty.
+ * c10::GradMode::set_enabled(bool) in libc10.so and libtorch_python.so's
+ * calls of c10::AutogradState::set_tls_state, where the probe learns each
+ * thread's grad mode (torch_grad_mode.c). 0, or -ENOMEM; a library or a
+ * symbol not found leaves the site empty.
  */
-int torch_grad_mode_resolve(struct torch_probes *probes, const char *c10_path,
-			    const char *c10_host_path, char *error, size_t error_size);
+int torch_grad_mode_resolve(struct torch_probes *probes,
+			    const struct torch_grad_mode_libraries *libraries, char *error,
+			    size_t error_size);
 
 /* How many of a backend's operations were found. */
 size_t torch_c10d_site_count(const struct torch_c10d_probes *backend);
