@@ -12,16 +12,35 @@
 # torch.inference_mode() after each step read them with autograd off
 # (grad_mode:weight False), the training forward with it on (no such field),
 # as the program's own torch.is_grad_enabled() said in each; no contents said
-# unread.
+# unread. All of it while another recorder has its probes in the same torch
+# libraries (another job on the node): the kernel writes their breakpoints
+# into every mapping of a probed file, the recorder's own read-only view of
+# the code included.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 SCRIPT="$ROOT/tests/workloads/python/tensor_contents.py"
+# The other job: evaluations under inference_mode() until told to stop.
+cat >"$SCRATCH/other_job.py" <<EOF
+import os, time, torch
+model = torch.nn.Linear(4, 4)
+while not os.path.exists("$SCRATCH/stop"):
+    with torch.inference_mode():
+        model(torch.randn(2, 4))
+    time.sleep(0.01)
+EOF
+"$TCHECK" -v record -o "$SCRATCH/other.trace" --python -- $TORCH_PYTHON "$SCRATCH/other_job.py" \
+	>/dev/null 2>"$SCRATCH/other.err" &
+OTHER=$!
+BACKGROUND_PIDS+=("$OTHER")
+wait_for_lines "$SCRATCH/other.err" 1 "calls of AutogradState::set_tls_state" 120
 "$TCHECK" record -o "$SCRATCH/t.trace" --python -- $TORCH_PYTHON "$SCRIPT" --steps 4 \
 	--log "$SCRATCH/contents.jsonl" >"$SCRATCH/out" 2>"$SCRATCH/record.err" ||
 	fail "traced run failed: $(cat "$SCRATCH/out" "$SCRATCH/record.err")"
 if grep -q "could not be read\|device memory" "$SCRATCH/record.err"; then
 	fail "contents said unread: $(cat "$SCRATCH/record.err")"
 fi
+touch "$SCRATCH/stop"
+wait "$OTHER" || fail "the other recorder failed: $(tail -5 "$SCRATCH/other.err")"
 "$TCHECK" dump --calls-only "$SCRATCH/t.trace" >"$SCRATCH/calls.jsonl"
 python3 - "$SCRATCH/contents.jsonl" "$SCRATCH/calls.jsonl" <<'PY' || fail "the trace's tensors differ from the program's log"
 import collections, json, sys

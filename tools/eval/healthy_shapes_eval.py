@@ -183,6 +183,14 @@ SHAPES = [
      "forcing drawn per batch"),
     ("prompt_tuning.py", [], "prompt tuning: the model frozen whole, a soft prompt joined "
      "with torch.cat trained alone"),
+    ("sgdr_warm_restarts.py", [], "SGDR: CosineAnnealingWarmRestarts, the rate back at its "
+     "top every 3 steps, SGD Nesterov with weight decay, batch norm"),
+    ("batch_size_ramp.py", [], "a batch ramped from 4 to 16 samples and length-bucketed "
+     "sequences: another input shape each step, the rate scaled with the batch"),
+    ("binary_weights_ste.py", [], "a binarised network: sign() weights through a straight-"
+     "through estimator, the real weights clipped to [-1, 1] by hand after each step"),
+    ("weight_standardization.py", [], "weight-standardised convolutions (a computed weight "
+     "each forward) with group norm, LambdaLR warm-up, an evaluation every third step"),
 ]
 
 

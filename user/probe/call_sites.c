@@ -11,6 +11,7 @@
 #include "base/error_message.h"
 #include "probe/elf_plt.h"
 #include "probe/elf_tables.h"
+#include "probe/library_file.h"
 
 #define CALL_REL32 0xe8
 #define CALL_REL32_BYTES 5
@@ -119,23 +120,26 @@ static int scan_file(const struct elf_file *file, const char *path, const char *
 	     section = elf_nextscn(file->file.elf, section)) {
 		uint64_t candidates[CALL_SITES_MAX];
 		GElf_Shdr header;
-		Elf_Data *data;
+		uint8_t *code;
 		size_t count;
 
 		if (!gelf_getshdr(section, &header) || header.sh_type != SHT_PROGBITS ||
-		    !(header.sh_flags & SHF_EXECINSTR))
+		    !(header.sh_flags & SHF_EXECINSTR) || header.sh_size == 0)
 			continue;
-		data = elf_getdata(section, NULL);
-		if (!data || !data->d_buf || data->d_size != header.sh_size)
-			continue;
-		count = call_sites_scan(data->d_buf, data->d_size, header.sh_addr, target,
-					candidates, CALL_SITES_MAX);
+		/* Not elf_getdata: the file's mapping shows other tracers' breakpoints. */
+		err = library_file_read_new(file->file.fd, path, header.sh_offset, header.sh_size,
+					    &code, error, error_size);
+		if (err)
+			break;
+		count = call_sites_scan(code, header.sh_size, header.sh_addr, target, candidates,
+					CALL_SITES_MAX);
 		if (sites->count + count > CALL_SITES_MAX)
 			err = error_fail(error, error_size, E2BIG, "%s calls %s in more than %d places",
 					 path, symbol, CALL_SITES_MAX);
 		else
-			err = keep_instructions(file, path, frames, &header, data->d_buf, candidates,
-						count, target, sites, error, error_size);
+			err = keep_instructions(file, path, frames, &header, code, candidates, count,
+						target, sites, error, error_size);
+		free(code);
 	}
 	if (frames)
 		dwarf_cfi_end(frames);

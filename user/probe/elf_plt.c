@@ -4,10 +4,12 @@
 
 #include <errno.h>
 #include <gelf.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error_message.h"
 #include "probe/elf_tables.h"
+#include "probe/library_file.h"
 
 #define PLT_ENTRY_BYTES 16
 
@@ -60,19 +62,25 @@ static int jump_slot_of(struct elf_file *file, Elf_Scn *relocations, const char 
 	return -ENOENT;
 }
 
-/* The PLT section's entry that jumps through slot, into location. */
-static int find_in_plt(Elf_Scn *plt, uint64_t slot, struct elf_symbol_location *location)
+/*
+ * The PLT section's entry that jumps through slot, into location. The
+ * stubs are read from the file, not its mapping, which shows other
+ * tracers' breakpoints (library_file_read_new).
+ */
+static int find_in_plt(const struct elf_file *file, const char *path, Elf_Scn *plt,
+		       uint64_t slot, struct elf_symbol_location *location)
 {
+	char error[256];
 	GElf_Shdr header;
-	Elf_Data *data;
+	uint8_t *code;
 	long entry;
 
-	if (!plt || !gelf_getshdr(plt, &header) || header.sh_type != SHT_PROGBITS)
+	if (!plt || !gelf_getshdr(plt, &header) || header.sh_type != SHT_PROGBITS ||
+	    library_file_read_new(file->file.fd, path, header.sh_offset, header.sh_size, &code,
+				  error, sizeof(error)))
 		return -ENOENT;
-	data = elf_getdata(plt, NULL);
-	if (!data || !data->d_buf)
-		return -ENOENT;
-	entry = elf_plt_entry_for_slot(data->d_buf, data->d_size, header.sh_addr, slot);
+	entry = elf_plt_entry_for_slot(code, header.sh_size, header.sh_addr, slot);
+	free(code);
 	if (entry < 0)
 		return -ENOENT;
 	location->address = header.sh_addr + (uint64_t)entry;
@@ -117,7 +125,7 @@ int elf_plt_stub_find(const char *path, const char *symbol, struct elf_symbol_lo
 	}
 	err = rela_plt ? jump_slot_of(&file, rela_plt, symbol, &slot) : -ENOENT;
 	if (!err)
-		err = find_in_plt(plt_sec ? plt_sec : plt, slot, location);
+		err = find_in_plt(&file, path, plt_sec ? plt_sec : plt, slot, location);
 	elf_file_close(&file);
 	if (err)
 		return error_fail(error, error_size, ENOENT, "%s calls %s through no PLT stub",

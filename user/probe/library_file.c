@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -38,6 +39,30 @@ int library_file_read_at(const char *path, uint64_t offset, void *buffer, size_t
 		return 0;
 	return error_fail(error, error_size, EIO, "cannot read %zu bytes at offset 0x%llx of %s",
 			  size, (unsigned long long)offset, path);
+}
+
+int library_file_read_new(int fd, const char *path, uint64_t offset, size_t size,
+			  uint8_t **buffer, char *error, size_t error_size)
+{
+	size_t done = 0;
+
+	*buffer = malloc(size ? size : 1);
+	if (!*buffer)
+		return error_fail(error, error_size, ENOMEM, "out of memory for %zu bytes of %s",
+				  size, path);
+	while (done < size) {
+		ssize_t got = pread(fd, *buffer + done, size - done, (off_t)(offset + done));
+
+		if (got <= 0) {
+			free(*buffer);
+			*buffer = NULL;
+			return error_fail(error, error_size, EIO,
+					  "cannot read %zu bytes at offset 0x%llx of %s", size,
+					  (unsigned long long)offset, path);
+		}
+		done += (size_t)got;
+	}
+	return 0;
 }
 
 int library_file_open_elf(const char *path, struct library_elf *file, char *error,

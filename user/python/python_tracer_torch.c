@@ -69,6 +69,10 @@ static void attach_grad_state_calls(struct python_tracer *tracer, pid_t pid,
 		log_warning("process %d: %s; weights read under torch.inference_mode() are "
 			    "judged as read for training",
 			    pid, error);
+	else
+		log_info("process %d: probed %zu calls of AutogradState::set_tls_state "
+			 "(torch.inference_mode()) in %s",
+			 pid, calls->count, probes->python_library_path);
 }
 
 /*
