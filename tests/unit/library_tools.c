@@ -110,3 +110,42 @@ bool objdump_function_calls(const char *library, uint64_t address, uint64_t size
 {
 	return objdump_lines(library, address, address + size, line_calls, symbol);
 }
+
+/* Every line of command's output that holds 'wanted', by its leading address; how many. */
+static size_t addresses_of_lines(const char *command, const char *wanted, uint64_t *found,
+				 size_t max)
+{
+	char line[1024];
+	unsigned long long address;
+	size_t count = 0;
+	FILE *output = popen(command, "r");
+
+	if (!output)
+		return 0;
+	while (fgets(line, sizeof(line), output))
+		if (strstr(line, wanted) && sscanf(line, " %llx", &address) == 1 && count < max)
+			found[count++] = address;
+	pclose(output);
+	return count;
+}
+
+uint64_t objdump_plt_stub(const char *library, const char *symbol)
+{
+	char command[1024], wanted[256];
+	uint64_t found = 0;
+
+	snprintf(command, sizeof(command), "objdump -d -j .plt -j .plt.sec '%s' 2>/dev/null",
+		 library);
+	snprintf(wanted, sizeof(wanted), "<%s@plt>:", symbol);
+	return addresses_of_lines(command, wanted, &found, 1) ? found : 0;
+}
+
+size_t objdump_plt_calls(const char *library, const char *symbol, uint64_t *found, size_t max)
+{
+	char command[1024], wanted[256];
+
+	snprintf(command, sizeof(command), "objdump -d --no-show-raw-insn '%s' 2>/dev/null",
+		 library);
+	snprintf(wanted, sizeof(wanted), "<%s@plt>\n", symbol);
+	return addresses_of_lines(command, wanted, found, max);
+}

@@ -5,28 +5,29 @@
  * against objdump's own list of its calls of set_tls_state@plt.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "library_tools.h"
 #include "probe/call_sites.h"
 #include "unit.h"
 
 #define SET_TLS_STATE "_ZN3c1013AutogradState13set_tls_stateES0_"
 #define DEBIAN_TORCH_PYTHON "/usr/lib/x86_64-linux-gnu/libtorch_python.so.1.13"
 
-/* A call rel32 at code[at] of target, code being at address. */
-static void put_call(uint8_t *code, size_t at, uint64_t address, uint64_t target)
+/* A call rel32 (0xe8) or jmp rel32 (0xe9) at code[at] to target, code being at address. */
+static void put_branch(uint8_t *code, size_t at, uint8_t opcode, uint64_t address, uint64_t target)
 {
 	int32_t displacement = (int32_t)(target - (address + at + 5));
 
-	code[at] = 0xe8;
+	code[at] = opcode;
 	memcpy(code + at + 1, &displacement, sizeof(displacement));
 }
 
 /*
  * push %rbp; mov %edi,%eax; call target; then "mov $imm64, %rax" whose
- * immediate holds a call's bytes reaching target too; ret.
+ * immediate holds a jump's bytes reaching target too; pop %rbp; jmp target
+ * (a tail call).
  */
 static size_t fake_function(uint8_t *code, uint64_t address, uint64_t target)
 {
@@ -35,61 +36,42 @@ static size_t fake_function(uint8_t *code, uint64_t address, uint64_t target)
 
 	memcpy(code, head, sizeof(head));
 	at += sizeof(head);
-	put_call(code, at, address, target); /* the real call, at +3 */
+	put_branch(code, at, 0xe8, address, target); /* the call, at +3 */
 	at += 5;
 	code[at++] = 0x48; /* rex.w */
 	code[at++] = 0xb8; /* mov $imm64, %rax: 8 bytes of immediate follow */
-	put_call(code, at, address, target); /* at +10, inside the mov */
+	put_branch(code, at, 0xe9, address, target); /* at +10, inside the mov */
 	code[at + 5] = code[at + 6] = code[at + 7] = 0;
 	at += 8;
-	code[at++] = 0x5d; /* pop %rbp */
-	code[at++] = 0xc3; /* ret */
-	return at;
+	code[at++] = 0x5d;			     /* pop %rbp */
+	put_branch(code, at, 0xe9, address, target); /* the tail call, at +19 */
+	return at + 5;
 }
 
-UNIT_TEST(call_sites, a_call_hidden_in_an_immediate_is_no_site)
+UNIT_TEST(call_sites, a_branch_hidden_in_an_immediate_is_no_site)
 {
 	const uint64_t address = 0x401000, target = 0x400500;
 	uint64_t found[4];
 	uint8_t code[64];
 	size_t size = fake_function(code, address, target);
 
-	/* The bytes alone give both. */
-	CU_ASSERT_EQUAL(call_sites_scan(code, size, address, target, found, 4), 2);
+	/* The bytes alone give all three. */
+	CU_ASSERT_EQUAL(call_sites_scan(code, size, address, target, found, 4), 3);
 	CU_ASSERT_EQUAL(found[0], address + 3);
 	CU_ASSERT_EQUAL(found[1], address + 10);
-	/* Decoding from the function's start keeps the real one only. */
+	CU_ASSERT_EQUAL(found[2], address + 19);
+	/* Decoding from the function's start keeps the call and the tail call only. */
 	CU_ASSERT_TRUE(call_sites_is_instruction(code, size, address, address + 3, target));
 	CU_ASSERT_FALSE(call_sites_is_instruction(code, size, address, address + 10, target));
+	CU_ASSERT_TRUE(call_sites_is_instruction(code, size, address, address + 19, target));
 	/* A call of another function, and a site outside the code, are not. */
 	CU_ASSERT_FALSE(call_sites_is_instruction(code, size, address, address + 3, target + 16));
 	CU_ASSERT_FALSE(call_sites_is_instruction(code, size, address, address + size, target));
 	/* More candidates than room: all counted, the first max kept. */
-	CU_ASSERT_EQUAL(call_sites_scan(code, size, address, target, found, 1), 2);
+	CU_ASSERT_EQUAL(call_sites_scan(code, size, address, target, found, 1), 3);
 	CU_ASSERT_EQUAL(found[0], address + 3);
 	/* A call whose last bytes the code cuts off is not read past it. */
 	CU_ASSERT_EQUAL(call_sites_scan(code, 7, address, target, found, 4), 0);
-}
-
-/* objdump's addresses of the calls of SYMBOL@plt in path, into found; how many. */
-static size_t objdump_calls(const char *path, const char *symbol, uint64_t *found, size_t max)
-{
-	char command[1024], line[1024], wanted[256];
-	unsigned long long address;
-	size_t count = 0;
-	FILE *output;
-
-	snprintf(command, sizeof(command), "objdump -d --no-show-raw-insn '%s' 2>/dev/null", path);
-	snprintf(wanted, sizeof(wanted), "<%s@plt>", symbol);
-	output = popen(command, "r");
-	if (!output)
-		return 0;
-	while (fgets(line, sizeof(line), output))
-		if (strstr(line, "call") && strstr(line, wanted) &&
-		    sscanf(line, " %llx:", &address) == 1 && count < max)
-			found[count++] = address;
-	pclose(output);
-	return count;
 }
 
 UNIT_TEST(call_sites, debian_torch_pythons_calls_are_objdumps)
@@ -101,11 +83,11 @@ UNIT_TEST(call_sites, debian_torch_pythons_calls_are_objdumps)
 
 	if (access(DEBIAN_TORCH_PYTHON, R_OK) != 0)
 		return; /* python3-torch is not installed */
-	count = objdump_calls(DEBIAN_TORCH_PYTHON, SET_TLS_STATE, expected, CALL_SITES_MAX);
+	count = objdump_plt_calls(DEBIAN_TORCH_PYTHON, SET_TLS_STATE, expected, CALL_SITES_MAX);
 	CU_ASSERT_TRUE(count > 0);
-	CU_ASSERT_EQUAL_FATAL(call_sites_find(DEBIAN_TORCH_PYTHON, SET_TLS_STATE, &sites, error,
-					      sizeof(error)),
-			      0);
+	CU_ASSERT_EQUAL_FATAL(
+		call_sites_find(DEBIAN_TORCH_PYTHON, SET_TLS_STATE, &sites, error, sizeof(error)),
+		0);
 	CU_ASSERT_EQUAL_FATAL(sites.count, count);
 	for (size_t i = 0; i < count; i++) {
 		CU_ASSERT_EQUAL(sites.addresses[i], expected[i]);

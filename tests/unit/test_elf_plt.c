@@ -5,10 +5,10 @@
  * own naming of its stubs.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "library_tools.h"
 #include "probe/elf_plt.h"
 #include "unit.h"
 
@@ -47,35 +47,15 @@ UNIT_TEST(elf_plt, the_entry_jumping_through_the_slot_is_found)
 	CU_ASSERT_EQUAL(elf_plt_entry_for_slot(code, 40, address, 0x6010), -ENOENT);
 }
 
-/* objdump's address of the stub it names SYMBOL@plt in path; 0 when objdump or the stub is missing.
- */
-static unsigned long long objdump_stub(const char *path, const char *symbol)
-{
-	char command[1024], line[1024], wanted[256];
-	unsigned long long found = 0, address;
-	FILE *output;
-
-	snprintf(command, sizeof(command), "objdump -d -j .plt -j .plt.sec '%s' 2>/dev/null", path);
-	snprintf(wanted, sizeof(wanted), "<%s@plt>:", symbol);
-	output = popen(command, "r");
-	if (!output)
-		return 0;
-	while (fgets(line, sizeof(line), output))
-		if (strstr(line, wanted) && sscanf(line, "%llx", &address) == 1)
-			found = address;
-	pclose(output);
-	return found;
-}
-
 UNIT_TEST(elf_plt, debian_torch_pythons_stub_is_objdumps)
 {
 	struct elf_symbol_location location;
-	unsigned long long expected;
+	uint64_t expected;
 	char error[256];
 
 	if (access(DEBIAN_TORCH_PYTHON, R_OK) != 0)
 		return; /* python3-torch is not installed */
-	expected = objdump_stub(DEBIAN_TORCH_PYTHON, SET_TLS_STATE);
+	expected = objdump_plt_stub(DEBIAN_TORCH_PYTHON, SET_TLS_STATE);
 	CU_ASSERT_NOT_EQUAL(expected, 0);
 	CU_ASSERT_EQUAL(elf_plt_stub_find(DEBIAN_TORCH_PYTHON, SET_TLS_STATE, &location, error,
 					  sizeof(error)),

@@ -20,16 +20,15 @@ UNIT_TEST(library_file, bytes_are_read_whole_and_a_short_file_is_said)
 	for (size_t i = 0; i < sizeof(written); i++)
 		written[i] = (uint8_t)(i * 7 + i / 251);
 	CU_ASSERT_EQUAL_FATAL(write(fd, written, sizeof(written)), (ssize_t)sizeof(written));
-	CU_ASSERT_EQUAL(library_file_read_new(fd, path, 1000, 200000, &read_back, error,
-					      sizeof(error)),
-			0);
+	CU_ASSERT_EQUAL(
+		library_file_read_new(fd, path, 1000, 200000, &read_back, error, sizeof(error)), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(read_back);
 	CU_ASSERT_EQUAL(memcmp(read_back, written + 1000, 200000), 0);
 	free(read_back);
 	/* More than the file holds: an error naming the file, no buffer left. */
-	CU_ASSERT_EQUAL(library_file_read_new(fd, path, 200000, 200000, &read_back, error,
-					      sizeof(error)),
-			-EIO);
+	CU_ASSERT_EQUAL(
+		library_file_read_new(fd, path, 200000, 200000, &read_back, error, sizeof(error)),
+		-EIO);
 	CU_ASSERT_PTR_NULL(read_back);
 	CU_ASSERT_PTR_NOT_NULL(strstr(error, path));
 	close(fd);

@@ -14,24 +14,21 @@
 #include "probe/library_file.h"
 
 #define CALL_REL32 0xe8
-#define CALL_REL32_BYTES 5
+#define JMP_REL32 0xe9 /* a tail call */
+#define BRANCH_REL32_BYTES 5
 
 size_t call_sites_scan(const uint8_t *code, size_t size, uint64_t address, uint64_t target,
 		       uint64_t *found, size_t max)
 {
 	size_t count = 0;
 
-	for (size_t at = 0; at + CALL_REL32_BYTES <= size; at++) {
-		const uint8_t *opcode = memchr(code + at, CALL_REL32, size - at);
+	for (size_t at = 0; at + BRANCH_REL32_BYTES <= size; at++) {
 		int32_t displacement;
 
-		if (!opcode)
-			break;
-		at = (size_t)(opcode - code);
-		if (at + CALL_REL32_BYTES > size)
-			break;
+		if (code[at] != CALL_REL32 && code[at] != JMP_REL32)
+			continue;
 		memcpy(&displacement, code + at + 1, sizeof(displacement));
-		if (address + at + CALL_REL32_BYTES + (uint64_t)(int64_t)displacement != target)
+		if (address + at + BRANCH_REL32_BYTES + (uint64_t)(int64_t)displacement != target)
 			continue;
 		if (count < max)
 			found[count] = address + at;
@@ -57,8 +54,10 @@ bool call_sites_is_instruction(const uint8_t *code, size_t size, uint64_t addres
 	while (instruction && at < site && cs_disasm_iter(handle, &next, &left, &at, instruction))
 		;
 	if (instruction && at == site && cs_disasm_iter(handle, &next, &left, &at, instruction))
-		found = instruction->id == X86_INS_CALL && instruction->size == CALL_REL32_BYTES &&
-			code[site - address] == CALL_REL32 && at == site + CALL_REL32_BYTES &&
+		found = (instruction->id == X86_INS_CALL || instruction->id == X86_INS_JMP) &&
+			instruction->size == BRANCH_REL32_BYTES &&
+			(code[site - address] == CALL_REL32 || code[site - address] == JMP_REL32) &&
+			at == site + BRANCH_REL32_BYTES &&
 			strtoull(instruction->op_str, NULL, 0) == target;
 	if (instruction)
 		cs_free(instruction, 1);
@@ -134,11 +133,12 @@ static int scan_file(const struct elf_file *file, const char *path, const char *
 		count = call_sites_scan(code, header.sh_size, header.sh_addr, target, candidates,
 					CALL_SITES_MAX);
 		if (sites->count + count > CALL_SITES_MAX)
-			err = error_fail(error, error_size, E2BIG, "%s calls %s in more than %d places",
-					 path, symbol, CALL_SITES_MAX);
+			err = error_fail(error, error_size, E2BIG,
+					 "%s calls %s in more than %d places", path, symbol,
+					 CALL_SITES_MAX);
 		else
-			err = keep_instructions(file, path, frames, &header, code, candidates, count,
-						target, sites, error, error_size);
+			err = keep_instructions(file, path, frames, &header, code, candidates,
+						count, target, sites, error, error_size);
 		free(code);
 	}
 	if (frames)

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Where an x86-64 ELF file calls a function of another library: its direct
- * calls (call rel32) of the function's PLT stub. A uprobe on such a call
- * fires for that file's calls only, before the call, with the arguments
- * already in their registers, and the kernel emulates the call instead of
- * single-stepping it. Each call found in the code's bytes is checked to be
- * an instruction of the function holding it (decoded from the function's
- * start, which .eh_frame gives), since a probe inside an instruction would
- * corrupt the process.
+ * calls (call rel32, or jmp rel32 for a tail call) of the function's PLT
+ * stub. A uprobe on such a call fires for that file's calls only, before
+ * the call, with the arguments already in their registers, and the kernel
+ * emulates the call (or jump) instead of single-stepping it. Each call
+ * found in the code's bytes is checked to be an instruction of the function
+ * holding it (decoded from the function's start, which .eh_frame gives),
+ * since a probe inside an instruction would corrupt the process.
  */
 #ifndef TCHECK_CALL_SITES_H
 #define TCHECK_CALL_SITES_H
@@ -36,8 +36,9 @@ int call_sites_find(const char *path, const char *symbol, struct call_sites *sit
 		    size_t error_size);
 
 /*
- * The call rel32 instructions' candidates in size bytes of code at address
- * whose target is target: every byte 0xe8 whose next four bytes reach it.
+ * The candidates for call rel32 and jmp rel32 instructions to target in size
+ * bytes of code at address: every byte 0xe8 or 0xe9 whose next four bytes
+ * reach it.
  * Fills found with at most max addresses; returns how many there are.
  */
 size_t call_sites_scan(const uint8_t *code, size_t size, uint64_t address, uint64_t target,
@@ -46,7 +47,7 @@ size_t call_sites_scan(const uint8_t *code, size_t size, uint64_t address, uint6
 /*
  * Whether decoding the code at address (a function's start, its bytes in
  * code) instruction by instruction reaches site exactly, and the
- * instruction there is a call of target.
+ * instruction there is a call of target or a jump to it.
  */
 bool call_sites_is_instruction(const uint8_t *code, size_t size, uint64_t address, uint64_t site,
 			       uint64_t target);

@@ -67,8 +67,8 @@ static int jump_slot_of(struct elf_file *file, Elf_Scn *relocations, const char 
  * stubs are read from the file, not its mapping, which shows other
  * tracers' breakpoints (library_file_read_new).
  */
-static int find_in_plt(const struct elf_file *file, const char *path, Elf_Scn *plt,
-		       uint64_t slot, struct elf_symbol_location *location)
+static int find_in_plt(const struct elf_file *file, const char *path, Elf_Scn *plt, uint64_t slot,
+		       struct elf_symbol_location *location)
 {
 	char error[256];
 	GElf_Shdr header;

@@ -41,8 +41,8 @@ int library_file_read_at(const char *path, uint64_t offset, void *buffer, size_t
 			  size, (unsigned long long)offset, path);
 }
 
-int library_file_read_new(int fd, const char *path, uint64_t offset, size_t size,
-			  uint8_t **buffer, char *error, size_t error_size)
+int library_file_read_new(int fd, const char *path, uint64_t offset, size_t size, uint8_t **buffer,
+			  char *error, size_t error_size)
 {
 	size_t done = 0;
 

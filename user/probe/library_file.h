@@ -32,8 +32,8 @@ int library_file_read_at(const char *path, uint64_t offset, void *buffer, size_t
  * that may become executable, a read-only one included, so mapped code
  * shows int3 wherever another tracer probes it.
  */
-int library_file_read_new(int fd, const char *path, uint64_t offset, size_t size,
-			  uint8_t **buffer, char *error, size_t error_size);
+int library_file_read_new(int fd, const char *path, uint64_t offset, size_t size, uint8_t **buffer,
+			  char *error, size_t error_size);
 
 /* Opens path as an ELF file. Returns 0, or a negative errno (-ENOEXEC: not ELF). */
 int library_file_open_elf(const char *path, struct library_elf *file, char *error,

@@ -402,8 +402,8 @@ int probe_session_attach_torch_ops(struct probe_session *session, const char *pa
 }
 
 int probe_session_attach_grad_mode(struct probe_session *session, const char *path,
-				   const uint64_t *offsets, size_t count, uint64_t cookie, char *error,
-				   size_t error_size)
+				   const uint64_t *offsets, size_t count, uint64_t cookie,
+				   char *error, size_t error_size)
 {
 	uint64_t *cookies = calloc(count ? count : 1, sizeof(*cookies));
 	int err;

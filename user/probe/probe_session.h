@@ -148,8 +148,8 @@ int probe_session_attach_torch_ops(struct probe_session *session, const char *pa
  * torch_ops).
  */
 int probe_session_attach_grad_mode(struct probe_session *session, const char *path,
-				   const uint64_t *offsets, size_t count, uint64_t cookie, char *error,
-				   size_t error_size);
+				   const uint64_t *offsets, size_t count, uint64_t cookie,
+				   char *error, size_t error_size);
 /* Tells the Python probes where a process's frames keep their code object; NULL: forget it. */
 int probe_session_set_python_process(struct probe_session *session, uint32_t pid,
 				     const struct tcheck_python_process *process);

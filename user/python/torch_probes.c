@@ -516,6 +516,7 @@ void torch_probes_print(const struct torch_probes *probes, FILE *out)
 		return;
 	fprintf(out, "           in %s, calls at offsets", probes->python_library_path);
 	for (size_t i = 0; i < probes->grad_state_calls.count; i++)
-		fprintf(out, " 0x%llx", (unsigned long long)probes->grad_state_calls.file_offsets[i]);
+		fprintf(out, " 0x%llx",
+			(unsigned long long)probes->grad_state_calls.file_offsets[i]);
 	fprintf(out, "\n");
 }
