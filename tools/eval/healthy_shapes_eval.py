@@ -191,6 +191,12 @@ SHAPES = [
      "through estimator, the real weights clipped to [-1, 1] by hand after each step"),
     ("weight_standardization.py", [], "weight-standardised convolutions (a computed weight "
      "each forward) with group norm, LambdaLR warm-up, an evaluation every third step"),
+    ("lookahead_by_hand.py", [], "Lookahead around Adam: every third step the weights set "
+     "by hand (copy_ under no_grad) to slow weights pulled toward them"),
+    ("skip_nonfinite_batch.py", [], "an iteration whose loss is not finite skips its "
+     "backward and step (every fourth batch holds a NaN)"),
+    ("layerwise_lr_decay.py", [], "layer-wise learning-rate decay: two AdamW groups per "
+     "layer, rates decaying by 0.7 a layer down, all decayed to zero by LambdaLR"),
 ]
 
 
