@@ -154,13 +154,12 @@ int call_sites_find(const char *path, const char *symbol, struct call_sites *sit
 	int err;
 
 	sites->count = 0;
-	err = elf_plt_stub_find(path, symbol, &stub, error, error_size);
-	if (err)
-		return err;
 	err = elf_file_open(path, &file, error, error_size);
 	if (err)
 		return err;
-	err = scan_file(&file, path, symbol, stub.address, sites, error, error_size);
+	err = elf_plt_stub_in(&file, path, symbol, &stub, error, error_size);
+	if (!err)
+		err = scan_file(&file, path, symbol, stub.address, sites, error, error_size);
 	elf_file_close(&file);
 	if (!err && sites->count == 0)
 		err = error_fail(error, error_size, ENOENT, "%s never calls %s directly", path,

@@ -10,6 +10,7 @@
 #include "base/error_message.h"
 #include "probe/elf_tables.h"
 #include "probe/library_file.h"
+#include "probe/uprobe_entry_site.h"
 
 #define PLT_ENTRY_BYTES 16
 
@@ -20,8 +21,8 @@ long elf_plt_entry_for_slot(const uint8_t *code, size_t size, uint64_t address, 
 		size_t at = 0;
 		int32_t displacement;
 
-		if (bytes[0] == 0xf3 && bytes[1] == 0x0f && bytes[2] == 0x1e && bytes[3] == 0xfa)
-			at = 4; /* endbr64 */
+		if (uprobe_is_branch_landing_pad(bytes, PLT_ENTRY_BYTES))
+			at = UPROBE_BRANCH_LANDING_PAD_SIZE;
 		if (bytes[at] == 0xf2)
 			at++;					/* bnd */
 		if (bytes[at] != 0xff || bytes[at + 1] != 0x25) /* jmp *disp32(%rip) */
@@ -89,31 +90,25 @@ static int find_in_plt(const struct elf_file *file, const char *path, Elf_Scn *p
 	return 0;
 }
 
-int elf_plt_stub_find(const char *path, const char *symbol, struct elf_symbol_location *location,
-		      char *error, size_t error_size)
+int elf_plt_stub_in(struct elf_file *file, const char *path, const char *symbol,
+		    struct elf_symbol_location *location, char *error, size_t error_size)
 {
 	Elf_Scn *plt = NULL, *plt_sec = NULL, *rela_plt = NULL;
-	struct elf_file file;
 	size_t names;
 	uint64_t slot = 0;
 	int err;
 
-	err = elf_file_open(path, &file, error, error_size);
-	if (err)
-		return err;
-	if (elf_getshdrstrndx(file.file.elf, &names) != 0) {
-		elf_file_close(&file);
+	if (elf_getshdrstrndx(file->file.elf, &names) != 0)
 		return error_fail(error, error_size, ENOEXEC, "%s is a damaged ELF file: %s", path,
 				  elf_errmsg(-1));
-	}
-	for (Elf_Scn *section = elf_nextscn(file.file.elf, NULL); section;
-	     section = elf_nextscn(file.file.elf, section)) {
+	for (Elf_Scn *section = elf_nextscn(file->file.elf, NULL); section;
+	     section = elf_nextscn(file->file.elf, section)) {
 		GElf_Shdr header;
 		const char *name;
 
 		if (!gelf_getshdr(section, &header))
 			continue;
-		name = elf_strptr(file.file.elf, names, header.sh_name);
+		name = elf_strptr(file->file.elf, names, header.sh_name);
 		if (!name)
 			continue;
 		if (strcmp(name, ".plt") == 0)
@@ -123,12 +118,25 @@ int elf_plt_stub_find(const char *path, const char *symbol, struct elf_symbol_lo
 		else if (strcmp(name, ".rela.plt") == 0 && header.sh_type == SHT_RELA)
 			rela_plt = section;
 	}
-	err = rela_plt ? jump_slot_of(&file, rela_plt, symbol, &slot) : -ENOENT;
+	err = rela_plt ? jump_slot_of(file, rela_plt, symbol, &slot) : -ENOENT;
 	if (!err)
-		err = find_in_plt(&file, path, plt_sec ? plt_sec : plt, slot, location);
-	elf_file_close(&file);
+		err = find_in_plt(file, path, plt_sec ? plt_sec : plt, slot, location);
 	if (err)
 		return error_fail(error, error_size, ENOENT, "%s calls %s through no PLT stub",
 				  path, symbol);
 	return 0;
+}
+
+int elf_plt_stub_find(const char *path, const char *symbol, struct elf_symbol_location *location,
+		      char *error, size_t error_size)
+{
+	struct elf_file file;
+	int err;
+
+	err = elf_file_open(path, &file, error, error_size);
+	if (err)
+		return err;
+	err = elf_plt_stub_in(&file, path, symbol, location, error, error_size);
+	elf_file_close(&file);
+	return err;
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "probe/elf_symbol_lookup.h"
+#include "probe/elf_tables.h"
 
 /*
  * The stub of 'path' that jumps through the GOT slot its R_X86_64_JUMP_SLOT
@@ -22,10 +23,14 @@
 int elf_plt_stub_find(const char *path, const char *symbol, struct elf_symbol_location *location,
 		      char *error, size_t error_size);
 
+/* The same in a file already open (path names it in sentences). */
+int elf_plt_stub_in(struct elf_file *file, const char *path, const char *symbol,
+		    struct elf_symbol_location *location, char *error, size_t error_size);
+
 /*
  * Which of 'size' bytes of PLT code at 'address' is the 16-byte entry that
  * jumps through the GOT slot at 'slot' (an indirect jmp through rip, after
- * an endbr64 or bnd prefix or neither): its offset in the code, or -ENOENT.
+ * an endbr64, a bnd prefix, both or neither): its offset in the code, or -ENOENT.
  */
 long elf_plt_entry_for_slot(const uint8_t *code, size_t size, uint64_t address, uint64_t slot);
 

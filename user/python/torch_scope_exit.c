@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
+#include "probe/elf_plt.h"
 #include "probe/elf_tables.h"
-#include "probe/uprobe_entry_site.h"
 
 #define RECORD_FUNCTION_END "_ZN2at14RecordFunction3endEv"
 #define CALL_END_ON_FUT_PREFIX "_ZN5torch8autograd8profiler30_call_end_callbacks_on_fut_newE"
@@ -43,84 +43,14 @@ static const uint8_t exit_legacy_tail[] = { 0x48, 0x83, 0xc4, 0x08, 0x48, 0x89, 
 struct exit_scan {
 	struct elf_file file;
 	uint64_t end_address;
-	uint64_t end_stub; /* the PLT stub found to jump to end; 0 until one is */
+	uint64_t end_stub; /* the file's PLT stub of end; 0 when it has none */
 	uint8_t *code;	   /* the window's bytes */
 	uint64_t code_address;
 	size_t code_size;
 };
 
-/* The GOT slot a PLT stub at address jumps through: [endbr64] [bnd] jmp *disp32(%rip). */
-static bool plt_stub_slot(const struct exit_scan *scan, uint64_t address, uint64_t *slot)
-{
-	uint8_t bytes[16];
-	uint64_t offset;
-	size_t at = 0;
-	int32_t displacement;
-
-	if (!elf_file_offset_of(&scan->file, address, &offset) ||
-	    pread(scan->file.file.fd, bytes, sizeof(bytes), (off_t)offset) != sizeof(bytes))
-		return false;
-	if (uprobe_is_branch_landing_pad(bytes, sizeof(bytes)))
-		at += UPROBE_BRANCH_LANDING_PAD_SIZE;
-	if (bytes[at] == 0xf2)
-		at++;
-	if (bytes[at] != 0xff || bytes[at + 1] != 0x25)
-		return false;
-	memcpy(&displacement, bytes + at + 2, sizeof(displacement));
-	*slot = address + at + 6 + (int64_t)displacement;
-	return true;
-}
-
-/* Whether a relocation section holds one for slot against the symbol named name. */
-static bool relocation_names(Elf *elf, Elf_Scn *section, const GElf_Shdr *header, uint64_t slot,
-			     const char *name)
-{
-	Elf_Scn *symbols_section = elf_getscn(elf, header->sh_link);
-	Elf_Data *data = elf_getdata(section, NULL);
-	struct elf_file symbols_holder = { .file = { .elf = elf } };
-	struct symbol_table symbols;
-	size_t count = header->sh_entsize ? header->sh_size / header->sh_entsize : 0;
-
-	if (!data || !symbol_table_open(&symbols_holder, symbols_section, &symbols))
-		return false;
-	for (size_t i = 0; i < count; i++) {
-		GElf_Rela relocation;
-		GElf_Sym symbol;
-		const char *symbol_name;
-		size_t index;
-
-		if (!gelf_getrela(data, (int)i, &relocation) || relocation.r_offset != slot)
-			continue;
-		index = GELF_R_SYM(relocation.r_info);
-		if (index >= symbols.count || !gelf_getsym(symbols.symbols, (int)index, &symbol))
-			return false;
-		symbol_name = symbol_table_name(&symbols, &symbol);
-		return symbol_name && strcmp(symbol_name, name) == 0;
-	}
-	return false;
-}
-
-/* Whether the PLT stub at address jumps to RecordFunction::end. */
-static bool stub_jumps_to_end(const struct exit_scan *scan, uint64_t address)
-{
-	Elf *elf = scan->file.file.elf;
-	Elf_Scn *section = NULL;
-	uint64_t slot;
-
-	if (!plt_stub_slot(scan, address, &slot))
-		return false;
-	while ((section = elf_nextscn(elf, section))) {
-		GElf_Shdr header;
-
-		if (gelf_getshdr(section, &header) && header.sh_type == SHT_RELA &&
-		    relocation_names(elf, section, &header, slot, RECORD_FUNCTION_END))
-			return true;
-	}
-	return false;
-}
-
 /* Whether the jmp rel32 at window position 'at' goes to RecordFunction::end. */
-static bool jumps_to_end(struct exit_scan *scan, size_t at)
+static bool jumps_to_end(const struct exit_scan *scan, size_t at)
 {
 	int32_t displacement;
 	uint64_t target;
@@ -129,12 +59,7 @@ static bool jumps_to_end(struct exit_scan *scan, size_t at)
 		return false;
 	memcpy(&displacement, scan->code + at + 1, sizeof(displacement));
 	target = scan->code_address + at + JMP_SIZE + (int64_t)displacement;
-	if (target == scan->end_address || (scan->end_stub && target == scan->end_stub))
-		return true;
-	if (scan->end_stub || !stub_jumps_to_end(scan, target))
-		return false;
-	scan->end_stub = target;
-	return true;
+	return target == scan->end_address || (scan->end_stub && target == scan->end_stub);
 }
 
 static bool exit_new_before(const struct exit_scan *scan, size_t at)
@@ -246,7 +171,7 @@ int torch_scope_exit_operators_resolve(struct torch_probes *probes)
 {
 	struct torch_scope_probes *scopes = &probes->scopes;
 	struct torch_name_list names = { 0 };
-	struct elf_symbol_location anchor = { 0 }, end = { 0 };
+	struct elf_symbol_location anchor = { 0 }, end = { 0 }, stub = { 0 };
 	struct exit_scan scan = { 0 };
 	const char *anchor_symbol;
 	char error[512];
@@ -267,6 +192,9 @@ int torch_scope_exit_operators_resolve(struct torch_probes *probes)
 	err = elf_file_open(probes->host_path, &scan.file, error, sizeof(error));
 	if (err)
 		return err;
+	if (!elf_plt_stub_in(&scan.file, probes->host_path, RECORD_FUNCTION_END, &stub, error,
+			     sizeof(error)))
+		scan.end_stub = stub.address;
 	err = window_read(&scan, &anchor);
 	if (!err)
 		err = exit_jumps_find(&scan, scopes);
