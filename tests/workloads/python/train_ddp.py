@@ -48,6 +48,9 @@ STACKS_SIGNAL = signal.SIGUSR2
 STACKS_WAIT_S = 0.5
 # Written in --log-dir by a rank that stops for good (--fault stop), once it logged its stop.
 STOP_MARKER = "stopped"
+# The rank's DDP model holds the last reference to its process group; kept here, neither is
+# destroyed before end_rank ends the process (see end_rank).
+KEPT_UNTIL_EXIT = []
 # Asked by the launcher before it stops a rank that ran past --timeout, a rank (every
 # process that runs this file, forked ones too) prints where each of its threads is,
 # so that a run that hung says where.
@@ -299,6 +302,7 @@ def train_rank(args, call_log, rank, world_size, progress_path):
     record = call_log.begin("DistributedDataParallel(model)", DistributedDataParallel.__init__)
     model = DistributedDataParallel(model)
     call_log.end(record)
+    KEPT_UNTIL_EXIT.append(model)
     if not args.no_module_hooks:
         training_common.register_module_hooks(model, call_log)
     optimizer, parameters = training_common.build_optimizer(call_log, args, model)
@@ -358,6 +362,8 @@ def end_rank(status):
     The interpreter's teardown is skipped: torch 1.13's gloo process group can hang in its
     destructors at exit (pytorch#75097, "a certain probability of hangs"), after every call of
     the run has returned and been logged, and the launcher then stops the rank at its timeout.
+    The process group's destructor would also run when train_rank's frame releases the DDP
+    model, which still holds the group after destroy_process_group(): KEPT_UNTIL_EXIT keeps it.
     What the run did is unchanged; only the destructors do not run.
     """
     sys.stdout.flush()
