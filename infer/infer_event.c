@@ -252,7 +252,7 @@ static int python_fields(struct string_pool *pool, const struct trace_python_cal
 		if (add_field(pool, list, "result", text))
 			return -1;
 	}
-	return add_field(pool, list, "raised",
+	return add_field(pool, list, INFER_RAISED_FIELD,
 			 call->flags & TRACE_PYTHON_RAISED ? "True" : "False");
 }
 
@@ -413,6 +413,11 @@ int infer_event_is_operation(const struct infer_event *event)
 	return event->kind == INFER_EVENT_NCCL ||
 	       (event->kind == INFER_EVENT_PYTHON &&
 		(event->flags & (TRACE_PYTHON_TORCH_SCOPE | TRACE_PYTHON_TORCH_OP)));
+}
+
+bool infer_constant_is_rule(const struct infer_event *event, const char *field)
+{
+	return infer_event_is_operation(event) || strcmp(field, INFER_RAISED_FIELD) != 0;
 }
 
 static int is_meta_variable(const char *name)

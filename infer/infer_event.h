@@ -127,6 +127,23 @@ bool infer_field_describes_tensor(const char *name);
 /* Whether an event is an operation (NCCL call, torch scope or operator), not a Python frame. */
 int infer_event_is_operation(const struct infer_event *event);
 
+/* The field that says whether a call was left by an exception ("True", "False"). */
+#define INFER_RAISED_FIELD "raised"
+
+/*
+ * Whether one value of 'field' on the calls of 'event''s name makes an
+ * APIOutput or APIArg rule. Not "raised" of a Python function: one left by
+ * an exception that something catches is Python's ordinary control flow
+ * (torch's non-reentrant checkpoint stops its recomputation in the
+ * backward by raising through the module calls it is running again, an
+ * iterator ends by StopIteration, a loop skips a batch that ran out of
+ * memory), and one that nothing catches ends the program, which the crash
+ * report gives. An operation's (optimizer step, backward, operator,
+ * collective) is a rule. Whether the ranks agree on it (Consistent) is
+ * inferred still.
+ */
+bool infer_constant_is_rule(const struct infer_event *event, const char *field);
+
 /*
  * Whether the per-step relations (APISequence, EventContain of a step) learn
  * from and judge a process's step: a step is what ran between two ends of

@@ -198,7 +198,7 @@ static int infer_distinct(struct inference *inference, const struct infer_event 
 static bool start_up_outcome(const struct infer_event *first, const char *field,
 			     const struct infer_event *const *passing, size_t passing_count)
 {
-	return first->kind == INFER_EVENT_PYTHON && strcmp(field, "raised") == 0 &&
+	return first->kind == INFER_EVENT_PYTHON && strcmp(field, INFER_RAISED_FIELD) == 0 &&
 	       passing_count > 0 && passing[0]->step <= 0 &&
 	       !inference_several_steps(passing, passing_count);
 }
@@ -294,7 +294,8 @@ static int infer_constants(struct inference *inference, const struct infer_event
 			/* A tensor's description, and the stage of a call that trains nothing. */
 			int too_many = infer_field_describes_tensor(field) ||
 				       (strcmp(field, INFER_STAGE_FIELD) == 0 &&
-					!infer_name_trains(first->name));
+					!infer_name_trains(first->name)) ||
+				       !infer_constant_is_rule(first, field);
 
 			for (i = start; i < end && !too_many; i++) {
 				const char *value = infer_event_field(order[i], field);
@@ -312,7 +313,7 @@ static int infer_constants(struct inference *inference, const struct infer_event
 			for (size_t v = 0; v < value_count && !too_many; v++) {
 				size_t passing_count = 0, failing_count = 0;
 				int is_output = strcmp(field, "result") == 0 ||
-						strcmp(field, "raised") == 0;
+						strcmp(field, INFER_RAISED_FIELD) == 0;
 				struct rule rule = {
 					.relation =
 						is_output ? RELATION_API_OUTPUT : RELATION_API_ARG,

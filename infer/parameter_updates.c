@@ -9,6 +9,7 @@
 
 #include "base/fnv_hash.h"
 #include "base/u64_map.h"
+#include "checkpoint_regions.h"
 #include "model_calls.h"
 
 #define UPDATED_FIELD "tensor:self"
@@ -44,7 +45,7 @@ static bool is_weights_collective(const struct infer_event *event)
 bool parameter_updates_wants(const struct infer_event *event)
 {
 	return parameter_updates_is_optimizer_step(event) || model_calls_wants(event) ||
-	       is_weights_collective(event) ||
+	       is_weights_collective(event) || checkpoint_regions_is_forward(event) ||
 	       (event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
 		(infer_event_field(event, UPDATED_FIELD) || infer_event_field(event, READ_FIELD)));
 }
@@ -180,26 +181,30 @@ bool parameter_updates_read_without_grad(const struct infer_event *read)
 
 /*
  * The forward's weight reads: weight -> its first read (none inside the
- * optimizer's step, none made with autograd off).
+ * optimizer's step, none that gets no gradient: checkpoint_regions.h).
  */
 static int collect_reads(const struct infer_event *const *events, size_t count,
 			 struct u64_map *reads)
 {
-	for (size_t i = 0; i < count; i++) {
+	struct checkpoint_regions regions;
+	int failed = checkpoint_regions_find(&regions, events, count);
+
+	for (size_t i = 0; i < count && !failed; i++) {
 		const struct infer_event *read = events[i];
 		const struct infer_event *known;
 		uint64_t weight = infer_event_tensor(read, READ_FIELD);
 
 		if (!weight || parameter_updates_step_around(events, count, read) ||
-		    parameter_updates_read_without_grad(read))
+		    checkpoint_regions_read_gets_no_gradient(&regions, read))
 			continue;
 		known = u64_map_get(reads, weight);
 		if (known && known->entry_ns <= read->entry_ns)
 			continue;
 		if (u64_map_put(reads, weight, (void *)read))
-			return -ENOMEM;
+			failed = -ENOMEM;
 	}
-	return 0;
+	checkpoint_regions_free(&regions);
+	return failed;
 }
 
 /* Whether a shape as recorded ("'BFloat16[32, 8]'", quoted or not) is of that dtype. */

@@ -62,7 +62,8 @@ bool parameter_updates_changes(const struct infer_event *update);
 
 /*
  * Whether an event takes part (an optimizer step, an operator naming a tensor,
- * or a broadcast or all-gather that may bring a sharded optimizer's weights).
+ * a reentrant checkpoint's forward, or a broadcast or all-gather that may
+ * bring a sharded optimizer's weights).
  */
 bool parameter_updates_wants(const struct infer_event *event);
 
@@ -72,7 +73,8 @@ bool parameter_updates_wants(const struct infer_event *event);
  * teacher's forward): no gradient reaches the weight from that read, so
  * what the optimizer does to it says nothing of the step. Such reads are
  * left out of ParametersUpdated and TrainableUpdated (FrozenUnchanged
- * keeps them: a frozen weight must not move, however it was read).
+ * keeps them: a frozen weight must not move, however it was read), but for
+ * those of a reentrant checkpoint's region (checkpoint_regions.h).
  */
 bool parameter_updates_read_without_grad(const struct infer_event *read);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/u64_map.h"
+#include "checkpoint_regions.h"
 #include "model_calls.h"
 #include "parameter_updates.h"
 #include "precondition.h"
@@ -44,7 +45,8 @@ struct step_tensors {
 static int collect(const struct infer_event *const *events, size_t count,
 		   struct step_tensors *tensors, struct requires_grad_finding *finding)
 {
-	int failed = 0;
+	struct checkpoint_regions regions;
+	int failed = checkpoint_regions_find(&regions, events, count);
 
 	for (size_t i = 0; i < count && !failed; i++) {
 		const struct infer_event *event = events[i];
@@ -59,7 +61,7 @@ static int collect(const struct infer_event *const *events, size_t count,
 		} else if (weight && !in_step && requires_grad &&
 			   !parameter_updates_computed_weight(event, &tensors->computed) &&
 			   (strcmp(requires_grad, "False") == 0 ||
-			    !parameter_updates_read_without_grad(event))) {
+			    !checkpoint_regions_read_gets_no_gradient(&regions, event))) {
 			failed = keep_earliest(strcmp(requires_grad, "False") == 0
 						       ? &tensors->frozen
 						       : &tensors->trainable,
@@ -68,6 +70,7 @@ static int collect(const struct infer_event *const *events, size_t count,
 			failed = keep_earliest(&tensors->changed, updated, event);
 		}
 	}
+	checkpoint_regions_free(&regions);
 	return failed;
 }
 

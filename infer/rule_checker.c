@@ -222,8 +222,9 @@ static void contain_violation(void *context, const struct rule *rule,
  * run in eval() never left an evaluation. The first step's calls before the
  * model's first forward read training mode whatever the model's (no module
  * call has said it yet), so they say nothing of it. A stage rule on a call
- * that does not train (infer_name_trains), from a rules file inferred before
- * infer stopped writing them, is not judged.
+ * that does not train (infer_name_trains), and one on whether a Python
+ * function raised (infer_constant_is_rule), from a rules file inferred
+ * before infer stopped writing them, are not judged.
  */
 static int check_constants(struct rule_checker *checker, const struct infer_event *event)
 {
@@ -233,7 +234,8 @@ static int check_constants(struct rule_checker *checker, const struct infer_even
 
 		if ((rule->relation != RELATION_API_ARG && rule->relation != RELATION_API_OUTPUT) ||
 		    rule->distinct || rule->event.name != event->name ||
-		    (on_stage && !infer_name_trains(rule->event.name)))
+		    (on_stage && !infer_name_trains(rule->event.name)) ||
+		    !infer_constant_is_rule(event, rule->field))
 			continue;
 		if (infer_event_field(event, rule->field) == rule->value) {
 			if (on_stage && event->step > 0 &&

@@ -12,7 +12,9 @@
 # scaled_dot_product_attention (EvalModeRespected: dropout's train flag read at the operator,
 # which SDPA's CPU path calls; F.dropout's default where torch has no SDPA),
 # training on the unwrapped DDP module (2 ranks), and a linear left out of the autocast
-# region (OnePrecision: the weight's dtype read at the operator). Three fixed twins must stay clean
+# region (OnePrecision: the weight's dtype read at the operator), and LoRA adapters in blocks
+# under reentrant checkpointing that the backward never runs again (TrainableUpdated: the reads
+# in CheckpointFunction.forward, autograd off, count as trained ones). Three fixed twins must stay clean
 # though their bugs are not caught: a backbone whose train() puts its frozen stages in
 # eval() (the stage is the model's, set by the outermost train()), spectral_norm's weight
 # computed at each forward (no parameter), and an evaluation forward under no_grad before
@@ -24,7 +26,7 @@ only=$only,pytorch_84803_allreduce_data_loss.py,deepspeed_1801_clip_replicated.p
 only=$only,transformers_33844_dropout_in_eval.py,transformers_33844_sdpa_eval.py
 only=$only,ddp_out_of_sync_unwrapped.py
 only=$only,mmpretrain_702_frozen_stages.py,pytorch_51800_spectral_norm_eval.py
-only=$only,lightning_thunder_725_autocast.py
+only=$only,lightning_thunder_725_autocast.py,open_unlearning_178_checkpoint_lora.py
 status=0
 mkdir -p "$SCRATCH/no-healthy"
 python3 "$ROOT/tools/eval/real_bugs_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" \
@@ -46,6 +48,7 @@ expected = {
     "transformers_33844_sdpa_eval.py": "EvalModeRespected",
     "ddp_out_of_sync_unwrapped.py": "Consistent",
     "lightning_thunder_725_autocast.py": "OnePrecision",
+    "open_unlearning_178_checkpoint_lora.py": "TrainableUpdated",
 }
 clean_twins = {"mmpretrain_702_frozen_stages.py", "pytorch_51800_spectral_norm_eval.py"}
 assert set(bugs) == set(expected) | clean_twins, bugs.keys()

@@ -353,3 +353,58 @@ UNIT_TEST(inference, an_outcome_agreeing_only_at_start_up_is_no_invariant)
 	inference_free(inference);
 	rule_set_free(set);
 }
+
+static void count_output_violation(const struct rule_violation *violation, void *context)
+{
+	int *seen = context;
+
+	if (violation->rule->relation == RELATION_API_OUTPUT)
+		(*seen)++;
+}
+
+UNIT_TEST(inference, whether_a_python_function_raised_is_no_rule)
+{
+	static const char frame[] = "model.Block.forward";
+	static const char scope[] = "Optimizer.step#SGD.step";
+	struct rule_set *set = rule_set_new();
+	struct inference *inference = inference_new(set);
+	struct rule old = { .relation = RELATION_API_OUTPUT };
+	struct rule_checker *checker;
+	struct trace_record record;
+	int seen = 0;
+
+	for (int step = 0; step < 6; step++) {
+		record = python(40, -1, step, 100 + 10 * (uint64_t)step, frame);
+		CU_ASSERT_EQUAL(inference_add(inference, &record), 0);
+		record = python(40, -1, step, 105 + 10 * (uint64_t)step, scope);
+		record.python_call.flags = TRACE_PYTHON_TORCH_SCOPE;
+		CU_ASSERT_EQUAL(inference_add(inference, &record), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(inference_run(inference), 0);
+	/* Never raised in either: an operation's outcome is a rule, a function's is not. */
+	CU_ASSERT_PTR_NOT_NULL(
+		find_rule(set, RELATION_API_OUTPUT, "Optimizer.step#*", "raised", NULL));
+	CU_ASSERT_PTR_NULL(find_rule(set, RELATION_API_OUTPUT, frame, "raised", NULL));
+	/* A rules file written before says it of the function: not judged either. */
+	old.event.kind = INFER_EVENT_PYTHON;
+	old.event.name = string_pool_intern(set->pool, frame);
+	old.field = string_pool_intern(set->pool, "raised");
+	old.value = string_pool_intern(set->pool, "False");
+	CU_ASSERT_EQUAL_FATAL(rule_set_add(set, &old), 0);
+	checker = rule_checker_new(set, count_output_violation, &seen);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	/* Torch's checkpoint stops its recomputation by raising through the module calls. */
+	record = python(41, -1, 2, 500, frame);
+	record.python_call.flags = TRACE_PYTHON_RAISED;
+	CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+	CU_ASSERT_EQUAL(seen, 0);
+	/* An optimizer step left by an exception is still found. */
+	record = python(41, -1, 2, 510, scope);
+	record.python_call.flags = TRACE_PYTHON_TORCH_SCOPE | TRACE_PYTHON_RAISED;
+	CU_ASSERT_EQUAL(rule_checker_observe(checker, &record), 0);
+	rule_checker_finish(checker);
+	CU_ASSERT_EQUAL(seen, 1);
+	rule_checker_free(checker);
+	inference_free(inference);
+	rule_set_free(set);
+}

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "infer/checkpoint_regions.h"
 #include "infer/inference.h"
 #include "infer/parameter_updates.h"
 #include "infer/requires_grad_updates.h"
@@ -17,6 +18,7 @@
 
 #define WEIGHT_1 0x5000
 #define WEIGHT_2 0x6000
+#define WEIGHT_3 0x7000
 
 /* What the step does with its second weight. */
 enum second_weight {
@@ -237,6 +239,64 @@ UNIT_TEST(requires_grad_updates, frozen_and_trainable_weights_against_the_step)
 	found = judge(NOTHING_UPDATED, -1);
 	CU_ASSERT_FALSE(found.trainable_applies);
 	CU_ASSERT_TRUE(found.frozen_holds);
+}
+
+/*
+ * A step whose second weight is read inside a reentrant checkpoint's
+ * region (CheckpointFunction.forward: autograd off), and not updated: the
+ * backward never ran the region again. In the model the step trains, after
+ * a read with autograd on (open-unlearning#178); or in a second model run
+ * whole under no_grad, whose first layer is read with autograd off too (a
+ * distillation teacher whose blocks are checkpointed).
+ */
+static struct requires_grad_finding judge_checkpointed(bool teacher, struct string_pool *pool,
+						       struct infer_event *events)
+{
+	struct trace_record records[8];
+	const struct infer_event *pointers[8];
+	uint64_t base = 1000000ULL;
+	struct requires_grad_finding finding;
+	size_t count = 0;
+
+	records[count++] =
+		python_call_record(10, 0, base + 5, teacher ? 10 : 45, TRACE_MODULE_CALL_NAME, 0);
+	count = read_weight(records, count, 10, 0, base + 10, WEIGHT_1, true, "Float[4, 4]");
+	if (teacher) {
+		records[count++] =
+			python_call_record(10, 0, base + 30, 20, TRACE_MODULE_CALL_NAME, 0);
+		count = read_weight(records, count, 10, 0, base + 31, WEIGHT_3, true,
+				    "Float[4, 4]");
+		bool_argument(&records[count - 1], "grad_mode:weight", false);
+	}
+	records[count++] = python_call_record(10, 0, base + 37, 8, CHECKPOINT_FORWARD_NAME, 0);
+	count = read_weight(records, count, 10, 0, base + 38, WEIGHT_2, true, "Float[4, 4]");
+	bool_argument(&records[count - 1], "grad_mode:weight", false);
+	count = update_weight(records, count, 10, 0, base + 110, WEIGHT_1);
+	records[count++] = python_call_record(10, 0, base + 100, 100, "Optimizer.step#SGD.step",
+					      TRACE_PYTHON_TORCH_SCOPE);
+	for (size_t i = 0; i < count; i++) {
+		CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &events[i]), 1);
+		CU_ASSERT_TRUE(requires_grad_updates_wants(&events[i]));
+		pointers[i] = &events[i];
+	}
+	CU_ASSERT_EQUAL(requires_grad_updates_judge(pointers, count, NULL, NULL, &finding), 0);
+	return finding;
+}
+
+UNIT_TEST(requires_grad_updates, a_checkpointed_region_never_run_again)
+{
+	struct string_pool *pool = string_pool_new();
+	struct infer_event events[8];
+	struct requires_grad_finding found = judge_checkpointed(false, pool, events);
+
+	/* Read with autograd off, but the program trains around it: its weights must change. */
+	CU_ASSERT_TRUE(found.trainable_applies);
+	CU_ASSERT_FALSE(found.trainable_holds);
+	CU_ASSERT_EQUAL(tensor_field(found.trainable_read, "tensor:weight"), WEIGHT_2);
+	/* A teacher run whole under no_grad: its checkpointed blocks get no gradient. */
+	found = judge_checkpointed(true, pool, events);
+	CU_ASSERT_TRUE(found.trainable_applies && found.trainable_holds);
+	string_pool_free(pool);
 }
 
 struct seen_violations {

@@ -197,6 +197,15 @@ SHAPES = [
      "backward and step (every fourth batch holds a NaN)"),
     ("layerwise_lr_decay.py", [], "layer-wise learning-rate decay: two AdamW groups per "
      "layer, rates decaying by 0.7 a layer down, all decayed to zero by LambdaLR"),
+    ("checkpointed_teacher.py", [], "distillation where both models run their blocks through "
+     "reentrant checkpointing, the teacher under no_grad in training mode"),
+    ("checkpoint_frozen_backbone.py", [], "a frozen backbone still run through reentrant "
+     "checkpointing (its blocks never run again), a head trained on it, validation under "
+     "no_grad without eval()"),
+    ("checkpoint_non_reentrant.py", [], "LoRA adapters over a frozen embedding in blocks "
+     "checkpointed with use_reentrant=False"),
+    ("backbone_zero_lr_warmup.py", [], "a backbone's learning rate held at 0 by LambdaLR for "
+     "4 steps while a new head warms up, AdamW with weight decay"),
 ]
 
 

@@ -34,6 +34,7 @@ const char *const python_default_prefixes[] = {
 	"torch.nn.modules.module.Module.eval",
 	"torch.autograd.backward",
 	"torch.autograd.function.",
+	"torch.utils.checkpoint.CheckpointFunction.",
 	"torch.nn.utils.clip_grad",
 	"torch.distributed.",
 	"torch.nn.parallel.distributed.",
