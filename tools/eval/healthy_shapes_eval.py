@@ -206,6 +206,8 @@ SHAPES = [
      "checkpointed with use_reentrant=False"),
     ("backbone_zero_lr_warmup.py", [], "a backbone's learning rate held at 0 by LambdaLR for "
      "4 steps while a new head warms up, AdamW with weight decay"),
+    ("grad_scaler_autocast.py", [], "torch's GradScaler under CPU autocast (torch 2.3 and "
+     "later; disabled before): unscale_, clipping, an overflowing first iteration skipped"),
 ]
 
 
