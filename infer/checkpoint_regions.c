@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "model_calls.h"
-#include "parameter_updates.h"
 
 bool checkpoint_regions_is_forward(const struct infer_event *event)
 {
@@ -33,9 +32,11 @@ static bool run_for_training(const struct checkpoint_regions *regions,
 			     const struct model_calls *models, const struct infer_event *forward,
 			     const struct infer_event *const *events, size_t count)
 {
-	const struct infer_event *model = model_calls_around(models, forward);
-	const struct infer_event *before = NULL, *after = NULL, *nearest;
+	const struct infer_event *before = NULL, *after = NULL, *nearest, *model;
 
+	if (!forward)
+		return false;
+	model = model_calls_around(models, forward);
 	for (size_t i = 0; i < count; i++) {
 		const struct infer_event *read = events[i];
 
@@ -52,7 +53,7 @@ static bool run_for_training(const struct checkpoint_regions *regions,
 		}
 	}
 	nearest = before ? before : after;
-	return nearest && !parameter_updates_read_without_grad(nearest);
+	return nearest && !infer_event_read_without_grad(nearest);
 }
 
 int checkpoint_regions_find(struct checkpoint_regions *regions,
@@ -90,7 +91,7 @@ int checkpoint_regions_find(struct checkpoint_regions *regions,
 bool checkpoint_regions_read_gets_no_gradient(const struct checkpoint_regions *regions,
 					      const struct infer_event *read)
 {
-	if (!parameter_updates_read_without_grad(read))
+	if (!infer_event_read_without_grad(read))
 		return false;
 	if (!regions || !infer_event_in_training_order(read))
 		return true;

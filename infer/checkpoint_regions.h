@@ -45,8 +45,11 @@ int checkpoint_regions_find(struct checkpoint_regions *regions,
 
 /*
  * Whether a weight read gets no gradient from that read: made with autograd
- * off (grad_mode:weight False), and not in training inside a region run for
- * training. 'regions' may be NULL (none).
+ * off (infer_event_read_without_grad), and not in training inside a region
+ * run for training. What the optimizer does to such a weight says nothing
+ * of the step: ParametersUpdated and TrainableUpdated leave such reads out
+ * (FrozenUnchanged keeps them: a frozen weight must not move, however it
+ * was read). 'regions' may be NULL (none).
  */
 bool checkpoint_regions_read_gets_no_gradient(const struct checkpoint_regions *regions,
 					      const struct infer_event *read);

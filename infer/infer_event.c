@@ -415,6 +415,13 @@ int infer_event_is_operation(const struct infer_event *event)
 		(event->flags & (TRACE_PYTHON_TORCH_SCOPE | TRACE_PYTHON_TORCH_OP)));
 }
 
+bool infer_event_read_without_grad(const struct infer_event *read)
+{
+	const char *grad_mode = infer_event_field(read, "grad_mode:weight");
+
+	return grad_mode && strcmp(grad_mode, "False") == 0;
+}
+
 bool infer_constant_is_rule(const struct infer_event *event, const char *field)
 {
 	return infer_event_is_operation(event) || strcmp(field, INFER_RAISED_FIELD) != 0;

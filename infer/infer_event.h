@@ -127,6 +127,14 @@ bool infer_field_describes_tensor(const char *name);
 /* Whether an event is an operation (NCCL call, torch scope or operator), not a Python frame. */
 int infer_event_is_operation(const struct infer_event *event);
 
+/*
+ * Whether an operator read its weight with autograd off (grad_mode:weight
+ * False: under torch.no_grad() or torch.inference_mode(), a target
+ * network's, an EMA copy's or a teacher's forward, or a reentrant
+ * checkpoint's region: checkpoint_regions.h).
+ */
+bool infer_event_read_without_grad(const struct infer_event *read);
+
 /* The field that says whether a call was left by an exception ("True", "False"). */
 #define INFER_RAISED_FIELD "raised"
 

@@ -9,7 +9,6 @@
 
 #include "base/fnv_hash.h"
 #include "base/growable_array.h"
-#include "parameter_updates.h"
 
 /* The field naming the weight's dtype and sizes: "Float[40, 10]". */
 #define WEIGHT_SHAPE_FIELD "shape:weight"
@@ -57,7 +56,7 @@ bool operator_precision_wants(const struct infer_event *event)
 
 	/* Without autograd: an evaluation or a teacher's forward, not the training computation. */
 	if (!infer_event_is_operation(event) || !(shape = weight_shape(event)) ||
-	    parameter_updates_read_without_grad(event))
+	    infer_event_read_without_grad(event))
 		return false;
 	return strchr(shape, '[') != NULL;
 }

@@ -14,7 +14,6 @@
 
 #define UPDATED_FIELD "tensor:self"
 #define READ_FIELD "tensor:weight"
-#define READ_GRAD_MODE_FIELD "grad_mode:weight"
 
 bool parameter_updates_is_optimizer_step(const struct infer_event *event)
 {
@@ -172,11 +171,6 @@ static void note_unchanged(const struct infer_event **first, const struct infer_
 static bool is_false(const char *flag)
 {
 	return flag && strcmp(flag, "False") == 0;
-}
-
-bool parameter_updates_read_without_grad(const struct infer_event *read)
-{
-	return is_false(infer_event_field(read, READ_GRAD_MODE_FIELD));
 }
 
 /*

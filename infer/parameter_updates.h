@@ -68,17 +68,6 @@ bool parameter_updates_changes(const struct infer_event *update);
 bool parameter_updates_wants(const struct infer_event *event);
 
 /*
- * Whether the forward read a weight with autograd off (grad_mode:weight
- * False: under torch.no_grad(), a target network's, an EMA copy's or a
- * teacher's forward): no gradient reaches the weight from that read, so
- * what the optimizer does to it says nothing of the step. Such reads are
- * left out of ParametersUpdated and TrainableUpdated (FrozenUnchanged
- * keeps them: a frozen weight must not move, however it was read), but for
- * those of a reentrant checkpoint's region (checkpoint_regions.h).
- */
-bool parameter_updates_read_without_grad(const struct infer_event *read);
-
-/*
  * Reparametrised layers (spectral_norm, weight_norm, parametrize) keep a
  * parameter (weight_orig) the optimizer changes and the forward does not
  * read, and compute the weight the forward reads from it, a new tensor at
