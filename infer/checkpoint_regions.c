@@ -57,11 +57,10 @@ static bool run_for_training(const struct checkpoint_regions *regions,
 }
 
 int checkpoint_regions_find(struct checkpoint_regions *regions,
-			    const struct infer_event *const *events, size_t count)
+			    const struct infer_event *const *events, size_t count,
+			    const struct model_calls *models)
 {
-	struct model_calls models;
 	size_t found = 0;
-	int failed;
 
 	memset(regions, 0, sizeof(*regions));
 	for (size_t i = 0; i < count; i++)
@@ -77,15 +76,10 @@ int checkpoint_regions_find(struct checkpoint_regions *regions,
 	for (size_t i = 0; i < count; i++)
 		if (checkpoint_regions_is_forward(events[i]))
 			regions->forwards[regions->count++] = events[i];
-	memset(&models, 0, sizeof(models));
-	failed = model_calls_find(&models, events, count);
-	for (size_t i = 0; !failed && i < regions->count; i++)
+	for (size_t i = 0; i < regions->count; i++)
 		regions->for_training[i] =
-			run_for_training(regions, &models, regions->forwards[i], events, count);
-	model_calls_free(&models);
-	if (failed)
-		checkpoint_regions_free(regions);
-	return failed;
+			run_for_training(regions, models, regions->forwards[i], events, count);
+	return 0;
 }
 
 bool checkpoint_regions_read_gets_no_gradient(const struct checkpoint_regions *regions,

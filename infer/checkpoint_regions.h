@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "infer_event.h"
+#include "model_calls.h"
 
 /* The qualified name of the reentrant checkpoint's forward, as the tracer names it. */
 #define CHECKPOINT_FORWARD_NAME "torch.utils.checkpoint.CheckpointFunction.forward"
@@ -39,9 +40,13 @@ struct checkpoint_regions {
 /* Whether an event is a reentrant checkpoint's forward. */
 bool checkpoint_regions_is_forward(const struct infer_event *event);
 
-/* Finds the regions among one step's events (any order). Returns 0 or -ENOMEM. */
+/*
+ * Finds the regions among one step's events (any order), given the step's
+ * outermost module calls (model_calls_find). Returns 0 or -ENOMEM.
+ */
 int checkpoint_regions_find(struct checkpoint_regions *regions,
-			    const struct infer_event *const *events, size_t count);
+			    const struct infer_event *const *events, size_t count,
+			    const struct model_calls *models);
 
 /*
  * Whether a weight read gets no gradient from that read: made with autograd

@@ -291,7 +291,10 @@ static int infer_constants(struct inference *inference, const struct infer_event
 			const char *field = first->fields[f].name;
 			const char *values[MAX_CONSTANT_VALUES];
 			size_t value_count = 0, i;
-			/* A tensor's description, and the stage of a call that trains nothing. */
+			/*
+			 * A tensor's description, the stage of a call that trains nothing,
+			 * and whether a Python function raised (infer_constant_is_rule).
+			 */
 			int too_many = infer_field_describes_tensor(field) ||
 				       (strcmp(field, INFER_STAGE_FIELD) == 0 &&
 					!infer_name_trains(first->name)) ||

@@ -178,27 +178,23 @@ static bool is_false(const char *flag)
  * optimizer's step, none that gets no gradient: checkpoint_regions.h).
  */
 static int collect_reads(const struct infer_event *const *events, size_t count,
-			 struct u64_map *reads)
+			 const struct checkpoint_regions *regions, struct u64_map *reads)
 {
-	struct checkpoint_regions regions;
-	int failed = checkpoint_regions_find(&regions, events, count);
-
-	for (size_t i = 0; i < count && !failed; i++) {
+	for (size_t i = 0; i < count; i++) {
 		const struct infer_event *read = events[i];
 		const struct infer_event *known;
 		uint64_t weight = infer_event_tensor(read, READ_FIELD);
 
 		if (!weight || parameter_updates_step_around(events, count, read) ||
-		    checkpoint_regions_read_gets_no_gradient(&regions, read))
+		    checkpoint_regions_read_gets_no_gradient(regions, read))
 			continue;
 		known = u64_map_get(reads, weight);
 		if (known && known->entry_ns <= read->entry_ns)
 			continue;
 		if (u64_map_put(reads, weight, (void *)read))
-			failed = -ENOMEM;
+			return -ENOMEM;
 	}
-	checkpoint_regions_free(&regions);
-	return failed;
+	return 0;
 }
 
 /* Whether a shape as recorded ("'BFloat16[32, 8]'", quoted or not) is of that dtype. */
@@ -315,6 +311,7 @@ bool parameter_updates_computed_weight(const struct infer_event *read,
 }
 
 int parameter_updates_unread_shapes(const struct infer_event *const *events, size_t count,
+				    const struct checkpoint_regions *regions,
 				    struct u64_map *shapes)
 {
 	struct parameter_updates_finding finding = { 0 };
@@ -327,7 +324,7 @@ int parameter_updates_unread_shapes(const struct infer_event *const *events, siz
 	u64_map_init(&reads);
 	failed = collect_updates(events, count, &updates, &finding);
 	if (!failed)
-		failed = collect_reads(events, count, &reads);
+		failed = collect_reads(events, count, regions, &reads);
 	if (!failed)
 		failed = unread_parameter_shapes(&updates, &reads, shapes);
 	u64_map_free(&updates.any);
@@ -346,6 +343,7 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	struct u64_map reads;	      /* weight read -> its first read */
 	struct u64_map unread_shapes; /* shapes of parameters changed and not read */
 	struct model_calls models;    /* the model of each read, and those the step trains */
+	struct checkpoint_regions regions = { 0 };
 	size_t frozen_reads = 0;
 	size_t computed_reads = 0; /* reads of weights computed from a parameter the step changed */
 	uint64_t weight;
@@ -360,12 +358,14 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	u64_map_init(&reads);
 	u64_map_init(&unread_shapes);
 	failed = collect_updates(events, count, &updates, finding);
-	if (!failed && finding->step)
-		failed = collect_reads(events, count, &reads);
-	if (!failed && finding->step)
-		failed = unread_parameter_shapes(&updates, &reads, &unread_shapes);
 	if (!failed)
 		failed = model_calls_find(&models, events, count);
+	if (!failed && finding->step)
+		failed = checkpoint_regions_find(&regions, events, count, &models);
+	if (!failed && finding->step)
+		failed = collect_reads(events, count, &regions, &reads);
+	if (!failed && finding->step)
+		failed = unread_parameter_shapes(&updates, &reads, &unread_shapes);
 	for (size_t i = 0; !failed && u64_map_next(&reads, &i, &weight, &value);)
 		if (u64_map_get(&updates.changing, weight))
 			failed = model_calls_note_changed(&models, value);
@@ -435,6 +435,7 @@ int parameter_updates_judge(const struct infer_event *const *events, size_t coun
 	u64_map_free(&updates.changing);
 	u64_map_free(&reads);
 	u64_map_free(&unread_shapes);
+	checkpoint_regions_free(&regions);
 	model_calls_free(&models);
 	return failed;
 }

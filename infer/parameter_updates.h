@@ -29,6 +29,7 @@
 #include <stddef.h>
 
 #include "base/u64_map.h"
+#include "checkpoint_regions.h"
 #include "infer_event.h"
 
 /* What one step of one process shows. */
@@ -74,9 +75,10 @@ bool parameter_updates_wants(const struct infer_event *event);
  * each forward that is no parameter: its address, once freed, may hold an
  * optimizer's temporary. Adds to 'shapes' the hashed shapes of the tensors
  * requiring grad that the step's optimizer changed and its forward did not
- * read. 0, or -ENOMEM.
+ * read, given the step's checkpoint regions (NULL: none). 0, or -ENOMEM.
  */
 int parameter_updates_unread_shapes(const struct infer_event *const *events, size_t count,
+				    const struct checkpoint_regions *regions,
 				    struct u64_map *shapes);
 
 /*

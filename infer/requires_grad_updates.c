@@ -43,10 +43,10 @@ struct step_tensors {
 };
 
 static int collect(const struct infer_event *const *events, size_t count,
-		   struct step_tensors *tensors, struct requires_grad_finding *finding)
+		   const struct checkpoint_regions *regions, struct step_tensors *tensors,
+		   struct requires_grad_finding *finding)
 {
-	struct checkpoint_regions regions;
-	int failed = checkpoint_regions_find(&regions, events, count);
+	int failed = 0;
 
 	for (size_t i = 0; i < count && !failed; i++) {
 		const struct infer_event *event = events[i];
@@ -61,7 +61,7 @@ static int collect(const struct infer_event *const *events, size_t count,
 		} else if (weight && !in_step && requires_grad &&
 			   !parameter_updates_computed_weight(event, &tensors->computed) &&
 			   (strcmp(requires_grad, "False") == 0 ||
-			    !checkpoint_regions_read_gets_no_gradient(&regions, event))) {
+			    !checkpoint_regions_read_gets_no_gradient(regions, event))) {
 			failed = keep_earliest(strcmp(requires_grad, "False") == 0
 						       ? &tensors->frozen
 						       : &tensors->trainable,
@@ -70,7 +70,6 @@ static int collect(const struct infer_event *const *events, size_t count,
 			failed = keep_earliest(&tensors->changed, updated, event);
 		}
 	}
-	checkpoint_regions_free(&regions);
 	return failed;
 }
 
@@ -145,6 +144,7 @@ int requires_grad_updates_judge(const struct infer_event *const *events, size_t 
 {
 	struct step_tensors tensors;
 	struct model_calls models;
+	struct checkpoint_regions regions = { 0 };
 	size_t frozen_changed = 0, trainable_changed = 0, trainable_unchanged = 0;
 	size_t frozen_unchanged = 0;
 	bool reads;
@@ -156,11 +156,14 @@ int requires_grad_updates_judge(const struct infer_event *const *events, size_t 
 	u64_map_init(&tensors.trainable);
 	u64_map_init(&tensors.changed);
 	u64_map_init(&tensors.computed);
-	failed = parameter_updates_unread_shapes(events, count, &tensors.computed);
+	failed = model_calls_find(&models, events, count);
 	if (!failed)
-		failed = collect(events, count, &tensors, finding);
+		failed = checkpoint_regions_find(&regions, events, count, &models);
 	if (!failed)
-		failed = model_calls_find(&models, events, count);
+		failed =
+			parameter_updates_unread_shapes(events, count, &regions, &tensors.computed);
+	if (!failed)
+		failed = collect(events, count, &regions, &tensors, finding);
 	if (!failed)
 		failed = note_trained_models(&models, &tensors.frozen, &tensors.changed);
 	if (!failed)
@@ -195,6 +198,7 @@ int requires_grad_updates_judge(const struct infer_event *const *events, size_t 
 	u64_map_free(&tensors.trainable);
 	u64_map_free(&tensors.changed);
 	u64_map_free(&tensors.computed);
+	checkpoint_regions_free(&regions);
 	model_calls_free(&models);
 	return failed;
 }
