@@ -219,11 +219,13 @@ static __always_inline void read_shape(struct torch_op_call *call, __u64 numel_o
 /*
  * Whether the tensor requires grad: its AutogradMeta (the TensorImpl's
  * member after its Storage; none for a tensor that never did) and the
- * flag's byte in it, at the offset the cookie gives.
+ * flag's byte in it, at the offset the cookie gives; where the flag is
+ * clear, whether autograd computes the tensor (its grad_fn_ set).
  */
-static __always_inline __u32 read_requires_grad(__u64 tensor, __u64 header, __u64 flag_offset)
+static __always_inline __u32 read_requires_grad(__u64 tensor, __u64 header, __u64 flag_offset,
+						__u64 grad_fn_offset)
 {
-	__u64 meta = 0;
+	__u64 meta = 0, grad_fn = 0;
 	__u8 flag = 0;
 
 	if (!header || !flag_offset ||
@@ -233,7 +235,14 @@ static __always_inline __u32 read_requires_grad(__u64 tensor, __u64 header, __u6
 		return TCHECK_REQUIRES_GRAD_NO;
 	if (bpf_probe_read_user(&flag, sizeof(flag), (const void *)(meta + flag_offset)))
 		return TCHECK_REQUIRES_GRAD_UNKNOWN;
-	return flag ? TCHECK_REQUIRES_GRAD_YES : TCHECK_REQUIRES_GRAD_NO;
+	if (flag)
+		return TCHECK_REQUIRES_GRAD_YES;
+	if (grad_fn_offset &&
+	    !bpf_probe_read_user(&grad_fn, sizeof(grad_fn),
+				 (const void *)(meta + grad_fn_offset)) &&
+	    grad_fn)
+		return TCHECK_REQUIRES_GRAD_COMPUTED;
+	return TCHECK_REQUIRES_GRAD_NO;
 }
 
 /*
@@ -274,10 +283,11 @@ static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
 			check_data(call, header);
 		read_shape(call,
 			   (cookie >> TCHECK_TORCH_OP_NUMEL_SHIFT) & TCHECK_TORCH_OP_NUMEL_MASK);
-		call->requires_grad =
-			read_requires_grad(call->tensor, header,
-					   (cookie >> TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT) &
-						   TCHECK_TORCH_OP_REQUIRES_GRAD_MASK);
+		call->requires_grad = read_requires_grad(
+			call->tensor, header,
+			(cookie >> TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT) &
+				TCHECK_TORCH_OP_REQUIRES_GRAD_MASK,
+			(cookie >> TCHECK_TORCH_OP_GRAD_FN_SHIFT) & TCHECK_TORCH_OP_GRAD_FN_MASK);
 	}
 	/*
 	 * A bool argument is its register's or stack slot's low byte (the System V ABI

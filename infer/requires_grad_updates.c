@@ -16,6 +16,7 @@
 #define UPDATED_FIELD "tensor:self"
 #define READ_FIELD "tensor:weight"
 #define READ_REQUIRES_GRAD_FIELD "requires_grad:weight"
+#define READ_GRAD_FN_FIELD "grad_fn:weight"
 #define UPDATED_SHAPE_FIELD "shape:self"
 #define READ_SHAPE_FIELD "shape:weight"
 
@@ -55,6 +56,13 @@ static int collect(const struct infer_event *const *events, size_t count,
 		uint64_t updated = infer_event_tensor(event, UPDATED_FIELD);
 		const char *requires_grad = infer_event_field(event, READ_REQUIRES_GRAD_FIELD);
 
+		/*
+		 * A weight autograd computes (MAML's fast weights) is neither:
+		 * its requires_grad flag is clear, and once it is freed its
+		 * address may hold an optimizer's state that the step changes.
+		 */
+		if (infer_event_field_is_true(event, READ_GRAD_FN_FIELD))
+			requires_grad = NULL;
 		if (parameter_updates_is_optimizer_step(event)) {
 			if (!finding->step || event->entry_ns < finding->step->entry_ns)
 				finding->step = event;

@@ -510,6 +510,15 @@ struct tcheck_torch_scope_record {
 #define TCHECK_REQUIRES_GRAD_YES 1
 #define TCHECK_REQUIRES_GRAD_UNKNOWN 2
 /*
+ * requires_grad_ clear but grad_fn_ set: a tensor autograd computes from
+ * others that require grad (MAML's fast weights, a reparametrised weight),
+ * not a leaf of its own. Read where the cookie gives grad_fn_'s offset.
+ */
+#define TCHECK_REQUIRES_GRAD_COMPUTED 3
+/* And where an AutogradMeta keeps grad_fn_'s pointer (0: not read). */
+#define TCHECK_TORCH_OP_GRAD_FN_SHIFT 55
+#define TCHECK_TORCH_OP_GRAD_FN_MASK 0xffULL
+/*
  * tcheck_torch_op_record.grad_mode: whether autograd was on for the thread
  * when the operator ran (c10::GradMode, which torch.no_grad() turns off),
  * as the probes on GradMode::set_enabled and AutogradState::set_tls_state

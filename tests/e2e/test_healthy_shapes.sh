@@ -7,7 +7,7 @@
 # healthy 8-rank job. Asserted: no violation on any of them, each judged (the trace shows as
 # many optimizer steps per process as the program's own log), and the 8-rank job really moves
 # collectives of a layout the references did not have.
-# 95 runs, two recorded at a time (EVAL_JOBS): 2-4 minutes a stack alone, more beside other work.
+# 96 runs, two recorded at a time (EVAL_JOBS): 2-4 minutes a stack alone, more beside other work.
 # e2e-timeout: 1500
 source "$(dirname "$0")/lib.sh"
 torch_stack
@@ -21,7 +21,7 @@ python3 - "$SCRATCH/results.json" <<'PY' || fail "results: $(tail -20 "$SCRATCH/
 import json, sys
 results = json.load(open(sys.argv[1]))
 shapes, nccl = results["shapes"], results["nccl"]
-assert len(shapes) >= 95, len(shapes)
+assert len(shapes) >= 96, len(shapes)
 # Every program trained (its log) and the tool saw every optimizer step of every rank.
 for shape in shapes:
     assert shape["judged"], shape
@@ -66,7 +66,8 @@ assert {shape["ranks"] for shape in shapes} >= {1, 2, 4, 8}, shapes
 # a frozen checkpointed backbone under a trained head, and LoRA adapters in blocks checkpointed
 # without reentrance (torch 2 stops each recomputation by raising through its module calls), and
 # a backbone held at a learning rate of 0 while a new head warms up, and torch's GradScaler under
-# CPU autocast skipping an overflowing iteration (torch 2.3 and later).
+# CPU autocast skipping an overflowing iteration (torch 2.3 and later), and an orthogonal
+# recurrent weight computed by torch.nn.utils.parametrize from its original at each access.
 # Two optimizers stepped one after the other are one training step: 10 steps, not 20; a GAN's
 # or DDPG's two, with a backward between them, take turns: 20 steps of 10 iterations.
 split = [s for s in shapes if s["script"] in ("split_optimizers.py", "ema_per_optimizer.py")]

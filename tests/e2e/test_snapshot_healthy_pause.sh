@@ -1,6 +1,6 @@
 #!/bin/bash
 # A healthy pause is no hang for `snapshot` either. A 2-rank gloo DDP job
-# whose rank 0 saves a checkpoint (torch.save, 10 s) at step 5 while rank 1
+# whose rank 0 saves a checkpoint (torch.save, 20 s) at step 5 while rank 1
 # waits in its all-reduce: read once, rank 0 looks like a rank the other
 # waits for; the snapshot reads it again 0.3 s later, sees it was writing,
 # and names no hang (exit 0), saying why. Held against the workload's own
@@ -11,7 +11,7 @@ torch_stack
 dir="$SCRATCH/pause"
 mkdir -p "$dir"
 setsid $TORCH_PYTHON "$ROOT/tests/workloads/python/train_ddp.py" --steps 7 \
-	--checkpoint-every 5 --checkpoint-seconds 10 --timeout 120 --log-dir "$dir/log" \
+	--checkpoint-every 5 --checkpoint-seconds 20 --timeout 120 --log-dir "$dir/log" \
 	>"$dir/out" 2>&1 &
 job=$!
 BACKGROUND_PIDS+=($job)

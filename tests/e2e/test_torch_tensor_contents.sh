@@ -11,8 +11,10 @@
 # evaluation forwards the program runs under torch.no_grad() and under
 # torch.inference_mode() after each step read them with autograd off
 # (grad_mode:weight False), the training forward with it on (no such field),
-# as the program's own torch.is_grad_enabled() said in each; no contents said
-# unread. All of it while another recorder has its probes in the same torch
+# as the program's own torch.is_grad_enabled() said in each; the weight each
+# forward computes from the first layer's is read as one autograd computes
+# (grad_fn:weight True) where the program saw it have a grad_fn, and without
+# the field where not; no contents said unread. All of it while another recorder has its probes in the same torch
 # libraries (another job on the node): the kernel writes their breakpoints
 # into every mapping of a probed file, the recorder's own read-only view of
 # the code included.
@@ -89,16 +91,25 @@ reads = collections.defaultdict(set)
 for c in calls:
     if c["kind"] == "torch_op" and c["name"] == "aten::linear":
         reads[c["args"].get("shape:weight")].add(c["args"].get("requires_grad:weight"))
-assert reads == {"Float[5, 6]": {True}, "Float[2, 5]": {False}}, dict(reads)
-# In time order, two reads of each forward (two Linear layers), autograd as the program saw it:
-# on in the training forward (no field), off under no_grad() and under inference_mode().
+# The computed one (3 -> 5) has no requires_grad flag of its own, a leaf's.
+assert reads == {"Float[5, 6]": {True}, "Float[2, 5]": {False}, "Float[3, 5]": {False}}, dict(reads)
+# In time order, three reads of each forward (the first layer, the computed weight, the last
+# layer), autograd as the program saw it: on in the training forward (no field), off under
+# no_grad() and under inference_mode().
 assert [f["forward"] for f in forwards] == ["training", "no_grad", "inference_mode"] * 4, forwards
-expected = [None if f["grad_enabled"] else False for f in forwards for _ in range(2)]
-assert expected == [None, None, False, False, False, False] * 4, expected
-modes = [c["args"].get("grad_mode:weight") for c in sorted(
-    (c for c in calls if c["kind"] == "torch_op" and c["name"] == "aten::linear"),
-    key=lambda c: c["ts_ns"])]
+expected = [None if f["grad_enabled"] else False for f in forwards for _ in range(3)]
+assert expected == [None] * 3 + [False] * 6 + ([None] * 3 + [False] * 6) * 3, expected
+linear_reads = sorted((c for c in calls if c["kind"] == "torch_op" and c["name"] == "aten::linear"),
+                      key=lambda c: c["ts_ns"])
+modes = [c["args"].get("grad_mode:weight") for c in linear_reads]
 assert modes == expected, (modes, expected)
+# A grad_fn where the program saw one: the computed weight's read in the training forwards only.
+computed = [c["args"].get("grad_fn:weight") for c in linear_reads
+            if c["args"].get("shape:weight") == "Float[3, 5]"]
+assert computed == [True if f["computed_grad_fn"] else None for f in forwards], computed
+assert computed == [True, None, None] * 4, computed
+assert not any("grad_fn:weight" in c["args"] for c in linear_reads
+               if c["args"].get("shape:weight") != "Float[3, 5]"), "a leaf read as computed"
 # The parameters change from step to step, and so do their digests.
 assert len({op["args"]["digest:self"] for ops in updates.values() for op in ops}) == checked
 print("{} updates: shapes and digests as the program logged them".format(checked))

@@ -40,6 +40,9 @@ enum second_weight {
 	TARGET_NETWORK,
 	/* read frozen with autograd off, still updated (weight decay, momentum) */
 	FROZEN_MOVED_WITHOUT_GRAD,
+	/* read as a weight autograd computes (MAML's fast weight: flag clear, a grad_fn), whose
+	 * address an optimizer buffer of the same shape takes in the step */
+	COMPUTED_REUSED,
 };
 
 static void tensor_argument(struct trace_record *record, const char *field, uint64_t tensor)
@@ -102,7 +105,7 @@ static size_t build_step(uint32_t pid, int step, enum second_weight second, int 
 {
 	uint64_t base = 1000000ULL * (uint64_t)(step + 1);
 	bool frozen = second == FROZEN_MOVED || second == FROZEN_STILL || second == CAST_REUSED ||
-		      second == FROZEN_MOVED_WITHOUT_GRAD;
+		      second == FROZEN_MOVED_WITHOUT_GRAD || second == COMPUTED_REUSED;
 	size_t count = 0;
 
 	/* Module calls around the reads: one model, or a second one around the second read. */
@@ -122,10 +125,12 @@ static size_t build_step(uint32_t pid, int step, enum second_weight second, int 
 			    second == CAST_REUSED ? "BFloat16[4, 4]" : "Float[4, 4]");
 	if (second == TARGET_NETWORK || second == FROZEN_MOVED_WITHOUT_GRAD)
 		bool_argument(&records[count - 1], "grad_mode:weight", false);
+	if (second == COMPUTED_REUSED)
+		bool_argument(&records[count - 1], "grad_fn:weight", true);
 	if (second != NOTHING_UPDATED)
 		count = update_weight(records, count, pid, step, base + 110, WEIGHT_1);
 	if (second == TRAINED || second == FROZEN_MOVED || second == CAST_REUSED ||
-	    second == FROZEN_MOVED_WITHOUT_GRAD)
+	    second == FROZEN_MOVED_WITHOUT_GRAD || second == COMPUTED_REUSED)
 		count = update_weight(records, count, pid, step, base + 120, WEIGHT_2);
 	/* The scope's record comes when it ends, after what ran inside it. */
 	records[count++] = python_call_record(pid, step, base + 100, 100, "Optimizer.step#SGD.step",
@@ -234,6 +239,11 @@ UNIT_TEST(requires_grad_updates, frozen_and_trainable_weights_against_the_step)
 	found = judge(FROZEN_MOVED_WITHOUT_GRAD, -1);
 	CU_ASSERT_FALSE(found.frozen_holds);
 	CU_ASSERT_EQUAL(found.frozen_read, WEIGHT_2);
+
+	/* A computed weight is no frozen parameter, whatever takes its address after. */
+	found = judge(COMPUTED_REUSED, -1);
+	CU_ASSERT_TRUE(found.frozen_applies && found.frozen_holds);
+	CU_ASSERT_TRUE(found.trainable_holds);
 
 	/* An optimizer that changes nothing is ParametersUpdated's, not this rule's. */
 	found = judge(NOTHING_UPDATED, -1);

@@ -208,6 +208,9 @@ SHAPES = [
      "4 steps while a new head warms up, AdamW with weight decay"),
     ("grad_scaler_autocast.py", [], "torch's GradScaler under CPU autocast (torch 2.3 and "
      "later; disabled before): unscale_, clipping, an overflowing first iteration skipped"),
+    ("parametrize_orthogonal.py", [], "a recurrent weight kept orthogonal by "
+     "torch.nn.utils.parametrize (computed from its original at each access), Adam with "
+     "clipping, zero_grad(set_to_none) after the step, a cached evaluation"),
 ]
 
 

@@ -37,6 +37,7 @@ bool trace_arg_describes_tensor(const char *name)
 			strncmp(name, "shape:", strlen("shape:")) == 0 ||
 			strncmp(name, "requires_grad:", strlen("requires_grad:")) == 0 ||
 			strncmp(name, "grad_mode:", strlen("grad_mode:")) == 0 ||
+			strncmp(name, "grad_fn:", strlen("grad_fn:")) == 0 ||
 			strncmp(name, "data:", strlen("data:")) == 0);
 }
 

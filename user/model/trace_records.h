@@ -359,7 +359,8 @@ struct trace_record {
  * every update and is compared only across replicas; its dtype and sizes
  * ("shape:self") and whether it requires grad ("requires_grad:self"), which
  * are the model's own (a fine-tuning program freezes layers on purpose) and
- * only describe the tensor; and whether a weight was read with autograd off
+ * only describe the tensor, as does whether autograd computes it
+ * ("grad_fn:weight"); and whether a weight was read with autograd off
  * ("grad_mode:weight"), which describes how it was read.
  */
 bool trace_arg_describes_tensor(const char *name);

@@ -640,6 +640,12 @@ static void op_arguments(struct python_tracer *tracer, const struct torch_op_rea
 			arg->type = TRACE_VALUE_BOOL;
 			arg->integer = record->requires_grad == TCHECK_REQUIRES_GRAD_YES;
 		}
+		if (!updated && record->requires_grad == TCHECK_REQUIRES_GRAD_COMPUTED) {
+			arg = &call->args[call->arg_count++];
+			arg->name = TORCH_TENSOR_READ_GRAD_FN;
+			arg->type = TRACE_VALUE_BOOL;
+			arg->integer = 1;
+		}
 		if (!updated && record->grad_mode == TCHECK_GRAD_MODE_OFF) {
 			arg = &call->args[call->arg_count++];
 			arg->name = TORCH_TENSOR_READ_GRAD_MODE;

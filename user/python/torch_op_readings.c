@@ -85,6 +85,8 @@ uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading,
 		       << TCHECK_TORCH_OP_NUMEL_SHIFT |
 	       ((uint64_t)layout->requires_grad_offset & TCHECK_TORCH_OP_REQUIRES_GRAD_MASK)
 		       << TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT |
+	       ((uint64_t)layout->grad_fn_offset & TCHECK_TORCH_OP_GRAD_FN_MASK)
+		       << TCHECK_TORCH_OP_GRAD_FN_SHIFT |
 	       (torch_op_reads_contents(reading) ? TCHECK_TORCH_OP_READ_CONTENTS : 0) |
 	       (torch_op_reads_weight(reading) ? TCHECK_TORCH_OP_CHECK_DATA : 0) |
 	       (reading->scalar_is_bool ? TCHECK_TORCH_OP_BOOL_BY_VALUE : 0);

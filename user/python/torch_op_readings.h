@@ -30,6 +30,12 @@
 #define TORCH_TENSOR_UPDATED_REQUIRES_GRAD "requires_grad:self"
 #define TORCH_TENSOR_READ_REQUIRES_GRAD "requires_grad:weight"
 /*
+ * True where the weight read is computed by autograd (it has a grad_fn:
+ * MAML's fast weights, spectral_norm's weight), whose requires_grad flag
+ * is its own no more than a leaf's; left out otherwise.
+ */
+#define TORCH_TENSOR_READ_GRAD_FN "grad_fn:weight"
+/*
  * False where the forward read its weight with autograd off (under
  * torch.no_grad(): a target network's, an EMA copy's, a teacher's), so that
  * no gradient reaches the weight from it; left out where autograd was on or

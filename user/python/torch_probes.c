@@ -504,6 +504,10 @@ void torch_probes_print(const struct torch_probes *probes, FILE *out)
 		probes->tensor_layout.requires_grad_offset
 			? ""
 			: " (unknown for this version: not read)");
+	fprintf(out, "           grad_fn at AutogradMeta+%u%s\n",
+		probes->tensor_layout.grad_fn_offset,
+		probes->tensor_layout.grad_fn_offset ? ""
+						     : " (unknown for this version: not read)");
 	for (size_t i = 0; i < probes->op_count; i++)
 		print_site(out, probes->ops[i].operator_name, &probes->ops[i].site);
 	print_site(out, "grad mode", &probes->grad_mode);

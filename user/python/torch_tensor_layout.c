@@ -17,15 +17,18 @@
  * name, grad, grad_fn, grad accumulator, forward grad, hooks and hook list;
  * 2.x adds the post-accumulate-grad hooks before it). 2.14's TensorImpl and
  * AutogradMeta are 8 and 16 bytes shorter before those members than 2.6's.
+ * grad_fn_'s pointer (a std::shared_ptr's first word, after the vtable,
+ * the 32-byte name and grad) is at 48 in all three: set on the output of
+ * a differentiable operator, null on a parameter.
  */
 static const struct {
 	int major;
 	int minor;
 	struct torch_tensor_layout layout;
 } tensor_layouts[] = {
-	{ 1, 13, { 168, 24, 136 } },
-	{ 2, 6, { 160, 16, 144 } },
-	{ 2, 14, { 152, 16, 128 } },
+	{ 1, 13, { 168, 24, 136, 48 } },
+	{ 2, 6, { 160, 16, 144, 48 } },
+	{ 2, 14, { 152, 16, 128, 48 } },
 };
 
 bool torch_tensor_layout_of(const struct torch_version *version, struct torch_tensor_layout *out)

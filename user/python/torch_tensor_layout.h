@@ -6,7 +6,8 @@
  * with (c10::intrusive_ptr_target), after which come the Storage pointer
  * and the DataPtr, then (in the TensorImpl) the AutogradMeta pointer, null
  * for a tensor that never required grad; and where an AutogradMeta keeps
- * requires_grad_. Only versions checked on live tensors are known.
+ * requires_grad_ and grad_fn_. Only versions checked on live tensors are
+ * known.
  */
 #ifndef TCHECK_TORCH_TENSOR_LAYOUT_H
 #define TCHECK_TORCH_TENSOR_LAYOUT_H
@@ -20,6 +21,7 @@ struct torch_tensor_layout {
 	uint32_t numel_offset;	       /* TensorImpl::numel_; 0 unknown */
 	uint32_t object_header;	       /* bytes of intrusive_ptr_target; 0 unknown */
 	uint32_t requires_grad_offset; /* AutogradMeta::requires_grad_; 0 unknown */
+	uint32_t grad_fn_offset;       /* AutogradMeta::grad_fn_'s pointer; 0 unknown */
 };
 
 /* The layout of 'version'; false, and zeros, for a version not checked. */

@@ -13,8 +13,12 @@ of its storage (all of it when smaller), as hex. A tracer that reads the
 tensors' contents must agree with this. After each step the model runs once
 more under torch.no_grad() and once under torch.inference_mode() (two
 evaluations: their reads get no gradient), so each step's weights are read
-twice with autograd on, then four times with it off. Each forward's line in
-the log says whether autograd was on in it (torch.is_grad_enabled()).
+three times with autograd on, then six times with it off: the forward also
+reads a weight it computes from the first layer's (a 3x5 slice times 1.0,
+as MAML's fast weights are computed), which autograd computes (it has a
+grad_fn) only with autograd on. Each forward's line in the log says whether
+autograd was on in it (torch.is_grad_enabled()) and whether the computed
+weight had a grad_fn.
 
     /usr/bin/python3 tensor_contents.py --steps 4 --log /tmp/contents.jsonl
 """
@@ -38,7 +42,10 @@ class Model(nn.Module):
 
     def forward(self, features, tokens):
         hidden = torch.relu(self.first(features) + self.table(tokens))
-        return self.last(hidden) + self.cube.sum()
+        computed = self.first.weight[:3, :5] * 1.0
+        self.computed_grad_fn = computed.grad_fn is not None
+        mixed = nn.functional.linear(hidden, computed)
+        return self.last(hidden) + self.cube.sum() + mixed.sum() * 0.0
 
 
 def storage_bytes(parameter):
@@ -61,7 +68,8 @@ def main():
             optimizer.zero_grad()
             loss = nn.functional.mse_loss(model(features[step], tokens[step]), targets[step])
             log.write(json.dumps({"step": step, "forward": "training",
-                                  "grad_enabled": torch.is_grad_enabled()}) + "\n")
+                                  "grad_enabled": torch.is_grad_enabled(),
+                                  "computed_grad_fn": model.computed_grad_fn}) + "\n")
             loss.backward()
             for position, parameter in enumerate(model.parameters()):
                 head, tail, size = storage_bytes(parameter)
@@ -73,11 +81,13 @@ def main():
             with torch.no_grad():
                 model(features[step], tokens[step])
                 log.write(json.dumps({"step": step, "forward": "no_grad",
-                                      "grad_enabled": torch.is_grad_enabled()}) + "\n")
+                                      "grad_enabled": torch.is_grad_enabled(),
+                                  "computed_grad_fn": model.computed_grad_fn}) + "\n")
             with torch.inference_mode():
                 model(features[step], tokens[step])
                 log.write(json.dumps({"step": step, "forward": "inference_mode",
-                                      "grad_enabled": torch.is_grad_enabled()}) + "\n")
+                                      "grad_enabled": torch.is_grad_enabled(),
+                                  "computed_grad_fn": model.computed_grad_fn}) + "\n")
     print("trained {} steps".format(args.steps))
 
 
