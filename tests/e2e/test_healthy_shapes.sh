@@ -7,8 +7,9 @@
 # healthy 8-rank job. Asserted: no violation on any of them, each judged (the trace shows as
 # many optimizer steps per process as the program's own log), and the 8-rank job really moves
 # collectives of a layout the references did not have.
-# 96 runs, two recorded at a time (EVAL_JOBS): 2-4 minutes a stack alone, more beside other work.
-# e2e-timeout: 1500
+# 96 runs, two recorded at a time (EVAL_JOBS): 6-10 minutes a stack alone, up to 22 beside other
+# work (the whole suite, two tests at a time, on 2 CPUs).
+# e2e-timeout: 1800
 source "$(dirname "$0")/lib.sh"
 torch_stack
 status=0

@@ -35,7 +35,8 @@ UNIT_TEST(torch_op_cookie, every_field_reads_back_for_each_known_torch)
 		CU_ASSERT_EQUAL((cookie >> TCHECK_TORCH_OP_HEADER_SHIFT) &
 					TCHECK_TORCH_OP_HEADER_MASK,
 				layout.object_header);
-		CU_ASSERT_EQUAL((cookie >> TCHECK_TORCH_OP_NUMEL_SHIFT) & TCHECK_TORCH_OP_NUMEL_MASK,
+		CU_ASSERT_EQUAL((cookie >> TCHECK_TORCH_OP_NUMEL_SHIFT) &
+					TCHECK_TORCH_OP_NUMEL_MASK,
 				layout.numel_offset);
 		CU_ASSERT_EQUAL((cookie >> TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT) &
 					TCHECK_TORCH_OP_REQUIRES_GRAD_MASK,
