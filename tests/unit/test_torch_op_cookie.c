@@ -5,13 +5,17 @@
  * registers, header size, numel, requires_grad_ and grad_fn_ offsets, flags)
  * is what was packed, none spilling into another.
  */
-#include <string.h>
-
 #include "python/torch_op_readings.h"
 #include "python/torch_probes.h"
 #include "python/torch_tensor_layout.h"
 #include "tcheck/probe_abi.h"
 #include "unit.h"
+
+/* The field of 'cookie' at 'shift', 'mask' wide, as the probe reads it back. */
+static uint64_t field(uint64_t cookie, unsigned shift, uint64_t mask)
+{
+	return (cookie >> shift) & mask;
+}
 
 UNIT_TEST(torch_op_cookie, every_field_reads_back_for_each_known_torch)
 {
@@ -29,21 +33,21 @@ UNIT_TEST(torch_op_cookie, every_field_reads_back_for_each_known_torch)
 		CU_ASSERT_NOT_EQUAL(layout.grad_fn_offset, layout.requires_grad_offset);
 		cookie = torch_op_cookie(0xbeef, &reading, &layout);
 		CU_ASSERT_EQUAL(cookie & TCHECK_TORCH_OP_INDEX_MASK, 0xbeef);
-		CU_ASSERT_EQUAL((cookie >> TCHECK_TORCH_OP_TENSOR_SHIFT) &
-					TCHECK_TORCH_OP_REGISTER_MASK,
-				(uint64_t)reading.tensor_register);
-		CU_ASSERT_EQUAL((cookie >> TCHECK_TORCH_OP_HEADER_SHIFT) &
-					TCHECK_TORCH_OP_HEADER_MASK,
-				layout.object_header);
-		CU_ASSERT_EQUAL((cookie >> TCHECK_TORCH_OP_NUMEL_SHIFT) &
-					TCHECK_TORCH_OP_NUMEL_MASK,
-				layout.numel_offset);
-		CU_ASSERT_EQUAL((cookie >> TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT) &
-					TCHECK_TORCH_OP_REQUIRES_GRAD_MASK,
+		CU_ASSERT_EQUAL(
+			field(cookie, TCHECK_TORCH_OP_TENSOR_SHIFT, TCHECK_TORCH_OP_REGISTER_MASK),
+			(uint64_t)reading.tensor_register);
+		CU_ASSERT_EQUAL(
+			field(cookie, TCHECK_TORCH_OP_HEADER_SHIFT, TCHECK_TORCH_OP_HEADER_MASK),
+			layout.object_header);
+		CU_ASSERT_EQUAL(
+			field(cookie, TCHECK_TORCH_OP_NUMEL_SHIFT, TCHECK_TORCH_OP_NUMEL_MASK),
+			layout.numel_offset);
+		CU_ASSERT_EQUAL(field(cookie, TCHECK_TORCH_OP_REQUIRES_GRAD_SHIFT,
+				      TCHECK_TORCH_OP_REQUIRES_GRAD_MASK),
 				layout.requires_grad_offset);
-		CU_ASSERT_EQUAL((cookie >> TCHECK_TORCH_OP_GRAD_FN_SHIFT) &
-					TCHECK_TORCH_OP_GRAD_FN_MASK,
-				layout.grad_fn_offset);
+		CU_ASSERT_EQUAL(
+			field(cookie, TCHECK_TORCH_OP_GRAD_FN_SHIFT, TCHECK_TORCH_OP_GRAD_FN_MASK),
+			layout.grad_fn_offset);
 		/* A weight read: its data checked, its contents not read, no bool by value. */
 		CU_ASSERT_TRUE((cookie & TCHECK_TORCH_OP_CHECK_DATA) != 0);
 		CU_ASSERT_FALSE((cookie & TCHECK_TORCH_OP_READ_CONTENTS) != 0);
