@@ -7,11 +7,12 @@
 #   exactly its two members (by their job ranks), with ranks 0 and 1 in it,
 #   apart from the world and from each other (ranks 0 and 2 each build one
 #   group of size 2: the first of that size for both, not the same group);
-#   no report, live or offline.
+#   no hang or mismatch, live or offline, and a slowdown only where the
+#   straggler's own log shows that step slow (three ranks on two CPUs).
 # - Rank 2 all-reduces 24 elements on [1, 2] at step 6, rank 1 16: a
 #   mismatch on that group's communicator, live and offline, with both
 #   counts as the ranks logged them, and none on [0, 1].
-# e2e-alone: its fault-free 3-rank job on two CPUs must show no slowdown
+# e2e-alone: a slowdown (20 ms floor) is allowed only where a rank's own log shows it slow
 source "$(dirname "$0")/lib.sh"
 torch_stack
 # Three ranks importing torch 2.6 under --python on two cores take 20 s at
@@ -73,12 +74,7 @@ for comm_id, ranks in groups.items():
 traced = {rank: sum(calls for ranks in groups.values() for r, (_, calls) in ranks.items() if r == rank)
           for rank in (0, 1, 2)}
 assert traced == pair_calls, ("pair all-reduces traced", traced, "logged", pair_calls)
-findings = [r for r in jsonl(os.path.join(scratch, "clean", "events.jsonl")) +
-            jsonl(os.path.join(scratch, "clean", "check.jsonl"))
-            if r.get("kind") in ("hang", "slowdown", "mismatch")]
-assert findings == [], findings
-print("clean: pair groups", {hex(c): sorted(r) for c, r in groups.items()}, "calls", traced,
-      "; no report")
+print("clean: pair groups", {hex(c): sorted(r) for c, r in groups.items()}, "calls", traced)
 
 faults = [r for records in logs("mismatch").values() for r in records if r["kind"] == "fault"]
 if len(faults) != 2:
@@ -99,4 +95,6 @@ for source in ("events.jsonl", "check.jsonl"):
             (source, mismatch, counts)
     print("mismatch", source, ": group", sorted(counts), "counts", counts)
 PY
+python3 "$ROOT/tests/e2e/slowdowns_borne_out.py" "$SCRATCH/clean" "$SCRATCH/clean/events.jsonl" \
+	"$SCRATCH/clean/check.jsonl" || fail "the fault-free run: a report its logs do not bear out"
 echo "PASS"

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Checks that every slowdown reported on a fault-free run of
+tests/workloads/python/train_ddp.py is one the straggler's own log bears
+out, and that nothing else was reported.
+
+A two-core machine busy with other work can hold a rank back for a step of
+tens of milliseconds: its own log then shows that step that long, which is a
+real straggler, not a false alarm. A slowdown counts as borne out when the
+step that holds the straggler's last arrival, or a step on either side of
+it, is longer than the rank's median step by at least half the reported
+lead. Hangs and mismatches are never allowed.
+
+Usage: slowdowns_borne_out.py RUN_DIR REPORTS.jsonl... (RUN_DIR holds the
+workload's log/ folder). Exit status 0 when all is borne out, 1 otherwise.
+"""
+import bisect
+import json
+import os
+import sys
+
+
+def jsonl(path):
+    with open(path, encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def steps_around(log_dir, rank, at_ns):
+    """The rank's usual step (its median, from its own backward calls) and the lengths of the
+    step that holds at_ns and of the steps on either side of it."""
+    starts = sorted(r["ts_ns"] for r in jsonl(os.path.join(log_dir, "rank-{}.jsonl".format(rank)))
+                    if r.get("api") == "torch._tensor.Tensor.backward")
+    lengths = [b - a for a, b in zip(starts, starts[1:])]
+    if not lengths:
+        return None, []
+    step = bisect.bisect_right(starts, at_ns) - 1
+    return sorted(lengths)[len(lengths) // 2], lengths[max(step - 1, 0):step + 2]
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    log_dir = os.path.join(sys.argv[1], "log")
+    reports = [r for path in sys.argv[2:] if os.path.exists(path) for r in jsonl(path)
+               if r.get("kind") in ("hang", "slowdown", "mismatch")]
+    unexplained = [r for r in reports if r["kind"] != "slowdown"]
+    for slowdown in (r for r in reports if r["kind"] == "slowdown"):
+        straggler = slowdown["stragglers"][0]
+        usual, around = steps_around(log_dir, straggler["job_rank"], straggler["last_ts_ns"])
+        if not around or max(around) - usual < slowdown["lead_ns"] / 2:
+            unexplained.append(slowdown)
+            continue
+        print("host noise: job rank {} late by {:.1f} ms; its steps then {} ms, usually {:.1f}"
+              .format(straggler["job_rank"], slowdown["lead_ns"] / 1e6,
+                      [round(length / 1e6, 1) for length in around], usual / 1e6))
+    if unexplained:
+        print("reports the workload's logs do not bear out: {}".format(unexplained),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
