@@ -213,6 +213,35 @@ SHAPES = [
      "clipping, zero_grad(set_to_none) after the step, a cached evaluation"),
 ]
 
+# Shapes whose program or whose torch code differs from one torch release to the next (fused
+# and compiled optimizers, autocast, ZeRO, checkpointing, parametrisations, functional
+# updates): a --part runs them all, on each stack.
+EVERY_PART = {
+    ("adamw_foreach_eval.py", ("--fused",)), ("zero_redundancy.py", ("--world-size", "2")),
+    ("ddp_world.py", ("--world-size", "2")), ("checkpointed.py", ()),
+    ("spectral_norm_gan.py", ()), ("weight_norm_convs.py", ()), ("compiled_model.py", ()),
+    ("maml_inner_loop.py", ()), ("inference_mode_eval.py", ("--autocast",)),
+    ("checkpoint_non_reentrant.py", ()), ("grad_scaler_autocast.py", ()),
+    ("parametrize_orthogonal.py", ()),
+}
+
+
+def shapes_of_part(part):
+    """The shapes of part 'K/N' (1 <= K <= N): every N-th, from the K-th, and EVERY_PART.
+
+    N parts together hold every shape; each holds the shapes of EVERY_PART. None: all.
+    """
+    if part is None:
+        return list(enumerate(SHAPES))
+    try:
+        number, parts = (int(field) for field in part.split("/"))
+    except ValueError:
+        number = parts = 0
+    if not 1 <= number <= parts:
+        raise ValueError("--part takes K/N with 1 <= K <= N, not '{}'".format(part))
+    return [(index, shape) for index, shape in enumerate(SHAPES)
+            if index % parts == number - 1 or (shape[0], tuple(shape[1])) in EVERY_PART]
+
 
 def record_shape(suite, index, script, options):
     stem = "shape{}-{}".format(index, script[:-3])
@@ -297,9 +326,17 @@ def main():
     parser.add_argument("--results", default=None, metavar="FILE", help="write the results here")
     parser.add_argument("--no-nccl", action="store_true",
                         help="leave out the NCCL workload's world sizes")
+    parser.add_argument("--part", default=None, metavar="K/N",
+                        help="run only part K of N: every N-th program from the K-th, and those "
+                             "whose torch code differs between releases (the N parts hold "
+                             "every program; default: all)")
     cross.add_jobs_option(parser)
     cross.add_shared_references_option(parser)
     args = parser.parse_args()
+    try:
+        selected = shapes_of_part(args.part)
+    except ValueError as error:
+        parser.error(str(error))
     if os.geteuid() != 0:
         print("healthy_shapes_eval: records with BPF: run it as root", file=sys.stderr)
         return 2
@@ -309,7 +346,7 @@ def main():
     try:
         rules = suite.infer(args.jobs, args.shared_references)
         shapes = cross.in_parallel(lambda item: check_shape(suite, rules, *item),
-                                   list(enumerate(SHAPES)), args.jobs)
+                                   selected, args.jobs)
         nccl = None if args.no_nccl else nccl_world_sizes(suite)
     except (RuntimeError, OSError, ValueError, KeyError) as error:
         print("healthy_shapes_eval: {} (work folder {})".format(error, work), file=sys.stderr)
