@@ -8,7 +8,10 @@ tens of milliseconds: its own log then shows that step that long, which is a
 real straggler, not a false alarm. A slowdown counts as borne out when the
 step that holds the straggler's last arrival, or a step on either side of
 it, is longer than the rank's median step by at least half the reported
-lead. Hangs and mismatches are never allowed.
+lead. Hangs and mismatches are never allowed, nor a slowdown within a second
+of a checkpoint the workload logged (`--checkpoint-every`): a healthy pause
+that the tool must not take for a straggler, though the saving rank's log
+shows that step long.
 
 Usage: slowdowns_borne_out.py RUN_DIR REPORTS.jsonl... (RUN_DIR holds the
 workload's log/ folder). Exit status 0 when all is borne out, 1 otherwise.
@@ -36,6 +39,17 @@ def steps_around(log_dir, rank, at_ns):
     return sorted(lengths)[len(lengths) // 2], lengths[max(step - 1, 0):step + 2]
 
 
+def near_a_checkpoint(log_dir, at_ns):
+    """Whether at_ns is within a second of a checkpoint some rank logged."""
+    for name in os.listdir(log_dir):
+        if name.startswith("rank-") and name.endswith(".jsonl"):
+            for record in jsonl(os.path.join(log_dir, name)):
+                if record.get("kind") == "checkpoint" and \
+                        record["ts_ns"] - 1e9 <= at_ns <= record["end_ns"] + 1e9:
+                    return True
+    return False
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -47,7 +61,8 @@ def main():
     for slowdown in (r for r in reports if r["kind"] == "slowdown"):
         straggler = slowdown["stragglers"][0]
         usual, around = steps_around(log_dir, straggler["job_rank"], straggler["last_ts_ns"])
-        if not around or max(around) - usual < slowdown["lead_ns"] / 2:
+        if not around or max(around) - usual < slowdown["lead_ns"] / 2 or \
+                near_a_checkpoint(log_dir, straggler["last_ts_ns"]):
             unexplained.append(slowdown)
             continue
         print("host noise: job rank {} late by {:.1f} ms; its steps then {} ms, usually {:.1f}"

@@ -3,16 +3,17 @@
 # whose rank 0 saves a checkpoint (torch.save, about 3 s) every 10 steps
 # while rank 1 waits in its all-reduce, recorded with `record --python` as
 # the README says, and judged live (--events) and offline (check):
-# - no hang, no slowdown, either way; each pause reported as a pause of job
-#   rank 0, doing file I/O, matched against the checkpoint the workload
-#   logged (its start and end), the same pauses live and offline;
+# - no hang, no slowdown near a checkpoint, either way (elsewhere only one the
+#   straggler's own log shows: two ranks on two CPUs); each pause reported as a
+#   pause of job rank 0, doing file I/O, matched against the checkpoint the
+#   workload logged (its start and end), the same pauses live and offline;
 # - the same job whose rank 0 then stops for good (sleeps, never issuing
 #   its all-reduce): its pauses, then one hang naming job rank 0, within the
 #   usual limit of its last call, live and offline (its launcher stops the
 #   ranks 10 s after the stop).
 # A healthy run that hangs in torch's own teardown is judged as a hang (below)
 # and run again.
-# e2e-alone: its healthy job must show no slowdown, and each pause is held to within a second
+# e2e-alone: no slowdown near a checkpoint, and each pause is held to within a second
 source "$(dirname "$0")/lib.sh"
 torch_stack
 ddp_run pauses --steps 35 --checkpoint-every 10 --checkpoint-seconds 3 --timeout 100
@@ -76,7 +77,8 @@ assert len(checkpoints) == 3, ("the workload logged", checkpoints)
 assert all(c["end_ns"] - c["ts_ns"] >= 3e9 for c in checkpoints), checkpoints
 live, offline = findings(healthy)
 for side, found in (("live", live), ("offline", offline)):
-    assert not [f for f in found if f["kind"] != "pause"], (side, found)
+    # Slowdowns: only host noise away from the checkpoints (slowdowns_borne_out.py, below).
+    assert not [f for f in found if f["kind"] not in ("pause", "slowdown")], (side, found)
     check_pauses(side, [f for f in found if f["kind"] == "pause"], checkpoints)
 assert [(p["start_ns"], p["end_ns"]) for p in live] == \
     [(p["start_ns"], p["end_ns"]) for p in offline], (live, offline)
@@ -102,4 +104,6 @@ for side, found in (("live", live), ("offline", offline)):
     print("stop ({}): hang names job rank 0 at {} seq {}, {:.2f} s after its last call".format(
         side, hang["collective"], hang["seq"], late_s))
 PY
+python3 "$ROOT/tests/e2e/slowdowns_borne_out.py" "$SCRATCH/$healthy" "$SCRATCH/$healthy/events.jsonl" \
+	"$SCRATCH/$healthy/check.jsonl" || fail "the healthy run: a report its logs do not bear out"
 echo "PASS"
