@@ -39,15 +39,11 @@ def steps_around(log_dir, rank, at_ns):
     return sorted(lengths)[len(lengths) // 2], lengths[max(step - 1, 0):step + 2]
 
 
-def near_a_checkpoint(log_dir, at_ns):
-    """Whether at_ns is within a second of a checkpoint some rank logged."""
-    for name in os.listdir(log_dir):
-        if name.startswith("rank-") and name.endswith(".jsonl"):
-            for record in jsonl(os.path.join(log_dir, name)):
-                if record.get("kind") == "checkpoint" and \
-                        record["ts_ns"] - 1e9 <= at_ns <= record["end_ns"] + 1e9:
-                    return True
-    return False
+def checkpoints(log_dir):
+    """(start, end) of every checkpoint a rank logged, in ns."""
+    return [(record["ts_ns"], record["end_ns"]) for name in sorted(os.listdir(log_dir))
+            if name.startswith("rank-") and name.endswith(".jsonl")
+            for record in jsonl(os.path.join(log_dir, name)) if record.get("kind") == "checkpoint"]
 
 
 def main():
@@ -58,11 +54,12 @@ def main():
     reports = [r for path in sys.argv[2:] if os.path.exists(path) for r in jsonl(path)
                if r.get("kind") in ("hang", "slowdown", "mismatch")]
     unexplained = [r for r in reports if r["kind"] != "slowdown"]
+    saved = checkpoints(log_dir)
     for slowdown in (r for r in reports if r["kind"] == "slowdown"):
         straggler = slowdown["stragglers"][0]
         usual, around = steps_around(log_dir, straggler["job_rank"], straggler["last_ts_ns"])
         if not around or max(around) - usual < slowdown["lead_ns"] / 2 or \
-                near_a_checkpoint(log_dir, straggler["last_ts_ns"]):
+                any(start - 1e9 <= straggler["last_ts_ns"] <= end + 1e9 for start, end in saved):
             unexplained.append(slowdown)
             continue
         print("host noise: job rank {} late by {:.1f} ms; its steps then {} ms, usually {:.1f}"

@@ -118,7 +118,9 @@ print("mismatch: job rank", odd_rank, "all-reduced", elements[odd_rank], "elemen
 
 # Clean: no hang or mismatch, and every slowdown borne out by the straggler's own log
 # (slowdowns_borne_out.py, run after this); check's summary counts them.
+live = jsonl(os.path.join(scratch, "clean", "events.jsonl"))
 offline = jsonl(os.path.join(scratch, "clean", "check.jsonl"))
+assert all(r["kind"] == "slowdown" for r in live + offline), (live, offline)
 text = open(os.path.join(scratch, "clean", "check.txt")).read()
 assert "0 hang(s), {} slowdown(s), 0 mismatch(es)".format(len(offline)) in text, text
 print("clean: check counts", len(offline), "slowdown(s)")
