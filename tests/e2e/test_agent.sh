@@ -106,10 +106,14 @@ grep -q '^tcheck_attached_processes 0$' "$SCRATCH/first.prom" ||
 # -gt or -lt). Its look for new processes holds a folder of /proc and a file open for a
 # moment, longer on a machine busy with other jobs; what it sets up once may come with the
 # first job or later. A descriptor each job leaks stays through every look of a later job.
+# A descriptor the agent closes between the listing and a look at it is not an
+# error: the count is the listing's (a glob, no look at each entry), and the kinds
+# skip a descriptor gone by the time its link is read.
 descriptors() { # WHICH LOOKS
-	local kept="" count
+	local kept="" count listed
 	for _ in $(seq "$2"); do
-		count=$(ls "/proc/$agent/fd" | wc -l)
+		listed=("/proc/$agent/fd/"*)
+		count=${#listed[@]}
 		if [ -z "$kept" ] || [ "$count" "$1" "$kept" ]; then kept=$count; fi
 		sleep 0.1
 	done
@@ -117,7 +121,10 @@ descriptors() { # WHICH LOOKS
 }
 # What the descriptors are, by kind (bpf_link, perf_event, a file's path).
 descriptor_kinds() {
-	ls -l "/proc/$agent/fd" | awk 'NF > 10 { print $NF }' | sed 's/\[[0-9]*\]$//' | sort | uniq -c
+	local descriptor
+	for descriptor in "/proc/$agent/fd/"*; do
+		readlink "$descriptor" 2>/dev/null || true
+	done | sed 's/\[[0-9]*\]$//' | sort | uniq -c
 }
 run_job second
 descriptors_after_second=$(descriptors -gt 10)
