@@ -13,8 +13,10 @@ of a checkpoint the workload logged (`--checkpoint-every`): a healthy pause
 that the tool must not take for a straggler, though the saving rank's log
 shows that step long.
 
-Usage: slowdowns_borne_out.py RUN_DIR REPORTS.jsonl... (RUN_DIR holds the
-workload's log/ folder). Exit status 0 when all is borne out, 1 otherwise.
+Usage: slowdowns_borne_out.py [--hangs-judged-apart] RUN_DIR REPORTS.jsonl...
+(RUN_DIR holds the workload's log/ folder). --hangs-judged-apart leaves the
+hangs to the caller: a run with a fault it logged, whose hang the caller
+checks against the fault. Exit status 0 when all is borne out, 1 otherwise.
 """
 import bisect
 import json
@@ -47,12 +49,16 @@ def checkpoints(log_dir):
 
 
 def main():
-    if len(sys.argv) < 3:
+    arguments = sys.argv[1:]
+    judged = ("hang", "slowdown", "mismatch")
+    if arguments[:1] == ["--hangs-judged-apart"]:
+        arguments, judged = arguments[1:], ("slowdown", "mismatch")
+    if len(arguments) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    log_dir = os.path.join(sys.argv[1], "log")
-    reports = [r for path in sys.argv[2:] if os.path.exists(path) for r in jsonl(path)
-               if r.get("kind") in ("hang", "slowdown", "mismatch")]
+    log_dir = os.path.join(arguments[0], "log")
+    reports = [r for path in arguments[1:] if os.path.exists(path) for r in jsonl(path)
+               if r.get("kind") in judged]
     unexplained = [r for r in reports if r["kind"] != "slowdown"]
     saved = checkpoints(log_dir)
     for slowdown in (r for r in reports if r["kind"] == "slowdown"):
