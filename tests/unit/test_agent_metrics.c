@@ -369,3 +369,55 @@ UNIT_TEST(agent_metrics, a_worker_without_rank_takes_its_widest_communicators)
 	agent_metrics_free(metrics);
 	metrics_registry_free(registry);
 }
+
+/*
+ * A process whose rank is learned after its first calls: the calls before
+ * stay under rank "unknown", those after count under the rank; each of its
+ * communicators keeps its own last sequence number, calls alternating.
+ */
+UNIT_TEST(agent_metrics, series_follow_a_rank_learned_later_and_each_communicator)
+{
+	struct metrics_registry *registry = metrics_registry_new();
+	struct trace_record world = { .kind = TRACE_RECORD_COMMUNICATOR };
+	struct agent_metrics *metrics;
+	struct trace_record call;
+	char *text;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
+	metrics = agent_metrics_new(registry, "/nonexistent", 300);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(metrics);
+	rank_process(metrics, 999990, -1);
+	call = all_reduce_record(999990, -1, -1, 0, 1, 64);
+	agent_metrics_observe(metrics, &call);
+	world.communicator = (struct trace_communicator){ .pid = 999990,
+							  .origin = TRACE_COMM_RECOVERED,
+							  .handle = 0x20,
+							  .rank = 3,
+							  .nranks = 4 };
+	agent_metrics_observe(metrics, &world);
+	for (int64_t seq = 2; seq <= 7; seq++) {
+		call = all_reduce_record(999990, 3, 4, seq % 2 ? 0x20 : 0x30, seq, 64);
+		agent_metrics_observe(metrics, &call);
+	}
+	text = metrics_render(registry, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text,
+				      "tcheck_nccl_calls_total{pid=\"999990\",rank=\"unknown\","
+				      "pod=\"\",namespace=\"\",container=\"\","
+				      "function=\"ncclAllReduce\"} 1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_nccl_calls_total{pid=\"999990\",rank=\"3\","
+					    "pod=\"\",namespace=\"\",container=\"\","
+					    "function=\"ncclAllReduce\"} 6\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_collective_sequence{pid=\"999990\",rank=\"3\","
+					    "pod=\"\",namespace=\"\",container=\"\","
+					    "comm=\"0x0000000000000020\"} 7\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_collective_sequence{pid=\"999990\",rank=\"3\","
+					    "pod=\"\",namespace=\"\",container=\"\","
+					    "comm=\"0x0000000000000030\"} 6\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "tcheck_probe_hits_total{pid=\"999990\",rank=\"3\","
+					    "pod=\"\",namespace=\"\",container=\"\","
+					    "kind=\"nccl_call\"} 6\n"));
+	free(text);
+	agent_metrics_free(metrics);
+	metrics_registry_free(registry);
+}

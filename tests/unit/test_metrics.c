@@ -118,6 +118,49 @@ UNIT_TEST(metrics, many_series_are_each_found_again)
 	metrics_registry_free(registry);
 }
 
+/*
+ * A series updated through a handle stays the series of its labels while
+ * others are added past the family's capacity (the series move) and
+ * removed before it (its place changes), and is made again once removed.
+ */
+UNIT_TEST(metrics, a_remembered_series_stays_its_labels_series)
+{
+	static const char *const labels[] = { "pid", "function" };
+	const char *mine[] = { "1", "ncclAllReduce" };
+	struct metrics_registry *registry = metrics_registry_new();
+	struct metrics_handle handle = { 0 };
+	struct metrics_family *calls;
+	char pid[16];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(registry);
+	calls = metrics_declare(registry, "tcheck_nccl_calls_total", "", METRICS_COUNTER, labels,
+				2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+	CU_ASSERT_EQUAL(metrics_add(calls, (const char *[]){ "0", "ncclAllReduce" }, 1), 0);
+	/* 100 more series, each added between two updates of the remembered one. */
+	for (int p = 0; p < 100; p++) {
+		CU_ASSERT_EQUAL(metrics_add_remembered(calls, &handle, mine, 1), 0);
+		snprintf(pid, sizeof(pid), "%d", p + 2);
+		CU_ASSERT_EQUAL(metrics_add(calls, (const char *[]){ pid, "ncclAllReduce" }, 5), 0);
+	}
+	CU_ASSERT_DOUBLE_EQUAL(metrics_get(calls, mine), 100, 0);
+	/* The series before it removed: it moves one place down. */
+	CU_ASSERT_EQUAL(metrics_unset(calls, (const char *[]){ "0", "ncclAllReduce" }), 1);
+	CU_ASSERT_EQUAL(metrics_add_remembered(calls, &handle, mine, 1), 0);
+	CU_ASSERT_DOUBLE_EQUAL(metrics_get(calls, mine), 101, 0);
+	CU_ASSERT_DOUBLE_EQUAL(metrics_get(calls, (const char *[]){ "2", "ncclAllReduce" }), 5, 0);
+	/* Its series removed: the next update makes it again. */
+	CU_ASSERT_EQUAL(metrics_remove_series(registry, "pid", "1"), 1);
+	CU_ASSERT_EQUAL(metrics_set_remembered(calls, &handle, mine, 3), 0);
+	CU_ASSERT_DOUBLE_EQUAL(metrics_get(calls, mine), 3, 0);
+	for (int p = 0; p < 100; p++) {
+		snprintf(pid, sizeof(pid), "%d", p + 2);
+		CU_ASSERT_DOUBLE_EQUAL(metrics_get(calls, (const char *[]){ pid, "ncclAllReduce" }),
+				       5, 0);
+	}
+	metrics_registry_free(registry);
+}
+
 UNIT_TEST(metrics, malformed_or_conflicting_declarations_are_refused)
 {
 	static const char *const labels[] = { "rank" };

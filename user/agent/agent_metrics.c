@@ -12,6 +12,7 @@
 #include "agent/agent_metric_families.h"
 #include "agent/metrics.h"
 #include "agent/pod_identity.h"
+#include "base/fnv_hash.h"
 #include "base/log.h"
 #include "base/identity_text.h"
 #include "base/u64_map.h"
@@ -19,6 +20,39 @@
 #include "diagnose/progress_model.h"
 #include "model/c10d_api.h"
 #include "model/nccl_api.h"
+
+/* What a record a probe sent is, for tcheck_probe_hits_total's kind label. */
+enum probe_hit_kind { HIT_NCCL_CALL, HIT_TORCH_SCOPE, HIT_TORCH_OP, HIT_PYTHON_CALL, HIT_KINDS };
+
+static const char *const probe_hit_kind_names[HIT_KINDS] = { "nccl_call", "torch_scope", "torch_op",
+							     "python_call" };
+
+/*
+ * The series each call of a process updates, remembered so that a call
+ * finds them without hashing and comparing every label (about a fifth of
+ * the agent's time went there): per function called and per communicator,
+ * in tables indexed by a hash of the function's name or the communicator
+ * (one that lands on a taken entry takes it over). Forgotten whenever the
+ * process's labels change.
+ */
+#define REMEMBERED_FUNCTIONS 32
+#define REMEMBERED_COMMS 16
+
+struct function_series {
+	char name[64]; /* "": unused */
+	struct metrics_handle calls, bytes;
+};
+
+struct comm_series {
+	uint64_t comm_id; /* 0: unused */
+	struct metrics_handle sequence, progress;
+};
+
+struct remembered_series {
+	struct metrics_handle hits[HIT_KINDS];
+	struct function_series functions[REMEMBERED_FUNCTIONS];
+	struct comm_series comms[REMEMBERED_COMMS];
+};
 
 struct process_labels {
 	char pid[16];
@@ -31,6 +65,7 @@ struct process_labels {
 	struct u64_map comms;	/* communicators with series of their own (value: the labels) */
 	bool comms_full_said;	/* the log named the communicators left without series */
 	bool rank_unknown_said; /* the log said why its calls are labelled rank="unknown" */
+	struct remembered_series remembered; /* series found with the labels as they are now */
 };
 
 struct agent_metrics {
@@ -137,6 +172,13 @@ static void fill_values(const struct process_labels *labels, const char *values[
 	values[LABEL_CONTAINER] = labels->pod.container;
 }
 
+/* The process's rank label; its series found so far carry the old one, so they are forgotten. */
+static void set_rank(struct process_labels *labels, int32_t rank)
+{
+	snprintf(labels->rank, sizeof(labels->rank), "%d", rank);
+	memset(&labels->remembered, 0, sizeof(labels->remembered));
+}
+
 /*
  * A process with no RANK in its environment (a torch.multiprocessing.spawn
  * worker) takes its rank on its widest communicator, as job_snapshot does;
@@ -146,7 +188,7 @@ static void learn_rank(struct process_labels *labels, int32_t rank, int32_t nran
 {
 	if (rank < 0 || nranks <= labels->rank_width)
 		return;
-	snprintf(labels->rank, sizeof(labels->rank), "%d", rank);
+	set_rank(labels, rank);
 	labels->rank_width = nranks;
 }
 
@@ -158,7 +200,7 @@ static void observe_process(struct agent_metrics *metrics, const struct trace_pr
 	if (!labels)
 		return;
 	if (process->rank >= 0) {
-		snprintf(labels->rank, sizeof(labels->rank), "%d", process->rank);
+		set_rank(labels, process->rank);
 		labels->rank_width = INT32_MAX;
 	}
 	if (!known && !process->end_ns)
@@ -199,14 +241,48 @@ static double call_bytes(const struct trace_nccl_call *call, const struct nccl_f
 	return (double)call->params[count] * (double)element_size;
 }
 
-static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_call *call)
+/* The remembered series of a function the process called, taken on for it if new; NULL: none. */
+static struct function_series *function_series_of(struct process_labels *labels,
+						  const char *function)
+{
+	struct function_series *series;
+	size_t length = function ? strlen(function) : 0;
+
+	if (!length || length >= sizeof(series->name))
+		return NULL;
+	series =
+		&labels->remembered.functions[fnv1a_bytes(function, length) % REMEMBERED_FUNCTIONS];
+	if (strcmp(series->name, function) != 0) {
+		memset(series, 0, sizeof(*series));
+		memcpy(series->name, function, length + 1);
+	}
+	return series;
+}
+
+/* The remembered series of one of the process's communicators, taken on for it if new. */
+static struct comm_series *comm_series_of(struct process_labels *labels, uint64_t comm_id)
+{
+	struct comm_series *series =
+		&labels->remembered
+			 .comms[fnv1a_add_u64(FNV1A_OFFSET_BASIS, comm_id) % REMEMBERED_COMMS];
+
+	if (series->comm_id != comm_id) {
+		memset(series, 0, sizeof(*series));
+		series->comm_id = comm_id;
+	}
+	return series;
+}
+
+static void observe_call(struct agent_metrics *metrics, struct process_labels *labels,
+			 const struct trace_nccl_call *call)
 {
 	const struct nccl_function *function = call->api;
-	struct process_labels *labels = labels_of(metrics, call->pid);
 	const char *values[PROCESS_LABELS + 1];
+	struct function_series *by_function;
+	struct comm_series *by_comm;
 	char comm[IDENTITY_TEXT_SIZE];
 
-	if (!labels || call->depth > 0)
+	if (call->depth > 0)
 		return; /* NCCL's calls to itself are not the application's */
 	learn_rank(labels, call->rank, call->nranks);
 	/* Said at a collective or send: by then a communicator has been made or read. */
@@ -220,15 +296,22 @@ static void observe_call(struct agent_metrics *metrics, const struct trace_nccl_
 	}
 	fill_values(labels, values);
 	values[PROCESS_LABELS] = call->function;
-	metrics_add(metrics->series.calls, values, 1);
+	by_function = function_series_of(labels, call->function);
+	metrics_add_remembered(metrics->series.calls, by_function ? &by_function->calls : NULL,
+			       values, 1);
 	if (function && nccl_function_is_communication(function) && call->result == 0)
-		metrics_add(metrics->series.bytes, values, call_bytes(call, function));
+		metrics_add_remembered(metrics->series.bytes,
+				       by_function ? &by_function->bytes : NULL, values,
+				       call_bytes(call, function));
 	if (call->seq < 0 || !call->comm_id || !comm_has_series(labels, call->comm_id))
 		return;
 	values[PROCESS_LABELS] = identity_text(call->comm_id, comm);
-	metrics_set(metrics->series.sequence, values, (double)call->seq);
-	metrics_set(metrics->series.progress, values,
-		    (double)((int64_t)call->entry_ns + metrics->realtime_offset_ns) / 1e9);
+	by_comm = comm_series_of(labels, call->comm_id);
+	metrics_set_remembered(metrics->series.sequence, &by_comm->sequence, values,
+			       (double)call->seq);
+	metrics_set_remembered(metrics->series.progress, &by_comm->progress, values,
+			       (double)((int64_t)call->entry_ns + metrics->realtime_offset_ns) /
+				       1e9);
 }
 
 static void observe_network(struct agent_metrics *metrics,
@@ -407,65 +490,66 @@ void agent_metrics_attach_failure(struct agent_metrics *metrics, const char *pat
 	metrics_add(metrics->series.attach_failures, values, 1);
 }
 
-/* One record the probes sent by process 'pid' at training step 'step' (-1 unknown). */
-static void observe_probe_hit(struct agent_metrics *metrics, uint32_t pid, int32_t step,
-			      const char *kind)
+/* One record the probes sent by a process at training step 'step' (-1 unknown). */
+static void observe_probe_hit(struct agent_metrics *metrics, struct process_labels *labels,
+			      int32_t step, enum probe_hit_kind kind)
 {
-	struct process_labels *labels = labels_of(metrics, pid);
 	const char *values[PROCESS_LABELS + 1];
 
-	if (!labels)
-		return;
 	fill_values(labels, values);
-	values[PROCESS_LABELS] = kind;
-	metrics_add(metrics->series.probe_hits, values, 1);
+	values[PROCESS_LABELS] = probe_hit_kind_names[kind];
+	metrics_add_remembered(metrics->series.probe_hits, &labels->remembered.hits[kind], values,
+			       1);
 	if (step > labels->step) {
 		labels->step = step;
 		metrics_set(metrics->series.training_step, values, step);
 	}
 }
 
-static const char *python_hit_kind(const struct trace_python_call *call)
+static enum probe_hit_kind python_hit_kind(const struct trace_python_call *call)
 {
-	return call->flags & TRACE_PYTHON_TORCH_SCOPE ? "torch_scope"
-	       : call->flags & TRACE_PYTHON_TORCH_OP  ? "torch_op"
-						      : "python_call";
+	return call->flags & TRACE_PYTHON_TORCH_SCOPE ? HIT_TORCH_SCOPE
+	       : call->flags & TRACE_PYTHON_TORCH_OP  ? HIT_TORCH_OP
+						      : HIT_PYTHON_CALL;
 }
 
 void agent_metrics_observe(struct agent_metrics *metrics, const struct trace_record *record)
 {
+	struct process_labels *labels;
+
 	switch (record->kind) {
 	case TRACE_RECORD_PYTHON_CALL:
-		observe_probe_hit(metrics, record->python_call.pid, record->python_call.step,
-				  python_hit_kind(&record->python_call));
+		labels = labels_of(metrics, record->python_call.pid);
+		if (labels)
+			observe_probe_hit(metrics, labels, record->python_call.step,
+					  python_hit_kind(&record->python_call));
 		break;
 	case TRACE_RECORD_PROCESS:
 		observe_process(metrics, &record->process);
 		break;
 	case TRACE_RECORD_NCCL_CALL:
-		observe_probe_hit(metrics, record->call.pid, record->call.step, "nccl_call");
-		observe_call(metrics, &record->call);
+		labels = labels_of(metrics, record->call.pid);
+		if (!labels)
+			break;
+		observe_probe_hit(metrics, labels, record->call.step, HIT_NCCL_CALL);
+		observe_call(metrics, labels, &record->call);
 		break;
-	case TRACE_RECORD_COMMUNICATOR: {
-		struct process_labels *labels = labels_of(metrics, record->communicator.pid);
-
+	case TRACE_RECORD_COMMUNICATOR:
+		labels = labels_of(metrics, record->communicator.pid);
 		if (labels)
 			learn_rank(labels, record->communicator.rank, record->communicator.nranks);
 		break;
-	}
-	case TRACE_RECORD_ARRIVAL: {
+	case TRACE_RECORD_ARRIVAL:
 		/*
 		 * The rank read on arrival (RANK, a communicator's, or a c10d group's
 		 * for a spawned gloo worker); any communicator read later, of any
 		 * width, takes its place.
 		 */
-		struct process_labels *labels = labels_of(metrics, record->arrival.pid);
-
+		labels = labels_of(metrics, record->arrival.pid);
 		if (labels)
 			learn_rank(labels, record->arrival.rank,
 				   record->arrival.nranks > 0 ? record->arrival.nranks : 1);
 		break;
-	}
 	case TRACE_RECORD_NETWORK:
 		observe_network(metrics, &record->network);
 		break;

@@ -39,6 +39,8 @@ struct metrics_family {
 	 * series are removed); two series with one hash: the scan finds the other.
 	 */
 	struct u64_map index;
+	/* Changes whenever series move (the array reallocated, one removed): handles check it. */
+	unsigned long layout;
 };
 
 struct metrics_registry {
@@ -281,6 +283,7 @@ static bool same_values(const struct metrics_family *family, const struct metric
 /* Indexes every series again, after removals moved them. */
 static void reindex(struct metrics_family *family)
 {
+	family->layout++;
 	u64_map_free(&family->index);
 	u64_map_init(&family->index);
 	for (size_t i = 0; i < family->series_count; i++)
@@ -315,12 +318,15 @@ static struct metrics_series *find_or_add_series(struct metrics_family *family,
 {
 	uint64_t hash = labels_hash(family, values);
 	struct metrics_series *series = find_series(family, values, hash);
+	struct metrics_series *before = family->series;
 
 	if (series)
 		return series;
 	if (growable_array_room_for_one((void **)&family->series, family->series_count,
 					&family->series_capacity, sizeof(*family->series)))
 		return NULL;
+	if (family->series != before)
+		family->layout++;
 	series = &family->series[family->series_count];
 	series->labels_hash = hash;
 	series->value = 0;
@@ -349,7 +355,18 @@ static struct metrics_series *find_or_add_series(struct metrics_family *family,
 	return series;
 }
 
-static int update(struct metrics_family *family, const char *const values[], double value, bool add)
+/* The series a handle remembers, if the family's series have not moved since; else NULL. */
+static struct metrics_series *remembered(const struct metrics_family *family,
+					 const struct metrics_handle *handle)
+{
+	if (!handle || !handle->position || handle->layout != family->layout ||
+	    handle->position > family->series_count)
+		return NULL;
+	return &family->series[handle->position - 1];
+}
+
+static int update(struct metrics_family *family, struct metrics_handle *handle,
+		  const char *const values[], double value, bool add)
 {
 	struct metrics_series *series;
 	int err = 0;
@@ -359,7 +376,13 @@ static int update(struct metrics_family *family, const char *const values[], dou
 	if (add && family->type == METRICS_COUNTER && !(value >= 0))
 		return -EINVAL;
 	pthread_mutex_lock(&family->registry->lock);
-	series = find_or_add_series(family, values);
+	series = remembered(family, handle);
+	if (!series) {
+		series = find_or_add_series(family, values);
+		if (series && handle)
+			*handle = (struct metrics_handle){ (size_t)(series - family->series) + 1,
+							   family->layout };
+	}
 	if (!series)
 		err = -ENOMEM;
 	else if (add)
@@ -372,12 +395,24 @@ static int update(struct metrics_family *family, const char *const values[], dou
 
 int metrics_set(struct metrics_family *family, const char *const label_values[], double value)
 {
-	return update(family, label_values, value, false);
+	return update(family, NULL, label_values, value, false);
 }
 
 int metrics_add(struct metrics_family *family, const char *const label_values[], double delta)
 {
-	return update(family, label_values, delta, true);
+	return update(family, NULL, label_values, delta, true);
+}
+
+int metrics_add_remembered(struct metrics_family *family, struct metrics_handle *handle,
+			   const char *const label_values[], double delta)
+{
+	return update(family, handle, label_values, delta, true);
+}
+
+int metrics_set_remembered(struct metrics_family *family, struct metrics_handle *handle,
+			   const char *const label_values[], double value)
+{
+	return update(family, handle, label_values, value, false);
 }
 
 int metrics_observe(struct metrics_family *family, const char *const label_values[], double value)

@@ -57,6 +57,25 @@ int metrics_set(struct metrics_family *family, const char *const label_values[],
 /* Adds delta to a series, creating it at 0; a counter refuses a negative delta (-EINVAL). */
 int metrics_add(struct metrics_family *family, const char *const label_values[], double delta);
 /*
+ * A series a caller updates often, remembered so that the next update finds
+ * it without hashing and comparing its labels. It stays right while the
+ * family's series have not moved (another added past its capacity, one
+ * removed): the update checks that and looks the series up again if they
+ * have. Zero-initialised it remembers nothing. The caller owns the key: a
+ * handle serves one set of label values, and is zeroed when they change.
+ */
+struct metrics_handle {
+	size_t position; /* 1 + the series' place in its family; 0 none */
+	unsigned long layout;
+};
+
+/* metrics_add and metrics_set through a handle (found and remembered on first use). */
+int metrics_add_remembered(struct metrics_family *family, struct metrics_handle *handle,
+			   const char *const label_values[], double delta);
+int metrics_set_remembered(struct metrics_family *family, struct metrics_handle *handle,
+			   const char *const label_values[], double value);
+
+/*
  * The value of a series, 0 when it does not exist (for tests and reports);
  * of a histogram series, its count of observations.
  */

@@ -135,6 +135,8 @@ struct progress_comm {
 	int32_t nranks;
 	struct progress_rank ranks[PROGRESS_MAX_RANKS];
 	struct progress_slot *window; /* PROGRESS_WINDOW slots */
+	/* Ranks' entries a slot may hold: nranks, or more if a call named a rank past it. */
+	int32_t slot_width;
 	uint64_t signatures[PROGRESS_SIGNATURES];
 	int64_t signature_count;
 	/*
