@@ -5,13 +5,17 @@
 # waits for; the snapshot reads it again 0.3 s later, sees it was writing,
 # and names no hang (exit 0), saying why. Held against the workload's own
 # checkpoint record: the snapshot was taken inside the pause it logged.
+# A snapshot that could not read a process within its 10 s (the checkpoint's
+# own I/O on a slow disk can hold a read that long) judges nothing and says
+# so, exit 2: it is taken once more, still inside the pause, and that one
+# must judge.
 source "$(dirname "$0")/lib.sh"
 torch_stack
 
 dir="$SCRATCH/pause"
 mkdir -p "$dir"
 setsid $TORCH_PYTHON "$ROOT/tests/workloads/python/train_ddp.py" --steps 7 \
-	--checkpoint-every 5 --checkpoint-seconds 20 --timeout 120 --log-dir "$dir/log" \
+	--checkpoint-every 5 --checkpoint-seconds 30 --timeout 150 --log-dir "$dir/log" \
 	>"$dir/out" 2>&1 &
 job=$!
 BACKGROUND_PIDS+=($job)
@@ -27,10 +31,20 @@ ranks=$(pgrep -f -- "train_ddp.py --worker .*--log-dir $dir/log" | sort -n)
 [ "$(echo "$ranks" | wc -l)" = 2 ] || fail "expected 2 rank processes, found: $ranks"
 pid_options=$(for pid in $ranks; do printf -- '--pid %s ' "$pid"; done)
 monotonic() { python3 -c 'import time; print(time.monotonic_ns())'; }
-before=$(monotonic)
-status=0
-"$TCHECK" snapshot $pid_options --json -o "$dir/snapshot.json" 2>"$dir/snapshot.err" || status=$?
-after=$(monotonic)
+unread_notes() {
+	python3 -c 'import json, sys
+for p in json.load(open(sys.argv[1]))["processes"]:
+    if p.get("unread_note"): print(p["unread_note"])' "$1" 2>/dev/null
+}
+for attempt in 1 2; do
+	before=$(monotonic)
+	status=0
+	"$TCHECK" snapshot $pid_options --json -o "$dir/snapshot.json" 2>"$dir/snapshot.err" ||
+		status=$?
+	after=$(monotonic)
+	[ "$status" = 2 ] && [ -n "$(unread_notes "$dir/snapshot.json")" ] || break
+	echo "snapshot $attempt left a process unread: $(unread_notes "$dir/snapshot.json")"
+done
 [ "$status" = 0 ] || fail "snapshot exited $status during a checkpoint, not 0: $(head -c 600 "$dir/snapshot.json")"
 # The launcher prints the stacks of a rank it stops at --timeout: the tail shows where it was.
 wait "$job" || fail "the job failed: $(tail -30 "$dir/out")"

@@ -3,7 +3,8 @@
 # userfaultfd and never served: every reader waits until the process ends,
 # as with memory on a hung mount) does not stop the others from being read:
 # `snapshot` leaves it unread after JOB_SNAPSHOT_STALL_MS (10 s), says which
-# thread's stack it stalled on (the workload's own word), writes the other
+# thread's stack it stalled on (the workload's own word) and where in the
+# kernel its reader waits (in the userfault), writes the other
 # process and exits 2; the agent that finds it goes on serving and finds the
 # next process of the job.
 source "$(dirname "$0")/lib.sh"
@@ -31,13 +32,18 @@ status=0
 timeout 60 "$TCHECK" snapshot --pid "$stuck" --pid "$other" --json >"$SCRATCH/snapshot.json" \
 	2>"$SCRATCH/snapshot.err" || status=$?
 [ "$status" = 2 ] || fail "snapshot exited $status, not 2 (a process that cannot be read): $(cat "$SCRATCH/snapshot.err")"
-python3 - "$SCRATCH/snapshot.json" "$stuck" "$stuck_tid" "$other" <<'PY' || fail "the snapshot does not say what it could not read"
+stacks_shown=no
+[ -r /proc/self/stack ] && head -c1 /proc/self/stack >/dev/null 2>&1 && stacks_shown=yes
+python3 - "$SCRATCH/snapshot.json" "$stuck" "$stuck_tid" "$other" "$stacks_shown" <<'PY' || fail "the snapshot does not say what it could not read"
 import json, sys
 snapshot = json.load(open(sys.argv[1]))
-stuck, tid, other = int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+stuck, tid, other, stacks_shown = int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
 processes = {p["pid"]: p for p in snapshot["processes"]}
 note = processes[stuck].get("unread_note", "")
 assert f"thread {tid}'s stack" in note and "10 s" in note, note
+# Where the reader waits, where the kernel shows a thread's stack: the workload's userfaultfd.
+if stacks_shown == "yes":
+    assert "the reader waits in the kernel in handle_userfault" in note, note
 assert "not read (pid %d)" % stuck in snapshot["summary"], snapshot["summary"]
 read = processes[other]
 assert "unread_note" not in read and read["command"].endswith("sleep 120"), read

@@ -17,8 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/error_message.h"
+#include "base/kernel_wait.h"
 #include "base/system_clock.h"
 #include "record/job_snapshot_process.h"
 
@@ -34,6 +36,7 @@ struct snapshot_reading {
 	size_t next;			    /* slots below are final; this one is being read */
 	int err; /* a process that could not be read: the reading fails */
 	char error[512];
+	pid_t reader_tid;	  /* the current worker's thread, to say where it waits */
 	uint64_t step_started_ns; /* when the current worker began its current step */
 	char step[320];		  /* that step, for the note of a process it never finishes */
 };
@@ -83,6 +86,10 @@ static void *worker_run(void *argument)
 	struct snapshot_file_tables *tables = snapshot_file_tables_new();
 	char error[sizeof(reading->error)];
 
+	pthread_mutex_lock(&reading->lock);
+	if (worker->generation == reading->generation)
+		reading->reader_tid = gettid();
+	pthread_mutex_unlock(&reading->lock);
 	for (size_t i = worker->first; i < reading->count; i++) {
 		struct snapshot_process process = { .pid = reading->pids[i], .rank = -1 };
 		bool current;
@@ -148,15 +155,22 @@ static int worker_start(struct snapshot_reading *reading, size_t first)
 static int give_up_on_current(struct snapshot_reading *reading)
 {
 	struct snapshot_process *process = &reading->processes[reading->next];
+	char waits_in[200] = "", where[240] = "";
 
+	/* Where the read waits names what holds it: a fault, a lock, a mount. */
+	if (reading->reader_tid)
+		kernel_wait_of_own_thread(reading->reader_tid, waits_in, sizeof(waits_in));
+	if (waits_in[0])
+		snprintf(where, sizeof(where), "; the reader waits in the kernel in %s", waits_in);
 	process->pid = reading->pids[reading->next];
 	process->rank = -1;
 	snprintf(process->unread_note, sizeof(process->unread_note),
-		 "pid %d was not read: %.200s did not finish within %d s (a page of its memory "
+		 "pid %d was not read: %.200s did not finish within %d s%s (a page of its memory "
 		 "that cannot be read now, one on a hung mount or held by userfaultfd, keeps "
 		 "every reader waiting until it is served)",
-		 (int)process->pid, reading->step, JOB_SNAPSHOT_STALL_MS / 1000);
+		 (int)process->pid, reading->step, JOB_SNAPSHOT_STALL_MS / 1000, where);
 	reading->generation++;
+	reading->reader_tid = 0;
 	reading->next++;
 	return reading->next < reading->count ? worker_start(reading, reading->next) : 0;
 }
