@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
-#include "base/kernel_wait.h"
+#include "probe/kernel_wait.h"
 #include "base/system_clock.h"
 #include "record/job_snapshot_process.h"
 

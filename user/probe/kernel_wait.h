@@ -5,8 +5,8 @@
  * its wait channel. Said when a read of another process does not return, so
  * that the note names the lock, the fault or the mount it waits on.
  */
-#ifndef TCHECK_KERNEL_WAIT_H
-#define TCHECK_KERNEL_WAIT_H
+#ifndef TCHECK_PROBE_KERNEL_WAIT_H
+#define TCHECK_PROBE_KERNEL_WAIT_H
 
 #include <stddef.h>
 #include <sys/types.h>
@@ -17,4 +17,4 @@ void kernel_stack_summary(const char *stack_text, int frames, char *text, size_t
 /* Where thread tid of this process waits: "" when the kernel does not say. */
 void kernel_wait_of_own_thread(pid_t tid, char *text, size_t size);
 
-#endif /* TCHECK_KERNEL_WAIT_H */
+#endif /* TCHECK_PROBE_KERNEL_WAIT_H */

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /* Where a thread of this process waits in the kernel: its kernel stack, else its wait channel. */
-#include "base/kernel_wait.h"
+#include "probe/kernel_wait.h"
 
-#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "probe/proc_files.h"
 
 /* The frames a note names: the innermost say what is awaited, the rest how it was reached. */
 #define KERNEL_WAIT_FRAMES 5
@@ -35,33 +37,31 @@ void kernel_stack_summary(const char *stack_text, int frames, char *text, size_t
 	}
 }
 
-static ssize_t read_own_task_file(pid_t tid, const char *name, char *buffer, size_t size)
+/* The text of /proc/self/task/TID/ENTRY, malloc'ed, or NULL where it cannot be read. */
+static char *own_task_file(pid_t tid, const char *entry)
 {
 	char path[64];
-	ssize_t got;
-	int fd;
+	char *contents = NULL;
+	size_t length;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	got = read(fd, buffer, size - 1);
-	close(fd);
-	buffer[got > 0 ? got : 0] = '\0';
-	return got;
+	snprintf(path, sizeof(path), "task/%d/%s", (int)tid, entry);
+	return proc_file_read(getpid(), path, &contents, &length) == 0 ? contents : NULL;
 }
 
 void kernel_wait_of_own_thread(pid_t tid, char *text, size_t size)
 {
-	char buffer[4096];
+	char *stack, *channel;
 
 	if (size == 0)
 		return;
 	text[0] = '\0';
-	if (read_own_task_file(tid, "stack", buffer, sizeof(buffer)) > 0)
-		kernel_stack_summary(buffer, KERNEL_WAIT_FRAMES, text, size);
+	stack = own_task_file(tid, "stack");
+	if (stack)
+		kernel_stack_summary(stack, KERNEL_WAIT_FRAMES, text, size);
+	free(stack);
 	/* The wait channel alone, where the stack is not shown ("0": running). */
-	if (!text[0] && read_own_task_file(tid, "wchan", buffer, sizeof(buffer)) > 0 &&
-	    strcmp(buffer, "0") != 0)
-		snprintf(text, size, "%.*s", (int)strcspn(buffer, "\n"), buffer);
+	channel = text[0] ? NULL : own_task_file(tid, "wchan");
+	if (channel && channel[0] && strcmp(channel, "0") != 0)
+		snprintf(text, size, "%.*s", (int)strcspn(channel, "\n"), channel);
+	free(channel);
 }
