@@ -54,17 +54,18 @@ milliseconds() {
 	echo $((minutes * 60000 + 10#${seconds%.*} * 1000 + 10#${seconds#*.}))
 }
 
-# How many times the kernel has logged that this machine resumed from a snapshot of it.
-vm_restores() {
-	dmesg 2>/dev/null | grep -c 'virtual machine fork'
+# The kernel's last line saying that this machine resumed from a snapshot of it, if any
+# (the last one, not a count: the kernel's log drops its oldest lines as it fills).
+vm_last_restore() {
+	dmesg 2>/dev/null | grep 'virtual machine fork' | tail -n 1
 }
 
 # run_test NUMBER FILE STACK: one run, in a shell of its own. Writes its log, then a
-# status file "EXIT WALL_MS CPU_MS RESTORES": CPU time is what the processes it waited for
-# used; RESTORES, how many times the machine resumed from a snapshot while it ran.
+# status file "EXIT WALL_MS CPU_MS RESTORED": CPU time is what the processes it waited for
+# used; RESTORED, 1 when the machine resumed from a snapshot while it ran.
 run_test() {
-	local number=$1 test=$2 stack=$3 start status user system restores
-	restores=$(vm_restores)
+	local number=$1 test=$2 stack=$3 start status user system restore restored=0
+	restore=$(vm_last_restore)
 	start=$(date +%s%N)
 	# Not the list of runs the loop below reads: a test gets no input.
 	TCHECK_TORCH_STACK=$stack timeout "$(time_limit "$test")" bash "$test" </dev/null \
@@ -72,7 +73,8 @@ run_test() {
 	status=$?
 	times >"$results/$number.times"
 	read -r user system < <(sed -n 2p "$results/$number.times")
-	echo "$status $((($(date +%s%N) - start) / 1000000)) $(($(milliseconds "$user") + $(milliseconds "$system"))) $(($(vm_restores) - restores))" \
+	[ "$(vm_last_restore)" = "$restore" ] || restored=1
+	echo "$status $((($(date +%s%N) - start) / 1000000)) $(($(milliseconds "$user") + $(milliseconds "$system"))) $restored" \
 		>"$results/$number.status"
 }
 
@@ -82,11 +84,11 @@ rerun_count=0
 # report NUMBER NAME: the closing PASS, SKIP or FAIL line of a finished run. A failed run
 # across which the machine was restored from a snapshot runs once more (as NUMBER.again).
 report() {
-	local number=$1 name=$2 status wall_ms cpu_ms restores took
-	read -r status wall_ms cpu_ms restores <"$results/$number.status" ||
-		status=1 wall_ms=0 cpu_ms=0 restores=0
+	local number=$1 name=$2 status wall_ms cpu_ms restored took
+	read -r status wall_ms cpu_ms restored <"$results/$number.status" ||
+		status=1 wall_ms=0 cpu_ms=0 restored=0
 	took="$((wall_ms / 1000)).$((wall_ms % 1000 / 100))s, cpu $((cpu_ms / 1000)).$((cpu_ms % 1000 / 100))s"
-	if [ "$status" != 0 ] && [ "$status" != 77 ] && [ "${restores:-0}" -gt 0 ] &&
+	if [ "$status" != 0 ] && [ "$status" != 77 ] && [ "${restored:-0}" = 1 ] &&
 		[[ "$number" != *.again ]]; then
 		rerun_count=$((rerun_count + 1))
 		echo "RERUN $name (exit $status, $took): the machine was paused and restored from a" \
@@ -128,7 +130,7 @@ runs() {
 		# A test that calls torch_stack (lib.sh) runs once on each torch stack.
 		if grep -q '^torch_stack$' "$test"; then
 			for stack in ${E2E_TORCH_STACKS:-torch-1.13 torch-2.6 torch-2.14}; do
-				echo "$limit $alone $name[$stack] $test $stack"
+				echo "$limit $alone ${name}[$stack] $test $stack"
 			done
 		else
 			echo "$limit $alone $name $test -"
