@@ -17,6 +17,15 @@ uint64_t monotonic_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
 }
 
+uint64_t own_cpu_ns(void)
+{
+	struct timespec now;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now))
+		return 0;
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
 void realtime_text(uint64_t realtime_ns, char *text, size_t size)
 {
 	time_t seconds = (time_t)(realtime_ns / 1000000000ULL);

@@ -9,6 +9,9 @@
 /* CLOCK_MONOTONIC in nanoseconds: the clock bpf_ktime_get_ns() reads. */
 uint64_t monotonic_ns(void);
 
+/* The CPU time this process has used, all its threads, in nanoseconds. */
+uint64_t own_cpu_ns(void);
+
 /*
  * CLOCK_REALTIME nanoseconds as RFC 3339 in UTC to the millisecond,
  * "2026-11-28T12:01:02.345Z", in 'text' (32 bytes hold it).

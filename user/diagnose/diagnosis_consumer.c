@@ -2,6 +2,7 @@
 /* Feeds a live recording to the detectors: the diagnosis behind the consumer interface. */
 #include "diagnose/diagnosis_consumer.h"
 
+#include "base/system_clock.h"
 #include "diagnose/job_diagnosis.h"
 
 static int take_record(void *context, const struct trace_record *record)
@@ -24,7 +25,7 @@ static int tick_interval_ms(void *context)
 static void tick(void *context, uint64_t now_ns, bool read_ok)
 {
 	(void)read_ok;
-	job_diagnosis_tick(context, now_ns);
+	job_diagnosis_watch(context, now_ns, own_cpu_ns());
 }
 
 static void finish(void *context)

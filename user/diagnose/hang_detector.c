@@ -236,7 +236,8 @@ static bool rank_left_behind(const struct progress_model *model, double step_ns)
 
 		if (comm->nranks > 0 && all_ranks_present(comm) && ranks_disagree(comm) &&
 		    !any_rank_finished(comm) &&
-		    (double)(model->now_ns - comm->last_progress_ns) >=
+		    (double)(model->now_ns -
+			     watched_time_silent_since(&model->watched, comm->last_progress_ns)) >=
 			    silence_limit(model, comm, step_ns) / 2)
 			return true;
 	}
@@ -347,7 +348,8 @@ static bool is_stuck(const struct progress_model *model, const struct pause_trac
 		     const struct progress_comm *comm, double step_ns)
 {
 	double limit = silence_limit(model, comm, step_ns);
-	uint64_t quiet = silence_start(model, pauses, comm);
+	uint64_t quiet =
+		watched_time_silent_since(&model->watched, silence_start(model, pauses, comm));
 
 	if (comm->hang_reported || comm->nranks <= 0)
 		return false;
@@ -370,7 +372,9 @@ static void hold_pausing_ranks(const struct progress_model *model, struct pause_
 	int64_t fewest;
 
 	if (!pauses || comm->hang_reported || comm->nranks <= 0 || !ranks_disagree(comm) ||
-	    any_rank_finished(comm) || (double)(model->now_ns - comm->last_progress_ns) <= limit)
+	    any_rank_finished(comm) ||
+	    (double)(model->now_ns -
+		     watched_time_silent_since(&model->watched, comm->last_progress_ns)) <= limit)
 		return;
 	fewest = fewest_collectives(comm);
 	for (int32_t r = 0; r < comm->nranks; r++) {
@@ -446,7 +450,8 @@ static unsigned init_hangs(struct progress_model *model, struct diagnosis_report
 			missing += !init->entry_ns[r];
 		}
 		if (init->hang_reported || !inside || !missing ||
-		    (double)(model->now_ns - since) <= limit)
+		    (double)(model->now_ns - watched_time_silent_since(&model->watched, since)) <=
+			    limit)
 			continue;
 		init->hang_reported = true;
 		memset(report, 0, sizeof(*report));
@@ -458,7 +463,8 @@ static unsigned init_hangs(struct progress_model *model, struct diagnosis_report
 		report->seq = -1;
 		report->step = -1;
 		report->hang_class = HANG_HOST;
-		report->detected_ns = since + (uint64_t)limit;
+		report->detected_ns =
+			watched_time_silent_since(&model->watched, since) + (uint64_t)limit;
 		report->stalled_ns = model->now_ns - since;
 		report->inside_count = inside;
 		report->inside_since_ns = since;
@@ -568,7 +574,9 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 			continue;
 		}
 		report_stuck(model, comm, samples, step_ns, silence_limit(model, comm, step_ns),
-			     silence_start(model, pauses, comm), &reports[found]);
+			     watched_time_silent_since(&model->watched,
+						       silence_start(model, pauses, comm)),
+			     &reports[found]);
 		for (unsigned k = 0; pauses && k < reports[found].rank_count; k++)
 			pause_tracker_release(pauses, reports[found].ranks[k].pid);
 		if (unlearned)

@@ -18,6 +18,7 @@
 #include "diagnose/progress_processes.h"
 #include "diagnose/slowdown_detector.h"
 #include "diagnose/step_stall_detector.h"
+#include "diagnose/watched_time.h"
 #include "export/export_jsonl.h"
 
 #define HANG_REPORTS_PER_CHECK 16
@@ -526,8 +527,10 @@ void job_diagnosis_record(struct job_diagnosis *diagnosis, const struct trace_re
 			judge_process(diagnosis, process, &record->process, time_shift_ns);
 		break;
 	case TRACE_RECORD_STATS:
-		job_diagnosis_tick(diagnosis,
-				   (uint64_t)((int64_t)record->stats.timestamp_ns + time_shift_ns));
+		/* Written every 200 ms while tcheck-bpf runs: its own tick, in a trace too. */
+		job_diagnosis_watch(diagnosis,
+				    (uint64_t)((int64_t)record->stats.timestamp_ns + time_shift_ns),
+				    0);
 		break;
 	case TRACE_RECORD_NETWORK:
 		job_diagnosis_network_sample(diagnosis, &record->network, time_shift_ns);
@@ -573,8 +576,32 @@ void job_diagnosis_network_sample(struct job_diagnosis *diagnosis,
 void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns)
 {
 	progress_model_advance(diagnosis->model, now_ns);
+	/* The first records read after a gap wait for the tick that says how long it was. */
+	if (!watched_time_current(&diagnosis->model->watched, diagnosis->model->now_ns))
+		return;
 	check_hangs(diagnosis);
 	diagnosis->hangs_checked_ns = now_ns;
+}
+
+void job_diagnosis_watch(struct job_diagnosis *diagnosis, uint64_t now_ns, uint64_t cpu_ns)
+{
+	struct watched_gap gap;
+
+	if (watched_time_tick(&diagnosis->model->watched, now_ns, cpu_ns, &gap)) {
+		if (gap.stopped)
+			log_warning(
+				"tcheck-bpf did not run for %.1f s (this machine was paused, or "
+				"tcheck-bpf was stopped): hangs are judged on the time after it "
+				"came back, not across the gap",
+				(double)gap.length_ns / 1e9);
+		else
+			log_info("tcheck-bpf judged nothing for %.1f s (%s): hangs are judged on "
+				 "the time after that, not across the gap",
+				 (double)gap.length_ns / 1e9,
+				 cpu_ns ? "it was busy"
+					: "the trace has no statistics record over it");
+	}
+	job_diagnosis_tick(diagnosis, now_ns);
 }
 
 int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis)

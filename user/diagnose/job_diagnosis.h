@@ -43,6 +43,14 @@ void job_diagnosis_network_sample(struct job_diagnosis *diagnosis,
 void job_diagnosis_tick(struct job_diagnosis *diagnosis, uint64_t now_ns);
 
 /*
+ * tcheck-bpf's own tick (its loop live, with its CPU time; a statistics
+ * record in a trace, cpu_ns 0): no silence is counted across a gap of more
+ * than WATCHED_TIME_GAP_NS before it (watched_time.h), and a gap in which
+ * tcheck-bpf did not run is said as a warning. Then a tick.
+ */
+void job_diagnosis_watch(struct job_diagnosis *diagnosis, uint64_t now_ns, uint64_t cpu_ns);
+
+/*
  * How often a live loop should tick, in ms: a tenth of the job's step
  * between 20 and 100 ms, so a hang is reported within a tenth of a step (20 ms
  * at least) of the moment the silence passed its limit. 100 while the step is

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "diagnose/watched_time.h"
 #include "model/trace_records.h"
 
 #define PROGRESS_MAX_RANKS 64
@@ -242,7 +243,8 @@ struct progress_model {
 	struct progress_comm *comms;
 	unsigned comm_count;
 	size_t comm_capacity;
-	uint64_t now_ns; /* latest time seen in any record or tick */
+	uint64_t now_ns;	     /* latest time seen in any record or tick */
+	struct watched_time watched; /* what tcheck-bpf's own ticks say it was there to see */
 	struct progress_blocked blocked[PROGRESS_BLOCKED_MAX];
 	unsigned blocked_count;
 	struct progress_init inits[PROGRESS_INITS_MAX]; /* the latest ones, oldest replaced */

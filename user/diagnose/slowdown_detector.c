@@ -272,6 +272,13 @@ bool slowdown_detector_check(const struct progress_model *model, const struct pr
 	if (!start_ns || !previous_ns || arrivals.last_rank < 0 || arrivals.last_ns <= start_ns ||
 	    arrivals.last_ns < previous_ns)
 		return false;
+	/*
+	 * A step that spans time tcheck-bpf did not watch is not judged, nor one
+	 * that ends after its ticks stopped: the tick to come may end a gap (watched_time.h).
+	 */
+	if (watched_time_spans_gap(&model->watched, start_ns, arrivals.last_ns) ||
+	    !watched_time_current(&model->watched, arrivals.last_ns))
+		return false;
 	/* A guessed arrival (a call that never reached the model) is a bound, not a time. */
 	if (slot->guessed || progress_comm_guessed(comm, index - 1) ||
 	    progress_comm_guessed(comm, progress_comm_step_end(comm, step - 1)))

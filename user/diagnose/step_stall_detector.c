@@ -103,14 +103,15 @@ bool step_stall_check(struct step_stall_detector *detector, const struct progres
 	limit = model->options.hang_factor * longest;
 	if (limit < model->options.stall_min_ns)
 		limit = model->options.stall_min_ns;
-	if (model->now_ns <= latest || (double)(model->now_ns - latest) <= limit)
+	if (model->now_ns <= latest ||
+	    (double)(model->now_ns - watched_time_silent_since(&model->watched, latest)) <= limit)
 		return false;
 	detector->reported = true;
 	memset(report, 0, sizeof(*report));
 	report->kind = DIAGNOSIS_HANG;
 	report->step_progress = true;
 	report->hang_class = HANG_HOST;
-	report->detected_ns = latest + (uint64_t)limit;
+	report->detected_ns = watched_time_silent_since(&model->watched, latest) + (uint64_t)limit;
 	report->stalled_ns = model->now_ns - latest;
 	report->expected_step_ns = longest;
 	report->seq = -1;
