@@ -6,7 +6,8 @@
 # thread's stack it stalled on (the workload's own word) and where in the
 # kernel its reader waits (in the userfault), writes the other
 # process and exits 2; the agent that finds it goes on serving and finds the
-# next process of the job.
+# next process of the job. Time snapshot did not run (stopped, as on a
+# paused machine) is not counted toward the 10 s.
 source "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || skip "curl is not installed"
 job="$SCRATCH/job"
@@ -87,4 +88,27 @@ for _ in 1 2 3 4; do
 done
 [ "$(grep -c "pid $stuck was not read" "$SCRATCH/agent-ranks.log")" = 1 ] ||
 	fail "the stuck process was read again: $(grep -c "pid $stuck was not read" "$SCRATCH/agent-ranks.log") times"
+
+# The machine pauses while a read waits (here: snapshot stopped 3 s in, for 12 s): the
+# time snapshot did not run is not counted toward the 10 s, and its note says how long it was.
+start_stuck "$SCRATCH/stuck-2.out"
+"$TCHECK" snapshot --pid "$stuck" --json >"$SCRATCH/paused.json" 2>"$SCRATCH/paused.err" &
+snapshot=$!
+BACKGROUND_PIDS+=("$snapshot")
+sleep 3
+kill -STOP "$snapshot"
+sleep 12
+kill -CONT "$snapshot"
+status=0
+wait "$snapshot" || status=$?
+[ "$status" = 2 ] || fail "the paused snapshot exited $status, not 2: $(cat "$SCRATCH/paused.err")"
+python3 - "$SCRATCH/paused.json" "$stuck" <<'PY' || fail "the paused snapshot counted the time it did not run"
+import json, re, sys
+snapshot = json.load(open(sys.argv[1]))
+note = {p["pid"]: p for p in snapshot["processes"]}[int(sys.argv[2])].get("unread_note", "")
+assert re.search(r"within 10 s \(not counting 1[12]\.[0-9] s in which tcheck-bpf did not run\)", note), note
+# 3 s, the 12 s stop, then the rest of the 10 s.
+assert 21 <= snapshot["read_seconds"] < 40, snapshot["read_seconds"]
+print("paused snapshot: %.1f s (%s)" % (snapshot["read_seconds"], note[:120]))
+PY
 echo "PASS"

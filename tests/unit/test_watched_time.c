@@ -9,7 +9,7 @@
 #include "diagnose/diagnosis_report.h"
 #include "diagnose/hang_detector.h"
 #include "diagnose/progress_model.h"
-#include "diagnose/watched_time.h"
+#include "base/watched_time.h"
 #include "diagnosis_job.h"
 #include "unit.h"
 

@@ -18,7 +18,7 @@
 #include "diagnose/progress_processes.h"
 #include "diagnose/slowdown_detector.h"
 #include "diagnose/step_stall_detector.h"
-#include "diagnose/watched_time.h"
+#include "base/watched_time.h"
 #include "export/export_jsonl.h"
 
 #define HANG_REPORTS_PER_CHECK 16

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "diagnose/watched_time.h"
+#include "base/watched_time.h"
 #include "model/trace_records.h"
 
 #define PROGRESS_MAX_RANKS 64

@@ -8,6 +8,9 @@
  * in its unread_note, and a new worker reads the ones after it. The worker
  * left behind keeps its own tables and frees them, and the reading's shared
  * state, whenever its read returns; nothing it reads after that counts.
+ * Time this process did not run (the machine paused, or tcheck-bpf stopped:
+ * its waits, 500 ms at most, came more than WATCHED_TIME_GAP_NS apart) is
+ * not counted toward a step's limit: the read was stopped too.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,8 +23,9 @@
 #include <unistd.h>
 
 #include "base/error_message.h"
-#include "probe/kernel_wait.h"
 #include "base/system_clock.h"
+#include "base/watched_time.h"
+#include "probe/kernel_wait.h"
 #include "record/job_snapshot_process.h"
 
 /* What the caller and the workers share; freed by the last to let go of it. */
@@ -151,24 +155,35 @@ static int worker_start(struct snapshot_reading *reading, size_t first)
 	return err;
 }
 
-/* Gives up on the process being read: said in its slot; the next worker reads on. */
-static int give_up_on_current(struct snapshot_reading *reading)
+/* The longest the caller waits without looking at the clock: shorter than a gap. */
+#define WAIT_SLICE_NS 500000000ull
+
+/*
+ * Gives up on the process being read: said in its slot; the next worker
+ * reads on. unwatched_ns: time of the step this process did not run.
+ */
+static int give_up_on_current(struct snapshot_reading *reading, uint64_t unwatched_ns)
 {
 	struct snapshot_process *process = &reading->processes[reading->next];
-	char waits_in[200] = "", where[240] = "";
+	char waits_in[200] = "", where[240] = "", not_counted[96] = "";
 
 	/* Where the read waits names what holds it: a fault, a lock, a mount. */
 	if (reading->reader_tid)
 		kernel_wait_of_own_thread(reading->reader_tid, waits_in, sizeof(waits_in));
 	if (waits_in[0])
 		snprintf(where, sizeof(where), "; the reader waits in the kernel in %s", waits_in);
+	if (unwatched_ns)
+		snprintf(not_counted, sizeof(not_counted),
+			 " (not counting %.1f s in which tcheck-bpf did not run)",
+			 (double)unwatched_ns / 1e9);
 	process->pid = reading->pids[reading->next];
 	process->rank = -1;
 	snprintf(process->unread_note, sizeof(process->unread_note),
-		 "pid %d was not read: %.200s did not finish within %d s%s (a page of its memory "
-		 "that cannot be read now, one on a hung mount or held by userfaultfd, keeps "
-		 "every reader waiting until it is served)",
-		 (int)process->pid, reading->step, JOB_SNAPSHOT_STALL_MS / 1000, where);
+		 "pid %d was not read: %.200s did not finish within %d s%s%s (a page of its "
+		 "memory that cannot be read now, one on a hung mount or held by userfaultfd, "
+		 "keeps every reader waiting until it is served)",
+		 (int)process->pid, reading->step, JOB_SNAPSHOT_STALL_MS / 1000, not_counted,
+		 where);
 	reading->generation++;
 	reading->reader_tid = 0;
 	reading->next++;
@@ -212,7 +227,8 @@ int job_snapshot_read(const pid_t *pids, size_t count, struct job_snapshot *snap
 		      size_t error_size)
 {
 	const uint64_t stall_ns = (uint64_t)JOB_SNAPSHOT_STALL_MS * 1000000ull;
-	uint64_t started = monotonic_ns();
+	uint64_t started = monotonic_ns(), step_seen = 0, unwatched_in_step = 0;
+	struct watched_time watched = { 0 };
 	struct snapshot_reading *reading;
 	struct timespec wall;
 	int failure = 0; /* an errno: no thread could be started */
@@ -229,13 +245,25 @@ int job_snapshot_read(const pid_t *pids, size_t count, struct job_snapshot *snap
 	if (count)
 		failure = worker_start(reading, 0);
 	while (!failure && !reading->err && reading->next < reading->count) {
-		uint64_t deadline = reading->step_started_ns + stall_ns;
-		struct timespec until = monotonic_deadline(deadline);
+		uint64_t now = monotonic_ns(), deadline;
+		struct watched_gap gap;
 
-		if (monotonic_ns() >= deadline)
-			failure = give_up_on_current(reading);
-		else
+		if (reading->step_started_ns != step_seen) {
+			step_seen = reading->step_started_ns;
+			unwatched_in_step = 0;
+		}
+		if (watched_time_tick(&watched, now, own_cpu_ns(), &gap) && now > step_seen)
+			unwatched_in_step +=
+				gap.length_ns < now - step_seen ? gap.length_ns : now - step_seen;
+		deadline = step_seen + stall_ns + unwatched_in_step;
+		if (now >= deadline) {
+			failure = give_up_on_current(reading, unwatched_in_step);
+		} else {
+			struct timespec until = monotonic_deadline(
+				deadline - now < WAIT_SLICE_NS ? deadline : now + WAIT_SLICE_NS);
+
 			pthread_cond_timedwait(&reading->changed, &reading->lock, &until);
+		}
 	}
 	if (failure)
 		err = error_fail(error, error_size, failure,

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The time tcheck-bpf itself was there to see. Its loop ticks every 100 ms
- * live and writes a statistics record every 200 ms into a trace; a longer
- * gap between two such ticks is time it did not watch: the machine was
+ * The time tcheck-bpf itself was there to see. Something of it ticks
+ * regularly (the recorder's loop every 100 ms live, a statistics record
+ * every 200 ms in a trace, a snapshot's waits every 500 ms at most); a
+ * longer gap between two ticks is time it did not watch: the machine was
  * paused (a virtual machine's snapshot, a frozen cgroup), tcheck-bpf was
- * stopped, or its loop was busy. In the first two cases the job's
- * processes were most likely stopped with it, so a silence that spans the
- * gap says nothing about the job: silences are counted from the tick that
- * ended the gap. Records seen while the ticks have stopped (the first ones
- * read after such a gap) are not judged until the next tick.
+ * stopped, or it was busy. In the first two cases what it watches (the
+ * job's processes, a read of one) was most likely stopped with it, so a
+ * span measured across the gap says nothing about them: the detectors
+ * count silences from the tick that ended the gap and judge records seen
+ * while the ticks have stopped only from the next tick on
+ * (diagnose/job_diagnosis.c); a snapshot does not count the gap toward a
+ * read's limit (record/job_snapshot_read.c).
  */
 #ifndef TCHECK_WATCHED_TIME_H
 #define TCHECK_WATCHED_TIME_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The time tcheck-bpf was there to see; see watched_time.h. */
-#include "diagnose/watched_time.h"
+#include "base/watched_time.h"
 
 #include <string.h>
 
