@@ -236,8 +236,7 @@ static bool rank_left_behind(const struct progress_model *model, double step_ns)
 
 		if (comm->nranks > 0 && all_ranks_present(comm) && ranks_disagree(comm) &&
 		    !any_rank_finished(comm) &&
-		    (double)(model->now_ns -
-			     watched_time_silent_since(&model->watched, comm->last_progress_ns)) >=
+		    progress_model_silence_ns(model, comm->last_progress_ns) >=
 			    silence_limit(model, comm, step_ns) / 2)
 			return true;
 	}
@@ -311,7 +310,8 @@ static uint64_t explained_until(const struct progress_model *model,
  * the lag only when every rank left behind is at work (a rank spinning in
  * a device wait on a stuck peer computes too). When explained, the
  * silence counts from the earliest end of the explaining ranks' work;
- * otherwise from the communicator's last progress.
+ * otherwise from the communicator's last progress. Never from before the
+ * end of a gap tcheck-bpf did not watch (watched_time.h).
  */
 static uint64_t silence_start(const struct progress_model *model,
 			      const struct pause_tracker *pauses, const struct progress_comm *comm)
@@ -321,7 +321,7 @@ static uint64_t silence_start(const struct progress_model *model,
 	int64_t fewest;
 
 	if (!pauses || !ranks_disagree(comm))
-		return quiet;
+		return watched_time_silent_since(&model->watched, quiet);
 	fewest = fewest_collectives(comm);
 	for (int32_t r = 0; r < comm->nranks; r++) {
 		enum pause_cause cause = PAUSE_IDLE;
@@ -340,16 +340,15 @@ static uint64_t silence_start(const struct progress_model *model,
 			start = until;
 	}
 	if (start == UINT64_MAX || (!waited_on && !all_at_work))
-		return quiet;
-	return start > quiet ? start : quiet;
+		return watched_time_silent_since(&model->watched, quiet);
+	return watched_time_silent_since(&model->watched, start > quiet ? start : quiet);
 }
 
 static bool is_stuck(const struct progress_model *model, const struct pause_tracker *pauses,
 		     const struct progress_comm *comm, double step_ns)
 {
 	double limit = silence_limit(model, comm, step_ns);
-	uint64_t quiet =
-		watched_time_silent_since(&model->watched, silence_start(model, pauses, comm));
+	uint64_t quiet = silence_start(model, pauses, comm);
 
 	if (comm->hang_reported || comm->nranks <= 0)
 		return false;
@@ -358,7 +357,7 @@ static bool is_stuck(const struct progress_model *model, const struct pause_trac
 		return false;
 	if (any_rank_finished(comm))
 		return false;
-	return model->now_ns > quiet && (double)(model->now_ns - quiet) > limit;
+	return progress_model_silence_ns(model, quiet) > limit;
 }
 
 /*
@@ -373,8 +372,7 @@ static void hold_pausing_ranks(const struct progress_model *model, struct pause_
 
 	if (!pauses || comm->hang_reported || comm->nranks <= 0 || !ranks_disagree(comm) ||
 	    any_rank_finished(comm) ||
-	    (double)(model->now_ns -
-		     watched_time_silent_since(&model->watched, comm->last_progress_ns)) <= limit)
+	    progress_model_silence_ns(model, comm->last_progress_ns) <= limit)
 		return;
 	fewest = fewest_collectives(comm);
 	for (int32_t r = 0; r < comm->nranks; r++) {
@@ -450,8 +448,7 @@ static unsigned init_hangs(struct progress_model *model, struct diagnosis_report
 			missing += !init->entry_ns[r];
 		}
 		if (init->hang_reported || !inside || !missing ||
-		    (double)(model->now_ns - watched_time_silent_since(&model->watched, since)) <=
-			    limit)
+		    progress_model_silence_ns(model, since) <= limit)
 			continue;
 		init->hang_reported = true;
 		memset(report, 0, sizeof(*report));
@@ -574,9 +571,7 @@ unsigned hang_detector_check(struct progress_model *model, const struct network_
 			continue;
 		}
 		report_stuck(model, comm, samples, step_ns, silence_limit(model, comm, step_ns),
-			     watched_time_silent_since(&model->watched,
-						       silence_start(model, pauses, comm)),
-			     &reports[found]);
+			     silence_start(model, pauses, comm), &reports[found]);
 		for (unsigned k = 0; pauses && k < reports[found].rank_count; k++)
 			pause_tracker_release(pauses, reports[found].ranks[k].pid);
 		if (unlearned)

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/system_clock.h"
 #include "base/u64_map.h"
+#include "base/watched_time.h"
 #include "diagnose/arrival_finding.h"
 #include "diagnose/crash_report.h"
 #include "diagnose/diagnosis_report.h"
@@ -18,7 +19,6 @@
 #include "diagnose/progress_processes.h"
 #include "diagnose/slowdown_detector.h"
 #include "diagnose/step_stall_detector.h"
-#include "base/watched_time.h"
 #include "export/export_jsonl.h"
 
 #define HANG_REPORTS_PER_CHECK 16

@@ -697,6 +697,13 @@ void progress_model_advance(struct progress_model *model, uint64_t now_ns)
 		model->now_ns = now_ns;
 }
 
+double progress_model_silence_ns(const struct progress_model *model, uint64_t since_ns)
+{
+	uint64_t since = watched_time_silent_since(&model->watched, since_ns);
+
+	return model->now_ns > since ? (double)(model->now_ns - since) : 0;
+}
+
 double progress_model_job_step_ns(const struct progress_model *model)
 {
 	double shortest = 0;

@@ -307,6 +307,13 @@ bool progress_model_next_call(const struct progress_model *model, uint32_t pid,
 void progress_model_advance(struct progress_model *model, uint64_t now_ns);
 
 /*
+ * How long a silence that began at since_ns has lasted by now, counted from
+ * the end of a later gap tcheck-bpf did not watch (watched_time.h); 0 when
+ * it begins later than now.
+ */
+double progress_model_silence_ns(const struct progress_model *model, uint64_t since_ns);
+
+/*
  * The shortest expected step of any communicator learned from two job
  * steps or more: the job's step. 0 unknown.
  */

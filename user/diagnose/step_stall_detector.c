@@ -103,8 +103,7 @@ bool step_stall_check(struct step_stall_detector *detector, const struct progres
 	limit = model->options.hang_factor * longest;
 	if (limit < model->options.stall_min_ns)
 		limit = model->options.stall_min_ns;
-	if (model->now_ns <= latest ||
-	    (double)(model->now_ns - watched_time_silent_since(&model->watched, latest)) <= limit)
+	if (model->now_ns <= latest || progress_model_silence_ns(model, latest) <= limit)
 		return false;
 	detector->reported = true;
 	memset(report, 0, sizeof(*report));

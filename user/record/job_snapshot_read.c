@@ -252,7 +252,8 @@ int job_snapshot_read(const pid_t *pids, size_t count, struct job_snapshot *snap
 			step_seen = reading->step_started_ns;
 			unwatched_in_step = 0;
 		}
-		if (watched_time_tick(&watched, now, own_cpu_ns(), &gap) && now > step_seen)
+		/* Any gap counts here, whatever the CPU did: the read did not go on either. */
+		if (watched_time_tick(&watched, now, 0, &gap) && now > step_seen)
 			unwatched_in_step +=
 				gap.length_ns < now - step_seen ? gap.length_ns : now - step_seen;
 		deadline = step_seen + stall_ns + unwatched_in_step;
