@@ -3,7 +3,7 @@
 # the job and tcheck-bpf stop together for 20 s, here with SIGSTOP, and go
 # on. A healthy job is no hang and no 20 s straggler, live (attach) and
 # offline (check of the trace attach wrote), and tcheck-bpf says it did not
-# run for those 20 s. A rank that stops for good after the pause is still
+# run for those 20 s, and at the end that they went unwatched. A rank that stops for good after the pause is still
 # a hang, named, found after the pause: the workload's own progress file
 # says where it stopped.
 source "$(dirname "$0")/lib.sh"
@@ -63,12 +63,20 @@ grep -Eq "warning: tcheck-bpf did not run for (19|2[0-9])\.[0-9] s \(this machin
 	"$SCRATCH/healthy/attach.err" ||
 	fail "attach did not say that it did not run for ${PAUSE_SECONDS} s: $(grep -v 'on arrival' \
 		"$SCRATCH/healthy/attach.err" | tail -n 5)"
+# The closing lines say how long went unwatched, live and offline.
+unwatched_pattern="(19|2[0-9])\.[0-9] s of this run went unwatched \(1 gap of over 3 s"
+grep -Eq "$unwatched_pattern" "$SCRATCH/healthy/attach.err" ||
+	fail "attach's closing lines do not say ${PAUSE_SECONDS} s went unwatched: $(tail -n 5 \
+		"$SCRATCH/healthy/attach.err")"
 # check exits 1 on any finding: a slowdown of a step or so on a busy machine is one.
 status=0
 "$TCHECK" check "$SCRATCH/healthy/job.trace" >"$SCRATCH/healthy/check.out" 2>&1 || status=$?
 [ "$status" -le 1 ] || fail "check of the paused trace exited $status: $(tail -n 5 "$SCRATCH/healthy/check.out")"
 grep -q " 0 hang(s)" "$SCRATCH/healthy/check.out" ||
 	fail "check found a hang in the paused healthy trace: $(tail -n 5 "$SCRATCH/healthy/check.out")"
+grep -Eq "$unwatched_pattern" "$SCRATCH/healthy/check.out" ||
+	fail "check does not say ${PAUSE_SECONDS} s of the trace went unwatched: $(tail -n 5 \
+		"$SCRATCH/healthy/check.out")"
 python3 - "$SCRATCH/healthy/check.out" "$PAUSE_SECONDS" <<'EOF' || fail "check: a slowdown across the pause"
 import re, sys
 for late in re.findall(r"is ([0-9.]+) ms late", open(sys.argv[1]).read()):

@@ -613,9 +613,22 @@ int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis)
 	return step_ms / 10 < 20 ? 20 : (int)(step_ms / 10);
 }
 
+/*
+ * Slowdowns are published as they are found: nothing is held. What is said
+ * at the end is how much of the run was not watched (watched_time.h), so
+ * that "0 hangs" is read as about the time that was.
+ */
 void job_diagnosis_finish(struct job_diagnosis *diagnosis)
 {
-	(void)diagnosis; /* slowdowns are published as they are found: nothing is held */
+	const struct watched_time *watched = &diagnosis->model->watched;
+
+	if (watched->gaps)
+		log_notice("%.1f s of this run went unwatched (%u gap%s of over %.0f s between "
+			   "tcheck-bpf's own ticks): no hang, stall or slowdown was judged "
+			   "across %s",
+			   (double)watched->unwatched_ns / 1e9, watched->gaps,
+			   watched->gaps == 1 ? "" : "s", (double)WATCHED_TIME_GAP_NS / 1e9,
+			   watched->gaps == 1 ? "it" : "them");
 }
 
 void job_diagnosis_on_step(struct job_diagnosis *diagnosis, job_step_fn on_step, void *context)

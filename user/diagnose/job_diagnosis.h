@@ -58,7 +58,10 @@ void job_diagnosis_watch(struct job_diagnosis *diagnosis, uint64_t now_ns, uint6
  */
 int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis);
 
-/* The stream ended. Findings are published as they are found: nothing is held back. */
+/*
+ * The stream ended. Findings are published as they are found: nothing is
+ * held back; what is said is how long tcheck-bpf did not watch, if at all.
+ */
 void job_diagnosis_finish(struct job_diagnosis *diagnosis);
 
 /*
