@@ -21,6 +21,12 @@
 
 /* Ticks further apart than this leave time unwatched. */
 #define WATCHED_TIME_GAP_NS 3000000000ULL
+/*
+ * Unwatched time worth a warning: a paused machine or a stopped tcheck-bpf
+ * (a snapshot of a virtual machine, a frozen cgroup) stops it for longer;
+ * a few seconds without a tick on a loaded machine are said with -v only.
+ */
+#define WATCHED_TIME_SAID_NS 10000000000ULL
 
 struct watched_time {
 	uint64_t last_tick_ns; /* 0: no tick yet (a trace without statistics records) */

@@ -588,7 +588,7 @@ void job_diagnosis_watch(struct job_diagnosis *diagnosis, uint64_t now_ns, uint6
 	struct watched_gap gap;
 
 	if (watched_time_tick(&diagnosis->model->watched, now_ns, cpu_ns, &gap)) {
-		if (gap.stopped)
+		if (gap.stopped && gap.length_ns >= WATCHED_TIME_SAID_NS)
 			log_warning(
 				"tcheck-bpf did not run for %.1f s (this machine was paused, or "
 				"tcheck-bpf was stopped): hangs are judged on the time after it "
@@ -598,8 +598,9 @@ void job_diagnosis_watch(struct job_diagnosis *diagnosis, uint64_t now_ns, uint6
 			log_info("tcheck-bpf judged nothing for %.1f s (%s): hangs are judged on "
 				 "the time after that, not across the gap",
 				 (double)gap.length_ns / 1e9,
-				 cpu_ns ? "it was busy"
-					: "the trace has no statistics record over it");
+				 gap.stopped ? "it did not run"
+				 : cpu_ns    ? "it was busy"
+					     : "the trace has no statistics record over it");
 	}
 	job_diagnosis_tick(diagnosis, now_ns);
 }
@@ -616,13 +617,14 @@ int job_diagnosis_tick_interval_ms(const struct job_diagnosis *diagnosis)
 /*
  * Slowdowns are published as they are found: nothing is held. What is said
  * at the end is how much of the run was not watched (watched_time.h), so
- * that "0 hangs" is read as about the time that was.
+ * that "0 hangs" is read as about the time that was; a few seconds in all
+ * (a loaded machine's) are said as each gap ends, with -v.
  */
 void job_diagnosis_finish(struct job_diagnosis *diagnosis)
 {
 	const struct watched_time *watched = &diagnosis->model->watched;
 
-	if (watched->gaps)
+	if (watched->unwatched_ns >= WATCHED_TIME_SAID_NS)
 		log_notice("%.1f s of this run went unwatched (%u gap%s of over %.0f s between "
 			   "tcheck-bpf's own ticks): no hang, stall or slowdown was judged "
 			   "across %s",
