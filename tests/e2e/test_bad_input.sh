@@ -109,6 +109,39 @@ expect_error 2 "piece of an earlier recording" "$TCHECK" record -o "$SCRATCH/rot
 (cd "$SCRATCH" && "$TCHECK" --quiet record --events - -o events.trace -- "$WORKLOAD" \
 	--ranks 2 --steps 3 --log-dir "$SCRATCH/events-log" >"$SCRATCH/events.out")
 [ ! -e "$SCRATCH/-" ] || fail "record --events - wrote a file named -"
+# An output that is one of the command's inputs, or another of its outputs, is
+# refused before anything is read or written: the trace, the rules and the
+# command are left as they were.
+cp "$SCRATCH/good.trace" "$SCRATCH/input.trace"
+ln -sf "$SCRATCH/input.trace" "$SCRATCH/input-link.trace"
+"$TCHECK" --quiet infer -o "$SCRATCH/input.json" "$SCRATCH/good.trace" ||
+	fail "infer of the good trace failed"
+cp "$SCRATCH/input.json" "$SCRATCH/input-copy.json"
+expect_error 2 "-o .*input.trace is the trace this command reads" \
+	"$TCHECK" dump "$SCRATCH/input.trace" -o "$SCRATCH/input.trace"
+expect_error 2 "is the trace (.*input-link.trace) this command reads" \
+	"$TCHECK" dump "$SCRATCH/input-link.trace" -o "$SCRATCH/input.trace"
+expect_error 2 "-o .*input.trace is a trace this command reads" \
+	"$TCHECK" infer -o "$SCRATCH/input.trace" "$SCRATCH/good.trace" "$SCRATCH/input.trace"
+expect_error 2 "--perfetto .*input.trace is the trace this command reads" \
+	"$TCHECK" diff "$SCRATCH/good.trace" "$SCRATCH/input.trace" --perfetto "$SCRATCH/input.trace"
+expect_error 2 "--jsonl .*input.json is the --rules file this command reads" \
+	"$TCHECK" check --rules "$SCRATCH/input.json" --jsonl "$SCRATCH/input.json" "$SCRATCH/good.trace"
+expect_error 2 "--jsonl .*input.trace is a trace this command reads" \
+	"$TCHECK" check --rules "$SCRATCH/input.json" --jsonl "$SCRATCH/input.trace" \
+	"$SCRATCH/good.trace" "$SCRATCH/input.trace"
+expect_error 2 "--events .*both.out is the file -o names" \
+	"$TCHECK" record -o "$SCRATCH/both.out" --events "$SCRATCH/both.out" -- touch "$SCRATCH/started"
+expect_error 2 "-o .*input.json is the --rules file this command reads" \
+	"$TCHECK" record --force --rules "$SCRATCH/input.json" -o "$SCRATCH/input.json" -- \
+	touch "$SCRATCH/started"
+expect_error 2 "--events .*input.json is the --rules file this command reads" \
+	"$TCHECK" agent --rules "$SCRATCH/input.json" --events "$SCRATCH/input.json"
+[ ! -e "$SCRATCH/started" ] && [ ! -e "$SCRATCH/both.out" ] ||
+	fail "record started its command, or wrote, with its outputs on one file"
+cmp -s "$SCRATCH/good.trace" "$SCRATCH/input.trace" && [ -L "$SCRATCH/input-link.trace" ] &&
+	cmp -s "$SCRATCH/input.json" "$SCRATCH/input-copy.json" ||
+	fail "an output named on an input changed the input"
 # One exit-status table, in the --help of every verb that reads traces; a
 # report that cannot be written is status 4, not a result.
 for verb in check "check --rules=RULES" diff infer dump; do

@@ -21,6 +21,7 @@
 #include "agent/metrics.h"
 #include "agent/metrics_http.h"
 #include "base/log.h"
+#include "base/output_targets.h"
 #include "base/small_file.h"
 #include "base/number_parse.h"
 #include "base/system_clock.h"
@@ -603,6 +604,14 @@ int command_agent(int argc, char **argv)
 	int result = 1, parsed;
 
 	parsed = parse_arguments(&settings, argc, argv);
+	/* Findings appended to the rules file would spoil it for the next start. */
+	if (!parsed &&
+	    output_targets_refuse_overlap(
+		    &(struct output_target){ "--events", settings.events_path }, 1,
+		    &(struct input_files){ "--rules file",
+					   (const char *const *)&settings.rules_path, 1 },
+		    1))
+		parsed = -1;
 	if (parsed) {
 		free_settings(&settings);
 		return parsed > 0 ? 0 : 2;

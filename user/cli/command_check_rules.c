@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "base/log.h"
+#include "base/output_targets.h"
 #include "checks/rule_runner.h"
 #include "checks/rules_selection.h"
 #include "cli/commands.h"
@@ -99,5 +100,13 @@ int command_check_rules(int argc, char **argv)
 		log_error("%s", error);
 		return EXIT_BAD_INPUT;
 	}
+	/* --jsonl naming the rules or a trace would replace what is being checked. */
+	if (output_targets_refuse_overlap(
+		    &(struct output_target){ "--jsonl", jsonl }, 1,
+		    (const struct input_files[]){ { "--rules file", &rules, 1 },
+						  { "trace", (const char *const *)(argv + optind),
+						    (size_t)(argc - optind) } },
+		    2))
+		return EXIT_BAD_INPUT;
 	return check_rules_offline(rules, argv + optind, argc - optind, jsonl);
 }

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/number_parse.h"
 #include "base/output_file.h"
+#include "base/output_targets.h"
 #include "cli/commands.h"
 #include "diff/diff_perfetto.h"
 #include "diff/diff_report.h"
@@ -225,6 +226,15 @@ int command_diff(int argc, char **argv)
 		log_error("%s", error);
 		status = EXIT_BAD_INPUT;
 	}
+	/* --perfetto naming a trace it compares would replace that trace. */
+	if (status < 0 &&
+	    output_targets_refuse_overlap(
+		    &(struct output_target){ "--perfetto", options.perfetto_path }, 1,
+		    (const struct input_files[]){
+			    { "trace", options.reference, (size_t)options.reference_count },
+			    { "trace", options.candidate, (size_t)options.candidate_count } },
+		    2))
+		status = EXIT_BAD_INPUT;
 	if (status < 0) {
 		reference = load_side("reference", options.reference, options.reference_count);
 		candidate = reference ? load_side("candidate", options.candidate,

@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "base/output_file.h"
+#include "base/output_targets.h"
 #include "cli/commands.h"
 #include "export/export_jsonl.h"
 #include "export/export_perfetto.h"
@@ -121,6 +122,12 @@ int command_dump(int argc, char **argv)
 		log_error("the Perfetto export reads one trace: export each piece on its own");
 		return 2;
 	}
+	/* -o naming a trace it reads would replace the trace by its own export. */
+	if (output_targets_refuse_overlap(
+		    &(struct output_target){ "-o", output_path }, 1,
+		    &(struct input_files){ "trace", (const char *const *)(argv + optind), count },
+		    1))
+		return EXIT_BAD_INPUT;
 	status = open_traces(argv + optind, count, readers);
 	if (status)
 		return status;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "base/output_targets.h"
 #include "cli/commands.h"
 #include "infer/inference.h"
 #include "infer/rule_frames.h"
@@ -137,6 +138,13 @@ int command_infer(int argc, char **argv)
 			  "--help)");
 		return 2;
 	}
+	/* -o naming a trace it learns from would replace the trace by the rules. */
+	if (output_targets_refuse_overlap(
+		    &(struct output_target){ "-o", output }, 1,
+		    &(struct input_files){ "trace", (const char *const *)(argv + optind),
+					   (size_t)(argc - optind) },
+		    1))
+		return EXIT_BAD_INPUT;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	rules = rule_set_new();
 	inference = rules ? inference_new(rules) : NULL;

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/number_parse.h"
 #include "base/output_file.h"
+#include "base/output_targets.h"
 #include "checks/rule_runner.h"
 #include "checks/rules_selection.h"
 #include "cli/commands.h"
@@ -605,6 +606,14 @@ static int run(int argc, char **argv, int attach)
 		status = targets_check(argc, argv, attach, options);
 	if (status < 0)
 		status = rotation_check(options, &arguments.trace_file);
+	/* The trace and the findings on one file, or either on the rules, would replace it. */
+	if (status < 0 &&
+	    output_targets_refuse_overlap(
+		    (const struct output_target[]){
+			    { "-o", options->output_path },
+			    { "--events", arguments.diagnosis.events_path } },
+		    2, &(struct input_files){ "--rules file", &arguments.rules_path, 1 }, 1))
+		status = 2;
 	arguments.trace_file.path = options->output_path;
 	arguments.trace_file.replace_existing = options->replace_output;
 	/* A refused -o is a usage error (2), found before anything starts. */
