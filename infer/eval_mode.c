@@ -12,9 +12,18 @@
 #include "model/trace_records.h"
 #include "precondition.h"
 
+/* A module call on a thread, from entry to exit. */
+struct eval_mode_span {
+	uint32_t tid;
+	uint64_t entry_ns, exit_ns;
+};
+
 struct eval_mode_phase {
 	struct infer_event calls[EVAL_MODE_PHASE_CALLS_MAX];
 	size_t count;
+	/* Module calls of submodules put back in train() (INFER_EVENT_OWN_TRAINING_MODE). */
+	struct eval_mode_span trained_on_purpose[EVAL_MODE_PHASE_CALLS_MAX];
+	size_t trained_on_purpose_count;
 };
 
 void eval_mode_tracker_init(struct eval_mode_tracker *tracker)
@@ -43,6 +52,26 @@ bool eval_mode_wants(const struct infer_event *event)
 	return eval_mode_flag_field(event) != NULL;
 }
 
+/* What the tracker follows: flagged operator calls, and module calls in their own training mode. */
+static bool eval_mode_follows(const struct infer_event *event)
+{
+	return eval_mode_wants(event) || (event->flags & INFER_EVENT_OWN_TRAINING_MODE);
+}
+
+/* Whether a flagged call ran inside a module its program put back in training mode. */
+static bool ran_trained_on_purpose(const struct eval_mode_phase *phase,
+				   const struct infer_event *call)
+{
+	for (size_t i = 0; i < phase->trained_on_purpose_count; i++) {
+		const struct eval_mode_span *span = &phase->trained_on_purpose[i];
+
+		if (span->tid == call->tid && call->entry_ns >= span->entry_ns &&
+		    call->entry_ns <= span->exit_ns)
+			return true;
+	}
+	return false;
+}
+
 static uint64_t process_key(const struct infer_event *event)
 {
 	return fnv1a_add_u64(fnv1a_add_u64(FNV1A_OFFSET_BASIS, event->pipeline), event->pid);
@@ -54,13 +83,21 @@ int eval_mode_observe(struct eval_mode_tracker *tracker, const struct infer_even
 	struct eval_mode_phase *phase;
 	int result = 0;
 
-	if (!eval_mode_wants(event))
+	if (!eval_mode_follows(event))
 		return 0;
-	/* Made at the process's first flagged call, whatever its stage: it holds no call yet. */
+	/* Made at the process's first followed call, whatever its stage: it holds no call yet. */
 	phase = u64_map_get_or_add_cached(&tracker->processes, process_key(event), sizeof(*phase),
 					  NULL, cached);
 	if (!phase)
 		return -ENOMEM;
+	if (event->flags & INFER_EVENT_OWN_TRAINING_MODE) {
+		if (event->stage == TRACE_STAGE_EVAL &&
+		    phase->trained_on_purpose_count < EVAL_MODE_PHASE_CALLS_MAX)
+			phase->trained_on_purpose[phase->trained_on_purpose_count++] =
+				(struct eval_mode_span){ event->tid, event->entry_ns,
+							 event->exit_ns };
+		return 0;
+	}
 	if (event->stage == TRACE_STAGE_EVAL) {
 		if (phase->count < EVAL_MODE_PHASE_CALLS_MAX)
 			phase->calls[phase->count++] = *event;
@@ -68,13 +105,20 @@ int eval_mode_observe(struct eval_mode_tracker *tracker, const struct infer_even
 	}
 	if (event->stage != TRACE_STAGE_TRAIN)
 		return 0;
-	/* Training again: the calls kept were an evaluation phase's. */
+	/*
+	 * Training again: the calls kept were an evaluation phase's. One inside
+	 * a module put back in train() on purpose (Monte Carlo dropout) is no
+	 * example either way.
+	 */
 	for (size_t i = 0; i < phase->count && !result; i++)
-		result = example(context, &phase->calls[i],
-				 strcmp(infer_event_field(&phase->calls[i],
-							  eval_mode_flag_field(&phase->calls[i])),
-					"False") == 0);
+		if (!ran_trained_on_purpose(phase, &phase->calls[i]))
+			result = example(
+				context, &phase->calls[i],
+				strcmp(infer_event_field(&phase->calls[i],
+							 eval_mode_flag_field(&phase->calls[i])),
+				       "False") == 0);
 	phase->count = 0;
+	phase->trained_on_purpose_count = 0;
 	return result;
 }
 
@@ -152,7 +196,7 @@ int infer_eval_mode(struct rule_set *rules, const struct infer_event *events, si
 
 	eval_mode_tracker_init(&tracker);
 	for (size_t i = 0; i < count && !failed; i++)
-		if (eval_mode_wants(&events[i]))
+		if (eval_mode_follows(&events[i]))
 			order[wanted++] = &events[i];
 	if (!failed)
 		qsort(order, wanted, sizeof(*order), infer_event_order_by_process_step);

@@ -12,7 +12,11 @@
  * eval through its training forwards. An operator call in stage eval is
  * therefore judged only once the process runs the flagged operators in
  * stage train again: an evaluation phase the program leaves for training,
- * not the mode it trains in.
+ * not the mode it trains in. A call made inside a module the program put
+ * back in train() within the evaluation on purpose (Monte Carlo dropout:
+ * model.eval(), then each nn.Dropout's train(); the module call says so,
+ * INFER_EVENT_OWN_TRAINING_MODE) is not judged: that dropout follows its
+ * module's mode, as the rule asks.
  */
 #ifndef TCHECK_EVAL_MODE_H
 #define TCHECK_EVAL_MODE_H

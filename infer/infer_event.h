@@ -23,6 +23,14 @@ enum infer_event_kind {
 #define INFER_FIELDS_MAX 12
 
 /*
+ * A module call of a submodule put in training mode on its own inside a
+ * model in eval() (TRACE_MODULE_TRAINING_ARG True: Monte Carlo dropout's
+ * dropout modules). A flag, not a field: like the module's class and path
+ * it says what this program does with its model, which no rule carries.
+ */
+#define INFER_EVENT_OWN_TRAINING_MODE (1U << 16)
+
+/*
  * A torch scope named "Family#Implementation" (Optimizer.step#SGD.step) is
  * an event of its family, "Optimizer.step#*", with the implementation as the
  * field "implementation": rules about optimizer steps then hold for any
@@ -52,7 +60,8 @@ struct infer_event {
 	int32_t nranks;
 	int32_t step; /* -1 unknown */
 	uint32_t stage;
-	uint32_t flags;	  /* TRACE_PYTHON_TORCH_SCOPE, TRACE_PYTHON_TORCH_OP of a Python call */
+	/* TRACE_PYTHON_TORCH_SCOPE, TRACE_PYTHON_TORCH_OP of a Python call; INFER_EVENT_OWN_* */
+	uint32_t flags;
 	uint64_t comm_id; /* 0 for none */
 	int64_t seq;	  /* -1 for none */
 	uint64_t entry_ns;

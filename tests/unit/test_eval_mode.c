@@ -23,7 +23,29 @@ enum evaluation {
 	EVALUATED,	    /* dropout off */
 	EVALUATED_DROPPING, /* dropout still on: transformers#33844 */
 	TRAINED_IN_EVAL,    /* no evaluation; the training forward itself runs in stage eval */
+	/* Monte Carlo dropout: dropout on, inside Dropout modules put back in train() */
+	SAMPLED_WITH_DROPOUT,
+	/* the same, but the Dropout modules' calls are another thread's: this dropout is not */
+	SAMPLED_ELSEWHERE,
 };
+
+/* A Dropout module's call in stage eval, put in train() on its own (module_training True). */
+static struct trace_record dropout_module_call(uint32_t pid, uint32_t tid, int step, uint64_t at)
+{
+	struct trace_record record =
+		python_call_record(pid, step, at, 10, TRACE_MODULE_CALL_NAME, 0);
+
+	record.python_call.tid = tid;
+	record.python_call.args[0] = (struct trace_python_arg){ .name = TRACE_MODULE_CLASS_ARG,
+								.type = TRACE_VALUE_STR,
+								.text = "Dropout" };
+	record.python_call.args[1] = (struct trace_python_arg){ .name = TRACE_MODULE_TRAINING_ARG,
+								.type = TRACE_VALUE_BOOL,
+								.integer = 1 };
+	record.python_call.arg_count = 2;
+	record.python_call.stage = TRACE_STAGE_EVAL;
+	return record;
+}
 
 static struct trace_record dropout_call(uint32_t pid, int step, uint64_t at, uint32_t stage,
 					bool train)
@@ -59,6 +81,16 @@ static size_t build_step(uint32_t pid, int step, enum evaluation evaluation,
 					      TRACE_STAGE_EVAL, evaluation == EVALUATED_DROPPING);
 		count++;
 	}
+	for (uint64_t sample = 0;
+	     sample < 2 && (evaluation == SAMPLED_WITH_DROPOUT || evaluation == SAMPLED_ELSEWHERE);
+	     sample++) {
+		/* The operator's record comes first: a module call is recorded as it returns. */
+		records[count++] =
+			dropout_call(pid, step, base + 302 + 20 * sample, TRACE_STAGE_EVAL, true);
+		records[count++] =
+			dropout_module_call(pid, evaluation == SAMPLED_ELSEWHERE ? pid + 1 : pid,
+					    step, base + 300 + 20 * sample);
+	}
 	return count;
 }
 
@@ -84,7 +116,7 @@ static struct seen_violations check_run(struct rule_set *set, uint32_t pid,
 {
 	struct seen_violations seen = { { 0 }, 0 };
 	struct rule_checker *checker = rule_checker_new(set, count_violation, &seen);
-	struct trace_record records[4];
+	struct trace_record records[6];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
 	for (int step = 0; step < steps; step++) {
@@ -113,9 +145,15 @@ UNIT_TEST(eval_mode, inferred_from_evaluation_phases_and_caught_where_dropout_st
 	/* Evaluation with dropout on, but only at the end: no training phase follows. */
 	static const enum evaluation ends_evaluating[3] = { NO_EVALUATION, NO_EVALUATION,
 							    EVALUATED_DROPPING };
+	static const enum evaluation sampled[6] = { NO_EVALUATION, SAMPLED_WITH_DROPOUT,
+						    NO_EVALUATION, SAMPLED_WITH_DROPOUT,
+						    NO_EVALUATION, NO_EVALUATION };
+	static const enum evaluation sampled_elsewhere[6] = { NO_EVALUATION, SAMPLED_ELSEWHERE,
+							      NO_EVALUATION, SAMPLED_ELSEWHERE,
+							      NO_EVALUATION, NO_EVALUATION };
 	struct rule_set *set = rule_set_new();
 	struct inference *inference = inference_new(set);
-	struct trace_record records[4];
+	struct trace_record records[6];
 	struct seen_violations seen;
 	int rules = 0;
 
@@ -149,6 +187,12 @@ UNIT_TEST(eval_mode, inferred_from_evaluation_phases_and_caught_where_dropout_st
 	CU_ASSERT_EQUAL(check_run(set, 31, healthy, 6).total, 0);
 	CU_ASSERT_EQUAL(check_run(set, 32, frozen, 6).total, 0);
 	CU_ASSERT_EQUAL(check_run(set, 33, ends_evaluating, 3).total, 0);
+	/* Monte Carlo dropout is no violation; the same dropout outside those modules is. */
+	CU_ASSERT_EQUAL(check_run(set, 34, sampled, 6).total, 0);
+	seen = check_run(set, 35, sampled_elsewhere, 6);
+	CU_ASSERT_EQUAL(seen.total, 2);
+	CU_ASSERT_EQUAL(seen.at_step[1], 1);
+	CU_ASSERT_EQUAL(seen.at_step[3], 1);
 	inference_free(inference);
 	rule_set_free(set);
 }
@@ -194,7 +238,7 @@ UNIT_TEST(eval_mode, rules_from_a_run_without_evaluation_are_none)
 						   TRAINED_IN_EVAL, TRAINED_IN_EVAL };
 	struct rule_set *set = rule_set_new();
 	struct inference *inference = inference_new(set);
-	struct trace_record records[4];
+	struct trace_record records[6];
 
 	for (int step = 0; step < 4; step++) {
 		size_t count = build_step(40, step, frozen[step], records);

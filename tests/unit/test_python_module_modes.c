@@ -2,7 +2,8 @@
 /*
  * The stage from the modes of the models a program runs: a model trained
  * beside an EMA copy or a distillation teacher kept in eval(), a model
- * evaluated alone, a batch norm frozen by hand inside a model, and a tracer
+ * evaluated alone, a batch norm frozen by hand inside a model, dropout
+ * modules put back in train() inside a model in eval() (their own mode), and a tracer
  * that does not follow module calls (the last mode call's stage).
  */
 #include "model/trace_records.h"
@@ -13,6 +14,7 @@
 #define SHADOW 0x2000
 #define TEACHER 0x3000
 #define BATCH_NORM 0x1100
+#define DROPOUT 0x1200
 
 static uint32_t stage(const struct python_module_modes *modes)
 {
@@ -77,5 +79,57 @@ UNIT_TEST(python_module_modes, a_batch_norm_frozen_inside_a_model_sets_no_model_
 	/* The model alone put in eval(): an evaluation. */
 	CU_ASSERT_EQUAL(python_module_modes_set(&modes, MODEL, TRACE_STAGE_EVAL), 0);
 	CU_ASSERT_EQUAL(stage(&modes), TRACE_STAGE_EVAL);
+	python_module_modes_free(&modes);
+}
+
+UNIT_TEST(python_module_modes, dropout_put_back_in_train_inside_a_model_in_eval_has_its_own_mode)
+{
+	struct python_module_modes modes;
+	uint32_t own = TRACE_STAGE_UNKNOWN;
+
+	python_module_modes_init(&modes);
+	CU_ASSERT_EQUAL(python_module_modes_called(&modes, DROPOUT, MODEL), 0);
+	CU_ASSERT_EQUAL(python_module_modes_called(&modes, MODEL, MODEL), 1);
+	/* Training: the dropout has its model's mode. */
+	CU_ASSERT_FALSE(python_module_modes_own(&modes, DROPOUT, MODEL, &own));
+	/* Monte Carlo dropout: model.eval(), then the dropout's train(). */
+	CU_ASSERT_EQUAL(python_module_modes_set(&modes, MODEL, TRACE_STAGE_EVAL), 0);
+	CU_ASSERT_FALSE(python_module_modes_own(&modes, DROPOUT, MODEL, &own));
+	CU_ASSERT_EQUAL(python_module_modes_set(&modes, DROPOUT, TRACE_STAGE_TRAIN), 0);
+	CU_ASSERT_EQUAL(stage(&modes), TRACE_STAGE_EVAL);
+	CU_ASSERT_TRUE(python_module_modes_own(&modes, DROPOUT, MODEL, &own));
+	CU_ASSERT_EQUAL(own, TRACE_STAGE_TRAIN);
+	/* The model itself is no submodule of its own. */
+	CU_ASSERT_FALSE(python_module_modes_own(&modes, MODEL, MODEL, &own));
+	/* model.train() sets every submodule's mode: none is its own any more. */
+	CU_ASSERT_EQUAL(python_module_modes_set(&modes, MODEL, TRACE_STAGE_TRAIN), 0);
+	CU_ASSERT_FALSE(python_module_modes_own(&modes, DROPOUT, MODEL, &own));
+	/* Nor after the next model.eval(), until the dropout's own train() again. */
+	CU_ASSERT_EQUAL(python_module_modes_set(&modes, MODEL, TRACE_STAGE_EVAL), 0);
+	CU_ASSERT_FALSE(python_module_modes_own(&modes, DROPOUT, MODEL, &own));
+	python_module_modes_free(&modes);
+}
+
+UNIT_TEST(python_module_modes, a_mode_given_before_the_module_was_seen_inside_its_model)
+{
+	struct python_module_modes modes;
+	uint32_t own = TRACE_STAGE_UNKNOWN;
+
+	python_module_modes_init(&modes);
+	/* A fresh model sampled at once: eval(), the dropouts' train(), then the first forward. */
+	CU_ASSERT_EQUAL(python_module_modes_set(&modes, MODEL, TRACE_STAGE_EVAL), 0);
+	CU_ASSERT_EQUAL(python_module_modes_set(&modes, DROPOUT, TRACE_STAGE_TRAIN), 0);
+	CU_ASSERT_EQUAL(python_module_modes_called(&modes, DROPOUT, MODEL), 0);
+	CU_ASSERT_EQUAL(python_module_modes_called(&modes, MODEL, MODEL), 1);
+	CU_ASSERT_EQUAL(stage(&modes), TRACE_STAGE_EVAL);
+	CU_ASSERT_TRUE(python_module_modes_own(&modes, DROPOUT, MODEL, &own));
+	CU_ASSERT_EQUAL(own, TRACE_STAGE_TRAIN);
+	/* A batch norm frozen by hand while the model trains: its own mode is eval. */
+	CU_ASSERT_EQUAL(python_module_modes_set(&modes, MODEL, TRACE_STAGE_TRAIN), 0);
+	CU_ASSERT_EQUAL(python_module_modes_called(&modes, BATCH_NORM, MODEL), 0);
+	CU_ASSERT_EQUAL(python_module_modes_set(&modes, BATCH_NORM, TRACE_STAGE_EVAL), 0);
+	CU_ASSERT_TRUE(python_module_modes_own(&modes, BATCH_NORM, MODEL, &own));
+	CU_ASSERT_EQUAL(own, TRACE_STAGE_EVAL);
+	CU_ASSERT_EQUAL(stage(&modes), TRACE_STAGE_TRAIN);
 	python_module_modes_free(&modes);
 }

@@ -211,6 +211,10 @@ SHAPES = [
     ("parametrize_orthogonal.py", [], "a recurrent weight kept orthogonal by "
      "torch.nn.utils.parametrize (computed from its original at each access), Adam with "
      "clipping, zero_grad(set_to_none) after the step, a cached evaluation"),
+    ("mc_dropout_uncertainty.py", [], "Monte Carlo dropout: the model in eval(), its dropout "
+     "modules back in train(), 4 sampled predictions every third step"),
+    ("periodic_head_reset.py", [], "the head re-initialised by reset_parameters() every 4 "
+     "steps and its Adam state dropped (plasticity resets)"),
 ]
 
 # Shapes whose program or whose torch code differs from one torch release to the next (fused

@@ -162,6 +162,15 @@ enum trace_value_type {
  * be read. Not a parameter of Module._call_impl either.
  */
 #define TRACE_MODULE_PATH_ARG "module_path"
+/*
+ * The argument a module call carries its module's own mode in (a bool,
+ * True: training), where the module was put in a mode other than its
+ * model's by a train() or eval() of its own since the model's last one
+ * (python_module_modes.h): Monte Carlo dropout's dropout modules back in
+ * train() inside a model in eval(), a batch norm frozen by hand. Left out
+ * where the module has its model's mode.
+ */
+#define TRACE_MODULE_TRAINING_ARG "module_training"
 
 /* A primitive argument of a Python call, at entry. */
 struct trace_python_arg {

@@ -6,9 +6,26 @@
 
 #include "model/trace_records.h"
 
+/* A mode as the maps keep it: the mode call's order above the stage, plus one (never NULL). */
+static void *mode_value(uint64_t order, uint32_t stage)
+{
+	return (void *)(uintptr_t)((order << 8 | (stage & 0xff)) + 1);
+}
+
+static uint32_t mode_stage(const void *value)
+{
+	return (uint32_t)(((uintptr_t)value - 1) & 0xff);
+}
+
+static uint64_t mode_order(const void *value)
+{
+	return ((uintptr_t)value - 1) >> 8;
+}
+
 void python_module_modes_init(struct python_module_modes *modes)
 {
 	u64_map_init(&modes->modes);
+	u64_map_init(&modes->own_modes);
 	u64_map_init(&modes->tops);
 	u64_map_init(&modes->submodules);
 	modes->last_set = TRACE_STAGE_UNKNOWN;
@@ -17,6 +34,7 @@ void python_module_modes_init(struct python_module_modes *modes)
 void python_module_modes_free(struct python_module_modes *modes)
 {
 	u64_map_free(&modes->modes);
+	u64_map_free(&modes->own_modes);
 	u64_map_free(&modes->tops);
 	u64_map_free(&modes->submodules);
 }
@@ -24,10 +42,13 @@ void python_module_modes_free(struct python_module_modes *modes)
 int python_module_modes_set(struct python_module_modes *modes, uint64_t module, uint32_t stage)
 {
 	modes->last_set = stage;
-	if (!module || u64_map_get(&modes->submodules, module))
+	if (!module)
 		return 0;
-	/* Stored plus one: a map value is never NULL. */
-	return u64_map_put(&modes->modes, module, (void *)(uintptr_t)(stage + 1));
+	modes->mode_calls++;
+	/* A submodule's mode is its own: it sets no model's. */
+	return u64_map_put(u64_map_get(&modes->submodules, module) ? &modes->own_modes
+								   : &modes->modes,
+			   module, mode_value(modes->mode_calls, stage));
 }
 
 int python_module_modes_called(struct python_module_modes *modes, uint64_t self, uint64_t top)
@@ -45,9 +66,28 @@ int python_module_modes_called(struct python_module_modes *modes, uint64_t self,
 
 uint32_t python_module_modes_of(const struct python_module_modes *modes, uint64_t module)
 {
-	uintptr_t stored = (uintptr_t)u64_map_get(&modes->modes, module);
+	const void *stored = u64_map_get(&modes->modes, module);
 
-	return stored ? (uint32_t)(stored - 1) : TRACE_STAGE_TRAIN;
+	return stored ? mode_stage(stored) : TRACE_STAGE_TRAIN;
+}
+
+bool python_module_modes_own(const struct python_module_modes *modes, uint64_t self, uint64_t top,
+			     uint32_t *stage)
+{
+	const void *own, *model;
+
+	if (!self || !top || self == top)
+		return false;
+	/* Given before it was seen inside its model (model.eval(); enable_dropout(model)). */
+	own = u64_map_get(&modes->own_modes, self);
+	if (!own)
+		own = u64_map_get(&modes->modes, self);
+	model = u64_map_get(&modes->modes, top);
+	if (!own || (model && mode_order(model) > mode_order(own)) ||
+	    mode_stage(own) == python_module_modes_of(modes, top))
+		return false;
+	*stage = mode_stage(own);
+	return true;
 }
 
 uint32_t python_module_modes_stage(const struct python_module_modes *modes,

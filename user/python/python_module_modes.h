@@ -12,7 +12,14 @@
  * inside another (a batch norm frozen by hand, `model.module.eval()`) sets
  * no model's mode. Before the first top module call returns the stage is
  * unknown. Where module calls are not followed, the stage is that of the
- * last outermost train()/eval(), as before. Needs no kernel.
+ * last outermost train()/eval(), as before.
+ *
+ * Such a train() or eval() does give that submodule a mode of its own,
+ * until its model's next train() or eval() (which sets every submodule's):
+ * Monte Carlo dropout puts the model in eval() and its dropout modules back
+ * in train() to sample predictions. Its module calls say so
+ * (TRACE_MODULE_TRAINING_ARG), so that the dropout they run is not taken
+ * for one that ignores the model's mode. Needs no kernel.
  */
 #ifndef TCHECK_PYTHON_MODULE_MODES_H
 #define TCHECK_PYTHON_MODULE_MODES_H
@@ -22,10 +29,16 @@
 
 #include "base/u64_map.h"
 
+/*
+ * The maps' mode values: the stage and the order of the mode call that set
+ * it (python_module_modes.c), never NULL.
+ */
 struct python_module_modes {
 	struct u64_map modes;	   /* module address -> its last outermost mode call's stage */
+	struct u64_map own_modes;  /* submodule address -> the mode a call gave it alone */
 	struct u64_map tops;	   /* top module address -> non-NULL: the program called it */
 	struct u64_map submodules; /* module address -> non-NULL: seen running inside another */
+	uint64_t mode_calls;	   /* outermost mode calls so far: the order of each */
 	uint32_t last_set;	   /* the last outermost mode call's stage (enum trace_stage) */
 };
 
@@ -44,6 +57,14 @@ int python_module_modes_called(struct python_module_modes *modes, uint64_t self,
 
 /* The mode of the top module at 'top' (enum trace_stage): train before any mode call on it. */
 uint32_t python_module_modes_of(const struct python_module_modes *modes, uint64_t top);
+
+/*
+ * Whether the submodule at 'self', run inside the top module at 'top', was
+ * put in a mode of its own by a train() or eval() on it after the last one
+ * on its model, other than its model's; then that mode in *stage.
+ */
+bool python_module_modes_own(const struct python_module_modes *modes, uint64_t self, uint64_t top,
+			     uint32_t *stage);
 
 /*
  * The stage now (enum trace_stage): from the called top modules' modes

@@ -567,13 +567,15 @@ static void stage_changed(struct python_tracer *tracer, struct python_process *p
  * module that may change the stage from its entry on when met first; a call
  * whose top is not known (python_module_paths.h) places no top module. The
  * call's own stage is its top module's mode: an EMA copy's or a teacher's
- * forward is in stage eval while its process trains another model.
+ * forward is in stage eval while its process trains another model; a
+ * submodule given a mode of its own says it (TRACE_MODULE_TRAINING_ARG).
  */
 static void follow_module_call(struct python_tracer *tracer, struct python_process *process,
 			       const struct tcheck_python_record *record,
 			       struct trace_python_call *call)
 {
 	struct python_module_call module;
+	uint32_t own;
 	int result;
 
 	if (!python_module_call_of(record, call, &module) ||
@@ -582,8 +584,16 @@ static void follow_module_call(struct python_tracer *tracer, struct python_proce
 	result = python_module_modes_called(&process->module_modes, module.module, module.top);
 	if (result)
 		stage_changed(tracer, process, record->header.timestamp_ns, result);
-	if (module_calls_followed(tracer))
-		call->stage = python_module_modes_of(&process->module_modes, module.top);
+	if (!module_calls_followed(tracer))
+		return;
+	call->stage = python_module_modes_of(&process->module_modes, module.top);
+	if (python_module_modes_own(&process->module_modes, module.module, module.top, &own) &&
+	    call->arg_count < TRACE_PY_ARGS_MAX)
+		call->args[call->arg_count++] = (struct trace_python_arg){
+			.name = TRACE_MODULE_TRAINING_ARG,
+			.type = TRACE_VALUE_BOOL,
+			.integer = own == TRACE_STAGE_TRAIN,
+		};
 }
 
 /* Module.__setattr__(self, "training", mode) of the outermost train(): the stage from then on. */
