@@ -137,6 +137,12 @@ expect_error 2 "-o .*input.json is the --rules file this command reads" \
 	touch "$SCRATCH/started"
 expect_error 2 "--events .*input.json is the --rules file this command reads" \
 	"$TCHECK" agent --rules "$SCRATCH/input.json" --events "$SCRATCH/input.json"
+printf 'events = %s\n' "$SCRATCH/agent.conf" >"$SCRATCH/agent.conf"
+cp "$SCRATCH/agent.conf" "$SCRATCH/agent-copy.conf"
+expect_error 2 "--events .*agent.conf is the --config file this command reads" \
+	"$TCHECK" agent --config "$SCRATCH/agent.conf"
+cmp -s "$SCRATCH/agent.conf" "$SCRATCH/agent-copy.conf" ||
+	fail "agent --events on its own --config file changed the config"
 [ ! -e "$SCRATCH/started" ] && [ ! -e "$SCRATCH/both.out" ] ||
 	fail "record started its command, or wrote, with its outputs on one file"
 cmp -s "$SCRATCH/good.trace" "$SCRATCH/input.trace" && [ -L "$SCRATCH/input-link.trace" ] &&

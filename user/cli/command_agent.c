@@ -99,6 +99,7 @@ struct agent_settings {
 	char *select;
 	char *containers_dir;
 	char *rules_path;
+	const char *config_path;   /* --config FILE, as the command line gives it; NULL: none */
 	int first_rank, last_rank; /* last_rank -1: every process */
 	bool torch;
 	bool python;
@@ -350,9 +351,12 @@ static int parse_arguments(struct agent_settings *settings, int argc, char **arg
 	optind = 0;
 	opterr = 0;
 	while ((option = getopt_long(argc, argv, "d:h", long_options, NULL)) != -1)
-		if (option == OPTION_CONFIG && read_config(settings, optarg)) {
-			opterr = 1;
-			return -1;
+		if (option == OPTION_CONFIG) {
+			settings->config_path = optarg;
+			if (read_config(settings, optarg)) {
+				opterr = 1;
+				return -1;
+			}
 		}
 	opterr = 1;
 	optind = 0;
@@ -604,13 +608,14 @@ int command_agent(int argc, char **argv)
 	int result = 1, parsed;
 
 	parsed = parse_arguments(&settings, argc, argv);
-	/* Findings appended to the rules file would spoil it for the next start. */
+	/* Findings appended to the rules or the config would spoil it for the next start. */
 	if (!parsed &&
 	    output_targets_refuse_overlap(
 		    &(struct output_target){ "--events", settings.events_path }, 1,
-		    &(struct input_files){ "--rules file",
-					   (const char *const *)&settings.rules_path, 1 },
-		    1))
+		    (const struct input_files[]){
+			    { "--rules file", (const char *const *)&settings.rules_path, 1 },
+			    { "--config file", &settings.config_path, 1 } },
+		    2))
 		parsed = -1;
 	if (parsed) {
 		free_settings(&settings);
