@@ -471,10 +471,17 @@ const char *infer_event_variable(struct string_pool *pool, const struct infer_ev
 	} else if (strcmp(variable, "context") == 0) {
 		return event->context && *event->context ? event->context : NULL;
 	} else if (strcmp(variable, "first_step") == 0) {
-		/* The first step builds optimizer state lazily (momentum, moments): it differs. */
+		/*
+		 * The first step builds optimizer state lazily (momentum, moments): it
+		 * differs. So does the first step of an optimizer made later.
+		 */
 		if (event->step < 0)
 			return NULL;
-		snprintf(text, sizeof(text), "%s", event->step == 0 ? "True" : "False");
+		snprintf(text, sizeof(text), "%s",
+			 event->step == 0 || (event->flags & (INFER_EVENT_NEW_PARAMETERS |
+							      INFER_EVENT_NEW_OPTIMIZER))
+				 ? "True"
+				 : "False");
 	} else {
 		return infer_event_field(event, variable);
 	}

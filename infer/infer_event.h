@@ -31,6 +31,16 @@ enum infer_event_kind {
 #define INFER_EVENT_OWN_TRAINING_MODE (1U << 16)
 
 /*
+ * The first step of an optimizer made later in the run (optimizer_firsts.h):
+ * an Optimizer.step#* scope that changed a parameter no earlier optimizer
+ * step of its process had changed, after others had (NEW_PARAMETERS), or
+ * the first after an optimizer of torch.optim was built (NEW_OPTIMIZER).
+ * "first_step" is True there as at step 0.
+ */
+#define INFER_EVENT_NEW_PARAMETERS (1U << 17)
+#define INFER_EVENT_NEW_OPTIMIZER (1U << 18)
+
+/*
  * A torch scope named "Family#Implementation" (Optimizer.step#SGD.step) is
  * an event of its family, "Optimizer.step#*", with the implementation as the
  * field "implementation": rules about optimizer steps then hold for any
@@ -120,7 +130,9 @@ bool infer_name_trains(const char *name);
 
 /*
  * The value of a meta variable or field as an interned string: "rank",
- * "nranks", "stage", "comm", "context", "first_step" or a field name.
+ * "nranks", "stage", "comm", "context", "first_step" (step 0, or an
+ * optimizer's first step: INFER_EVENT_NEW_PARAMETERS or NEW_OPTIMIZER) or
+ * a field name.
  * NULL when unknown: a precondition never names an unknown value.
  */
 const char *infer_event_variable(struct string_pool *pool, const struct infer_event *event,

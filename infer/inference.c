@@ -26,6 +26,7 @@ struct inference *inference_new(struct rule_set *rules)
 	if (inference) {
 		inference->rules = rules;
 		process_uses_init(&inference->uses);
+		optimizer_firsts_init(&inference->firsts);
 	}
 	return inference;
 }
@@ -42,6 +43,7 @@ void inference_free(struct inference *inference)
 	free(inference->events);
 	free(inference->occurrence);
 	process_uses_free(&inference->uses);
+	optimizer_firsts_free(&inference->firsts);
 	free(inference);
 }
 
@@ -60,6 +62,8 @@ int inference_add(struct inference *inference, const struct trace_record *record
 	event.pipeline = inference->pipeline;
 	if (inference->pipeline >= inference->pipeline_count)
 		inference->pipeline_count = inference->pipeline + 1;
+	if (optimizer_firsts_observe(&inference->firsts, &event))
+		return -ENOMEM;
 	if (growable_array_room_for_one((void **)&inference->events, inference->count,
 					&inference->capacity, sizeof(*inference->events)))
 		return -ENOMEM;

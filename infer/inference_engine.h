@@ -15,6 +15,7 @@
 
 #include "infer_event.h"
 #include "inference.h"
+#include "optimizer_firsts.h"
 #include "process_uses.h"
 #include "rule_support.h"
 #include "rules.h"
@@ -32,6 +33,7 @@ struct inference {
 	uint32_t pipeline;	 /* of the events added next */
 	uint32_t pipeline_count; /* pipelines given so far */
 	struct process_uses uses;
+	struct optimizer_firsts firsts; /* which optimizer steps are their optimizer's first */
 	struct rule_evidence evidence;
 };
 

@@ -13,6 +13,7 @@
 #include "gradient_clearing.h"
 #include "model_calls.h"
 #include "operator_precision.h"
+#include "optimizer_firsts.h"
 #include "optimizer_turns.h"
 #include "requires_grad_updates.h"
 #include "parameter_updates.h"
@@ -95,9 +96,10 @@ struct rule_checker {
 	struct u64_map processes;   /* pid -> struct process_step */
 	struct u64_map checked;	    /* (trace, pid) -> struct checked_process */
 	struct contain_checker *contains;
-	struct process_uses uses;  /* what each process has called so far */
-	const char *stage_field;   /* interned INFER_STAGE_FIELD: see check_constants */
-	struct call_rhythm rhythm; /* whether each process makes a "used" call every step */
+	struct process_uses uses;	/* what each process has called so far */
+	struct optimizer_firsts firsts; /* which optimizer steps are their optimizer's first */
+	const char *stage_field;	/* interned INFER_STAGE_FIELD: see check_constants */
+	struct call_rhythm rhythm;	/* whether each process makes a "used" call every step */
 	/* steps that cleared their gradients without zero_grad */
 	struct gradient_clearing clearing;
 	/* pid -> struct update_step, with rules on what the optimizer's updates do */
@@ -139,6 +141,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	u64_map_init(&checker->processes);
 	u64_map_init(&checker->checked);
 	process_uses_init(&checker->uses);
+	optimizer_firsts_init(&checker->firsts);
 	call_rhythm_init(&checker->rhythm);
 	u64_map_init(&checker->update_steps);
 	eval_mode_tracker_init(&checker->eval_mode);
@@ -733,6 +736,8 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 
 	if (converted <= 0)
 		return converted < 0 ? -ENOMEM : 0;
+	if (optimizer_firsts_observe(&checker->firsts, &event))
+		return -ENOMEM;
 	checker->events++;
 	/* The one look-up of the event's process: each tracker is handed its slot. */
 	process = u64_map_get_or_add(&checker->checked, (uint64_t)event.pipeline << 32 | event.pid,
@@ -862,6 +867,7 @@ void rule_checker_free(struct rule_checker *checker)
 	u64_map_free(&checker->update_steps);
 	rank_updates_free(&checker->rank_updates);
 	process_uses_free(&checker->uses);
+	optimizer_firsts_free(&checker->firsts);
 	call_rhythm_free(&checker->rhythm);
 	eval_mode_tracker_free(&checker->eval_mode);
 	operator_precision_tracker_free(&checker->operator_precision);

@@ -21,27 +21,10 @@ static bool is_scheduler_code(const struct infer_event *event)
 		       strlen(SCALARS_STEADY_SCHEDULER_PREFIX)) == 0;
 }
 
-/*
- * Python code that sets an optimizer up: the constructor of a torch.optim
- * class (SGD.__init__; a scheduler's is scheduler code) or the loading of
- * a state dict into one.
- */
+/* Python code that sets an optimizer up: built, or a state dict loaded into it. */
 static bool is_optimizer_set_up(const struct infer_event *event)
 {
-	static const char init[] = ".__init__";
-	size_t length;
-
-	if (event->kind != INFER_EVENT_PYTHON ||
-	    (event->flags & (TRACE_PYTHON_TORCH_OP | TRACE_PYTHON_TORCH_SCOPE)) ||
-	    strncmp(event->name, SCALARS_STEADY_FOLLOWED_PREFIX,
-		    strlen(SCALARS_STEADY_FOLLOWED_PREFIX)) != 0 ||
-	    is_scheduler_code(event))
-		return false;
-	if (strncmp(event->name, SCALARS_STEADY_LOAD_STATE_PREFIX,
-		    strlen(SCALARS_STEADY_LOAD_STATE_PREFIX)) == 0)
-		return true;
-	length = strlen(event->name);
-	return length > strlen(init) && strcmp(event->name + length - strlen(init), init) == 0;
+	return optimizer_firsts_is_construction(event) || optimizer_firsts_is_state_load(event);
 }
 
 static bool is_update(const struct infer_event *event)
@@ -146,9 +129,14 @@ int scalars_steady_judge(const struct infer_event *const *events, size_t count,
 	current.scheduled = history->scheduled;
 	replaced = history->known && find_replaced(history, &current, &old, &new);
 	current.steady = history->known && !replaced;
-	/* The program changed its own optimizer's scalars: its intent, no example. */
+	/*
+	 * The program changed its own optimizer's scalars: its intent, no example.
+	 * So is a step over parameters no step had changed: a new phase (the whole
+	 * model fine-tuned after its head) brings scalars of its own.
+	 */
 	finding->applies = history->steady && !current.scheduled && current.count > 0 &&
-			   (!replaced || history->set_up_again);
+			   (!replaced || history->set_up_again) &&
+			   !(finding->step->flags & INFER_EVENT_NEW_PARAMETERS);
 	if (finding->applies && replaced) {
 		finding->holds = false;
 		finding->before = old->update;

@@ -22,6 +22,10 @@
  * resume or a rebuild that brought other scalars than it replaced); a
  * change the program made to its own optimizer (a step decay written out,
  * `param_group["lr"] = ...`) is its intent, and that step is no example.
+ * Nor is a step that changed parameters no step had changed before
+ * (INFER_EVENT_NEW_PARAMETERS): an optimizer built for a new phase (the
+ * whole model fine-tuned at a lower rate after a linear probe, new layers)
+ * brings scalars of its own.
  */
 #ifndef TCHECK_SCALARS_STEADY_H
 #define TCHECK_SCALARS_STEADY_H
@@ -30,17 +34,16 @@
 #include <stddef.h>
 
 #include "infer_event.h"
+#include "optimizer_firsts.h"
 #include "rule_support.h"
 #include "rules.h"
 
 /* The field a ScalarsSteady rule names: the optimizer step's implementation ("SGD.step"). */
 #define SCALARS_STEADY_FIELD INFER_IMPLEMENTATION_FIELD
 /* Python code whose run in a step lets its scalars change: torch's schedulers. */
-#define SCALARS_STEADY_SCHEDULER_PREFIX "torch.optim.lr_scheduler."
+#define SCALARS_STEADY_SCHEDULER_PREFIX OPTIMIZER_SCHEDULER_PREFIX
 /* The Python code followed for the rule: the schedulers, and optimizers set up again. */
-#define SCALARS_STEADY_FOLLOWED_PREFIX "torch.optim."
-/* Code that sets an optimizer up again: a state dict loaded into it. */
-#define SCALARS_STEADY_LOAD_STATE_PREFIX "torch.optim.optimizer.Optimizer.load_state_dict"
+#define SCALARS_STEADY_FOLLOWED_PREFIX OPTIMIZER_CODE_PREFIX
 
 /* One (operator, argument, value) an optimizer step applied, with an update that did. */
 struct applied_scalar {

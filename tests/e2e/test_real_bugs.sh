@@ -14,7 +14,11 @@
 # training on the unwrapped DDP module (2 ranks), and a linear left out of the autocast
 # region (OnePrecision: the weight's dtype read at the operator), and LoRA adapters in blocks
 # under reentrant checkpointing that the backward never runs again (TrainableUpdated: the reads
-# in CheckpointFunction.forward, autograd off, count as trained ones). Three fixed twins must stay clean
+# in CheckpointFunction.forward, autograd off, count as trained ones), layers a pruning replaced
+# after the optimizer was built (ParametersUpdated; the fixed twin's new SGD builds its momentum
+# buffers in its first step, which first_step says), a model left in eval() by a validation
+# mid-epoch (APIArg on the stage), and a GAN discriminator stepped without its zero_grad()
+# (APISequence, 2 optimizer steps an iteration). Three fixed twins must stay clean
 # though their bugs are not caught: a backbone whose train() puts its frozen stages in
 # eval() (the stage is the model's, set by the outermost train()), spectral_norm's weight
 # computed at each forward (no parameter), and an evaluation forward under no_grad before
@@ -27,6 +31,8 @@ only=$only,transformers_33844_dropout_in_eval.py,transformers_33844_sdpa_eval.py
 only=$only,ddp_out_of_sync_unwrapped.py
 only=$only,mmpretrain_702_frozen_stages.py,pytorch_51800_spectral_norm_eval.py
 only=$only,lightning_thunder_725_autocast.py,open_unlearning_178_checkpoint_lora.py
+only=$only,nni_4521_pruned_layers_replaced.py,pytorch_fcn_56_train_after_validation.py
+only=$only,idinvert_1_discriminator_not_cleared.py
 status=0
 mkdir -p "$SCRATCH/no-healthy"
 python3 "$ROOT/tools/eval/real_bugs_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" \
@@ -49,6 +55,9 @@ expected = {
     "ddp_out_of_sync_unwrapped.py": "Consistent",
     "lightning_thunder_725_autocast.py": "OnePrecision",
     "open_unlearning_178_checkpoint_lora.py": "TrainableUpdated",
+    "nni_4521_pruned_layers_replaced.py": "ParametersUpdated",
+    "pytorch_fcn_56_train_after_validation.py": "APIArg",
+    "idinvert_1_discriminator_not_cleared.py": "APISequence",
 }
 clean_twins = {"mmpretrain_702_frozen_stages.py", "pytorch_51800_spectral_norm_eval.py"}
 assert set(bugs) == set(expected) | clean_twins, bugs.keys()

@@ -27,6 +27,8 @@ struct step_plan {
 	bool momentum;	    /* the momentum buffer's update (SGD from its second step) */
 	bool scheduler;	    /* torch.optim.lr_scheduler code ran before the step */
 	const char *set_up; /* code that built or loaded the optimizer before the step, or NULL */
+	/* the step changed parameters no step had (optimizer_firsts: INFER_EVENT_NEW_PARAMETERS) */
+	bool new_parameters;
 };
 
 /* What CPython shows of an optimizer built (a torch.optim class's constructor) or loaded. */
@@ -89,6 +91,8 @@ static int judge(struct string_pool *pool, int step, const struct step_plan *pla
 	for (size_t i = 0; i < count; i++) {
 		CU_ASSERT_EQUAL(infer_event_from_record(pool, &records[i], &events[i]), 1);
 		CU_ASSERT_TRUE(scalars_steady_wants(&events[i]));
+		if (plan->new_parameters && (events[i].flags & TRACE_PYTHON_TORCH_SCOPE))
+			events[i].flags |= INFER_EVENT_NEW_PARAMETERS;
 		pointers[i] = &events[i];
 	}
 	CU_ASSERT_EQUAL(scalars_steady_judge(pointers, count, history, finding), 0);
@@ -121,6 +125,21 @@ UNIT_TEST(scalars_steady, a_scalar_replaced_between_steps_of_a_process_with_no_s
 	CU_ASSERT_EQUAL(judge(pool, 1, &momentum, &history, &finding), -1);
 	CU_ASSERT_TRUE(history.steady);
 	CU_ASSERT_EQUAL(judge(pool, 2, &momentum, &history, &finding), 1);
+	/*
+	 * Rebuilt over parameters no step had changed (the whole model after a
+	 * linear probe) at another rate: a new phase's own scalars, no example.
+	 */
+	{
+		struct scalars_history phase = { 0 };
+		struct step_plan new_phase = rebuilt;
+
+		new_phase.new_parameters = true;
+		CU_ASSERT_EQUAL(judge(pool, 0, &sgd, &phase, &finding), -1);
+		CU_ASSERT_EQUAL(judge(pool, 1, &momentum, &phase, &finding), -1);
+		CU_ASSERT_EQUAL(judge(pool, 2, &momentum, &phase, &finding), 1);
+		CU_ASSERT_EQUAL(judge(pool, 3, &new_phase, &phase, &finding), -1);
+		scalars_history_free(&phase);
+	}
 	/* Rebuilt, and alpha -0.1 replaced by -1.0: the learning rate moved tenfold. */
 	CU_ASSERT_EQUAL(judge(pool, 3, &rebuilt, &history, &finding), 0);
 	CU_ASSERT_STRING_EQUAL(infer_event_field(finding.update, "arg:alpha"), "-1");

@@ -215,6 +215,12 @@ SHAPES = [
      "modules back in train(), 4 sampled predictions every third step"),
     ("periodic_head_reset.py", [], "the head re-initialised by reset_parameters() every 4 "
      "steps and its Adam state dropped (plasticity resets)"),
+    ("optimizer_per_epoch.py", [], "an SGD with momentum built anew at the start of every "
+     "epoch (fresh buffers), the same model throughout"),
+    ("linear_probe_then_finetune.py", [], "LP-FT: a head trained alone on a frozen backbone, "
+     "then a new SGD over both at a tenth of the rate"),
+    ("progressive_growing.py", [], "residual blocks added at steps 3 and 6, a new SGD "
+     "(Nesterov) over old and new parameters each time"),
 ]
 
 # Shapes whose program or whose torch code differs from one torch release to the next (fused

@@ -83,6 +83,14 @@ BUGS = [
      "optim.SGD(model.out.parameters()): the body never updated"),
     ("open-unlearning#178, transformers#26221", "open_unlearning_178_checkpoint_lora.py",
      "LoRA adapters in reentrant checkpointed blocks over frozen embeddings never trained"),
+    ("nni#4521", "nni_4521_pruned_layers_replaced.py",
+     "pruned layers replaced after the optimizer was built: the new layers never trained"),
+    ("pytorch-fcn#56, vsepp#4", "pytorch_fcn_56_train_after_validation.py",
+     "a validation mid-epoch leaves the model in eval() for the epoch's remaining steps"),
+    ("graphstorm#1366, VGRNN#4", "graphstorm_1366_clip_after_step.py",
+     "clip_grad_norm_ after optimizer.step(): the update used unclipped gradients"),
+    ("idinvert_pytorch-reproduced#1", "idinvert_1_discriminator_not_cleared.py",
+     "a GAN discriminator's optimizer steps without its zero_grad()"),
 ]
 
 
