@@ -281,3 +281,15 @@ int precondition_deduce(struct string_pool *pool, const struct infer_event *cons
 	return precondition_deduce_pairs(pool, passing, NULL, passing_count, failing, NULL,
 					 failing_count, excluded, out);
 }
+
+bool precondition_reads(const struct precondition *precondition, const char *variable)
+{
+	for (uint32_t i = 0; i < precondition->group_count; i++)
+		for (uint32_t j = 0; j < precondition->groups[i].clause_count; j++) {
+			const char *read = precondition->groups[i].clauses[j].variable;
+
+			if (read && strcmp(read, variable) == 0)
+				return true;
+		}
+	return false;
+}

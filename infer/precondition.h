@@ -12,6 +12,7 @@
 #ifndef TCHECK_PRECONDITION_H
 #define TCHECK_PRECONDITION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,9 @@ int precondition_deduce_pairs(struct string_pool *pool, const struct infer_event
 			      const struct infer_event *const *failing,
 			      const struct infer_event *const *failing_peers, size_t failing_count,
 			      const char *excluded, struct precondition *out);
+
+/* Whether a clause of the precondition reads 'variable' ("stage", "first_step"). */
+bool precondition_reads(const struct precondition *precondition, const char *variable);
 
 /* Whether the precondition holds for an event. */
 int precondition_holds(struct string_pool *pool, const struct precondition *precondition,

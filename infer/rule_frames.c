@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "infer/infer_event.h"
+#include "infer/precondition.h"
 
 /* How operators and scopes are named in a trace: "aten::add_.Tensor", "Optimizer.step#SGD.step". */
 static const char operator_prefix[] = "aten::";
@@ -19,18 +20,6 @@ bool rule_descriptor_is_torch_level(const struct rule_descriptor *descriptor)
 	if (descriptor->kind != INFER_EVENT_PYTHON || !name)
 		return true;
 	return strncmp(name, operator_prefix, strlen(operator_prefix)) == 0 || strchr(name, '#');
-}
-
-static bool precondition_reads_stage(const struct precondition *precondition)
-{
-	for (uint32_t i = 0; i < precondition->group_count; i++)
-		for (uint32_t j = 0; j < precondition->groups[i].clause_count; j++) {
-			const char *variable = precondition->groups[i].clauses[j].variable;
-
-			if (variable && strcmp(variable, INFER_STAGE_FIELD) == 0)
-				return true;
-		}
-	return false;
 }
 
 bool rule_needs_python_frames(const struct rule *rule, char *reason, size_t reason_size)
@@ -48,7 +37,7 @@ bool rule_needs_python_frames(const struct rule *rule, char *reason, size_t reas
 	else if (!why && rule->relation == RELATION_SCALARS_STEADY)
 		why = "ScalarsSteady follows the learning-rate schedulers' Python code";
 	else if (!why && ((rule->field && strcmp(rule->field, INFER_STAGE_FIELD) == 0) ||
-			  precondition_reads_stage(&rule->precondition)))
+			  precondition_reads(&rule->precondition, INFER_STAGE_FIELD)))
 		why = "it reads the stage, which Python sets (Module.training)";
 	if (why && reason && reason_size)
 		snprintf(reason, reason_size, "%s: %s%s%s", rule_relation_name(rule->relation), why,

@@ -7,6 +7,7 @@
 #include "base/growable_array.h"
 #include "base/log.h"
 #include "checks/rules_selection.h"
+#include "infer/precondition.h"
 #include "infer/rank_updates.h"
 #include "infer/rule_frames.h"
 #include "infer/scalars_steady.h"
@@ -103,7 +104,9 @@ int rules_selection_build(const struct rule_set *rules, struct rules_selection *
 					   rule->relation == RELATION_FROZEN_UNCHANGED ||
 					   rule->relation == RELATION_TRAINABLE_UPDATED ||
 					   rule->relation == RELATION_SCALARS_STEADY ||
-					   rule_checks_rank_updates(rule);
+					   rule_checks_rank_updates(rule) ||
+					   /* an optimizer's first step: new parameters updated */
+					   precondition_reads(&rule->precondition, "first_step");
 		/* A scheduler, or an optimizer built or loaded, lets scalars change: followed. */
 		if (rule->relation == RELATION_SCALARS_STEADY && !error)
 			error = name_list_add(&functions, SCALARS_STEADY_FOLLOWED_PREFIX);
