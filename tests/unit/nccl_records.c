@@ -53,3 +53,18 @@ struct trace_record python_call_record(uint32_t pid, int step, uint64_t entry_ns
 	call->world_size = -1;
 	return record;
 }
+
+struct trace_record *python_records_add(struct python_records *records, uint32_t pid, int step,
+					uint64_t entry_ns, uint64_t duration_ns, const char *name,
+					uint32_t flags)
+{
+	struct trace_record *record = &records->at[records->count++];
+
+	*record = python_call_record(pid, step, entry_ns, duration_ns, name, flags);
+	return record;
+}
+
+void python_call_add_arg(struct trace_record *record, struct trace_python_arg value)
+{
+	record->python_call.args[record->python_call.arg_count++] = value;
+}

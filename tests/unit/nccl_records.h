@@ -3,6 +3,7 @@
 #ifndef TCHECK_TESTS_NCCL_RECORDS_H
 #define TCHECK_TESTS_NCCL_RECORDS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "model/trace_records.h"
@@ -28,5 +29,19 @@ struct trace_record all_reduce_record(uint32_t pid, int rank, int nranks, uint64
  */
 struct trace_record python_call_record(uint32_t pid, int step, uint64_t entry_ns,
 				       uint64_t duration_ns, const char *name, uint32_t flags);
+
+/* The records of one step or a few, in the order a trace gives them. */
+struct python_records {
+	struct trace_record at[16];
+	size_t count;
+};
+
+/* python_call_record appended to 'records'; the record, to add arguments to. */
+struct trace_record *python_records_add(struct python_records *records, uint32_t pid, int step,
+					uint64_t entry_ns, uint64_t duration_ns, const char *name,
+					uint32_t flags);
+
+/* One more argument of a Python call record. */
+void python_call_add_arg(struct trace_record *record, struct trace_python_arg value);
 
 #endif /* TCHECK_TESTS_NCCL_RECORDS_H */

@@ -23,41 +23,25 @@
 #define MOMENTUM 0x2000
 #define SHAPE "Float[4, 8]"
 
-struct records {
-	struct trace_record at[8];
-	size_t count;
-};
-
-static struct trace_record *add(struct records *records, uint32_t pid, int step, uint64_t at,
-				uint64_t duration, const char *name, uint32_t flags)
-{
-	struct trace_record *record = &records->at[records->count++];
-
-	*record = python_call_record(pid, step, at, duration, name, flags);
-	return record;
-}
-
-static void argument(struct trace_record *record, struct trace_python_arg value)
-{
-	record->python_call.args[record->python_call.arg_count++] = value;
-}
-
 /* An in-place operator on 'tensor', a parameter (requires grad) or a buffer. */
-static void in_place(struct records *records, uint32_t pid, int step, uint64_t at, const char *name,
-		     uint64_t tensor, bool parameter)
+static void in_place(struct python_records *records, uint32_t pid, int step, uint64_t at,
+		     const char *name, uint64_t tensor, bool parameter)
 {
-	struct trace_record *record = add(records, pid, step, at, 0, name, TRACE_PYTHON_TORCH_OP);
+	struct trace_record *record =
+		python_records_add(records, pid, step, at, 0, name, TRACE_PYTHON_TORCH_OP);
 
-	argument(record, (struct trace_python_arg){ .name = "tensor:self",
-						    .type = TRACE_VALUE_INT,
-						    .integer = (int64_t)tensor });
-	argument(record, (struct trace_python_arg){
-				 .name = "shape:self", .type = TRACE_VALUE_STR, .text = SHAPE });
-	argument(record, (struct trace_python_arg){ .name = "requires_grad:self",
-						    .type = TRACE_VALUE_BOOL,
-						    .integer = parameter });
-	argument(record, (struct trace_python_arg){
-				 .name = "arg:alpha", .type = TRACE_VALUE_FLOAT, .real = -0.1 });
+	python_call_add_arg(record, (struct trace_python_arg){ .name = "tensor:self",
+							       .type = TRACE_VALUE_INT,
+							       .integer = (int64_t)tensor });
+	python_call_add_arg(record, (struct trace_python_arg){ .name = "shape:self",
+							       .type = TRACE_VALUE_STR,
+							       .text = SHAPE });
+	python_call_add_arg(record, (struct trace_python_arg){ .name = "requires_grad:self",
+							       .type = TRACE_VALUE_BOOL,
+							       .integer = parameter });
+	python_call_add_arg(record, (struct trace_python_arg){ .name = "arg:alpha",
+							       .type = TRACE_VALUE_FLOAT,
+							       .real = -0.1 });
 }
 
 /*
@@ -65,7 +49,7 @@ static void in_place(struct records *records, uint32_t pid, int step, uint64_t a
  * (built in its first step), the weight updated; an update of the weight by
  * hand before the step when 'by_hand'. Records in end order.
  */
-static void sgd_step(struct records *records, uint32_t pid, int step, uint64_t weight,
+static void sgd_step(struct python_records *records, uint32_t pid, int step, uint64_t weight,
 		     bool buffers_exist, bool by_hand)
 {
 	uint64_t base = 1000000ULL * (uint64_t)(step + 1);
@@ -75,8 +59,8 @@ static void sgd_step(struct records *records, uint32_t pid, int step, uint64_t w
 	if (buffers_exist)
 		in_place(records, pid, step, base + 110, "aten::mul_.Tensor", MOMENTUM, false);
 	in_place(records, pid, step, base + 120, "aten::add_.Tensor", weight, true);
-	add(records, pid, step, base + 100, 100, "Optimizer.step#SGD.step",
-	    TRACE_PYTHON_TORCH_SCOPE);
+	python_records_add(records, pid, step, base + 100, 100, "Optimizer.step#SGD.step",
+			   TRACE_PYTHON_TORCH_SCOPE);
 }
 
 /* Whether "first_step" is True for each step's Optimizer.step#* (-1: not seen). */
@@ -90,7 +74,7 @@ static void first_steps(const bool *new_weight_at, const bool *by_hand_at, int f
 	CU_ASSERT_PTR_NOT_NULL_FATAL(pool);
 	optimizer_firsts_init(&firsts);
 	for (int step = first_seen; step < STEPS; step++) {
-		struct records records = { .count = 0 };
+		struct python_records records = { .count = 0 };
 
 		switched |= new_weight_at[step];
 		sgd_step(&records, 7, step, switched ? NEW_WEIGHT : WEIGHT,
@@ -157,12 +141,13 @@ static int first_after_code(const char *const *code)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(pool);
 	optimizer_firsts_init(&firsts);
 	for (int step = 0; step < 5; step++) {
-		struct records records = { .count = 0 };
+		struct python_records records = { .count = 0 };
 
 		if (step == 3)
 			for (int i = 0; code[i]; i++)
-				add(&records, 7, step, 1000000ULL * (uint64_t)(step + 1) + 10 + i,
-				    1, code[i], 0);
+				python_records_add(&records, 7, step,
+						   1000000ULL * (uint64_t)(step + 1) + 10 + i, 1,
+						   code[i], 0);
 		sgd_step(&records, 7, step, WEIGHT, step != 0 && step != 3, false);
 		for (size_t i = 0; i < records.count; i++) {
 			struct infer_event event;
@@ -215,7 +200,7 @@ static void check_program(struct rule_set *set, bool new_weight, int *at)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
 	memset(at, 0, STEPS * sizeof(*at));
 	for (int step = 0; step < STEPS; step++) {
-		struct records records = { .count = 0 };
+		struct python_records records = { .count = 0 };
 
 		sgd_step(&records, 30, step, new_weight && step >= 3 ? NEW_WEIGHT : WEIGHT,
 			 step != 0 && step != 3, false);
@@ -237,7 +222,7 @@ UNIT_TEST(optimizer_firsts, a_fresh_optimizer_over_new_layers_builds_its_buffers
 	for (uint32_t program = 0; program < 2; program++) {
 		inference_set_pipeline(inference, program);
 		for (int step = 0; step < STEPS; step++) {
-			struct records records = { .count = 0 };
+			struct python_records records = { .count = 0 };
 
 			sgd_step(&records, 10 + program, step, WEIGHT, step != 0, false);
 			for (size_t i = 0; i < records.count; i++)

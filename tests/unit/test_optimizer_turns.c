@@ -49,68 +49,53 @@ static bool generator_turn_at(enum gan gan, int step)
 	}
 }
 
-struct records {
-	struct trace_record at[16];
-	size_t count;
-};
-
-static struct trace_record *add(struct records *records, uint32_t pid, int step, uint64_t at,
-				uint64_t duration, const char *name, uint32_t flags)
-{
-	struct trace_record *record = &records->at[records->count++];
-
-	*record = python_call_record(pid, step, at, duration, name, flags);
-	return record;
-}
-
-static void argument(struct trace_record *record, struct trace_python_arg value)
-{
-	record->python_call.args[record->python_call.arg_count++] = value;
-}
-
-static void tensor_op(struct records *records, uint32_t pid, int step, uint64_t at,
+static void tensor_op(struct python_records *records, uint32_t pid, int step, uint64_t at,
 		      const char *name, const char *role, uint64_t tensor, const char *shape,
 		      bool parameter)
 {
-	struct trace_record *record = add(records, pid, step, at, 3, name, TRACE_PYTHON_TORCH_OP);
+	struct trace_record *record =
+		python_records_add(records, pid, step, at, 3, name, TRACE_PYTHON_TORCH_OP);
 	bool read = strcmp(role, "weight") == 0;
 
-	argument(record, (struct trace_python_arg){ .name = read ? "tensor:weight" : "tensor:self",
-						    .type = TRACE_VALUE_INT,
-						    .integer = (int64_t)tensor });
-	argument(record, (struct trace_python_arg){ .name = read ? "shape:weight" : "shape:self",
-						    .type = TRACE_VALUE_STR,
-						    .text = shape });
-	argument(record, (struct trace_python_arg){ .name = read ? "requires_grad:weight"
-								 : "requires_grad:self",
-						    .type = TRACE_VALUE_BOOL,
-						    .integer = parameter });
+	python_call_add_arg(
+		record, (struct trace_python_arg){ .name = read ? "tensor:weight" : "tensor:self",
+						   .type = TRACE_VALUE_INT,
+						   .integer = (int64_t)tensor });
+	python_call_add_arg(record,
+			    (struct trace_python_arg){ .name = read ? "shape:weight" : "shape:self",
+						       .type = TRACE_VALUE_STR,
+						       .text = shape });
+	python_call_add_arg(record, (struct trace_python_arg){ .name = read ? "requires_grad:weight"
+									    : "requires_grad:self",
+							       .type = TRACE_VALUE_BOOL,
+							       .integer = parameter });
 	if (strcmp(name, "aten::add_.Tensor") == 0)
-		argument(record, (struct trace_python_arg){ .name = "arg:alpha",
-							    .type = TRACE_VALUE_FLOAT,
-							    .real = parameter ? -0.1 : 1.0 });
+		python_call_add_arg(record,
+				    (struct trace_python_arg){ .name = "arg:alpha",
+							       .type = TRACE_VALUE_FLOAT,
+							       .real = parameter ? -0.1 : 1.0 });
 }
 
 /* The backward scope and the optimizer's step around what ran in them, records in end order. */
-static void backward_scope(struct records *records, uint32_t pid, int step, uint64_t base)
+static void backward_scope(struct python_records *records, uint32_t pid, int step, uint64_t base)
 {
-	add(records, pid, step, base + 30, 50, "Autograd.backward#Engine.execute",
-	    TRACE_PYTHON_TORCH_SCOPE);
+	python_records_add(records, pid, step, base + 30, 50, "Autograd.backward#Engine.execute",
+			   TRACE_PYTHON_TORCH_SCOPE);
 }
 
-static void step_scope(struct records *records, uint32_t pid, int step, uint64_t base)
+static void step_scope(struct python_records *records, uint32_t pid, int step, uint64_t base)
 {
-	add(records, pid, step, base + 100, 100, "Optimizer.step#Adam.step",
-	    TRACE_PYTHON_TORCH_SCOPE);
+	python_records_add(records, pid, step, base + 100, 100, "Optimizer.step#Adam.step",
+			   TRACE_PYTHON_TORCH_SCOPE);
 }
 
 /* One step of a program with one optimizer: zero_grad, forward, backward, step. */
-static void reference_step(struct records *records, uint32_t pid, int step)
+static void reference_step(struct python_records *records, uint32_t pid, int step)
 {
 	uint64_t base = 1000000ULL * (uint64_t)(step + 1);
 
-	add(records, pid, step, base + 10, 5, "Optimizer.zero_grad#Adam.zero_grad",
-	    TRACE_PYTHON_TORCH_SCOPE);
+	python_records_add(records, pid, step, base + 10, 5, "Optimizer.zero_grad#Adam.zero_grad",
+			   TRACE_PYTHON_TORCH_SCOPE);
 	tensor_op(records, pid, step, base + 20, "aten::linear", "weight", WEIGHT,
 		  DISCRIMINATOR_SHAPE, true);
 	tensor_op(records, pid, step, base + 40, "aten::add_.Tensor", "self", GRADIENT,
@@ -129,7 +114,7 @@ static void reference_step(struct records *records, uint32_t pid, int step)
  * fakes, a backward that adds into both models' gradients, its update);
  * a WGAN's generator takes every sixth step.
  */
-static void gan_step(struct records *records, uint32_t pid, int step, enum gan gan)
+static void gan_step(struct python_records *records, uint32_t pid, int step, enum gan gan)
 {
 	uint64_t base = 1000000ULL * (uint64_t)(step + 1);
 	bool generator_turn = generator_turn_at(gan, step);
@@ -183,7 +168,7 @@ static int first_step(const struct tally *tally, uint32_t relation)
 static void check_gan(struct rule_set *set, enum gan gan, struct tally *tally)
 {
 	struct rule_checker *checker;
-	struct records records;
+	struct python_records records;
 
 	memset(tally, 0, sizeof(*tally));
 	checker = rule_checker_new(set, count_violation, tally);
@@ -212,7 +197,7 @@ UNIT_TEST(optimizer_turns, a_gan_is_judged_turn_by_turn)
 {
 	struct rule_set *set = rule_set_new();
 	struct inference *inference = inference_new(set);
-	struct records records;
+	struct python_records records;
 	struct tally tally;
 
 	for (uint32_t program = 0; program < 2; program++) {
@@ -274,14 +259,15 @@ static void note(struct optimizer_turn *turn, struct string_pool *pool, uint64_t
 							TRACE_PYTHON_TORCH_OP);
 	struct infer_event event;
 
-	argument(&record, (struct trace_python_arg){ .name = "tensor:self",
-						     .type = TRACE_VALUE_INT,
-						     .integer = (int64_t)tensor });
-	argument(&record, (struct trace_python_arg){
-				  .name = "shape:self", .type = TRACE_VALUE_STR, .text = shape });
-	argument(&record, (struct trace_python_arg){ .name = "requires_grad:self",
-						     .type = TRACE_VALUE_BOOL,
-						     .integer = 1 });
+	python_call_add_arg(&record, (struct trace_python_arg){ .name = "tensor:self",
+								.type = TRACE_VALUE_INT,
+								.integer = (int64_t)tensor });
+	python_call_add_arg(&record, (struct trace_python_arg){ .name = "shape:self",
+								.type = TRACE_VALUE_STR,
+								.text = shape });
+	python_call_add_arg(&record, (struct trace_python_arg){ .name = "requires_grad:self",
+								.type = TRACE_VALUE_BOOL,
+								.integer = 1 });
 	CU_ASSERT_EQUAL_FATAL(infer_event_from_record(pool, &record, &event), 1);
 	CU_ASSERT_TRUE(optimizer_turn_is_update(&event));
 	CU_ASSERT_EQUAL(optimizer_turn_note(turn, &event), 0);
