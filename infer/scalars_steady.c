@@ -73,29 +73,39 @@ static int add_scalars(struct scalars_history *into, const struct infer_event *u
 	return 0;
 }
 
+/* Whether 'candidate' of the previous step is a value 'replacement' replaced. */
+static bool replaced_by(const struct scalars_history *after, const struct applied_scalar *candidate,
+			const struct applied_scalar *replacement, bool same_tensor)
+{
+	return strcmp(candidate->update.name, replacement->update.name) == 0 &&
+	       strcmp(candidate->argument, replacement->argument) == 0 &&
+	       !holds_scalar(after->scalars, after->count, candidate) &&
+	       (!same_tensor || infer_event_tensor(&candidate->update, UPDATED_FIELD) ==
+					infer_event_tensor(&replacement->update, UPDATED_FIELD));
+}
+
 /*
  * A value of an operator's argument the previous step applied and this one
  * replaced: 'after' applies a value 'before' lacks, and 'before' a value
- * of the same operator and argument that 'after' lacks.
+ * of the same operator and argument that 'after' lacks. The value the same
+ * tensor had is the one shown where there is one (the parameter's previous
+ * rate, not a momentum buffer's factor a fresh optimizer has not applied yet).
  */
 static bool find_replaced(const struct scalars_history *before, const struct scalars_history *after,
 			  const struct applied_scalar **old, const struct applied_scalar **new)
 {
-	for (size_t i = 0; i < after->count; i++) {
-		if (holds_scalar(before->scalars, before->count, &after->scalars[i]))
-			continue;
-		for (size_t j = 0; j < before->count; j++) {
-			const struct applied_scalar *candidate = &before->scalars[j];
-
-			if (strcmp(candidate->update.name, after->scalars[i].update.name) == 0 &&
-			    strcmp(candidate->argument, after->scalars[i].argument) == 0 &&
-			    !holds_scalar(after->scalars, after->count, candidate)) {
-				*old = candidate;
-				*new = &after->scalars[i];
-				return true;
-			}
+	for (int same_tensor = 1; same_tensor >= 0; same_tensor--)
+		for (size_t i = 0; i < after->count; i++) {
+			if (holds_scalar(before->scalars, before->count, &after->scalars[i]))
+				continue;
+			for (size_t j = 0; j < before->count; j++)
+				if (replaced_by(after, &before->scalars[j], &after->scalars[i],
+						same_tensor)) {
+					*old = &before->scalars[j];
+					*new = &after->scalars[i];
+					return true;
+				}
 		}
-	}
 	return false;
 }
 

@@ -64,6 +64,11 @@ static size_t build_step(uint32_t pid, int step, const struct step_plan *plan,
 						    TRACE_PYTHON_TORCH_OP);
 		argument(&records[count], "tensor:self", TRACE_VALUE_INT, BUFFER);
 		argument(&records[count++], "arg:other", TRACE_VALUE_FLOAT, 0.9);
+		/* buf.mul_(momentum).add_(grad, alpha=1 - dampening) */
+		records[count] = python_call_record(pid, step, base + 107, 3, "aten::add_.Tensor",
+						    TRACE_PYTHON_TORCH_OP);
+		argument(&records[count], "tensor:self", TRACE_VALUE_INT, BUFFER);
+		argument(&records[count++], "arg:alpha", TRACE_VALUE_FLOAT, 1.0);
 	}
 	records[count] = python_call_record(pid, step, base + 110, 3, "aten::add_.Tensor",
 					    TRACE_PYTHON_TORCH_OP);
@@ -139,6 +144,24 @@ UNIT_TEST(scalars_steady, a_scalar_replaced_between_steps_of_a_process_with_no_s
 		CU_ASSERT_EQUAL(judge(pool, 2, &momentum, &phase, &finding), 1);
 		CU_ASSERT_EQUAL(judge(pool, 3, &new_phase, &phase, &finding), -1);
 		scalars_history_free(&phase);
+	}
+	/*
+	 * Rebuilt at another rate over the same parameters, its first step with no
+	 * momentum buffer yet: the weight's previous rate is what it replaced (not
+	 * the buffer's factor of 1, which the step has not applied yet).
+	 */
+	{
+		struct scalars_history fresh = { 0 };
+		const struct step_plan rebuilt_fresh = { "Optimizer.step#SGD.step", 1.0, false,
+							 false, BUILT };
+
+		CU_ASSERT_EQUAL(judge(pool, 0, &sgd, &fresh, &finding), -1);
+		CU_ASSERT_EQUAL(judge(pool, 1, &momentum, &fresh, &finding), -1);
+		CU_ASSERT_EQUAL(judge(pool, 2, &momentum, &fresh, &finding), 1);
+		CU_ASSERT_EQUAL(judge(pool, 3, &rebuilt_fresh, &fresh, &finding), 0);
+		CU_ASSERT_STRING_EQUAL(infer_event_field(&finding.before, "arg:alpha"),
+				       "-0.10000000000000001");
+		scalars_history_free(&fresh);
 	}
 	/* Rebuilt, and alpha -0.1 replaced by -1.0: the learning rate moved tenfold. */
 	CU_ASSERT_EQUAL(judge(pool, 3, &rebuilt, &history, &finding), 0);
