@@ -62,7 +62,7 @@ int inference_add(struct inference *inference, const struct trace_record *record
 	event.pipeline = inference->pipeline;
 	if (inference->pipeline >= inference->pipeline_count)
 		inference->pipeline_count = inference->pipeline + 1;
-	if (optimizer_firsts_observe(&inference->firsts, &event))
+	if (optimizer_firsts_observe(&inference->firsts, &event, NULL))
 		return -ENOMEM;
 	if (growable_array_room_for_one((void **)&inference->events, inference->count,
 					&inference->capacity, sizeof(*inference->events)))

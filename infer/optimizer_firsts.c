@@ -8,6 +8,7 @@
 
 #include "base/growable_array.h"
 #include "optimizer_turns.h"
+#include "parameter_updates.h"
 
 /* Updates kept per process while no optimizer step has ended around them. */
 #define PENDING_UPDATES_MAX 16384
@@ -124,12 +125,11 @@ static int take_step_updates(struct firsts_process *process, const struct infer_
 	return failed;
 }
 
-int optimizer_firsts_observe(struct optimizer_firsts *firsts, struct infer_event *event)
+int optimizer_firsts_observe(struct optimizer_firsts *firsts, struct infer_event *event,
+			     void **cached)
 {
 	bool is_update = optimizer_turn_is_update(event);
-	bool is_step = event->kind == INFER_EVENT_PYTHON &&
-		       (event->flags & TRACE_PYTHON_TORCH_SCOPE) &&
-		       strcmp(event->name, OPTIMIZER_STEP_FAMILY) == 0;
+	bool is_step = parameter_updates_is_optimizer_step(event);
 	bool builds = optimizer_firsts_is_construction(event);
 	bool loads = optimizer_firsts_is_state_load(event);
 	struct firsts_process *process;
@@ -138,9 +138,9 @@ int optimizer_firsts_observe(struct optimizer_firsts *firsts, struct infer_event
 
 	if (!is_update && !is_step && !builds && !loads)
 		return 0;
-	process =
-		u64_map_get_or_add(&firsts->processes, (uint64_t)event->pipeline << 32 | event->pid,
-				   sizeof(*process), NULL);
+	process = u64_map_get_or_add_cached(&firsts->processes,
+					    (uint64_t)event->pipeline << 32 | event->pid,
+					    sizeof(*process), NULL, cached);
 	if (!process)
 		return -ENOMEM;
 	if (builds || loads) {

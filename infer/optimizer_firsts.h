@@ -45,10 +45,12 @@ void optimizer_firsts_free(struct optimizer_firsts *firsts);
  * the scope they ran in, which is written at its end; a constructor before
  * the step that follows it) and sets INFER_EVENT_NEW_OPTIMIZER or
  * INFER_EVENT_NEW_PARAMETERS on an Optimizer.step#* scope that is the first
- * of its optimizer, as said above. 0, or -ENOMEM (the event is left as it
- * was).
+ * of its optimizer, as said above. 'cached' is the caller's slot for the
+ * event's process (u64_map_get_or_add_cached; NULL: none). 0, or -ENOMEM
+ * (the event is left as it was).
  */
-int optimizer_firsts_observe(struct optimizer_firsts *firsts, struct infer_event *event);
+int optimizer_firsts_observe(struct optimizer_firsts *firsts, struct infer_event *event,
+			     void **cached);
 
 /*
  * Python code that builds an optimizer: the constructor of a torch.optim

@@ -84,6 +84,7 @@ struct checked_process {
 	void *eval_mode;   /* eval_mode's */
 	void *precision;   /* operator_precision's */
 	void *contain;	   /* contain_checker's step */
+	void *firsts;	   /* optimizer_firsts' */
 	struct rank_updates_cache rank;
 };
 
@@ -736,8 +737,6 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 
 	if (converted <= 0)
 		return converted < 0 ? -ENOMEM : 0;
-	if (optimizer_firsts_observe(&checker->firsts, &event))
-		return -ENOMEM;
 	checker->events++;
 	/* The one look-up of the event's process: each tracker is handed its slot. */
 	process = u64_map_get_or_add(&checker->checked, (uint64_t)event.pipeline << 32 | event.pid,
@@ -748,7 +747,9 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 		if (event.step > process->last_step)
 			process->last_step = event.step;
 	}
-	if (!process || process_uses_add(&checker->uses, &event) ||
+	/* First: the trackers after it read an optimizer's first step from the event. */
+	if (!process || optimizer_firsts_observe(&checker->firsts, &event, &process->firsts) ||
+	    process_uses_add(&checker->uses, &event) ||
 	    gradient_clearing_observe(&checker->clearing, &event, &process->clearing) ||
 	    check_constants(checker, &event))
 		return -ENOMEM;

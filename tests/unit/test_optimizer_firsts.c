@@ -85,7 +85,7 @@ static void first_steps(const bool *new_weight_at, const bool *by_hand_at, int f
 
 			CU_ASSERT_EQUAL_FATAL(infer_event_from_record(pool, &records.at[i], &event),
 					      1);
-			CU_ASSERT_EQUAL(optimizer_firsts_observe(&firsts, &event), 0);
+			CU_ASSERT_EQUAL(optimizer_firsts_observe(&firsts, &event, NULL), 0);
 			if (event.flags & TRACE_PYTHON_TORCH_SCOPE)
 				seen[step] =
 					strcmp(infer_event_variable(pool, &event, "first_step"),
@@ -154,7 +154,7 @@ static int first_after_code(const char *const *code)
 
 			CU_ASSERT_EQUAL_FATAL(infer_event_from_record(pool, &records.at[i], &event),
 					      1);
-			CU_ASSERT_EQUAL(optimizer_firsts_observe(&firsts, &event), 0);
+			CU_ASSERT_EQUAL(optimizer_firsts_observe(&firsts, &event, NULL), 0);
 			if (step == 3 && (event.flags & TRACE_PYTHON_TORCH_SCOPE))
 				seen = strcmp(infer_event_variable(pool, &event, "first_step"),
 					      "True") == 0;
