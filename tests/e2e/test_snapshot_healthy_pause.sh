@@ -1,13 +1,14 @@
 #!/bin/bash
 # A healthy pause is no hang for `snapshot` either. A 2-rank gloo DDP job
-# whose rank 0 saves a checkpoint (torch.save, 20 s) at step 5 while rank 1
+# whose rank 0 saves a checkpoint (torch.save, 45 s) at step 5 while rank 1
 # waits in its all-reduce: read once, rank 0 looks like a rank the other
 # waits for; the snapshot reads it again 0.3 s later, sees it was writing,
 # and names no hang (exit 0), saying why. Held against the workload's own
 # checkpoint record: the snapshot was taken inside the pause it logged.
 # A snapshot that could not read a process within its 10 s (the checkpoint's
 # own I/O on a slow disk can hold a read that long) judges nothing and says
-# so, exit 2: it is taken once more, still inside the pause, and that one
+# so, exit 2, with where its reader waited and on which mapping: it is
+# taken again, up to three times in all, still inside the pause, and one
 # must judge.
 source "$(dirname "$0")/lib.sh"
 torch_stack
@@ -15,7 +16,7 @@ torch_stack
 dir="$SCRATCH/pause"
 mkdir -p "$dir"
 setsid $TORCH_PYTHON "$ROOT/tests/workloads/python/train_ddp.py" --steps 7 \
-	--checkpoint-every 5 --checkpoint-seconds 30 --timeout 150 --log-dir "$dir/log" \
+	--checkpoint-every 5 --checkpoint-seconds 45 --timeout 165 --log-dir "$dir/log" \
 	>"$dir/out" 2>&1 &
 job=$!
 BACKGROUND_PIDS+=($job)
@@ -36,7 +37,7 @@ unread_notes() {
 for p in json.load(open(sys.argv[1]))["processes"]:
     if p.get("unread_note"): print(p["unread_note"])' "$1" 2>/dev/null
 }
-for attempt in 1 2; do
+for attempt in 1 2 3; do
 	before=$(monotonic)
 	status=0
 	"$TCHECK" snapshot $pid_options --json -o "$dir/snapshot.json" 2>"$dir/snapshot.err" ||

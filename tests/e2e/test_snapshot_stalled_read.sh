@@ -3,8 +3,9 @@
 # userfaultfd and never served: every reader waits until the process ends,
 # as with memory on a hung mount) does not stop the others from being read:
 # `snapshot` leaves it unread after JOB_SNAPSHOT_STALL_MS (10 s), says which
-# thread's stack it stalled on (the workload's own word) and where in the
-# kernel its reader waits (in the userfault), writes the other
+# thread's stack it stalled on (the workload's own word), where in the
+# kernel its reader waits (in the userfault) and which memory it reads (a
+# span over the page the workload armed, in anonymous memory), writes the other
 # process and exits 2; the agent that finds it goes on serving and finds the
 # next process of the job. Time snapshot did not run (stopped, as on a
 # paused machine) is not counted toward the 10 s.
@@ -22,6 +23,7 @@ start_stuck() {
 	wait_for_lines "$1" 1 "ready|cannot arm" 10
 	grep -q "ready" "$1" || skip "userfaultfd is not available here: $(cat "$1")"
 	stuck_tid=$(sed -n "s/ready: thread \([0-9]*\)'s.*/\1/p" "$1")
+	stuck_page=$(sed -n "s/ready: .* at page \(0x[0-9a-f]*\)/\1/p" "$1")
 }
 
 # snapshot: the stuck process said, the other one read.
@@ -35,16 +37,22 @@ timeout 60 "$TCHECK" snapshot --pid "$stuck" --pid "$other" --json >"$SCRATCH/sn
 [ "$status" = 2 ] || fail "snapshot exited $status, not 2 (a process that cannot be read): $(cat "$SCRATCH/snapshot.err")"
 stacks_shown=no
 [ -r /proc/self/stack ] && head -c1 /proc/self/stack >/dev/null 2>&1 && stacks_shown=yes
-python3 - "$SCRATCH/snapshot.json" "$stuck" "$stuck_tid" "$other" "$stacks_shown" <<'PY' || fail "the snapshot does not say what it could not read"
-import json, sys
+python3 - "$SCRATCH/snapshot.json" "$stuck" "$stuck_tid" "$other" "$stacks_shown" "$stuck_page" <<'PY' || fail "the snapshot does not say what it could not read"
+import json, re, sys
 snapshot = json.load(open(sys.argv[1]))
 stuck, tid, other, stacks_shown = int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
+page = int(sys.argv[6], 16)
 processes = {p["pid"]: p for p in snapshot["processes"]}
 note = processes[stuck].get("unread_note", "")
 assert f"thread {tid}'s stack" in note and "10 s" in note, note
 # Where the reader waits, where the kernel shows a thread's stack: the workload's userfaultfd.
 if stacks_shown == "yes":
     assert "the reader waits in the kernel in handle_userfault" in note, note
+# The memory it reads: a span over the armed page, in the thread's (anonymous) stack.
+span = re.search(r"reading (\d+) bytes at (0x[0-9a-f]+) in anonymous memory \(rw-p\)", note)
+assert span, note
+start, size = int(span.group(2), 16), int(span.group(1))
+assert start <= page < start + size, (hex(page), note)
 assert "not read (pid %d)" % stuck in snapshot["summary"], snapshot["summary"]
 read = processes[other]
 assert "unread_note" not in read and read["command"].endswith("sleep 120"), read

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "probe/kernel_wait.h"
@@ -74,6 +75,10 @@ UNIT_TEST(kernel_wait, says_where_a_thread_of_this_process_sleeps)
 	     i++)
 		usleep(1000);
 	kernel_wait_of_own_thread(reader.tid, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(kernel_state_of_own_thread(reader.tid), "asleep");
+	/* A read of a pipe is no read of another process's memory. */
+	CU_ASSERT_FALSE(kernel_remote_read_of_own_thread(reader.tid,
+							 &(struct remote_read_in_progress){ 0 }));
 	CU_ASSERT(write(reader.pipe_ends[1], "x", 1) == 1);
 	pthread_join(thread, &result);
 	CU_ASSERT_PTR_EQUAL(result, &reader);
@@ -85,4 +90,35 @@ UNIT_TEST(kernel_wait, says_where_a_thread_of_this_process_sleeps)
 	} else {
 		CU_ASSERT(text[0] == '\0' || strstr(text, "pipe_read"));
 	}
+}
+
+UNIT_TEST(kernel_wait, a_thread_that_reads_its_state_is_running)
+{
+	CU_ASSERT_STRING_EQUAL(kernel_state_of_own_thread(gettid()), "running");
+	CU_ASSERT_STRING_EQUAL(kernel_state_of_own_thread(-1), "");
+}
+
+UNIT_TEST(kernel_wait, finds_the_read_of_another_process_in_a_system_call_line)
+{
+	char line[256];
+	uint64_t pieces_at = 0, pieces = 0;
+	pid_t pid = 0;
+
+	/* As /proc/PID/syscall writes it: number, six arguments, stack and program counters. */
+	snprintf(line, sizeof(line),
+		 "%d 0x2327 0x7ffc1f2e3a40 0x1 0x7ffc1f2e3a50 0x2 0x0 0x7ffc1f2e3a00 "
+		 "0x7f3b9c11f88d\n",
+		 (int)SYS_process_vm_readv);
+	CU_ASSERT_TRUE(kernel_syscall_remote_read(line, &pid, &pieces_at, &pieces));
+	CU_ASSERT_EQUAL(pid, 0x2327);
+	CU_ASSERT_EQUAL(pieces_at, 0x7ffc1f2e3a50ull);
+	CU_ASSERT_EQUAL(pieces, 2);
+	/* Another call, a thread in user space, a thread in no call, nothing. */
+	snprintf(line, sizeof(line), "%d 0x3 0x7ffc1f2e3a40 0x1000 0x0 0x0 0x0 0x7ffc 0x7f3b\n",
+		 (int)SYS_read);
+	CU_ASSERT_FALSE(kernel_syscall_remote_read(line, &pid, &pieces_at, &pieces));
+	CU_ASSERT_FALSE(kernel_syscall_remote_read("running\n", &pid, &pieces_at, &pieces));
+	CU_ASSERT_FALSE(kernel_syscall_remote_read("-1 0x7ffc1f2e3a00 0x7f3b9c11f88d\n", &pid,
+						   &pieces_at, &pieces));
+	CU_ASSERT_FALSE(kernel_syscall_remote_read(NULL, &pid, &pieces_at, &pieces));
 }

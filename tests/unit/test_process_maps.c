@@ -471,3 +471,28 @@ UNIT_TEST(process_maps, a_kernel_thread_is_told_apart)
 	if (file)
 		fclose(file);
 }
+
+UNIT_TEST(process_maps, says_what_an_address_falls_in)
+{
+	const char maps[] =
+		"55d1c0000000-55d1c0021000 rw-p 00000000 00:00 0                          [heap]\n"
+		"7f3b9c000000-7f3b9c200000 r--p 00000000 fd:01 1311 "
+		"/usr/lib/x86_64-linux-gnu/libpython3.14.so.1.0\n"
+		"7f3b9c200000-7f3b9c300000 rw-p 00000000 00:00 0\n"
+		"7ffc1f2c4000-7ffc1f2e5000 rw-p 00000000 00:00 0                          [stack]";
+	char text[160];
+
+	process_maps_text_describe_address(maps, 0x7f3b9c000010ull, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, "/usr/lib/x86_64-linux-gnu/libpython3.14.so.1.0 (r--p)");
+	process_maps_text_describe_address(maps, 0x7f3b9c200000ull, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, "anonymous memory (rw-p)");
+	process_maps_text_describe_address(maps, 0x55d1c0020fffull, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, "[heap] (rw-p)");
+	process_maps_text_describe_address(maps, 0x7ffc1f2e4000ull, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, "[stack] (rw-p)");
+	/* An end is exclusive; an address in no line, or no map at all, is said so. */
+	process_maps_text_describe_address(maps, 0x55d1c0021000ull, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, "no mapping");
+	process_maps_text_describe_address(NULL, 0x1000, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, "no mapping");
+}

@@ -6,7 +6,8 @@
  * stack) waits in the kernel until this process ends. That is how a read
  * of a live process can block for as long as the process lives (memory on
  * a hung FUSE or NFS mount does the same). Prints "ready: thread TID's
- * stack cannot be read" when the page is armed, then sleeps --seconds.
+ * stack cannot be read at page 0xADDRESS" when the page is armed, then
+ * sleeps --seconds.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,6 +38,7 @@ static pthread_mutex_t armed_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t armed_changed = PTHREAD_COND_INITIALIZER;
 static int armed; /* 1 armed, -1 failed */
 static pid_t stuck_tid;
+static uintptr_t stuck_page; /* the page no reader gets */
 
 static void usage(FILE *out)
 {
@@ -127,6 +129,7 @@ static void *stuck_thread(void *unused)
 		return NULL;
 	}
 	stuck_tid = (pid_t)syscall(SYS_gettid);
+	stuck_page = page;
 	set_armed(1);
 	for (;;)
 		pause();
@@ -158,7 +161,8 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&armed_lock);
 	if (armed < 0)
 		return 1;
-	printf("ready: thread %d's stack cannot be read\n", (int)stuck_tid);
+	printf("ready: thread %d's stack cannot be read at page 0x%llx\n", (int)stuck_tid,
+	       (unsigned long long)stuck_page);
 	fflush(stdout);
 	sleep((unsigned int)options.seconds);
 	return 0;

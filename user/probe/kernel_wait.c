@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/remote_memory.h"
 #include "probe/proc_files.h"
 
 /* The frames a note names: the innermost say what is awaited, the rest how it was reached. */
@@ -64,4 +67,61 @@ void kernel_wait_of_own_thread(pid_t tid, char *text, size_t size)
 	if (channel && channel[0] && strcmp(channel, "0") != 0)
 		snprintf(text, size, "%.*s", (int)strcspn(channel, "\n"), channel);
 	free(channel);
+}
+
+bool kernel_syscall_remote_read(const char *syscall_text, pid_t *pid, uint64_t *remote_pieces,
+				uint64_t *piece_count)
+{
+	unsigned long long arguments[6];
+	long number;
+
+	/* "NR ARG1 ... ARG6 SP PC" while in a call; "running" or "-1 SP PC" otherwise. */
+	if (!syscall_text ||
+	    sscanf(syscall_text, "%ld %llx %llx %llx %llx %llx %llx", &number, &arguments[0],
+		   &arguments[1], &arguments[2], &arguments[3], &arguments[4],
+		   &arguments[5]) != 7 ||
+	    number != SYS_process_vm_readv)
+		return false;
+	*pid = (pid_t)arguments[0];
+	*remote_pieces = arguments[3];
+	*piece_count = arguments[4];
+	return true;
+}
+
+bool kernel_remote_read_of_own_thread(pid_t tid, struct remote_read_in_progress *read)
+{
+	char *text = own_task_file(tid, "syscall");
+	uint64_t pieces_at = 0, pieces = 0;
+	struct iovec first;
+	pid_t pid = 0;
+	bool found = kernel_syscall_remote_read(text, &pid, &pieces_at, &pieces);
+
+	free(text);
+	/* The list lies on the waiting thread's stack: read through the kernel, not by pointer. */
+	if (!found || pieces == 0 ||
+	    remote_memory_read(getpid(), pieces_at, &first, sizeof(first), NULL, 0) != 0)
+		return false;
+	*read = (struct remote_read_in_progress){ pid, (uint64_t)(uintptr_t)first.iov_base,
+						  first.iov_len, pieces };
+	return true;
+}
+
+const char *kernel_state_of_own_thread(pid_t tid)
+{
+	char *stat = own_task_file(tid, "stat");
+	/* The command in parentheses may hold anything: the state follows its last ')'. */
+	const char *after = stat ? strrchr(stat, ')') : NULL;
+	char state = after && after[1] == ' ' ? after[2] : '\0';
+
+	free(stat);
+	switch (state) {
+	case 'R':
+		return "running";
+	case 'S':
+		return "asleep";
+	case 'D':
+		return "in uninterruptible sleep";
+	default:
+		return "";
+	}
 }

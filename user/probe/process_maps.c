@@ -327,3 +327,29 @@ const struct mapped_file *mapped_file_list_find_address(const struct mapped_file
 	}
 	return NULL;
 }
+
+void process_maps_text_describe_address(const char *maps_text, uint64_t address, char *text,
+					size_t size)
+{
+	snprintf(text, size, "no mapping");
+	for (const char *line = maps_text; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t length = end ? (size_t)(end - line) : strlen(line);
+		unsigned long long start, stop;
+		char one[PATH_MAX + 128], permissions[5];
+		int consumed = -1;
+
+		snprintf(one, sizeof(one), "%.*s", (int)length, line);
+		line = end ? end + 1 : NULL;
+		if (sscanf(one, "%llx-%llx %4s %*x %*x:%*x %*u %n", &start, &stop, permissions,
+			   &consumed) < 3 ||
+		    address < start || address >= stop)
+			continue;
+		/* The name is the rest of the line; a line without one is anonymous memory. */
+		if (consumed > 0 && one[consumed])
+			snprintf(text, size, "%s (%s)", one + consumed, permissions);
+		else
+			snprintf(text, size, "anonymous memory (%s)", permissions);
+		return;
+	}
+}

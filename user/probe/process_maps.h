@@ -79,4 +79,12 @@ const struct mapped_file *mapped_file_list_find_suffix(const struct mapped_file_
 const struct mapped_file *mapped_file_list_find_address(const struct mapped_file_list *list,
 							uint64_t address, uint64_t *file_offset);
 
+/*
+ * What an address falls in, in words, from the text of a maps file (anonymous
+ * memory too): "/usr/lib/libpython3.14.so.1.0 (r--p)", "[stack] (rw-p)",
+ * "anonymous memory (rw-p)"; "no mapping" when no line holds it.
+ */
+void process_maps_text_describe_address(const char *maps_text, uint64_t address, char *text,
+					size_t size);
+
 #endif /* TCHECK_PROCESS_MAPS_H */

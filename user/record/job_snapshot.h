@@ -71,7 +71,7 @@ struct snapshot_process {
 	struct process_group_reading *process_groups; /* c10d groups and their sequence numbers */
 	size_t process_group_count;
 	char process_group_note[256]; /* why a group's sequence number is unknown, "" none */
-	char unread_note[768];	      /* why the process was not read at all, "" when it was */
+	char unread_note[1024];	      /* why the process was not read at all, "" when it was */
 };
 
 struct job_snapshot {

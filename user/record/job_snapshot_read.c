@@ -26,6 +26,8 @@
 #include "base/system_clock.h"
 #include "base/watched_time.h"
 #include "probe/kernel_wait.h"
+#include "probe/proc_files.h"
+#include "probe/process_maps.h"
 #include "record/job_snapshot_process.h"
 
 /* What the caller and the workers share; freed by the last to let go of it. */
@@ -43,6 +45,7 @@ struct snapshot_reading {
 	pid_t reader_tid;	  /* the current worker's thread, to say where it waits */
 	uint64_t step_started_ns; /* when the current worker began its current step */
 	char step[320];		  /* that step, for the note of a process it never finishes */
+	char *maps;		  /* the memory map of the process being read, as its read began */
 };
 
 struct snapshot_worker {
@@ -63,6 +66,7 @@ static void reading_release(struct snapshot_reading *reading)
 	for (size_t i = 0; reading->processes && i < reading->count; i++)
 		snapshot_process_free(&reading->processes[i]);
 	free(reading->processes);
+	free(reading->maps);
 	free((void *)reading->pids);
 	pthread_cond_destroy(&reading->changed);
 	pthread_mutex_destroy(&reading->lock);
@@ -83,6 +87,29 @@ static void worker_step(void *context, const char *what)
 	pthread_mutex_unlock(&reading->lock);
 }
 
+/*
+ * Keeps the memory map of the process about to be read, so that a read that
+ * stalls can be said with the mapping it waits on; the caller never opens
+ * the process's own files while a worker may hold its memory lock.
+ */
+static void worker_keep_maps(struct snapshot_worker *worker, pid_t pid)
+{
+	struct snapshot_reading *reading = worker->reading;
+	char *maps = NULL;
+	size_t length;
+
+	if (proc_file_read(pid, "maps", &maps, &length) != 0)
+		maps = NULL;
+	pthread_mutex_lock(&reading->lock);
+	if (worker->generation == reading->generation) {
+		free(reading->maps);
+		reading->maps = maps;
+		maps = NULL;
+	}
+	pthread_mutex_unlock(&reading->lock);
+	free(maps);
+}
+
 static void *worker_run(void *argument)
 {
 	struct snapshot_worker *worker = argument;
@@ -99,6 +126,7 @@ static void *worker_run(void *argument)
 		bool current;
 		int err;
 
+		worker_keep_maps(worker, process.pid);
 		err = tables ? snapshot_process_read(&process, tables, worker_step, worker, error,
 						     sizeof(error))
 			     : error_fail(error, sizeof(error), ENOMEM, "out of memory");
@@ -159,19 +187,48 @@ static int worker_start(struct snapshot_reading *reading, size_t first)
 #define WAIT_SLICE_NS 500000000ull
 
 /*
+ * Where the stalled reader waits, in words: the innermost functions of its
+ * kernel stack, whether it sleeps or runs (a loop), and the memory it reads
+ * with the mapping that holds it.
+ */
+static void reader_wait_said(const struct snapshot_reading *reading, char *text, size_t size)
+{
+	char waits_in[200] = "", holder[320] = "", reads[400] = "";
+	struct remote_read_in_progress read;
+	const char *state;
+
+	text[0] = '\0';
+	if (!reading->reader_tid)
+		return;
+	kernel_wait_of_own_thread(reading->reader_tid, waits_in, sizeof(waits_in));
+	state = kernel_state_of_own_thread(reading->reader_tid);
+	if (kernel_remote_read_of_own_thread(reading->reader_tid, &read)) {
+		process_maps_text_describe_address(reading->maps, read.address, holder,
+						   sizeof(holder));
+		snprintf(reads, sizeof(reads), ", reading %llu bytes at 0x%llx%s in %s",
+			 (unsigned long long)read.size, (unsigned long long)read.address,
+			 read.pieces > 1 ? " (the first of its pieces)" : "", holder);
+	}
+	if (waits_in[0])
+		snprintf(text, size, "; the reader waits in the kernel in %s%s%s%s", waits_in,
+			 state[0] ? " (" : "", state, state[0] ? ")" : "");
+	else if (state[0])
+		snprintf(text, size, "; the reader is %s in the kernel", state);
+	if (reads[0] && text[0])
+		snprintf(text + strlen(text), size - strlen(text), "%s", reads);
+}
+
+/*
  * Gives up on the process being read: said in its slot; the next worker
  * reads on. unwatched_ns: time of the step this process did not run.
  */
 static int give_up_on_current(struct snapshot_reading *reading, uint64_t unwatched_ns)
 {
 	struct snapshot_process *process = &reading->processes[reading->next];
-	char waits_in[200] = "", where[240] = "", not_counted[96] = "";
+	char where[700] = "", not_counted[96] = "";
 
 	/* Where the read waits names what holds it: a fault, a lock, a mount. */
-	if (reading->reader_tid)
-		kernel_wait_of_own_thread(reading->reader_tid, waits_in, sizeof(waits_in));
-	if (waits_in[0])
-		snprintf(where, sizeof(where), "; the reader waits in the kernel in %s", waits_in);
+	reader_wait_said(reading, where, sizeof(where));
 	if (unwatched_ns)
 		snprintf(not_counted, sizeof(not_counted),
 			 " (not counting %.1f s in which tcheck-bpf did not run)",
