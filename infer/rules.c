@@ -248,8 +248,8 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 		used = (size_t)snprintf(
 			text, size,
 			"in every step, %s with %s = %s applies the scalars of its previous "
-			"step (learning rate, momentum, ...) when the optimizer is built or "
-			"loaded again, in a process that runs no learning-rate scheduler",
+			"step (learning rate, momentum, ...) when a state is loaded into the "
+			"optimizer (a resume), in a process that runs no learning-rate scheduler",
 			rule->event.name, rule->field, rule->value);
 		break;
 	default:

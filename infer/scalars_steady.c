@@ -21,12 +21,6 @@ static bool is_scheduler_code(const struct infer_event *event)
 		       strlen(SCALARS_STEADY_SCHEDULER_PREFIX)) == 0;
 }
 
-/* Python code that sets an optimizer up: built, or a state dict loaded into it. */
-static bool is_optimizer_set_up(const struct infer_event *event)
-{
-	return optimizer_firsts_is_construction(event) || optimizer_firsts_is_state_load(event);
-}
-
 static bool is_update(const struct infer_event *event)
 {
 	return event->kind == INFER_EVENT_PYTHON && (event->flags & TRACE_PYTHON_TORCH_OP) &&
@@ -36,7 +30,7 @@ static bool is_update(const struct infer_event *event)
 bool scalars_steady_wants(const struct infer_event *event)
 {
 	return parameter_updates_is_optimizer_step(event) || is_update(event) ||
-	       is_scheduler_code(event) || is_optimizer_set_up(event);
+	       is_scheduler_code(event) || optimizer_firsts_is_state_load(event);
 }
 
 static bool same_scalar(const struct applied_scalar *a, const struct applied_scalar *b)
@@ -124,7 +118,7 @@ int scalars_steady_judge(const struct infer_event *const *events, size_t count,
 		    (!finding->step || events[i]->entry_ns < finding->step->entry_ns))
 			finding->step = events[i];
 		scheduled |= is_scheduler_code(events[i]);
-		history->set_up_again |= is_optimizer_set_up(events[i]);
+		history->resumed |= optimizer_firsts_is_state_load(events[i]);
 	}
 	history->scheduled |= scheduled;
 	if (!finding->step)
@@ -140,12 +134,15 @@ int scalars_steady_judge(const struct infer_event *const *events, size_t count,
 	replaced = history->known && find_replaced(history, &current, &old, &new);
 	current.steady = history->known && !replaced;
 	/*
-	 * The program changed its own optimizer's scalars: its intent, no example.
-	 * So is a step over parameters no step had changed: a new phase (the whole
-	 * model fine-tuned after its head) brings scalars of its own.
+	 * The program changed its own optimizer's scalars: its intent, no example,
+	 * whether it set them or built a new optimizer with them (a rate decayed
+	 * by rebuilding, fresh buffers each epoch). An optimizer a state was
+	 * loaded into resumes: it goes on with the scalars it had. A step over
+	 * parameters no step had changed is no example either: a new phase (the
+	 * whole model fine-tuned after its head) brings scalars of its own.
 	 */
 	finding->applies = history->steady && !current.scheduled && current.count > 0 &&
-			   (!replaced || history->set_up_again) &&
+			   (!replaced || history->resumed) &&
 			   !(finding->step->flags & INFER_EVENT_NEW_PARAMETERS);
 	if (finding->applies && replaced) {
 		finding->holds = false;

@@ -17,11 +17,12 @@
  * scalars of the one before it. A warm-up written out in the loop (the
  * learning rate set by hand in each of the first steps) changes them every
  * step and is no example until it ends. A change after steady steps fails
- * when the optimizer was set up again since the previous step (an
- * optimizer of torch.optim built, or a state dict loaded into one: a
- * resume or a rebuild that brought other scalars than it replaced); a
- * change the program made to its own optimizer (a step decay written out,
- * `param_group["lr"] = ...`) is its intent, and that step is no example.
+ * when a state dict was loaded into an optimizer of torch.optim since the
+ * previous step (a resume, with or without a rebuild, that brought other
+ * scalars than it replaced); a change the program made to its own
+ * optimizer (a step decay written out, `param_group["lr"] = ...`, or a new
+ * optimizer built at the decayed rate with no state loaded) is its
+ * intent, and that step is no example.
  * Nor is a step that changed parameters no step had changed before
  * (INFER_EVENT_NEW_PARAMETERS): an optimizer built for a new phase (the
  * whole model fine-tuned at a lower rate after a linear probe, new layers)
@@ -42,7 +43,7 @@
 #define SCALARS_STEADY_FIELD INFER_IMPLEMENTATION_FIELD
 /* Python code whose run in a step lets its scalars change: torch's schedulers. */
 #define SCALARS_STEADY_SCHEDULER_PREFIX OPTIMIZER_SCHEDULER_PREFIX
-/* The Python code followed for the rule: the schedulers, and optimizers set up again. */
+/* The Python code followed for the rule: the schedulers, and states loaded into optimizers. */
 #define SCALARS_STEADY_FOLLOWED_PREFIX OPTIMIZER_CODE_PREFIX
 
 /* One (operator, argument, value) an optimizer step applied, with an update that did. */
@@ -55,9 +56,9 @@ struct applied_scalar {
 /* What the process's last optimizer step applied. */
 struct scalars_history {
 	bool known;
-	bool steady;	   /* the last optimizer step applied the scalars of the one before it */
-	bool scheduled;	   /* scheduler code ran in the process: its scalars are the scheduler's */
-	bool set_up_again; /* an optimizer was built or loaded since the last optimizer step */
+	bool steady;	/* the last optimizer step applied the scalars of the one before it */
+	bool scheduled; /* scheduler code ran in the process: its scalars are the scheduler's */
+	bool resumed;	/* a state was loaded into an optimizer since the last optimizer step */
 	size_t count, capacity;
 	struct applied_scalar *scalars;
 };
@@ -73,7 +74,7 @@ struct scalars_steady_finding {
 
 /*
  * Whether an event takes part (an optimizer step, an update operator, a
- * scheduler's code, an optimizer built or loaded).
+ * scheduler's code, a state loaded into an optimizer).
  */
 bool scalars_steady_wants(const struct infer_event *event);
 

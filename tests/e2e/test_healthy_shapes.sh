@@ -8,7 +8,7 @@
 # many optimizer steps per process as the program's own log), and the 8-rank job really moves
 # collectives of a layout the references did not have (the NCCL jobs, which use no torch,
 # on the first stack only).
-# Each stack runs a third of the 101 programs (--part), and on every stack those whose torch
+# Each stack runs a third of the 102 programs (--part), and on every stack those whose torch
 # code differs between releases: the three stacks together run every program once, 40 runs a
 # stack, two recorded at a time (EVAL_JOBS). `make eval-real` runs all of them on each stack.
 # e2e-timeout: 1200

@@ -221,6 +221,8 @@ SHAPES = [
      "then a new SGD over both at a tenth of the rate"),
     ("progressive_growing.py", [], "residual blocks added at steps 3 and 6, a new SGD "
      "(Nesterov) over old and new parameters each time"),
+    ("optimizer_rebuilt_for_decay.py", [], "the learning rate halved each epoch by building a "
+     "new SGD at the decayed rate (no scheduler, no state loaded)"),
 ]
 
 # Shapes whose program or whose torch code differs from one torch release to the next (fused

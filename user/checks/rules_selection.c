@@ -107,7 +107,10 @@ int rules_selection_build(const struct rule_set *rules, struct rules_selection *
 					   rule_checks_rank_updates(rule) ||
 					   /* an optimizer's first step: new parameters updated */
 					   precondition_reads(&rule->precondition, "first_step");
-		/* A scheduler, or an optimizer built or loaded, lets scalars change: followed. */
+		/*
+		 * A scheduler lets scalars change, an optimizer's state loaded holds them,
+		 * and an optimizer built has new ones (optimizer_firsts): followed.
+		 */
 		if (rule->relation == RELATION_SCALARS_STEADY && !error)
 			error = name_list_add(&functions, SCALARS_STEADY_FOLLOWED_PREFIX);
 	}
