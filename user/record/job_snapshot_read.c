@@ -236,7 +236,7 @@ static int give_up_on_current(struct snapshot_reading *reading, uint64_t unwatch
 	process->pid = reading->pids[reading->next];
 	process->rank = -1;
 	snprintf(process->unread_note, sizeof(process->unread_note),
-		 "pid %d was not read: %.200s did not finish within %d s%s%s (a page of its "
+		 "pid %d was not read: %.200s did not finish within %d s%s%.500s (a page of its "
 		 "memory that cannot be read now, one on a hung mount or held by userfaultfd, "
 		 "keeps every reader waiting until it is served)",
 		 (int)process->pid, reading->step, JOB_SNAPSHOT_STALL_MS / 1000, not_counted,
