@@ -98,6 +98,7 @@ static void worker_keep_maps(struct snapshot_worker *worker, pid_t pid)
 	char *maps = NULL;
 	size_t length;
 
+	worker_step(worker, "reading its memory map");
 	if (proc_file_read(pid, "maps", &maps, &length) != 0)
 		maps = NULL;
 	pthread_mutex_lock(&reading->lock);
