@@ -479,6 +479,7 @@ UNIT_TEST(process_maps, says_what_an_address_falls_in)
 		"7f3b9c000000-7f3b9c200000 r--p 00000000 fd:01 1311 "
 		"/usr/lib/x86_64-linux-gnu/libpython3.14.so.1.0\n"
 		"7f3b9c200000-7f3b9c300000 rw-p 00000000 00:00 0\n"
+		"7f3b9c300000-7f3b9c301000 rw-s 00000000 fd:01 1312 /dev/shm/ring (deleted)\n"
 		"7ffc1f2c4000-7ffc1f2e5000 rw-p 00000000 00:00 0                          [stack]";
 	char text[160];
 
@@ -486,6 +487,8 @@ UNIT_TEST(process_maps, says_what_an_address_falls_in)
 	CU_ASSERT_STRING_EQUAL(text, "/usr/lib/x86_64-linux-gnu/libpython3.14.so.1.0 (r--p)");
 	process_maps_text_describe_address(maps, 0x7f3b9c200000ull, text, sizeof(text));
 	CU_ASSERT_STRING_EQUAL(text, "anonymous memory (rw-p)");
+	process_maps_text_describe_address(maps, 0x7f3b9c300008ull, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, "/dev/shm/ring (deleted) (rw-s)");
 	process_maps_text_describe_address(maps, 0x55d1c0020fffull, text, sizeof(text));
 	CU_ASSERT_STRING_EQUAL(text, "[heap] (rw-p)");
 	process_maps_text_describe_address(maps, 0x7ffc1f2e4000ull, text, sizeof(text));

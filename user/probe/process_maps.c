@@ -127,10 +127,11 @@ static bool ends_with(const char *text, size_t length, const char *suffix)
 }
 
 /*
- * One maps line: "start-end perms offset major:minor inode   path".
- * Returns 1 when it maps a file (deleted ones too, flagged), 0 when it is skipped,
- * negative on a malformed line. The path is the rest of the line: it may
- * hold spaces.
+ * One maps line: "start-end perms offset major:minor inode   path", every
+ * field filled for any line ("" as the path of anonymous memory). Returns 1
+ * when it maps a file (deleted ones too, flagged), 0 for other memory
+ * ([heap], anonymous, anon_inode:...), negative on a malformed line. The
+ * path is the rest of the line: it may hold spaces.
  */
 static int parse_maps_line(char *line, struct mapped_region *region, dev_t *device, uint64_t *inode,
 			   char **path, bool *deleted)
@@ -145,27 +146,24 @@ static int parse_maps_line(char *line, struct mapped_region *region, dev_t *devi
 	if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, permissions, &offset,
 		   &major_number, &minor_number, &inode_number, &consumed) < 7)
 		return -EINVAL;
-	if (consumed < 0) /* a line without a path has no whitespace left for " %n" */
-		return 0;
-	name = line + consumed;
-	length = strlen(name);
-	while (length && isspace((unsigned char)name[length - 1]))
-		name[--length] = '\0';
-	/* Anonymous memory, [heap], [vdso], anon_inode:... */
-	if (inode_number == 0 || name[0] != '/')
-		return 0;
-	/* A file removed or replaced on disk is still mapped: it stays, by its old name. */
-	*deleted = ends_with(name, length, DELETED_SUFFIX);
-	if (*deleted)
-		name[length - strlen(DELETED_SUFFIX)] = '\0';
 	region->start = start;
 	region->end = end;
 	region->offset = offset;
 	memcpy(region->permissions, permissions, sizeof(region->permissions));
 	*device = makedev(major_number, minor_number);
 	*inode = inode_number;
+	/* A line without a path has no whitespace left for " %n". */
+	name = consumed < 0 ? line + strlen(line) : line + consumed;
+	length = strlen(name);
+	while (length && isspace((unsigned char)name[length - 1]))
+		name[--length] = '\0';
+	/* A file removed or replaced on disk is still mapped: it stays, by its old name. */
+	*deleted = ends_with(name, length, DELETED_SUFFIX);
+	if (*deleted)
+		name[length - strlen(DELETED_SUFFIX)] = '\0';
 	*path = name;
-	return 1;
+	/* Anonymous memory, [heap], [vdso], anon_inode:... */
+	return inode_number != 0 && name[0] == '/';
 }
 
 int process_maps_parse(const char *text, pid_t pid, struct mapped_file_list *list, char *error,
@@ -335,21 +333,23 @@ void process_maps_text_describe_address(const char *maps_text, uint64_t address,
 	for (const char *line = maps_text; line && *line;) {
 		const char *end = strchr(line, '\n');
 		size_t length = end ? (size_t)(end - line) : strlen(line);
-		unsigned long long start, stop;
-		char one[PATH_MAX + 128], permissions[5];
-		int consumed = -1;
+		char one[PATH_MAX + 128], *name;
+		struct mapped_region region;
+		bool deleted = false;
+		uint64_t inode;
+		dev_t device;
 
 		snprintf(one, sizeof(one), "%.*s", (int)length, line);
 		line = end ? end + 1 : NULL;
-		if (sscanf(one, "%llx-%llx %4s %*x %*x:%*x %*u %n", &start, &stop, permissions,
-			   &consumed) < 3 ||
-		    address < start || address >= stop)
+		if (parse_maps_line(one, &region, &device, &inode, &name, &deleted) < 0 ||
+		    address < region.start || address >= region.end)
 			continue;
-		/* The name is the rest of the line; a line without one is anonymous memory. */
-		if (consumed > 0 && one[consumed])
-			snprintf(text, size, "%s (%s)", one + consumed, permissions);
+		/* A line without a name is anonymous memory. */
+		if (name[0])
+			snprintf(text, size, "%s%s (%s)", name, deleted ? DELETED_SUFFIX : "",
+				 region.permissions);
 		else
-			snprintf(text, size, "anonymous memory (%s)", permissions);
+			snprintf(text, size, "anonymous memory (%s)", region.permissions);
 		return;
 	}
 }

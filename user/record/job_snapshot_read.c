@@ -204,8 +204,12 @@ static void reader_wait_said(const struct snapshot_reading *reading, char *text,
 	kernel_wait_of_own_thread(reading->reader_tid, waits_in, sizeof(waits_in));
 	state = kernel_state_of_own_thread(reading->reader_tid);
 	if (kernel_remote_read_of_own_thread(reading->reader_tid, &read)) {
-		process_maps_text_describe_address(reading->maps, read.address, holder,
-						   sizeof(holder));
+		/* The map kept is the one of the process being read, which the read should be. */
+		if (read.pid == reading->pids[reading->next])
+			process_maps_text_describe_address(reading->maps, read.address, holder,
+							   sizeof(holder));
+		else
+			snprintf(holder, sizeof(holder), "the memory of pid %d", (int)read.pid);
 		snprintf(reads, sizeof(reads), ", reading %llu bytes at 0x%llx%s in %s",
 			 (unsigned long long)read.size, (unsigned long long)read.address,
 			 read.pieces > 1 ? " (the first of its pieces)" : "", holder);
