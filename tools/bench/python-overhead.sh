@@ -20,6 +20,8 @@
 # before and after the rounds.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tools/bench/probe-counts.sh
+source "$root/tools/bench/probe-counts.sh"
 tcheck="$root/tcheck-bpf"
 baseline=${BASELINE:-}
 workload="$root/tests/workloads/python/train_cpu.py"
@@ -194,8 +196,7 @@ probe_runs_per_step() {
 	recorder=$!
 	while kill -0 "$recorder" 2>/dev/null; do
 		step=$(tail -n 1 "$log" 2>/dev/null | sed -n 's/.*"step": \([0-9]*\).*/\1/p' || true)
-		runs=$(awk '/^run_cnt:/ { sum += $2 } END { print sum + 0 }' \
-			/proc/"$recorder"/fdinfo/* 2>/dev/null || true)
+		runs=$(bpf_program_runs "$recorder")
 		if [ -n "$step" ] && [ -z "$step1" ] && [ "$step" -ge "$first_steady_step" ]; then
 			runs1=$runs step1=$step
 		elif [ -n "$step" ] && [ -n "$step1" ] && [ "$step" -lt $((steps - 2)) ]; then
@@ -212,34 +213,7 @@ probe_runs_per_step() {
 	fi
 }
 
-# The run's uprobe floor, ns a call: ncclAllReduce of the NCCL test double with
-# an empty uprobe and uretprobe pair (probe-floor) against the same calls
-# untraced; "-" when the bench programs are not built.
-uprobe_floor() {
-	local bench="$root/.output/tests/bench/nccl-call-bench" floor="$root/.output/tests/bench/probe-floor"
-	local library="$root/.output/tests/lib/libnccl.so.2" pid prober plain probed
-	[ -x "$bench" ] && [ -x "$floor" ] && [ -f "$library" ] || { echo "-"; return; }
-	"$bench" --lib "$library" --calls 20000 --rounds 5 >"$scratch/plain.out"
-	# A uprobe belongs to a file: the probed run gets a copy of its own.
-	cp "$library" "$scratch/libnccl.so.2"
-	rm -f "$scratch/floor.ready" "$scratch/floor.go"
-	"$bench" --lib "$scratch/libnccl.so.2" --calls 20000 --rounds 5 --ready "$scratch/floor.ready" \
-		--go "$scratch/floor.go" >"$scratch/probed.out" &
-	pid=$!
-	until [ -s "$scratch/floor.ready" ]; do sleep 0.02; done
-	"$floor" --lib "$scratch/libnccl.so.2" --pid "$pid" 2>"$scratch/floor.log" &
-	prober=$!
-	until grep -q attached "$scratch/floor.log"; do sleep 0.02; done
-	touch "$scratch/floor.go"
-	wait "$pid"
-	kill -TERM "$prober"
-	wait "$prober" || true
-	plain=$(sed -n 's/.*\bns_per_call=\([^ ]*\).*/\1/p' "$scratch/plain.out")
-	probed=$(sed -n 's/.*\bns_per_call=\([^ ]*\).*/\1/p' "$scratch/probed.out")
-	awk -v a="$probed" -v b="$plain" 'BEGIN { printf "%.0f\n", a - b }'
-}
-
-floor_before=$(uprobe_floor)
+floor_before=$(uprobe_floor "$root" "$scratch")
 for ((round = 0; round < rounds; round++)); do
 	for stack in "${stacks[@]}"; do
 		IFS='|' read -r stack_name _ python <<<"$stack"
@@ -253,7 +227,7 @@ for ((round = 0; round < rounds; round++)); do
 	done
 done
 
-floor_after=$(uprobe_floor)
+floor_after=$(uprobe_floor "$root" "$scratch")
 for stack in "${stacks[@]}"; do
 	IFS='|' read -r stack_name _ python <<<"$stack"
 	for m in "${!models[@]}"; do
