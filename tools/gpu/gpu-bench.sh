@@ -49,7 +49,7 @@ record_options() {
 # step times in LOG, the recorder's messages in MESSAGES and what it found
 # live (hangs, slowdowns, violations) in MESSAGES.events.
 run_job() {
-	local mode=$1 log=$2 messages=$3 run_steps=$4 options
+	local mode=$1 log=$2 messages=$3 run_steps=$4 options started=$SECONDS
 	shift 4
 	port=$((port + 1))
 	options=$(record_options "$mode")
@@ -64,6 +64,7 @@ run_job() {
 			"$python" "$job" --steps "$run_steps" --port "$port" --log "$log" $job_options "$@" \
 			>/dev/null 2>"$messages"
 	fi
+	echo "gpu-bench: $mode, $run_steps steps: $((SECONDS - started)) s" >&2
 }
 
 # Median step time (ms) over the steady steps, from the job's own log.
