@@ -475,7 +475,8 @@ const char *infer_event_variable(struct string_pool *pool, const struct infer_ev
 		 * The first step builds optimizer state lazily (momentum, moments): it
 		 * differs. So does the first step of an optimizer made later.
 		 */
-		if (event->step < 0)
+		if (event->step < 0 || ((event->flags & INFER_EVENT_AFTER_STATE_LOAD) &&
+					!(event->flags & INFER_EVENT_NEW_PARAMETERS)))
 			return NULL;
 		snprintf(text, sizeof(text), "%s",
 			 event->step == 0 || (event->flags & (INFER_EVENT_NEW_PARAMETERS |

@@ -41,6 +41,16 @@ enum infer_event_kind {
 #define INFER_EVENT_NEW_OPTIMIZER (1U << 18)
 
 /*
+ * The first optimizer step after a state dict was loaded into an optimizer
+ * of torch.optim (optimizer_firsts.h). Whether it builds state depends on
+ * what the loaded state holds, which the trace does not say: a checkpoint's
+ * momentum buffers (a resume goes on) or none (a state saved before any
+ * step, as a learning-rate range test restores). "first_step" is not known
+ * there, unless the step changed new parameters.
+ */
+#define INFER_EVENT_AFTER_STATE_LOAD (1U << 19)
+
+/*
  * A torch scope named "Family#Implementation" (Optimizer.step#SGD.step) is
  * an event of its family, "Optimizer.step#*", with the implementation as the
  * field "implementation": rules about optimizer steps then hold for any

@@ -20,7 +20,8 @@ struct pending_update {
 };
 
 struct firsts_process {
-	bool built; /* an optimizer was built (and no state loaded) since the last step */
+	bool built;  /* an optimizer was built (and no state loaded) since the last step */
+	bool loaded; /* a state dict was loaded into an optimizer since the last step */
 	struct u64_map changed; /* parameter -> non-NULL once an optimizer step changed it */
 	struct pending_update *pending;
 	size_t pending_count;
@@ -145,6 +146,7 @@ int optimizer_firsts_observe(struct optimizer_firsts *firsts, struct infer_event
 		return -ENOMEM;
 	if (builds || loads) {
 		process->built = builds;
+		process->loaded = loads;
 		return 0;
 	}
 	if (is_update)
@@ -156,6 +158,9 @@ int optimizer_firsts_observe(struct optimizer_firsts *firsts, struct infer_event
 		event->flags |= INFER_EVENT_NEW_PARAMETERS;
 	if (process->built)
 		event->flags |= INFER_EVENT_NEW_OPTIMIZER;
+	if (process->loaded)
+		event->flags |= INFER_EVENT_AFTER_STATE_LOAD;
 	process->built = false;
+	process->loaded = false;
 	return 0;
 }

@@ -10,8 +10,7 @@
  * new layers, an optimizer made anew each epoch. An optimizer step is such
  * a first when an optimizer of torch.optim was built since the process's
  * last optimizer step (its constructor, called from C, is a Python call the
- * frame evaluator sees; a state dict loaded into it afterwards, where seen,
- * makes it no first: a resume), or when an in-place update inside it
+ * frame evaluator sees), or when an in-place update inside it
  * (optimizer_turn_is_update) changed a parameter that no earlier optimizer
  * step of its process changed, and an earlier one changed some: attached in
  * the middle of a run, the first step seen is not a first. The parameters
@@ -19,7 +18,10 @@
  * scope names the optimizer's class, not the object; `--rules` without the
  * frame evaluator): there an optimizer re-made over the same parameters is
  * not told apart, and a new parameter at a freed one's address is taken for
- * that one.
+ * that one. The first step after a state dict was loaded into an optimizer
+ * (where seen) is neither: INFER_EVENT_AFTER_STATE_LOAD, "first_step" not
+ * known, since the loaded state may hold an optimizer's buffers (a resume)
+ * or none (a state saved before any step).
  */
 #ifndef TCHECK_OPTIMIZER_FIRSTS_H
 #define TCHECK_OPTIMIZER_FIRSTS_H
@@ -45,7 +47,8 @@ void optimizer_firsts_free(struct optimizer_firsts *firsts);
  * the scope they ran in, which is written at its end; a constructor before
  * the step that follows it) and sets INFER_EVENT_NEW_OPTIMIZER or
  * INFER_EVENT_NEW_PARAMETERS on an Optimizer.step#* scope that is the first
- * of its optimizer, as said above. 'cached' is the caller's slot for the
+ * of its optimizer, and INFER_EVENT_AFTER_STATE_LOAD on the first after a
+ * state load, as said above. 'cached' is the caller's slot for the
  * event's process (u64_map_get_or_add_cached; NULL: none). 0, or -ENOMEM
  * (the event is left as it was).
  */
