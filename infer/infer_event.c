@@ -473,7 +473,8 @@ const char *infer_event_variable(struct string_pool *pool, const struct infer_ev
 	} else if (strcmp(variable, "first_step") == 0) {
 		/*
 		 * The first step builds optimizer state lazily (momentum, moments): it
-		 * differs. So does the first step of an optimizer made later.
+		 * differs. So does the first step of an optimizer made later. After
+		 * a state load it depends on what the state holds, which is not seen.
 		 */
 		if (event->step < 0 || ((event->flags & INFER_EVENT_AFTER_STATE_LOAD) &&
 					!(event->flags & INFER_EVENT_NEW_PARAMETERS)))

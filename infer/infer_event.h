@@ -141,8 +141,8 @@ bool infer_name_trains(const char *name);
 /*
  * The value of a meta variable or field as an interned string: "rank",
  * "nranks", "stage", "comm", "context", "first_step" (step 0, or an
- * optimizer's first step: INFER_EVENT_NEW_PARAMETERS or NEW_OPTIMIZER) or
- * a field name.
+ * optimizer's first step: INFER_EVENT_NEW_PARAMETERS or NEW_OPTIMIZER; not
+ * known after a state load, INFER_EVENT_AFTER_STATE_LOAD) or a field name.
  * NULL when unknown: a precondition never names an unknown value.
  */
 const char *infer_event_variable(struct string_pool *pool, const struct infer_event *event,
