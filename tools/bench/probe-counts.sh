@@ -35,3 +35,36 @@ uprobe_floor() {
 bpf_program_runs() {
 	awk '/^run_cnt:/ { sum += $2 } END { print sum + 0 }' /proc/"$1"/fdinfo/* 2>/dev/null || true
 }
+
+# recorder_runs_per_step STEP_OF FIRST LAST COMMAND...: runs COMMAND (a
+# recorder over a training job) with kernel.bpf_stats_enabled on and, while it
+# lives, samples the runs of its BPF programs (bpf_program_runs) at the first
+# step the command STEP_OF reports (the job's last finished step, or nothing
+# yet) at FIRST or later, and at the last one under LAST; prints the runs a
+# step between the two, or "-".
+recorder_runs_per_step() {
+	local step_of=$1 first=$2 last=$3 saved recorder step runs
+	local runs1='' step1='' runs2='' step2=''
+	shift 3
+	saved=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -qw kernel.bpf_stats_enabled=1
+	"$@" >/dev/null 2>&1 &
+	recorder=$!
+	while kill -0 "$recorder" 2>/dev/null; do
+		step=$($step_of)
+		runs=$(bpf_program_runs "$recorder")
+		if [ -n "$step" ] && [ -z "$step1" ] && [ "$step" -ge "$first" ]; then
+			runs1=$runs step1=$step
+		elif [ -n "$step" ] && [ -n "$step1" ] && [ "$step" -lt "$last" ]; then
+			runs2=$runs step2=$step
+		fi
+		sleep 0.05
+	done
+	wait "$recorder" || true
+	sysctl -qw kernel.bpf_stats_enabled="$saved"
+	if [ -n "$step2" ] && [ "$step2" -gt "$step1" ]; then
+		awk -v r="$((runs2 - runs1))" -v s="$((step2 - step1))" 'BEGIN { printf "%.1f\n", r / s }'
+	else
+		echo "-"
+	fi
+}

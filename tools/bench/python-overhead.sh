@@ -182,35 +182,21 @@ record_options() {
 # moments of one run, over the steps the workload logged in between (its log
 # is flushed once a step).
 probe_runs_per_step() {
-	local mode=$1 model=$2 steps=$3 log="$scratch/runs.jsonl" recorder saved options
-	local runs1= step1= runs2= step2=
+	local mode=$1 model=$2 steps=$3 log="$scratch/runs.jsonl" options workload_options
 	shift 3
 	options=$(record_options "$mode" "$model")
 	[ -n "$options" ] || { echo "-"; return; }
+	workload_options=$(printf '%q ' "$@")
 	rm -f "$scratch/runs.trace" "$log"
-	saved=$(sysctl -n kernel.bpf_stats_enabled)
-	sysctl -qw kernel.bpf_stats_enabled=1
-	# shellcheck disable=SC2086 # options are words
-	eval "exec \"\$tcheck\" --quiet record -o \"\$scratch/runs.trace\" $options -- \$python \
-		\"\$workload\" --steps \"\$steps\" --no-module-hooks --log \"\$log\" \"\$@\"" >/dev/null &
-	recorder=$!
-	while kill -0 "$recorder" 2>/dev/null; do
-		step=$(tail -n 1 "$log" 2>/dev/null | sed -n 's/.*"step": \([0-9]*\).*/\1/p' || true)
-		runs=$(bpf_program_runs "$recorder")
-		if [ -n "$step" ] && [ -z "$step1" ] && [ "$step" -ge "$first_steady_step" ]; then
-			runs1=$runs step1=$step
-		elif [ -n "$step" ] && [ -n "$step1" ] && [ "$step" -lt $((steps - 2)) ]; then
-			runs2=$runs step2=$step
-		fi
-		sleep 0.05
-	done
-	wait "$recorder" || true
-	sysctl -qw kernel.bpf_stats_enabled="$saved"
-	if [ -n "$step2" ] && [ "$step2" -gt "$step1" ]; then
-		awk -v r="$((runs2 - runs1))" -v s="$((step2 - step1))" 'BEGIN { printf "%.1f\n", r / s }'
-	else
-		echo "-"
-	fi
+	# The options are words, some quoted: eval runs the recorder, exec makes it the pid.
+	recorder_runs_per_step logged_step "$first_steady_step" $((steps - 2)) \
+		eval "exec \"\$tcheck\" --quiet record -o \"\$scratch/runs.trace\" $options -- \$python \
+		\"\$workload\" --steps \"\$steps\" --no-module-hooks --log \"\$log\" $workload_options"
+}
+
+# The last step the workload logged (its log, flushed once a step), or nothing.
+logged_step() {
+	tail -n 1 "$scratch/runs.jsonl" 2>/dev/null | sed -n 's/.*"step": \([0-9]*\).*/\1/p' || true
 }
 
 floor_before=$(uprobe_floor "$root" "$scratch")

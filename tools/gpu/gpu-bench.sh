@@ -79,34 +79,19 @@ print(f"{statistics.median(ms):.4f}")' "$1" "$first_steady_step"
 # probe_runs_per_step MODE: the kernel's runs of the recorder's BPF programs
 # between two steady steps of one more run, over the steps between them.
 probe_runs_per_step() {
-	local mode=$1 progress="$scratch/progress" recorder saved options step runs
-	local runs1='' step1='' runs2='' step2=''
+	local mode=$1 options
 	options=$(record_options "$mode")
 	port=$((port + 1))
-	rm -f "$scratch/runs.trace" "$progress"
-	saved=$(sysctl -n kernel.bpf_stats_enabled)
-	sysctl -qw kernel.bpf_stats_enabled=1
+	rm -f "$scratch/runs.trace" "$scratch/progress"
 	# shellcheck disable=SC2086 # options and job_options are words
-	"$tcheck" --quiet record -o "$scratch/runs.trace" $options -- "$python" "$job" \
-		--steps "$steps" --port "$port" --progress "$progress" $job_options >/dev/null 2>&1 &
-	recorder=$!
-	while kill -0 "$recorder" 2>/dev/null; do
-		step=$(tail -n 1 "$progress" 2>/dev/null || true)
-		runs=$(bpf_program_runs "$recorder")
-		if [ -n "$step" ] && [ -z "$step1" ] && [ "$step" -ge "$first_steady_step" ]; then
-			runs1=$runs step1=$step
-		elif [ -n "$step" ] && [ -n "$step1" ] && [ "$step" -lt $((steps - 2)) ]; then
-			runs2=$runs step2=$step
-		fi
-		sleep 0.02
-	done
-	wait "$recorder" || true
-	sysctl -qw kernel.bpf_stats_enabled="$saved"
-	if [ -n "$step2" ] && [ "$step2" -gt "$step1" ]; then
-		awk -v r="$((runs2 - runs1))" -v s="$((step2 - step1))" 'BEGIN { printf "%.1f\n", r / s }'
-	else
-		echo "-"
-	fi
+	recorder_runs_per_step progress_step "$first_steady_step" $((steps - 2)) \
+		"$tcheck" --quiet record -o "$scratch/runs.trace" $options -- "$python" "$job" \
+		--steps "$steps" --port "$port" --progress "$scratch/progress" $job_options
+}
+
+# The last step the job finished (its --progress file), or nothing.
+progress_step() {
+	tail -n 1 "$scratch/progress" 2>/dev/null || true
 }
 
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
