@@ -30,7 +30,7 @@ static bool is_update(const struct infer_event *event)
 bool scalars_steady_wants(const struct infer_event *event)
 {
 	return parameter_updates_is_optimizer_step(event) || is_update(event) ||
-	       is_scheduler_code(event) || optimizer_firsts_is_state_load(event);
+	       is_scheduler_code(event);
 }
 
 static bool same_scalar(const struct applied_scalar *a, const struct applied_scalar *b)
@@ -118,7 +118,6 @@ int scalars_steady_judge(const struct infer_event *const *events, size_t count,
 		    (!finding->step || events[i]->entry_ns < finding->step->entry_ns))
 			finding->step = events[i];
 		scheduled |= is_scheduler_code(events[i]);
-		history->resumed |= optimizer_firsts_is_state_load(events[i]);
 	}
 	history->scheduled |= scheduled;
 	if (!finding->step)
@@ -137,12 +136,13 @@ int scalars_steady_judge(const struct infer_event *const *events, size_t count,
 	 * The program changed its own optimizer's scalars: its intent, no example,
 	 * whether it set them or built a new optimizer with them (a rate decayed
 	 * by rebuilding, fresh buffers each epoch). An optimizer a state was
-	 * loaded into resumes: it goes on with the scalars it had. A step over
+	 * loaded into resumes (the first step after the load says so,
+	 * optimizer_firsts.h): it goes on with the scalars it had. A step over
 	 * parameters no step had changed is no example either: a new phase (the
 	 * whole model fine-tuned after its head) brings scalars of its own.
 	 */
 	finding->applies = history->steady && !current.scheduled && current.count > 0 &&
-			   (!replaced || history->resumed) &&
+			   (!replaced || (finding->step->flags & INFER_EVENT_AFTER_STATE_LOAD)) &&
 			   !(finding->step->flags & INFER_EVENT_NEW_PARAMETERS);
 	if (finding->applies && replaced) {
 		finding->holds = false;

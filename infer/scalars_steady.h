@@ -19,7 +19,8 @@
  * step and is no example until it ends. A change after steady steps fails
  * when a state dict was loaded into an optimizer of torch.optim since the
  * previous step (a resume, with or without a rebuild, that brought other
- * scalars than it replaced); a change the program made to its own
+ * scalars than it replaced: the step carries INFER_EVENT_AFTER_STATE_LOAD,
+ * optimizer_firsts.h); a change the program made to its own
  * optimizer (a step decay written out, `param_group["lr"] = ...`, or a new
  * optimizer built at the decayed rate with no state loaded) is its
  * intent, and that step is no example.
@@ -58,7 +59,6 @@ struct scalars_history {
 	bool known;
 	bool steady;	/* the last optimizer step applied the scalars of the one before it */
 	bool scheduled; /* scheduler code ran in the process: its scalars are the scheduler's */
-	bool resumed;	/* a state was loaded into an optimizer since the last optimizer step */
 	size_t count, capacity;
 	struct applied_scalar *scalars;
 };
@@ -74,7 +74,7 @@ struct scalars_steady_finding {
 
 /*
  * Whether an event takes part (an optimizer step, an update operator, a
- * scheduler's code, a state loaded into an optimizer).
+ * scheduler's code).
  */
 bool scalars_steady_wants(const struct infer_event *event);
 
