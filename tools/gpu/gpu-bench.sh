@@ -133,8 +133,14 @@ label() {
 	torchlevel) echo "\`record --rules\` of \`infer --torch-level\`" ;;
 	esac
 }
-# What a mode's runs found live, over its rounds: "N violations, M hangs, ...".
+# What a mode's runs found live, over its rounds: "N violations, M hangs, ...";
+# not known where a run left no events file.
 findings() {
+	local round
+	for ((round = 0; round < rounds; round++)); do
+		[ -f "$scratch/$1-$round.messages.events" ] ||
+			{ echo "not known: run $round wrote no events"; return; }
+	done
 	cat "$scratch/$1"-*.messages.events | "$python" -c 'import collections, json, sys
 kinds = collections.Counter(json.loads(line).get("kind") for line in sys.stdin if line.strip())
 print(", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none")'
