@@ -220,24 +220,25 @@ static void python_value(const struct trace_python_arg *arg, char *text, size_t 
 }
 
 /*
- * The class, path and own mode a module call carries (TRACE_MODULE_CLASS_ARG,
- * TRACE_MODULE_PATH_ARG, TRACE_MODULE_TRAINING_ARG): no arguments of the
- * program's.
+ * The class, path and modes a module call carries (TRACE_MODULE_CLASS_ARG,
+ * TRACE_MODULE_PATH_ARG, TRACE_MODULE_TRAINING_ARG,
+ * TRACE_MODULE_TRAIN_NOT_RUN_ARG): no arguments of the program's.
  */
 static bool is_module_class(const struct trace_python_call *call, const char *arg_name)
 {
 	return (strcmp(arg_name, TRACE_MODULE_CLASS_ARG) == 0 ||
 		strcmp(arg_name, TRACE_MODULE_PATH_ARG) == 0 ||
-		strcmp(arg_name, TRACE_MODULE_TRAINING_ARG) == 0) &&
+		strcmp(arg_name, TRACE_MODULE_TRAINING_ARG) == 0 ||
+		strcmp(arg_name, TRACE_MODULE_TRAIN_NOT_RUN_ARG) == 0) &&
 	       call->qualified_name && strcmp(call->qualified_name, TRACE_MODULE_CALL_NAME) == 0;
 }
 
-/* Whether a module call says its module was put in training mode on its own. */
-static bool in_own_training_mode(const struct trace_python_call *call)
+/* Whether a module call says True in its argument 'arg_name' (one of is_module_class's). */
+static bool module_call_says(const struct trace_python_call *call, const char *arg_name)
 {
 	for (uint32_t i = 0; i < call->arg_count && i < TRACE_PY_ARGS_MAX; i++)
 		if (call->args[i].name && is_module_class(call, call->args[i].name) &&
-		    strcmp(call->args[i].name, TRACE_MODULE_TRAINING_ARG) == 0)
+		    strcmp(call->args[i].name, arg_name) == 0)
 			return call->args[i].type == TRACE_VALUE_BOOL && call->args[i].integer;
 	return false;
 }
@@ -349,8 +350,10 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 		event->step = call->step;
 		event->stage = call->stage;
 		event->flags = call->flags & (TRACE_PYTHON_TORCH_SCOPE | TRACE_PYTHON_TORCH_OP);
-		if (in_own_training_mode(call))
+		if (module_call_says(call, TRACE_MODULE_TRAINING_ARG))
 			event->flags |= INFER_EVENT_OWN_TRAINING_MODE;
+		if (module_call_says(call, TRACE_MODULE_TRAIN_NOT_RUN_ARG))
+			event->flags |= INFER_EVENT_TRAIN_NOT_RUN;
 		event->seq = -1;
 		event->entry_ns = call->entry_ns;
 		event->exit_ns = call->entry_ns + call->duration_ns;

@@ -51,6 +51,13 @@ enum infer_event_kind {
 #define INFER_EVENT_AFTER_STATE_LOAD (1U << 19)
 
 /*
+ * A module call whose class overrides nn.Module.train() while no train()
+ * or eval() has reached the module since it was built
+ * (TRACE_MODULE_TRAIN_NOT_RUN_ARG): the override has not run for it.
+ */
+#define INFER_EVENT_TRAIN_NOT_RUN (1U << 20)
+
+/*
  * A torch scope named "Family#Implementation" (Optimizer.step#SGD.step) is
  * an event of its family, "Optimizer.step#*", with the implementation as the
  * field "implementation": rules about optimizer steps then hold for any

@@ -21,6 +21,7 @@
 #include "rank_updates.h"
 #include "rule_checker.h"
 #include "scalars_steady.h"
+#include "train_override.h"
 
 /* Python names remembered per process and step for APISequence. */
 #define STEP_NAMES_MAX 128
@@ -111,6 +112,7 @@ struct rule_checker {
 	int has_eval_mode;
 	struct eval_mode_tracker eval_mode; /* each process's evaluation phase so far */
 	int has_operator_precision;
+	int has_train_override;
 	/* each process's step so far: the dtypes its weight-reading operators computed in */
 	struct operator_precision_tracker operator_precision;
 	int has_rank_updates;
@@ -166,6 +168,8 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 		checker->has_eval_mode |= rules->rules[i].relation == RELATION_EVAL_MODE_RESPECTED;
 		checker->has_operator_precision |=
 			rules->rules[i].relation == RELATION_ONE_PRECISION;
+		checker->has_train_override |=
+			rules->rules[i].relation == RELATION_TRAIN_OVERRIDE_RAN;
 		checker->has_rank_updates |= rule_checks_rank_updates(&rules->rules[i]);
 	}
 	checker->stage_field = string_pool_intern(rules->pool, INFER_STAGE_FIELD);
@@ -286,6 +290,21 @@ static int judge_operator_precision(void *context, const struct infer_event *fir
 			violation(checker, rule, call, first);
 	}
 	return 0;
+}
+
+/* A module call in training whose class's train() override has not run for it. */
+static void check_train_override(struct rule_checker *checker, const struct infer_event *event)
+{
+	if (!train_override_wants(event) || train_override_holds(event))
+		return;
+	for (size_t i = 0; i < checker->rules->count; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+
+		if (rule->relation == RELATION_TRAIN_OVERRIDE_RAN &&
+		    rule->event.name == event->name &&
+		    precondition_holds(checker->rules->pool, &rule->precondition, event))
+			violation(checker, rule, event, NULL);
+	}
 }
 
 /* The rules checked over cross-rank groups: Consistent, and APIArg distinct. */
@@ -761,6 +780,8 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 	    operator_precision_observe(&checker->operator_precision, &event, &process->precision,
 				       judge_operator_precision, checker) < 0)
 		return -ENOMEM;
+	if (checker->has_train_override)
+		check_train_override(checker, &event);
 	if (check_consistent(checker, &event) ||
 	    contain_checker_observe(checker->contains, &event, &process->contain) ||
 	    track_update_step(checker, &event, process) ||

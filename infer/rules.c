@@ -27,6 +27,7 @@ static const char *const relation_names[] = {
 	"TrainableUpdated",
 	"EvalModeRespected",
 	"OnePrecision",
+	"TrainOverrideRan",
 };
 
 /* A rule with its description, for sorting. */
@@ -243,6 +244,13 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 			"in every step, every %s computes in one dtype (its weight's, "
 			"in %s; under autocast, that of the call on the cast weight)",
 			rule->event.name, rule->field);
+		break;
+	case RELATION_TRAIN_OVERRIDE_RAN:
+		used = (size_t)snprintf(text, size,
+					"every %s in training runs after the module's own train() "
+					"override, if its class has one, was run by a train() or "
+					"eval() call",
+					rule->event.name);
 		break;
 	case RELATION_SCALARS_STEADY:
 		used = (size_t)snprintf(
@@ -584,7 +592,8 @@ static int rule_load(struct rule_set *set, json_t *object, struct rule *rule, ch
 			return -1;
 	} else if (!field && rule->relation != RELATION_PARAMETERS_UPDATED &&
 		   rule->relation != RELATION_FROZEN_UNCHANGED &&
-		   rule->relation != RELATION_TRAINABLE_UPDATED) {
+		   rule->relation != RELATION_TRAINABLE_UPDATED &&
+		   rule->relation != RELATION_TRAIN_OVERRIDE_RAN) {
 		return -1;
 	}
 	rule->distinct = rule->relation == RELATION_API_ARG && distinct;

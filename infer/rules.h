@@ -14,7 +14,7 @@
 #include "precondition.h"
 
 #define RULES_FORMAT_NAME "tcheck-bpf-rules"
-#define RULES_FORMAT_VERSION 7
+#define RULES_FORMAT_VERSION 8
 
 /* Room for a rule in words (rule_describe). */
 #define RULE_TEXT_SIZE 1024
@@ -22,7 +22,8 @@
  * The oldest version still read: version 1 has no EventContain and no peer
  * clauses, version 2 no scope (its rules apply to every process), version
  * 3 no ScalarsSteady, version 4 no FrozenUnchanged or TrainableUpdated,
- * version 5 no EvalModeRespected, version 6 no OnePrecision.
+ * version 5 no EvalModeRespected, version 6 no OnePrecision, version 7 no
+ * TrainOverrideRan.
  */
 #define RULES_FORMAT_OLDEST_VERSION 1
 
@@ -46,7 +47,9 @@ enum rule_relation {
 	RELATION_EVAL_MODE_RESPECTED = 10,
 	/* in every step, 'event' (an operator reading a weight) computes in one dtype */
 	RELATION_ONE_PRECISION = 11,
-	RELATION_LAST = RELATION_ONE_PRECISION,
+	/* 'event' (a module call in training) runs after its class's train() override ran */
+	RELATION_TRAIN_OVERRIDE_RAN = 12,
+	RELATION_LAST = RELATION_TRAIN_OVERRIDE_RAN,
 };
 
 /*

@@ -53,11 +53,7 @@ PY
 $TORCH_PYTHON "$script" --steps 100000 --step-sleep-ms 5 --log "$SCRATCH/long.jsonl" >/dev/null &
 trainer=$!
 BACKGROUND_PIDS+=("$trainer")
-deadline=$((SECONDS + 120))
-until grep -q '"kind": "step"' "$SCRATCH/long.jsonl" 2>/dev/null; do
-	[ $SECONDS -lt $deadline ] || fail "the workload did not reach its first step"
-	sleep 0.1
-done
+wait_for_lines "$SCRATCH/long.jsonl" 1 '"kind": "step"' 120
 "$TCHECK" --quiet record -o "$SCRATCH/attach.trace" --pid "$trainer" --python --duration 2 ||
 	fail "record --pid failed"
 kill "$trainer" || fail "the workload ended before the attach did: $(tail -c 300 "$SCRATCH/long.jsonl")"

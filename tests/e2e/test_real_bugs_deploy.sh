@@ -2,9 +2,11 @@
 # The real-bug suite in deploy mode (tools/eval/real_bugs_eval.py --deploy), as a user deploys
 # it: rules inferred from `record --python` recordings of the three healthy references, then
 # each program recorded with `record --rules` and judged by what the recorder found live.
-# Asserted against the programs' own logs: a zero_grad() never called (APISequence) and an
-# optimizer over part of the model (TrainableUpdated) flagged at their trigger step and not
-# before, their fixed twins clean; and a healthy model split between two optimizers whose
+# Asserted against the programs' own logs: a zero_grad() never called (APISequence), an
+# optimizer over part of the model (TrainableUpdated) and a backbone trained without the
+# model.train() that runs its class's train() override (TrainOverrideRan: the recorder
+# follows Module.__setattr__ and reads the class live) flagged at their trigger step and
+# not before, their fixed twins clean; and a healthy model split between two optimizers whose
 # program looks at the first one's updates between the two steps gives no violation. That
 # look runs Python code for the first time between the two steps: the probes send a first
 # call before the daemon has named its code, and such a call must not decide in which step
@@ -21,7 +23,7 @@ cp "$ROOT/tests/workloads/python/rendezvous_port.py" "$SCRATCH/healthy/"
 status=0
 python3 "$ROOT/tools/eval/real_bugs_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" --deploy \
 	--python "$TORCH_PYTHON" --jobs "$EVAL_JOBS" $SHARED_REFERENCES \
-	--only so_60335387_no_zero_grad.py,optimizer_on_part_of_model.py \
+	--only so_60335387_no_zero_grad.py,optimizer_on_part_of_model.py,mmpretrain_702_frozen_stages.py \
 	--healthy-dir "$SCRATCH/healthy/shapes" --results "$SCRATCH/results.json" \
 	>"$SCRATCH/suite.txt" 2>&1 || status=$?
 # 1: a bug missed or a healthy program flagged (said below); 2: an error.
@@ -31,7 +33,8 @@ import glob, json, os, sys
 results = json.load(open(sys.argv[1]))
 bugs = {b["script"]: b for b in results["bugs"]}
 expected = {"so_60335387_no_zero_grad.py": "APISequence",
-            "optimizer_on_part_of_model.py": "TrainableUpdated"}
+            "optimizer_on_part_of_model.py": "TrainableUpdated",
+            "mmpretrain_702_frozen_stages.py": "TrainOverrideRan"}
 assert set(bugs) == set(expected), bugs.keys()
 for script, relation in expected.items():
     bug = bugs[script]

@@ -369,7 +369,7 @@ UNIT_TEST(api_arg, distinct_across_ranks_and_its_violation)
 UNIT_TEST(rules, new_relations_and_clauses_round_trip_and_version_1_still_loads)
 {
 	static const int healthy[5] = { 2, 4, 4, 4, 4 };
-	char path[] = "/tmp/tcheck-contain-rules.XXXXXX", error[512];
+	char path[] = "/tmp/tcheck-contain-rules.XXXXXX", error[512], newer[32];
 	struct rule_set *set = rule_set_new(), *loaded;
 	struct inference *inference = inference_new(set);
 	struct rule rule = { 0 };
@@ -424,10 +424,13 @@ UNIT_TEST(rules, new_relations_and_clauses_round_trip_and_version_1_still_loads)
 	rule_set_free(loaded);
 	file = fopen(path, "w");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(file);
-	fputs("{\"format\": \"tcheck-bpf-rules\", \"version\": 8, \"rules\": []}", file);
+	/* A version newer than this build's is refused, saying which. */
+	fprintf(file, "{\"format\": \"tcheck-bpf-rules\", \"version\": %d, \"rules\": []}",
+		RULES_FORMAT_VERSION + 1);
 	fclose(file);
 	CU_ASSERT_PTR_NULL(rule_set_load(path, error, sizeof(error)));
-	CU_ASSERT_PTR_NOT_NULL(strstr(error, "version 8"));
+	snprintf(newer, sizeof(newer), "version %d", RULES_FORMAT_VERSION + 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(error, newer));
 	/* An APIArg with neither value nor distinct is malformed. */
 	file = fopen(path, "w");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(file);

@@ -16,6 +16,8 @@
 #include "base/remote_memory.h"
 #include "probe/elf_symbol_lookup.h"
 #include "python/python_layout.h"
+#include "python/python_module_classes.h"
+#include "python/python_type_attributes.h"
 #include "tcheck/probe_abi.h"
 #include "unit.h"
 
@@ -51,6 +53,8 @@ static const char script_text[] =
 	"                ('float', id(float)), ('bool', id(bool)), ('str', id(str)),\n"
 	"                ('code_type', id(type(code))), ('hexversion', sys.hexversion),\n"
 	"                ('version', '%d.%d.%d' % tuple(sys.version_info[:3])),\n"
+	"                ('plain', id(Plain)), ('overriding', id(Overriding)),\n"
+	"                ('inheriting', id(Inheriting)), ('torch_own', id(TorchOwn)),\n"
 	"            ]\n"
 	"            for key, value in report:\n"
 	"                print('%s=%s' % (key, value))\n"
@@ -59,6 +63,32 @@ static const char script_text[] =
 	"            print('spinning', flush=True)\n"
 	"            while True:\n"
 	"                pass\n"
+	"\n"
+	"\n"
+	"class Module:\n"
+	"    def train(self, mode=True):\n"
+	"        return self\n"
+	"\n"
+	"\n"
+	"class Plain(Module):\n"
+	"    def forward(self):\n"
+	"        pass\n"
+	"\n"
+	"\n"
+	"class Overriding(Plain):\n"
+	"    def train(self, mode=True):\n"
+	"        return super().train(mode)\n"
+	"\n"
+	"\n"
+	"class Inheriting(Overriding):\n"
+	"    pass\n"
+	"\n"
+	"\n"
+	"class TorchOwn(Module):\n"
+	"    __module__ = 'torch.nn.parallel.distributed'\n"
+	"\n"
+	"    def train(self, mode=True):\n"
+	"        return super().train(mode)\n"
 	"\n"
 	"\n"
 	"def caller():\n"
@@ -404,6 +434,53 @@ static bool hex_decode(const char *hex, char *text, size_t size)
 	return true;
 }
 
+/*
+ * Which of the script's classes override Module.train(), as their class
+ * dictionaries say: the one defining it, its subclass, not the one
+ * inheriting Module's, nor one torch defines. Unknown on 3.10.
+ */
+static void check_train_overrides(const struct interpreter_child *child,
+				  const struct python_layout *layout)
+{
+	static const struct {
+		const char *key;
+		enum python_type_answer answer;
+	} classes[] = {
+		{ "plain", PYTHON_TYPE_NO },
+		{ "overriding", PYTHON_TYPE_YES },
+		{ "inheriting", PYTHON_TYPE_YES },
+		{ "torch_own", PYTHON_TYPE_NO },
+	};
+	struct u64_map names, answers;
+
+	u64_map_init(&names);
+	u64_map_init(&answers);
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
+		uint64_t type = child_number(child, classes[i].key);
+		enum python_type_answer want =
+			layout->minor >= 11 ? classes[i].answer : PYTHON_TYPE_UNKNOWN;
+
+		CU_ASSERT_EQUAL(python_type_overrides(&names, child->pid, layout, type, "train",
+						      "Module", "torch."),
+				want);
+		CU_ASSERT_EQUAL(python_type_overrides_cached(&answers, &names, child->pid, layout,
+							     type, "train", "Module", "torch."),
+				want);
+	}
+	/* An address that is no type object: not known, and nothing read past it. */
+	CU_ASSERT_EQUAL(
+		python_type_overrides(&names, child->pid, layout, 8, "train", "Module", "torch."),
+		PYTHON_TYPE_UNKNOWN);
+	/* Answered from what was kept: a class asked again gives its first answer. */
+	CU_ASSERT_EQUAL(python_type_overrides_cached(&answers, &names, child->pid, layout,
+						     child_number(child, "overriding"), "train",
+						     "Module", "torch."),
+			layout->minor >= 11 ? PYTHON_TYPE_YES : PYTHON_TYPE_UNKNOWN);
+	CU_ASSERT_EQUAL(answers.count, sizeof(classes) / sizeof(classes[0]));
+	u64_map_free(&answers);
+	python_module_classes_free(&names);
+}
+
 static void check_live_interpreter_in(const char *root, const char *interpreter)
 {
 	static const char *const callers[] = { "caller", "<module>" };
@@ -446,6 +523,7 @@ static void check_live_interpreter_in(const char *root, const char *interpreter)
 	REQUIRE(err == 0);
 	if (runtime.minor >= 13)
 		CU_ASSERT_EQUAL(layout.source, PYTHON_LAYOUT_FROM_DEBUG_OFFSETS_FILE);
+	check_train_overrides(&child, &layout);
 
 	/* The stack, from the thread list down through previous frames. */
 	thread = main_thread_state(child.pid, &layout);

@@ -137,3 +137,32 @@ UNIT_TEST(python_mode_calls, only_the_training_flag_sets_a_stage)
 	call.args[1].type = TRACE_VALUE_INT;
 	CU_ASSERT_FALSE(python_mode_flag_set(&call, &stage));
 }
+
+UNIT_TEST(python_mode_calls, a_flag_set_by_any_train_or_eval_reaches_its_module)
+{
+	/* model.train(), model.eval(), and the children's flags they set. */
+	struct python_mode_caller top[] = { torch_train(), plain("script.main") };
+	struct python_mode_caller child_eval[] = { torch_train(), torch_train(), torch_eval(),
+						   plain("script.main") };
+	/* The override's super().train(mode), and a flag set by hand inside the override. */
+	struct python_mode_caller through_override[] = { torch_train(), override(),
+							 plain("script.main") };
+	struct python_mode_caller by_hand[] = { plain("backbone.TinyVGG._freeze_stages"),
+						override(), plain("script.main") };
+	/* torch 1.13's Module.__init__ sets self.training = True: no train() ran. */
+	struct python_mode_caller constructor[] = {
+		plain("torch.nn.modules.module.Module.__init__"),
+		plain("backbone.TinyVGG.__init__"), plain("script.main")
+	};
+	/* A training loop named train setting the flag by hand is no train() of a module. */
+	struct python_mode_caller loop[] = { caller("script.train", 2, "model", "loader"),
+					     plain("script.main") };
+
+	CU_ASSERT_TRUE(python_mode_call_made_by_mode_call(top, 2));
+	CU_ASSERT_TRUE(python_mode_call_made_by_mode_call(child_eval, 4));
+	CU_ASSERT_TRUE(python_mode_call_made_by_mode_call(through_override, 3));
+	CU_ASSERT_TRUE(python_mode_call_made_by_mode_call(by_hand, 3));
+	CU_ASSERT_FALSE(python_mode_call_made_by_mode_call(constructor, 3));
+	CU_ASSERT_FALSE(python_mode_call_made_by_mode_call(loop, 2));
+	CU_ASSERT_FALSE(python_mode_call_made_by_mode_call(NULL, 0));
+}

@@ -133,3 +133,34 @@ UNIT_TEST(python_module_modes, a_mode_given_before_the_module_was_seen_inside_it
 	CU_ASSERT_EQUAL(stage(&modes), TRACE_STAGE_TRAIN);
 	python_module_modes_free(&modes);
 }
+
+UNIT_TEST(python_module_modes, a_module_built_in_sight_and_never_given_a_mode)
+{
+	struct python_module_modes modes;
+
+	python_module_modes_init(&modes);
+	/* self.stages = ... in its constructor, then trained without model.train(). */
+	CU_ASSERT_EQUAL(python_module_modes_attribute_set(&modes, MODEL, false), 0);
+	CU_ASSERT_EQUAL(python_module_modes_attribute_set(&modes, MODEL, false), 0);
+	CU_ASSERT_EQUAL(python_module_modes_called(&modes, MODEL, MODEL), 1);
+	CU_ASSERT_TRUE(python_module_modes_never_set(&modes, MODEL));
+	/* model.train() at last: Module.train sets its flag and its children's. */
+	CU_ASSERT_EQUAL(python_module_modes_attribute_set(&modes, MODEL, true), 0);
+	CU_ASSERT_EQUAL(python_module_modes_attribute_set(&modes, BATCH_NORM, true), 0);
+	CU_ASSERT_FALSE(python_module_modes_never_set(&modes, MODEL));
+	CU_ASSERT_FALSE(python_module_modes_never_set(&modes, BATCH_NORM));
+
+	/*
+	 * A model the tracer first met running (attached to a job under way):
+	 * an attribute set later is no sight of its building, and an earlier
+	 * train() is not known, so it is never said to lack one.
+	 */
+	CU_ASSERT_EQUAL(python_module_modes_called(&modes, SHADOW, SHADOW), 1);
+	CU_ASSERT_EQUAL(python_module_modes_attribute_set(&modes, SHADOW, false), 0);
+	CU_ASSERT_FALSE(python_module_modes_never_set(&modes, SHADOW));
+	/* A module never seen at all, and no module. */
+	CU_ASSERT_FALSE(python_module_modes_never_set(&modes, TEACHER));
+	CU_ASSERT_EQUAL(python_module_modes_attribute_set(&modes, 0, true), 0);
+	CU_ASSERT_FALSE(python_module_modes_never_set(&modes, 0));
+	python_module_modes_free(&modes);
+}

@@ -171,6 +171,14 @@ enum trace_value_type {
  * where the module has its model's mode.
  */
 #define TRACE_MODULE_TRAINING_ARG "module_training"
+/*
+ * The argument (a bool, True) a module call carries where its class
+ * overrides nn.Module.train() (a class of the program's or a library's,
+ * not torch's own) and no train() or eval() has reached the module since
+ * the tracer saw it built: what the override does (mmpretrain's frozen
+ * stages, a batch norm kept in eval) has not happened. Left out otherwise.
+ */
+#define TRACE_MODULE_TRAIN_NOT_RUN_ARG "module_train_not_run"
 
 /* A primitive argument of a Python call, at entry. */
 struct trace_python_arg {

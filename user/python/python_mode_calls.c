@@ -63,6 +63,14 @@ bool python_mode_call_is_outermost(const struct python_mode_caller *callers, uin
 	return true;
 }
 
+bool python_mode_call_made_by_mode_call(const struct python_mode_caller *callers, uint32_t count)
+{
+	for (uint32_t at = 0; at < count; at++)
+		if (is_mode_call(&callers[at]))
+			return true;
+	return false;
+}
+
 bool python_mode_flag_set(const struct trace_python_call *call, uint32_t *stage)
 {
 	const struct trace_python_arg *name = NULL, *value = NULL;

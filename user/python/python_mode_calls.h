@@ -39,6 +39,14 @@ struct python_mode_caller {
 bool python_mode_call_is_outermost(const struct python_mode_caller *callers, uint32_t count);
 
 /*
+ * Whether a flag set with these callers was made by some train() or eval():
+ * the outermost one's own, or one it made on a child (Module.train sets
+ * every submodule's), through a class's train(self, mode) override or not.
+ * A module's constructor setting its flag (Module.__init__) is none.
+ */
+bool python_mode_call_made_by_mode_call(const struct python_mode_caller *callers, uint32_t count);
+
+/*
  * Whether a Module.__setattr__ call (its arguments decoded) sets the
  * training flag; *stage: the stage it sets (enum trace_stage).
  */

@@ -28,6 +28,8 @@ void python_module_modes_init(struct python_module_modes *modes)
 	u64_map_init(&modes->own_modes);
 	u64_map_init(&modes->tops);
 	u64_map_init(&modes->submodules);
+	u64_map_init(&modes->built);
+	u64_map_init(&modes->reached);
 	modes->last_set = TRACE_STAGE_UNKNOWN;
 }
 
@@ -37,6 +39,28 @@ void python_module_modes_free(struct python_module_modes *modes)
 	u64_map_free(&modes->own_modes);
 	u64_map_free(&modes->tops);
 	u64_map_free(&modes->submodules);
+	u64_map_free(&modes->built);
+	u64_map_free(&modes->reached);
+}
+
+int python_module_modes_attribute_set(struct python_module_modes *modes, uint64_t module,
+				      bool by_mode_call)
+{
+	if (!module)
+		return 0;
+	if (by_mode_call && !u64_map_get(&modes->reached, module) &&
+	    u64_map_put(&modes->reached, module, &modes->reached))
+		return -ENOMEM;
+	if (u64_map_get(&modes->built, module) || u64_map_get(&modes->tops, module) ||
+	    u64_map_get(&modes->submodules, module))
+		return 0;
+	return u64_map_put(&modes->built, module, &modes->built);
+}
+
+bool python_module_modes_never_set(const struct python_module_modes *modes, uint64_t module)
+{
+	return module && u64_map_get(&modes->built, module) &&
+	       !u64_map_get(&modes->reached, module);
 }
 
 int python_module_modes_set(struct python_module_modes *modes, uint64_t module, uint32_t stage)

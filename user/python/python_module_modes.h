@@ -38,8 +38,11 @@ struct python_module_modes {
 	struct u64_map own_modes;  /* submodule address -> the mode a call gave it alone */
 	struct u64_map tops;	   /* top module address -> non-NULL: the program called it */
 	struct u64_map submodules; /* module address -> non-NULL: seen running inside another */
-	uint64_t mode_calls;	   /* outermost mode calls so far: the order of each */
-	uint32_t last_set;	   /* the last outermost mode call's stage (enum trace_stage) */
+	/* module address -> non-NULL: an attribute set on it was seen before any call of it */
+	struct u64_map built;
+	struct u64_map reached; /* module address -> non-NULL: a train() or eval() set its flag */
+	uint64_t mode_calls;	/* outermost mode calls so far: the order of each */
+	uint32_t last_set;	/* the last outermost mode call's stage (enum trace_stage) */
 };
 
 void python_module_modes_init(struct python_module_modes *modes);
@@ -47,6 +50,25 @@ void python_module_modes_free(struct python_module_modes *modes);
 
 /* The outermost train() or eval() on the module at 'module' set 'stage'; 0 or -ENOMEM. */
 int python_module_modes_set(struct python_module_modes *modes, uint64_t module, uint32_t stage);
+
+/*
+ * Module.__setattr__ on the module at 'module': 'by_mode_call' where it set
+ * the training flag from within a train() or eval()
+ * (python_mode_call_made_by_mode_call), on the module itself or on its
+ * model. An attribute set before any call of the module was seen says that
+ * the tracer watched the module being built. 0 or -ENOMEM.
+ */
+int python_module_modes_attribute_set(struct python_module_modes *modes, uint64_t module,
+				      bool by_mode_call);
+
+/*
+ * Whether the module at 'module' was seen being built and no train() or
+ * eval() has set its flag since: it runs in the training mode its
+ * constructor gave it, and a class's train() override (mmpretrain's frozen
+ * stages) has not run for it. False where the tracer came after the
+ * module was built: an earlier train() is not known.
+ */
+bool python_module_modes_never_set(const struct python_module_modes *modes, uint64_t module);
 
 /*
  * A module call of the module at 'self' whose top module (the outermost

@@ -8,30 +8,15 @@
 #include <string.h>
 
 #include "base/remote_memory.h"
+#include "python/python_dicts.h"
 #include "python/python_module_classes.h"
 
 /*
- * CPython 3.11 to 3.14 (GIL builds, x86-64), the same in each: an object
- * whose type has a managed dict keeps the dict's address three words before
- * the object (3.12 tags it with bit 0 when only inline values exist).
- * PyDictObject: ma_keys at 32, ma_values at 40. PyDictKeysObject:
- * dk_log2_index_bytes at 9, dk_kind at 10 (0 general, 1 str keys, 2 split),
- * dk_nentries at 24, the index table at 32, then the entries: hash, key,
- * value (general) or key, value. A split dict's values are in ma_values:
- * from its start (3.11, 3.12) or after 8 bytes of sizes and flags (3.13+).
+ * An object whose type has a managed dict keeps the dict's address three
+ * words before the object (CPython 3.11 to 3.14; 3.12 tags it with bit 0
+ * when only inline values exist).
  */
 #define MANAGED_DICT_BEFORE_OBJECT 24
-#define DICT_KEYS 32
-#define DICT_VALUES 40
-#define DICT_HEAD_BYTES 48
-#define KEYS_LOG2_INDEX_BYTES 9
-#define KEYS_KIND 10
-#define KEYS_ENTRY_COUNT 24
-#define KEYS_INDICES 32
-#define KEYS_HEAD_BYTES 32
-#define KEYS_KIND_GENERAL 0
-#define KEYS_KIND_SPLIT 2
-#define KEYS_INDEX_BYTES_LOG2_MAX 24
 #define NAME_BYTES 128
 
 /* Where one module was found. */
@@ -42,11 +27,6 @@ struct placed_module {
 	/* Replaced by a later walk: kept, for records emitted with its text, until the end. */
 	struct placed_module *next_retired;
 	char path[];
-};
-
-struct dict_entry {
-	uint64_t key;
-	uint64_t value;
 };
 
 /* One walk of a top module's tree. */
@@ -85,103 +65,19 @@ static struct placed_module *placed_get(const struct python_module_paths *paths,
 	return placed && placed->module == module && placed->root == root ? placed : NULL;
 }
 
-static bool layout_known(const struct python_layout *layout)
-{
-	return layout->major == 3 && layout->minor >= 11 && layout->minor <= 14;
-}
-
-/*
- * The live entries of the dict at dict, in insertion order, at most max;
- * their count, or -1 when the dict cannot be read.
- */
-static int dict_entries_read(pid_t pid, const struct python_layout *layout, uint64_t dict,
-			     struct dict_entry *entries, int max)
-{
-	unsigned char head[DICT_HEAD_BYTES], keys_head[KEYS_HEAD_BYTES];
-	uint64_t keys, values, table, *split_values = NULL;
-	int64_t entry_count;
-	unsigned kind, index_bytes_log2;
-	size_t entry_size, key_at, value_at;
-	unsigned char *raw;
-	char error[256];
-	int kept = 0;
-
-	if (!dict || remote_memory_read(pid, dict, head, sizeof(head), error, sizeof(error)))
-		return -1;
-	memcpy(&keys, head + DICT_KEYS, sizeof(keys));
-	memcpy(&values, head + DICT_VALUES, sizeof(values));
-	if (!keys ||
-	    remote_memory_read(pid, keys, keys_head, sizeof(keys_head), error, sizeof(error)))
-		return -1;
-	index_bytes_log2 = keys_head[KEYS_LOG2_INDEX_BYTES];
-	kind = keys_head[KEYS_KIND];
-	memcpy(&entry_count, keys_head + KEYS_ENTRY_COUNT, sizeof(entry_count));
-	if (kind > KEYS_KIND_SPLIT || index_bytes_log2 > KEYS_INDEX_BYTES_LOG2_MAX ||
-	    entry_count < 0 || (kind == KEYS_KIND_SPLIT) != (values != 0))
-		return -1;
-	if (entry_count > max)
-		entry_count = max;
-	if (entry_count == 0)
-		return 0;
-	entry_size = kind == KEYS_KIND_GENERAL ? 24 : 16;
-	key_at = kind == KEYS_KIND_GENERAL ? 8 : 0;
-	value_at = key_at + 8;
-	table = keys + KEYS_INDICES + (1ULL << index_bytes_log2);
-	raw = malloc((size_t)entry_count * entry_size);
-	if (values)
-		split_values = malloc((size_t)entry_count * sizeof(*split_values));
-	if (!raw || (values && !split_values) ||
-	    remote_memory_read(pid, table, raw, (size_t)entry_count * entry_size, error,
-			       sizeof(error)) ||
-	    (values && remote_memory_read(pid, values + (layout->minor >= 13 ? 8 : 0), split_values,
-					  (size_t)entry_count * sizeof(*split_values), error,
-					  sizeof(error)))) {
-		free(raw);
-		free(split_values);
-		return -1;
-	}
-	for (int64_t i = 0; i < entry_count; i++) {
-		struct dict_entry entry;
-
-		memcpy(&entry.key, raw + i * entry_size + key_at, sizeof(entry.key));
-		if (values)
-			entry.value = split_values[i];
-		else
-			memcpy(&entry.value, raw + i * entry_size + value_at, sizeof(entry.value));
-		/* A deleted entry has no key; a split dict's slot no value. */
-		if (entry.key && entry.value)
-			entries[kept++] = entry;
-	}
-	free(raw);
-	free(split_values);
-	return kept;
-}
-
 /* The value of the module at module's attribute "_modules", 0 when it cannot be read. */
 static uint64_t submodules_dict(struct module_walk *walk, uint64_t module)
 {
-	struct dict_entry entries[64];
-	uint64_t dict = 0;
-	char name[NAME_BYTES], error[256];
-	int count;
+	uint64_t dict = 0, submodules = 0;
 
 	if (remote_memory_read_u64(walk->pid, module - MANAGED_DICT_BEFORE_OBJECT, &dict) ||
 	    !dict || (dict & 1))
 		return 0;
-	count = dict_entries_read(walk->pid, walk->layout, dict, entries, 64);
 	/* Keys are interned: every module's "_modules" is one str, compared by address. */
-	for (int i = 0; i < count; i++)
-		if (entries[i].key == walk->paths->modules_key)
-			return entries[i].value;
-	for (int i = 0; i < count; i++) {
-		if (python_string_read(walk->pid, walk->layout, entries[i].key, name, sizeof(name),
-				       error, sizeof(error)) == 0 &&
-		    strcmp(name, "_modules") == 0) {
-			walk->paths->modules_key = entries[i].key;
-			return entries[i].value;
-		}
-	}
-	return 0;
+	return python_dict_lookup(walk->pid, walk->layout, dict, "_modules",
+				  &walk->paths->modules_key, &submodules) == 1
+		       ? submodules
+		       : 0;
 }
 
 /* Keeps path for the module at module; false when it was placed in this walk already. */
@@ -225,7 +121,7 @@ static bool place(struct module_walk *walk, uint64_t module, const char *path)
 /* Places module at path, then its submodules below it, in named_modules() order. */
 static void walk_tree(struct module_walk *walk, uint64_t module, const char *path, int depth)
 {
-	struct dict_entry *children;
+	struct python_dict_entry *children;
 	uint64_t submodules;
 	char name[NAME_BYTES], child_path[1024], error[256];
 	int count;
@@ -241,8 +137,8 @@ static void walk_tree(struct module_walk *walk, uint64_t module, const char *pat
 	children = malloc(PYTHON_MODULE_DICT_ENTRIES * sizeof(*children));
 	if (!children)
 		return;
-	count = dict_entries_read(walk->pid, walk->layout, submodules, children,
-				  PYTHON_MODULE_DICT_ENTRIES);
+	count = python_dict_entries_read(walk->pid, walk->layout, submodules, children,
+					 PYTHON_MODULE_DICT_ENTRIES);
 	for (int i = 0; i < count; i++) {
 		/* A submodule set to None has no tree. */
 		if (children[i].value == walk->layout->addresses.none ||
@@ -284,7 +180,7 @@ const char *python_module_path(struct python_module_paths *paths, struct u64_map
 	const char *path, *top_class;
 	struct module_walk walk = { .paths = paths, .pid = pid, .layout = layout, .root = root };
 
-	if (!self || !root || !layout_known(layout))
+	if (!self || !root || !python_dict_layout_known(layout))
 		return NULL;
 	if (root_is_top && !u64_map_get(&paths->tops, root) &&
 	    u64_map_put(&paths->tops, root, (void *)paths))

@@ -25,6 +25,7 @@
 #include "python/python_module_paths.h"
 #include "python/python_names.h"
 #include "python/python_tracer_state.h"
+#include "python/python_type_attributes.h"
 
 /* Training APIs worth following when the user names none. */
 const char *const python_default_prefixes[] = {
@@ -112,6 +113,7 @@ static void free_process(struct python_process *process)
 		free_named_code(value);
 	u64_map_free(&process->codes);
 	python_module_classes_free(&process->module_classes);
+	u64_map_free(&process->train_overrides);
 	python_module_paths_free(&process->module_paths);
 	python_module_modes_free(&process->module_modes);
 	torch_held_ops_free(&process->held_ops);
@@ -362,6 +364,7 @@ int python_tracer_add_process(struct python_tracer *tracer, struct python_proces
 	process->pid = pid;
 	u64_map_init(&process->codes);
 	u64_map_init(&process->module_classes);
+	u64_map_init(&process->train_overrides);
 	python_module_paths_init(&process->module_paths);
 	python_module_modes_init(&process->module_modes);
 	python_meta_init(&process->meta);
@@ -587,6 +590,16 @@ static void follow_module_call(struct python_tracer *tracer, struct python_proce
 	if (!module_calls_followed(tracer))
 		return;
 	call->stage = python_module_modes_of(&process->module_modes, module.top);
+	if (python_module_modes_never_set(&process->module_modes, module.module) &&
+	    call->arg_count < TRACE_PY_ARGS_MAX &&
+	    python_type_overrides_cached(&process->train_overrides, &process->module_classes,
+					 record->header.pid, &process->layout, module.type, "train",
+					 "Module", "torch.") == PYTHON_TYPE_YES)
+		call->args[call->arg_count++] = (struct trace_python_arg){
+			.name = TRACE_MODULE_TRAIN_NOT_RUN_ARG,
+			.type = TRACE_VALUE_BOOL,
+			.integer = 1,
+		};
 	if (python_module_modes_own(&process->module_modes, module.module, module.top, &own) &&
 	    call->arg_count < TRACE_PY_ARGS_MAX)
 		call->args[call->arg_count++] = (struct trace_python_arg){
@@ -596,7 +609,12 @@ static void follow_module_call(struct python_tracer *tracer, struct python_proce
 		};
 }
 
-/* Module.__setattr__(self, "training", mode) of the outermost train(): the stage from then on. */
+/*
+ * Module.__setattr__(self, name, value): any attribute set before the
+ * module's first call says it was seen being built; "training" set by a
+ * train() or eval() reaches the module; the outermost train()'s sets the
+ * stage from then on.
+ */
 static void follow_stage(struct python_tracer *tracer, struct python_process *process,
 			 const struct tcheck_python_record *record,
 			 const struct trace_python_call *call)
@@ -605,10 +623,18 @@ static void follow_stage(struct python_tracer *tracer, struct python_process *pr
 								   : TCHECK_PY_STACK_MAX;
 	struct python_mode_caller callers[TCHECK_PY_STACK_MAX] = { 0 };
 	const char *names[TCHECK_PY_STACK_MAX];
+	const struct tcheck_python_arg *self = python_record_self(record);
+	uint64_t module = 0;
 	uint32_t stage;
 
-	if (!python_mode_flag_set(call, &stage))
+	if (self)
+		memcpy(&module, self->bytes, sizeof(module));
+	if (!python_mode_flag_set(call, &stage)) {
+		if (python_module_modes_attribute_set(&process->module_modes, module, false))
+			log_debug("process %d: out of memory following the modes of its modules",
+				  process->pid);
 		return;
+	}
 	python_tracer_name_callers(tracer, process, record->stack, depth, names);
 	for (uint32_t i = 0; i < depth; i++) {
 		const struct named_code *named = u64_map_get(&process->codes, record->stack[i]);
@@ -618,15 +644,13 @@ static void follow_stage(struct python_tracer *tracer, struct python_process *pr
 		for (int a = 0; a < callers[i].argument_count && a < 2; a++)
 			callers[i].argument_names[a] = named->argument_names[a];
 	}
-	if (python_mode_call_is_outermost(callers, depth)) {
-		const struct tcheck_python_arg *self = python_record_self(record);
-		uint64_t module = 0;
-
-		if (self)
-			memcpy(&module, self->bytes, sizeof(module));
+	if (python_module_modes_attribute_set(&process->module_modes, module,
+					      python_mode_call_made_by_mode_call(callers, depth)))
+		log_debug("process %d: out of memory following the modes of its modules",
+			  process->pid);
+	if (python_mode_call_is_outermost(callers, depth))
 		stage_changed(tracer, process, record->return_ns,
 			      python_module_modes_set(&process->module_modes, module, stage));
-	}
 }
 
 int python_tracer_handle(struct python_tracer *tracer, struct python_process *process,

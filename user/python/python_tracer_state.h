@@ -42,6 +42,8 @@ struct python_process {
 	struct python_layout layout;
 	struct u64_map codes;	       /* code address -> named_code */
 	struct u64_map module_classes; /* type address -> class name (python_module_classes.h) */
+	/* type address -> whether its class overrides Module.train() (python_type_attributes.h) */
+	struct u64_map train_overrides;
 	struct python_module_paths module_paths; /* module address -> attribute path */
 	struct python_module_modes module_modes; /* the stage from its models' modes */
 	/* Backward passes entered whose end is awaited, oldest first (any thread). */
