@@ -11,7 +11,7 @@ LAYOUT=(--ranks 8 --tp 2 --pp 2)
 python3 - "$SCRATCH/rules.json" <<'PY' || fail "the rules lack the count invariant"
 import json, sys
 rules = json.load(open(sys.argv[1]))
-assert rules["format"] == "tcheck-bpf-rules" and rules["version"] == 7
+assert rules["format"] == "tcheck-bpf-rules" and rules["version"] == 8
 assert any(r["relation"] == "Consistent" and r["event"]["name"] == "ncclAllReduce"
            and r["field"] == "count" and r["failing"] == 0 for r in rules["rules"])
 PY
@@ -92,10 +92,10 @@ PY
 ! grep -q '^violation' "$SCRATCH/live-fixed.txt" || fail "live violation on a healthy run"
 
 # Bad rules files: a clear sentence and exit status 2.
-echo '{"format": "tcheck-bpf-rules", "version": 8, "rules": []}' >"$SCRATCH/future.json"
+echo '{"format": "tcheck-bpf-rules", "version": 99, "rules": []}' >"$SCRATCH/future.json"
 status=0
 "$TCHECK" check --rules "$SCRATCH/future.json" "$SCRATCH/fixed.trace" 2>"$SCRATCH/err" || status=$?
-[ "$status" = 2 ] && grep -q "version 8" "$SCRATCH/err" || fail "unknown version: $status $(cat "$SCRATCH/err")"
+[ "$status" = 2 ] && grep -q "version 99" "$SCRATCH/err" || fail "unknown version: $status $(cat "$SCRATCH/err")"
 echo '{"rules": [' >"$SCRATCH/corrupt.json"
 status=0
 "$TCHECK" check --rules "$SCRATCH/corrupt.json" "$SCRATCH/fixed.trace" 2>"$SCRATCH/err" || status=$?
