@@ -137,6 +137,12 @@ void python_losses_report(const struct python_tracer_losses *losses,
 			   "their module was not found under the top module of their thread, or "
 			   "the module dicts could not be read (CPython 3.11 to 3.14 are read)",
 			   (unsigned long long)losses->unplaced_modules);
+	if (losses->unread_train_overrides)
+		log_notice(
+			"%llu module calls of modules no train() or eval() had reached are not "
+			"judged by TrainOverrideRan: whether their class overrides train() could "
+			"not be read from the process (CPython 3.11 to 3.14 are read)",
+			(unsigned long long)losses->unread_train_overrides);
 	if (losses->backward_ends_missed)
 		log_notice("%llu backward passes have no end in the trace (an exception left "
 			   "them, the recording stopped inside, or they returned by a path the "

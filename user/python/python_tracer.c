@@ -566,6 +566,29 @@ static void stage_changed(struct python_tracer *tracer, struct python_process *p
 }
 
 /*
+ * A call of a module seen built and never given a mode: it says so where
+ * its class overrides train() (TRACE_MODULE_TRAIN_NOT_RUN_ARG); a class
+ * that cannot be read is counted, not taken for one without an override.
+ */
+static void follow_train_override(struct python_tracer *tracer, struct python_process *process,
+				  pid_t pid, const struct python_module_call *module,
+				  struct trace_python_call *call)
+{
+	enum python_type_answer overrides = python_type_overrides_cached(
+		&process->train_overrides, &process->module_classes, pid, &process->layout,
+		module->type, "train", "Module", "torch.");
+
+	if (overrides == PYTHON_TYPE_UNKNOWN)
+		tracer->losses.unread_train_overrides++;
+	else if (overrides == PYTHON_TYPE_YES && call->arg_count < TRACE_PY_ARGS_MAX)
+		call->args[call->arg_count++] = (struct trace_python_arg){
+			.name = TRACE_MODULE_TRAIN_NOT_RUN_ARG,
+			.type = TRACE_VALUE_BOOL,
+			.integer = 1,
+		};
+}
+
+/*
  * A module call (named callers in call): its module is a submodule, or a top
  * module that may change the stage from its entry on when met first; a call
  * whose top is not known (python_module_paths.h) places no top module. The
@@ -590,16 +613,8 @@ static void follow_module_call(struct python_tracer *tracer, struct python_proce
 	if (!module_calls_followed(tracer))
 		return;
 	call->stage = python_module_modes_of(&process->module_modes, module.top);
-	if (python_module_modes_never_set(&process->module_modes, module.module) &&
-	    call->arg_count < TRACE_PY_ARGS_MAX &&
-	    python_type_overrides_cached(&process->train_overrides, &process->module_classes,
-					 record->header.pid, &process->layout, module.type, "train",
-					 "Module", "torch.") == PYTHON_TYPE_YES)
-		call->args[call->arg_count++] = (struct trace_python_arg){
-			.name = TRACE_MODULE_TRAIN_NOT_RUN_ARG,
-			.type = TRACE_VALUE_BOOL,
-			.integer = 1,
-		};
+	if (python_module_modes_never_set(&process->module_modes, module.module))
+		follow_train_override(tracer, process, record->header.pid, &module, call);
 	if (python_module_modes_own(&process->module_modes, module.module, module.top, &own) &&
 	    call->arg_count < TRACE_PY_ARGS_MAX)
 		call->args[call->arg_count++] = (struct trace_python_arg){

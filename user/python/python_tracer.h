@@ -92,6 +92,8 @@ struct python_tracer_losses {
 	uint64_t backward_ends_missed;	/* backward passes recorded without their end */
 	uint64_t unread_module_classes; /* module calls whose class could not be read */
 	uint64_t unplaced_modules;	/* module calls whose attribute path could not be read */
+	/* calls of modules never given a mode whose class's train() override could not be read */
+	uint64_t unread_train_overrides;
 };
 
 void python_tracer_get_losses(const struct python_tracer *tracer,
