@@ -61,6 +61,12 @@ skip() {
 	exit 77
 }
 
+# What a snapshot's --json output says it judged: its summary, or why it is not there.
+snapshot_summary() {
+	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["summary"])' "$1" 2>/dev/null ||
+		echo "(no summary in $1)"
+}
+
 # The pid a rank's own log names: its first record's "pid".
 log_pid() {
 	sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$1" 2>/dev/null | head -n 1

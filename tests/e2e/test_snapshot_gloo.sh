@@ -31,7 +31,7 @@ started=$(date +%s.%N)
 status=0
 "$TCHECK" snapshot $pid_options --json -o "$dir/snapshot.json" 2>"$dir/snapshot.err" || status=$?
 elapsed=$(echo "$(date +%s.%N) - $started" | bc)
-[ "$status" = 1 ] || fail "snapshot exited $status, not 1 (a rank lags): $(cat "$dir/snapshot.err")"
+[ "$status" = 1 ] || fail "snapshot exited $status, not 1 (a rank lags): $(snapshot_summary "$dir/snapshot.json") $(cat "$dir/snapshot.err")"
 echo "snapshot read and judged in $elapsed s"
 (($(echo "$elapsed < 5" | bc))) || fail "the snapshot took $elapsed s"
 "$TCHECK" attach $pid_options --python --duration 3 -o "$dir/hung.trace" \

@@ -35,7 +35,7 @@ for blocking in 0 1; do
 	status=0
 	"$TCHECK" snapshot $pid_options --json >"$dir/snapshot.json" 2>"$dir/snapshot.err" || status=$?
 	elapsed=$(echo "$(date +%s.%N) - $started" | bc)
-	[ "$status" = 1 ] || fail "snapshot exited $status, not 1 (a rank lags): $(cat "$dir/snapshot.err")"
+	[ "$status" = 1 ] || fail "snapshot exited $status, not 1 (a rank lags): $(snapshot_summary "$dir/snapshot.json") $(cat "$dir/snapshot.err")"
 	echo "blocking=$blocking: snapshot read and judged in $elapsed s"
 	(($(echo "$elapsed < 5" | bc))) || fail "the snapshot took $elapsed s"
 	"$TCHECK" attach $pid_options --duration 2 -o "$dir/hung.trace" --events "$dir/live.jsonl" \

@@ -25,7 +25,7 @@ wait_until_blocked "$rank0"
 status=0
 "$TCHECK" snapshot --pid "$rank0" --pid "$rank1" --json -o "$dir/snapshot.json" \
 	2>"$dir/snapshot.err" || status=$?
-[ "$status" = 1 ] || fail "snapshot exited $status, not 1 (a rank lags): $(cat "$dir/snapshot.err")"
+[ "$status" = 1 ] || fail "snapshot exited $status, not 1 (a rank lags): $(snapshot_summary "$dir/snapshot.json") $(cat "$dir/snapshot.err")"
 python3 - "$dir/snapshot.json" "$rank0" "$rank1" <<'PY' || fail "the ranks are not those of the logs: $(head -c 1500 "$dir/snapshot.json")"
 import json, sys
 snapshot = json.load(open(sys.argv[1]))

@@ -15,6 +15,7 @@
 
 #include "diagnose/job_diagnosis.h"
 #include "diagnose/pause_tracker.h"
+#include "model/activity_interval.h"
 #include "unit.h"
 
 #define STEP_NS 100000000ull /* 100 ms */
@@ -222,16 +223,36 @@ UNIT_TEST(pause_detection, an_interval_is_judged_by_what_the_counters_did)
 	later.cpu_ns = earlier.cpu_ns + SAMPLE_NS / 2;
 	CU_ASSERT_EQUAL(pause_interval_cause(&earlier, &later), PAUSE_COMPUTING);
 	later.cpu_ns = earlier.cpu_ns;
-	later.write_bytes = PAUSE_BUSY_STORAGE_BYTES;
+	later.write_bytes = ACTIVITY_BUSY_STORAGE_BYTES;
 	CU_ASSERT_EQUAL(pause_interval_cause(&earlier, &later), PAUSE_FILE_IO);
 	later.write_bytes = 0;
 	/* Files on tmpfs reach no storage: the bytes through write() tell. */
-	later.write_chars = PAUSE_BUSY_SYSCALL_BYTES;
+	later.write_chars = ACTIVITY_BUSY_SYSCALL_BYTES;
 	CU_ASSERT_EQUAL(pause_interval_cause(&earlier, &later), PAUSE_FILE_IO);
-	later.write_chars = PAUSE_BUSY_SYSCALL_BYTES / 4;
+	later.write_chars = ACTIVITY_BUSY_SYSCALL_BYTES / 4;
 	CU_ASSERT_EQUAL(pause_interval_cause(&earlier, &later), PAUSE_IDLE);
 	later.threads_io_wait = 1;
 	CU_ASSERT_EQUAL(pause_interval_cause(&earlier, &later), PAUSE_IO_WAIT);
+}
+
+/*
+ * The snapshot's second reading comes 0.3 s after the first. A rank asleep in
+ * Python on torch 2.14 has a thread that polls every 10 ms: two 10 ms clock
+ * ticks of CPU (6.7% of the window) and a log line's page are no work of its own.
+ */
+UNIT_TEST(pause_detection, a_short_window_with_a_pollers_ticks_is_idle)
+{
+	struct trace_activity_sample earlier = { .timestamp_ns = SECOND_NS, .cpu_ns = SECOND_NS };
+	struct trace_activity_sample later = earlier;
+
+	later.timestamp_ns += 300 * 1000000ULL;
+	later.cpu_ns += 2 * 10 * 1000000ULL;
+	later.write_bytes = 4096;
+	later.write_chars = 200;
+	CU_ASSERT_EQUAL(activity_interval_kind(&earlier, &later), ACTIVITY_IDLE);
+	/* A rank still computing its step uses the CPU it is given. */
+	later.cpu_ns = earlier.cpu_ns + 250 * 1000000ULL;
+	CU_ASSERT_EQUAL(activity_interval_kind(&earlier, &later), ACTIVITY_COMPUTING);
 }
 
 UNIT_TEST(pause_detection, a_rank_writing_a_checkpoint_is_a_pause_not_a_hang)

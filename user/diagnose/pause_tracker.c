@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/job_rank_text.h"
+#include "model/activity_interval.h"
 
 #include "diagnose/pause_tracker.h"
 #include "export/export_jsonl.h"
@@ -13,30 +14,10 @@
 #define PAUSE_STRETCH_STORAGE_BYTES (1024ULL * 1024)
 #define PAUSE_STRETCH_SYSCALL_BYTES (4ULL * 1024 * 1024)
 
-static uint64_t grew(uint64_t earlier, uint64_t later)
-{
-	return later > earlier ? later - earlier : 0;
-}
-
 enum pause_cause pause_interval_cause(const struct trace_activity_sample *earlier,
 				      const struct trace_activity_sample *later)
 {
-	uint64_t interval_ns = grew(earlier->timestamp_ns, later->timestamp_ns);
-
-	if (grew(earlier->read_bytes, later->read_bytes) +
-		    grew(earlier->write_bytes, later->write_bytes) >=
-	    PAUSE_BUSY_STORAGE_BYTES)
-		return PAUSE_FILE_IO;
-	if (grew(earlier->read_chars, later->read_chars) +
-		    grew(earlier->write_chars, later->write_chars) >=
-	    PAUSE_BUSY_SYSCALL_BYTES)
-		return PAUSE_FILE_IO;
-	if (later->threads_io_wait)
-		return PAUSE_IO_WAIT;
-	if (interval_ns && (double)grew(earlier->cpu_ns, later->cpu_ns) >=
-				   PAUSE_BUSY_CPU_SHARE * (double)interval_ns)
-		return PAUSE_COMPUTING;
-	return PAUSE_IDLE;
+	return (enum pause_cause)activity_interval_kind(earlier, later);
 }
 
 enum pause_cause pause_stretch_cause(const struct pause_stretch *stretch, uint64_t end_ns)
@@ -49,7 +30,7 @@ enum pause_cause pause_stretch_cause(const struct pause_stretch *stretch, uint64
 	/* A thread caught in I/O wait once is the job's own logging: half the samples. */
 	if (stretch->io_wait_samples >= 2 && 2 * stretch->io_wait_samples >= stretch->samples)
 		return PAUSE_IO_WAIT;
-	if (length_ns && (double)stretch->cpu_ns >= PAUSE_BUSY_CPU_SHARE * (double)length_ns)
+	if (length_ns && (double)stretch->cpu_ns >= ACTIVITY_BUSY_CPU_SHARE * (double)length_ns)
 		return PAUSE_COMPUTING;
 	return PAUSE_IDLE;
 }
@@ -134,11 +115,11 @@ void pause_process_sample(struct pause_process *process, const struct trace_acti
 									  : stretch->start_ns;
 
 		stretch->sampled_ns += sample->timestamp_ns - from;
-		stretch->cpu_ns += grew(earlier->cpu_ns, sample->cpu_ns);
-		stretch->storage_bytes += grew(earlier->read_bytes, sample->read_bytes) +
-					  grew(earlier->write_bytes, sample->write_bytes);
-		stretch->syscall_bytes += grew(earlier->read_chars, sample->read_chars) +
-					  grew(earlier->write_chars, sample->write_chars);
+		stretch->cpu_ns += counter_growth(earlier->cpu_ns, sample->cpu_ns);
+		stretch->storage_bytes += counter_growth(earlier->read_bytes, sample->read_bytes) +
+					  counter_growth(earlier->write_bytes, sample->write_bytes);
+		stretch->syscall_bytes += counter_growth(earlier->read_chars, sample->read_chars) +
+					  counter_growth(earlier->write_chars, sample->write_chars);
 		stretch->io_wait_samples += sample->threads_io_wait > 0;
 		stretch->samples++;
 		if (pause_interval_cause(earlier, sample) != PAUSE_IDLE)

@@ -19,29 +19,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "model/activity_interval.h"
 #include "model/trace_records.h"
 
 #define PAUSE_MAX_PROCESSES 256
 
-/*
- * Between two samples a process is busy when it used a quarter of a CPU
- * or more, moved PAUSE_BUSY_STORAGE_BYTES to or from storage, moved
- * PAUSE_BUSY_SYSCALL_BYTES through read and write calls (files on tmpfs,
- * pipes from data-loader workers), or had a thread in I/O wait (state D).
- */
-#define PAUSE_BUSY_CPU_SHARE 0.25
-#define PAUSE_BUSY_STORAGE_BYTES (64ULL * 1024)
-#define PAUSE_BUSY_SYSCALL_BYTES (1024ULL * 1024)
 /* A busy pause longer than this many times the longest one learned is a hang. */
 #define PAUSE_LEARNED_FACTOR 10.0
 /* ... and, before one is learned, one longer than this. */
 #define PAUSE_UNLEARNED_MAX_NS (300.0 * 1e9)
 
 enum pause_cause {
-	PAUSE_IDLE = 0,	     /* nothing: sleeping, no I/O, no CPU */
-	PAUSE_FILE_IO = 1,   /* moving bytes through storage or read/write calls */
-	PAUSE_IO_WAIT = 2,   /* a thread in uninterruptible I/O wait */
-	PAUSE_COMPUTING = 3, /* using the CPU */
+	/* What it did between samples (model/activity_interval.h): */
+	PAUSE_IDLE = ACTIVITY_IDLE,
+	PAUSE_FILE_IO = ACTIVITY_FILE_IO,
+	PAUSE_IO_WAIT = ACTIVITY_IO_WAIT,
+	PAUSE_COMPUTING = ACTIVITY_COMPUTING,
 	PAUSE_RECURRING = 4, /* idle, where it paused before */
 };
 

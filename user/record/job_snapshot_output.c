@@ -10,6 +10,7 @@
 #include "base/growable_array.h"
 #include "base/log.h"
 #include "base/system_clock.h"
+#include "model/activity_interval.h"
 #include "probe/process_info.h"
 #include "record/process_activity.h"
 
@@ -257,9 +258,7 @@ struct busy_check {
 	size_t count;
 };
 
-/* CPU over this share of the time between the readings is work of the rank's own. */
-#define BUSY_CPU_SHARE 0.05
-
+/* Whether a lagging rank was at work of its own between the two readings. */
 static bool lagging_rank_was_busy(void *context, pid_t pid, char *why, size_t why_size)
 {
 	const struct busy_check *check = context;
@@ -267,26 +266,25 @@ static bool lagging_rank_was_busy(void *context, pid_t pid, char *why, size_t wh
 
 	for (size_t i = 0; i < check->count; i++) {
 		const struct trace_activity_sample *before = &check->before[i];
-		double seconds, cpu;
+		uint64_t storage_bytes, syscall_bytes;
 
 		if (before->pid != (uint32_t)pid ||
 		    process_activity_read((uint32_t)pid, monotonic_ns(), &after) != 0 ||
-		    after.timestamp_ns <= before->timestamp_ns)
+		    after.timestamp_ns <= before->timestamp_ns ||
+		    activity_interval_kind(before, &after) == ACTIVITY_IDLE)
 			continue;
-		seconds = (double)(after.timestamp_ns - before->timestamp_ns) / 1e9;
-		cpu = (double)(after.cpu_ns - before->cpu_ns) / 1e9;
-		if (cpu > BUSY_CPU_SHARE * seconds ||
-		    after.write_bytes + after.read_bytes >
-			    before->write_bytes + before->read_bytes) {
-			snprintf(why, why_size,
-				 "was at work of its own between two readings %.1f s apart (%.2f s "
-				 "of "
-				 "CPU, %llu bytes of storage I/O)",
-				 seconds, cpu,
-				 (unsigned long long)(after.write_bytes + after.read_bytes -
-						      before->write_bytes - before->read_bytes));
-			return true;
-		}
+		storage_bytes = counter_growth(before->read_bytes, after.read_bytes) +
+				counter_growth(before->write_bytes, after.write_bytes);
+		syscall_bytes = counter_growth(before->read_chars, after.read_chars) +
+				counter_growth(before->write_chars, after.write_chars);
+		snprintf(why, why_size,
+			 "was at work of its own between two readings %.1f s apart (%.2f s of CPU, "
+			 "%" PRIu64 " bytes of storage I/O, %" PRIu64
+			 " through read and write calls)",
+			 (double)(after.timestamp_ns - before->timestamp_ns) / 1e9,
+			 (double)counter_growth(before->cpu_ns, after.cpu_ns) / 1e9, storage_bytes,
+			 syscall_bytes);
+		return true;
 	}
 	return false;
 }
