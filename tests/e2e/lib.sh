@@ -61,10 +61,19 @@ skip() {
 	exit 77
 }
 
-# What a snapshot's --json output says it judged: its summary, or why it is not there.
+# What a snapshot's --json output says it judged: its summary, then each process's
+# threads inside a collective and its process groups' sequence numbers.
 snapshot_summary() {
-	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["summary"])' "$1" 2>/dev/null ||
-		echo "(no summary in $1)"
+	python3 - "$1" <<'PY' 2>/dev/null || echo "(no summary in $1)"
+import json, sys
+snapshot = json.load(open(sys.argv[1]))
+print(snapshot["summary"])
+for process in snapshot["processes"]:
+    inside = [(t["tid"], t["native"]["collective"]) for t in process["threads"]
+              if t.get("native") and t["native"].get("collective")]
+    groups = [(g["backend"], g["seq"]) for g in process.get("process_groups", [])]
+    print("rank", process["rank"], "pid", process["pid"], "inside:", inside, "groups:", groups)
+PY
 }
 
 # The pid a rank's own log names: its first record's "pid".

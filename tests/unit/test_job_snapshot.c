@@ -374,6 +374,53 @@ UNIT_TEST(job_snapshot, names_the_c10d_sequence_number_the_others_wait_in)
 }
 
 /*
+ * gloo, where both ranks' threads name a collective (rank 1's worker keeps
+ * the address of the all-reduce it ran last in a frame it waits in now):
+ * the sequence numbers still say rank 1 never issued number 12.
+ */
+UNIT_TEST(job_snapshot, names_the_rank_behind_on_its_group_when_every_thread_names_a_collective)
+{
+	struct process_group_reading groups[2] = { { 0x1000, "gloo", 12, 0, 2 },
+						   { 0x2000, "gloo", 11, 1, 2 } };
+	struct snapshot_diagnosis diagnosis;
+	struct two_ranks job;
+
+	two_ranks_init(&job);
+	job.threads[1][1] = job.threads[0][1];
+	job.threads[1][1].tid = 111;
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &diagnosis), 0);
+	CU_ASSERT_EQUAL(diagnosis.count, 0);
+	snapshot_diagnosis_free(&diagnosis);
+
+	job.processes[0].process_groups = &groups[0];
+	job.processes[1].process_groups = &groups[1];
+	job.processes[0].process_group_count = job.processes[1].process_group_count = 1;
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &diagnosis), 0);
+	CU_ASSERT_EQUAL_FATAL(diagnosis.count, 1);
+	CU_ASSERT_EQUAL(diagnosis.findings[0].rank, 1);
+	CU_ASSERT_EQUAL(diagnosis.findings[0].sequence, 12);
+	CU_ASSERT_EQUAL(diagnosis.findings[0].last_sequence, 11);
+	CU_ASSERT_STRING_EQUAL(diagnosis.findings[0].waiting, "0");
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(diagnosis.summary,
+		       "rank 1 (pid 101) never joined c10d::allreduce seq 12 (its last: 11)"));
+	snapshot_diagnosis_free(&diagnosis);
+
+	/* The same number on both: none lags. */
+	groups[1].sequence = 12;
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &diagnosis), 0);
+	CU_ASSERT_EQUAL(diagnosis.count, 0);
+	snapshot_diagnosis_free(&diagnosis);
+
+	/* Groups of other sizes are other groups: their numbers are not compared. */
+	groups[1].sequence = 11;
+	groups[1].size = 4;
+	CU_ASSERT_EQUAL_FATAL(job_snapshot_diagnose(&job.snapshot, &diagnosis), 0);
+	CU_ASSERT_EQUAL(diagnosis.count, 0);
+	snapshot_diagnosis_free(&diagnosis);
+}
+
+/*
  * Rank 0 went from <module> into Tensor.backward, where it waits in the
  * all-reduce; rank 1 is in a hook <module> called instead. Live and read
  * back from a trace, the finding names Tensor.backward as the first call

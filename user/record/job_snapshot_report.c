@@ -287,6 +287,101 @@ static int judge_blocked_threads(const struct job_snapshot *snapshot, struct fin
 	return 0;
 }
 
+/*
+ * A process's widest c10d group of a backend whose sequence number was read
+ * (the world group, in a job with subgroups), or NULL when it has none or
+ * two of that size.
+ */
+static const struct process_group_reading *widest_group(const struct snapshot_process *process,
+							const char *backend)
+{
+	const struct process_group_reading *widest = NULL;
+	bool tied = false;
+
+	for (size_t g = 0; g < process->process_group_count; g++) {
+		const struct process_group_reading *group = &process->process_groups[g];
+
+		if (group->sequence < 0 || strcmp(group->backend, backend) != 0)
+			continue;
+		if (widest && group->size == widest->size) {
+			tied = true;
+		} else if (!widest || group->size > widest->size) {
+			widest = group;
+			tied = false;
+		}
+	}
+	return tied ? NULL : widest;
+}
+
+/*
+ * c10d, where the threads do not tell (every rank's stack words name a
+ * collective: a thread that ran the last one can keep its address in a
+ * frame it waits in now): on each backend's widest group, the ranks whose
+ * sequence number is the lowest while another's is higher never issued
+ * the collective after it, in which the others wait. The second reading
+ * (snapshot_diagnosis_confirm) drops a rank that was only on its way.
+ */
+static int judge_group_sequences(const struct job_snapshot *snapshot, struct finding_list *list)
+{
+	static const char *const backends[] = { "gloo", "nccl" };
+
+	for (size_t b = 0; b < sizeof(backends) / sizeof(backends[0]); b++) {
+		int64_t lowest = INT64_MAX, highest = -1;
+		size_t readings = 0;
+		bool one_size = true;
+		int size = -2;
+
+		for (size_t p = 0; p < snapshot->count; p++) {
+			const struct process_group_reading *group =
+				snapshot->processes[p].maps_collectives
+					? widest_group(&snapshot->processes[p], backends[b])
+					: NULL;
+
+			if (!group)
+				continue;
+			/* Groups of other sizes are not one group. */
+			one_size &= size == -2 || group->size == size;
+			size = group->size;
+			readings++;
+			lowest = group->sequence < lowest ? group->sequence : lowest;
+			highest = group->sequence > highest ? group->sequence : highest;
+		}
+		if (!one_size || readings < 2 || lowest == highest)
+			continue;
+		for (size_t p = 0; p < snapshot->count; p++) {
+			const struct snapshot_process *process = &snapshot->processes[p];
+			const struct process_group_reading *group =
+				process->maps_collectives ? widest_group(process, backends[b])
+							  : NULL;
+			struct snapshot_finding *finding;
+
+			if (!group || group->sequence != lowest)
+				continue;
+			finding = finding_add(list, process);
+			if (!finding)
+				return -ENOMEM;
+			finding->last_sequence = lowest;
+			finding->sequence = lowest + 1;
+			for (size_t q = 0; q < snapshot->count; q++) {
+				const struct snapshot_process *other = &snapshot->processes[q];
+				const struct process_group_reading *theirs =
+					other->maps_collectives ? widest_group(other, backends[b])
+								: NULL;
+
+				if (!theirs || theirs->sequence <= lowest)
+					continue;
+				append_rank(finding->waiting, sizeof(finding->waiting),
+					    other->rank);
+				if (!finding->collective[0])
+					snprintf(finding->collective, sizeof(finding->collective),
+						 "%s", process_collective(other));
+			}
+		}
+		return 0;
+	}
+	return 0;
+}
+
 static bool same_frame(const struct python_stack_frame *a, const struct python_stack_frame *b)
 {
 	return a->first_line == b->first_line &&
@@ -476,6 +571,8 @@ int job_snapshot_diagnose(const struct job_snapshot *snapshot, struct snapshot_d
 		drop_waiting_laggards(snapshot, diagnosis);
 	if (!err && diagnosis->count == 0)
 		err = judge_blocked_threads(snapshot, &list);
+	if (!err && diagnosis->count == 0)
+		err = judge_group_sequences(snapshot, &list);
 	if (err) {
 		snapshot_diagnosis_free(diagnosis);
 		return err;
