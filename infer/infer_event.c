@@ -243,6 +243,33 @@ static bool module_call_says(const struct trace_python_call *call, const char *a
 	return false;
 }
 
+/* A module call's argument 'arg_name' (one of is_module_class's) as text, NULL when absent. */
+static const char *module_call_text(const struct trace_python_call *call, const char *arg_name)
+{
+	for (uint32_t i = 0; i < call->arg_count && i < TRACE_PY_ARGS_MAX; i++)
+		if (call->args[i].name && is_module_class(call, call->args[i].name) &&
+		    strcmp(call->args[i].name, arg_name) == 0 &&
+		    call->args[i].type == TRACE_VALUE_STR && call->args[i].text)
+			return call->args[i].text;
+	return NULL;
+}
+
+/* infer_event's 'module': "PATH (CLASS)", "CLASS" (a top module, or no path read), or "". */
+static const char *module_description(struct string_pool *pool,
+				      const struct trace_python_call *call)
+{
+	const char *class_name = module_call_text(call, TRACE_MODULE_CLASS_ARG);
+	const char *path = module_call_text(call, TRACE_MODULE_PATH_ARG);
+	char text[320];
+
+	/* A top module's path is its class. */
+	if (class_name && path && strcmp(path, class_name) != 0)
+		snprintf(text, sizeof(text), "%.200s (%.100s)", path, class_name);
+	else
+		snprintf(text, sizeof(text), "%.100s", class_name ? class_name : "");
+	return string_pool_intern(pool, text);
+}
+
 static int python_fields(struct string_pool *pool, const struct trace_python_call *call,
 			 struct field_list *list)
 {
@@ -357,6 +384,7 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 		event->seq = -1;
 		event->entry_ns = call->entry_ns;
 		event->exit_ns = call->entry_ns + call->duration_ns;
+		event->module = module_description(pool, call);
 		stack = &call->py_stack;
 		if ((call->flags & TRACE_PYTHON_TORCH_SCOPE) &&
 		    scope_fields(pool, call->qualified_name, event, &list))
@@ -366,11 +394,13 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 	} else {
 		return 0;
 	}
+	if (!event->module)
+		event->module = string_pool_intern(pool, "");
 	event->context = string_pool_intern(
 		pool, stack->depth > 0 && stack->frames[0] ? stack->frames[0] : "");
 	event->field_count = list.count;
 	event->fields = string_pool_intern_fields(pool, list.fields, list.count);
-	return event->name && event->context && event->fields ? 1 : -1;
+	return event->name && event->context && event->module && event->fields ? 1 : -1;
 }
 
 const char *infer_event_field(const struct infer_event *event, const char *name)

@@ -94,6 +94,13 @@ struct infer_event {
 	uint64_t entry_ns;
 	uint64_t exit_ns;
 	const char *context; /* innermost Python frame, "" when none */
+	/*
+	 * The module a module call ran, for people: its path in its model and
+	 * its class ("Backbone.stage1 (Stage)"), the class alone where the path
+	 * was not read; "" for other events. Never a field: a rule on it would
+	 * fit one model.
+	 */
+	const char *module;
 	uint32_t field_count;
 	/* Interned in the pool: events with the same fields share one array (memory). */
 	const struct infer_field *fields;

@@ -42,7 +42,7 @@ python3 "$ROOT/tools/eval/real_bugs_eval.py" --tcheck "$TCHECK" --work "$SCRATCH
 	--results "$SCRATCH/results.json" >"$SCRATCH/suite.txt" 2>&1 || status=$?
 # 1: a bug missed or a fixed twin flagged (said below); 2: an error.
 [ "$status" -le 1 ] || fail "suite exited $status: $(tail -20 "$SCRATCH/suite.txt")"
-python3 - "$SCRATCH/results.json" "$SCRATCH/suite" <<'PY' || fail "results: $(tail -20 "$SCRATCH/suite.txt")"
+ROOT=$ROOT python3 - "$SCRATCH/results.json" "$SCRATCH/suite" <<'PY' || fail "results: $(tail -20 "$SCRATCH/suite.txt")"
 import glob, json, os, sys
 results = json.load(open(sys.argv[1]))
 bugs = {b["script"]: b for b in results["bugs"]}
@@ -85,6 +85,23 @@ for script, relation in expected.items():
     assert bug["violations_fixed"] == 0, bug
     steps = bug["optimizer_steps_seen"]
     assert min(steps["fixed"]) >= 10, bug
+# The report names the module by its class (a top module's path is its class): the class
+# the program's source defines train() in.
+source = open(os.path.join(os.environ["ROOT"], "tests/workloads/python/real_bugs",
+                           "mmpretrain_702_frozen_stages.py")).read().splitlines()
+overriding, current = [], None
+for line in source:
+    if line.startswith("class "):
+        current = line.split()[1].split("(")[0].rstrip(":")
+    elif line and not line[0].isspace():
+        current = None
+    elif current and line.strip().startswith("def train("):
+        overriding.append(current)
+violations = [json.loads(line) for path in glob.glob(os.path.join(
+    sys.argv[2], "bug*-mmpretrain_702_frozen_stages-buggy.trace.violations.jsonl"))
+    for line in open(path) if line.strip()]
+named = {v["event"].get("module") for v in violations if v.get("relation") == "TrainOverrideRan"}
+assert len(overriding) == 1 and named == set(overriding), (overriding, named)
 print("{} of {} flagged at their trigger, none on the {} fixed twins".format(
     sum(bugs[s]["caught"] for s in expected), len(expected), len(bugs)))
 PY

@@ -101,5 +101,15 @@ UNIT_TEST(infer_event_fields, module_class_of_a_module_call_is_no_field)
 	CU_ASSERT_PTR_NULL(infer_event_field(&module_event, "arg:module_path"));
 	CU_ASSERT_STRING_EQUAL(infer_event_field(&module_event, "raised"), "False");
 	CU_ASSERT_STRING_EQUAL(infer_event_field(&other_event, "arg:module"), "'0.1'");
+	/* Reports still name the module, for people: its path, then its class. */
+	CU_ASSERT_STRING_EQUAL(module_event.module, "Net.layers.0 (Linear)");
+	CU_ASSERT_STRING_EQUAL(other_event.module, "");
+	/* A top module, whose path is its class, and one whose path was not read: the class. */
+	module_call.python_call.args[1].text = "Linear";
+	CU_ASSERT_EQUAL(infer_event_from_record(pool, &module_call, &module_event), 1);
+	CU_ASSERT_STRING_EQUAL(module_event.module, "Linear");
+	module_call.python_call.arg_count = 1;
+	CU_ASSERT_EQUAL(infer_event_from_record(pool, &module_call, &module_event), 1);
+	CU_ASSERT_STRING_EQUAL(module_event.module, "Linear");
 	string_pool_free(pool);
 }

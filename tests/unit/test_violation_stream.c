@@ -100,6 +100,33 @@ UNIT_TEST(violation_stream, job_rank_from_the_process_record)
 	json_decref(line);
 }
 
+/* A module call names its module (path and class) for people; other events name none. */
+UNIT_TEST(violation_stream, a_module_call_names_its_module)
+{
+	struct rule rule = { .relation = RELATION_TRAIN_OVERRIDE_RAN };
+	struct infer_event call = { .kind = INFER_EVENT_PYTHON,
+				    .name = "torch.nn.modules.module.Module._call_impl",
+				    .pid = 4242,
+				    .tid = 4242,
+				    .rank = -1,
+				    .step = 0,
+				    .seq = -1,
+				    .context = "train.main",
+				    .module = "Classifier.backbone (Backbone)" };
+	struct rule_violation violation = {
+		.rule = &rule, .text = "the override ran", .event = &call, .step = 0
+	};
+	json_t *line = written(NULL, &violation), *event = json_object_get(line, "event");
+
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(event, "module")),
+			       "Classifier.backbone (Backbone)");
+	json_decref(line);
+	call.module = "";
+	line = written(NULL, &violation);
+	CU_ASSERT_PTR_NULL(json_object_get(json_object_get(line, "event"), "module"));
+	json_decref(line);
+}
+
 /* The findings' text for violations at the given steps of one rule, by a process with no rank. */
 static char *findings_text(const int32_t *steps, size_t count, char *text, size_t size)
 {

@@ -70,6 +70,9 @@ static void describe_event(const struct infer_event *event, int job_rank, const 
 					    job_rank, event->pid)
 				 : snprintf(text, size, "%s (pid %u)", event->name, event->pid);
 
+	if (event->module && *event->module && used > 0 && (size_t)used < size)
+		used += snprintf(text + used, size - (size_t)used, " of the module %s",
+				 event->module);
 	if (shape && used > 0 && (size_t)used < size) {
 		size_t length = strlen(shape);
 		bool quoted = length >= 2 && shape[0] == '\'' && shape[length - 1] == '\'';

@@ -42,6 +42,8 @@ static json_t *event_json(const struct violation_stream *stream, const struct in
 	}
 	json_object_set_new(object, "entry_ns", json_integer((json_int_t)event->entry_ns));
 	json_object_set_new(object, "python_context", json_string(event->context));
+	if (event->module && *event->module)
+		json_object_set_new(object, "module", json_string(event->module));
 	json_object_set_new(object, "fields", fields);
 	return object;
 }
