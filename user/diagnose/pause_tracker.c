@@ -116,10 +116,8 @@ void pause_process_sample(struct pause_process *process, const struct trace_acti
 
 		stretch->sampled_ns += sample->timestamp_ns - from;
 		stretch->cpu_ns += counter_growth(earlier->cpu_ns, sample->cpu_ns);
-		stretch->storage_bytes += counter_growth(earlier->read_bytes, sample->read_bytes) +
-					  counter_growth(earlier->write_bytes, sample->write_bytes);
-		stretch->syscall_bytes += counter_growth(earlier->read_chars, sample->read_chars) +
-					  counter_growth(earlier->write_chars, sample->write_chars);
+		stretch->storage_bytes += activity_storage_growth(earlier, sample);
+		stretch->syscall_bytes += activity_syscall_growth(earlier, sample);
 		stretch->io_wait_samples += sample->threads_io_wait > 0;
 		stretch->samples++;
 		if (pause_interval_cause(earlier, sample) != PAUSE_IDLE)

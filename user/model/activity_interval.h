@@ -37,6 +37,13 @@ enum activity_kind {
 /* How much a cumulative counter grew from earlier to later (0 where it did not). */
 uint64_t counter_growth(uint64_t earlier, uint64_t later);
 
+/* Bytes moved to and from storage (read_bytes + write_bytes) from 'earlier' to 'later'. */
+uint64_t activity_storage_growth(const struct trace_activity_sample *earlier,
+				 const struct trace_activity_sample *later);
+/* Bytes moved through read and write calls (rchar + wchar) from 'earlier' to 'later'. */
+uint64_t activity_syscall_growth(const struct trace_activity_sample *earlier,
+				 const struct trace_activity_sample *later);
+
 /* What the process did from 'earlier' to 'later': I/O first, then I/O wait, then the CPU. */
 enum activity_kind activity_interval_kind(const struct trace_activity_sample *earlier,
 					  const struct trace_activity_sample *later);

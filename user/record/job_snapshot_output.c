@@ -266,24 +266,22 @@ static bool lagging_rank_was_busy(void *context, pid_t pid, char *why, size_t wh
 
 	for (size_t i = 0; i < check->count; i++) {
 		const struct trace_activity_sample *before = &check->before[i];
-		uint64_t storage_bytes, syscall_bytes;
+		enum activity_kind kind;
 
 		if (before->pid != (uint32_t)pid ||
 		    process_activity_read((uint32_t)pid, monotonic_ns(), &after) != 0 ||
 		    after.timestamp_ns <= before->timestamp_ns ||
-		    activity_interval_kind(before, &after) == ACTIVITY_IDLE)
+		    (kind = activity_interval_kind(before, &after)) == ACTIVITY_IDLE)
 			continue;
-		storage_bytes = counter_growth(before->read_bytes, after.read_bytes) +
-				counter_growth(before->write_bytes, after.write_bytes);
-		syscall_bytes = counter_growth(before->read_chars, after.read_chars) +
-				counter_growth(before->write_chars, after.write_chars);
 		snprintf(why, why_size,
 			 "was at work of its own between two readings %.1f s apart (%.2f s of CPU, "
 			 "%" PRIu64 " bytes of storage I/O, %" PRIu64
-			 " through read and write calls)",
+			 " through read and write calls%s)",
 			 (double)(after.timestamp_ns - before->timestamp_ns) / 1e9,
-			 (double)counter_growth(before->cpu_ns, after.cpu_ns) / 1e9, storage_bytes,
-			 syscall_bytes);
+			 (double)counter_growth(before->cpu_ns, after.cpu_ns) / 1e9,
+			 activity_storage_growth(before, &after),
+			 activity_syscall_growth(before, &after),
+			 kind == ACTIVITY_IO_WAIT ? ", a thread in I/O wait" : "");
 		return true;
 	}
 	return false;

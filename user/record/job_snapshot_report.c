@@ -313,6 +313,13 @@ static const struct process_group_reading *widest_group(const struct snapshot_pr
 	return tied ? NULL : widest;
 }
 
+/* widest_group of a rank; NULL for a launcher (it maps no collective library). */
+static const struct process_group_reading *rank_group(const struct snapshot_process *process,
+						      const char *backend)
+{
+	return process->maps_collectives ? widest_group(process, backend) : NULL;
+}
+
 /*
  * c10d, where the threads do not tell (every rank's stack words name a
  * collective: a thread that ran the last one can keep its address in a
@@ -329,18 +336,16 @@ static int judge_group_sequences(const struct job_snapshot *snapshot, struct fin
 		int64_t lowest = INT64_MAX, highest = -1;
 		size_t readings = 0;
 		bool one_size = true;
-		int size = -2;
+		int size = 0;
 
 		for (size_t p = 0; p < snapshot->count; p++) {
 			const struct process_group_reading *group =
-				snapshot->processes[p].maps_collectives
-					? widest_group(&snapshot->processes[p], backends[b])
-					: NULL;
+				rank_group(&snapshot->processes[p], backends[b]);
 
 			if (!group)
 				continue;
 			/* Groups of other sizes are not one group. */
-			one_size &= size == -2 || group->size == size;
+			one_size &= readings == 0 || group->size == size;
 			size = group->size;
 			readings++;
 			lowest = group->sequence < lowest ? group->sequence : lowest;
@@ -351,8 +356,7 @@ static int judge_group_sequences(const struct job_snapshot *snapshot, struct fin
 		for (size_t p = 0; p < snapshot->count; p++) {
 			const struct snapshot_process *process = &snapshot->processes[p];
 			const struct process_group_reading *group =
-				process->maps_collectives ? widest_group(process, backends[b])
-							  : NULL;
+				rank_group(process, backends[b]);
 			struct snapshot_finding *finding;
 
 			if (!group || group->sequence != lowest)
@@ -365,8 +369,7 @@ static int judge_group_sequences(const struct job_snapshot *snapshot, struct fin
 			for (size_t q = 0; q < snapshot->count; q++) {
 				const struct snapshot_process *other = &snapshot->processes[q];
 				const struct process_group_reading *theirs =
-					other->maps_collectives ? widest_group(other, backends[b])
-								: NULL;
+					rank_group(other, backends[b]);
 
 				if (!theirs || theirs->sequence <= lowest)
 					continue;
