@@ -288,6 +288,7 @@ TIDY_SOURCES = $(wildcard user/*.c user/*/*.c infer/*.c tools/bench/*.c tests/fu
 lint: $(SKELETONS) $(OUTPUT)/build_commit.h $(USER_OBJECTS)
 	clang-format --dry-run --Werror $(LINT_SOURCES)
 	python3 tools/check-layers.py .
+	mandoc -T lint man/*.1
 	python3 tools/check-circles.py $(USER_OBJECTS)
 	cppcheck -j 2 --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem --inline-suppr -D__x86_64__ \
