@@ -38,7 +38,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct python_frame_header);
-} python_frame_headers SEC(".maps");
+} python_frame_headers SEC(".maps") __weak;
 
 static __always_inline __u64 header_u64(const struct python_frame_header *header, __s32 offset)
 {
@@ -47,8 +47,12 @@ static __always_inline __u64 header_u64(const struct python_frame_header *header
 	return *(const __u64 *)&header->bytes[offset];
 }
 
-/* Fills the call's Python frames when its process's Python is traced. */
-static __always_inline void python_context_read(__u32 pid, struct tcheck_open_call *call)
+/*
+ * Fills a record's Python frames (their count, TCHECK_CALL_PY_* flags, code
+ * and name objects) when its process's Python is traced: none otherwise.
+ */
+static __always_inline void python_frames_read(__u32 pid, __u32 *depth_out, __u32 *flags,
+					       __u64 *codes, __u64 *names)
 {
 	const struct tcheck_python_stack_layout *layout;
 	struct python_frame_header *header;
@@ -56,8 +60,8 @@ static __always_inline void python_context_read(__u32 pid, struct tcheck_open_ca
 	bool main_thread, shim;
 	__u64 frame, code;
 
-	call->py_depth = 0;
-	call->py_flags = 0;
+	*depth_out = 0;
+	*flags = 0;
 	if (!python_stacks_followed)
 		return;
 	layout = bpf_map_lookup_elem(&python_stack_layouts, &pid);
@@ -71,7 +75,7 @@ static __always_inline void python_context_read(__u32 pid, struct tcheck_open_ca
 	if (!frame)
 		return;
 	if (main_thread)
-		call->py_flags |= TCHECK_CALL_PY_MAIN_THREAD;
+		*flags |= TCHECK_CALL_PY_MAIN_THREAD;
 	frame = python_current_frame(layout, frame);
 	for (int i = 0; i < PYTHON_CONTEXT_MAX_FRAMES && frame; i++) {
 		if (depth >= TCHECK_PY_STACK_MAX)
@@ -84,33 +88,46 @@ static __always_inline void python_context_read(__u32 pid, struct tcheck_open_ca
 		       header->bytes[layout->frame_owner] >= layout->frame_owner_c_stack;
 		/* Shim frames and 3.13's None executables are not Python functions. */
 		if (!shim && code && code != layout->none) {
-			call->py_code[depth & (TCHECK_PY_STACK_MAX - 1)] = code;
-			call->py_name[depth & (TCHECK_PY_STACK_MAX - 1)] =
+			codes[depth & (TCHECK_PY_STACK_MAX - 1)] = code;
+			names[depth & (TCHECK_PY_STACK_MAX - 1)] =
 				user_u64(code + layout->code_name_offset);
 			depth++;
 		}
 		frame = header_u64(header, layout->frame_previous);
 	}
-	call->py_depth = depth;
+	*depth_out = depth;
+}
+
+/* Fills the call's Python frames when its process's Python is traced. */
+static __always_inline void python_context_read(__u32 pid, struct tcheck_open_call *call)
+{
+	python_frames_read(pid, &call->py_depth, &call->py_flags, call->py_code, call->py_name);
 }
 
 /*
- * Whether the daemon has named every frame of the call: a code object it
- * has not seen must be read while the process lives, so the call wakes it.
+ * Whether the daemon has named every one of a record's frames: a code object
+ * it has not seen must be read while the process lives, so the record wakes it.
  */
-static __always_inline bool python_context_named(__u32 pid, const struct tcheck_open_call *call)
+static __always_inline bool python_frames_named(__u32 pid, __u32 depth, const __u64 *codes,
+						const __u64 *names)
 {
 	struct tcheck_code_key key = { .pid = pid, .reserved = 0 };
 
 	for (int i = 0; i < TCHECK_PY_STACK_MAX; i++) {
-		if (i >= call->py_depth)
+		if (i >= depth)
 			break;
-		key.code = call->py_code[i];
-		key.name = call->py_name[i];
+		key.code = codes[i];
+		key.name = names[i];
 		if (!bpf_map_lookup_elem(&code_verdicts, &key))
 			return false;
 	}
 	return true;
+}
+
+/* The same for an NCCL call's frames. */
+static __always_inline bool python_context_named(__u32 pid, const struct tcheck_open_call *call)
+{
+	return python_frames_named(pid, call->py_depth, call->py_code, call->py_name);
 }
 
 #endif /* TCHECK_PYTHON_CONTEXT_BPF_H */

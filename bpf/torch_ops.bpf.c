@@ -10,6 +10,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "entry_registers.bpf.h"
+#include "python_context.bpf.h"
 #include "tcheck/probe_abi.h"
 #include "tracer_maps.bpf.h"
 
@@ -327,6 +328,7 @@ int torch_op_entry(struct pt_regs *ctx)
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct tcheck_torch_op_record *record;
 	struct torch_op_call call;
+	bool caller, named = true;
 	__u64 cookie;
 
 	if (!is_traced(pid))
@@ -335,7 +337,13 @@ int torch_op_entry(struct pt_regs *ctx)
 	call.entry_ns = bpf_ktime_get_ns();
 	call.operator=(__u32)(cookie & TCHECK_TORCH_OP_INDEX_MASK);
 	read_arguments(ctx, cookie, &call);
-	record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+	/* A parameter set in place (under no_grad): an initialiser, whose caller is kept. */
+	caller = (cookie & TCHECK_TORCH_OP_READ_CALLER) &&
+		 call.requires_grad == TCHECK_REQUIRES_GRAD_YES;
+	if (caller)
+		record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
+	else
+		record = bpf_ringbuf_reserve(&events, TCHECK_TORCH_OP_RECORD_SHORT_BYTES, 0);
 	if (!record) {
 		count(TCHECK_COUNTER_PYTHON_DROPS);
 		return 0;
@@ -356,6 +364,16 @@ int torch_op_entry(struct pt_regs *ctx)
 		record->sizes[i] = call.sizes[i];
 	record->requires_grad = call.requires_grad;
 	record->grad_mode = thread_grad_mode();
-	bpf_ringbuf_submit(record, call_wakeup_flags(record));
+	if (!caller) {
+		bpf_ringbuf_submit(record,
+				   ringbuf_wakeup_flags(TCHECK_TORCH_OP_RECORD_SHORT_BYTES));
+		return 0;
+	}
+	python_frames_read(pid, &record->py_depth, &record->py_flags, record->py_code,
+			   record->py_name);
+	if (record->py_depth)
+		named = python_frames_named(pid, record->py_depth, record->py_code,
+					    record->py_name);
+	bpf_ringbuf_submit(record, named ? call_wakeup_flags(record) : BPF_RB_FORCE_WAKEUP);
 	return 0;
 }

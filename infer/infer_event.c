@@ -329,6 +329,27 @@ static int scope_fields(struct string_pool *pool, const char *qualified_name,
 	return stage ? add_field(pool, list, INFER_STAGE_FIELD, stage) : 0;
 }
 
+/* An operator's call_path: its callers joined, "" when the probe read none. */
+static const char *call_path(struct string_pool *pool, const struct trace_python_call *call)
+{
+	char path[TRACE_PY_STACK_MAX * 160];
+	size_t used = 0;
+
+	path[0] = '\0';
+	if (call->flags & TRACE_PYTHON_TORCH_OP)
+		for (uint32_t i = 0; i < call->py_stack.depth && i < TRACE_PY_STACK_MAX; i++) {
+			int wrote =
+				snprintf(path + used, sizeof(path) - used, "%s%s",
+					 i ? INFER_CALL_PATH_SEPARATOR : "",
+					 call->py_stack.frames[i] ? call->py_stack.frames[i] : "?");
+
+			if (wrote < 0 || (size_t)wrote >= sizeof(path) - used)
+				break;
+			used += (size_t)wrote;
+		}
+	return string_pool_intern(pool, path);
+}
+
 int infer_event_from_record(struct string_pool *pool, const struct trace_record *record,
 			    struct infer_event *event)
 {
@@ -385,6 +406,7 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 		event->entry_ns = call->entry_ns;
 		event->exit_ns = call->entry_ns + call->duration_ns;
 		event->module = module_description(pool, call);
+		event->call_path = call_path(pool, call);
 		stack = &call->py_stack;
 		if ((call->flags & TRACE_PYTHON_TORCH_SCOPE) &&
 		    scope_fields(pool, call->qualified_name, event, &list))
@@ -396,11 +418,15 @@ int infer_event_from_record(struct string_pool *pool, const struct trace_record 
 	}
 	if (!event->module)
 		event->module = string_pool_intern(pool, "");
+	if (!event->call_path)
+		event->call_path = string_pool_intern(pool, "");
 	event->context = string_pool_intern(
 		pool, stack->depth > 0 && stack->frames[0] ? stack->frames[0] : "");
 	event->field_count = list.count;
 	event->fields = string_pool_intern_fields(pool, list.fields, list.count);
-	return event->name && event->context && event->module && event->fields ? 1 : -1;
+	return event->name && event->context && event->module && event->call_path && event->fields
+		       ? 1
+		       : -1;
 }
 
 const char *infer_event_field(const struct infer_event *event, const char *name)

@@ -71,6 +71,9 @@ enum infer_event_kind {
 #define ZERO_GRAD_FAMILY "Optimizer.zero_grad#" INFER_SCOPE_ANY
 #define BACKWARD_FAMILY "Autograd.backward#" INFER_SCOPE_ANY
 
+/* Between two frames of an event's call_path. */
+#define INFER_CALL_PATH_SEPARATOR " < "
+
 /* A named value: "count" = "1024", "arg:lr" = "0.1". */
 struct infer_field {
 	const char *name;
@@ -101,6 +104,12 @@ struct infer_event {
 	 * fit one model.
 	 */
 	const char *module;
+	/*
+	 * A torch operator's Python callers as its probe read them (an
+	 * initialiser's zero_ on a parameter), innermost first, joined by
+	 * INFER_CALL_PATH_SEPARATOR; "" for other events and where none was read.
+	 */
+	const char *call_path;
 	uint32_t field_count;
 	/* Interned in the pool: events with the same fields share one array (memory). */
 	const struct infer_field *fields;

@@ -15,6 +15,7 @@
 #include "process_uses.h"
 #include "scalars_steady.h"
 #include "rule_support.h"
+#include "initialised_once.h"
 #include "train_override.h"
 
 /* Most distinct values an argument may take to be tried as a constant. */
@@ -399,6 +400,9 @@ int inference_run(struct inference *inference)
 		if (!failed)
 			failed = infer_train_override(inference->rules, inference->events,
 						      inference->count, &inference->evidence);
+		if (!failed)
+			failed = infer_initialised_once(inference->rules, inference->events,
+							inference->count, &inference->evidence);
 		if (!failed)
 			failed = rule_set_sort(inference->rules);
 	}

@@ -21,6 +21,7 @@
 #include "rank_updates.h"
 #include "rule_checker.h"
 #include "scalars_steady.h"
+#include "initialised_once.h"
 #include "train_override.h"
 
 /* Python names remembered per process and step for APISequence. */
@@ -86,6 +87,7 @@ struct checked_process {
 	void *precision;   /* operator_precision's */
 	void *contain;	   /* contain_checker's step */
 	void *firsts;	   /* optimizer_firsts' */
+	void *initialised; /* initialised_once's */
 	struct rank_updates_cache rank;
 };
 
@@ -113,6 +115,8 @@ struct rule_checker {
 	struct eval_mode_tracker eval_mode; /* each process's evaluation phase so far */
 	int has_operator_precision;
 	int has_train_override;
+	int has_initialised_once;
+	struct initialisation_tracker initialisations; /* each process's since its last step */
 	/* each process's step so far: the dtypes its weight-reading operators computed in */
 	struct operator_precision_tracker operator_precision;
 	int has_rank_updates;
@@ -150,6 +154,7 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 	eval_mode_tracker_init(&checker->eval_mode);
 	operator_precision_tracker_init(&checker->operator_precision, rules->pool);
 	gradient_clearing_init(&checker->clearing);
+	initialisation_tracker_init(&checker->initialisations);
 	for (size_t i = 0; i < rules->count; i++) {
 		checker->has_sequences |= rules->rules[i].relation == RELATION_API_SEQUENCE;
 		checker->has_module_call_sequences |=
@@ -170,6 +175,8 @@ struct rule_checker *rule_checker_new(struct rule_set *rules, rule_violation_fn 
 			rules->rules[i].relation == RELATION_ONE_PRECISION;
 		checker->has_train_override |=
 			rules->rules[i].relation == RELATION_TRAIN_OVERRIDE_RAN;
+		checker->has_initialised_once |=
+			rules->rules[i].relation == RELATION_INITIALISED_ONCE;
 		checker->has_rank_updates |= rule_checks_rank_updates(&rules->rules[i]);
 	}
 	checker->stage_field = string_pool_intern(rules->pool, INFER_STAGE_FIELD);
@@ -304,6 +311,22 @@ static void check_train_override(struct rule_checker *checker, const struct infe
 		    rule->event.name == event->name &&
 		    precondition_holds(checker->rules->pool, &rule->precondition, event))
 			violation(checker, rule, event, NULL);
+	}
+}
+
+/* A parameter set again by the initialiser that set it, along another call path. */
+static void judge_initialisation(void *context, const struct infer_event *again,
+				 const struct infer_event *first)
+{
+	struct rule_checker *checker = context;
+
+	for (size_t i = 0; i < checker->rules->count; i++) {
+		const struct rule *rule = &checker->rules->rules[i];
+
+		if (rule->relation == RELATION_INITIALISED_ONCE &&
+		    rule->event.name == again->name &&
+		    precondition_holds(checker->rules->pool, &rule->precondition, again))
+			violation(checker, rule, again, first);
 	}
 }
 
@@ -782,6 +805,10 @@ int rule_checker_observe(struct rule_checker *checker, const struct trace_record
 		return -ENOMEM;
 	if (checker->has_train_override)
 		check_train_override(checker, &event);
+	if (checker->has_initialised_once &&
+	    initialisation_observe(&checker->initialisations, &event, &process->initialised,
+				   judge_initialisation, checker))
+		return -ENOMEM;
 	if (check_consistent(checker, &event) ||
 	    contain_checker_observe(checker->contains, &event, &process->contain) ||
 	    track_update_step(checker, &event, process) ||
@@ -894,5 +921,6 @@ void rule_checker_free(struct rule_checker *checker)
 	eval_mode_tracker_free(&checker->eval_mode);
 	operator_precision_tracker_free(&checker->operator_precision);
 	gradient_clearing_free(&checker->clearing);
+	initialisation_tracker_free(&checker->initialisations);
 	free(checker);
 }

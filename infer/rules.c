@@ -28,6 +28,7 @@ static const char *const relation_names[] = {
 	"EvalModeRespected",
 	"OnePrecision",
 	"TrainOverrideRan",
+	"InitialisedOnce",
 };
 
 /* A rule with its description, for sorting. */
@@ -251,6 +252,14 @@ void rule_describe(const struct rule *rule, char *text, size_t size)
 					"override, if its class has one, was run by a train() or "
 					"eval() call",
 					rule->event.name);
+		break;
+	case RELATION_INITIALISED_ONCE:
+		used = (size_t)snprintf(
+			text, size,
+			"no initialiser (the first Python function outside torch "
+			"that calls %s on a parameter) sets a parameter again along "
+			"another call path before an optimizer step",
+			rule->event.name);
 		break;
 	case RELATION_SCALARS_STEADY:
 		used = (size_t)snprintf(
@@ -593,7 +602,8 @@ static int rule_load(struct rule_set *set, json_t *object, struct rule *rule, ch
 	} else if (!field && rule->relation != RELATION_PARAMETERS_UPDATED &&
 		   rule->relation != RELATION_FROZEN_UNCHANGED &&
 		   rule->relation != RELATION_TRAINABLE_UPDATED &&
-		   rule->relation != RELATION_TRAIN_OVERRIDE_RAN) {
+		   rule->relation != RELATION_TRAIN_OVERRIDE_RAN &&
+		   rule->relation != RELATION_INITIALISED_ONCE) {
 		return -1;
 	}
 	rule->distinct = rule->relation == RELATION_API_ARG && distinct;

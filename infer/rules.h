@@ -14,7 +14,7 @@
 #include "precondition.h"
 
 #define RULES_FORMAT_NAME "tcheck-bpf-rules"
-#define RULES_FORMAT_VERSION 8
+#define RULES_FORMAT_VERSION 9
 
 /* Room for a rule in words (rule_describe). */
 #define RULE_TEXT_SIZE 1024
@@ -23,7 +23,7 @@
  * clauses, version 2 no scope (its rules apply to every process), version
  * 3 no ScalarsSteady, version 4 no FrozenUnchanged or TrainableUpdated,
  * version 5 no EvalModeRespected, version 6 no OnePrecision, version 7 no
- * TrainOverrideRan.
+ * TrainOverrideRan, version 8 no InitialisedOnce.
  */
 #define RULES_FORMAT_OLDEST_VERSION 1
 
@@ -49,7 +49,9 @@ enum rule_relation {
 	RELATION_ONE_PRECISION = 11,
 	/* 'event' (a module call in training) runs after its class's train() override ran */
 	RELATION_TRAIN_OVERRIDE_RAN = 12,
-	RELATION_LAST = RELATION_TRAIN_OVERRIDE_RAN,
+	/* no initialiser sets a parameter twice, by 'event' (zero_), before an optimizer step */
+	RELATION_INITIALISED_ONCE = 13,
+	RELATION_LAST = RELATION_INITIALISED_ONCE,
 };
 
 /*

@@ -564,6 +564,13 @@ struct tcheck_torch_scope_record {
  */
 #define TCHECK_TORCH_OP_CHECK_DATA (1ULL << 54)
 /*
+ * Whether the probe reads the Python frames the operator was called from,
+ * where its tensor is a leaf that requires grad (a parameter set under
+ * no_grad: an initialiser's zero_ or fill_), into the record's py_ members.
+ * Only those operators pay the walk; other records are sent short.
+ */
+#define TCHECK_TORCH_OP_READ_CALLER (1ULL << 63)
+/*
  * c10::Scalar's tag values read: HAS_d and HAS_i are 0 and 1 in torch 1.13
  * and 2.x (2.x inserts HAS_u after them); anything else is not read.
  */
@@ -602,7 +609,19 @@ struct tcheck_torch_op_record {
 	tcheck_u64 sizes[TCHECK_TORCH_OP_DIMS_MAX];
 	tcheck_u32 requires_grad; /* TCHECK_REQUIRES_GRAD_* */
 	tcheck_u32 grad_mode;	  /* TCHECK_GRAD_MODE_* */
+	/* The Python caller, where TCHECK_TORCH_OP_READ_CALLER read it (as a call record's). */
+	tcheck_u32 py_depth;
+	tcheck_u32 py_flags; /* TCHECK_CALL_PY_* */
+	tcheck_u64 py_code[TCHECK_PY_STACK_MAX];
+	tcheck_u64 py_name[TCHECK_PY_STACK_MAX];
 };
+
+/*
+ * An operator record without a Python caller is sent short: the members
+ * before py_depth. The reader takes the missing ones as zero.
+ */
+#define TCHECK_TORCH_OP_RECORD_SHORT_BYTES \
+	__builtin_offsetof(struct tcheck_torch_op_record, py_depth)
 
 /*
  * A c10d process group (gloo, NCCL, any backend) being built: the rank and

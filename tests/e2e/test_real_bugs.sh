@@ -21,7 +21,10 @@
 # (APISequence, 2 optimizer steps an iteration), and a backbone whose train() override
 # freezes its first stage trained without any model.train() (TrainOverrideRan: the class's
 # dictionary read for its override, its fixed twin's train() putting the frozen stage in
-# eval() with the stage still the model's, set by the outermost train()). Two fixed twins
+# eval() with the stage still the model's, set by the outermost train()), and a model whose
+# nested post_init() runs its _init_weights again over the inner model's layers
+# (InitialisedOnce: zero_ on a parameter with the Python frames that called it, the report
+# naming the initialiser the program's source defines and the two call paths). Two fixed twins
 # must stay clean though their bugs are not caught: spectral_norm's weight computed at each
 # forward (no parameter), and an evaluation forward under no_grad before zero_grad
 # (zero_grad is asked before the backward, not the forward).
@@ -34,7 +37,7 @@ only=$only,ddp_out_of_sync_unwrapped.py
 only=$only,mmpretrain_702_frozen_stages.py,pytorch_51800_spectral_norm_eval.py
 only=$only,lightning_thunder_725_autocast.py,open_unlearning_178_checkpoint_lora.py
 only=$only,nni_4521_pruned_layers_replaced.py,pytorch_fcn_56_train_after_validation.py
-only=$only,idinvert_1_discriminator_not_cleared.py
+only=$only,idinvert_1_discriminator_not_cleared.py,transformers_17877_double_init.py
 status=0
 mkdir -p "$SCRATCH/no-healthy"
 python3 "$ROOT/tools/eval/real_bugs_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" \
@@ -61,6 +64,7 @@ expected = {
     "pytorch_fcn_56_train_after_validation.py": "APIArg",
     "idinvert_1_discriminator_not_cleared.py": "APISequence",
     "mmpretrain_702_frozen_stages.py": "TrainOverrideRan",
+    "transformers_17877_double_init.py": "InitialisedOnce",
 }
 clean_twins = {"pytorch_51800_spectral_norm_eval.py"}
 assert set(bugs) == set(expected) | clean_twins, bugs.keys()
@@ -102,6 +106,28 @@ violations = [json.loads(line) for path in glob.glob(os.path.join(
     for line in open(path) if line.strip()]
 named = {v["event"].get("module") for v in violations if v.get("relation") == "TrainOverrideRan"}
 assert len(overriding) == 1 and named == set(overriding), (overriding, named)
+# The repeated initialisation names the function the program's source zeroes its biases in,
+# reached along two call paths: the inner model's post_init, then the outer one's.
+source = open(os.path.join(os.environ["ROOT"], "tests/workloads/python/real_bugs",
+                           "transformers_17877_double_init.py")).read().splitlines()
+zeroing, current = set(), None
+for line in source:
+    if line.strip().startswith("def "):
+        current = line.strip()[4:].split("(")[0]
+    elif current and ".bias.zero_()" in line:
+        zeroing.add(current)
+violations = [json.loads(line) for path in glob.glob(os.path.join(
+    sys.argv[2], "bug*-transformers_17877_double_init-buggy.trace.violations.jsonl"))
+    for line in open(path) if line.strip()]
+repeated = [v for v in violations if v.get("relation") == "InitialisedOnce"]
+assert repeated and len(zeroing) == 1, (zeroing, violations[:2])
+function = zeroing.pop()
+for v in repeated:
+    again, first = v["event"]["call_path"], v["other"]["call_path"]
+    assert again != first, v
+    for path in (again, first):
+        initialiser = [f for f in path.split(" < ") if not f.startswith("torch.")][0]
+        assert initialiser.endswith("." + function), (initialiser, function)
 print("{} of {} flagged at their trigger, none on the {} fixed twins".format(
     sum(bugs[s]["caught"] for s in expected), len(expected), len(bugs)))
 PY

@@ -5,8 +5,9 @@
 # Asserted against the programs' own logs: a zero_grad() never called (APISequence), an
 # optimizer over part of the model (TrainableUpdated) and a backbone trained without the
 # model.train() that runs its class's train() override (TrainOverrideRan: the recorder
-# follows Module.__setattr__ and reads the class live) flagged at their trigger step and
-# not before, their fixed twins clean; and a healthy model split between two optimizers whose
+# follows Module.__setattr__ and reads the class live) and a nested post_init() that runs
+# _init_weights again (InitialisedOnce: only zero_ and the scopes probed, the frames read at
+# zero_ on a parameter) flagged at their trigger step and not before, their fixed twins clean; and a healthy model split between two optimizers whose
 # program looks at the first one's updates between the two steps gives no violation. That
 # look runs Python code for the first time between the two steps: the probes send a first
 # call before the daemon has named its code, and such a call must not decide in which step
@@ -23,7 +24,7 @@ cp "$ROOT/tests/workloads/python/rendezvous_port.py" "$SCRATCH/healthy/"
 status=0
 python3 "$ROOT/tools/eval/real_bugs_eval.py" --tcheck "$TCHECK" --work "$SCRATCH/suite" --deploy \
 	--python "$TORCH_PYTHON" --jobs "$EVAL_JOBS" $SHARED_REFERENCES \
-	--only so_60335387_no_zero_grad.py,optimizer_on_part_of_model.py,mmpretrain_702_frozen_stages.py \
+	--only so_60335387_no_zero_grad.py,optimizer_on_part_of_model.py,mmpretrain_702_frozen_stages.py,transformers_17877_double_init.py \
 	--healthy-dir "$SCRATCH/healthy/shapes" --results "$SCRATCH/results.json" \
 	>"$SCRATCH/suite.txt" 2>&1 || status=$?
 # 1: a bug missed or a healthy program flagged (said below); 2: an error.
@@ -34,7 +35,8 @@ results = json.load(open(sys.argv[1]))
 bugs = {b["script"]: b for b in results["bugs"]}
 expected = {"so_60335387_no_zero_grad.py": "APISequence",
             "optimizer_on_part_of_model.py": "TrainableUpdated",
-            "mmpretrain_702_frozen_stages.py": "TrainOverrideRan"}
+            "mmpretrain_702_frozen_stages.py": "TrainOverrideRan",
+            "transformers_17877_double_init.py": "InitialisedOnce"}
 assert set(bugs) == set(expected), bugs.keys()
 for script, relation in expected.items():
     bug = bugs[script]

@@ -223,6 +223,9 @@ SHAPES = [
      "(Nesterov) over old and new parameters each time"),
     ("optimizer_rebuilt_for_decay.py", [], "the learning rate halved each epoch by building a "
      "new SGD at the decayed rate (no scheduler, no state loaded)"),
+    ("vit_init_weights.py", [], "a vision transformer initialised as timm's (zeros_ on "
+     "biases after each LayerNorm's own), inside a classifier with an initialisation of its "
+     "own and a zeroed head"),
 ]
 
 # Shapes whose program or whose torch code differs from one torch release to the next (fused
@@ -234,7 +237,7 @@ EVERY_PART = {
     ("spectral_norm_gan.py", ()), ("weight_norm_convs.py", ()), ("compiled_model.py", ()),
     ("maml_inner_loop.py", ()), ("inference_mode_eval.py", ("--autocast",)),
     ("checkpoint_non_reentrant.py", ()), ("grad_scaler_autocast.py", ()),
-    ("parametrize_orthogonal.py", ()),
+    ("parametrize_orthogonal.py", ()), ("vit_init_weights.py", ()),
 }
 
 

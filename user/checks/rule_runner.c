@@ -97,7 +97,10 @@ static void describe_event(const struct infer_event *event, int job_rank, const 
 				 ", rank %d of communicator %s call %" PRId64, event->rank,
 				 identity_text(event->comm_id, comm), event->seq);
 	}
-	if (*event->context && used > 0 && (size_t)used < size)
+	/* An operator whose callers the probe read (an initialisation) gives them all. */
+	if (event->call_path && *event->call_path && used > 0 && (size_t)used < size)
+		snprintf(text + used, size - (size_t)used, ", called from %s", event->call_path);
+	else if (*event->context && used > 0 && (size_t)used < size)
 		snprintf(text + used, size - (size_t)used, ", called from %s", event->context);
 }
 

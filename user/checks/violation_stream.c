@@ -44,6 +44,8 @@ static json_t *event_json(const struct violation_stream *stream, const struct in
 	json_object_set_new(object, "python_context", json_string(event->context));
 	if (event->module && *event->module)
 		json_object_set_new(object, "module", json_string(event->module));
+	if (event->call_path && *event->call_path)
+		json_object_set_new(object, "call_path", json_string(event->call_path));
 	json_object_set_new(object, "fields", fields);
 	return object;
 }

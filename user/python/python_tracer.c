@@ -388,8 +388,9 @@ int python_tracer_add_process(struct python_tracer *tracer, struct python_proces
 		log_debug("process %d: its interpreter is not followed from the exec on", pid);
 	/* Without it NCCL calls carry no Python caller; everything else works. */
 	if (share_stack_layout(tracer, pid, &process->layout))
-		log_warning("process %d: NCCL calls will not name their Python caller "
-			    "(the interpreter's thread list was not found)",
+		log_warning("process %d: NCCL calls and parameter initialisations will not "
+			    "name their Python callers (the interpreter's thread list was not "
+			    "found), so InitialisedOnce does not judge it",
 			    pid);
 	python_tracer_follow_torch(tracer, pid, process);
 	result = probe_evaluator(tracer, pid, process, error, error_size);

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/system_clock.h"
 #include "model/c10d_api.h"
+#include "python/python_call_context.h"
 #include "python/python_losses.h"
 #include "python/python_tracer_state.h"
 #include "python/torch_probes.h"
@@ -695,6 +696,13 @@ static int emit_op(struct python_tracer *tracer, struct python_process *process,
 			 TRACE_PYTHON_TORCH_OP, &out.python_call);
 	op_arguments(tracer, &tracer->operator_readings[record->operator], record,
 		     &out.python_call, shape, sizeof(shape));
+	if (record->py_depth) {
+		struct python_probe_frames frames = { record->header.pid, record->py_depth,
+						      record->py_flags, record->py_code,
+						      record->py_name };
+
+		python_tracer_frames_name(tracer, process, &frames, &out.python_call.py_stack);
+	}
 	return tracer->emit(tracer->context, &out);
 }
 

@@ -89,12 +89,19 @@ uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading,
 		       << TCHECK_TORCH_OP_GRAD_FN_SHIFT |
 	       (torch_op_reads_contents(reading) ? TCHECK_TORCH_OP_READ_CONTENTS : 0) |
 	       (torch_op_reads_weight(reading) ? TCHECK_TORCH_OP_CHECK_DATA : 0) |
-	       (reading->scalar_is_bool ? TCHECK_TORCH_OP_BOOL_BY_VALUE : 0);
+	       (reading->scalar_is_bool ? TCHECK_TORCH_OP_BOOL_BY_VALUE : 0) |
+	       (torch_op_reads_caller(reading) ? TCHECK_TORCH_OP_READ_CALLER : 0);
 }
 
 bool torch_op_reads_weight(const struct torch_op_reading *reading)
 {
 	return reading->tensor_field && strcmp(reading->tensor_field, TORCH_TENSOR_READ) == 0;
+}
+
+bool torch_op_reads_caller(const struct torch_op_reading *reading)
+{
+	return reading->tensor_field && strcmp(reading->tensor_field, TORCH_TENSOR_UPDATED) == 0 &&
+	       reading->overwrites;
 }
 
 bool torch_op_reads_contents(const struct torch_op_reading *reading)

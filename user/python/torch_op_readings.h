@@ -85,6 +85,13 @@ struct torch_tensor_layout;
 uint64_t torch_op_cookie(uint64_t index, const struct torch_op_reading *reading,
 			 const struct torch_tensor_layout *layout);
 
+/*
+ * Whether the probe reads the Python caller of an operator that overwrites
+ * its tensor whole (zero_), where the tensor is a parameter: an
+ * initialisation, which InitialisedOnce judges by the function that made it.
+ */
+bool torch_op_reads_caller(const struct torch_op_reading *reading);
+
 /* Whether the probe reads the contents of the operator's tensor: an update's, not zero_'s. */
 bool torch_op_reads_contents(const struct torch_op_reading *reading);
 /* Whether the operator's tensor is a weight the forward reads (the probe checks it has data). */

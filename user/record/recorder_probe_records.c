@@ -115,6 +115,19 @@ static void take_c10d_call(struct recorder *recorder, const struct tcheck_c10d_c
 		log_warning("process %u: out of memory for its c10d calls", pid);
 }
 
+/* A torch operator's record, made whole where it was sent short (no Python caller). */
+static void take_torch_op(struct recorder *recorder, struct python_process *process,
+			  const void *data, size_t size)
+{
+	struct tcheck_torch_op_record whole;
+
+	if (size > sizeof(whole))
+		size = sizeof(whole);
+	memcpy(&whole, data, size);
+	memset((char *)&whole + size, 0, sizeof(whole) - size);
+	python_tracer_handle_op(recorder->python, process, &whole);
+}
+
 int recorder_handle_probe_record(void *context, const void *data, size_t size)
 {
 	const struct tcheck_record_header *header = data;
@@ -244,8 +257,8 @@ int recorder_handle_probe_record(void *context, const void *data, size_t size)
 		return 0;
 	case TCHECK_RECORD_TORCH_OP:
 		process = recorder_adopt_process(recorder, header->pid);
-		if (recorder->python && size >= sizeof(struct tcheck_torch_op_record))
-			python_tracer_handle_op(recorder->python, python_of(process), data);
+		if (recorder->python && size >= TCHECK_TORCH_OP_RECORD_SHORT_BYTES)
+			take_torch_op(recorder, python_of(process), data, size);
 		return 0;
 	default:
 		return 0;
