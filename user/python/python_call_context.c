@@ -1,26 +1,6 @@
 // SPDX-License-Identifier: MIT
-/*
- * The Python caller and meta variables of an NCCL call, and the caller of a
- * torch operator, named from the probe's pointers.
- */
+/* The Python caller and meta variables of an NCCL call, named from the probe's pointers. */
 #include "python/python_call_context.h"
-
-void python_frames_fill(const struct python_probe_frames *frames, python_code_name_fn name,
-			void *context, struct trace_python_stack *stack)
-{
-	uint32_t count = frames->depth, depth = 0;
-	const char *named;
-
-	if (count > TCHECK_PY_STACK_MAX)
-		count = TCHECK_PY_STACK_MAX;
-	if (count && (frames->flags & TCHECK_CALL_PY_MAIN_THREAD))
-		stack->frames[depth++] = PYTHON_MAIN_THREAD_MARKER;
-	for (uint32_t i = 0; i < count && depth < TRACE_PY_STACK_MAX; i++) {
-		named = name(context, frames->pid, frames->codes[i], frames->names[i]);
-		stack->frames[depth++] = named ? named : PYTHON_UNREADABLE_FRAME;
-	}
-	stack->depth = depth;
-}
 
 void python_call_stack_fill(const struct tcheck_call_record *raw, python_code_name_fn name,
 			    void *context, struct trace_python_stack *stack)
@@ -44,15 +24,6 @@ static const char *tracer_code_name(void *context, uint32_t pid, uint64_t code,
 
 	(void)pid;
 	return python_tracer_code_name(namer->tracer, namer->process, code, name_object);
-}
-
-void python_tracer_frames_name(struct python_tracer *tracer, struct python_process *process,
-			       const struct python_probe_frames *frames,
-			       struct trace_python_stack *stack)
-{
-	struct code_namer namer = { tracer, process };
-
-	python_frames_fill(frames, tracer_code_name, &namer, stack);
 }
 
 bool python_call_context_read(struct python_tracer *tracer, struct python_process *process,

@@ -76,6 +76,7 @@ struct python_tracer *python_tracer_new(struct probe_session *session, const cha
 	if (!tracer)
 		return NULL;
 	tracer->session = session;
+	tracer->code_name = python_tracer_code_name;
 	tracer->prefixes = prefixes ? prefixes : python_default_prefixes;
 	tracer->module_calls_selected =
 		python_name_selected(TRACE_MODULE_CALL_NAME, tracer->prefixes);

@@ -71,6 +71,13 @@ struct python_tracer {
 	struct torch_op_reading *operator_readings; /* by operator number */
 	size_t operator_name_count;
 	size_t operator_name_capacity, operator_reading_capacity;
+	/*
+	 * Names a code object of a followed process (python_tracer_code_name),
+	 * for the frames an operator's probe read: set by python_tracer_new, so
+	 * that the torch half reaches the code cache without a link to it.
+	 */
+	const char *(*code_name)(struct python_tracer *tracer, struct python_process *process,
+				 uint64_t code, uint64_t name_object);
 };
 
 /* The process's state where its Python is followed; NULL for none or a refused one. */

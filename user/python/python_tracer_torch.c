@@ -11,7 +11,7 @@
 #include "base/log.h"
 #include "base/system_clock.h"
 #include "model/c10d_api.h"
-#include "python/python_call_context.h"
+#include "python/python_probe_frames.h"
 #include "python/python_losses.h"
 #include "python/python_tracer_state.h"
 #include "python/torch_probes.h"
@@ -682,6 +682,20 @@ static void op_arguments(struct python_tracer *tracer, const struct torch_op_rea
 	}
 }
 
+/* The tracer and the operator's process, to name the frames its probe read. */
+struct caller_namer {
+	struct python_tracer *tracer;
+	struct python_process *process;
+};
+
+static const char *name_caller(void *context, uint32_t pid, uint64_t code, uint64_t name_object)
+{
+	const struct caller_namer *namer = context;
+
+	(void)pid;
+	return namer->tracer->code_name(namer->tracer, namer->process, code, name_object);
+}
+
 static int emit_op(struct python_tracer *tracer, struct python_process *process,
 		   const struct tcheck_torch_op_record *record)
 {
@@ -700,8 +714,9 @@ static int emit_op(struct python_tracer *tracer, struct python_process *process,
 		struct python_probe_frames frames = { record->header.pid, record->py_depth,
 						      record->py_flags, record->py_code,
 						      record->py_name };
+		struct caller_namer namer = { tracer, process };
 
-		python_tracer_frames_name(tracer, process, &frames, &out.python_call.py_stack);
+		python_frames_fill(&frames, name_caller, &namer, &out.python_call.py_stack);
 	}
 	return tracer->emit(tracer->context, &out);
 }
