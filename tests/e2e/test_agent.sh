@@ -28,6 +28,12 @@ grep -q '^tcheck_attached_processes 0$' <<<"$(curl -sf "http://127.0.0.1:$port/m
 	fail "the agent runs with capabilities $(awk '/^CapEff/ { print $2 }' "/proc/$agent/status"), not only BPF, PERFMON and SYS_PTRACE"
 
 # (Sequence numbers against the logs: tests/e2e/test_prometheus_two_nodes.sh, on a stalled job.)
+# How many of job NAME's processes have an EVENT ("attached", "ended") on the stream:
+# distinct pids, for a process's record is written again when it changes (its exec).
+job_pids() { # EVENT NAME
+	grep "\"event\":\"$1\".*job-$2" "$events" 2>/dev/null |
+		sed -n 's/.*"pid":\([0-9]*\).*/\1/p' | sort -u | wc -l
+}
 # A job whose ranks wait at a gate until the agent has attached to all three processes.
 run_job() { # NAME
 	local dir="$SCRATCH/job-$1"
@@ -37,18 +43,18 @@ run_job() { # NAME
 	local job=$!
 	BACKGROUND_PIDS+=("$job")
 	for _ in $(seq 200); do
-		[ "$(grep -c "\"event\":\"attached\".*job-$1" "$events" 2>/dev/null)" -ge 3 ] && break
+		[ "$(job_pids attached "$1")" -ge 3 ] && break
 		sleep 0.1
 	done
-	[ "$(grep -c "\"event\":\"attached\".*job-$1" "$events")" -ge 3 ] ||
+	[ "$(job_pids attached "$1")" -ge 3 ] ||
 		fail "the agent did not find job $1's processes: $(cat "$events")"
 	touch "$dir/go"
 	wait "$job" || fail "job $1 failed: $(cat "$dir/out")"
 	for _ in $(seq 100); do
-		[ "$(grep -c "\"event\":\"ended\".*job-$1" "$events")" -ge 3 ] && break
+		[ "$(job_pids ended "$1")" -ge 3 ] && break
 		sleep 0.1
 	done
-	[ "$(grep -c "\"event\":\"ended\".*job-$1" "$events")" -ge 3 ] ||
+	[ "$(job_pids ended "$1")" -ge 3 ] ||
 		fail "the agent did not see job $1 end: $(cat "$events")"
 }
 
