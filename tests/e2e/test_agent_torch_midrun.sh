@@ -32,7 +32,13 @@ labelled() {
 	curl -sf "http://127.0.0.1:$port/metrics" >"$dir/metrics.prom" || { echo "no metrics"; return 1; }
 	for pid in "${!rank_of[@]}"; do
 		grep -q "^tcheck_nccl_calls_total{pid=\"$pid\",rank=\"${rank_of[$pid]}\",.*function=\"c10d::allreduce\"" \
-			"$dir/metrics.prom" || { echo "pid $pid not counted as rank ${rank_of[$pid]}"; return 1; }
+			"$dir/metrics.prom" || {
+			echo "pid $pid not counted as rank ${rank_of[$pid]}; its series:"
+			grep "pid=\"$pid\"" "$dir/metrics.prom" | head -5
+			echo "the agent's log:"
+			tail -5 "$dir/agent.log"
+			return 1
+		}
 	done
 }
 until_passes 60 "the ranks are not labelled as their logs say" labelled
