@@ -12,6 +12,7 @@
 #include "entry_registers.bpf.h"
 #include "python_context.bpf.h"
 #include "tcheck/probe_abi.h"
+#include "torch_scope_stack.bpf.h"
 #include "tracer_maps.bpf.h"
 
 #define TORCH_OP_DEPTH 8
@@ -84,6 +85,7 @@ struct torch_op_call {
 	__u32 dtype;
 	__u64 sizes[TCHECK_TORCH_OP_DIMS_MAX];
 	__u32 requires_grad;
+	__u64 storage; /* its StorageImpl, where read_storage read it */
 };
 
 /* TensorImpl from its SizesAndStrides to its dtype, as the cookie's numel offset places it. */
@@ -125,17 +127,22 @@ static __always_inline __u64 digest_words(__u64 hash, const __u64 *words, int co
 	return hash;
 }
 
+/* The tensor's StorageImpl (kept in call->storage); false when it cannot be read. */
+static __always_inline bool read_storage_address(struct torch_op_call *call, __u64 header)
+{
+	return header &&
+	       !bpf_probe_read_user(&call->storage, sizeof(call->storage),
+				    (const void *)(call->tensor + header)) &&
+	       call->storage;
+}
+
 /* The tensor's StorageImpl's first members; false when they cannot be read. */
-static __always_inline bool read_storage(const struct torch_op_call *call, __u64 header,
+static __always_inline bool read_storage(struct torch_op_call *call, __u64 header,
 					 struct storage_layout *storage)
 {
-	__u64 storage_at = 0;
-
-	return header &&
-	       !bpf_probe_read_user(&storage_at, sizeof(storage_at),
-				    (const void *)(call->tensor + header)) &&
-	       storage_at &&
-	       !bpf_probe_read_user(storage, sizeof(*storage), (const void *)(storage_at + header));
+	return read_storage_address(call, header) &&
+	       !bpf_probe_read_user(storage, sizeof(*storage),
+				    (const void *)(call->storage + header));
 }
 
 /*
@@ -268,6 +275,7 @@ static __always_inline void read_arguments(struct pt_regs *ctx, __u64 cookie,
 	call->scalar_tag = TCHECK_SCALAR_NONE;
 	call->contents = TCHECK_TENSOR_CONTENTS_NONE;
 	call->digest = 0;
+	call->storage = 0;
 	/* An at::Tensor is one pointer, its TensorImpl: the tensor's identity. */
 	if (tensor_slot &&
 	    bpf_probe_read_user(&call->tensor, sizeof(call->tensor), (const void *)tensor_slot))
@@ -337,9 +345,16 @@ int torch_op_entry(struct pt_regs *ctx)
 	call.entry_ns = bpf_ktime_get_ns();
 	call.operator=(__u32)(cookie & TCHECK_TORCH_OP_INDEX_MASK);
 	read_arguments(ctx, cookie, &call);
-	/* A parameter set in place (under no_grad): an initialiser, whose caller is kept. */
+	/*
+	 * A parameter set in place (under no_grad, or through its .data outside
+	 * any torch scope): an initialiser, whose caller and storage are kept.
+	 */
 	caller = (cookie & TCHECK_TORCH_OP_READ_CALLER) &&
-		 call.requires_grad == TCHECK_REQUIRES_GRAD_YES;
+		 (call.requires_grad == TCHECK_REQUIRES_GRAD_YES ||
+		  (call.requires_grad == TCHECK_REQUIRES_GRAD_NO && !torch_scope_open(tid)));
+	if (caller && !call.storage)
+		read_storage_address(&call, (cookie >> TCHECK_TORCH_OP_HEADER_SHIFT) &
+						    TCHECK_TORCH_OP_HEADER_MASK);
 	if (caller)
 		record = bpf_ringbuf_reserve(&events, sizeof(*record), 0);
 	else
@@ -364,6 +379,7 @@ int torch_op_entry(struct pt_regs *ctx)
 		record->sizes[i] = call.sizes[i];
 	record->requires_grad = call.requires_grad;
 	record->grad_mode = thread_grad_mode();
+	record->storage = call.storage;
 	if (!caller) {
 		bpf_ringbuf_submit(record,
 				   ringbuf_wakeup_flags(TCHECK_TORCH_OP_RECORD_SHORT_BYTES));

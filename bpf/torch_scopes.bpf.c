@@ -21,25 +21,13 @@
 #include "entry_registers.bpf.h"
 #include "tcheck/probe_abi.h"
 #include "thread_stack.bpf.h"
+#include "torch_scope_stack.bpf.h"
 #include "tracer_maps.bpf.h"
 
-#define TORCH_SCOPE_DEPTH 8
 /* at::RecordScope::USER_SCOPE, what record_function's enter builds (1.13 and 2.x alike). */
 #define RECORD_SCOPE_USER 7
 
-struct torch_scope {
-	__u64 key; /* the at::RecordFunction */
-	__u64 entry_ns;
-	char name[TCHECK_TORCH_SCOPE_NAME_BYTES];
-};
-
-struct torch_scope_stack {
-	__u32 depth;
-	__u32 named; /* the next slot holds a name; the next user-scope constructor gives its key */
-	struct torch_scope scopes[TORCH_SCOPE_DEPTH];
-};
-
-THREAD_STACKS(torch_scope_stacks, torch_scope_stack_of, struct torch_scope_stack, 0)
+THREAD_STACK_GETTER(torch_scope_stacks, torch_scope_stack_of, struct torch_scope_stack)
 
 /* The thread's next free scope slot (its stack in *stack), or NULL when there is none. */
 static __always_inline struct torch_scope *next_scope(__u32 tid, struct torch_scope_stack **stack)

@@ -12,11 +12,31 @@
 /* The frames of torch's own code: its initialisers' helpers, a layer's reset_parameters. */
 #define TORCH_FRAME_PREFIX "torch."
 #define UPDATED_TENSOR "tensor:self"
+#define UPDATED_STORAGE "storage:self"
 #define UPDATED_REQUIRES_GRAD "requires_grad:self"
+#define READ_STORAGE "storage:weight"
+#define READ_REQUIRES_GRAD "requires_grad:weight"
 
-/* One process's parameters initialised since its last optimizer step. */
+/*
+ * A repetition on a tensor not yet known to be a parameter's: the two
+ * initialisations, and the optimizer steps seen since. A parameter's
+ * storage shows itself by the first step's end (its update, its read as a
+ * weight), in whichever order the step's scope and operators arrive: after
+ * a second step the repetition is dropped, before a freed temporary's
+ * address can come back as a new parameter's (a model rebuilt mid-run).
+ */
+struct pending_repetition {
+	struct infer_event again;
+	struct infer_event first;
+	uint32_t steps_since;
+};
+#define PENDING_STEPS_KEPT 2
+
+/* One process's initialisations, by the storage (or tensor) they set. */
 struct process_initialisations {
-	struct u64_map first; /* tensor -> struct infer_event, its last initialisation */
+	struct u64_map first;	   /* object -> struct infer_event, its last initialisation */
+	struct u64_map parameters; /* storage -> non-NULL: a parameter's (it requires grad) */
+	struct u64_map pending;	   /* storage -> struct pending_repetition */
 };
 
 void initialisation_tracker_init(struct initialisation_tracker *tracker)
@@ -33,6 +53,8 @@ void initialisation_tracker_free(struct initialisation_tracker *tracker)
 		struct process_initialisations *process = value;
 
 		u64_map_free_with_values(&process->first);
+		u64_map_free(&process->parameters);
+		u64_map_free_with_values(&process->pending);
 		free(process);
 	}
 	u64_map_free(&tracker->processes);
@@ -56,18 +78,42 @@ const char *initialised_once_initialiser(const char *call_path, size_t *length)
 	return NULL;
 }
 
-/* A parameter overwritten by zero_, with the frames that called it. */
-static bool is_initialisation(const struct infer_event *event, uint64_t *tensor)
+/*
+ * A tensor overwritten by zero_, with the frames that called it: a
+ * parameter itself (it requires grad), or one that does not require grad,
+ * such as a parameter's .data, known by its storage. *object: the storage,
+ * else (a trace without storages) a parameter's tensor; *parameter: whether
+ * it is known to be a parameter's.
+ */
+static bool is_initialisation(const struct infer_event *event, uint64_t *object, bool *parameter)
 {
+	const char *requires_grad;
 	size_t length;
 
 	if (event->kind != INFER_EVENT_PYTHON || !(event->flags & TRACE_PYTHON_TORCH_OP) ||
 	    strcmp(event->name, INITIALISED_ONCE_OPERATOR) != 0 || !event->call_path ||
-	    !*event->call_path || !infer_event_field_is_true(event, UPDATED_REQUIRES_GRAD) ||
-	    !initialised_once_initialiser(event->call_path, &length))
+	    !*event->call_path || !initialised_once_initialiser(event->call_path, &length))
 		return false;
-	*tensor = infer_event_tensor(event, UPDATED_TENSOR);
-	return *tensor != 0;
+	requires_grad = infer_event_field(event, UPDATED_REQUIRES_GRAD);
+	if (!requires_grad)
+		return false;
+	*parameter = strcmp(requires_grad, "True") == 0;
+	*object = infer_event_tensor(event, UPDATED_STORAGE);
+	if (!*object && *parameter)
+		*object = infer_event_tensor(event, UPDATED_TENSOR);
+	return *object != 0;
+}
+
+/* The storage of a tensor an operator updates or reads that requires grad: a parameter's. */
+static uint64_t parameter_storage(const struct infer_event *event)
+{
+	if (event->kind != INFER_EVENT_PYTHON || !(event->flags & TRACE_PYTHON_TORCH_OP))
+		return 0;
+	if (infer_event_field_is_true(event, UPDATED_REQUIRES_GRAD))
+		return infer_event_tensor(event, UPDATED_STORAGE);
+	if (infer_event_field_is_true(event, READ_REQUIRES_GRAD))
+		return infer_event_tensor(event, READ_STORAGE);
+	return 0;
 }
 
 static bool is_optimizer_step(const struct infer_event *event)
@@ -91,16 +137,79 @@ static uint64_t process_key(const struct infer_event *event)
 	return fnv1a_add_u64(fnv1a_add_u64(FNV1A_OFFSET_BASIS, event->pipeline), event->pid);
 }
 
+/* The storage is a parameter's: a repetition waiting for that is one. */
+static int parameter_seen(struct process_initialisations *process, uint64_t storage,
+			  initialisation_repeated_fn repeated, void *context)
+{
+	struct pending_repetition *pending;
+
+	if (u64_map_get(&process->parameters, storage))
+		return 0;
+	if (u64_map_put(&process->parameters, storage, &process->parameters))
+		return -ENOMEM;
+	pending = u64_map_remove(&process->pending, storage);
+	if (pending)
+		repeated(context, &pending->again, &pending->first);
+	free(pending);
+	return 0;
+}
+
+/* An optimizer step: repetitions waiting since the step before last are dropped. */
+static int forget_stale_repetitions(struct process_initialisations *process)
+{
+	struct u64_map kept;
+	uint64_t key;
+	void *value;
+	int failed = 0;
+
+	if (!process->pending.count)
+		return 0;
+	u64_map_init(&kept);
+	for (size_t i = 0; u64_map_next(&process->pending, &i, &key, &value);) {
+		struct pending_repetition *pending = value;
+
+		if (++pending->steps_since >= PENDING_STEPS_KEPT || failed ||
+		    (failed = u64_map_put(&kept, key, pending)))
+			free(pending);
+	}
+	u64_map_free(&process->pending);
+	process->pending = kept;
+	return failed;
+}
+
+/* A repetition on a storage not yet known to be a parameter's waits (the first one kept). */
+static int hold_repetition(struct process_initialisations *process, uint64_t object,
+			   const struct infer_event *again, const struct infer_event *first)
+{
+	struct pending_repetition *pending;
+
+	if (u64_map_get(&process->pending, object))
+		return 0;
+	pending = malloc(sizeof(*pending));
+	if (!pending || u64_map_put(&process->pending, object, pending)) {
+		free(pending);
+		return -ENOMEM;
+	}
+	pending->again = *again;
+	pending->first = *first;
+	pending->steps_since = 0;
+	return 0;
+}
+
 int initialisation_observe(struct initialisation_tracker *tracker, const struct infer_event *event,
 			   void **cached, initialisation_repeated_fn repeated, void *context)
 {
 	struct process_initialisations *process;
 	struct infer_event *first;
-	uint64_t tensor = 0;
-	bool step = is_optimizer_step(event);
+	uint64_t object = 0, storage = 0;
+	bool step = is_optimizer_step(event), parameter = false, initialisation = false;
 
-	if (!step && !is_initialisation(event, &tensor))
-		return 0;
+	if (!step) {
+		initialisation = is_initialisation(event, &object, &parameter);
+		storage = parameter_storage(event);
+		if (!initialisation && !storage)
+			return 0;
+	}
 	process = u64_map_get_or_add_cached(&tracker->processes, process_key(event),
 					    sizeof(*process), NULL, cached);
 	if (!process)
@@ -109,16 +218,24 @@ int initialisation_observe(struct initialisation_tracker *tracker, const struct 
 		/* Training began: a later initialisation is a reset, not a repetition. */
 		u64_map_free_with_values(&process->first);
 		u64_map_init(&process->first);
-		return 0;
+		return forget_stale_repetitions(process) ? -ENOMEM : 0;
 	}
-	first = u64_map_get(&process->first, tensor);
+	if (storage && parameter_seen(process, storage, repeated, context))
+		return -ENOMEM;
+	if (!initialisation)
+		return 0;
+	parameter = parameter || u64_map_get(&process->parameters, object);
+	first = u64_map_get(&process->first, object);
 	if (first && same_initialiser(first, event) && first->call_path != event->call_path) {
-		repeated(context, event, first);
+		if (parameter)
+			repeated(context, event, first);
+		else if (hold_repetition(process, object, event, first))
+			return -ENOMEM;
 		return 0;
 	}
 	if (!first) {
 		first = malloc(sizeof(*first));
-		if (!first || u64_map_put(&process->first, tensor, first)) {
+		if (!first || u64_map_put(&process->first, object, first)) {
 			free(first);
 			return -ENOMEM;
 		}
@@ -152,13 +269,15 @@ int infer_initialised_once(struct rule_set *rules, const struct infer_event *eve
 	struct rule rule = { .relation = RELATION_INITIALISED_ONCE };
 	struct initialisation_tracker tracker;
 	size_t wanted = 0;
-	uint64_t tensor;
-	bool ok = true;
+	uint64_t object;
+	bool ok = true, parameter;
 	int failed = order && references.steps ? 0 : -ENOMEM;
 
 	initialisation_tracker_init(&tracker);
 	for (size_t i = 0; i < count && !failed; i++)
-		if (is_optimizer_step(&events[i]) || is_initialisation(&events[i], &tensor))
+		if (is_optimizer_step(&events[i]) ||
+		    is_initialisation(&events[i], &object, &parameter) ||
+		    parameter_storage(&events[i]))
 			order[wanted++] = &events[i];
 	if (!failed)
 		qsort(order, wanted, sizeof(*order), infer_event_order_by_process_step);

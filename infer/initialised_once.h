@@ -7,8 +7,14 @@
  * already and can overwrite a special initialisation (GPT-2's scaled
  * c_proj) with no error, and start-up slows down.
  *
- * What the probes see: a parameter (a leaf that requires grad) overwritten
- * whole by zero_ under no_grad, and the Python frames it was called from.
+ * What the probes see: a parameter overwritten whole by zero_, under
+ * no_grad (a leaf that requires grad) or through its .data (a tensor that
+ * does not, sharing the parameter's storage), and the Python frames it was
+ * called from. A parameter is known by its storage: a repetition through
+ * .data is one once an operator updates or reads that storage as a tensor
+ * that requires grad (the optimizer's first step), and is handed over then;
+ * a storage never seen so (a buffer, a freed temporary's address reused) is
+ * not judged.
  * Its initialiser is the first of those frames outside torch (the model's
  * _init_weights, not torch.nn.init.zeros_). The rule breaks where the same
  * initialiser sets the same parameter again, reached along another call

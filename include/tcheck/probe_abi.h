@@ -564,10 +564,13 @@ struct tcheck_torch_scope_record {
  */
 #define TCHECK_TORCH_OP_CHECK_DATA (1ULL << 54)
 /*
- * Whether the probe reads the Python frames the operator was called from,
- * where its tensor is a leaf that requires grad (a parameter set under
- * no_grad: an initialiser's zero_ or fill_), into the record's py_ members.
- * Only those operators pay the walk; other records are sent short.
+ * Whether the probe reads the Python frames the operator was called from
+ * into the record's py_ members: where its tensor is a leaf that requires
+ * grad (a parameter set under no_grad: an initialiser's zero_ or fill_), or
+ * one that does not while no torch scope is open on the thread (a
+ * parameter's .data, as transformers' _init_weights sets it; not a
+ * gradient cleared by zero_grad). Only those calls pay the walk; other
+ * records are sent short.
  */
 #define TCHECK_TORCH_OP_READ_CALLER (1ULL << 63)
 /*
@@ -609,6 +612,12 @@ struct tcheck_torch_op_record {
 	tcheck_u64 sizes[TCHECK_TORCH_OP_DIMS_MAX];
 	tcheck_u32 requires_grad; /* TCHECK_REQUIRES_GRAD_* */
 	tcheck_u32 grad_mode;	  /* TCHECK_GRAD_MODE_* */
+	/*
+	 * The tensor's StorageImpl *, where the probe read it (contents, a
+	 * weight's data check, a caller): shared by a parameter and its .data
+	 * alias, whose TensorImpls differ; 0 not read.
+	 */
+	tcheck_u64 storage;
 	/* The Python caller, where TCHECK_TORCH_OP_READ_CALLER read it (as a call record's). */
 	tcheck_u32 py_depth;
 	tcheck_u32 py_flags; /* TCHECK_CALL_PY_* */

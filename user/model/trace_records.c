@@ -33,6 +33,7 @@ uint64_t trace_record_time(const struct trace_record *record)
 bool trace_arg_describes_tensor(const char *name)
 {
 	return name && (strncmp(name, "tensor:", strlen("tensor:")) == 0 ||
+			strncmp(name, "storage:", strlen("storage:")) == 0 ||
 			strncmp(name, "digest:", strlen("digest:")) == 0 ||
 			strncmp(name, "shape:", strlen("shape:")) == 0 ||
 			strncmp(name, "requires_grad:", strlen("requires_grad:")) == 0 ||

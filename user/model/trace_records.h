@@ -372,8 +372,8 @@ struct trace_record {
  * Whether a Python call's argument describes a torch operator's tensor, not
  * a value the program chose: its identity ("tensor:self", its TensorImpl
  * address), which differs from run to run and is compared only as
- * identity; a digest of its contents ("digest:self"), which changes with
- * every update and is compared only across replicas; its dtype and sizes
+ * identity, as is its storage's ("storage:self"); a digest of its contents ("digest:self"), which
+ * changes with every update and is compared only across replicas; its dtype and sizes
  * ("shape:self") and whether it requires grad ("requires_grad:self"), which
  * are the model's own (a fine-tuning program freezes layers on purpose) and
  * only describe the tensor, as does whether autograd computes it

@@ -628,6 +628,13 @@ static void op_arguments(struct python_tracer *tracer, const struct torch_op_rea
 			arg->type = TRACE_VALUE_INT;
 			arg->integer = (int64_t)record->tensor;
 		}
+		if (record->storage) {
+			arg = &call->args[call->arg_count++];
+			arg->name =
+				updated ? TORCH_TENSOR_UPDATED_STORAGE : TORCH_TENSOR_READ_STORAGE;
+			arg->type = TRACE_VALUE_INT;
+			arg->integer = (int64_t)record->storage;
+		}
 		if (describe_shape(record, shape, shape_size)) {
 			arg = &call->args[call->arg_count++];
 			arg->name = updated ? TORCH_TENSOR_UPDATED_SHAPE : TORCH_TENSOR_READ_SHAPE;

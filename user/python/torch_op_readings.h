@@ -23,6 +23,13 @@
  * zero_ overwrites, are not read.
  */
 #define TORCH_TENSOR_UPDATED_DIGEST "digest:self"
+/*
+ * The tensor's storage (its StorageImpl address), where the probe read it:
+ * a parameter and its .data alias share it, though their TensorImpls (the
+ * tensor's identity) differ. Compared only as identity, as the tensor's.
+ */
+#define TORCH_TENSOR_UPDATED_STORAGE "storage:self"
+#define TORCH_TENSOR_READ_STORAGE "storage:weight"
 /* Its dtype and sizes: "Float[101, 7]" (the element count alone past 4 dimensions). */
 #define TORCH_TENSOR_UPDATED_SHAPE "shape:self"
 #define TORCH_TENSOR_READ_SHAPE "shape:weight"

@@ -38,14 +38,17 @@ class PretrainedStyle(nn.Module):
     def _init_weights(self, module):
         if getattr(module, "_is_initialised", False) and not self.buggy:
             return
-        with torch.no_grad():
-            if isinstance(module, nn.Linear):
-                module.weight.normal_(mean=0.0, std=INIT_RANGE)
-                module.bias.zero_()
-                INITIALISED[id(module.weight)] = INITIALISED.get(id(module.weight), 0) + 1
-            for name, parameter in module.named_parameters():
-                if name == "c_proj.weight":
-                    parameter.normal_(mean=0.0, std=INIT_RANGE / math.sqrt(2 * LAYERS))
+        # Through .data, as GPT-2's _init_weights of the report's time wrote it.
+        if isinstance(module, nn.Linear):
+            module.weight.data.normal_(mean=0.0, std=INIT_RANGE)
+            module.bias.data.zero_()
+            INITIALISED[id(module.weight)] = INITIALISED.get(id(module.weight), 0) + 1
+        elif isinstance(module, nn.LayerNorm):
+            module.bias.data.zero_()
+            module.weight.data.fill_(1.0)
+        for name, parameter in module.named_parameters():
+            if name == "c_proj.weight":
+                parameter.data.normal_(mean=0.0, std=INIT_RANGE / math.sqrt(2 * LAYERS))
         module._is_initialised = True
 
     def post_init(self):
