@@ -114,7 +114,7 @@ zeroing, current = set(), None
 for line in source:
     if line.strip().startswith("def "):
         current = line.strip()[4:].split("(")[0]
-    elif current and ".bias.zero_()" in line:
+    elif current and ".bias." in line and ".zero_()" in line:
         zeroing.add(current)
 violations = [json.loads(line) for path in glob.glob(os.path.join(
     sys.argv[2], "bug*-transformers_17877_double_init-buggy.trace.violations.jsonl"))
