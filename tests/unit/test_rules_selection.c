@@ -115,6 +115,25 @@ UNIT_TEST(rules_selection, parameters_updated_watches_the_training_operators)
 	rule_set_free(set);
 }
 
+/*
+ * InitialisedOnce alone: its zero_, and the training operators, which show
+ * a storage set through .data to be a parameter's.
+ */
+UNIT_TEST(rules_selection, initialised_once_watches_zero_and_the_training_operators)
+{
+	struct rule_set *set = rule_set_new();
+	struct rules_selection selection;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(set);
+	add_rule(set, RELATION_INITIALISED_ONCE, INFER_EVENT_PYTHON, "aten::zero_", 0, NULL);
+	CU_ASSERT_EQUAL_FATAL(rules_selection_build(set, &selection), 0);
+	CU_ASSERT_TRUE(selection.python);
+	CU_ASSERT_TRUE(selection.training_ops);
+	CU_ASSERT_TRUE(listed(selection.torch_ops, "zero_"));
+	rules_selection_free(&selection);
+	rule_set_free(set);
+}
+
 UNIT_TEST(rules_selection, without_user_selection_only_what_rules_name)
 {
 	struct rule_set *set = torch_rules();

@@ -104,6 +104,8 @@ int rules_selection_build(const struct rule_set *rules, struct rules_selection *
 					   rule->relation == RELATION_FROZEN_UNCHANGED ||
 					   rule->relation == RELATION_TRAINABLE_UPDATED ||
 					   rule->relation == RELATION_SCALARS_STEADY ||
+					   /* a parameter's storage shown by its update or read */
+					   rule->relation == RELATION_INITIALISED_ONCE ||
 					   rule_checks_rank_updates(rule) ||
 					   /* an optimizer's first step: new parameters updated */
 					   precondition_reads(&rule->precondition, "first_step");

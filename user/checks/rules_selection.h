@@ -17,7 +17,8 @@
 
 struct rules_selection {
 	bool python;	   /* some rule is about a Python call, scope or operator */
-	bool training_ops; /* a ParametersUpdated rule: watch the training operators */
+	/* a rule about parameters (ParametersUpdated, InitialisedOnce, ...): watch the training operators */
+	bool training_ops;
 	/*
 	 * Some rule needs Python functions' calls (rule_frames.h): CPython's
 	 * frame evaluator is probed. Without one, torch's probes do.
