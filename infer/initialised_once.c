@@ -132,6 +132,44 @@ static bool same_initialiser(const struct infer_event *left, const struct infer_
 	       memcmp(left_frame, right_frame, left_length) == 0;
 }
 
+/* The next frame of a call path outside torch, from *at on (moved past it); false at the end. */
+static bool next_own_frame(const char **at, const char **frame, size_t *length)
+{
+	while (*at && **at) {
+		const char *end = strstr(*at, INFER_CALL_PATH_SEPARATOR);
+
+		*frame = *at;
+		*length = end ? (size_t)(end - *at) : strlen(*at);
+		*at = end ? end + strlen(INFER_CALL_PATH_SEPARATOR) : NULL;
+		if (strncmp(*frame, TORCH_FRAME_PREFIX, strlen(TORCH_FRAME_PREFIX)) != 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether two call paths differ in the program's own frames: torch's
+ * helpers between them (a parametrization checking a temporary, then
+ * setting the parameter whose storage took the temporary's place) are the
+ * same initialisation.
+ */
+static bool other_call_path(const char *left, const char *right)
+{
+	const char *left_frame, *right_frame;
+	size_t left_length, right_length;
+
+	for (;;) {
+		bool left_more = next_own_frame(&left, &left_frame, &left_length);
+		bool right_more = next_own_frame(&right, &right_frame, &right_length);
+
+		if (!left_more || !right_more)
+			return left_more != right_more;
+		if (left_length != right_length ||
+		    memcmp(left_frame, right_frame, left_length) != 0)
+			return true;
+	}
+}
+
 static uint64_t process_key(const struct infer_event *event)
 {
 	return fnv1a_add_u64(fnv1a_add_u64(FNV1A_OFFSET_BASIS, event->pipeline), event->pid);
@@ -226,7 +264,8 @@ int initialisation_observe(struct initialisation_tracker *tracker, const struct 
 		return 0;
 	parameter = parameter || u64_map_get(&process->parameters, object);
 	first = u64_map_get(&process->first, object);
-	if (first && same_initialiser(first, event) && first->call_path != event->call_path) {
+	if (first && same_initialiser(first, event) &&
+	    other_call_path(first->call_path, event->call_path)) {
 		if (parameter)
 			repeated(context, event, first);
 		else if (hold_repetition(process, object, event, first))

@@ -18,8 +18,11 @@
  * Its initialiser is the first of those frames outside torch (the model's
  * _init_weights, not torch.nn.init.zeros_). The rule breaks where the same
  * initialiser sets the same parameter again, reached along another call
- * path (the outer model's post_init after the inner one's), with no
- * optimizer step of the process in between. Another initialiser is no
+ * path through the program's own frames (the outer model's post_init
+ * after the inner one's; torch's frames between do not count: a
+ * parametrization that zeroes a temporary, then the parameter that took
+ * its storage's place, is one initialisation), with no optimizer step of
+ * the process in between. Another initialiser is no
  * repetition (a layer's own reset_parameters, then the model's
  * initialisation, as timm's vision transformers do), nor is the same path
  * (a model built again at the same address), nor a reset after training

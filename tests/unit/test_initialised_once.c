@@ -339,3 +339,42 @@ UNIT_TEST(initialised_once, a_parameter_set_again_through_its_data_once_seen_as_
 	CU_ASSERT_EQUAL(seen.tensors[1], 0x5000);
 	rule_set_free(set);
 }
+
+/*
+ * torch's orthogonal() parametrization on torch 2.14: _is_orthogonal zeroes
+ * a temporary, and right_inverse then zeroes the tensor that becomes the
+ * parameter, at the storage the temporary freed. The program's own frames
+ * are the same: one initialisation, whatever torch's helpers between.
+ */
+UNIT_TEST(initialised_once, torch_helpers_between_are_the_same_call_path)
+{
+	static const char *const checked[] = {
+		"torch.nn.utils.parametrizations._is_orthogonal",
+		"torch.nn.utils.parametrizations._Orthogonal.right_inverse",
+		"torch.nn.utils.parametrize.register_parametrization",
+		"model.Recurrence.__init__",
+		"model.main",
+	};
+	static const char *const set_up[] = {
+		"torch.nn.utils.parametrizations._Orthogonal.right_inverse",
+		"torch.nn.utils.parametrize.register_parametrization",
+		"model.Recurrence.__init__",
+		"model.main",
+	};
+	struct rule_set *set = infer_from(SETUP_LAYER_THEN_MODEL, 4);
+	struct seen_violations seen = { 0 };
+	struct rule_checker *checker = rule_checker_new(set, count_violation, &seen);
+	struct python_records records = { .count = 0 };
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(checker);
+	add_data_zero(&records, 50, 10, 0x8000, FRAMES(checked));
+	add_data_zero(&records, 50, 20, 0x8000, FRAMES(set_up));
+	add_update(&records, 50, 0, 1000000ULL, 0x8000);
+	build_step(&records, 50, 0, false);
+	for (size_t i = 0; i < records.count; i++)
+		CU_ASSERT_EQUAL(rule_checker_observe(checker, &records.at[i]), 0);
+	rule_checker_finish(checker);
+	rule_checker_free(checker);
+	CU_ASSERT_EQUAL(seen.total, 0);
+	rule_set_free(set);
+}
