@@ -16,8 +16,8 @@
 #include "record/recorder.h"
 
 struct rules_selection {
-	bool python;	   /* some rule is about a Python call, scope or operator */
-	/* a rule about parameters (ParametersUpdated, InitialisedOnce, ...): watch the training operators */
+	bool python; /* some rule is about a Python call, scope or operator */
+	/* a rule about parameters (ParametersUpdated, InitialisedOnce, ...): training operators */
 	bool training_ops;
 	/*
 	 * Some rule needs Python functions' calls (rule_frames.h): CPython's
