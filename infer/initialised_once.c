@@ -147,14 +147,29 @@ static bool next_own_frame(const char **at, const char **frame, size_t *length)
 	return false;
 }
 
+/* How many frames a call path holds. */
+static size_t frame_count(const char *call_path)
+{
+	size_t count = call_path && *call_path ? 1 : 0;
+
+	for (const char *at = call_path; at && (at = strstr(at, INFER_CALL_PATH_SEPARATOR));
+	     at += strlen(INFER_CALL_PATH_SEPARATOR))
+		count++;
+	return count;
+}
+
 /*
  * Whether two call paths differ in the program's own frames: torch's
  * helpers between them (a parametrization checking a temporary, then
  * setting the parameter whose storage took the temporary's place) are the
- * same initialisation.
+ * same initialisation. A path the probe cut at its deepest frames
+ * (TRACE_PY_STACK_MAX) that ends before the other does says nothing of
+ * the frames it lacks.
  */
 static bool other_call_path(const char *left, const char *right)
 {
+	bool left_cut = frame_count(left) >= TRACE_PY_STACK_MAX;
+	bool right_cut = frame_count(right) >= TRACE_PY_STACK_MAX;
 	const char *left_frame, *right_frame;
 	size_t left_length, right_length;
 
@@ -162,8 +177,12 @@ static bool other_call_path(const char *left, const char *right)
 		bool left_more = next_own_frame(&left, &left_frame, &left_length);
 		bool right_more = next_own_frame(&right, &right_frame, &right_length);
 
-		if (!left_more || !right_more)
-			return left_more != right_more;
+		if (!left_more && !right_more)
+			return false;
+		if (!left_more)
+			return !left_cut;
+		if (!right_more)
+			return !right_cut;
 		if (left_length != right_length ||
 		    memcmp(left_frame, right_frame, left_length) != 0)
 			return true;
