@@ -25,15 +25,23 @@
  * value only some threads need); GETTER(tid, create): the thread's stack,
  * made from a zeroed one when asked.
  */
-#define THREAD_STACKS(MAP, GETTER, VALUE_TYPE, FLAGS)      \
+#define THREAD_STACKS(MAP, GETTER, VALUE_TYPE, FLAGS) \
+	THREAD_STACK_MAP(MAP, VALUE_TYPE, FLAGS);     \
+	THREAD_STACK_GETTER(MAP, GETTER, VALUE_TYPE)
+
+/*
+ * The map alone, for one that several programs share: declared where each
+ * includes it, followed by __weak (the linker keeps one), with its GETTER
+ * where it is written.
+ */
+#define THREAD_STACK_MAP(MAP, VALUE_TYPE, FLAGS)           \
 	struct {                                           \
 		__uint(type, BPF_MAP_TYPE_HASH);           \
 		__uint(max_entries, THREAD_STACK_THREADS); \
 		__uint(map_flags, FLAGS);                  \
 		__type(key, __u32);                        \
 		__type(value, VALUE_TYPE);                 \
-	} MAP SEC(".maps");                                \
-	THREAD_STACK_GETTER(MAP, GETTER, VALUE_TYPE)
+	} MAP SEC(".maps")
 
 /* GETTER for a MAP declared elsewhere (one that other programs share). */
 #define THREAD_STACK_GETTER(MAP, GETTER, VALUE_TYPE)                      \

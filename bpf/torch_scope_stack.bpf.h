@@ -28,12 +28,7 @@ struct torch_scope_stack {
 };
 
 /* Thread id -> its open scopes; one map for every program that includes this. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, THREAD_STACK_THREADS);
-	__type(key, __u32);
-	__type(value, struct torch_scope_stack);
-} torch_scope_stacks SEC(".maps") __weak;
+THREAD_STACK_MAP(torch_scope_stacks, struct torch_scope_stack, 0) __weak;
 
 /* Whether a torch scope (an optimizer's step or zero_grad, ...) is open on the thread. */
 static __always_inline bool torch_scope_open(__u32 tid)

@@ -60,20 +60,27 @@ void initialisation_tracker_free(struct initialisation_tracker *tracker)
 	u64_map_free(&tracker->processes);
 }
 
+/* The next frame of a call path outside torch, from *at on (moved past it); false at the end. */
+static bool next_own_frame(const char **at, const char **frame, size_t *length)
+{
+	while (*at && **at) {
+		const char *end = strstr(*at, INFER_CALL_PATH_SEPARATOR);
+
+		*frame = *at;
+		*length = end ? (size_t)(end - *at) : strlen(*at);
+		*at = end ? end + strlen(INFER_CALL_PATH_SEPARATOR) : NULL;
+		if (strncmp(*frame, TORCH_FRAME_PREFIX, strlen(TORCH_FRAME_PREFIX)) != 0)
+			return true;
+	}
+	return false;
+}
+
 const char *initialised_once_initialiser(const char *call_path, size_t *length)
 {
-	const char *frame = call_path;
+	const char *frame;
 
-	while (frame && *frame) {
-		const char *end = strstr(frame, INFER_CALL_PATH_SEPARATOR);
-		size_t size = end ? (size_t)(end - frame) : strlen(frame);
-
-		if (strncmp(frame, TORCH_FRAME_PREFIX, strlen(TORCH_FRAME_PREFIX)) != 0) {
-			*length = size;
-			return frame;
-		}
-		frame = end ? end + strlen(INFER_CALL_PATH_SEPARATOR) : NULL;
-	}
+	if (next_own_frame(&call_path, &frame, length))
+		return frame;
 	*length = 0;
 	return NULL;
 }
@@ -130,21 +137,6 @@ static bool same_initialiser(const struct infer_event *left, const struct infer_
 
 	return left_frame && right_frame && left_length == right_length &&
 	       memcmp(left_frame, right_frame, left_length) == 0;
-}
-
-/* The next frame of a call path outside torch, from *at on (moved past it); false at the end. */
-static bool next_own_frame(const char **at, const char **frame, size_t *length)
-{
-	while (*at && **at) {
-		const char *end = strstr(*at, INFER_CALL_PATH_SEPARATOR);
-
-		*frame = *at;
-		*length = end ? (size_t)(end - *at) : strlen(*at);
-		*at = end ? end + strlen(INFER_CALL_PATH_SEPARATOR) : NULL;
-		if (strncmp(*frame, TORCH_FRAME_PREFIX, strlen(TORCH_FRAME_PREFIX)) != 0)
-			return true;
-	}
-	return false;
 }
 
 /* How many frames a call path holds. */

@@ -44,8 +44,16 @@ static const char *const head_reset[] = { "model.Pretrained._init_weights", "mod
 
 #define FRAMES(list) list, sizeof(list) / sizeof(list[0])
 
-static void add_zero(struct python_records *records, uint32_t pid, uint64_t at, uint64_t tensor,
-		     const char *const *frames, size_t depth)
+/*
+ * zero_ on 'tensor' (its storage 'storage' where not 0), with the frames
+ * that called it: a parameter under no_grad (it requires grad), or one that
+ * does not require grad, such as a parameter's .data (a new TensorImpl each
+ * time, often at the address the last one had, as GPT-2's _init_weights
+ * sets biases) or a buffer.
+ */
+static void add_zero_of(struct python_records *records, uint32_t pid, uint64_t at, uint64_t tensor,
+			uint64_t storage, bool requires_grad, const char *const *frames,
+			size_t depth)
 {
 	struct trace_record *zero =
 		python_records_add(records, pid, 0, at, 0, "aten::zero_", TRACE_PYTHON_TORCH_OP);
@@ -53,37 +61,30 @@ static void add_zero(struct python_records *records, uint32_t pid, uint64_t at, 
 	python_call_add_arg(zero, (struct trace_python_arg){ .name = "tensor:self",
 							     .type = TRACE_VALUE_INT,
 							     .integer = (int64_t)tensor });
+	if (storage)
+		python_call_add_arg(zero, (struct trace_python_arg){ .name = "storage:self",
+								     .type = TRACE_VALUE_INT,
+								     .integer = (int64_t)storage });
 	python_call_add_arg(zero, (struct trace_python_arg){ .name = "requires_grad:self",
 							     .type = TRACE_VALUE_BOOL,
-							     .integer = 1 });
+							     .integer = requires_grad });
 	zero->python_call.py_stack.depth = (uint32_t)depth;
 	for (size_t i = 0; i < depth; i++)
 		zero->python_call.py_stack.frames[i] = frames[i];
 }
 
-/*
- * zero_ on a tensor that does not require grad, with its storage: a
- * parameter's .data (a new TensorImpl each time, often at the address the
- * last one had), as GPT-2's _init_weights sets biases, or a buffer.
- */
+/* A parameter's zero_ under no_grad, from a trace that kept no storages. */
+static void add_zero(struct python_records *records, uint32_t pid, uint64_t at, uint64_t tensor,
+		     const char *const *frames, size_t depth)
+{
+	add_zero_of(records, pid, at, tensor, 0, true, frames, depth);
+}
+
+/* zero_ through a parameter's .data, or on a buffer: known by its storage. */
 static void add_data_zero(struct python_records *records, uint32_t pid, uint64_t at,
 			  uint64_t storage, const char *const *frames, size_t depth)
 {
-	struct trace_record *zero =
-		python_records_add(records, pid, 0, at, 0, "aten::zero_", TRACE_PYTHON_TORCH_OP);
-
-	python_call_add_arg(zero, (struct trace_python_arg){ .name = "tensor:self",
-							     .type = TRACE_VALUE_INT,
-							     .integer = 0x9000 });
-	python_call_add_arg(zero, (struct trace_python_arg){ .name = "storage:self",
-							     .type = TRACE_VALUE_INT,
-							     .integer = (int64_t)storage });
-	python_call_add_arg(zero, (struct trace_python_arg){ .name = "requires_grad:self",
-							     .type = TRACE_VALUE_BOOL,
-							     .integer = 0 });
-	zero->python_call.py_stack.depth = (uint32_t)depth;
-	for (size_t i = 0; i < depth; i++)
-		zero->python_call.py_stack.frames[i] = frames[i];
+	add_zero_of(records, pid, at, 0x9000, storage, false, frames, depth);
 }
 
 /* An optimizer's update of the parameter whose storage is 'storage' (it requires grad). */
@@ -312,12 +313,7 @@ UNIT_TEST(initialised_once, a_parameter_set_again_through_its_data_once_seen_as_
 	add_data_zero(&records, 40, 30, 0x5000, FRAMES(outer_post_init));
 	add_data_zero(&records, 40, 40, 0x6000, FRAMES(outer_post_init));
 	/* Set as a parameter first (under no_grad), then through its .data again. */
-	add_zero(&records, 40, 50, 0x7000, FRAMES(inner_post_init));
-	records.at[records.count - 1].python_call.args[0].integer = 0x7001;
-	python_call_add_arg(&records.at[records.count - 1],
-			    (struct trace_python_arg){ .name = "storage:self",
-						       .type = TRACE_VALUE_INT,
-						       .integer = 0x7000 });
+	add_zero_of(&records, 40, 50, 0x7001, 0x7000, true, FRAMES(inner_post_init));
 	add_data_zero(&records, 40, 60, 0x7000, FRAMES(outer_post_init));
 	for (int step = 0; step < 2; step++) {
 		add_update(&records, 40, step, 1000000ULL * (uint64_t)(step + 1), 0x5000);

@@ -57,6 +57,21 @@ static const char *tensor_detail(const struct infer_event *event, const char *de
 }
 
 /*
+ * Whether the event's tensor requires grad, in words. An initialisation
+ * (the probe read its callers) of a tensor that does not set a parameter
+ * through an alias sharing its storage (.data): InitialisedOnce judges no
+ * other. Any other such tensor is frozen.
+ */
+static const char *requires_grad_text(const struct infer_event *event, const char *requires_grad)
+{
+	if (strcmp(requires_grad, "True") == 0)
+		return " (requires grad)";
+	if (event->call_path && *event->call_path)
+		return " (does not require grad: the parameter set through .data)";
+	return " (does not require grad: frozen)";
+}
+
+/*
  * An event in words. Its process is named by its job rank, as the JSON
  * Lines name it ("job_rank"), when known; an NCCL call's rank in its
  * communicator comes with the communicator.
@@ -83,9 +98,7 @@ static void describe_event(const struct infer_event *event, int job_rank, const 
 	}
 	if (requires_grad && used > 0 && (size_t)used < size)
 		used += snprintf(text + used, size - (size_t)used, "%s",
-				 strcmp(requires_grad, "True") == 0
-					 ? " (requires grad)"
-					 : " (does not require grad: frozen)");
+				 requires_grad_text(event, requires_grad));
 	if (field && used > 0 && (size_t)used < size)
 		used += snprintf(text + used, size - (size_t)used, " with %s = %s", field,
 				 infer_event_field(event, field) ? infer_event_field(event, field)
